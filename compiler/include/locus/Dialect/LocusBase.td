@@ -1,0 +1,182 @@
+//===- LocusBase.td - the locus dialect, its enums and attributes ---------===//
+//
+// The dialect that user graphs are recorded in. Values are ranked, statically
+// shaped tensors (f32, i64 for class labels, i1 for comparison results).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_BASE_TD
+#define LOCUS_BASE_TD
+
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpBase.td"
+
+def Locus_Dialect : Dialect {
+  let name = "locus";
+  let cppNamespace = "::locus";
+  let summary = "A lazy dataflow graph with explicit device placement.";
+  let description = [{
+    The `locus` dialect holds a graph recorded by user code: sources (inputs,
+    persistent state, constants), tensor computations, and the two ops that
+    move values between devices: `locus.to` (the user's explicit move, a pin)
+    and `locus.copy` (a transfer the compiler inserts).
+
+    Every op carries the location of the user's source line that recorded it,
+    so diagnostics from every later pass point at user code.
+
+    Element types: `f32` for data, `i64` for class labels, `i1` for the result
+    of comparisons. Shapes are static. Broadcasting is never implicit: the
+    frontend records a `locus.broadcast` where numpy rules apply.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Locus_DeviceKind : I32EnumAttr<"DeviceKind", "kind of device", [
+    I32EnumAttrCase<"cpu", 0>,
+    I32EnumAttrCase<"cuda", 1>
+  ]> {
+  let cppNamespace = "::locus";
+  let genSpecializedAttr = 0;
+}
+
+def Locus_PlacementKind : I32EnumAttr<"PlacementKind",
+    "why an op is on its device", [
+    I32EnumAttrCase<"pinned", 0>,
+    I32EnumAttrCase<"follows_operands", 1>,
+    I32EnumAttrCase<"no_kernel", 2>,
+    I32EnumAttrCase<"cost", 3>,
+    I32EnumAttrCase<"colocated", 4>,
+    I32EnumAttrCase<"soft", 5>
+  ]> {
+  let cppNamespace = "::locus";
+  let genSpecializedAttr = 0;
+}
+
+def Locus_InitKind : I32EnumAttr<"InitKind", "initialiser of a state tensor", [
+    I32EnumAttrCase<"full", 0>,
+    I32EnumAttrCase<"uniform", 1>
+  ]> {
+  let cppNamespace = "::locus";
+  let genSpecializedAttr = 0;
+}
+
+def Locus_StateRole : I32EnumAttr<"StateRole", "role of a persistent tensor", [
+    I32EnumAttrCase<"parameter", 0>,
+    I32EnumAttrCase<"buffer", 1>
+  ]> {
+  let cppNamespace = "::locus";
+}
+
+def Locus_CmpPredicate : I32EnumAttr<"CmpPredicate", "comparison predicate", [
+    I32EnumAttrCase<"eq", 0>,
+    I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>,
+    I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>,
+    I32EnumAttrCase<"ge", 5>
+  ]> {
+  let cppNamespace = "::locus";
+}
+
+def Locus_Reduction : I32EnumAttr<"ReductionKind", "how a loss is reduced", [
+    I32EnumAttrCase<"mean", 0>,
+    I32EnumAttrCase<"sum", 1>
+  ]> {
+  let cppNamespace = "::locus";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Locus_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Locus_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Locus_DeviceAttr : Locus_Attr<"Device", "device"> {
+  let summary = "A device: `cpu` or `cuda:N`.";
+  let description = [{
+    Names the device a value lives on or an op runs on:
+
+    ```mlir
+    #locus.device<cpu>
+    #locus.device<cuda:0>
+    ```
+
+    The CPU has no index; a CUDA device always has one.
+  }];
+  let parameters = (ins "::locus::DeviceKind":$kind, "unsigned":$index);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool isCpu() const { return getKind() == ::locus::DeviceKind::cpu; }
+    bool isCuda() const { return getKind() == ::locus::DeviceKind::cuda; }
+    /// `cpu` or `cuda:N`, as users write it.
+    std::string str() const;
+  }];
+}
+
+def Locus_PlacementAttr : Locus_Attr<"Placement", "placement"> {
+  let summary = "Why an op runs where it runs; data, not prose.";
+  let description = [{
+    Attached to every op by `--locus-place-devices`:
+
+    ```mlir
+    #locus.placement<kind = pinned>
+    #locus.placement<kind = follows_operands>
+    #locus.placement<kind = no_kernel, device = #locus.device<cuda:0>>
+    #locus.placement<kind = cost, cpu_ns = 1200, cuda_ns = 340>
+    #locus.placement<kind = soft>
+    ```
+
+    - `pinned`: a `locus.to`, or a source created on a device (the op's own
+      location is the user's line);
+    - `follows_operands`: strict policy, the op runs where its operands live;
+    - `no_kernel`: `device` has no kernel for the op, so it fell back;
+    - `cost`: chosen by the cost model; both estimates in nanoseconds;
+    - `colocated`: merged with another op that must share its device;
+    - `soft`: a CUDA device was asked for but none is a target.
+  }];
+  let parameters = (ins
+    EnumParameter<Locus_PlacementKind>:$kind,
+    OptionalParameter<"std::optional<int64_t>">:$cpu_ns,
+    OptionalParameter<"std::optional<int64_t>">:$cuda_ns,
+    OptionalParameter<"::locus::DeviceAttr">:$device
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Locus_InitAttr : Locus_Attr<"Init", "init"> {
+  let summary = "A deterministic initialiser for persistent state.";
+  let description = [{
+    How a state tensor gets its first value:
+
+    ```mlir
+    #locus.init<full(0.0)>
+    #locus.init<uniform(-0.316, 0.316), seed = 7>
+    ```
+
+    `full(v)` fills with `v`. `uniform(a, b)` draws element `i` from
+    U[a, b) with the counter-based generator `locus_init_fill` in the runtime
+    (splitmix64 of `seed` and `i`), so every device and every build produces
+    the same values.
+  }];
+  let parameters = (ins "::locus::InitKind":$kind, "::llvm::APFloat":$a,
+                        "::llvm::APFloat":$b, "uint64_t":$seed);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// `v` of full(v); the lower bound of uniform(a, b).
+    double low() const { return getA().convertToDouble(); }
+    /// The upper bound of uniform(a, b); 0 for full(v).
+    double high() const { return getB().convertToDouble(); }
+  }];
+}
+
+#endif // LOCUS_BASE_TD

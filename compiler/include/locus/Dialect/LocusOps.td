@@ -1,0 +1,553 @@
+//===- LocusOps.td - the ops of the locus dialect ---------------------------===//
+//
+// Every op but the sources and the graph container infers its result type
+// from its operands and attributes (InferTypeOpAdaptor): the one place where a
+// shape rule lives. The C++ frontend calls the same inference before it records
+// an op, so a user error is reported at the user's line and nothing is added.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_OPS_TD
+#define LOCUS_OPS_TD
+
+include "locus/Dialect/LocusBase.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Locus_F32Tensor : StaticShapeTensorOf<[F32]>;
+def Locus_LabelTensor : StaticShapeTensorOf<[I64]>;
+def Locus_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Locus_AnyTensor : StaticShapeTensorOf<[F32, I64, I1]>;
+def Locus_ScalarF32 : 0DTensorOf<[F32]>;
+
+class Locus_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Locus_Dialect, mnemonic, traits>;
+
+/// An op whose result type follows from its operands and attributes by a shape
+/// rule written in ShapeRules.cpp.
+class Locus_InferOp<string mnemonic, list<Trait> traits = []>
+    : Locus_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])>;
+
+/// An op whose result has the type of its operands; ODS derives the inference.
+class Locus_SameTypeOp<string mnemonic, list<Trait> traits = []>
+    : Locus_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                              InferTypeOpInterface])>;
+
+//===----------------------------------------------------------------------===//
+// The graph and its outputs
+//===----------------------------------------------------------------------===//
+
+def Locus_GraphOp : Locus_Op<"graph", [Symbol, IsolatedFromAbove, NoTerminator,
+                                       SingleBlock, NoRegionArguments]> {
+  let summary = "A recorded dataflow graph.";
+  let description = [{
+    Holds one recorded graph, in recording order (which is a topological
+    order). Its interface is the `locus.input`, `locus.state` and
+    `locus.output` ops in its body; names are unique within each kind.
+
+    ```mlir
+    locus.graph @train_step {
+      %x = locus.input "x" : tensor<100x10xf32>
+      %w = locus.state "fc.weight" parameter init #locus.init<uniform(-0.3, 0.3), seed = 1> : tensor<2x10xf32>
+      ...
+      locus.output "loss" = %l : tensor<f32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+  }];
+}
+
+def Locus_OutputOp : Locus_Op<"output", [HasParent<"GraphOp">]> {
+  let summary = "Names a value as an output of the graph.";
+  let description = [{
+    ```mlir
+    locus.output "loss" = %l : tensor<f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Locus_AnyTensor:$value);
+  let assemblyFormat = "$name `=` $value attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+def Locus_InputOp : Locus_Op<"input",
+    [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "A value fed to the graph at each run.";
+  let description = [{
+    A named graph input. With `on`, the input is created on that device and
+    the device is a pin under every policy.
+
+    ```mlir
+    %x = locus.input "x" : tensor<100x10xf32>
+    %y = locus.input "y" on #locus.device<cuda:0> : tensor<100x2xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, OptionalAttr<Locus_DeviceAttr>:$device);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = "$name (`on` $device^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Locus_StateOp : Locus_Op<"state",
+    [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "Persistent state: a parameter or an optimizer buffer.";
+  let description = [{
+    A named tensor that persists across runs. `parameter` marks trainable
+    weights, `buffer` optimizer state and other persistent values. `init` says
+    how the first value is made; with `on` the state is created on (pinned
+    to) that device. State moves to its device once, at load.
+
+    ```mlir
+    %w = locus.state "fc.weight" parameter init #locus.init<uniform(-0.316, 0.316), seed = 1> : tensor<2x10xf32>
+    %m = locus.state "adam.m0" buffer init #locus.init<full(0.0)> on #locus.device<cuda:0> : tensor<2x10xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Locus_StateRole:$role,
+                       Locus_InitAttr:$init,
+                       OptionalAttr<Locus_DeviceAttr>:$device);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $name $role `init` $init (`on` $device^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Locus_ConstantOp : Locus_Op<"constant", [ConstantLike, Pure,
+                                             InferTypeOpAdaptor]> {
+  let summary = "A constant tensor.";
+  let description = [{
+    ```mlir
+    %c = locus.constant dense<2.0> : tensor<f32>
+    %d = locus.constant dense<[1.0, 2.0]> : tensor<2xf32> on #locus.device<cuda:0>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value,
+                       OptionalAttr<Locus_DeviceAttr>:$device);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = "$value (`on` $device^)? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Locus_UnaryOp<string mnemonic, string formula>
+    : Locus_SameTypeOp<mnemonic> {
+  let summary = "Elementwise " # formula # ".";
+  let description = [{
+    Applies `}] # formula # [{` to every element of an f32 tensor.
+
+    ```mlir
+    %r = locus.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Locus_NegOp : Locus_UnaryOp<"neg", "-x">;
+def Locus_ExpOp : Locus_UnaryOp<"exp", "e^x">;
+def Locus_LogOp : Locus_UnaryOp<"log", "ln(x)">;
+def Locus_SqrtOp : Locus_UnaryOp<"sqrt", "sqrt(x)">;
+def Locus_ReluOp : Locus_UnaryOp<"relu", "max(x, 0)">;
+def Locus_SigmoidOp : Locus_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
+def Locus_TanhOp : Locus_UnaryOp<"tanh", "tanh(x)">;
+
+def Locus_PowOp : Locus_SameTypeOp<"pow"> {
+  let summary = "Elementwise power by a scalar exponent.";
+  let description = [{
+    `x ^ exponent` for every element.
+
+    ```mlir
+    %sq = locus.pow %x, 2.0 : tensor<100x2xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, F64Attr:$exponent);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = "$input `,` $exponent attr-dict `:` type($result)";
+}
+
+class Locus_BinaryOp<string mnemonic, string formula>
+    : Locus_SameTypeOp<mnemonic> {
+  let summary = "Elementwise " # formula # ".";
+  let description = [{
+    `}] # formula # [{` of two f32 tensors of the same shape. Broadcasting is
+    explicit: the frontend records a `locus.broadcast` first.
+
+    ```mlir
+    %r = locus.}] # mnemonic # [{ %a, %b : tensor<100x2xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$lhs, Locus_F32Tensor:$rhs);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Locus_AddOp : Locus_BinaryOp<"add", "a + b">;
+def Locus_SubOp : Locus_BinaryOp<"sub", "a - b">;
+def Locus_MulOp : Locus_BinaryOp<"mul", "a * b">;
+def Locus_DivOp : Locus_BinaryOp<"div", "a / b">;
+def Locus_MaximumOp : Locus_BinaryOp<"maximum", "max(a, b)">;
+
+def Locus_CmpOp : Locus_InferOp<"cmp", [SameTypeOperands]> {
+  let summary = "Elementwise comparison, giving an i1 tensor.";
+  let description = [{
+    ```mlir
+    %m = locus.cmp gt, %a, %b : tensor<4x4xf32>
+    ```
+    The result has the operands' shape and element type `i1`.
+  }];
+  let arguments = (ins Locus_CmpPredicate:$predicate,
+                       Locus_F32Tensor:$lhs, Locus_F32Tensor:$rhs);
+  let results = (outs Locus_BoolTensor:$result);
+  let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Locus_SelectOp : Locus_Op<"select",
+    [Pure, AllTypesMatch<["true_value", "false_value", "result"]>,
+     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Elementwise choice by an i1 mask.";
+  let description = [{
+    `cond ? a : b` for every element; all three have the same shape.
+
+    ```mlir
+    %r = locus.select %m, %a, %b : tensor<4x4xi1>, tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Locus_BoolTensor:$condition, Locus_F32Tensor:$true_value,
+                       Locus_F32Tensor:$false_value);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $true_value `,` $false_value attr-dict `:`
+    type($condition) `,` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Locus_BroadcastOp : Locus_InferOp<"broadcast"> {
+  let summary = "Broadcasts a tensor to a shape, by numpy's rules.";
+  let description = [{
+    Dimensions are aligned from the right; each input dimension is 1 or equal
+    to the target's; missing leading dimensions are added.
+
+    ```mlir
+    %b = locus.broadcast %bias [100, 2] : tensor<2xf32> -> tensor<100x2xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input $shape attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and layout
+//===----------------------------------------------------------------------===//
+
+def Locus_MatmulOp : Locus_InferOp<"matmul"> {
+  let summary = "Matrix product, batched over equal leading dimensions.";
+  let description = [{
+    `[..., M, K] x [..., K, N] -> [..., M, N]`; both operands have the same
+    rank (at least 2) and the same leading (batch) dimensions.
+
+    ```mlir
+    %c = locus.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$lhs, Locus_F32Tensor:$rhs);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Locus_LinearOp : Locus_InferOp<"linear"> {
+  let summary = "x * W^T + b, as torch.nn.functional.linear.";
+  let description = [{
+    `input [..., in]`, `weight [out, in]`, optional `bias [out]` gives
+    `[..., out]`.
+
+    ```mlir
+    %y = locus.linear %x, %w, %b : tensor<100x10xf32>, tensor<2x10xf32>, tensor<2xf32> -> tensor<100x2xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$weight,
+                       Optional<Locus_F32Tensor>:$bias);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+def Locus_TransposeOp : Locus_InferOp<"transpose"> {
+  let summary = "Permutes dimensions.";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`.
+
+    ```mlir
+    %t = locus.transpose %x [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Locus_ReshapeOp : Locus_InferOp<"reshape"> {
+  let summary = "Gives a tensor a new shape with the same element count.";
+  let description = [{
+    Row-major; `flatten` is a reshape.
+
+    ```mlir
+    %f = locus.reshape %x [16, 784] : tensor<16x16x7x7xf32> -> tensor<16x784xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input $shape attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Locus_ConcatOp : Locus_InferOp<"concat"> {
+  let summary = "Joins tensors along one axis.";
+  let description = [{
+    All inputs have the same rank, element type and dimensions except `axis`.
+
+    ```mlir
+    %c = locus.concat %a, %b axis 1 : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Locus_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` $axis attr-dict `:` functional-type($inputs, $result)
+  }];
+}
+
+def Locus_SliceOp : Locus_InferOp<"slice"> {
+  let summary = "A strided window of a tensor.";
+  let description = [{
+    For each dimension `d`, takes `sizes[d]` elements starting at
+    `offsets[d]`, `strides[d]` apart. The window must lie inside the input.
+
+    ```mlir
+    %s = locus.slice %x offsets [0, 2] sizes [4, 3] strides [1, 1] : tensor<4x8xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `offsets` $offsets `sizes` $sizes `strides` $strides attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisations
+//===----------------------------------------------------------------------===//
+
+class Locus_ReduceOp<string mnemonic, string what>
+    : Locus_InferOp<mnemonic> {
+  let summary = "The " # what # " over axes.";
+  let description = [{
+    Reduces the listed `axes` (unique, in range) with the }] # what # [{.
+    With `keepdim` the reduced axes stay as size 1, as in PyTorch.
+
+    ```mlir
+    %r = locus.}] # mnemonic # [{ %x axes [1] : tensor<8x4xf32> -> tensor<8xf32>
+    %k = locus.}] # mnemonic # [{ %x axes [1] keepdim : tensor<8x4xf32> -> tensor<8x1xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keepdim);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `axes` $axes (`keepdim` $keepdim^)? attr-dict `:` type($input)
+    `->` type($result)
+  }];
+}
+
+def Locus_SumOp : Locus_ReduceOp<"sum", "sum">;
+def Locus_MeanOp : Locus_ReduceOp<"mean", "mean">;
+def Locus_MaxOp : Locus_ReduceOp<"max", "maximum">;
+
+class Locus_SoftmaxLikeOp<string mnemonic, string formula>
+    : Locus_SameTypeOp<mnemonic> {
+  let summary = formula # " along one axis.";
+  let description = [{
+    `}] # formula # [{` along `axis`, computed stably (the maximum is
+    subtracted first).
+
+    ```mlir
+    %p = locus.}] # mnemonic # [{ %logits axis 1 : tensor<16x10xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, I64Attr:$axis);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = "$input `axis` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Locus_SoftmaxOp : Locus_SoftmaxLikeOp<"softmax", "softmax">;
+def Locus_LogSoftmaxOp : Locus_SoftmaxLikeOp<"log_softmax", "log_softmax">;
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+def Locus_Conv2dOp : Locus_InferOp<"conv2d"> {
+  let summary = "2-D convolution, NCHW, as torch.nn.functional.conv2d.";
+  let description = [{
+    `input [N, C, H, W]`, `weight [O, C / groups, KH, KW]`, optional
+    `bias [O]`. Output size per spatial dimension:
+    `(in + 2 * padding - dilation * (k - 1) - 1) / stride + 1`, which must be
+    at least 1. `groups` divides both `C` and `O`.
+
+    ```mlir
+    %y = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<32x3x14x14xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<32x16x14x14xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$weight,
+                       Optional<Locus_F32Tensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding
+    `dilation` $dilation `groups` $groups attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+class Locus_Pool2dOp<string mnemonic, string what>
+    : Locus_InferOp<mnemonic> {
+  let summary = "2-D " # what # " pooling, NCHW.";
+  let description = [{
+    Windows of `kernel_size`, `stride` apart, over an input padded by
+    `padding` on each side (at most half the kernel, as in PyTorch).
+    Output size: `(in + 2 * padding - kernel) / stride + 1`.}] #
+    !if(!eq(mnemonic, "avg_pool2d"),
+        " Padding counts in the average (PyTorch's count_include_pad).", "") # [{
+
+    ```mlir
+    %p = locus.}] # mnemonic # [{ %x kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<32x16x14x14xf32> -> tensor<32x16x7x7xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, DenseI64ArrayAttr:$kernel_size,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` $kernel_size `stride` $stride `padding` $padding attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def Locus_MaxPool2dOp : Locus_Pool2dOp<"max_pool2d", "max">;
+def Locus_AvgPool2dOp : Locus_Pool2dOp<"avg_pool2d", "average">;
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Locus_MseLossOp : Locus_InferOp<"mse_loss", [SameTypeOperands]> {
+  let summary = "Mean squared error, as torch.nn.MSELoss.";
+  let description = [{
+    `input` and `target` have the same shape; the result is a scalar, the mean
+    (or sum) of the squared differences.
+
+    ```mlir
+    %l = locus.mse_loss %pred, %y mean : tensor<100x2xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$target,
+                       Locus_Reduction:$reduction);
+  let results = (outs Locus_ScalarF32:$result);
+  let assemblyFormat = [{
+    $input `,` $target $reduction attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Locus_CrossEntropyOp : Locus_InferOp<"cross_entropy"> {
+  let summary = "Cross entropy of logits and i64 class labels.";
+  let description = [{
+    As torch.nn.CrossEntropyLoss with class indices: `logits [N, C]` (f32),
+    `labels [N]` (i64, each in [0, C)), result a scalar, the mean (or sum) of
+    `-log_softmax(logits)[n, labels[n]]`.
+
+    ```mlir
+    %l = locus.cross_entropy %logits, %labels mean : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$logits, Locus_LabelTensor:$labels,
+                       Locus_Reduction:$reduction);
+  let results = (outs Locus_ScalarF32:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels $reduction attr-dict `:` type($logits) `,`
+    type($labels) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Moving values between devices
+//===----------------------------------------------------------------------===//
+
+def Locus_ToOp : Locus_SameTypeOp<"to"> {
+  let summary = "The user's explicit move of a value to a device; a pin.";
+  let description = [{
+    Recorded by `t.to(locus::cuda(0))`. The result lives on `device` under
+    every policy. Under `strict`, this is the only way a value changes device.
+
+    ```mlir
+    %xg = locus.to %x, #locus.device<cuda:0> : tensor<100x10xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, Locus_DeviceAttr:$device);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = "$input `,` $device attr-dict `:` type($result)";
+}
+
+def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
+  let summary = "A transfer the compiler inserted.";
+  let description = [{
+    Copies a value from device `from` to device `to`. Inserted by
+    `--locus-insert-transfers`, never written by users (they write
+    `locus.to`). The two devices differ.
+
+    ```mlir
+    %c = locus.copy %x from #locus.device<cpu> to #locus.device<cuda:0> : tensor<100x10xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, Locus_DeviceAttr:$from,
+                       Locus_DeviceAttr:$to);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `from` $from `to` $to attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // LOCUS_OPS_TD

@@ -1,0 +1,307 @@
+//===- Graph.h - recording a locus graph from C++ ----------------*- C++ -*-===//
+//
+// User code records a dataflow graph: every call below adds ops and computes
+// nothing. Each op carries the caller's source location (std::source_location,
+// defaulted at the call site), so every later diagnostic names the user's line.
+//
+// A mistake (mismatched shapes, a bad convolution, a wrong dtype, an unknown
+// device, a duplicate name) throws locus::Error naming the user's file:line
+// and the shapes involved, and leaves the graph as it was.
+//
+// No MLIR header is included here: user programs compile quickly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_FRONTEND_GRAPH_H
+#define LOCUS_FRONTEND_GRAPH_H
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace locus {
+
+/// The call site that records an op; always left to its default.
+using Here = std::source_location;
+
+using Shape = std::vector<int64_t>;
+
+/// Element types. i64 holds class labels; i1 comes out of comparisons.
+enum class DType { f32, i64, i1 };
+const char *dtypeName(DType dtype);
+
+/// A user error: what went wrong, at the user's source line.
+class Error : public std::runtime_error {
+public:
+  Error(std::string file, unsigned line, unsigned column, std::string message);
+  const std::string &file() const { return file_; }
+  unsigned line() const { return line_; }
+  unsigned column() const { return column_; }
+  /// The message without the location.
+  const std::string &message() const { return message_; }
+
+private:
+  std::string file_;
+  unsigned line_, column_;
+  std::string message_;
+};
+
+/// `cpu` or `cuda:N`.
+class Device {
+public:
+  enum class Kind { cpu, cuda };
+
+  /// Parses "cpu", "cuda" (cuda:0) or "cuda:N"; anything else is an Error.
+  static Device parse(std::string_view text, Here loc = Here::current());
+
+  Kind kind() const { return kind_; }
+  int index() const { return index_; }
+  bool isCuda() const { return kind_ == Kind::cuda; }
+  std::string str() const;
+  bool operator==(const Device &) const = default;
+
+private:
+  Device(Kind kind, int index) : kind_(kind), index_(index) {}
+  friend Device cpu();
+  friend Device cuda(int, Here);
+  Kind kind_;
+  int index_;
+};
+
+Device cpu();
+/// cuda:index; a negative index is an Error.
+Device cuda(int index = 0, Here loc = Here::current());
+
+/// How persistent state gets its first value (see #locus.init).
+struct Init {
+  enum class Kind { full, uniform };
+  Kind kind = Kind::full;
+  double a = 0, b = 0;
+  uint64_t seed = 0;
+
+  static Init full(double value) { return {Kind::full, value, 0, 0}; }
+  static Init zeros() { return full(0.0); }
+  static Init uniform(double low, double high, uint64_t seed) {
+    return {Kind::uniform, low, high, seed};
+  }
+};
+
+namespace detail {
+struct GraphImpl;
+} // namespace detail
+
+class Graph;
+
+/// A value of the graph: a cheap handle that keeps its graph alive.
+class Tensor {
+public:
+  /// An empty handle; using it to record an op is an Error.
+  Tensor() = default;
+
+  explicit operator bool() const { return value_ != nullptr; }
+  Shape shape() const;
+  int64_t rank() const;
+  /// Dimension `axis`; negative counts from the end.
+  int64_t dim(int64_t axis) const;
+  int64_t numel() const;
+  DType dtype() const;
+
+  /// Records an explicit move to `device`: a pin, as PyTorch's .to().
+  Tensor to(const Device &device, Here loc = Here::current()) const;
+
+  /// The handle of the underlying MLIR value (mlir::Value's opaque pointer).
+  void *opaqueValue() const { return value_; }
+
+private:
+  friend struct detail::GraphImpl;
+  Tensor(std::shared_ptr<detail::GraphImpl> graph, void *value)
+      : graph_(std::move(graph)), value_(value) {}
+  std::shared_ptr<detail::GraphImpl> graph_;
+  void *value_ = nullptr;
+};
+
+struct InputOptions {
+  DType dtype = DType::f32;
+  /// Creates the input on this device: a pin under every policy.
+  std::optional<Device> device = std::nullopt;
+};
+
+struct StateOptions {
+  /// Creates the state on this device: a pin under every policy.
+  std::optional<Device> device = std::nullopt;
+};
+
+struct PrintOptions {
+  /// Print each op's source location (the user's file:line:col).
+  bool locations = false;
+};
+
+/// A recorded graph. Copies share the same graph.
+class Graph {
+public:
+  explicit Graph(std::string name);
+
+  const std::string &name() const;
+
+  /// A graph input, fed at each run.
+  Tensor input(const std::string &name, const Shape &shape,
+               InputOptions options = {}, Here loc = Here::current());
+  /// A trainable parameter, persistent across runs.
+  Tensor parameter(const std::string &name, const Shape &shape,
+                   const Init &init, StateOptions options = {},
+                   Here loc = Here::current());
+  /// Persistent non-trainable state (optimizer moments, running stats).
+  Tensor buffer(const std::string &name, const Shape &shape, const Init &init,
+                StateOptions options = {}, Here loc = Here::current());
+  /// A scalar f32 constant.
+  Tensor constant(float value, Here loc = Here::current());
+  /// An f32 constant of the given shape, row-major values.
+  Tensor constant(const Shape &shape, const std::vector<float> &values,
+                  Here loc = Here::current());
+  /// Names `value` as an output of the graph.
+  void output(const std::string &name, const Tensor &value,
+              Here loc = Here::current());
+
+  /// Seeds parameter initialisation, as torch.manual_seed. Parameters made
+  /// after this call draw seeds from a deterministic sequence.
+  void manualSeed(uint64_t seed);
+  /// The next seed of that sequence (used by nn layers).
+  uint64_t nextSeed();
+
+  /// "<stem>N" with N counting from 0 per stem in this graph: names of
+  /// unnamed layers ("linear0", "linear1", ...).
+  std::string freshName(const std::string &stem);
+
+  /// The value a state tensor starts with, from its #locus.init.
+  std::vector<float> initialValue(const Tensor &state,
+                                  Here loc = Here::current()) const;
+
+  /// Number of ops recorded (the graph op itself not counted).
+  size_t numOps() const;
+  /// The graph as MLIR text (a module holding one locus.graph).
+  std::string str(PrintOptions options = {}) const;
+
+  /// Internals, for the compiler.
+  detail::GraphImpl &impl() const { return *impl_; }
+
+private:
+  std::shared_ptr<detail::GraphImpl> impl_;
+};
+
+//===----------------------------------------------------------------------===//
+// Ops. Binary elementwise ops broadcast by numpy's rules (recorded as an
+// explicit locus.broadcast). Axes may be negative (counted from the end).
+//===----------------------------------------------------------------------===//
+
+/// The left operand of an operator, with the caller's location (operators
+/// cannot take a defaulted std::source_location parameter).
+struct Operand {
+  Operand(const Tensor &tensor, Here loc = Here::current())
+      : tensor(tensor), loc(loc) {}
+  Tensor tensor;
+  Here loc;
+};
+
+Tensor operator+(Operand a, const Tensor &b);
+Tensor operator-(Operand a, const Tensor &b);
+Tensor operator*(Operand a, const Tensor &b);
+Tensor operator/(Operand a, const Tensor &b);
+Tensor operator+(Operand a, float b);
+Tensor operator-(Operand a, float b);
+Tensor operator*(Operand a, float b);
+Tensor operator/(Operand a, float b);
+Tensor operator-(Operand a);
+
+Tensor add(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor sub(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor mul(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor div(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor maximum(const Tensor &a, const Tensor &b, Here loc = Here::current());
+
+Tensor neg(const Tensor &x, Here loc = Here::current());
+Tensor exp(const Tensor &x, Here loc = Here::current());
+Tensor log(const Tensor &x, Here loc = Here::current());
+Tensor sqrt(const Tensor &x, Here loc = Here::current());
+Tensor relu(const Tensor &x, Here loc = Here::current());
+Tensor sigmoid(const Tensor &x, Here loc = Here::current());
+Tensor tanh(const Tensor &x, Here loc = Here::current());
+Tensor pow(const Tensor &x, double exponent, Here loc = Here::current());
+
+Tensor eq(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor ne(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor lt(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor le(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor gt(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor ge(const Tensor &a, const Tensor &b, Here loc = Here::current());
+/// cond ? a : b, elementwise, with broadcasting.
+Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b,
+             Here loc = Here::current());
+Tensor broadcastTo(const Tensor &x, const Shape &shape,
+                   Here loc = Here::current());
+
+Tensor matmul(const Tensor &a, const Tensor &b, Here loc = Here::current());
+/// x * weight^T + bias; `bias` may be an empty Tensor.
+Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
+              Here loc = Here::current());
+Tensor permute(const Tensor &x, const std::vector<int64_t> &dims,
+               Here loc = Here::current());
+/// Swaps two dimensions.
+Tensor transpose(const Tensor &x, int64_t dim0, int64_t dim1,
+                 Here loc = Here::current());
+/// One dimension may be -1 and is then inferred, as in PyTorch.
+Tensor reshape(const Tensor &x, const Shape &shape, Here loc = Here::current());
+Tensor flatten(const Tensor &x, int64_t startDim = 1, int64_t endDim = -1,
+               Here loc = Here::current());
+Tensor concat(const std::vector<Tensor> &xs, int64_t axis,
+              Here loc = Here::current());
+/// x[..., start:end:step, ...] along `axis`.
+Tensor slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
+             int64_t step = 1, Here loc = Here::current());
+
+Tensor sum(const Tensor &x, const std::vector<int64_t> &axes,
+           bool keepdim = false, Here loc = Here::current());
+Tensor mean(const Tensor &x, const std::vector<int64_t> &axes,
+            bool keepdim = false, Here loc = Here::current());
+Tensor max(const Tensor &x, const std::vector<int64_t> &axes,
+           bool keepdim = false, Here loc = Here::current());
+Tensor softmax(const Tensor &x, int64_t axis, Here loc = Here::current());
+Tensor logSoftmax(const Tensor &x, int64_t axis, Here loc = Here::current());
+
+struct Conv2dParams {
+  std::vector<int64_t> stride = {1, 1};
+  std::vector<int64_t> padding = {0, 0};
+  std::vector<int64_t> dilation = {1, 1};
+  int64_t groups = 1;
+};
+/// NCHW convolution; `bias` may be an empty Tensor.
+Tensor conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
+              const Conv2dParams &params = {}, Here loc = Here::current());
+
+struct Pool2dParams {
+  std::vector<int64_t> kernelSize;
+  /// Empty: the kernel size, as in PyTorch.
+  std::vector<int64_t> stride;
+  std::vector<int64_t> padding = {0, 0};
+};
+Tensor maxPool2d(const Tensor &x, const Pool2dParams &params,
+                 Here loc = Here::current());
+Tensor avgPool2d(const Tensor &x, const Pool2dParams &params,
+                 Here loc = Here::current());
+
+enum class Reduction { mean, sum };
+Tensor mseLoss(const Tensor &input, const Tensor &target,
+               Reduction reduction = Reduction::mean,
+               Here loc = Here::current());
+/// `labels` are i64 class indices.
+Tensor crossEntropy(const Tensor &logits, const Tensor &labels,
+                    Reduction reduction = Reduction::mean,
+                    Here loc = Here::current());
+
+} // namespace locus
+
+#endif // LOCUS_FRONTEND_GRAPH_H

@@ -1,0 +1,157 @@
+//===- Nn.h - layers and losses that record into a graph --------*- C++ -*-===//
+//
+// As torch.nn: a layer owns its parameters (recorded as locus.state when the
+// layer is built) and records its computation when called. Initialisation
+// follows PyTorch's defaults: for Linear and Conv2d, weight and bias are drawn
+// from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) -- kaiming_uniform(a = sqrt(5)) on
+// the weight reduces to exactly that bound -- with seeds from the graph's
+// sequence (Graph::manualSeed), so the same program gives the same weights.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_FRONTEND_NN_H
+#define LOCUS_FRONTEND_NN_H
+
+#include "locus/Frontend/Graph.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace locus::nn {
+
+/// A layer: records its computation on an input when called.
+class Module {
+public:
+  virtual ~Module() = default;
+  Tensor operator()(const Tensor &x, Here loc = Here::current()) const {
+    return forward(x, loc);
+  }
+  virtual Tensor forward(const Tensor &x, Here loc) const = 0;
+  /// The trainable parameters, in PyTorch's order (weight before bias).
+  virtual std::vector<Tensor> parameters() const { return {}; }
+};
+
+struct LinearOptions {
+  bool bias = true;
+  /// Prefix of the parameter names ("<name>.weight"); "linearN" if empty.
+  std::string name = {};
+  /// Create the parameters on this device (a pin).
+  std::optional<Device> device = std::nullopt;
+};
+
+/// y = x W^T + b with W [out, in], b [out].
+class Linear : public Module {
+public:
+  Linear(Graph &graph, int64_t inFeatures, int64_t outFeatures,
+         LinearOptions options = {}, Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+  const Tensor &weight() const { return weight_; }
+  /// Empty when built without a bias.
+  const Tensor &bias() const { return bias_; }
+
+private:
+  Tensor weight_, bias_;
+};
+
+struct Conv2dOptions {
+  std::vector<int64_t> stride = {1, 1};
+  std::vector<int64_t> padding = {0, 0};
+  std::vector<int64_t> dilation = {1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// NCHW convolution with weight [out, in / groups, kh, kw] and bias [out].
+class Conv2d : public Module {
+public:
+  /// `kernelSize` has one entry (square) or two (kh, kw).
+  Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
+         std::vector<int64_t> kernelSize, Conv2dOptions options = {},
+         Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+  const Tensor &weight() const { return weight_; }
+  const Tensor &bias() const { return bias_; }
+
+private:
+  Tensor weight_, bias_;
+  Conv2dParams params_;
+};
+
+class MaxPool2d : public Module {
+public:
+  /// `stride` empty means the kernel size, as in PyTorch.
+  explicit MaxPool2d(std::vector<int64_t> kernelSize,
+                     std::vector<int64_t> stride = {},
+                     std::vector<int64_t> padding = {0, 0});
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  Pool2dParams params_;
+};
+
+class Flatten : public Module {
+public:
+  explicit Flatten(int64_t startDim = 1, int64_t endDim = -1)
+      : startDim_(startDim), endDim_(endDim) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  int64_t startDim_, endDim_;
+};
+
+class ReLU : public Module {
+public:
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
+/// Runs its layers in order. Layers are copied in; copies share parameters.
+class Sequential : public Module {
+public:
+  template <typename... Layers>
+  explicit Sequential(Layers... layers) {
+    (layers_.push_back(std::make_shared<Layers>(std::move(layers))), ...);
+  }
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+  size_t size() const { return layers_.size(); }
+
+private:
+  std::vector<std::shared_ptr<Module>> layers_;
+};
+
+/// torch.nn.MSELoss.
+class MSELoss {
+public:
+  explicit MSELoss(Reduction reduction = Reduction::mean)
+      : reduction_(reduction) {}
+  Tensor operator()(const Tensor &input, const Tensor &target,
+                    Here loc = Here::current()) const {
+    return mseLoss(input, target, reduction_, loc);
+  }
+
+private:
+  Reduction reduction_;
+};
+
+/// torch.nn.CrossEntropyLoss with i64 class indices.
+class CrossEntropyLoss {
+public:
+  explicit CrossEntropyLoss(Reduction reduction = Reduction::mean)
+      : reduction_(reduction) {}
+  Tensor operator()(const Tensor &logits, const Tensor &labels,
+                    Here loc = Here::current()) const {
+    return crossEntropy(logits, labels, reduction_, loc);
+  }
+
+private:
+  Reduction reduction_;
+};
+
+} // namespace locus::nn
+
+#endif // LOCUS_FRONTEND_NN_H

@@ -1,0 +1,91 @@
+//===- LocusOps.cpp - op verifiers and the generated op classes -----------===//
+//
+// Shape rules (inferReturnTypes) live in ShapeRules.cpp; this file holds the
+// verifiers of the ops whose result type is declared rather than inferred.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Dialect/LocusDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace locus;
+
+#define GET_OP_CLASSES
+#include "locus/Dialect/LocusOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// GraphOp
+//===----------------------------------------------------------------------===//
+
+void GraphOp::build(OpBuilder &builder, OperationState &state, StringRef name) {
+  state.addAttribute(getSymNameAttrName(state.name),
+                     builder.getStringAttr(name));
+  Region *body = state.addRegion();
+  body->push_back(new Block());
+}
+
+LogicalResult GraphOp::verify() {
+  // Inputs and state are bound by name at run time: one namespace for both.
+  llvm::StringMap<Operation *> sources, outputs;
+  for (Operation &op : getBodyBlock()) {
+    StringRef name;
+    llvm::StringMap<Operation *> *seen = &sources;
+    if (auto input = dyn_cast<InputOp>(op)) {
+      name = input.getName();
+    } else if (auto state = dyn_cast<StateOp>(op)) {
+      name = state.getName();
+    } else if (auto output = dyn_cast<OutputOp>(op)) {
+      name = output.getName();
+      seen = &outputs;
+    } else {
+      continue;
+    }
+    auto [it, inserted] = seen->try_emplace(name, &op);
+    if (!inserted) {
+      InFlightDiagnostic diag = op.emitOpError()
+                                << "name '" << name << "' is already used";
+      diag.attachNote(it->second->getLoc()) << "first used here";
+      return diag;
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Sources and outputs
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyName(Operation *op, StringRef name) {
+  if (name.empty())
+    return op->emitOpError() << "needs a non-empty name";
+  return success();
+}
+
+LogicalResult InputOp::verify() { return verifyName(*this, getName()); }
+
+void InputOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(), getName());
+}
+
+LogicalResult StateOp::verify() { return verifyName(*this, getName()); }
+
+void StateOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(), getName());
+}
+
+LogicalResult OutputOp::verify() { return verifyName(*this, getName()); }
+
+//===----------------------------------------------------------------------===//
+// Moves between devices
+//===----------------------------------------------------------------------===//
+
+LogicalResult CopyOp::verify() {
+  if (getFrom() == getTo())
+    return emitOpError() << "copies from " << getFrom().str()
+                         << " to the same device";
+  return success();
+}

@@ -1,0 +1,562 @@
+//===- ShapeRules.cpp - result types of the locus ops ---------------------===//
+//
+// One function per op whose result type follows from its operands and
+// attributes. The verifier calls these (InferTypeOpInterface), and so does the
+// C++ frontend before it records an op, so a rule is written once and every
+// message names the shapes involved.
+//
+// Every rule checks what it reads: it may run on unverified IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Dialect/LocusDialect.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+/// Emits "'locus.<op>' op <message>" at `loc` when there is one, and fails.
+struct RuleError {
+  std::optional<Location> loc;
+  StringRef opName;
+
+  LogicalResult operator()(const Twine &message) const {
+    return emitOptionalError(loc, "'", opName, "' op ", message.str());
+  }
+};
+
+template <typename OpT>
+RuleError errorsOf(std::optional<Location> loc) {
+  return RuleError{loc, OpT::getOperationName()};
+}
+
+/// The operand as a ranked tensor type, or null after reporting `what`.
+RankedTensorType tensorOperand(const RuleError &fail, Value value,
+                               StringRef what) {
+  auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
+  if (!type)
+    (void)fail(Twine(what) + " must be a ranked tensor");
+  return type;
+}
+
+std::string str(ArrayRef<int64_t> shape) { return formatShape(shape); }
+
+std::string num(int64_t value) { return std::to_string(value); }
+
+/// Product of the dimensions; shapes are static.
+int64_t elementCount(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+/// Checks that an attribute array holds `rank` entries.
+LogicalResult checkArray(const RuleError &fail, DenseI64ArrayAttr attr,
+                         StringRef name, size_t rank) {
+  if (!attr)
+    return fail(Twine("requires attribute '") + name + "'");
+  if (attr.size() != static_cast<int64_t>(rank))
+    return fail(Twine(name) + " has " + num(attr.size()) +
+                " entries; expected " + num(rank));
+  return success();
+}
+
+LogicalResult reduceRule(const RuleError &fail, Value input,
+                         DenseI64ArrayAttr axesAttr, bool keepdim,
+                         SmallVectorImpl<Type> &results) {
+  RankedTensorType type = tensorOperand(fail, input, "input");
+  if (!type || !axesAttr)
+    return type ? fail("requires attribute 'axes'") : failure();
+  int64_t rank = type.getRank();
+  llvm::SmallBitVector reduced(rank);
+  for (int64_t axis : axesAttr.asArrayRef()) {
+    if (axis < 0 || axis >= rank)
+      return fail("axis " + num(axis) + " is out of range for input " +
+                  str(type.getShape()) + " of rank " + num(rank));
+    if (reduced.test(axis))
+      return fail("axis " + num(axis) + " is listed twice");
+    reduced.set(axis);
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced.test(d))
+      shape.push_back(type.getDimSize(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  results.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+template <typename PoolOp>
+LogicalResult poolRule(std::optional<Location> loc,
+                       typename PoolOp::Adaptor adaptor,
+                       SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<PoolOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  if (!input)
+    return failure();
+  if (input.getRank() != 4)
+    return fail("expects an NCHW input of rank 4, got " +
+                str(input.getShape()));
+  if (failed(checkArray(fail, adaptor.getKernelSizeAttr(), "kernel_size", 2)) ||
+      failed(checkArray(fail, adaptor.getStrideAttr(), "stride", 2)) ||
+      failed(checkArray(fail, adaptor.getPaddingAttr(), "padding", 2)))
+    return failure();
+  ArrayRef<int64_t> kernel = adaptor.getKernelSize();
+  ArrayRef<int64_t> stride = adaptor.getStride();
+  ArrayRef<int64_t> padding = adaptor.getPadding();
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  for (int i = 0; i < 2; ++i) {
+    if (kernel[i] < 1 || stride[i] < 1)
+      return fail("kernel_size " + str(kernel) + " and stride " + str(stride) +
+                  " must be positive");
+    if (padding[i] < 0 || 2 * padding[i] > kernel[i])
+      return fail("padding " + str(padding) +
+                  " must be between 0 and half of kernel_size " + str(kernel));
+    int64_t in = input.getDimSize(2 + i);
+    int64_t out = (in + 2 * padding[i] - kernel[i]) / stride[i] + 1;
+    if (in + 2 * padding[i] < kernel[i] || out < 1)
+      return fail("kernel_size " + str(kernel) + " does not fit input " +
+                  str(input.getShape()) + " with padding " + str(padding));
+    shape.push_back(out);
+  }
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult lossRule(Builder builder, SmallVectorImpl<Type> &results) {
+  results.push_back(RankedTensorType::get({}, builder.getF32Type()));
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Sources and elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<ConstantOp>(loc);
+  auto value = dyn_cast_or_null<ElementsAttr>(adaptor.getValueAttr());
+  if (!value)
+    return fail("requires an elements attribute 'value'");
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return fail("value must be a ranked tensor");
+  results.push_back(type);
+  return success();
+}
+
+LogicalResult CmpOp::inferReturnTypes(MLIRContext *context,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<CmpOp>(loc);
+  RankedTensorType lhs = tensorOperand(fail, adaptor.getLhs(), "lhs");
+  RankedTensorType rhs = lhs ? tensorOperand(fail, adaptor.getRhs(), "rhs")
+                             : RankedTensorType();
+  if (!lhs || !rhs)
+    return failure();
+  if (lhs.getShape() != rhs.getShape())
+    return fail("compares operands of different shapes " +
+                str(lhs.getShape()) + " and " + str(rhs.getShape()));
+  results.push_back(
+      RankedTensorType::get(lhs.getShape(), IntegerType::get(context, 1)));
+  return success();
+}
+
+LogicalResult SelectOp::verify() {
+  ArrayRef<int64_t> cond = getCondition().getType().getShape();
+  ArrayRef<int64_t> values = getTrueValue().getType().getShape();
+  if (cond != values)
+    return emitOpError() << "condition " << formatShape(cond)
+                         << " and values " << formatShape(values)
+                         << " have different shapes";
+  return success();
+}
+
+LogicalResult BroadcastOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<BroadcastOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  if (!input)
+    return failure();
+  if (!adaptor.getShapeAttr())
+    return fail("requires attribute 'shape'");
+  ArrayRef<int64_t> target = adaptor.getShape();
+  ArrayRef<int64_t> source = input.getShape();
+  auto incompatible = [&] {
+    return fail("cannot broadcast " + str(source) + " to " + str(target));
+  };
+  if (source.size() > target.size())
+    return incompatible();
+  for (int64_t dim : target)
+    if (dim < 0)
+      return fail("target shape " + str(target) + " has a negative dimension");
+  size_t lead = target.size() - source.size();
+  for (size_t i = 0; i < source.size(); ++i)
+    if (source[i] != 1 && source[i] != target[lead + i])
+      return incompatible();
+  results.push_back(RankedTensorType::get(target, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and layout
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<MatmulOp>(loc);
+  RankedTensorType lhs = tensorOperand(fail, adaptor.getLhs(), "lhs");
+  RankedTensorType rhs = lhs ? tensorOperand(fail, adaptor.getRhs(), "rhs")
+                             : RankedTensorType();
+  if (!lhs || !rhs)
+    return failure();
+  ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
+  if (a.size() < 2 || a.size() != b.size())
+    return fail("multiplies " + str(a) + " by " + str(b) +
+                "; expected two operands of the same rank, at least 2");
+  size_t r = a.size();
+  if (a.drop_back(2) != b.drop_back(2))
+    return fail("batch dimensions of " + str(a) + " and " + str(b) + " differ");
+  if (a[r - 1] != b[r - 2])
+    return fail("cannot multiply " + str(a) + " by " + str(b) +
+                ": inner dimensions " + num(a[r - 1]) + " and " +
+                num(b[r - 2]) + " differ");
+  SmallVector<int64_t> shape(a.drop_back(1));
+  shape.push_back(b[r - 1]);
+  results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<LinearOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  RankedTensorType weight =
+      input ? tensorOperand(fail, adaptor.getWeight(), "weight")
+            : RankedTensorType();
+  if (!input || !weight)
+    return failure();
+  if (input.getRank() < 1)
+    return fail("input must have at least one dimension");
+  if (weight.getRank() != 2)
+    return fail("weight must be [out_features, in_features], got " +
+                str(weight.getShape()));
+  int64_t in = input.getShape().back();
+  if (weight.getDimSize(1) != in)
+    return fail("input " + str(input.getShape()) + " has " + num(in) +
+                " features but weight " + str(weight.getShape()) + " expects " +
+                num(weight.getDimSize(1)));
+  if (Value biasValue = adaptor.getBias()) {
+    RankedTensorType bias = tensorOperand(fail, biasValue, "bias");
+    if (!bias)
+      return failure();
+    if (bias.getShape() != ArrayRef<int64_t>{weight.getDimSize(0)})
+      return fail("bias " + str(bias.getShape()) + " does not match weight " +
+                  str(weight.getShape()) + "; expected [" +
+                  num(weight.getDimSize(0)) + "]");
+  }
+  SmallVector<int64_t> shape(input.getShape().drop_back());
+  shape.push_back(weight.getDimSize(0));
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<TransposeOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  if (!input)
+    return failure();
+  if (!adaptor.getPermutationAttr())
+    return fail("requires attribute 'permutation'");
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = input.getRank();
+  llvm::SmallBitVector seen(rank);
+  bool valid = static_cast<int64_t>(perm.size()) == rank;
+  for (int64_t p : perm) {
+    if (!valid || p < 0 || p >= rank || seen.test(p)) {
+      valid = false;
+      break;
+    }
+    seen.set(p);
+  }
+  if (!valid)
+    return fail("permutation " + str(perm) +
+                " is not a permutation of the dimensions of " +
+                str(input.getShape()));
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(input.getDimSize(p));
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<ReshapeOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  if (!input)
+    return failure();
+  if (!adaptor.getShapeAttr())
+    return fail("requires attribute 'shape'");
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  for (int64_t dim : shape)
+    if (dim < 0)
+      return fail("shape " + str(shape) + " has a negative dimension");
+  if (elementCount(shape) != elementCount(input.getShape()))
+    return fail("cannot reshape " + str(input.getShape()) + " (" +
+                num(elementCount(input.getShape())) + " elements) to " +
+                str(shape) + " (" + num(elementCount(shape)) + " elements)");
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<ConcatOp>(loc);
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return fail("needs at least one input");
+  if (!adaptor.getAxisAttr())
+    return fail("requires attribute 'axis'");
+  RankedTensorType first = tensorOperand(fail, inputs[0], "input #0");
+  if (!first)
+    return failure();
+  int64_t axis = adaptor.getAxis();
+  int64_t rank = first.getRank();
+  if (axis < 0 || axis >= rank)
+    return fail("axis " + num(axis) + " is out of range for rank " + num(rank));
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, value] : llvm::enumerate(inputs.drop_front())) {
+    RankedTensorType type =
+        tensorOperand(fail, value, "input #" + num(i + 1));
+    if (!type)
+      return failure();
+    if (type.getElementType() != first.getElementType())
+      return fail("inputs have different element types");
+    bool sameOtherDims = type.getRank() == rank;
+    for (int64_t d = 0; sameOtherDims && d < rank; ++d)
+      sameOtherDims = d == axis || type.getDimSize(d) == first.getDimSize(d);
+    if (!sameOtherDims)
+      return fail("cannot concatenate " + str(first.getShape()) + " and " +
+                  str(type.getShape()) + " along axis " + num(axis));
+    shape[axis] += type.getDimSize(axis);
+  }
+  results.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<SliceOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  if (!input)
+    return failure();
+  size_t rank = input.getRank();
+  if (failed(checkArray(fail, adaptor.getOffsetsAttr(), "offsets", rank)) ||
+      failed(checkArray(fail, adaptor.getSizesAttr(), "sizes", rank)) ||
+      failed(checkArray(fail, adaptor.getStridesAttr(), "strides", rank)))
+    return failure();
+  ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes(),
+                    strides = adaptor.getStrides();
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t dim = input.getDimSize(d);
+    bool inside = offsets[d] >= 0 && sizes[d] >= 0 && strides[d] >= 1 &&
+                  (sizes[d] == 0 ? offsets[d] <= dim
+                                 : offsets[d] + (sizes[d] - 1) * strides[d] < dim);
+    if (!inside)
+      return fail("window offsets " + str(offsets) + " sizes " + str(sizes) +
+                  " strides " + str(strides) + " does not fit in input " +
+                  str(input.getShape()) + " (dimension " + num(d) + ")");
+  }
+  results.push_back(RankedTensorType::get(sizes, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisations
+//===----------------------------------------------------------------------===//
+
+LogicalResult SumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return reduceRule(errorsOf<SumOp>(loc), adaptor.getInput(),
+                    adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
+}
+
+LogicalResult MeanOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  return reduceRule(errorsOf<MeanOp>(loc), adaptor.getInput(),
+                    adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
+}
+
+LogicalResult MaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return reduceRule(errorsOf<MaxOp>(loc), adaptor.getInput(),
+                    adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
+}
+
+static LogicalResult verifySoftmaxAxis(Operation *op, RankedTensorType type,
+                                       int64_t axis) {
+  if (axis < 0 || axis >= type.getRank())
+    return op->emitOpError() << "axis " << axis << " is out of range for input "
+                             << formatShape(type.getShape()) << " of rank "
+                             << type.getRank();
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifySoftmaxAxis(*this, getInput().getType(), getAxis());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return verifySoftmaxAxis(*this, getInput().getType(), getAxis());
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<Conv2dOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  RankedTensorType weight =
+      input ? tensorOperand(fail, adaptor.getWeight(), "weight")
+            : RankedTensorType();
+  if (!input || !weight)
+    return failure();
+  if (input.getRank() != 4)
+    return fail("expects an NCHW input of rank 4, got " +
+                str(input.getShape()));
+  if (weight.getRank() != 4)
+    return fail("expects a weight [out_channels, in_channels / groups, kh, "
+                "kw], got " +
+                str(weight.getShape()));
+  if (failed(checkArray(fail, adaptor.getStrideAttr(), "stride", 2)) ||
+      failed(checkArray(fail, adaptor.getPaddingAttr(), "padding", 2)) ||
+      failed(checkArray(fail, adaptor.getDilationAttr(), "dilation", 2)))
+    return failure();
+  if (!adaptor.getGroupsAttr())
+    return fail("requires attribute 'groups'");
+  ArrayRef<int64_t> stride = adaptor.getStride(), padding = adaptor.getPadding(),
+                    dilation = adaptor.getDilation();
+  int64_t groups = adaptor.getGroupsAttr().getInt();
+  int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
+  if (groups < 1)
+    return fail("groups must be positive, got " + num(groups));
+  if (channels % groups != 0 || outChannels % groups != 0)
+    return fail("groups " + num(groups) + " must divide both the " +
+                num(channels) + " input channels and the " + num(outChannels) +
+                " output channels");
+  if (weight.getDimSize(1) != channels / groups)
+    return fail("weight " + str(weight.getShape()) + " expects " +
+                num(weight.getDimSize(1) * groups) +
+                " input channels but input " + str(input.getShape()) + " has " +
+                num(channels));
+  if (Value biasValue = adaptor.getBias()) {
+    RankedTensorType bias = tensorOperand(fail, biasValue, "bias");
+    if (!bias)
+      return failure();
+    if (bias.getShape() != ArrayRef<int64_t>{outChannels})
+      return fail("bias " + str(bias.getShape()) + " does not match " +
+                  num(outChannels) + " output channels");
+  }
+  SmallVector<int64_t> shape{input.getDimSize(0), outChannels};
+  for (int i = 0; i < 2; ++i) {
+    if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0)
+      return fail("stride " + str(stride) + " and dilation " + str(dilation) +
+                  " must be positive and padding " + str(padding) +
+                  " non-negative");
+    int64_t in = input.getDimSize(2 + i), k = weight.getDimSize(2 + i);
+    int64_t span = dilation[i] * (k - 1) + 1;
+    if (in + 2 * padding[i] < span)
+      return fail("kernel " + str(weight.getShape().drop_front(2)) +
+                  " with dilation " + str(dilation) +
+                  " is larger than the padded input " +
+                  str(input.getShape().drop_front(2)) + " + padding " +
+                  str(padding));
+    shape.push_back((in + 2 * padding[i] - span) / stride[i] + 1);
+  }
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  return poolRule<MaxPool2dOp>(loc, adaptor, results);
+}
+
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  return poolRule<AvgPool2dOp>(loc, adaptor, results);
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<MseLossOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  RankedTensorType target =
+      input ? tensorOperand(fail, adaptor.getTarget(), "target")
+            : RankedTensorType();
+  if (!input || !target)
+    return failure();
+  if (input.getShape() != target.getShape())
+    return fail("input " + str(input.getShape()) + " and target " +
+                str(target.getShape()) + " have different shapes");
+  return lossRule(Builder(context), results);
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<CrossEntropyOp>(loc);
+  RankedTensorType logits = tensorOperand(fail, adaptor.getLogits(), "logits");
+  RankedTensorType labels =
+      logits ? tensorOperand(fail, adaptor.getLabels(), "labels")
+             : RankedTensorType();
+  if (!logits || !labels)
+    return failure();
+  if (logits.getRank() != 2)
+    return fail("expects logits [batch, classes], got " +
+                str(logits.getShape()));
+  if (labels.getShape() != ArrayRef<int64_t>{logits.getDimSize(0)})
+    return fail("labels " + str(labels.getShape()) +
+                " do not match logits " + str(logits.getShape()) +
+                "; expected [" + num(logits.getDimSize(0)) + "]");
+  return lossRule(Builder(context), results);
+}

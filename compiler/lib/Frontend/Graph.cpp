@@ -1,0 +1,412 @@
+//===- Graph.cpp - recording locus ops from C++ ---------------------------===//
+//
+// Every public call records through GraphImpl::record(), which runs the op's
+// own shape rule (the dialect's inferReturnTypes) and verifier under a
+// diagnostic capture: a failure becomes a locus::Error at the user's line.
+// A Transaction erases whatever a call recorded if it throws, so the graph is
+// unchanged on failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImpl.h"
+
+#include "locus/locus_runtime.h"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace locus;
+using namespace locus::detail;
+
+//===----------------------------------------------------------------------===//
+// Error, Device, DType
+//===----------------------------------------------------------------------===//
+
+static std::string formatError(const std::string &file, unsigned line,
+                               unsigned column, const std::string &message) {
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column) +
+         ": error: " + message;
+}
+
+Error::Error(std::string file, unsigned line, unsigned column,
+             std::string message)
+    : std::runtime_error(formatError(file, line, column, message)),
+      file_(std::move(file)), line_(line), column_(column),
+      message_(std::move(message)) {}
+
+Error locus::detail::userError(const Here &loc, std::string message) {
+  return Error(loc.file_name(), loc.line(), loc.column(), std::move(message));
+}
+
+const char *locus::dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::f32: return "f32";
+  case DType::i64: return "i64";
+  case DType::i1: return "i1";
+  }
+  return "?";
+}
+
+std::string Device::str() const {
+  return kind_ == Kind::cpu ? std::string("cpu")
+                            : "cuda:" + std::to_string(index_);
+}
+
+Device locus::cpu() { return Device(Device::Kind::cpu, 0); }
+
+Device locus::cuda(int index, Here loc) {
+  if (index < 0)
+    throw userError(loc, "unknown device cuda:" + std::to_string(index) +
+                             ": a CUDA device index is 0 or more");
+  return Device(Device::Kind::cuda, index);
+}
+
+Device Device::parse(std::string_view text, Here loc) {
+  if (text == "cpu")
+    return cpu();
+  if (text == "cuda")
+    return cuda(0, loc);
+  if (text.starts_with("cuda:") && text.size() > 5 && text.size() < 15 &&
+      std::all_of(text.begin() + 5, text.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }))
+    return cuda(std::stoi(std::string(text.substr(5))), loc);
+  throw userError(loc, "unknown device '" + std::string(text) +
+                           "'; expected 'cpu', 'cuda' or 'cuda:N'");
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImpl
+//===----------------------------------------------------------------------===//
+
+GraphImpl::GraphImpl(std::string graphName)
+    : name(std::move(graphName)),
+      context(mlir::MLIRContext::Threading::DISABLED), builder(&context) {
+  context.getOrLoadDialect<LocusDialect>();
+  module = mlir::ModuleOp::create(builder.getUnknownLoc());
+  builder.setInsertionPointToEnd(module->getBody());
+  graph = builder.create<GraphOp>(builder.getUnknownLoc(), name);
+  builder.setInsertionPointToEnd(&graph.getBodyBlock());
+}
+
+mlir::Block &GraphImpl::body() { return graph.getBodyBlock(); }
+
+mlir::Location GraphImpl::location(const Here &loc) {
+  return mlir::FileLineColLoc::get(&context, loc.file_name(), loc.line(),
+                                   loc.column());
+}
+
+std::string GraphImpl::where(const Here &loc) {
+  return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
+}
+
+GraphImpl &GraphImpl::of(const Tensor &tensor, const Here &loc) {
+  if (!tensor)
+    throw userError(loc, "uses an empty Tensor (default-constructed, never "
+                         "recorded)");
+  return *tensor.graph_;
+}
+
+mlir::Value GraphImpl::value(const Tensor &tensor, const Here &loc) {
+  if (!tensor)
+    throw userError(loc, "uses an empty Tensor (default-constructed, never "
+                         "recorded)");
+  if (tensor.graph_.get() != this)
+    throw userError(loc, "uses a tensor of graph '" + tensor.graph_->name +
+                             "' in graph '" + name + "'");
+  return mlir::Value::getFromOpaquePointer(tensor.value_);
+}
+
+Tensor GraphImpl::wrap(mlir::Value value) {
+  return Tensor(shared_from_this(), value.getAsOpaquePointer());
+}
+
+mlir::RankedTensorType GraphImpl::tensorType(const Shape &shape, DType dtype,
+                                             const Here &loc) {
+  for (int64_t dim : shape)
+    if (dim < 0)
+      throw userError(loc, "shape " + formatShape(shape) +
+                               " has a negative dimension");
+  mlir::Type element;
+  switch (dtype) {
+  case DType::f32: element = builder.getF32Type(); break;
+  case DType::i64: element = builder.getI64Type(); break;
+  case DType::i1: element = builder.getI1Type(); break;
+  }
+  return mlir::RankedTensorType::get(shape, element);
+}
+
+DeviceAttr GraphImpl::deviceAttr(const Device &device) {
+  return DeviceAttr::get(&context,
+                         device.isCuda() ? DeviceKind::cuda : DeviceKind::cpu,
+                         static_cast<unsigned>(device.index()));
+}
+
+mlir::Operation *GraphImpl::finish(mlir::Operation *op, const Here &loc,
+                                   DiagnosticCapture &capture) {
+  if (mlir::failed(mlir::verify(op))) {
+    op->erase();
+    throw userError(loc, capture.take());
+  }
+  return op;
+}
+
+void GraphImpl::claimName(std::map<std::string, std::string> &names,
+                          const std::string &kind, const std::string &name,
+                          const Here &loc) {
+  if (name.empty())
+    throw userError(loc, kind + " needs a non-empty name");
+  auto it = names.find(name);
+  if (it != names.end())
+    throw userError(loc, kind + " name '" + name + "' is already used at " +
+                             it->second);
+}
+
+Shape GraphImpl::broadcastShape(const Shape &a, const Shape &b,
+                                const char *opName, const Here &loc) {
+  Shape result(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < result.size(); ++i) {
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw userError(loc, std::string("operands of ") + opName +
+                               " have shapes " + formatShape(a) + " and " +
+                               formatShape(b) +
+                               ", which do not broadcast (dimension " +
+                               std::to_string(result.size() - 1 - i) + ": " +
+                               std::to_string(da) + " vs " +
+                               std::to_string(db) + ")");
+    result[result.size() - 1 - i] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+mlir::Value GraphImpl::broadcastTo(mlir::Value value, const Shape &shape,
+                                   const Here &loc) {
+  auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
+  if (type.getShape() == llvm::ArrayRef<int64_t>(shape))
+    return value;
+  return record<BroadcastOp>(loc, value, llvm::ArrayRef<int64_t>(shape));
+}
+
+Shape GraphImpl::shapeOf(mlir::Value value) {
+  auto shape = mlir::cast<mlir::RankedTensorType>(value.getType()).getShape();
+  return Shape(shape.begin(), shape.end());
+}
+
+int64_t GraphImpl::normalizeAxis(int64_t axis, mlir::Value value,
+                                 const Here &loc) {
+  Shape shape = shapeOf(value);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    throw userError(loc, "axis " + std::to_string(axis) +
+                             " is out of range for a tensor of shape " +
+                             formatShape(shape));
+  return normalized;
+}
+
+Transaction::Transaction(GraphImpl &graph)
+    : graph(graph),
+      last(graph.body().empty() ? nullptr : &graph.body().back()) {}
+
+Transaction::~Transaction() {
+  if (committed)
+    return;
+  // Later ops use earlier ones: erase from the back.
+  mlir::Block &body = graph.body();
+  while (!body.empty() && &body.back() != last)
+    body.back().erase();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor
+//===----------------------------------------------------------------------===//
+
+static mlir::RankedTensorType typeOf(const Tensor &tensor) {
+  if (!tensor)
+    throw std::logic_error("locus::Tensor: query of an empty Tensor");
+  return mlir::cast<mlir::RankedTensorType>(
+      mlir::Value::getFromOpaquePointer(tensor.opaqueValue()).getType());
+}
+
+Shape Tensor::shape() const {
+  auto shape = typeOf(*this).getShape();
+  return Shape(shape.begin(), shape.end());
+}
+
+int64_t Tensor::rank() const { return typeOf(*this).getRank(); }
+
+int64_t Tensor::dim(int64_t axis) const {
+  int64_t r = rank();
+  int64_t normalized = axis < 0 ? axis + r : axis;
+  if (normalized < 0 || normalized >= r)
+    throw std::out_of_range("locus::Tensor::dim: axis " +
+                            std::to_string(axis) + " of a rank-" +
+                            std::to_string(r) + " tensor");
+  return typeOf(*this).getDimSize(normalized);
+}
+
+int64_t Tensor::numel() const { return typeOf(*this).getNumElements(); }
+
+DType Tensor::dtype() const {
+  mlir::Type element = typeOf(*this).getElementType();
+  if (element.isF32())
+    return DType::f32;
+  return element.isInteger(1) ? DType::i1 : DType::i64;
+}
+
+Tensor Tensor::to(const Device &device, Here loc) const {
+  GraphImpl &g = GraphImpl::of(*this, loc);
+  Transaction tx(g);
+  mlir::Value result =
+      g.record<ToOp>(loc, g.value(*this, loc), g.deviceAttr(device));
+  tx.commit();
+  return g.wrap(result);
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+Graph::Graph(std::string name)
+    : impl_(std::make_shared<GraphImpl>(std::move(name))) {}
+
+const std::string &Graph::name() const { return impl_->name; }
+
+Tensor Graph::input(const std::string &name, const Shape &shape,
+                    InputOptions options, Here loc) {
+  GraphImpl &g = *impl_;
+  g.claimName(g.sourceNames, "input", name, loc);
+  Transaction tx(g);
+  mlir::RankedTensorType type = g.tensorType(shape, options.dtype, loc);
+  DiagnosticCapture capture(&g.context);
+  auto op = g.builder.create<InputOp>(
+      g.location(loc), type, g.builder.getStringAttr(name),
+      options.device ? g.deviceAttr(*options.device) : DeviceAttr());
+  g.finish(op, loc, capture);
+  g.sourceNames[name] = GraphImpl::where(loc);
+  tx.commit();
+  return g.wrap(op.getResult());
+}
+
+static Tensor recordState(GraphImpl &g, const std::string &kind,
+                          const std::string &name, const Shape &shape,
+                          const Init &init, StateRole role,
+                          const StateOptions &options, const Here &loc) {
+  g.claimName(g.sourceNames, kind, name, loc);
+  Transaction tx(g);
+  mlir::RankedTensorType type = g.tensorType(shape, DType::f32, loc);
+  DiagnosticCapture capture(&g.context);
+  auto initAttr = InitAttr::getChecked(
+      [&] { return mlir::emitError(g.location(loc)); }, &g.context,
+      init.kind == Init::Kind::uniform ? InitKind::uniform : InitKind::full,
+      llvm::APFloat(init.a),
+      llvm::APFloat(init.kind == Init::Kind::uniform ? init.b : 0.0),
+      init.kind == Init::Kind::uniform ? init.seed : 0);
+  if (!initAttr)
+    throw userError(loc, capture.take());
+  auto op = g.builder.create<StateOp>(
+      g.location(loc), type, g.builder.getStringAttr(name), role, initAttr,
+      options.device ? g.deviceAttr(*options.device) : DeviceAttr());
+  g.finish(op, loc, capture);
+  g.sourceNames[name] = GraphImpl::where(loc);
+  tx.commit();
+  return g.wrap(op.getResult());
+}
+
+Tensor Graph::parameter(const std::string &name, const Shape &shape,
+                        const Init &init, StateOptions options, Here loc) {
+  return recordState(*impl_, "parameter", name, shape, init,
+                     StateRole::parameter, options, loc);
+}
+
+Tensor Graph::buffer(const std::string &name, const Shape &shape,
+                     const Init &init, StateOptions options, Here loc) {
+  return recordState(*impl_, "buffer", name, shape, init, StateRole::buffer,
+                     options, loc);
+}
+
+Tensor Graph::constant(float value, Here loc) {
+  return constant(Shape{}, {value}, loc);
+}
+
+Tensor Graph::constant(const Shape &shape, const std::vector<float> &values,
+                       Here loc) {
+  GraphImpl &g = *impl_;
+  Transaction tx(g);
+  mlir::RankedTensorType type = g.tensorType(shape, DType::f32, loc);
+  if (static_cast<int64_t>(values.size()) != type.getNumElements())
+    throw userError(loc, "a constant of shape " + formatShape(shape) +
+                             " needs " + std::to_string(type.getNumElements()) +
+                             " values, got " + std::to_string(values.size()));
+  auto attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(values));
+  mlir::Value result = g.record<ConstantOp>(
+      loc, mlir::cast<mlir::ElementsAttr>(attr), DeviceAttr());
+  tx.commit();
+  return g.wrap(result);
+}
+
+void Graph::output(const std::string &name, const Tensor &value, Here loc) {
+  GraphImpl &g = *impl_;
+  g.claimName(g.outputNames, "output", name, loc);
+  Transaction tx(g);
+  mlir::Value v = g.value(value, loc);
+  DiagnosticCapture capture(&g.context);
+  auto op = g.builder.create<OutputOp>(g.location(loc),
+                                       g.builder.getStringAttr(name), v);
+  g.finish(op, loc, capture);
+  g.outputNames[name] = GraphImpl::where(loc);
+  tx.commit();
+}
+
+void Graph::manualSeed(uint64_t seed) {
+  impl_->seedBase = seed;
+  impl_->seedCounter = 0;
+}
+
+uint64_t Graph::nextSeed() {
+  // A fresh splitmix64 stream per manualSeed(): seeds are well mixed and the
+  // same sequence of layers gets the same seeds.
+  uint64_t z = impl_->seedBase + (++impl_->seedCounter) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+std::string Graph::freshName(const std::string &stem) {
+  return stem + std::to_string(impl_->nameCounters[stem]++);
+}
+
+std::vector<float> Graph::initialValue(const Tensor &state, Here loc) const {
+  mlir::Value v = impl_->value(state, loc);
+  auto op = v.getDefiningOp<StateOp>();
+  if (!op)
+    throw userError(loc, "initialValue() needs a parameter or buffer");
+  InitAttr init = op.getInit();
+  std::vector<float> values(op.getType().getNumElements());
+  locus_status_t status = locus_init_fill(
+      init.getKind() == InitKind::uniform ? LOCUS_INIT_UNIFORM
+                                          : LOCUS_INIT_FULL,
+      init.low(), init.high(), init.getSeed(), values.size(), values.data());
+  if (status) {
+    std::string message = locus_status_message(status);
+    locus_status_free(status);
+    throw userError(loc, message);
+  }
+  return values;
+}
+
+size_t Graph::numOps() const { return impl_->body().getOperations().size(); }
+
+std::string Graph::str(PrintOptions options) const {
+  mlir::OpPrintingFlags flags;
+  if (options.locations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  impl_->module->print(os, flags);
+  os.flush();
+  return text;
+}

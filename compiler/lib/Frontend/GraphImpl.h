@@ -1,0 +1,127 @@
+//===- GraphImpl.h - the frontend's view of a graph (private) ---*- C++ -*-===//
+
+#ifndef LOCUS_FRONTEND_GRAPHIMPL_H
+#define LOCUS_FRONTEND_GRAPHIMPL_H
+
+#include "locus/Dialect/LocusDialect.h"
+#include "locus/Frontend/Graph.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/Verifier.h"
+
+#include <map>
+
+namespace locus::detail {
+
+/// A locus::Error at `loc`.
+Error userError(const Here &loc, std::string message);
+
+/// Collects the first diagnostic emitted while it lives (with its notes).
+class DiagnosticCapture {
+public:
+  explicit DiagnosticCapture(mlir::MLIRContext *context)
+      : handler(context, [this](mlir::Diagnostic &diag) {
+          if (text.empty()) {
+            text = diag.str();
+            for (mlir::Diagnostic &note : diag.getNotes())
+              text += "; " + note.str();
+          }
+          return mlir::success();
+        }) {}
+
+  /// The captured message, or a generic one if nothing was emitted.
+  std::string take() {
+    return text.empty() ? std::string("invalid operation") : std::move(text);
+  }
+
+private:
+  std::string text;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
+  explicit GraphImpl(std::string name);
+
+  std::string name;
+  mlir::MLIRContext context;
+  mlir::OpBuilder builder;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  GraphOp graph;
+  uint64_t seedBase = 0, seedCounter = 0;
+  /// Inputs and state share one namespace; outputs have their own. The value
+  /// is where the name was first used ("file:line").
+  std::map<std::string, std::string> sourceNames, outputNames;
+  std::map<std::string, int> nameCounters;
+
+  mlir::Block &body();
+  mlir::Location location(const Here &loc);
+  static std::string where(const Here &loc);
+
+  /// The graph of a tensor; an Error for an empty handle.
+  static GraphImpl &of(const Tensor &tensor, const Here &loc);
+  /// The MLIR value of a tensor of this graph; an Error otherwise.
+  mlir::Value value(const Tensor &tensor, const Here &loc);
+  Tensor wrap(mlir::Value value);
+
+  mlir::RankedTensorType tensorType(const Shape &shape, DType dtype,
+                                    const Here &loc);
+  DeviceAttr deviceAttr(const Device &device);
+  static Shape shapeOf(mlir::Value value);
+  int64_t normalizeAxis(int64_t axis, mlir::Value value, const Here &loc);
+
+  /// An Error unless `name` is new in `names`.
+  void claimName(std::map<std::string, std::string> &names,
+                 const std::string &kind, const std::string &name,
+                 const Here &loc);
+
+  /// numpy's broadcast of two shapes; an Error naming both when they clash.
+  static Shape broadcastShape(const Shape &a, const Shape &b,
+                              const char *opName, const Here &loc);
+  /// `value` broadcast to `shape` (itself when it already has that shape).
+  mlir::Value broadcastTo(mlir::Value value, const Shape &shape,
+                          const Here &loc);
+
+  /// Verifies a freshly created op; erases it and throws on failure.
+  mlir::Operation *finish(mlir::Operation *op, const Here &loc,
+                          DiagnosticCapture &capture);
+
+  /// Records an op whose result type the dialect infers: the op's shape rule
+  /// runs first, then its verifier; either failing throws an Error at `loc`
+  /// and records nothing. `args` are those of OpT's TypeRange builder.
+  template <typename OpT, typename... Args>
+  mlir::Value record(const Here &loc, Args &&...args) {
+    mlir::Location at = location(loc);
+    mlir::OperationState state(at, OpT::getOperationName());
+    OpT::build(builder, state, mlir::TypeRange{}, std::forward<Args>(args)...);
+    DiagnosticCapture capture(&context);
+    llvm::SmallVector<mlir::Type, 1> types;
+    if (mlir::failed(OpT::inferReturnTypes(
+            &context, at, state.operands,
+            state.attributes.getDictionary(&context),
+            state.getRawProperties(), state.regions, types)))
+      throw userError(loc, capture.take());
+    state.addTypes(types);
+    return finish(builder.create(state), loc, capture)->getResult(0);
+  }
+};
+
+/// Erases what a frontend call recorded unless it commits.
+class Transaction {
+public:
+  explicit Transaction(GraphImpl &graph);
+  ~Transaction();
+  void commit() { committed = true; }
+
+private:
+  GraphImpl &graph;
+  mlir::Operation *last;
+  bool committed = false;
+};
+
+} // namespace locus::detail
+
+#endif // LOCUS_FRONTEND_GRAPHIMPL_H

@@ -1,0 +1,143 @@
+//===- Nn.cpp - layers over the recording API -----------------------------===//
+//
+// Only the public API: layers are what a user could write themselves.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Frontend/Nn.h"
+
+#include <cmath>
+
+using namespace locus;
+using namespace locus::nn;
+
+namespace {
+
+std::string layerName(Graph &graph, const std::string &given,
+                      const char *stem) {
+  return given.empty() ? graph.freshName(stem) : given;
+}
+
+/// PyTorch's default bound for Linear and Conv2d: 1 / sqrt(fan_in).
+Init uniformFor(Graph &graph, int64_t fanIn) {
+  double bound = fanIn > 0 ? 1.0 / std::sqrt(static_cast<double>(fanIn)) : 0;
+  return Init::uniform(-bound, bound, graph.nextSeed());
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Linear
+//===----------------------------------------------------------------------===//
+
+Linear::Linear(Graph &graph, int64_t inFeatures, int64_t outFeatures,
+               LinearOptions options, Here loc) {
+  if (inFeatures < 1 || outFeatures < 1)
+    throw Error(loc.file_name(), loc.line(), loc.column(),
+                "Linear(" + std::to_string(inFeatures) + ", " +
+                    std::to_string(outFeatures) +
+                    "): feature counts must be positive");
+  std::string name = layerName(graph, options.name, "linear");
+  weight_ = graph.parameter(name + ".weight", {outFeatures, inFeatures},
+                            uniformFor(graph, inFeatures), {options.device},
+                            loc);
+  if (options.bias)
+    bias_ = graph.parameter(name + ".bias", {outFeatures},
+                            uniformFor(graph, inFeatures), {options.device},
+                            loc);
+}
+
+Tensor Linear::forward(const Tensor &x, Here loc) const {
+  return linear(x, weight_, bias_, loc);
+}
+
+std::vector<Tensor> Linear::parameters() const {
+  return bias_ ? std::vector<Tensor>{weight_, bias_}
+               : std::vector<Tensor>{weight_};
+}
+
+//===----------------------------------------------------------------------===//
+// Conv2d
+//===----------------------------------------------------------------------===//
+
+Conv2d::Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
+               std::vector<int64_t> kernelSize, Conv2dOptions options,
+               Here loc) {
+  auto fail = [&](const std::string &message) {
+    return Error(loc.file_name(), loc.line(), loc.column(), message);
+  };
+  if (kernelSize.size() == 1)
+    kernelSize.push_back(kernelSize[0]);
+  if (kernelSize.size() != 2 || kernelSize[0] < 1 || kernelSize[1] < 1)
+    throw fail("Conv2d: kernel_size must be one or two positive numbers");
+  if (inChannels < 1 || outChannels < 1)
+    throw fail("Conv2d(" + std::to_string(inChannels) + ", " +
+               std::to_string(outChannels) +
+               "): channel counts must be positive");
+  if (options.groups < 1 || inChannels % options.groups != 0 ||
+      outChannels % options.groups != 0)
+    throw fail("Conv2d: groups " + std::to_string(options.groups) +
+               " must divide in_channels " + std::to_string(inChannels) +
+               " and out_channels " + std::to_string(outChannels));
+  params_ = {options.stride, options.padding, options.dilation,
+             options.groups};
+  std::string name = layerName(graph, options.name, "conv");
+  int64_t fanIn = inChannels / options.groups * kernelSize[0] * kernelSize[1];
+  weight_ = graph.parameter(name + ".weight",
+                            {outChannels, inChannels / options.groups,
+                             kernelSize[0], kernelSize[1]},
+                            uniformFor(graph, fanIn), {options.device}, loc);
+  if (options.bias)
+    bias_ = graph.parameter(name + ".bias", {outChannels},
+                            uniformFor(graph, fanIn), {options.device}, loc);
+}
+
+Tensor Conv2d::forward(const Tensor &x, Here loc) const {
+  return conv2d(x, weight_, bias_, params_, loc);
+}
+
+std::vector<Tensor> Conv2d::parameters() const {
+  return bias_ ? std::vector<Tensor>{weight_, bias_}
+               : std::vector<Tensor>{weight_};
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter-free layers
+//===----------------------------------------------------------------------===//
+
+MaxPool2d::MaxPool2d(std::vector<int64_t> kernelSize,
+                     std::vector<int64_t> stride,
+                     std::vector<int64_t> padding) {
+  if (kernelSize.size() == 1)
+    kernelSize.push_back(kernelSize[0]);
+  if (stride.size() == 1)
+    stride.push_back(stride[0]);
+  if (padding.size() == 1)
+    padding.push_back(padding[0]);
+  params_ = {std::move(kernelSize), std::move(stride), std::move(padding)};
+}
+
+Tensor MaxPool2d::forward(const Tensor &x, Here loc) const {
+  return maxPool2d(x, params_, loc);
+}
+
+Tensor Flatten::forward(const Tensor &x, Here loc) const {
+  return flatten(x, startDim_, endDim_, loc);
+}
+
+Tensor ReLU::forward(const Tensor &x, Here loc) const { return relu(x, loc); }
+
+Tensor Sequential::forward(const Tensor &x, Here loc) const {
+  Tensor y = x;
+  for (const auto &layer : layers_)
+    y = layer->forward(y, loc);
+  return y;
+}
+
+std::vector<Tensor> Sequential::parameters() const {
+  std::vector<Tensor> all;
+  for (const auto &layer : layers_)
+    for (const Tensor &p : layer->parameters())
+      all.push_back(p);
+  return all;
+}

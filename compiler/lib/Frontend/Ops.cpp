@@ -1,0 +1,447 @@
+//===- Ops.cpp - the recording functions and operators --------------------===//
+//
+// Each function is one transaction: it records every op it needs (broadcasts,
+// scalar constants) or, on an Error, none.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImpl.h"
+
+using namespace locus;
+using namespace locus::detail;
+
+namespace {
+
+template <typename OpT>
+Tensor unary(const Tensor &x, const Here &loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value result = g.record<OpT>(loc, g.value(x, loc));
+  tx.commit();
+  return g.wrap(result);
+}
+
+/// Broadcasts both operands to their common shape, then records OpT.
+template <typename OpT>
+Tensor binary(const Tensor &a, const Tensor &b, const Here &loc) {
+  GraphImpl &g = GraphImpl::of(a, loc);
+  Transaction tx(g);
+  mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
+  Shape shape = GraphImpl::broadcastShape(
+      GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb),
+      OpT::getOperationName().data(), loc);
+  mlir::Value result = g.record<OpT>(loc, g.broadcastTo(va, shape, loc),
+                                     g.broadcastTo(vb, shape, loc));
+  tx.commit();
+  return g.wrap(result);
+}
+
+/// `a op scalar` (or `scalar op a` when `scalarFirst`).
+template <typename OpT>
+Tensor withScalar(const Tensor &a, float scalar, bool scalarFirst,
+                  const Here &loc) {
+  GraphImpl &g = GraphImpl::of(a, loc);
+  Transaction tx(g);
+  mlir::Value va = g.value(a, loc);
+  auto type = mlir::RankedTensorType::get({}, g.builder.getF32Type());
+  mlir::Value c = g.record<ConstantOp>(
+      loc,
+      mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, scalar)),
+      DeviceAttr());
+  mlir::Value vc = g.broadcastTo(c, GraphImpl::shapeOf(va), loc);
+  mlir::Value result =
+      scalarFirst ? g.record<OpT>(loc, vc, va) : g.record<OpT>(loc, va, vc);
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor compare(CmpPredicate predicate, const Tensor &a, const Tensor &b,
+               const Here &loc) {
+  GraphImpl &g = GraphImpl::of(a, loc);
+  Transaction tx(g);
+  mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
+  Shape shape = GraphImpl::broadcastShape(GraphImpl::shapeOf(va),
+                                          GraphImpl::shapeOf(vb), "locus.cmp",
+                                          loc);
+  mlir::Value result =
+      g.record<CmpOp>(loc, predicate, g.broadcastTo(va, shape, loc),
+                      g.broadcastTo(vb, shape, loc));
+  tx.commit();
+  return g.wrap(result);
+}
+
+std::vector<int64_t> normalizeAxes(GraphImpl &g, const std::vector<int64_t> &axes,
+                                   mlir::Value value, const Here &loc) {
+  std::vector<int64_t> normalized;
+  for (int64_t axis : axes)
+    normalized.push_back(g.normalizeAxis(axis, value, loc));
+  return normalized;
+}
+
+template <typename OpT>
+Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdim,
+              const Here &loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value v = g.value(x, loc);
+  std::vector<int64_t> normalized = normalizeAxes(g, axes, v, loc);
+  mlir::Value result = g.record<OpT>(
+      loc, v, llvm::ArrayRef<int64_t>(normalized), keepdim);
+  tx.commit();
+  return g.wrap(result);
+}
+
+template <typename OpT>
+Tensor softmaxLike(const Tensor &x, int64_t axis, const Here &loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value v = g.value(x, loc);
+  mlir::Value result = g.record<OpT>(
+      loc, v, g.builder.getI64IntegerAttr(g.normalizeAxis(axis, v, loc)));
+  tx.commit();
+  return g.wrap(result);
+}
+
+template <typename OpT>
+Tensor pool(const Tensor &x, const Pool2dParams &params, const Here &loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  const std::vector<int64_t> &stride =
+      params.stride.empty() ? params.kernelSize : params.stride;
+  mlir::Value result =
+      g.record<OpT>(loc, g.value(x, loc), llvm::ArrayRef(params.kernelSize),
+                    llvm::ArrayRef(stride), llvm::ArrayRef(params.padding));
+  tx.commit();
+  return g.wrap(result);
+}
+
+ReductionKind reductionKind(Reduction reduction) {
+  return reduction == Reduction::sum ? ReductionKind::sum : ReductionKind::mean;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+Tensor locus::add(const Tensor &a, const Tensor &b, Here loc) {
+  return binary<AddOp>(a, b, loc);
+}
+Tensor locus::sub(const Tensor &a, const Tensor &b, Here loc) {
+  return binary<SubOp>(a, b, loc);
+}
+Tensor locus::mul(const Tensor &a, const Tensor &b, Here loc) {
+  return binary<MulOp>(a, b, loc);
+}
+Tensor locus::div(const Tensor &a, const Tensor &b, Here loc) {
+  return binary<DivOp>(a, b, loc);
+}
+Tensor locus::maximum(const Tensor &a, const Tensor &b, Here loc) {
+  return binary<MaximumOp>(a, b, loc);
+}
+
+Tensor locus::operator+(Operand a, const Tensor &b) {
+  return binary<AddOp>(a.tensor, b, a.loc);
+}
+Tensor locus::operator-(Operand a, const Tensor &b) {
+  return binary<SubOp>(a.tensor, b, a.loc);
+}
+Tensor locus::operator*(Operand a, const Tensor &b) {
+  return binary<MulOp>(a.tensor, b, a.loc);
+}
+Tensor locus::operator/(Operand a, const Tensor &b) {
+  return binary<DivOp>(a.tensor, b, a.loc);
+}
+Tensor locus::operator+(Operand a, float b) {
+  return withScalar<AddOp>(a.tensor, b, false, a.loc);
+}
+Tensor locus::operator-(Operand a, float b) {
+  return withScalar<SubOp>(a.tensor, b, false, a.loc);
+}
+Tensor locus::operator*(Operand a, float b) {
+  return withScalar<MulOp>(a.tensor, b, false, a.loc);
+}
+Tensor locus::operator/(Operand a, float b) {
+  return withScalar<DivOp>(a.tensor, b, false, a.loc);
+}
+Tensor locus::operator-(Operand a) { return unary<NegOp>(a.tensor, a.loc); }
+
+Tensor locus::neg(const Tensor &x, Here loc) { return unary<NegOp>(x, loc); }
+Tensor locus::exp(const Tensor &x, Here loc) { return unary<ExpOp>(x, loc); }
+Tensor locus::log(const Tensor &x, Here loc) { return unary<LogOp>(x, loc); }
+Tensor locus::sqrt(const Tensor &x, Here loc) { return unary<SqrtOp>(x, loc); }
+Tensor locus::relu(const Tensor &x, Here loc) { return unary<ReluOp>(x, loc); }
+Tensor locus::sigmoid(const Tensor &x, Here loc) {
+  return unary<SigmoidOp>(x, loc);
+}
+Tensor locus::tanh(const Tensor &x, Here loc) { return unary<TanhOp>(x, loc); }
+
+Tensor locus::pow(const Tensor &x, double exponent, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value result = g.record<PowOp>(loc, g.value(x, loc),
+                                       g.builder.getF64FloatAttr(exponent));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::eq(const Tensor &a, const Tensor &b, Here loc) {
+  return compare(CmpPredicate::eq, a, b, loc);
+}
+Tensor locus::ne(const Tensor &a, const Tensor &b, Here loc) {
+  return compare(CmpPredicate::ne, a, b, loc);
+}
+Tensor locus::lt(const Tensor &a, const Tensor &b, Here loc) {
+  return compare(CmpPredicate::lt, a, b, loc);
+}
+Tensor locus::le(const Tensor &a, const Tensor &b, Here loc) {
+  return compare(CmpPredicate::le, a, b, loc);
+}
+Tensor locus::gt(const Tensor &a, const Tensor &b, Here loc) {
+  return compare(CmpPredicate::gt, a, b, loc);
+}
+Tensor locus::ge(const Tensor &a, const Tensor &b, Here loc) {
+  return compare(CmpPredicate::ge, a, b, loc);
+}
+
+Tensor locus::where(const Tensor &cond, const Tensor &a, const Tensor &b,
+                    Here loc) {
+  GraphImpl &g = GraphImpl::of(cond, loc);
+  Transaction tx(g);
+  mlir::Value vc = g.value(cond, loc), va = g.value(a, loc),
+              vb = g.value(b, loc);
+  Shape shape = GraphImpl::broadcastShape(
+      GraphImpl::broadcastShape(GraphImpl::shapeOf(vc), GraphImpl::shapeOf(va),
+                                "locus.select", loc),
+      GraphImpl::shapeOf(vb), "locus.select", loc);
+  mlir::Value result = g.record<SelectOp>(loc, g.broadcastTo(vc, shape, loc),
+                                          g.broadcastTo(va, shape, loc),
+                                          g.broadcastTo(vb, shape, loc));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::broadcastTo(const Tensor &x, const Shape &shape, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value result =
+      g.record<BroadcastOp>(loc, g.value(x, loc), llvm::ArrayRef(shape));
+  tx.commit();
+  return g.wrap(result);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and layout
+//===----------------------------------------------------------------------===//
+
+Tensor locus::matmul(const Tensor &a, const Tensor &b, Here loc) {
+  GraphImpl &g = GraphImpl::of(a, loc);
+  Transaction tx(g);
+  mlir::Value result =
+      g.record<MatmulOp>(loc, g.value(a, loc), g.value(b, loc));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
+                     Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value vb = bias ? g.value(bias, loc) : mlir::Value();
+  mlir::Value result =
+      g.record<LinearOp>(loc, g.value(x, loc), g.value(weight, loc), vb);
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::permute(const Tensor &x, const std::vector<int64_t> &dims,
+                      Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value v = g.value(x, loc);
+  std::vector<int64_t> perm = normalizeAxes(g, dims, v, loc);
+  mlir::Value result = g.record<TransposeOp>(loc, v, llvm::ArrayRef(perm));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::transpose(const Tensor &x, int64_t dim0, int64_t dim1,
+                        Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  mlir::Value v = g.value(x, loc);
+  int64_t a = g.normalizeAxis(dim0, v, loc), b = g.normalizeAxis(dim1, v, loc);
+  std::vector<int64_t> perm(GraphImpl::shapeOf(v).size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    perm[i] = static_cast<int64_t>(i);
+  std::swap(perm[a], perm[b]);
+  return permute(x, perm, loc);
+}
+
+Tensor locus::reshape(const Tensor &x, const Shape &shape, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value v = g.value(x, loc);
+  Shape resolved = shape;
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && inferred < 0)
+      inferred = static_cast<int64_t>(i);
+    else if (shape[i] < 0)
+      throw userError(loc, "reshape to " + formatShape(shape) +
+                               ": only one dimension may be -1 and none "
+                               "other negative");
+    else
+      known *= shape[i];
+  }
+  int64_t count = mlir::cast<mlir::RankedTensorType>(v.getType())
+                      .getNumElements();
+  if (inferred >= 0) {
+    if (known == 0 || count % known != 0)
+      throw userError(loc, "cannot reshape " +
+                               formatShape(GraphImpl::shapeOf(v)) + " (" +
+                               std::to_string(count) + " elements) to " +
+                               formatShape(shape));
+    resolved[inferred] = count / known;
+  }
+  mlir::Value result = g.record<ReshapeOp>(loc, v, llvm::ArrayRef(resolved));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::flatten(const Tensor &x, int64_t startDim, int64_t endDim,
+                      Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  mlir::Value v = g.value(x, loc);
+  Shape in = GraphImpl::shapeOf(v);
+  if (in.empty())
+    return reshape(x, {1}, loc);
+  int64_t start = g.normalizeAxis(startDim, v, loc);
+  int64_t end = g.normalizeAxis(endDim, v, loc);
+  if (start > end)
+    throw userError(loc, "flatten: start_dim " + std::to_string(startDim) +
+                             " comes after end_dim " + std::to_string(endDim));
+  Shape out(in.begin(), in.begin() + start);
+  int64_t merged = 1;
+  for (int64_t d = start; d <= end; ++d)
+    merged *= in[d];
+  out.push_back(merged);
+  out.insert(out.end(), in.begin() + end + 1, in.end());
+  return reshape(x, out, loc);
+}
+
+Tensor locus::concat(const std::vector<Tensor> &xs, int64_t axis, Here loc) {
+  if (xs.empty())
+    throw userError(loc, "concat needs at least one tensor");
+  GraphImpl &g = GraphImpl::of(xs.front(), loc);
+  Transaction tx(g);
+  llvm::SmallVector<mlir::Value> values;
+  for (const Tensor &x : xs)
+    values.push_back(g.value(x, loc));
+  int64_t normalized = g.normalizeAxis(axis, values.front(), loc);
+  mlir::Value result = g.record<ConcatOp>(
+      loc, mlir::ValueRange(values), g.builder.getI64IntegerAttr(normalized));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
+                    int64_t step, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value v = g.value(x, loc);
+  Shape in = GraphImpl::shapeOf(v);
+  int64_t a = g.normalizeAxis(axis, v, loc);
+  if (step < 1)
+    throw userError(loc, "slice step must be positive, got " +
+                             std::to_string(step));
+  // Python's rules: negative bounds count from the end, then clamp.
+  int64_t dim = in[a];
+  auto clamp = [dim](int64_t i) {
+    i = i < 0 ? i + dim : i;
+    return std::clamp<int64_t>(i, 0, dim);
+  };
+  int64_t lo = clamp(start), hi = clamp(end);
+  int64_t count = hi > lo ? (hi - lo + step - 1) / step : 0;
+  std::vector<int64_t> offsets(in.size(), 0), sizes(in), strides(in.size(), 1);
+  offsets[a] = count ? lo : 0;
+  sizes[a] = count;
+  strides[a] = step;
+  mlir::Value result =
+      g.record<SliceOp>(loc, v, llvm::ArrayRef(offsets), llvm::ArrayRef(sizes),
+                        llvm::ArrayRef(strides));
+  tx.commit();
+  return g.wrap(result);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, softmax
+//===----------------------------------------------------------------------===//
+
+Tensor locus::sum(const Tensor &x, const std::vector<int64_t> &axes,
+                  bool keepdim, Here loc) {
+  return reduce<SumOp>(x, axes, keepdim, loc);
+}
+Tensor locus::mean(const Tensor &x, const std::vector<int64_t> &axes,
+                   bool keepdim, Here loc) {
+  return reduce<MeanOp>(x, axes, keepdim, loc);
+}
+Tensor locus::max(const Tensor &x, const std::vector<int64_t> &axes,
+                  bool keepdim, Here loc) {
+  return reduce<MaxOp>(x, axes, keepdim, loc);
+}
+Tensor locus::softmax(const Tensor &x, int64_t axis, Here loc) {
+  return softmaxLike<SoftmaxOp>(x, axis, loc);
+}
+Tensor locus::logSoftmax(const Tensor &x, int64_t axis, Here loc) {
+  return softmaxLike<LogSoftmaxOp>(x, axis, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling, losses
+//===----------------------------------------------------------------------===//
+
+Tensor locus::conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias,
+                     const Conv2dParams &params, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value vb = bias ? g.value(bias, loc) : mlir::Value();
+  mlir::Value result = g.record<Conv2dOp>(
+      loc, g.value(x, loc), g.value(weight, loc), vb,
+      llvm::ArrayRef(params.stride), llvm::ArrayRef(params.padding),
+      llvm::ArrayRef(params.dilation),
+      static_cast<uint64_t>(params.groups));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::maxPool2d(const Tensor &x, const Pool2dParams &params,
+                        Here loc) {
+  return pool<MaxPool2dOp>(x, params, loc);
+}
+Tensor locus::avgPool2d(const Tensor &x, const Pool2dParams &params,
+                        Here loc) {
+  return pool<AvgPool2dOp>(x, params, loc);
+}
+
+Tensor locus::mseLoss(const Tensor &input, const Tensor &target,
+                      Reduction reduction, Here loc) {
+  GraphImpl &g = GraphImpl::of(input, loc);
+  Transaction tx(g);
+  mlir::Value result =
+      g.record<MseLossOp>(loc, g.value(input, loc), g.value(target, loc),
+                          reductionKind(reduction));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::crossEntropy(const Tensor &logits, const Tensor &labels,
+                           Reduction reduction, Here loc) {
+  GraphImpl &g = GraphImpl::of(logits, loc);
+  Transaction tx(g);
+  mlir::Value result =
+      g.record<CrossEntropyOp>(loc, g.value(logits, loc), g.value(labels, loc),
+                               reductionKind(reduction));
+  tx.commit();
+  return g.wrap(result);
+}

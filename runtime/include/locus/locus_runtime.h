@@ -1,0 +1,109 @@
+/* locus_runtime.h - the Locus runtime's C API.
+ *
+ * Conventions (IREE's): every call that can fail returns a locus_status_t,
+ * which is NULL on success and otherwise an object the caller frees with
+ * locus_status_free(); outputs come last as out_*; objects made by *_create
+ * or *_probe are released by the matching *_release. No exception crosses
+ * this API. The runtime links libc, libstdc++ and libdl only; CUDA is loaded
+ * with dlopen when it is there.
+ */
+#ifndef LOCUS_RUNTIME_H
+#define LOCUS_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define LOCUS_API __attribute__((visibility("default")))
+#else
+#define LOCUS_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===------------------------------------------------------------------===*
+ * Status
+ *===------------------------------------------------------------------===*/
+
+typedef enum locus_status_code_e {
+  LOCUS_STATUS_OK = 0,
+  LOCUS_STATUS_INVALID_ARGUMENT = 1,
+  LOCUS_STATUS_NOT_FOUND = 2,
+  LOCUS_STATUS_UNAVAILABLE = 3,
+  LOCUS_STATUS_DATA_LOSS = 4,
+  LOCUS_STATUS_OUT_OF_MEMORY = 5,
+  LOCUS_STATUS_INTERNAL = 6,
+} locus_status_code_t;
+
+/* NULL means success. */
+typedef struct locus_status_s *locus_status_t;
+
+/* The code of a status; LOCUS_STATUS_OK for NULL. */
+LOCUS_API locus_status_code_t locus_status_code(locus_status_t status);
+/* The message of a status ("" for NULL); valid until the status is freed. */
+LOCUS_API const char *locus_status_message(locus_status_t status);
+/* Frees a status; NULL is allowed. */
+LOCUS_API void locus_status_free(locus_status_t status);
+/* "ok", "invalid argument", ...: the name of a code. */
+LOCUS_API const char *locus_status_code_name(locus_status_code_t code);
+
+/* The runtime's version, "MAJOR.MINOR.PATCH". */
+LOCUS_API const char *locus_runtime_version(void);
+
+/*===------------------------------------------------------------------===*
+ * Deterministic initialisers (what #locus.init<...> means)
+ *===------------------------------------------------------------------===*/
+
+typedef enum locus_init_kind_e {
+  /* Every element is `a`. */
+  LOCUS_INIT_FULL = 0,
+  /* Element i is drawn from U[a, b) by a counter-based generator: the
+   * splitmix64 finaliser of seed + (i + 1) * 0x9E3779B97F4A7C15, whose top 24
+   * bits give u in [0, 1); the value is a + (b - a) * u rounded to f32, kept
+   * below b. Any prefix, device or thread count gives the same values. */
+  LOCUS_INIT_UNIFORM = 1,
+} locus_init_kind_t;
+
+/* Fills out_values[0..count) by the initialiser. Fails with INVALID_ARGUMENT
+ * (and writes nothing) for a NULL buffer with count > 0, an unknown kind,
+ * non-finite bounds, or a > b. */
+LOCUS_API locus_status_t locus_init_fill(locus_init_kind_t kind, double a, double b,
+                               uint64_t seed, size_t count, float *out_values);
+
+/*===------------------------------------------------------------------===*
+ * Devices of this machine
+ *===------------------------------------------------------------------===*/
+
+typedef enum locus_device_kind_e {
+  LOCUS_DEVICE_CPU = 0,
+  LOCUS_DEVICE_CUDA = 1,
+} locus_device_kind_t;
+
+typedef struct locus_device_info_s {
+  locus_device_kind_t kind;
+  int32_t index;  /* N of cuda:N; 0 for the CPU */
+  char name[128]; /* "cpu (2 threads)", or the GPU's name */
+} locus_device_info_t;
+
+typedef struct locus_device_report_s locus_device_report_t;
+
+/* Looks at this machine: the CPU is always device 0; CUDA devices follow
+ * when libcuda.so.1 loads and cuInit succeeds. A machine with no driver or
+ * no GPU is not an error: the report says why CUDA is absent. */
+LOCUS_API locus_status_t locus_device_probe(locus_device_report_t **out_report);
+LOCUS_API void locus_device_report_release(locus_device_report_t *report);
+LOCUS_API size_t locus_device_report_count(const locus_device_report_t *report);
+/* Copies device i of the report; INVALID_ARGUMENT when i is out of range. */
+LOCUS_API locus_status_t locus_device_report_get(const locus_device_report_t *report,
+                                       size_t i, locus_device_info_t *out_info);
+/* Why no CUDA device is listed ("" when some are), e.g. "no CUDA driver
+ * (libcuda.so.1: cannot open shared object file: ...)". */
+LOCUS_API const char *locus_device_report_cuda_note(const locus_device_report_t *report);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LOCUS_RUNTIME_H */

@@ -1,0 +1,21 @@
+//===- locus-opt.cpp - mlir-opt for the locus dialect ---------------------===//
+//
+// Registrations and one call to MlirOptMain. Later issues register the
+// project's passes here as they land.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Dialect/LocusDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerTransformsPasses(); // canonicalize, cse, symbol-dce, ...
+  mlir::DialectRegistry registry;
+  registry.insert<locus::LocusDialect>();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "Locus optimizer driver: the locus dialect and its passes\n",
+      registry));
+}
