@@ -51,14 +51,21 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   StringRef keyword;
   if (parser.parseKeyword(&keyword))
     return {};
-  unsigned index = 0;
+  int64_t index = 0;
   DeviceKind kind;
   if (keyword == "cpu") {
     kind = DeviceKind::cpu;
   } else if (keyword == "cuda") {
     kind = DeviceKind::cuda;
+    SMLoc indexAt = parser.getCurrentLocation();
+    // Parsed signed: parseInteger into an unsigned wraps "-1" silently.
     if (parser.parseColon() || parser.parseInteger(index))
       return {};
+    if (index < 0 || index > 65535) {
+      parser.emitError(indexAt, "CUDA device index ")
+          << index << " is out of range; expected 0 to 65535";
+      return {};
+    }
   } else {
     parser.emitError(at, "unknown device '")
         << keyword << "'; expected 'cpu' or 'cuda:N'";
@@ -66,7 +73,8 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   }
   if (parser.parseGreater())
     return {};
-  return parser.getChecked<DeviceAttr>(at, parser.getContext(), kind, index);
+  return parser.getChecked<DeviceAttr>(at, parser.getContext(), kind,
+                                       static_cast<unsigned>(index));
 }
 
 void DeviceAttr::print(AsmPrinter &printer) const {
@@ -88,16 +96,15 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // #locus.init<full(v)> / #locus.init<uniform(a, b), seed = s>
 //===----------------------------------------------------------------------===//
 
-/// Prints a double so that it parses back to the same bits and reads as a
-/// float literal.
-static void printExactDouble(AsmPrinter &printer, double value) {
+/// A double that parses back to the same bits and reads as a float literal.
+static std::string exactDouble(double value) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::format("%.17g", value);
   os.flush();
-  if (text.find_first_of(".eE") == std::string::npos)
+  if (text.find_first_of(".eEn") == std::string::npos)
     text += ".0";
-  printer << text;
+  return text;
 }
 
 Attribute InitAttr::parse(AsmParser &parser, Type) {
@@ -131,10 +138,10 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
 
 void InitAttr::print(AsmPrinter &printer) const {
   printer << "<" << stringifyInitKind(getKind()) << "(";
-  printExactDouble(printer, low());
+  printer << exactDouble(low());
   if (getKind() == InitKind::uniform) {
     printer << ", ";
-    printExactDouble(printer, high());
+    printer << exactDouble(high());
     printer << "), seed = " << getSeed() << ">";
     return;
   }
@@ -151,8 +158,8 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!std::isfinite(a) || !std::isfinite(b))
     return emitError() << "initialiser bounds must be finite";
   if (kind == InitKind::uniform && !(a <= b))
-    return emitError() << "uniform(" << a << ", " << b
-                       << ") needs a lower bound that is not above the upper";
+    return emitError() << "uniform(" << exactDouble(a) << ", "
+                       << exactDouble(b) << ") needs a lower bound that is not above the upper";
   if (kind == InitKind::full && (b != 0 || seed != 0))
     return emitError() << "full(v) takes no upper bound and no seed";
   return success();

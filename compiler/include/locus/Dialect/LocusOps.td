@@ -54,7 +54,7 @@ def Locus_GraphOp : Locus_Op<"graph", [Symbol, IsolatedFromAbove, NoTerminator,
     ```mlir
     locus.graph @train_step {
       %x = locus.input "x" : tensor<100x10xf32>
-      %w = locus.state "fc.weight" parameter init #locus.init<uniform(-0.3, 0.3), seed = 1> : tensor<2x10xf32>
+      %w = locus.state "fc.weight" parameter : tensor<2x10xf32> init <uniform(-0.3, 0.3), seed = 1>
       ...
       locus.output "loss" = %l : tensor<f32>
     }
@@ -95,12 +95,16 @@ def Locus_InputOp : Locus_Op<"input",
 
     ```mlir
     %x = locus.input "x" : tensor<100x10xf32>
-    %y = locus.input "y" on #locus.device<cuda:0> : tensor<100x2xf32>
+    %y = locus.input "y" : tensor<100x2xf32> on <cuda:0>
     ```
+
+    Attributes of this dialect print in their short form (`<cuda:0>` for
+    `#locus.device<cuda:0>`); both forms parse. The type comes before them
+    so that a full-form attribute never runs into the op's `:`.
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<Locus_DeviceAttr>:$device);
   let results = (outs Locus_AnyTensor:$result);
-  let assemblyFormat = "$name (`on` $device^)? attr-dict `:` type($result)";
+  let assemblyFormat = "$name attr-dict `:` type($result) (`on` $device^)?";
   let hasVerifier = 1;
 }
 
@@ -114,8 +118,8 @@ def Locus_StateOp : Locus_Op<"state",
     to) that device. State moves to its device once, at load.
 
     ```mlir
-    %w = locus.state "fc.weight" parameter init #locus.init<uniform(-0.316, 0.316), seed = 1> : tensor<2x10xf32>
-    %m = locus.state "adam.m0" buffer init #locus.init<full(0.0)> on #locus.device<cuda:0> : tensor<2x10xf32>
+    %w = locus.state "fc.weight" parameter : tensor<2x10xf32> init <uniform(-0.316, 0.316), seed = 1>
+    %m = locus.state "adam.m0" buffer : tensor<2x10xf32> init <full(0.0)> on <cuda:0>
     ```
   }];
   let arguments = (ins StrAttr:$name, Locus_StateRole:$role,
@@ -123,7 +127,7 @@ def Locus_StateOp : Locus_Op<"state",
                        OptionalAttr<Locus_DeviceAttr>:$device);
   let results = (outs Locus_F32Tensor:$result);
   let assemblyFormat = [{
-    $name $role `init` $init (`on` $device^)? attr-dict `:` type($result)
+    $name $role attr-dict `:` type($result) `init` $init (`on` $device^)?
   }];
   let hasVerifier = 1;
 }
@@ -134,7 +138,7 @@ def Locus_ConstantOp : Locus_Op<"constant", [ConstantLike, Pure,
   let description = [{
     ```mlir
     %c = locus.constant dense<2.0> : tensor<f32>
-    %d = locus.constant dense<[1.0, 2.0]> : tensor<2xf32> on #locus.device<cuda:0>
+    %d = locus.constant dense<[1.0, 2.0]> : tensor<2xf32> on <cuda:0>
     ```
   }];
   let arguments = (ins ElementsAttr:$value,
@@ -522,12 +526,12 @@ def Locus_ToOp : Locus_SameTypeOp<"to"> {
     every policy. Under `strict`, this is the only way a value changes device.
 
     ```mlir
-    %xg = locus.to %x, #locus.device<cuda:0> : tensor<100x10xf32>
+    %xg = locus.to <cuda:0>, %x : tensor<100x10xf32>
     ```
   }];
   let arguments = (ins Locus_AnyTensor:$input, Locus_DeviceAttr:$device);
   let results = (outs Locus_AnyTensor:$result);
-  let assemblyFormat = "$input `,` $device attr-dict `:` type($result)";
+  let assemblyFormat = "$device `,` $input attr-dict `:` type($result)";
 }
 
 def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
@@ -538,14 +542,14 @@ def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
     `locus.to`). The two devices differ.
 
     ```mlir
-    %c = locus.copy %x from #locus.device<cpu> to #locus.device<cuda:0> : tensor<100x10xf32>
+    %c = locus.copy <cpu> to <cuda:0>, %x : tensor<100x10xf32>
     ```
   }];
   let arguments = (ins Locus_AnyTensor:$input, Locus_DeviceAttr:$from,
                        Locus_DeviceAttr:$to);
   let results = (outs Locus_AnyTensor:$result);
   let assemblyFormat = [{
-    $input `from` $from `to` $to attr-dict `:` type($result)
+    $from `to` $to `,` $input attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,144 @@
+// Every locus op round-trips: print, parse the print, print again.
+// RUN: locus-opt %s | locus-opt | FileCheck %s
+// RUN: locus-opt %s -mlir-print-op-generic | locus-opt | FileCheck %s
+
+// CHECK-LABEL: locus.graph @sources
+locus.graph @sources {
+  // CHECK: %x = locus.input "x" : tensor<100x10xf32>
+  %x = locus.input "x" : tensor<100x10xf32>
+  // CHECK: %labels = locus.input "labels" : tensor<100xi64> on <cuda:1>
+  %l = locus.input "labels" : tensor<100xi64> on #locus.device<cuda:1>
+  // CHECK: %w = locus.state "w" parameter : tensor<2x10xf32> init <uniform(-0.5, 0.25), seed = 42>
+  %w = locus.state "w" parameter : tensor<2x10xf32> init #locus.init<uniform(-0.5, 0.25), seed = 42>
+  // CHECK: %m = locus.state "m" buffer : tensor<2x10xf32> init <full(0.0)> on <cpu>
+  %m = locus.state "m" buffer : tensor<2x10xf32> init <full(0.0)> on #locus.device<cpu>
+  // CHECK: locus.constant dense<2.000000e+00> : tensor<f32>
+  %c = locus.constant dense<2.0> : tensor<f32>
+  // CHECK: locus.constant dense<[1, 2]> : tensor<2xi64> on <cuda:0>
+  %d = locus.constant dense<[1, 2]> : tensor<2xi64> on #locus.device<cuda:0>
+  // CHECK: locus.output "w" = %w : tensor<2x10xf32>
+  locus.output "w" = %w : tensor<2x10xf32>
+}
+
+// CHECK-LABEL: locus.graph @elementwise
+locus.graph @elementwise {
+  %a = locus.input "a" : tensor<4x8xf32>
+  %b = locus.input "b" : tensor<4x8xf32>
+  // CHECK: locus.add %a, %b : tensor<4x8xf32>
+  %0 = locus.add %a, %b : tensor<4x8xf32>
+  // CHECK: locus.sub
+  %1 = locus.sub %0, %b : tensor<4x8xf32>
+  // CHECK: locus.mul
+  %2 = locus.mul %1, %b : tensor<4x8xf32>
+  // CHECK: locus.div
+  %3 = locus.div %2, %b : tensor<4x8xf32>
+  // CHECK: locus.maximum
+  %4 = locus.maximum %3, %a : tensor<4x8xf32>
+  // CHECK: locus.neg %{{.*}} : tensor<4x8xf32>
+  %5 = locus.neg %4 : tensor<4x8xf32>
+  // CHECK: locus.exp
+  %6 = locus.exp %5 : tensor<4x8xf32>
+  // CHECK: locus.log
+  %7 = locus.log %6 : tensor<4x8xf32>
+  // CHECK: locus.sqrt
+  %8 = locus.sqrt %7 : tensor<4x8xf32>
+  // CHECK: locus.relu
+  %9 = locus.relu %8 : tensor<4x8xf32>
+  // CHECK: locus.sigmoid
+  %10 = locus.sigmoid %9 : tensor<4x8xf32>
+  // CHECK: locus.tanh
+  %11 = locus.tanh %10 : tensor<4x8xf32>
+  // CHECK: locus.pow %{{.*}}, 2.500000e+00 : tensor<4x8xf32>
+  %12 = locus.pow %11, 2.5 : tensor<4x8xf32>
+  // CHECK: %[[M:.*]] = locus.cmp gt, %{{.*}}, %b : tensor<4x8xf32>
+  %13 = locus.cmp gt, %12, %b : tensor<4x8xf32>
+  // CHECK: locus.select %[[M]], %a, %b : tensor<4x8xi1>, tensor<4x8xf32>
+  %14 = locus.select %13, %a, %b : tensor<4x8xi1>, tensor<4x8xf32>
+  // CHECK: locus.broadcast %{{.*}} [2, 4, 8] : tensor<4x8xf32> -> tensor<2x4x8xf32>
+  %15 = locus.broadcast %14 [2, 4, 8] : tensor<4x8xf32> -> tensor<2x4x8xf32>
+  locus.output "r" = %15 : tensor<2x4x8xf32>
+}
+
+// CHECK-LABEL: locus.graph @layout
+locus.graph @layout {
+  %a = locus.input "a" : tensor<8x16xf32>
+  %b = locus.input "b" : tensor<16x4xf32>
+  %ba = locus.input "ba" : tensor<3x8x16xf32>
+  %bb = locus.input "bb" : tensor<3x16x4xf32>
+  %w = locus.input "w" : tensor<5x16xf32>
+  %bias = locus.input "bias" : tensor<5xf32>
+  // CHECK: locus.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %0 = locus.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  // CHECK: locus.matmul %ba, %bb : tensor<3x8x16xf32>, tensor<3x16x4xf32> -> tensor<3x8x4xf32>
+  %1 = locus.matmul %ba, %bb : tensor<3x8x16xf32>, tensor<3x16x4xf32> -> tensor<3x8x4xf32>
+  // CHECK: locus.linear %a, %w, %bias : tensor<8x16xf32>, tensor<5x16xf32>, tensor<5xf32> -> tensor<8x5xf32>
+  %2 = locus.linear %a, %w, %bias : tensor<8x16xf32>, tensor<5x16xf32>, tensor<5xf32> -> tensor<8x5xf32>
+  // CHECK: locus.linear %a, %w : tensor<8x16xf32>, tensor<5x16xf32> -> tensor<8x5xf32>
+  %3 = locus.linear %a, %w : tensor<8x16xf32>, tensor<5x16xf32> -> tensor<8x5xf32>
+  // CHECK: locus.transpose %ba [2, 0, 1] : tensor<3x8x16xf32> -> tensor<16x3x8xf32>
+  %4 = locus.transpose %ba [2, 0, 1] : tensor<3x8x16xf32> -> tensor<16x3x8xf32>
+  // CHECK: locus.reshape %ba [24, 16] : tensor<3x8x16xf32> -> tensor<24x16xf32>
+  %5 = locus.reshape %ba [24, 16] : tensor<3x8x16xf32> -> tensor<24x16xf32>
+  // CHECK: locus.concat %a, %5 axis 0 : (tensor<8x16xf32>, tensor<24x16xf32>) -> tensor<32x16xf32>
+  %6 = locus.concat %a, %5 axis 0 : (tensor<8x16xf32>, tensor<24x16xf32>) -> tensor<32x16xf32>
+  // CHECK: locus.slice %6 offsets [1, 0] sizes [10, 8] strides [3, 2] : tensor<32x16xf32> -> tensor<10x8xf32>
+  %7 = locus.slice %6 offsets [1, 0] sizes [10, 8] strides [3, 2] : tensor<32x16xf32> -> tensor<10x8xf32>
+  locus.output "r" = %7 : tensor<10x8xf32>
+}
+
+// CHECK-LABEL: locus.graph @reductions
+locus.graph @reductions {
+  %x = locus.input "x" : tensor<8x4x3xf32>
+  // CHECK: locus.sum %x axes [1] : tensor<8x4x3xf32> -> tensor<8x3xf32>
+  %0 = locus.sum %x axes [1] : tensor<8x4x3xf32> -> tensor<8x3xf32>
+  // CHECK: locus.mean %x axes [0, 2] keepdim : tensor<8x4x3xf32> -> tensor<1x4x1xf32>
+  %1 = locus.mean %x axes [0, 2] keepdim : tensor<8x4x3xf32> -> tensor<1x4x1xf32>
+  // CHECK: locus.max %x axes [0, 1, 2] : tensor<8x4x3xf32> -> tensor<f32>
+  %2 = locus.max %x axes [0, 1, 2] : tensor<8x4x3xf32> -> tensor<f32>
+  // CHECK: locus.softmax %x axis 2 : tensor<8x4x3xf32>
+  %3 = locus.softmax %x axis 2 : tensor<8x4x3xf32>
+  // CHECK: locus.log_softmax %x axis 0 : tensor<8x4x3xf32>
+  %4 = locus.log_softmax %x axis 0 : tensor<8x4x3xf32>
+  locus.output "r" = %4 : tensor<8x4x3xf32>
+}
+
+// CHECK-LABEL: locus.graph @conv
+locus.graph @conv {
+  %x = locus.input "x" : tensor<2x4x9x9xf32>
+  %w = locus.input "w" : tensor<6x2x3x3xf32>
+  %b = locus.input "b" : tensor<6xf32>
+  // CHECK: locus.conv2d %x, %w, %b stride [2, 1] padding [1, 0] dilation [1, 2] groups 2 : tensor<2x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<2x6x5x5xf32>
+  %0 = locus.conv2d %x, %w, %b stride [2, 1] padding [1, 0] dilation [1, 2] groups 2 : tensor<2x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<2x6x5x5xf32>
+  // CHECK: locus.conv2d %x, %w stride
+  %1 = locus.conv2d %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 2 : tensor<2x4x9x9xf32>, tensor<6x2x3x3xf32> -> tensor<2x6x7x7xf32>
+  // CHECK: locus.max_pool2d %0 kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x6x5x5xf32> -> tensor<2x6x3x3xf32>
+  %2 = locus.max_pool2d %0 kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x6x5x5xf32> -> tensor<2x6x3x3xf32>
+  // CHECK: locus.avg_pool2d %1 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x6x7x7xf32> -> tensor<2x6x3x3xf32>
+  %3 = locus.avg_pool2d %1 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x6x7x7xf32> -> tensor<2x6x3x3xf32>
+  locus.output "r" = %3 : tensor<2x6x3x3xf32>
+}
+
+// CHECK-LABEL: locus.graph @losses
+locus.graph @losses {
+  %p = locus.input "p" : tensor<100x2xf32>
+  %y = locus.input "y" : tensor<100x2xf32>
+  %logits = locus.input "logits" : tensor<32x10xf32>
+  %labels = locus.input "labels" : tensor<32xi64>
+  // CHECK: locus.mse_loss %p, %y mean : tensor<100x2xf32> -> tensor<f32>
+  %0 = locus.mse_loss %p, %y mean : tensor<100x2xf32> -> tensor<f32>
+  // CHECK: locus.mse_loss %p, %y sum : tensor<100x2xf32> -> tensor<f32>
+  %1 = locus.mse_loss %p, %y sum : tensor<100x2xf32> -> tensor<f32>
+  // CHECK: locus.cross_entropy %logits, %labels mean : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  %2 = locus.cross_entropy %logits, %labels mean : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  locus.output "loss" = %2 : tensor<f32>
+}
+
+// CHECK-LABEL: locus.graph @devices
+locus.graph @devices {
+  %x = locus.input "x" : tensor<100x10xf32>
+  // CHECK: %[[G:.*]] = locus.to <cuda:0>, %x : tensor<100x10xf32>
+  %0 = locus.to #locus.device<cuda:0>, %x : tensor<100x10xf32>
+  // CHECK: locus.copy <cuda:0> to <cpu>, %[[G]] : tensor<100x10xf32>
+  %1 = locus.copy #locus.device<cuda:0> to <cpu>, %0 : tensor<100x10xf32>
+  locus.output "x" = %1 : tensor<100x10xf32>
+}

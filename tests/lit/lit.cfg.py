@@ -1,0 +1,17 @@
+# lit configuration for the Locus FileCheck tests.
+import os
+
+import lit.formats
+
+config.name = "Locus"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.locus_obj_root, "tests", "lit")
+
+# Our tools first, then FileCheck, not, count and split-file from LLVM.
+config.environment["PATH"] = os.pathsep.join(
+    [config.locus_tools_dir, config.locus_examples_dir, config.llvm_tools_dir,
+     config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.substitutions.append(("%locus_src", config.locus_src_root))
