@@ -283,9 +283,9 @@ Tensor conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
               const Conv2dParams &params = {}, Here loc = Here::current());
 
 struct Pool2dParams {
-  std::vector<int64_t> kernelSize;
+  std::vector<int64_t> kernelSize = {};
   /// Empty: the kernel size, as in PyTorch.
-  std::vector<int64_t> stride;
+  std::vector<int64_t> stride = {};
   std::vector<int64_t> padding = {0, 0};
 };
 Tensor maxPool2d(const Tensor &x, const Pool2dParams &params,

@@ -1,0 +1,314 @@
+// FrontendTest.cpp - recording: source locations, errors at the user's line,
+// the graph left unchanged on failure, devices, names and initialisation.
+
+#include "locus/locus.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <string>
+
+using namespace locus;
+
+namespace {
+
+/// How many ops named `name` (e.g. "locus.broadcast") the graph holds.
+size_t countOps(const Graph &g, const std::string &name) {
+  std::string text = g.str();
+  std::regex op("= " + std::regex_replace(name, std::regex("\\."), "\\.") +
+                " |^\\s*" + name + " ");
+  size_t n = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    n += std::regex_search(line, op);
+  return n;
+}
+
+/// Runs `record`, expects a locus::Error at `line` of this file whose message
+/// contains `needle`, and checks the graph did not change.
+template <typename F>
+void expectUserError(Graph &g, F &&record, int line, const std::string &needle) {
+  std::string before = g.str({.locations = true});
+  size_t opsBefore = g.numOps();
+  try {
+    record();
+    ADD_FAILURE() << "expected a locus::Error containing '" << needle << "'";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.line(), static_cast<unsigned>(line)) << e.what();
+    EXPECT_NE(std::string(e.file()).find("FrontendTest.cpp"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.message().find(needle), std::string::npos) << e.what();
+    // what() is "file:line:col: error: message", like a compiler's.
+    EXPECT_NE(std::string(e.what()).find(":" + std::to_string(line) + ":"),
+              std::string::npos);
+  }
+  EXPECT_EQ(g.numOps(), opsBefore);
+  EXPECT_EQ(g.str({.locations = true}), before);
+}
+
+TEST(Locations, EveryOpCarriesTheCallersLine) {
+  Graph g("locs");
+  auto x = g.input("x", {4, 3}); int inputLine = __LINE__;
+  auto y = exp(x); int expLine = __LINE__;
+  auto z = y + x; int addLine = __LINE__;
+  auto w = z * 2.0f; int scaleLine = __LINE__;
+  g.output("w", w); int outputLine = __LINE__;
+  std::string text = g.str({.locations = true});
+  for (int line : {inputLine, expLine, addLine, scaleLine, outputLine})
+    EXPECT_NE(text.find("FrontendTest.cpp\":" + std::to_string(line) + ":"),
+              std::string::npos)
+        << "line " << line << " missing from\n" << text;
+  // Without locations the text has none of them.
+  EXPECT_EQ(g.str().find("FrontendTest.cpp"), std::string::npos);
+}
+
+TEST(Locations, LayersRecordWhereTheyAreBuiltAndCalled) {
+  Graph g("layers");
+  auto x = g.input("x", {8, 10});
+  nn::Linear fc(g, 10, 3); int builtLine = __LINE__;
+  auto y = fc(x); int calledLine = __LINE__;
+  (void)y;
+  std::string text = g.str({.locations = true});
+  EXPECT_NE(text.find(":" + std::to_string(builtLine) + ":"), std::string::npos);
+  EXPECT_NE(text.find(":" + std::to_string(calledLine) + ":"),
+            std::string::npos);
+}
+
+TEST(Errors, ShapeMismatchNamesTheLineAndBothShapes) {
+  Graph g("errors");
+  auto a = g.input("a", {8, 16});
+  auto b = g.input("b", {15, 4});
+  expectUserError(g, [&] { matmul(a, b); }, __LINE__,
+                  "cannot multiply [8, 16] by [15, 4]");
+  auto c = g.input("c", {100, 3});
+  auto d = g.input("d", {100, 2});
+  expectUserError(g, [&] { (void)(c + d); }, __LINE__,
+                  "shapes [100, 3] and [100, 2], which do not broadcast");
+  expectUserError(g, [&] { mseLoss(c, d); }, __LINE__,
+                  "input [100, 3] and target [100, 2] have different shapes");
+}
+
+TEST(Errors, WrongDtypeIsReportedWithTheType) {
+  Graph g("dtype");
+  auto labels = g.input("labels", {32}, {.dtype = DType::i64});
+  auto logits = g.input("logits", {32, 10});
+  auto floats = g.input("floats", {32});
+  expectUserError(g, [&] { exp(labels); }, __LINE__, "tensor<32xi64>");
+  expectUserError(g, [&] { crossEntropy(logits, floats); }, __LINE__,
+                  "64-bit signless integer");
+}
+
+TEST(Errors, BadConvolutionsAndPools) {
+  Graph g("conv");
+  auto x = g.input("x", {2, 4, 9, 9});
+  auto w = g.input("w", {6, 3, 3, 3});
+  expectUserError(g, [&] { conv2d(x, w); }, __LINE__,
+                  "expects 3 input channels but input [2, 4, 9, 9] has 4");
+  auto w2 = g.input("w2", {6, 4, 3, 3});
+  expectUserError(g, [&] { conv2d(x, w2, {}, {.stride = {0, 1}}); }, __LINE__,
+                  "must be positive");
+  int line = __LINE__ + 1;
+  expectUserError(g, [&] { conv2d(x, w2, {}, {.stride = {1, 1, 1}}); }, line,
+                  "stride has 3 entries; expected 2");
+  expectUserError(
+      g, [&] { nn::Conv2d(g, 4, 6, {3}, {.groups = 4}); }, __LINE__,
+      "groups 4 must divide in_channels 4 and out_channels 6");
+  expectUserError(g, [&] { maxPool2d(x, {.kernelSize = {10, 10}}); }, __LINE__,
+                  "kernel_size [10, 10] does not fit input [2, 4, 9, 9]");
+}
+
+TEST(Errors, FailedCompositesRecordNothing) {
+  Graph g("composite");
+  auto a = g.input("a", {4, 1});
+  auto b = g.input("b", {1, 5});
+  auto labels = g.input("labels", {4, 5}, {.dtype = DType::i64});
+  // where() records broadcasts of a and b before select rejects the i64
+  // operand: the broadcasts must go too.
+  auto mask = gt(a, b);
+  size_t broadcasts = countOps(g, "locus.broadcast");
+  expectUserError(g, [&] { where(mask, a, labels); }, __LINE__,
+                  "tensor<4x5xi64>");
+  EXPECT_EQ(countOps(g, "locus.broadcast"), broadcasts);
+}
+
+TEST(Errors, ReshapeAndAxes) {
+  Graph g("reshape");
+  auto x = g.input("x", {3, 5});
+  expectUserError(g, [&] { reshape(x, {4, -1}); }, __LINE__,
+                  "cannot reshape [3, 5] (15 elements) to [4, -1]");
+  expectUserError(g, [&] { reshape(x, {-1, -1}); }, __LINE__,
+                  "only one dimension may be -1");
+  expectUserError(g, [&] { sum(x, {-3}); }, __LINE__,
+                  "axis -3 is out of range for a tensor of shape [3, 5]");
+  expectUserError(g, [&] { softmax(x, 2); }, __LINE__, "axis 2 is out of range");
+  expectUserError(g, [&] { slice(x, 1, 0, 4, 0); }, __LINE__,
+                  "slice step must be positive");
+}
+
+TEST(Errors, NamesShapesAndHandles) {
+  Graph g("names");
+  auto x = g.input("x", {4}); int firstLine = __LINE__;
+  expectUserError(g, [&] { g.input("x", {4}); }, __LINE__,
+                  "input name 'x' is already used at");
+  try {
+    g.parameter("x", {4}, Init::zeros());
+    ADD_FAILURE();
+  } catch (const Error &e) {
+    EXPECT_NE(e.message().find("FrontendTest.cpp:" + std::to_string(firstLine)),
+              std::string::npos)
+        << e.what();
+  }
+  g.output("y", x);
+  expectUserError(g, [&] { g.output("y", x); }, __LINE__,
+                  "output name 'y' is already used");
+  expectUserError(g, [&] { g.input("", {4}); }, __LINE__,
+                  "needs a non-empty name");
+  expectUserError(g, [&] { g.input("neg", {4, -2}); }, __LINE__,
+                  "shape [4, -2] has a negative dimension");
+  expectUserError(g, [&] { relu(Tensor()); }, __LINE__, "empty Tensor");
+  Graph other("other");
+  auto foreign = other.input("f", {4});
+  expectUserError(g, [&] { (void)(x + foreign); }, __LINE__,
+                  "uses a tensor of graph 'other' in graph 'names'");
+  expectUserError(g, [&] { g.constant({2, 2}, {1, 2, 3}); }, __LINE__,
+                  "needs 4 values, got 3");
+  expectUserError(
+      g, [&] { g.parameter("u", {2}, Init::uniform(1.0, -1.0, 0)); }, __LINE__,
+      "needs a lower bound that is not above the upper");
+}
+
+TEST(Devices, ParseAndPrint) {
+  EXPECT_EQ(Device::parse("cpu"), cpu());
+  EXPECT_EQ(Device::parse("cuda"), cuda(0));
+  EXPECT_EQ(Device::parse("cuda:3").index(), 3);
+  EXPECT_EQ(cuda(2).str(), "cuda:2");
+  EXPECT_EQ(cpu().str(), "cpu");
+  for (const char *bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", ""}) {
+    try {
+      Device::parse(bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error &e) {
+      EXPECT_NE(e.message().find("unknown device"), std::string::npos);
+      EXPECT_EQ(e.line(), static_cast<unsigned>(__LINE__ - 4));
+    }
+  }
+  EXPECT_THROW(cuda(-1), Error);
+}
+
+TEST(Devices, MovesAndPinsAreRecorded) {
+  Graph g("devices");
+  auto x = g.input("x", {100, 10});
+  auto y = g.input("y", {100, 2}, {.device = cuda(0)});
+  auto w = g.parameter("w", {2, 10}, Init::zeros(), {.device = cuda(1)});
+  auto xg = x.to(cuda(0));
+  auto back = linear(xg, w).to(cpu());
+  EXPECT_EQ(back.shape(), (Shape{100, 2}));
+  std::string text = g.str();
+  EXPECT_NE(text.find("locus.input \"y\" : tensor<100x2xf32> on <cuda:0>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("init <full(0.0)> on <cuda:1>"), std::string::npos);
+  EXPECT_NE(text.find("locus.to <cuda:0>, %x"), std::string::npos);
+  EXPECT_NE(text.find("locus.to <cpu>,"), std::string::npos);
+  (void)y;
+}
+
+TEST(Broadcasting, IsExplicitAndOnlyWhereNeeded) {
+  Graph g("broadcast");
+  auto x = g.input("x", {100, 2});
+  auto bias = g.input("bias", {2});
+  auto same = g.input("same", {100, 2});
+  auto r = x + bias;
+  EXPECT_EQ(r.shape(), (Shape{100, 2}));
+  EXPECT_EQ(countOps(g, "locus.broadcast"), 1u);
+  (void)(x - same);
+  EXPECT_EQ(countOps(g, "locus.broadcast"), 1u);
+  auto col = g.input("col", {4, 1});
+  auto row = g.input("row", {1, 5});
+  EXPECT_EQ((col * row).shape(), (Shape{4, 5}));
+  EXPECT_EQ(countOps(g, "locus.broadcast"), 3u);
+  // Scalars: a constant, broadcast to the tensor.
+  EXPECT_EQ((x / 4.0f).shape(), (Shape{100, 2}));
+  EXPECT_EQ(countOps(g, "locus.constant"), 1u);
+  EXPECT_EQ((-x).shape(), (Shape{100, 2}));
+}
+
+TEST(Init, LayersFollowPyTorchsBoundsDeterministically) {
+  auto record = [](uint64_t seed) {
+    Graph g("init");
+    g.manualSeed(seed);
+    nn::Linear fc(g, 10, 2);
+    nn::Conv2d conv(g, 3, 16, {3});
+    return std::make_tuple(g.initialValue(fc.weight()), g.initialValue(fc.bias()),
+                           g.initialValue(conv.weight()));
+  };
+  auto [w1, b1, c1] = record(0);
+  auto [w2, b2, c2] = record(0);
+  auto [w3, b3, c3] = record(1);
+  EXPECT_EQ(w1, w2);
+  EXPECT_EQ(c1, c2);
+  EXPECT_NE(w1, w3);
+  EXPECT_NE(w1, b1) << "weight and bias must draw different seeds";
+  ASSERT_EQ(w1.size(), 20u);
+  ASSERT_EQ(c1.size(), 16u * 3 * 3 * 3);
+  const double linearBound = 1 / std::sqrt(10.0), convBound = 1 / std::sqrt(27.0);
+  for (float v : w1)
+    EXPECT_LT(std::abs(v), linearBound);
+  for (float v : b1)
+    EXPECT_LT(std::abs(v), linearBound);
+  double sq = 0;
+  for (float v : c1) {
+    EXPECT_LT(std::abs(v), convBound);
+    sq += v * v;
+  }
+  // U(-b, b) has variance b^2 / 3; 432 samples give about 7% error.
+  EXPECT_NEAR(std::sqrt(sq / c1.size()), convBound / std::sqrt(3.0),
+              0.25 * convBound / std::sqrt(3.0));
+}
+
+TEST(Init, StateWithoutInitialiserIsRejectedByInitialValue) {
+  Graph g("values");
+  auto x = g.input("x", {3});
+  auto w = g.parameter("w", {3}, Init::full(1.5));
+  EXPECT_EQ(g.initialValue(w), (std::vector<float>{1.5f, 1.5f, 1.5f}));
+  expectUserError(g, [&] { g.initialValue(x); }, __LINE__,
+                  "needs a parameter or buffer");
+}
+
+TEST(Nn, SequentialChainsLayersAndCollectsParameters) {
+  Graph g("seq");
+  auto x = g.input("x", {16, 1, 28, 28});
+  nn::Sequential net(nn::Conv2d(g, 1, 6, {5}, {.padding = {2, 2}}), nn::ReLU(),
+                     nn::MaxPool2d({2}), nn::Flatten(),
+                     nn::Linear(g, 6 * 14 * 14, 10));
+  EXPECT_EQ(net.size(), 5u);
+  auto y = net(x);
+  EXPECT_EQ(y.shape(), (Shape{16, 10}));
+  auto params = net.parameters();
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_EQ(params[0].shape(), (Shape{6, 1, 5, 5}));
+  EXPECT_EQ(params[1].shape(), (Shape{6}));
+  EXPECT_EQ(params[2].shape(), (Shape{10, 6 * 14 * 14}));
+  // Unnamed layers are numbered per graph.
+  std::string text = g.str();
+  EXPECT_NE(text.find("\"conv0.weight\""), std::string::npos);
+  EXPECT_NE(text.find("\"linear0.bias\""), std::string::npos);
+  nn::Linear noBias(g, 10, 3, {.bias = false});
+  EXPECT_FALSE(noBias.bias());
+  EXPECT_EQ(noBias.parameters().size(), 1u);
+  EXPECT_NE(g.str().find("\"linear1.weight\""), std::string::npos);
+}
+
+TEST(Nn, LayerErrorsNameTheUsersLine) {
+  Graph g("bad");
+  expectUserError(g, [&] { nn::Linear(g, 0, 2); }, __LINE__,
+                  "feature counts must be positive");
+  auto x = g.input("x", {8, 3});
+  nn::Linear fc(g, 4, 2);
+  expectUserError(g, [&] { fc(x); }, __LINE__,
+                  "input [8, 3] has 3 features but weight [2, 4] expects 4");
+}
+
+} // namespace

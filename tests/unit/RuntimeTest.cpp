@@ -1,0 +1,171 @@
+// RuntimeTest.cpp - the runtime's C API: statuses, initialisers, devices.
+
+#include "locus/locus_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Frees a status at scope exit and shows its message on failure.
+struct StatusGuard {
+  locus_status_t status;
+  ~StatusGuard() { locus_status_free(status); }
+};
+
+std::vector<float> fill(locus_init_kind_t kind, double a, double b,
+                        uint64_t seed, size_t n) {
+  std::vector<float> values(n, -12345.0f);
+  StatusGuard guard{locus_init_fill(kind, a, b, seed, n, values.data())};
+  EXPECT_EQ(guard.status, nullptr) << locus_status_message(guard.status);
+  return values;
+}
+
+TEST(Status, NullIsSuccess) {
+  EXPECT_EQ(locus_status_code(nullptr), LOCUS_STATUS_OK);
+  EXPECT_STREQ(locus_status_message(nullptr), "");
+  locus_status_free(nullptr);
+  EXPECT_STREQ(locus_status_code_name(LOCUS_STATUS_DATA_LOSS), "data loss");
+}
+
+TEST(Status, ErrorsCarryCodeAndMessage) {
+  StatusGuard guard{locus_init_fill(LOCUS_INIT_UNIFORM, 1.0, -1.0, 0, 4,
+                                    std::vector<float>(4).data())};
+  ASSERT_NE(guard.status, nullptr);
+  EXPECT_EQ(locus_status_code(guard.status), LOCUS_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(locus_status_message(guard.status), "a > b"), nullptr)
+      << locus_status_message(guard.status);
+}
+
+TEST(Runtime, Version) {
+  std::string version = locus_runtime_version();
+  EXPECT_EQ(std::count(version.begin(), version.end(), '.'), 2) << version;
+}
+
+TEST(InitFill, FullWritesTheValue) {
+  for (float v : fill(LOCUS_INIT_FULL, -2.5, 0, 0, 17))
+    EXPECT_EQ(v, -2.5f);
+}
+
+TEST(InitFill, UniformIsDeterministicAndCounterBased) {
+  std::vector<float> a = fill(LOCUS_INIT_UNIFORM, -1, 1, 42, 1000);
+  std::vector<float> b = fill(LOCUS_INIT_UNIFORM, -1, 1, 42, 1000);
+  EXPECT_EQ(a, b);
+  // Element i depends on (seed, i) only: a shorter fill is a prefix.
+  std::vector<float> prefix = fill(LOCUS_INIT_UNIFORM, -1, 1, 42, 10);
+  EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), a.begin()));
+  std::vector<float> other = fill(LOCUS_INIT_UNIFORM, -1, 1, 43, 1000);
+  size_t same = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    same += a[i] == other[i];
+  EXPECT_LT(same, 5u) << "seeds 42 and 43 give nearly the same values";
+}
+
+TEST(InitFill, UniformHasTheRightDistribution) {
+  const double low = -0.316, high = 0.316;
+  const size_t n = 200000;
+  std::vector<float> v = fill(LOCUS_INIT_UNIFORM, low, high, 7, n);
+  double mean = std::accumulate(v.begin(), v.end(), 0.0) / n;
+  double var = 0;
+  for (float x : v) {
+    ASSERT_GE(x, static_cast<float>(low));
+    ASSERT_LT(x, static_cast<float>(high));
+    var += (x - mean) * (x - mean);
+  }
+  var /= n;
+  double width = high - low;
+  // U[a, b): mean (a + b) / 2, variance (b - a)^2 / 12. The standard error of
+  // the mean is width / sqrt(12 n) = 4e-4; allow 5 of them.
+  EXPECT_NEAR(mean, 0.0, 5 * width / std::sqrt(12.0 * n));
+  EXPECT_NEAR(var, width * width / 12, 0.01 * width * width / 12);
+  // Every tenth of the interval gets about a tenth of the values.
+  std::vector<size_t> bins(10);
+  for (float x : v)
+    ++bins[std::min<size_t>(9, static_cast<size_t>((x - low) / width * 10))];
+  for (size_t count : bins)
+    EXPECT_NEAR(static_cast<double>(count), n / 10.0, n / 10.0 * 0.03);
+}
+
+TEST(InitFill, DegenerateIntervalGivesItsPoint) {
+  for (float v : fill(LOCUS_INIT_UNIFORM, 0.5, 0.5, 1, 8))
+    EXPECT_EQ(v, 0.5f);
+}
+
+TEST(InitFill, BadArgumentsFailAndWriteNothing) {
+  std::vector<float> untouched(4, 9.0f);
+  struct Case {
+    locus_init_kind_t kind;
+    double a, b;
+    float *out;
+    size_t n;
+  } cases[] = {
+      {LOCUS_INIT_UNIFORM, 1, 0, untouched.data(), 4},
+      {LOCUS_INIT_UNIFORM, 0, INFINITY, untouched.data(), 4},
+      {LOCUS_INIT_FULL, NAN, 0, untouched.data(), 4},
+      {static_cast<locus_init_kind_t>(7), 0, 1, untouched.data(), 4},
+      {LOCUS_INIT_FULL, 0, 0, nullptr, 4},
+  };
+  for (const Case &c : cases) {
+    StatusGuard guard{locus_init_fill(c.kind, c.a, c.b, 0, c.n, c.out)};
+    EXPECT_EQ(locus_status_code(guard.status), LOCUS_STATUS_INVALID_ARGUMENT);
+  }
+  for (float v : untouched)
+    EXPECT_EQ(v, 9.0f);
+  // Zero values into no buffer is fine.
+  StatusGuard empty{locus_init_fill(LOCUS_INIT_FULL, 0, 0, 0, 0, nullptr)};
+  EXPECT_EQ(empty.status, nullptr);
+}
+
+TEST(Devices, CpuIsAlwaysDeviceZeroAndCudaAbsenceIsExplained) {
+  locus_device_report_t *report = nullptr;
+  StatusGuard guard{locus_device_probe(&report)};
+  ASSERT_EQ(guard.status, nullptr) << locus_status_message(guard.status);
+  ASSERT_NE(report, nullptr);
+  ASSERT_GE(locus_device_report_count(report), 1u);
+  locus_device_info_t cpu;
+  StatusGuard get{locus_device_report_get(report, 0, &cpu)};
+  ASSERT_EQ(get.status, nullptr);
+  EXPECT_EQ(cpu.kind, LOCUS_DEVICE_CPU);
+  EXPECT_EQ(std::strncmp(cpu.name, "cpu (", 5), 0) << cpu.name;
+
+  size_t cudaCount = locus_device_report_count(report) - 1;
+  std::string note = locus_device_report_cuda_note(report);
+  if (cudaCount == 0) {
+    // Where there is no GPU the report must say why, not stay silent.
+    EXPECT_FALSE(note.empty());
+    std::printf("[  NOTE    ] no CUDA device here: %s\n", note.c_str());
+  } else {
+    EXPECT_TRUE(note.empty()) << note;
+    for (size_t i = 1; i <= cudaCount; ++i) {
+      locus_device_info_t info;
+      StatusGuard g{locus_device_report_get(report, i, &info)};
+      ASSERT_EQ(g.status, nullptr);
+      EXPECT_EQ(info.kind, LOCUS_DEVICE_CUDA);
+      EXPECT_EQ(info.index, static_cast<int32_t>(i - 1));
+    }
+  }
+  locus_device_info_t beyond;
+  StatusGuard out{locus_device_report_get(
+      report, locus_device_report_count(report), &beyond)};
+  EXPECT_EQ(locus_status_code(out.status), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_device_report_release(report);
+}
+
+TEST(Devices, NullArgumentsAreErrorsNotCrashes) {
+  StatusGuard probe{locus_device_probe(nullptr)};
+  EXPECT_EQ(locus_status_code(probe.status), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_device_info_t info;
+  StatusGuard get{locus_device_report_get(nullptr, 0, &info)};
+  EXPECT_EQ(locus_status_code(get.status), LOCUS_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(locus_device_report_count(nullptr), 0u);
+  EXPECT_STREQ(locus_device_report_cuda_note(nullptr), "");
+  locus_device_report_release(nullptr);
+}
+
+} // namespace
