@@ -2,8 +2,8 @@
 // (../shared/seeds) and prints them as locus IR.
 //
 //   seed_models linear-mse   torch.nn.Linear(10, 2) + MSELoss on a 100x10 batch
-//   seed_models dataloader   Linear(10, 1) + MSELoss on DataLoader batches of 32
-//   seed_models cnn          Conv2d(3, 16, 3, padding 1), ReLU, MaxPool(2),
+//   seed_models dataloader   Linear(10, 1) + MSELoss on DataLoader batches of
+//   32 seed_models cnn          Conv2d(3, 16, 3, padding 1), ReLU, MaxPool(2),
 //                            flatten, Linear(16*7*7, 10), CrossEntropy
 //
 // --locations prints each op's source location: the lines below.
@@ -43,8 +43,7 @@ locus::Graph cnn() {
   auto labels = g.input("y", {32}, {.dtype = locus::DType::i64});
   locus::nn::Sequential model(
       locus::nn::Conv2d(g, 3, 16, {3}, {.padding = {1, 1}, .name = "conv1"}),
-      locus::nn::ReLU(), locus::nn::MaxPool2d({2}, {2}),
-      locus::nn::Flatten(),
+      locus::nn::ReLU(), locus::nn::MaxPool2d({2}, {2}), locus::nn::Flatten(),
       locus::nn::Linear(g, 16 * 7 * 7, 10, {.name = "fc"}));
   auto logits = model(x);
   auto loss = locus::nn::CrossEntropyLoss()(logits, labels);

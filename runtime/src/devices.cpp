@@ -124,7 +124,8 @@ size_t locus_device_report_count(const locus_device_report_t *report) {
 }
 
 locus_status_t locus_device_report_get(const locus_device_report_t *report,
-                                       size_t i, locus_device_info_t *out_info) {
+                                       size_t i,
+                                       locus_device_info_t *out_info) {
   if (!report || !out_info)
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                       "locus_device_report_get: NULL argument");

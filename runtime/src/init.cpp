@@ -18,8 +18,8 @@ uint64_t mix(uint64_t z) {
 } // namespace
 
 extern "C" locus_status_t locus_init_fill(locus_init_kind_t kind, double a,
-                                          double b, uint64_t seed,
-                                          size_t count, float *out_values) {
+                                          double b, uint64_t seed, size_t count,
+                                          float *out_values) {
   if (count > 0 && !out_values)
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                       "locus_init_fill: out_values is NULL for %zu values",

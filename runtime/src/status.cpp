@@ -52,13 +52,20 @@ void locus_status_free(locus_status_t status) {
 
 const char *locus_status_code_name(locus_status_code_t code) {
   switch (code) {
-  case LOCUS_STATUS_OK: return "ok";
-  case LOCUS_STATUS_INVALID_ARGUMENT: return "invalid argument";
-  case LOCUS_STATUS_NOT_FOUND: return "not found";
-  case LOCUS_STATUS_UNAVAILABLE: return "unavailable";
-  case LOCUS_STATUS_DATA_LOSS: return "data loss";
-  case LOCUS_STATUS_OUT_OF_MEMORY: return "out of memory";
-  case LOCUS_STATUS_INTERNAL: return "internal";
+  case LOCUS_STATUS_OK:
+    return "ok";
+  case LOCUS_STATUS_INVALID_ARGUMENT:
+    return "invalid argument";
+  case LOCUS_STATUS_NOT_FOUND:
+    return "not found";
+  case LOCUS_STATUS_UNAVAILABLE:
+    return "unavailable";
+  case LOCUS_STATUS_DATA_LOSS:
+    return "data loss";
+  case LOCUS_STATUS_OUT_OF_MEMORY:
+    return "out of memory";
+  case LOCUS_STATUS_INTERNAL:
+    return "internal";
   }
   return "unknown";
 }

@@ -11,6 +11,9 @@
 
 using namespace locus;
 
+// These tests compare an Error's line with __LINE__ written on the same line
+// as the call that records; a formatter that splits those lines breaks them.
+// clang-format off
 namespace {
 
 /// How many ops named `name` (e.g. "locus.broadcast") the graph holds.
@@ -312,3 +315,4 @@ TEST(Nn, LayerErrorsNameTheUsersLine) {
 }
 
 } // namespace
+// clang-format on

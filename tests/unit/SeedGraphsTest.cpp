@@ -106,16 +106,15 @@ TEST(SeedGraphs, SimpleCnn) {
   auto loss = nn::CrossEntropyLoss()(logits, y);
   g.output("loss", loss);
   EXPECT_EQ(logits.shape(), (Shape{32, 10}));
-  EXPECT_EQ(opCounts(g), (std::map<std::string, int>{
-                             {"locus.input", 2},
-                             {"locus.state", 4},
-                             {"locus.conv2d", 1},
-                             {"locus.relu", 1},
-                             {"locus.max_pool2d", 1},
-                             {"locus.reshape", 1},
-                             {"locus.linear", 1},
-                             {"locus.cross_entropy", 1},
-                             {"locus.output", 1}}));
+  EXPECT_EQ(opCounts(g), (std::map<std::string, int>{{"locus.input", 2},
+                                                     {"locus.state", 4},
+                                                     {"locus.conv2d", 1},
+                                                     {"locus.relu", 1},
+                                                     {"locus.max_pool2d", 1},
+                                                     {"locus.reshape", 1},
+                                                     {"locus.linear", 1},
+                                                     {"locus.cross_entropy", 1},
+                                                     {"locus.output", 1}}));
 }
 
 // Seed 004's DataLoader halves the CNN batch to 16: a second graph with the

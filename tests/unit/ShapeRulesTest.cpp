@@ -26,15 +26,15 @@ int64_t outSize(int64_t in, int64_t k, int64_t stride, int64_t pad,
 
 TEST_F(ShapeRules, Elementwise) {
   auto a = in({4, 8});
-  for (auto f : {&locus::neg, &locus::exp, &locus::log, &locus::sqrt, &locus::relu,
-                 &locus::sigmoid, &locus::tanh}) {
+  for (auto f : {&locus::neg, &locus::exp, &locus::log, &locus::sqrt,
+                 &locus::relu, &locus::sigmoid, &locus::tanh}) {
     Tensor r = f(a, Here::current());
     EXPECT_EQ(r.shape(), (Shape{4, 8}));
     EXPECT_EQ(r.dtype(), DType::f32);
   }
   EXPECT_EQ(pow(a, 3.0).shape(), (Shape{4, 8}));
-  for (auto f : {&locus::add, &locus::sub, &locus::mul, &locus::div,
-                 &locus::maximum})
+  for (auto f :
+       {&locus::add, &locus::sub, &locus::mul, &locus::div, &locus::maximum})
     EXPECT_EQ(f(a, in({8}), Here::current()).shape(), (Shape{4, 8}));
   EXPECT_EQ((in({3, 1, 5}) + in({4, 1})).shape(), (Shape{3, 4, 5}));
   EXPECT_EQ((in({}) * in({2, 3})).shape(), (Shape{2, 3}));
@@ -92,11 +92,11 @@ TEST_F(ShapeRules, Layout) {
 
 TEST_F(ShapeRules, SliceFollowsPythonIndexing) {
   auto x = in({4, 10});
-  EXPECT_EQ(slice(x, 1, 2, 5).shape(), (Shape{4, 3}));   // x[:, 2:5]
-  EXPECT_EQ(slice(x, 1, -3, 10).shape(), (Shape{4, 3})); // x[:, -3:]
+  EXPECT_EQ(slice(x, 1, 2, 5).shape(), (Shape{4, 3}));     // x[:, 2:5]
+  EXPECT_EQ(slice(x, 1, -3, 10).shape(), (Shape{4, 3}));   // x[:, -3:]
   EXPECT_EQ(slice(x, 1, 0, 10, 3).shape(), (Shape{4, 4})); // x[:, ::3]
-  EXPECT_EQ(slice(x, 0, 1, 100).shape(), (Shape{3, 10})); // clamped
-  EXPECT_EQ(slice(x, 0, 3, 1).shape(), (Shape{0, 10}));   // empty
+  EXPECT_EQ(slice(x, 0, 1, 100).shape(), (Shape{3, 10}));  // clamped
+  EXPECT_EQ(slice(x, 0, 3, 1).shape(), (Shape{0, 10}));    // empty
   EXPECT_EQ(slice(x, -1, 9, 10).shape(), (Shape{4, 1}));
 }
 
@@ -123,11 +123,13 @@ TEST_F(ShapeRules, Conv2dMatchesPyTorchsFormula) {
   } cases[] = {
       {{32, 3, 14, 14}, {16, 3, 3, 3}, {.padding = {1, 1}}},
       {{1, 1, 28, 28}, {6, 1, 5, 5}, {}},
-      {{2, 4, 9, 11}, {6, 2, 3, 3},
+      {{2, 4, 9, 11},
+       {6, 2, 3, 3},
        {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2}},
-      {{2, 8, 7, 7}, {8, 1, 3, 3}, {.stride = {2, 2}, .padding = {1, 1},
-                                    .groups = 8}}, // depthwise
-      {{1, 3, 5, 5}, {2, 3, 5, 5}, {}},             // kernel = input
+      {{2, 8, 7, 7},
+       {8, 1, 3, 3},
+       {.stride = {2, 2}, .padding = {1, 1}, .groups = 8}}, // depthwise
+      {{1, 3, 5, 5}, {2, 3, 5, 5}, {}},                     // kernel = input
   };
   for (const Case &c : cases) {
     Tensor y = conv2d(in(c.input), in(c.weight), in({c.weight[0]}), c.params);
@@ -139,24 +141,24 @@ TEST_F(ShapeRules, Conv2dMatchesPyTorchsFormula) {
     EXPECT_EQ(y.shape(), expected);
   }
   EXPECT_THROW(conv2d(in({1, 3, 5, 5}), in({2, 3, 3, 3}), in({3})), Error);
-  EXPECT_THROW(conv2d(in({1, 3, 5, 5}), in({2, 3, 3, 3}), {},
-                      {.dilation = {0, 1}}),
-               Error);
+  EXPECT_THROW(
+      conv2d(in({1, 3, 5, 5}), in({2, 3, 3, 3}), {}, {.dilation = {0, 1}}),
+      Error);
   EXPECT_THROW(conv2d(in({1, 3, 5, 5}), in({2, 3, 3, 3}), {}, {.groups = 0}),
                Error);
-  EXPECT_THROW(conv2d(in({1, 3, 5, 5}), in({2, 3, 3, 3}), {},
-                      {.padding = {-1, 0}}),
-               Error);
+  EXPECT_THROW(
+      conv2d(in({1, 3, 5, 5}), in({2, 3, 3, 3}), {}, {.padding = {-1, 0}}),
+      Error);
 }
 
 TEST_F(ShapeRules, PoolingMatchesPyTorchsFormula) {
   auto x = in({32, 16, 14, 14});
   EXPECT_EQ(maxPool2d(x, {.kernelSize = {2, 2}}).shape(),
             (Shape{32, 16, 7, 7}));
-  EXPECT_EQ(avgPool2d(x, {.kernelSize = {3, 3}, .stride = {2, 2},
-                          .padding = {1, 1}})
-                .shape(),
-            (Shape{32, 16, outSize(14, 3, 2, 1), outSize(14, 3, 2, 1)}));
+  EXPECT_EQ(
+      avgPool2d(x, {.kernelSize = {3, 3}, .stride = {2, 2}, .padding = {1, 1}})
+          .shape(),
+      (Shape{32, 16, outSize(14, 3, 2, 1), outSize(14, 3, 2, 1)}));
   EXPECT_EQ(maxPool2d(x, {.kernelSize = {3, 2}, .stride = {1, 2}}).shape(),
             (Shape{32, 16, 12, 7}));
   EXPECT_THROW(maxPool2d(x, {.kernelSize = {2, 2}, .padding = {2, 2}}), Error);

@@ -35,7 +35,7 @@ std::string locus::formatShape(llvm::ArrayRef<int64_t> shape) {
     if (i)
       out += ", ";
     out += ShapedType::isDynamic(shape[i]) ? std::string("?")
-                                            : std::to_string(shape[i]);
+                                           : std::to_string(shape[i]);
   }
   return out + "]";
 }
@@ -148,6 +148,8 @@ void InitAttr::print(AsmPrinter &printer) const {
   printer << ")>";
 }
 
+// The signature is ODS's (genVerifyDecl): APFloat by value.
+// NOLINTNEXTLINE(performance-unnecessary-value-param)
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                InitKind kind, llvm::APFloat aValue,
                                llvm::APFloat bValue, uint64_t seed) {
@@ -158,8 +160,8 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!std::isfinite(a) || !std::isfinite(b))
     return emitError() << "initialiser bounds must be finite";
   if (kind == InitKind::uniform && !(a <= b))
-    return emitError() << "uniform(" << exactDouble(a) << ", "
-                       << exactDouble(b) << ") needs a lower bound that is not above the upper";
+    return emitError() << "uniform(" << exactDouble(a) << ", " << exactDouble(b)
+                       << ") needs a lower bound that is not above the upper";
   if (kind == InitKind::full && (b != 0 || seed != 0))
     return emitError() << "full(v) takes no upper bound and no seed";
   return success();

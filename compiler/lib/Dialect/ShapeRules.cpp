@@ -29,8 +29,7 @@ struct RuleError {
   }
 };
 
-template <typename OpT>
-RuleError errorsOf(std::optional<Location> loc) {
+template <typename OpT> RuleError errorsOf(std::optional<Location> loc) {
   return RuleError{loc, OpT::getOperationName()};
 }
 
@@ -141,7 +140,8 @@ LogicalResult lossRule(Builder builder, SmallVectorImpl<Type> &results) {
 // Sources and elementwise
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<ConstantOp>(loc);
@@ -161,13 +161,13 @@ LogicalResult CmpOp::inferReturnTypes(MLIRContext *context,
                                       SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<CmpOp>(loc);
   RankedTensorType lhs = tensorOperand(fail, adaptor.getLhs(), "lhs");
-  RankedTensorType rhs = lhs ? tensorOperand(fail, adaptor.getRhs(), "rhs")
-                             : RankedTensorType();
+  RankedTensorType rhs =
+      lhs ? tensorOperand(fail, adaptor.getRhs(), "rhs") : RankedTensorType();
   if (!lhs || !rhs)
     return failure();
   if (lhs.getShape() != rhs.getShape())
-    return fail("compares operands of different shapes " +
-                str(lhs.getShape()) + " and " + str(rhs.getShape()));
+    return fail("compares operands of different shapes " + str(lhs.getShape()) +
+                " and " + str(rhs.getShape()));
   results.push_back(
       RankedTensorType::get(lhs.getShape(), IntegerType::get(context, 1)));
   return success();
@@ -177,9 +177,8 @@ LogicalResult SelectOp::verify() {
   ArrayRef<int64_t> cond = getCondition().getType().getShape();
   ArrayRef<int64_t> values = getTrueValue().getType().getShape();
   if (cond != values)
-    return emitOpError() << "condition " << formatShape(cond)
-                         << " and values " << formatShape(values)
-                         << " have different shapes";
+    return emitOpError() << "condition " << formatShape(cond) << " and values "
+                         << formatShape(values) << " have different shapes";
   return success();
 }
 
@@ -215,13 +214,14 @@ LogicalResult BroadcastOp::inferReturnTypes(MLIRContext *,
 // Linear algebra and layout
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<MatmulOp>(loc);
   RankedTensorType lhs = tensorOperand(fail, adaptor.getLhs(), "lhs");
-  RankedTensorType rhs = lhs ? tensorOperand(fail, adaptor.getRhs(), "rhs")
-                             : RankedTensorType();
+  RankedTensorType rhs =
+      lhs ? tensorOperand(fail, adaptor.getRhs(), "rhs") : RankedTensorType();
   if (!lhs || !rhs)
     return failure();
   ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
@@ -241,7 +241,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<LinearOp>(loc);
@@ -308,7 +309,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<ReshapeOp>(loc);
@@ -329,7 +331,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<ConcatOp>(loc);
@@ -347,8 +350,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return fail("axis " + num(axis) + " is out of range for rank " + num(rank));
   SmallVector<int64_t> shape(first.getShape());
   for (auto [i, value] : llvm::enumerate(inputs.drop_front())) {
-    RankedTensorType type =
-        tensorOperand(fail, value, "input #" + num(i + 1));
+    RankedTensorType type = tensorOperand(fail, value, "input #" + num(i + 1));
     if (!type)
       return failure();
     if (type.getElementType() != first.getElementType())
@@ -365,7 +367,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<SliceOp>(loc);
@@ -381,9 +384,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
                     strides = adaptor.getStrides();
   for (size_t d = 0; d < rank; ++d) {
     int64_t dim = input.getDimSize(d);
-    bool inside = offsets[d] >= 0 && sizes[d] >= 0 && strides[d] >= 1 &&
-                  (sizes[d] == 0 ? offsets[d] <= dim
-                                 : offsets[d] + (sizes[d] - 1) * strides[d] < dim);
+    bool inside =
+        offsets[d] >= 0 && sizes[d] >= 0 && strides[d] >= 1 &&
+        (sizes[d] == 0 ? offsets[d] <= dim
+                       : offsets[d] + (sizes[d] - 1) * strides[d] < dim);
     if (!inside)
       return fail("window offsets " + str(offsets) + " sizes " + str(sizes) +
                   " strides " + str(strides) + " does not fit in input " +
@@ -397,21 +401,24 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 // Reductions and normalisations
 //===----------------------------------------------------------------------===//
 
-LogicalResult SumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SumOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &results) {
   return reduceRule(errorsOf<SumOp>(loc), adaptor.getInput(),
                     adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
 }
 
-LogicalResult MeanOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MeanOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &results) {
   return reduceRule(errorsOf<MeanOp>(loc), adaptor.getInput(),
                     adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
 }
 
-LogicalResult MaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MaxOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &results) {
   return reduceRule(errorsOf<MaxOp>(loc), adaptor.getInput(),
@@ -421,9 +428,9 @@ LogicalResult MaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 static LogicalResult verifySoftmaxAxis(Operation *op, RankedTensorType type,
                                        int64_t axis) {
   if (axis < 0 || axis >= type.getRank())
-    return op->emitOpError() << "axis " << axis << " is out of range for input "
-                             << formatShape(type.getShape()) << " of rank "
-                             << type.getRank();
+    return op->emitOpError()
+           << "axis " << axis << " is out of range for input "
+           << formatShape(type.getShape()) << " of rank " << type.getRank();
   return success();
 }
 
@@ -439,7 +446,8 @@ LogicalResult LogSoftmaxOp::verify() {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<Conv2dOp>(loc);
@@ -462,7 +470,8 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return failure();
   if (!adaptor.getGroupsAttr())
     return fail("requires attribute 'groups'");
-  ArrayRef<int64_t> stride = adaptor.getStride(), padding = adaptor.getPadding(),
+  ArrayRef<int64_t> stride = adaptor.getStride(),
+                    padding = adaptor.getPadding(),
                     dilation = adaptor.getDilation();
   int64_t groups = adaptor.getGroupsAttr().getInt();
   int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
@@ -494,11 +503,10 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     int64_t in = input.getDimSize(2 + i), k = weight.getDimSize(2 + i);
     int64_t span = dilation[i] * (k - 1) + 1;
     if (in + 2 * padding[i] < span)
-      return fail("kernel " + str(weight.getShape().drop_front(2)) +
-                  " with dilation " + str(dilation) +
-                  " is larger than the padded input " +
-                  str(input.getShape().drop_front(2)) + " + padding " +
-                  str(padding));
+      return fail(
+          "kernel " + str(weight.getShape().drop_front(2)) + " with dilation " +
+          str(dilation) + " is larger than the padded input " +
+          str(input.getShape().drop_front(2)) + " + padding " + str(padding));
     shape.push_back((in + 2 * padding[i] - span) / stride[i] + 1);
   }
   results.push_back(RankedTensorType::get(shape, input.getElementType()));
@@ -555,8 +563,8 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
     return fail("expects logits [batch, classes], got " +
                 str(logits.getShape()));
   if (labels.getShape() != ArrayRef<int64_t>{logits.getDimSize(0)})
-    return fail("labels " + str(labels.getShape()) +
-                " do not match logits " + str(logits.getShape()) +
-                "; expected [" + num(logits.getDimSize(0)) + "]");
+    return fail("labels " + str(labels.getShape()) + " do not match logits " +
+                str(logits.getShape()) + "; expected [" +
+                num(logits.getDimSize(0)) + "]");
   return lossRule(Builder(context), results);
 }

@@ -42,9 +42,12 @@ Error locus::detail::userError(const Here &loc, std::string message) {
 
 const char *locus::dtypeName(DType dtype) {
   switch (dtype) {
-  case DType::f32: return "f32";
-  case DType::i64: return "i64";
-  case DType::i1: return "i1";
+  case DType::f32:
+    return "f32";
+  case DType::i64:
+    return "i64";
+  case DType::i1:
+    return "i1";
   }
   return "?";
 }
@@ -130,9 +133,15 @@ mlir::RankedTensorType GraphImpl::tensorType(const Shape &shape, DType dtype,
                                " has a negative dimension");
   mlir::Type element;
   switch (dtype) {
-  case DType::f32: element = builder.getF32Type(); break;
-  case DType::i64: element = builder.getI64Type(); break;
-  case DType::i1: element = builder.getI1Type(); break;
+  case DType::f32:
+    element = builder.getF32Type();
+    break;
+  case DType::i64:
+    element = builder.getI64Type();
+    break;
+  case DType::i1:
+    element = builder.getI1Type();
+    break;
   }
   return mlir::RankedTensorType::get(shape, element);
 }
@@ -164,15 +173,14 @@ void GraphImpl::claimName(std::map<std::string, std::string> &names,
 }
 
 Shape GraphImpl::broadcastShape(const Shape &a, const Shape &b,
-                                const char *opName, const Here &loc) {
+                                llvm::StringRef opName, const Here &loc) {
   Shape result(std::max(a.size(), b.size()));
   for (size_t i = 0; i < result.size(); ++i) {
     int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
     int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
     if (da != db && da != 1 && db != 1)
-      throw userError(loc, std::string("operands of ") + opName +
-                               " have shapes " + formatShape(a) + " and " +
-                               formatShape(b) +
+      throw userError(loc, "operands of " + opName.str() + " have shapes " +
+                               formatShape(a) + " and " + formatShape(b) +
                                ", which do not broadcast (dimension " +
                                std::to_string(result.size() - 1 - i) + ": " +
                                std::to_string(da) + " vs " +
@@ -242,9 +250,8 @@ int64_t Tensor::dim(int64_t axis) const {
   int64_t r = rank();
   int64_t normalized = axis < 0 ? axis + r : axis;
   if (normalized < 0 || normalized >= r)
-    throw std::out_of_range("locus::Tensor::dim: axis " +
-                            std::to_string(axis) + " of a rank-" +
-                            std::to_string(r) + " tensor");
+    throw std::out_of_range("locus::Tensor::dim: axis " + std::to_string(axis) +
+                            " of a rank-" + std::to_string(r) + " tensor");
   return typeOf(*this).getDimSize(normalized);
 }
 
@@ -276,7 +283,7 @@ Graph::Graph(std::string name)
 const std::string &Graph::name() const { return impl_->name; }
 
 Tensor Graph::input(const std::string &name, const Shape &shape,
-                    InputOptions options, Here loc) {
+                    const InputOptions &options, Here loc) {
   GraphImpl &g = *impl_;
   g.claimName(g.sourceNames, "input", name, loc);
   Transaction tx(g);
@@ -317,13 +324,14 @@ static Tensor recordState(GraphImpl &g, const std::string &kind,
 }
 
 Tensor Graph::parameter(const std::string &name, const Shape &shape,
-                        const Init &init, StateOptions options, Here loc) {
+                        const Init &init, const StateOptions &options,
+                        Here loc) {
   return recordState(*impl_, "parameter", name, shape, init,
                      StateRole::parameter, options, loc);
 }
 
 Tensor Graph::buffer(const std::string &name, const Shape &shape,
-                     const Init &init, StateOptions options, Here loc) {
+                     const Init &init, const StateOptions &options, Here loc) {
   return recordState(*impl_, "buffer", name, shape, init, StateRole::buffer,
                      options, loc);
 }
@@ -400,7 +408,7 @@ std::vector<float> Graph::initialValue(const Tensor &state, Here loc) const {
 
 size_t Graph::numOps() const { return impl_->body().getOperations().size(); }
 
-std::string Graph::str(PrintOptions options) const {
+std::string Graph::str(const PrintOptions &options) const {
   mlir::OpPrintingFlags flags;
   if (options.locations)
     flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);

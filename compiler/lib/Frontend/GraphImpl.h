@@ -80,7 +80,7 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
 
   /// numpy's broadcast of two shapes; an Error naming both when they clash.
   static Shape broadcastShape(const Shape &a, const Shape &b,
-                              const char *opName, const Here &loc);
+                              llvm::StringRef opName, const Here &loc);
   /// `value` broadcast to `shape` (itself when it already has that shape).
   mlir::Value broadcastTo(mlir::Value value, const Shape &shape,
                           const Here &loc);
@@ -101,8 +101,8 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
     llvm::SmallVector<mlir::Type, 1> types;
     if (mlir::failed(OpT::inferReturnTypes(
             &context, at, state.operands,
-            state.attributes.getDictionary(&context),
-            state.getRawProperties(), state.regions, types)))
+            state.attributes.getDictionary(&context), state.getRawProperties(),
+            state.regions, types)))
       throw userError(loc, capture.take());
     state.addTypes(types);
     return finish(builder.create(state), loc, capture)->getResult(0);

@@ -31,20 +31,20 @@ Init uniformFor(Graph &graph, int64_t fanIn) {
 //===----------------------------------------------------------------------===//
 
 Linear::Linear(Graph &graph, int64_t inFeatures, int64_t outFeatures,
-               LinearOptions options, Here loc) {
+               const LinearOptions &options, Here loc) {
   if (inFeatures < 1 || outFeatures < 1)
     throw Error(loc.file_name(), loc.line(), loc.column(),
                 "Linear(" + std::to_string(inFeatures) + ", " +
                     std::to_string(outFeatures) +
                     "): feature counts must be positive");
   std::string name = layerName(graph, options.name, "linear");
-  weight_ = graph.parameter(name + ".weight", {outFeatures, inFeatures},
-                            uniformFor(graph, inFeatures), {options.device},
-                            loc);
+  weight_ =
+      graph.parameter(name + ".weight", {outFeatures, inFeatures},
+                      uniformFor(graph, inFeatures), {options.device}, loc);
   if (options.bias)
-    bias_ = graph.parameter(name + ".bias", {outFeatures},
-                            uniformFor(graph, inFeatures), {options.device},
-                            loc);
+    bias_ =
+        graph.parameter(name + ".bias", {outFeatures},
+                        uniformFor(graph, inFeatures), {options.device}, loc);
 }
 
 Tensor Linear::forward(const Tensor &x, Here loc) const {
@@ -61,7 +61,7 @@ std::vector<Tensor> Linear::parameters() const {
 //===----------------------------------------------------------------------===//
 
 Conv2d::Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
-               std::vector<int64_t> kernelSize, Conv2dOptions options,
+               std::vector<int64_t> kernelSize, const Conv2dOptions &options,
                Here loc) {
   auto fail = [&](const std::string &message) {
     return Error(loc.file_name(), loc.line(), loc.column(), message);
@@ -79,14 +79,13 @@ Conv2d::Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
     throw fail("Conv2d: groups " + std::to_string(options.groups) +
                " must divide in_channels " + std::to_string(inChannels) +
                " and out_channels " + std::to_string(outChannels));
-  params_ = {options.stride, options.padding, options.dilation,
-             options.groups};
+  params_ = {options.stride, options.padding, options.dilation, options.groups};
   std::string name = layerName(graph, options.name, "conv");
   int64_t fanIn = inChannels / options.groups * kernelSize[0] * kernelSize[1];
-  weight_ = graph.parameter(name + ".weight",
-                            {outChannels, inChannels / options.groups,
-                             kernelSize[0], kernelSize[1]},
-                            uniformFor(graph, fanIn), {options.device}, loc);
+  weight_ = graph.parameter(
+      name + ".weight",
+      {outChannels, inChannels / options.groups, kernelSize[0], kernelSize[1]},
+      uniformFor(graph, fanIn), {options.device}, loc);
   if (options.bias)
     bias_ = graph.parameter(name + ".bias", {outChannels},
                             uniformFor(graph, fanIn), {options.device}, loc);

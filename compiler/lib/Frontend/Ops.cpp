@@ -12,8 +12,7 @@ using namespace locus::detail;
 
 namespace {
 
-template <typename OpT>
-Tensor unary(const Tensor &x, const Here &loc) {
+template <typename OpT> Tensor unary(const Tensor &x, const Here &loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value result = g.record<OpT>(loc, g.value(x, loc));
@@ -27,9 +26,9 @@ Tensor binary(const Tensor &a, const Tensor &b, const Here &loc) {
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
   mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
-  Shape shape = GraphImpl::broadcastShape(
-      GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb),
-      OpT::getOperationName().data(), loc);
+  Shape shape =
+      GraphImpl::broadcastShape(GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb),
+                                OpT::getOperationName(), loc);
   mlir::Value result = g.record<OpT>(loc, g.broadcastTo(va, shape, loc),
                                      g.broadcastTo(vb, shape, loc));
   tx.commit();
@@ -44,10 +43,11 @@ Tensor withScalar(const Tensor &a, float scalar, bool scalarFirst,
   Transaction tx(g);
   mlir::Value va = g.value(a, loc);
   auto type = mlir::RankedTensorType::get({}, g.builder.getF32Type());
-  mlir::Value c = g.record<ConstantOp>(
-      loc,
-      mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, scalar)),
-      DeviceAttr());
+  mlir::Value c =
+      g.record<ConstantOp>(loc,
+                           mlir::cast<mlir::ElementsAttr>(
+                               mlir::DenseElementsAttr::get(type, scalar)),
+                           DeviceAttr());
   mlir::Value vc = g.broadcastTo(c, GraphImpl::shapeOf(va), loc);
   mlir::Value result =
       scalarFirst ? g.record<OpT>(loc, vc, va) : g.record<OpT>(loc, va, vc);
@@ -60,9 +60,8 @@ Tensor compare(CmpPredicate predicate, const Tensor &a, const Tensor &b,
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
   mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
-  Shape shape = GraphImpl::broadcastShape(GraphImpl::shapeOf(va),
-                                          GraphImpl::shapeOf(vb), "locus.cmp",
-                                          loc);
+  Shape shape = GraphImpl::broadcastShape(
+      GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb), "locus.cmp", loc);
   mlir::Value result =
       g.record<CmpOp>(loc, predicate, g.broadcastTo(va, shape, loc),
                       g.broadcastTo(vb, shape, loc));
@@ -70,9 +69,11 @@ Tensor compare(CmpPredicate predicate, const Tensor &a, const Tensor &b,
   return g.wrap(result);
 }
 
-std::vector<int64_t> normalizeAxes(GraphImpl &g, const std::vector<int64_t> &axes,
+std::vector<int64_t> normalizeAxes(GraphImpl &g,
+                                   const std::vector<int64_t> &axes,
                                    mlir::Value value, const Here &loc) {
   std::vector<int64_t> normalized;
+  normalized.reserve(axes.size());
   for (int64_t axis : axes)
     normalized.push_back(g.normalizeAxis(axis, value, loc));
   return normalized;
@@ -85,8 +86,8 @@ Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdim,
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
   std::vector<int64_t> normalized = normalizeAxes(g, axes, v, loc);
-  mlir::Value result = g.record<OpT>(
-      loc, v, llvm::ArrayRef<int64_t>(normalized), keepdim);
+  mlir::Value result =
+      g.record<OpT>(loc, v, llvm::ArrayRef<int64_t>(normalized), keepdim);
   tx.commit();
   return g.wrap(result);
 }
@@ -141,31 +142,33 @@ Tensor locus::maximum(const Tensor &a, const Tensor &b, Here loc) {
   return binary<MaximumOp>(a, b, loc);
 }
 
-Tensor locus::operator+(Operand a, const Tensor &b) {
+Tensor locus::operator+(const Operand &a, const Tensor &b) {
   return binary<AddOp>(a.tensor, b, a.loc);
 }
-Tensor locus::operator-(Operand a, const Tensor &b) {
+Tensor locus::operator-(const Operand &a, const Tensor &b) {
   return binary<SubOp>(a.tensor, b, a.loc);
 }
-Tensor locus::operator*(Operand a, const Tensor &b) {
+Tensor locus::operator*(const Operand &a, const Tensor &b) {
   return binary<MulOp>(a.tensor, b, a.loc);
 }
-Tensor locus::operator/(Operand a, const Tensor &b) {
+Tensor locus::operator/(const Operand &a, const Tensor &b) {
   return binary<DivOp>(a.tensor, b, a.loc);
 }
-Tensor locus::operator+(Operand a, float b) {
+Tensor locus::operator+(const Operand &a, float b) {
   return withScalar<AddOp>(a.tensor, b, false, a.loc);
 }
-Tensor locus::operator-(Operand a, float b) {
+Tensor locus::operator-(const Operand &a, float b) {
   return withScalar<SubOp>(a.tensor, b, false, a.loc);
 }
-Tensor locus::operator*(Operand a, float b) {
+Tensor locus::operator*(const Operand &a, float b) {
   return withScalar<MulOp>(a.tensor, b, false, a.loc);
 }
-Tensor locus::operator/(Operand a, float b) {
+Tensor locus::operator/(const Operand &a, float b) {
   return withScalar<DivOp>(a.tensor, b, false, a.loc);
 }
-Tensor locus::operator-(Operand a) { return unary<NegOp>(a.tensor, a.loc); }
+Tensor locus::operator-(const Operand &a) {
+  return unary<NegOp>(a.tensor, a.loc);
+}
 
 Tensor locus::neg(const Tensor &x, Here loc) { return unary<NegOp>(x, loc); }
 Tensor locus::exp(const Tensor &x, Here loc) { return unary<ExpOp>(x, loc); }
@@ -266,8 +269,7 @@ Tensor locus::permute(const Tensor &x, const std::vector<int64_t> &dims,
   return g.wrap(result);
 }
 
-Tensor locus::transpose(const Tensor &x, int64_t dim0, int64_t dim1,
-                        Here loc) {
+Tensor locus::transpose(const Tensor &x, int64_t dim0, int64_t dim1, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   mlir::Value v = g.value(x, loc);
   int64_t a = g.normalizeAxis(dim0, v, loc), b = g.normalizeAxis(dim1, v, loc);
@@ -294,8 +296,8 @@ Tensor locus::reshape(const Tensor &x, const Shape &shape, Here loc) {
     else
       known *= shape[i];
   }
-  int64_t count = mlir::cast<mlir::RankedTensorType>(v.getType())
-                      .getNumElements();
+  int64_t count =
+      mlir::cast<mlir::RankedTensorType>(v.getType()).getNumElements();
   if (inferred >= 0) {
     if (known == 0 || count % known != 0)
       throw userError(loc, "cannot reshape " +
@@ -353,8 +355,8 @@ Tensor locus::slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
   Shape in = GraphImpl::shapeOf(v);
   int64_t a = g.normalizeAxis(axis, v, loc);
   if (step < 1)
-    throw userError(loc, "slice step must be positive, got " +
-                             std::to_string(step));
+    throw userError(loc,
+                    "slice step must be positive, got " + std::to_string(step));
   // Python's rules: negative bounds count from the end, then clamp.
   int64_t dim = in[a];
   auto clamp = [dim](int64_t i) {
@@ -409,18 +411,15 @@ Tensor locus::conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias,
   mlir::Value result = g.record<Conv2dOp>(
       loc, g.value(x, loc), g.value(weight, loc), vb,
       llvm::ArrayRef(params.stride), llvm::ArrayRef(params.padding),
-      llvm::ArrayRef(params.dilation),
-      static_cast<uint64_t>(params.groups));
+      llvm::ArrayRef(params.dilation), static_cast<uint64_t>(params.groups));
   tx.commit();
   return g.wrap(result);
 }
 
-Tensor locus::maxPool2d(const Tensor &x, const Pool2dParams &params,
-                        Here loc) {
+Tensor locus::maxPool2d(const Tensor &x, const Pool2dParams &params, Here loc) {
   return pool<MaxPool2dOp>(x, params, loc);
 }
-Tensor locus::avgPool2d(const Tensor &x, const Pool2dParams &params,
-                        Here loc) {
+Tensor locus::avgPool2d(const Tensor &x, const Pool2dParams &params, Here loc) {
   return pool<AvgPool2dOp>(x, params, loc);
 }
 
@@ -428,9 +427,8 @@ Tensor locus::mseLoss(const Tensor &input, const Tensor &target,
                       Reduction reduction, Here loc) {
   GraphImpl &g = GraphImpl::of(input, loc);
   Transaction tx(g);
-  mlir::Value result =
-      g.record<MseLossOp>(loc, g.value(input, loc), g.value(target, loc),
-                          reductionKind(reduction));
+  mlir::Value result = g.record<MseLossOp>(
+      loc, g.value(input, loc), g.value(target, loc), reductionKind(reduction));
   tx.commit();
   return g.wrap(result);
 }

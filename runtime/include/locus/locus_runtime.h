@@ -69,8 +69,9 @@ typedef enum locus_init_kind_e {
 /* Fills out_values[0..count) by the initialiser. Fails with INVALID_ARGUMENT
  * (and writes nothing) for a NULL buffer with count > 0, an unknown kind,
  * non-finite bounds, or a > b. */
-LOCUS_API locus_status_t locus_init_fill(locus_init_kind_t kind, double a, double b,
-                               uint64_t seed, size_t count, float *out_values);
+LOCUS_API locus_status_t locus_init_fill(locus_init_kind_t kind, double a,
+                                         double b, uint64_t seed, size_t count,
+                                         float *out_values);
 
 /*===------------------------------------------------------------------===*
  * Devices of this machine
@@ -96,11 +97,13 @@ LOCUS_API locus_status_t locus_device_probe(locus_device_report_t **out_report);
 LOCUS_API void locus_device_report_release(locus_device_report_t *report);
 LOCUS_API size_t locus_device_report_count(const locus_device_report_t *report);
 /* Copies device i of the report; INVALID_ARGUMENT when i is out of range. */
-LOCUS_API locus_status_t locus_device_report_get(const locus_device_report_t *report,
-                                       size_t i, locus_device_info_t *out_info);
+LOCUS_API locus_status_t
+locus_device_report_get(const locus_device_report_t *report, size_t i,
+                        locus_device_info_t *out_info);
 /* Why no CUDA device is listed ("" when some are), e.g. "no CUDA driver
  * (libcuda.so.1: cannot open shared object file: ...)". */
-LOCUS_API const char *locus_device_report_cuda_note(const locus_device_report_t *report);
+LOCUS_API const char *
+locus_device_report_cuda_note(const locus_device_report_t *report);
 
 #ifdef __cplusplus
 } /* extern "C" */

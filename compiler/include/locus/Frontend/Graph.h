@@ -1,4 +1,5 @@
-//===- Graph.h - recording a locus graph from C++ ----------------*- C++ -*-===//
+//===- Graph.h - recording a locus graph from C++ ----------------*- C++
+//-*-===//
 //
 // User code records a dataflow graph: every call below adds ops and computes
 // nothing. Each op carries the caller's source location (std::source_location,
@@ -150,14 +151,14 @@ public:
 
   /// A graph input, fed at each run.
   Tensor input(const std::string &name, const Shape &shape,
-               InputOptions options = {}, Here loc = Here::current());
+               const InputOptions &options = {}, Here loc = Here::current());
   /// A trainable parameter, persistent across runs.
   Tensor parameter(const std::string &name, const Shape &shape,
-                   const Init &init, StateOptions options = {},
+                   const Init &init, const StateOptions &options = {},
                    Here loc = Here::current());
   /// Persistent non-trainable state (optimizer moments, running stats).
   Tensor buffer(const std::string &name, const Shape &shape, const Init &init,
-                StateOptions options = {}, Here loc = Here::current());
+                const StateOptions &options = {}, Here loc = Here::current());
   /// A scalar f32 constant.
   Tensor constant(float value, Here loc = Here::current());
   /// An f32 constant of the given shape, row-major values.
@@ -184,7 +185,7 @@ public:
   /// Number of ops recorded (the graph op itself not counted).
   size_t numOps() const;
   /// The graph as MLIR text (a module holding one locus.graph).
-  std::string str(PrintOptions options = {}) const;
+  std::string str(const PrintOptions &options = {}) const;
 
   /// Internals, for the compiler.
   detail::GraphImpl &impl() const { return *impl_; }
@@ -207,15 +208,15 @@ struct Operand {
   Here loc;
 };
 
-Tensor operator+(Operand a, const Tensor &b);
-Tensor operator-(Operand a, const Tensor &b);
-Tensor operator*(Operand a, const Tensor &b);
-Tensor operator/(Operand a, const Tensor &b);
-Tensor operator+(Operand a, float b);
-Tensor operator-(Operand a, float b);
-Tensor operator*(Operand a, float b);
-Tensor operator/(Operand a, float b);
-Tensor operator-(Operand a);
+Tensor operator+(const Operand &a, const Tensor &b);
+Tensor operator-(const Operand &a, const Tensor &b);
+Tensor operator*(const Operand &a, const Tensor &b);
+Tensor operator/(const Operand &a, const Tensor &b);
+Tensor operator+(const Operand &a, float b);
+Tensor operator-(const Operand &a, float b);
+Tensor operator*(const Operand &a, float b);
+Tensor operator/(const Operand &a, float b);
+Tensor operator-(const Operand &a);
 
 Tensor add(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor sub(const Tensor &a, const Tensor &b, Here loc = Here::current());

@@ -44,7 +44,7 @@ struct LinearOptions {
 class Linear : public Module {
 public:
   Linear(Graph &graph, int64_t inFeatures, int64_t outFeatures,
-         LinearOptions options = {}, Here loc = Here::current());
+         const LinearOptions &options = {}, Here loc = Here::current());
   Tensor forward(const Tensor &x, Here loc) const override;
   std::vector<Tensor> parameters() const override;
   const Tensor &weight() const { return weight_; }
@@ -70,7 +70,7 @@ class Conv2d : public Module {
 public:
   /// `kernelSize` has one entry (square) or two (kh, kw).
   Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
-         std::vector<int64_t> kernelSize, Conv2dOptions options = {},
+         std::vector<int64_t> kernelSize, const Conv2dOptions &options = {},
          Here loc = Here::current());
   Tensor forward(const Tensor &x, Here loc) const override;
   std::vector<Tensor> parameters() const override;
@@ -112,8 +112,7 @@ public:
 /// Runs its layers in order. Layers are copied in; copies share parameters.
 class Sequential : public Module {
 public:
-  template <typename... Layers>
-  explicit Sequential(Layers... layers) {
+  template <typename... Layers> explicit Sequential(Layers... layers) {
     (layers_.push_back(std::make_shared<Layers>(std::move(layers))), ...);
   }
   Tensor forward(const Tensor &x, Here loc) const override;

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Locus needs, if any is missing.
+# Runs as root, or through sudo otherwise. Safe to run again.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build ccache clang-19 lld-19 python3
+  # the compiler: LLVM/MLIR 19 (mlir-19-tools: MLIR's CMake config checks
+  # for mlir-tblgen), FileCheck/not/lit (llvm-19-tools), Boost.Graph
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools libboost-graph-dev
+  # tests and style
+  googletest libgtest-dev clang-format-19 clang-tidy-19
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Quick start: installs what is missing, builds, and runs the main job --
+# records the seed's first model (torch.nn.Linear(10, 2) with MSELoss on a
+# 100x10 batch) with the C++ frontend and prints it as locus IR, each op with
+# the user's source line.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh"
+"$root/scripts/build.sh"
+build=${LOCUS_BUILD_DIR:-$root/build}
+
+echo
+echo "== The seed model recorded by examples/seed_models.cpp, as locus IR =="
+"$build/examples/seed_models" linear-mse --locations
+echo
+echo "== The same IR, parsed and verified by locus-opt =="
+"$build/examples/seed_models" linear-mse | "$build/tools/locus-opt"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it on a clean Debian 12 machine:
+#   1. install what is missing;
+#   2. check formatting (clang-format-19) of every tracked C/C++ file;
+#   3. build everything in build/ and run ctest (gtest + lit);
+#   4. build the runtime alone (LOCUS_BUILD_COMPILER=OFF, no LLVM/MLIR/Boost)
+#      in build-runtime/ and run its tests;
+#   5. clang-tidy-19 over the sources that do not include MLIR (the MLIR
+#      translation units take ~2 minutes; run scripts/tidy.sh --all for them).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+"$root/scripts/install-deps.sh"
+
+echo "== clang-format =="
+git ls-files '*.cpp' '*.h' | xargs clang-format-19 --dry-run -Werror
+echo "formatting ok"
+
+echo "== full build and tests =="
+"$root/scripts/build.sh"
+ctest --test-dir "$root/build" --output-on-failure -j 2
+
+echo "== runtime alone =="
+LOCUS_BUILD_DIR="$root/build-runtime" "$root/scripts/build.sh" \
+  -DLOCUS_BUILD_COMPILER=OFF
+ctest --test-dir "$root/build-runtime" --output-on-failure
+
+echo "== clang-tidy =="
+"$root/scripts/tidy.sh"
+echo "all tests passed"
