@@ -83,13 +83,13 @@ Device Device::parse(std::string_view text, Here loc) {
 // GraphImpl
 //===----------------------------------------------------------------------===//
 
-GraphImpl::GraphImpl(std::string graphName)
+GraphImpl::GraphImpl(std::string graphName, const Here &loc)
     : name(std::move(graphName)),
       context(mlir::MLIRContext::Threading::DISABLED), builder(&context) {
   context.getOrLoadDialect<LocusDialect>();
   module = mlir::ModuleOp::create(builder.getUnknownLoc());
   builder.setInsertionPointToEnd(module->getBody());
-  graph = builder.create<GraphOp>(builder.getUnknownLoc(), name);
+  graph = builder.create<GraphOp>(location(loc), name);
   builder.setInsertionPointToEnd(&graph.getBodyBlock());
 }
 
@@ -277,8 +277,8 @@ Tensor Tensor::to(const Device &device, Here loc) const {
 // Graph
 //===----------------------------------------------------------------------===//
 
-Graph::Graph(std::string name)
-    : impl_(std::make_shared<GraphImpl>(std::move(name))) {}
+Graph::Graph(std::string name, Here loc)
+    : impl_(std::make_shared<GraphImpl>(std::move(name), loc)) {}
 
 const std::string &Graph::name() const { return impl_->name; }
 

@@ -44,7 +44,7 @@ private:
 };
 
 struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
-  explicit GraphImpl(std::string name);
+  GraphImpl(std::string name, const Here &loc);
 
   std::string name;
   mlir::MLIRContext context;

@@ -145,7 +145,7 @@ struct PrintOptions {
 /// A recorded graph. Copies share the same graph.
 class Graph {
 public:
-  explicit Graph(std::string name);
+  explicit Graph(std::string name, Here loc = Here::current());
 
   const std::string &name() const;
 
