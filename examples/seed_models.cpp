@@ -41,10 +41,10 @@ locus::Graph cnn() {
   locus::Graph g("simple_cnn");
   auto x = g.input("x", {32, 3, 14, 14});
   auto labels = g.input("y", {32}, {.dtype = locus::DType::i64});
-  locus::nn::Sequential model(
+  locus::nn::Sequential model{
       locus::nn::Conv2d(g, 3, 16, {3}, {.padding = {1, 1}, .name = "conv1"}),
       locus::nn::ReLU(), locus::nn::MaxPool2d({2}, {2}), locus::nn::Flatten(),
-      locus::nn::Linear(g, 16 * 7 * 7, 10, {.name = "fc"}));
+      locus::nn::Linear(g, 16 * 7 * 7, 10, {.name = "fc"})};
   auto logits = model(x);
   auto loss = locus::nn::CrossEntropyLoss()(logits, labels);
   g.output("logits", logits);

@@ -283,9 +283,9 @@ TEST(Init, StateWithoutInitialiserIsRejectedByInitialValue) {
 TEST(Nn, SequentialChainsLayersAndCollectsParameters) {
   Graph g("seq");
   auto x = g.input("x", {16, 1, 28, 28});
-  nn::Sequential net(nn::Conv2d(g, 1, 6, {5}, {.padding = {2, 2}}), nn::ReLU(),
+  nn::Sequential net{nn::Conv2d(g, 1, 6, {5}, {.padding = {2, 2}}), nn::ReLU(),
                      nn::MaxPool2d({2}), nn::Flatten(),
-                     nn::Linear(g, 6 * 14 * 14, 10));
+                     nn::Linear(g, 6 * 14 * 14, 10)};
   EXPECT_EQ(net.size(), 5u);
   auto y = net(x);
   EXPECT_EQ(y.shape(), (Shape{16, 10}));
@@ -302,6 +302,31 @@ TEST(Nn, SequentialChainsLayersAndCollectsParameters) {
   EXPECT_FALSE(noBias.bias());
   EXPECT_EQ(noBias.parameters().size(), 1u);
   EXPECT_NE(g.str().find("\"linear1.weight\""), std::string::npos);
+}
+
+TEST(Nn, SequentialBuildsUnnamedLayersInTheOrderWritten) {
+  Graph g("order");
+  nn::Sequential net{nn::Linear(g, 4, 5), nn::Linear(g, 5, 3)};
+  auto params = net.parameters();
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_EQ(params[0].shape(), (Shape{5, 4}));
+  std::string text = g.str();
+  EXPECT_NE(text.find("\"linear0.weight\" parameter : tensor<5x4xf32>"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("\"linear1.weight\" parameter : tensor<3x5xf32>"),
+            std::string::npos) << text;
+}
+
+TEST(Init, SeedsFollowNamesNotConstructionOrder) {
+  Graph a("a"), b("b");
+  nn::Linear a1(a, 3, 3, {.name = "first"}), a2(a, 3, 3, {.name = "second"});
+  nn::Linear b2(b, 3, 3, {.name = "second"}), b1(b, 3, 3, {.name = "first"});
+  EXPECT_EQ(a.initialValue(a1.weight()), b.initialValue(b1.weight()));
+  EXPECT_EQ(a.initialValue(a2.bias()), b.initialValue(b2.bias()));
+  EXPECT_NE(a.initialValue(a1.weight()), a.initialValue(a2.weight()));
+  EXPECT_NE(a.seedFor("first.weight"), a.seedFor("first.bias"));
+  b.manualSeed(1);
+  EXPECT_NE(a.seedFor("first.weight"), b.seedFor("first.weight"));
 }
 
 TEST(Nn, LayerErrorsNameTheUsersLine) {

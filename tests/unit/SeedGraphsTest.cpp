@@ -122,9 +122,9 @@ TEST(SeedGraphs, SimpleCnn) {
 TEST(SeedGraphs, CnnBatch16) {
   Graph g("cnn16");
   auto x = g.input("x", {16, 3, 14, 14});
-  nn::Sequential model(nn::Conv2d(g, 3, 16, {3}, {.padding = {1, 1}}),
+  nn::Sequential model{nn::Conv2d(g, 3, 16, {3}, {.padding = {1, 1}}),
                        nn::ReLU(), nn::MaxPool2d({2}), nn::Flatten(),
-                       nn::Linear(g, 784, 10));
+                       nn::Linear(g, 784, 10)};
   EXPECT_EQ(model(x).shape(), (Shape{16, 10}));
 }
 

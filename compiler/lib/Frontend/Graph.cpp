@@ -369,15 +369,14 @@ void Graph::output(const std::string &name, const Tensor &value, Here loc) {
   tx.commit();
 }
 
-void Graph::manualSeed(uint64_t seed) {
-  impl_->seedBase = seed;
-  impl_->seedCounter = 0;
-}
+void Graph::manualSeed(uint64_t seed) { impl_->seedBase = seed; }
 
-uint64_t Graph::nextSeed() {
-  // A fresh splitmix64 stream per manualSeed(): seeds are well mixed and the
-  // same sequence of layers gets the same seeds.
-  uint64_t z = impl_->seedBase + (++impl_->seedCounter) * 0x9E3779B97F4A7C15ULL;
+uint64_t Graph::seedFor(const std::string &name) const {
+  // FNV-1a of the name, then splitmix64's finaliser over it and the seed.
+  uint64_t h = 0xCBF29CE484222325ULL;
+  for (unsigned char c : name)
+    h = (h ^ c) * 0x100000001B3ULL;
+  uint64_t z = impl_->seedBase + h * 0x9E3779B97F4A7C15ULL;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);

@@ -51,7 +51,7 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   mlir::OpBuilder builder;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   GraphOp graph;
-  uint64_t seedBase = 0, seedCounter = 0;
+  uint64_t seedBase = 0;
   /// Inputs and state share one namespace; outputs have their own. The value
   /// is where the name was first used ("file:line").
   std::map<std::string, std::string> sourceNames, outputNames;

@@ -18,10 +18,15 @@ std::string layerName(Graph &graph, const std::string &given,
   return given.empty() ? graph.freshName(stem) : given;
 }
 
-/// PyTorch's default bound for Linear and Conv2d: 1 / sqrt(fan_in).
-Init uniformFor(Graph &graph, int64_t fanIn) {
+/// A parameter with PyTorch's default for Linear and Conv2d:
+/// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), seeded by its name.
+Tensor defaultParameter(Graph &graph, const std::string &name,
+                        const Shape &shape, int64_t fanIn,
+                        const std::optional<Device> &device, const Here &loc) {
   double bound = fanIn > 0 ? 1.0 / std::sqrt(static_cast<double>(fanIn)) : 0;
-  return Init::uniform(-bound, bound, graph.nextSeed());
+  return graph.parameter(name, shape,
+                         Init::uniform(-bound, bound, graph.seedFor(name)),
+                         {device}, loc);
 }
 
 } // namespace
@@ -38,13 +43,11 @@ Linear::Linear(Graph &graph, int64_t inFeatures, int64_t outFeatures,
                     std::to_string(outFeatures) +
                     "): feature counts must be positive");
   std::string name = layerName(graph, options.name, "linear");
-  weight_ =
-      graph.parameter(name + ".weight", {outFeatures, inFeatures},
-                      uniformFor(graph, inFeatures), {options.device}, loc);
+  weight_ = defaultParameter(graph, name + ".weight", {outFeatures, inFeatures},
+                             inFeatures, options.device, loc);
   if (options.bias)
-    bias_ =
-        graph.parameter(name + ".bias", {outFeatures},
-                        uniformFor(graph, inFeatures), {options.device}, loc);
+    bias_ = defaultParameter(graph, name + ".bias", {outFeatures}, inFeatures,
+                             options.device, loc);
 }
 
 Tensor Linear::forward(const Tensor &x, Here loc) const {
@@ -82,13 +85,13 @@ Conv2d::Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
   params_ = {options.stride, options.padding, options.dilation, options.groups};
   std::string name = layerName(graph, options.name, "conv");
   int64_t fanIn = inChannels / options.groups * kernelSize[0] * kernelSize[1];
-  weight_ = graph.parameter(
-      name + ".weight",
+  weight_ = defaultParameter(
+      graph, name + ".weight",
       {outChannels, inChannels / options.groups, kernelSize[0], kernelSize[1]},
-      uniformFor(graph, fanIn), {options.device}, loc);
+      fanIn, options.device, loc);
   if (options.bias)
-    bias_ = graph.parameter(name + ".bias", {outChannels},
-                            uniformFor(graph, fanIn), {options.device}, loc);
+    bias_ = defaultParameter(graph, name + ".bias", {outChannels}, fanIn,
+                             options.device, loc);
 }
 
 Tensor Conv2d::forward(const Tensor &x, Here loc) const {
@@ -128,15 +131,15 @@ Tensor ReLU::forward(const Tensor &x, Here loc) const { return relu(x, loc); }
 
 Tensor Sequential::forward(const Tensor &x, Here loc) const {
   Tensor y = x;
-  for (const auto &layer : layers_)
-    y = layer->forward(y, loc);
+  for (const AnyModule &layer : layers_)
+    y = layer.get()->forward(y, loc);
   return y;
 }
 
 std::vector<Tensor> Sequential::parameters() const {
   std::vector<Tensor> all;
-  for (const auto &layer : layers_)
-    for (const Tensor &p : layer->parameters())
+  for (const AnyModule &layer : layers_)
+    for (const Tensor &p : layer.get()->parameters())
       all.push_back(p);
   return all;
 }

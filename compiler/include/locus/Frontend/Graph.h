@@ -168,11 +168,13 @@ public:
   void output(const std::string &name, const Tensor &value,
               Here loc = Here::current());
 
-  /// Seeds parameter initialisation, as torch.manual_seed. Parameters made
-  /// after this call draw seeds from a deterministic sequence.
+  /// Seeds parameter initialisation, as torch.manual_seed: layers built
+  /// after this call draw their seeds from it (see seedFor).
   void manualSeed(uint64_t seed);
-  /// The next seed of that sequence (used by nn layers).
-  uint64_t nextSeed();
+  /// The seed of the state named `name`: a hash of the graph's seed and the
+  /// name, so it does not depend on the order in which layers are built (C++
+  /// leaves the order of function arguments unspecified).
+  uint64_t seedFor(const std::string &name) const;
 
   /// "<stem>N" with N counting from 0 per stem in this graph: names of
   /// unnamed layers ("linear0", "linear1", ...).

@@ -4,8 +4,9 @@
 // layer is built) and records its computation when called. Initialisation
 // follows PyTorch's defaults: for Linear and Conv2d, weight and bias are drawn
 // from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) -- kaiming_uniform(a = sqrt(5)) on
-// the weight reduces to exactly that bound -- with seeds from the graph's
-// sequence (Graph::manualSeed), so the same program gives the same weights.
+// the weight reduces to exactly that bound -- seeded by the parameter's name
+// and the graph's seed (Graph::seedFor), so a program gives the same weights
+// whatever the order its layers are built in.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,8 +15,10 @@
 
 #include "locus/Frontend/Graph.h"
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace locus::nn {
@@ -109,18 +112,36 @@ public:
   Tensor forward(const Tensor &x, Here loc) const override;
 };
 
-/// Runs its layers in order. Layers are copied in; copies share parameters.
+/// Any layer, held by a Sequential. Copies share the layer's parameters.
+class AnyModule {
+public:
+  template <typename M, typename = std::enable_if_t<
+                            std::is_base_of_v<Module, std::decay_t<M>>>>
+  AnyModule(M &&module)
+      : module_(std::make_shared<std::decay_t<M>>(std::forward<M>(module))) {}
+  const std::shared_ptr<const Module> &get() const { return module_; }
+
+private:
+  std::shared_ptr<const Module> module_;
+};
+
+/// Runs its layers in order:
+///
+///   nn::Sequential model{nn::Linear(g, 784, 128), nn::ReLU(), ...};
+///
+/// Braces, not parentheses: C++ builds the elements of a braced list left to
+/// right, so unnamed layers are numbered in the order written on every
+/// compiler (function arguments have no such guarantee).
 class Sequential : public Module {
 public:
-  template <typename... Layers> explicit Sequential(Layers... layers) {
-    (layers_.push_back(std::make_shared<Layers>(std::move(layers))), ...);
-  }
+  Sequential(std::initializer_list<AnyModule> layers)
+      : layers_(layers.begin(), layers.end()) {}
   Tensor forward(const Tensor &x, Here loc) const override;
   std::vector<Tensor> parameters() const override;
   size_t size() const { return layers_.size(); }
 
 private:
-  std::vector<std::shared_ptr<Module>> layers_;
+  std::vector<AnyModule> layers_;
 };
 
 /// torch.nn.MSELoss.
