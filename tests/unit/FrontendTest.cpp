@@ -74,8 +74,42 @@ TEST(Locations, LayersRecordWhereTheyAreBuiltAndCalled) {
   auto y = fc(x); int calledLine = __LINE__;
   (void)y;
   std::string text = g.str({.locations = true});
-  EXPECT_NE(text.find(":" + std::to_string(builtLine) + ":"), std::string::npos);
+  // Parameters: where the layer is built. The linear op: a callsite location,
+  // the layer's line "at" the caller's line.
+  std::regex callsite("#loc[0-9]+ = loc\\(\"[^\"]*FrontendTest.cpp\":" +
+                      std::to_string(builtLine) + ":[0-9]+\\)");
+  EXPECT_TRUE(std::regex_search(text, callsite)) << text;
+  EXPECT_NE(text.find("callsite("), std::string::npos) << text;
   EXPECT_NE(text.find(":" + std::to_string(calledLine) + ":"),
+            std::string::npos);
+}
+
+TEST(Locations, ErrorsInsideALayerNameTheLayer) {
+  Graph g("inside");
+  auto x = g.input("x", {16, 1, 28, 28});
+  nn::Sequential net{nn::Conv2d(g, 1, 6, {5}), nn::Flatten(),
+                     nn::Linear(g, 6 * 28 * 28, 10)}; int fcLine = __LINE__;
+  try {
+    net(x); int callLine = __LINE__;
+    ADD_FAILURE() << "a 24x24 conv output does not fit Linear(6*28*28)";
+    (void)callLine;
+  } catch (const Error &e) {
+    // The user's call is the primary line; the layer's line is named too.
+    EXPECT_EQ(e.line(), static_cast<unsigned>(__LINE__ - 5)) << e.what();
+    EXPECT_NE(e.message().find("has 3456 features but weight [10, 4704]"),
+              std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("(in the layer built at " +
+                               std::string(e.file()) + ":" +
+                               std::to_string(fcLine) + ")"),
+              std::string::npos) << e.what();
+  }
+  // The failed call left nothing behind, and the layer stack is empty again:
+  // an op recorded now has a plain location.
+  auto y = relu(x); int reluLine = __LINE__;
+  (void)y;
+  std::string text = g.str({.locations = true});
+  EXPECT_EQ(text.find("locus.conv2d"), std::string::npos) << text;
+  EXPECT_NE(text.find("FrontendTest.cpp\":" + std::to_string(reluLine)),
             std::string::npos);
 }
 

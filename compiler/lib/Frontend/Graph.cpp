@@ -95,9 +95,38 @@ GraphImpl::GraphImpl(std::string graphName, const Here &loc)
 
 mlir::Block &GraphImpl::body() { return graph.getBodyBlock(); }
 
-mlir::Location GraphImpl::location(const Here &loc) {
+static mlir::Location fileLineCol(mlir::MLIRContext &context, const Here &loc) {
   return mlir::FileLineColLoc::get(&context, loc.file_name(), loc.line(),
                                    loc.column());
+}
+
+mlir::Location GraphImpl::location(const Here &loc) {
+  mlir::Location call = fileLineCol(context, loc);
+  if (layerStack.empty())
+    return call;
+  return mlir::CallSiteLoc::get(fileLineCol(context, layerStack.back()), call);
+}
+
+std::string GraphImpl::inLayer() const {
+  return layerStack.empty()
+             ? std::string()
+             : " (in the layer built at " + where(layerStack.back()) + ")";
+}
+
+LayerScope::LayerScope(const Tensor &input, const Here &builtAt)
+    : graph_(input.graph_) {
+  if (!graph_)
+    return; // the layer's first op reports the empty tensor
+  graph_->layerStack.push_back(builtAt);
+  last_ = graph_->lastOp();
+}
+
+LayerScope::~LayerScope() {
+  if (!graph_)
+    return;
+  graph_->layerStack.pop_back();
+  if (!committed_)
+    graph_->rollbackTo(static_cast<mlir::Operation *>(last_));
 }
 
 std::string GraphImpl::where(const Here &loc) {
@@ -156,7 +185,7 @@ mlir::Operation *GraphImpl::finish(mlir::Operation *op, const Here &loc,
                                    DiagnosticCapture &capture) {
   if (mlir::failed(mlir::verify(op))) {
     op->erase();
-    throw userError(loc, capture.take());
+    throw userError(loc, capture.take() + inLayer());
   }
   return op;
 }
@@ -215,17 +244,22 @@ int64_t GraphImpl::normalizeAxis(int64_t axis, mlir::Value value,
   return normalized;
 }
 
+mlir::Operation *GraphImpl::lastOp() {
+  return body().empty() ? nullptr : &body().back();
+}
+
+void GraphImpl::rollbackTo(mlir::Operation *last) {
+  // Later ops use earlier ones: erase from the back.
+  while (!body().empty() && &body().back() != last)
+    body().back().erase();
+}
+
 Transaction::Transaction(GraphImpl &graph)
-    : graph(graph),
-      last(graph.body().empty() ? nullptr : &graph.body().back()) {}
+    : graph(graph), last(graph.lastOp()) {}
 
 Transaction::~Transaction() {
-  if (committed)
-    return;
-  // Later ops use earlier ones: erase from the back.
-  mlir::Block &body = graph.body();
-  while (!body.empty() && &body.back() != last)
-    body.back().erase();
+  if (!committed)
+    graph.rollbackTo(last);
 }
 
 //===----------------------------------------------------------------------===//

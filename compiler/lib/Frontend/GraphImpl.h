@@ -56,9 +56,14 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   /// is where the name was first used ("file:line").
   std::map<std::string, std::string> sourceNames, outputNames;
   std::map<std::string, int> nameCounters;
+  /// Where the layers now recording were built, innermost last.
+  std::vector<Here> layerStack;
 
   mlir::Block &body();
+  /// The user's call, within the innermost layer now recording if any.
   mlir::Location location(const Here &loc);
+  /// " (in the layer built at file:line)" inside a layer, "" outside.
+  std::string inLayer() const;
   static std::string where(const Here &loc);
 
   /// The graph of a tensor; an Error for an empty handle.
@@ -85,6 +90,12 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   mlir::Value broadcastTo(mlir::Value value, const Shape &shape,
                           const Here &loc);
 
+  /// The last op of the body, or null when it is empty.
+  mlir::Operation *lastOp();
+  /// Erases every op recorded after `last` (all of them for null), newest
+  /// first: what a failed call recorded.
+  void rollbackTo(mlir::Operation *last);
+
   /// Verifies a freshly created op; erases it and throws on failure.
   mlir::Operation *finish(mlir::Operation *op, const Here &loc,
                           DiagnosticCapture &capture);
@@ -103,7 +114,7 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
             &context, at, state.operands,
             state.attributes.getDictionary(&context), state.getRawProperties(),
             state.regions, types)))
-      throw userError(loc, capture.take());
+      throw userError(loc, capture.take() + inLayer());
     state.addTypes(types);
     return finish(builder.create(state), loc, capture)->getResult(0);
   }

@@ -31,12 +31,20 @@ Tensor defaultParameter(Graph &graph, const std::string &name,
 
 } // namespace
 
+Tensor Module::operator()(const Tensor &x, Here loc) const {
+  detail::LayerScope scope(x, builtAt_);
+  Tensor y = forward(x, loc);
+  scope.commit();
+  return y;
+}
+
 //===----------------------------------------------------------------------===//
 // Linear
 //===----------------------------------------------------------------------===//
 
 Linear::Linear(Graph &graph, int64_t inFeatures, int64_t outFeatures,
-               const LinearOptions &options, Here loc) {
+               const LinearOptions &options, Here loc)
+    : Module(loc) {
   if (inFeatures < 1 || outFeatures < 1)
     throw Error(loc.file_name(), loc.line(), loc.column(),
                 "Linear(" + std::to_string(inFeatures) + ", " +
@@ -65,7 +73,8 @@ std::vector<Tensor> Linear::parameters() const {
 
 Conv2d::Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
                std::vector<int64_t> kernelSize, const Conv2dOptions &options,
-               Here loc) {
+               Here loc)
+    : Module(loc) {
   auto fail = [&](const std::string &message) {
     return Error(loc.file_name(), loc.line(), loc.column(), message);
   };
@@ -108,8 +117,9 @@ std::vector<Tensor> Conv2d::parameters() const {
 //===----------------------------------------------------------------------===//
 
 MaxPool2d::MaxPool2d(std::vector<int64_t> kernelSize,
-                     std::vector<int64_t> stride,
-                     std::vector<int64_t> padding) {
+                     std::vector<int64_t> stride, std::vector<int64_t> padding,
+                     Here loc)
+    : Module(loc) {
   if (kernelSize.size() == 1)
     kernelSize.push_back(kernelSize[0]);
   if (stride.size() == 1)
@@ -132,7 +142,7 @@ Tensor ReLU::forward(const Tensor &x, Here loc) const { return relu(x, loc); }
 Tensor Sequential::forward(const Tensor &x, Here loc) const {
   Tensor y = x;
   for (const AnyModule &layer : layers_)
-    y = layer.get()->forward(y, loc);
+    y = (*layer.get())(y, loc);
   return y;
 }
 

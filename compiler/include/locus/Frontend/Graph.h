@@ -94,6 +94,7 @@ struct Init {
 
 namespace detail {
 struct GraphImpl;
+class LayerScope;
 } // namespace detail
 
 class Graph;
@@ -120,6 +121,7 @@ public:
 
 private:
   friend struct detail::GraphImpl;
+  friend class detail::LayerScope;
   Tensor(std::shared_ptr<detail::GraphImpl> graph, void *value)
       : graph_(std::move(graph)), value_(value) {}
   std::shared_ptr<detail::GraphImpl> graph_;
@@ -195,6 +197,27 @@ public:
 private:
   std::shared_ptr<detail::GraphImpl> impl_;
 };
+
+namespace detail {
+/// One call of a layer (nn::Module): while alive, ops recorded into
+/// `input`'s graph are located at callsite(<builtAt> at <the recording call>)
+/// (nested scopes name the innermost layer), and unless commit() is called,
+/// everything recorded during the scope is erased when it ends: a layer call
+/// that throws leaves the graph unchanged.
+class LayerScope {
+public:
+  LayerScope(const Tensor &input, const Here &builtAt);
+  ~LayerScope();
+  void commit() { committed_ = true; }
+  LayerScope(const LayerScope &) = delete;
+  LayerScope &operator=(const LayerScope &) = delete;
+
+private:
+  std::shared_ptr<GraphImpl> graph_;
+  void *last_ = nullptr; // the last op before the call (mlir::Operation *)
+  bool committed_ = false;
+};
+} // namespace detail
 
 //===----------------------------------------------------------------------===//
 // Ops. Binary elementwise ops broadcast by numpy's rules (recorded as an

@@ -24,15 +24,24 @@
 namespace locus::nn {
 
 /// A layer: records its computation on an input when called.
+///
+/// Ops recorded while a layer runs carry both lines: where the layer was
+/// built and where it was called (an MLIR callsite location), and an error
+/// inside a layer names the layer's line.
 class Module {
 public:
+  /// `builtAt` is where the layer is constructed; leave it to its default.
+  explicit Module(Here builtAt = Here::current()) : builtAt_(builtAt) {}
   virtual ~Module() = default;
-  Tensor operator()(const Tensor &x, Here loc = Here::current()) const {
-    return forward(x, loc);
-  }
+  Tensor operator()(const Tensor &x, Here loc = Here::current()) const;
   virtual Tensor forward(const Tensor &x, Here loc) const = 0;
   /// The trainable parameters, in PyTorch's order (weight before bias).
   virtual std::vector<Tensor> parameters() const { return {}; }
+  /// Where the layer was built.
+  const Here &builtAt() const { return builtAt_; }
+
+private:
+  Here builtAt_;
 };
 
 struct LinearOptions {
@@ -90,7 +99,8 @@ public:
   /// `stride` empty means the kernel size, as in PyTorch.
   explicit MaxPool2d(std::vector<int64_t> kernelSize,
                      std::vector<int64_t> stride = {},
-                     std::vector<int64_t> padding = {0, 0});
+                     std::vector<int64_t> padding = {0, 0},
+                     Here loc = Here::current());
   Tensor forward(const Tensor &x, Here loc) const override;
 
 private:
@@ -99,8 +109,9 @@ private:
 
 class Flatten : public Module {
 public:
-  explicit Flatten(int64_t startDim = 1, int64_t endDim = -1)
-      : startDim_(startDim), endDim_(endDim) {}
+  explicit Flatten(int64_t startDim = 1, int64_t endDim = -1,
+                   Here loc = Here::current())
+      : Module(loc), startDim_(startDim), endDim_(endDim) {}
   Tensor forward(const Tensor &x, Here loc) const override;
 
 private:
@@ -109,6 +120,7 @@ private:
 
 class ReLU : public Module {
 public:
+  explicit ReLU(Here loc = Here::current()) : Module(loc) {}
   Tensor forward(const Tensor &x, Here loc) const override;
 };
 
@@ -134,8 +146,9 @@ private:
 /// compiler (function arguments have no such guarantee).
 class Sequential : public Module {
 public:
-  Sequential(std::initializer_list<AnyModule> layers)
-      : layers_(layers.begin(), layers.end()) {}
+  Sequential(std::initializer_list<AnyModule> layers,
+             Here loc = Here::current())
+      : Module(loc), layers_(layers.begin(), layers.end()) {}
   Tensor forward(const Tensor &x, Here loc) const override;
   std::vector<Tensor> parameters() const override;
   size_t size() const { return layers_.size(); }
