@@ -51,7 +51,10 @@ def Locus_PlacementKind : I32EnumAttr<"PlacementKind",
     I32EnumAttrCase<"no_kernel", 2>,
     I32EnumAttrCase<"cost", 3>,
     I32EnumAttrCase<"colocated", 4>,
-    I32EnumAttrCase<"soft", 5>
+    I32EnumAttrCase<"soft", 5>,
+    I32EnumAttrCase<"host_io", 6>,
+    I32EnumAttrCase<"created", 7>,
+    I32EnumAttrCase<"policy", 8>
   ]> {
   let cppNamespace = "::locus";
   let genSpecializedAttr = 0;
@@ -140,8 +143,13 @@ def Locus_PlacementAttr : Locus_Attr<"Placement", "placement"> {
     - `follows_operands`: strict policy, the op runs where its operands live;
     - `no_kernel`: `device` has no kernel for the op, so it fell back;
     - `cost`: chosen by the cost model; both estimates in nanoseconds;
-    - `colocated`: merged with another op that must share its device;
-    - `soft`: a CUDA device was asked for but none is a target.
+    - `colocated`: follows the ops it feeds (state, constants);
+    - `soft`: a CUDA device was asked for but none is a target;
+    - `host_io`: an input fed, or an output read, on the host;
+    - `created`: a source created without a device lives on the CPU, as in
+      PyTorch (strict);
+    - `policy`: where the policy puts it (prefer-gpu: it has a CUDA kernel;
+      cpu: everything on the CPU).
   }];
   let parameters = (ins
     EnumParameter<Locus_PlacementKind>:$kind,

@@ -28,6 +28,17 @@
 
 namespace locus {
 
+/// Discardable attributes that --locus-place-devices sets on every op of a
+/// graph: where it runs (#locus.device) and why (#locus.placement).
+inline constexpr llvm::StringLiteral kDeviceAttrName = "locus.device";
+inline constexpr llvm::StringLiteral kPlacementAttrName = "locus.placement";
+/// Set on a placed locus.graph: the policy and the target devices.
+inline constexpr llvm::StringLiteral kPolicyAttrName = "locus.policy";
+inline constexpr llvm::StringLiteral kTargetsAttrName = "locus.targets";
+/// Set on a placed locus.graph when placement was soft (no CUDA target):
+/// says what ran on the CPU instead.
+inline constexpr llvm::StringLiteral kSoftNoteAttrName = "locus.soft_placement";
+
 /// "[100, 10]": how every locus diagnostic writes a shape.
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
 

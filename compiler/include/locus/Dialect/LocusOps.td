@@ -539,17 +539,20 @@ def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
   let description = [{
     Copies a value from device `from` to device `to`. Inserted by
     `--locus-insert-transfers`, never written by users (they write
-    `locus.to`). The two devices differ.
+    `locus.to`). The two devices differ. `load_time` marks a copy of state or
+    of a constant: it runs once, when the model is loaded, not at every step.
 
     ```mlir
     %c = locus.copy <cpu> to <cuda:0>, %x : tensor<100x10xf32>
+    %w = locus.copy load_time <cpu> to <cuda:0>, %fc.weight : tensor<2x10xf32>
     ```
   }];
   let arguments = (ins Locus_AnyTensor:$input, Locus_DeviceAttr:$from,
-                       Locus_DeviceAttr:$to);
+                       Locus_DeviceAttr:$to, UnitAttr:$load_time);
   let results = (outs Locus_AnyTensor:$result);
   let assemblyFormat = [{
-    $from `to` $to `,` $input attr-dict `:` type($result)
+    (`load_time` $load_time^)? $from `to` $to `,` $input attr-dict `:`
+    type($result)
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,133 @@
+//===- Passes.td - the passes of Locus ------------------------------------===//
+//
+// Every pass of the project, declared once. docs/passes.md is generated from
+// this file (-gen-pass-doc) and a test checks that it is current.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_PASSES_TD
+#define LOCUS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
+  let summary = "Decides the device of every op: by policy, pins and cost.";
+  let description = [{
+    Gives every op of a `locus.graph` a `locus.device` attribute (where it
+    runs) and a `locus.placement` attribute (why), and records the policy and
+    the target devices on the graph (`locus.policy`, `locus.targets`).
+
+    Pins are hard constraints under every policy: a `locus.to`, and an input,
+    state or constant created `on` a device. A pin to a device that is not a
+    target is an error at the pin, except that with no CUDA target at all
+    placement is *soft*: everything runs on the CPU, pinned ops say
+    `kind = soft`, and the graph gets a `locus.soft_placement` note.
+
+    Policies:
+
+    - `strict`: PyTorch's semantics. A value lives where it was created (the
+      CPU unless created `on` a device) or moved with `.to()`, and an op runs
+      where its operands are. Operands on different devices are an error at
+      the op, with a note at each operand's creation and a fix-it; every
+      mismatch of the graph is reported. Unpinned constants act like Python
+      scalars: they follow their consumers.
+    - `prefer-gpu`: every op with a CUDA kernel runs on the first CUDA target;
+      ops without one stay on the CPU (`kind = no_kernel`). Inputs are fed and
+      outputs read on the host unless pinned.
+    - `auto`: the placement of least estimated step time under the cost model,
+      found exactly by Stone's min-cut (Boost's Boykov-Kolmogorov max-flow on
+      integer nanoseconds): an op's edge to the CPU terminal carries its CUDA
+      cost and to the CUDA terminal its CPU cost; moving a value costs one copy
+      per destination however many consumers it has there (an auxiliary node
+      per direction keeps that exact); copies of state and constants are
+      divided by `load_amortization_steps`, since they run once at load. Ops
+      choose between the CPU and the first CUDA target; pins hold the rest.
+    - `cpu`: everything unpinned on the CPU.
+
+    Which ops have a CUDA kernel comes from the kernel registry (every op,
+    until the CUDA code generator fills it); `no-cuda-kernel` removes ops from
+    it, to see the fallback.
+
+    Before, with `policy=prefer-gpu devices=cpu,cuda:0`:
+
+    ```mlir
+    locus.graph @g {
+      %x = locus.input "x" : tensor<100x10xf32>
+      %w = locus.state "w" parameter : tensor<2x10xf32> init <full(0.0)>
+      %0 = locus.linear %x, %w : tensor<100x10xf32>, tensor<2x10xf32> -> tensor<100x2xf32>
+      locus.output "y" = %0 : tensor<100x2xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    locus.graph @g attributes {locus.policy = "prefer-gpu", locus.targets = [#locus.device<cpu>, #locus.device<cuda:0>]} {
+      %x = locus.input "x" {locus.device = #locus.device<cpu>, locus.placement = #locus.placement<kind = host_io>} : tensor<100x10xf32>
+      %w = locus.state "w" parameter {locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = colocated>} : ...
+      %0 = locus.linear %x, %w {locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = policy>} : ...
+      locus.output "y" = %0 {locus.device = #locus.device<cpu>, locus.placement = #locus.placement<kind = host_io>} : tensor<100x2xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"auto\"",
+           "strict, prefer-gpu, auto or cpu">,
+    ListOption<"devices", "devices", "std::string",
+               "Target devices, e.g. cpu,cuda:0 (default: cpu,cuda:0)">,
+    Option<"profile", "profile", "std::string", /*default=*/"\"\"",
+           "A JSON cost profile (docs/cost-model.md); built-in defaults "
+           "otherwise">,
+    ListOption<"noCudaKernel", "no-cuda-kernel", "std::string",
+               "Ops to treat as having no CUDA kernel, e.g. locus.conv2d">,
+  ];
+  let statistics = [
+    Statistic<"numCpuOps", "cpu-ops", "Ops placed on the CPU">,
+    Statistic<"numCudaOps", "cuda-ops", "Ops placed on a CUDA device">,
+    Statistic<"numPinned", "pinned-ops", "Ops placed by a pin">,
+    Statistic<"numMismatches", "strict-mismatches",
+              "Ops with operands on different devices (strict)">,
+  ];
+}
+
+def LocusInsertTransfers : Pass<"locus-insert-transfers", "::locus::GraphOp"> {
+  let summary = "Inserts the copies placement implies, or rejects them.";
+  let description = [{
+    After `--locus-place-devices`: wherever an op's operand lives on another
+    device, inserts a `locus.copy`, one per (value, destination device) and
+    shared by every consumer there. A `locus.to` becomes a `locus.copy` (or
+    disappears when its operand is already on its device).
+
+    Copies of state and of constants are marked `load_time`: they run once
+    when the model is loaded. Per-step copies remain only for inputs and
+    outputs that cross devices, and for values the cost model chose to move.
+
+    Under the `strict` policy, no copy the user did not write is inserted:
+    an operand on another device is an error (placement reports those first).
+
+    Before (placed; `%x` on the CPU, the linear op and `w` on cuda:0):
+
+    ```mlir
+    %0 = locus.linear %x, %w {locus.device = #locus.device<cuda:0>, ...}
+    %1 = locus.relu %x {locus.device = #locus.device<cuda:0>, ...}
+    ```
+
+    After: one copy of `%x`, shared.
+
+    ```mlir
+    %c = locus.copy <cpu> to <cuda:0>, %x {locus.device = #locus.device<cuda:0>, ...}
+    %0 = locus.linear %c, %w ...
+    %1 = locus.relu %c ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numCopies", "copies", "Copies inserted">,
+    Statistic<"numLoadTimeCopies", "load-time-copies",
+              "Copies of state and constants, run once at load">,
+    Statistic<"bytesPerStep", "bytes-per-step",
+              "Bytes copied at every step">,
+    Statistic<"bytesAtLoad", "bytes-at-load", "Bytes copied once, at load">,
+  ];
+}
+
+#endif // LOCUS_PASSES_TD
