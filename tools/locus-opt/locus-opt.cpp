@@ -1,11 +1,11 @@
 //===- locus-opt.cpp - mlir-opt for the locus dialect ---------------------===//
 //
-// Registrations and one call to MlirOptMain. Later issues register the
-// project's passes here as they land.
+// Registrations and one call to MlirOptMain.
 //
 //===----------------------------------------------------------------------===//
 
 #include "locus/Dialect/LocusDialect.h"
+#include "locus/Passes/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -13,6 +13,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses(); // canonicalize, cse, symbol-dce, ...
+  locus::registerLocusPasses();
   mlir::DialectRegistry registry;
   registry.insert<locus::LocusDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(

@@ -35,6 +35,9 @@ inline constexpr llvm::StringLiteral kPlacementAttrName = "locus.placement";
 /// Set on a placed locus.graph: the policy and the target devices.
 inline constexpr llvm::StringLiteral kPolicyAttrName = "locus.policy";
 inline constexpr llvm::StringLiteral kTargetsAttrName = "locus.targets";
+/// Set on a graph by --locus-insert-transfers: {copies, load_time_copies,
+/// bytes_per_step, bytes_at_load}.
+inline constexpr llvm::StringLiteral kTransfersAttrName = "locus.transfers";
 /// Set on a placed locus.graph when placement was soft (no CUDA target):
 /// says what ran on the CPU instead.
 inline constexpr llvm::StringLiteral kSoftNoteAttrName = "locus.soft_placement";

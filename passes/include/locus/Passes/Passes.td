@@ -105,6 +105,11 @@ def LocusInsertTransfers : Pass<"locus-insert-transfers", "::locus::GraphOp"> {
     Under the `strict` policy, no copy the user did not write is inserted:
     an operand on another device is an error (placement reports those first).
 
+    The graph gets `locus.transfers = {bytes_at_load, bytes_per_step, copies,
+    load_time_copies}`. (The pass statistics below say the same, but LLVM
+    builds without assertions, Debian's among them, compile statistics to
+    no-ops.)
+
     Before (placed; `%x` on the CPU, the linear op and `w` on cuda:0):
 
     ```mlir

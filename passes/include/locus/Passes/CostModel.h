@@ -1,0 +1,81 @@
+//===- CostModel.h - estimated time of ops and copies -----------*- C++ -*-===//
+//
+// Per op and device: max(flops / peak, bytes / bandwidth) + launch overhead.
+// Per copy: latency + bytes / link bandwidth. Defaults describe a 2-core x86
+// CPU and an H100-class GPU; a JSON profile (docs/cost-model.md) overrides
+// them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_PASSES_COSTMODEL_H
+#define LOCUS_PASSES_COSTMODEL_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Types.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace locus {
+
+struct DeviceProfile {
+  double peakFlops; ///< flop/s
+  double bandwidth; ///< bytes/s of its memory
+  double launchNs;  ///< fixed cost of running one kernel
+};
+
+struct CostProfile {
+  DeviceProfile cpu{100e9, 20e9, 200};
+  DeviceProfile cuda{50e12, 2e12, 4000};
+  double linkLatencyNs = 10000; ///< one host<->device copy
+  double linkBandwidth = 12e9;  ///< bytes/s (pageable PCIe)
+  /// State and constants move once, at load: their copies count 1/N per step.
+  double loadAmortizationSteps = 1000;
+
+  /// Reads a JSON profile over the defaults. Fields left out keep their
+  /// default; an unknown field, a wrong type or a value that is not positive
+  /// is an error, described in `error`.
+  static bool parse(llvm::StringRef json, CostProfile &profile,
+                    std::string &error);
+  /// parse() of a file's contents.
+  static bool load(llvm::StringRef path, CostProfile &profile,
+                   std::string &error);
+};
+
+/// What an op computes and moves.
+struct OpWork {
+  double flops = 0;
+  double bytes = 0;
+  /// False for ops that are no kernel: sources, outputs, views (reshape),
+  /// and moves (their cost is the copy's).
+  bool kernel = false;
+};
+
+OpWork estimateWork(mlir::Operation *op);
+
+/// Bytes of a value of this (statically shaped) tensor type; i1 counts 1.
+int64_t bytesOf(mlir::Type type);
+
+/// Nanoseconds of `work` on `device`; 0 for what is no kernel.
+int64_t opCostNs(const OpWork &work, const DeviceProfile &device);
+
+/// Nanoseconds of one copy of `bytes` between the host and a device.
+int64_t copyCostNs(int64_t bytes, const CostProfile &profile);
+
+/// Which ops have a CUDA kernel: filled by the CUDA code generator. Until it
+/// registers anything, every op counts as supported.
+class CudaKernelRegistry {
+public:
+  static CudaKernelRegistry &instance();
+  bool has(llvm::StringRef opName) const;
+  void add(llvm::StringRef opName);
+  size_t size() const { return names.size(); }
+
+private:
+  std::vector<std::string> names;
+};
+
+} // namespace locus
+
+#endif // LOCUS_PASSES_COSTMODEL_H

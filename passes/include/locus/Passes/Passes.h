@@ -1,0 +1,31 @@
+//===- Passes.h - the passes of Locus ---------------------------*- C++ -*-===//
+
+#ifndef LOCUS_PASSES_PASSES_H
+#define LOCUS_PASSES_PASSES_H
+
+#include "locus/Dialect/LocusDialect.h"
+
+#include "mlir/Pass/Pass.h"
+
+namespace locus {
+
+#define GEN_PASS_DECL
+#include "locus/Passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "locus/Passes/Passes.h.inc"
+
+/// The device an op was placed on (its locus.device), or null.
+DeviceAttr placedDevice(mlir::Operation *op);
+
+/// "file:line" of the user's source line in `loc` (the caller's line for a
+/// callsite location), or "unknown location".
+std::string userLine(mlir::Location loc);
+
+/// How diagnostics name a value: `input "x"`, `parameter "fc.weight"`, `the
+/// result of locus.linear`.
+std::string describeValue(mlir::Value value);
+
+} // namespace locus
+
+#endif // LOCUS_PASSES_PASSES_H

@@ -1,0 +1,247 @@
+//===- CostModel.cpp - estimated time of ops and copies -------------------===//
+
+#include "locus/Passes/CostModel.h"
+#include "locus/Dialect/LocusDialect.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+using namespace locus;
+
+//===----------------------------------------------------------------------===//
+// Profiles
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Reads `object[key]` as a positive number scaled by `scale` into `out`.
+bool readNumber(const llvm::json::Object &object, llvm::StringRef where,
+                llvm::StringRef key, double scale, double &out,
+                std::string &error) {
+  const llvm::json::Value *value = object.get(key);
+  if (!value)
+    return true;
+  std::optional<double> number = value->getAsNumber();
+  if (!number || !(*number > 0) || !std::isfinite(*number)) {
+    error = (where + "." + key + " must be a positive number").str();
+    return false;
+  }
+  out = *number * scale;
+  return true;
+}
+
+bool onlyKeys(const llvm::json::Object &object, llvm::StringRef where,
+              std::initializer_list<llvm::StringRef> keys, std::string &error) {
+  for (const auto &entry : object) {
+    llvm::StringRef key = entry.first;
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string known;
+      for (llvm::StringRef k : keys)
+        known += (known.empty() ? "" : ", ") + k.str();
+      error = ("unknown field " + where + "." + key + " (known: " + known + ")")
+                  .str();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
+                DeviceProfile &device, std::string &error) {
+  const llvm::json::Value *value = root.get(name);
+  if (!value)
+    return true;
+  const llvm::json::Object *object = value->getAsObject();
+  if (!object) {
+    error = (name + " must be an object").str();
+    return false;
+  }
+  return onlyKeys(*object, name, {"peak_gflops", "bandwidth_gbps", "launch_ns"},
+                  error) &&
+         readNumber(*object, name, "peak_gflops", 1e9, device.peakFlops,
+                    error) &&
+         readNumber(*object, name, "bandwidth_gbps", 1e9, device.bandwidth,
+                    error) &&
+         readNumber(*object, name, "launch_ns", 1, device.launchNs, error);
+}
+
+} // namespace
+
+bool CostProfile::parse(llvm::StringRef json, CostProfile &profile,
+                        std::string &error) {
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(json);
+  if (!parsed) {
+    error = "not JSON: " + llvm::toString(parsed.takeError());
+    return false;
+  }
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root) {
+    error = "a profile is a JSON object";
+    return false;
+  }
+  CostProfile result = profile;
+  if (!onlyKeys(*root, "profile",
+                {"version", "cpu", "cuda", "link", "load_amortization_steps"},
+                error))
+    return false;
+  if (const llvm::json::Value *version = root->get("version")) {
+    if (version->getAsInteger() != std::optional<int64_t>(1)) {
+      error = "profile.version must be 1";
+      return false;
+    }
+  }
+  if (!readDevice(*root, "cpu", result.cpu, error) ||
+      !readDevice(*root, "cuda", result.cuda, error))
+    return false;
+  if (const llvm::json::Value *link = root->get("link")) {
+    const llvm::json::Object *object = link->getAsObject();
+    if (!object) {
+      error = "link must be an object";
+      return false;
+    }
+    if (!onlyKeys(*object, "link", {"latency_ns", "bandwidth_gbps"}, error) ||
+        !readNumber(*object, "link", "latency_ns", 1, result.linkLatencyNs,
+                    error) ||
+        !readNumber(*object, "link", "bandwidth_gbps", 1e9,
+                    result.linkBandwidth, error))
+      return false;
+  }
+  if (!readNumber(*root, "profile", "load_amortization_steps", 1,
+                  result.loadAmortizationSteps, error))
+    return false;
+  profile = result;
+  return true;
+}
+
+bool CostProfile::load(llvm::StringRef path, CostProfile &profile,
+                       std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    error = "cannot read cost profile '" + path.str() +
+            "': " + buffer.getError().message();
+    return false;
+  }
+  if (!parse((*buffer)->getBuffer(), profile, error)) {
+    error = "cost profile '" + path.str() + "': " + error;
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Work of each op
+//===----------------------------------------------------------------------===//
+
+int64_t locus::bytesOf(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+static double numel(Value value) {
+  return static_cast<double>(
+      cast<RankedTensorType>(value.getType()).getNumElements());
+}
+
+/// Bytes read and written: every operand and every result.
+static double trafficOf(Operation *op) {
+  double bytes = 0;
+  for (Value operand : op->getOperands())
+    bytes += bytesOf(operand.getType());
+  for (Value result : op->getResults())
+    bytes += bytesOf(result.getType());
+  return bytes;
+}
+
+OpWork locus::estimateWork(Operation *op) {
+  auto kernel = [&](double flops) {
+    return OpWork{flops, trafficOf(op), true};
+  };
+  return llvm::TypeSwitch<Operation *, OpWork>(op)
+      .Case<InputOp, StateOp, ConstantOp, OutputOp, ToOp, CopyOp, ReshapeOp>(
+          [](Operation *) { return OpWork{}; })
+      .Case<NegOp, ReluOp, AddOp, SubOp, MulOp, DivOp, MaximumOp, CmpOp,
+            SelectOp>(
+          [&](Operation *o) { return kernel(numel(o->getResult(0))); })
+      .Case<ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp, PowOp>(
+          [&](Operation *o) { return kernel(4 * numel(o->getResult(0))); })
+      .Case<BroadcastOp, TransposeOp, ConcatOp, SliceOp>(
+          [&](Operation *) { return kernel(0); })
+      .Case<SumOp, MeanOp, MaxOp>(
+          [&](Operation *o) { return kernel(numel(o->getOperand(0))); })
+      .Case<SoftmaxOp, LogSoftmaxOp>(
+          [&](Operation *o) { return kernel(5 * numel(o->getOperand(0))); })
+      .Case<MatmulOp>([&](MatmulOp m) {
+        auto lhs = m.getLhs().getType();
+        int64_t k = lhs.getShape().back();
+        return kernel(2.0 * numel(m.getResult()) * k);
+      })
+      .Case<LinearOp>([&](LinearOp l) {
+        int64_t in = l.getWeight().getType().getDimSize(1);
+        return kernel(2.0 * numel(l.getResult()) * in +
+                      (l.getBias() ? numel(l.getResult()) : 0));
+      })
+      .Case<Conv2dOp>([&](Conv2dOp c) {
+        auto w = c.getWeight().getType();
+        double perOutput =
+            2.0 * w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3);
+        return kernel(numel(c.getResult()) * perOutput);
+      })
+      .Case<MaxPool2dOp, AvgPool2dOp>([&](Operation *o) {
+        auto k = o->getAttrOfType<DenseI64ArrayAttr>("kernel_size");
+        double window = k ? k[0] * k[1] : 1;
+        return kernel(numel(o->getResult(0)) * window);
+      })
+      .Case<MseLossOp>(
+          [&](MseLossOp m) { return kernel(3 * numel(m.getInput())); })
+      .Case<CrossEntropyOp>(
+          [&](CrossEntropyOp c) { return kernel(5 * numel(c.getLogits())); })
+      .Default([&](Operation *o) {
+        // An op of another dialect: count its traffic, one flop per element.
+        double elements = 0;
+        for (Value result : o->getResults())
+          if (isa<RankedTensorType>(result.getType()))
+            elements += numel(result);
+        return kernel(elements);
+      });
+}
+
+int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device) {
+  if (!work.kernel)
+    return 0;
+  double seconds =
+      std::max(work.flops / device.peakFlops, work.bytes / device.bandwidth);
+  return static_cast<int64_t>(std::llround(seconds * 1e9 + device.launchNs));
+}
+
+int64_t locus::copyCostNs(int64_t bytes, const CostProfile &profile) {
+  return static_cast<int64_t>(std::llround(
+      profile.linkLatencyNs + bytes / profile.linkBandwidth * 1e9));
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel registry
+//===----------------------------------------------------------------------===//
+
+CudaKernelRegistry &CudaKernelRegistry::instance() {
+  static CudaKernelRegistry registry;
+  return registry;
+}
+
+bool CudaKernelRegistry::has(llvm::StringRef opName) const {
+  // Until the CUDA code generator registers its kernels, every op counts.
+  return names.empty() ||
+         std::find(names.begin(), names.end(), opName) != names.end();
+}
+
+void CudaKernelRegistry::add(llvm::StringRef opName) {
+  if (std::find(names.begin(), names.end(), opName) == names.end())
+    names.push_back(opName.str());
+}

@@ -1,0 +1,545 @@
+//===- PlaceDevices.cpp - --locus-place-devices ---------------------------===//
+//
+// Gives every op of a graph a device (locus.device) and the reason
+// (locus.placement), under one of four policies; see Passes.td. Every
+// decision is logged under -debug-only=locus-place-devices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Passes/CostModel.h"
+#include "locus/Passes/MinCut.h"
+#include "locus/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "locus-place-devices"
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSPLACEDEVICES
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+
+//===----------------------------------------------------------------------===//
+// Helpers shared with the other passes and tools
+//===----------------------------------------------------------------------===//
+
+DeviceAttr locus::placedDevice(Operation *op) {
+  return op->getAttrOfType<DeviceAttr>(kDeviceAttrName);
+}
+
+std::string locus::userLine(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine())).str();
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    return userLine(call.getCaller());
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return userLine(name.getChildLoc());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations()) {
+      std::string line = userLine(inner);
+      if (line != "unknown location")
+        return line;
+    }
+  return "unknown location";
+}
+
+std::string locus::describeValue(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return "a block argument";
+  if (auto input = dyn_cast<InputOp>(op))
+    return ("input \"" + input.getName() + "\"").str();
+  if (auto state = dyn_cast<StateOp>(op))
+    return (stringifyStateRole(state.getRole()) + " \"" + state.getName() +
+            "\"")
+        .str();
+  if (isa<ConstantOp>(op))
+    return "a constant";
+  if (auto to = dyn_cast<ToOp>(op))
+    return "the result of .to(" + to.getDevice().str() + ")";
+  return ("the result of " + op->getName().getStringRef()).str();
+}
+
+namespace {
+
+enum class Policy { strict, preferGpu, automatic, cpu };
+
+std::optional<Policy> parsePolicy(StringRef text) {
+  if (text == "strict")
+    return Policy::strict;
+  if (text == "prefer-gpu")
+    return Policy::preferGpu;
+  if (text == "auto")
+    return Policy::automatic;
+  if (text == "cpu")
+    return Policy::cpu;
+  return std::nullopt;
+}
+
+/// Parses "cpu" or "cuda:N" (the same words as #locus.device).
+DeviceAttr parseDevice(MLIRContext *context, StringRef text) {
+  if (text == "cpu")
+    return DeviceAttr::get(context, DeviceKind::cpu, 0);
+  unsigned index;
+  if (text.consume_front("cuda:") && !text.getAsInteger(10, index) &&
+      index <= 65535)
+    return DeviceAttr::get(context, DeviceKind::cuda, index);
+  return {};
+}
+
+/// The pin of an op, if it has one: a locus.to, or a source created `on` a
+/// device.
+DeviceAttr pinOf(Operation *op) {
+  if (auto to = dyn_cast<ToOp>(op))
+    return to.getDevice();
+  if (isa<InputOp, StateOp, ConstantOp>(op))
+    return op->getAttrOfType<DeviceAttr>("device");
+  return {};
+}
+
+/// State and constants: moved once, at load.
+bool isLoadTimeValue(Value value) {
+  return isa_and_nonnull<StateOp, ConstantOp>(value.getDefiningOp());
+}
+
+class PlaceDevicesPass
+    : public locus::impl::LocusPlaceDevicesBase<PlaceDevicesPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  /// The decision for one op.
+  struct Decision {
+    DeviceAttr device;
+    PlacementAttr reason;
+  };
+
+  PlacementAttr reason(PlacementKind kind) {
+    return PlacementAttr::get(&getContext(), kind, std::nullopt, std::nullopt,
+                              DeviceAttr());
+  }
+
+  bool hasCudaKernel(Operation *op) const {
+    StringRef name = op->getName().getStringRef();
+    return CudaKernelRegistry::instance().has(name) &&
+           llvm::find(noCudaKernel, name) == noCudaKernel.end();
+  }
+
+  /// Sources and outputs, which no policy computes.
+  static bool isInterface(Operation *op) {
+    return isa<InputOp, StateOp, ConstantOp, OutputOp>(op);
+  }
+
+  LogicalResult readOptions(GraphOp graph);
+  /// Pins first: kept under every policy, soft without a CUDA target, an
+  /// error when they name a device that is not a target.
+  LogicalResult placePins(GraphOp graph);
+  void placeCpuOrSoft(GraphOp graph);
+  void placePreferGpu(GraphOp graph);
+  void placeAuto(GraphOp graph);
+  LogicalResult placeStrict(GraphOp graph);
+  /// Sources with no pin follow the ops that read them (prefer-gpu, strict).
+  void placeFollowers(GraphOp graph, ArrayRef<Operation *> followers,
+                      bool cloneForEachDevice);
+  void reportMismatch(Operation *op, ArrayRef<Value> operands,
+                      ArrayRef<DeviceAttr> devices);
+
+  Policy policyKind = Policy::automatic;
+  DeviceAttr cpuDevice;
+  SmallVector<DeviceAttr> cudaTargets;
+  CostProfile costProfile;
+  llvm::DenseMap<Operation *, Decision> decisions;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Options and pins
+//===----------------------------------------------------------------------===//
+
+LogicalResult PlaceDevicesPass::readOptions(GraphOp graph) {
+  std::optional<Policy> parsed = parsePolicy(policy);
+  if (!parsed)
+    return graph.emitError() << "unknown placement policy '" << policy
+                             << "'; expected strict, prefer-gpu, auto or cpu";
+  policyKind = *parsed;
+
+  SmallVector<std::string> targets(devices.begin(), devices.end());
+  if (targets.empty())
+    targets = {"cpu", "cuda:0"};
+  cpuDevice = {};
+  cudaTargets.clear();
+  for (const std::string &text : targets) {
+    DeviceAttr device = parseDevice(&getContext(), text);
+    if (!device)
+      return graph.emitError() << "unknown device '" << text
+                               << "' in devices=; expected cpu or cuda:N";
+    if (device.isCpu())
+      cpuDevice = device;
+    else if (llvm::find(cudaTargets, device) == cudaTargets.end())
+      cudaTargets.push_back(device);
+  }
+  if (!cpuDevice)
+    return graph.emitError()
+           << "devices= must include cpu: inputs are fed and outputs read on "
+              "the host";
+
+  costProfile = CostProfile();
+  if (!profile.empty()) {
+    std::string error;
+    if (!CostProfile::load(profile, costProfile, error))
+      return graph.emitError() << error;
+  }
+  return success();
+}
+
+LogicalResult PlaceDevicesPass::placePins(GraphOp graph) {
+  bool ok = true;
+  unsigned softened = 0;
+  for (Operation &op : graph.getBodyBlock()) {
+    DeviceAttr pin = pinOf(&op);
+    if (!pin)
+      continue;
+    if (pin.isCuda() && cudaTargets.empty()) {
+      decisions[&op] = {cpuDevice, reason(PlacementKind::soft)};
+      ++softened;
+      continue;
+    }
+    if (pin.isCuda() && llvm::find(cudaTargets, pin) == cudaTargets.end()) {
+      std::string names = cpuDevice.str();
+      for (DeviceAttr target : cudaTargets)
+        names += ", " + target.str();
+      op.emitOpError() << "is pinned to " << pin.str()
+                       << ", which is not a target device (targets: " << names
+                       << ")";
+      ok = false;
+      continue;
+    }
+    decisions[&op] = {pin, reason(PlacementKind::pinned)};
+    ++numPinned;
+  }
+  if (softened)
+    graph->setAttr(
+        kSoftNoteAttrName,
+        StringAttr::get(&getContext(),
+                        "no CUDA device among the targets: " + Twine(softened) +
+                            " op(s) pinned to CUDA run on cpu"));
+  return success(ok);
+}
+
+//===----------------------------------------------------------------------===//
+// cpu, and prefer-gpu or auto without a CUDA target (soft)
+//===----------------------------------------------------------------------===//
+
+void PlaceDevicesPass::placeCpuOrSoft(GraphOp graph) {
+  bool soft = cudaTargets.empty() && policyKind != Policy::cpu;
+  for (Operation &op : graph.getBodyBlock()) {
+    if (decisions.count(&op))
+      continue;
+    PlacementKind kind = PlacementKind::policy;
+    if (isa<InputOp, OutputOp>(op))
+      kind = PlacementKind::host_io;
+    else if (soft && !isInterface(&op))
+      kind = PlacementKind::soft;
+    decisions[&op] = {cpuDevice, reason(kind)};
+  }
+  if (soft && !graph->hasAttr(kSoftNoteAttrName))
+    graph->setAttr(kSoftNoteAttrName,
+                   StringAttr::get(&getContext(),
+                                   "no CUDA device among the targets: every "
+                                   "op runs on cpu"));
+}
+
+//===----------------------------------------------------------------------===//
+// prefer-gpu
+//===----------------------------------------------------------------------===//
+
+void PlaceDevicesPass::placeFollowers(GraphOp graph,
+                                      ArrayRef<Operation *> followers,
+                                      bool cloneForEachDevice) {
+  // Last first: a follower's readers are decided before it is.
+  for (Operation *op : llvm::reverse(followers)) {
+    llvm::SetVector<DeviceAttr> wanted;
+    for (Operation *user : op->getUsers())
+      if (auto it = decisions.find(user); it != decisions.end())
+        wanted.insert(it->second.device);
+    if (wanted.empty()) {
+      decisions[op] = {cpuDevice, reason(PlacementKind::colocated)};
+      continue;
+    }
+    if (wanted.size() == 1 || !cloneForEachDevice) {
+      // One device, or several (prefer-gpu): the CUDA one if among them; a
+      // load-time copy serves the others.
+      DeviceAttr device = wanted.front();
+      for (DeviceAttr d : wanted)
+        if (d.isCuda()) {
+          device = d;
+          break;
+        }
+      decisions[op] = {device, reason(PlacementKind::colocated)};
+      continue;
+    }
+    // strict: a scalar-like constant (chain) used on several devices is
+    // recorded once per device, as PyTorch treats Python scalars.
+    decisions[op] = {wanted[0], reason(PlacementKind::colocated)};
+    OpBuilder builder(op->getContext());
+    for (DeviceAttr device : llvm::drop_begin(wanted)) {
+      builder.setInsertionPointAfter(op);
+      Operation *clone = builder.clone(*op);
+      op->getResult(0).replaceUsesWithIf(
+          clone->getResult(0), [&](OpOperand &use) {
+            auto it = decisions.find(use.getOwner());
+            return it != decisions.end() && it->second.device == device;
+          });
+      decisions[clone] = {device, reason(PlacementKind::colocated)};
+    }
+  }
+  (void)graph;
+}
+
+void PlaceDevicesPass::placePreferGpu(GraphOp graph) {
+  DeviceAttr gpu = cudaTargets.front();
+  SmallVector<Operation *> followers;
+  for (Operation &op : graph.getBodyBlock()) {
+    if (decisions.count(&op))
+      continue;
+    if (isa<InputOp, OutputOp>(op)) {
+      decisions[&op] = {cpuDevice, reason(PlacementKind::host_io)};
+    } else if (isa<StateOp, ConstantOp>(op)) {
+      followers.push_back(&op);
+    } else if (hasCudaKernel(&op)) {
+      decisions[&op] = {gpu, reason(PlacementKind::policy)};
+    } else {
+      decisions[&op] = {
+          cpuDevice, PlacementAttr::get(&getContext(), PlacementKind::no_kernel,
+                                        std::nullopt, std::nullopt, gpu)};
+    }
+  }
+  placeFollowers(graph, followers, /*cloneForEachDevice=*/false);
+}
+
+//===----------------------------------------------------------------------===//
+// auto: Stone's min-cut between the CPU and the first CUDA target
+//===----------------------------------------------------------------------===//
+
+void PlaceDevicesPass::placeAuto(GraphOp graph) {
+  DeviceAttr gpu = cudaTargets.front();
+  placement::Problem problem;
+  llvm::DenseMap<Operation *, int> nodeOf;
+  SmallVector<Operation *> ops;
+  SmallVector<std::pair<int64_t, int64_t>> estimates;
+  for (Operation &op : graph.getBodyBlock()) {
+    int fixed = -1;
+    if (auto it = decisions.find(&op); it != decisions.end()) {
+      DeviceAttr device = it->second.device;
+      if (device != cpuDevice && device != gpu)
+        continue; // pinned to another CUDA device: outside this cut
+      fixed = device == gpu ? 1 : 0;
+    } else if (isa<InputOp, OutputOp>(op)) {
+      fixed = 0;
+    } else if (!isInterface(&op) && !hasCudaKernel(&op)) {
+      fixed = 0;
+    }
+    OpWork work = estimateWork(&op);
+    placement::Problem::Node node;
+    node.cost[0] = opCostNs(work, costProfile.cpu);
+    node.cost[1] = opCostNs(work, costProfile.cuda);
+    node.fixed = fixed;
+    nodeOf[&op] = problem.nodes.size();
+    problem.nodes.push_back(node);
+    ops.push_back(&op);
+    estimates.push_back({node.cost[0], node.cost[1]});
+  }
+  for (Operation *op : ops) {
+    for (Value result : op->getResults()) {
+      placement::Problem::Value value;
+      value.producer = nodeOf[op];
+      for (Operation *user : result.getUsers())
+        if (auto it = nodeOf.find(user); it != nodeOf.end())
+          value.consumers.push_back(it->second);
+      if (value.consumers.empty())
+        continue;
+      int64_t move = copyCostNs(bytesOf(result.getType()), costProfile);
+      if (isLoadTimeValue(result))
+        move = static_cast<int64_t>(move / costProfile.loadAmortizationSteps);
+      value.move[0] = value.move[1] = move;
+      problem.values.push_back(std::move(value));
+    }
+  }
+  placement::Solution solution = placement::solveMinCut(problem);
+  LLVM_DEBUG(llvm::dbgs() << "[locus-place-devices] min-cut over "
+                          << problem.nodes.size() << " ops, "
+                          << solution.vertices << " vertices, "
+                          << solution.edges << " edges: estimated step "
+                          << solution.cost << " ns\n");
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    if (decisions.count(op))
+      continue;
+    DeviceAttr device = solution.side[i] ? gpu : cpuDevice;
+    PlacementAttr why;
+    if (isa<InputOp, OutputOp>(op))
+      why = reason(PlacementKind::host_io);
+    else if (problem.nodes[i].fixed == 0)
+      why = PlacementAttr::get(&getContext(), PlacementKind::no_kernel,
+                               std::nullopt, std::nullopt, gpu);
+    else
+      why = PlacementAttr::get(&getContext(), PlacementKind::cost,
+                               estimates[i].first, estimates[i].second,
+                               DeviceAttr());
+    decisions[op] = {device, why};
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// strict: PyTorch's rules
+//===----------------------------------------------------------------------===//
+
+void PlaceDevicesPass::reportMismatch(Operation *op, ArrayRef<Value> operands,
+                                      ArrayRef<DeviceAttr> devices) {
+  // PyTorch users mean the GPU: suggest moving what is elsewhere to it.
+  DeviceAttr target = devices.front();
+  for (DeviceAttr d : devices)
+    if (d.isCuda()) {
+      target = d;
+      break;
+    }
+  InFlightDiagnostic diag = op->emitOpError()
+                            << "has operands on different devices:";
+  for (auto [i, value] : llvm::enumerate(operands))
+    diag << (i ? "," : "") << " " << describeValue(value) << " is on "
+         << devices[i].str();
+  for (auto [value, device] : llvm::zip(operands, devices)) {
+    Operation *producer = value.getDefiningOp();
+    const char *verb = isa<ToOp>(producer) ? "moved to " : "created on ";
+    if (!isInterface(producer) && !isa<ToOp>(producer))
+      verb = "computed on ";
+    diag.attachNote(producer->getLoc())
+        << describeValue(value) << " is " << verb << device.str() << " here";
+  }
+  for (auto [value, device] : llvm::zip(operands, devices)) {
+    if (device == target)
+      continue;
+    std::string call =
+        target.isCpu()
+            ? "locus::cpu()"
+            : "locus::cuda(" + std::to_string(target.getIndex()) + ")";
+    diag.attachNote(value.getDefiningOp()->getLoc())
+        << "fix: move " << describeValue(value) << " with .to(" << call
+        << ") at " << userLine(value.getDefiningOp()->getLoc())
+        << ", or compile with policy=prefer-gpu";
+  }
+}
+
+LogicalResult PlaceDevicesPass::placeStrict(GraphOp graph) {
+  // A value is "free" while it is an unpinned constant or computed from free
+  // values only: it follows its readers, like a Python scalar in PyTorch.
+  // A value is "poisoned" once its op was reported: it matches any device,
+  // so one mistake is reported once.
+  llvm::DenseSet<Operation *> free, poisoned;
+  SmallVector<Operation *> followers;
+  bool ok = true;
+  for (Operation &op : graph.getBodyBlock()) {
+    if (decisions.count(&op))
+      continue;
+    if (isa<ConstantOp>(op)) {
+      free.insert(&op);
+      followers.push_back(&op);
+      continue;
+    }
+    if (isa<InputOp, StateOp>(op)) {
+      decisions[&op] = {cpuDevice, reason(PlacementKind::created)};
+      continue;
+    }
+    SmallVector<Value> operands;
+    SmallVector<DeviceAttr> devices;
+    bool anyPoisoned = false;
+    for (Value operand : op.getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (free.contains(producer))
+        continue;
+      if (poisoned.contains(producer)) {
+        anyPoisoned = true;
+        continue;
+      }
+      operands.push_back(operand);
+      devices.push_back(decisions.lookup(producer).device);
+    }
+    if (operands.empty()) {
+      if (anyPoisoned) {
+        poisoned.insert(&op);
+        decisions[&op] = {cpuDevice, reason(PlacementKind::follows_operands)};
+      } else {
+        free.insert(&op);
+        followers.push_back(&op);
+      }
+      continue;
+    }
+    if (llvm::any_of(devices, [&](DeviceAttr d) { return d != devices[0]; })) {
+      reportMismatch(&op, operands, devices);
+      ++numMismatches;
+      ok = false;
+      poisoned.insert(&op);
+    }
+    decisions[&op] = {devices[0], reason(PlacementKind::follows_operands)};
+  }
+  placeFollowers(graph, followers, /*cloneForEachDevice=*/true);
+  return success(ok);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+void PlaceDevicesPass::runOnOperation() {
+  GraphOp graph = getOperation();
+  decisions.clear();
+  if (failed(readOptions(graph)) || failed(placePins(graph)))
+    return signalPassFailure();
+
+  bool ok = true;
+  if (policyKind == Policy::cpu || cudaTargets.empty()) {
+    if (policyKind == Policy::strict)
+      ok = succeeded(placeStrict(graph));
+    else
+      placeCpuOrSoft(graph);
+  } else if (policyKind == Policy::preferGpu) {
+    placePreferGpu(graph);
+  } else if (policyKind == Policy::automatic) {
+    placeAuto(graph);
+  } else {
+    ok = succeeded(placeStrict(graph));
+  }
+
+  MLIRContext *context = &getContext();
+  SmallVector<Attribute> targets{cpuDevice};
+  targets.append(cudaTargets.begin(), cudaTargets.end());
+  graph->setAttr(kPolicyAttrName, StringAttr::get(context, policy));
+  graph->setAttr(kTargetsAttrName, ArrayAttr::get(context, targets));
+  for (Operation &op : graph.getBodyBlock()) {
+    Decision decision = decisions.lookup(&op);
+    if (!decision.device) {
+      op.emitOpError() << "was not placed (internal error)";
+      ok = false;
+      continue;
+    }
+    op.setAttr(kDeviceAttrName, decision.device);
+    op.setAttr(kPlacementAttrName, decision.reason);
+    (decision.device.isCpu() ? numCpuOps : numCudaOps)++;
+    LLVM_DEBUG(llvm::dbgs()
+               << "[locus-place-devices] " << op.getName() << " at "
+               << userLine(op.getLoc()) << " -> " << decision.device.str()
+               << " (" << stringifyPlacementKind(decision.reason.getKind())
+               << ")\n");
+  }
+  if (!ok)
+    signalPassFailure();
+}

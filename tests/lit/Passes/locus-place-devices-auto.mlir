@@ -1,0 +1,47 @@
+// auto: the min-cut of the cost model. Each op's reason carries both
+// estimates (ns).
+// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto" | FileCheck %s
+// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto profile=%S/Inputs/slow-link.json" | FileCheck %s --check-prefix=SLOW
+
+// A big MLP layer: the GPU's speed pays for copying the batch there and the
+// small result back. The weights move once, at load.
+// CHECK-LABEL: locus.graph @big
+// CHECK: locus.state "w" {{.*}}locus.device = #locus.device<cuda:0>
+// CHECK: locus.linear {{.*}}locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = cost, cpu_ns = [[CPU:[0-9]+]], cuda_ns = [[GPU:[0-9]+]]>
+// CHECK: locus.relu {{.*}}locus.device = #locus.device<cuda:0>
+// With a link 1000x slower, the same layer stays on the CPU.
+// SLOW-LABEL: locus.graph @big
+// SLOW: locus.linear {{.*}}locus.device = #locus.device<cpu>
+locus.graph @big {
+  %x = locus.input "x" : tensor<256x1024xf32>
+  %w = locus.state "w" parameter : tensor<1024x1024xf32> init <full(0.0)>
+  %0 = locus.linear %x, %w : tensor<256x1024xf32>, tensor<1024x1024xf32> -> tensor<256x1024xf32>
+  %1 = locus.relu %0 : tensor<256x1024xf32>
+  %2 = locus.sum %1 axes [0, 1] : tensor<256x1024xf32> -> tensor<f32>
+  locus.output "s" = %2 : tensor<f32>
+}
+
+// -----
+
+// A tiny graph: a kernel launch on the GPU costs more than the work.
+// CHECK-LABEL: locus.graph @tiny
+// CHECK: locus.add {{.*}}locus.device = #locus.device<cpu>, locus.placement = #locus.placement<kind = cost, cpu_ns = {{[0-9]+}}, cuda_ns = {{[0-9]+}}>
+locus.graph @tiny {
+  %a = locus.input "a" : tensor<8xf32>
+  %b = locus.input "b" : tensor<8xf32>
+  %0 = locus.add %a, %b : tensor<8xf32>
+  locus.output "r" = %0 : tensor<8xf32>
+}
+
+// -----
+
+// Data already on the GPU: the work follows it.
+// CHECK-LABEL: locus.graph @resident
+// CHECK: locus.add {{.*}}locus.device = #locus.device<cuda:0>
+locus.graph @resident {
+  %a = locus.input "a" : tensor<1024x1024xf32> on <cuda:0>
+  %b = locus.input "b" : tensor<1024x1024xf32> on <cuda:0>
+  %0 = locus.add %a, %b : tensor<1024x1024xf32>
+  %1 = locus.to <cuda:0>, %0 : tensor<1024x1024xf32>
+  locus.output "r" = %1 : tensor<1024x1024xf32>
+}

@@ -1,0 +1,132 @@
+// CostModelTest.cpp - cost profiles (defaults, JSON, errors) and the work
+// estimated for ops.
+
+#include "locus/Passes/CostModel.h"
+#include "locus/Dialect/LocusDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace locus;
+
+namespace {
+
+TEST(CostProfile, JsonOverridesDefaults) {
+  CostProfile profile;
+  std::string error;
+  ASSERT_TRUE(CostProfile::parse(R"({"version": 1,
+      "cpu": {"peak_gflops": 400},
+      "link": {"bandwidth_gbps": 25},
+      "load_amortization_steps": 10})",
+                                 profile, error))
+      << error;
+  EXPECT_DOUBLE_EQ(profile.cpu.peakFlops, 400e9);
+  EXPECT_DOUBLE_EQ(profile.cpu.bandwidth, 20e9); // default kept
+  EXPECT_DOUBLE_EQ(profile.linkBandwidth, 25e9);
+  EXPECT_DOUBLE_EQ(profile.loadAmortizationSteps, 10);
+  EXPECT_DOUBLE_EQ(profile.cuda.peakFlops, CostProfile().cuda.peakFlops);
+}
+
+TEST(CostProfile, MistakesAreErrorsAndChangeNothing) {
+  struct Case {
+    const char *json, *message;
+  } cases[] = {
+      {"[1]", "a profile is a JSON object"},
+      {"{", "not JSON"},
+      {R"({"version": 2})", "profile.version must be 1"},
+      {R"({"gpu": {}})", "unknown field profile.gpu"},
+      {R"({"cuda": {"launch": 1}})", "unknown field cuda.launch"},
+      {R"({"cuda": {"launch_ns": -1}})", "cuda.launch_ns must be a positive"},
+      {R"({"link": {"bandwidth_gbps": "fast"}})",
+       "link.bandwidth_gbps must be a positive number"},
+      {R"({"cpu": 3})", "cpu must be an object"},
+  };
+  for (const Case &c : cases) {
+    CostProfile profile;
+    profile.cpu.peakFlops = 1234;
+    std::string error;
+    EXPECT_FALSE(CostProfile::parse(c.json, profile, error)) << c.json;
+    EXPECT_NE(error.find(c.message), std::string::npos)
+        << c.json << " gave: " << error;
+    EXPECT_EQ(profile.cpu.peakFlops, 1234) << "changed on failure";
+  }
+  CostProfile profile;
+  std::string error;
+  EXPECT_FALSE(CostProfile::load("/nonexistent/profile.json", profile, error));
+  EXPECT_NE(error.find("cannot read cost profile"), std::string::npos);
+}
+
+TEST(CostModel, OpTimeIsTheSlowerOfComputeAndMemoryPlusLaunch) {
+  DeviceProfile device{1e12, 1e11, 1000};
+  EXPECT_EQ(opCostNs({2e9, 0, true}, device), 2000000 + 1000);  // compute
+  EXPECT_EQ(opCostNs({0, 1e9, true}, device), 10000000 + 1000); // memory
+  EXPECT_EQ(opCostNs({5, 5, false}, device), 0);                // no kernel
+  CostProfile profile;
+  profile.linkLatencyNs = 500;
+  profile.linkBandwidth = 1e9;
+  EXPECT_EQ(copyCostNs(1000, profile), 500 + 1000);
+}
+
+class Work : public ::testing::Test {
+protected:
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+
+  /// The work of the last op before the graph's end in `body`.
+  OpWork workOf(const std::string &body) {
+    context.getOrLoadDialect<LocusDialect>();
+    module = mlir::parseSourceString<mlir::ModuleOp>(
+        "locus.graph @g {\n" + body + "\n}", &context);
+    EXPECT_TRUE(module);
+    auto graph = llvm::cast<GraphOp>(module->getBody()->front());
+    return estimateWork(&graph.getBodyBlock().back());
+  }
+};
+
+TEST_F(Work, MatmulLinearConvCountMultiplyAdds) {
+  OpWork mm = workOf(R"(
+    %a = locus.input "a" : tensor<3x8x16xf32>
+    %b = locus.input "b" : tensor<3x16x4xf32>
+    %0 = locus.matmul %a, %b : tensor<3x8x16xf32>, tensor<3x16x4xf32> -> tensor<3x8x4xf32>)");
+  EXPECT_EQ(mm.flops, 2.0 * 3 * 8 * 16 * 4);
+  EXPECT_EQ(mm.bytes, 4.0 * (3 * 8 * 16 + 3 * 16 * 4 + 3 * 8 * 4));
+  EXPECT_TRUE(mm.kernel);
+
+  OpWork linear = workOf(R"(
+    %x = locus.input "x" : tensor<64x784xf32>
+    %w = locus.input "w" : tensor<10x784xf32>
+    %b = locus.input "b" : tensor<10xf32>
+    %0 = locus.linear %x, %w, %b : tensor<64x784xf32>, tensor<10x784xf32>, tensor<10xf32> -> tensor<64x10xf32>)");
+  EXPECT_EQ(linear.flops, 2.0 * 64 * 784 * 10 + 64 * 10);
+
+  OpWork conv = workOf(R"(
+    %x = locus.input "x" : tensor<32x3x14x14xf32>
+    %w = locus.input "w" : tensor<16x3x3x3xf32>
+    %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<32x3x14x14xf32>, tensor<16x3x3x3xf32> -> tensor<32x16x14x14xf32>)");
+  EXPECT_EQ(conv.flops, 2.0 * 32 * 16 * 14 * 14 * 3 * 3 * 3);
+}
+
+TEST_F(Work, SourcesViewsAndMovesAreNoKernels) {
+  EXPECT_FALSE(workOf(R"(%x = locus.input "x" : tensor<4x4xf32>)").kernel);
+  EXPECT_FALSE(workOf(R"(
+    %x = locus.input "x" : tensor<4x4xf32>
+    %0 = locus.reshape %x [16] : tensor<4x4xf32> -> tensor<16xf32>)")
+                   .kernel);
+  EXPECT_FALSE(workOf(R"(
+    %x = locus.input "x" : tensor<4xf32>
+    %0 = locus.to <cuda:0>, %x : tensor<4xf32>)")
+                   .kernel);
+  OpWork add = workOf(R"(
+    %x = locus.input "x" : tensor<4x4xf32>
+    %0 = locus.add %x, %x : tensor<4x4xf32>)");
+  EXPECT_EQ(add.flops, 16);
+  EXPECT_EQ(add.bytes, 3 * 64);
+  EXPECT_EQ(bytesOf(mlir::RankedTensorType::get(
+                {3}, mlir::IntegerType::get(&context, 1))),
+            3);
+}
+
+} // namespace
