@@ -6,7 +6,7 @@ import lit.formats
 config.name = "Locus"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.locus_obj_root, "tests", "lit")
 
@@ -15,3 +15,14 @@ config.environment["PATH"] = os.pathsep.join(
     [config.locus_tools_dir, config.locus_examples_dir, config.llvm_tools_dir,
      config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.substitutions.append(("%locus_src", config.locus_src_root))
+config.substitutions.append(("%{python}", config.python_executable))
+
+# Headless Chromium (Debian's package) for the HTML page of locus-dump.
+import shutil
+chromium = shutil.which("chromium")
+if chromium:
+    config.available_features.add("chromium")
+    config.substitutions.append(
+        ("%chromium", chromium + " --headless --no-sandbox --disable-gpu"
+         " --disable-quic --no-first-run --disable-background-networking"
+         " --disable-component-update --disable-sync"))

@@ -1,0 +1,82 @@
+//===- Dump.h - what runs where, and why -------------------------*- C++
+//-*-===//
+//
+// The analysis behind locus-dump: a Report of a placed graph (after
+// --locus-place-devices and --locus-insert-transfers), and its renderings as a
+// table, a summary with warnings, Graphviz DOT, JSON (schema locus-dump/1,
+// docs/locus-dump.md), a self-contained HTML page, and --explain.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_DUMP_DUMP_H
+#define LOCUS_DUMP_DUMP_H
+
+#include "locus/Dialect/LocusDialect.h"
+#include "locus/Passes/CostModel.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace locus::dump {
+
+struct Source {
+  std::string file; ///< as recorded (absolute for C++ programs)
+  int line = 0, column = 0;
+  /// For an op a layer recorded: the line that called the layer.
+  std::string callerFile;
+  int callerLine = 0;
+};
+
+struct Row {
+  int id = 0;
+  mlir::Operation *op = nullptr;
+  std::string opName; ///< "locus.linear"
+  std::string label;  ///< `input "x"`, `copy cpu -> cuda:0`, `linear`
+  std::string shape;  ///< "100x10xf32"
+  std::string device; ///< "cpu", "cuda:0"
+  std::string reasonKind;
+  std::string reasonText; ///< "cost: cpu 444 ns, cuda:0 4002 ns"
+  Source source;
+  int64_t cpuNs = 0, cudaNs = 0; ///< estimates on each kind of device
+  int64_t bytes = 0;             ///< of the result
+  bool isCopy = false, loadTime = false;
+  std::vector<int> operands; ///< ids of the rows it reads
+};
+
+struct Report {
+  std::string graph, policy;
+  std::vector<std::string> targets;
+  std::string softNote; ///< empty unless placement was soft
+  std::vector<Row> rows;
+  std::map<std::string, int> opsPerDevice; ///< copies not counted
+  int copiesPerStep = 0, copiesAtLoad = 0;
+  int64_t bytesPerStep = 0, bytesAtLoad = 0;
+  std::map<std::string, int64_t> stepNsPerDevice; ///< estimated, kernels only
+  int64_t copyNsPerStep = 0;
+  std::vector<std::string> crossingValues; ///< labels of per-step copies
+  std::vector<std::string> warnings;
+};
+
+/// Reads a placed graph. Fails (with a diagnostic) on an op without
+/// locus.device.
+mlir::FailureOr<Report> analyze(GraphOp graph, const CostProfile &profile);
+
+void printTable(const Report &report, llvm::raw_ostream &os);
+void printSummary(const Report &report, llvm::raw_ostream &os);
+void printDot(const Report &report, llvm::raw_ostream &os);
+void printJson(const Report &report, llvm::raw_ostream &os);
+void printHtml(const Report &report, llvm::raw_ostream &os);
+
+/// Why the ops matching `query` are where they are, and what they would cost
+/// elsewhere. `query`: a row id ("#7" or "7"), an op name ("locus.linear" or
+/// "linear"), a source line ("model.cpp:23" or "23"), or a name ("x",
+/// "fc.weight"). Fails when nothing matches.
+mlir::LogicalResult explain(const Report &report, llvm::StringRef query,
+                            const CostProfile &profile, llvm::raw_ostream &os);
+
+} // namespace locus::dump
+
+#endif // LOCUS_DUMP_DUMP_H

@@ -1,0 +1,606 @@
+//===- Dump.cpp - what runs where, and why --------------------------------===//
+
+#include "locus/Dump/Dump.h"
+#include "locus/Passes/Passes.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace locus;
+using namespace locus::dump;
+
+namespace {
+
+std::string shapeOf(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return "";
+  std::string text;
+  for (int64_t dim : tensor.getShape())
+    text += std::to_string(dim) + "x";
+  llvm::raw_string_ostream os(text);
+  os << tensor.getElementType();
+  os.flush();
+  return text;
+}
+
+Source sourceOf(Location loc) {
+  Source source;
+  Location callee = loc;
+  if (auto call = dyn_cast<CallSiteLoc>(loc)) {
+    callee = call.getCallee();
+    if (auto caller = dyn_cast<FileLineColLoc>(call.getCaller())) {
+      source.callerFile = caller.getFilename().str();
+      source.callerLine = caller.getLine();
+    }
+  }
+  if (auto file = dyn_cast<FileLineColLoc>(callee)) {
+    source.file = file.getFilename().str();
+    source.line = file.getLine();
+    source.column = file.getColumn();
+  }
+  return source;
+}
+
+/// "seed_models.cpp:23" (called from ":24" when a layer recorded it).
+std::string shortSource(const Source &source) {
+  if (source.file.empty())
+    return "-";
+  std::string text = llvm::sys::path::filename(source.file).str() + ":" +
+                     std::to_string(source.line);
+  if (source.callerLine)
+    text += " (called at :" + std::to_string(source.callerLine) + ")";
+  return text;
+}
+
+std::string nanos(int64_t ns) {
+  if (ns < 10000)
+    return std::to_string(ns) + " ns";
+  if (ns < 10000000)
+    return llvm::formatv("{0:F1} us", ns / 1e3).str();
+  return llvm::formatv("{0:F1} ms", ns / 1e6).str();
+}
+
+std::string bytesText(int64_t bytes) {
+  if (bytes < 10 * 1024)
+    return std::to_string(bytes) + " B";
+  if (bytes < 10 * 1024 * 1024)
+    return llvm::formatv("{0:F1} KiB", bytes / 1024.0).str();
+  return llvm::formatv("{0:F1} MiB", bytes / (1024.0 * 1024.0)).str();
+}
+
+std::string labelOf(Operation *op) {
+  if (auto input = dyn_cast<InputOp>(op))
+    return ("input \"" + input.getName() + "\"").str();
+  if (auto state = dyn_cast<StateOp>(op))
+    return (stringifyStateRole(state.getRole()) + " \"" + state.getName() +
+            "\"")
+        .str();
+  if (auto output = dyn_cast<OutputOp>(op))
+    return ("output \"" + output.getName() + "\"").str();
+  if (auto copy = dyn_cast<CopyOp>(op))
+    return "copy " + copy.getFrom().str() + " -> " + copy.getTo().str() +
+           (copy.getLoadTime() ? " (at load)" : "");
+  return op->getName().getStringRef().drop_front(6).str(); // "locus."
+}
+
+std::string reasonText(Operation *op, PlacementAttr reason,
+                       const std::string &device, const std::string &policy) {
+  if (!reason)
+    return "-";
+  if (auto copy = dyn_cast<CopyOp>(op))
+    return copy.getLoadTime() ? "copy of state or a constant, once at load"
+                              : "copy for readers on " + copy.getTo().str();
+  switch (reason.getKind()) {
+  case PlacementKind::pinned:
+    return "pinned by the user (.to() or created on " + device + ")";
+  case PlacementKind::follows_operands:
+    return "follows its operands (strict)";
+  case PlacementKind::no_kernel:
+    return "no kernel on " +
+           (reason.getDevice() ? reason.getDevice().str() : "cuda");
+  case PlacementKind::cost:
+    return "cost: cpu " + nanos(reason.getCpuNs().value_or(0)) + ", cuda " +
+           nanos(reason.getCudaNs().value_or(0));
+  case PlacementKind::colocated:
+    return "colocated with its readers";
+  case PlacementKind::soft:
+    return "soft: no CUDA target";
+  case PlacementKind::host_io:
+    return "fed or read on the host";
+  case PlacementKind::created:
+    return "created on the CPU (PyTorch's default)";
+  case PlacementKind::policy:
+    return policy == "prefer-gpu" ? "prefer-gpu: it has a CUDA kernel"
+                                  : "policy " + policy;
+  }
+  return "-";
+}
+
+std::string dotEscape(llvm::StringRef text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Analysis
+//===----------------------------------------------------------------------===//
+
+FailureOr<Report> locus::dump::analyze(GraphOp graph,
+                                       const CostProfile &profile) {
+  Report report;
+  report.graph = graph.getSymName().str();
+  if (auto policy = graph->getAttrOfType<StringAttr>(kPolicyAttrName))
+    report.policy = policy.str();
+  if (auto targets = graph->getAttrOfType<ArrayAttr>(kTargetsAttrName))
+    for (Attribute target : targets)
+      if (auto device = dyn_cast<DeviceAttr>(target))
+        report.targets.push_back(device.str());
+  if (auto note = graph->getAttrOfType<StringAttr>(kSoftNoteAttrName))
+    report.softNote = note.str();
+
+  llvm::DenseMap<Operation *, int> ids;
+  for (Operation &op : graph.getBodyBlock()) {
+    DeviceAttr device = placedDevice(&op);
+    if (!device)
+      return op.emitOpError() << "is not placed; run --locus-place-devices";
+    Row row;
+    row.id = static_cast<int>(report.rows.size());
+    row.op = &op;
+    row.opName = op.getName().getStringRef().str();
+    row.label = labelOf(&op);
+    Type type = op.getNumResults() ? op.getResult(0).getType()
+                                   : op.getOperand(0).getType();
+    row.shape = shapeOf(type);
+    row.bytes = bytesOf(type);
+    row.device = device.str();
+    auto reason = op.getAttrOfType<PlacementAttr>(kPlacementAttrName);
+    row.reasonKind =
+        reason ? stringifyPlacementKind(reason.getKind()).str() : "";
+    row.reasonText = reasonText(&op, reason, row.device, report.policy);
+    row.source = sourceOf(op.getLoc());
+    OpWork work = estimateWork(&op);
+    row.cpuNs = opCostNs(work, profile.cpu);
+    row.cudaNs = opCostNs(work, profile.cuda);
+    for (Value operand : op.getOperands())
+      if (Operation *producer = operand.getDefiningOp())
+        row.operands.push_back(ids.lookup(producer));
+    if (auto copy = dyn_cast<CopyOp>(op)) {
+      row.isCopy = true;
+      row.loadTime = copy.getLoadTime();
+      if (row.loadTime) {
+        ++report.copiesAtLoad;
+        report.bytesAtLoad += row.bytes;
+      } else {
+        ++report.copiesPerStep;
+        report.bytesPerStep += row.bytes;
+        report.copyNsPerStep += copyCostNs(row.bytes, profile);
+        report.crossingValues.push_back(describeValue(copy.getInput()) + " (" +
+                                        copy.getFrom().str() + " -> " +
+                                        copy.getTo().str() + ")");
+      }
+    } else {
+      ++report.opsPerDevice[row.device];
+      report.stepNsPerDevice[row.device] +=
+          device.isCpu() ? row.cpuNs : row.cudaNs;
+    }
+    ids[&op] = row.id;
+    report.rows.push_back(std::move(row));
+  }
+  for (const std::string &target : report.targets)
+    report.opsPerDevice.try_emplace(target, 0);
+
+  // Warnings: what a user should look at first.
+  int computeOnCuda = 0;
+  for (const Row &row : report.rows) {
+    bool compute = estimateWork(row.op).kernel;
+    if (compute && llvm::StringRef(row.device).starts_with("cuda"))
+      ++computeOnCuda;
+  }
+  bool cudaTarget = llvm::any_of(report.targets, [](const std::string &t) {
+    return llvm::StringRef(t).starts_with("cuda");
+  });
+  if (cudaTarget && computeOnCuda == 0)
+    report.warnings.push_back(
+        "a CUDA device is available but 0 ops are placed on it");
+  if (!report.softNote.empty())
+    report.warnings.push_back("soft placement: " + report.softNote);
+  if (report.copiesPerStep)
+    report.warnings.push_back(std::to_string(report.copiesPerStep) +
+                              " value(s) cross devices every step (" +
+                              bytesText(report.bytesPerStep) +
+                              "): " + llvm::join(report.crossingValues, ", "));
+  for (const Row &row : report.rows)
+    if (row.reasonKind == "no_kernel")
+      report.warnings.push_back(row.label + " at " + shortSource(row.source) +
+                                " has no CUDA kernel and runs on " +
+                                row.device);
+  return report;
+}
+
+//===----------------------------------------------------------------------===//
+// Table and summary
+//===----------------------------------------------------------------------===//
+
+void locus::dump::printTable(const Report &report, llvm::raw_ostream &os) {
+  size_t wLabel = 2, wShape = 5, wDevice = 6, wReason = 6;
+  for (const Row &row : report.rows) {
+    wLabel = std::max(wLabel, row.label.size());
+    wShape = std::max(wShape, row.shape.size());
+    wDevice = std::max(wDevice, row.device.size());
+    wReason = std::max(wReason, row.reasonText.size());
+  }
+  auto line = [&](llvm::StringRef id, llvm::StringRef label,
+                  llvm::StringRef shape, llvm::StringRef device,
+                  llvm::StringRef reason, llvm::StringRef source) {
+    os << llvm::left_justify(id, 4) << "  " << llvm::left_justify(label, wLabel)
+       << "  " << llvm::left_justify(shape, wShape) << "  "
+       << llvm::left_justify(device, wDevice) << "  "
+       << llvm::left_justify(reason, wReason) << "  " << source << "\n";
+  };
+  line("#", "op", "shape", "device", "reason", "source");
+  for (const Row &row : report.rows)
+    line(std::to_string(row.id), row.label, row.shape, row.device,
+         row.reasonText, shortSource(row.source));
+}
+
+void locus::dump::printSummary(const Report &report, llvm::raw_ostream &os) {
+  os << "graph @" << report.graph << ": policy " << report.policy
+     << ", targets " << llvm::join(report.targets, ", ") << "\n";
+  os << "ops per device:";
+  for (const auto &[device, count] : report.opsPerDevice)
+    os << " " << device << " " << count << ";";
+  os << "\n";
+  os << "copies: " << report.copiesPerStep << " per step ("
+     << bytesText(report.bytesPerStep) << "), " << report.copiesAtLoad
+     << " at load (" << bytesText(report.bytesAtLoad) << ")\n";
+  os << "estimated step time:";
+  int64_t total = report.copyNsPerStep;
+  for (const auto &[device, ns] : report.stepNsPerDevice) {
+    os << " " << device << " " << nanos(ns) << ";";
+    total += ns;
+  }
+  os << " copies " << nanos(report.copyNsPerStep) << "; total " << nanos(total)
+     << " (devices run one after another in this estimate)\n";
+  if (report.warnings.empty()) {
+    os << "warnings: none\n";
+    return;
+  }
+  os << "warnings:\n";
+  for (const std::string &warning : report.warnings)
+    os << "  - " << warning << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// DOT
+//===----------------------------------------------------------------------===//
+
+static const char *colorOf(llvm::StringRef device) {
+  if (device == "cpu")
+    return "#9ecae1";
+  static const char *gpus[] = {"#a1d99b", "#c7e9c0", "#74c476", "#41ab5d"};
+  unsigned index = 0;
+  device.drop_front(5).getAsInteger(10, index);
+  return gpus[index % 4];
+}
+
+void locus::dump::printDot(const Report &report, llvm::raw_ostream &os) {
+  os << "digraph \"" << dotEscape(report.graph) << "\" {\n"
+     << "  rankdir=TB;\n  node [style=filled, fontname=\"Helvetica\", "
+        "fontsize=10];\n"
+     << "  label=\"@" << dotEscape(report.graph) << " (policy "
+     << dotEscape(report.policy) << ")\";\n";
+  for (const Row &row : report.rows) {
+    os << "  n" << row.id << " [label=\"" << dotEscape(row.label) << "\\n"
+       << dotEscape(row.shape) << "\\n"
+       << row.device << " | " << row.reasonKind << "\\n"
+       << dotEscape(shortSource(row.source)) << "\"";
+    if (row.isCopy)
+      os << ", shape=cds, fillcolor=\"#fdae6b\"";
+    else
+      os << ", shape=box, fillcolor=\"" << colorOf(row.device) << "\"";
+    os << "];\n";
+  }
+  for (const Row &row : report.rows)
+    for (int operand : row.operands)
+      os << "  n" << operand << " -> n" << row.id << ";\n";
+  os << "}\n";
+}
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+static llvm::json::Value toJson(const Report &report) {
+  llvm::json::Array ops;
+  for (const Row &row : report.rows) {
+    llvm::json::Object source{{"file", row.source.file},
+                              {"line", row.source.line},
+                              {"column", row.source.column}};
+    if (row.source.callerLine)
+      source["called_from"] = llvm::json::Object{
+          {"file", row.source.callerFile}, {"line", row.source.callerLine}};
+    llvm::json::Object reason{{"kind", row.reasonKind},
+                              {"text", row.reasonText}};
+    if (auto attr = row.op->getAttrOfType<PlacementAttr>(kPlacementAttrName)) {
+      if (attr.getCpuNs())
+        reason["cpu_ns"] = *attr.getCpuNs();
+      if (attr.getCudaNs())
+        reason["cuda_ns"] = *attr.getCudaNs();
+      if (attr.getDevice())
+        reason["device"] = attr.getDevice().str();
+    }
+    llvm::json::Object op{
+        {"id", row.id},
+        {"op", row.opName},
+        {"label", row.label},
+        {"shape", row.shape},
+        {"bytes", row.bytes},
+        {"device", row.device},
+        {"reason", std::move(reason)},
+        {"source", std::move(source)},
+        {"estimate_ns",
+         llvm::json::Object{{"cpu", row.cpuNs}, {"cuda", row.cudaNs}}},
+        {"operands", llvm::json::Array(row.operands)}};
+    if (row.isCopy)
+      op["copy"] = llvm::json::Object{{"load_time", row.loadTime}};
+    ops.push_back(std::move(op));
+  }
+  llvm::json::Object perDevice, stepNs;
+  for (const auto &[device, count] : report.opsPerDevice)
+    perDevice[device] = count;
+  for (const auto &[device, ns] : report.stepNsPerDevice)
+    stepNs[device] = ns;
+  stepNs["copies"] = report.copyNsPerStep;
+  return llvm::json::Object{
+      {"schema", "locus-dump/1"},
+      {"graph", report.graph},
+      {"policy", report.policy},
+      {"targets", llvm::json::Array(report.targets)},
+      {"soft_placement", report.softNote.empty()
+                             ? llvm::json::Value(nullptr)
+                             : llvm::json::Value(report.softNote)},
+      {"ops", std::move(ops)},
+      {"summary",
+       llvm::json::Object{{"ops_per_device", std::move(perDevice)},
+                          {"copies_per_step", report.copiesPerStep},
+                          {"copies_at_load", report.copiesAtLoad},
+                          {"bytes_per_step", report.bytesPerStep},
+                          {"bytes_at_load", report.bytesAtLoad},
+                          {"step_ns", std::move(stepNs)},
+                          {"warnings", llvm::json::Array(report.warnings)}}}};
+}
+
+void locus::dump::printJson(const Report &report, llvm::raw_ostream &os) {
+  os << llvm::formatv("{0:2}", toJson(report)) << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// HTML: one self-contained page, the JSON inside, drawn as SVG
+//===----------------------------------------------------------------------===//
+
+static const char *kHtmlHead = R"html(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>locus-dump</title>
+<style>
+body { font: 13px Helvetica, Arial, sans-serif; margin: 0; display: flex; height: 100vh; }
+#main { flex: 1; overflow: auto; }
+#side { width: 360px; border-left: 1px solid #ccc; padding: 12px; overflow: auto; background: #fafafa; }
+h1 { font-size: 16px; margin: 10px 14px 4px; }
+#summary { margin: 0 14px 8px; color: #333; }
+#legend span { display: inline-block; padding: 2px 8px; margin-right: 6px; border-radius: 3px; }
+.node rect, .node polygon { stroke: #555; stroke-width: 1; cursor: pointer; }
+.node.selected rect, .node.selected polygon { stroke: #d62728; stroke-width: 3; }
+.node text { font-size: 10px; pointer-events: none; }
+.edge { stroke: #999; fill: none; marker-end: url(#arrow); }
+.warn { color: #a63603; }
+table.details td { vertical-align: top; padding: 2px 6px 2px 0; }
+</style></head><body>
+<div id="main"><h1 id="title"></h1><div id="summary"></div><svg id="graph"></svg></div>
+<div id="side"><div id="legend"></div><h3>Details</h3>
+<div id="details">Hover or click a node.</div></div>
+<script id="report" type="application/json">
+)html";
+
+static const char *kHtmlTail = R"html(
+</script>
+<script>
+(function () {
+  const report = JSON.parse(document.getElementById('report').textContent);
+  const gpu = ['#a1d99b', '#c7e9c0', '#74c476', '#41ab5d'];
+  const color = d => d === 'cpu' ? '#9ecae1' : gpu[(parseInt(d.split(':')[1]) || 0) % 4];
+  const s = report.summary;
+  document.getElementById('title').textContent =
+    '@' + report.graph + ' - policy ' + report.policy + ' - targets ' + report.targets.join(', ');
+  const per = Object.entries(s.ops_per_device).map(([d, n]) => d + ': ' + n + ' ops').join(', ');
+  let summary = per + '. Copies: ' + s.copies_per_step + ' per step (' + s.bytes_per_step +
+    ' B), ' + s.copies_at_load + ' at load (' + s.bytes_at_load + ' B).';
+  summary += s.warnings.map(w => '<div class="warn">&#9888; ' + w.replace(/</g, '&lt;') + '</div>').join('');
+  document.getElementById('summary').innerHTML = summary;
+  document.getElementById('legend').innerHTML =
+    report.targets.map(d => '<span style="background:' + color(d) + '">' + d + '</span>').join('') +
+    '<span style="background:#fdae6b">copy</span>';
+
+  // Layers: longest path from the sources.
+  const ops = report.ops, layer = [], rows = [];
+  ops.forEach(op => {
+    layer[op.id] = op.operands.reduce((m, o) => Math.max(m, layer[o] + 1), 0);
+    (rows[layer[op.id]] = rows[layer[op.id]] || []).push(op.id);
+  });
+  // Within a layer, order nodes by where their operands are (fewer crossings).
+  const slot = [];
+  rows.forEach((ids, l) => {
+    if (l > 0) {
+      const key = id => { const o = ops[id].operands;
+        return o.length ? o.reduce((a, p) => a + slot[p], 0) / o.length : 0; };
+      ids.sort((a, b) => key(a) - key(b));
+    }
+    ids.forEach((id, i) => slot[id] = i);
+  });
+  const W = 170, H = 44, GX = 30, GY = 34, pos = [];
+  rows.forEach((ids, l) => ids.forEach((id, i) => pos[id] = {x: 20 + i * (W + GX), y: 20 + l * (H + GY)}));
+  const width = 40 + Math.max(...rows.map(r => r.length)) * (W + GX);
+  const height = 40 + rows.length * (H + GY);
+  const svg = document.getElementById('graph');
+  svg.setAttribute('width', width); svg.setAttribute('height', height);
+  const NS = 'http://www.w3.org/2000/svg';
+  const el = (tag, attrs, parent) => {
+    const e = document.createElementNS(NS, tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    (parent || svg).appendChild(e); return e;
+  };
+  const defs = el('defs', {});
+  const marker = el('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5,
+    markerWidth: 6, markerHeight: 6, orient: 'auto'}, defs);
+  el('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#999'}, marker);
+  ops.forEach(op => op.operands.forEach(o => {
+    const a = pos[o], b = pos[op.id];
+    el('path', {class: 'edge', d: 'M' + (a.x + W / 2) + ',' + (a.y + H) + ' C' + (a.x + W / 2) + ',' +
+      (a.y + H + GY / 2) + ' ' + (b.x + W / 2) + ',' + (b.y - GY / 2) + ' ' + (b.x + W / 2) + ',' + b.y});
+  }));
+  const details = document.getElementById('details');
+  const esc = t => String(t).replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const show = op => {
+    const src = op.source.file ? op.source.file + ':' + op.source.line +
+      (op.source.called_from ? ' (called at line ' + op.source.called_from.line + ')' : '') : '-';
+    details.innerHTML = '<table class="details">' +
+      [['op', op.op], ['what', op.label], ['shape', op.shape], ['device', op.device],
+       ['why', op.reason.text], ['source', src],
+       ['estimate', 'cpu ' + op.estimate_ns.cpu + ' ns, cuda ' + op.estimate_ns.cuda + ' ns'],
+       ['reads', op.operands.map(o => '#' + o + ' ' + ops[o].label).join('<br>') || '-']]
+      .map(([k, v]) => '<tr><td><b>' + k + '</b></td><td>' + (k === 'reads' ? v : esc(v)) + '</td></tr>').join('') +
+      '</table>';
+  };
+  let selected = null;
+  ops.forEach(op => {
+    const p = pos[op.id];
+    const g = el('g', {class: 'node' + (op.copy ? ' copy' : ''), 'data-id': op.id, 'data-device': op.device});
+    if (op.copy)
+      el('polygon', {points: [[p.x + 12, p.y], [p.x + W - 12, p.y], [p.x + W, p.y + H / 2],
+        [p.x + W - 12, p.y + H], [p.x + 12, p.y + H], [p.x, p.y + H / 2]].join(' '), fill: '#fdae6b'}, g);
+    else
+      el('rect', {x: p.x, y: p.y, width: W, height: H, rx: 5, fill: color(op.device)}, g);
+    const t1 = el('text', {x: p.x + 8, y: p.y + 17}, g);
+    t1.textContent = '#' + op.id + ' ' + op.label;
+    const t2 = el('text', {x: p.x + 8, y: p.y + 33}, g);
+    t2.textContent = op.device + ' | ' + op.shape;
+    g.addEventListener('mouseenter', () => show(op));
+    g.addEventListener('click', () => {
+      if (selected) selected.classList.remove('selected');
+      selected = g; g.classList.add('selected'); show(op);
+    });
+  });
+  // A link to one node: page.html#select=12
+  const wanted = /select=(\d+)/.exec(location.hash);
+  if (wanted) {
+    const g = svg.querySelector('.node[data-id="' + wanted[1] + '"]');
+    if (g) g.dispatchEvent(new MouseEvent('click'));
+  }
+  document.body.setAttribute('data-rendered', ops.length);
+})();
+</script></body></html>
+)html";
+
+void locus::dump::printHtml(const Report &report, llvm::raw_ostream &os) {
+  std::string json;
+  llvm::raw_string_ostream js(json);
+  js << toJson(report);
+  js.flush();
+  // Inside <script>, "</" would end the element.
+  std::string safe;
+  for (size_t i = 0; i < json.size(); ++i) {
+    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/')
+      safe += "<\\";
+    else
+      safe += json[i];
+  }
+  os << kHtmlHead << safe << kHtmlTail;
+}
+
+//===----------------------------------------------------------------------===//
+// --explain
+//===----------------------------------------------------------------------===//
+
+LogicalResult locus::dump::explain(const Report &report, StringRef query,
+                                   const CostProfile &profile,
+                                   llvm::raw_ostream &os) {
+  StringRef q = query.trim();
+  std::vector<const Row *> matches;
+  unsigned id;
+  for (const Row &row : report.rows) {
+    bool match = false;
+    if (!q.drop_front(q.starts_with("#") ? 1 : 0).getAsInteger(10, id))
+      match = row.id == static_cast<int>(id) ||
+              (!q.starts_with("#") && row.source.line == static_cast<int>(id));
+    else if (q.contains(':')) {
+      auto [file, line] = q.rsplit(':');
+      unsigned n;
+      match = !line.getAsInteger(10, n) &&
+              StringRef(row.source.file).ends_with(file) &&
+              (row.source.line == static_cast<int>(n) ||
+               row.source.callerLine == static_cast<int>(n));
+    } else {
+      match = row.opName == q || row.opName == ("locus." + q).str() ||
+              row.label.find("\"" + q.str() + "\"") != std::string::npos;
+    }
+    if (match)
+      matches.push_back(&row);
+  }
+  if (matches.empty()) {
+    os << "no op matches '" << query
+       << "' (try a row number, an op name, a name or file:line)\n";
+    return failure();
+  }
+  for (const Row *row : matches) {
+    os << "#" << row->id << " " << row->label << " (" << row->opName << ", "
+       << row->shape << ") at " << shortSource(row->source) << "\n";
+    os << "  runs on " << row->device << ": " << row->reasonText << "\n";
+    if (row->isCopy) {
+      os << "  moves " << bytesText(row->bytes)
+         << (row->loadTime ? " once, at load" : " at every step") << ", about "
+         << nanos(copyCostNs(row->bytes, profile)) << " each time\n";
+      continue;
+    }
+    os << "  estimated: cpu " << nanos(row->cpuNs) << ", cuda "
+       << nanos(row->cudaNs) << "\n";
+    // What the other side would cost: this op there plus the copies its
+    // operands and readers would then need.
+    bool onCpu = row->device == "cpu";
+    std::string other = onCpu ? "cuda" : "cpu";
+    int64_t moves = 0;
+    auto deviceOf = [&](const Row &r) {
+      return r.isCopy ? report.rows[r.operands.front()].device : r.device;
+    };
+    for (int operand : row->operands) {
+      const Row &source = report.rows[operand];
+      if ((deviceOf(source) == "cpu") == onCpu)
+        moves += copyCostNs(source.bytes, profile);
+    }
+    for (const Row &reader : report.rows)
+      if (llvm::is_contained(reader.operands, row->id) &&
+          (reader.device == "cpu") == onCpu && !reader.isCopy)
+        moves += copyCostNs(row->bytes, profile);
+    int64_t here = onCpu ? row->cpuNs : row->cudaNs;
+    int64_t there = onCpu ? row->cudaNs : row->cpuNs;
+    os << "  on " << other << " it would take " << nanos(there) << " plus "
+       << nanos(moves) << " of copies: " << nanos(there + moves) << " against "
+       << nanos(here) << " here\n";
+  }
+  return success();
+}

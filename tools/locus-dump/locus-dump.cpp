@@ -1,0 +1,146 @@
+//===- locus-dump.cpp - what runs where, and why --------------------------===//
+//
+//   locus-dump graph.mlir [--policy=auto] [--devices=cpu,cuda:0]
+//              [--profile=p.json] [--format=text|table|summary|dot|json|html]
+//              [--explain=<op, name or file:line>] [-o out]
+//
+// A graph that is not placed yet is placed (--locus-place-devices) and its
+// transfers inserted first, with the options given.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Dump/Dump.h"
+#include "locus/Passes/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<graph.mlir>"),
+                                      cl::init("-"));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::init("-"));
+static cl::opt<std::string> policy("policy",
+                                   cl::desc("strict, prefer-gpu, auto or cpu"),
+                                   cl::init("auto"));
+static cl::opt<std::string> devices("devices",
+                                    cl::desc("Target devices, e.g. cpu,cuda:0"),
+                                    cl::init("cpu,cuda:0"));
+static cl::opt<std::string> profilePath("profile",
+                                        cl::desc("A JSON cost profile"));
+static cl::opt<std::string>
+    format("format",
+           cl::desc("text (table and summary), table, summary, dot, json or "
+                    "html"),
+           cl::init("text"));
+static cl::opt<std::string>
+    explainQuery("explain",
+                 cl::desc("Explain the ops matching a row number (#7), an op "
+                          "name, a name, or a source line (file.cpp:23)"));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "locus-dump: what runs where, and why\n");
+  if (format != "text" && format != "table" && format != "summary" &&
+      format != "dot" && format != "json" && format != "html") {
+    llvm::errs() << "locus-dump: unknown --format=" << format
+                 << "; expected text, table, summary, dot, json or html\n";
+    return 2;
+  }
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  context.getOrLoadDialect<locus::LocusDialect>();
+  // Diagnostics name the user's lines; the op in generic form is noise.
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  std::string error;
+  auto input = openInputFile(inputFile, &error);
+  if (!input) {
+    llvm::errs() << "locus-dump: " << error << "\n";
+    return 1;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  locus::CostProfile profile;
+  if (!profilePath.empty() &&
+      !locus::CostProfile::load(profilePath, profile, error)) {
+    llvm::errs() << "locus-dump: " << error << "\n";
+    return 1;
+  }
+
+  // Place what is not placed yet.
+  bool unplaced = false;
+  module->walk([&](locus::GraphOp graph) {
+    unplaced |= !graph->hasAttr(locus::kPolicyAttrName);
+  });
+  if (unplaced) {
+    PassManager pm(&context, ModuleOp::getOperationName(),
+                   OpPassManager::Nesting::Implicit);
+    locus::LocusPlaceDevicesOptions options;
+    options.policy = policy;
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(devices).split(parts, ',', -1, false);
+    std::vector<std::string> targets;
+    for (llvm::StringRef part : parts)
+      targets.push_back(part.trim().str());
+    options.devices = targets;
+    options.profile = profilePath;
+    pm.addNestedPass<locus::GraphOp>(locus::createLocusPlaceDevices(options));
+    pm.addNestedPass<locus::GraphOp>(locus::createLocusInsertTransfers());
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+
+  auto output = openOutputFile(outputFile, &error);
+  if (!output) {
+    llvm::errs() << "locus-dump: " << error << "\n";
+    return 1;
+  }
+  llvm::raw_ostream &os = output->os();
+  int graphs = 0;
+  bool ok = true;
+  module->walk([&](locus::GraphOp graph) {
+    FailureOr<locus::dump::Report> report =
+        locus::dump::analyze(graph, profile);
+    if (failed(report)) {
+      ok = false;
+      return;
+    }
+    ++graphs;
+    if (!explainQuery.empty()) {
+      ok &= succeeded(locus::dump::explain(*report, explainQuery, profile, os));
+      return;
+    }
+    if (format == "text" || format == "table")
+      locus::dump::printTable(*report, os);
+    if (format == "text")
+      os << "\n";
+    if (format == "text" || format == "summary")
+      locus::dump::printSummary(*report, os);
+    if (format == "dot")
+      locus::dump::printDot(*report, os);
+    if (format == "json")
+      locus::dump::printJson(*report, os);
+    if (format == "html")
+      locus::dump::printHtml(*report, os);
+  });
+  if (graphs == 0) {
+    llvm::errs() << "locus-dump: no locus.graph in " << inputFile << "\n";
+    return 1;
+  }
+  output->keep();
+  return ok ? 0 : 1;
+}
