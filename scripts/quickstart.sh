@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quick start: installs what is missing, builds, and runs the main job --
 # records the seed's first model (torch.nn.Linear(10, 2) with MSELoss on a
-# 100x10 batch) with the C++ frontend and prints it as locus IR, each op with
-# the user's source line.
+# 100x10 batch) with the C++ frontend, prints it as locus IR (each op with the
+# user's source line), and shows where each op runs and why (locus-dump)
+# under policy=auto and policy=prefer-gpu.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -14,3 +15,10 @@ echo "== The seed model recorded by examples/seed_models.cpp, as locus IR =="
 "$build/examples/seed_models" linear-mse --locations
 "$build/examples/seed_models" linear-mse | "$build/tools/locus-opt" >/dev/null
 echo "locus-opt parsed and verified this IR."
+
+for policy in auto prefer-gpu; do
+  echo
+  echo "== Placement under policy=$policy (locus-dump --policy=$policy) =="
+  "$build/examples/seed_models" linear-mse --locations |
+    "$build/tools/locus-dump" --policy=$policy
+done

@@ -344,10 +344,9 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
       if (device != cpuDevice && device != gpu)
         continue; // pinned to another CUDA device: outside this cut
       fixed = device == gpu ? 1 : 0;
-    } else if (isa<InputOp, OutputOp>(op)) {
-      fixed = 0;
-    } else if (!isInterface(&op) && !hasCudaKernel(&op)) {
-      fixed = 0;
+    } else if (isa<InputOp, OutputOp>(op) ||
+               (!isInterface(&op) && !hasCudaKernel(&op))) {
+      fixed = 0; // fed or read on the host, or no CUDA kernel
     }
     OpWork work = estimateWork(&op);
     placement::Problem::Node node;
@@ -388,6 +387,8 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
     PlacementAttr why;
     if (isa<InputOp, OutputOp>(op))
       why = reason(PlacementKind::host_io);
+    else if (isa<StateOp, ConstantOp>(op))
+      why = reason(PlacementKind::colocated); // the cut put it by its copies
     else if (problem.nodes[i].fixed == 0)
       why = PlacementAttr::get(&getContext(), PlacementKind::no_kernel,
                                std::nullopt, std::nullopt, gpu);

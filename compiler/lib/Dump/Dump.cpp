@@ -217,7 +217,7 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
     return llvm::StringRef(t).starts_with("cuda");
   });
   if (cudaTarget && computeOnCuda == 0)
-    report.warnings.push_back(
+    report.warnings.emplace_back(
         "a CUDA device is available but 0 ops are placed on it");
   if (!report.softNote.empty())
     report.warnings.push_back("soft placement: " + report.softNote);
@@ -339,10 +339,10 @@ static llvm::json::Value toJson(const Report &report) {
     llvm::json::Object reason{{"kind", row.reasonKind},
                               {"text", row.reasonText}};
     if (auto attr = row.op->getAttrOfType<PlacementAttr>(kPlacementAttrName)) {
-      if (attr.getCpuNs())
-        reason["cpu_ns"] = *attr.getCpuNs();
-      if (attr.getCudaNs())
-        reason["cuda_ns"] = *attr.getCudaNs();
+      if (std::optional<int64_t> ns = attr.getCpuNs())
+        reason["cpu_ns"] = *ns;
+      if (std::optional<int64_t> ns = attr.getCudaNs())
+        reason["cuda_ns"] = *ns;
       if (attr.getDevice())
         reason["device"] = attr.getDevice().str();
     }
