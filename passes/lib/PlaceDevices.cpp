@@ -148,7 +148,7 @@ private:
   void placeAuto(GraphOp graph);
   LogicalResult placeStrict(GraphOp graph);
   /// Sources with no pin follow the ops that read them (prefer-gpu, strict).
-  void placeFollowers(GraphOp graph, ArrayRef<Operation *> followers,
+  void placeFollowers(ArrayRef<Operation *> followers,
                       bool cloneForEachDevice);
   void reportMismatch(Operation *op, ArrayRef<Value> operands,
                       ArrayRef<DeviceAttr> devices);
@@ -263,8 +263,7 @@ void PlaceDevicesPass::placeCpuOrSoft(GraphOp graph) {
 // prefer-gpu
 //===----------------------------------------------------------------------===//
 
-void PlaceDevicesPass::placeFollowers(GraphOp graph,
-                                      ArrayRef<Operation *> followers,
+void PlaceDevicesPass::placeFollowers(ArrayRef<Operation *> followers,
                                       bool cloneForEachDevice) {
   // Last first: a follower's readers are decided before it is.
   for (Operation *op : llvm::reverse(followers)) {
@@ -303,7 +302,6 @@ void PlaceDevicesPass::placeFollowers(GraphOp graph,
       decisions[clone] = {device, reason(PlacementKind::colocated)};
     }
   }
-  (void)graph;
 }
 
 void PlaceDevicesPass::placePreferGpu(GraphOp graph) {
@@ -324,7 +322,7 @@ void PlaceDevicesPass::placePreferGpu(GraphOp graph) {
                                         std::nullopt, std::nullopt, gpu)};
     }
   }
-  placeFollowers(graph, followers, /*cloneForEachDevice=*/false);
+  placeFollowers(followers, /*cloneForEachDevice=*/false);
 }
 
 //===----------------------------------------------------------------------===//
@@ -492,7 +490,7 @@ LogicalResult PlaceDevicesPass::placeStrict(GraphOp graph) {
     }
     decisions[&op] = {devices[0], reason(PlacementKind::follows_operands)};
   }
-  placeFollowers(graph, followers, /*cloneForEachDevice=*/true);
+  placeFollowers(followers, /*cloneForEachDevice=*/true);
   return success(ok);
 }
 

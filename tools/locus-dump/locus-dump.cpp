@@ -81,10 +81,11 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  // Place what is not placed yet.
-  bool unplaced = false;
+  // Place what is not placed yet, and insert the transfers placement implies.
+  bool unplaced = false, untransferred = false;
   module->walk([&](locus::GraphOp graph) {
     unplaced |= !graph->hasAttr(locus::kPolicyAttrName);
+    untransferred |= !graph->hasAttr(locus::kTransfersAttrName);
   });
   if (unplaced) {
     PassManager pm(&context, ModuleOp::getOperationName(),
@@ -99,6 +100,12 @@ int main(int argc, char **argv) {
     options.devices = targets;
     options.profile = profilePath;
     pm.addNestedPass<locus::GraphOp>(locus::createLocusPlaceDevices(options));
+    pm.addNestedPass<locus::GraphOp>(locus::createLocusInsertTransfers());
+    if (failed(pm.run(*module)))
+      return 1;
+  } else if (untransferred) {
+    PassManager pm(&context, ModuleOp::getOperationName(),
+                   OpPassManager::Nesting::Implicit);
     pm.addNestedPass<locus::GraphOp>(locus::createLocusInsertTransfers());
     if (failed(pm.run(*module)))
       return 1;
