@@ -148,8 +148,7 @@ private:
   void placeAuto(GraphOp graph);
   LogicalResult placeStrict(GraphOp graph);
   /// Sources with no pin follow the ops that read them (prefer-gpu, strict).
-  void placeFollowers(ArrayRef<Operation *> followers,
-                      bool cloneForEachDevice);
+  void placeFollowers(ArrayRef<Operation *> followers, bool cloneForEachDevice);
   void reportMismatch(Operation *op, ArrayRef<Value> operands,
                       ArrayRef<DeviceAttr> devices);
 
