@@ -28,7 +28,7 @@ void GraphOp::build(OpBuilder &builder, OperationState &state, StringRef name) {
   body->push_back(new Block());
 }
 
-LogicalResult GraphOp::verify() {
+LogicalResult GraphOp::verifyRegions() {
   // Inputs and state are bound by name at run time: one namespace for both.
   llvm::StringMap<Operation *> sources, outputs;
   for (Operation &op : getBodyBlock()) {

@@ -63,7 +63,8 @@ def Locus_GraphOp : Locus_Op<"graph", [Symbol, IsolatedFromAbove, NoTerminator,
   let arguments = (ins SymbolNameAttr:$sym_name);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
-  let hasVerifier = 1;
+  // After the ops inside are verified: the names checked here must exist.
+  let hasRegionVerifier = 1;
   let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
   let extraClassDeclaration = [{
     ::mlir::Block &getBodyBlock() { return getBody().front(); }

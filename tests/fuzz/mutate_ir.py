@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Mutation fuzzing of the tools on bad IR: no input may crash them.
+
+Takes every .mlir test input and the seed graphs, mutates them (lines deleted,
+duplicated or swapped; spans cut; numbers, element types, devices and op names
+replaced), and runs locus-opt with the placement passes under a random policy
+and locus-dump on each mutant. A run may fail with a diagnostic; it may not
+die of a signal, print LLVM's crash banner, or hang.
+
+  mutate_ir.py <build dir> <source dir> [mutants per input] [seed]
+"""
+import glob
+import os
+import random
+import re
+import subprocess
+import sys
+
+build, source = sys.argv[1], sys.argv[2]
+per_input = int(sys.argv[3]) if len(sys.argv) > 3 else 12
+rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 20261121)
+
+opt = os.path.join(build, "tools", "locus-opt")
+dump = os.path.join(build, "tools", "locus-dump")
+seeds = os.path.join(build, "examples", "seed_models")
+
+OPS = ["locus.add", "locus.matmul", "locus.linear", "locus.conv2d", "locus.sum",
+       "locus.reshape", "locus.to", "locus.copy", "locus.input", "locus.state",
+       "locus.output", "locus.graph", "locus.broadcast", "locus.slice",
+       "locus.cross_entropy", "locus.max_pool2d", "locus.select", "locus.cmp"]
+TYPES = ["f32", "i64", "i1", "f16", "index", "?", "0", "-1"]
+NUMBERS = ["0", "-1", "1", "65536", "4294967296", "-9223372036854775808",
+           "99999999999999999999", "3", "2.5"]
+DEVICES = ["<cpu>", "<cuda:0>", "<cuda:7>", "<cuda:-1>", "<gpu>", "<cuda>"]
+
+
+def inputs():
+    texts = []
+    for path in sorted(glob.glob(os.path.join(source, "tests", "lit", "**",
+                                              "*.mlir"), recursive=True)):
+        with open(path) as f:
+            for chunk in f.read().split("// -----"):
+                texts.append(chunk)
+    for model in ["linear-mse", "model-moved", "dataloader", "cnn"]:
+        texts.append(subprocess.run([seeds, model], capture_output=True,
+                                    text=True, check=True).stdout)
+    return texts
+
+
+def mutate(text):
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.randrange(7)
+        i = rng.randrange(len(lines))
+        if kind == 0 and len(lines) > 1:
+            del lines[i]
+        elif kind == 1:
+            lines.insert(i, lines[rng.randrange(len(lines))])
+        elif kind == 2:
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif kind == 3 and lines[i]:
+            a = rng.randrange(len(lines[i]))
+            lines[i] = lines[i][:a] + lines[i][a + rng.randint(1, 12):]
+        elif kind == 4:
+            lines[i] = re.sub(r"\b\d+\b", lambda m: rng.choice(NUMBERS),
+                              lines[i], count=1)
+        elif kind == 5:
+            lines[i] = re.sub(r"\b(f32|i64|i1)\b", lambda m: rng.choice(TYPES),
+                              lines[i], count=1)
+            lines[i] = re.sub(r"<(cpu|cuda:\d+)>",
+                              lambda m: rng.choice(DEVICES), lines[i], count=1)
+        else:
+            lines[i] = re.sub(r"locus\.\w+", lambda m: rng.choice(OPS),
+                              lines[i], count=1)
+    return "\n".join(lines)
+
+
+def crashed(result):
+    banner = ("PLEASE submit a bug report" in result.stderr or
+              "Stack dump" in result.stderr)
+    return result.returncode < 0 or result.returncode > 125 or banner
+
+
+def main():
+    runs = failures = rejected = 0
+    for text in inputs():
+        for _ in range(per_input):
+            mutant = mutate(text)
+            policy = rng.choice(["strict", "prefer-gpu", "auto", "cpu"])
+            devices = rng.choice(["cpu,cuda:0", "cpu", "cpu,cuda:0,cuda:1"])
+            commands = [
+                [opt, "--locus-place-devices=policy=%s devices=%s" %
+                 (policy, devices), "--locus-insert-transfers"],
+                [dump, "--policy=" + policy, "--devices=" + devices,
+                 rng.choice(["--format=json", "--format=html", "--format=text",
+                             "--explain=1", "--format=dot"])],
+            ]
+            for command in commands:
+                try:
+                    result = subprocess.run(command, input=mutant, text=True,
+                                            capture_output=True, timeout=20)
+                except subprocess.TimeoutExpired:
+                    failures += 1
+                    print("HANG:", " ".join(command), "\n" + mutant)
+                    continue
+                runs += 1
+                rejected += result.returncode != 0
+                if crashed(result):
+                    failures += 1
+                    print("CRASH (%d): %s\n--- input ---\n%s\n--- stderr ---\n%s"
+                          % (result.returncode, " ".join(command), mutant,
+                             result.stderr[-3000:]))
+    print("%d runs, %d rejected with a diagnostic, %d crashed or hung" %
+          (runs, rejected, failures))
+    print("%d passed, %d failed" % (runs - failures, failures))
+    return 1 if failures else 0
+
+
+sys.exit(main())
