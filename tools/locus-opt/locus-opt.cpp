@@ -7,6 +7,7 @@
 #include "locus/Dialect/LocusDialect.h"
 #include "locus/Passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -15,7 +16,10 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses(); // canonicalize, cse, symbol-dce, ...
   locus::registerLocusPasses();
   mlir::DialectRegistry registry;
-  registry.insert<locus::LocusDialect>();
+  // Ours, and those a lowered graph is written in.
+  registry.insert<locus::LocusDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::math::MathDialect,
+                  mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "Locus optimizer driver: the locus dialect and its passes\n",
       registry));

@@ -135,4 +135,52 @@ def LocusInsertTransfers : Pass<"locus-insert-transfers", "::locus::GraphOp"> {
   ];
 }
 
+def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
+  let summary = "Rewrites computing locus ops into linalg on tensors.";
+  let description = [{
+    Every computing locus op becomes linalg, tensor, arith and math ops on
+    tensors: the form both code generators start from. Sources
+    (`locus.input`, `locus.state`), outputs and moves (`locus.to`,
+    `locus.copy`) stay; they are the plan's, not a kernel's. A
+    `locus.constant` becomes an `arith.constant`.
+
+    - elementwise ops, `broadcast`, `cmp`, `select`: `linalg.generic`;
+    - `matmul`: `linalg.matmul`, or `linalg.batch_matmul` over the leading
+      dimensions folded into one; `linear`: `linalg.matmul_transpose_b`
+      accumulating onto the broadcast bias;
+    - `conv2d`: a `linalg.generic` over (n, o, oh, ow, c, kh, kw) whose maps
+      carry stride, dilation and groups, on a `tensor.pad`ded input;
+      pooling: `linalg.pooling_nchw_max` / `_sum` (then / window);
+    - reductions: `linalg.generic` with reduction iterators; `softmax`,
+      `log_softmax` and the losses are composed from those, stably (the
+      maximum is subtracted first); `cross_entropy` gathers with
+      `tensor.extract`;
+    - layout: `linalg.transpose`, `tensor.reshape`, `tensor.insert_slice`
+      (concat), `tensor.extract_slice` (slice).
+
+    Before:
+
+    ```mlir
+    %0 = locus.relu %x : tensor<4x8xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %cst = arith.constant 0.000000e+00 : f32
+    %e = tensor.empty() : tensor<4x8xf32>
+    %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.maximumf %in, %cst : f32
+      linalg.yield %m : f32
+    } -> tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 #endif // LOCUS_PASSES_TD

@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""Every op lowered by --locus-lower-to-linalg, run on the CPU and compared
+with a double-precision reference on random inputs.
+
+Each case writes a function of random constant inputs, one locus op and a
+print of its result; `locus-opt --locus-lower-to-linalg` lowers it, Debian's
+`mlir-opt` bufferizes and lowers it to LLVM (the host pipeline of
+TOOLCHAIN.md), and `mlir-cpu-runner` runs it. The reference is computed here
+in Python floats (double precision).
+
+printMemrefF32 prints 6 significant digits, so the comparison is
+|got - ref| <= 1e-5 + 1e-4 * |ref|: print rounding (5e-6 relative) plus float32
+error. The in-process JIT (issue 4) will compare at full precision.
+
+  check_lowering.py <build dir> [case-name-substring]
+"""
+import itertools
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+BUILD = sys.argv[1]
+ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
+LLVM = "/usr/lib/llvm-19"
+OPT = os.path.join(BUILD, "tools", "locus-opt")
+PIPELINE = [
+    "--one-shot-bufferize=bufferize-function-boundaries",
+    "--convert-linalg-to-loops", "--convert-scf-to-cf",
+    "--expand-strided-metadata", "--lower-affine",
+    "--finalize-memref-to-llvm", "--convert-math-to-llvm",
+    "--convert-math-to-libm", "--convert-arith-to-llvm",
+    "--convert-func-to-llvm", "--convert-cf-to-llvm",
+    "--reconcile-unrealized-casts"]
+rng = random.Random(20261121)
+
+
+# --- tensors as (shape, flat list of floats), row-major ----------------------
+
+def numel(shape):
+    return math.prod(shape) if shape else 1
+
+
+def strides(shape):
+    s, acc = [], 1
+    for d in reversed(shape):
+        s.insert(0, acc)
+        acc *= d
+    return s
+
+
+def indices(shape):
+    return itertools.product(*[range(d) for d in shape])
+
+
+def at(t, idx):
+    shape, data = t
+    return data[sum(i * s for i, s in zip(idx, strides(shape)))]
+
+
+def make(shape, fn):
+    return (list(shape), [fn(idx) for idx in indices(shape)])
+
+
+def rand(shape, low=-2.0, high=2.0):
+    # Values exactly representable in float32, so both sides start equal.
+    return (list(shape), [struct_f32(rng.uniform(low, high))
+                          for _ in range(numel(shape))])
+
+
+def struct_f32(x):
+    import struct
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def ttype(shape, elem="f32"):
+    return "tensor<" + "".join("%dx" % d for d in shape) + elem + ">"
+
+
+def dense(t, elem="f32"):
+    shape, data = t
+    fmt = (lambda v: "%d" % v) if elem in ("i64",) else \
+        (lambda v: "true" if v else "false") if elem == "i1" else \
+        (lambda v: "%.9e" % v)
+
+    def nest(level, offset):
+        if level == len(shape):
+            return fmt(data[offset])
+        step = numel(shape[level + 1:])
+        return "[" + ", ".join(nest(level + 1, offset + i * step)
+                               for i in range(shape[level])) + "]"
+    return "dense<%s> : %s" % (nest(0, 0), ttype(shape, elem))
+
+
+# --- references --------------------------------------------------------------
+
+def ew(fn, *ts):
+    return (ts[0][0], [fn(*vals) for vals in zip(*[t[1] for t in ts])])
+
+
+def broadcast(t, shape):
+    lead = len(shape) - len(t[0])
+    return make(shape, lambda idx: at(t, [0 if t[0][i] == 1 else idx[lead + i]
+                                          for i in range(len(t[0]))]))
+
+
+def matmul(a, b):
+    *batch, m, k = a[0]
+    n = b[0][-1]
+    return make(batch + [m, n], lambda idx: sum(
+        at(a, list(idx[:-2]) + [idx[-2], p]) * at(b, list(idx[:-2]) + [p, idx[-1]])
+        for p in range(k)))
+
+
+def reduce(t, axes, fn, init, keep=False):
+    shape = t[0]
+    out = [1 if i in axes else d for i, d in enumerate(shape)] if keep else \
+        [d for i, d in enumerate(shape) if i not in axes]
+
+    def value(idx):
+        full_idx = list(idx) if keep else None
+        acc = init
+        ranges = [range(d) if i in axes else [None] for i, d in enumerate(shape)]
+        for sel in itertools.product(*ranges):
+            if keep:
+                src = [s if s is not None else full_idx[i] for i, s in enumerate(sel)]
+            else:
+                it = iter(idx)
+                src = [s if s is not None else next(it) for s in sel]
+            acc = fn(acc, at(t, src))
+        return acc
+    return make(out, value)
+
+
+def softmax(t, axis, log=False):
+    mx = reduce(t, [axis], max, -math.inf, keep=True)
+    sh = ew(lambda x, m: x - m, t, broadcast(mx, t[0]))
+    ex = ew(math.exp, sh)
+    sm = broadcast(reduce(ex, [axis], lambda a, b: a + b, 0.0, keep=True), t[0])
+    if log:
+        return ew(lambda s, z: s - math.log(z), sh, sm)
+    return ew(lambda e, z: e / z, ex, sm)
+
+
+def conv2d(x, w, b, stride, pad, dil, groups):
+    n, c, h, wd = x[0]
+    o, cg, kh, kw = w[0]
+    oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    og = o // groups
+
+    def value(idx):
+        ni, oi, y, xx = idx
+        acc = b[1][oi] if b else 0.0
+        for ci in range(cg):
+            for i in range(kh):
+                for j in range(kw):
+                    yy = y * stride[0] + i * dil[0] - pad[0]
+                    xj = xx * stride[1] + j * dil[1] - pad[1]
+                    if 0 <= yy < h and 0 <= xj < wd:
+                        acc += at(x, [ni, (oi // og) * cg + ci, yy, xj]) * \
+                            at(w, [oi, ci, i, j])
+        return acc
+    return make([n, o, oh, ow], value)
+
+
+def pool(x, k, stride, pad, is_max):
+    n, c, h, wd = x[0]
+    oh = (h + 2 * pad[0] - k[0]) // stride[0] + 1
+    ow = (wd + 2 * pad[1] - k[1]) // stride[1] + 1
+
+    def value(idx):
+        ni, ci, y, xx = idx
+        vals = []
+        for i in range(k[0]):
+            for j in range(k[1]):
+                yy, xj = y * stride[0] + i - pad[0], xx * stride[1] + j - pad[1]
+                inside = 0 <= yy < h and 0 <= xj < wd
+                vals.append(at(x, [ni, ci, yy, xj]) if inside else
+                            (-math.inf if is_max else 0.0))
+        return max(vals) if is_max else sum(vals) / (k[0] * k[1])
+    return make([n, c, oh, ow], value)
+
+
+def sigmoid(v):
+    return 1 / (1 + math.exp(-v))
+
+
+# --- cases -------------------------------------------------------------------
+# (name, [(name, tensor, elem)], ir lines producing %r, reference)
+
+def cases():
+    a, b = rand([3, 5]), rand([3, 5])
+    pos = rand([3, 5], 0.1, 3.0)
+    yield "add", [("a", a), ("b", b)], "%r = locus.add %a, %b : tensor<3x5xf32>", ew(lambda x, y: x + y, a, b)
+    yield "sub", [("a", a), ("b", b)], "%r = locus.sub %a, %b : tensor<3x5xf32>", ew(lambda x, y: x - y, a, b)
+    yield "mul", [("a", a), ("b", b)], "%r = locus.mul %a, %b : tensor<3x5xf32>", ew(lambda x, y: x * y, a, b)
+    yield "div", [("a", a), ("p", pos)], "%r = locus.div %a, %p : tensor<3x5xf32>", ew(lambda x, y: x / y, a, pos)
+    yield "maximum", [("a", a), ("b", b)], "%r = locus.maximum %a, %b : tensor<3x5xf32>", ew(max, a, b)
+    yield "neg", [("a", a)], "%r = locus.neg %a : tensor<3x5xf32>", ew(lambda x: -x, a)
+    yield "exp", [("a", a)], "%r = locus.exp %a : tensor<3x5xf32>", ew(math.exp, a)
+    yield "log", [("p", pos)], "%r = locus.log %p : tensor<3x5xf32>", ew(math.log, pos)
+    yield "sqrt", [("p", pos)], "%r = locus.sqrt %p : tensor<3x5xf32>", ew(math.sqrt, pos)
+    yield "relu", [("a", a)], "%r = locus.relu %a : tensor<3x5xf32>", ew(lambda x: max(x, 0.0), a)
+    yield "sigmoid", [("a", a)], "%r = locus.sigmoid %a : tensor<3x5xf32>", ew(sigmoid, a)
+    yield "tanh", [("a", a)], "%r = locus.tanh %a : tensor<3x5xf32>", ew(math.tanh, a)
+    yield "pow2", [("a", a)], "%r = locus.pow %a, 2.0 : tensor<3x5xf32>", ew(lambda x: x * x, a)
+    yield "pow1.5", [("p", pos)], "%r = locus.pow %p, 1.5 : tensor<3x5xf32>", ew(lambda x: x ** 1.5, pos)
+    for pred, fn in [("eq", lambda x, y: x == y), ("ne", lambda x, y: x != y),
+                     ("lt", lambda x, y: x < y), ("le", lambda x, y: x <= y),
+                     ("gt", lambda x, y: x > y), ("ge", lambda x, y: x >= y)]:
+        same = (a[0], [x if i % 3 else y for i, (x, y) in enumerate(zip(a[1], b[1]))])
+        yield "cmp_" + pred, [("a", a), ("s", same)], (
+            "%m = locus.cmp {0}, %a, %s : tensor<3x5xf32>\n"
+            "%r = locus.select %m, %a, %s : tensor<3x5xi1>, tensor<3x5xf32>".format(pred)), \
+            ew(lambda x, y: x if fn(x, y) else y, a, same)
+    bias = rand([5])
+    yield "broadcast", [("b", bias)], "%r = locus.broadcast %b [2, 3, 5] : tensor<5xf32> -> tensor<2x3x5xf32>", broadcast(bias, [2, 3, 5])
+    col = rand([3, 1])
+    yield "broadcast_ones", [("c", col)], "%r = locus.broadcast %c [3, 4] : tensor<3x1xf32> -> tensor<3x4xf32>", broadcast(col, [3, 4])
+    m1, m2 = rand([4, 6]), rand([6, 3])
+    yield "matmul", [("m1", m1), ("m2", m2)], "%r = locus.matmul %m1, %m2 : tensor<4x6xf32>, tensor<6x3xf32> -> tensor<4x3xf32>", matmul(m1, m2)
+    b1, b2 = rand([2, 3, 4, 5]), rand([2, 3, 5, 2])
+    yield "matmul_batched", [("b1", b1), ("b2", b2)], "%r = locus.matmul %b1, %b2 : tensor<2x3x4x5xf32>, tensor<2x3x5x2xf32> -> tensor<2x3x4x2xf32>", matmul(b1, b2)
+    x, w, bb = rand([4, 7]), rand([3, 7]), rand([3])
+    lin = make([4, 3], lambda i: bb[1][i[1]] + sum(at(x, [i[0], k]) * at(w, [i[1], k]) for k in range(7)))
+    yield "linear", [("x", x), ("w", w), ("bb", bb)], "%r = locus.linear %x, %w, %bb : tensor<4x7xf32>, tensor<3x7xf32>, tensor<3xf32> -> tensor<4x3xf32>", lin
+    x3 = rand([2, 2, 7])
+    lin3 = make([2, 2, 3], lambda i: sum(at(x3, [i[0], i[1], k]) * at(w, [i[2], k]) for k in range(7)))
+    yield "linear_3d_nobias", [("x3", x3), ("w", w)], "%r = locus.linear %x3, %w : tensor<2x2x7xf32>, tensor<3x7xf32> -> tensor<2x2x3xf32>", lin3
+    t = rand([2, 3, 4])
+    yield "transpose", [("t", t)], "%r = locus.transpose %t [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>", make([4, 2, 3], lambda i: at(t, [i[1], i[2], i[0]]))
+    yield "reshape", [("t", t)], "%r = locus.reshape %t [6, 4] : tensor<2x3x4xf32> -> tensor<6x4xf32>", ([6, 4], t[1])
+    c1, c2 = rand([2, 3]), rand([2, 2])
+    yield "concat", [("c1", c1), ("c2", c2)], "%r = locus.concat %c1, %c2 axis 1 : (tensor<2x3xf32>, tensor<2x2xf32>) -> tensor<2x5xf32>", make([2, 5], lambda i: at(c1, i) if i[1] < 3 else at(c2, [i[0], i[1] - 3]))
+    s = rand([4, 10])
+    yield "slice", [("s", s)], "%r = locus.slice %s offsets [1, 2] sizes [3, 3] strides [1, 3] : tensor<4x10xf32> -> tensor<3x3xf32>", make([3, 3], lambda i: at(s, [1 + i[0], 2 + 3 * i[1]]))
+    yield "sum", [("t", t)], "%r = locus.sum %t axes [1] : tensor<2x3x4xf32> -> tensor<2x4xf32>", reduce(t, [1], lambda p, q: p + q, 0.0)
+    yield "sum_keepdim", [("t", t)], "%r = locus.sum %t axes [0, 2] keepdim : tensor<2x3x4xf32> -> tensor<1x3x1xf32>", reduce(t, [0, 2], lambda p, q: p + q, 0.0, keep=True)
+    yield "mean", [("t", t)], "%r = locus.mean %t axes [2] : tensor<2x3x4xf32> -> tensor<2x3xf32>", ew(lambda v: v / 4, reduce(t, [2], lambda p, q: p + q, 0.0))
+    yield "max", [("t", t)], "%r = locus.max %t axes [0, 1, 2] : tensor<2x3x4xf32> -> tensor<f32>", reduce(t, [0, 1, 2], max, -math.inf)
+    yield "softmax", [("t", t)], "%r = locus.softmax %t axis 2 : tensor<2x3x4xf32>", softmax(t, 2)
+    yield "softmax_axis0", [("t", t)], "%r = locus.softmax %t axis 0 : tensor<2x3x4xf32>", softmax(t, 0)
+    yield "log_softmax", [("t", t)], "%r = locus.log_softmax %t axis 1 : tensor<2x3x4xf32>", softmax(t, 1, log=True)
+    p, q = rand([10, 3]), rand([10, 3])
+    yield "mse_mean", [("p", p), ("q", q)], "%r = locus.mse_loss %p, %q mean : tensor<10x3xf32> -> tensor<f32>", ([], [sum((u - v) ** 2 for u, v in zip(p[1], q[1])) / 30])
+    yield "mse_sum", [("p", p), ("q", q)], "%r = locus.mse_loss %p, %q sum : tensor<10x3xf32> -> tensor<f32>", ([], [sum((u - v) ** 2 for u, v in zip(p[1], q[1]))])
+    logits = rand([6, 4], -3, 3)
+    labels = ([6], [rng.randrange(4) for _ in range(6)])
+    lsm = softmax(logits, 1, log=True)
+    yield "cross_entropy", [("lg", logits), ("lb", labels, "i64")], "%r = locus.cross_entropy %lg, %lb mean : tensor<6x4xf32>, tensor<6xi64> -> tensor<f32>", ([], [-sum(at(lsm, [n, labels[1][n]]) for n in range(6)) / 6])
+    cx, cw, cb = rand([2, 3, 7, 7]), rand([4, 3, 3, 3]), rand([4])
+    yield "conv2d_pad1", [("cx", cx), ("cw", cw), ("cb", cb)], "%r = locus.conv2d %cx, %cw, %cb stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x7x7xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x7x7xf32>", conv2d(cx, cw, cb, [1, 1], [1, 1], [1, 1], 1)
+    gx, gw = rand([1, 4, 9, 8]), rand([6, 2, 3, 2])
+    yield "conv2d_groups_stride_dilation", [("gx", gx), ("gw", gw)], "%r = locus.conv2d %gx, %gw stride [2, 1] padding [1, 0] dilation [1, 2] groups 2 : tensor<1x4x9x8xf32>, tensor<6x2x3x2xf32> -> tensor<1x6x5x6xf32>", conv2d(gx, gw, None, [2, 1], [1, 0], [1, 2], 2)
+    px = rand([2, 3, 6, 6])
+    yield "max_pool2d", [("px", px)], "%r = locus.max_pool2d %px kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [2, 2], [2, 2], [0, 0], True)
+    yield "max_pool2d_pad", [("px", px)], "%r = locus.max_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [3, 3], [2, 2], [1, 1], True)
+    yield "avg_pool2d_pad", [("px", px)], "%r = locus.avg_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [3, 3], [2, 2], [1, 1], False)
+
+
+def run(name, inputs, ir, ref):
+    lines = ["func.func private @printMemrefF32(tensor<*xf32>)",
+             "func.func @main() {"]
+    for entry in inputs:
+        var, tensor = entry[0], entry[1]
+        elem = entry[2] if len(entry) > 2 else "f32"
+        lines.append("  %%%s = arith.constant %s" % (var, dense(tensor, elem)))
+    lines += ["  " + l for l in ir.split("\n")]
+    lines.append("  %%u = tensor.cast %%r : %s to tensor<*xf32>" % ttype(ref[0]))
+    lines.append("  call @printMemrefF32(%u) : (tensor<*xf32>) -> ()")
+    lines += ["  return", "}"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, name + ".mlir")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        low = subprocess.run([OPT, src, "--locus-lower-to-linalg"],
+                             capture_output=True, text=True)
+        if low.returncode:
+            return "locus-opt failed:\n" + low.stderr
+        llvm = subprocess.run([LLVM + "/bin/mlir-opt", "-"] + PIPELINE,
+                              input=low.stdout, capture_output=True, text=True)
+        if llvm.returncode:
+            return "mlir-opt failed:\n" + llvm.stderr[-2000:]
+        out = subprocess.run(
+            [LLVM + "/bin/mlir-cpu-runner", "-e", "main",
+             "-entry-point-result=void", "-shared-libs=%s/lib/libmlir_runner_utils.so,"
+             "%s/lib/libmlir_c_runner_utils.so" % (LLVM, LLVM)],
+            input=llvm.stdout, capture_output=True, text=True)
+        if out.returncode:
+            return "mlir-cpu-runner failed:\n" + out.stderr[-2000:]
+    data = out.stdout.split("data =", 1)[1]
+    got = [float(v) for v in re.findall(r"-?(?:inf|nan|[0-9.]+(?:e[-+]?[0-9]+)?)", data)]
+    want = ref[1]
+    if len(got) != len(want):
+        return "got %d values, want %d:\n%s" % (len(got), len(want), out.stdout)
+    worst = 0.0
+    for g, w in zip(got, want):
+        err = abs(g - w) / (1e-5 + 1e-4 * abs(w))
+        worst = max(worst, err)
+    if worst > 1.0:
+        return "mismatch (worst error %.2f of tolerance):\ngot  %s\nwant %s" % (
+            worst, got[:16], [round(v, 6) for v in want[:16]])
+    return None
+
+
+def main():
+    passed = failed = 0
+    for name, inputs, ir, ref in cases():
+        if ONLY not in name:
+            continue
+        problem = run(name, inputs, ir, ref)
+        if problem:
+            failed += 1
+            print("FAIL %s: %s" % (name, problem))
+        else:
+            passed += 1
+            print("ok   %s (%d values)" % (name, len(ref[1])))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+// Computing locus ops become linalg/tensor/arith/math on tensors; sources,
+// outputs and moves stay. (Numbers: tests/e2e/check_lowering.py.)
+// RUN: locus-opt %s -split-input-file --locus-lower-to-linalg | FileCheck %s
+
+// CHECK-LABEL: locus.graph @mlp
+// CHECK: %[[X:.*]] = locus.input "x"
+// CHECK: %[[W:.*]] = locus.state "w"
+// CHECK: %[[B:.*]] = locus.state "b"
+// The bias, broadcast, is the matmul's initial value.
+// CHECK: %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<10xf32>)
+// CHECK: %[[Y:.*]] = linalg.matmul_transpose_b ins(%[[X]], %[[W]] : tensor<64x784xf32>, tensor<10x784xf32>) outs(%[[INIT]] : tensor<64x10xf32>)
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<64x10xf32>)
+// CHECK: arith.maximumf
+// CHECK: locus.to <cuda:0>, %[[R]]
+// CHECK: locus.output "y"
+// CHECK-NOT: locus.linear
+// CHECK-NOT: locus.relu
+locus.graph @mlp {
+  %x = locus.input "x" : tensor<64x784xf32>
+  %w = locus.state "w" parameter : tensor<10x784xf32> init <full(0.0)>
+  %b = locus.state "b" parameter : tensor<10xf32> init <full(0.0)>
+  %0 = locus.linear %x, %w, %b : tensor<64x784xf32>, tensor<10x784xf32>, tensor<10xf32> -> tensor<64x10xf32>
+  %1 = locus.relu %0 : tensor<64x10xf32>
+  %2 = locus.to <cuda:0>, %1 : tensor<64x10xf32>
+  locus.output "y" = %2 : tensor<64x10xf32>
+}
+
+// -----
+
+// Grouped, strided, dilated convolution: one generic whose input map finds
+// the group of each output channel; padding is a tensor.pad.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 3) * 2 + d4, d2 * 2 + d5, d3 + d6 * 2)>
+// CHECK-LABEL: locus.graph @conv
+// CHECK: tensor.pad
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+locus.graph @conv {
+  %x = locus.input "x" : tensor<1x4x9x8xf32>
+  %w = locus.input "w" : tensor<6x2x3x2xf32>
+  %0 = locus.conv2d %x, %w stride [2, 1] padding [1, 0] dilation [1, 2] groups 2 : tensor<1x4x9x8xf32>, tensor<6x2x3x2xf32> -> tensor<1x6x5x6xf32>
+  %1 = locus.max_pool2d %0 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x6x5x6xf32> -> tensor<1x6x2x3xf32>
+  locus.output "y" = %1 : tensor<1x6x2x3xf32>
+}
+
+// -----
+
+// Cross entropy: a stable log_softmax, then each row's label gathered with
+// tensor.extract, then the mean.
+// CHECK-LABEL: locus.graph @loss
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<8xi64>)
+// CHECK: linalg.index 0
+// CHECK: arith.index_cast
+// CHECK: tensor.extract
+// CHECK: arith.negf
+// CHECK: 1.250000e-01
+locus.graph @loss {
+  %l = locus.input "l" : tensor<8x5xf32>
+  %y = locus.input "y" : tensor<8xi64>
+  %0 = locus.cross_entropy %l, %y mean : tensor<8x5xf32>, tensor<8xi64> -> tensor<f32>
+  locus.output "loss" = %0 : tensor<f32>
+}
