@@ -1,5 +1,6 @@
 // RuntimeTest.cpp - the runtime's C API: statuses, initialisers, devices.
 
+#include "locus/kernel_abi.h"
 #include "locus/locus_runtime.h"
 
 #include <gtest/gtest.h>
@@ -168,6 +169,45 @@ TEST(Devices, NullArgumentsAreErrorsNotCrashes) {
   EXPECT_EQ(locus_device_report_count(nullptr), 0u);
   EXPECT_STREQ(locus_device_report_cuda_note(nullptr), "");
   locus_device_report_release(nullptr);
+}
+
+/// A ranked descriptor as MLIR lays it out, for rank 3.
+struct Desc3 {
+  float *allocated, *aligned;
+  int64_t offset, sizes[3], strides[3];
+};
+
+TEST(KernelAbi, MemrefCopyFollowsBothStrides) {
+  // src: a 2x3x4 row-major block at offset 5; dst: the same values written
+  // transposed (strides of a 4x3x2 array read as 2x3x4).
+  std::vector<float> src(5 + 24), dst(24, -1);
+  for (int i = 0; i < 24; ++i)
+    src[5 + i] = static_cast<float>(i);
+  Desc3 s{src.data(), src.data(), 5, {2, 3, 4}, {12, 4, 1}};
+  Desc3 d{dst.data(), dst.data(), 0, {2, 3, 4}, {1, 2, 6}};
+  locus_unranked_memref_t us{3, &s}, ud{3, &d};
+  locus_memref_copy(sizeof(float), &us, &ud);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c)
+        EXPECT_EQ(dst[a * 1 + b * 2 + c * 6], src[5 + a * 12 + b * 4 + c]);
+}
+
+TEST(KernelAbi, MemrefCopyOfRankZeroAndOfNothing) {
+  float one = 3.5f, out = 0;
+  struct Desc0 {
+    float *allocated, *aligned;
+    int64_t offset;
+  } s{&one, &one, 0}, d{&out, &out, 0};
+  locus_unranked_memref_t us{0, &s}, ud{0, &d};
+  locus_memref_copy(sizeof(float), &us, &ud);
+  EXPECT_EQ(out, 3.5f);
+  std::vector<float> a(4, 1), b(4, 2);
+  Desc3 e1{a.data(), a.data(), 0, {2, 0, 2}, {2, 2, 1}};
+  Desc3 e2{b.data(), b.data(), 0, {2, 0, 2}, {2, 2, 1}};
+  locus_unranked_memref_t u1{3, &e1}, u2{3, &e2};
+  locus_memref_copy(sizeof(float), &u1, &u2);
+  EXPECT_EQ(b, std::vector<float>(4, 2)) << "an empty copy writes nothing";
 }
 
 } // namespace

@@ -183,4 +183,39 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
                            "::mlir::math::MathDialect"];
 }
 
+def LocusGraphToFunc : Pass<"locus-graph-to-func", "::mlir::ModuleOp"> {
+  let summary = "Turns a graph that runs on one device into a function.";
+  let description = [{
+    Each `locus.graph` whose ops all run on the CPU (or are not placed)
+    becomes `func.func @<name>(inputs..., state...) -> (outputs...)`, in the
+    order the graph declares them; the names go to the function's
+    `locus.inputs`, `locus.states` and `locus.outputs` attributes. Moves
+    (`locus.to`, `locus.copy`) between the CPU and itself disappear. This is
+    the whole-graph host kernel that `locus::compile()` JIT-compiles.
+
+    A graph with an op placed on a CUDA device is an error at that op: a
+    multi-device graph runs through the plan, not as one function.
+
+    ```mlir
+    locus.graph @g {
+      %x = locus.input "x" : tensor<4xf32>
+      %w = locus.state "w" parameter : tensor<4xf32> init <full(1.0)>
+      %0 = locus.mul %x, %w : tensor<4xf32>
+      locus.output "y" = %0 : tensor<4xf32>
+    }
+    ```
+
+    becomes
+
+    ```mlir
+    func.func @g(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32>
+        attributes {locus.inputs = ["x"], locus.states = ["w"], locus.outputs = ["y"]} {
+      %0 = locus.mul %x, %w : tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // LOCUS_PASSES_TD

@@ -1,0 +1,231 @@
+// CompileTest.cpp - locus::compile() on the host: the seed graphs run and
+// match double-precision references on random inputs, bad inputs are errors,
+// runs are thread-safe, and the user's graph is never changed.
+
+#include "locus/Compile.h"
+#include "locus/locus.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+using namespace locus;
+
+namespace {
+
+std::vector<float> randomValues(size_t n, unsigned seed, float low = -1,
+                                float high = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// |got - want| <= atol + rtol * |want|, float32 against double.
+void expectClose(const std::vector<float> &got, const std::vector<double> &want,
+                 double rtol = 1e-5, double atol = 1e-6) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], atol + rtol * std::abs(want[i]))
+        << "element " << i;
+}
+
+// y = x W^T + b, row-major, in double.
+std::vector<double> linearRef(const std::vector<double> &x, int rows, int in,
+                              const std::vector<float> &w,
+                              const std::vector<float> &b, int out) {
+  std::vector<double> y(rows * out);
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < out; ++o) {
+      double acc = b.empty() ? 0 : b[o];
+      for (int k = 0; k < in; ++k)
+        acc += x[r * in + k] * static_cast<double>(w[o * in + k]);
+      y[r * out + o] = acc;
+    }
+  return y;
+}
+
+TEST(Compile, SeedLinearMseMatchesADoubleReference) {
+  Graph g("linear_mse");
+  auto x = g.input("x", {100, 10});
+  auto y = g.input("y", {100, 2});
+  nn::Linear fc(g, 10, 2);
+  auto pred = fc(x);
+  g.output("pred", pred);
+  g.output("loss", nn::MSELoss()(pred, y));
+  CompiledModel model = compile(g);
+  EXPECT_EQ(model.inputNames(), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(model.stateNames(),
+            (std::vector<std::string>{"linear0.weight", "linear0.bias"}));
+
+  std::vector<float> xs = randomValues(1000, 1), ys = randomValues(200, 2);
+  auto out = model.run({{"x", HostTensor::fromF32({100, 10}, xs)},
+                        {"y", HostTensor::fromF32({100, 2}, ys)}});
+
+  // The state starts from the graph's own initial values.
+  std::vector<float> w = g.initialValue(fc.weight()),
+                     b = g.initialValue(fc.bias());
+  EXPECT_EQ(model.state("linear0.weight").f32, w);
+  std::vector<double> xd(xs.begin(), xs.end());
+  std::vector<double> p = linearRef(xd, 100, 10, w, b, 2);
+  expectClose(out.at("pred").f32, p);
+  double loss = 0;
+  for (size_t i = 0; i < p.size(); ++i)
+    loss += (p[i] - ys[i]) * (p[i] - ys[i]);
+  loss /= p.size();
+  EXPECT_NEAR(out.at("loss").scalar(), loss, 1e-5 * loss);
+}
+
+TEST(Compile, SeedCnnForwardMatchesADoubleReference) {
+  // Seed 004: Conv2d(3, 16, 3, padding 1), ReLU, MaxPool 2, flatten,
+  // Linear(16*7*7, 10), CrossEntropy; batch 4 of 3x14x14 images.
+  const int N = 4, C = 3, H = 14, O = 16, P = 7, K = 10;
+  Graph g("cnn");
+  g.manualSeed(7);
+  auto x = g.input("x", {N, C, H, H});
+  auto labels = g.input("y", {N}, {.dtype = DType::i64});
+  nn::Conv2d conv(g, C, O, {3}, {.padding = {1, 1}});
+  nn::Linear fc(g, O * P * P, K);
+  nn::Sequential net{conv, nn::ReLU(), nn::MaxPool2d({2}), nn::Flatten(), fc};
+  auto logits = net(x);
+  g.output("logits", logits);
+  g.output("loss", nn::CrossEntropyLoss()(logits, labels));
+  CompiledModel model = compile(g);
+
+  std::vector<float> xs = randomValues(N * C * H * H, 3);
+  std::vector<int64_t> ys{3, 0, 9, 5};
+  auto out = model.run({{"x", HostTensor::fromF32({N, C, H, H}, xs)},
+                        {"y", HostTensor::fromI64({N}, ys)}});
+
+  std::vector<float> cw = g.initialValue(conv.weight()),
+                     cb = g.initialValue(conv.bias()),
+                     fw = g.initialValue(fc.weight()),
+                     fb = g.initialValue(fc.bias());
+  // conv (padding 1) + relu, then 2x2 max pool, in double.
+  std::vector<double> act(N * O * H * H), pooled(N * O * P * P);
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < O; ++o)
+      for (int i = 0; i < H; ++i)
+        for (int j = 0; j < H; ++j) {
+          double acc = cb[o];
+          for (int c = 0; c < C; ++c)
+            for (int a = 0; a < 3; ++a)
+              for (int bb = 0; bb < 3; ++bb) {
+                int yy = i + a - 1, xx = j + bb - 1;
+                if (yy >= 0 && yy < H && xx >= 0 && xx < H)
+                  acc +=
+                      static_cast<double>(xs[((n * C + c) * H + yy) * H + xx]) *
+                      cw[((o * C + c) * 3 + a) * 3 + bb];
+              }
+          act[((n * O + o) * H + i) * H + j] = std::max(acc, 0.0);
+        }
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < O; ++o)
+      for (int i = 0; i < P; ++i)
+        for (int j = 0; j < P; ++j) {
+          double m = -INFINITY;
+          for (int a = 0; a < 2; ++a)
+            for (int bb = 0; bb < 2; ++bb)
+              m = std::max(m,
+                           act[((n * O + o) * H + 2 * i + a) * H + 2 * j + bb]);
+          pooled[((n * O + o) * P + i) * P + j] = m;
+        }
+  std::vector<double> ref = linearRef(pooled, N, O * P * P, fw, fb, K);
+  expectClose(out.at("logits").f32, ref, 1e-4, 1e-5);
+  double loss = 0;
+  for (int n = 0; n < N; ++n) {
+    double mx = -INFINITY, sum = 0;
+    for (int k = 0; k < K; ++k)
+      mx = std::max(mx, ref[n * K + k]);
+    for (int k = 0; k < K; ++k)
+      sum += std::exp(ref[n * K + k] - mx);
+    loss += -(ref[n * K + ys[n]] - mx - std::log(sum));
+  }
+  loss /= N;
+  EXPECT_NEAR(out.at("loss").scalar(), loss, 1e-4 * std::abs(loss));
+}
+
+TEST(Compile, BadInputsAreErrorsThatSayWhat) {
+  Graph g("errors");
+  auto x = g.input("x", {2, 3});
+  g.output("y", relu(x));
+  CompiledModel model = compile(g);
+  auto expectError = [&](const std::map<std::string, HostTensor> &inputs,
+                         const std::string &needle) {
+    try {
+      model.run(inputs);
+      ADD_FAILURE() << "expected an error containing: " << needle;
+    } catch (const RunError &e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+          << e.what();
+    }
+  };
+  expectError({}, "missing input 'x' of shape [2, 3]");
+  expectError({{"x", HostTensor::fromF32({3, 2}, std::vector<float>(6))}},
+              "input 'x' is [3, 2] f32 but the graph takes [2, 3] f32");
+  expectError({{"x", HostTensor::fromI64({2, 3}, std::vector<int64_t>(6))}},
+              "is [2, 3] i64 but the graph takes [2, 3] f32");
+  expectError({{"x", HostTensor::fromF32({2, 3}, std::vector<float>(5))}},
+              "has 5 values for shape [2, 3]");
+  expectError({{"x", HostTensor::fromF32({2, 3}, std::vector<float>(6))},
+               {"z", HostTensor::fromF32({1}, {1})}},
+              "unknown input 'z' (inputs: x)");
+  EXPECT_THROW(model.state("w"), RunError);
+
+  Graph empty("empty");
+  empty.input("x", {2});
+  try {
+    compile(empty);
+    int line = __LINE__;
+    ADD_FAILURE();
+    (void)line;
+  } catch (const Error &e) {
+    EXPECT_NE(e.message().find("has no output"), std::string::npos);
+    EXPECT_NE(e.file().find("CompileTest.cpp"), std::string::npos);
+  }
+}
+
+TEST(Compile, TheGraphIsNotChanged) {
+  Graph g("unchanged");
+  auto x = g.input("x", {4});
+  g.output("y", exp(x) * 2.0f);
+  std::string before = g.str({.locations = true});
+  compile(g, {.policy = "prefer-gpu"});
+  EXPECT_EQ(g.str({.locations = true}), before);
+}
+
+TEST(Compile, RunsFromSeveralThreadsAtOnce) {
+  Graph g("threads");
+  auto x = g.input("x", {64, 32});
+  nn::Linear a(g, 32, 64), b(g, 64, 8);
+  g.output("y", b(tanh(a(x))));
+  CompiledModel model = compile(g);
+  const int threads = 4, runs = 25;
+  std::vector<std::vector<float>> inputs, expected;
+  for (int t = 0; t < threads; ++t) {
+    inputs.push_back(randomValues(64 * 32, 100 + t));
+    expected.push_back(
+        model.run({{"x", HostTensor::fromF32({64, 32}, inputs[t])}})
+            .at("y")
+            .f32);
+  }
+  std::vector<int> mismatches(threads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int r = 0; r < runs; ++r) {
+        auto out = model.run({{"x", HostTensor::fromF32({64, 32}, inputs[t])}});
+        mismatches[t] += out.at("y").f32 != expected[t];
+      }
+    });
+  for (std::thread &th : pool)
+    th.join();
+  for (int t = 0; t < threads; ++t)
+    EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+} // namespace
