@@ -2,8 +2,9 @@
 # Quick start: installs what is missing, builds, and runs the main job --
 # records the seed's first model (torch.nn.Linear(10, 2) with MSELoss on a
 # 100x10 batch) with the C++ frontend, prints it as locus IR (each op with the
-# user's source line), and shows where each op runs and why (locus-dump)
-# under policy=auto and policy=prefer-gpu.
+# user's source line), shows where each op runs and why (locus-dump) under
+# policy=auto and policy=prefer-gpu, then compiles it for this machine and
+# runs it (examples/run_seed.cpp).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -22,3 +23,7 @@ for policy in auto prefer-gpu; do
   "$build/examples/seed_models" linear-mse --locations |
     "$build/tools/locus-dump" --policy=$policy
 done
+
+echo
+echo "== Compiled for this machine and run (examples/run_seed.cpp) =="
+"$build/examples/run_seed"

@@ -60,6 +60,9 @@ public:
   const std::vector<std::string> &stateNames() const;
   /// The current value of a parameter or buffer.
   const HostTensor &state(const std::string &name) const;
+  /// What runs where and why, with copies and warnings (locus-dump's
+  /// summary of the placed graph).
+  const std::string &placementSummary() const;
 
   struct Impl;
 

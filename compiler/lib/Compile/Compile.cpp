@@ -8,6 +8,7 @@
 #include "locus/Compile.h"
 
 #include "../Frontend/GraphImpl.h"
+#include "locus/Dump/Dump.h"
 #include "locus/Passes/Passes.h"
 #include "locus/kernel_abi.h"
 #include "locus/locus_runtime.h"
@@ -136,7 +137,12 @@ struct CompiledModel::Impl {
   std::vector<Slot> inputs, states, outputs;
   std::vector<std::string> inputNames, stateNames, outputNames;
   std::map<std::string, HostTensor> stateValues;
+  std::string placementSummary;
 };
+
+const std::string &CompiledModel::placementSummary() const {
+  return impl_->placementSummary;
+}
 
 const std::vector<std::string> &CompiledModel::inputNames() const {
   return impl_->inputNames;
@@ -246,14 +252,29 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     return mlir::success();
   });
 
-  mlir::PassManager pm(&context, mlir::ModuleOp::getOperationName(),
-                       mlir::OpPassManager::Nesting::Implicit);
+  // Placement first, summarised as locus-dump would, then code generation.
+  mlir::PassManager place(&context, mlir::ModuleOp::getOperationName(),
+                          mlir::OpPassManager::Nesting::Implicit);
   LocusPlaceDevicesOptions placement;
   placement.policy = options.policy;
   std::vector<std::string> hostOnly{"cpu"};
   placement.devices = hostOnly;
-  pm.addNestedPass<GraphOp>(createLocusPlaceDevices(placement));
-  pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
+  place.addNestedPass<GraphOp>(createLocusPlaceDevices(placement));
+  place.addNestedPass<GraphOp>(createLocusInsertTransfers());
+  if (mlir::failed(place.run(*module)))
+    throw errorFrom(firstError.empty() ? "placement failed" : firstError,
+                    errorLoc, loc);
+  std::string summary;
+  llvm::raw_string_ostream summaryStream(summary);
+  for (GraphOp placed : module->getOps<GraphOp>())
+    if (mlir::FailureOr<dump::Report> report =
+            dump::analyze(placed, CostProfile());
+        mlir::succeeded(report))
+      dump::printSummary(*report, summaryStream);
+  summaryStream.flush();
+
+  mlir::PassManager pm(&context, mlir::ModuleOp::getOperationName(),
+                       mlir::OpPassManager::Nesting::Implicit);
   pm.addPass(createLocusLowerToLinalg());
   pm.addPass(createLocusGraphToFunc());
   if (mlir::failed(mlir::parsePassPipeline(kHostPipeline, pm)))
@@ -264,6 +285,7 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
 
   auto impl = std::make_shared<CompiledModel::Impl>();
   impl->function = g.name;
+  impl->placementSummary = summary;
   // The graph's interface, from the original graph (the JIT module no longer
   // has tensor types).
   for (mlir::Operation &op : g.body()) {
