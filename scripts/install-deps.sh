@@ -10,7 +10,8 @@ packages=(
   # for mlir-tblgen), FileCheck/not/lit (llvm-19-tools), Boost.Graph
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools libboost-graph-dev
   # tests and style; chromium renders locus-dump's HTML page in a test
-  googletest libgtest-dev clang-format-19 clang-tidy-19 chromium
+  googletest libgtest-dev libbenchmark-dev clang-format-19 clang-tidy-19
+  chromium
 )
 
 missing=()

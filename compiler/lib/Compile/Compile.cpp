@@ -212,9 +212,11 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs) const {
                            ? static_cast<void *>(out.f32.data())
                            : static_cast<void *>(out.i64.data()));
   }
+  // invokePacked takes the address of each argument.
   std::vector<void *> args;
+  args.reserve(pointers.size());
   for (void *&p : pointers)
-    args.push_back(&p);
+    args.push_back(static_cast<void *>(&p));
   if (llvm::Error error = m.engine->invokePacked(m.function, args))
     throw RunError("running '" + m.function +
                    "' failed: " + llvm::toString(std::move(error)));
@@ -270,6 +272,8 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     if (mlir::FailureOr<dump::Report> report =
             dump::analyze(placed, CostProfile());
         mlir::succeeded(report))
+      // succeeded() checked it; the checker does not see through FailureOr.
+      // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
       dump::printSummary(*report, summaryStream);
   summaryStream.flush();
 
