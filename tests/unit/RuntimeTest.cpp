@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,69 @@ TEST(KernelAbi, MemrefCopyOfRankZeroAndOfNothing) {
   locus_unranked_memref_t u1{3, &e1}, u2{3, &e2};
   locus_memref_copy(sizeof(float), &u1, &u2);
   EXPECT_EQ(b, std::vector<float>(4, 2)) << "an empty copy writes nothing";
+}
+
+/// op(A) op(B) + beta C in double, row-major.
+std::vector<double> gemmRef(int m, int n, int k, const std::vector<float> &a,
+                            bool ta, const std::vector<float> &b, bool tb,
+                            float beta, const std::vector<float> &c) {
+  std::vector<double> out(m * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double acc = beta * c[i * n + j];
+      for (int p = 0; p < k; ++p)
+        acc += static_cast<double>(ta ? a[p * m + i] : a[i * k + p]) *
+               (tb ? b[j * k + p] : b[p * n + j]);
+      out[i * n + j] = acc;
+    }
+  return out;
+}
+
+TEST(Sgemm, MatchesADoubleReference) {
+  std::printf("[  NOTE    ] locus_sgemm uses %s\n", locus_blas_name());
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = dist(rng);
+    return v;
+  };
+  struct Case {
+    int m, n, k;
+    bool ta, tb;
+    float beta;
+  } cases[] = {{7, 5, 3, false, false, 1},
+               {64, 33, 129, false, true, 1},
+               {1, 1024, 784, false, true, 0},
+               {17, 9, 70, true, false, 1}};
+  for (const Case &c : cases) {
+    std::vector<float> a = random(c.m * c.k), b = random(c.k * c.n),
+                       out = random(c.m * c.n);
+    std::vector<double> want =
+        gemmRef(c.m, c.n, c.k, a, c.ta, b, c.tb, c.beta, out);
+    locus_sgemm(1, c.m, c.n, c.k, reinterpret_cast<uintptr_t>(a.data()),
+                c.ta ? c.m : c.k, 0, c.ta,
+                reinterpret_cast<uintptr_t>(b.data()), c.tb ? c.k : c.n, 0,
+                c.tb, c.beta, reinterpret_cast<uintptr_t>(out.data()), c.n, 0);
+    for (int i = 0; i < c.m * c.n; ++i)
+      ASSERT_NEAR(out[i], want[i], 1e-5 * c.k + 1e-5 * std::abs(want[i]))
+          << c.m << "x" << c.n << "x" << c.k << " element " << i;
+  }
+  // Batched: three products, strides apart.
+  const int batch = 3, m = 4, n = 6, k = 5;
+  std::vector<float> a = random(batch * m * k), b = random(batch * k * n),
+                     out(batch * m * n, 0);
+  locus_sgemm(batch, m, n, k, reinterpret_cast<uintptr_t>(a.data()), k, m * k,
+              0, reinterpret_cast<uintptr_t>(b.data()), n, k * n, 0, 1.0f,
+              reinterpret_cast<uintptr_t>(out.data()), n, m * n);
+  for (int i = 0; i < batch; ++i) {
+    std::vector<float> ai(a.begin() + i * m * k, a.begin() + (i + 1) * m * k),
+        bi(b.begin() + i * k * n, b.begin() + (i + 1) * k * n), zero(m * n, 0);
+    std::vector<double> want = gemmRef(m, n, k, ai, false, bi, false, 1, zero);
+    for (int j = 0; j < m * n; ++j)
+      ASSERT_NEAR(out[i * m * n + j], want[j], 1e-5);
+  }
 }
 
 } // namespace

@@ -19,7 +19,8 @@ int main(int argc, char **argv) {
   // Ours, and those a lowered graph is written in.
   registry.insert<locus::LocusDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::math::MathDialect,
-                  mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect>();
+                  mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect,
+                  mlir::memref::MemRefDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "Locus optimizer driver: the locus dialect and its passes\n",
       registry));

@@ -32,13 +32,16 @@ namespace {
 
 /// The host pipeline after --locus-graph-to-func (TOOLCHAIN.md): tensors to
 /// buffers with identity layouts, results to out-parameters, temporaries
-/// freed, loops, LLVM with plain pointers for every buffer. No
+/// freed, matrix products through the runtime's sgemm (after deallocation,
+/// so no buffer dies between taking its address and the call), loops, LLVM
+/// with plain pointers for every buffer. No
 /// builtin.module(...) around it: it is added to a module pass manager, where
 /// that would nest it one level down, on no op at all.
 constexpr const char *kHostPipeline =
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params,buffer-deallocation-pipeline,"
+    "locus-linalg-to-blas,"
     "convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,"
     "lower-affine,finalize-memref-to-llvm,convert-math-to-llvm,"
     "convert-math-to-libm,convert-arith-to-llvm,"
@@ -338,6 +341,9 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     llvm::orc::SymbolMap symbols;
     symbols[interner("memrefCopy")] = {
         llvm::orc::ExecutorAddr::fromPtr(&locus_memref_copy),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("locus_sgemm")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&locus_sgemm),
         llvm::JITSymbolFlags::Exported};
     return symbols;
   });

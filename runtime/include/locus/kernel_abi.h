@@ -24,6 +24,22 @@ LOCUS_API void locus_memref_copy(int64_t element_size,
                                  locus_unranked_memref_t *src,
                                  locus_unranked_memref_t *dst);
 
+/* C = op(A) * op(B) + beta * C for row-major f32 matrices, repeated over
+ * `batch` matrices `stride_*` elements apart. op(X) is X, or X transposed
+ * when trans_X is nonzero. Pointers are passed as integers (what generated
+ * code has). Uses cblas_sgemm from OpenBLAS, found with dlopen, and a
+ * blocked loop where there is none. */
+LOCUS_API void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                           uintptr_t a, int64_t lda, int64_t stride_a,
+                           int32_t trans_a, uintptr_t b, int64_t ldb,
+                           int64_t stride_b, int32_t trans_b, float beta,
+                           uintptr_t c, int64_t ldc, int64_t stride_c);
+
+/* Which implementation locus_sgemm uses: "openblas (<path>)" or
+ * "built-in blocked loop (<why no BLAS>)". LOCUS_BLAS=builtin in the
+ * environment forces the loop. */
+LOCUS_API const char *locus_blas_name(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -218,4 +218,38 @@ def LocusGraphToFunc : Pass<"locus-graph-to-func", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Calls the runtime's sgemm for matrix products on buffers.";
+  let description = [{
+    After bufferization (and after the buffer-deallocation pipeline, so no
+    buffer is freed between taking its address and the call):
+    `linalg.matmul`, `linalg.matmul_transpose_b` and `linalg.batch_matmul`
+    on f32 buffers with static shapes and identity layouts become calls to
+    the runtime's `locus_sgemm` (OpenBLAS's `cblas_sgemm` when it loads, a
+    blocked loop otherwise), with beta = 1: linalg's products accumulate
+    into their output. Buffers are passed as their aligned pointers. Other
+    products stay, for the loops.
+
+    ```mlir
+    linalg.matmul ins(%a, %b : memref<64x784xf32>, memref<784x1024xf32>)
+                  outs(%c : memref<64x1024xf32>)
+    ```
+
+    becomes
+
+    ```mlir
+    %pa = memref.extract_aligned_pointer_as_index %a : memref<64x784xf32> -> index
+    ...
+    func.call @locus_sgemm(%batch, %m, %n, %k, %a_i64, %lda, %stride_a, %trans_a,
+                           %b_i64, %ldb, %stride_b, %trans_b, %beta, %c_i64, %ldc, %stride_c)
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numCalls", "blas-calls", "Products turned into sgemm calls">,
+  ];
+}
+
 #endif // LOCUS_PASSES_TD

@@ -1,0 +1,113 @@
+//===- LinalgToBlas.cpp - --locus-linalg-to-blas --------------------------===//
+//
+// Matrix products on buffers become calls to the runtime's locus_sgemm; see
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSLINALGTOBLAS
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+constexpr llvm::StringLiteral kSgemm = "locus_sgemm";
+
+/// A buffer sgemm can take: f32, static shape, identity layout (offset 0).
+MemRefType plainBuffer(Value value) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
+      !type.getLayout().isIdentity())
+    return {};
+  return type;
+}
+
+class LinalgToBlasPass
+    : public locus::impl::LocusLinalgToBlasBase<LinalgToBlasPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> products;
+    module.walk([&](Operation *op) {
+      if (isa<linalg::MatmulOp, linalg::MatmulTransposeBOp,
+              linalg::BatchMatmulOp>(op))
+        products.push_back(op);
+    });
+    for (Operation *op : products)
+      rewrite(module, op);
+  }
+
+private:
+  func::FuncOp declaration(ModuleOp module) {
+    if (auto existing = module.lookupSymbol<func::FuncOp>(kSgemm))
+      return existing;
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToStart(module.getBody());
+    Type i64 = b.getI64Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
+    auto type = b.getFunctionType({i64, i64, i64, i64, i64, i64, i64, i32, i64,
+                                   i64, i64, i32, f32, i64, i64, i64},
+                                  {});
+    auto func = b.create<func::FuncOp>(module.getLoc(), kSgemm, type);
+    func.setPrivate();
+    return func;
+  }
+
+  void rewrite(ModuleOp module, Operation *op) {
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    if (!linalgOp.hasPureBufferSemantics())
+      return;
+    Value a = op->getOperand(0), bv = op->getOperand(1), c = op->getOperand(2);
+    MemRefType ta = plainBuffer(a), tb = plainBuffer(bv), tc = plainBuffer(c);
+    if (!ta || !tb || !tc)
+      return;
+    bool batched = isa<linalg::BatchMatmulOp>(op);
+    bool transB = isa<linalg::MatmulTransposeBOp>(op);
+    unsigned r = batched ? 1 : 0;
+    int64_t batch = batched ? ta.getDimSize(0) : 1;
+    int64_t m = ta.getDimSize(r), k = ta.getDimSize(r + 1);
+    int64_t n = tc.getDimSize(r + 1);
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    auto i64 = [&](int64_t v) -> Value {
+      return b.create<arith::ConstantIntOp>(loc, v, 64);
+    };
+    auto pointer = [&](Value buffer) -> Value {
+      Value index =
+          b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
+      return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+    };
+    SmallVector<Value> args{
+        i64(batch),
+        i64(m),
+        i64(n),
+        i64(k),
+        pointer(a),
+        i64(k),
+        i64(m * k),
+        b.create<arith::ConstantIntOp>(loc, 0, 32),
+        pointer(bv),
+        i64(transB ? k : n),
+        i64(k * n),
+        b.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32),
+        b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(1.0f)),
+        pointer(c),
+        i64(n),
+        i64(m * n)};
+    b.create<func::CallOp>(loc, declaration(module), args);
+    op->erase();
+    ++numCalls;
+  }
+};
+
+} // namespace

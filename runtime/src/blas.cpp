@@ -1,0 +1,101 @@
+// blas.cpp - matrix products for generated kernels: OpenBLAS's cblas_sgemm
+// when it can be loaded (dlopen, never linked), a blocked loop otherwise.
+
+#include "locus/kernel_abi.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+namespace {
+
+// cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
+// ldc) with CBLAS's enum values: RowMajor 101, NoTrans 111, Trans 112.
+using Sgemm = void (*)(int, int, int, int, int, int, float, const float *, int,
+                       const float *, int, float, float *, int);
+
+struct Blas {
+  Sgemm sgemm = nullptr;
+  std::string name;
+};
+
+const Blas &blas() {
+  static Blas loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string why;
+    if (const char *choice = std::getenv("LOCUS_BLAS");
+        choice && std::string(choice) == "builtin") {
+      loaded.name = "built-in blocked loop (LOCUS_BLAS=builtin)";
+      return;
+    }
+    for (const char *library : {"libopenblas.so.0", "libopenblas.so"}) {
+      void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        const char *error = dlerror();
+        why = error ? error : library;
+        continue;
+      }
+      if (auto fn = reinterpret_cast<Sgemm>(dlsym(handle, "cblas_sgemm"))) {
+        loaded.sgemm = fn;
+        loaded.name = std::string("openblas (") + library + ")";
+        return;
+      }
+      why = std::string(library) + " has no cblas_sgemm";
+    }
+    loaded.name = "built-in blocked loop (" + why + ")";
+  });
+  return loaded;
+}
+
+/// C = op(A) op(B) + beta C, cache-blocked, for when there is no BLAS.
+void blockedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                  bool ta, const float *b, int64_t ldb, bool tb, float beta,
+                  float *c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] *= beta;
+  constexpr int64_t kBlock = 64;
+  for (int64_t i0 = 0; i0 < m; i0 += kBlock)
+    for (int64_t p0 = 0; p0 < k; p0 += kBlock)
+      for (int64_t i = i0; i < std::min(m, i0 + kBlock); ++i)
+        for (int64_t p = p0; p < std::min(k, p0 + kBlock); ++p) {
+          float av = ta ? a[p * lda + i] : a[i * lda + p];
+          float *crow = c + i * ldc;
+          if (!tb) {
+            const float *brow = b + p * ldb;
+            for (int64_t j = 0; j < n; ++j)
+              crow[j] += av * brow[j];
+          } else {
+            for (int64_t j = 0; j < n; ++j)
+              crow[j] += av * b[j * ldb + p];
+          }
+        }
+}
+
+} // namespace
+
+extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                            uintptr_t a, int64_t lda, int64_t strideA,
+                            int32_t transA, uintptr_t b, int64_t ldb,
+                            int64_t strideB, int32_t transB, float beta,
+                            uintptr_t c, int64_t ldc, int64_t strideC) {
+  const Blas &impl = blas();
+  for (int64_t i = 0; i < batch; ++i) {
+    auto *pa = reinterpret_cast<const float *>(a) + i * strideA;
+    auto *pb = reinterpret_cast<const float *>(b) + i * strideB;
+    auto *pc = reinterpret_cast<float *>(c) + i * strideC;
+    if (impl.sgemm)
+      impl.sgemm(101, transA ? 112 : 111, transB ? 112 : 111,
+                 static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                 1.0f, pa, static_cast<int>(lda), pb, static_cast<int>(ldb),
+                 beta, pc, static_cast<int>(ldc));
+    else
+      blockedSgemm(m, n, k, pa, lda, transA, pb, ldb, transB, beta, pc, ldc);
+  }
+}
+
+extern "C" const char *locus_blas_name(void) { return blas().name.c_str(); }

@@ -1,0 +1,60 @@
+// Products on plain f32 buffers call locus_sgemm; others stay for the loops.
+// RUN: locus-opt %s --locus-linalg-to-blas | FileCheck %s
+
+// CHECK: func.func private @locus_sgemm(i64, i64, i64, i64, i64, i64, i64, i32, i64, i64, i64, i32, f32, i64, i64, i64)
+// CHECK-LABEL: func.func @products
+func.func @products(%a: memref<64x784xf32>, %b: memref<784x1024xf32>, %c: memref<64x1024xf32>,
+                    %w: memref<10x784xf32>, %y: memref<64x10xf32>,
+                    %ba: memref<3x4x5xf32>, %bb: memref<3x5x6xf32>, %bc: memref<3x4x6xf32>) {
+  // M=64, N=1024, K=784; A not transposed (lda 784); B not (ldb 1024); beta 1.
+  // CHECK:      %[[BATCH:.*]] = arith.constant 1 : i64
+  // CHECK-NEXT: %[[M:.*]] = arith.constant 64 : i64
+  // CHECK-NEXT: %[[N:.*]] = arith.constant 1024 : i64
+  // CHECK-NEXT: %[[K:.*]] = arith.constant 784 : i64
+  // CHECK-NEXT: %[[IA:.*]] = memref.extract_aligned_pointer_as_index %arg0 : memref<64x784xf32> -> index
+  // CHECK-NEXT: %[[PA:.*]] = arith.index_cast %[[IA]] : index to i64
+  // CHECK-NEXT: %[[LDA:.*]] = arith.constant 784 : i64
+  // CHECK-NEXT: %[[SA:.*]] = arith.constant 50176 : i64
+  // CHECK-NEXT: %[[TA:.*]] = arith.constant 0 : i32
+  // CHECK-NEXT: %[[IB:.*]] = memref.extract_aligned_pointer_as_index %arg1 : memref<784x1024xf32> -> index
+  // CHECK-NEXT: %[[PB:.*]] = arith.index_cast %[[IB]] : index to i64
+  // CHECK-NEXT: %[[LDB:.*]] = arith.constant 1024 : i64
+  // CHECK-NEXT: %[[SB:.*]] = arith.constant 802816 : i64
+  // CHECK-NEXT: %[[TB:.*]] = arith.constant 0 : i32
+  // CHECK-NEXT: %[[BETA:.*]] = arith.constant 1.000000e+00 : f32
+  // CHECK-NEXT: %[[IC:.*]] = memref.extract_aligned_pointer_as_index %arg2 : memref<64x1024xf32> -> index
+  // CHECK-NEXT: %[[PC:.*]] = arith.index_cast %[[IC]] : index to i64
+  // CHECK-NEXT: %[[LDC:.*]] = arith.constant 1024 : i64
+  // CHECK-NEXT: %[[SC:.*]] = arith.constant 65536 : i64
+  // CHECK-NEXT: call @locus_sgemm(%[[BATCH]], %[[M]], %[[N]], %[[K]], %[[PA]], %[[LDA]], %[[SA]], %[[TA]], %[[PB]], %[[LDB]], %[[SB]], %[[TB]], %[[BETA]], %[[PC]], %[[LDC]], %[[SC]])
+  linalg.matmul ins(%a, %b : memref<64x784xf32>, memref<784x1024xf32>) outs(%c : memref<64x1024xf32>)
+  // matmul_transpose_b: N = 10, B is [N, K] and transposed, so ldb = K = 784.
+  // CHECK:      memref.extract_aligned_pointer_as_index %arg3 : memref<10x784xf32> -> index
+  // CHECK-NEXT: arith.index_cast
+  // CHECK-NEXT: arith.constant 784 : i64
+  // CHECK-NEXT: arith.constant 7840 : i64
+  // CHECK-NEXT: arith.constant 1 : i32
+  // CHECK:      call @locus_sgemm
+  linalg.matmul_transpose_b ins(%a, %w : memref<64x784xf32>, memref<10x784xf32>) outs(%y : memref<64x10xf32>)
+  // Batched: batch 3, M 4, N 6, K 5.
+  // CHECK:      %[[B3:.*]] = arith.constant 3 : i64
+  // CHECK-NEXT: %[[M4:.*]] = arith.constant 4 : i64
+  // CHECK-NEXT: %[[N6:.*]] = arith.constant 6 : i64
+  // CHECK-NEXT: %[[K5:.*]] = arith.constant 5 : i64
+  // CHECK:      call @locus_sgemm(%[[B3]], %[[M4]], %[[N6]], %[[K5]],
+  linalg.batch_matmul ins(%ba, %bb : memref<3x4x5xf32>, memref<3x5x6xf32>) outs(%bc : memref<3x4x6xf32>)
+  // CHECK-NOT: linalg.matmul
+  // CHECK-NOT: linalg.batch_matmul
+  return
+}
+
+// A strided view or a tensor is not a plain buffer: left alone.
+// CHECK-LABEL: func.func @left
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x4xf32, strided<[8, 1]>>, memref<4x4xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x4xf32>, tensor<4x4xf32>)
+func.func @left(%s: memref<4x4xf32, strided<[8, 1]>>, %b: memref<4x4xf32>, %c: memref<4x4xf32>,
+                %t: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  linalg.matmul ins(%s, %b : memref<4x4xf32, strided<[8, 1]>>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+  %r = linalg.matmul ins(%t, %t : tensor<4x4xf32>, tensor<4x4xf32>) outs(%t : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}
