@@ -224,12 +224,61 @@ public:
   Location loc;
 };
 
+/// groups == 1: im2col, then one matrix product (which the host pipeline
+/// sends to BLAS). cols[n, oh, ow, c, kh, kw] = x[n, c, oh*s + kh*d, ...],
+/// read as [N*OH*OW, C*KH*KW]; times the weight as [O, C*KH*KW] transposed;
+/// then [N, OH, OW, O] back to NCHW.
+Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
+  OpBuilder &b = l.b;
+  RankedTensorType out = op.getType();
+  RankedTensorType w = op.getWeight().getType();
+  Type f32 = out.getElementType();
+  int64_t n = out.getDimSize(0), o = out.getDimSize(1), oh = out.getDimSize(2),
+          ow = out.getDimSize(3), c = w.getDimSize(1), kh = w.getDimSize(2),
+          kw = w.getDimSize(3);
+  ArrayRef<int64_t> stride = op.getStride(), dilation = op.getDilation();
+  MLIRContext *ctx = b.getContext();
+  AffineExpr dn = b.getAffineDimExpr(0), doh = b.getAffineDimExpr(1),
+             dow = b.getAffineDimExpr(2), dc = b.getAffineDimExpr(3),
+             dkh = b.getAffineDimExpr(4), dkw = b.getAffineDimExpr(5);
+  AffineMap gather =
+      AffineMap::get(6, 0,
+                     {dn, dc, doh * stride[0] + dkh * dilation[0],
+                      dow * stride[1] + dkw * dilation[1]},
+                     ctx);
+  auto colsType = RankedTensorType::get({n, oh, ow, c, kh, kw}, f32);
+  Value cols =
+      l.generic(colsType, ValueRange{x}, {gather}, l.empty(colsType),
+                b.getMultiDimIdentityMap(6),
+                SmallVector<IteratorType>(6, IteratorType::parallel),
+                [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  auto rowsType = RankedTensorType::get({n * oh * ow, c * kh * kw}, f32);
+  auto weightType = RankedTensorType::get({o, c * kh * kw}, f32);
+  auto productType = RankedTensorType::get({n * oh * ow, o}, f32);
+  Value init = op.getBias() ? l.broadcast(op.getBias(), productType)
+                            : l.filled(productType, 0.0);
+  Value product = b.create<linalg::MatmulTransposeBOp>(
+                       l.loc, TypeRange{productType},
+                       ValueRange{l.reshape(cols, rowsType),
+                                  l.reshape(op.getWeight(), weightType)},
+                       ValueRange{init})
+                      .getResult(0);
+  Value nhwc = l.reshape(product, RankedTensorType::get({n, oh, ow, o}, f32));
+  return b
+      .create<linalg::TransposeOp>(l.loc, nhwc, l.empty(out),
+                                   ArrayRef<int64_t>{0, 3, 1, 2})
+      .getResult()[0];
+}
+
 Value lowerConv(Lowering &l, Conv2dOp op) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
   Value x = l.padSpatial(op.getInput(), op.getPadding(), 0.0);
   RankedTensorType w = op.getWeight().getType();
   int64_t groups = op.getGroups();
+  if (groups == 1)
+    return lowerConvIm2col(l, op, x);
+  // Grouped: one loop nest over (n, o, oh, ow, c, kh, kw).
   int64_t outPerGroup = w.getDimSize(0) / groups, inPerGroup = w.getDimSize(1);
   ArrayRef<int64_t> stride = op.getStride(), dilation = op.getDilation();
   // Loops (n, o, oh, ow, c, kh, kw); the input channel of output channel o is

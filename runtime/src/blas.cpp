@@ -84,10 +84,17 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                             int64_t strideB, int32_t transB, float beta,
                             uintptr_t c, int64_t ldc, int64_t strideC) {
   const Blas &impl = blas();
+  // Generated code has the buffers' addresses as integers
+  // (memref.extract_aligned_pointer_as_index); this is where they become
+  // pointers again.
+  auto address = [](uintptr_t value) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr)
+    return reinterpret_cast<float *>(value);
+  };
   for (int64_t i = 0; i < batch; ++i) {
-    auto *pa = reinterpret_cast<const float *>(a) + i * strideA;
-    auto *pb = reinterpret_cast<const float *>(b) + i * strideB;
-    auto *pc = reinterpret_cast<float *>(c) + i * strideC;
+    const float *pa = address(a) + i * strideA;
+    const float *pb = address(b) + i * strideB;
+    float *pc = address(c) + i * strideC;
     if (impl.sgemm)
       impl.sgemm(101, transA ? 112 : 111, transB ? 112 : 111,
                  static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),

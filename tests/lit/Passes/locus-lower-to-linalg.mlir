@@ -61,3 +61,23 @@ locus.graph @loss {
   %0 = locus.cross_entropy %l, %y mean : tensor<8x5xf32>, tensor<8xi64> -> tensor<f32>
   locus.output "loss" = %0 : tensor<f32>
 }
+
+// -----
+
+// Without groups: im2col (a gathering generic), one matrix product against the
+// weight read as [O, C*KH*KW], then back to NCHW.
+// CHECK-DAG: #[[GATHER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1 + d4, d2 + d5)>
+// CHECK-LABEL: locus.graph @im2col
+// CHECK: tensor.pad
+// CHECK: %[[COLS:.*]] = linalg.generic {indexing_maps = [#[[GATHER]], {{.*}}]{{.*}} outs(%{{.*}} : tensor<2x7x7x3x3x3xf32>)
+// CHECK: %[[ROWS:.*]] = tensor.reshape %[[COLS]]({{.*}}) : (tensor<2x7x7x3x3x3xf32>, tensor<2xindex>) -> tensor<98x27xf32>
+// CHECK: %[[W2:.*]] = tensor.reshape %{{.*}} : (tensor<4x3x3x3xf32>, tensor<2xindex>) -> tensor<4x27xf32>
+// CHECK: linalg.matmul_transpose_b ins(%[[ROWS]], %[[W2]] : tensor<98x27xf32>, tensor<4x27xf32>)
+// CHECK: linalg.transpose ins({{.*}} : tensor<2x7x7x4xf32>) outs({{.*}} : tensor<2x4x7x7xf32>) permutation = [0, 3, 1, 2]
+locus.graph @im2col {
+  %x = locus.input "x" : tensor<2x3x7x7xf32>
+  %w = locus.input "w" : tensor<4x3x3x3xf32>
+  %b = locus.input "b" : tensor<4xf32>
+  %0 = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x7x7xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x7x7xf32>
+  locus.output "y" = %0 : tensor<2x4x7x7xf32>
+}

@@ -148,8 +148,10 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
     - `matmul`: `linalg.matmul`, or `linalg.batch_matmul` over the leading
       dimensions folded into one; `linear`: `linalg.matmul_transpose_b`
       accumulating onto the broadcast bias;
-    - `conv2d`: a `linalg.generic` over (n, o, oh, ow, c, kh, kw) whose maps
-      carry stride, dilation and groups, on a `tensor.pad`ded input;
+    - `conv2d` on a `tensor.pad`ded input: im2col (a gathering
+      `linalg.generic`) and one `linalg.matmul_transpose_b` against the
+      weight, then back to NCHW; with groups, a `linalg.generic` over
+      (n, o, oh, ow, c, kh, kw) whose maps carry stride, dilation and groups;
       pooling: `linalg.pooling_nchw_max` / `_sum` (then / window);
     - reductions: `linalg.generic` with reduction iterators; `softmax`,
       `log_softmax` and the losses are composed from those, stably (the
