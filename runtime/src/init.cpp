@@ -48,6 +48,8 @@ extern "C" locus_status_t locus_init_fill(locus_init_kind_t kind, double a,
     }
     return nullptr;
   }
+  case LOCUS_INIT_KIND_MAX_ENUM:
+    break;
   }
   return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                     "locus_init_fill: unknown initialiser kind %d",

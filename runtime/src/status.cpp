@@ -66,6 +66,8 @@ const char *locus_status_code_name(locus_status_code_t code) {
     return "out of memory";
   case LOCUS_STATUS_INTERNAL:
     return "internal";
+  case LOCUS_STATUS_CODE_MAX_ENUM:
+    break;
   }
   return "unknown";
 }

@@ -5,7 +5,9 @@
  * locus_status_free(); outputs come last as out_*; objects made by *_create
  * or *_probe are released by the matching *_release. No exception crosses
  * this API. The runtime links libc, libstdc++ and libdl only; CUDA is loaded
- * with dlopen when it is there.
+ * with dlopen when it is there. Every enum ends in a *_MAX_ENUM of 0x7FFFFFFF
+ * so that any 32-bit value a C caller passes is a valid value of the type
+ * (and is then rejected by the call, not undefined behaviour).
  */
 #ifndef LOCUS_RUNTIME_H
 #define LOCUS_RUNTIME_H
@@ -35,6 +37,7 @@ typedef enum locus_status_code_e {
   LOCUS_STATUS_DATA_LOSS = 4,
   LOCUS_STATUS_OUT_OF_MEMORY = 5,
   LOCUS_STATUS_INTERNAL = 6,
+  LOCUS_STATUS_CODE_MAX_ENUM = 0x7FFFFFFF,
 } locus_status_code_t;
 
 /* NULL means success. */
@@ -64,6 +67,7 @@ typedef enum locus_init_kind_e {
    * bits give u in [0, 1); the value is a + (b - a) * u rounded to f32, kept
    * below b. Any prefix, device or thread count gives the same values. */
   LOCUS_INIT_UNIFORM = 1,
+  LOCUS_INIT_KIND_MAX_ENUM = 0x7FFFFFFF,
 } locus_init_kind_t;
 
 /* Fills out_values[0..count) by the initialiser. Fails with INVALID_ARGUMENT
@@ -80,6 +84,7 @@ LOCUS_API locus_status_t locus_init_fill(locus_init_kind_t kind, double a,
 typedef enum locus_device_kind_e {
   LOCUS_DEVICE_CPU = 0,
   LOCUS_DEVICE_CUDA = 1,
+  LOCUS_DEVICE_KIND_MAX_ENUM = 0x7FFFFFFF,
 } locus_device_kind_t;
 
 typedef struct locus_device_info_s {
@@ -104,6 +109,67 @@ locus_device_report_get(const locus_device_report_t *report, size_t i,
  * (libcuda.so.1: cannot open shared object file: ...)". */
 LOCUS_API const char *
 locus_device_report_cuda_note(const locus_device_report_t *report);
+
+/*===------------------------------------------------------------------===*
+ * Artifacts: one file, a versioned and checksummed container of sections
+ *===------------------------------------------------------------------===*/
+
+/* Layout (little-endian): a 64-byte header (magic "LOCUSART", format version,
+ * header size, file size, section count, host architecture, checksum), a
+ * table of sections {kind, flags, offset, size}, then the sections, 16-byte
+ * aligned. The checksum (64-bit FNV-1a) covers every byte of the file but its
+ * own eight. A loader accepts exactly what a writer of its version wrote. */
+
+#define LOCUS_ARTIFACT_FORMAT_VERSION 1u
+
+typedef enum locus_section_kind_e {
+  LOCUS_SECTION_GRAPH = 1,     /* the placed graph, for locus-dump */
+  LOCUS_SECTION_PLAN = 2,      /* commands over numbered buffers */
+  LOCUS_SECTION_HOST_CODE = 3, /* an object file for the host */
+  LOCUS_SECTION_PTX = 4,       /* CUDA kernels */
+  LOCUS_SECTION_METADATA = 5,  /* inputs, outputs, state */
+  LOCUS_SECTION_KIND_MAX_ENUM = 0x7FFFFFFF,
+} locus_section_kind_t;
+
+typedef enum locus_arch_e {
+  LOCUS_ARCH_ANY = 0, /* no host code inside */
+  LOCUS_ARCH_X86_64 = 1,
+  LOCUS_ARCH_AARCH64 = 2,
+  LOCUS_ARCH_MAX_ENUM = 0x7FFFFFFF,
+} locus_arch_t;
+
+typedef struct locus_section_s {
+  locus_section_kind_t kind;
+  const void *data;
+  size_t size;
+} locus_section_t;
+
+typedef struct locus_artifact_s locus_artifact_t;
+
+/* The architecture this runtime runs on. */
+LOCUS_API locus_arch_t locus_host_arch(void);
+
+/* Writes an artifact of `count` sections (each kind at most once) to `path`.
+ * `arch` is the architecture of its host code, LOCUS_ARCH_ANY without. */
+LOCUS_API locus_status_t locus_artifact_write(const char *path,
+                                              locus_arch_t arch,
+                                              const locus_section_t *sections,
+                                              size_t count);
+
+/* Reads and checks an artifact: DATA_LOSS for a corrupt or truncated file,
+ * UNAVAILABLE for another format version or architecture, NOT_FOUND for a
+ * missing file. The artifact owns a copy of the bytes. */
+LOCUS_API locus_status_t locus_artifact_load(const char *path,
+                                             locus_artifact_t **out_artifact);
+/* The same from memory (copied). */
+LOCUS_API locus_status_t locus_artifact_load_memory(
+    const void *data, size_t size, locus_artifact_t **out_artifact);
+LOCUS_API void locus_artifact_release(locus_artifact_t *artifact);
+LOCUS_API locus_arch_t locus_artifact_arch(const locus_artifact_t *artifact);
+/* A section's bytes, valid while the artifact lives; NOT_FOUND if absent. */
+LOCUS_API locus_status_t locus_artifact_section(
+    const locus_artifact_t *artifact, locus_section_kind_t kind,
+    const void **out_data, size_t *out_size);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,200 @@
+// ArtifactTest.cpp - the artifact container: a round trip, and every kind of
+// damage -- each single byte flipped, every truncation, another version or
+// architecture, random mutations -- fails with a clear status, never a crash,
+// and never loads different contents.
+
+#include "locus/locus_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Status {
+  locus_status_t s = nullptr;
+  ~Status() { locus_status_free(s); }
+  locus_status_code_t code() const { return locus_status_code(s); }
+  std::string message() const { return locus_status_message(s); }
+};
+
+std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "/locus_" + name;
+}
+
+std::vector<unsigned char> readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<unsigned char>((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>());
+}
+
+const std::string kGraph = "locus.graph @g { ... }";
+const std::string kPlan = "plan: launch k0; copy 1 -> 2";
+const std::vector<unsigned char> kCode = {0x7f, 'E', 'L', 'F', 0, 1, 2, 3, 4};
+
+std::vector<unsigned char> writeSample(locus_arch_t arch) {
+  locus_section_t sections[] = {
+      {LOCUS_SECTION_GRAPH, kGraph.data(), kGraph.size()},
+      {LOCUS_SECTION_PLAN, kPlan.data(), kPlan.size()},
+      {LOCUS_SECTION_HOST_CODE, kCode.data(), kCode.size()},
+  };
+  std::string path = tempPath("sample.locus");
+  Status status{locus_artifact_write(path.c_str(), arch, sections, 3)};
+  EXPECT_EQ(status.s, nullptr) << status.message();
+  return readFile(path);
+}
+
+/// Loads `bytes`: OK only with exactly the sample's sections; otherwise the
+/// status code.
+locus_status_code_t loadAndCompare(const std::vector<unsigned char> &bytes,
+                                   std::string *message = nullptr) {
+  locus_artifact_t *artifact = nullptr;
+  Status status{
+      locus_artifact_load_memory(bytes.data(), bytes.size(), &artifact)};
+  if (message)
+    *message = status.message();
+  if (status.s) {
+    EXPECT_EQ(artifact, nullptr);
+    return status.code();
+  }
+  const void *data;
+  size_t size;
+  Status graph{
+      locus_artifact_section(artifact, LOCUS_SECTION_GRAPH, &data, &size)};
+  EXPECT_EQ(graph.s, nullptr);
+  EXPECT_EQ(std::string(static_cast<const char *>(data), size), kGraph);
+  Status code{
+      locus_artifact_section(artifact, LOCUS_SECTION_HOST_CODE, &data, &size)};
+  EXPECT_EQ(code.s, nullptr);
+  EXPECT_EQ(std::vector<unsigned char>(
+                static_cast<const unsigned char *>(data),
+                static_cast<const unsigned char *>(data) + size),
+            kCode);
+  locus_artifact_release(artifact);
+  return LOCUS_STATUS_OK;
+}
+
+TEST(Artifact, RoundTrip) {
+  std::vector<unsigned char> bytes = writeSample(locus_host_arch());
+  ASSERT_GT(bytes.size(), 64u);
+  EXPECT_EQ(std::memcmp(bytes.data(), "LOCUSART", 8), 0);
+  EXPECT_EQ(loadAndCompare(bytes), LOCUS_STATUS_OK);
+
+  locus_artifact_t *artifact = nullptr;
+  Status load{locus_artifact_load(tempPath("sample.locus").c_str(), &artifact)};
+  ASSERT_EQ(load.s, nullptr) << load.message();
+  EXPECT_EQ(locus_artifact_arch(artifact), locus_host_arch());
+  const void *data;
+  size_t size;
+  Status plan{
+      locus_artifact_section(artifact, LOCUS_SECTION_PLAN, &data, &size)};
+  EXPECT_EQ(std::string(static_cast<const char *>(data), size), kPlan);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % 16, 0u) << "aligned";
+  Status ptx{locus_artifact_section(artifact, LOCUS_SECTION_PTX, &data, &size)};
+  EXPECT_EQ(ptx.code(), LOCUS_STATUS_NOT_FOUND);
+  EXPECT_EQ(ptx.message(), "the artifact has no ptx section");
+  locus_artifact_release(artifact);
+}
+
+TEST(Artifact, EverySingleByteFlipIsRejected) {
+  std::vector<unsigned char> good = writeSample(LOCUS_ARCH_ANY);
+  size_t rejected = 0;
+  for (size_t i = 0; i < good.size(); ++i)
+    for (unsigned char mask : {0x01, 0x80, 0xff}) {
+      std::vector<unsigned char> bad = good;
+      bad[i] ^= mask;
+      locus_status_code_t code = loadAndCompare(bad);
+      EXPECT_NE(code, LOCUS_STATUS_OK) << "byte " << i << " ^ " << int(mask);
+      rejected +=
+          code == LOCUS_STATUS_DATA_LOSS || code == LOCUS_STATUS_UNAVAILABLE;
+    }
+  EXPECT_EQ(rejected, good.size() * 3);
+}
+
+TEST(Artifact, EveryTruncationAndAnyExtraIsRejected) {
+  std::vector<unsigned char> good = writeSample(LOCUS_ARCH_ANY);
+  for (size_t n = 0; n < good.size(); ++n) {
+    std::vector<unsigned char> cut(good.begin(), good.begin() + n);
+    std::string message;
+    ASSERT_EQ(loadAndCompare(cut, &message), LOCUS_STATUS_DATA_LOSS) << n;
+    if (n >= 64)
+      EXPECT_NE(message.find("truncated artifact"), std::string::npos)
+          << message;
+  }
+  std::vector<unsigned char> longer = good;
+  longer.push_back(0);
+  EXPECT_EQ(loadAndCompare(longer), LOCUS_STATUS_DATA_LOSS);
+}
+
+TEST(Artifact, AnotherVersionOrArchitectureSaysSo) {
+  std::vector<unsigned char> bytes = writeSample(LOCUS_ARCH_ANY);
+  bytes[8] = 2; // format version 2
+  std::string message;
+  EXPECT_EQ(loadAndCompare(bytes, &message), LOCUS_STATUS_UNAVAILABLE);
+  EXPECT_NE(message.find("artifact format version 2; this runtime reads "
+                         "version 1"),
+            std::string::npos)
+      << message;
+  locus_arch_t other = locus_host_arch() == LOCUS_ARCH_X86_64
+                           ? LOCUS_ARCH_AARCH64
+                           : LOCUS_ARCH_X86_64;
+  EXPECT_EQ(loadAndCompare(writeSample(other), &message),
+            LOCUS_STATUS_UNAVAILABLE);
+  EXPECT_NE(message.find("host code is for"), std::string::npos) << message;
+  EXPECT_EQ(loadAndCompare({'n', 'o', 't', ' ', 'o', 'n', 'e'}, &message),
+            LOCUS_STATUS_DATA_LOSS);
+  EXPECT_NE(message.find("shorter than the 64-byte header"), std::string::npos);
+}
+
+TEST(Artifact, RandomMutationsNeverLoadOtherContents) {
+  std::vector<unsigned char> good = writeSample(LOCUS_ARCH_ANY);
+  std::mt19937 rng(20261121);
+  int rejected = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<unsigned char> bad = good;
+    int edits = 1 + trial % 8;
+    for (int e = 0; e < edits; ++e)
+      bad[rng() % bad.size()] = static_cast<unsigned char>(rng());
+    if (trial % 5 == 0)
+      bad.resize(rng() % (bad.size() + 1));
+    // A mutant loads only if no byte actually changed.
+    if (loadAndCompare(bad) == LOCUS_STATUS_OK) {
+      EXPECT_EQ(bad, good) << "trial " << trial << " loaded changed bytes";
+    } else {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 1900) << "most mutations change something";
+}
+
+TEST(Artifact, MisuseIsAnErrorNotACrash) {
+  locus_artifact_t *artifact = nullptr;
+  Status missing{locus_artifact_load("/nonexistent/x.locus", &artifact)};
+  EXPECT_EQ(missing.code(), LOCUS_STATUS_NOT_FOUND);
+  EXPECT_NE(missing.message().find("/nonexistent/x.locus"), std::string::npos);
+  Status null{locus_artifact_load(nullptr, &artifact)};
+  EXPECT_EQ(null.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_section_t twice[] = {{LOCUS_SECTION_PLAN, "a", 1},
+                             {LOCUS_SECTION_PLAN, "b", 1}};
+  Status dup{locus_artifact_write(tempPath("dup.locus").c_str(), LOCUS_ARCH_ANY,
+                                  twice, 2)};
+  EXPECT_EQ(dup.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(dup.message().find("two plan sections"), std::string::npos);
+  locus_section_t unknown[] = {{static_cast<locus_section_kind_t>(99), "a", 1}};
+  Status bad{locus_artifact_write(tempPath("bad.locus").c_str(), LOCUS_ARCH_ANY,
+                                  unknown, 1)};
+  EXPECT_EQ(bad.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+  const void *data;
+  size_t size;
+  Status none{
+      locus_artifact_section(nullptr, LOCUS_SECTION_PLAN, &data, &size)};
+  EXPECT_EQ(none.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_artifact_release(nullptr);
+}
+
+} // namespace
