@@ -79,12 +79,8 @@ std::string bytesText(int64_t bytes) {
 }
 
 std::string labelOf(Operation *op) {
-  if (auto input = dyn_cast<InputOp>(op))
-    return ("input \"" + input.getName() + "\"").str();
-  if (auto state = dyn_cast<StateOp>(op))
-    return (stringifyStateRole(state.getRole()) + " \"" + state.getName() +
-            "\"")
-        .str();
+  if (isa<InputOp, StateOp>(op))
+    return describeValue(op->getResult(0)); // `input "x"`, `parameter "w"`
   if (auto output = dyn_cast<OutputOp>(op))
     return ("output \"" + output.getName() + "\"").str();
   if (auto copy = dyn_cast<CopyOp>(op))
