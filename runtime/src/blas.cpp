@@ -83,6 +83,8 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                             int32_t transA, uintptr_t b, int64_t ldb,
                             int64_t strideB, int32_t transB, float beta,
                             uintptr_t c, int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return; // nothing to compute
   const Blas &impl = blas();
   // Generated code has the buffers' addresses as integers
   // (memref.extract_aligned_pointer_as_index); this is where they become
@@ -95,6 +97,13 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
     const float *pa = address(a) + i * strideA;
     const float *pb = address(b) + i * strideB;
     float *pc = address(c) + i * strideC;
+    if (k <= 0) {
+      // C = beta C. CBLAS wants lda >= max(1, K): do it here instead.
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          pc[r * ldc + j] *= beta;
+      continue;
+    }
     if (impl.sgemm)
       impl.sgemm(101, transA ? 112 : 111, transB ? 112 : 111,
                  static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),

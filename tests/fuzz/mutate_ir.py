@@ -4,7 +4,7 @@
 Takes every .mlir test input and the seed graphs, mutates them (lines deleted,
 duplicated or swapped; spans cut; numbers, element types, devices and op names
 replaced), and runs locus-opt with the placement passes under a random policy
-and locus-dump on each mutant. A run may fail with a diagnostic; it may not
+then lowering to linalg and to a function, and locus-dump, on each mutant. A run may fail with a diagnostic; it may not
 die of a signal, print LLVM's crash banner, or hang.
 
   mutate_ir.py <build dir> <source dir> [mutants per input] [seed]
@@ -92,6 +92,9 @@ def main():
             commands = [
                 [opt, "--locus-place-devices=policy=%s devices=%s" %
                  (policy, devices), "--locus-insert-transfers"],
+                [opt, "--locus-place-devices=policy=%s devices=cpu" % policy,
+                 "--locus-insert-transfers", "--locus-lower-to-linalg",
+                 "--locus-graph-to-func"],
                 [dump, "--policy=" + policy, "--devices=" + devices,
                  rng.choice(["--format=json", "--format=html", "--format=text",
                              "--explain=1", "--format=dot"])],

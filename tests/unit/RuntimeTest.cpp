@@ -260,6 +260,15 @@ TEST(Sgemm, MatchesADoubleReference) {
       ASSERT_NEAR(out[i], want[i], 1e-5 * c.k + 1e-5 * std::abs(want[i]))
           << c.m << "x" << c.n << "x" << c.k << " element " << i;
   }
+  // Degenerate sizes: K = 0 leaves beta C; M = 0 or N = 0 touch nothing.
+  std::vector<float> c(6, 2.0f), none;
+  locus_sgemm(1, 2, 3, 0, reinterpret_cast<uintptr_t>(none.data()), 0, 0, 0,
+              reinterpret_cast<uintptr_t>(none.data()), 3, 0, 0, 0.5f,
+              reinterpret_cast<uintptr_t>(c.data()), 3, 0);
+  EXPECT_EQ(c, std::vector<float>(6, 1.0f));
+  locus_sgemm(1, 0, 3, 4, 0, 4, 0, 0, 0, 3, 0, 0, 1.0f,
+              reinterpret_cast<uintptr_t>(c.data()), 3, 0);
+  EXPECT_EQ(c, std::vector<float>(6, 1.0f));
   // Batched: three products, strides apart.
   const int batch = 3, m = 4, n = 6, k = 5;
   std::vector<float> a = random(batch * m * k), b = random(batch * k * n),

@@ -242,6 +242,23 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
 
+  // MLIR 19's bare-pointer calling convention cannot pass a buffer with a
+  // zero-size dimension (the function is left unconverted): refuse those at
+  // the graph's interface, at the user's line. Inside the graph they run.
+  for (mlir::Operation &op : g.body()) {
+    mlir::Value value = mlir::isa<InputOp, StateOp>(op) ? op.getResult(0)
+                        : mlir::isa<OutputOp>(op)       ? op.getOperand(0)
+                                                        : mlir::Value();
+    auto type = value ? mlir::dyn_cast<mlir::RankedTensorType>(value.getType())
+                      : nullptr;
+    if (type && type.getNumElements() == 0)
+      throw errorFrom(
+          "'" + op.getName().getStringRef().str() +
+              "' has the zero-size shape " + formatShape(type.getShape()) +
+              "; the host JIT does not yet take or return empty tensors",
+          op.getLoc(), loc);
+  }
+
   // Work on a copy: the user's graph never changes.
   mlir::OwningOpRef<mlir::ModuleOp> module(g.module->clone());
   std::string firstError;
