@@ -85,15 +85,9 @@ struct Slot {
 
 Slot slotOf(const std::string &name, mlir::Type type) {
   auto tensor = mlir::cast<mlir::RankedTensorType>(type);
-  mlir::Type element = tensor.getElementType();
-  DType dtype = element.isF32()         ? DType::f32
-                : element.isInteger(64) ? DType::i64
-                                        : DType::i1;
   return {name, Shape(tensor.getShape().begin(), tensor.getShape().end()),
-          dtype};
+          dtypeOf(tensor.getElementType())};
 }
-
-std::string shapeText(const Shape &shape) { return formatShape(shape); }
 
 } // namespace
 
@@ -125,7 +119,7 @@ int64_t HostTensor::numel() const {
 
 float HostTensor::scalar() const {
   if (dtype != DType::f32 || f32.size() != 1)
-    throw RunError("scalar() of a tensor of shape " + shapeText(shape) +
+    throw RunError("scalar() of a tensor of shape " + formatShape(shape) +
                    " and dtype " + dtypeName(dtype));
   return f32[0];
 }
@@ -179,16 +173,16 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs) const {
     auto it = inputs.find(slot.name);
     if (it == inputs.end())
       throw RunError("missing input '" + slot.name + "' of shape " +
-                     shapeText(slot.shape));
+                     formatShape(slot.shape));
     const HostTensor &t = it->second;
     if (t.shape != slot.shape || t.dtype != slot.dtype)
-      throw RunError("input '" + slot.name + "' is " + shapeText(t.shape) +
+      throw RunError("input '" + slot.name + "' is " + formatShape(t.shape) +
                      " " + dtypeName(t.dtype) + " but the graph takes " +
-                     shapeText(slot.shape) + " " + dtypeName(slot.dtype));
+                     formatShape(slot.shape) + " " + dtypeName(slot.dtype));
     size_t have = t.dtype == DType::f32 ? t.f32.size() : t.i64.size();
     if (static_cast<int64_t>(have) != t.numel())
       throw RunError("input '" + slot.name + "' has " + std::to_string(have) +
-                     " values for shape " + shapeText(t.shape));
+                     " values for shape " + formatShape(t.shape));
     pointers.push_back(
         t.dtype == DType::f32
             ? static_cast<void *>(const_cast<float *>(t.f32.data()))

@@ -149,10 +149,11 @@ void InitAttr::print(AsmPrinter &printer) const {
 }
 
 // The signature is ODS's (genVerifyDecl): APFloat by value.
-// NOLINTNEXTLINE(performance-unnecessary-value-param)
+// NOLINTBEGIN(performance-unnecessary-value-param)
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                InitKind kind, llvm::APFloat aValue,
                                llvm::APFloat bValue, uint64_t seed) {
+  // NOLINTEND(performance-unnecessary-value-param)
   if (&aValue.getSemantics() != &llvm::APFloat::IEEEdouble() ||
       &bValue.getSemantics() != &llvm::APFloat::IEEEdouble())
     return emitError() << "initialiser bounds must be f64 values";

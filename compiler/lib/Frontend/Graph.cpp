@@ -40,6 +40,12 @@ Error locus::detail::userError(const Here &loc, std::string message) {
   return Error(loc.file_name(), loc.line(), loc.column(), std::move(message));
 }
 
+DType locus::detail::dtypeOf(mlir::Type element) {
+  if (element.isF32())
+    return DType::f32;
+  return element.isInteger(1) ? DType::i1 : DType::i64;
+}
+
 const char *locus::dtypeName(DType dtype) {
   switch (dtype) {
   case DType::f32:
@@ -141,9 +147,7 @@ GraphImpl &GraphImpl::of(const Tensor &tensor, const Here &loc) {
 }
 
 mlir::Value GraphImpl::value(const Tensor &tensor, const Here &loc) {
-  if (!tensor)
-    throw userError(loc, "uses an empty Tensor (default-constructed, never "
-                         "recorded)");
+  of(tensor, loc); // an Error for an empty handle
   if (tensor.graph_.get() != this)
     throw userError(loc, "uses a tensor of graph '" + tensor.graph_->name +
                              "' in graph '" + name + "'");
@@ -291,12 +295,7 @@ int64_t Tensor::dim(int64_t axis) const {
 
 int64_t Tensor::numel() const { return typeOf(*this).getNumElements(); }
 
-DType Tensor::dtype() const {
-  mlir::Type element = typeOf(*this).getElementType();
-  if (element.isF32())
-    return DType::f32;
-  return element.isInteger(1) ? DType::i1 : DType::i64;
-}
+DType Tensor::dtype() const { return dtypeOf(typeOf(*this).getElementType()); }
 
 Tensor Tensor::to(const Device &device, Here loc) const {
   GraphImpl &g = GraphImpl::of(*this, loc);

@@ -20,6 +20,9 @@ namespace locus::detail {
 /// A locus::Error at `loc`.
 Error userError(const Here &loc, std::string message);
 
+/// The DType of an element type of the dialect (f32, i64 or i1).
+DType dtypeOf(mlir::Type element);
+
 /// Collects the first diagnostic emitted while it lives (with its notes).
 class DiagnosticCapture {
 public:

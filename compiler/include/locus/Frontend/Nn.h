@@ -37,8 +37,6 @@ public:
   virtual Tensor forward(const Tensor &x, Here loc) const = 0;
   /// The trainable parameters, in PyTorch's order (weight before bias).
   virtual std::vector<Tensor> parameters() const { return {}; }
-  /// Where the layer was built.
-  const Here &builtAt() const { return builtAt_; }
 
 private:
   Here builtAt_;

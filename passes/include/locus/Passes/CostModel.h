@@ -70,7 +70,6 @@ public:
   static CudaKernelRegistry &instance();
   bool has(llvm::StringRef opName) const;
   void add(llvm::StringRef opName);
-  size_t size() const { return names.size(); }
 
 private:
   std::vector<std::string> names;
