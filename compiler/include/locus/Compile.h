@@ -4,9 +4,10 @@
 //   auto out = model.run({{"x", locus::HostTensor::f32({100, 10}, xs)}});
 //   float loss = out.at("loss").scalar();
 //
-// The host path: place, insert transfers, lower to linalg, bufferize, lower
-// to LLVM, JIT with mlir::ExecutionEngine. For now a compiled model runs on
-// the CPU only; the plan and the runtime devices come with the artifact.
+// The pipeline: place, insert transfers, fuse kernels, outline them, plan
+// (commands over buffers in per-device arenas), lower the kernels to LLVM;
+// JIT them with mlir::ExecutionEngine and run the plan with the runtime's
+// executor, or save() an artifact that runs with the runtime alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +47,20 @@ public:
 struct CompileOptions {
   /// strict, prefer-gpu, auto or cpu (see docs/placement.md).
   std::string policy = "auto";
+  /// The devices to place on, e.g. {"cpu", "cuda:0"}.
+  std::vector<std::string> devices{"cpu"};
+  /// A JSON cost profile (docs/cost-model.md), or empty for the defaults.
+  std::string profile;
+  /// Fuse elementwise chains and epilogues (false: one op per kernel).
+  bool fuse = true;
+  /// Where the devices run in-process, e.g. "cuda:0=sim" (the default for
+  /// CUDA devices until the runtime has one); see locus_model_options_t.
+  std::string deviceMap;
+};
+
+/// What one run did (the runtime's counters).
+struct RunStats {
+  uint64_t launches = 0, simLaunches = 0, copies = 0, copyBytes = 0;
 };
 
 class CompiledModel {
@@ -53,13 +68,26 @@ public:
   /// One step: every input by name; returns every output by name. Safe to
   /// call from several threads at once.
   std::map<std::string, HostTensor>
-  run(const std::map<std::string, HostTensor> &inputs) const;
+  run(const std::map<std::string, HostTensor> &inputs,
+      RunStats *stats = nullptr) const;
 
   const std::vector<std::string> &inputNames() const;
   const std::vector<std::string> &outputNames() const;
   const std::vector<std::string> &stateNames() const;
-  /// The current value of a parameter or buffer.
+  /// The current value of a parameter or buffer (a snapshot, valid until
+  /// the next state() call for that name).
   const HostTensor &state(const std::string &name) const;
+  /// Replaces a parameter or buffer (e.g. with weights trained elsewhere);
+  /// later runs see it.
+  void setState(const std::string &name, const HostTensor &value);
+  /// Writes an artifact that runs with the runtime alone, compiled for `cpu`
+  /// (x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native). Throws RunError.
+  void save(const std::string &path,
+            const std::string &cpu = "x86-64-v3") const;
+  /// The runtime's report: where each device of the plan runs, kernels,
+  /// copies per step and at load.
+  std::string runtimeReport() const;
+  size_t kernelCount() const;
   /// What runs where and why, with copies and warnings (locus-dump's
   /// summary of the placed graph).
   const std::string &placementSummary() const;

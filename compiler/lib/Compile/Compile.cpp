@@ -1,27 +1,21 @@
-//===- Compile.cpp - the host path from a graph to running code -----------===//
+//===- Compile.cpp - compile a recorded graph and run it in-process -------===//
 //
-// One MLIR-heavy translation unit: every registration the host pipeline
-// needs, the pipeline itself, and the JIT.
+// locus::compile(): the pipeline (Pipeline.cpp) on a copy of the graph, the
+// kernels JIT-compiled by mlir::ExecutionEngine, and the plan run by the
+// runtime (the same executor that runs artifacts).
 //
 //===----------------------------------------------------------------------===//
 
 #include "locus/Compile.h"
 
 #include "../Frontend/GraphImpl.h"
-#include "locus/Dump/Dump.h"
-#include "locus/Passes/Passes.h"
+#include "locus/Compile/Pipeline.h"
 #include "locus/kernel_abi.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "llvm/Support/TargetSelect.h"
+#include "llvm/IR/Module.h"
 
 #include <mutex>
 
@@ -29,34 +23,6 @@ using namespace locus;
 using namespace locus::detail;
 
 namespace {
-
-/// The host pipeline after --locus-graph-to-func (TOOLCHAIN.md): tensors to
-/// buffers with identity layouts, results to out-parameters, temporaries
-/// freed, matrix products through the runtime's sgemm (after deallocation,
-/// so no buffer dies between taking its address and the call), loops, LLVM
-/// with plain pointers for every buffer. No
-/// builtin.module(...) around it: it is added to a module pass manager, where
-/// that would nest it one level down, on no op at all.
-constexpr const char *kHostPipeline =
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params,buffer-deallocation-pipeline,"
-    "locus-linalg-to-blas,"
-    "convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,"
-    "lower-affine,finalize-memref-to-llvm,convert-math-to-llvm,"
-    "convert-math-to-libm,convert-arith-to-llvm,"
-    "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-cf-to-llvm,"
-    "reconcile-unrealized-casts";
-
-void registerOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    mlir::registerAllPasses();
-    registerLocusPasses();
-  });
-}
 
 std::string join(const std::vector<std::string> &names) {
   std::string out;
@@ -71,10 +37,21 @@ Error errorFrom(const std::string &message, mlir::Location where,
   mlir::Location loc = where;
   if (auto call = mlir::dyn_cast<mlir::CallSiteLoc>(loc))
     loc = call.getCaller();
+  if (auto fused = mlir::dyn_cast<mlir::FusedLoc>(loc))
+    loc = fused.getLocations().front();
+  if (auto call = mlir::dyn_cast<mlir::CallSiteLoc>(loc))
+    loc = call.getCaller();
   if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
     return Error(file.getFilename().str(), file.getLine(), file.getColumn(),
                  message);
   return userError(fallback, message);
+}
+
+/// The message of a runtime status, which it frees.
+std::string take(locus_status_t status) {
+  std::string message = locus_status_message(status);
+  locus_status_free(status);
+  return message;
 }
 
 struct Slot {
@@ -130,15 +107,30 @@ float HostTensor::scalar() const {
 
 struct CompiledModel::Impl {
   std::unique_ptr<mlir::ExecutionEngine> engine;
-  std::string function;
+  locus_model_t *model = nullptr;
+  PipelineResult parts;
   std::vector<Slot> inputs, states, outputs;
   std::vector<std::string> inputNames, stateNames, outputNames;
-  std::map<std::string, HostTensor> stateValues;
-  std::string placementSummary;
+  std::mutex mutex; // guards pool and stateCache
+  std::vector<locus_context_t *> pool;
+  std::map<std::string, HostTensor> stateCache;
+
+  Impl() = default;
+  Impl(const Impl &) = delete;
+  Impl &operator=(const Impl &) = delete;
+  ~Impl() {
+    for (locus_context_t *context : pool)
+      locus_context_release(context);
+    locus_model_release(model);
+  }
 };
 
 const std::string &CompiledModel::placementSummary() const {
-  return impl_->placementSummary;
+  return impl_->parts.placementSummary;
+}
+
+std::string CompiledModel::runtimeReport() const {
+  return locus_model_report(impl_->model);
 }
 
 const std::vector<std::string> &CompiledModel::inputNames() const {
@@ -151,24 +143,53 @@ const std::vector<std::string> &CompiledModel::stateNames() const {
   return impl_->stateNames;
 }
 
+size_t CompiledModel::kernelCount() const {
+  return impl_->parts.summary.kernelSymbols.size();
+}
+
 const HostTensor &CompiledModel::state(const std::string &name) const {
-  auto it = impl_->stateValues.find(name);
-  if (it == impl_->stateValues.end())
+  Impl &m = *impl_;
+  auto slot = std::find_if(m.states.begin(), m.states.end(),
+                           [&](const Slot &s) { return s.name == name; });
+  if (slot == m.states.end())
     throw RunError("no state named '" + name +
-                   "' (state: " + join(impl_->stateNames) + ")");
-  return it->second;
+                   "' (state: " + join(m.stateNames) + ")");
+  HostTensor value;
+  value.shape = slot->shape;
+  value.f32.resize(value.numel());
+  if (locus_status_t s = locus_model_read_state(
+          m.model, name.c_str(), value.f32.data(), value.f32.size() * 4))
+    throw RunError(take(s));
+  std::lock_guard lock(m.mutex);
+  return m.stateCache[name] = std::move(value);
+}
+
+void CompiledModel::setState(const std::string &name, const HostTensor &value) {
+  Impl &m = *impl_;
+  auto slot = std::find_if(m.states.begin(), m.states.end(),
+                           [&](const Slot &s) { return s.name == name; });
+  if (slot == m.states.end())
+    throw RunError("no state named '" + name +
+                   "' (state: " + join(m.stateNames) + ")");
+  if (value.shape != slot->shape || value.dtype != DType::f32 ||
+      static_cast<int64_t>(value.f32.size()) != value.numel())
+    throw RunError("state '" + name + "' is " + formatShape(slot->shape) +
+                   " f32; the value given is " + formatShape(value.shape) +
+                   " " + dtypeName(value.dtype));
+  if (locus_status_t s = locus_model_write_state(
+          m.model, name.c_str(), value.f32.data(), value.f32.size() * 4))
+    throw RunError(take(s));
 }
 
 std::map<std::string, HostTensor>
-CompiledModel::run(const std::map<std::string, HostTensor> &inputs) const {
-  const Impl &m = *impl_;
+CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
+                   RunStats *stats) const {
+  Impl &m = *impl_;
   for (const auto &[name, tensor] : inputs)
     if (std::find(m.inputNames.begin(), m.inputNames.end(), name) ==
         m.inputNames.end())
       throw RunError("unknown input '" + name +
                      "' (inputs: " + join(m.inputNames) + ")");
-  // Plain pointers, in the function's order: inputs, state, outputs.
-  std::vector<void *> pointers;
   for (const Slot &slot : m.inputs) {
     auto it = inputs.find(slot.name);
     if (it == inputs.end())
@@ -183,41 +204,85 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs) const {
     if (static_cast<int64_t>(have) != t.numel())
       throw RunError("input '" + slot.name + "' has " + std::to_string(have) +
                      " values for shape " + formatShape(t.shape));
-    pointers.push_back(
-        t.dtype == DType::f32
-            ? static_cast<void *>(const_cast<float *>(t.f32.data()))
-            : static_cast<void *>(const_cast<int64_t *>(t.i64.data())));
   }
-  for (const Slot &slot : m.states) {
-    const HostTensor &t = m.stateValues.at(slot.name);
-    pointers.push_back(const_cast<float *>(t.f32.data()));
+
+  // A context of our own: each run has its own activations.
+  locus_context_t *context = nullptr;
+  {
+    std::lock_guard lock(m.mutex);
+    if (!m.pool.empty()) {
+      context = m.pool.back();
+      m.pool.pop_back();
+    }
   }
+  if (!context)
+    if (locus_status_t s = locus_context_create(m.model, &context))
+      throw RunError(take(s));
+  struct Return {
+    Impl &m;
+    locus_context_t *context;
+    ~Return() {
+      std::lock_guard lock(m.mutex);
+      m.pool.push_back(context);
+    }
+  } giveBack{m, context};
+
+  for (const Slot &slot : m.inputs) {
+    const HostTensor &t = inputs.at(slot.name);
+    const void *data = t.dtype == DType::f32
+                           ? static_cast<const void *>(t.f32.data())
+                           : static_cast<const void *>(t.i64.data());
+    size_t bytes = t.numel() * (t.dtype == DType::f32 ? 4 : 8);
+    if (locus_status_t s =
+            locus_context_set_input(context, slot.name.c_str(), data, bytes))
+      throw RunError(take(s));
+  }
+  if (locus_status_t s = locus_context_run(context))
+    throw RunError(take(s));
   std::map<std::string, HostTensor> results;
   for (const Slot &slot : m.outputs) {
     HostTensor out;
     out.shape = slot.shape;
     out.dtype = slot.dtype;
-    if (slot.dtype == DType::f32)
+    void *data;
+    size_t bytes;
+    std::vector<uint8_t> bools;
+    if (slot.dtype == DType::f32) {
       out.f32.resize(out.numel());
-    else
+      data = out.f32.data();
+      bytes = out.f32.size() * 4;
+    } else if (slot.dtype == DType::i64) {
       out.i64.resize(out.numel());
+      data = out.i64.data();
+      bytes = out.i64.size() * 8;
+    } else {
+      bools.resize(out.numel());
+      data = bools.data();
+      bytes = bools.size();
+    }
+    if (locus_status_t s = locus_context_read_output(context, slot.name.c_str(),
+                                                     data, bytes))
+      throw RunError(take(s));
+    if (slot.dtype == DType::i1)
+      out.i64.assign(bools.begin(), bools.end());
     results[slot.name] = std::move(out);
   }
-  for (const Slot &slot : m.outputs) {
-    HostTensor &out = results[slot.name];
-    pointers.push_back(out.dtype == DType::f32
-                           ? static_cast<void *>(out.f32.data())
-                           : static_cast<void *>(out.i64.data()));
+  if (stats) {
+    locus_run_stats_t s;
+    locus_context_stats(context, &s);
+    stats->launches = s.launches;
+    stats->simLaunches = s.sim_launches;
+    stats->copies = s.copies;
+    stats->copyBytes = s.copy_bytes;
   }
-  // invokePacked takes the address of each argument.
-  std::vector<void *> args;
-  args.reserve(pointers.size());
-  for (void *&p : pointers)
-    args.push_back(static_cast<void *>(&p));
-  if (llvm::Error error = m.engine->invokePacked(m.function, args))
-    throw RunError("running '" + m.function +
-                   "' failed: " + llvm::toString(std::move(error)));
   return results;
+}
+
+void CompiledModel::save(const std::string &path,
+                         const std::string &cpu) const {
+  std::string error = writeArtifact(impl_->parts, cpu, path);
+  if (!error.empty())
+    throw RunError("saving '" + path + "': " + error);
 }
 
 //===----------------------------------------------------------------------===//
@@ -226,20 +291,16 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs) const {
 
 CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
                              Here loc) {
-  registerOnce();
   GraphImpl &g = graph.impl();
   mlir::MLIRContext &context = g.context;
-  mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::registerAllToLLVMIRTranslations(registry);
-  context.appendDialectRegistry(registry);
-  context.loadAllAvailableDialects();
+  preparePipeline(context);
 
   // MLIR 19's bare-pointer calling convention cannot pass a buffer with a
-  // zero-size dimension (the function is left unconverted): refuse those at
-  // the graph's interface, at the user's line. Inside the graph they run.
+  // zero-size dimension: refuse those at the graph's interface, at the
+  // user's line. Inside the graph they run.
+  bool hasOutput = false;
   for (mlir::Operation &op : g.body()) {
+    hasOutput |= mlir::isa<OutputOp>(op);
     mlir::Value value = mlir::isa<InputOp, StateOp>(op) ? op.getResult(0)
                         : mlir::isa<OutputOp>(op)       ? op.getOperand(0)
                                                         : mlir::Value();
@@ -252,6 +313,9 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
               "; the host JIT does not yet take or return empty tensors",
           op.getLoc(), loc);
   }
+  if (!hasOutput)
+    throw userError(loc, "graph '" + g.name +
+                             "' has no output: call g.output(name, value)");
 
   // Work on a copy: the user's graph never changes.
   mlir::OwningOpRef<mlir::ModuleOp> module(g.module->clone());
@@ -268,44 +332,17 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     return mlir::success();
   });
 
-  // Placement first, summarised as locus-dump would, then code generation.
-  mlir::PassManager place(&context, mlir::ModuleOp::getOperationName(),
-                          mlir::OpPassManager::Nesting::Implicit);
-  LocusPlaceDevicesOptions placement;
-  placement.policy = options.policy;
-  std::vector<std::string> hostOnly{"cpu"};
-  placement.devices = hostOnly;
-  place.addNestedPass<GraphOp>(createLocusPlaceDevices(placement));
-  place.addNestedPass<GraphOp>(createLocusInsertTransfers());
-  if (mlir::failed(place.run(*module)))
-    throw errorFrom(firstError.empty() ? "placement failed" : firstError,
-                    errorLoc, loc);
-  std::string summary;
-  llvm::raw_string_ostream summaryStream(summary);
-  for (GraphOp placed : module->getOps<GraphOp>())
-    if (mlir::FailureOr<dump::Report> report =
-            dump::analyze(placed, CostProfile());
-        mlir::succeeded(report))
-      // succeeded() checked it; the checker does not see through FailureOr.
-      // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
-      dump::printSummary(*report, summaryStream);
-  summaryStream.flush();
-
-  mlir::PassManager pm(&context, mlir::ModuleOp::getOperationName(),
-                       mlir::OpPassManager::Nesting::Implicit);
-  pm.addPass(createLocusLowerToLinalg());
-  pm.addPass(createLocusGraphToFunc());
-  if (mlir::failed(mlir::parsePassPipeline(kHostPipeline, pm)))
-    throw userError(loc, "internal error: the host pipeline does not parse");
-  if (mlir::failed(pm.run(*module)))
+  auto impl = std::make_shared<CompiledModel::Impl>();
+  PipelineOptions pipeline;
+  pipeline.policy = options.policy;
+  pipeline.devices = options.devices;
+  pipeline.profile = options.profile;
+  pipeline.fuse = options.fuse;
+  if (mlir::failed(runPipeline(*module, pipeline, impl->parts)))
     throw errorFrom(firstError.empty() ? "compilation failed" : firstError,
                     errorLoc, loc);
 
-  auto impl = std::make_shared<CompiledModel::Impl>();
-  impl->function = g.name;
-  impl->placementSummary = summary;
-  // The graph's interface, from the original graph (the JIT module no longer
-  // has tensor types).
+  // The graph's interface, from the original graph.
   for (mlir::Operation &op : g.body()) {
     if (auto input = mlir::dyn_cast<InputOp>(op)) {
       impl->inputs.push_back(slotOf(input.getName().str(), input.getType()));
@@ -313,34 +350,22 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     } else if (auto state = mlir::dyn_cast<StateOp>(op)) {
       impl->states.push_back(slotOf(state.getName().str(), state.getType()));
       impl->stateNames.push_back(state.getName().str());
-      InitAttr init = state.getInit();
-      HostTensor value;
-      value.shape = impl->states.back().shape;
-      value.f32.resize(value.numel());
-      locus_status_t status = locus_init_fill(
-          init.getKind() == InitKind::uniform ? LOCUS_INIT_UNIFORM
-                                              : LOCUS_INIT_FULL,
-          init.low(), init.high(), init.getSeed(), value.f32.size(),
-          value.f32.data());
-      if (status) {
-        std::string message = locus_status_message(status);
-        locus_status_free(status);
-        throw userError(loc, message);
-      }
-      impl->stateValues[state.getName().str()] = std::move(value);
     } else if (auto output = mlir::dyn_cast<OutputOp>(op)) {
       impl->outputs.push_back(
           slotOf(output.getName().str(), output.getValue().getType()));
       impl->outputNames.push_back(output.getName().str());
     }
   }
-  if (impl->outputs.empty())
-    throw userError(loc, "graph '" + g.name +
-                             "' has no output: call g.output(name, value)");
 
   mlir::ExecutionEngineOptions engineOptions;
   engineOptions.transformer = mlir::makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  const std::vector<std::string> &functions =
+      impl->parts.summary.kernelFunctions;
+  auto builder = [&](mlir::Operation *op, llvm::LLVMContext &llvmContext) {
+    return translateKernels(op, llvmContext, functions);
+  };
+  engineOptions.llvmModuleBuilder = builder;
   auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
   if (!engine)
     throw userError(loc, "internal error: JIT compilation failed: " +
@@ -358,6 +383,23 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
         llvm::JITSymbolFlags::Exported};
     return symbols;
   });
+
+  locus_model_options_t modelOptions{};
+  std::string deviceMap = options.deviceMap;
+  modelOptions.device_map = deviceMap.c_str();
+  auto resolve = [](void *user, const char *symbol) -> void * {
+    auto *engine = static_cast<mlir::ExecutionEngine *>(user);
+    auto found = engine->lookup(symbol);
+    if (!found) {
+      llvm::consumeError(found.takeError());
+      return nullptr;
+    }
+    return *found;
+  };
+  if (locus_status_t s = locus_model_create_from_plan(
+          impl->parts.plan.data(), impl->parts.plan.size(), resolve,
+          impl->engine.get(), &modelOptions, &impl->model))
+    throw userError(loc, take(s));
   CompiledModel model;
   model.impl_ = std::move(impl);
   return model;

@@ -89,3 +89,21 @@ LogicalResult CopyOp::verify() {
                          << " to the same device";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelOp::verifyRegions() {
+  Block &body = getBodyBlock();
+  if (body.getNumArguments() != 0)
+    return emitOpError() << "body takes no arguments";
+  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
+  if (!yield)
+    return emitOpError() << "body must end in locus.yield";
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values whose types differ from the kernel's "
+                         << getNumResults() << " results";
+  return success();
+}

@@ -171,6 +171,134 @@ LOCUS_API locus_status_t locus_artifact_section(
     const locus_artifact_t *artifact, locus_section_kind_t kind,
     const void **out_data, size_t *out_size);
 
+/*===------------------------------------------------------------------===*
+ * Models: a loaded artifact, ready to run
+ *===------------------------------------------------------------------===*/
+
+typedef struct locus_model_s locus_model_t;
+typedef struct locus_context_s locus_context_t;
+
+typedef struct locus_model_options_s {
+  /* Where the artifact's devices run, e.g. "cuda:0=sim" or
+   * "cuda:0=cpu,cuda:1=sim"; NULL or "" for the default: cpu on the CPU, and
+   * each cuda:N on the sim device (this runtime has no CUDA device yet; the
+   * report says so). Targets: cpu, sim. */
+  const char *device_map;
+} locus_model_options_t;
+
+typedef enum locus_dtype_e {
+  LOCUS_DTYPE_F32 = 0,
+  LOCUS_DTYPE_I64 = 1,
+  LOCUS_DTYPE_I1 = 2, /* one byte per element */
+  LOCUS_DTYPE_MAX_ENUM = 0x7FFFFFFF,
+} locus_dtype_t;
+
+typedef enum locus_tensor_role_e {
+  LOCUS_TENSOR_INPUT = 0,
+  LOCUS_TENSOR_OUTPUT = 1,
+  LOCUS_TENSOR_STATE = 2,
+  LOCUS_TENSOR_ROLE_MAX_ENUM = 0x7FFFFFFF,
+} locus_tensor_role_t;
+
+typedef struct locus_tensor_info_s {
+  const char *name;    /* valid while the model lives */
+  locus_dtype_t dtype;
+  int32_t rank;
+  const int64_t *dims; /* rank entries, valid while the model lives */
+  size_t byte_size;
+  const char *device;  /* the artifact's device: "cpu", "cuda:0" */
+} locus_tensor_info_t;
+
+/* Loads a model from an artifact file (or from memory, copied): checks the
+ * container, the plan and the host code, maps its devices, makes its state
+ * and runs its load-time copies. DATA_LOSS for a damaged artifact,
+ * UNAVAILABLE for one this machine cannot run (another architecture, a CPU
+ * without the instructions it was compiled for), INVALID_ARGUMENT for a bad
+ * device map. */
+LOCUS_API locus_status_t locus_model_load(const char *path,
+                                          const locus_model_options_t *options,
+                                          locus_model_t **out_model);
+LOCUS_API locus_status_t locus_model_load_memory(
+    const void *data, size_t size, const locus_model_options_t *options,
+    locus_model_t **out_model);
+
+/* For the compiler's in-process (JIT) path: a model from a plan whose kernel
+ * entry points `resolve` returns by symbol (NULL when unknown). */
+typedef void *(*locus_symbol_resolver_t)(void *user_data, const char *symbol);
+LOCUS_API locus_status_t locus_model_create_from_plan(
+    const void *plan, size_t plan_size, locus_symbol_resolver_t resolve,
+    void *user_data, const locus_model_options_t *options,
+    locus_model_t **out_model);
+
+/* Releases a model; its contexts must be released first. NULL is allowed. */
+LOCUS_API void locus_model_release(locus_model_t *model);
+
+LOCUS_API size_t locus_model_tensor_count(const locus_model_t *model,
+                                          locus_tensor_role_t role);
+/* INVALID_ARGUMENT when index is out of range. */
+LOCUS_API locus_status_t locus_model_tensor_info(const locus_model_t *model,
+                                                 locus_tensor_role_t role,
+                                                 size_t index,
+                                                 locus_tensor_info_t *out_info);
+/* The index of a named tensor; NOT_FOUND names the ones there are. */
+LOCUS_API locus_status_t locus_model_find_tensor(const locus_model_t *model,
+                                                 locus_tensor_role_t role,
+                                                 const char *name,
+                                                 size_t *out_index);
+
+/* Reads or writes a state tensor (weights, optimizer buffers) wherever it
+ * lives. byte_size must be the tensor's. A write waits for runs in flight
+ * and is seen by every later run. */
+LOCUS_API locus_status_t locus_model_read_state(const locus_model_t *model,
+                                                const char *name, void *out_data,
+                                                size_t byte_size);
+LOCUS_API locus_status_t locus_model_write_state(locus_model_t *model,
+                                                 const char *name,
+                                                 const void *data,
+                                                 size_t byte_size);
+
+/* What runs where on this machine: one line per device of the artifact
+ * (where it runs, and why there), kernel and copy counts. Valid while the
+ * model lives. */
+LOCUS_API const char *locus_model_report(const locus_model_t *model);
+
+typedef struct locus_run_stats_s {
+  uint64_t launches;         /* kernel launches */
+  uint64_t copies;           /* copies between devices the plan made */
+  uint64_t copy_bytes;
+  uint64_t sim_launches;     /* launches on the sim device */
+  uint64_t input_bytes;      /* written by locus_context_set_input */
+  uint64_t output_bytes;     /* read by locus_context_read_output */
+} locus_run_stats_t;
+
+/* What loading did: load-time copies (state and constants moved to their
+ * device once) and their bytes. */
+LOCUS_API void locus_model_load_stats(const locus_model_t *model,
+                                      locus_run_stats_t *out_stats);
+
+/* A context holds one run's activations (an arena per device). Each thread
+ * runs its own context; any number of contexts of one model run at once. */
+LOCUS_API locus_status_t locus_context_create(locus_model_t *model,
+                                              locus_context_t **out_context);
+LOCUS_API void locus_context_release(locus_context_t *context);
+/* Copies an input in; byte_size must be the input's. */
+LOCUS_API locus_status_t locus_context_set_input(locus_context_t *context,
+                                                 const char *name,
+                                                 const void *data,
+                                                 size_t byte_size);
+/* Runs one step. INVALID_ARGUMENT when an input
+ * was never set; INTERNAL when a kernel touches a buffer of another device
+ * (the sim device checks every launch). */
+LOCUS_API locus_status_t locus_context_run(locus_context_t *context);
+/* Copies an output of the last run out. */
+LOCUS_API locus_status_t locus_context_read_output(locus_context_t *context,
+                                                   const char *name,
+                                                   void *out_data,
+                                                   size_t byte_size);
+/* Counts of the last run (inputs and outputs since it started). */
+LOCUS_API void locus_context_stats(const locus_context_t *context,
+                                   locus_run_stats_t *out_stats);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -41,6 +41,8 @@ inline constexpr llvm::StringLiteral kTransfersAttrName = "locus.transfers";
 /// Set on a placed locus.graph when placement was soft (no CUDA target):
 /// says what ran on the CPU instead.
 inline constexpr llvm::StringLiteral kSoftNoteAttrName = "locus.soft_placement";
+/// Set on a graph by --locus-fuse-kernels: how many kernels it made.
+inline constexpr llvm::StringLiteral kKernelsAttrName = "locus.kernels";
 
 /// "[100, 10]": how every locus diagnostic writes a shape.
 std::string formatShape(llvm::ArrayRef<int64_t> shape);

@@ -558,4 +558,44 @@ def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Kernels (made by --locus-fuse-kernels)
+//===----------------------------------------------------------------------===//
+
+def Locus_KernelOp : Locus_Op<"kernel", [SingleBlock,
+                                         RecursiveMemoryEffects]> {
+  let summary = "Ops that run as one kernel on one device.";
+  let description = [{
+    Made by `--locus-fuse-kernels`: the ops in the body run as one kernel
+    launch on `device`. The body reads values defined above it and yields
+    the kernel's results; values inside do not escape except through
+    `locus.yield`.
+
+    ```mlir
+    %0 = locus.kernel on <cpu> -> tensor<64x1024xf32> {
+      %1 = locus.linear %x, %w, %b : tensor<64x784xf32>, tensor<1024x784xf32>, tensor<1024xf32>
+      %2 = locus.relu %1 : tensor<64x1024xf32>
+      locus.yield %2 : tensor<64x1024xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Locus_DeviceAttr:$device);
+  let results = (outs Variadic<Locus_AnyTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `on` $device (`->` type($results)^)? attr-dict-with-keyword $body
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+  }];
+}
+
+def Locus_YieldOp : Locus_Op<"yield", [Pure, Terminator,
+                                       HasParent<"KernelOp">]> {
+  let summary = "The results of a kernel.";
+  let arguments = (ins Variadic<Locus_AnyTensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
 #endif // LOCUS_OPS_TD

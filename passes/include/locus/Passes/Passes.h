@@ -6,6 +6,7 @@
 #include "locus/Dialect/LocusDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -23,6 +24,14 @@ namespace locus {
 
 /// The device an op was placed on (its locus.device), or null.
 DeviceAttr placedDevice(mlir::Operation *op);
+
+/// Ops that compute one element of the result from the elements at the same
+/// (or broadcast) index: the ops --locus-fuse-kernels chains.
+bool isElementwise(mlir::Operation *op);
+
+/// Ops of the locus dialect that compute (not sources, outputs, moves or
+/// kernels): what runs inside a kernel.
+bool isComputing(mlir::Operation *op);
 
 /// "file:line" of the user's source line in `loc` (the caller's line for a
 /// callsite location), or "unknown location".

@@ -185,6 +185,69 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
                            "::mlir::math::MathDialect"];
 }
 
+def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
+  let summary = "Groups the computing ops of a placed graph into kernels.";
+  let description = [{
+    After `--locus-insert-transfers`: every computing op moves into a
+    `locus.kernel` that runs as one launch on the op's device. An
+    elementwise op (unary and binary arithmetic, `pow`, `cmp`, `select`,
+    `broadcast`) joins the kernel of an operand's producer when that producer
+    is on the same device, is the kernel's last op, and is read by nothing
+    else. A kernel therefore holds a chain or tree of elementwise ops,
+    optionally after one anchor: a matrix product, `linear`, convolution,
+    reduction, pooling, softmax or loss, whose output then never goes to
+    memory between the anchor and its epilogue. Every other op is a kernel
+    of its own. Copies, sources and outputs stay in the graph; the graph's
+    `locus.kernels` attribute says how many kernels there are.
+
+    With `fuse=false` every computing op is its own kernel (for comparing).
+
+    ```mlir
+    %1 = locus.linear %x, %w, %b : ...
+    %2 = locus.relu %1 : tensor<64x1024xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %0 = locus.kernel on <cpu> -> tensor<64x1024xf32> {
+      %1 = locus.linear %x, %w, %b : ...
+      %2 = locus.relu %1 : tensor<64x1024xf32>
+      locus.yield %2 : tensor<64x1024xf32>
+    }
+    ```
+
+    A `locus.to` left in the graph (transfers not inserted) or a graph that
+    is fused already is an error.
+  }];
+  let options = [
+    Option<"fuse", "fuse", "bool", /*default=*/"true",
+           "Fuse elementwise chains and epilogues (false: one op per kernel)">
+  ];
+}
+
+def LocusOutlineKernels : Pass<"locus-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Turns each kernel into a function and a call.";
+  let description = [{
+    Each `locus.kernel` of graph `@g` becomes `func.func @g_k<N>` (N counts
+    the graph's kernels in order) taking the values the kernel reads, in the
+    order it first reads them, and returning its results; the kernel becomes
+    a `func.call` in the graph, with the kernel's device as `locus.device` on
+    both. Constants the kernel reads (directly or through a load-time copy)
+    are cloned into the function instead of passed. Arguments are marked
+    `bufferization.writable = false`: a kernel never writes the buffers it
+    reads, which the plan shares between kernels.
+
+    The graph with its calls is what the plan is made from; the functions are
+    what the host (and later the CUDA) code generator compiles.
+
+    A computing op outside any kernel is an error: run `--locus-fuse-kernels`
+    first.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+}
+
 def LocusGraphToFunc : Pass<"locus-graph-to-func", "::mlir::ModuleOp"> {
   let summary = "Turns a graph that runs on one device into a function.";
   let description = [{

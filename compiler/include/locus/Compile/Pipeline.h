@@ -1,0 +1,73 @@
+//===- Pipeline.h - the compiler's pipeline, for tools ----------*- C++ -*-===//
+//
+// What locus::compile() and locus-compile share: place, insert transfers,
+// fuse, outline, plan, lower to LLVM; then either JIT (in-process) or
+// compile ahead of time into an artifact. MLIR types in this header; the
+// user-facing API is locus/Compile.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_COMPILE_PIPELINE_H
+#define LOCUS_COMPILE_PIPELINE_H
+
+#include "locus/Plan/Plan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+} // namespace llvm
+
+namespace locus {
+
+struct PipelineOptions {
+  std::string policy = "auto";
+  std::vector<std::string> devices{"cpu"};
+  std::string profile; ///< A JSON cost profile, or empty.
+  bool fuse = true;
+};
+
+/// What the pipeline made of one graph.
+struct PipelineResult {
+  std::string graphName;
+  std::string placedGraph;      ///< The placed graph (MLIR with locations).
+  std::string placementSummary; ///< locus-dump's summary of it.
+  std::string plan;             ///< The plan's bytes.
+  PlanSummary summary;
+  /// The kernels as LLVM bitcode, each with its entry point.
+  std::string bitcode;
+};
+
+/// Registers every dialect, extension and translation the pipeline needs
+/// with the context, and initialises LLVM's native target once.
+void preparePipeline(mlir::MLIRContext &context);
+
+/// Runs the pipeline on `module` (which it rewrites into the kernels in the
+/// LLVM dialect), for its only locus.graph, and fills `result`.
+/// Diagnostics go to the context's handlers.
+mlir::LogicalResult runPipeline(mlir::ModuleOp module,
+                                const PipelineOptions &options,
+                                PipelineResult &result);
+
+/// The kernels of a module in the LLVM dialect as LLVM IR, each function
+/// in `functions` with an entry point void(void *const *buffers) named
+/// kernelEntryName(function); null if a kernel does not have that shape.
+std::unique_ptr<llvm::Module>
+translateKernels(mlir::Operation *module, llvm::LLVMContext &context,
+                 const std::vector<std::string> &functions);
+
+/// Compiles the kernels (result.bitcode) ahead of time into a shared object
+/// for `cpu` (an LLVM CPU name such as x86-64-v3, or "native") and writes
+/// the artifact. Returns an error message, empty on success. No MLIR.
+std::string writeArtifact(const PipelineResult &result, const std::string &cpu,
+                          const std::string &path);
+
+} // namespace locus
+
+#endif // LOCUS_COMPILE_PIPELINE_H

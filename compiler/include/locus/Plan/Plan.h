@@ -1,0 +1,43 @@
+//===- Plan.h - the plan of an outlined graph -------------------*- C++ -*-===//
+//
+// After --locus-outline-kernels a graph is sources, copies, calls of kernels
+// and outputs. Its plan is what the runtime executes: numbered buffers (with
+// arena offsets from the memory planner), load-time commands and per-step
+// commands (launch, copy, record event, wait event). The byte layout is in
+// docs/artifact.md and runtime/include/locus/plan_format.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_PLAN_PLAN_H
+#define LOCUS_PLAN_PLAN_H
+
+#include "locus/Dialect/LocusDialect.h"
+
+#include <string>
+#include <vector>
+
+namespace locus {
+
+struct PlanSummary {
+  /// Entry points of the kernels, in launch order: `__locus_kernel_<func>`.
+  std::vector<std::string> kernelSymbols;
+  std::vector<std::string> kernelFunctions;
+  unsigned stepCopies = 0, loadCopies = 0;
+  uint64_t stepCopyBytes = 0, loadCopyBytes = 0;
+  /// Arena bytes per device, and what the buffers would take unshared.
+  std::vector<std::pair<std::string, uint64_t>> arenas;
+  uint64_t unsharedBytes = 0;
+};
+
+/// The plan's bytes; `imports` are the runtime functions the host code
+/// calls. Fails (with a diagnostic on the op) on IR the plan cannot express.
+mlir::FailureOr<std::string> buildPlan(GraphOp graph,
+                                       const std::vector<std::string> &imports,
+                                       PlanSummary &summary);
+
+/// The name of a kernel function's entry point: void(void *const *buffers).
+std::string kernelEntryName(llvm::StringRef function);
+
+} // namespace locus
+
+#endif // LOCUS_PLAN_PLAN_H

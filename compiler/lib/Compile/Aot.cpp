@@ -1,0 +1,215 @@
+//===- Aot.cpp - kernels ahead of time, and the artifact ------------------===//
+//
+// LLVM only (no MLIR): the kernels' bitcode gets the runtime's import slots
+// and the CPU features it needs, is optimised and compiled for the chosen
+// CPU into an object, linked by lld into a shared object, and written with
+// the plan and the placed graph into one artifact (docs/artifact.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Compile/Pipeline.h"
+
+#include "locus/locus_runtime.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#ifndef LOCUS_LLD_PATH
+#define LOCUS_LLD_PATH ""
+#endif
+
+using namespace locus;
+
+namespace {
+
+/// Routes each runtime function the code calls through a pointer slot,
+/// `__locus_import_<name>`, that the runtime fills at load: the shared
+/// object then needs nothing of the process but libc and libm.
+void addImportSlots(llvm::Module &module,
+                    const std::vector<std::string> &imports) {
+  llvm::LLVMContext &context = module.getContext();
+  auto *ptr = llvm::PointerType::get(context, 0);
+  llvm::IRBuilder<> b(context);
+  for (const std::string &name : imports) {
+    auto *slot = new llvm::GlobalVariable(
+        module, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+        llvm::ConstantPointerNull::get(ptr), "__locus_import_" + name);
+    llvm::Function *f = module.getFunction(name);
+    if (!f || !f->isDeclaration())
+      continue;
+    b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", f));
+    llvm::SmallVector<llvm::Value *> args;
+    for (llvm::Argument &arg : f->args())
+      args.push_back(&arg);
+    llvm::Value *callee = b.CreateLoad(ptr, slot);
+    llvm::CallInst *call = b.CreateCall(f->getFunctionType(), callee, args);
+    if (f->getReturnType()->isVoidTy())
+      b.CreateRetVoid();
+    else
+      b.CreateRet(call);
+    f->setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+}
+
+/// The features the runtime checks before it loads code for `cpu`.
+std::string requiredFeatures(const std::string &cpu) {
+  if (cpu == "x86-64-v4")
+    return "avx512f,avx2,fma";
+  if (cpu == "x86-64-v3")
+    return "avx2,fma";
+  if (cpu == "x86-64-v2")
+    return "sse4.2";
+  if (cpu == "native") {
+    std::string out;
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    for (const char *f : {"avx512f", "avx2", "fma"})
+      if (host.lookup(f))
+        out += (out.empty() ? "" : ",") + std::string(f);
+    return out;
+  }
+  return "";
+}
+
+std::string findLinker() {
+  for (const char *name : {LOCUS_LLD_PATH, "ld.lld-19", "ld.lld"}) {
+    if (!*name)
+      continue;
+    if (llvm::sys::path::is_absolute(name) && llvm::sys::fs::can_execute(name))
+      return name;
+    if (auto found = llvm::sys::findProgramByName(name))
+      return *found;
+  }
+  return "";
+}
+
+} // namespace
+
+std::string locus::writeArtifact(const PipelineResult &result,
+                                 const std::string &cpu,
+                                 const std::string &path) {
+  llvm::LLVMContext context;
+  auto parsed = llvm::parseBitcodeFile(
+      llvm::MemoryBufferRef(result.bitcode, "kernels"), context);
+  if (!parsed)
+    return "internal error: " + llvm::toString(parsed.takeError());
+  std::unique_ptr<llvm::Module> module = std::move(*parsed);
+  addImportSlots(*module, {"locus_sgemm", "memrefCopy"});
+  std::string features = requiredFeatures(cpu);
+  {
+    auto *text = llvm::ConstantDataArray::getString(context, features);
+    auto *storage = new llvm::GlobalVariable(
+        *module, text->getType(), true, llvm::GlobalValue::PrivateLinkage,
+        text, "locus.cpu_features");
+    new llvm::GlobalVariable(*module, llvm::PointerType::get(context, 0), true,
+                             llvm::GlobalValue::ExternalLinkage, storage,
+                             "__locus_cpu_features");
+  }
+
+  std::string triple = llvm::sys::getDefaultTargetTriple(), error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return "no LLVM target for " + triple + ": " + error;
+  std::string cpuName = cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu;
+  std::string featureString;
+  if (cpu == "native")
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      featureString += (featureString.empty() ? "" : ",") +
+                       std::string(f.getValue() ? "+" : "-") +
+                       f.getKey().str();
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpuName, featureString, targetOptions, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return "LLVM cannot compile for CPU '" + cpu + "'";
+  if (!machine->getMCSubtargetInfo()->isCPUStringValid(cpuName))
+    return "unknown CPU '" + cpu +
+           "' (try x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native)";
+  module->setDataLayout(machine->createDataLayout());
+  module->setTargetTriple(triple);
+  if (llvm::Error e = mlir::makeOptimizingTransformer(3, 0, machine.get())(
+          module.get()))
+    return "internal error: " + llvm::toString(std::move(e));
+
+  llvm::SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("locus-aot", dir))
+    return "cannot make a temporary directory: " + ec.message();
+  std::string object = (dir + "/kernels.o").str(),
+              shared = (dir + "/kernels.so").str(),
+              log = (dir + "/lld.log").str();
+  auto cleanup = [&] {
+    for (const std::string &f : {object, shared, log})
+      llvm::sys::fs::remove(f);
+    llvm::sys::fs::remove(dir);
+  };
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(object, ec);
+    if (ec) {
+      cleanup();
+      return "cannot write " + object + ": " + ec.message();
+    }
+    llvm::legacy::PassManager pm;
+    if (machine->addPassesToEmitFile(pm, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile)) {
+      cleanup();
+      return "LLVM cannot emit an object file for " + triple;
+    }
+    pm.run(*module);
+  }
+  std::string lld = findLinker();
+  if (lld.empty()) {
+    cleanup();
+    return "no linker: install lld-19 (ld.lld links the host code)";
+  }
+  llvm::SmallVector<llvm::StringRef> args{
+      lld,       "-shared", "--build-id=none", "-z",     "noexecstack",
+      "-z",      "now",     "-soname",         "locus-host-code",
+      "-o",      shared,    object};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, redirects, 0, 0,
+                                     &message);
+  auto so = llvm::MemoryBuffer::getFile(shared);
+  if (rc != 0 || !so) {
+    auto text = llvm::MemoryBuffer::getFile(log);
+    std::string why = text ? (*text)->getBuffer().str() : message;
+    cleanup();
+    return "linking the host code failed: " + why;
+  }
+
+  std::string metadata = "locus-artifact/1\ngraph=" + result.graphName +
+                         "\ncpu=" + cpu + "\ncpu_features=" + features +
+                         "\nkernels=" +
+                         std::to_string(result.summary.kernelSymbols.size()) +
+                         "\n";
+  locus_section_t sections[] = {
+      {LOCUS_SECTION_GRAPH, result.placedGraph.data(),
+       result.placedGraph.size()},
+      {LOCUS_SECTION_PLAN, result.plan.data(), result.plan.size()},
+      {LOCUS_SECTION_HOST_CODE, (*so)->getBufferStart(),
+       (*so)->getBufferSize()},
+      {LOCUS_SECTION_METADATA, metadata.data(), metadata.size()},
+  };
+  locus_status_t status = locus_artifact_write(
+      path.c_str(), locus_host_arch(), sections, std::size(sections));
+  cleanup();
+  if (status) {
+    std::string why = locus_status_message(status);
+    locus_status_free(status);
+    return why;
+  }
+  return "";
+}

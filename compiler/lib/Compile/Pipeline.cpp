@@ -1,0 +1,182 @@
+//===- Pipeline.cpp - place, fuse, plan and lower a graph -----------------===//
+//
+// The MLIR-heavy translation unit of the compiler: every registration the
+// pipeline needs, the pass pipelines, and the translation of the kernels to
+// LLVM IR with their entry points.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Compile/Pipeline.h"
+
+#include "locus/Dump/Dump.h"
+#include "locus/Passes/CostModel.h"
+#include "locus/Passes/Passes.h"
+#include "locus/Plan/Plan.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+/// The host pipeline after outlining (TOOLCHAIN.md): elementwise chains
+/// fused into one loop nest, tensors to buffers with identity layouts,
+/// results to out-parameters, temporaries freed, matrix products through the
+/// runtime's sgemm (after deallocation, so no buffer dies between taking its
+/// address and the call), loops, LLVM with plain pointers for every buffer.
+/// No builtin.module(...) around it: it is added to a module pass manager,
+/// where that would nest it one level down, on no op at all.
+constexpr const char *kHostPipeline =
+    "locus-lower-to-linalg,linalg-fuse-elementwise-ops,canonicalize,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params,buffer-deallocation-pipeline,"
+    "locus-linalg-to-blas,"
+    "convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,"
+    "lower-affine,finalize-memref-to-llvm,convert-math-to-llvm,"
+    "convert-math-to-libm,convert-arith-to-llvm,"
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-cf-to-llvm,"
+    "reconcile-unrealized-casts";
+
+} // namespace
+
+void locus::preparePipeline(MLIRContext &context) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    mlir::registerAllPasses();
+    registerLocusPasses();
+  });
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+}
+
+LogicalResult locus::runPipeline(ModuleOp module,
+                                 const PipelineOptions &options,
+                                 PipelineResult &result) {
+  SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
+  if (graphs.size() != 1)
+    return module.emitError() << "expected one locus.graph, found "
+                              << graphs.size();
+  GraphOp graph = graphs.front();
+  result.graphName = graph.getSymName().str();
+  MLIRContext *context = module.getContext();
+
+  // Placement, unless the graph is placed already.
+  PassManager place(context, ModuleOp::getOperationName(),
+                    OpPassManager::Nesting::Implicit);
+  if (!graph->hasAttr(kPolicyAttrName)) {
+    LocusPlaceDevicesOptions placement;
+    placement.policy = options.policy;
+    placement.devices = options.devices;
+    placement.profile = options.profile;
+    place.addNestedPass<GraphOp>(createLocusPlaceDevices(placement));
+  }
+  if (!graph->hasAttr(kTransfersAttrName))
+    place.addNestedPass<GraphOp>(createLocusInsertTransfers());
+  if (failed(place.run(module)))
+    return failure();
+
+  {
+    llvm::raw_string_ostream os(result.placedGraph);
+    module.print(os, OpPrintingFlags().enableDebugInfo(true, false));
+  }
+  CostProfile profile;
+  std::string error;
+  if (!options.profile.empty() &&
+      !CostProfile::load(options.profile, profile, error))
+    return module.emitError() << error;
+  FailureOr<dump::Report> report = dump::analyze(graph, profile);
+  if (failed(report))
+    return failure();
+  {
+    llvm::raw_string_ostream os(result.placementSummary);
+    dump::printSummary(*report, os);
+  }
+
+  PassManager fuse(context, ModuleOp::getOperationName(),
+                   OpPassManager::Nesting::Implicit);
+  LocusFuseKernelsOptions fusion;
+  fusion.fuse = options.fuse;
+  fuse.addNestedPass<GraphOp>(createLocusFuseKernels(fusion));
+  fuse.addPass(createLocusOutlineKernels());
+  if (failed(fuse.run(module)))
+    return failure();
+
+  // What the host code calls in the runtime: every artifact has a slot for
+  // each, bound at load.
+  FailureOr<std::string> plan =
+      buildPlan(graph, {"locus_sgemm", "memrefCopy"}, result.summary);
+  if (failed(plan))
+    return failure();
+  result.plan = std::move(*plan);
+  graph.erase();
+
+  PassManager lower(context, ModuleOp::getOperationName(),
+                    OpPassManager::Nesting::Implicit);
+  if (failed(parsePassPipeline(kHostPipeline, lower)))
+    return module.emitError() << "internal error: the host pipeline does not "
+                                 "parse";
+  if (failed(lower.run(module)))
+    return failure();
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translateKernels(
+      module, llvmContext, result.summary.kernelFunctions);
+  if (!llvmModule)
+    return module.emitError() << "internal error: the kernels do not "
+                                 "translate to LLVM IR";
+  llvm::raw_string_ostream os(result.bitcode);
+  llvm::WriteBitcodeToFile(*llvmModule, os);
+  return success();
+}
+
+std::unique_ptr<llvm::Module>
+locus::translateKernels(Operation *module, llvm::LLVMContext &context,
+                        const std::vector<std::string> &functions) {
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "locus-kernels");
+  if (!llvmModule)
+    return nullptr;
+  llvm::IRBuilder<> b(context);
+  auto *ptr = llvm::PointerType::get(context, 0);
+  auto *entryType = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
+  for (const std::string &name : functions) {
+    llvm::Function *kernel = llvmModule->getFunction(name);
+    if (!kernel || !kernel->getReturnType()->isVoidTy())
+      return nullptr;
+    for (llvm::Argument &arg : kernel->args())
+      if (!arg.getType()->isPointerTy())
+        return nullptr;
+    auto *entry =
+        llvm::Function::Create(entryType, llvm::GlobalValue::ExternalLinkage,
+                               kernelEntryName(name), *llvmModule);
+    b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
+    SmallVector<llvm::Value *> args;
+    for (unsigned i = 0; i < kernel->arg_size(); ++i)
+      args.push_back(b.CreateLoad(
+          ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
+    b.CreateCall(kernel, args);
+    b.CreateRetVoid();
+    kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+  return llvmModule;
+}

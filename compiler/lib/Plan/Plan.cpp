@@ -1,0 +1,301 @@
+//===- Plan.cpp - the plan of an outlined graph ---------------------------===//
+
+#include "locus/Plan/Plan.h"
+
+#include "locus/Passes/Passes.h"
+#include "locus/Plan/MemoryPlan.h"
+#include "locus/plan_format.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <cstring>
+#include <map>
+
+using namespace mlir;
+using namespace locus;
+
+std::string locus::kernelEntryName(llvm::StringRef function) {
+  return ("__locus_kernel_" + function).str();
+}
+
+namespace {
+
+class Writer {
+public:
+  void u8(uint8_t v) { out.push_back(static_cast<char>(v)); }
+  void u(uint64_t v, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; ++i)
+      out.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  void u32(uint32_t v) { u(v, 4); }
+  void u64(uint64_t v) { u(v, 8); }
+  void f64(double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof v);
+    u64(bits);
+  }
+  void str(llvm::StringRef s) {
+    u32(static_cast<uint32_t>(s.size()));
+    out.append(s.begin(), s.end());
+  }
+  std::string out;
+};
+
+struct Buffer {
+  uint8_t kind;
+  uint32_t device;
+  RankedTensorType type;
+  std::string name;
+  Operation *source = nullptr; // state or constant
+  int64_t first = 0, last = 0; // steps, for activations and inputs
+  uint64_t offset = 0;
+};
+
+struct Command {
+  uint8_t op;
+  uint32_t a, b;
+  std::vector<uint32_t> args;
+};
+
+uint8_t dtypeOf(Type element) {
+  if (element.isF32())
+    return LOCUS_PLAN_F32;
+  if (element.isInteger(64))
+    return LOCUS_PLAN_I64;
+  return LOCUS_PLAN_I1;
+}
+
+uint64_t bytesOf(RankedTensorType type) {
+  uint64_t size = type.getElementType().isF32()          ? 4
+                  : type.getElementType().isInteger(64) ? 8
+                                                        : 1;
+  return size * static_cast<uint64_t>(type.getNumElements());
+}
+
+/// A constant's bytes, row-major, splats expanded; i1 as one byte each.
+std::string constantBytes(ConstantOp op) {
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  std::string out;
+  if (!dense)
+    return out;
+  Type element = dense.getElementType();
+  if (element.isF32()) {
+    for (float v : dense.getValues<float>())
+      out.append(reinterpret_cast<const char *>(&v), sizeof v);
+  } else if (element.isInteger(64)) {
+    for (int64_t v : dense.getValues<int64_t>())
+      out.append(reinterpret_cast<const char *>(&v), sizeof v);
+  } else {
+    for (bool v : dense.getValues<bool>())
+      out.push_back(v ? 1 : 0);
+  }
+  return out;
+}
+
+} // namespace
+
+FailureOr<std::string> locus::buildPlan(GraphOp graph,
+                                        const std::vector<std::string> &imports,
+                                        PlanSummary &summary) {
+  std::vector<DeviceAttr> devices;
+  auto deviceIndex = [&](DeviceAttr device) -> uint32_t {
+    if (!device)
+      device = DeviceAttr::get(graph.getContext(), DeviceKind::cpu, 0);
+    for (size_t i = 0; i < devices.size(); ++i)
+      if (devices[i] == device)
+        return static_cast<uint32_t>(i);
+    devices.push_back(device);
+    return static_cast<uint32_t>(devices.size() - 1);
+  };
+  deviceIndex(nullptr); // the CPU is device 0
+
+  std::vector<Buffer> buffers;
+  DenseMap<Value, uint32_t> bufferOf;
+  std::vector<Command> load, step;
+  std::vector<std::string> kernels;
+  std::vector<uint32_t> kernelDevices;
+  std::vector<std::pair<std::string, uint32_t>> outputs;
+  uint32_t events = 0;
+
+  auto add = [&](Value value, uint8_t kind, DeviceAttr device,
+                 std::string name = "") {
+    Buffer b;
+    b.kind = kind;
+    b.device = deviceIndex(device);
+    b.type = cast<RankedTensorType>(value.getType());
+    b.name = std::move(name);
+    b.source = value.getDefiningOp();
+    b.first = b.last = static_cast<int64_t>(step.size());
+    buffers.push_back(b);
+    bufferOf[value] = static_cast<uint32_t>(buffers.size() - 1);
+    return static_cast<uint32_t>(buffers.size() - 1);
+  };
+  auto use = [&](Value value) -> FailureOr<uint32_t> {
+    auto it = bufferOf.find(value);
+    if (it == bufferOf.end())
+      return failure();
+    buffers[it->second].last = static_cast<int64_t>(step.size());
+    return it->second;
+  };
+
+  for (Operation &op : graph.getBodyBlock()) {
+    if (auto input = dyn_cast<InputOp>(op)) {
+      DeviceAttr device = placedDevice(input);
+      add(input, LOCUS_PLAN_INPUT, device ? device : input.getDeviceAttr(),
+          input.getName().str());
+      buffers.back().first = 0;
+    } else if (auto state = dyn_cast<StateOp>(op)) {
+      add(state, LOCUS_PLAN_STATE, placedDevice(state), state.getName().str());
+    } else if (auto constant = dyn_cast<ConstantOp>(op)) {
+      if (!constant->use_empty())
+        add(constant, LOCUS_PLAN_CONSTANT, placedDevice(constant));
+    } else if (auto copy = dyn_cast<CopyOp>(op)) {
+      if (copy->use_empty())
+        continue;
+      FailureOr<uint32_t> src = use(copy.getInput());
+      if (failed(src))
+        return copy.emitOpError() << "copies a value the plan has no buffer "
+                                     "for";
+      if (copy.getLoadTime()) {
+        uint32_t dst = add(copy, LOCUS_PLAN_PERSISTENT, copy.getTo());
+        load.push_back({LOCUS_PLAN_COPY, *src, dst, {}});
+        ++summary.loadCopies;
+        summary.loadCopyBytes += bytesOf(buffers[dst].type);
+        continue;
+      }
+      uint32_t event = events++;
+      step.push_back(
+          {LOCUS_PLAN_RECORD, deviceIndex(copy.getFrom()), event, {}});
+      uint32_t dst = add(copy, LOCUS_PLAN_ACTIVATION, copy.getTo());
+      step.push_back({LOCUS_PLAN_COPY, *src, dst, {}});
+      step.push_back({LOCUS_PLAN_WAIT, deviceIndex(copy.getTo()), event, {}});
+      ++summary.stepCopies;
+      summary.stepCopyBytes += bytesOf(buffers[dst].type);
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+      DeviceAttr device = placedDevice(call);
+      Command launch{LOCUS_PLAN_LAUNCH,
+                     static_cast<uint32_t>(kernels.size()),
+                     call.getNumResults(),
+                     {}};
+      for (Value operand : call.getOperands()) {
+        FailureOr<uint32_t> b = use(operand);
+        if (failed(b))
+          return call.emitOpError() << "reads a value the plan has no buffer "
+                                       "for";
+        launch.args.push_back(*b);
+      }
+      for (Value result : call.getResults())
+        launch.args.push_back(add(result, LOCUS_PLAN_ACTIVATION, device));
+      kernels.push_back(kernelEntryName(call.getCallee()));
+      kernelDevices.push_back(deviceIndex(device));
+      summary.kernelFunctions.push_back(call.getCallee().str());
+      step.push_back(std::move(launch));
+    } else if (auto output = dyn_cast<OutputOp>(op)) {
+      outputs.push_back({output.getName().str(), 0});
+      auto b = bufferOf.find(output.getValue());
+      if (b == bufferOf.end())
+        return output.emitOpError() << "names a value the plan has no buffer "
+                                       "for";
+      outputs.back().second = b->second;
+    } else {
+      return op.emitOpError()
+                 << "cannot be planned: run --locus-fuse-kernels and "
+                    "--locus-outline-kernels first";
+    }
+  }
+  // Outputs and inputs live to the end of the step (outputs are read after
+  // it, inputs are the caller's until the next run).
+  int64_t end = static_cast<int64_t>(step.size());
+  for (auto &[name, index] : outputs)
+    buffers[index].last = end;
+  for (Buffer &b : buffers)
+    if (b.kind == LOCUS_PLAN_INPUT)
+      b.last = end;
+
+  // One arena per device.
+  std::vector<uint64_t> arenas(devices.size(), 0);
+  for (uint32_t d = 0; d < devices.size(); ++d) {
+    std::vector<LiveRange> ranges;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (buffers[i].device == d && (buffers[i].kind == LOCUS_PLAN_ACTIVATION ||
+                                     buffers[i].kind == LOCUS_PLAN_INPUT)) {
+        ranges.push_back(
+            {bytesOf(buffers[i].type), buffers[i].first, buffers[i].last});
+        summary.unsharedBytes += bytesOf(buffers[i].type);
+        which.push_back(i);
+      }
+    MemoryPlan memory = planMemory(ranges, LOCUS_PLAN_ALIGNMENT);
+    for (size_t j = 0; j < which.size(); ++j)
+      buffers[which[j]].offset = memory.offsets[j];
+    arenas[d] = memory.arenaBytes;
+    summary.arenas.push_back({devices[d].str(), memory.arenaBytes});
+  }
+
+  Writer w;
+  w.u32(LOCUS_PLAN_MAGIC);
+  w.u32(LOCUS_PLAN_VERSION);
+  w.u32(static_cast<uint32_t>(devices.size()));
+  for (DeviceAttr d : devices) {
+    w.u8(d.isCpu() ? 0 : 1);
+    w.u32(d.isCpu() ? 0 : d.getIndex());
+  }
+  w.u32(static_cast<uint32_t>(buffers.size()));
+  for (const Buffer &b : buffers) {
+    w.u8(b.kind);
+    w.u32(b.device);
+    w.u8(dtypeOf(b.type.getElementType()));
+    w.u32(static_cast<uint32_t>(b.type.getRank()));
+    for (int64_t d : b.type.getShape())
+      w.u64(static_cast<uint64_t>(d));
+    w.u64(bytesOf(b.type));
+    w.u64(b.offset);
+    w.str(b.name);
+    if (b.kind == LOCUS_PLAN_STATE) {
+      InitAttr init = cast<StateOp>(b.source).getInit();
+      bool full = init.getKind() == InitKind::full;
+      w.u8(full ? 0 : 1);
+      w.f64(init.low());
+      w.f64(full ? init.low() : init.high());
+      w.u64(init.getSeed());
+    } else if (b.kind == LOCUS_PLAN_CONSTANT) {
+      std::string data = constantBytes(cast<ConstantOp>(b.source));
+      if (data.size() != bytesOf(b.type))
+        return b.source->emitOpError() << "has a value the plan cannot store";
+      w.out += data;
+    }
+  }
+  for (uint64_t a : arenas)
+    w.u64(a);
+  w.u32(static_cast<uint32_t>(kernels.size()));
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    w.str(kernels[i]);
+    w.u32(kernelDevices[i]);
+  }
+  w.u32(static_cast<uint32_t>(imports.size()));
+  for (const std::string &name : imports)
+    w.str(name);
+  for (const auto *commands : {&load, &step}) {
+    w.u32(static_cast<uint32_t>(commands->size()));
+    for (const Command &c : *commands) {
+      w.u8(c.op);
+      w.u32(c.a);
+      w.u32(c.b);
+      if (c.op == LOCUS_PLAN_LAUNCH) {
+        w.u32(static_cast<uint32_t>(c.args.size()));
+        for (uint32_t a : c.args)
+          w.u32(a);
+      }
+    }
+  }
+  w.u32(static_cast<uint32_t>(outputs.size()));
+  for (const auto &[name, index] : outputs) {
+    w.str(name);
+    w.u32(index);
+  }
+  w.u32(events);
+  summary.kernelSymbols = kernels;
+  return w.out;
+}

@@ -1,0 +1,163 @@
+//===- FuseKernels.cpp - --locus-fuse-kernels -----------------------------===//
+//
+// Groups the computing ops of a placed graph into locus.kernel ops, one per
+// launch: chains (and trees) of elementwise ops, and an elementwise
+// epilogue after one anchor (a matrix product, convolution, reduction,
+// pooling, softmax or loss). See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSFUSEKERNELS
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+
+bool locus::isElementwise(Operation *op) {
+  return isa<NegOp, ExpOp, LogOp, SqrtOp, ReluOp, SigmoidOp, TanhOp, PowOp,
+             AddOp, SubOp, MulOp, DivOp, MaximumOp, CmpOp, SelectOp,
+             BroadcastOp>(op);
+}
+
+bool locus::isComputing(Operation *op) {
+  return op->getDialect() && isa<LocusDialect>(op->getDialect()) &&
+         !isa<GraphOp, InputOp, StateOp, ConstantOp, OutputOp, ToOp, CopyOp,
+              KernelOp, YieldOp>(op);
+}
+
+namespace {
+
+/// A group under construction: its ops in graph order, its device, the op
+/// whose result is its only value read outside (the root), and whether it
+/// holds an anchor already.
+struct Group {
+  SmallVector<Operation *> ops;
+  DeviceAttr device;
+  Operation *root = nullptr;
+  bool anchored = false;
+};
+
+class FuseKernelsPass
+    : public locus::impl::LocusFuseKernelsBase<FuseKernelsPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    GraphOp graph = getOperation();
+    Block &body = graph.getBodyBlock();
+    for (Operation &op : body) {
+      if (isa<KernelOp>(op)) {
+        op.emitOpError() << "the graph is fused already";
+        return signalPassFailure();
+      }
+      if (auto to = dyn_cast<ToOp>(op)) {
+        to.emitOpError()
+            << "must be resolved by --locus-insert-transfers before fusion";
+        return signalPassFailure();
+      }
+    }
+
+    // Group ids in graph order; groups[i] is null once merged away.
+    std::vector<std::unique_ptr<Group>> groups;
+    DenseMap<Operation *, Group *> groupOf;
+    for (Operation &op : body) {
+      if (!isComputing(&op))
+        continue;
+      DeviceAttr device = deviceOf(&op);
+      bool elementwise = isElementwise(&op);
+      SmallVector<Group *> joins;
+      bool anchorJoined = false;
+      if (fuse)
+        for (Value operand : op.getOperands()) {
+          Operation *producer = operand.getDefiningOp();
+          Group *g = producer ? groupOf.lookup(producer) : nullptr;
+          if (!g || llvm::is_contained(joins, g) || g->root != producer ||
+              g->device != device)
+            continue;
+          // The producer's value must not be needed outside the new group:
+          // every reader is this op.
+          if (!llvm::all_of(producer->getUsers(),
+                            [&](Operation *user) { return user == &op; }))
+            continue;
+          // An elementwise op joins anything; an anchor starts a group, and
+          // a group holds one anchor at most.
+          if (!elementwise || (g->anchored && anchorJoined))
+            continue;
+          anchorJoined |= g->anchored;
+          joins.push_back(g);
+        }
+      Group *target;
+      if (joins.empty()) {
+        groups.push_back(std::make_unique<Group>());
+        target = groups.back().get();
+        target->device = device;
+      } else {
+        target = joins.front();
+        for (Group *other : llvm::drop_begin(joins)) {
+          for (Operation *member : other->ops) {
+            target->ops.push_back(member);
+            groupOf[member] = target;
+          }
+          target->anchored |= other->anchored;
+          other->ops.clear();
+          other->root = nullptr;
+        }
+      }
+      target->ops.push_back(&op);
+      target->anchored |= !elementwise;
+      target->root = &op;
+      groupOf[&op] = target;
+    }
+
+    int64_t kernels = 0;
+    for (auto &group : groups)
+      if (!group->ops.empty()) {
+        materialize(*group);
+        ++kernels;
+      }
+    graph->setAttr(kKernelsAttrName,
+                   IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                    kernels));
+  }
+
+private:
+  static DeviceAttr deviceOf(Operation *op) {
+    if (DeviceAttr device = placedDevice(op))
+      return device;
+    return DeviceAttr::get(op->getContext(), DeviceKind::cpu, 0);
+  }
+
+  /// Moves the group's ops, in graph order, into a locus.kernel at the
+  /// root's position; the root's result becomes the kernel's.
+  void materialize(Group &group) {
+    llvm::sort(group.ops, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    Operation *root = group.root;
+    OpBuilder builder(root);
+    SmallVector<Location> locs;
+    for (Operation *op : group.ops)
+      locs.push_back(op->getLoc());
+    auto kernel = builder.create<KernelOp>(
+        builder.getFusedLoc(locs), root->getResultTypes(), group.device);
+    Block *block = new Block();
+    kernel.getBody().push_back(block);
+    root->getResult(0).replaceAllUsesWith(kernel.getResult(0));
+    for (Operation *op : group.ops)
+      op->moveBefore(block, block->end());
+    builder.setInsertionPointToEnd(block);
+    builder.create<YieldOp>(root->getLoc(), root->getResult(0));
+  }
+};
+
+} // namespace

@@ -1,0 +1,148 @@
+//===- OutlineKernels.cpp - --locus-outline-kernels -----------------------===//
+//
+// Each locus.kernel becomes a function the code generator compiles on its
+// own, and a call in the graph that the plan turns into a launch. See
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Passes/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSOUTLINEKERNELS
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+/// The constant `value` is, looking through load-time copies: a kernel
+/// takes its own copy of it instead of an argument.
+ConstantOp constantBehind(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (auto copy = dyn_cast_or_null<CopyOp>(def); copy && copy.getLoadTime())
+    def = copy.getInput().getDefiningOp();
+  return dyn_cast_or_null<ConstantOp>(def);
+}
+
+bool isEmpty(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements() == 0;
+}
+
+class OutlineKernelsPass
+    : public locus::impl::LocusOutlineKernelsBase<OutlineKernelsPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
+    for (GraphOp graph : graphs) {
+      SmallVector<KernelOp> kernels(graph.getBodyBlock().getOps<KernelOp>());
+      if (kernels.empty()) {
+        for (Operation &op : graph.getBodyBlock())
+          if (isComputing(&op)) {
+            op.emitOpError() << "is not in a kernel: run --locus-fuse-kernels "
+                                "before --locus-outline-kernels";
+            return signalPassFailure();
+          }
+      }
+      unsigned index = 0;
+      for (KernelOp kernel : kernels)
+        outline(module, graph, kernel, index++);
+    }
+  }
+
+private:
+  void outline(ModuleOp module, GraphOp graph, KernelOp kernel,
+               unsigned index) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(kernel.getBody(), captured);
+    // A value with no elements carries no data: a kernel makes its own
+    // (MLIR's bare-pointer calls cannot pass an empty buffer).
+    SmallVector<Value> arguments;
+    for (Value value : captured)
+      if (!constantBehind(value) && !isEmpty(value))
+        arguments.push_back(value);
+    OpBuilder graphBuilder(kernel);
+    SmallVector<Value> results;
+    auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+    for (auto [result, yielded] :
+         llvm::zip(kernel.getResults(), yield.getValues())) {
+      if (!isEmpty(result)) {
+        results.push_back(result);
+        continue;
+      }
+      auto type = cast<RankedTensorType>(result.getType());
+      auto empty = graphBuilder.create<ConstantOp>(
+          kernel.getLoc(), DenseElementsAttr::get(type, ArrayRef<Attribute>{}),
+          DeviceAttr());
+      empty->setAttr(kDeviceAttrName, kernel.getDevice());
+      result.replaceAllUsesWith(empty.getResult());
+    }
+    if (results.empty()) {
+      kernel.erase();
+      return;
+    }
+
+    OpBuilder builder(module.getContext());
+    builder.setInsertionPointToEnd(module.getBody());
+    std::string name =
+        (graph.getSymName() + "_k" + std::to_string(index)).str();
+    auto func = builder.create<func::FuncOp>(
+        kernel.getLoc(), name,
+        builder.getFunctionType(ValueRange(arguments).getTypes(),
+                                ValueRange(results).getTypes()));
+    func->setAttr(kDeviceAttrName, kernel.getDevice());
+    // Kernels read their arguments and never write them: the buffers are
+    // the plan's, and other kernels read them too.
+    for (unsigned i = 0; i < arguments.size(); ++i)
+      func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                      builder.getBoolAttr(false));
+    Block *entry = func.addEntryBlock();
+    IRMapping mapping;
+    for (auto [value, arg] : llvm::zip(arguments, entry->getArguments()))
+      mapping.map(value, arg);
+    builder.setInsertionPointToStart(entry);
+    for (Value value : captured)
+      if (isEmpty(value)) {
+        auto type = cast<RankedTensorType>(value.getType());
+        mapping.map(value, builder.create<tensor::EmptyOp>(
+                               kernel.getLoc(), type.getShape(),
+                               type.getElementType()));
+      } else if (ConstantOp constant = constantBehind(value)) {
+        Operation *clone = builder.clone(*constant);
+        clone->removeAttr(kDeviceAttrName);
+        clone->removeAttr(kPlacementAttrName);
+        mapping.map(value, clone->getResult(0));
+      }
+    for (Operation &op : kernel.getBodyBlock()) {
+      if (auto yield = dyn_cast<YieldOp>(op)) {
+        SmallVector<Value> returned;
+        for (auto [result, v] : llvm::zip(kernel.getResults(), yield.getValues()))
+          if (!isEmpty(result))
+            returned.push_back(mapping.lookup(v));
+        builder.create<func::ReturnOp>(yield.getLoc(), returned);
+        continue;
+      }
+      builder.clone(op, mapping);
+    }
+
+    builder.setInsertionPoint(kernel);
+    auto call = builder.create<func::CallOp>(kernel.getLoc(), func, arguments);
+    call->setAttr(kDeviceAttrName, kernel.getDevice());
+    for (auto [result, replacement] : llvm::zip(results, call.getResults()))
+      result.replaceAllUsesWith(replacement);
+    kernel.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,147 @@
+// host_code.cpp - loading an artifact's host code from memory.
+
+#include "host_code.h"
+
+#include "status_impl.h"
+
+#include "locus/kernel_abi.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+namespace locus::rt {
+
+namespace {
+
+/// The runtime functions generated code may call, by import name.
+void *runtimeFunction(const std::string &name) {
+  if (name == "locus_sgemm")
+    return reinterpret_cast<void *>(&locus_sgemm);
+  if (name == "memrefCopy")
+    return reinterpret_cast<void *>(&locus_memref_copy);
+  return nullptr;
+}
+
+bool cpuHas(const std::string &feature) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (feature == "avx2")
+    return __builtin_cpu_supports("avx2");
+  if (feature == "fma")
+    return __builtin_cpu_supports("fma");
+  if (feature == "avx512f")
+    return __builtin_cpu_supports("avx512f");
+  if (feature == "sse4.2")
+    return __builtin_cpu_supports("sse4.2");
+#endif
+  (void)feature;
+  return false;
+}
+
+} // namespace
+
+locus_status_t HostCode::load(const void *data, size_t size,
+                              const std::vector<std::string> &imports,
+                              std::unique_ptr<HostCode> &out,
+                              std::string &note) {
+  // An ELF shared object: check the identification before the loader sees
+  // it (the artifact's checksum already vouches for the rest).
+  const auto *bytes = static_cast<const unsigned char *>(data);
+  if (size < 64 || std::memcmp(bytes, "\177ELF", 4) != 0 || bytes[4] != 2 ||
+      bytes[5] != 1)
+    return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                      "the host code is not a 64-bit little-endian ELF object");
+  uint16_t machine = static_cast<uint16_t>(bytes[18] | bytes[19] << 8);
+#if defined(__x86_64__)
+  constexpr uint16_t kMachine = 62; // EM_X86_64
+#elif defined(__aarch64__)
+  constexpr uint16_t kMachine = 183; // EM_AARCH64
+#else
+  constexpr uint16_t kMachine = 0;
+#endif
+  if (machine != kMachine)
+    return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                      "the host code is for ELF machine %u, not this one",
+                      machine);
+
+  int fd = memfd_create("locus-host-code", MFD_CLOEXEC);
+  if (fd < 0)
+    return makeStatus(LOCUS_STATUS_UNAVAILABLE, "memfd_create failed: %s",
+                      std::strerror(errno));
+  size_t written = 0;
+  while (written < size) {
+    ssize_t n = write(fd, bytes + written, size - written);
+    if (n <= 0) {
+      close(fd);
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                        "writing the host code to memory failed: %s",
+                        std::strerror(errno));
+    }
+    written += static_cast<size_t>(n);
+  }
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  close(fd);
+  if (!handle) {
+    const char *why = dlerror();
+    return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                      "the host code does not load: %s", why ? why : "?");
+  }
+  auto code = std::unique_ptr<HostCode>(new (std::nothrow) HostCode);
+  if (!code) {
+    dlclose(handle);
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
+  }
+  code->handle = handle;
+
+  // The CPU features the code was compiled for.
+  if (auto *features = static_cast<const char *const *>(
+          code->symbol("__locus_cpu_features"))) {
+    std::string list = *features, missing;
+    for (size_t pos = 0; pos < list.size();) {
+      size_t comma = list.find(',', pos);
+      std::string f = list.substr(pos, comma - pos);
+      pos = comma == std::string::npos ? list.size() : comma + 1;
+      if (!f.empty() && !cpuHas(f))
+        missing += (missing.empty() ? "" : ", ") + f;
+    }
+    if (!missing.empty())
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                        "the host code needs CPU features this CPU lacks: %s "
+                        "(compile with --cpu=x86-64 for older CPUs)",
+                        missing.c_str());
+    note = "AOT host code for " + (list.empty() ? std::string("x86-64") : list);
+  } else {
+    note = "AOT host code";
+  }
+  for (const std::string &name : imports) {
+    void *fn = runtimeFunction(name);
+    if (!fn)
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                        "the host code calls %s, which this runtime lacks",
+                        name.c_str());
+    auto *slot =
+        static_cast<void **>(code->symbol(("__locus_import_" + name).c_str()));
+    if (!slot)
+      return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                        "the host code has no import slot for %s", name.c_str());
+    *slot = fn;
+  }
+  out = std::move(code);
+  return nullptr;
+}
+
+HostCode::~HostCode() {
+  if (handle)
+    dlclose(handle);
+}
+
+void *HostCode::symbol(const char *name) const { return dlsym(handle, name); }
+
+} // namespace locus::rt

@@ -1,0 +1,32 @@
+// host_code.h - an artifact's host code: a shared object loaded from memory.
+#ifndef LOCUS_RUNTIME_HOST_CODE_H
+#define LOCUS_RUNTIME_HOST_CODE_H
+
+#include "locus/locus_runtime.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace locus::rt {
+
+/// A shared object the compiler linked from the kernels' object code, loaded
+/// from the artifact's bytes (through a memfd, never a file on disk). The
+/// runtime functions the code calls (`imports`) are bound through the
+/// object's import slots, `__locus_import_<name>`, so it needs nothing of
+/// the process but libc and libm.
+class HostCode {
+public:
+  static locus_status_t load(const void *data, size_t size,
+                             const std::vector<std::string> &imports,
+                             std::unique_ptr<HostCode> &out, std::string &note);
+  ~HostCode();
+  void *symbol(const char *name) const;
+
+private:
+  void *handle = nullptr;
+};
+
+} // namespace locus::rt
+
+#endif

@@ -1,0 +1,687 @@
+// model.cpp - loading a model, its devices, and running its plan.
+//
+// Devices: `cpu` runs host kernels on the host; `sim` stands in for a GPU:
+// it runs the host version of each kernel placed on a GPU, in memory of its
+// own, and fails any launch that touches memory it does not own (as a GPU's
+// MMU would fault). Both keep a table of their allocations; every launch
+// checks each buffer against it. The `cuda` device slots in behind the same
+// interface (issue 5).
+
+#include "host_code.h"
+#include "plan.h"
+#include "status_impl.h"
+
+#include "locus/kernel_abi.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+using namespace locus::rt;
+
+namespace {
+
+using KernelFn = void (*)(void *const *buffers);
+
+/// A device of this machine that runs some of the artifact's devices.
+class Device {
+public:
+  Device(std::string name, bool simulated)
+      : name_(std::move(name)), simulated_(simulated) {}
+
+  const std::string &name() const { return name_; }
+  bool simulated() const { return simulated_; }
+
+  /// Zeroed memory owned by this device (64-byte aligned); null when out of
+  /// memory. Size 0 gives a valid pointer too.
+  void *allocate(size_t bytes) {
+    size_t rounded = (bytes + 63) / 64 * 64 + 64;
+    void *p = std::aligned_alloc(64, rounded);
+    if (!p)
+      return nullptr;
+    std::memset(p, 0, rounded);
+    std::unique_lock lock(mutex_);
+    auto *start = static_cast<char *>(p);
+    ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(),
+                                    Range{start, start + bytes}),
+                   Range{start, start + bytes});
+    return p;
+  }
+
+  void release(void *p) {
+    if (!p)
+      return;
+    {
+      std::unique_lock lock(mutex_);
+      auto it = std::find_if(ranges_.begin(), ranges_.end(), [&](const Range &r) {
+        return r.begin == static_cast<char *>(p);
+      });
+      if (it != ranges_.end())
+        ranges_.erase(it);
+    }
+    std::free(p);
+  }
+
+  /// Whether [p, p + bytes) lies in memory of this device.
+  bool owns(const void *p, size_t bytes) const {
+    const char *c = static_cast<const char *>(p);
+    std::shared_lock lock(mutex_);
+    // The last range starting at or before p; allocations never overlap.
+    auto it = std::upper_bound(
+        ranges_.begin(), ranges_.end(), c,
+        [](const char *v, const Range &r) { return v < r.begin; });
+    if (it == ranges_.begin())
+      return false;
+    --it;
+    return it->begin <= c && c + bytes <= it->end;
+  }
+
+private:
+  struct Range {
+    const char *begin, *end;
+    bool operator<(const Range &o) const {
+      return begin < o.begin || (begin == o.begin && end < o.end);
+    }
+  };
+  std::string name_;
+  bool simulated_;
+  mutable std::shared_mutex mutex_;
+  std::vector<Range> ranges_;
+};
+
+} // namespace
+
+struct locus_model_s {
+  Plan plan;
+  std::unique_ptr<HostCode> code; // null for a JIT model
+  std::vector<KernelFn> kernels;  // by plan kernel
+  std::vector<std::unique_ptr<Device>> devices; // this machine's, used
+  std::vector<Device *> deviceOf;               // by plan device
+  std::vector<void *> persistent;               // by buffer; null if per-run
+  std::vector<locus_tensor_info_t> inputs, outputs, states;
+  std::vector<uint32_t> inputBuffers, outputBuffers, stateBuffers;
+  std::string report;
+  locus_run_stats_t loadStats{};
+  std::shared_mutex stateMutex; // runs share, state writes exclude
+  std::atomic<int> contexts{0};
+
+  ~locus_model_s() {
+    for (size_t i = 0; i < persistent.size(); ++i)
+      if (persistent[i])
+        deviceOf[plan.buffers[i].device]->release(persistent[i]);
+  }
+};
+
+struct locus_context_s {
+  locus_model_t *model;
+  std::vector<void *> arenas; // by plan device
+  std::vector<bool> inputSet;
+  locus_run_stats_t stats{};
+  std::vector<void *> pointers; // scratch: a launch's buffers
+  std::vector<bool> recorded;   // events of this step
+};
+
+namespace {
+
+const char *dtypeName(uint8_t dtype) {
+  return dtype == LOCUS_PLAN_F32 ? "f32" : dtype == LOCUS_PLAN_I64 ? "i64" : "i1";
+}
+
+std::string shapeString(const std::vector<int64_t> &dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// Parses "cuda:0=sim,cuda:1=cpu" into artifact device -> target.
+locus_status_t parseDeviceMap(const char *text,
+                              std::map<std::string, std::string> &out) {
+  std::string s = text ? text : "";
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos
+                                                                : comma - pos);
+    pos = comma == std::string::npos ? s.size() : comma + 1;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "device map entry '%s' is not <device>=<target>",
+                        item.c_str());
+    std::string from = item.substr(0, eq), to = item.substr(eq + 1);
+    if (to != "cpu" && to != "sim")
+      return makeStatus(
+          LOCUS_STATUS_INVALID_ARGUMENT,
+          "device map target '%s' for %s: this runtime runs on cpu or sim%s",
+          to.c_str(), from.c_str(),
+          to.rfind("cuda", 0) == 0 ? " (the CUDA device is not built yet)"
+                                   : "");
+    out[from] = to;
+  }
+  return nullptr;
+}
+
+/// The tensor info of a buffer (pointers into the plan, which lives as long
+/// as the model).
+locus_tensor_info_t infoOf(const Plan &plan, uint32_t index,
+                           const std::string &name) {
+  const PlanBuffer &b = plan.buffers[index];
+  locus_tensor_info_t info{};
+  info.name = name.c_str();
+  info.dtype = static_cast<locus_dtype_t>(b.dtype);
+  info.rank = static_cast<int32_t>(b.dims.size());
+  info.dims = b.dims.data();
+  info.byte_size = b.bytes;
+  info.device = plan.devices[b.device].name.c_str();
+  return info;
+}
+
+void *bufferPointer(const locus_model_t &m, const locus_context_t &ctx,
+                    uint32_t index) {
+  if (void *p = m.persistent[index])
+    return p;
+  const PlanBuffer &b = m.plan.buffers[index];
+  return static_cast<char *>(ctx.arenas[b.device]) + b.offset;
+}
+
+const std::vector<locus_tensor_info_t> &infos(const locus_model_t *m,
+                                              locus_tensor_role_t role) {
+  return role == LOCUS_TENSOR_INPUT    ? m->inputs
+         : role == LOCUS_TENSOR_OUTPUT ? m->outputs
+                                       : m->states;
+}
+
+locus_status_t find(const locus_model_t *m, locus_tensor_role_t role,
+                    const char *name, size_t &out) {
+  const auto &list = infos(m, role);
+  for (size_t i = 0; i < list.size(); ++i)
+    if (name && std::strcmp(list[i].name, name) == 0) {
+      out = i;
+      return nullptr;
+    }
+  std::string names;
+  for (const auto &info : list)
+    names += (names.empty() ? "" : ", ") + std::string(info.name);
+  const char *what = role == LOCUS_TENSOR_INPUT    ? "input"
+                     : role == LOCUS_TENSOR_OUTPUT ? "output"
+                                                   : "state";
+  return makeStatus(LOCUS_STATUS_NOT_FOUND, "no %s named '%s' (%ss: %s)", what,
+                    name ? name : "(null)", what,
+                    names.empty() ? "none" : names.c_str());
+}
+
+locus_status_t checkSize(const locus_tensor_info_t &info, size_t bytes,
+                         const char *what) {
+  if (bytes == info.byte_size)
+    return nullptr;
+  std::vector<int64_t> dims(info.dims, info.dims + info.rank);
+  return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                    "%s '%s' is %s %s (%zu bytes); %zu bytes were given", what,
+                    info.name, shapeString(dims).c_str(),
+                    dtypeName(static_cast<uint8_t>(info.dtype)),
+                    info.byte_size, bytes);
+}
+
+/// Runs one command list. Launches check that every buffer belongs to the
+/// device they run on.
+locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
+                       const std::vector<PlanCommand> &commands,
+                       locus_run_stats_t &stats) {
+  std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
+  for (const PlanCommand &c : commands) {
+    switch (c.op) {
+    case LOCUS_PLAN_LAUNCH: {
+      const PlanKernel &kernel = m.plan.kernels[c.a];
+      Device *device = m.deviceOf[kernel.device];
+      ctx.pointers.resize(c.args.size());
+      for (size_t i = 0; i < c.args.size(); ++i) {
+        uint32_t index = c.args[i];
+        void *p = bufferPointer(m, ctx, index);
+        const PlanBuffer &b = m.plan.buffers[index];
+        if (!device->owns(p, b.bytes))
+          return makeStatus(
+              LOCUS_STATUS_INTERNAL,
+              "kernel %s on %s (%s) %s buffer %u, which is on %s (%s): a "
+              "kernel may only touch memory of its own device",
+              kernel.symbol.c_str(), m.plan.devices[kernel.device].name.c_str(),
+              device->name().c_str(),
+              i >= c.args.size() - c.b ? "writes" : "reads", index,
+              m.plan.devices[b.device].name.c_str(),
+              m.deviceOf[b.device]->name().c_str());
+        ctx.pointers[i] = p;
+      }
+      m.kernels[c.a](ctx.pointers.data());
+      ++stats.launches;
+      if (device->simulated())
+        ++stats.sim_launches;
+      break;
+    }
+    case LOCUS_PLAN_COPY: {
+      const PlanBuffer &src = m.plan.buffers[c.a];
+      if (src.bytes)
+        std::memcpy(bufferPointer(m, ctx, c.b), bufferPointer(m, ctx, c.a),
+                    src.bytes);
+      ++stats.copies;
+      stats.copy_bytes += src.bytes;
+      break;
+    }
+    case LOCUS_PLAN_RECORD:
+      // Host and sim devices run in order: an event is done when recorded.
+      ctx.recorded[c.b] = true;
+      break;
+    case LOCUS_PLAN_WAIT:
+      if (!ctx.recorded[c.b])
+        return makeStatus(LOCUS_STATUS_INTERNAL,
+                          "%s waits for event %u, which was never recorded",
+                          m.plan.devices[c.a].name.c_str(), c.b);
+      break;
+    }
+  }
+  return nullptr;
+}
+
+/// Everything after the plan and the kernels are in place: devices, state,
+/// constants, load-time copies, the interface, the report.
+locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
+                          const std::string &codeNote) {
+  std::map<std::string, std::string> map;
+  if (locus_status_t s = parseDeviceMap(opts ? opts->device_map : nullptr, map))
+    return s;
+  for (const auto &[from, to] : map) {
+    bool known = false;
+    for (const PlanDevice &d : m.plan.devices)
+      known |= d.name == from;
+    if (!known) {
+      std::string names;
+      for (const PlanDevice &d : m.plan.devices)
+        names += (names.empty() ? "" : ", ") + d.name;
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "device map names %s, which the artifact does not use "
+                        "(it uses %s)",
+                        from.c_str(), names.c_str());
+    }
+  }
+
+  // This machine's devices, one object per target.
+  std::map<std::string, Device *> targets;
+  std::string cudaNote;
+  m.report.clear();
+  for (const PlanDevice &d : m.plan.devices) {
+    std::string target = d.kind == LOCUS_DEVICE_CPU ? "cpu" : "sim";
+    std::string why;
+    if (auto it = map.find(d.name); it != map.end()) {
+      target = it->second;
+      why = "by the device map";
+    } else if (d.kind == LOCUS_DEVICE_CUDA) {
+      if (cudaNote.empty()) {
+        locus_device_report_t *probe = nullptr;
+        if (locus_status_t s = locus_device_probe(&probe))
+          return s;
+        cudaNote = locus_device_report_cuda_note(probe);
+        if (cudaNote.empty())
+          cudaNote = "this runtime has no CUDA device yet";
+        locus_device_report_release(probe);
+      }
+      why = "host versions of its kernels: " + cudaNote;
+    } else {
+      why = codeNote;
+    }
+    Device *&device = targets[target];
+    if (!device) {
+      auto made = std::unique_ptr<Device>(new (std::nothrow)
+                                              Device(target, target == "sim"));
+      if (!made)
+        return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
+      device = made.get();
+      m.devices.push_back(std::move(made));
+    }
+    m.deviceOf.push_back(device);
+    size_t kernels = 0;
+    for (const PlanKernel &k : m.plan.kernels)
+      kernels += &m.plan.devices[k.device] == &d;
+    m.report += d.name + " -> " + target + " (" + why + "); " +
+                std::to_string(kernels) + " kernel" + (kernels == 1 ? "" : "s") +
+                "\n";
+  }
+
+  // Persistent buffers: state from its initialiser, constants from the plan.
+  m.persistent.assign(m.plan.buffers.size(), nullptr);
+  std::vector<float> staging;
+  for (size_t i = 0; i < m.plan.buffers.size(); ++i) {
+    const PlanBuffer &b = m.plan.buffers[i];
+    if (b.kind == LOCUS_PLAN_ACTIVATION || b.kind == LOCUS_PLAN_INPUT)
+      continue;
+    void *p = m.deviceOf[b.device]->allocate(b.bytes);
+    if (!p)
+      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                        "out of memory for %zu bytes of %s", size_t(b.bytes),
+                        b.name.empty() ? "constants" : b.name.c_str());
+    m.persistent[i] = p;
+    if (b.kind == LOCUS_PLAN_STATE) {
+      if (locus_status_t s = locus_init_fill(
+              static_cast<locus_init_kind_t>(b.initKind), b.initA, b.initB,
+              b.seed, b.bytes / 4, static_cast<float *>(p)))
+        return s;
+    } else if (b.kind == LOCUS_PLAN_CONSTANT && b.bytes) {
+      std::memcpy(p, b.data.data(), b.bytes);
+    }
+  }
+
+  // The interface, in the plan's order.
+  for (uint32_t i = 0; i < m.plan.buffers.size(); ++i) {
+    const PlanBuffer &b = m.plan.buffers[i];
+    if (b.kind == LOCUS_PLAN_INPUT) {
+      m.inputs.push_back(infoOf(m.plan, i, b.name));
+      m.inputBuffers.push_back(i);
+    } else if (b.kind == LOCUS_PLAN_STATE) {
+      m.states.push_back(infoOf(m.plan, i, b.name));
+      m.stateBuffers.push_back(i);
+    }
+  }
+  for (const PlanOutput &o : m.plan.outputs) {
+    m.outputs.push_back(infoOf(m.plan, o.buffer, o.name));
+    m.outputBuffers.push_back(o.buffer);
+  }
+
+  // Load-time copies: state and constants go to their device once.
+  locus_context_s loader{};
+  loader.model = &m;
+  loader.recorded.assign(m.plan.events, false);
+  loader.arenas.assign(m.plan.devices.size(), nullptr);
+  if (locus_status_t s = execute(m, loader, m.plan.load, m.loadStats))
+    return s;
+  m.report += "per step: " + std::to_string(m.plan.kernels.size()) +
+              " kernel launches";
+  size_t copies = 0;
+  uint64_t bytes = 0;
+  for (const PlanCommand &c : m.plan.step)
+    if (c.op == LOCUS_PLAN_COPY) {
+      ++copies;
+      bytes += m.plan.buffers[c.a].bytes;
+    }
+  m.report += ", " + std::to_string(copies) + " copies (" +
+              std::to_string(bytes) + " bytes); at load: " +
+              std::to_string(m.loadStats.copies) + " copies (" +
+              std::to_string(m.loadStats.copy_bytes) + " bytes)\n";
+  return nullptr;
+}
+
+locus_status_t loadArtifact(locus_artifact_t *artifact,
+                            const locus_model_options_t *options,
+                            locus_model_t **out_model) {
+  const void *planData = nullptr, *code = nullptr;
+  size_t planSize = 0, codeSize = 0;
+  if (locus_status_t s = locus_artifact_section(artifact, LOCUS_SECTION_PLAN,
+                                                &planData, &planSize))
+    return s;
+  if (locus_status_t s = locus_artifact_section(
+          artifact, LOCUS_SECTION_HOST_CODE, &code, &codeSize))
+    return s;
+  auto model = std::unique_ptr<locus_model_t>(new (std::nothrow) locus_model_t);
+  if (!model)
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (locus_status_t s = readPlan(planData, planSize, model->plan))
+    return s;
+  std::string note;
+  if (locus_status_t s = HostCode::load(code, codeSize, model->plan.imports,
+                                        model->code, note))
+    return s;
+  for (const PlanKernel &k : model->plan.kernels) {
+    void *fn = model->code->symbol(k.symbol.c_str());
+    if (!fn)
+      return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                        "the host code has no kernel %s", k.symbol.c_str());
+    model->kernels.push_back(reinterpret_cast<KernelFn>(fn));
+  }
+  if (locus_status_t s = finishLoad(*model, options, note))
+    return s;
+  *out_model = model.release();
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+locus_status_t locus_model_load_memory(const void *data, size_t size,
+                                       const locus_model_options_t *options,
+                                       locus_model_t **out_model) {
+  if (!out_model)
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "out_model is NULL");
+  *out_model = nullptr;
+  locus_artifact_t *artifact = nullptr;
+  if (locus_status_t s = locus_artifact_load_memory(data, size, &artifact))
+    return s;
+  locus_status_t s = loadArtifact(artifact, options, out_model);
+  locus_artifact_release(artifact);
+  return s;
+}
+
+locus_status_t locus_model_load(const char *path,
+                                const locus_model_options_t *options,
+                                locus_model_t **out_model) {
+  if (!out_model)
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "out_model is NULL");
+  *out_model = nullptr;
+  locus_artifact_t *artifact = nullptr;
+  if (locus_status_t s = locus_artifact_load(path, &artifact))
+    return s;
+  locus_status_t s = loadArtifact(artifact, options, out_model);
+  locus_artifact_release(artifact);
+  return s;
+}
+
+locus_status_t locus_model_create_from_plan(const void *plan, size_t plan_size,
+                                            locus_symbol_resolver_t resolve,
+                                            void *user_data,
+                                            const locus_model_options_t *options,
+                                            locus_model_t **out_model) {
+  if (!out_model || !resolve || (!plan && plan_size))
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                      "plan, resolve and out_model must not be NULL");
+  *out_model = nullptr;
+  auto model = std::unique_ptr<locus_model_t>(new (std::nothrow) locus_model_t);
+  if (!model)
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (locus_status_t s = readPlan(plan, plan_size, model->plan))
+    return s;
+  for (const PlanKernel &k : model->plan.kernels) {
+    void *fn = resolve(user_data, k.symbol.c_str());
+    if (!fn)
+      return makeStatus(LOCUS_STATUS_NOT_FOUND, "no kernel %s",
+                        k.symbol.c_str());
+    model->kernels.push_back(reinterpret_cast<KernelFn>(fn));
+  }
+  if (locus_status_t s = finishLoad(*model, options, "JIT-compiled host code"))
+    return s;
+  *out_model = model.release();
+  return nullptr;
+}
+
+void locus_model_release(locus_model_t *model) { delete model; }
+
+size_t locus_model_tensor_count(const locus_model_t *model,
+                                locus_tensor_role_t role) {
+  if (!model || role > LOCUS_TENSOR_STATE)
+    return 0;
+  return infos(model, role).size();
+}
+
+locus_status_t locus_model_tensor_info(const locus_model_t *model,
+                                       locus_tensor_role_t role, size_t index,
+                                       locus_tensor_info_t *out_info) {
+  if (!model || !out_info || role > LOCUS_TENSOR_STATE ||
+      index >= infos(model, role).size())
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                      "no tensor %zu of that role", index);
+  *out_info = infos(model, role)[index];
+  return nullptr;
+}
+
+locus_status_t locus_model_find_tensor(const locus_model_t *model,
+                                       locus_tensor_role_t role,
+                                       const char *name, size_t *out_index) {
+  if (!model || !out_index || role > LOCUS_TENSOR_STATE)
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+  return find(model, role, name, *out_index);
+}
+
+locus_status_t locus_model_read_state(const locus_model_t *model,
+                                      const char *name, void *out_data,
+                                      size_t byte_size) {
+  if (!model || (!out_data && byte_size))
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+  size_t i;
+  if (locus_status_t s = find(model, LOCUS_TENSOR_STATE, name, i))
+    return s;
+  if (locus_status_t s = checkSize(model->states[i], byte_size, "state"))
+    return s;
+  auto *m = const_cast<locus_model_t *>(model);
+  std::shared_lock lock(m->stateMutex);
+  if (byte_size)
+    std::memcpy(out_data, m->persistent[m->stateBuffers[i]], byte_size);
+  return nullptr;
+}
+
+locus_status_t locus_model_write_state(locus_model_t *model, const char *name,
+                                       const void *data, size_t byte_size) {
+  if (!model || (!data && byte_size))
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+  size_t i;
+  if (locus_status_t s = find(model, LOCUS_TENSOR_STATE, name, i))
+    return s;
+  if (locus_status_t s = checkSize(model->states[i], byte_size, "state"))
+    return s;
+  std::unique_lock lock(model->stateMutex);
+  uint32_t buffer = model->stateBuffers[i];
+  if (byte_size)
+    std::memcpy(model->persistent[buffer], data, byte_size);
+  // Copies of this state on other devices are refreshed too.
+  for (const PlanCommand &c : model->plan.load)
+    if (c.op == LOCUS_PLAN_COPY && c.a == buffer && byte_size)
+      std::memcpy(model->persistent[c.b], data, byte_size);
+  return nullptr;
+}
+
+const char *locus_model_report(const locus_model_t *model) {
+  return model ? model->report.c_str() : "";
+}
+
+void locus_model_load_stats(const locus_model_t *model,
+                            locus_run_stats_t *out_stats) {
+  if (model && out_stats)
+    *out_stats = model->loadStats;
+}
+
+locus_status_t locus_context_create(locus_model_t *model,
+                                    locus_context_t **out_context) {
+  if (!model || !out_context)
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+  *out_context = nullptr;
+  auto ctx = std::unique_ptr<locus_context_t>(new (std::nothrow) locus_context_t);
+  if (!ctx)
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
+  ctx->model = model;
+  ctx->inputSet.assign(model->inputs.size(), false);
+  ctx->recorded.assign(model->plan.events, false);
+  ctx->arenas.assign(model->plan.devices.size(), nullptr);
+  for (size_t d = 0; d < model->plan.devices.size(); ++d) {
+    ctx->arenas[d] = model->deviceOf[d]->allocate(model->plan.arenaBytes[d]);
+    if (!ctx->arenas[d]) {
+      for (size_t e = 0; e < d; ++e)
+        model->deviceOf[e]->release(ctx->arenas[e]);
+      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                        "out of memory for a %llu-byte arena on %s",
+                        static_cast<unsigned long long>(
+                            model->plan.arenaBytes[d]),
+                        model->plan.devices[d].name.c_str());
+    }
+  }
+  ++model->contexts;
+  *out_context = ctx.release();
+  return nullptr;
+}
+
+void locus_context_release(locus_context_t *context) {
+  if (!context)
+    return;
+  for (size_t d = 0; d < context->arenas.size(); ++d)
+    context->model->deviceOf[d]->release(context->arenas[d]);
+  --context->model->contexts;
+  delete context;
+}
+
+locus_status_t locus_context_set_input(locus_context_t *context,
+                                       const char *name, const void *data,
+                                       size_t byte_size) {
+  if (!context || (!data && byte_size))
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+  locus_model_t &m = *context->model;
+  size_t i;
+  if (locus_status_t s = find(&m, LOCUS_TENSOR_INPUT, name, i))
+    return s;
+  if (locus_status_t s = checkSize(m.inputs[i], byte_size, "input"))
+    return s;
+  if (byte_size)
+    std::memcpy(bufferPointer(m, *context, m.inputBuffers[i]), data, byte_size);
+  context->inputSet[i] = true;
+  context->stats.input_bytes += byte_size;
+  return nullptr;
+}
+
+locus_status_t locus_context_run(locus_context_t *context) {
+  if (!context)
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "context is NULL");
+  locus_model_t &m = *context->model;
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    if (!context->inputSet[i]) {
+      std::vector<int64_t> dims(m.inputs[i].dims,
+                                m.inputs[i].dims + m.inputs[i].rank);
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "input '%s' (%s %s) was not set", m.inputs[i].name,
+                        shapeString(dims).c_str(),
+                        dtypeName(static_cast<uint8_t>(m.inputs[i].dtype)));
+    }
+  locus_run_stats_t stats{};
+  stats.input_bytes = context->stats.input_bytes;
+  std::shared_lock lock(m.stateMutex);
+  locus_status_t s = execute(m, *context, m.plan.step, stats);
+  context->stats = stats;
+  return s;
+}
+
+locus_status_t locus_context_read_output(locus_context_t *context,
+                                         const char *name, void *out_data,
+                                         size_t byte_size) {
+  if (!context || (!out_data && byte_size))
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+  locus_model_t &m = *context->model;
+  size_t i;
+  if (locus_status_t s = find(&m, LOCUS_TENSOR_OUTPUT, name, i))
+    return s;
+  if (locus_status_t s = checkSize(m.outputs[i], byte_size, "output"))
+    return s;
+  std::shared_lock lock(m.stateMutex);
+  if (byte_size)
+    std::memcpy(out_data, bufferPointer(m, *context, m.outputBuffers[i]),
+                byte_size);
+  context->stats.output_bytes += byte_size;
+  return nullptr;
+}
+
+void locus_context_stats(const locus_context_t *context,
+                         locus_run_stats_t *out_stats) {
+  if (context && out_stats)
+    *out_stats = context->stats;
+}
+
+} // extern "C"

@@ -1,0 +1,275 @@
+// plan.cpp - reading a plan without trusting a byte of it.
+
+#include "plan.h"
+
+#include "status_impl.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace locus::rt {
+
+size_t dtypeSize(uint8_t dtype) {
+  switch (dtype) {
+  case LOCUS_PLAN_F32:
+    return 4;
+  case LOCUS_PLAN_I64:
+    return 8;
+  case LOCUS_PLAN_I1:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+namespace {
+
+/// A cursor that fails (and stays failed) instead of reading past the end.
+class Reader {
+public:
+  Reader(const unsigned char *data, size_t size) : p(data), end(data + size) {}
+
+  bool ok() const { return good; }
+  bool atEnd() const { return p == end; }
+  size_t left() const { return static_cast<size_t>(end - p); }
+
+  uint64_t u(unsigned bytes) {
+    if (!good || left() < bytes) {
+      good = false;
+      return 0;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < bytes; ++i)
+      v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    p += bytes;
+    return v;
+  }
+  uint8_t u8() { return static_cast<uint8_t>(u(1)); }
+  uint32_t u32() { return static_cast<uint32_t>(u(4)); }
+  uint64_t u64() { return u(8); }
+  double f64() {
+    uint64_t bits = u64();
+    double v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  /// A count of items of at least `minBytes` each: no more than could fit.
+  uint32_t count(size_t minBytes) {
+    uint32_t n = u32();
+    if (good && static_cast<uint64_t>(n) * minBytes > left())
+      good = false;
+    return good ? n : 0;
+  }
+  std::string str() {
+    uint32_t n = count(1);
+    if (!good)
+      return {};
+    std::string s(reinterpret_cast<const char *>(p), n);
+    p += n;
+    return s;
+  }
+  void bytes(std::vector<unsigned char> &out, uint64_t n) {
+    if (!good || left() < n) {
+      good = false;
+      return;
+    }
+    out.assign(p, p + n);
+    p += n;
+  }
+
+private:
+  const unsigned char *p, *end;
+  bool good = true;
+};
+
+bool readCommands(Reader &r, std::vector<PlanCommand> &out) {
+  uint32_t n = r.count(1);
+  out.resize(n);
+  for (PlanCommand &c : out) {
+    c.op = r.u8();
+    switch (c.op) {
+    case LOCUS_PLAN_LAUNCH: {
+      c.a = r.u32();
+      c.b = r.u32();
+      uint32_t args = r.count(4);
+      c.args.resize(args);
+      for (uint32_t &a : c.args)
+        a = r.u32();
+      break;
+    }
+    case LOCUS_PLAN_COPY:
+    case LOCUS_PLAN_RECORD:
+    case LOCUS_PLAN_WAIT:
+      c.a = r.u32();
+      c.b = r.u32();
+      break;
+    default:
+      return false;
+    }
+  }
+  return r.ok();
+}
+
+#define FAIL(...) return makeStatus(LOCUS_STATUS_DATA_LOSS, __VA_ARGS__)
+
+} // namespace
+
+locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
+  Reader r(static_cast<const unsigned char *>(data), size);
+  if (r.u32() != LOCUS_PLAN_MAGIC)
+    FAIL("the plan is damaged (bad magic)");
+  uint32_t version = r.u32();
+  if (r.ok() && version != LOCUS_PLAN_VERSION)
+    return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                      "the plan has format version %u; this runtime reads %u",
+                      version, LOCUS_PLAN_VERSION);
+
+  plan.devices.resize(r.count(5));
+  for (PlanDevice &d : plan.devices) {
+    uint8_t kind = r.u8();
+    d.index = r.u32();
+    if (kind > LOCUS_DEVICE_CUDA || (kind == LOCUS_DEVICE_CPU && d.index != 0))
+      FAIL("the plan is damaged (device kind %u)", kind);
+    d.kind = static_cast<locus_device_kind_t>(kind);
+    d.name = d.kind == LOCUS_DEVICE_CPU ? "cpu"
+                                        : "cuda:" + std::to_string(d.index);
+  }
+  if (!r.ok() || plan.devices.empty())
+    FAIL("the plan is damaged (devices)");
+  for (size_t i = 0; i < plan.devices.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (plan.devices[i].name == plan.devices[j].name)
+        FAIL("the plan is damaged (device %s twice)",
+             plan.devices[i].name.c_str());
+
+  plan.buffers.resize(r.count(30));
+  for (PlanBuffer &b : plan.buffers) {
+    b.kind = r.u8();
+    b.device = r.u32();
+    b.dtype = r.u8();
+    uint32_t rank = r.count(8);
+    b.dims.resize(rank);
+    uint64_t elements = 1;
+    bool overflow = false;
+    for (int64_t &d : b.dims) {
+      d = static_cast<int64_t>(r.u64());
+      if (d < 0 || d > (int64_t(1) << 40))
+        overflow = true;
+      else if (d && elements > (uint64_t(1) << 48) / static_cast<uint64_t>(d))
+        overflow = true;
+      else
+        elements *= static_cast<uint64_t>(d);
+    }
+    b.bytes = r.u64();
+    b.offset = r.u64();
+    b.name = r.str();
+    if (!r.ok())
+      FAIL("the plan is damaged (buffers)");
+    if (b.kind > LOCUS_PLAN_PERSISTENT || b.device >= plan.devices.size() ||
+        !dtypeSize(b.dtype) || overflow ||
+        b.bytes != elements * dtypeSize(b.dtype))
+      FAIL("the plan is damaged (buffer %zu)",
+           static_cast<size_t>(&b - plan.buffers.data()));
+    if (b.kind == LOCUS_PLAN_STATE) {
+      b.initKind = r.u8();
+      b.initA = r.f64();
+      b.initB = r.f64();
+      b.seed = r.u64();
+      if (b.dtype != LOCUS_PLAN_F32 || b.initKind > LOCUS_INIT_UNIFORM ||
+          !std::isfinite(b.initA) || !std::isfinite(b.initB) ||
+          b.initA > b.initB || b.name.empty())
+        FAIL("the plan is damaged (state %s)", b.name.c_str());
+    } else if (b.kind == LOCUS_PLAN_CONSTANT) {
+      r.bytes(b.data, b.bytes);
+    } else if (b.kind == LOCUS_PLAN_INPUT && b.name.empty()) {
+      FAIL("the plan is damaged (an input without a name)");
+    }
+  }
+  if (!r.ok())
+    FAIL("the plan is damaged (buffers)");
+
+  plan.arenaBytes.resize(plan.devices.size());
+  for (uint64_t &a : plan.arenaBytes) {
+    a = r.u64();
+    if (a > (uint64_t(1) << 46))
+      FAIL("the plan is damaged (an arena of %llu bytes)",
+           static_cast<unsigned long long>(a));
+  }
+  for (const PlanBuffer &b : plan.buffers)
+    if ((b.kind == LOCUS_PLAN_ACTIVATION || b.kind == LOCUS_PLAN_INPUT) &&
+        (b.offset % LOCUS_PLAN_ALIGNMENT ||
+         b.offset > plan.arenaBytes[b.device] ||
+         b.bytes > plan.arenaBytes[b.device] - b.offset))
+      FAIL("the plan is damaged (a buffer outside its arena)");
+
+  plan.kernels.resize(r.count(8));
+  for (PlanKernel &k : plan.kernels) {
+    k.symbol = r.str();
+    k.device = r.u32();
+    if (!r.ok() || k.symbol.empty() || k.device >= plan.devices.size())
+      FAIL("the plan is damaged (kernels)");
+  }
+  plan.imports.resize(r.count(4));
+  for (std::string &name : plan.imports)
+    name = r.str();
+  if (!readCommands(r, plan.load) || !readCommands(r, plan.step))
+    FAIL("the plan is damaged (commands)");
+  plan.outputs.resize(r.count(8));
+  for (PlanOutput &o : plan.outputs) {
+    o.name = r.str();
+    o.buffer = r.u32();
+    if (!r.ok() || o.buffer >= plan.buffers.size() || o.name.empty())
+      FAIL("the plan is damaged (outputs)");
+  }
+  plan.events = r.u32();
+  if (!r.ok() || !r.atEnd())
+    FAIL("the plan is damaged (%s)", r.ok() ? "trailing bytes" : "truncated");
+
+  // Names are unique within each role.
+  std::set<std::string> inputs, states, outputs;
+  for (const PlanBuffer &b : plan.buffers)
+    if ((b.kind == LOCUS_PLAN_INPUT && !inputs.insert(b.name).second) ||
+        (b.kind == LOCUS_PLAN_STATE && !states.insert(b.name).second))
+      FAIL("the plan is damaged (%s twice)", b.name.c_str());
+  for (const PlanOutput &o : plan.outputs)
+    if (!outputs.insert(o.name).second)
+      FAIL("the plan is damaged (output %s twice)", o.name.c_str());
+
+  // Commands refer to what exists; launches and per-step copies write
+  // activations only; load-time copies write persistent buffers only.
+  auto buffer = [&](uint32_t i) -> const PlanBuffer * {
+    return i < plan.buffers.size() ? &plan.buffers[i] : nullptr;
+  };
+  for (int phase = 0; phase < 2; ++phase)
+    for (const PlanCommand &c : phase ? plan.step : plan.load) {
+      switch (c.op) {
+      case LOCUS_PLAN_LAUNCH: {
+        if (phase == 0 || c.a >= plan.kernels.size() || c.b > c.args.size())
+          FAIL("the plan is damaged (a launch)");
+        for (size_t i = 0; i < c.args.size(); ++i) {
+          const PlanBuffer *b = buffer(c.args[i]);
+          bool writes = i >= c.args.size() - c.b;
+          if (!b || (writes && b->kind != LOCUS_PLAN_ACTIVATION))
+            FAIL("the plan is damaged (a launch's buffers)");
+        }
+        break;
+      }
+      case LOCUS_PLAN_COPY: {
+        const PlanBuffer *src = buffer(c.a), *dst = buffer(c.b);
+        uint8_t writable = phase ? LOCUS_PLAN_ACTIVATION : LOCUS_PLAN_PERSISTENT;
+        if (!src || !dst || src->bytes != dst->bytes || dst->kind != writable ||
+            (phase == 0 && src->kind == LOCUS_PLAN_ACTIVATION) ||
+            (phase == 0 && src->kind == LOCUS_PLAN_INPUT))
+          FAIL("the plan is damaged (a copy)");
+        break;
+      }
+      default:
+        if (c.a >= plan.devices.size() || c.b >= plan.events)
+          FAIL("the plan is damaged (an event)");
+      }
+    }
+  return nullptr;
+}
+
+} // namespace locus::rt

@@ -1,0 +1,72 @@
+// plan.h - a plan read from an artifact, every field checked.
+#ifndef LOCUS_RUNTIME_PLAN_H
+#define LOCUS_RUNTIME_PLAN_H
+
+#include "locus/locus_runtime.h"
+#include "locus/plan_format.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace locus::rt {
+
+struct PlanDevice {
+  locus_device_kind_t kind;
+  uint32_t index;
+  std::string name; // "cpu", "cuda:0"
+};
+
+struct PlanBuffer {
+  uint8_t kind;
+  uint32_t device;
+  uint8_t dtype;
+  std::vector<int64_t> dims;
+  uint64_t bytes = 0;
+  uint64_t offset = 0; // activations and inputs
+  std::string name;    // inputs and state
+  // State: its initialiser.
+  uint8_t initKind = 0;
+  double initA = 0, initB = 0;
+  uint64_t seed = 0;
+  // Constants: their bytes.
+  std::vector<unsigned char> data;
+};
+
+struct PlanCommand {
+  uint8_t op;
+  uint32_t a = 0, b = 0; // launch: kernel, result count; copy: src, dst;
+                         // record/wait: device, event
+  std::vector<uint32_t> args;
+};
+
+struct PlanKernel {
+  std::string symbol;
+  uint32_t device;
+};
+
+struct PlanOutput {
+  std::string name;
+  uint32_t buffer;
+};
+
+struct Plan {
+  std::vector<PlanDevice> devices;
+  std::vector<PlanBuffer> buffers;
+  std::vector<uint64_t> arenaBytes; // per device
+  std::vector<PlanKernel> kernels;
+  std::vector<std::string> imports; // runtime functions the code calls
+  std::vector<PlanCommand> load, step;
+  std::vector<PlanOutput> outputs;
+  uint32_t events = 0;
+};
+
+/// Reads and checks a plan: DATA_LOSS for anything malformed, UNAVAILABLE
+/// for another plan version.
+locus_status_t readPlan(const void *data, size_t size, Plan &out);
+
+size_t dtypeSize(uint8_t dtype);
+
+} // namespace locus::rt
+
+#endif
