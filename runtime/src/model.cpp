@@ -620,6 +620,10 @@ void locus_context_release(locus_context_t *context) {
   delete context;
 }
 
+const locus_model_t *locus_context_model(const locus_context_t *context) {
+  return context ? context->model : nullptr;
+}
+
 locus_status_t locus_context_set_input(locus_context_t *context,
                                        const char *name, const void *data,
                                        size_t byte_size) {

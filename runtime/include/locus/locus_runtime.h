@@ -281,6 +281,8 @@ LOCUS_API void locus_model_load_stats(const locus_model_t *model,
 LOCUS_API locus_status_t locus_context_create(locus_model_t *model,
                                               locus_context_t **out_context);
 LOCUS_API void locus_context_release(locus_context_t *context);
+/* The model a context runs. */
+LOCUS_API const locus_model_t *locus_context_model(const locus_context_t *context);
 /* Copies an input in; byte_size must be the input's. */
 LOCUS_API locus_status_t locus_context_set_input(locus_context_t *context,
                                                  const char *name,

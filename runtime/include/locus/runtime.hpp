@@ -1,0 +1,165 @@
+// runtime.hpp - a C++ wrapper over the runtime's C API (header-only).
+//
+//   locus::rt::Model model = locus::rt::Model::load("seed.locus");
+//   locus::rt::Context ctx(model);
+//   ctx.setInput("x", xs);            // std::vector<float> or raw bytes
+//   ctx.run();
+//   std::vector<float> loss = ctx.output<float>("loss");
+//
+// Objects own their C handles and release them; failures throw
+// locus::rt::Error with the status code and message. The C API underneath
+// never throws.
+#ifndef LOCUS_RUNTIME_HPP
+#define LOCUS_RUNTIME_HPP
+
+#include "locus/locus_runtime.h"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace locus::rt {
+
+class Error : public std::runtime_error {
+public:
+  Error(locus_status_code_t code, const std::string &message)
+      : std::runtime_error(message), code_(code) {}
+  locus_status_code_t code() const { return code_; }
+
+private:
+  locus_status_code_t code_;
+};
+
+/// Throws for a failed status (and frees it).
+inline void check(locus_status_t status) {
+  if (!status)
+    return;
+  locus_status_code_t code = locus_status_code(status);
+  std::string message = locus_status_message(status);
+  locus_status_free(status);
+  throw Error(code, message);
+}
+
+struct TensorInfo {
+  std::string name;
+  locus_dtype_t dtype;
+  std::vector<int64_t> shape;
+  size_t byteSize;
+  std::string device;
+};
+
+class Model {
+public:
+  /// Loads an artifact; `deviceMap` as in locus_model_options_t.
+  static Model load(const std::string &path, const std::string &deviceMap = "") {
+    locus_model_options_t options{};
+    options.device_map = deviceMap.c_str();
+    locus_model_t *model = nullptr;
+    check(locus_model_load(path.c_str(), &options, &model));
+    return Model(model);
+  }
+
+  Model(Model &&other) noexcept : model_(std::exchange(other.model_, nullptr)) {}
+  Model &operator=(Model &&other) noexcept {
+    std::swap(model_, other.model_);
+    return *this;
+  }
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+  ~Model() { locus_model_release(model_); }
+
+  std::vector<TensorInfo> tensors(locus_tensor_role_t role) const {
+    std::vector<TensorInfo> out;
+    for (size_t i = 0, n = locus_model_tensor_count(model_, role); i < n; ++i) {
+      locus_tensor_info_t info;
+      check(locus_model_tensor_info(model_, role, i, &info));
+      out.push_back({info.name, info.dtype,
+                     std::vector<int64_t>(info.dims, info.dims + info.rank),
+                     info.byte_size, info.device});
+    }
+    return out;
+  }
+  std::vector<TensorInfo> inputs() const { return tensors(LOCUS_TENSOR_INPUT); }
+  std::vector<TensorInfo> outputs() const {
+    return tensors(LOCUS_TENSOR_OUTPUT);
+  }
+  std::vector<TensorInfo> states() const { return tensors(LOCUS_TENSOR_STATE); }
+
+  std::vector<float> readState(const std::string &name) const {
+    size_t index;
+    check(locus_model_find_tensor(model_, LOCUS_TENSOR_STATE, name.c_str(),
+                                  &index));
+    locus_tensor_info_t info;
+    check(locus_model_tensor_info(model_, LOCUS_TENSOR_STATE, index, &info));
+    std::vector<float> values(info.byte_size / sizeof(float));
+    check(locus_model_read_state(model_, name.c_str(), values.data(),
+                                 info.byte_size));
+    return values;
+  }
+  void writeState(const std::string &name, const std::vector<float> &values) {
+    check(locus_model_write_state(model_, name.c_str(), values.data(),
+                                  values.size() * sizeof(float)));
+  }
+  std::string report() const { return locus_model_report(model_); }
+  locus_run_stats_t loadStats() const {
+    locus_run_stats_t stats;
+    locus_model_load_stats(model_, &stats);
+    return stats;
+  }
+  locus_model_t *get() const { return model_; }
+
+private:
+  explicit Model(locus_model_t *model) : model_(model) {}
+  locus_model_t *model_;
+};
+
+/// One run's activations; use one per thread.
+class Context {
+public:
+  explicit Context(Model &model) {
+    check(locus_context_create(model.get(), &context_));
+  }
+  Context(Context &&other) noexcept
+      : context_(std::exchange(other.context_, nullptr)) {}
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+  ~Context() { locus_context_release(context_); }
+
+  void setInput(const std::string &name, const void *data, size_t bytes) {
+    check(locus_context_set_input(context_, name.c_str(), data, bytes));
+  }
+  template <typename T>
+  void setInput(const std::string &name, const std::vector<T> &values) {
+    setInput(name, values.data(), values.size() * sizeof(T));
+  }
+  void run() { check(locus_context_run(context_)); }
+  void readOutput(const std::string &name, void *data, size_t bytes) {
+    check(locus_context_read_output(context_, name.c_str(), data, bytes));
+  }
+  /// An output as a vector of T (float for f32, int64_t for i64).
+  template <typename T> std::vector<T> output(const std::string &name) {
+    std::vector<T> values;
+    size_t index;
+    check(locus_model_find_tensor(model_(), LOCUS_TENSOR_OUTPUT, name.c_str(),
+                                  &index));
+    locus_tensor_info_t info;
+    check(locus_model_tensor_info(model_(), LOCUS_TENSOR_OUTPUT, index, &info));
+    values.resize(info.byte_size / sizeof(T));
+    readOutput(name, values.data(), values.size() * sizeof(T));
+    return values;
+  }
+  locus_run_stats_t stats() const {
+    locus_run_stats_t stats;
+    locus_context_stats(context_, &stats);
+    return stats;
+  }
+
+private:
+  const locus_model_t *model_() const { return locus_context_model(context_); }
+  locus_context_t *context_ = nullptr;
+};
+
+} // namespace locus::rt
+
+#endif // LOCUS_RUNTIME_HPP

@@ -1,0 +1,271 @@
+// locus-run.cpp - runs an artifact with the runtime alone.
+//
+//   locus-run model.locus [--input name=file.npy | name=file.f32 ...]
+//             [--random-inputs] [--device-map cuda:0=sim] [--runs N]
+//             [--save-outputs DIR] [--quiet]
+//
+// Inputs are .npy files (little-endian f32, i64 or bool, C order) or raw
+// little-endian bytes of the input's dtype. --random-inputs fills the inputs
+// not given with U[-1, 1) from the runtime's seeded generator (labels: 0).
+// Prints the runtime's report, then each output (shape and first values);
+// --save-outputs writes them as .npy files.
+
+#include "locus/runtime.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *descrOf(locus_dtype_t dtype) {
+  return dtype == LOCUS_DTYPE_F32 ? "<f4" : dtype == LOCUS_DTYPE_I64 ? "<i8" : "|b1";
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// The data of an .npy file, after checking dtype and shape against `info`;
+/// or the bytes of a raw file. Throws std::runtime_error.
+std::vector<char> readInput(const std::string &path,
+                            const locus::rt::TensorInfo &info) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("cannot open " + path);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) {
+    if (bytes.size() != info.byteSize)
+      throw std::runtime_error(
+          path + " has " + std::to_string(bytes.size()) + " bytes; input '" +
+          info.name + "' " + shapeText(info.shape) + " takes " +
+          std::to_string(info.byteSize) + " (raw little-endian " +
+          descrOf(info.dtype) + ")");
+    return bytes;
+  }
+  unsigned major = static_cast<unsigned char>(bytes[6]);
+  size_t headerLength, start;
+  if (major == 1) {
+    headerLength = static_cast<unsigned char>(bytes[8]) |
+                   static_cast<unsigned char>(bytes[9]) << 8;
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      throw std::runtime_error(path + ": truncated .npy header");
+    headerLength = 0;
+    for (int i = 0; i < 4; ++i)
+      headerLength |= size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    start = 12;
+  } else {
+    throw std::runtime_error(path + ": .npy version " + std::to_string(major) +
+                             " is not supported");
+  }
+  if (start + headerLength > bytes.size())
+    throw std::runtime_error(path + ": truncated .npy header");
+  std::string header(bytes.data() + start, headerLength);
+  auto field = [&](const std::string &key) {
+    size_t at = header.find("'" + key + "'");
+    if (at == std::string::npos)
+      throw std::runtime_error(path + ": .npy header has no " + key);
+    return header.substr(header.find(':', at) + 1);
+  };
+  std::string descr = field("descr");
+  descr = descr.substr(descr.find('\'') + 1);
+  descr = descr.substr(0, descr.find('\''));
+  if (descr != descrOf(info.dtype) &&
+      !(info.dtype == LOCUS_DTYPE_I1 && descr == "|u1"))
+    throw std::runtime_error(path + " holds " + descr + "; input '" +
+                             info.name + "' takes " + descrOf(info.dtype));
+  if (field("fortran_order").find("True") <
+      field("fortran_order").find_first_of(",}"))
+    throw std::runtime_error(path + " is in Fortran order; save it in C order");
+  std::string shapeField = field("shape");
+  shapeField = shapeField.substr(shapeField.find('(') + 1);
+  shapeField = shapeField.substr(0, shapeField.find(')'));
+  std::vector<int64_t> shape;
+  std::stringstream ss(shapeField);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (item.find_first_of("0123456789") != std::string::npos)
+      shape.push_back(std::stoll(item));
+  if (shape != info.shape)
+    throw std::runtime_error(path + " has shape " + shapeText(shape) +
+                             "; input '" + info.name + "' takes " +
+                             shapeText(info.shape));
+  size_t data = start + headerLength;
+  if (bytes.size() - data != info.byteSize)
+    throw std::runtime_error(path + ": the data has " +
+                             std::to_string(bytes.size() - data) +
+                             " bytes, expected " +
+                             std::to_string(info.byteSize));
+  return std::vector<char>(bytes.begin() + static_cast<long>(data),
+                           bytes.end());
+}
+
+void writeNpy(const std::string &path, const locus::rt::TensorInfo &info,
+              const std::vector<char> &data) {
+  std::string shape = "(";
+  for (int64_t d : info.shape)
+    shape += std::to_string(d) + ",";
+  if (info.shape.size() > 1)
+    shape.pop_back();
+  shape += ")";
+  std::string header = "{'descr': '" + std::string(descrOf(info.dtype)) +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64)
+    header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  char length[2] = {static_cast<char>(header.size() & 0xFF),
+                    static_cast<char>(header.size() >> 8)};
+  out.write(length, 2);
+  out << header;
+  out.write(data.data(), static_cast<long>(data.size()));
+  if (!out)
+    throw std::runtime_error("cannot write " + path);
+}
+
+int usage() {
+  std::cerr << "usage: locus-run model.locus [--input name=file ...] "
+               "[--random-inputs] [--device-map MAP] [--runs N] "
+               "[--save-outputs DIR] [--quiet]\n";
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string path, deviceMap, saveDir;
+  std::map<std::string, std::string> inputFiles;
+  bool random = false, quiet = false;
+  int runs = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        throw std::runtime_error(arg + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (arg == "--input") {
+        std::string v = value();
+        size_t eq = v.find('=');
+        if (eq == std::string::npos)
+          throw std::runtime_error("--input takes name=file, not '" + v + "'");
+        inputFiles[v.substr(0, eq)] = v.substr(eq + 1);
+      } else if (arg == "--device-map") {
+        deviceMap = value();
+      } else if (arg == "--runs") {
+        runs = std::stoi(value());
+      } else if (arg == "--save-outputs") {
+        saveDir = value();
+      } else if (arg == "--random-inputs") {
+        random = true;
+      } else if (arg == "--quiet") {
+        quiet = true;
+      } else if (arg.rfind("--", 0) == 0 || !path.empty()) {
+        return usage();
+      } else {
+        path = arg;
+      }
+    } catch (const std::exception &e) {
+      std::cerr << "locus-run: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  if (path.empty())
+    return usage();
+
+  try {
+    locus::rt::Model model = locus::rt::Model::load(path, deviceMap);
+    std::cout << model.report();
+    locus::rt::Context context(model);
+    for (const auto &[name, file] : inputFiles) {
+      bool known = false;
+      for (const auto &info : model.inputs())
+        if (info.name == name) {
+          known = true;
+          context.setInput(name, readInput(file, info));
+        }
+      if (!known) {
+        std::string names;
+        for (const auto &info : model.inputs())
+          names += (names.empty() ? "" : ", ") + info.name;
+        throw std::runtime_error("the model has no input '" + name +
+                                 "' (inputs: " + names + ")");
+      }
+    }
+    if (random) {
+      uint64_t seed = 1;
+      for (const auto &info : model.inputs()) {
+        if (inputFiles.count(info.name))
+          continue;
+        std::vector<char> bytes(info.byteSize, 0);
+        if (info.dtype == LOCUS_DTYPE_F32)
+          locus::rt::check(locus_init_fill(
+              LOCUS_INIT_UNIFORM, -1.0, 1.0, seed++, info.byteSize / 4,
+              reinterpret_cast<float *>(bytes.data())));
+        context.setInput(info.name, bytes);
+      }
+    }
+    for (int r = 0; r < runs; ++r)
+      context.run();
+    locus_run_stats_t stats = context.stats();
+    std::cout << "ran " << runs << " step" << (runs == 1 ? "" : "s") << ": "
+              << stats.launches << " launches (" << stats.sim_launches
+              << " on sim), " << stats.copies << " copies (" << stats.copy_bytes
+              << " B) per step\n";
+    for (const auto &info : model.outputs()) {
+      std::vector<char> data(info.byteSize);
+      context.readOutput(info.name, data.data(), data.size());
+      std::cout << info.name << " " << shapeText(info.shape) << " "
+                << (info.dtype == LOCUS_DTYPE_F32   ? "f32"
+                    : info.dtype == LOCUS_DTYPE_I64 ? "i64"
+                                                    : "i1")
+                << " on " << info.device;
+      if (!quiet) {
+        std::cout << ":";
+        size_t count = info.dtype == LOCUS_DTYPE_F32   ? data.size() / 4
+                       : info.dtype == LOCUS_DTYPE_I64 ? data.size() / 8
+                                                       : data.size();
+        for (size_t k = 0; k < count && k < 8; ++k) {
+          char text[32];
+          if (info.dtype == LOCUS_DTYPE_F32) {
+            float v;
+            std::memcpy(&v, data.data() + 4 * k, 4);
+            std::snprintf(text, sizeof text, " %.6g", v);
+          } else if (info.dtype == LOCUS_DTYPE_I64) {
+            int64_t v;
+            std::memcpy(&v, data.data() + 8 * k, 8);
+            std::snprintf(text, sizeof text, " %lld", static_cast<long long>(v));
+          } else {
+            std::snprintf(text, sizeof text, " %d", data[k] ? 1 : 0);
+          }
+          std::cout << text;
+        }
+        if (count > 8)
+          std::cout << " ... (" << count << " values)";
+      }
+      std::cout << "\n";
+      if (!saveDir.empty())
+        writeNpy(saveDir + "/" + info.name + ".npy", info, data);
+    }
+  } catch (const locus::rt::Error &e) {
+    std::cerr << "locus-run: " << locus_status_code_name(e.code()) << ": "
+              << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "locus-run: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
