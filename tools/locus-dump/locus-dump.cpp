@@ -1,16 +1,18 @@
 //===- locus-dump.cpp - what runs where, and why --------------------------===//
 //
-//   locus-dump graph.mlir [--policy=auto] [--devices=cpu,cuda:0]
+//   locus-dump graph.mlir|model.locus [--policy=auto] [--devices=cpu,cuda:0]
 //              [--profile=p.json] [--format=text|table|summary|dot|json|html]
 //              [--explain=<op, name or file:line>] [-o out]
 //
 // A graph that is not placed yet is placed (--locus-place-devices) and its
-// transfers inserted first, with the options given.
+// transfers inserted first, with the options given. An artifact (from
+// locus-compile or CompiledModel::save) shows the placed graph it carries.
 //
 //===----------------------------------------------------------------------===//
 
 #include "locus/Dump/Dump.h"
 #include "locus/Passes/Passes.h"
+#include "locus/locus_runtime.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -68,6 +70,27 @@ int main(int argc, char **argv) {
   if (!input) {
     llvm::errs() << "locus-dump: " << error << "\n";
     return 1;
+  }
+  // An artifact: its placed graph section.
+  if (input->getBuffer().starts_with("LOCUSART")) {
+    locus_artifact_t *artifact = nullptr;
+    const void *data = nullptr;
+    size_t size = 0;
+    locus_status_t status = locus_artifact_load_memory(
+        input->getBufferStart(), input->getBufferSize(), &artifact);
+    if (!status)
+      status = locus_artifact_section(artifact, LOCUS_SECTION_GRAPH, &data,
+                                      &size);
+    if (status) {
+      llvm::errs() << "locus-dump: " << inputFile << ": "
+                   << locus_status_message(status) << "\n";
+      locus_status_free(status);
+      locus_artifact_release(artifact);
+      return 1;
+    }
+    input = llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(static_cast<const char *>(data), size), inputFile);
+    locus_artifact_release(artifact);
   }
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
