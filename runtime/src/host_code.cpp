@@ -116,7 +116,10 @@ locus_status_t HostCode::load(const void *data, size_t size,
                         "the host code needs CPU features this CPU lacks: %s "
                         "(compile with --cpu=x86-64 for older CPUs)",
                         missing.c_str());
-    note = "AOT host code for " + (list.empty() ? std::string("x86-64") : list);
+    auto *cpu = static_cast<const char *const *>(code->symbol("__locus_cpu"));
+    note = "AOT host code for " + std::string(cpu ? *cpu : "x86-64");
+    if (!list.empty())
+      note += ", which needs " + list;
   } else {
     note = "AOT host code";
   }

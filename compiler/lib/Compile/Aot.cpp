@@ -106,14 +106,16 @@ std::string locus::writeArtifact(const PipelineResult &result,
   std::unique_ptr<llvm::Module> module = std::move(*parsed);
   addImportSlots(*module, {"locus_sgemm", "memrefCopy"});
   std::string features = requiredFeatures(cpu);
-  {
-    auto *text = llvm::ConstantDataArray::getString(context, features);
+  // What the runtime checks and reports: the CPU the code is for and the
+  // features it needs.
+  for (auto [name, value] : {std::pair{"__locus_cpu_features", features},
+                             std::pair{"__locus_cpu", cpu}}) {
+    auto *text = llvm::ConstantDataArray::getString(context, value);
     auto *storage = new llvm::GlobalVariable(
         *module, text->getType(), true, llvm::GlobalValue::PrivateLinkage,
-        text, "locus.cpu_features");
+        text, std::string(name) + ".text");
     new llvm::GlobalVariable(*module, llvm::PointerType::get(context, 0), true,
-                             llvm::GlobalValue::ExternalLinkage, storage,
-                             "__locus_cpu_features");
+                             llvm::GlobalValue::ExternalLinkage, storage, name);
   }
 
   std::string triple = llvm::sys::getDefaultTargetTriple(), error;

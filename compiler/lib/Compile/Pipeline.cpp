@@ -66,6 +66,7 @@ void locus::preparePipeline(MLIRContext &context) {
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
   context.appendDialectRegistry(registry);
+  context.getOrLoadDialect<LocusDialect>();
   context.loadAllAvailableDialects();
 }
 

@@ -1,0 +1,84 @@
+// Kernels: elementwise chains and trees, and an elementwise epilogue after
+// one anchor, fuse into one kernel per device; everything else is a kernel
+// of its own.
+// RUN: locus-opt %s -split-input-file --pass-pipeline='builtin.module(locus.graph(locus-place-devices{policy=cpu},locus-insert-transfers,locus-fuse-kernels))' | FileCheck %s
+// RUN: locus-opt %s -split-input-file --pass-pipeline='builtin.module(locus.graph(locus-place-devices{policy=cpu},locus-insert-transfers,locus-fuse-kernels{fuse=false}))' | FileCheck %s --check-prefix=UNFUSED
+
+// MLP 8-16-16-4: each linear with its relu is one kernel.
+// CHECK-LABEL: locus.graph @mlp
+// CHECK-SAME: locus.kernels = 3
+// CHECK-COUNT-3: locus.kernel on <cpu>
+// CHECK-NOT: locus.kernel
+// UNFUSED-LABEL: locus.graph @mlp
+// UNFUSED-SAME: locus.kernels = 5
+locus.graph @mlp {
+  %x = locus.input "x" : tensor<2x8xf32>
+  %w1 = locus.state "w1" parameter : tensor<16x8xf32> init <uniform(-0.3, 0.3), seed = 1>
+  %w2 = locus.state "w2" parameter : tensor<16x16xf32> init <uniform(-0.3, 0.3), seed = 2>
+  %w3 = locus.state "w3" parameter : tensor<4x16xf32> init <uniform(-0.3, 0.3), seed = 3>
+  %0 = locus.linear %x, %w1 : tensor<2x8xf32>, tensor<16x8xf32> -> tensor<2x16xf32>
+  %1 = locus.relu %0 : tensor<2x16xf32>
+  %2 = locus.linear %1, %w2 : tensor<2x16xf32>, tensor<16x16xf32> -> tensor<2x16xf32>
+  %3 = locus.relu %2 : tensor<2x16xf32>
+  %4 = locus.linear %3, %w3 : tensor<2x16xf32>, tensor<4x16xf32> -> tensor<2x4xf32>
+  locus.output "y" = %4 : tensor<2x4xf32>
+}
+
+// -----
+
+// A value read twice ends its kernel (it must go to memory); the two readers
+// and their sum form a tree in one kernel. The anchor (sum) starts another.
+// CHECK-LABEL: locus.graph @tree
+// CHECK-SAME: locus.kernels = 3
+// CHECK: %[[A:.*]] = locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.mul
+// CHECK-NEXT: locus.add
+// CHECK-NEXT: locus.yield
+// CHECK: %[[B:.*]] = locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.exp %[[A]]
+// CHECK-NEXT: locus.neg %[[A]]
+// CHECK-NEXT: locus.sub
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<4xf32> {
+// CHECK-NEXT: locus.sum %[[B]]
+// UNFUSED-LABEL: locus.graph @tree
+// UNFUSED-SAME: locus.kernels = 6
+locus.graph @tree {
+  %x = locus.input "x" : tensor<4x8xf32>
+  %c = locus.constant dense<2.0> : tensor<4x8xf32>
+  %0 = locus.mul %x, %c : tensor<4x8xf32>
+  %1 = locus.add %0, %x : tensor<4x8xf32>
+  %2 = locus.exp %1 : tensor<4x8xf32>
+  %3 = locus.neg %1 : tensor<4x8xf32>
+  %4 = locus.sub %2, %3 : tensor<4x8xf32>
+  %5 = locus.sum %4 axes [1] : tensor<4x8xf32> -> tensor<4xf32>
+  locus.output "y" = %5 : tensor<4xf32>
+}
+
+// -----
+
+// A kernel holds one anchor at most: the add joins the first product only.
+// An elementwise op after a reduction is its epilogue.
+// CHECK-LABEL: locus.graph @anchors
+// CHECK-SAME: locus.kernels = 3
+// CHECK: locus.kernel on <cpu> -> tensor<4x4xf32> {
+// CHECK-NEXT: locus.matmul
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<4x4xf32> {
+// CHECK-NEXT: locus.matmul
+// CHECK-NEXT: locus.add
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<4xf32> {
+// CHECK-NEXT: locus.max
+// CHECK-NEXT: locus.sqrt
+// CHECK-NEXT: locus.yield
+locus.graph @anchors {
+  %a = locus.input "a" : tensor<4x4xf32>
+  %b = locus.input "b" : tensor<4x4xf32>
+  %0 = locus.matmul %a, %b : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %1 = locus.matmul %b, %a : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %2 = locus.add %1, %0 : tensor<4x4xf32>
+  %3 = locus.max %2 axes [1] : tensor<4x4xf32> -> tensor<4xf32>
+  %4 = locus.sqrt %3 : tensor<4xf32>
+  locus.output "y" = %4 : tensor<4xf32>
+}

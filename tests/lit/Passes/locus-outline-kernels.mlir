@@ -1,0 +1,45 @@
+// Each kernel becomes a function and a call; constants (also through a
+// load-time copy) are cloned in, empty tensors are made inside.
+// RUN: locus-opt %s -split-input-file --pass-pipeline='builtin.module(locus.graph(locus-place-devices{policy=prefer-gpu devices=cpu,cuda:0},locus-insert-transfers,locus-fuse-kernels),locus-outline-kernels)' | FileCheck %s
+
+// CHECK-LABEL: locus.graph @g
+// CHECK: %[[X:.*]] = locus.input "x"
+// CHECK: %[[XG:.*]] = locus.copy <cpu> to <cuda:0>, %[[X]]
+// CHECK: %[[W:.*]] = locus.state "w"
+// CHECK: %[[K:.*]] = func.call @g_k0(%[[W]], %[[XG]]) {locus.device = #locus.device<cuda:0>}
+// CHECK: %[[Y:.*]] = locus.copy <cuda:0> to <cpu>, %[[K]]
+// CHECK: locus.output "y" = %[[Y]]
+// CHECK: func.func @g_k0(%{{.*}}: tensor<8xf32> {bufferization.writable = false}, %{{.*}}: tensor<4x8xf32> {bufferization.writable = false}) -> tensor<4x8xf32>
+// CHECK-SAME: locus.device = #locus.device<cuda:0>
+// CHECK-NEXT: %[[C:.*]] = locus.constant dense<5.000000e-01> : tensor<8xf32>
+// CHECK-NEXT: locus.broadcast
+// CHECK: locus.mul
+// CHECK: locus.add
+// CHECK: return
+locus.graph @g {
+  %x = locus.input "x" : tensor<4x8xf32>
+  %w = locus.state "w" parameter : tensor<8xf32> init <full(1.0)>
+  %c = locus.constant dense<0.5> : tensor<8xf32>
+  %0 = locus.broadcast %w [4, 8] : tensor<8xf32> -> tensor<4x8xf32>
+  %1 = locus.mul %x, %0 : tensor<4x8xf32>
+  %2 = locus.broadcast %c [4, 8] : tensor<8xf32> -> tensor<4x8xf32>
+  %3 = locus.add %1, %2 : tensor<4x8xf32>
+  locus.output "y" = %3 : tensor<4x8xf32>
+}
+
+// -----
+
+// An empty tensor crosses no kernel boundary: the reader makes its own.
+// CHECK-LABEL: locus.graph @empty
+// CHECK: %[[E:.*]] = locus.constant dense<> : tensor<4x0xf32>
+// CHECK-NOT: call @empty_k0
+// CHECK: call @empty_k1()
+// CHECK: func.func @empty_k1() -> tensor<4xf32>
+// CHECK-NEXT: tensor.empty() : tensor<4x0xf32>
+// CHECK-NEXT: locus.sum
+locus.graph @empty {
+  %x = locus.input "x" : tensor<4x8xf32>
+  %0 = locus.slice %x offsets [0, 0] sizes [4, 0] strides [1, 1] : tensor<4x8xf32> -> tensor<4x0xf32>
+  %1 = locus.sum %0 axes [1] : tensor<4x0xf32> -> tensor<4xf32>
+  locus.output "y" = %1 : tensor<4xf32>
+}
