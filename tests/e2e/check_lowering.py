@@ -12,7 +12,16 @@ printMemrefF32 prints 6 significant digits, so the comparison is
 |got - ref| <= 1e-5 + 1e-4 * |ref|: print rounding (5e-6 relative) plus float32
 error. The in-process JIT (issue 4) will compare at full precision.
 
-  check_lowering.py <build dir> [case-name-substring]
+With --compiled, each case is a whole graph instead: locus-compile
+(placement, fusion, planning, AOT host code) writes an artifact, locus-run
+(the runtime alone) runs it on .npy inputs, once with every op on the CPU
+and once with prefer-gpu on cpu + cuda:0, where cuda:0 runs on the sim
+device. Outputs come back as .npy at full float32 precision, so the
+tolerance is |got - ref| <= 1e-5 + 2e-5 * |ref|. These runs also cover fused
+patterns (epilogues after products, convolutions and reductions; chains and
+trees of elementwise ops).
+
+  check_lowering.py <build dir> [--compiled] [case-name-substring]
 """
 import itertools
 import math
@@ -24,7 +33,8 @@ import sys
 import tempfile
 
 BUILD = sys.argv[1]
-ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
+COMPILED = "--compiled" in sys.argv[2:]
+ONLY = ([a for a in sys.argv[2:] if a != "--compiled"] or [""])[0]
 LLVM = "/usr/lib/llvm-19"
 OPT = os.path.join(BUILD, "tools", "locus-opt")
 PIPELINE = [
@@ -260,6 +270,40 @@ def cases():
     yield "max_pool2d", [("px", px)], "%r = locus.max_pool2d %px kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [2, 2], [2, 2], [0, 0], True)
     yield "max_pool2d_pad", [("px", px)], "%r = locus.max_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [3, 3], [2, 2], [1, 1], True)
     yield "avg_pool2d_pad", [("px", px)], "%r = locus.avg_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [3, 3], [2, 2], [1, 1], False)
+    # Fused patterns (one kernel each after --locus-fuse-kernels).
+    relu = lambda v: max(v, 0.0)
+    yield "fused_linear_relu", [("x", x), ("w", w), ("bb", bb)], (
+        "%l = locus.linear %x, %w, %bb : tensor<4x7xf32>, tensor<3x7xf32>, tensor<3xf32> -> tensor<4x3xf32>\n"
+        "%r = locus.relu %l : tensor<4x3xf32>"), ew(relu, lin)
+    yield "fused_chain", [("a", a), ("b", b)], (
+        "%0 = locus.mul %a, %b : tensor<3x5xf32>\n"
+        "%1 = locus.tanh %0 : tensor<3x5xf32>\n"
+        "%2 = locus.sub %1, %a : tensor<3x5xf32>\n"
+        "%r = locus.exp %2 : tensor<3x5xf32>"), \
+        ew(lambda x, y: math.exp(math.tanh(x * y) - x), a, b)
+    yield "fused_tree", [("a", a)], (
+        "%0 = locus.add %a, %a : tensor<3x5xf32>\n"
+        "%1 = locus.sigmoid %0 : tensor<3x5xf32>\n"
+        "%2 = locus.neg %0 : tensor<3x5xf32>\n"
+        "%r = locus.maximum %1, %2 : tensor<3x5xf32>"), \
+        ew(lambda x: max(sigmoid(2 * x), -2 * x), a)
+    yield "fused_broadcast_bias", [("a", a), ("b5", bias)], (
+        "%0 = locus.broadcast %b5 [3, 5] : tensor<5xf32> -> tensor<3x5xf32>\n"
+        "%1 = locus.add %a, %0 : tensor<3x5xf32>\n"
+        "%r = locus.relu %1 : tensor<3x5xf32>"), \
+        ew(lambda x, y: relu(x + y), a, broadcast(bias, [3, 5]))
+    yield "fused_matmul_epilogue", [("m1", m1), ("m2", m2)], (
+        "%0 = locus.matmul %m1, %m2 : tensor<4x6xf32>, tensor<6x3xf32> -> tensor<4x3xf32>\n"
+        "%r = locus.tanh %0 : tensor<4x3xf32>"), ew(math.tanh, matmul(m1, m2))
+    yield "fused_conv_relu", [("cx", cx), ("cw", cw), ("cb", cb)], (
+        "%0 = locus.conv2d %cx, %cw, %cb stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x7x7xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x7x7xf32>\n"
+        "%r = locus.relu %0 : tensor<2x4x7x7xf32>"), \
+        ew(relu, conv2d(cx, cw, cb, [1, 1], [1, 1], [1, 1], 1))
+    yield "fused_reduce_epilogue", [("t", t)], (
+        "%0 = locus.sum %t axes [2] : tensor<2x3x4xf32> -> tensor<2x3xf32>\n"
+        "%1 = locus.mul %0, %0 : tensor<2x3xf32>\n"
+        "%r = locus.sqrt %1 : tensor<2x3xf32>"), \
+        ew(abs, reduce(t, [2], lambda p, q: p + q, 0.0))
 
 
 def run(name, inputs, ir, ref):
@@ -307,12 +351,84 @@ def run(name, inputs, ir, ref):
     return None
 
 
+def write_npy(path, tensor, elem):
+    import struct
+    shape, data = tensor
+    descr = {"f32": "<f4", "i64": "<i8"}[elem]
+    dims = "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, dims)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%d%s" % (len(data), "f" if elem == "f32" else "q"), *data))
+
+
+def read_npy_f32(path):
+    import struct
+    raw = open(path, "rb").read()
+    length = struct.unpack("<H", raw[8:10])[0]
+    body = raw[10 + length:]
+    return list(struct.unpack("<%df" % (len(body) // 4), body))
+
+
+VARIANTS = [("cpu", ["--devices=cpu", "--policy=cpu"]),
+            ("sim", ["--devices=cpu,cuda:0", "--policy=prefer-gpu"])]
+
+
+def run_compiled(name, inputs, ir, ref):
+    lines = ["locus.graph @%s {" % re.sub(r"\W", "_", name)]
+    for entry in inputs:
+        var, tensor = entry[0], entry[1]
+        elem = entry[2] if len(entry) > 2 else "f32"
+        lines.append('  %%%s = locus.input "%s" : %s' % (var, var, ttype(tensor[0], elem)))
+    lines += ["  " + l for l in ir.split("\n")]
+    lines.append('  locus.output "r" = %%r : %s' % ttype(ref[0]))
+    lines.append("}")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "graph.mlir")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        args = []
+        for entry in inputs:
+            elem = entry[2] if len(entry) > 2 else "f32"
+            path = os.path.join(tmp, entry[0] + ".npy")
+            write_npy(path, entry[1], elem)
+            args += ["--input", "%s=%s" % (entry[0], path)]
+        for variant, flags in VARIANTS:
+            artifact = os.path.join(tmp, variant + ".locus")
+            comp = subprocess.run(
+                [os.path.join(BUILD, "tools", "locus-compile"), src, "-o",
+                 artifact, "--cpu=native"] + flags, capture_output=True, text=True)
+            if comp.returncode:
+                return "locus-compile (%s) failed:\n%s" % (variant, comp.stderr)
+            outdir = os.path.join(tmp, variant)
+            os.mkdir(outdir)
+            out = subprocess.run(
+                [os.path.join(BUILD, "tools", "locus-run"), artifact, "--quiet",
+                 "--save-outputs", outdir] + args, capture_output=True, text=True)
+            if out.returncode:
+                return "locus-run (%s) failed:\n%s" % (variant, out.stderr)
+            if variant == "sim" and "on sim" not in out.stdout:
+                return "the sim variant did not run on sim:\n" + out.stdout
+            got = read_npy_f32(os.path.join(outdir, "r.npy"))
+            want = ref[1]
+            if len(got) != len(want):
+                return "%s: got %d values, want %d" % (variant, len(got), len(want))
+            worst = max([abs(g - w) / (1e-5 + 2e-5 * abs(w)) for g, w in zip(got, want)] or [0])
+            if worst > 1.0:
+                return "%s: mismatch (worst error %.2f of tolerance):\ngot  %s\nwant %s" % (
+                    variant, worst, got[:16], [round(v, 6) for v in want[:16]])
+    return None
+
+
 def main():
     passed = failed = 0
     for name, inputs, ir, ref in cases():
         if ONLY not in name:
             continue
-        problem = run(name, inputs, ir, ref)
+        if not COMPILED and name.startswith("fused_"):
+            continue
+        problem = (run_compiled if COMPILED else run)(name, inputs, ir, ref)
         if problem:
             failed += 1
             print("FAIL %s: %s" % (name, problem))
