@@ -41,33 +41,38 @@ public:
   bool simulated() const { return simulated_; }
 
   /// Zeroed memory owned by this device (64-byte aligned); null when out of
-  /// memory. Size 0 gives a valid pointer too.
+  /// memory. Size 0 gives a valid pointer too. calloc maps large blocks
+  /// lazily, so an arena costs only the pages a run touches.
   void *allocate(size_t bytes) {
-    size_t rounded = (bytes + 63) / 64 * 64 + 64;
-    void *p = std::aligned_alloc(64, rounded);
-    if (!p)
+    if (bytes > (size_t(1) << 46))
       return nullptr;
-    std::memset(p, 0, rounded);
+    void *raw = std::calloc(1, bytes + 64);
+    if (!raw)
+      return nullptr;
+    auto *start = reinterpret_cast<char *>(
+        (reinterpret_cast<uintptr_t>(raw) + 63) / 64 * 64);
     std::unique_lock lock(mutex_);
-    auto *start = static_cast<char *>(p);
-    ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(),
-                                    Range{start, start + bytes}),
-                   Range{start, start + bytes});
-    return p;
+    Range range{start, start + bytes, raw};
+    ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), range),
+                   range);
+    return start;
   }
 
   void release(void *p) {
     if (!p)
       return;
+    void *raw = nullptr;
     {
       std::unique_lock lock(mutex_);
       auto it = std::find_if(ranges_.begin(), ranges_.end(), [&](const Range &r) {
         return r.begin == static_cast<char *>(p);
       });
-      if (it != ranges_.end())
-        ranges_.erase(it);
+      if (it == ranges_.end())
+        return;
+      raw = it->raw;
+      ranges_.erase(it);
     }
-    std::free(p);
+    std::free(raw);
   }
 
   /// Whether [p, p + bytes) lies in memory of this device.
@@ -87,6 +92,7 @@ public:
 private:
   struct Range {
     const char *begin, *end;
+    void *raw; // what calloc returned
     bool operator<(const Range &o) const {
       return begin < o.begin || (begin == o.begin && end < o.end);
     }
@@ -289,6 +295,23 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
   return nullptr;
 }
 
+/// Why CUDA devices run on sim: what the device probe says, once per
+/// process (loading a driver that is not there costs milliseconds).
+std::string cudaAbsence() {
+  static const std::string note = [] {
+    std::string why = "this runtime has no CUDA device yet";
+    locus_device_report_t *probe = nullptr;
+    if (locus_status_t s = locus_device_probe(&probe)) {
+      locus_status_free(s);
+      return why;
+    }
+    std::string absent = locus_device_report_cuda_note(probe);
+    locus_device_report_release(probe);
+    return absent.empty() ? why : absent;
+  }();
+  return note;
+}
+
 /// Everything after the plan and the kernels are in place: devices, state,
 /// constants, load-time copies, the interface, the report.
 locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
@@ -322,15 +345,8 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
       target = it->second;
       why = "by the device map";
     } else if (d.kind == LOCUS_DEVICE_CUDA) {
-      if (cudaNote.empty()) {
-        locus_device_report_t *probe = nullptr;
-        if (locus_status_t s = locus_device_probe(&probe))
-          return s;
-        cudaNote = locus_device_report_cuda_note(probe);
-        if (cudaNote.empty())
-          cudaNote = "this runtime has no CUDA device yet";
-        locus_device_report_release(probe);
-      }
+      if (cudaNote.empty())
+        cudaNote = cudaAbsence();
       why = "host versions of its kernels: " + cudaNote;
     } else {
       why = codeNote;

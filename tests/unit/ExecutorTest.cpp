@@ -1,0 +1,327 @@
+// The runtime's plan reader, devices and executor on hand-written plans with
+// kernels written here: results, copies counted, the sim device refusing
+// foreign memory, events, state, damage to every byte, and threads.
+
+#include "locus/locus_runtime.h"
+#include "locus/plan_format.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/// out[i] = in[i] + w[i] for 4 floats: buffers in, w, out.
+void addKernel(void *const *buffers) {
+  auto *in = static_cast<const float *>(buffers[0]);
+  auto *w = static_cast<const float *>(buffers[1]);
+  auto *out = static_cast<float *>(buffers[2]);
+  for (int i = 0; i < 4; ++i)
+    out[i] = in[i] + w[i];
+}
+
+void *resolve(void *, const char *symbol) {
+  return std::strcmp(symbol, "add") == 0 ? reinterpret_cast<void *>(&addKernel)
+                                         : nullptr;
+}
+
+class PlanWriter {
+public:
+  void u8(uint8_t v) { bytes.push_back(v); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+      bytes.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i)
+      bytes.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void f64(double d) {
+    uint64_t v;
+    std::memcpy(&v, &d, 8);
+    u64(v);
+  }
+  void str(const std::string &s) {
+    u32(static_cast<uint32_t>(s.size()));
+    bytes.insert(bytes.end(), s.begin(), s.end());
+  }
+  /// A [4] f32 buffer.
+  void buffer(uint8_t kind, uint32_t device, uint64_t offset,
+              const std::string &name = "") {
+    u8(kind);
+    u32(device);
+    u8(LOCUS_PLAN_F32);
+    u32(1);
+    u64(4);
+    u64(16);
+    u64(offset);
+    str(name);
+  }
+  void command(uint8_t op, uint32_t a, uint32_t b,
+               std::vector<uint32_t> args = {}) {
+    u8(op);
+    u32(a);
+    u32(b);
+    if (op == LOCUS_PLAN_LAUNCH) {
+      u32(static_cast<uint32_t>(args.size()));
+      for (uint32_t x : args)
+        u32(x);
+    }
+  }
+  std::vector<uint8_t> bytes;
+};
+
+/// x (cpu) -> copy to cuda:0 -> add w (state on cuda:0) -> copy back -> y.
+/// `foreign` launches the kernel on the cpu input directly instead.
+/// `skipRecord` leaves out the first event's record.
+std::vector<uint8_t> makePlan(bool foreign = false, bool skipRecord = false,
+                              uint32_t version = LOCUS_PLAN_VERSION) {
+  PlanWriter w;
+  w.u32(LOCUS_PLAN_MAGIC);
+  w.u32(version);
+  w.u32(2); // devices
+  w.u8(0);
+  w.u32(0);
+  w.u8(1);
+  w.u32(0);
+  w.u32(5); // buffers
+  w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");      // 0
+  w.buffer(LOCUS_PLAN_ACTIVATION, 1, 0);      // 1: x on cuda:0
+  w.buffer(LOCUS_PLAN_ACTIVATION, 1, 64);     // 2: the sum
+  w.buffer(LOCUS_PLAN_ACTIVATION, 0, 64);     // 3: the sum on the cpu
+  w.buffer(LOCUS_PLAN_STATE, 1, 0, "w");      // 4
+  w.u8(0); // full(2.0)
+  w.f64(2.0);
+  w.f64(2.0);
+  w.u64(0);
+  w.u64(128); // arenas
+  w.u64(128);
+  w.u32(1); // kernels
+  w.str("add");
+  w.u32(1);
+  w.u32(0); // imports
+  w.u32(0); // load commands
+  w.u32(skipRecord ? 6 : 7);
+  if (!skipRecord)
+    w.command(LOCUS_PLAN_RECORD, 0, 0);
+  w.command(LOCUS_PLAN_COPY, 0, 1);
+  w.command(LOCUS_PLAN_WAIT, 1, 0);
+  w.command(LOCUS_PLAN_LAUNCH, 0, 1, {foreign ? 0u : 1u, 4, 2});
+  w.command(LOCUS_PLAN_RECORD, 1, 1);
+  w.command(LOCUS_PLAN_COPY, 2, 3);
+  w.command(LOCUS_PLAN_WAIT, 0, 1);
+  w.u32(1); // outputs
+  w.str("y");
+  w.u32(3);
+  w.u32(2); // events
+  return w.bytes;
+}
+
+struct Loaded {
+  locus_model_t *model = nullptr;
+  ~Loaded() { locus_model_release(model); }
+};
+
+std::string messageOf(locus_status_t status) {
+  std::string m = locus_status_message(status);
+  locus_status_free(status);
+  return m;
+}
+
+locus_status_t load(const std::vector<uint8_t> &plan, Loaded &out,
+                    const char *map = nullptr) {
+  locus_model_options_t options{};
+  options.device_map = map;
+  return locus_model_create_from_plan(plan.data(), plan.size(), resolve,
+                                      nullptr, &options, &out.model);
+}
+
+/// Runs one step on x; fills y and the stats.
+locus_status_t runOnce(locus_model_t *model, const float *x, float *y,
+                       locus_run_stats_t *stats = nullptr) {
+  locus_context_t *ctx = nullptr;
+  if (locus_status_t s = locus_context_create(model, &ctx))
+    return s;
+  locus_status_t s = locus_context_set_input(ctx, "x", x, 16);
+  if (!s)
+    s = locus_context_run(ctx);
+  if (!s)
+    s = locus_context_read_output(ctx, "y", y, 16);
+  if (stats)
+    locus_context_stats(ctx, stats);
+  locus_context_release(ctx);
+  return s;
+}
+
+} // namespace
+
+TEST(Executor, RunsOnSimAndCountsCopies) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m), nullptr);
+  EXPECT_NE(std::string(locus_model_report(m.model)).find("cuda:0 -> sim"),
+            std::string::npos)
+      << locus_model_report(m.model);
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  locus_run_stats_t stats;
+  ASSERT_EQ(runOnce(m.model, x, y, &stats), nullptr);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(y[i], x[i] + 2);
+  EXPECT_EQ(stats.launches, 1u);
+  EXPECT_EQ(stats.sim_launches, 1u);
+  EXPECT_EQ(stats.copies, 2u);
+  EXPECT_EQ(stats.copy_bytes, 32u);
+}
+
+TEST(Executor, DeviceMapRunsTheGpuPartOnTheCpu) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m, "cuda:0=cpu"), nullptr);
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  locus_run_stats_t stats;
+  ASSERT_EQ(runOnce(m.model, x, y, &stats), nullptr);
+  EXPECT_EQ(y[3], 6);
+  EXPECT_EQ(stats.sim_launches, 0u);
+  EXPECT_EQ(stats.copies, 2u);
+}
+
+TEST(Executor, SimRefusesAKernelOnCpuMemory) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(/*foreign=*/true), m), nullptr);
+  float x[4] = {1, 2, 3, 4}, y[4] = {-1, -1, -1, -1};
+  locus_status_t s = runOnce(m.model, x, y);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INTERNAL);
+  EXPECT_EQ(messageOf(s),
+            "kernel add on cuda:0 (sim) reads buffer 0, which is on cpu "
+            "(cpu): a kernel may only touch memory of its own device");
+  EXPECT_EQ(y[0], -1); // nothing was read out
+}
+
+TEST(Executor, WaitingForAnEventNeverRecordedFails) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(false, /*skipRecord=*/true), m), nullptr);
+  float x[4] = {}, y[4];
+  locus_status_t s = runOnce(m.model, x, y);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(messageOf(s), "cuda:0 waits for event 0, which was never recorded");
+}
+
+TEST(Executor, InputMistakes) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m), nullptr);
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  locus_status_t s = locus_context_run(ctx);
+  EXPECT_EQ(messageOf(s), "input 'x' ([4] f32) was not set");
+  float x[8] = {};
+  s = locus_context_set_input(ctx, "x", x, 32);
+  EXPECT_EQ(messageOf(s), "input 'x' is [4] f32 (16 bytes); 32 bytes were given");
+  s = locus_context_set_input(ctx, "z", x, 16);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_NOT_FOUND);
+  EXPECT_EQ(messageOf(s), "no input named 'z' (inputs: x)");
+  s = locus_context_read_output(ctx, "y", x, 4);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_status_free(s);
+  locus_context_release(ctx);
+}
+
+TEST(Executor, StateIsReadAndWrittenWhereItLives) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m), nullptr);
+  float w[4];
+  ASSERT_EQ(locus_model_read_state(m.model, "w", w, 16), nullptr);
+  EXPECT_EQ(w[2], 2.0f);
+  float w2[4] = {10, 20, 30, 40};
+  ASSERT_EQ(locus_model_write_state(m.model, "w", w2, 16), nullptr);
+  float x[4] = {1, 1, 1, 1}, y[4];
+  ASSERT_EQ(runOnce(m.model, x, y), nullptr);
+  EXPECT_EQ(y[3], 41);
+  locus_status_t s = locus_model_write_state(m.model, "w", w2, 8);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_status_free(s);
+}
+
+TEST(Executor, BadDeviceMaps) {
+  for (const char *map : {"cuda:1=sim", "cuda:0=gpu", "cuda:0"}) {
+    Loaded m;
+    locus_status_t s = load(makePlan(), m, map);
+    ASSERT_NE(s, nullptr) << map;
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT) << map;
+    locus_status_free(s);
+    EXPECT_EQ(m.model, nullptr);
+  }
+}
+
+TEST(Executor, AnotherPlanVersionIsUnavailable) {
+  Loaded m;
+  locus_status_t s = load(makePlan(false, false, LOCUS_PLAN_VERSION + 1), m);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_UNAVAILABLE);
+  EXPECT_EQ(messageOf(s), "the plan has format version 2; this runtime reads 1");
+}
+
+// Every truncation and every single-byte change of the plan either fails to
+// load with a status or loads and runs (a changed initial value is still a
+// valid plan; the artifact's checksum is what catches damage). Nothing
+// crashes, under ASan too.
+TEST(Executor, EveryDamagedPlanFailsCleanlyOrRuns) {
+  std::vector<uint8_t> plan = makePlan();
+  float x[4] = {1, 2, 3, 4};
+  size_t loaded = 0, rejected = 0;
+  auto attempt = [&](const std::vector<uint8_t> &bytes) {
+    Loaded m;
+    if (locus_status_t s = load(bytes, m)) {
+      ++rejected;
+      locus_status_free(s);
+      return;
+    }
+    ++loaded;
+    float y[4] = {};
+    if (locus_status_t s = runOnce(m.model, x, y)) {
+      locus_status_free(s);
+      return;
+    }
+  };
+  for (size_t n = 0; n < plan.size(); ++n)
+    attempt(std::vector<uint8_t>(plan.begin(), plan.begin() + n));
+  for (size_t i = 0; i < plan.size(); ++i)
+    for (uint8_t mask : {0x01, 0x80, 0xFF}) {
+      std::vector<uint8_t> bytes = plan;
+      bytes[i] ^= mask;
+      attempt(bytes);
+    }
+  EXPECT_EQ(rejected + loaded, plan.size() * 4);
+  EXPECT_GT(rejected, plan.size()); // every truncation, and more
+}
+
+TEST(Executor, ContextsRunFromManyThreadsAtOnce) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m), nullptr);
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      locus_context_t *ctx = nullptr;
+      if (locus_context_create(m.model, &ctx)) {
+        wrong[t] = -1;
+        return;
+      }
+      for (int i = 0; i < 2000; ++i) {
+        float x[4] = {float(t), float(i), float(t * i), 1}, y[4];
+        if (locus_context_set_input(ctx, "x", x, 16) ||
+            locus_context_run(ctx) ||
+            locus_context_read_output(ctx, "y", y, 16)) {
+          ++wrong[t];
+          continue;
+        }
+        for (int k = 0; k < 4; ++k)
+          wrong[t] += y[k] != x[k] + 2;
+      }
+      locus_context_release(ctx);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int t = 0; t < 4; ++t)
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+}
