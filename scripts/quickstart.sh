@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Quick start: installs what is missing, builds, and runs the main job --
-# records the seed's first model (torch.nn.Linear(10, 2) with MSELoss on a
-# 100x10 batch) with the C++ frontend, prints it as locus IR (each op with the
-# user's source line), shows where each op runs and why (locus-dump) under
-# policy=auto and policy=prefer-gpu, then compiles it for this machine and
-# runs it (examples/run_seed.cpp).
+# Quick start: installs what is missing, builds, and runs the main job on the
+# seed's first model (torch.nn.Linear(10, 2) with MSELoss on a 100x10 batch):
+# records it with the C++ frontend and prints it as locus IR (each op with
+# the user's source line); compiles it ahead of time for cpu + cuda:0 into an
+# artifact (examples/save_seed.cpp); shows with locus-dump where each op
+# runs and why; and runs the artifact with the runtime alone
+# (examples/run_artifact.cpp) -- on this machine's GPU once the CUDA device
+# exists, on the sim device that stands in for it until then. Once under
+# policy=auto, once under policy=prefer-gpu.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -14,16 +17,16 @@ build=${LOCUS_BUILD_DIR:-$root/build}
 echo
 echo "== The seed model recorded by examples/seed_models.cpp, as locus IR =="
 "$build/examples/seed_models" linear-mse --locations
-"$build/examples/seed_models" linear-mse | "$build/tools/locus-opt" >/dev/null
-echo "locus-opt parsed and verified this IR."
 
 for policy in auto prefer-gpu; do
+  artifact="$build/seed-$policy.locus"
   echo
-  echo "== Placement under policy=$policy (locus-dump --policy=$policy) =="
-  "$build/examples/seed_models" linear-mse --locations |
-    "$build/tools/locus-dump" --policy=$policy
+  echo "== policy=$policy: compiled ahead of time (examples/save_seed.cpp) =="
+  "$build/examples/save_seed" "$artifact" --policy "$policy"
+  echo
+  echo "== policy=$policy: its placement (locus-dump $(basename "$artifact")) =="
+  "$build/tools/locus-dump" "$artifact" --format=table
+  echo
+  echo "== policy=$policy: run by the runtime alone (examples/run_artifact.cpp) =="
+  "$build/examples/run_artifact" "$artifact"
 done
-
-echo
-echo "== Compiled for this machine and run (examples/run_seed.cpp) =="
-"$build/examples/run_seed"
