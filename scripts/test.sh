@@ -13,7 +13,7 @@ cd "$root"
 "$root/scripts/install-deps.sh"
 
 echo "== clang-format =="
-git ls-files '*.cpp' '*.h' | xargs clang-format-19 --dry-run -Werror
+git ls-files '*.cpp' '*.h' '*.hpp' | xargs clang-format-19 --dry-run -Werror
 echo "formatting ok"
 
 echo "== full build and tests =="

@@ -5,12 +5,18 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 files=(runtime/src/*.cpp compiler/lib/Frontend/Nn.cpp examples/*.cpp
-       passes/lib/MinCut.cpp tests/unit/RuntimeTest.cpp tests/unit/MinCutTest.cpp)
+       passes/lib/MinCut.cpp compiler/lib/Plan/MemoryPlan.cpp
+       tools/locus-run/locus-run.cpp tests/unit/RuntimeTest.cpp
+       tests/unit/MinCutTest.cpp tests/unit/ExecutorTest.cpp
+       tests/unit/MemoryPlanTest.cpp)
 if [ "${1:-}" = "--all" ]; then
   files+=(compiler/lib/Dialect/*.cpp compiler/lib/Frontend/Graph.cpp
           compiler/lib/Frontend/Ops.cpp compiler/lib/Dump/*.cpp
+          compiler/lib/Compile/*.cpp compiler/lib/Plan/Plan.cpp
           passes/lib/CostModel.cpp passes/lib/PlaceDevices.cpp
-          passes/lib/InsertTransfers.cpp tools/*/*.cpp bench/*.cpp)
+          passes/lib/InsertTransfers.cpp passes/lib/FuseKernels.cpp
+          passes/lib/OutlineKernels.cpp tools/locus-opt/*.cpp
+          tools/locus-dump/*.cpp tools/locus-compile/*.cpp bench/*.cpp)
 fi
 clang-tidy-19 -p build --quiet "${files[@]}"
 echo "clang-tidy ok (${#files[@]} files)"

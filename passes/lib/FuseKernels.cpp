@@ -125,9 +125,9 @@ public:
         materialize(*group);
         ++kernels;
       }
-    graph->setAttr(kKernelsAttrName,
-                   IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                    kernels));
+    graph->setAttr(
+        kKernelsAttrName,
+        IntegerAttr::get(IntegerType::get(&getContext(), 64), kernels));
   }
 
 private:

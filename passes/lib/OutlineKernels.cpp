@@ -127,7 +127,8 @@ private:
     for (Operation &op : kernel.getBodyBlock()) {
       if (auto yield = dyn_cast<YieldOp>(op)) {
         SmallVector<Value> returned;
-        for (auto [result, v] : llvm::zip(kernel.getResults(), yield.getValues()))
+        for (auto [result, v] :
+             llvm::zip(kernel.getResults(), yield.getValues()))
           if (!isEmpty(result))
             returned.push_back(mapping.lookup(v));
         builder.create<func::ReturnOp>(yield.getLoc(), returned);

@@ -133,7 +133,8 @@ locus_status_t HostCode::load(const void *data, size_t size,
         static_cast<void **>(code->symbol(("__locus_import_" + name).c_str()));
     if (!slot)
       return makeStatus(LOCUS_STATUS_DATA_LOSS,
-                        "the host code has no import slot for %s", name.c_str());
+                        "the host code has no import slot for %s",
+                        name.c_str());
     *slot = fn;
   }
   out = std::move(code);

@@ -64,9 +64,10 @@ public:
     void *raw = nullptr;
     {
       std::unique_lock lock(mutex_);
-      auto it = std::find_if(ranges_.begin(), ranges_.end(), [&](const Range &r) {
-        return r.begin == static_cast<char *>(p);
-      });
+      auto it =
+          std::find_if(ranges_.begin(), ranges_.end(), [&](const Range &r) {
+            return r.begin == static_cast<char *>(p);
+          });
       if (it == ranges_.end())
         return;
       raw = it->raw;
@@ -107,8 +108,8 @@ private:
 
 struct locus_model_s {
   Plan plan;
-  std::unique_ptr<HostCode> code; // null for a JIT model
-  std::vector<KernelFn> kernels;  // by plan kernel
+  std::unique_ptr<HostCode> code;               // null for a JIT model
+  std::vector<KernelFn> kernels;                // by plan kernel
   std::vector<std::unique_ptr<Device>> devices; // this machine's, used
   std::vector<Device *> deviceOf;               // by plan device
   std::vector<void *> persistent;               // by buffer; null if per-run
@@ -138,7 +139,9 @@ struct locus_context_s {
 namespace {
 
 const char *dtypeName(uint8_t dtype) {
-  return dtype == LOCUS_PLAN_F32 ? "f32" : dtype == LOCUS_PLAN_I64 ? "i64" : "i1";
+  return dtype == LOCUS_PLAN_F32   ? "f32"
+         : dtype == LOCUS_PLAN_I64 ? "i64"
+                                   : "i1";
 }
 
 std::string shapeString(const std::vector<int64_t> &dims) {
@@ -155,8 +158,8 @@ locus_status_t parseDeviceMap(const char *text,
   size_t pos = 0;
   while (pos < s.size()) {
     size_t comma = s.find(',', pos);
-    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                : comma - pos);
+    std::string item = s.substr(
+        pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? s.size() : comma + 1;
     size_t eq = item.find('=');
     if (eq == std::string::npos)
@@ -233,8 +236,8 @@ locus_status_t checkSize(const locus_tensor_info_t &info, size_t bytes,
   return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                     "%s '%s' is %s %s (%zu bytes); %zu bytes were given", what,
                     info.name, shapeString(dims).c_str(),
-                    dtypeName(static_cast<uint8_t>(info.dtype)),
-                    info.byte_size, bytes);
+                    dtypeName(static_cast<uint8_t>(info.dtype)), info.byte_size,
+                    bytes);
 }
 
 /// Runs one command list. Launches check that every buffer belongs to the
@@ -365,8 +368,8 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
     for (const PlanKernel &k : m.plan.kernels)
       kernels += &m.plan.devices[k.device] == &d;
     m.report += d.name + " -> " + target + " (" + why + "); " +
-                std::to_string(kernels) + " kernel" + (kernels == 1 ? "" : "s") +
-                "\n";
+                std::to_string(kernels) + " kernel" +
+                (kernels == 1 ? "" : "s") + "\n";
   }
 
   // Persistent buffers: state from its initialiser, constants from the plan.
@@ -415,8 +418,8 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   loader.arenas.assign(m.plan.devices.size(), nullptr);
   if (locus_status_t s = execute(m, loader, m.plan.load, m.loadStats))
     return s;
-  m.report += "per step: " + std::to_string(m.plan.kernels.size()) +
-              " kernel launches";
+  m.report +=
+      "per step: " + std::to_string(m.plan.kernels.size()) + " kernel launches";
   size_t copies = 0;
   uint64_t bytes = 0;
   for (const PlanCommand &c : m.plan.step)
@@ -424,10 +427,10 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
       ++copies;
       bytes += m.plan.buffers[c.a].bytes;
     }
-  m.report += ", " + std::to_string(copies) + " copies (" +
-              std::to_string(bytes) + " bytes); at load: " +
-              std::to_string(m.loadStats.copies) + " copies (" +
-              std::to_string(m.loadStats.copy_bytes) + " bytes)\n";
+  m.report +=
+      ", " + std::to_string(copies) + " copies (" + std::to_string(bytes) +
+      " bytes); at load: " + std::to_string(m.loadStats.copies) + " copies (" +
+      std::to_string(m.loadStats.copy_bytes) + " bytes)\n";
   return nullptr;
 }
 
@@ -496,11 +499,11 @@ locus_status_t locus_model_load(const char *path,
   return s;
 }
 
-locus_status_t locus_model_create_from_plan(const void *plan, size_t plan_size,
-                                            locus_symbol_resolver_t resolve,
-                                            void *user_data,
-                                            const locus_model_options_t *options,
-                                            locus_model_t **out_model) {
+locus_status_t
+locus_model_create_from_plan(const void *plan, size_t plan_size,
+                             locus_symbol_resolver_t resolve, void *user_data,
+                             const locus_model_options_t *options,
+                             locus_model_t **out_model) {
   if (!out_model || !resolve || (!plan && plan_size))
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                       "plan, resolve and out_model must not be NULL");
@@ -603,7 +606,8 @@ locus_status_t locus_context_create(locus_model_t *model,
   if (!model || !out_context)
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
   *out_context = nullptr;
-  auto ctx = std::unique_ptr<locus_context_t>(new (std::nothrow) locus_context_t);
+  auto ctx =
+      std::unique_ptr<locus_context_t>(new (std::nothrow) locus_context_t);
   if (!ctx)
     return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
   ctx->model = model;
@@ -615,11 +619,11 @@ locus_status_t locus_context_create(locus_model_t *model,
     if (!ctx->arenas[d]) {
       for (size_t e = 0; e < d; ++e)
         model->deviceOf[e]->release(ctx->arenas[e]);
-      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
-                        "out of memory for a %llu-byte arena on %s",
-                        static_cast<unsigned long long>(
-                            model->plan.arenaBytes[d]),
-                        model->plan.devices[d].name.c_str());
+      return makeStatus(
+          LOCUS_STATUS_OUT_OF_MEMORY,
+          "out of memory for a %llu-byte arena on %s",
+          static_cast<unsigned long long>(model->plan.arenaBytes[d]),
+          model->plan.devices[d].name.c_str());
     }
   }
   ++model->contexts;

@@ -132,8 +132,8 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
     if (kind > LOCUS_DEVICE_CUDA || (kind == LOCUS_DEVICE_CPU && d.index != 0))
       FAIL("the plan is damaged (device kind %u)", kind);
     d.kind = static_cast<locus_device_kind_t>(kind);
-    d.name = d.kind == LOCUS_DEVICE_CPU ? "cpu"
-                                        : "cuda:" + std::to_string(d.index);
+    d.name =
+        d.kind == LOCUS_DEVICE_CPU ? "cpu" : "cuda:" + std::to_string(d.index);
   }
   if (!r.ok() || plan.devices.empty())
     FAIL("the plan is damaged (devices)");
@@ -257,7 +257,8 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
       }
       case LOCUS_PLAN_COPY: {
         const PlanBuffer *src = buffer(c.a), *dst = buffer(c.b);
-        uint8_t writable = phase ? LOCUS_PLAN_ACTIVATION : LOCUS_PLAN_PERSISTENT;
+        uint8_t writable =
+            phase ? LOCUS_PLAN_ACTIVATION : LOCUS_PLAN_PERSISTENT;
         if (!src || !dst || src->bytes != dst->bytes || dst->kind != writable ||
             (phase == 0 && src->kind == LOCUS_PLAN_ACTIVATION) ||
             (phase == 0 && src->kind == LOCUS_PLAN_INPUT))

@@ -4,8 +4,10 @@
 Takes every .mlir test input and the seed graphs, mutates them (lines deleted,
 duplicated or swapped; spans cut; numbers, element types, devices and op names
 replaced), and runs locus-opt with the placement passes under a random policy
-then lowering to linalg and to a function, and locus-dump, on each mutant. A run may fail with a diagnostic; it may not
-die of a signal, print LLVM's crash banner, or hang.
+then lowering to linalg and to a function, then fusion and outlining,
+locus-dump, and (for one mutant in four) locus-compile, on each mutant. A
+run may fail with a diagnostic; it may not die of a signal, print LLVM's
+crash banner, or hang.
 
   mutate_ir.py <build dir> <source dir> [mutants per input] [seed]
 """
@@ -22,6 +24,8 @@ rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 20261121)
 
 opt = os.path.join(build, "tools", "locus-opt")
 dump = os.path.join(build, "tools", "locus-dump")
+compiler = os.path.join(build, "tools", "locus-compile")
+artifact = os.path.join(build, "tests", "fuzz-mutant.locus")
 seeds = os.path.join(build, "examples", "seed_models")
 
 OPS = ["locus.add", "locus.matmul", "locus.linear", "locus.conv2d", "locus.sum",
@@ -98,7 +102,15 @@ def main():
                 [dump, "--policy=" + policy, "--devices=" + devices,
                  rng.choice(["--format=json", "--format=html", "--format=text",
                              "--explain=1", "--format=dot"])],
+                [opt, "--pass-pipeline=builtin.module(locus.graph("
+                 "locus-place-devices{policy=%s devices=%s},"
+                 "locus-insert-transfers,locus-fuse-kernels),"
+                 "locus-outline-kernels)" % (policy, devices)],
             ]
+            # The whole pipeline to an artifact (slower: LLVM and lld).
+            if rng.randrange(4) == 0:
+                commands.append([compiler, "-", "-o", artifact,
+                                 "--policy=" + policy, "--devices=" + devices])
             for command in commands:
                 try:
                     result = subprocess.run(command, input=mutant, text=True,

@@ -59,18 +59,17 @@ Seed cnn() {
   nn::Conv2d c1(g, 3, 16, {3}, {.padding = {1, 1}});
   nn::Conv2d c2(g, 16, 32, {3}, {.padding = {1, 1}});
   nn::Linear fc(g, 32 * 8 * 8, 10);
-  nn::Sequential net{c1, nn::ReLU(), nn::MaxPool2d({2}),
-                     c2, nn::ReLU(), nn::MaxPool2d({2}),
-                     nn::Flatten(), fc};
+  nn::Sequential net{c1,         nn::ReLU(),         nn::MaxPool2d({2}), c2,
+                     nn::ReLU(), nn::MaxPool2d({2}), nn::Flatten(),      fc};
   auto logits = net(x);
   g.output("logits", logits);
   g.output("loss", nn::CrossEntropyLoss()(logits, y));
   std::vector<int64_t> labels(16);
   for (int i = 0; i < 16; ++i)
     labels[i] = (i * 7) % 10;
-  s.inputs = {
-      {"x", HostTensor::fromF32({16, 3, 32, 32}, randomValues(16 * 3 * 1024, 3))},
-      {"y", HostTensor::fromI64({16}, labels)}};
+  s.inputs = {{"x", HostTensor::fromF32({16, 3, 32, 32},
+                                        randomValues(16 * 3 * 1024, 3))},
+              {"y", HostTensor::fromI64({16}, labels)}};
   return s;
 }
 
@@ -136,8 +135,8 @@ protected:
 TEST_P(SeedOnDevices, CpuAndSimGiveIdenticalResults) {
   Seed seed = make();
   CompiledModel cpu = compile(*seed.graph, {.policy = "cpu"});
-  CompiledModel gpu = compile(*seed.graph, {.policy = "prefer-gpu",
-                                            .devices = {"cpu", "cuda:0"}});
+  CompiledModel gpu = compile(
+      *seed.graph, {.policy = "prefer-gpu", .devices = {"cpu", "cuda:0"}});
   RunStats cpuStats, simStats;
   auto onCpu = cpu.run(seed.inputs, &cpuStats);
   auto onSim = gpu.run(seed.inputs, &simStats);
@@ -152,8 +151,8 @@ TEST_P(SeedOnDevices, CpuAndSimGiveIdenticalResults) {
 TEST_P(SeedOnDevices, SimCountsTheCopiesTheDumpReports) {
   Seed seed = make();
   for (const char *policy : {"prefer-gpu", "auto"}) {
-    CompiledModel model = compile(
-        *seed.graph, {.policy = policy, .devices = {"cpu", "cuda:0"}});
+    CompiledModel model =
+        compile(*seed.graph, {.policy = policy, .devices = {"cpu", "cuda:0"}});
     RunStats stats;
     model.run(seed.inputs, &stats);
     // What the runtime did at load, from its report.
@@ -172,8 +171,8 @@ TEST_P(SeedOnDevices, SimCountsTheCopiesTheDumpReports) {
 
 TEST_P(SeedOnDevices, ArtifactRunsWithTheRuntimeAloneAsInProcess) {
   Seed seed = make();
-  CompiledModel model = compile(*seed.graph, {.policy = "prefer-gpu",
-                                              .devices = {"cpu", "cuda:0"}});
+  CompiledModel model = compile(
+      *seed.graph, {.policy = "prefer-gpu", .devices = {"cpu", "cuda:0"}});
   std::string path = tempPath(GetParam());
   model.save(path);
   auto inProcess = model.run(seed.inputs);
@@ -207,8 +206,8 @@ INSTANTIATE_TEST_SUITE_P(Seeds, SeedOnDevices,
 // gives the same loss.
 TEST(Artifact, DamagedRealArtifactsFailCleanly) {
   Seed seed = linearMse();
-  CompiledModel model = compile(*seed.graph, {.policy = "prefer-gpu",
-                                              .devices = {"cpu", "cuda:0"}});
+  CompiledModel model = compile(
+      *seed.graph, {.policy = "prefer-gpu", .devices = {"cpu", "cuda:0"}});
   std::string path = tempPath("damage");
   model.save(path);
   std::ifstream in(path, std::ios::binary);

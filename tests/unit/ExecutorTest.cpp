@@ -61,7 +61,7 @@ public:
     str(name);
   }
   void command(uint8_t op, uint32_t a, uint32_t b,
-               std::vector<uint32_t> args = {}) {
+               const std::vector<uint32_t> &args = {}) {
     u8(op);
     u32(a);
     u32(b);
@@ -87,13 +87,13 @@ std::vector<uint8_t> makePlan(bool foreign = false, bool skipRecord = false,
   w.u32(0);
   w.u8(1);
   w.u32(0);
-  w.u32(5); // buffers
-  w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");      // 0
-  w.buffer(LOCUS_PLAN_ACTIVATION, 1, 0);      // 1: x on cuda:0
-  w.buffer(LOCUS_PLAN_ACTIVATION, 1, 64);     // 2: the sum
-  w.buffer(LOCUS_PLAN_ACTIVATION, 0, 64);     // 3: the sum on the cpu
-  w.buffer(LOCUS_PLAN_STATE, 1, 0, "w");      // 4
-  w.u8(0); // full(2.0)
+  w.u32(5);                               // buffers
+  w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");  // 0
+  w.buffer(LOCUS_PLAN_ACTIVATION, 1, 0);  // 1: x on cuda:0
+  w.buffer(LOCUS_PLAN_ACTIVATION, 1, 64); // 2: the sum
+  w.buffer(LOCUS_PLAN_ACTIVATION, 0, 64); // 3: the sum on the cpu
+  w.buffer(LOCUS_PLAN_STATE, 1, 0, "w");  // 4
+  w.u8(0);                                // full(2.0)
   w.f64(2.0);
   w.f64(2.0);
   w.u64(0);
@@ -217,7 +217,8 @@ TEST(Executor, InputMistakes) {
   EXPECT_EQ(messageOf(s), "input 'x' ([4] f32) was not set");
   float x[8] = {};
   s = locus_context_set_input(ctx, "x", x, 32);
-  EXPECT_EQ(messageOf(s), "input 'x' is [4] f32 (16 bytes); 32 bytes were given");
+  EXPECT_EQ(messageOf(s),
+            "input 'x' is [4] f32 (16 bytes); 32 bytes were given");
   s = locus_context_set_input(ctx, "z", x, 16);
   EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_NOT_FOUND);
   EXPECT_EQ(messageOf(s), "no input named 'z' (inputs: x)");
@@ -258,7 +259,8 @@ TEST(Executor, AnotherPlanVersionIsUnavailable) {
   Loaded m;
   locus_status_t s = load(makePlan(false, false, LOCUS_PLAN_VERSION + 1), m);
   EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_UNAVAILABLE);
-  EXPECT_EQ(messageOf(s), "the plan has format version 2; this runtime reads 1");
+  EXPECT_EQ(messageOf(s),
+            "the plan has format version 2; this runtime reads 1");
 }
 
 // Every truncation and every single-byte change of the plan either fails to
@@ -299,6 +301,7 @@ TEST(Executor, ContextsRunFromManyThreadsAtOnce) {
   Loaded m;
   ASSERT_EQ(load(makePlan(), m), nullptr);
   std::vector<std::thread> threads;
+  threads.reserve(4);
   std::vector<int> wrong(4, 0);
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {

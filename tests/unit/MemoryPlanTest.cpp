@@ -37,8 +37,8 @@ void expectValid(const std::vector<LiveRange> &ranges, const MemoryPlan &plan,
 TEST(MemoryPlan, AChainReusesMemory) {
   // a -> b -> c -> d: each buffer dies when the next is made, so two slots
   // suffice.
-  std::vector<LiveRange> chain{{1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3},
-                               {1000, 3, 4}};
+  std::vector<LiveRange> chain{
+      {1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3}, {1000, 3, 4}};
   MemoryPlan plan = planMemory(chain, 64);
   expectValid(chain, plan, 64);
   EXPECT_EQ(plan.arenaBytes, 2 * 1024u);

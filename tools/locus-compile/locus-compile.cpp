@@ -81,18 +81,18 @@ int main(int argc, char **argv) {
   }
 
   const locus::PlanSummary &s = result.summary;
-  llvm::outs() << result.placementSummary << "\nplan: "
-               << s.kernelSymbols.size() << " kernels, " << s.stepCopies
-               << " copies per step (" << s.stepCopyBytes << " B), "
-               << s.loadCopies << " at load (" << s.loadCopyBytes << " B)\n";
+  llvm::outs() << result.placementSummary
+               << "\nplan: " << s.kernelSymbols.size() << " kernels, "
+               << s.stepCopies << " copies per step (" << s.stepCopyBytes
+               << " B), " << s.loadCopies << " at load (" << s.loadCopyBytes
+               << " B)\n";
   uint64_t arenas = 0;
   for (const auto &[device, bytes] : s.arenas) {
     llvm::outs() << "arena " << device << ": " << bytes << " B\n";
     arenas += bytes;
   }
-  llvm::outs() << "activations: " << s.unsharedBytes
-               << " B unshared, " << arenas << " B in arenas\n"
-               << "wrote " << outputFile << " (host code for " << cpu
-               << ")\n";
+  llvm::outs() << "activations: " << s.unsharedBytes << " B unshared, "
+               << arenas << " B in arenas\n"
+               << "wrote " << outputFile << " (host code for " << cpu << ")\n";
   return 0;
 }

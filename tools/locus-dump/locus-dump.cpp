@@ -79,8 +79,8 @@ int main(int argc, char **argv) {
     locus_status_t status = locus_artifact_load_memory(
         input->getBufferStart(), input->getBufferSize(), &artifact);
     if (!status)
-      status = locus_artifact_section(artifact, LOCUS_SECTION_GRAPH, &data,
-                                      &size);
+      status =
+          locus_artifact_section(artifact, LOCUS_SECTION_GRAPH, &data, &size);
     if (status) {
       llvm::errs() << "locus-dump: " << inputFile << ": "
                    << locus_status_message(status) << "\n";

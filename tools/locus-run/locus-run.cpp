@@ -24,7 +24,9 @@
 namespace {
 
 const char *descrOf(locus_dtype_t dtype) {
-  return dtype == LOCUS_DTYPE_F32 ? "<f4" : dtype == LOCUS_DTYPE_I64 ? "<i8" : "|b1";
+  return dtype == LOCUS_DTYPE_F32   ? "<f4"
+         : dtype == LOCUS_DTYPE_I64 ? "<i8"
+                                    : "|b1";
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
@@ -63,7 +65,8 @@ std::vector<char> readInput(const std::string &path,
       throw std::runtime_error(path + ": truncated .npy header");
     headerLength = 0;
     for (int i = 0; i < 4; ++i)
-      headerLength |= size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+      headerLength |= size_t(static_cast<unsigned char>(bytes[8 + i]))
+                      << (8 * i);
     start = 12;
   } else {
     throw std::runtime_error(path + ": .npy version " + std::to_string(major) +
@@ -102,10 +105,9 @@ std::vector<char> readInput(const std::string &path,
                              shapeText(info.shape));
   size_t data = start + headerLength;
   if (bytes.size() - data != info.byteSize)
-    throw std::runtime_error(path + ": the data has " +
-                             std::to_string(bytes.size() - data) +
-                             " bytes, expected " +
-                             std::to_string(info.byteSize));
+    throw std::runtime_error(
+        path + ": the data has " + std::to_string(bytes.size() - data) +
+        " bytes, expected " + std::to_string(info.byteSize));
   return std::vector<char>(bytes.begin() + static_cast<long>(data),
                            bytes.end());
 }
@@ -143,7 +145,7 @@ int usage() {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runMain(int argc, char **argv) {
   std::string path, deviceMap, saveDir;
   std::map<std::string, std::string> inputFiles;
   bool random = false, quiet = false;
@@ -200,8 +202,9 @@ int main(int argc, char **argv) {
         std::string names;
         for (const auto &info : model.inputs())
           names += (names.empty() ? "" : ", ") + info.name;
-        throw std::runtime_error("the model has no input '" + name +
-                                 "' (inputs: " + names + ")");
+        std::string message = "the model has no input '" + name;
+        message += "' (inputs: " + names + ")";
+        throw std::runtime_error(message);
       }
     }
     if (random) {
@@ -246,7 +249,8 @@ int main(int argc, char **argv) {
           } else if (info.dtype == LOCUS_DTYPE_I64) {
             int64_t v;
             std::memcpy(&v, data.data() + 8 * k, 8);
-            std::snprintf(text, sizeof text, " %lld", static_cast<long long>(v));
+            std::snprintf(text, sizeof text, " %lld",
+                          static_cast<long long>(v));
           } else {
             std::snprintf(text, sizeof text, " %d", data[k] ? 1 : 0);
           }
@@ -268,4 +272,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  try {
+    return runMain(argc, argv);
+  } catch (const std::exception &e) {
+    std::cerr << "locus-run: " << e.what() << "\n";
+    return 1;
+  }
 }

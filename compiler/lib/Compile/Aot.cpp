@@ -111,24 +111,25 @@ std::string locus::writeArtifact(const PipelineResult &result,
   for (auto [name, value] : {std::pair{"__locus_cpu_features", features},
                              std::pair{"__locus_cpu", cpu}}) {
     auto *text = llvm::ConstantDataArray::getString(context, value);
-    auto *storage = new llvm::GlobalVariable(
-        *module, text->getType(), true, llvm::GlobalValue::PrivateLinkage,
-        text, std::string(name) + ".text");
+    auto *storage = new llvm::GlobalVariable(*module, text->getType(), true,
+                                             llvm::GlobalValue::PrivateLinkage,
+                                             text, std::string(name) + ".text");
     new llvm::GlobalVariable(*module, llvm::PointerType::get(context, 0), true,
                              llvm::GlobalValue::ExternalLinkage, storage, name);
   }
 
   std::string triple = llvm::sys::getDefaultTargetTriple(), error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return "no LLVM target for " + triple + ": " + error;
-  std::string cpuName = cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu;
+  std::string cpuName =
+      cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu;
   std::string featureString;
   if (cpu == "native")
     for (const auto &f : llvm::sys::getHostCPUFeatures())
       featureString += (featureString.empty() ? "" : ",") +
-                       std::string(f.getValue() ? "+" : "-") +
-                       f.getKey().str();
+                       std::string(f.getValue() ? "+" : "-") + f.getKey().str();
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpuName, featureString, targetOptions, llvm::Reloc::PIC_,
@@ -140,8 +141,8 @@ std::string locus::writeArtifact(const PipelineResult &result,
            "' (try x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native)";
   module->setDataLayout(machine->createDataLayout());
   module->setTargetTriple(triple);
-  if (llvm::Error e = mlir::makeOptimizingTransformer(3, 0, machine.get())(
-          module.get()))
+  if (llvm::Error e =
+          mlir::makeOptimizingTransformer(3, 0, machine.get())(module.get()))
     return "internal error: " + llvm::toString(std::move(e));
 
   llvm::SmallString<128> dir;
@@ -177,9 +178,8 @@ std::string locus::writeArtifact(const PipelineResult &result,
     return "no linker: install lld-19 (ld.lld links the host code)";
   }
   llvm::SmallVector<llvm::StringRef> args{
-      lld,       "-shared", "--build-id=none", "-z",     "noexecstack",
-      "-z",      "now",     "-soname",         "locus-host-code",
-      "-o",      shared,    object};
+      lld,   "-shared", "--build-id=none", "-z", "noexecstack", "-z",
+      "now", "-soname", "locus-host-code", "-o", shared,        object};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, redirects, 0, 0,
@@ -192,11 +192,10 @@ std::string locus::writeArtifact(const PipelineResult &result,
     return "linking the host code failed: " + why;
   }
 
-  std::string metadata = "locus-artifact/1\ngraph=" + result.graphName +
-                         "\ncpu=" + cpu + "\ncpu_features=" + features +
-                         "\nkernels=" +
-                         std::to_string(result.summary.kernelSymbols.size()) +
-                         "\n";
+  std::string metadata =
+      "locus-artifact/1\ngraph=" + result.graphName + "\ncpu=" + cpu +
+      "\ncpu_features=" + features +
+      "\nkernels=" + std::to_string(result.summary.kernelSymbols.size()) + "\n";
   locus_section_t sections[] = {
       {LOCUS_SECTION_GRAPH, result.placedGraph.data(),
        result.placedGraph.size()},
@@ -205,8 +204,8 @@ std::string locus::writeArtifact(const PipelineResult &result,
        (*so)->getBufferSize()},
       {LOCUS_SECTION_METADATA, metadata.data(), metadata.size()},
   };
-  locus_status_t status = locus_artifact_write(
-      path.c_str(), locus_host_arch(), sections, std::size(sections));
+  locus_status_t status = locus_artifact_write(path.c_str(), locus_host_arch(),
+                                               sections, std::size(sections));
   cleanup();
   if (status) {
     std::string why = locus_status_message(status);

@@ -260,8 +260,8 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
       data = bools.data();
       bytes = bools.size();
     }
-    if (locus_status_t s = locus_context_read_output(context, slot.name.c_str(),
-                                                     data, bytes))
+    if (locus_status_t s =
+            locus_context_read_output(context, slot.name.c_str(), data, bytes))
       throw RunError(take(s));
     if (slot.dtype == DType::i1)
       out.i64.assign(bools.begin(), bools.end());

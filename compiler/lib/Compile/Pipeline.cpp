@@ -75,8 +75,8 @@ LogicalResult locus::runPipeline(ModuleOp module,
                                  PipelineResult &result) {
   SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
   if (graphs.size() != 1)
-    return module.emitError() << "expected one locus.graph, found "
-                              << graphs.size();
+    return module.emitError()
+           << "expected one locus.graph, found " << graphs.size();
   GraphOp graph = graphs.front();
   result.graphName = graph.getSymName().str();
   MLIRContext *context = module.getContext();
@@ -140,8 +140,8 @@ LogicalResult locus::runPipeline(ModuleOp module,
     return failure();
 
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule = translateKernels(
-      module, llvmContext, result.summary.kernelFunctions);
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateKernels(module, llvmContext, result.summary.kernelFunctions);
   if (!llvmModule)
     return module.emitError() << "internal error: the kernels do not "
                                  "translate to LLVM IR";

@@ -14,10 +14,12 @@ MemoryPlan locus::planMemory(const std::vector<LiveRange> &ranges,
   };
   std::vector<size_t> order(ranges.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (ranges[a].bytes != ranges[b].bytes)
       return ranges[a].bytes > ranges[b].bytes;
-    return ranges[a].first < ranges[b].first;
+    if (ranges[a].first != ranges[b].first)
+      return ranges[a].first < ranges[b].first;
+    return a < b;
   });
 
   MemoryPlan plan;
@@ -34,8 +36,9 @@ MemoryPlan locus::planMemory(const std::vector<LiveRange> &ranges,
       if (ranges[j].first <= r.last && r.first <= ranges[j].last)
         conflicts.push_back(
             {plan.offsets[j], plan.offsets[j] + align(ranges[j].bytes)});
-    std::sort(conflicts.begin(), conflicts.end(),
-              [](const Placed &a, const Placed &b) { return a.begin < b.begin; });
+    std::sort(
+        conflicts.begin(), conflicts.end(),
+        [](const Placed &a, const Placed &b) { return a.begin < b.begin; });
     // The lowest gap that holds the buffer.
     uint64_t offset = 0, size = align(r.bytes);
     for (const Placed &c : conflicts) {

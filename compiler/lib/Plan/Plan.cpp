@@ -68,7 +68,7 @@ uint8_t dtypeOf(Type element) {
 }
 
 uint64_t bytesOf(RankedTensorType type) {
-  uint64_t size = type.getElementType().isF32()          ? 4
+  uint64_t size = type.getElementType().isF32()         ? 4
                   : type.getElementType().isInteger(64) ? 8
                                                         : 1;
   return size * static_cast<uint64_t>(type.getNumElements());
@@ -201,8 +201,8 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
       outputs.back().second = b->second;
     } else {
       return op.emitOpError()
-                 << "cannot be planned: run --locus-fuse-kernels and "
-                    "--locus-outline-kernels first";
+             << "cannot be planned: run --locus-fuse-kernels and "
+                "--locus-outline-kernels first";
     }
   }
   // Outputs and inputs live to the end of the step (outputs are read after

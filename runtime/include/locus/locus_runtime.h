@@ -201,12 +201,12 @@ typedef enum locus_tensor_role_e {
 } locus_tensor_role_t;
 
 typedef struct locus_tensor_info_s {
-  const char *name;    /* valid while the model lives */
+  const char *name; /* valid while the model lives */
   locus_dtype_t dtype;
   int32_t rank;
   const int64_t *dims; /* rank entries, valid while the model lives */
   size_t byte_size;
-  const char *device;  /* the artifact's device: "cpu", "cuda:0" */
+  const char *device; /* the artifact's device: "cpu", "cuda:0" */
 } locus_tensor_info_t;
 
 /* Loads a model from an artifact file (or from memory, copied): checks the
@@ -250,7 +250,8 @@ LOCUS_API locus_status_t locus_model_find_tensor(const locus_model_t *model,
  * lives. byte_size must be the tensor's. A write waits for runs in flight
  * and is seen by every later run. */
 LOCUS_API locus_status_t locus_model_read_state(const locus_model_t *model,
-                                                const char *name, void *out_data,
+                                                const char *name,
+                                                void *out_data,
                                                 size_t byte_size);
 LOCUS_API locus_status_t locus_model_write_state(locus_model_t *model,
                                                  const char *name,
@@ -263,12 +264,12 @@ LOCUS_API locus_status_t locus_model_write_state(locus_model_t *model,
 LOCUS_API const char *locus_model_report(const locus_model_t *model);
 
 typedef struct locus_run_stats_s {
-  uint64_t launches;         /* kernel launches */
-  uint64_t copies;           /* copies between devices the plan made */
+  uint64_t launches; /* kernel launches */
+  uint64_t copies;   /* copies between devices the plan made */
   uint64_t copy_bytes;
-  uint64_t sim_launches;     /* launches on the sim device */
-  uint64_t input_bytes;      /* written by locus_context_set_input */
-  uint64_t output_bytes;     /* read by locus_context_read_output */
+  uint64_t sim_launches; /* launches on the sim device */
+  uint64_t input_bytes;  /* written by locus_context_set_input */
+  uint64_t output_bytes; /* read by locus_context_read_output */
 } locus_run_stats_t;
 
 /* What loading did: load-time copies (state and constants moved to their
@@ -282,7 +283,8 @@ LOCUS_API locus_status_t locus_context_create(locus_model_t *model,
                                               locus_context_t **out_context);
 LOCUS_API void locus_context_release(locus_context_t *context);
 /* The model a context runs. */
-LOCUS_API const locus_model_t *locus_context_model(const locus_context_t *context);
+LOCUS_API const locus_model_t *
+locus_context_model(const locus_context_t *context);
 /* Copies an input in; byte_size must be the input's. */
 LOCUS_API locus_status_t locus_context_set_input(locus_context_t *context,
                                                  const char *name,

@@ -52,7 +52,8 @@ struct TensorInfo {
 class Model {
 public:
   /// Loads an artifact; `deviceMap` as in locus_model_options_t.
-  static Model load(const std::string &path, const std::string &deviceMap = "") {
+  static Model load(const std::string &path,
+                    const std::string &deviceMap = "") {
     locus_model_options_t options{};
     options.device_map = deviceMap.c_str();
     locus_model_t *model = nullptr;
@@ -60,7 +61,8 @@ public:
     return Model(model);
   }
 
-  Model(Model &&other) noexcept : model_(std::exchange(other.model_, nullptr)) {}
+  Model(Model &&other) noexcept
+      : model_(std::exchange(other.model_, nullptr)) {}
   Model &operator=(Model &&other) noexcept {
     std::swap(model_, other.model_);
     return *this;

@@ -26,8 +26,7 @@ struct MemoryPlan {
   uint64_t arenaBytes = 0;       ///< The end of the highest buffer.
 };
 
-MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
-                      uint64_t alignment);
+MemoryPlan planMemory(const std::vector<LiveRange> &ranges, uint64_t alignment);
 
 } // namespace locus
 
