@@ -7,6 +7,7 @@
 // checks each buffer against it. The `cuda` device slots in behind the same
 // interface (issue 5).
 
+#include "device.h"
 #include "host_code.h"
 #include "plan.h"
 #include "status_impl.h"
@@ -27,84 +28,7 @@
 
 using namespace locus::rt;
 
-namespace {
-
-using KernelFn = void (*)(void *const *buffers);
-
-/// A device of this machine that runs some of the artifact's devices.
-class Device {
-public:
-  Device(std::string name, bool simulated)
-      : name_(std::move(name)), simulated_(simulated) {}
-
-  const std::string &name() const { return name_; }
-  bool simulated() const { return simulated_; }
-
-  /// Zeroed memory owned by this device (64-byte aligned); null when out of
-  /// memory. Size 0 gives a valid pointer too. calloc maps large blocks
-  /// lazily, so an arena costs only the pages a run touches.
-  void *allocate(size_t bytes) {
-    if (bytes > (size_t(1) << 46))
-      return nullptr;
-    void *raw = std::calloc(1, bytes + 64);
-    if (!raw)
-      return nullptr;
-    auto *start = reinterpret_cast<char *>(
-        (reinterpret_cast<uintptr_t>(raw) + 63) / 64 * 64);
-    std::unique_lock lock(mutex_);
-    Range range{start, start + bytes, raw};
-    ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), range),
-                   range);
-    return start;
-  }
-
-  void release(void *p) {
-    if (!p)
-      return;
-    void *raw = nullptr;
-    {
-      std::unique_lock lock(mutex_);
-      auto it =
-          std::find_if(ranges_.begin(), ranges_.end(), [&](const Range &r) {
-            return r.begin == static_cast<char *>(p);
-          });
-      if (it == ranges_.end())
-        return;
-      raw = it->raw;
-      ranges_.erase(it);
-    }
-    std::free(raw);
-  }
-
-  /// Whether [p, p + bytes) lies in memory of this device.
-  bool owns(const void *p, size_t bytes) const {
-    const char *c = static_cast<const char *>(p);
-    std::shared_lock lock(mutex_);
-    // The last range starting at or before p; allocations never overlap.
-    auto it = std::upper_bound(
-        ranges_.begin(), ranges_.end(), c,
-        [](const char *v, const Range &r) { return v < r.begin; });
-    if (it == ranges_.begin())
-      return false;
-    --it;
-    return it->begin <= c && c + bytes <= it->end;
-  }
-
-private:
-  struct Range {
-    const char *begin, *end;
-    void *raw; // what calloc returned
-    bool operator<(const Range &o) const {
-      return begin < o.begin || (begin == o.begin && end < o.end);
-    }
-  };
-  std::string name_;
-  bool simulated_;
-  mutable std::shared_mutex mutex_;
-  std::vector<Range> ranges_;
-};
-
-} // namespace
+namespace {} // namespace
 
 struct locus_model_s {
   Plan plan;
@@ -268,7 +192,9 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
               m.deviceOf[b.device]->name().c_str());
         ctx.pointers[i] = p;
       }
-      m.kernels[c.a](ctx.pointers.data());
+      if (locus_status_t s =
+              device->launch(m.kernels[c.a], ctx.pointers.data()))
+        return s;
       ++stats.launches;
       if (device->simulated())
         ++stats.sim_launches;
@@ -276,9 +202,11 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
     }
     case LOCUS_PLAN_COPY: {
       const PlanBuffer &src = m.plan.buffers[c.a];
-      if (src.bytes)
-        std::memcpy(bufferPointer(m, ctx, c.b), bufferPointer(m, ctx, c.a),
-                    src.bytes);
+      const PlanBuffer &dst = m.plan.buffers[c.b];
+      if (locus_status_t s = m.deviceOf[dst.device]->copyFrom(
+              *m.deviceOf[src.device], bufferPointer(m, ctx, c.a),
+              bufferPointer(m, ctx, c.b), src.bytes))
+        return s;
       ++stats.copies;
       stats.copy_bytes += src.bytes;
       break;
@@ -356,8 +284,7 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
     }
     Device *&device = targets[target];
     if (!device) {
-      auto made = std::unique_ptr<Device>(new (std::nothrow)
-                                              Device(target, target == "sim"));
+      std::unique_ptr<Device> made = makeDevice(target);
       if (!made)
         return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
       device = made.get();
@@ -372,7 +299,8 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
                 (kernels == 1 ? "" : "s") + "\n";
   }
 
-  // Persistent buffers: state from its initialiser, constants from the plan.
+  // Persistent buffers: state from its initialiser, constants from the plan,
+  // made on the host and uploaded.
   m.persistent.assign(m.plan.buffers.size(), nullptr);
   std::vector<float> staging;
   for (size_t i = 0; i < m.plan.buffers.size(); ++i) {
@@ -385,13 +313,27 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
                         "out of memory for %zu bytes of %s", size_t(b.bytes),
                         b.name.empty() ? "constants" : b.name.c_str());
     m.persistent[i] = p;
+    Device &device = *m.deviceOf[b.device];
     if (b.kind == LOCUS_PLAN_STATE) {
-      if (locus_status_t s = locus_init_fill(
-              static_cast<locus_init_kind_t>(b.initKind), b.initA, b.initB,
-              b.seed, b.bytes / 4, static_cast<float *>(p)))
+      // In chunks: element i of uniform(a, b) is drawn from
+      // seed + (i + 1) * 0x9E3779B97F4A7C15, so a chunk starting at k is the
+      // same generator with seed + k * 0x9E3779B97F4A7C15.
+      constexpr size_t kChunk = 1 << 16;
+      staging.resize(kChunk);
+      size_t count = b.bytes / 4;
+      for (size_t k = 0; k < count; k += kChunk) {
+        size_t n = std::min(kChunk, count - k);
+        if (locus_status_t s = locus_init_fill(
+                static_cast<locus_init_kind_t>(b.initKind), b.initA, b.initB,
+                b.seed + k * 0x9E3779B97F4A7C15ull, n, staging.data()))
+          return s;
+        if (locus_status_t s = device.upload(
+                staging.data(), static_cast<float *>(p) + k, n * 4))
+          return s;
+      }
+    } else if (b.kind == LOCUS_PLAN_CONSTANT) {
+      if (locus_status_t s = device.upload(b.data.data(), p, b.bytes))
         return s;
-    } else if (b.kind == LOCUS_PLAN_CONSTANT && b.bytes) {
-      std::memcpy(p, b.data.data(), b.bytes);
     }
   }
 
@@ -566,9 +508,9 @@ locus_status_t locus_model_read_state(const locus_model_t *model,
     return s;
   auto *m = const_cast<locus_model_t *>(model);
   std::shared_lock lock(m->stateMutex);
-  if (byte_size)
-    std::memcpy(out_data, m->persistent[m->stateBuffers[i]], byte_size);
-  return nullptr;
+  uint32_t buffer = m->stateBuffers[i];
+  return m->deviceOf[m->plan.buffers[buffer].device]->download(
+      m->persistent[buffer], out_data, byte_size);
 }
 
 locus_status_t locus_model_write_state(locus_model_t *model, const char *name,
@@ -582,12 +524,16 @@ locus_status_t locus_model_write_state(locus_model_t *model, const char *name,
     return s;
   std::unique_lock lock(model->stateMutex);
   uint32_t buffer = model->stateBuffers[i];
-  if (byte_size)
-    std::memcpy(model->persistent[buffer], data, byte_size);
+  const Plan &plan = model->plan;
+  if (locus_status_t s = model->deviceOf[plan.buffers[buffer].device]->upload(
+          data, model->persistent[buffer], byte_size))
+    return s;
   // Copies of this state on other devices are refreshed too.
-  for (const PlanCommand &c : model->plan.load)
-    if (c.op == LOCUS_PLAN_COPY && c.a == buffer && byte_size)
-      std::memcpy(model->persistent[c.b], data, byte_size);
+  for (const PlanCommand &c : plan.load)
+    if (c.op == LOCUS_PLAN_COPY && c.a == buffer)
+      if (locus_status_t s = model->deviceOf[plan.buffers[c.b].device]->upload(
+              data, model->persistent[c.b], byte_size))
+        return s;
   return nullptr;
 }
 
@@ -655,8 +601,10 @@ locus_status_t locus_context_set_input(locus_context_t *context,
     return s;
   if (locus_status_t s = checkSize(m.inputs[i], byte_size, "input"))
     return s;
-  if (byte_size)
-    std::memcpy(bufferPointer(m, *context, m.inputBuffers[i]), data, byte_size);
+  uint32_t buffer = m.inputBuffers[i];
+  if (locus_status_t s = m.deviceOf[m.plan.buffers[buffer].device]->upload(
+          data, bufferPointer(m, *context, buffer), byte_size))
+    return s;
   context->inputSet[i] = true;
   context->stats.input_bytes += byte_size;
   return nullptr;
@@ -695,9 +643,10 @@ locus_status_t locus_context_read_output(locus_context_t *context,
   if (locus_status_t s = checkSize(m.outputs[i], byte_size, "output"))
     return s;
   std::shared_lock lock(m.stateMutex);
-  if (byte_size)
-    std::memcpy(out_data, bufferPointer(m, *context, m.outputBuffers[i]),
-                byte_size);
+  uint32_t buffer = m.outputBuffers[i];
+  if (locus_status_t s = m.deviceOf[m.plan.buffers[buffer].device]->download(
+          bufferPointer(m, *context, buffer), out_data, byte_size))
+    return s;
   context->stats.output_bytes += byte_size;
   return nullptr;
 }

@@ -257,3 +257,22 @@ TEST(Artifact, DamagedRealArtifactsFailCleanly) {
   EXPECT_EQ(rejected, attempts + 1);
   EXPECT_EQ(same, 1u);
 }
+
+// State larger than the runtime's staging chunk starts as the frontend's
+// initialiser says, on the CPU and on sim.
+TEST(State, LargeStateMatchesItsInitialiser) {
+  Graph g("big");
+  g.manualSeed(11);
+  auto x = g.input("x", {2, 784});
+  nn::Linear fc(g, 784, 1024);
+  g.output("y", fc(x));
+  std::vector<float> want = g.initialValue(fc.weight());
+  ASSERT_GT(want.size(), 65536u);
+  for (const char *policy : {"cpu", "prefer-gpu"}) {
+    CompiledModel model =
+        compile(g, {.policy = policy, .devices = {"cpu", "cuda:0"}});
+    const std::string &weight = model.stateNames().front();
+    ASSERT_NE(weight.find("weight"), std::string::npos) << weight;
+    EXPECT_EQ(model.state(weight).f32, want) << policy;
+  }
+}

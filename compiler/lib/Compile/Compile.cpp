@@ -15,7 +15,9 @@
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <mutex>
 
@@ -357,9 +359,21 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     }
   }
 
+  // Optimise for this CPU: without a target machine, LLVM's cost model
+  // knows no vector registers and the loop vectoriser does nothing.
+  auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!hostBuilder)
+    throw userError(loc, "internal error: " +
+                             llvm::toString(hostBuilder.takeError()));
+  hostBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto hostMachine = hostBuilder->createTargetMachine();
+  if (!hostMachine)
+    throw userError(loc, "internal error: " +
+                             llvm::toString(hostMachine.takeError()));
   mlir::ExecutionEngineOptions engineOptions;
   engineOptions.transformer = mlir::makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+      /*optLevel=*/3, /*sizeLevel=*/0, hostMachine->get());
+  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   const std::vector<std::string> &functions =
       impl->parts.summary.kernelFunctions;
   auto builder = [&](mlir::Operation *op, llvm::LLVMContext &llvmContext) {

@@ -1,0 +1,92 @@
+// device.h - what the executor needs of a device.
+//
+// The executor never touches device memory itself: it asks the device that
+// owns it to allocate, copy, launch, and move bytes to and from the host.
+// `cpu` and `sim` keep their memory on the host (HostDevice); the CUDA
+// device (issue 5) implements the same interface with the driver API.
+#ifndef LOCUS_RUNTIME_DEVICE_H
+#define LOCUS_RUNTIME_DEVICE_H
+
+#include "locus/locus_runtime.h"
+
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+namespace locus::rt {
+
+/// A kernel's host entry point: its buffers in plan order.
+using KernelFn = void (*)(void *const *buffers);
+
+class Device {
+public:
+  explicit Device(std::string name) : name_(std::move(name)) {}
+  virtual ~Device() = default;
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  /// "cpu", "sim", "cuda:1": what this machine runs it as.
+  const std::string &name() const { return name_; }
+  /// Whether it stands in for a GPU (counted as such).
+  virtual bool simulated() const { return false; }
+
+  /// Zeroed memory of this device, 64-byte aligned; null when out of
+  /// memory. Size 0 gives a valid pointer too.
+  virtual void *allocate(size_t bytes) = 0;
+  virtual void release(void *p) = 0;
+  /// Whether [p, p + bytes) lies in memory of this device.
+  virtual bool owns(const void *p, size_t bytes) const = 0;
+
+  /// Copies between memory of `from` and of this device (a plan copy).
+  virtual locus_status_t copyFrom(Device &from, const void *src, void *dst,
+                                  size_t bytes) = 0;
+  /// Host memory to this device's and back (inputs, outputs, state).
+  virtual locus_status_t upload(const void *host, void *dst, size_t bytes) = 0;
+  virtual locus_status_t download(const void *src, void *host,
+                                  size_t bytes) = 0;
+  /// Runs a kernel (its host version here) on buffers of this device.
+  virtual locus_status_t launch(KernelFn kernel, void *const *buffers) = 0;
+
+private:
+  std::string name_;
+};
+
+/// A device whose memory is host memory: `cpu`, and `sim`, which stands in
+/// for a GPU. Both keep a table of their allocations, against which `owns`
+/// checks every buffer of every launch.
+class HostDevice : public Device {
+public:
+  HostDevice(std::string name, bool simulated)
+      : Device(std::move(name)), simulated_(simulated) {}
+  ~HostDevice() override;
+
+  bool simulated() const override { return simulated_; }
+  void *allocate(size_t bytes) override;
+  void release(void *p) override;
+  bool owns(const void *p, size_t bytes) const override;
+  locus_status_t copyFrom(Device &from, const void *src, void *dst,
+                          size_t bytes) override;
+  locus_status_t upload(const void *host, void *dst, size_t bytes) override;
+  locus_status_t download(const void *src, void *host, size_t bytes) override;
+  locus_status_t launch(KernelFn kernel, void *const *buffers) override;
+
+private:
+  struct Range {
+    const char *begin, *end;
+    void *raw; // what calloc returned
+    bool operator<(const Range &o) const {
+      return begin < o.begin || (begin == o.begin && end < o.end);
+    }
+  };
+  bool simulated_;
+  mutable std::shared_mutex mutex_;
+  std::vector<Range> ranges_;
+};
+
+/// The device for a target name ("cpu" or "sim"); null for others.
+std::unique_ptr<Device> makeDevice(const std::string &target);
+
+} // namespace locus::rt
+
+#endif
