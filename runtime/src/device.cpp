@@ -25,8 +25,8 @@ void *HostDevice::allocate(size_t bytes) {
   void *raw = std::calloc(1, bytes + 64);
   if (!raw)
     return nullptr;
-  auto *start = reinterpret_cast<char *>(
-      (reinterpret_cast<uintptr_t>(raw) + 63) / 64 * 64);
+  char *start = static_cast<char *>(raw) +
+                (64 - reinterpret_cast<uintptr_t>(raw) % 64) % 64;
   std::unique_lock lock(mutex_);
   Range range{start, start + bytes, raw};
   ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), range),

@@ -221,6 +221,9 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
                           "%s waits for event %u, which was never recorded",
                           m.plan.devices[c.a].name.c_str(), c.b);
       break;
+    default: // the plan reader accepts no other command
+      return makeStatus(LOCUS_STATUS_INTERNAL, "unknown plan command %u",
+                        c.op);
     }
   }
   return nullptr;
@@ -294,9 +297,11 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
     size_t kernels = 0;
     for (const PlanKernel &k : m.plan.kernels)
       kernels += &m.plan.devices[k.device] == &d;
-    m.report += d.name + " -> " + target + " (" + why + "); " +
-                std::to_string(kernels) + " kernel" +
-                (kernels == 1 ? "" : "s") + "\n";
+    for (const std::string &part :
+         {d.name, std::string(" -> "), target, std::string(" ("), why,
+          std::string("); "), std::to_string(kernels),
+          std::string(kernels == 1 ? " kernel\n" : " kernels\n")})
+      m.report += part;
   }
 
   // Persistent buffers: state from its initialiser, constants from the plan,
@@ -501,7 +506,7 @@ locus_status_t locus_model_read_state(const locus_model_t *model,
                                       size_t byte_size) {
   if (!model || (!out_data && byte_size))
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
-  size_t i;
+  size_t i = 0;
   if (locus_status_t s = find(model, LOCUS_TENSOR_STATE, name, i))
     return s;
   if (locus_status_t s = checkSize(model->states[i], byte_size, "state"))
@@ -517,7 +522,7 @@ locus_status_t locus_model_write_state(locus_model_t *model, const char *name,
                                        const void *data, size_t byte_size) {
   if (!model || (!data && byte_size))
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
-  size_t i;
+  size_t i = 0;
   if (locus_status_t s = find(model, LOCUS_TENSOR_STATE, name, i))
     return s;
   if (locus_status_t s = checkSize(model->states[i], byte_size, "state"))
@@ -596,7 +601,7 @@ locus_status_t locus_context_set_input(locus_context_t *context,
   if (!context || (!data && byte_size))
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
   locus_model_t &m = *context->model;
-  size_t i;
+  size_t i = 0;
   if (locus_status_t s = find(&m, LOCUS_TENSOR_INPUT, name, i))
     return s;
   if (locus_status_t s = checkSize(m.inputs[i], byte_size, "input"))
@@ -637,7 +642,7 @@ locus_status_t locus_context_read_output(locus_context_t *context,
   if (!context || (!out_data && byte_size))
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
   locus_model_t &m = *context->model;
-  size_t i;
+  size_t i = 0;
   if (locus_status_t s = find(&m, LOCUS_TENSOR_OUTPUT, name, i))
     return s;
   if (locus_status_t s = checkSize(m.outputs[i], byte_size, "output"))

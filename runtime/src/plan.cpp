@@ -154,9 +154,8 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
     bool overflow = false;
     for (int64_t &d : b.dims) {
       d = static_cast<int64_t>(r.u64());
-      if (d < 0 || d > (int64_t(1) << 40))
-        overflow = true;
-      else if (d && elements > (uint64_t(1) << 48) / static_cast<uint64_t>(d))
+      if (d < 0 || d > (int64_t(1) << 40) ||
+          (d && elements > (uint64_t(1) << 48) / static_cast<uint64_t>(d)))
         overflow = true;
       else
         elements *= static_cast<uint64_t>(d);

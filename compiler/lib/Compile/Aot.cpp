@@ -42,9 +42,10 @@ void addImportSlots(llvm::Module &module,
   auto *ptr = llvm::PointerType::get(context, 0);
   llvm::IRBuilder<> b(context);
   for (const std::string &name : imports) {
-    auto *slot = new llvm::GlobalVariable(
-        module, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
-        llvm::ConstantPointerNull::get(ptr), "__locus_import_" + name);
+    // The module owns its globals.
+    auto *slot = llvm::cast<llvm::GlobalVariable>(
+        module.getOrInsertGlobal("__locus_import_" + name, ptr));
+    slot->setInitializer(llvm::ConstantPointerNull::get(ptr));
     llvm::Function *f = module.getFunction(name);
     if (!f || !f->isDeclaration())
       continue;
@@ -108,14 +109,19 @@ std::string locus::writeArtifact(const PipelineResult &result,
   std::string features = requiredFeatures(cpu);
   // What the runtime checks and reports: the CPU the code is for and the
   // features it needs.
-  for (auto [name, value] : {std::pair{"__locus_cpu_features", features},
-                             std::pair{"__locus_cpu", cpu}}) {
+  for (const auto &[name, value] : {std::pair{"__locus_cpu_features", features},
+                                    std::pair{"__locus_cpu", cpu}}) {
+    // The module owns its globals.
     auto *text = llvm::ConstantDataArray::getString(context, value);
-    auto *storage = new llvm::GlobalVariable(*module, text->getType(), true,
-                                             llvm::GlobalValue::PrivateLinkage,
-                                             text, std::string(name) + ".text");
-    new llvm::GlobalVariable(*module, llvm::PointerType::get(context, 0), true,
-                             llvm::GlobalValue::ExternalLinkage, storage, name);
+    auto *storage = llvm::cast<llvm::GlobalVariable>(module->getOrInsertGlobal(
+        std::string(name) + ".text", text->getType()));
+    storage->setInitializer(text);
+    storage->setConstant(true);
+    storage->setLinkage(llvm::GlobalValue::PrivateLinkage);
+    auto *pointer = llvm::cast<llvm::GlobalVariable>(
+        module->getOrInsertGlobal(name, llvm::PointerType::get(context, 0)));
+    pointer->setInitializer(storage);
+    pointer->setConstant(true);
   }
 
   std::string triple = llvm::sys::getDefaultTargetTriple(), error;
@@ -153,9 +159,10 @@ std::string locus::writeArtifact(const PipelineResult &result,
               shared = (dir + "/kernels.so").str(),
               log = (dir + "/lld.log").str();
   auto cleanup = [&] {
-    for (const std::string &f : {object, shared, log})
-      llvm::sys::fs::remove(f);
-    llvm::sys::fs::remove(dir);
+    // Best effort: a temporary file left behind is no error.
+    for (const std::string &f : {object, shared, log, std::string(dir)})
+      if (std::error_code ignored = llvm::sys::fs::remove(f))
+        continue;
   };
   {
     std::error_code ec;

@@ -110,6 +110,8 @@ LogicalResult locus::runPipeline(ModuleOp module,
     return failure();
   {
     llvm::raw_string_ostream os(result.placementSummary);
+    // failed() was checked; the checker does not see through FailureOr.
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
     dump::printSummary(*report, os);
   }
 
@@ -128,6 +130,7 @@ LogicalResult locus::runPipeline(ModuleOp module,
       buildPlan(graph, {"locus_sgemm", "memrefCopy"}, result.summary);
   if (failed(plan))
     return failure();
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   result.plan = std::move(*plan);
   graph.erase();
 

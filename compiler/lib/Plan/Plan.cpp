@@ -132,10 +132,11 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
     bufferOf[value] = static_cast<uint32_t>(buffers.size() - 1);
     return static_cast<uint32_t>(buffers.size() - 1);
   };
-  auto use = [&](Value value) -> FailureOr<uint32_t> {
+  /// The buffer of a value read now (its life extends to this step), or -1.
+  auto use = [&](Value value) -> int64_t {
     auto it = bufferOf.find(value);
     if (it == bufferOf.end())
-      return failure();
+      return -1;
     buffers[it->second].last = static_cast<int64_t>(step.size());
     return it->second;
   };
@@ -154,13 +155,14 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
     } else if (auto copy = dyn_cast<CopyOp>(op)) {
       if (copy->use_empty())
         continue;
-      FailureOr<uint32_t> src = use(copy.getInput());
-      if (failed(src))
+      int64_t found = use(copy.getInput());
+      if (found < 0)
         return copy.emitOpError() << "copies a value the plan has no buffer "
                                      "for";
+      auto src = static_cast<uint32_t>(found);
       if (copy.getLoadTime()) {
         uint32_t dst = add(copy, LOCUS_PLAN_PERSISTENT, copy.getTo());
-        load.push_back({LOCUS_PLAN_COPY, *src, dst, {}});
+        load.push_back({LOCUS_PLAN_COPY, src, dst, {}});
         ++summary.loadCopies;
         summary.loadCopyBytes += bytesOf(buffers[dst].type);
         continue;
@@ -169,7 +171,7 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
       step.push_back(
           {LOCUS_PLAN_RECORD, deviceIndex(copy.getFrom()), event, {}});
       uint32_t dst = add(copy, LOCUS_PLAN_ACTIVATION, copy.getTo());
-      step.push_back({LOCUS_PLAN_COPY, *src, dst, {}});
+      step.push_back({LOCUS_PLAN_COPY, src, dst, {}});
       step.push_back({LOCUS_PLAN_WAIT, deviceIndex(copy.getTo()), event, {}});
       ++summary.stepCopies;
       summary.stepCopyBytes += bytesOf(buffers[dst].type);
@@ -180,11 +182,11 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
                      call.getNumResults(),
                      {}};
       for (Value operand : call.getOperands()) {
-        FailureOr<uint32_t> b = use(operand);
-        if (failed(b))
+        int64_t b = use(operand);
+        if (b < 0)
           return call.emitOpError() << "reads a value the plan has no buffer "
                                        "for";
-        launch.args.push_back(*b);
+        launch.args.push_back(static_cast<uint32_t>(b));
       }
       for (Value result : call.getResults())
         launch.args.push_back(add(result, LOCUS_PLAN_ACTIVATION, device));
@@ -193,7 +195,7 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
       summary.kernelFunctions.push_back(call.getCallee().str());
       step.push_back(std::move(launch));
     } else if (auto output = dyn_cast<OutputOp>(op)) {
-      outputs.push_back({output.getName().str(), 0});
+      outputs.emplace_back(output.getName().str(), 0);
       auto b = bufferOf.find(output.getValue());
       if (b == bufferOf.end())
         return output.emitOpError() << "names a value the plan has no buffer "
@@ -231,7 +233,7 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
     for (size_t j = 0; j < which.size(); ++j)
       buffers[which[j]].offset = memory.offsets[j];
     arenas[d] = memory.arenaBytes;
-    summary.arenas.push_back({devices[d].str(), memory.arenaBytes});
+    summary.arenas.emplace_back(devices[d].str(), memory.arenaBytes);
   }
 
   Writer w;
