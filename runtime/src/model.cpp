@@ -222,8 +222,7 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
                           m.plan.devices[c.a].name.c_str(), c.b);
       break;
     default: // the plan reader accepts no other command
-      return makeStatus(LOCUS_STATUS_INTERNAL, "unknown plan command %u",
-                        c.op);
+      return makeStatus(LOCUS_STATUS_INTERNAL, "unknown plan command %u", c.op);
     }
   }
   return nullptr;
