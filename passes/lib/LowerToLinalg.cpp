@@ -225,9 +225,11 @@ public:
 };
 
 /// groups == 1: im2col, then one matrix product (which the host pipeline
-/// sends to BLAS). cols[n, oh, ow, c, kh, kw] = x[n, c, oh*s + kh*d, ...],
-/// read as [N*OH*OW, C*KH*KW]; times the weight as [O, C*KH*KW] transposed;
-/// then [N, OH, OW, O] back to NCHW.
+/// sends to BLAS), in the layout that keeps the innermost loops contiguous:
+/// cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d] (the gather
+/// runs along ow), read as [C*KH*KW, N*OH*OW]; the weight as [O, C*KH*KW]
+/// times it gives [O, N*OH*OW] (bias as the initial value), and moving whole
+/// rows of OH*OW values gives NCHW.
 Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
@@ -238,35 +240,45 @@ Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
           kw = w.getDimSize(3);
   ArrayRef<int64_t> stride = op.getStride(), dilation = op.getDilation();
   MLIRContext *ctx = b.getContext();
-  AffineExpr dn = b.getAffineDimExpr(0), doh = b.getAffineDimExpr(1),
-             dow = b.getAffineDimExpr(2), dc = b.getAffineDimExpr(3),
-             dkh = b.getAffineDimExpr(4), dkw = b.getAffineDimExpr(5);
+  AffineExpr dc = b.getAffineDimExpr(0), dkh = b.getAffineDimExpr(1),
+             dkw = b.getAffineDimExpr(2), dn = b.getAffineDimExpr(3),
+             doh = b.getAffineDimExpr(4), dow = b.getAffineDimExpr(5);
   AffineMap gather =
       AffineMap::get(6, 0,
                      {dn, dc, doh * stride[0] + dkh * dilation[0],
                       dow * stride[1] + dkw * dilation[1]},
                      ctx);
-  auto colsType = RankedTensorType::get({n, oh, ow, c, kh, kw}, f32);
+  auto colsType = RankedTensorType::get({c, kh, kw, n, oh, ow}, f32);
   Value cols =
       l.generic(colsType, ValueRange{x}, {gather}, l.empty(colsType),
                 b.getMultiDimIdentityMap(6),
                 SmallVector<IteratorType>(6, IteratorType::parallel),
                 [](OpBuilder &, Location, ValueRange a) { return a[0]; });
-  auto rowsType = RankedTensorType::get({n * oh * ow, c * kh * kw}, f32);
+  auto colsMatrix = RankedTensorType::get({c * kh * kw, n * oh * ow}, f32);
   auto weightType = RankedTensorType::get({o, c * kh * kw}, f32);
-  auto productType = RankedTensorType::get({n * oh * ow, o}, f32);
-  Value init = op.getBias() ? l.broadcast(op.getBias(), productType)
-                            : l.filled(productType, 0.0);
-  Value product = b.create<linalg::MatmulTransposeBOp>(
+  auto productType = RankedTensorType::get({o, n * oh * ow}, f32);
+  Value init;
+  if (Value bias = op.getBias()) {
+    // bias[o] down each row of the product.
+    AffineMap row = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx);
+    init = l.generic(
+        productType, ValueRange{bias}, {row}, l.empty(productType),
+        b.getMultiDimIdentityMap(2),
+        SmallVector<IteratorType>(2, IteratorType::parallel),
+        [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  } else {
+    init = l.filled(productType, 0.0);
+  }
+  Value product = b.create<linalg::MatmulOp>(
                        l.loc, TypeRange{productType},
-                       ValueRange{l.reshape(cols, rowsType),
-                                  l.reshape(op.getWeight(), weightType)},
+                       ValueRange{l.reshape(op.getWeight(), weightType),
+                                  l.reshape(cols, colsMatrix)},
                        ValueRange{init})
                       .getResult(0);
-  Value nhwc = l.reshape(product, RankedTensorType::get({n, oh, ow, o}, f32));
+  Value onhw = l.reshape(product, RankedTensorType::get({o, n, oh, ow}, f32));
   return b
-      .create<linalg::TransposeOp>(l.loc, nhwc, l.empty(out),
-                                   ArrayRef<int64_t>{0, 3, 1, 2})
+      .create<linalg::TransposeOp>(l.loc, onhw, l.empty(out),
+                                   ArrayRef<int64_t>{1, 0, 2, 3})
       .getResult()[0];
 }
 
@@ -311,28 +323,42 @@ Value lowerConv(Lowering &l, Conv2dOp op) {
                    });
 }
 
+/// Pooling as one generic whose loops run (n, c, kh, kw, oh, ow): the window
+/// loops outside, so the innermost loop walks a row of the output (and a
+/// strided row of the input) and vectorises; linalg's pooling ops put the
+/// window innermost.
 template <typename PoolOp> Value lowerPool(Lowering &l, PoolOp op, bool isMax) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
-  ArrayRef<int64_t> k = op.getKernelSize();
+  ArrayRef<int64_t> stride = op.getStride();
   double pad = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
   Value x = l.padSpatial(op.getInput(), op.getPadding(), pad);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr dn = b.getAffineDimExpr(0), dc = b.getAffineDimExpr(1),
+             dkh = b.getAffineDimExpr(2), dkw = b.getAffineDimExpr(3),
+             doh = b.getAffineDimExpr(4), dow = b.getAffineDimExpr(5);
+  AffineMap in = AffineMap::get(
+      6, 0, {dn, dc, doh * stride[0] + dkh, dow * stride[1] + dkw}, ctx);
+  AffineMap outMap = AffineMap::get(6, 0, {dn, dc, doh, dow}, ctx);
+  // The window's shape is only there to bound the kh and kw loops (as in
+  // linalg's pooling ops); its values are never read.
+  ArrayRef<int64_t> k = op.getKernelSize();
   Value window = b.create<tensor::EmptyOp>(l.loc, k, b.getF32Type());
-  auto strides = b.getI64VectorAttr(op.getStride());
-  auto dilations = b.getI64VectorAttr({1, 1});
-  Value result;
+  AffineMap windowMap = AffineMap::get(6, 0, {dkh, dkw}, ctx);
+  SmallVector<IteratorType> iters{
+      IteratorType::parallel,  IteratorType::parallel,
+      IteratorType::reduction, IteratorType::reduction,
+      IteratorType::parallel,  IteratorType::parallel};
+  Value result = l.generic(
+      out, ValueRange{x, window}, {in, windowMap}, l.filled(out, pad), outMap,
+      iters, [isMax](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        if (isMax)
+          return nb.create<arith::MaximumFOp>(nl, a[0], a[2]);
+        return nb.create<arith::AddFOp>(nl, a[0], a[2]);
+      });
   if (isMax)
-    result = b.create<linalg::PoolingNchwMaxOp>(
-                  l.loc, TypeRange{out}, ValueRange{x, window},
-                  ValueRange{l.filled(out, pad)}, strides, dilations)
-                 .getResult(0);
-  else
-    result = l.scale(b.create<linalg::PoolingNchwSumOp>(
-                          l.loc, TypeRange{out}, ValueRange{x, window},
-                          ValueRange{l.filled(out, 0.0)}, strides, dilations)
-                         .getResult(0),
-                     1.0 / static_cast<double>(k[0] * k[1]));
-  return result;
+    return result;
+  return l.scale(result, 1.0 / static_cast<double>(k[0] * k[1]));
 }
 
 Value lowerMatmul(Lowering &l, MatmulOp op) {

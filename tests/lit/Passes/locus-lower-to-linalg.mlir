@@ -30,10 +30,14 @@ locus.graph @mlp {
 // Grouped, strided, dilated convolution: one generic whose input map finds
 // the group of each output channel; padding is a tensor.pad.
 // CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 3) * 2 + d4, d2 * 2 + d5, d3 + d6 * 2)>
+// CHECK-DAG: #[[POOL:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
 // CHECK-LABEL: locus.graph @conv
 // CHECK: tensor.pad
 // CHECK: linalg.generic {indexing_maps = [#[[IN]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
-// CHECK: linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+// Pooling: one generic over (n, c, kh, kw, oh, ow), the window loops outside
+// the row loop; a 2x2 window bounds kh and kw.
+// CHECK: linalg.generic {indexing_maps = [#[[POOL]], {{.*}}], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<1x6x5x6xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<1x6x2x3xf32>)
+// CHECK: arith.maximumf
 locus.graph @conv {
   %x = locus.input "x" : tensor<1x4x9x8xf32>
   %w = locus.input "w" : tensor<6x2x3x2xf32>
@@ -64,16 +68,19 @@ locus.graph @loss {
 
 // -----
 
-// Without groups: im2col (a gathering generic), one matrix product against the
-// weight read as [O, C*KH*KW], then back to NCHW.
-// CHECK-DAG: #[[GATHER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1 + d4, d2 + d5)>
+// Without groups: im2col (a gathering generic laid out [C, KH, KW, N, OH, OW]
+// so that it runs along rows), one matrix product of the weight as
+// [O, C*KH*KW] with it, the bias as its initial value, then back to NCHW by
+// moving whole rows.
+// CHECK-DAG: #[[GATHER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d0, d4 + d1, d5 + d2)>
 // CHECK-LABEL: locus.graph @im2col
 // CHECK: tensor.pad
-// CHECK: %[[COLS:.*]] = linalg.generic {indexing_maps = [#[[GATHER]], {{.*}}]{{.*}} outs(%{{.*}} : tensor<2x7x7x3x3x3xf32>)
-// CHECK: %[[ROWS:.*]] = tensor.reshape %[[COLS]]({{.*}}) : (tensor<2x7x7x3x3x3xf32>, tensor<2xindex>) -> tensor<98x27xf32>
+// CHECK: %[[COLS:.*]] = linalg.generic {indexing_maps = [#[[GATHER]], {{.*}}]{{.*}} outs(%{{.*}} : tensor<3x3x3x2x7x7xf32>)
+// CHECK: %[[BIAS:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4xf32>) outs(%{{.*}} : tensor<4x98xf32>)
 // CHECK: %[[W2:.*]] = tensor.reshape %{{.*}} : (tensor<4x3x3x3xf32>, tensor<2xindex>) -> tensor<4x27xf32>
-// CHECK: linalg.matmul_transpose_b ins(%[[ROWS]], %[[W2]] : tensor<98x27xf32>, tensor<4x27xf32>)
-// CHECK: linalg.transpose ins({{.*}} : tensor<2x7x7x4xf32>) outs({{.*}} : tensor<2x4x7x7xf32>) permutation = [0, 3, 1, 2]
+// CHECK: %[[COLS2:.*]] = tensor.reshape %[[COLS]]({{.*}}) : (tensor<3x3x3x2x7x7xf32>, tensor<2xindex>) -> tensor<27x98xf32>
+// CHECK: linalg.matmul ins(%[[W2]], %[[COLS2]] : tensor<4x27xf32>, tensor<27x98xf32>) outs(%[[BIAS]] : tensor<4x98xf32>)
+// CHECK: linalg.transpose ins({{.*}} : tensor<4x2x7x7xf32>) outs({{.*}} : tensor<2x4x7x7xf32>) permutation = [1, 0, 2, 3]
 locus.graph @im2col {
   %x = locus.input "x" : tensor<2x3x7x7xf32>
   %w = locus.input "w" : tensor<4x3x3x3xf32>
