@@ -95,8 +95,15 @@ private:
 
     OpBuilder builder(module.getContext());
     builder.setInsertionPointToEnd(module.getBody());
+    // @<graph>_k<N>_<first op>: what a profile or a stack trace shows.
+    StringRef first = "kernel";
+    for (Operation &op : kernel.getBodyBlock())
+      if (isComputing(&op)) {
+        first = op.getName().stripDialect();
+        break;
+      }
     std::string name =
-        (graph.getSymName() + "_k" + std::to_string(index)).str();
+        (graph.getSymName() + "_k" + Twine(index) + "_" + first).str();
     auto func = builder.create<func::FuncOp>(
         kernel.getLoc(), name,
         builder.getFunctionType(ValueRange(arguments).getTypes(),

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -43,13 +45,50 @@ struct locus_model_s {
   locus_run_stats_t loadStats{};
   std::shared_mutex stateMutex; // runs share, state writes exclude
   std::atomic<int> contexts{0};
+  // LOCUS_PROFILE=1: time of each kernel and of the copies, printed to
+  // stderr when the model is released.
+  bool profile = false;
+  std::unique_ptr<std::atomic<uint64_t>[]> kernelNs, kernelCalls;
+  std::atomic<uint64_t> copyNs{0}, copyCalls{0};
+
+  void printProfile() const;
 
   ~locus_model_s() {
+    if (profile)
+      printProfile();
     for (size_t i = 0; i < persistent.size(); ++i)
       if (persistent[i])
         deviceOf[plan.buffers[i].device]->release(persistent[i]);
   }
 };
+
+void locus_model_s::printProfile() const {
+  std::vector<size_t> order(plan.kernels.size());
+  uint64_t total = copyNs;
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+    total += kernelNs[i];
+  }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return kernelNs[a] > kernelNs[b]; });
+  std::fprintf(stderr, "locus profile: %-40s %-8s %8s %10s %10s %6s\n",
+               "kernel", "device", "calls", "total ms", "mean us", "share");
+  auto row = [&](const char *name, const char *device, uint64_t calls,
+                 uint64_t ns) {
+    std::fprintf(stderr, "locus profile: %-40s %-8s %8llu %10.3f %10.2f %5.1f%%\n",
+                 name, device, static_cast<unsigned long long>(calls),
+                 static_cast<double>(ns) / 1e6,
+                 calls ? static_cast<double>(ns) / 1e3 / static_cast<double>(calls)
+                       : 0.0,
+                 total ? 100.0 * static_cast<double>(ns) / static_cast<double>(total)
+                       : 0.0);
+  };
+  for (size_t i : order)
+    row(plan.kernels[i].symbol.c_str(),
+        deviceOf[plan.kernels[i].device]->name().c_str(), kernelCalls[i],
+        kernelNs[i]);
+  row("(copies)", "", copyCalls, copyNs);
+}
 
 struct locus_context_s {
   locus_model_t *model;
@@ -192,9 +231,18 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
               m.deviceOf[b.device]->name().c_str());
         ctx.pointers[i] = p;
       }
+      auto start = m.profile ? std::chrono::steady_clock::now()
+                             : std::chrono::steady_clock::time_point();
       if (locus_status_t s =
               device->launch(m.kernels[c.a], ctx.pointers.data()))
         return s;
+      if (m.profile) {
+        m.kernelNs[c.a] += static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::steady_clock::now() - start)
+                .count());
+        ++m.kernelCalls[c.a];
+      }
       ++stats.launches;
       if (device->simulated())
         ++stats.sim_launches;
@@ -203,10 +251,19 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
     case LOCUS_PLAN_COPY: {
       const PlanBuffer &src = m.plan.buffers[c.a];
       const PlanBuffer &dst = m.plan.buffers[c.b];
+      auto start = m.profile ? std::chrono::steady_clock::now()
+                             : std::chrono::steady_clock::time_point();
       if (locus_status_t s = m.deviceOf[dst.device]->copyFrom(
               *m.deviceOf[src.device], bufferPointer(m, ctx, c.a),
               bufferPointer(m, ctx, c.b), src.bytes))
         return s;
+      if (m.profile) {
+        m.copyNs += static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::steady_clock::now() - start)
+                .count());
+        ++m.copyCalls;
+      }
       ++stats.copies;
       stats.copy_bytes += src.bytes;
       break;
@@ -265,6 +322,13 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
                         "(it uses %s)",
                         from.c_str(), names.c_str());
     }
+  }
+
+  if (const char *env = std::getenv("LOCUS_PROFILE"); env && *env == '1') {
+    size_t n = m.plan.kernels.size();
+    m.kernelNs.reset(new (std::nothrow) std::atomic<uint64_t>[n]());
+    m.kernelCalls.reset(new (std::nothrow) std::atomic<uint64_t>[n]());
+    m.profile = m.kernelNs && m.kernelCalls;
   }
 
   // This machine's devices, one object per target.

@@ -6,10 +6,10 @@
 // CHECK: %[[X:.*]] = locus.input "x"
 // CHECK: %[[XG:.*]] = locus.copy <cpu> to <cuda:0>, %[[X]]
 // CHECK: %[[W:.*]] = locus.state "w"
-// CHECK: %[[K:.*]] = func.call @g_k0(%[[W]], %[[XG]]) {locus.device = #locus.device<cuda:0>}
+// CHECK: %[[K:.*]] = func.call @g_k0_broadcast(%[[W]], %[[XG]]) {locus.device = #locus.device<cuda:0>}
 // CHECK: %[[Y:.*]] = locus.copy <cuda:0> to <cpu>, %[[K]]
 // CHECK: locus.output "y" = %[[Y]]
-// CHECK: func.func @g_k0(%{{.*}}: tensor<8xf32> {bufferization.writable = false}, %{{.*}}: tensor<4x8xf32> {bufferization.writable = false}) -> tensor<4x8xf32>
+// CHECK: func.func @g_k0_broadcast(%{{.*}}: tensor<8xf32> {bufferization.writable = false}, %{{.*}}: tensor<4x8xf32> {bufferization.writable = false}) -> tensor<4x8xf32>
 // CHECK-SAME: locus.device = #locus.device<cuda:0>
 // CHECK-NEXT: %[[C:.*]] = locus.constant dense<5.000000e-01> : tensor<8xf32>
 // CHECK-NEXT: locus.broadcast
@@ -32,9 +32,9 @@ locus.graph @g {
 // An empty tensor crosses no kernel boundary: the reader makes its own.
 // CHECK-LABEL: locus.graph @empty
 // CHECK: %[[E:.*]] = locus.constant dense<> : tensor<4x0xf32>
-// CHECK-NOT: call @empty_k0
-// CHECK: call @empty_k1()
-// CHECK: func.func @empty_k1() -> tensor<4xf32>
+// CHECK-NOT: call @empty_k0_slice
+// CHECK: call @empty_k1_sum()
+// CHECK: func.func @empty_k1_sum() -> tensor<4xf32>
 // CHECK-NEXT: tensor.empty() : tensor<4x0xf32>
 // CHECK-NEXT: locus.sum
 locus.graph @empty {

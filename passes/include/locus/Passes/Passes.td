@@ -229,8 +229,9 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
 def LocusOutlineKernels : Pass<"locus-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Turns each kernel into a function and a call.";
   let description = [{
-    Each `locus.kernel` of graph `@g` becomes `func.func @g_k<N>` (N counts
-    the graph's kernels in order) taking the values the kernel reads, in the
+    Each `locus.kernel` of graph `@g` becomes `func.func @g_k<N>_<op>` (N
+    counts the graph's kernels in order, `<op>` names its first op, as a
+    profile shows it) taking the values the kernel reads, in the
     order it first reads them, and returning its results; the kernel becomes
     a `func.call` in the graph, with the kernel's device as `locus.device` on
     both. Constants the kernel reads (directly or through a load-time copy)
