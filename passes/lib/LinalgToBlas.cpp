@@ -9,6 +9,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace locus {
 #define GEN_PASS_DEF_LOCUSLINALGTOBLAS
@@ -63,6 +65,26 @@ private:
     return func;
   }
 
+  /// The linalg.fill of zeros into `c` that is the last write before `op`
+  /// in its block (only ops without memory effects in between), or null.
+  static linalg::FillOp zeroFillOf(Operation *op, Value c) {
+    for (Operation *prev = op->getPrevNode(); prev;
+         prev = prev->getPrevNode()) {
+      if (auto fill = dyn_cast<linalg::FillOp>(prev)) {
+        if (fill.getOutputs().front() != c)
+          return nullptr;
+        Attribute value;
+        if (matchPattern(fill.getInputs().front(), m_Constant(&value)))
+          if (auto f = dyn_cast<FloatAttr>(value); f && f.getValue().isZero())
+            return fill;
+        return nullptr;
+      }
+      if (!isMemoryEffectFree(prev))
+        return nullptr;
+    }
+    return nullptr;
+  }
+
   void rewrite(ModuleOp module, Operation *op) {
     auto linalgOp = cast<linalg::LinalgOp>(op);
     if (!linalgOp.hasPureBufferSemantics())
@@ -77,6 +99,13 @@ private:
     int64_t batch = batched ? ta.getDimSize(0) : 1;
     int64_t m = ta.getDimSize(r), k = ta.getDimSize(r + 1);
     int64_t n = tc.getDimSize(r + 1);
+    // A product into a buffer just filled with zeros needs no fill: BLAS
+    // overwrites C when beta is 0.
+    float beta = 1.0f;
+    if (linalg::FillOp fill = zeroFillOf(op, c)) {
+      fill->erase();
+      beta = 0.0f;
+    }
     OpBuilder b(op);
     Location loc = op->getLoc();
     auto i64 = [&](int64_t v) -> Value {
@@ -100,7 +129,7 @@ private:
         i64(transB ? k : n),
         i64(k * n),
         b.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32),
-        b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(1.0f)),
+        b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(beta)),
         pointer(c),
         i64(n),
         i64(m * n)};

@@ -130,19 +130,41 @@ public:
                    });
   }
 
-  /// Any static reshape: through a shape tensor (tensor.reshape).
+  /// Any static reshape, as views bufferization keeps without copies:
+  /// collapse to one dimension, then expand to the target (either step is
+  /// left out when it has nothing to do). Scalars go through tensor.reshape.
   Value reshape(Value value, RankedTensorType target) {
-    if (typeOf(value) == target)
+    RankedTensorType source = typeOf(value);
+    if (source == target)
       return value;
-    SmallVector<int64_t> dims(target.getShape());
-    auto shapeType = RankedTensorType::get({static_cast<int64_t>(dims.size())},
-                                           b.getIndexType());
-    SmallVector<Attribute> attrs;
-    for (int64_t d : dims)
-      attrs.push_back(b.getIndexAttr(d));
-    Value shape = b.create<arith::ConstantOp>(
-        loc, DenseElementsAttr::get(shapeType, attrs));
-    return b.create<tensor::ReshapeOp>(loc, target, value, shape);
+    if (source.getRank() == 0 || target.getRank() == 0) {
+      SmallVector<int64_t> dims(target.getShape());
+      auto shapeType = RankedTensorType::get(
+          {static_cast<int64_t>(dims.size())}, b.getIndexType());
+      SmallVector<Attribute> attrs;
+      for (int64_t d : dims)
+        attrs.push_back(b.getIndexAttr(d));
+      Value shape = b.create<arith::ConstantOp>(
+          loc, DenseElementsAttr::get(shapeType, attrs));
+      return b.create<tensor::ReshapeOp>(loc, target, value, shape);
+    }
+    auto all = [](int64_t rank) {
+      ReassociationIndices group;
+      for (int64_t i = 0; i < rank; ++i)
+        group.push_back(i);
+      return SmallVector<ReassociationIndices>{group};
+    };
+    Value flat = value;
+    if (source.getRank() != 1) {
+      auto flatType = RankedTensorType::get({source.getNumElements()},
+                                            source.getElementType());
+      flat = b.create<tensor::CollapseShapeOp>(loc, flatType, value,
+                                               all(source.getRank()));
+    }
+    if (target.getRank() == 1)
+      return flat;
+    return b.create<tensor::ExpandShapeOp>(loc, target, flat,
+                                           all(target.getRank()));
   }
 
   Value scale(Value value, double factor) {
@@ -228,8 +250,8 @@ public:
 /// sends to BLAS), in the layout that keeps the innermost loops contiguous:
 /// cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d] (the gather
 /// runs along ow), read as [C*KH*KW, N*OH*OW]; the weight as [O, C*KH*KW]
-/// times it gives [O, N*OH*OW] (bias as the initial value), and moving whole
-/// rows of OH*OW values gives NCHW.
+/// times it gives [O, N*OH*OW], and moving whole rows of OH*OW values (adding
+/// the bias) gives NCHW.
 Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
@@ -257,29 +279,31 @@ Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
   auto colsMatrix = RankedTensorType::get({c * kh * kw, n * oh * ow}, f32);
   auto weightType = RankedTensorType::get({o, c * kh * kw}, f32);
   auto productType = RankedTensorType::get({o, n * oh * ow}, f32);
-  Value init;
-  if (Value bias = op.getBias()) {
-    // bias[o] down each row of the product.
-    AffineMap row = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx);
-    init = l.generic(
-        productType, ValueRange{bias}, {row}, l.empty(productType),
-        b.getMultiDimIdentityMap(2),
-        SmallVector<IteratorType>(2, IteratorType::parallel),
-        [](OpBuilder &, Location, ValueRange a) { return a[0]; });
-  } else {
-    init = l.filled(productType, 0.0);
-  }
+  // Zeros (the BLAS call then needs no initial value at all); the bias is
+  // added on the way back to NCHW, where an elementwise epilogue fuses.
   Value product = b.create<linalg::MatmulOp>(
                        l.loc, TypeRange{productType},
                        ValueRange{l.reshape(op.getWeight(), weightType),
                                   l.reshape(cols, colsMatrix)},
-                       ValueRange{init})
+                       ValueRange{l.filled(productType, 0.0)})
                       .getResult(0);
   Value onhw = l.reshape(product, RankedTensorType::get({o, n, oh, ow}, f32));
-  return b
-      .create<linalg::TransposeOp>(l.loc, onhw, l.empty(out),
-                                   ArrayRef<int64_t>{1, 0, 2, 3})
-      .getResult()[0];
+  AffineExpr e0 = b.getAffineDimExpr(0), e1 = b.getAffineDimExpr(1),
+             e2 = b.getAffineDimExpr(2), e3 = b.getAffineDimExpr(3);
+  SmallVector<Value> inputs{onhw};
+  SmallVector<AffineMap> maps{AffineMap::get(4, 0, {e1, e0, e2, e3}, ctx)};
+  if (Value bias = op.getBias()) {
+    inputs.push_back(bias);
+    maps.push_back(AffineMap::get(4, 0, {e1}, ctx));
+  }
+  return l.generic(out, inputs, maps, l.empty(out),
+                   b.getMultiDimIdentityMap(4),
+                   SmallVector<IteratorType>(4, IteratorType::parallel),
+                   [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     if (a.size() == 3)
+                       return nb.create<arith::AddFOp>(nl, a[0], a[1]);
+                     return a[0];
+                   });
 }
 
 Value lowerConv(Lowering &l, Conv2dOp op) {

@@ -17,10 +17,22 @@ namespace {
 using Sgemm = void (*)(int, int, int, int, int, int, float, const float *, int,
                        const float *, int, float, float *, int);
 
+using SetThreads = void (*)(int);
+using GetThreads = int (*)();
+
 struct Blas {
   Sgemm sgemm = nullptr;
+  SetThreads setThreads = nullptr;
+  GetThreads getThreads = nullptr;
   std::string name;
 };
+
+/// Below this many elements of A, B and C together (1 MiB of floats),
+/// OpenBLAS's threads cost more than they give (bench/: the seed CNN's
+/// convolution, 140K elements, runs 1.5x faster on one thread); above it
+/// they pay, also for memory-bound products such as a batch-1 layer
+/// (1x784 by 784x1024: 0.8M elements, 1.9x faster on two threads).
+constexpr int64_t kThreadedElements = 256 << 10;
 
 const Blas &blas() {
   static Blas loaded;
@@ -41,6 +53,10 @@ const Blas &blas() {
       }
       if (auto fn = reinterpret_cast<Sgemm>(dlsym(handle, "cblas_sgemm"))) {
         loaded.sgemm = fn;
+        loaded.setThreads = reinterpret_cast<SetThreads>(
+            dlsym(handle, "openblas_set_num_threads"));
+        loaded.getThreads = reinterpret_cast<GetThreads>(
+            dlsym(handle, "openblas_get_num_threads"));
         loaded.name = std::string("openblas (") + library + ")";
         return;
       }
@@ -55,9 +71,10 @@ const Blas &blas() {
 void blockedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                   bool ta, const float *b, int64_t ldb, bool tb, float beta,
                   float *c, int64_t ldc) {
+  // beta = 0 means C is not read (it may hold anything, NaN included).
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
-      c[i * ldc + j] *= beta;
+      c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
   constexpr int64_t kBlock = 64;
   for (int64_t i0 = 0; i0 < m; i0 += kBlock)
     for (int64_t p0 = 0; p0 < k; p0 += kBlock)
@@ -101,16 +118,27 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
       // C = beta C. CBLAS wants lda >= max(1, K): do it here instead.
       for (int64_t r = 0; r < m; ++r)
         for (int64_t j = 0; j < n; ++j)
-          pc[r * ldc + j] *= beta;
+          pc[r * ldc + j] = beta == 0.0f ? 0.0f : pc[r * ldc + j] * beta;
       continue;
     }
-    if (impl.sgemm)
+    if (impl.sgemm) {
+      // Small products on one thread. OpenBLAS's thread count is global:
+      // a product running at the same moment in another thread may run on
+      // one thread too, which costs time, never correctness.
+      int saved = 0;
+      bool single = impl.setThreads && impl.getThreads &&
+                    m * k + k * n + m * n < kThreadedElements;
+      if (single && (saved = impl.getThreads()) > 1)
+        impl.setThreads(1);
       impl.sgemm(101, transA ? 112 : 111, transB ? 112 : 111,
                  static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
                  1.0f, pa, static_cast<int>(lda), pb, static_cast<int>(ldb),
                  beta, pc, static_cast<int>(ldc));
-    else
+      if (single && saved > 1)
+        impl.setThreads(saved);
+    } else {
       blockedSgemm(m, n, k, pa, lda, transA, pb, ldb, transB, beta, pc, ldc);
+    }
   }
 }
 

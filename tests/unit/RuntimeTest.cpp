@@ -260,6 +260,26 @@ TEST(Sgemm, MatchesADoubleReference) {
       ASSERT_NEAR(out[i], want[i], 1e-5 * c.k + 1e-5 * std::abs(want[i]))
           << c.m << "x" << c.n << "x" << c.k << " element " << i;
   }
+  // beta = 0: C is not read, so whatever it held (NaN here: a fresh
+  // buffer's garbage) does not leak into the result. Small and large (the
+  // threaded path) products.
+  for (int size : {8, 256}) {
+    std::vector<float> a = random(size * size), b = random(size * size),
+                       out(size * size, std::nanf(""));
+    std::vector<double> want = gemmRef(size, size, size, a, false, b, false, 0,
+                                       std::vector<float>(size * size, 0));
+    locus_sgemm(1, size, size, size, reinterpret_cast<uintptr_t>(a.data()),
+                size, 0, 0, reinterpret_cast<uintptr_t>(b.data()), size, 0, 0,
+                0.0f, reinterpret_cast<uintptr_t>(out.data()), size, 0);
+    for (int i = 0; i < size * size; ++i)
+      ASSERT_NEAR(out[i], want[i], 1e-5 * size + 1e-5 * std::abs(want[i]))
+          << "beta 0, " << size << ": element " << i;
+  }
+  std::vector<float> nan(6, std::nanf("")), empty;
+  locus_sgemm(1, 2, 3, 0, reinterpret_cast<uintptr_t>(empty.data()), 0, 0, 0,
+              reinterpret_cast<uintptr_t>(empty.data()), 3, 0, 0, 0.0f,
+              reinterpret_cast<uintptr_t>(nan.data()), 3, 0);
+  EXPECT_EQ(nan, std::vector<float>(6, 0.0f));
   // Degenerate sizes: K = 0 leaves beta C; M = 0 or N = 0 touch nothing.
   std::vector<float> c(6, 2.0f), none;
   locus_sgemm(1, 2, 3, 0, reinterpret_cast<uintptr_t>(none.data()), 0, 0, 0,

@@ -40,10 +40,11 @@ namespace {
 /// No builtin.module(...) around it: it is added to a module pass manager,
 /// where that would nest it one level down, on no op at all.
 constexpr const char *kHostPipeline =
-    "locus-lower-to-linalg,linalg-fuse-elementwise-ops,canonicalize,"
+    "locus-lower-to-linalg,locus-fuse-elementwise,canonicalize,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params,buffer-deallocation-pipeline,"
+    "buffer-results-to-out-params{hoist-static-allocs},"
+    "buffer-deallocation-pipeline,"
     "locus-linalg-to-blas,"
     "convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,"
     "lower-affine,finalize-memref-to-llvm,convert-math-to-llvm,"

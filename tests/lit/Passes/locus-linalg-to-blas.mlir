@@ -58,3 +58,26 @@ func.func @left(%s: memref<4x4xf32, strided<[8, 1]>>, %b: memref<4x4xf32>, %c: m
   %r = linalg.matmul ins(%t, %t : tensor<4x4xf32>, tensor<4x4xf32>) outs(%t : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %r : tensor<4x4xf32>
 }
+
+// A product into a buffer just filled with zeros: the fill goes, beta is 0.
+// A fill with anything in between that touches memory stays.
+// CHECK-LABEL: func.func @zero_init
+// CHECK-NOT: linalg.fill
+// CHECK: %[[BETA0:[^ ]*]] = arith.constant 0.000000e+00 : f32
+// CHECK: call @locus_sgemm({{.*}}, %[[BETA0]], {{.*}})
+// CHECK: linalg.fill
+// CHECK: memref.store
+// CHECK: %[[BETA1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: call @locus_sgemm({{.*}}, %[[BETA1]], {{.*}})
+func.func @zero_init(%a: memref<4x8xf32>, %b: memref<8x2xf32>, %c: memref<4x2xf32>, %d: memref<4x2xf32>) {
+  // -0.0 is a zero too; it prints apart from the 0.0 the pass makes.
+  %zero = arith.constant -0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x2xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x2xf32>) outs(%c : memref<4x2xf32>)
+  linalg.fill ins(%zero : f32) outs(%d : memref<4x2xf32>)
+  %i = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  memref.store %one, %d[%i, %i] : memref<4x2xf32>
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x2xf32>) outs(%d : memref<4x2xf32>)
+  return
+}

@@ -70,17 +70,18 @@ locus.graph @loss {
 
 // Without groups: im2col (a gathering generic laid out [C, KH, KW, N, OH, OW]
 // so that it runs along rows), one matrix product of the weight as
-// [O, C*KH*KW] with it, the bias as its initial value, then back to NCHW by
-// moving whole rows.
+// [O, C*KH*KW] with it into zeros, then back to NCHW by moving whole rows,
+// adding the bias on the way.
 // CHECK-DAG: #[[GATHER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d0, d4 + d1, d5 + d2)>
 // CHECK-LABEL: locus.graph @im2col
 // CHECK: tensor.pad
 // CHECK: %[[COLS:.*]] = linalg.generic {indexing_maps = [#[[GATHER]], {{.*}}]{{.*}} outs(%{{.*}} : tensor<3x3x3x2x7x7xf32>)
-// CHECK: %[[BIAS:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4xf32>) outs(%{{.*}} : tensor<4x98xf32>)
 // CHECK: %[[W2:.*]] = tensor.reshape %{{.*}} : (tensor<4x3x3x3xf32>, tensor<2xindex>) -> tensor<4x27xf32>
 // CHECK: %[[COLS2:.*]] = tensor.reshape %[[COLS]]({{.*}}) : (tensor<3x3x3x2x7x7xf32>, tensor<2xindex>) -> tensor<27x98xf32>
-// CHECK: linalg.matmul ins(%[[W2]], %[[COLS2]] : tensor<4x27xf32>, tensor<27x98xf32>) outs(%[[BIAS]] : tensor<4x98xf32>)
-// CHECK: linalg.transpose ins({{.*}} : tensor<4x2x7x7xf32>) outs({{.*}} : tensor<2x4x7x7xf32>) permutation = [1, 0, 2, 3]
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[W2]], %[[COLS2]] : tensor<4x27xf32>, tensor<27x98xf32>) outs(%{{.*}} : tensor<4x98xf32>)
+// CHECK: %[[P4:.*]] = tensor.reshape %[[P]]
+// CHECK: linalg.generic {indexing_maps = [#[[SWAP:.*]], #[[ROW:.*]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[P4]], %{{.*}} : tensor<4x2x7x7xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<2x4x7x7xf32>)
+// CHECK: arith.addf
 locus.graph @im2col {
   %x = locus.input "x" : tensor<2x3x7x7xf32>
   %w = locus.input "w" : tensor<4x3x3x3xf32>

@@ -249,6 +249,28 @@ def LocusOutlineKernels : Pass<"locus-outline-kernels", "::mlir::ModuleOp"> {
                            "::mlir::bufferization::BufferizationDialect"];
 }
 
+def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
+  let summary = "Fuses elementwise linalg.generic ops into one loop nest.";
+  let description = [{
+    After `--locus-lower-to-linalg`, inside each kernel: a `linalg.generic`
+    whose result only one other elementwise `linalg.generic` reads fuses into
+    that reader (MLIR's elementwise fusion patterns, producer with one use),
+    so a fused kernel's chain of elementwise ops is one loop nest, and
+    `linalg.fill` initial values fold into their readers. Unlike MLIR's
+    `linalg-fuse-elementwise-ops` it does not move reshapes through other
+    ops: that would turn a `linalg.matmul` behind a reshape into a generic
+    loop nest and take it away from BLAS.
+
+    ```mlir
+    %1 = linalg.generic {...} ins(%x) outs(%e0) { exp }
+    %2 = linalg.generic {...} ins(%1) outs(%e1) { neg }
+    ```
+
+    becomes one `linalg.generic` computing `neg(exp(x))`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def LocusGraphToFunc : Pass<"locus-graph-to-func", "::mlir::ModuleOp"> {
   let summary = "Turns a graph that runs on one device into a function.";
   let description = [{
@@ -293,7 +315,8 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
     on f32 buffers with static shapes and identity layouts become calls to
     the runtime's `locus_sgemm` (OpenBLAS's `cblas_sgemm` when it loads, a
     blocked loop otherwise), with beta = 1: linalg's products accumulate
-    into their output. Buffers are passed as their aligned pointers. Other
+    into their output. When the output was just filled with zeros (nothing
+    with memory effects in between), the fill goes and beta is 0. Buffers are passed as their aligned pointers. Other
     products stay, for the loops.
 
     ```mlir
