@@ -15,7 +15,9 @@ if [ "${1:-}" = "--all" ]; then
           compiler/lib/Compile/*.cpp compiler/lib/Plan/Plan.cpp
           passes/lib/CostModel.cpp passes/lib/PlaceDevices.cpp
           passes/lib/InsertTransfers.cpp passes/lib/FuseKernels.cpp
-          passes/lib/OutlineKernels.cpp tools/locus-opt/*.cpp
+          passes/lib/OutlineKernels.cpp passes/lib/FuseElementwise.cpp
+          passes/lib/LinalgToBlas.cpp passes/lib/LowerToLinalg.cpp
+          tools/locus-opt/*.cpp
           tools/locus-dump/*.cpp tools/locus-compile/*.cpp bench/*.cpp)
 fi
 clang-tidy-19 -p build --quiet "${files[@]}"

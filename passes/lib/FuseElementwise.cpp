@@ -32,8 +32,8 @@ public:
           Operation *producer = operand->get().getDefiningOp();
           return producer && producer->hasOneUse();
         });
-    if (failed(applyPatternsAndFoldGreedily(getOperation(),
-                                            std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };

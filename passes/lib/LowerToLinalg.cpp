@@ -296,8 +296,7 @@ Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
     inputs.push_back(bias);
     maps.push_back(AffineMap::get(4, 0, {e1}, ctx));
   }
-  return l.generic(out, inputs, maps, l.empty(out),
-                   b.getMultiDimIdentityMap(4),
+  return l.generic(out, inputs, maps, l.empty(out), b.getMultiDimIdentityMap(4),
                    SmallVector<IteratorType>(4, IteratorType::parallel),
                    [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                      if (a.size() == 3)
@@ -370,9 +369,8 @@ template <typename PoolOp> Value lowerPool(Lowering &l, PoolOp op, bool isMax) {
   Value window = b.create<tensor::EmptyOp>(l.loc, k, b.getF32Type());
   AffineMap windowMap = AffineMap::get(6, 0, {dkh, dkw}, ctx);
   SmallVector<IteratorType> iters{
-      IteratorType::parallel,  IteratorType::parallel,
-      IteratorType::reduction, IteratorType::reduction,
-      IteratorType::parallel,  IteratorType::parallel};
+      IteratorType::parallel,  IteratorType::parallel, IteratorType::reduction,
+      IteratorType::reduction, IteratorType::parallel, IteratorType::parallel};
   Value result = l.generic(
       out, ValueRange{x, window}, {in, windowMap}, l.filled(out, pad), outMap,
       iters, [isMax](OpBuilder &nb, Location nl, ValueRange a) -> Value {

@@ -75,13 +75,14 @@ void locus_model_s::printProfile() const {
                "kernel", "device", "calls", "total ms", "mean us", "share");
   auto row = [&](const char *name, const char *device, uint64_t calls,
                  uint64_t ns) {
-    std::fprintf(stderr, "locus profile: %-40s %-8s %8llu %10.3f %10.2f %5.1f%%\n",
-                 name, device, static_cast<unsigned long long>(calls),
-                 static_cast<double>(ns) / 1e6,
-                 calls ? static_cast<double>(ns) / 1e3 / static_cast<double>(calls)
-                       : 0.0,
-                 total ? 100.0 * static_cast<double>(ns) / static_cast<double>(total)
-                       : 0.0);
+    std::fprintf(
+        stderr, "locus profile: %-40s %-8s %8llu %10.3f %10.2f %5.1f%%\n", name,
+        device, static_cast<unsigned long long>(calls),
+        static_cast<double>(ns) / 1e6,
+        calls ? static_cast<double>(ns) / 1e3 / static_cast<double>(calls)
+              : 0.0,
+        total ? 100.0 * static_cast<double>(ns) / static_cast<double>(total)
+              : 0.0);
   };
   for (size_t i : order)
     row(plan.kernels[i].symbol.c_str(),

@@ -149,16 +149,22 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
       dimensions folded into one; `linear`: `linalg.matmul_transpose_b`
       accumulating onto the broadcast bias;
     - `conv2d` on a `tensor.pad`ded input: im2col (a gathering
-      `linalg.generic`) and one `linalg.matmul_transpose_b` against the
-      weight, then back to NCHW; with groups, a `linalg.generic` over
+      `linalg.generic` laid out [C, KH, KW, N, OH, OW], so it runs along
+      rows) and one `linalg.matmul` of the weight as [O, C*KH*KW] with it,
+      into zeros, then back to NCHW by a `linalg.generic` that moves whole
+      rows and adds the bias; with groups, a `linalg.generic` over
       (n, o, oh, ow, c, kh, kw) whose maps carry stride, dilation and groups;
-      pooling: `linalg.pooling_nchw_max` / `_sum` (then / window);
+    - pooling: a `linalg.generic` over (n, c, kh, kw, oh, ow), the window
+      loops outside the row loop (an empty window tensor bounds them), then
+      / window for the average;
     - reductions: `linalg.generic` with reduction iterators; `softmax`,
       `log_softmax` and the losses are composed from those, stably (the
       maximum is subtracted first); `cross_entropy` gathers with
       `tensor.extract`;
-    - layout: `linalg.transpose`, `tensor.reshape`, `tensor.insert_slice`
-      (concat), `tensor.extract_slice` (slice).
+    - layout: `linalg.transpose`; reshapes as `tensor.collapse_shape` to one
+      dimension then `tensor.expand_shape` (views, no copies; scalars through
+      `tensor.reshape`); `tensor.insert_slice` (concat),
+      `tensor.extract_slice` (slice).
 
     Before:
 
