@@ -125,16 +125,16 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
       // Small products on one thread. OpenBLAS's thread count is global:
       // a product running at the same moment in another thread may run on
       // one thread too, which costs time, never correctness.
-      int saved = 0;
       bool single = impl.setThreads && impl.getThreads &&
                     m * k + k * n + m * n < kThreadedElements;
-      if (single && (saved = impl.getThreads()) > 1)
+      int saved = single ? impl.getThreads() : 1;
+      if (saved > 1)
         impl.setThreads(1);
       impl.sgemm(101, transA ? 112 : 111, transB ? 112 : 111,
                  static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
                  1.0f, pa, static_cast<int>(lda), pb, static_cast<int>(ldb),
                  beta, pc, static_cast<int>(ldc));
-      if (single && saved > 1)
+      if (saved > 1)
         impl.setThreads(saved);
     } else {
       blockedSgemm(m, n, k, pa, lda, transA, pb, ldb, transB, beta, pc, ldc);
