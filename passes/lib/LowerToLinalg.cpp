@@ -305,32 +305,23 @@ Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
                    });
 }
 
-/// Up to this many products per output (C*KH*KW), a convolution without
-/// groups runs directly instead of through im2col.
-constexpr int64_t kDirectConvMaxReduction = 32;
-
 Value lowerConv(Lowering &l, Conv2dOp op) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
   Value x = l.padSpatial(op.getInput(), op.getPadding(), 0.0);
   RankedTensorType w = op.getWeight().getType();
   int64_t groups = op.getGroups();
-  // im2col pays when each output sums many products; a small window over
-  // few channels (LeNet's first layer: 1x5x5) is faster directly, without
-  // the im2col buffer.
-  if (groups == 1 && w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3) >
-                         kDirectConvMaxReduction)
+  if (groups == 1)
     return lowerConvIm2col(l, op, x);
-  // Directly: one loop nest over (n, o, c, kh, kw, oh, ow), the reductions
-  // outside the output row so that the innermost loop walks a row of the
-  // output and of the input and vectorises. The input channel of output
-  // channel o is (o floordiv outPerGroup) * inPerGroup + c.
+  // Grouped: one loop nest over (n, o, oh, ow, c, kh, kw).
   int64_t outPerGroup = w.getDimSize(0) / groups, inPerGroup = w.getDimSize(1);
   ArrayRef<int64_t> stride = op.getStride(), dilation = op.getDilation();
+  // Loops (n, o, oh, ow, c, kh, kw); the input channel of output channel o is
+  // (o floordiv outPerGroup) * inPerGroup + c.
   AffineExpr n = b.getAffineDimExpr(0), o = b.getAffineDimExpr(1),
-             c = b.getAffineDimExpr(2), kh = b.getAffineDimExpr(3),
-             kw = b.getAffineDimExpr(4), oh = b.getAffineDimExpr(5),
-             ow = b.getAffineDimExpr(6);
+             oh = b.getAffineDimExpr(2), ow = b.getAffineDimExpr(3),
+             c = b.getAffineDimExpr(4), kh = b.getAffineDimExpr(5),
+             kw = b.getAffineDimExpr(6);
   MLIRContext *ctx = b.getContext();
   AffineMap inMap = AffineMap::get(7, 0,
                                    {n, o.floorDiv(outPerGroup) * inPerGroup + c,
@@ -346,9 +337,8 @@ Value lowerConv(Lowering &l, Conv2dOp op) {
                                                         out.getElementType())),
                         out)
           : l.filled(out, 0.0);
-  SmallVector<IteratorType> iters(2, IteratorType::parallel);
+  SmallVector<IteratorType> iters(4, IteratorType::parallel);
   iters.append(3, IteratorType::reduction);
-  iters.append(2, IteratorType::parallel);
   return l.generic(out, ValueRange{x, op.getWeight()}, {inMap, wMap}, init,
                    outMap, iters, [](OpBuilder &nb, Location nl, ValueRange a) {
                      Value m = nb.create<arith::MulFOp>(nl, a[0], a[1]);

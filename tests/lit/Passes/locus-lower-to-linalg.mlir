@@ -27,14 +27,13 @@ locus.graph @mlp {
 
 // -----
 
-// Grouped, strided, dilated convolution: one generic over (n, o, c, kh, kw,
-// oh, ow) -- the reductions outside the output row -- whose input map finds
+// Grouped, strided, dilated convolution: one generic whose input map finds
 // the group of each output channel; padding is a tensor.pad.
-// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 3) * 2 + d2, d5 * 2 + d3, d6 + d4 * 2)>
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 3) * 2 + d4, d2 * 2 + d5, d3 + d6 * 2)>
 // CHECK-DAG: #[[POOL:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
 // CHECK-LABEL: locus.graph @conv
 // CHECK: tensor.pad
-// CHECK: linalg.generic {indexing_maps = [#[[IN]], {{.*}}], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"]}
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
 // Pooling: one generic over (n, c, kh, kw, oh, ow), the window loops outside
 // the row loop; a 2x2 window bounds kh and kw.
 // CHECK: linalg.generic {indexing_maps = [#[[POOL]], {{.*}}], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<1x6x5x6xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<1x6x2x3xf32>)
@@ -69,28 +68,28 @@ locus.graph @loss {
 
 // -----
 
-// Without groups and with more than 32 products per output (4x3x3): im2col (a gathering generic laid out [C, KH, KW, N, OH, OW]
+// Without groups: im2col (a gathering generic laid out [C, KH, KW, N, OH, OW]
 // so that it runs along rows), one matrix product of the weight as
 // [O, C*KH*KW] with it into zeros, then back to NCHW by moving whole rows,
 // adding the bias on the way.
 // CHECK-DAG: #[[GATHER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d0, d4 + d1, d5 + d2)>
 // CHECK-LABEL: locus.graph @im2col
 // CHECK: tensor.pad
-// CHECK: %[[COLS:.*]] = linalg.generic {indexing_maps = [#[[GATHER]], {{.*}}]{{.*}} outs(%{{.*}} : tensor<4x3x3x2x7x7xf32>)
+// CHECK: %[[COLS:.*]] = linalg.generic {indexing_maps = [#[[GATHER]], {{.*}}]{{.*}} outs(%{{.*}} : tensor<3x3x3x2x7x7xf32>)
 // Reshapes are views: collapse to one dimension, expand to the target.
-// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2, 3]] : tensor<4x4x3x3xf32> into tensor<144xf32>
-// CHECK: %[[W2:.*]] = tensor.expand_shape %{{.*}} : tensor<144xf32> into tensor<4x36xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2, 3]] : tensor<4x3x3x3xf32> into tensor<108xf32>
+// CHECK: %[[W2:.*]] = tensor.expand_shape %{{.*}} : tensor<108xf32> into tensor<4x27xf32>
 // CHECK: tensor.collapse_shape %[[COLS]]
-// CHECK: %[[COLS2:.*]] = tensor.expand_shape %{{.*}} : tensor<3528xf32> into tensor<36x98xf32>
-// CHECK: %[[P:.*]] = linalg.matmul ins(%[[W2]], %[[COLS2]] : tensor<4x36xf32>, tensor<36x98xf32>) outs(%{{.*}} : tensor<4x98xf32>)
+// CHECK: %[[COLS2:.*]] = tensor.expand_shape %{{.*}} : tensor<2646xf32> into tensor<27x98xf32>
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[W2]], %[[COLS2]] : tensor<4x27xf32>, tensor<27x98xf32>) outs(%{{.*}} : tensor<4x98xf32>)
 // CHECK: tensor.collapse_shape %[[P]]
 // CHECK: %[[P4:.*]] = tensor.expand_shape
 // CHECK: linalg.generic {indexing_maps = [#[[SWAP:.*]], #[[ROW:.*]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[P4]], %{{.*}} : tensor<4x2x7x7xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<2x4x7x7xf32>)
 // CHECK: arith.addf
 locus.graph @im2col {
-  %x = locus.input "x" : tensor<2x4x7x7xf32>
-  %w = locus.input "w" : tensor<4x4x3x3xf32>
+  %x = locus.input "x" : tensor<2x3x7x7xf32>
+  %w = locus.input "w" : tensor<4x3x3x3xf32>
   %b = locus.input "b" : tensor<4xf32>
-  %0 = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x7x7xf32>, tensor<4x4x3x3xf32>, tensor<4xf32> -> tensor<2x4x7x7xf32>
+  %0 = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x7x7xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x7x7xf32>
   locus.output "y" = %0 : tensor<2x4x7x7xf32>
 }

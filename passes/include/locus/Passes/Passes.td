@@ -152,11 +152,8 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
       `linalg.generic` laid out [C, KH, KW, N, OH, OW], so it runs along
       rows) and one `linalg.matmul` of the weight as [O, C*KH*KW] with it,
       into zeros, then back to NCHW by a `linalg.generic` that moves whole
-      rows and adds the bias; with groups, or with at most 32 products per
-      output (C*KH*KW, where the im2col buffer costs more than it saves), a
-      `linalg.generic` over (n, o, c, kh, kw, oh, ow) -- the reductions
-      outside the output row, which vectorises -- whose maps carry stride,
-      dilation and groups;
+      rows and adds the bias; with groups, a `linalg.generic` over
+      (n, o, oh, ow, c, kh, kw) whose maps carry stride, dilation and groups;
     - pooling: a `linalg.generic` over (n, c, kh, kw, oh, ow), the window
       loops outside the row loop (an empty window tensor bounds them), then
       / window for the average;
