@@ -264,6 +264,8 @@ def cases():
     yield "cross_entropy", [("lg", logits), ("lb", labels, "i64")], "%r = locus.cross_entropy %lg, %lb mean : tensor<6x4xf32>, tensor<6xi64> -> tensor<f32>", ([], [-sum(at(lsm, [n, labels[1][n]]) for n in range(6)) / 6])
     cx, cw, cb = rand([2, 3, 7, 7]), rand([4, 3, 3, 3]), rand([4])
     yield "conv2d_pad1", [("cx", cx), ("cw", cw), ("cb", cb)], "%r = locus.conv2d %cx, %cw, %cb stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x7x7xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x7x7xf32>", conv2d(cx, cw, cb, [1, 1], [1, 1], [1, 1], 1)
+    ix, iw, ib = rand([2, 4, 6, 5]), rand([5, 4, 3, 3]), rand([5])
+    yield "conv2d_stride2_pad1", [("ix", ix), ("iw", iw), ("ib", ib)], "%r = locus.conv2d %ix, %iw, %ib stride [2, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x6x5xf32>, tensor<5x4x3x3xf32>, tensor<5xf32> -> tensor<2x5x3x5xf32>", conv2d(ix, iw, ib, [2, 1], [1, 1], [1, 1], 1)
     gx, gw = rand([1, 4, 9, 8]), rand([6, 2, 3, 2])
     yield "conv2d_groups_stride_dilation", [("gx", gx), ("gw", gw)], "%r = locus.conv2d %gx, %gw stride [2, 1] padding [1, 0] dilation [1, 2] groups 2 : tensor<1x4x9x8xf32>, tensor<6x2x3x2xf32> -> tensor<1x6x5x6xf32>", conv2d(gx, gw, None, [2, 1], [1, 0], [1, 2], 2)
     px = rand([2, 3, 6, 6])
