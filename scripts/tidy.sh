@@ -16,6 +16,7 @@ if [ "${1:-}" = "--all" ]; then
           passes/lib/CostModel.cpp passes/lib/PlaceDevices.cpp
           passes/lib/InsertTransfers.cpp passes/lib/FuseKernels.cpp
           passes/lib/OutlineKernels.cpp passes/lib/FuseElementwise.cpp
+          passes/lib/Parallelize.cpp
           passes/lib/LinalgToBlas.cpp passes/lib/LowerToLinalg.cpp
           tools/locus-opt/*.cpp
           tools/locus-dump/*.cpp tools/locus-compile/*.cpp bench/*.cpp)

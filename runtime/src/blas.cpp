@@ -44,6 +44,11 @@ const Blas &blas() {
       loaded.name = "built-in blocked loop (LOCUS_BLAS=builtin)";
       return;
     }
+    // OpenBLAS's OpenMP team must not spin while the runtime's own worker
+    // threads run a kernel's loops (on a 2-core machine that halved LeNet's
+    // speed): sleep when idle, unless the user chose otherwise. Has no
+    // effect if OpenMP is running in this process already.
+    setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
     for (const char *library : {"libopenblas.so.0", "libopenblas.so"}) {
       void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
       if (!handle) {

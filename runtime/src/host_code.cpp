@@ -24,6 +24,8 @@ void *runtimeFunction(const std::string &name) {
     return reinterpret_cast<void *>(&locus_sgemm);
   if (name == "memrefCopy")
     return reinterpret_cast<void *>(&locus_memref_copy);
+  if (name == "locus_parallel_for")
+    return reinterpret_cast<void *>(&locus_parallel_for);
   return nullptr;
 }
 

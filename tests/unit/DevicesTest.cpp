@@ -276,3 +276,54 @@ TEST(State, LargeStateMatchesItsInitialiser) {
     EXPECT_EQ(model.state(weight).f32, want) << policy;
   }
 }
+
+// Kernels big enough for --locus-parallelize (im2col, the bias and ReLU
+// epilogue and the pooling each run over 2^18 or more iterations, split over
+// the runtime's threads) against a double-precision reference.
+TEST(Parallel, SplitKernelsMatchADoubleReference) {
+  const int N = 32, C = 3, H = 32, O = 8, P = 16;
+  Graph g("parallel");
+  g.manualSeed(3);
+  auto x = g.input("x", {N, C, H, H});
+  nn::Conv2d conv(g, C, O, {3}, {.padding = {1, 1}});
+  nn::Sequential net{conv, nn::ReLU(), nn::MaxPool2d({2})};
+  g.output("y", net(x));
+  CompiledModel model = compile(g);
+  std::vector<float> xs = randomValues(N * C * H * H, 9);
+  std::vector<float> got =
+      model.run({{"x", HostTensor::fromF32({N, C, H, H}, xs)}}).at("y").f32;
+  std::vector<float> w = g.initialValue(conv.weight()),
+                     b = g.initialValue(conv.bias());
+  ASSERT_EQ(got.size(), static_cast<size_t>(N * O * P * P));
+  std::vector<double> act(static_cast<size_t>(N) * O * H * H);
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < O; ++o)
+      for (int i = 0; i < H; ++i)
+        for (int j = 0; j < H; ++j) {
+          double acc = b[o];
+          for (int c = 0; c < C; ++c)
+            for (int ki = 0; ki < 3; ++ki)
+              for (int kj = 0; kj < 3; ++kj) {
+                int ii = i + ki - 1, jj = j + kj - 1;
+                if (ii < 0 || jj < 0 || ii >= H || jj >= H)
+                  continue;
+                acc +=
+                    static_cast<double>(xs[((n * C + c) * H + ii) * H + jj]) *
+                    w[((o * C + c) * 3 + ki) * 3 + kj];
+              }
+          act[((n * O + o) * H + i) * H + j] = std::max(acc, 0.0);
+        }
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < O; ++o)
+      for (int i = 0; i < P; ++i)
+        for (int j = 0; j < P; ++j) {
+          double m = -1e30;
+          for (int di = 0; di < 2; ++di)
+            for (int dj = 0; dj < 2; ++dj)
+              m = std::max(
+                  m, act[((n * O + o) * H + 2 * i + di) * H + 2 * j + dj]);
+          size_t at = ((n * O + o) * P + i) * P + j;
+          ASSERT_NEAR(got[at], m, 1e-5 + 1e-5 * std::abs(m))
+              << "element " << at;
+        }
+}

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -306,3 +308,56 @@ TEST(Sgemm, MatchesADoubleReference) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// locus_parallel_for
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct Ranges {
+  std::vector<std::atomic<int>> hits;
+  explicit Ranges(size_t n) : hits(n) {}
+};
+
+void markRange(void *args, int64_t lo, int64_t hi) {
+  auto *r = static_cast<Ranges *>(args);
+  for (int64_t i = lo; i < hi; ++i)
+    ++r->hits[static_cast<size_t>(i)];
+}
+
+} // namespace
+
+TEST(ParallelFor, EveryIndexRunsExactlyOnce) {
+  std::printf("[  NOTE    ] locus_parallel_for uses %d threads\n",
+              locus_parallel_threads());
+  EXPECT_GE(locus_parallel_threads(), 1);
+  for (int64_t n : {0, 1, 2, 3, 7, 64, 1000, 100003}) {
+    Ranges r(static_cast<size_t>(n));
+    for (int round = 0; round < 3; ++round)
+      locus_parallel_for(markRange, &r, n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(r.hits[static_cast<size_t>(i)].load(), 3)
+          << "n " << n << " index " << i;
+  }
+}
+
+TEST(ParallelFor, CallersOnManyThreadsAtOnce) {
+  // One job at a time runs on the pool; the others run on their callers.
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  threads.reserve(4);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 200; ++round) {
+        Ranges r(513);
+        locus_parallel_for(markRange, &r, 513);
+        for (auto &h : r.hits)
+          wrong[t] += h.load() != 1;
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int t = 0; t < 4; ++t)
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+}

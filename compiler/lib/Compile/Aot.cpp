@@ -105,7 +105,7 @@ std::string locus::writeArtifact(const PipelineResult &result,
   if (!parsed)
     return "internal error: " + llvm::toString(parsed.takeError());
   std::unique_ptr<llvm::Module> module = std::move(*parsed);
-  addImportSlots(*module, {"locus_sgemm", "memrefCopy"});
+  addImportSlots(*module, {"locus_sgemm", "memrefCopy", "locus_parallel_for"});
   std::string features = requiredFeatures(cpu);
   // What the runtime checks and reports: the CPU the code is for and the
   // features it needs.

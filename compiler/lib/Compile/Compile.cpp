@@ -395,6 +395,9 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     symbols[interner("locus_sgemm")] = {
         llvm::orc::ExecutorAddr::fromPtr(&locus_sgemm),
         llvm::JITSymbolFlags::Exported};
+    symbols[interner("locus_parallel_for")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&locus_parallel_for),
+        llvm::JITSymbolFlags::Exported};
     return symbols;
   });
 

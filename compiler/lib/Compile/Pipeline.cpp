@@ -46,7 +46,8 @@ constexpr const char *kHostPipeline =
     "buffer-results-to-out-params{hoist-static-allocs},"
     "buffer-deallocation-pipeline,"
     "locus-linalg-to-blas,"
-    "convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,"
+    "convert-linalg-to-parallel-loops,locus-parallelize,"
+    "convert-scf-to-cf,expand-strided-metadata,"
     "lower-affine,finalize-memref-to-llvm,convert-math-to-llvm,"
     "convert-math-to-libm,convert-arith-to-llvm,"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-cf-to-llvm,"
@@ -128,7 +129,8 @@ LogicalResult locus::runPipeline(ModuleOp module,
   // What the host code calls in the runtime: every artifact has a slot for
   // each, bound at load.
   FailureOr<std::string> plan =
-      buildPlan(graph, {"locus_sgemm", "memrefCopy"}, result.summary);
+      buildPlan(graph, {"locus_sgemm", "memrefCopy", "locus_parallel_for"},
+                result.summary);
   if (failed(plan))
     return failure();
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
@@ -163,6 +165,48 @@ locus::translateKernels(Operation *module, llvm::LLVMContext &context,
     return nullptr;
   llvm::IRBuilder<> b(context);
   auto *ptr = llvm::PointerType::get(context, 0);
+  auto *i64 = b.getInt64Ty();
+  // Each body --locus-parallelize outlined: the dispatch packs the
+  // arguments into 8-byte slots and calls locus_parallel_for with a
+  // trampoline that unpacks them for each range.
+  if (auto bodies = module->getAttrOfType<ArrayAttr>(kParallelBodiesAttrName))
+    for (auto name : bodies.getAsRange<StringAttr>()) {
+      llvm::Function *body = llvmModule->getFunction(name.getValue());
+      llvm::Function *dispatch =
+          llvmModule->getFunction((name.getValue() + "__dispatch").str());
+      if (!body || !dispatch || body->arg_size() < 2 ||
+          dispatch->arg_size() != body->arg_size() - 1)
+        return nullptr;
+      unsigned k = dispatch->arg_size() - 1;
+      auto *trampoline = llvm::Function::Create(
+          llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false),
+          llvm::GlobalValue::InternalLinkage,
+          (name.getValue() + "__range").str(), *llvmModule);
+      b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", trampoline));
+      SmallVector<llvm::Value *> args;
+      for (unsigned i = 0; i < k; ++i)
+        args.push_back(
+            b.CreateLoad(body->getArg(i)->getType(),
+                         b.CreateConstInBoundsGEP1_64(
+                             b.getInt8Ty(), trampoline->getArg(0), 8 * i)));
+      args.push_back(trampoline->getArg(1));
+      args.push_back(trampoline->getArg(2));
+      b.CreateCall(body, args);
+      b.CreateRetVoid();
+      b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", dispatch));
+      llvm::Value *slots =
+          b.CreateAlloca(i64, b.getInt64(std::max(k, 1u)), "slots");
+      for (unsigned i = 0; i < k; ++i)
+        b.CreateStore(dispatch->getArg(i), b.CreateConstInBoundsGEP1_64(
+                                               b.getInt8Ty(), slots, 8 * i));
+      llvm::FunctionCallee parallelFor = llvmModule->getOrInsertFunction(
+          "locus_parallel_for",
+          llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64}, false));
+      b.CreateCall(parallelFor, {trampoline, slots, dispatch->getArg(k)});
+      b.CreateRetVoid();
+      dispatch->setLinkage(llvm::GlobalValue::InternalLinkage);
+      body->setLinkage(llvm::GlobalValue::InternalLinkage);
+    }
   auto *entryType = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
   for (const std::string &name : functions) {
     llvm::Function *kernel = llvmModule->getFunction(name);

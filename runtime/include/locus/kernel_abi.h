@@ -35,6 +35,18 @@ LOCUS_API void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                            int64_t stride_b, int32_t trans_b, float beta,
                            uintptr_t c, int64_t ldc, int64_t stride_c);
 
+/* Runs body(args, lo, hi) over [0, n) split into ranges, on the calling
+ * thread and the runtime's worker threads (all cores; LOCUS_THREADS=k in the
+ * environment uses k threads in all, 1 runs everything on the caller).
+ * Returns when every range is done. What a kernel's outermost parallel loop
+ * becomes. A call made while another is running (from another thread, or
+ * from inside a body) runs on the calling thread alone. */
+typedef void (*locus_parallel_body_t)(void *args, int64_t lo, int64_t hi);
+LOCUS_API void locus_parallel_for(locus_parallel_body_t body, void *args,
+                                  int64_t n);
+/* How many threads locus_parallel_for uses. */
+LOCUS_API int locus_parallel_threads(void);
+
 /* Which implementation locus_sgemm uses: "openblas (<path>)" or
  * "built-in blocked loop (<why no BLAS>)". LOCUS_BLAS=builtin in the
  * environment forces the loop. */

@@ -41,6 +41,9 @@ inline constexpr llvm::StringLiteral kTransfersAttrName = "locus.transfers";
 /// Set on a placed locus.graph when placement was soft (no CUDA target):
 /// says what ran on the CPU instead.
 inline constexpr llvm::StringLiteral kSoftNoteAttrName = "locus.soft_placement";
+/// Set on a module by --locus-parallelize: the loop bodies it outlined.
+inline constexpr llvm::StringLiteral kParallelBodiesAttrName =
+    "locus.parallel_bodies";
 /// Set on a graph by --locus-fuse-kernels: how many kernels it made.
 inline constexpr llvm::StringLiteral kKernelsAttrName = "locus.kernels";
 

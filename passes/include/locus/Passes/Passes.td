@@ -277,6 +277,32 @@ def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def LocusParallelize : Pass<"locus-parallelize", "::mlir::ModuleOp"> {
+  let summary = "Runs the outermost parallel loop of a kernel on all cores.";
+  let description = [{
+    On buffers, after `convert-linalg-to-parallel-loops`: an `scf.parallel`
+    directly in a function body, whose first dimension runs from 0 with step
+    1 over at least two iterations and whose loop nest does at least
+    `min-work` iterations, becomes a call. Its body moves to
+    `func.func private @<kernel>_par<N>(captured..., %lo, %hi)`, the same loop
+    over [lo, hi) of its first dimension; the call goes to
+    `@<kernel>_par<N>__dispatch(captured..., %n)`, which the code generator
+    defines in LLVM IR: it packs the arguments and calls the runtime's
+    `locus_parallel_for`, which splits [0, n) over the cores. The module's
+    `locus.parallel_bodies` lists the bodies.
+
+    A loop that reads a buffer with a non-identity layout or dynamic shape
+    (bare-pointer calls cannot pass it) stays where it is, and so does every
+    loop that is not outermost: one level of parallelism, no nesting.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"262144",
+           "Fewest iterations of a loop nest worth splitting">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def LocusGraphToFunc : Pass<"locus-graph-to-func", "::mlir::ModuleOp"> {
   let summary = "Turns a graph that runs on one device into a function.";
   let description = [{

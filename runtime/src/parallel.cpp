@@ -1,0 +1,119 @@
+// parallel.cpp - locus_parallel_for: a small pool of worker threads for the
+// outermost parallel loops of generated kernels.
+//
+// One job at a time, split into equal ranges, one per thread: the caller
+// publishes it, runs range 0, and waits for the workers' ranges. Workers spin
+// briefly between jobs (a kernel runs several loops back to back) and then
+// sleep on a condition variable, so an idle runtime costs nothing.
+
+#include "locus/kernel_abi.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+
+class Pool {
+public:
+  static Pool &get() {
+    // Never destroyed: workers may still be asleep at exit.
+    static Pool *pool = new Pool();
+    return *pool;
+  }
+
+  int threads() const { return static_cast<int>(workers_) + 1; }
+
+  void run(locus_parallel_body_t body, void *args, int64_t n) {
+    if (n <= 0)
+      return;
+    std::unique_lock busy(runMutex_, std::try_to_lock);
+    if (workers_ == 0 || n == 1 || !busy.owns_lock()) {
+      body(args, 0, n);
+      return;
+    }
+    // Every worker finished the previous job before it returned, so no one
+    // reads these while they change.
+    body_ = body;
+    args_ = args;
+    n_ = n;
+    done_.store(0, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(sleepMutex_);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    part(0);
+    while (done_.load(std::memory_order_acquire) != workers_)
+      std::this_thread::yield();
+  }
+
+private:
+  Pool() {
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    if (const char *env = std::getenv("LOCUS_THREADS")) {
+      int want = std::atoi(env);
+      if (want >= 1)
+        cores = static_cast<unsigned>(want);
+    }
+    workers_ = cores - 1;
+    for (unsigned i = 0; i < workers_; ++i)
+      std::thread([this, i] { loop(i + 1); }).detach();
+  }
+
+  /// Range `index` of the current job: [0, n) in equal parts, one per thread.
+  void part(unsigned index) {
+    int64_t parts = workers_ + 1;
+    int64_t lo = n_ * index / parts, hi = n_ * (index + 1) / parts;
+    if (lo < hi)
+      body_(args_, lo, hi);
+  }
+
+  void loop(unsigned index) {
+    // Jobs are counted from 0, the generation when the pool was made: a
+    // worker that starts after the first job was published still runs it.
+    uint64_t seen = 0;
+    for (;;) {
+      // Spin a little: the next loop of the same kernel comes soon.
+      auto until =
+          std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+      while (generation_.load(std::memory_order_acquire) == seen &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+      if (generation_.load(std::memory_order_acquire) == seen) {
+        std::unique_lock lock(sleepMutex_);
+        wake_.wait(lock, [&] {
+          return generation_.load(std::memory_order_acquire) != seen;
+        });
+      }
+      seen = generation_.load(std::memory_order_acquire);
+      part(index);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+
+  unsigned workers_ = 0;
+  std::mutex runMutex_;
+  std::mutex sleepMutex_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<unsigned> done_{0};
+  // The current job.
+  locus_parallel_body_t body_ = nullptr;
+  void *args_ = nullptr;
+  int64_t n_ = 0;
+};
+
+} // namespace
+
+extern "C" void locus_parallel_for(locus_parallel_body_t body, void *args,
+                                   int64_t n) {
+  Pool::get().run(body, args, n);
+}
+
+extern "C" int locus_parallel_threads(void) { return Pool::get().threads(); }
