@@ -204,6 +204,18 @@ locus_status_t checkSize(const locus_tensor_info_t &info, size_t bytes,
                     bytes);
 }
 
+/// The index of the tensor `name` of `role`, whose byte size must be
+/// `bytes`: NOT_FOUND or INVALID_ARGUMENT otherwise.
+locus_status_t lookup(const locus_model_t &m, locus_tensor_role_t role,
+                      const char *name, size_t bytes, size_t &index) {
+  if (locus_status_t s = find(&m, role, name, index))
+    return s;
+  const char *what = role == LOCUS_TENSOR_INPUT    ? "input"
+                     : role == LOCUS_TENSOR_OUTPUT ? "output"
+                                                   : "state";
+  return checkSize(infos(&m, role)[index], bytes, what);
+}
+
 /// Runs one command list. Launches check that every buffer belongs to the
 /// device they run on.
 locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
@@ -571,9 +583,7 @@ locus_status_t locus_model_read_state(const locus_model_t *model,
   if (!model || (!out_data && byte_size))
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
   size_t i = 0;
-  if (locus_status_t s = find(model, LOCUS_TENSOR_STATE, name, i))
-    return s;
-  if (locus_status_t s = checkSize(model->states[i], byte_size, "state"))
+  if (locus_status_t s = lookup(*model, LOCUS_TENSOR_STATE, name, byte_size, i))
     return s;
   auto *m = const_cast<locus_model_t *>(model);
   std::shared_lock lock(m->stateMutex);
@@ -587,9 +597,7 @@ locus_status_t locus_model_write_state(locus_model_t *model, const char *name,
   if (!model || (!data && byte_size))
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
   size_t i = 0;
-  if (locus_status_t s = find(model, LOCUS_TENSOR_STATE, name, i))
-    return s;
-  if (locus_status_t s = checkSize(model->states[i], byte_size, "state"))
+  if (locus_status_t s = lookup(*model, LOCUS_TENSOR_STATE, name, byte_size, i))
     return s;
   std::unique_lock lock(model->stateMutex);
   uint32_t buffer = model->stateBuffers[i];
@@ -666,9 +674,7 @@ locus_status_t locus_context_set_input(locus_context_t *context,
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
   locus_model_t &m = *context->model;
   size_t i = 0;
-  if (locus_status_t s = find(&m, LOCUS_TENSOR_INPUT, name, i))
-    return s;
-  if (locus_status_t s = checkSize(m.inputs[i], byte_size, "input"))
+  if (locus_status_t s = lookup(m, LOCUS_TENSOR_INPUT, name, byte_size, i))
     return s;
   uint32_t buffer = m.inputBuffers[i];
   if (locus_status_t s = m.deviceOf[m.plan.buffers[buffer].device]->upload(
@@ -707,9 +713,7 @@ locus_status_t locus_context_read_output(locus_context_t *context,
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
   locus_model_t &m = *context->model;
   size_t i = 0;
-  if (locus_status_t s = find(&m, LOCUS_TENSOR_OUTPUT, name, i))
-    return s;
-  if (locus_status_t s = checkSize(m.outputs[i], byte_size, "output"))
+  if (locus_status_t s = lookup(m, LOCUS_TENSOR_OUTPUT, name, byte_size, i))
     return s;
   std::shared_lock lock(m.stateMutex);
   uint32_t buffer = m.outputBuffers[i];

@@ -149,13 +149,20 @@ size_t CompiledModel::kernelCount() const {
   return impl_->parts.summary.kernelSymbols.size();
 }
 
-const HostTensor &CompiledModel::state(const std::string &name) const {
-  Impl &m = *impl_;
+/// The state slot named `name`; RunError naming the ones there are.
+static const Slot &stateSlot(const CompiledModel::Impl &m,
+                             const std::string &name) {
   auto slot = std::find_if(m.states.begin(), m.states.end(),
                            [&](const Slot &s) { return s.name == name; });
   if (slot == m.states.end())
     throw RunError("no state named '" + name +
                    "' (state: " + join(m.stateNames) + ")");
+  return *slot;
+}
+
+const HostTensor &CompiledModel::state(const std::string &name) const {
+  Impl &m = *impl_;
+  const Slot *slot = &stateSlot(m, name);
   HostTensor value;
   value.shape = slot->shape;
   value.f32.resize(value.numel());
@@ -168,11 +175,7 @@ const HostTensor &CompiledModel::state(const std::string &name) const {
 
 void CompiledModel::setState(const std::string &name, const HostTensor &value) {
   Impl &m = *impl_;
-  auto slot = std::find_if(m.states.begin(), m.states.end(),
-                           [&](const Slot &s) { return s.name == name; });
-  if (slot == m.states.end())
-    throw RunError("no state named '" + name +
-                   "' (state: " + join(m.stateNames) + ")");
+  const Slot *slot = &stateSlot(m, name);
   if (value.shape != slot->shape || value.dtype != DType::f32 ||
       static_cast<int64_t>(value.f32.size()) != value.numel())
     throw RunError("state '" + name + "' is " + formatShape(slot->shape) +
