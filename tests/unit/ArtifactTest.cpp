@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -24,7 +26,10 @@ struct Status {
 };
 
 std::string tempPath(const std::string &name) {
-  return ::testing::TempDir() + "/locus_" + name;
+  // One file per process: ctest runs the cases of this file in parallel,
+  // and a shared path let one case read a file another was rewriting.
+  return ::testing::TempDir() + "/locus_" + std::to_string(::getpid()) + "_" +
+         name;
 }
 
 std::vector<unsigned char> readFile(const std::string &path) {

@@ -16,6 +16,8 @@
 #include <random>
 #include <regex>
 
+#include <unistd.h>
+
 using namespace locus;
 
 namespace {
