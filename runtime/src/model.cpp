@@ -44,7 +44,6 @@ struct locus_model_s {
   std::string report;
   locus_run_stats_t loadStats{};
   std::shared_mutex stateMutex; // runs share, state writes exclude
-  std::atomic<int> contexts{0};
   // LOCUS_PROFILE=1: time of each kernel and of the copies, printed to
   // stderr when the model is released.
   bool profile = false;
@@ -649,7 +648,6 @@ locus_status_t locus_context_create(locus_model_t *model,
           model->plan.devices[d].name.c_str());
     }
   }
-  ++model->contexts;
   *out_context = ctx.release();
   return nullptr;
 }
@@ -659,7 +657,6 @@ void locus_context_release(locus_context_t *context) {
     return;
   for (size_t d = 0; d < context->arenas.size(); ++d)
     context->model->deviceOf[d]->release(context->arenas[d]);
-  --context->model->contexts;
   delete context;
 }
 

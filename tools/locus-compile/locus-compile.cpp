@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
 
   const locus::PlanSummary &s = result.summary;
   llvm::outs() << result.placementSummary
-               << "\nplan: " << s.kernelSymbols.size() << " kernels, "
+               << "\nplan: " << s.kernelFunctions.size() << " kernels, "
                << s.stepCopies << " copies per step (" << s.stepCopyBytes
                << " B), " << s.loadCopies << " at load (" << s.loadCopyBytes
                << " B)\n";

@@ -99,7 +99,9 @@ private:
   std::shared_ptr<Impl> impl_;
 };
 
-/// Compiles `graph` for this machine's CPU. Placement errors (strict mode)
+/// Compiles `graph` for `options.devices` and JIT-compiles its kernels for
+/// this machine's CPU (CUDA devices run on the runtime's sim device until it
+/// has a CUDA one). Placement errors (strict mode)
 /// and anything the compiler cannot do throw locus::Error at the user's
 /// line; the graph itself is never changed.
 CompiledModel compile(const Graph &graph, const CompileOptions &options = {},

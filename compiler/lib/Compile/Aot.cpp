@@ -202,7 +202,8 @@ std::string locus::writeArtifact(const PipelineResult &result,
   std::string metadata =
       "locus-artifact/1\ngraph=" + result.graphName + "\ncpu=" + cpu +
       "\ncpu_features=" + features +
-      "\nkernels=" + std::to_string(result.summary.kernelSymbols.size()) + "\n";
+      "\nkernels=" + std::to_string(result.summary.kernelFunctions.size()) +
+      "\n";
   locus_section_t sections[] = {
       {LOCUS_SECTION_GRAPH, result.placedGraph.data(),
        result.placedGraph.size()},

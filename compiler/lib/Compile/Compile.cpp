@@ -146,7 +146,7 @@ const std::vector<std::string> &CompiledModel::stateNames() const {
 }
 
 size_t CompiledModel::kernelCount() const {
-  return impl_->parts.summary.kernelSymbols.size();
+  return impl_->parts.summary.kernelFunctions.size();
 }
 
 /// The state slot named `name`; RunError naming the ones there are.

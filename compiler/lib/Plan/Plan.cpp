@@ -298,6 +298,5 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
     w.u32(index);
   }
   w.u32(events);
-  summary.kernelSymbols = kernels;
   return w.out;
 }

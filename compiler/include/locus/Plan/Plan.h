@@ -19,8 +19,8 @@
 namespace locus {
 
 struct PlanSummary {
-  /// Entry points of the kernels, in launch order: `__locus_kernel_<func>`.
-  std::vector<std::string> kernelSymbols;
+  /// The kernels' functions, in launch order; each one's entry point is
+  /// kernelEntryName(function).
   std::vector<std::string> kernelFunctions;
   unsigned stepCopies = 0, loadCopies = 0;
   uint64_t stepCopyBytes = 0, loadCopyBytes = 0;

@@ -310,8 +310,10 @@ def LocusGraphToFunc : Pass<"locus-graph-to-func", "::mlir::ModuleOp"> {
     becomes `func.func @<name>(inputs..., state...) -> (outputs...)`, in the
     order the graph declares them; the names go to the function's
     `locus.inputs`, `locus.states` and `locus.outputs` attributes. Moves
-    (`locus.to`, `locus.copy`) between the CPU and itself disappear. This is
-    the whole-graph host kernel that `locus::compile()` JIT-compiles.
+    (`locus.to`, `locus.copy`) between the CPU and itself disappear. One
+    function for a whole CPU graph, for tools and tests; `locus::compile()`
+    uses per-kernel functions instead (`--locus-fuse-kernels`,
+    `--locus-outline-kernels`) and a plan.
 
     A graph with an op placed on a CUDA device is an error at that op: a
     multi-device graph runs through the plan, not as one function.
