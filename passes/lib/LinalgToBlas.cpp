@@ -22,8 +22,6 @@ using namespace locus;
 
 namespace {
 
-constexpr llvm::StringLiteral kSgemm = "locus_sgemm";
-
 /// A buffer sgemm can take: f32, static shape, identity layout (offset 0).
 MemRefType plainBuffer(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
@@ -52,7 +50,7 @@ public:
 
 private:
   func::FuncOp declaration(ModuleOp module) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(kSgemm))
+    if (auto existing = module.lookupSymbol<func::FuncOp>(callee))
       return existing;
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToStart(module.getBody());
@@ -60,7 +58,7 @@ private:
     auto type = b.getFunctionType({i64, i64, i64, i64, i64, i64, i64, i32, i64,
                                    i64, i64, i32, f32, i64, i64, i64},
                                   {});
-    auto func = b.create<func::FuncOp>(module.getLoc(), kSgemm, type);
+    auto func = b.create<func::FuncOp>(module.getLoc(), callee, type);
     func.setPrivate();
     return func;
   }

@@ -12,6 +12,13 @@
 
 namespace locus::rt {
 
+locus_status_t Device::beginCapture() {
+  return makeStatus(LOCUS_STATUS_UNAVAILABLE, "%s cannot capture graphs",
+                    name().c_str());
+}
+locus_status_t Device::endCapture(void **) { return beginCapture(); }
+locus_status_t Device::replay(void *) { return beginCapture(); }
+
 HostDevice::~HostDevice() {
   for (const Range &r : ranges_)
     std::free(r.raw);

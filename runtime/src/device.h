@@ -45,8 +45,20 @@ public:
   virtual locus_status_t upload(const void *host, void *dst, size_t bytes) = 0;
   virtual locus_status_t download(const void *src, void *host,
                                   size_t bytes) = 0;
-  /// Runs a kernel (its host version here) on buffers of this device.
+  /// Runs a kernel on buffers of this device: its host version on cpu and
+  /// sim, its launcher on cuda.
   virtual locus_status_t launch(KernelFn kernel, void *const *buffers) = 0;
+  /// Waits until everything issued to this device is done (end of a run).
+  virtual locus_status_t finish() { return nullptr; }
+
+  /// CUDA graphs: whether this device can record a step's launches and
+  /// copies once and replay them. Between beginCapture and endCapture the
+  /// executor issues the step as usual; nothing runs until replay.
+  virtual bool canCapture() const { return false; }
+  virtual locus_status_t beginCapture();
+  virtual locus_status_t endCapture(void **graph);
+  virtual locus_status_t replay(void *graph);
+  virtual void releaseGraph(void *graph) { (void)graph; }
 
 private:
   std::string name_;
@@ -84,7 +96,8 @@ private:
   std::vector<Range> ranges_;
 };
 
-/// The device for a target name ("cpu" or "sim"); null for others.
+/// The device for a target name ("cpu" or "sim"); null for others
+/// (cuda.h makes CUDA devices).
 std::unique_ptr<Device> makeDevice(const std::string &target);
 
 } // namespace locus::rt

@@ -26,6 +26,14 @@ void *runtimeFunction(const std::string &name) {
     return reinterpret_cast<void *>(&locus_memref_copy);
   if (name == "locus_parallel_for")
     return reinterpret_cast<void *>(&locus_parallel_for);
+  if (name == "locus_cuda_launch")
+    return reinterpret_cast<void *>(&locus_cuda_launch);
+  if (name == "locus_cuda_sgemm")
+    return reinterpret_cast<void *>(&locus_cuda_sgemm);
+  if (name == "locus_cuda_alloc")
+    return reinterpret_cast<void *>(&locus_cuda_alloc);
+  if (name == "locus_cuda_free")
+    return reinterpret_cast<void *>(&locus_cuda_free);
   return nullptr;
 }
 

@@ -12,6 +12,7 @@
 #include "plan.h"
 #include "status_impl.h"
 
+#include "cuda.h"
 #include "locus/kernel_abi.h"
 
 #include <algorithm>
@@ -35,7 +36,9 @@ namespace {} // namespace
 struct locus_model_s {
   Plan plan;
   std::unique_ptr<HostCode> code;               // null for a JIT model
-  std::vector<KernelFn> kernels;                // by plan kernel
+  std::vector<KernelFn> kernels;                // by plan kernel, as run
+  std::vector<KernelFn> hostKernels, launchers; // by plan kernel; launchers
+                                                // only for CUDA kernels
   std::vector<std::unique_ptr<Device>> devices; // this machine's, used
   std::vector<Device *> deviceOf;               // by plan device
   std::vector<void *> persistent;               // by buffer; null if per-run
@@ -43,6 +46,10 @@ struct locus_model_s {
   std::vector<uint32_t> inputBuffers, outputBuffers, stateBuffers;
   std::string report;
   locus_run_stats_t loadStats{};
+  // CUDA graphs: the device a step runs on when it runs on one CUDA device
+  // alone (null otherwise, or when graphs are off); what a step counts.
+  Device *graphDevice = nullptr;
+  locus_run_stats_t stepCounts{};
   std::shared_mutex stateMutex; // runs share, state writes exclude
   // LOCUS_PROFILE=1: time of each kernel and of the copies, printed to
   // stderr when the model is released.
@@ -97,6 +104,8 @@ struct locus_context_s {
   locus_run_stats_t stats{};
   std::vector<void *> pointers; // scratch: a launch's buffers
   std::vector<bool> recorded;   // events of this step
+  uint64_t runs = 0;
+  void *graph = nullptr; // the captured step, on the model's graphDevice
 };
 
 namespace {
@@ -112,6 +121,19 @@ std::string shapeString(const std::vector<int64_t> &dims) {
   for (size_t i = 0; i < dims.size(); ++i)
     s += (i ? ", " : "") + std::to_string(dims[i]);
   return s + "]";
+}
+
+/// N of "cuda:N"; -1 for anything else.
+int cudaOrdinal(const std::string &name) {
+  if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 8)
+    return -1;
+  int n = 0;
+  for (char c : name.substr(5)) {
+    if (c < '0' || c > '9')
+      return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
 }
 
 /// Parses "cuda:0=sim,cuda:1=cpu" into artifact device -> target.
@@ -130,13 +152,11 @@ locus_status_t parseDeviceMap(const char *text,
                         "device map entry '%s' is not <device>=<target>",
                         item.c_str());
     std::string from = item.substr(0, eq), to = item.substr(eq + 1);
-    if (to != "cpu" && to != "sim")
-      return makeStatus(
-          LOCUS_STATUS_INVALID_ARGUMENT,
-          "device map target '%s' for %s: this runtime runs on cpu or sim%s",
-          to.c_str(), from.c_str(),
-          to.rfind("cuda", 0) == 0 ? " (the CUDA device is not built yet)"
-                                   : "");
+    if (to != "cpu" && to != "sim" && cudaOrdinal(to) < 0)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "device map target '%s' for %s: expected cpu, sim or "
+                        "cuda:<N>",
+                        to.c_str(), from.c_str());
     out[from] = to;
   }
   return nullptr;
@@ -297,27 +317,47 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
   return nullptr;
 }
 
-/// Why CUDA devices run on sim: what the device probe says, once per
-/// process (loading a driver that is not there costs milliseconds).
-std::string cudaAbsence() {
-  static const std::string note = [] {
-    std::string why = "this runtime has no CUDA device yet";
-    locus_device_report_t *probe = nullptr;
-    if (locus_status_t s = locus_device_probe(&probe)) {
-      locus_status_free(s);
-      return why;
+/// One step: issued command by command, or, on a step that runs on one
+/// CUDA device alone, captured on the second run and replayed after.
+locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
+                       locus_run_stats_t &stats) {
+  ++ctx.runs;
+  if (m.graphDevice && !ctx.graph && ctx.runs >= 2) {
+    if (locus_status_t s = m.graphDevice->beginCapture())
+      return s;
+    locus_run_stats_t counted{};
+    locus_status_t s = execute(m, ctx, m.plan.step, counted);
+    void *graph = nullptr;
+    locus_status_t e = m.graphDevice->endCapture(&graph);
+    if (s || e) {
+      if (s && e)
+        locus_status_free(e);
+      return s ? s : e;
     }
-    std::string absent = locus_device_report_cuda_note(probe);
-    locus_device_report_release(probe);
-    return absent.empty() ? why : absent;
-  }();
-  return note;
+    ctx.graph = graph;
+  }
+  if (ctx.graph) {
+    if (locus_status_t s = m.graphDevice->replay(ctx.graph))
+      return s;
+    stats.launches = m.stepCounts.launches;
+    stats.sim_launches = m.stepCounts.sim_launches;
+    stats.copies = m.stepCounts.copies;
+    stats.copy_bytes = m.stepCounts.copy_bytes;
+  } else if (locus_status_t s = execute(m, ctx, m.plan.step, stats)) {
+    return s;
+  }
+  for (const auto &device : m.devices)
+    if (locus_status_t s = device->finish())
+      return s;
+  return nullptr;
 }
 
-/// Everything after the plan and the kernels are in place: devices, state,
-/// constants, load-time copies, the interface, the report.
+/// Everything after the plan and the kernels are in place: devices (CUDA
+/// ones with the kernels of `ptx`, a PTX section), state, constants,
+/// load-time copies, the interface, the report.
 locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
-                          const std::string &codeNote) {
+                          const std::string &codeNote, const void *ptx,
+                          size_t ptxSize) {
   std::map<std::string, std::string> map;
   if (locus_status_t s = parseDeviceMap(opts ? opts->device_map : nullptr, map))
     return s;
@@ -343,26 +383,56 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
     m.profile = m.kernelNs && m.kernelCalls;
   }
 
+  // Whether every kernel of a plan device has a launcher (CUDA code).
+  auto hasCudaCode = [&](uint32_t device) {
+    if (!ptx || !ptxSize)
+      return false;
+    for (size_t i = 0; i < m.plan.kernels.size(); ++i)
+      if (m.plan.kernels[i].device == device && !m.launchers[i])
+        return false;
+    return true;
+  };
+  bool graphs = !(opts && opts->disable_cuda_graphs) && !m.profile;
+  if (const char *env = std::getenv("LOCUS_CUDA_GRAPHS"); env && *env == '0')
+    graphs = false;
+
   // This machine's devices, one object per target.
   std::map<std::string, Device *> targets;
-  std::string cudaNote;
   m.report.clear();
-  for (const PlanDevice &d : m.plan.devices) {
+  for (uint32_t index = 0; index < m.plan.devices.size(); ++index) {
+    const PlanDevice &d = m.plan.devices[index];
     std::string target = d.kind == LOCUS_DEVICE_CPU ? "cpu" : "sim";
     std::string why;
     if (auto it = map.find(d.name); it != map.end()) {
       target = it->second;
       why = "by the device map";
+      if (cudaOrdinal(target) >= 0 && !hasCudaCode(index))
+        return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                          "the device map sends %s to %s, but the artifact "
+                          "has no CUDA code for its kernels",
+                          d.name.c_str(), target.c_str());
     } else if (d.kind == LOCUS_DEVICE_CUDA) {
-      if (cudaNote.empty())
-        cudaNote = cudaAbsence();
-      why = "host versions of its kernels: " + cudaNote;
+      std::string absent;
+      if (!hasCudaCode(index))
+        absent = "the artifact has no CUDA code for its kernels";
+      else if (cudaUsable(int(d.index), absent))
+        target = d.name;
+      why = target == d.name ? "PTX kernels and cuBLAS through the driver"
+                             : "host versions of its kernels: " + absent;
     } else {
       why = codeNote;
     }
     Device *&device = targets[target];
     if (!device) {
-      std::unique_ptr<Device> made = makeDevice(target);
+      std::unique_ptr<Device> made;
+      if (int ordinal = cudaOrdinal(target); ordinal >= 0) {
+        locus_status_t status = nullptr;
+        made = makeCudaDevice(ordinal, ptx, ptxSize, graphs, status);
+        if (status)
+          return status;
+      } else {
+        made = makeDevice(target);
+      }
       if (!made)
         return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
       device = made.get();
@@ -377,6 +447,41 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
           std::string("); "), std::to_string(kernels),
           std::string(kernels == 1 ? " kernel\n" : " kernels\n")})
       m.report += part;
+  }
+
+  // What each kernel runs as: its launcher on a CUDA device, its host
+  // version elsewhere.
+  m.kernels = m.hostKernels;
+  for (size_t i = 0; i < m.plan.kernels.size(); ++i)
+    if (cudaOrdinal(m.deviceOf[m.plan.kernels[i].device]->name()) >= 0)
+      m.kernels[i] = m.launchers[i];
+
+  // A step on one CUDA device alone is captured as a CUDA graph.
+  Device *only = nullptr;
+  bool one = true;
+  for (const PlanCommand &c : m.plan.step) {
+    Device *on = nullptr;
+    if (c.op == LOCUS_PLAN_LAUNCH)
+      on = m.deviceOf[m.plan.kernels[c.a].device];
+    else if (c.op == LOCUS_PLAN_COPY) {
+      on = m.deviceOf[m.plan.buffers[c.b].device];
+      one &= m.deviceOf[m.plan.buffers[c.a].device] == on;
+    } else
+      continue;
+    one &= !only || only == on;
+    only = on;
+  }
+  if (one && only && only->canCapture())
+    m.graphDevice = only;
+  for (const PlanCommand &c : m.plan.step) {
+    if (c.op == LOCUS_PLAN_LAUNCH) {
+      ++m.stepCounts.launches;
+      m.stepCounts.sim_launches +=
+          m.deviceOf[m.plan.kernels[c.a].device]->simulated();
+    } else if (c.op == LOCUS_PLAN_COPY) {
+      ++m.stepCounts.copies;
+      m.stepCounts.copy_bytes += m.plan.buffers[c.a].bytes;
+    }
   }
 
   // Persistent buffers: state from its initialiser, constants from the plan,
@@ -440,6 +545,9 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   loader.arenas.assign(m.plan.devices.size(), nullptr);
   if (locus_status_t s = execute(m, loader, m.plan.load, m.loadStats))
     return s;
+  for (const auto &device : m.devices)
+    if (locus_status_t s = device->finish())
+      return s;
   m.report +=
       "per step: " + std::to_string(m.plan.kernels.size()) + " kernel launches";
   size_t copies = 0;
@@ -453,7 +561,19 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
       ", " + std::to_string(copies) + " copies (" + std::to_string(bytes) +
       " bytes); at load: " + std::to_string(m.loadStats.copies) + " copies (" +
       std::to_string(m.loadStats.copy_bytes) + " bytes)\n";
+  if (m.graphDevice)
+    m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
+                " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
   return nullptr;
+}
+
+/// The launcher of the kernel whose host entry is `symbol`:
+/// __locus_kernel_<f> -> __locus_cuda_<f>.
+std::string launcherName(const std::string &symbol) {
+  const std::string prefix = "__locus_kernel_";
+  if (symbol.rfind(prefix, 0) != 0)
+    return "";
+  return "__locus_cuda_" + symbol.substr(prefix.size());
 }
 
 locus_status_t loadArtifact(locus_artifact_t *artifact,
@@ -481,9 +601,19 @@ locus_status_t loadArtifact(locus_artifact_t *artifact,
     if (!fn)
       return makeStatus(LOCUS_STATUS_DATA_LOSS,
                         "the host code has no kernel %s", k.symbol.c_str());
-    model->kernels.push_back(reinterpret_cast<KernelFn>(fn));
+    model->hostKernels.push_back(reinterpret_cast<KernelFn>(fn));
+    model->launchers.push_back(reinterpret_cast<KernelFn>(
+        model->code->symbol(launcherName(k.symbol).c_str())));
   }
-  if (locus_status_t s = finishLoad(*model, options, note))
+  const void *ptx = nullptr;
+  size_t ptxSize = 0;
+  if (locus_status_t s = locus_artifact_section(artifact, LOCUS_SECTION_PTX,
+                                                &ptx, &ptxSize)) {
+    if (locus_status_code(s) != LOCUS_STATUS_NOT_FOUND)
+      return s;
+    locus_status_free(s);
+  }
+  if (locus_status_t s = finishLoad(*model, options, note, ptx, ptxSize))
     return s;
   *out_model = model.release();
   return nullptr;
@@ -523,6 +653,7 @@ locus_status_t locus_model_load(const char *path,
 
 locus_status_t
 locus_model_create_from_plan(const void *plan, size_t plan_size,
+                             const void *cuda_kernels, size_t cuda_kernels_size,
                              locus_symbol_resolver_t resolve, void *user_data,
                              const locus_model_options_t *options,
                              locus_model_t **out_model) {
@@ -540,9 +671,14 @@ locus_model_create_from_plan(const void *plan, size_t plan_size,
     if (!fn)
       return makeStatus(LOCUS_STATUS_NOT_FOUND, "no kernel %s",
                         k.symbol.c_str());
-    model->kernels.push_back(reinterpret_cast<KernelFn>(fn));
+    model->hostKernels.push_back(reinterpret_cast<KernelFn>(fn));
+    std::string launcher = launcherName(k.symbol);
+    model->launchers.push_back(reinterpret_cast<KernelFn>(
+        launcher.empty() ? nullptr : resolve(user_data, launcher.c_str())));
   }
-  if (locus_status_t s = finishLoad(*model, options, "JIT-compiled host code"))
+  if (locus_status_t s =
+          finishLoad(*model, options, "JIT-compiled host code", cuda_kernels,
+                     cuda_kernels_size))
     return s;
   *out_model = model.release();
   return nullptr;
@@ -655,6 +791,11 @@ locus_status_t locus_context_create(locus_model_t *model,
 void locus_context_release(locus_context_t *context) {
   if (!context)
     return;
+  if (context->graph)
+    context->model->graphDevice->releaseGraph(context->graph);
+  for (const auto &device : context->model->devices)
+    if (locus_status_t s = device->finish())
+      locus_status_free(s); // releasing: the arenas go either way
   for (size_t d = 0; d < context->arenas.size(); ++d)
     context->model->deviceOf[d]->release(context->arenas[d]);
   delete context;
@@ -698,7 +839,7 @@ locus_status_t locus_context_run(locus_context_t *context) {
   locus_run_stats_t stats{};
   stats.input_bytes = context->stats.input_bytes;
   std::shared_lock lock(m.stateMutex);
-  locus_status_t s = execute(m, *context, m.plan.step, stats);
+  locus_status_t s = runStep(m, *context, stats);
   context->stats = stats;
   return s;
 }

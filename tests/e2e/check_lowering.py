@@ -21,7 +21,14 @@ tolerance is |got - ref| <= 1e-5 + 2e-5 * |ref|. These runs also cover fused
 patterns (epilogues after products, convolutions and reductions; chains and
 trees of elementwise ops).
 
-  check_lowering.py <build dir> [--compiled] [case-name-substring]
+With --compiled, the kernels placed on cuda:0 are also compiled to PTX
+(locus-compile --emit-ptx) and every PTX module is checked with
+`ptxas -arch=sm_90` when the CUDA toolkit is present ($LOCUS_PTXAS,
+/usr/local/cuda/bin/ptxas or ptxas on the PATH). --export DIR keeps, for
+each case, the cuda artifact, its inputs and the double reference as .npy
+in DIR/<case>/: what tools/gpu-check runs on a real GPU.
+
+  check_lowering.py <build dir> [--compiled] [--export DIR] [case-name-substring]
 """
 import itertools
 import math
@@ -32,9 +39,28 @@ import subprocess
 import sys
 import tempfile
 
+import shutil
+
 BUILD = sys.argv[1]
-COMPILED = "--compiled" in sys.argv[2:]
-ONLY = ([a for a in sys.argv[2:] if a != "--compiled"] or [""])[0]
+ARGS = sys.argv[2:]
+COMPILED = "--compiled" in ARGS
+EXPORT = None
+if "--export" in ARGS:
+    EXPORT = ARGS[ARGS.index("--export") + 1]
+    del ARGS[ARGS.index("--export"):ARGS.index("--export") + 2]
+ONLY = ([a for a in ARGS if a != "--compiled"] or [""])[0]
+
+
+def find_ptxas():
+    for candidate in [os.environ.get("LOCUS_PTXAS"), "/usr/local/cuda/bin/ptxas",
+                      shutil.which("ptxas")]:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+PTXAS = find_ptxas()
+PTX_MODULES = [0]
 LLVM = "/usr/lib/llvm-19"
 OPT = os.path.join(BUILD, "tools", "locus-opt")
 PIPELINE = [
@@ -398,11 +424,34 @@ def run_compiled(name, inputs, ir, ref):
             args += ["--input", "%s=%s" % (entry[0], path)]
         for variant, flags in VARIANTS:
             artifact = os.path.join(tmp, variant + ".locus")
+            ptxdir = os.path.join(tmp, "ptx")
+            extra = ["--emit-ptx=" + ptxdir] if variant == "sim" else []
+            # The exported artifact must run on other x86-64 machines.
+            cpu = "--cpu=x86-64-v3" if EXPORT else "--cpu=native"
             comp = subprocess.run(
                 [os.path.join(BUILD, "tools", "locus-compile"), src, "-o",
-                 artifact, "--cpu=native"] + flags, capture_output=True, text=True)
+                 artifact, cpu] + flags + extra, capture_output=True, text=True)
             if comp.returncode:
                 return "locus-compile (%s) failed:\n%s" % (variant, comp.stderr)
+            if variant == "sim":
+                modules = sorted(os.listdir(ptxdir)) if os.path.isdir(ptxdir) else []
+                # (A product alone is a cuBLAS call: a launcher, no PTX.)
+                if "cuda: " not in comp.stdout:
+                    return "no kernel was compiled for cuda:0"
+                for module in modules if PTXAS else []:
+                    check = subprocess.run(
+                        [PTXAS, "-arch=sm_90", os.path.join(ptxdir, module),
+                         "-o", os.devnull], capture_output=True, text=True)
+                    if check.returncode:
+                        return "ptxas rejects %s:\n%s" % (module, check.stderr)
+                    PTX_MODULES[0] += 1
+                if EXPORT:
+                    case = os.path.join(EXPORT, name)
+                    os.makedirs(case, exist_ok=True)
+                    shutil.copy(artifact, os.path.join(case, "model.locus"))
+                    for entry in inputs:
+                        shutil.copy(os.path.join(tmp, entry[0] + ".npy"), case)
+                    write_npy(os.path.join(case, "expected.npy"), ref, "f32")
             outdir = os.path.join(tmp, variant)
             os.mkdir(outdir)
             out = subprocess.run(
@@ -438,6 +487,10 @@ def main():
             passed += 1
             print("ok   %s (%d values)" % (name, len(ref[1])))
     print("%d passed, %d failed" % (passed, failed))
+    if COMPILED:
+        print("ptxas -arch=sm_90: %s" % (
+            "%d PTX modules accepted (%s)" % (PTX_MODULES[0], PTXAS) if PTXAS
+            else "not run: no CUDA toolkit (ptxas) found"))
     return 1 if failed else 0
 
 

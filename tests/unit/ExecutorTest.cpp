@@ -135,7 +135,8 @@ locus_status_t load(const std::vector<uint8_t> &plan, Loaded &out,
                     const char *map = nullptr) {
   locus_model_options_t options{};
   options.device_map = map;
-  return locus_model_create_from_plan(plan.data(), plan.size(), resolve,
+  return locus_model_create_from_plan(plan.data(), plan.size(), nullptr, 0,
+                                      resolve,
                                       nullptr, &options, &out.model);
 }
 

@@ -39,6 +39,11 @@ static cl::opt<std::string>
         cl::desc("The CPU the host code is for: x86-64, x86-64-v2, "
                  "x86-64-v3, x86-64-v4 or native"),
         cl::init("x86-64-v3"));
+static cl::opt<std::string>
+    emitPtx("emit-ptx",
+            cl::desc("Also write each CUDA kernel's PTX module to "
+                     "<dir>/<kernel>.<n>.ptx (what ptxas checks)"),
+            cl::value_desc("dir"));
 static cl::opt<bool> noFuse("no-fuse",
                             cl::desc("One kernel per op (for comparing)"));
 
@@ -80,12 +85,21 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (!emitPtx.empty() &&
+      !locus::writePtxFiles(result.cudaKernels, emitPtx, error)) {
+    llvm::errs() << "locus-compile: " << error << "\n";
+    return 1;
+  }
+
   const locus::PlanSummary &s = result.summary;
   llvm::outs() << result.placementSummary
                << "\nplan: " << s.kernelFunctions.size() << " kernels, "
                << s.stepCopies << " copies per step (" << s.stepCopyBytes
                << " B), " << s.loadCopies << " at load (" << s.loadCopyBytes
                << " B)\n";
+  if (!result.cudaFunctions.empty())
+    llvm::outs() << "cuda: " << result.cudaFunctions.size()
+                 << " kernels with launchers and host versions\n";
   uint64_t arenas = 0;
   for (const auto &[device, bytes] : s.arenas) {
     llvm::outs() << "arena " << device << ": " << bytes << " B\n";

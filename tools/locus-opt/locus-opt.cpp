@@ -6,6 +6,7 @@
 
 #include "locus/Dialect/LocusDialect.h"
 #include "locus/Passes/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,7 +22,9 @@ int main(int argc, char **argv) {
   registry.insert<locus::LocusDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::math::MathDialect,
                   mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect,
-                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                  mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect,
+                  mlir::affine::AffineDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "Locus optimizer driver: the locus dialect and its passes\n",
       registry));

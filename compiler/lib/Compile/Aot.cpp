@@ -10,6 +10,7 @@
 #include "locus/Compile/Pipeline.h"
 
 #include "locus/locus_runtime.h"
+#include "locus/plan_format.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -22,6 +23,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -105,7 +107,7 @@ std::string locus::writeArtifact(const PipelineResult &result,
   if (!parsed)
     return "internal error: " + llvm::toString(parsed.takeError());
   std::unique_ptr<llvm::Module> module = std::move(*parsed);
-  addImportSlots(*module, {"locus_sgemm", "memrefCopy", "locus_parallel_for"});
+  addImportSlots(*module, runtimeImports(!result.cudaFunctions.empty()));
   std::string features = requiredFeatures(cpu);
   // What the runtime checks and reports: the CPU the code is for and the
   // features it needs.
@@ -203,8 +205,8 @@ std::string locus::writeArtifact(const PipelineResult &result,
       "locus-artifact/1\ngraph=" + result.graphName + "\ncpu=" + cpu +
       "\ncpu_features=" + features +
       "\nkernels=" + std::to_string(result.summary.kernelFunctions.size()) +
-      "\n";
-  locus_section_t sections[] = {
+      "\ncuda_kernels=" + std::to_string(result.cudaFunctions.size()) + "\n";
+  std::vector<locus_section_t> sections = {
       {LOCUS_SECTION_GRAPH, result.placedGraph.data(),
        result.placedGraph.size()},
       {LOCUS_SECTION_PLAN, result.plan.data(), result.plan.size()},
@@ -212,8 +214,11 @@ std::string locus::writeArtifact(const PipelineResult &result,
        (*so)->getBufferSize()},
       {LOCUS_SECTION_METADATA, metadata.data(), metadata.size()},
   };
-  locus_status_t status = locus_artifact_write(path.c_str(), locus_host_arch(),
-                                               sections, std::size(sections));
+  if (!result.cudaKernels.empty())
+    sections.push_back({LOCUS_SECTION_PTX, result.cudaKernels.data(),
+                        result.cudaKernels.size()});
+  locus_status_t status = locus_artifact_write(
+      path.c_str(), locus_host_arch(), sections.data(), sections.size());
   cleanup();
   if (status) {
     std::string why = locus_status_message(status);
@@ -221,4 +226,58 @@ std::string locus::writeArtifact(const PipelineResult &result,
     return why;
   }
   return "";
+}
+
+bool locus::writePtxFiles(const std::string &section, const std::string &dir,
+                          std::string &error) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    error = "cannot create " + dir + ": " + ec.message();
+    return false;
+  }
+  size_t at = 0;
+  auto u32 = [&](uint32_t &v) {
+    if (section.size() - at < 4)
+      return false;
+    v = 0;
+    for (int i = 0; i < 4; ++i)
+      v |= static_cast<uint32_t>(static_cast<uint8_t>(section[at + i]))
+           << (8 * i);
+    at += 4;
+    return true;
+  };
+  auto str = [&](std::string &s) {
+    uint32_t n;
+    if (!u32(n) || section.size() - at < n)
+      return false;
+    s = section.substr(at, n);
+    at += n;
+    return true;
+  };
+  uint32_t magic = 0, version = 0, count = 0;
+  if (section.empty())
+    return true;
+  if (!u32(magic) || !u32(version) || !u32(count) ||
+      magic != LOCUS_PTX_MAGIC || version != LOCUS_PTX_VERSION) {
+    error = "not a PTX section";
+    return false;
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string name, ptx;
+    if (!str(name) || !str(ptx)) {
+      error = "truncated PTX section";
+      return false;
+    }
+    if (!ptx.empty() && ptx.back() == '\0')
+      ptx.pop_back();
+    // Kernels of one function share its name (one module each).
+    std::string path = dir + "/" + name + "." + std::to_string(i) + ".ptx";
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec) {
+      error = "cannot write " + path + ": " + ec.message();
+      return false;
+    }
+    os << ptx;
+  }
+  return true;
 }

@@ -380,7 +380,8 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   const std::vector<std::string> &functions =
       impl->parts.summary.kernelFunctions;
   auto builder = [&](mlir::Operation *op, llvm::LLVMContext &llvmContext) {
-    return translateKernels(op, llvmContext, functions);
+    return translateKernels(op, llvmContext, functions,
+                            impl->parts.cudaFunctions);
   };
   engineOptions.llvmModuleBuilder = builder;
   auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
@@ -401,6 +402,18 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     symbols[interner("locus_parallel_for")] = {
         llvm::orc::ExecutorAddr::fromPtr(&locus_parallel_for),
         llvm::JITSymbolFlags::Exported};
+    symbols[interner("locus_cuda_launch")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&locus_cuda_launch),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("locus_cuda_sgemm")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&locus_cuda_sgemm),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("locus_cuda_alloc")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&locus_cuda_alloc),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("locus_cuda_free")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&locus_cuda_free),
+        llvm::JITSymbolFlags::Exported};
     return symbols;
   });
 
@@ -417,7 +430,9 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     return *found;
   };
   if (locus_status_t s = locus_model_create_from_plan(
-          impl->parts.plan.data(), impl->parts.plan.size(), resolve,
+          impl->parts.plan.data(), impl->parts.plan.size(),
+          impl->parts.cudaKernels.data(), impl->parts.cudaKernels.size(),
+          resolve,
           impl->engine.get(), &modelOptions, &impl->model))
     throw userError(loc, take(s));
   CompiledModel model;

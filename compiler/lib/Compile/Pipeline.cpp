@@ -13,6 +13,7 @@
 #include "locus/Passes/Passes.h"
 #include "locus/Plan/Plan.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -53,7 +54,106 @@ constexpr const char *kHostPipeline =
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-cf-to-llvm,"
     "reconcile-unrealized-casts";
 
+/// The pipeline of the CUDA kernels (TOOLCHAIN.md, docs/design-notes.md):
+/// the same bufferization; products to cuBLAS; the rest to one gpu.launch
+/// per op; kernels outlined, lowered through NVVM and serialised to sm_90
+/// PTX; launches to runtime calls. What is left is the host side of each
+/// kernel, a launcher, lowered as the host kernels are, except that its
+/// temporaries are allocated through the runtime (device memory).
+constexpr const char *kCudaPipeline =
+    "locus-lower-to-linalg,locus-fuse-elementwise,canonicalize,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{hoist-static-allocs},"
+    "buffer-deallocation-pipeline,"
+    "locus-linalg-to-blas{callee=locus_cuda_sgemm},"
+    "locus-map-to-gpu,gpu-kernel-outlining,lower-affine,"
+    "nvvm-attach-target{chip=sm_90 features=+ptx80 O=3},"
+    "gpu.module(convert-scf-to-cf,"
+    "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),"
+    "reconcile-unrealized-casts,gpu-module-to-binary{format=isa},"
+    "locus-gpu-to-runtime,"
+    "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+    "finalize-memref-to-llvm{use-generic-functions},"
+    "convert-arith-to-llvm,"
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-cf-to-llvm,"
+    "reconcile-unrealized-casts";
+
+/// The launcher suffix of a CUDA kernel's function.
+constexpr llvm::StringLiteral kCudaSuffix = "__cuda";
+
+/// Compiles the kernels of `module` placed on CUDA devices (their
+/// functions renamed <name>__cuda) into `cuda`, a module in the LLVM
+/// dialect, and their GPU code into result.cudaKernels.
+LogicalResult compileCudaKernels(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
+                                 PipelineResult &result) {
+  cuda = cast<ModuleOp>(module->clone());
+  for (auto graph : llvm::make_early_inc_range(cuda->getOps<GraphOp>()))
+    graph.erase();
+  for (auto func :
+       llvm::make_early_inc_range(cuda->getOps<func::FuncOp>())) {
+    auto device = func->getAttrOfType<DeviceAttr>(kDeviceAttrName);
+    if (func.isExternal() || !device || device.getKind() != DeviceKind::cuda) {
+      func.erase();
+      continue;
+    }
+    result.cudaFunctions.push_back(func.getSymName().str());
+    func.setSymName((func.getSymName() + kCudaSuffix).str());
+  }
+  if (result.cudaFunctions.empty())
+    return success();
+  PassManager pm(module.getContext(), ModuleOp::getOperationName(),
+                 OpPassManager::Nesting::Implicit);
+  if (failed(parsePassPipeline(kCudaPipeline, pm)))
+    return module.emitError() << "internal error: the CUDA pipeline does not "
+                                 "parse";
+  if (failed(pm.run(*cuda)))
+    return failure();
+  std::vector<std::pair<std::string, std::string>> kernels;
+  if (auto list = (*cuda)->getAttrOfType<ArrayAttr>(kCudaKernelsAttrName))
+    for (auto entry : list.getAsRange<DictionaryAttr>())
+      kernels.emplace_back(entry.getAs<StringAttr>("name").str(),
+                           entry.getAs<StringAttr>("ptx").str());
+  (*cuda)->removeAttr(kCudaKernelsAttrName);
+  result.cudaKernels = serializeCudaKernels(kernels);
+  // Temporaries of launchers are device memory, from the runtime.
+  for (auto [generic, runtime] :
+       {std::pair{"_mlir_memref_to_llvm_alloc", "locus_cuda_alloc"},
+        std::pair{"_mlir_memref_to_llvm_free", "locus_cuda_free"}}) {
+    auto func = cuda->lookupSymbol<LLVM::LLVMFuncOp>(generic);
+    if (!func)
+      continue;
+    if (failed(SymbolTable::replaceAllSymbolUses(
+            func, StringAttr::get(module.getContext(), runtime), *cuda)))
+      return failure();
+    func.setSymName(runtime);
+  }
+  return success();
+}
+
+/// Moves the ops of `from` (in the LLVM dialect) into `into`, but for
+/// declarations `into` has already.
+void mergeModules(ModuleOp from, ModuleOp into) {
+  for (Operation &op : llvm::make_early_inc_range(from.getBody()->getOperations())) {
+    if (auto symbol = dyn_cast<SymbolOpInterface>(op))
+      if (into.lookupSymbol(symbol.getNameAttr())) {
+        if (symbol.isDeclaration())
+          continue;
+      }
+    op.moveBefore(into.getBody(), into.getBody()->end());
+  }
+}
+
 } // namespace
+
+std::vector<std::string> locus::runtimeImports(bool cuda) {
+  std::vector<std::string> imports{"locus_sgemm", "memrefCopy",
+                                   "locus_parallel_for"};
+  if (cuda)
+    imports.insert(imports.end(), {"locus_cuda_launch", "locus_cuda_sgemm",
+                                   "locus_cuda_alloc", "locus_cuda_free"});
+  return imports;
+}
 
 void locus::preparePipeline(MLIRContext &context) {
   static std::once_flag once;
@@ -126,11 +226,13 @@ LogicalResult locus::runPipeline(ModuleOp module,
   if (failed(fuse.run(module)))
     return failure();
 
+  OwningOpRef<ModuleOp> cuda;
+  if (failed(compileCudaKernels(module, cuda, result)))
+    return failure();
   // What the host code calls in the runtime: every artifact has a slot for
   // each, bound at load.
-  FailureOr<std::string> plan =
-      buildPlan(graph, {"locus_sgemm", "memrefCopy", "locus_parallel_for"},
-                result.summary);
+  FailureOr<std::string> plan = buildPlan(
+      graph, runtimeImports(!result.cudaFunctions.empty()), result.summary);
   if (failed(plan))
     return failure();
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
@@ -144,10 +246,13 @@ LogicalResult locus::runPipeline(ModuleOp module,
                                  "parse";
   if (failed(lower.run(module)))
     return failure();
+  if (cuda)
+    mergeModules(*cuda, module);
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      translateKernels(module, llvmContext, result.summary.kernelFunctions);
+      translateKernels(module, llvmContext, result.summary.kernelFunctions,
+                       result.cudaFunctions);
   if (!llvmModule)
     return module.emitError() << "internal error: the kernels do not "
                                  "translate to LLVM IR";
@@ -158,7 +263,8 @@ LogicalResult locus::runPipeline(ModuleOp module,
 
 std::unique_ptr<llvm::Module>
 locus::translateKernels(Operation *module, llvm::LLVMContext &context,
-                        const std::vector<std::string> &functions) {
+                        const std::vector<std::string> &functions,
+                        const std::vector<std::string> &cudaFunctions) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "locus-kernels");
   if (!llvmModule)
@@ -208,7 +314,12 @@ locus::translateKernels(Operation *module, llvm::LLVMContext &context,
       body->setLinkage(llvm::GlobalValue::InternalLinkage);
     }
   auto *entryType = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
-  for (const std::string &name : functions) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const std::string &name : functions)
+    entries.emplace_back(name, kernelEntryName(name));
+  for (const std::string &name : cudaFunctions)
+    entries.emplace_back(name + kCudaSuffix.str(), cudaEntryName(name));
+  for (const auto &[name, entryName] : entries) {
     llvm::Function *kernel = llvmModule->getFunction(name);
     if (!kernel || !kernel->getReturnType()->isVoidTy())
       return nullptr;
@@ -217,7 +328,7 @@ locus::translateKernels(Operation *module, llvm::LLVMContext &context,
         return nullptr;
     auto *entry =
         llvm::Function::Create(entryType, llvm::GlobalValue::ExternalLinkage,
-                               kernelEntryName(name), *llvmModule);
+                               entryName, *llvmModule);
     b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
     SmallVector<llvm::Value *> args;
     for (unsigned i = 0; i < kernel->arg_size(); ++i)

@@ -20,6 +20,10 @@ std::string locus::kernelEntryName(llvm::StringRef function) {
   return ("__locus_kernel_" + function).str();
 }
 
+std::string locus::cudaEntryName(llvm::StringRef function) {
+  return ("__locus_cuda_" + function).str();
+}
+
 namespace {
 
 class Writer {
@@ -298,5 +302,18 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
     w.u32(index);
   }
   w.u32(events);
+  return w.out;
+}
+
+std::string locus::serializeCudaKernels(
+    const std::vector<std::pair<std::string, std::string>> &kernels) {
+  Writer w;
+  w.u32(LOCUS_PTX_MAGIC);
+  w.u32(LOCUS_PTX_VERSION);
+  w.u32(static_cast<uint32_t>(kernels.size()));
+  for (const auto &[name, ptx] : kernels) {
+    w.str(name);
+    w.str(ptx);
+  }
   return w.out;
 }

@@ -47,6 +47,29 @@ LOCUS_API void locus_parallel_for(locus_parallel_body_t body, void *args,
 /* How many threads locus_parallel_for uses. */
 LOCUS_API int locus_parallel_threads(void);
 
+/* What the launcher of a kernel on a CUDA device calls; each acts on the
+ * device whose launch is in progress on the calling thread. A failure is
+ * kept and returned by that launch (later calls of the launch do nothing).
+ *
+ * Launches kernel number `kernel` of the artifact's PTX section on the
+ * device's compute stream; `args` is the address of `count` 8-byte slots,
+ * one per kernel parameter. */
+LOCUS_API void locus_cuda_launch(int64_t kernel, int64_t grid_x,
+                                 int64_t grid_y, int64_t grid_z,
+                                 int64_t block_x, int64_t block_y,
+                                 int64_t block_z, int64_t shared_bytes,
+                                 int64_t args, int64_t count);
+/* locus_sgemm's contract on device pointers, through cuBLAS. */
+LOCUS_API void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                uintptr_t a, int64_t lda, int64_t stride_a,
+                                int32_t trans_a, uintptr_t b, int64_t ldb,
+                                int64_t stride_b, int32_t trans_b, float beta,
+                                uintptr_t c, int64_t ldc, int64_t stride_c);
+/* Device memory for a kernel's temporaries, stream-ordered; NULL (and the
+ * launch fails with OUT_OF_MEMORY) when there is none. */
+LOCUS_API void *locus_cuda_alloc(size_t bytes);
+LOCUS_API void locus_cuda_free(void *p);
+
 /* Which implementation locus_sgemm uses: "openblas (<path>)" or
  * "built-in blocked loop (<why no BLAS>)". LOCUS_BLAS=builtin in the
  * environment forces the loop. */

@@ -179,11 +179,16 @@ typedef struct locus_model_s locus_model_t;
 typedef struct locus_context_s locus_context_t;
 
 typedef struct locus_model_options_s {
-  /* Where the artifact's devices run, e.g. "cuda:0=sim" or
+  /* Where the artifact's devices run, e.g. "cuda:0=cuda:1", "cuda:0=sim" or
    * "cuda:0=cpu,cuda:1=sim"; NULL or "" for the default: cpu on the CPU, and
-   * each cuda:N on the sim device (this runtime has no CUDA device yet; the
-   * report says so). Targets: cpu, sim. */
+   * each cuda:N on GPU N when this machine has it (a driver and a device N)
+   * and the artifact has CUDA code for it, on the sim device otherwise (the
+   * report says why). Targets: cpu, sim, cuda:N. */
   const char *device_map;
+  /* Nonzero: never capture CUDA graphs (as LOCUS_CUDA_GRAPHS=0 does). By
+   * default a step that runs on one CUDA device alone is captured on a
+   * context's second run and replayed after. */
+  int disable_cuda_graphs;
 } locus_model_options_t;
 
 typedef enum locus_dtype_e {
@@ -223,12 +228,13 @@ LOCUS_API locus_status_t locus_model_load_memory(
     locus_model_t **out_model);
 
 /* For the compiler's in-process (JIT) path: a model from a plan whose kernel
- * entry points `resolve` returns by symbol (NULL when unknown). */
+ * entry points (and CUDA launchers) `resolve` returns by symbol (NULL when
+ * unknown), with the kernels of a PTX section (NULL and 0 for none). */
 typedef void *(*locus_symbol_resolver_t)(void *user_data, const char *symbol);
 LOCUS_API locus_status_t locus_model_create_from_plan(
-    const void *plan, size_t plan_size, locus_symbol_resolver_t resolve,
-    void *user_data, const locus_model_options_t *options,
-    locus_model_t **out_model);
+    const void *plan, size_t plan_size, const void *cuda_kernels,
+    size_t cuda_kernels_size, locus_symbol_resolver_t resolve, void *user_data,
+    const locus_model_options_t *options, locus_model_t **out_model);
 
 /* Releases a model; its contexts must be released first. NULL is allowed. */
 LOCUS_API void locus_model_release(locus_model_t *model);

@@ -36,4 +36,11 @@ enum locus_plan_dtype_e {
   LOCUS_PLAN_I1 = 2, /* one byte per element */
 };
 
+/* The PTX section: u32 magic, u32 version, u32 count, then for each kernel
+ * (by the number the launchers pass to locus_cuda_launch) its entry name and
+ * its PTX module as strings. The PTX ends in a NUL byte, as
+ * cuModuleLoadData wants it. */
+#define LOCUS_PTX_MAGIC 0x5854504Cu /* "LPTX" */
+#define LOCUS_PTX_VERSION 1u
+
 #endif /* LOCUS_PLAN_FORMAT_H */

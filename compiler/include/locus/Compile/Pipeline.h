@@ -40,8 +40,15 @@ struct PipelineResult {
   std::string placementSummary; ///< locus-dump's summary of it.
   std::string plan;             ///< The plan's bytes.
   PlanSummary summary;
-  /// The kernels as LLVM bitcode, each with its entry point.
+  /// The kernels as LLVM bitcode, each with its entry point; a kernel on a
+  /// CUDA device also has its launcher, cudaEntryName(function).
   std::string bitcode;
+  /// The kernels placed on CUDA devices (a subset of
+  /// summary.kernelFunctions).
+  std::vector<std::string> cudaFunctions;
+  /// Their GPU code: the PTX section of the artifact (LPTX, see
+  /// plan_format.h), empty when no kernel is on a CUDA device.
+  std::string cudaKernels;
 };
 
 /// Registers every dialect, extension and translation the pipeline needs
@@ -57,16 +64,30 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
 
 /// The kernels of a module in the LLVM dialect as LLVM IR, each function
 /// in `functions` with an entry point void(void *const *buffers) named
-/// kernelEntryName(function); null if a kernel does not have that shape.
+/// kernelEntryName(function), and each in `cudaFunctions` with one named
+/// cudaEntryName(function) for its launcher (`<function>__cuda`); null if
+/// a kernel does not have that shape.
 std::unique_ptr<llvm::Module>
 translateKernels(mlir::Operation *module, llvm::LLVMContext &context,
-                 const std::vector<std::string> &functions);
+                 const std::vector<std::string> &functions,
+                 const std::vector<std::string> &cudaFunctions = {});
+
+/// The runtime functions generated code calls: host kernels always, CUDA
+/// launchers when `cuda`.
+std::vector<std::string> runtimeImports(bool cuda);
 
 /// Compiles the kernels (result.bitcode) ahead of time into a shared object
 /// for `cpu` (an LLVM CPU name such as x86-64-v3, or "native") and writes
 /// the artifact. Returns an error message, empty on success. No MLIR.
 std::string writeArtifact(const PipelineResult &result, const std::string &cpu,
                           const std::string &path);
+
+/// Writes each PTX module of a PTX section to <dir>/<kernel>.<n>.ptx
+/// (n: its number), without
+/// the trailing NUL (ptxas reads a file, not a C string). False with
+/// `error` set on failure.
+bool writePtxFiles(const std::string &section, const std::string &dir,
+                   std::string &error);
 
 } // namespace locus
 

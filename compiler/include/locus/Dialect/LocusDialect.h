@@ -44,6 +44,9 @@ inline constexpr llvm::StringLiteral kSoftNoteAttrName = "locus.soft_placement";
 /// Set on a module by --locus-parallelize: the loop bodies it outlined.
 inline constexpr llvm::StringLiteral kParallelBodiesAttrName =
     "locus.parallel_bodies";
+/// Set on a module by --locus-gpu-to-runtime: [{name, ptx}] by kernel number.
+inline constexpr llvm::StringLiteral kCudaKernelsAttrName =
+    "locus.cuda_kernels";
 /// Set on a graph by --locus-fuse-kernels: how many kernels it made.
 inline constexpr llvm::StringLiteral kKernelsAttrName = "locus.kernels";
 

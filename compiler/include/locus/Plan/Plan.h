@@ -37,6 +37,13 @@ mlir::FailureOr<std::string> buildPlan(GraphOp graph,
 
 /// The name of a kernel function's entry point: void(void *const *buffers).
 std::string kernelEntryName(llvm::StringRef function);
+/// The entry point of a CUDA kernel's launcher: "__locus_cuda_<function>".
+std::string cudaEntryName(llvm::StringRef function);
+
+/// The PTX section of an artifact: each kernel's name and PTX module (with
+/// its trailing NUL), by kernel number (plan_format.h has the layout).
+std::string serializeCudaKernels(
+    const std::vector<std::pair<std::string, std::string>> &kernels);
 
 } // namespace locus
 

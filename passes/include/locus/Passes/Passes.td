@@ -367,11 +367,101 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
                            %b_i64, %ldb, %stride_b, %trans_b, %beta, %c_i64, %ldc, %stride_c)
     ```
   }];
+  let options = [
+    Option<"callee", "callee", "std::string", /*default=*/"\"locus_sgemm\"",
+           "The function called: `locus_sgemm` on the host, "
+           "`locus_cuda_sgemm` (cuBLAS, device pointers) in CUDA kernels">,
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
   let statistics = [
     Statistic<"numCalls", "blas-calls", "Products turned into sgemm calls">,
+  ];
+}
+
+def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turns the linalg ops of CUDA kernels into gpu.launch ops.";
+  let description = [{
+    In every function whose `locus.device` is a CUDA device (what
+    `--locus-outline-kernels` makes), after bufferization and
+    `--locus-linalg-to-blas{callee=locus_cuda_sgemm}`: each linalg op
+    (named ops are generalized, `memref.copy` becomes a copy op) becomes one
+    `gpu.launch` of 256-thread blocks:
+
+    - all loops parallel: one thread per point of the iteration space, the
+      point's index split from the thread's global id with the last loop
+      dimension fastest, so neighbouring threads read and write
+      neighbouring elements of row-major buffers (coalesced);
+    - a reduction with one output whose body ends in one combiner
+      (`addf`, `mulf`, `maximumf`, `maxnumf`, `minimumf`, `minnumf`, `addi`
+      on i64) over 32 or more elements: one block per output element; each
+      thread folds every 256th element into a partial result, the block
+      combines them with `gpu.all_reduce` (warp shuffles through shared
+      memory), and thread 0 combines that with the output's initial value;
+    - other reductions: one thread per output element, looping over the
+      reduced elements.
+
+    Buffers with a strided layout (slices) are indexed through a flat view
+    of their base pointer; constant globals are read from the kernel
+    module's own copy. What stays on the host only computes addresses,
+    allocates, frees and calls the runtime; an op that would read or write
+    a buffer there is an error, as is a dynamic shape.
+
+    ```mlir
+    func.func @g_k0_exp(%x: memref<1000xf32>, %y: memref<1000xf32>)
+        attributes {locus.device = #locus.device<cuda:0>} {
+      linalg.generic ... ins(%x) outs(%y) { math.exp ... }
+    ```
+
+    becomes
+
+    ```mlir
+      gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, ...)
+                 threads(%tx, %ty, %tz) in (%sx = %c256, ...) {
+        %id = arith.addi (%bx * 256), %tx
+        scf.if %id < 1000 { %v = memref.load %x[%id] ... memref.store }
+        gpu.terminator
+      }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::linalg::LinalgDialect"];
+  let statistics = [
+    Statistic<"numLaunches", "launches", "Linalg ops turned into launches">,
+  ];
+}
+
+def LocusGpuToRuntime : Pass<"locus-gpu-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Launches through the runtime; PTX out of the module.";
+  let description = [{
+    After `gpu-module-to-binary{format=isa}`: every `gpu.binary` leaves the
+    module, its PTX kept in the module's `locus.cuda_kernels` attribute (one
+    entry per kernel: `{name, ptx}`, in the order of the kernel numbers),
+    and every `gpu.launch_func` becomes a call to the runtime:
+
+    ```mlir
+    func.call @locus_cuda_launch(%kernel, %gx, %gy, %gz, %bx, %by, %bz,
+                                 %shared, %args, %nargs)
+    ```
+
+    where `%kernel` is the kernel's number and `%args` the address of an
+    array of 8-byte slots, one per kernel argument: a buffer's aligned
+    pointer, an index or integer widened to i64, an f32's bits in the low
+    half. The runtime's `cuda` device loads each PTX module once and passes
+    the slots to `cuLaunchKernel` on its compute stream. A launch of a
+    kernel with no binary, a binary with no PTX object, or an argument of
+    another type is an error.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "PTX kernels taken out">,
   ];
 }
 

@@ -1,0 +1,25 @@
+// cuda.h - the `cuda` device: NVIDIA GPUs through the driver API and
+// cuBLAS, both loaded with dlopen, so a binary starts and runs on the CPU
+// where there is no driver.
+#ifndef LOCUS_RUNTIME_CUDA_H
+#define LOCUS_RUNTIME_CUDA_H
+
+#include "device.h"
+
+#include <memory>
+#include <string>
+
+namespace locus::rt {
+
+/// Whether cuda:`ordinal` can run here; `why` says why not.
+bool cudaUsable(int ordinal, std::string &why);
+
+/// The device cuda:`ordinal` with the kernels of a PTX section (plan_format.h)
+/// loaded; null with `status` set when it cannot be made.
+std::unique_ptr<Device> makeCudaDevice(int ordinal, const void *ptx,
+                                       size_t ptxSize, bool graphs,
+                                       locus_status_t &status);
+
+} // namespace locus::rt
+
+#endif
