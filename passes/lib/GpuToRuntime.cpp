@@ -65,7 +65,8 @@ public:
       if (failed(rewrite(module, l, it->second)))
         return signalPassFailure();
     }
-    for (auto binary : llvm::make_early_inc_range(module.getOps<gpu::BinaryOp>()))
+    for (auto binary :
+         llvm::make_early_inc_range(module.getOps<gpu::BinaryOp>()))
       binary.erase();
     numKernels = kernels.size();
     if (!kernels.empty())
@@ -99,8 +100,8 @@ private:
       return b.create<arith::IndexCastOp>(loc, i64, v);
     };
     ValueRange operands = l.getKernelOperands();
-    auto slotsType = MemRefType::get(
-        {std::max<int64_t>(1, operands.size())}, i64);
+    auto slotsType =
+        MemRefType::get({std::max<int64_t>(1, operands.size())}, i64);
     Value slots = b.create<memref::AllocaOp>(loc, slotsType);
     for (auto [i, v] : llvm::enumerate(operands)) {
       Type type = v.getType();
@@ -120,19 +121,26 @@ private:
         return l.emitOpError("passes a kernel argument of type ")
                << type << ", which the runtime cannot pass";
       b.create<memref::StoreOp>(
-          loc, slot, slots, ValueRange{b.create<arith::ConstantIndexOp>(loc, i)});
+          loc, slot, slots,
+          ValueRange{b.create<arith::ConstantIndexOp>(loc, i)});
     }
-    Value shared = l.getDynamicSharedMemorySize()
-                       ? b.create<arith::ExtUIOp>(
-                             loc, i64, l.getDynamicSharedMemorySize())
-                             .getResult()
-                       : constant(0);
+    Value kernel = constant(number);
+    Value shared =
+        l.getDynamicSharedMemorySize()
+            ? b.create<arith::ExtUIOp>(loc, i64, l.getDynamicSharedMemorySize())
+                  .getResult()
+            : constant(0);
     gpu::KernelDim3 grid = l.getGridSizeOperandValues();
     gpu::KernelDim3 block = l.getBlockSizeOperandValues();
     SmallVector<Value> args{
-        constant(number), toI64(grid.x),  toI64(grid.y),
-        toI64(grid.z),    toI64(block.x), toI64(block.y),
-        toI64(block.z),   shared,
+        kernel,
+        toI64(grid.x),
+        toI64(grid.y),
+        toI64(grid.z),
+        toI64(block.x),
+        toI64(block.y),
+        toI64(block.z),
+        shared,
         toI64(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, slots)),
         constant(static_cast<int64_t>(operands.size()))};
     b.create<func::CallOp>(loc, declaration(module), args);

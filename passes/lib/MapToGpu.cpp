@@ -54,7 +54,7 @@ struct Access {
   int64_t offset = 0;
   SmallVector<int64_t> strides;
   memref::GetGlobalOp global; // cloned into the launch instead of captured
-  bool scalar = false;         // a scalar operand, passed as it is
+  bool scalar = false;        // a scalar operand, passed as it is
 };
 
 /// The combiner of a one-output reduction that gpu.all_reduce can do, with
@@ -200,8 +200,8 @@ private:
     AffineMap map = op.getMatchingIndexingMap(&op->getOpOperand(i));
     SmallVector<Value> at;
     for (unsigned r = 0; r < map.getNumResults(); ++r)
-      at.push_back(b.create<affine::AffineApplyOp>(loc, map.getSubMap({r}),
-                                                   loops));
+      at.push_back(
+          b.create<affine::AffineApplyOp>(loc, map.getSubMap({r}), loops));
     Value memref = a.global ? globals.lookup(a.memref) : a.memref;
     if (!a.flat)
       return {memref, at};
@@ -310,11 +310,13 @@ private:
     OpBuilder::InsertionGuard guard(b);
     gpu::LaunchOp l = launch(b, rows, block);
     Value tid = l.getThreadIds().x;
-    SmallVector<Value> loops(ranges.size());
+    // Reduction dimensions are 0 where the output is addressed (its map
+    // does not use them).
+    SmallVector<Value> loops(ranges.size(), index(b, 0));
     delinearize(b, l.getBlockIds().x, parallelDims, loops);
     Value identity = b.create<arith::ConstantOp>(loc, c.identity);
-    auto loop = b.create<scf::ForOp>(loc, tid, index(b, cols),
-                                     index(b, block), ValueRange{identity});
+    auto loop = b.create<scf::ForOp>(loc, tid, index(b, cols), index(b, block),
+                                     ValueRange{identity});
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -322,8 +324,9 @@ private:
       delinearize(b, loop.getInductionVar(), reductionDims, at);
       SmallVector<Value> args;
       for (unsigned i = 0; i < op.getNumDpsInputs(); ++i)
-        args.push_back(
-            op.getRegion().getArgument(i).use_empty() ? Value() : load(b, i, at));
+        args.push_back(op.getRegion().getArgument(i).use_empty()
+                           ? Value()
+                           : load(b, i, at));
       args.push_back(loop.getRegionIterArg(0));
       SmallVector<Value> next = body(b, args, at);
       b.create<scf::YieldOp>(loc, next);
@@ -371,8 +374,9 @@ private:
       delinearize(b, loop.getInductionVar(), reductionDims, at);
       SmallVector<Value> args;
       for (unsigned i = 0; i < inputs; ++i)
-        args.push_back(
-            op.getRegion().getArgument(i).use_empty() ? Value() : load(b, i, at));
+        args.push_back(op.getRegion().getArgument(i).use_empty()
+                           ? Value()
+                           : load(b, i, at));
       for (Value v : loop.getRegionIterArgs())
         args.push_back(v);
       b.create<scf::YieldOp>(loc, body(b, args, at));

@@ -17,8 +17,18 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%locus_src", config.locus_src_root))
 config.substitutions.append(("%{python}", config.python_executable))
 
-# Headless Chromium (Debian's package) for the HTML page of locus-dump.
 import shutil
+
+# ptxas from the CUDA toolkit: every PTX module the compiler makes must pass
+# it (sm_90). No toolkit: those checks are unsupported, not skipped silently.
+for ptxas in [os.environ.get("LOCUS_PTXAS"), "/usr/local/cuda/bin/ptxas",
+              shutil.which("ptxas")]:
+    if ptxas and os.access(ptxas, os.X_OK):
+        config.available_features.add("ptxas")
+        config.substitutions.append(("%ptxas", ptxas))
+        break
+
+# Headless Chromium (Debian's package) for the HTML page of locus-dump.
 chromium = shutil.which("chromium")
 if chromium:
     config.available_features.add("chromium")

@@ -100,6 +100,8 @@ int main(int argc, char **argv) {
   if (!result.cudaFunctions.empty())
     llvm::outs() << "cuda: " << result.cudaFunctions.size()
                  << " kernels with launchers and host versions\n";
+  if (!result.cudaNote.empty())
+    llvm::outs() << "cuda: " << result.cudaNote << "\n";
   uint64_t arenas = 0;
   for (const auto &[device, bytes] : s.arenas) {
     llvm::outs() << "arena " << device << ": " << bytes << " B\n";

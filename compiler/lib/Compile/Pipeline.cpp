@@ -24,8 +24,10 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <cstdlib>
 #include <mutex>
 
 using namespace mlir;
@@ -68,7 +70,7 @@ constexpr const char *kCudaPipeline =
     "buffer-deallocation-pipeline,"
     "locus-linalg-to-blas{callee=locus_cuda_sgemm},"
     "locus-map-to-gpu,gpu-kernel-outlining,lower-affine,"
-    "nvvm-attach-target{chip=sm_90 features=+ptx80 O=3},"
+    "nvvm-attach-target{chip=sm_90 features=+ptx80 O=3 l=%LIBDEVICE%},"
     "gpu.module(convert-scf-to-cf,"
     "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),"
     "reconcile-unrealized-casts,gpu-module-to-binary{format=isa},"
@@ -78,6 +80,29 @@ constexpr const char *kCudaPipeline =
     "convert-arith-to-llvm,"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-cf-to-llvm,"
     "reconcile-unrealized-casts";
+
+/// libdevice.10.bc of a CUDA toolkit: $LOCUS_LIBDEVICE, the one CMake
+/// found, under $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH or /usr/local/cuda; empty
+/// when there is none. (MLIR links it only when the toolkit is in the
+/// environment, and otherwise leaves calls to __nv_expf & co. unresolved:
+/// so it is passed explicitly.)
+std::string findLibdevice() {
+  std::vector<std::string> candidates;
+  if (const char *env = std::getenv("LOCUS_LIBDEVICE"))
+    candidates.push_back(env);
+#ifdef LOCUS_LIBDEVICE_PATH
+  candidates.push_back(LOCUS_LIBDEVICE_PATH);
+#endif
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *root = std::getenv(var))
+      candidates.push_back(std::string(root) +
+                           "/nvvm/libdevice/libdevice.10.bc");
+  candidates.push_back("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+  for (const std::string &path : candidates)
+    if (llvm::sys::fs::is_regular_file(path))
+      return path;
+  return "";
+}
 
 /// The launcher suffix of a CUDA kernel's function.
 constexpr llvm::StringLiteral kCudaSuffix = "__cuda";
@@ -90,8 +115,7 @@ LogicalResult compileCudaKernels(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
   cuda = cast<ModuleOp>(module->clone());
   for (auto graph : llvm::make_early_inc_range(cuda->getOps<GraphOp>()))
     graph.erase();
-  for (auto func :
-       llvm::make_early_inc_range(cuda->getOps<func::FuncOp>())) {
+  for (auto func : llvm::make_early_inc_range(cuda->getOps<func::FuncOp>())) {
     auto device = func->getAttrOfType<DeviceAttr>(kDeviceAttrName);
     if (func.isExternal() || !device || device.getKind() != DeviceKind::cuda) {
       func.erase();
@@ -102,9 +126,20 @@ LogicalResult compileCudaKernels(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
   }
   if (result.cudaFunctions.empty())
     return success();
+  std::string libdevice = findLibdevice();
+  if (libdevice.empty()) {
+    // No CUDA code: the kernels run as their host versions (sim).
+    result.cudaNote = "no CUDA code: libdevice.10.bc of a CUDA toolkit was "
+                      "not found (set CUDA_HOME or LOCUS_LIBDEVICE)";
+    result.cudaFunctions.clear();
+    cuda = OwningOpRef<ModuleOp>();
+    return success();
+  }
+  std::string pipeline = kCudaPipeline;
+  pipeline.replace(pipeline.find("%LIBDEVICE%"), 11, libdevice);
   PassManager pm(module.getContext(), ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
-  if (failed(parsePassPipeline(kCudaPipeline, pm)))
+  if (failed(parsePassPipeline(pipeline, pm)))
     return module.emitError() << "internal error: the CUDA pipeline does not "
                                  "parse";
   if (failed(pm.run(*cuda)))
@@ -134,7 +169,8 @@ LogicalResult compileCudaKernels(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
 /// Moves the ops of `from` (in the LLVM dialect) into `into`, but for
 /// declarations `into` has already.
 void mergeModules(ModuleOp from, ModuleOp into) {
-  for (Operation &op : llvm::make_early_inc_range(from.getBody()->getOperations())) {
+  for (Operation &op :
+       llvm::make_early_inc_range(from.getBody()->getOperations())) {
     if (auto symbol = dyn_cast<SymbolOpInterface>(op))
       if (into.lookupSymbol(symbol.getNameAttr())) {
         if (symbol.isDeclaration())
@@ -326,9 +362,8 @@ locus::translateKernels(Operation *module, llvm::LLVMContext &context,
     for (llvm::Argument &arg : kernel->args())
       if (!arg.getType()->isPointerTy())
         return nullptr;
-    auto *entry =
-        llvm::Function::Create(entryType, llvm::GlobalValue::ExternalLinkage,
-                               entryName, *llvmModule);
+    auto *entry = llvm::Function::Create(
+        entryType, llvm::GlobalValue::ExternalLinkage, entryName, *llvmModule);
     b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
     SmallVector<llvm::Value *> args;
     for (unsigned i = 0; i < kernel->arg_size(); ++i)

@@ -49,6 +49,9 @@ struct PipelineResult {
   /// Their GPU code: the PTX section of the artifact (LPTX, see
   /// plan_format.h), empty when no kernel is on a CUDA device.
   std::string cudaKernels;
+  /// Why kernels placed on CUDA devices have no CUDA code (empty when they
+  /// have it, or when there are none).
+  std::string cudaNote;
 };
 
 /// Registers every dialect, extension and translation the pipeline needs

@@ -1,0 +1,114 @@
+// RUN: locus-opt %s --locus-map-to-gpu | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+
+// A parallel op: one thread per element, 256 per block, the last loop
+// dimension fastest (remui by 300 first), a bounds check on the 1200.
+// CHECK-LABEL: func.func @exp
+// CHECK-DAG: %[[C5:.*]] = arith.constant 5 : index
+// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C5]], {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]],
+// CHECK: %[[ID:.*]] = arith.addi %{{.*}}, %[[TX]] : index
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[ID]], %{{.*}} : index
+// CHECK: scf.if %[[IN]]
+// CHECK: %[[J:.*]] = arith.remui %[[ID]], %{{.*}} : index
+// CHECK: memref.load %arg0
+// CHECK: math.exp
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.generic
+func.func @exp(%x: memref<4x300xf32>, %y: memref<4x300xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : memref<4x300xf32>) outs(%y : memref<4x300xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// A long reduction: one block per row; each thread strides by the block
+// size; the block combines with gpu.all_reduce; thread 0 adds the output's
+// initial value and stores.
+// CHECK-LABEL: func.func @sum_rows
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4, {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256,
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %[[TX]] to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[ZERO]]) -> (f32)
+// CHECK: arith.addf
+// CHECK: %[[ALL:.*]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[TX]], %{{.*}} : index
+// CHECK: scf.if %[[FIRST]]
+// CHECK: %[[INIT:.*]] = memref.load %arg1
+// CHECK: %[[OUT:.*]] = arith.addf %[[ALL]], %[[INIT]] : f32
+// CHECK: memref.store %[[OUT]], %arg1
+func.func @sum_rows(%x: memref<4x300xf32>, %y: memref<4xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x300xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// A max over 64 elements starts each thread at -inf and uses maximumf; the
+// block is 64 threads (the reduction's length rounded up to a power of 2).
+// CHECK-LABEL: func.func @max_rows
+// CHECK: threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c64,
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: gpu.all_reduce maximumf
+func.func @max_rows(%x: memref<8x64xf32>, %y: memref<8xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<8x64xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.maximumf %a, %b : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// A short reduction (8 elements): one thread per output element, looping.
+// CHECK-LABEL: func.func @short_rows
+// CHECK: gpu.launch
+// CHECK: scf.if
+// CHECK: %[[INIT:.*]] = memref.load %arg1
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args(%{{.*}} = %[[INIT]]) -> (f32)
+// CHECK-NOT: gpu.all_reduce
+func.func @short_rows(%x: memref<100x8xf32>, %y: memref<100xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<100x8xf32>) outs(%y : memref<100xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// Named ops and copies become launches too; a strided buffer is read
+// through a flat view of its base pointer (offset 2, strides 10 and 3:
+// the last element it reads is 2 + 2*10 + 2*3 = 28).
+// CHECK-LABEL: func.func @named_and_strided
+// CHECK: %[[SUB:.*]] = memref.subview %arg0
+// CHECK: %[[BASE:.*]], %{{.*}}, %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[SUB]]
+// CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %[[BASE]] to offset: [0], sizes: [29], strides: [1]
+// CHECK: gpu.launch
+// CHECK: memref.load %[[FLAT]]
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: gpu.launch
+// CHECK: memref.store %[[ZERO]], %arg2
+// CHECK-NOT: memref.copy
+// CHECK-NOT: linalg.
+func.func @named_and_strided(%src: memref<3x10xf32>, %y: memref<3x3xf32>, %z: memref<3x3xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %s = memref.subview %src[0, 2] [3, 3] [1, 3] : memref<3x10xf32> to memref<3x3xf32, strided<[10, 3], offset: 2>>
+  memref.copy %s, %y : memref<3x3xf32, strided<[10, 3], offset: 2>> to memref<3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%z : memref<3x3xf32>)
+  return
+}
+
+// Functions on the CPU stay as they are.
+// CHECK-LABEL: func.func @on_cpu
+// CHECK-NEXT: memref.copy
+// CHECK-NOT: gpu.launch
+func.func @on_cpu(%x: memref<4xf32>, %y: memref<4xf32>) attributes {locus.device = #locus.device<cpu>} {
+  memref.copy %x, %y : memref<4xf32> to memref<4xf32>
+  return
+}
