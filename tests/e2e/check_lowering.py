@@ -458,6 +458,21 @@ def run_compiled(name, inputs, ir, ref):
                     for entry in inputs:
                         shutil.copy(os.path.join(tmp, entry[0] + ".npy"), case)
                     write_npy(os.path.join(case, "expected.npy"), ref, "f32")
+                    # The same graph with its inputs made on cuda:0: a step
+                    # on the GPU alone, which the runtime replays as a CUDA
+                    # graph.
+                    on_gpu = os.path.join(tmp, "graph_gpu.mlir")
+                    with open(on_gpu, "w") as f:
+                        f.write("\n".join(
+                            l + " on <cuda:0>" if "locus.input" in l else l
+                            for l in lines) + "\n")
+                    comp = subprocess.run(
+                        [os.path.join(BUILD, "tools", "locus-compile"), on_gpu,
+                         "-o", os.path.join(case, "model_gpu_inputs.locus"), cpu,
+                         "--devices=cpu,cuda:0", "--policy=strict"],
+                        capture_output=True, text=True)
+                    if comp.returncode:
+                        return "locus-compile (inputs on cuda:0) failed:\n" + comp.stderr
             outdir = os.path.join(tmp, variant)
             os.mkdir(outdir)
             out = subprocess.run(

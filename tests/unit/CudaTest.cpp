@@ -1,0 +1,241 @@
+// CudaTest.cpp - the runtime's cuda device on a real GPU.
+//
+// Where there is no CUDA device these tests skip with "[SKIP] no CUDA
+// device" (and why). On a GPU machine, tools/gpu-check sets
+// LOCUS_GPU_CASES to the cases `check_lowering.py --compiled --export`
+// wrote on a machine with the compiler: per op configuration an artifact
+// with its kernels on cuda:0 (inputs on the CPU, copied), the same graph
+// with its inputs made on cuda:0 (a step on the GPU alone: a CUDA graph from
+// the second run), the inputs and the double reference.
+
+#include "locus/locus_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string messageOf(locus_status_t status) {
+  std::string m = locus_status_message(status);
+  locus_status_free(status);
+  return m;
+}
+
+/// The number of CUDA devices; `why` says why there are none.
+int cudaDevices(std::string &why) {
+  locus_device_report_t *report = nullptr;
+  if (locus_status_t s = locus_device_probe(&report)) {
+    why = messageOf(s);
+    return 0;
+  }
+  int count = 0;
+  for (size_t i = 0; i < locus_device_report_count(report); ++i) {
+    locus_device_info_t info{};
+    if (locus_status_t s = locus_device_report_get(report, i, &info))
+      locus_status_free(s);
+    else
+      count += info.kind == LOCUS_DEVICE_CUDA;
+  }
+  why = locus_device_report_cuda_note(report);
+  locus_device_report_release(report);
+  return count;
+}
+
+#define REQUIRE_CUDA(n)                                                        \
+  do {                                                                         \
+    std::string why;                                                           \
+    if (cudaDevices(why) < (n))                                                \
+      GTEST_SKIP() << "[SKIP] no CUDA device"                                  \
+                   << ((n) > 1 ? " (this test needs " #n ")" : "") << ": "     \
+                   << why;                                                     \
+  } while (0)
+
+/// The raw bytes of an .npy file (C order, little-endian).
+bool readNpy(const std::string &path, std::vector<char> &data) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
+    return false;
+  size_t header = 10 + (static_cast<unsigned char>(bytes[8]) |
+                        static_cast<unsigned char>(bytes[9]) << 8);
+  if (header > bytes.size())
+    return false;
+  data.assign(bytes.begin() + static_cast<long>(header), bytes.end());
+  return true;
+}
+
+std::vector<std::string> caseDirs(const std::string &root) {
+  std::vector<std::string> out;
+  if (DIR *d = opendir(root.c_str())) {
+    while (dirent *e = readdir(d))
+      if (e->d_name[0] != '.')
+        out.push_back(root + "/" + e->d_name);
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Runs `artifact` `runs` times on the inputs of `dir`; the output "r".
+std::string runCase(const std::string &dir, const std::string &artifact,
+                    const locus_model_options_t &options, int runs,
+                    std::vector<float> &out, std::string *report = nullptr) {
+  locus_model_t *model = nullptr;
+  if (locus_status_t s =
+          locus_model_load((dir + "/" + artifact).c_str(), &options, &model))
+    return messageOf(s);
+  if (report)
+    *report = locus_model_report(model);
+  locus_context_t *ctx = nullptr;
+  std::string error;
+  if (locus_status_t s = locus_context_create(model, &ctx)) {
+    locus_model_release(model);
+    return messageOf(s);
+  }
+  for (size_t i = 0; error.empty() &&
+                     i < locus_model_tensor_count(model, LOCUS_TENSOR_INPUT);
+       ++i) {
+    locus_tensor_info_t info{};
+    if (locus_status_t s =
+            locus_model_tensor_info(model, LOCUS_TENSOR_INPUT, i, &info)) {
+      error = messageOf(s);
+      break;
+    }
+    std::vector<char> data;
+    if (!readNpy(dir + "/" + info.name + ".npy", data))
+      error = std::string("cannot read ") + info.name + ".npy";
+    else if (locus_status_t s = locus_context_set_input(ctx, info.name,
+                                                        data.data(),
+                                                        data.size()))
+      error = messageOf(s);
+  }
+  for (int r = 0; error.empty() && r < runs; ++r)
+    if (locus_status_t s = locus_context_run(ctx))
+      error = messageOf(s);
+  if (error.empty()) {
+    size_t index = 0;
+    locus_tensor_info_t info{};
+    if (locus_status_t s =
+            locus_model_find_tensor(model, LOCUS_TENSOR_OUTPUT, "r", &index))
+      error = messageOf(s);
+    else if (locus_status_t s2 = locus_model_tensor_info(
+                 model, LOCUS_TENSOR_OUTPUT, index, &info))
+      error = messageOf(s2);
+    else {
+      out.resize(info.byte_size / 4);
+      if (locus_status_t s3 = locus_context_read_output(
+              ctx, "r", out.data(), info.byte_size))
+        error = messageOf(s3);
+    }
+  }
+  locus_context_release(ctx);
+  locus_model_release(model);
+  return error;
+}
+
+/// The worst |got - want| / (1e-5 + 1e-4 |want|): float32 with another
+/// summation order than the host's.
+double worst(const std::vector<float> &got, const std::vector<float> &want) {
+  double w = got.size() == want.size() ? 0 : INFINITY;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+    w = std::max(w, std::abs(double(got[i]) - want[i]) /
+                        (1e-5 + 1e-4 * std::abs(double(want[i]))));
+  return w;
+}
+
+TEST(Cuda, ProbeListsDevicesOrSaysWhyNone) {
+  std::string why;
+  int n = cudaDevices(why);
+  if (n == 0)
+    EXPECT_FALSE(why.empty()) << "no CUDA device and no reason";
+  else
+    EXPECT_TRUE(why.empty()) << why;
+}
+
+TEST(Cuda, EveryOpMatchesTheReferenceOnTheGpu) {
+  REQUIRE_CUDA(1);
+  const char *root = std::getenv("LOCUS_GPU_CASES");
+  if (!root)
+    GTEST_SKIP() << "[SKIP] LOCUS_GPU_CASES is not set (tools/gpu-check sets "
+                    "it)";
+  std::vector<std::string> dirs = caseDirs(root);
+  ASSERT_FALSE(dirs.empty()) << "no cases in " << root;
+  locus_model_options_t onGpu{}, onHost{}, noGraphs{};
+  onHost.device_map = "cuda:0=cpu";
+  noGraphs.disable_cuda_graphs = 1;
+  for (const std::string &dir : dirs) {
+    SCOPED_TRACE(dir);
+    std::vector<char> wantBytes;
+    ASSERT_TRUE(readNpy(dir + "/expected.npy", wantBytes));
+    std::vector<float> want(wantBytes.size() / 4);
+    std::memcpy(want.data(), wantBytes.data(), want.size() * 4);
+
+    // Kernels on the GPU, inputs copied from the CPU; twice, so the second
+    // run reuses everything the first loaded.
+    std::vector<float> gpu, host, graph, plain;
+    std::string report;
+    ASSERT_EQ(runCase(dir, "model.locus", onGpu, 2, gpu, &report), "");
+    EXPECT_NE(report.find("cuda:0 -> cuda:0"), std::string::npos) << report;
+    EXPECT_LE(worst(gpu, want), 1.0);
+    ASSERT_EQ(runCase(dir, "model.locus", onHost, 1, host), "");
+    EXPECT_LE(worst(gpu, host), 1.0);
+
+    // Inputs on the GPU: the step runs on the GPU alone and is replayed
+    // as a CUDA graph from the second run; with graphs off, the same.
+    ASSERT_EQ(runCase(dir, "model_gpu_inputs.locus", onGpu, 3, graph, &report),
+              "");
+    EXPECT_NE(report.find("CUDA graph"), std::string::npos) << report;
+    ASSERT_EQ(runCase(dir, "model_gpu_inputs.locus", noGraphs, 3, plain), "");
+    EXPECT_LE(worst(graph, want), 1.0);
+    EXPECT_EQ(graph, plain);
+  }
+}
+
+TEST(Cuda, ArtifactsRelocateToAnotherGpu) {
+  REQUIRE_CUDA(2);
+  const char *root = std::getenv("LOCUS_GPU_CASES");
+  if (!root)
+    GTEST_SKIP() << "[SKIP] LOCUS_GPU_CASES is not set";
+  std::vector<std::string> dirs = caseDirs(root);
+  ASSERT_FALSE(dirs.empty());
+  locus_model_options_t first{}, second{};
+  second.device_map = "cuda:0=cuda:1";
+  std::vector<float> a, b;
+  std::string report;
+  ASSERT_EQ(runCase(dirs.front(), "model.locus", first, 1, a), "");
+  ASSERT_EQ(runCase(dirs.front(), "model.locus", second, 1, b, &report), "");
+  EXPECT_NE(report.find("cuda:0 -> cuda:1"), std::string::npos) << report;
+  EXPECT_EQ(a, b);
+}
+
+TEST(Cuda, AMissingGpuIsAClearError) {
+  std::string why;
+  int n = cudaDevices(why);
+  const char *root = std::getenv("LOCUS_GPU_CASES");
+  if (!root)
+    GTEST_SKIP() << "[SKIP] LOCUS_GPU_CASES is not set";
+  std::vector<std::string> dirs = caseDirs(root);
+  ASSERT_FALSE(dirs.empty());
+  std::string map = "cuda:0=cuda:" + std::to_string(n);
+  locus_model_options_t options{};
+  options.device_map = map.c_str();
+  locus_model_t *model = nullptr;
+  locus_status_t s = locus_model_load((dirs.front() + "/model.locus").c_str(),
+                                      &options, &model);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_UNAVAILABLE);
+  EXPECT_NE(messageOf(s).find("cuda:" + std::to_string(n)), std::string::npos);
+  EXPECT_EQ(model, nullptr);
+}
+
+} // namespace
