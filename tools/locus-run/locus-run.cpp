@@ -12,6 +12,8 @@
 
 #include "locus/runtime.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -220,13 +222,28 @@ static int runMain(int argc, char **argv) {
         context.setInput(info.name, bytes);
       }
     }
-    for (int r = 0; r < runs; ++r)
+    std::vector<double> micros;
+    for (int r = 0; r < runs; ++r) {
+      auto start = std::chrono::steady_clock::now();
       context.run();
+      micros.push_back(std::chrono::duration<double, std::micro>(
+                           std::chrono::steady_clock::now() - start)
+                           .count());
+    }
     locus_run_stats_t stats = context.stats();
     std::cout << "ran " << runs << " step" << (runs == 1 ? "" : "s") << ": "
               << stats.launches << " launches (" << stats.sim_launches
               << " on sim), " << stats.copies << " copies (" << stats.copy_bytes
               << " B) per step\n";
+    if (runs > 2) {
+      // The first two runs load, warm caches and (on a GPU) capture: the
+      // time of a step is the median of the others.
+      std::vector<double> steady(micros.begin() + 2, micros.end());
+      std::sort(steady.begin(), steady.end());
+      std::cout << "step time: median " << steady[steady.size() / 2]
+                << " us, min " << steady.front() << " us over "
+                << steady.size() << " runs (after 2 warm-up runs)\n";
+    }
     for (const auto &info : model.outputs()) {
       std::vector<char> data(info.byteSize);
       context.readOutput(info.name, data.data(), data.size());
