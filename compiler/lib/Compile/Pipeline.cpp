@@ -206,6 +206,23 @@ void locus::preparePipeline(MLIRContext &context) {
   context.appendDialectRegistry(registry);
   context.getOrLoadDialect<LocusDialect>();
   context.loadAllAvailableDialects();
+  // The CUDA code generator (--locus-map-to-gpu after the lowering) has a
+  // kernel for every computing op of the dialect; placement asks the
+  // registry.
+  static std::once_flag registered;
+  std::call_once(registered, [&] {
+    for (RegisteredOperationName op : context.getRegisteredOperations()) {
+      if (op.getDialectNamespace() != LocusDialect::getDialectNamespace())
+        continue;
+      if (op.hasTrait<OpTrait::IsTerminator>() ||
+          llvm::is_contained({"locus.graph", "locus.input", "locus.output",
+                              "locus.state", "locus.constant", "locus.to",
+                              "locus.copy", "locus.kernel"},
+                             op.getStringRef()))
+        continue;
+      CudaKernelRegistry::instance().add(op.getStringRef());
+    }
+  });
 }
 
 LogicalResult locus::runPipeline(ModuleOp module,

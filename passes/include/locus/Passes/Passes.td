@@ -44,9 +44,10 @@ def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
       choose between the CPU and the first CUDA target; pins hold the rest.
     - `cpu`: everything unpinned on the CPU.
 
-    Which ops have a CUDA kernel comes from the kernel registry (every op,
-    until the CUDA code generator fills it); `no-cuda-kernel` removes ops from
-    it, to see the fallback.
+    Which ops have a CUDA kernel comes from the kernel registry, which the
+    compiler fills with what its CUDA code generator lowers (every computing
+    op; every op where nothing filled it, as in locus-opt); `no-cuda-kernel`
+    removes ops from it, to see the fallback.
 
     Before, with `policy=prefer-gpu devices=cpu,cuda:0`:
 
