@@ -126,8 +126,8 @@ const Driver &driver() {
     d.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!d.handle) {
       const char *why = dlerror();
-      d.why = std::string("no CUDA driver (") + (why ? why : "libcuda.so.1") +
-              ")";
+      d.why =
+          std::string("no CUDA driver (") + (why ? why : "libcuda.so.1") + ")";
       return d;
     }
     bool ok = true;
@@ -211,8 +211,8 @@ struct Blas {
   cublasStatus_t (*sgemm)(cublasHandle_t, int, int, int, int, int,
                           const float *, const float *, int, const float *, int,
                           const float *, float *, int) = nullptr;
-  cublasStatus_t (*sgemmStridedBatched)(cublasHandle_t, int, int, int, int,
-                                        int, const float *, const float *, int,
+  cublasStatus_t (*sgemmStridedBatched)(cublasHandle_t, int, int, int, int, int,
+                                        const float *, const float *, int,
                                         long long, const float *, int,
                                         long long, const float *, float *, int,
                                         long long, int) = nullptr;
@@ -223,8 +223,10 @@ const Blas &blas() {
     Blas b;
     for (const char *name : {"libcublas.so.13", "libcublas.so.12",
                              "libcublas.so.11", "libcublas.so"})
-      if ((b.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+      if (void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
+        b.handle = handle;
         break;
+      }
     if (!b.handle) {
       const char *why = dlerror();
       b.why = std::string("no cuBLAS (") + (why ? why : "libcublas.so") + ")";
@@ -240,6 +242,13 @@ const Blas &blas() {
     return b;
   }();
   return b;
+}
+
+/// An address passed as an integer, as a pointer: device memory is
+/// addressed by integers (CUdeviceptr), and generated code passes integers.
+template <typename T = void> T *addressToPointer(uint64_t address) {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr)
+  return reinterpret_cast<T *>(static_cast<uintptr_t>(address));
 }
 
 class CudaDevice;
@@ -325,7 +334,7 @@ public:
     }
     Range r{p, p + bytes};
     ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), r), r);
-    return reinterpret_cast<void *>(p);
+    return addressToPointer(p);
   }
 
   void release(void *p) override {
@@ -510,8 +519,8 @@ public:
     std::lock_guard lock(mutex_);
     if (locus_status_t s = enter())
       return s;
-    if (CUresult rc = driver().cuGraphLaunch(static_cast<CUgraphExec>(graph),
-                                             compute_))
+    if (CUresult rc =
+            driver().cuGraphLaunch(static_cast<CUgraphExec>(graph), compute_))
       return fail("cuGraphLaunch", rc);
     return nullptr;
   }
@@ -529,19 +538,19 @@ public:
     if (!pending_.empty())
       return;
     if (number < 0 || static_cast<size_t>(number) >= functions_.size()) {
-      pend(LOCUS_STATUS_INTERNAL,
-           "launch of kernel " + std::to_string(number) + ", which the " +
-               "artifact's PTX section does not have");
+      pend(LOCUS_STATUS_INTERNAL, "launch of kernel " + std::to_string(number) +
+                                      ", which the " +
+                                      "artifact's PTX section does not have");
       return;
     }
-    std::vector<void *> params(static_cast<size_t>(std::max<int64_t>(count, 0)));
+    std::vector<void *> params(
+        static_cast<size_t>(std::max<int64_t>(count, 0)));
     for (size_t i = 0; i < params.size(); ++i)
       params[i] = &slots[i];
     CUresult rc = driver().cuLaunchKernel(
         functions_[number], unsigned(grid[0]), unsigned(grid[1]),
         unsigned(grid[2]), unsigned(block[0]), unsigned(block[1]),
-        unsigned(block[2]), unsigned(shared), compute_, params.data(),
-        nullptr);
+        unsigned(block[2]), unsigned(shared), compute_, params.data(), nullptr);
     if (rc != kSuccess)
       pendDriver("launching " + kernelNames_[number], rc);
   }
@@ -575,15 +584,15 @@ public:
     int status;
     if (batch == 1)
       status = cb.sgemm(blas_, opB, opA, int(n), int(m), int(k), &one,
-                        reinterpret_cast<const float *>(b), int(ldb),
-                        reinterpret_cast<const float *>(a), int(lda), &beta,
-                        reinterpret_cast<float *>(c), int(ldc));
+                        addressToPointer<const float>(b), int(ldb),
+                        addressToPointer<const float>(a), int(lda), &beta,
+                        addressToPointer<float>(c), int(ldc));
     else
       status = cb.sgemmStridedBatched(
           blas_, opB, opA, int(n), int(m), int(k), &one,
-          reinterpret_cast<const float *>(b), int(ldb), strideB,
-          reinterpret_cast<const float *>(a), int(lda), strideA, &beta,
-          reinterpret_cast<float *>(c), int(ldc), strideC, int(batch));
+          addressToPointer<const float>(b), int(ldb), strideB,
+          addressToPointer<const float>(a), int(lda), strideA, &beta,
+          addressToPointer<float>(c), int(ldc), strideC, int(batch));
     if (status != 0)
       pend(LOCUS_STATUS_INTERNAL,
            "cuBLAS sgemm failed with status " + std::to_string(status));
@@ -592,10 +601,10 @@ public:
   void *alloc(size_t bytes) {
     const Driver &d = driver();
     CUdeviceptr p = 0;
-    CUresult rc = d.cuMemAllocAsync
-                      ? d.cuMemAllocAsync(&p, std::max<size_t>(bytes, 1),
-                                          compute_)
-                      : d.cuMemAlloc(&p, std::max<size_t>(bytes, 1));
+    CUresult rc =
+        d.cuMemAllocAsync
+            ? d.cuMemAllocAsync(&p, std::max<size_t>(bytes, 1), compute_)
+            : d.cuMemAlloc(&p, std::max<size_t>(bytes, 1));
     if (rc != kSuccess) {
       if (pending_.empty())
         pendDriver("allocating " + std::to_string(bytes) +
@@ -603,7 +612,7 @@ public:
                    rc);
       return nullptr;
     }
-    return reinterpret_cast<void *>(p);
+    return addressToPointer(p);
   }
 
   void free(void *p) {
@@ -701,8 +710,7 @@ private:
     if (!data || size == 0)
       return nullptr;
     uint32_t magic = 0, version = 0, count = 0;
-    if (!u32(magic) || !u32(version) || !u32(count) ||
-        magic != LOCUS_PTX_MAGIC)
+    if (!u32(magic) || !u32(version) || !u32(count) || magic != LOCUS_PTX_MAGIC)
       return makeStatus(LOCUS_STATUS_DATA_LOSS, "the PTX section is damaged");
     if (version != LOCUS_PTX_VERSION)
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
@@ -761,8 +769,10 @@ bool cudaUsable(int ordinal, std::string &why) {
   }
   if (ordinal >= d.count) {
     why = "this machine has " + std::to_string(d.count) + " CUDA device" +
-          (d.count == 1 ? "" : "s") + "; map it to one with a device map "
-          "(cuda:" + std::to_string(ordinal) + "=cuda:0)";
+          (d.count == 1 ? "" : "s") +
+          "; map it to one with a device map "
+          "(cuda:" +
+          std::to_string(ordinal) + "=cuda:0)";
     return false;
   }
   return true;
@@ -779,7 +789,8 @@ std::unique_ptr<Device> makeCudaDevice(int ordinal, const void *ptx,
     return nullptr;
   }
   auto device = std::make_unique<CudaDevice>(ordinal, graphs);
-  if ((status = device->init(ptx, ptxSize)))
+  status = device->init(ptx, ptxSize);
+  if (status)
     return nullptr;
   return device;
 }
@@ -796,9 +807,9 @@ void locus_cuda_launch(int64_t kernel, int64_t gx, int64_t gy, int64_t gz,
   if (!current)
     std::abort(); // only launchers call this, and only inside launch()
   int64_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  current->kernel(kernel, grid, block, shared,
-                  reinterpret_cast<int64_t *>(static_cast<uintptr_t>(args)),
-                  count);
+  current->kernel(
+      kernel, grid, block, shared,
+      locus::rt::addressToPointer<int64_t>(static_cast<uint64_t>(args)), count);
 }
 
 void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,

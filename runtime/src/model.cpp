@@ -336,7 +336,7 @@ locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
     }
     ctx.graph = graph;
   }
-  if (ctx.graph) {
+  if (ctx.graph && m.graphDevice) {
     if (locus_status_t s = m.graphDevice->replay(ctx.graph))
       return s;
     stats.launches = m.stepCounts.launches;
@@ -607,8 +607,8 @@ locus_status_t loadArtifact(locus_artifact_t *artifact,
   }
   const void *ptx = nullptr;
   size_t ptxSize = 0;
-  if (locus_status_t s = locus_artifact_section(artifact, LOCUS_SECTION_PTX,
-                                                &ptx, &ptxSize)) {
+  if (locus_status_t s =
+          locus_artifact_section(artifact, LOCUS_SECTION_PTX, &ptx, &ptxSize)) {
     if (locus_status_code(s) != LOCUS_STATUS_NOT_FOUND)
       return s;
     locus_status_free(s);
@@ -651,12 +651,10 @@ locus_status_t locus_model_load(const char *path,
   return s;
 }
 
-locus_status_t
-locus_model_create_from_plan(const void *plan, size_t plan_size,
-                             const void *cuda_kernels, size_t cuda_kernels_size,
-                             locus_symbol_resolver_t resolve, void *user_data,
-                             const locus_model_options_t *options,
-                             locus_model_t **out_model) {
+locus_status_t locus_model_create_from_plan(
+    const void *plan, size_t plan_size, const void *cuda_kernels,
+    size_t cuda_kernels_size, locus_symbol_resolver_t resolve, void *user_data,
+    const locus_model_options_t *options, locus_model_t **out_model) {
   if (!out_model || !resolve || (!plan && plan_size))
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                       "plan, resolve and out_model must not be NULL");
@@ -676,9 +674,8 @@ locus_model_create_from_plan(const void *plan, size_t plan_size,
     model->launchers.push_back(reinterpret_cast<KernelFn>(
         launcher.empty() ? nullptr : resolve(user_data, launcher.c_str())));
   }
-  if (locus_status_t s =
-          finishLoad(*model, options, "JIT-compiled host code", cuda_kernels,
-                     cuda_kernels_size))
+  if (locus_status_t s = finishLoad(*model, options, "JIT-compiled host code",
+                                    cuda_kernels, cuda_kernels_size))
     return s;
   *out_model = model.release();
   return nullptr;

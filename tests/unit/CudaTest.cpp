@@ -102,8 +102,8 @@ std::string runCase(const std::string &dir, const std::string &artifact,
     locus_model_release(model);
     return messageOf(s);
   }
-  for (size_t i = 0; error.empty() &&
-                     i < locus_model_tensor_count(model, LOCUS_TENSOR_INPUT);
+  for (size_t i = 0;
+       error.empty() && i < locus_model_tensor_count(model, LOCUS_TENSOR_INPUT);
        ++i) {
     locus_tensor_info_t info{};
     if (locus_status_t s =
@@ -114,9 +114,8 @@ std::string runCase(const std::string &dir, const std::string &artifact,
     std::vector<char> data;
     if (!readNpy(dir + "/" + info.name + ".npy", data))
       error = std::string("cannot read ") + info.name + ".npy";
-    else if (locus_status_t s = locus_context_set_input(ctx, info.name,
-                                                        data.data(),
-                                                        data.size()))
+    else if (locus_status_t s = locus_context_set_input(
+                 ctx, info.name, data.data(), data.size()))
       error = messageOf(s);
   }
   for (int r = 0; error.empty() && r < runs; ++r)
@@ -133,8 +132,8 @@ std::string runCase(const std::string &dir, const std::string &artifact,
       error = messageOf(s2);
     else {
       out.resize(info.byte_size / 4);
-      if (locus_status_t s3 = locus_context_read_output(
-              ctx, "r", out.data(), info.byte_size))
+      if (locus_status_t s3 =
+              locus_context_read_output(ctx, "r", out.data(), info.byte_size))
         error = messageOf(s3);
     }
   }

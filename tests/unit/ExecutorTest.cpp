@@ -136,8 +136,7 @@ locus_status_t load(const std::vector<uint8_t> &plan, Loaded &out,
   locus_model_options_t options{};
   options.device_map = map;
   return locus_model_create_from_plan(plan.data(), plan.size(), nullptr, 0,
-                                      resolve,
-                                      nullptr, &options, &out.model);
+                                      resolve, nullptr, &options, &out.model);
 }
 
 /// Runs one step on x; fills y and the stats.

@@ -241,8 +241,8 @@ static int runMain(int argc, char **argv) {
       std::vector<double> steady(micros.begin() + 2, micros.end());
       std::sort(steady.begin(), steady.end());
       std::cout << "step time: median " << steady[steady.size() / 2]
-                << " us, min " << steady.front() << " us over "
-                << steady.size() << " runs (after 2 warm-up runs)\n";
+                << " us, min " << steady.front() << " us over " << steady.size()
+                << " runs (after 2 warm-up runs)\n";
     }
     for (const auto &info : model.outputs()) {
       std::vector<char> data(info.byteSize);

@@ -256,8 +256,8 @@ bool locus::writePtxFiles(const std::string &section, const std::string &dir,
   uint32_t magic = 0, version = 0, count = 0;
   if (section.empty())
     return true;
-  if (!u32(magic) || !u32(version) || !u32(count) ||
-      magic != LOCUS_PTX_MAGIC || version != LOCUS_PTX_VERSION) {
+  if (!u32(magic) || !u32(version) || !u32(count) || magic != LOCUS_PTX_MAGIC ||
+      version != LOCUS_PTX_VERSION) {
     error = "not a PTX section";
     return false;
   }

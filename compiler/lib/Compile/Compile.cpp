@@ -432,8 +432,7 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   if (locus_status_t s = locus_model_create_from_plan(
           impl->parts.plan.data(), impl->parts.plan.size(),
           impl->parts.cudaKernels.data(), impl->parts.cudaKernels.size(),
-          resolve,
-          impl->engine.get(), &modelOptions, &impl->model))
+          resolve, impl->engine.get(), &modelOptions, &impl->model))
     throw userError(loc, take(s));
   CompiledModel model;
   model.impl_ = std::move(impl);

@@ -54,11 +54,11 @@ LOCUS_API int locus_parallel_threads(void);
  * Launches kernel number `kernel` of the artifact's PTX section on the
  * device's compute stream; `args` is the address of `count` 8-byte slots,
  * one per kernel parameter. */
-LOCUS_API void locus_cuda_launch(int64_t kernel, int64_t grid_x,
-                                 int64_t grid_y, int64_t grid_z,
-                                 int64_t block_x, int64_t block_y,
-                                 int64_t block_z, int64_t shared_bytes,
-                                 int64_t args, int64_t count);
+LOCUS_API void locus_cuda_launch(int64_t kernel, int64_t grid_x, int64_t grid_y,
+                                 int64_t grid_z, int64_t block_x,
+                                 int64_t block_y, int64_t block_z,
+                                 int64_t shared_bytes, int64_t args,
+                                 int64_t count);
 /* locus_sgemm's contract on device pointers, through cuBLAS. */
 LOCUS_API void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                                 uintptr_t a, int64_t lda, int64_t stride_a,
