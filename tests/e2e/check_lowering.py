@@ -281,6 +281,11 @@ def cases():
     yield "softmax", [("t", t)], "%r = locus.softmax %t axis 2 : tensor<2x3x4xf32>", softmax(t, 2)
     yield "softmax_axis0", [("t", t)], "%r = locus.softmax %t axis 0 : tensor<2x3x4xf32>", softmax(t, 0)
     yield "log_softmax", [("t", t)], "%r = locus.log_softmax %t axis 1 : tensor<2x3x4xf32>", softmax(t, 1, log=True)
+    # A non-splat constant: on cuda, a global of the kernel's PTX module.
+    k5 = ([5], [0.5, -1.25, 2.0, 3.5, -0.75])
+    yield "constant_operand", [("a", a)], ("%k = locus.constant dense<[0.5, -1.25, 2.0, 3.5, -0.75]> : tensor<5xf32>\n"
+        "%kb = locus.broadcast %k [3, 5] : tensor<5xf32> -> tensor<3x5xf32>\n"
+        "%r = locus.mul %a, %kb : tensor<3x5xf32>"), ew(lambda x, y: x * y, a, broadcast(k5, [3, 5]))
     # Rows of 32 or more: on cuda, one block per row with gpu.all_reduce.
     lt = rand([3, 5, 70])
     yield "sum_long_rows", [("lt", lt)], "%r = locus.sum %lt axes [2] : tensor<3x5x70xf32> -> tensor<3x5xf32>", reduce(lt, [2], lambda p, q: p + q, 0.0)
