@@ -282,21 +282,28 @@ private:
     return args;
   }
 
-  void emitParallel(OpBuilder &b) {
-    int64_t total = rows;
-    int64_t block = std::min(kBlock, (total + 31) / 32 * 32);
-    int64_t grid = (total + block - 1) / block;
-    OpBuilder::InsertionGuard guard(b);
+  /// A launch of one thread per point of the parallel loops (`rows`);
+  /// leaves the builder inside the bounds check, with `loops` set at the
+  /// parallel dimensions (0 at the others).
+  void threadPerRow(OpBuilder &b, SmallVectorImpl<Value> &loops) {
+    int64_t block = std::min(kBlock, (rows + 31) / 32 * 32);
+    int64_t grid = (rows + block - 1) / block;
     gpu::LaunchOp l = launch(b, grid, block);
     Value id = b.create<arith::AddIOp>(
         loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, block)),
         l.getThreadIds().x);
     Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, id,
-                                           index(b, total));
+                                           index(b, rows));
     auto guardIf = b.create<scf::IfOp>(loc, inside, false);
     b.setInsertionPointToStart(&guardIf.getThenRegion().front());
-    SmallVector<Value> loops(ranges.size());
+    loops.assign(ranges.size(), index(b, 0));
     delinearize(b, id, parallelDims, loops);
+  }
+
+  void emitParallel(OpBuilder &b) {
+    OpBuilder::InsertionGuard guard(b);
+    SmallVector<Value> loops;
+    threadPerRow(b, loops);
     SmallVector<Value> results = body(b, operandsAt(b, loops), loops);
     unsigned inputs = op.getNumDpsInputs();
     for (auto [k, v] : llvm::enumerate(results))
@@ -348,19 +355,9 @@ private:
   }
 
   void emitThreadPerRow(OpBuilder &b) {
-    int64_t block = std::min(kBlock, (rows + 31) / 32 * 32);
-    int64_t grid = (rows + block - 1) / block;
     OpBuilder::InsertionGuard guard(b);
-    gpu::LaunchOp l = launch(b, grid, block);
-    Value id = b.create<arith::AddIOp>(
-        loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, block)),
-        l.getThreadIds().x);
-    Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, id,
-                                           index(b, rows));
-    auto guardIf = b.create<scf::IfOp>(loc, inside, false);
-    b.setInsertionPointToStart(&guardIf.getThenRegion().front());
-    SmallVector<Value> loops(ranges.size(), index(b, 0));
-    delinearize(b, id, parallelDims, loops);
+    SmallVector<Value> loops;
+    threadPerRow(b, loops);
     unsigned inputs = op.getNumDpsInputs();
     SmallVector<Value> inits;
     for (unsigned k = 0; k < op.getNumDpsInits(); ++k)

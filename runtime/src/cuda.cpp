@@ -397,15 +397,8 @@ public:
       if (CUresult rc = d.cuEventSynchronize(s.done))
         return fail("cuEventSynchronize", rc);
       size_t n = std::min(bytes, kStagingBytes);
-      if (s.size < n) {
-        if (s.host)
-          d.cuMemFreeHost(s.host);
-        s.host = nullptr;
-        s.size = 0;
-        if (CUresult rc = d.cuMemHostAlloc(&s.host, kStagingBytes, 0))
-          return fail("cuMemHostAlloc", rc);
-        s.size = kStagingBytes;
-      }
+      if (locus_status_t st = pin(s))
+        return st;
       std::memcpy(s.host, from, n);
       if (CUresult rc = d.cuEventRecord(computeDone_, compute_))
         return fail("cuEventRecord", rc);
@@ -436,15 +429,9 @@ public:
     Staging &s = staging_[0];
     if (CUresult rc = d.cuEventSynchronize(s.done))
       return fail("cuEventSynchronize", rc);
-    if (bytes && s.size < kStagingBytes) {
-      if (s.host)
-        d.cuMemFreeHost(s.host);
-      s.host = nullptr;
-      s.size = 0;
-      if (CUresult rc = d.cuMemHostAlloc(&s.host, kStagingBytes, 0))
-        return fail("cuMemHostAlloc", rc);
-      s.size = kStagingBytes;
-    }
+    if (bytes)
+      if (locus_status_t st = pin(s))
+        return st;
     while (bytes) {
       size_t n = std::min(bytes, kStagingBytes);
       if (CUresult rc = d.cuMemcpyDtoHAsync(s.host, from, n, compute_))
@@ -638,6 +625,18 @@ private:
     size_t size = 0;
     CUevent done = nullptr;
   };
+
+  /// Gives a staging buffer its pinned memory (once).
+  locus_status_t pin(Staging &s) {
+    if (s.host)
+      return nullptr;
+    if (CUresult rc = driver().cuMemHostAlloc(&s.host, kStagingBytes, 0)) {
+      s.host = nullptr;
+      return fail("cuMemHostAlloc", rc);
+    }
+    s.size = kStagingBytes;
+    return nullptr;
+  }
 
   bool ready() {
     return lost_.empty() && driver().cuCtxSetCurrent(context_) == kSuccess;

@@ -20,20 +20,17 @@ namespace {
 
 /// The runtime functions generated code may call, by import name.
 void *runtimeFunction(const std::string &name) {
-  if (name == "locus_sgemm")
-    return reinterpret_cast<void *>(&locus_sgemm);
-  if (name == "memrefCopy")
-    return reinterpret_cast<void *>(&locus_memref_copy);
-  if (name == "locus_parallel_for")
-    return reinterpret_cast<void *>(&locus_parallel_for);
-  if (name == "locus_cuda_launch")
-    return reinterpret_cast<void *>(&locus_cuda_launch);
-  if (name == "locus_cuda_sgemm")
-    return reinterpret_cast<void *>(&locus_cuda_sgemm);
-  if (name == "locus_cuda_alloc")
-    return reinterpret_cast<void *>(&locus_cuda_alloc);
-  if (name == "locus_cuda_free")
-    return reinterpret_cast<void *>(&locus_cuda_free);
+  const std::pair<const char *, void *> functions[] = {
+      {"locus_sgemm", reinterpret_cast<void *>(&locus_sgemm)},
+      {"memrefCopy", reinterpret_cast<void *>(&locus_memref_copy)},
+      {"locus_parallel_for", reinterpret_cast<void *>(&locus_parallel_for)},
+      {"locus_cuda_launch", reinterpret_cast<void *>(&locus_cuda_launch)},
+      {"locus_cuda_sgemm", reinterpret_cast<void *>(&locus_cuda_sgemm)},
+      {"locus_cuda_alloc", reinterpret_cast<void *>(&locus_cuda_alloc)},
+      {"locus_cuda_free", reinterpret_cast<void *>(&locus_cuda_free)}};
+  for (const auto &[known, fn] : functions)
+    if (name == known)
+      return fn;
   return nullptr;
 }
 

@@ -393,27 +393,17 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   // What generated code calls, bound to the runtime's implementations.
   impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    symbols[interner("memrefCopy")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&locus_memref_copy),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("locus_sgemm")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&locus_sgemm),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("locus_parallel_for")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&locus_parallel_for),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("locus_cuda_launch")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&locus_cuda_launch),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("locus_cuda_sgemm")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&locus_cuda_sgemm),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("locus_cuda_alloc")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&locus_cuda_alloc),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("locus_cuda_free")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&locus_cuda_free),
-        llvm::JITSymbolFlags::Exported};
+    const std::pair<const char *, void *> functions[] = {
+        {"memrefCopy", reinterpret_cast<void *>(&locus_memref_copy)},
+        {"locus_sgemm", reinterpret_cast<void *>(&locus_sgemm)},
+        {"locus_parallel_for", reinterpret_cast<void *>(&locus_parallel_for)},
+        {"locus_cuda_launch", reinterpret_cast<void *>(&locus_cuda_launch)},
+        {"locus_cuda_sgemm", reinterpret_cast<void *>(&locus_cuda_sgemm)},
+        {"locus_cuda_alloc", reinterpret_cast<void *>(&locus_cuda_alloc)},
+        {"locus_cuda_free", reinterpret_cast<void *>(&locus_cuda_free)}};
+    for (const auto &[name, fn] : functions)
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                                 llvm::JITSymbolFlags::Exported};
     return symbols;
   });
 
