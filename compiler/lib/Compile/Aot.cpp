@@ -270,7 +270,9 @@ bool locus::writePtxFiles(const std::string &section, const std::string &dir,
     if (!ptx.empty() && ptx.back() == '\0')
       ptx.pop_back();
     // Kernels of one function share its name (one module each).
-    std::string path = dir + "/" + name + "." + std::to_string(i) + ".ptx";
+    std::string path = dir;
+    path += "/" + name;
+    path += "." + std::to_string(i) + ".ptx";
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     if (ec) {

@@ -89,15 +89,15 @@ constexpr const char *kCudaPipeline =
 std::string findLibdevice() {
   std::vector<std::string> candidates;
   if (const char *env = std::getenv("LOCUS_LIBDEVICE"))
-    candidates.push_back(env);
+    candidates.emplace_back(env);
 #ifdef LOCUS_LIBDEVICE_PATH
-  candidates.push_back(LOCUS_LIBDEVICE_PATH);
+  candidates.emplace_back(LOCUS_LIBDEVICE_PATH);
 #endif
   for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
     if (const char *root = std::getenv(var))
       candidates.push_back(std::string(root) +
                            "/nvvm/libdevice/libdevice.10.bc");
-  candidates.push_back("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+  candidates.emplace_back("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
   for (const std::string &path : candidates)
     if (llvm::sys::fs::is_regular_file(path))
       return path;
@@ -368,6 +368,7 @@ locus::translateKernels(Operation *module, llvm::LLVMContext &context,
     }
   auto *entryType = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
   std::vector<std::pair<std::string, std::string>> entries;
+  entries.reserve(functions.size() + cudaFunctions.size());
   for (const std::string &name : functions)
     entries.emplace_back(name, kernelEntryName(name));
   for (const std::string &name : cudaFunctions)
