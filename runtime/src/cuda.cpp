@@ -481,7 +481,6 @@ public:
       mutex_.unlock();
       return fail("cuStreamBeginCapture", rc);
     }
-    capturing_ = true;
     return nullptr;
   }
 
@@ -489,7 +488,6 @@ public:
     const Driver &d = driver();
     CUgraph g = nullptr;
     CUresult rc = d.cuStreamEndCapture(compute_, &g);
-    capturing_ = false;
     CUgraphExec exec = nullptr;
     if (rc == kSuccess)
       rc = d.cuGraphInstantiateWithFlags(&exec, g, 0);
@@ -530,14 +528,14 @@ public:
                                       "artifact's PTX section does not have");
       return;
     }
-    std::vector<void *> params(
-        static_cast<size_t>(std::max<int64_t>(count, 0)));
-    for (size_t i = 0; i < params.size(); ++i)
-      params[i] = &slots[i];
+    params_.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
+    for (size_t i = 0; i < params_.size(); ++i)
+      params_[i] = &slots[i];
     CUresult rc = driver().cuLaunchKernel(
         functions_[number], unsigned(grid[0]), unsigned(grid[1]),
         unsigned(grid[2]), unsigned(block[0]), unsigned(block[1]),
-        unsigned(block[2]), unsigned(shared), compute_, params.data(), nullptr);
+        unsigned(block[2]), unsigned(shared), compute_, params_.data(),
+        nullptr);
     if (rc != kSuccess)
       pendDriver("launching " + kernelNames_[number], rc);
   }
@@ -622,7 +620,6 @@ private:
   };
   struct Staging {
     void *host = nullptr;
-    size_t size = 0;
     CUevent done = nullptr;
   };
 
@@ -634,7 +631,6 @@ private:
       s.host = nullptr;
       return fail("cuMemHostAlloc", rc);
     }
-    s.size = kStagingBytes;
     return nullptr;
   }
 
@@ -752,9 +748,9 @@ private:
   std::vector<std::string> kernelNames_;
   mutable std::recursive_mutex mutex_;
   std::vector<Range> ranges_;
-  bool capturing_ = false;
-  std::string lost_;    // why the context is unusable
-  std::string pending_; // the first error of the launch in progress
+  std::vector<void *> params_; // scratch: a launch's parameter pointers
+  std::string lost_;           // why the context is unusable
+  std::string pending_;        // the first error of the launch in progress
   locus_status_code_t pendingCode_ = LOCUS_STATUS_INTERNAL;
 };
 

@@ -18,7 +18,6 @@ namespace locus::rt {
 
 namespace {
 
-/// The runtime functions generated code may call, by import name.
 void *runtimeFunction(const std::string &name) {
   const std::pair<const char *, void *> functions[] = {
       {"locus_sgemm", reinterpret_cast<void *>(&locus_sgemm)},
@@ -156,3 +155,7 @@ HostCode::~HostCode() {
 void *HostCode::symbol(const char *name) const { return dlsym(handle, name); }
 
 } // namespace locus::rt
+
+extern "C" void *locus_kernel_abi_function(const char *name) {
+  return name ? locus::rt::runtimeFunction(name) : nullptr;
+}

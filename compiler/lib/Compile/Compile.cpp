@@ -393,16 +393,11 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   // What generated code calls, bound to the runtime's implementations.
   impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    const std::pair<const char *, void *> functions[] = {
-        {"memrefCopy", reinterpret_cast<void *>(&locus_memref_copy)},
-        {"locus_sgemm", reinterpret_cast<void *>(&locus_sgemm)},
-        {"locus_parallel_for", reinterpret_cast<void *>(&locus_parallel_for)},
-        {"locus_cuda_launch", reinterpret_cast<void *>(&locus_cuda_launch)},
-        {"locus_cuda_sgemm", reinterpret_cast<void *>(&locus_cuda_sgemm)},
-        {"locus_cuda_alloc", reinterpret_cast<void *>(&locus_cuda_alloc)},
-        {"locus_cuda_free", reinterpret_cast<void *>(&locus_cuda_free)}};
-    for (const auto &[name, fn] : functions)
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+    // Each function the generated code may call, from the runtime's own
+    // table (the one the artifact loader binds import slots from).
+    for (const std::string &name : runtimeImports(/*cuda=*/true))
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(
+                                     locus_kernel_abi_function(name.c_str())),
                                  llvm::JITSymbolFlags::Exported};
     return symbols;
   });

@@ -70,6 +70,11 @@ LOCUS_API void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
 LOCUS_API void *locus_cuda_alloc(size_t bytes);
 LOCUS_API void locus_cuda_free(void *p);
 
+/* The function generated code calls by `name` (an import name such as
+ * "locus_sgemm" or "memrefCopy"), NULL for an unknown one: what the
+ * artifact loader fills import slots with and the JIT binds. */
+LOCUS_API void *locus_kernel_abi_function(const char *name);
+
 /* Which implementation locus_sgemm uses: "openblas (<path>)" or
  * "built-in blocked loop (<why no BLAS>)". LOCUS_BLAS=builtin in the
  * environment forces the loop. */
