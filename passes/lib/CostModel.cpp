@@ -165,7 +165,8 @@ OpWork locus::estimateWork(Operation *op) {
     return OpWork{flops, trafficOf(op), true};
   };
   return llvm::TypeSwitch<Operation *, OpWork>(op)
-      .Case<InputOp, StateOp, ConstantOp, OutputOp, ToOp, CopyOp, ReshapeOp>(
+      .Case<InputOp, StateOp, ConstantOp, OutputOp, AssignOp, ToOp, CopyOp,
+            ReshapeOp>(
           [](Operation *) { return OpWork{}; })
       .Case<NegOp, ReluOp, AddOp, SubOp, MulOp, DivOp, MaximumOp, CmpOp,
             SelectOp>(
@@ -201,6 +202,24 @@ OpWork locus::estimateWork(Operation *op) {
       })
       .Case<MseLossOp>(
           [&](MseLossOp m) { return kernel(3 * numel(m.getInput())); })
+      .Case<OneHotOp, SliceGradOp>(
+          [&](Operation *o) { return kernel(numel(o->getResult(0))); })
+      .Case<Conv2dInputGradOp, Conv2dWeightGradOp>([&](Operation *o) {
+        // The forward convolution's products, once more.
+        Value grad = isa<Conv2dInputGradOp>(o) ? o->getOperand(0)
+                                               : o->getOperand(1);
+        auto w = isa<Conv2dInputGradOp>(o)
+                     ? cast<RankedTensorType>(o->getOperand(1).getType())
+                     : cast<RankedTensorType>(o->getResult(0).getType());
+        return kernel(2.0 * numel(grad) * w.getDimSize(1) * w.getDimSize(2) *
+                      w.getDimSize(3));
+      })
+      .Case<MaxPool2dGradOp>([&](MaxPool2dGradOp m) {
+        ArrayRef<int64_t> k = m.getKernelSize();
+        return kernel(3.0 * numel(m.getGrad()) * k[0] * k[1]);
+      })
+      .Case<SgdOp>([&](SgdOp o) { return kernel(5 * numel(o.getParam())); })
+      .Case<AdamOp>([&](AdamOp o) { return kernel(14 * numel(o.getParam())); })
       .Case<CrossEntropyOp>(
           [&](CrossEntropyOp c) { return kernel(5 * numel(c.getLogits())); })
       .Default([&](Operation *o) {

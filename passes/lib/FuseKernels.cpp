@@ -31,8 +31,8 @@ bool locus::isElementwise(Operation *op) {
 
 bool locus::isComputing(Operation *op) {
   return op->getDialect() && isa<LocusDialect>(op->getDialect()) &&
-         !isa<GraphOp, InputOp, StateOp, ConstantOp, OutputOp, ToOp, CopyOp,
-              KernelOp, YieldOp>(op);
+         !isa<GraphOp, InputOp, StateOp, ConstantOp, OutputOp, AssignOp, ToOp,
+              CopyOp, KernelOp, YieldOp>(op);
 }
 
 namespace {
@@ -138,7 +138,8 @@ private:
   }
 
   /// Moves the group's ops, in graph order, into a locus.kernel at the
-  /// root's position; the root's result becomes the kernel's.
+  /// root's position; the root's results (several for an optimizer step)
+  /// become the kernel's.
   void materialize(Group &group) {
     llvm::sort(group.ops, [](Operation *a, Operation *b) {
       return a->isBeforeInBlock(b);
@@ -152,11 +153,11 @@ private:
         builder.getFusedLoc(locs), root->getResultTypes(), group.device);
     Block *block = new Block();
     kernel.getBody().push_back(block);
-    root->getResult(0).replaceAllUsesWith(kernel.getResult(0));
+    root->replaceAllUsesWith(kernel.getResults());
     for (Operation *op : group.ops)
       op->moveBefore(block, block->end());
     builder.setInsertionPointToEnd(block);
-    builder.create<YieldOp>(root->getLoc(), root->getResult(0));
+    builder.create<YieldOp>(root->getLoc(), root->getResults());
   }
 };
 

@@ -42,9 +42,11 @@ private:
   int64_t copiesMade = 0, loadTimeCopies = 0, stepBytes = 0, loadBytes = 0;
 };
 
-/// Copies of state and constants run once, when the model is loaded.
+/// Copies of state and constants run once, when the model is loaded; state
+/// that a run updates is copied at every run instead.
 bool isLoadTime(Value value) {
-  return isa_and_nonnull<StateOp, ConstantOp>(value.getDefiningOp());
+  return isa_and_nonnull<StateOp, ConstantOp>(value.getDefiningOp()) &&
+         !isUpdatedState(value);
 }
 
 } // namespace

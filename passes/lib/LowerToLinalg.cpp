@@ -252,15 +252,14 @@ public:
 /// runs along ow), read as [C*KH*KW, N*OH*OW]; the weight as [O, C*KH*KW]
 /// times it gives [O, N*OH*OW], and moving whole rows of OH*OW values (adding
 /// the bias) gives NCHW.
-Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
+/// im2col of a padded NCHW input for a convolution with `w`'s kernel giving
+/// `out`: cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d].
+Value im2col(Lowering &l, Value x, RankedTensorType w, RankedTensorType out,
+             ArrayRef<int64_t> stride, ArrayRef<int64_t> dilation) {
   OpBuilder &b = l.b;
-  RankedTensorType out = op.getType();
-  RankedTensorType w = op.getWeight().getType();
   Type f32 = out.getElementType();
-  int64_t n = out.getDimSize(0), o = out.getDimSize(1), oh = out.getDimSize(2),
-          ow = out.getDimSize(3), c = w.getDimSize(1), kh = w.getDimSize(2),
-          kw = w.getDimSize(3);
-  ArrayRef<int64_t> stride = op.getStride(), dilation = op.getDilation();
+  int64_t n = out.getDimSize(0), oh = out.getDimSize(2), ow = out.getDimSize(3),
+          c = w.getDimSize(1), kh = w.getDimSize(2), kw = w.getDimSize(3);
   MLIRContext *ctx = b.getContext();
   AffineExpr dc = b.getAffineDimExpr(0), dkh = b.getAffineDimExpr(1),
              dkw = b.getAffineDimExpr(2), dn = b.getAffineDimExpr(3),
@@ -271,11 +270,22 @@ Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
                       dow * stride[1] + dkw * dilation[1]},
                      ctx);
   auto colsType = RankedTensorType::get({c, kh, kw, n, oh, ow}, f32);
-  Value cols =
-      l.generic(colsType, ValueRange{x}, {gather}, l.empty(colsType),
-                b.getMultiDimIdentityMap(6),
-                SmallVector<IteratorType>(6, IteratorType::parallel),
-                [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  return l.generic(colsType, ValueRange{x}, {gather}, l.empty(colsType),
+                   b.getMultiDimIdentityMap(6),
+                   SmallVector<IteratorType>(6, IteratorType::parallel),
+                   [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+}
+
+Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
+  OpBuilder &b = l.b;
+  RankedTensorType out = op.getType();
+  RankedTensorType w = op.getWeight().getType();
+  Type f32 = out.getElementType();
+  int64_t n = out.getDimSize(0), o = out.getDimSize(1), oh = out.getDimSize(2),
+          ow = out.getDimSize(3), c = w.getDimSize(1), kh = w.getDimSize(2),
+          kw = w.getDimSize(3);
+  MLIRContext *ctx = b.getContext();
+  Value cols = im2col(l, x, w, out, op.getStride(), op.getDilation());
   auto colsMatrix = RankedTensorType::get({c * kh * kw, n * oh * ow}, f32);
   auto weightType = RankedTensorType::get({o, c * kh * kw}, f32);
   auto productType = RankedTensorType::get({o, n * oh * ow}, f32);
@@ -444,6 +454,379 @@ Value lowerCrossEntropy(Lowering &l, CrossEntropyOp op) {
         return nb.create<arith::NegFOp>(nl, v);
       });
   return l.total(nll, op.getReduction());
+}
+
+/// dW[o, c, kh, kw] = sum over n, oh, ow of g[n, o, oh, ow] *
+/// xpad[n, c', oh*s + kh*d, ow*s + kw*d]. One group: im2col and one product
+/// g[O, N*OH*OW] * cols[C*KH*KW, N*OH*OW]^T (BLAS); grouped: one loop nest.
+Value lowerConvWeightGrad(Lowering &l, Conv2dWeightGradOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType w = op.getType(), g = op.getGrad().getType();
+  Type f32 = w.getElementType();
+  Value x = l.padSpatial(op.getInput(), op.getPadding(), 0.0);
+  ArrayRef<int64_t> stride = op.getStride(), dilation = op.getDilation();
+  int64_t n = g.getDimSize(0), o = g.getDimSize(1), oh = g.getDimSize(2),
+          ow = g.getDimSize(3), c = w.getDimSize(1), kh = w.getDimSize(2),
+          kw = w.getDimSize(3), groups = op.getGroups();
+  MLIRContext *ctx = b.getContext();
+  if (groups == 1) {
+    Value cols = im2col(l, x, w, g, stride, dilation);
+    auto gT = RankedTensorType::get({o, n, oh, ow}, f32);
+    Value onhw = b.create<linalg::TransposeOp>(l.loc, op.getGrad(), l.empty(gT),
+                                               ArrayRef<int64_t>{1, 0, 2, 3})
+                     .getResult()[0];
+    auto product = RankedTensorType::get({o, c * kh * kw}, f32);
+    Value dw = b.create<linalg::MatmulTransposeBOp>(
+                    l.loc, TypeRange{product},
+                    ValueRange{l.reshape(onhw, RankedTensorType::get(
+                                                   {o, n * oh * ow}, f32)),
+                               l.reshape(cols, RankedTensorType::get(
+                                                   {c * kh * kw, n * oh * ow},
+                                                   f32))},
+                    ValueRange{l.filled(product, 0.0)})
+                   .getResult(0);
+    return l.reshape(dw, w);
+  }
+  int64_t outPerGroup = o / groups;
+  // Loops (o, c, kh, kw, n, oh, ow).
+  AffineExpr eo = b.getAffineDimExpr(0), ec = b.getAffineDimExpr(1),
+             ekh = b.getAffineDimExpr(2), ekw = b.getAffineDimExpr(3),
+             en = b.getAffineDimExpr(4), eoh = b.getAffineDimExpr(5),
+             eow = b.getAffineDimExpr(6);
+  AffineMap xMap = AffineMap::get(7, 0,
+                                  {en, eo.floorDiv(outPerGroup) * c + ec,
+                                   eoh * stride[0] + ekh * dilation[0],
+                                   eow * stride[1] + ekw * dilation[1]},
+                                  ctx);
+  AffineMap gMap = AffineMap::get(7, 0, {en, eo, eoh, eow}, ctx);
+  AffineMap outMap = AffineMap::get(7, 0, {eo, ec, ekh, ekw}, ctx);
+  SmallVector<IteratorType> iters(4, IteratorType::parallel);
+  iters.append(3, IteratorType::reduction);
+  return l.generic(w, ValueRange{x, op.getGrad()}, {xMap, gMap},
+                   l.filled(w, 0.0), outMap, iters,
+                   [](OpBuilder &nb, Location nl, ValueRange a) {
+                     Value m = nb.create<arith::MulFOp>(nl, a[0], a[1]);
+                     return nb.create<arith::AddFOp>(nl, a[2], m);
+                   });
+}
+
+/// `value` [N, C, H, W] spread out: zeros of [N, C, rows, cols] with
+/// value[n, c, i, j] at (offset[0] + i*stride[0], offset[1] + j*stride[1]).
+Value spread(Lowering &l, Value value, int64_t rows, int64_t cols,
+             ArrayRef<int64_t> offset, ArrayRef<int64_t> stride,
+             double fill) {
+  OpBuilder &b = l.b;
+  RankedTensorType t = l.typeOf(value);
+  auto type = RankedTensorType::get(
+      {t.getDimSize(0), t.getDimSize(1), rows, cols}, t.getElementType());
+  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0),
+                                    b.getIndexAttr(offset[0]),
+                                    b.getIndexAttr(offset[1])};
+  SmallVector<OpFoldResult> sizes, strides{b.getIndexAttr(1), b.getIndexAttr(1),
+                                           b.getIndexAttr(stride[0]),
+                                           b.getIndexAttr(stride[1])};
+  for (int64_t d : t.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  return b.create<tensor::InsertSliceOp>(l.loc, value, l.filled(type, fill),
+                                         offsets, sizes, strides);
+}
+
+/// The [N, C, H, W] window of a padded [N, C, H + 2p, W + 2p] tensor.
+Value unpad(Lowering &l, Value padded, RankedTensorType type,
+            ArrayRef<int64_t> padding) {
+  if (padding[0] == 0 && padding[1] == 0 &&
+      l.typeOf(padded).getShape() == type.getShape())
+    return padded;
+  OpBuilder &b = l.b;
+  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0),
+                                    b.getIndexAttr(padding[0]),
+                                    b.getIndexAttr(padding[1])};
+  SmallVector<OpFoldResult> sizes, strides(4, b.getIndexAttr(1));
+  for (int64_t d : type.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  return b.create<tensor::ExtractSliceOp>(l.loc, type, padded, offsets, sizes,
+                                          strides);
+}
+
+/// dx of a convolution as a gather: g spread out by the stride with a margin
+/// of (K - 1) * dilation, then dxpad[n, c, y, x] = sum over o, kh, kw of
+/// gs[n, o', y + (KH-1-kh)*dh, x + (KW-1-kw)*dw] * w[o', c', kh, kw], where
+/// o' runs over the outputs of c's group; the padding is cut off last.
+Value lowerConvInputGrad(Lowering &l, Conv2dInputGradOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType dx = op.getType(), w = op.getWeight().getType();
+  Type f32 = dx.getElementType();
+  ArrayRef<int64_t> stride = op.getStride(), dilation = op.getDilation(),
+                    padding = op.getPadding();
+  int64_t c = dx.getDimSize(1), kh = w.getDimSize(2), kw = w.getDimSize(3),
+          groups = op.getGroups(), outPerGroup = w.getDimSize(0) / groups,
+          inPerGroup = w.getDimSize(1);
+  int64_t hp = dx.getDimSize(2) + 2 * padding[0],
+          wp = dx.getDimSize(3) + 2 * padding[1];
+  int64_t mh = (kh - 1) * dilation[0], mw = (kw - 1) * dilation[1];
+  Value gs = spread(l, op.getGrad(), hp + mh, wp + mw, {mh, mw}, stride, 0.0);
+  MLIRContext *ctx = b.getContext();
+  // Loops (n, c, y, x, o, kh, kw).
+  AffineExpr en = b.getAffineDimExpr(0), ec = b.getAffineDimExpr(1),
+             ey = b.getAffineDimExpr(2), ex = b.getAffineDimExpr(3),
+             eo = b.getAffineDimExpr(4), ekh = b.getAffineDimExpr(5),
+             ekw = b.getAffineDimExpr(6);
+  AffineExpr og = ec.floorDiv(inPerGroup) * outPerGroup + eo;
+  AffineMap gMap = AffineMap::get(
+      7, 0,
+      {en, og, ey + (kh - 1 - ekh) * dilation[0],
+       ex + (kw - 1 - ekw) * dilation[1]},
+      ctx);
+  AffineMap wMap = AffineMap::get(7, 0, {og, ec % inPerGroup, ekh, ekw}, ctx);
+  AffineMap outMap = AffineMap::get(7, 0, {en, ec, ey, ex}, ctx);
+  auto paddedType = RankedTensorType::get({dx.getDimSize(0), c, hp, wp}, f32);
+  SmallVector<IteratorType> iters(4, IteratorType::parallel);
+  iters.append(3, IteratorType::reduction);
+  // The o loop only bounds the group's outputs: a shape-only operand.
+  Value outputs = b.create<tensor::EmptyOp>(
+      l.loc, ArrayRef<int64_t>{outPerGroup}, f32);
+  AffineMap outputsMap = AffineMap::get(7, 0, {eo}, ctx);
+  Value padded = l.generic(
+      paddedType, ValueRange{gs, op.getWeight(), outputs},
+      {gMap, wMap, outputsMap}, l.filled(paddedType, 0.0), outMap, iters,
+      [](OpBuilder &nb, Location nl, ValueRange a) {
+        Value m = nb.create<arith::MulFOp>(nl, a[0], a[1]);
+        return nb.create<arith::AddFOp>(nl, a[3], m);
+      });
+  return unpad(l, padded, dx, padding);
+}
+
+/// PyTorch routes each window's gradient to the first position holding its
+/// maximum. First the window's maximum and the index (kh * KW + kw) of its
+/// first occurrence; then gradient and index spread out by the stride, and
+/// dxpad[y, x] = sum over kh, kw of gs[y + KH-1-kh, x + KW-1-kw] where the
+/// spread index there equals kh * KW + kw.
+Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType in = op.getType(), g = op.getGrad().getType();
+  Type f32 = in.getElementType();
+  ArrayRef<int64_t> k = op.getKernelSize(), stride = op.getStride(),
+                    padding = op.getPadding();
+  double inf = std::numeric_limits<double>::infinity();
+  Value x = l.padSpatial(op.getInput(), padding, -inf);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr dn = b.getAffineDimExpr(0), dc = b.getAffineDimExpr(1),
+             dkh = b.getAffineDimExpr(2), dkw = b.getAffineDimExpr(3),
+             doh = b.getAffineDimExpr(4), dow = b.getAffineDimExpr(5);
+  AffineMap window = AffineMap::get(
+      6, 0, {dn, dc, doh * stride[0] + dkh, dow * stride[1] + dkw}, ctx);
+  AffineMap outMap = AffineMap::get(6, 0, {dn, dc, doh, dow}, ctx);
+  AffineMap kernelMap = AffineMap::get(6, 0, {dkh, dkw}, ctx);
+  Value kernel = b.create<tensor::EmptyOp>(l.loc, k, f32);
+  SmallVector<IteratorType> iters{
+      IteratorType::parallel,  IteratorType::parallel, IteratorType::reduction,
+      IteratorType::reduction, IteratorType::parallel, IteratorType::parallel};
+  Value maxv = l.generic(g, ValueRange{x, kernel}, {window, kernelMap},
+                         l.filled(g, -inf), outMap, iters,
+                         [](OpBuilder &nb, Location nl, ValueRange a) {
+                           return nb.create<arith::MaximumFOp>(nl, a[0], a[2]);
+                         });
+  int64_t kwSize = k[1];
+  auto windowIndex = [kwSize](OpBuilder &nb, Location nl, unsigned khDim,
+                              unsigned kwDim) -> Value {
+    Value r = nb.create<linalg::IndexOp>(nl, khDim);
+    Value c = nb.create<linalg::IndexOp>(nl, kwDim);
+    Value width = nb.create<arith::ConstantIndexOp>(nl, kwSize);
+    Value flat = nb.create<arith::AddIOp>(
+        nl, nb.create<arith::MulIOp>(nl, r, width), c);
+    Value i = nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), flat);
+    return nb.create<arith::SIToFPOp>(nl, nb.getF32Type(), i);
+  };
+  Value first = l.generic(
+      g, ValueRange{x, maxv, kernel}, {window, outMap, kernelMap},
+      l.filled(g, inf), outMap, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value here = windowIndex(nb, nl, 2, 3);
+        Value hit = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ,
+                                             a[0], a[1]);
+        Value best = nb.create<arith::MinimumFOp>(nl, a[3], here);
+        return nb.create<arith::SelectOp>(nl, hit, best, a[3]);
+      });
+  int64_t hp = in.getDimSize(2) + 2 * padding[0],
+          wp = in.getDimSize(3) + 2 * padding[1];
+  int64_t mh = k[0] - 1, mw = k[1] - 1;
+  Value gs = spread(l, op.getGrad(), hp + mh, wp + mw, {mh, mw}, stride, 0.0);
+  Value is = spread(l, first, hp + mh, wp + mw, {mh, mw}, stride, -1.0);
+  // Loops (n, c, kh, kw, y, x): the window outside, as in the pooling.
+  AffineMap gather =
+      AffineMap::get(6, 0, {dn, dc, doh + (mh - dkh), dow + (mw - dkw)}, ctx);
+  auto paddedType = RankedTensorType::get(
+      {in.getDimSize(0), in.getDimSize(1), hp, wp}, f32);
+  Value padded = l.generic(
+      paddedType, ValueRange{gs, is, kernel}, {gather, gather, kernelMap},
+      l.filled(paddedType, 0.0), outMap, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value here = windowIndex(nb, nl, 2, 3);
+        Value hit = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ,
+                                             a[1], here);
+        Value sum = nb.create<arith::AddFOp>(nl, a[3], a[0]);
+        return nb.create<arith::SelectOp>(nl, hit, sum, a[3]);
+      });
+  return unpad(l, padded, in, padding);
+}
+
+Value lowerOneHot(Lowering &l, OneHotOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType out = op.getType();
+  unsigned rank = out.getRank();
+  SmallVector<AffineExpr> labelDims;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    labelDims.push_back(b.getAffineDimExpr(d));
+  AffineMap labelMap = AffineMap::get(rank, 0, labelDims, b.getContext());
+  return l.generic(
+      out, ValueRange{op.getLabels()}, {labelMap}, l.empty(out),
+      b.getMultiDimIdentityMap(rank),
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value cls = nb.create<arith::IndexCastOp>(
+            nl, nb.getI64Type(), nb.create<linalg::IndexOp>(nl, rank - 1));
+        Value hit =
+            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::eq, a[0], cls);
+        return nb.create<arith::UIToFPOp>(nl, nb.getF32Type(), hit);
+      });
+}
+
+Value lowerSliceGrad(Lowering &l, SliceGradOp op) {
+  OpBuilder &b = l.b;
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (auto [off, size, stride] :
+       llvm::zip(op.getOffsets(), op.getGrad().getType().getShape(),
+                 op.getStrides())) {
+    offsets.push_back(b.getIndexAttr(off));
+    sizes.push_back(b.getIndexAttr(size));
+    strides.push_back(b.getIndexAttr(stride));
+  }
+  return b.create<tensor::InsertSliceOp>(l.loc, op.getGrad(),
+                                         l.filled(op.getType(), 0.0), offsets,
+                                         sizes, strides);
+}
+
+/// One elementwise generic with several results (the optimizers): `body`
+/// gets the inputs' elements and returns the results' in order.
+SmallVector<Value>
+elementwiseMulti(Lowering &l, RankedTensorType type, ValueRange inputs,
+                 ArrayRef<bool> scalar, unsigned numResults,
+                 function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                 ValueRange)>
+                     body) {
+  OpBuilder &b = l.b;
+  unsigned rank = type.getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  SmallVector<AffineMap> maps;
+  for (bool s : scalar)
+    maps.push_back(s ? AffineMap::get(rank, 0, {}, b.getContext()) : id);
+  SmallVector<Value> inits;
+  for (unsigned i = 0; i < numResults; ++i) {
+    inits.push_back(l.empty(type));
+    maps.push_back(id);
+  }
+  auto op = b.create<linalg::GenericOp>(
+      l.loc, SmallVector<Type>(numResults, type), inputs, inits, maps,
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        nb.create<linalg::YieldOp>(
+            nl, body(nb, nl, args.take_front(inputs.size())));
+      });
+  return SmallVector<Value>(op.getResults());
+}
+
+SmallVector<Value> lowerSgd(Lowering &l, SgdOp op) {
+  bool hasBuffer = static_cast<bool>(op.getBuffer());
+  SmallVector<Value> inputs{op.getParam(), op.getGrad()};
+  if (hasBuffer)
+    inputs.push_back(op.getBuffer());
+  double lr = op.getLr().convertToDouble(),
+         momentum = op.getMomentum().convertToDouble(),
+         decay = op.getWeightDecay().convertToDouble();
+  bool nesterov = op.getNesterov();
+  SmallVector<bool> scalar(inputs.size(), false);
+  return elementwiseMulti(
+      l, op.getParam().getType(), inputs, scalar, hasBuffer ? 2 : 1,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        auto cst = [&](double v) -> Value {
+          return nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(v));
+        };
+        auto mul = [&](Value x, Value y) -> Value {
+          return nb.create<arith::MulFOp>(nl, x, y);
+        };
+        auto add = [&](Value x, Value y) -> Value {
+          return nb.create<arith::AddFOp>(nl, x, y);
+        };
+        Value d = a[1];
+        if (decay != 0)
+          d = add(d, mul(a[0], cst(decay)));
+        SmallVector<Value> results;
+        Value buf;
+        if (hasBuffer) {
+          buf = add(mul(a[2], cst(momentum)), d);
+          d = nesterov ? add(d, mul(buf, cst(momentum))) : buf;
+        }
+        results.push_back(
+            nb.create<arith::SubFOp>(nl, a[0], mul(d, cst(lr))).getResult());
+        if (hasBuffer)
+          results.push_back(buf);
+        return results;
+      });
+}
+
+/// torch.optim.Adam's single-tensor update (PyTorch 1.13), in its order of
+/// operations.
+SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
+  double lr = op.getLr().convertToDouble(), b1 = op.getBetas()[0],
+         b2 = op.getBetas()[1], eps = op.getEps().convertToDouble(),
+         decay = op.getWeightDecay().convertToDouble();
+  return elementwiseMulti(
+      l, op.getParam().getType(),
+      ValueRange{op.getParam(), op.getGrad(), op.getM(), op.getV(),
+                 op.getStep()},
+      {false, false, false, false, true}, 3,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        auto cst = [&](double v) -> Value {
+          return nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(v));
+        };
+        auto mul = [&](Value x, Value y) -> Value {
+          return nb.create<arith::MulFOp>(nl, x, y);
+        };
+        auto add = [&](Value x, Value y) -> Value {
+          return nb.create<arith::AddFOp>(nl, x, y);
+        };
+        auto sub = [&](Value x, Value y) -> Value {
+          return nb.create<arith::SubFOp>(nl, x, y);
+        };
+        auto div = [&](Value x, Value y) -> Value {
+          return nb.create<arith::DivFOp>(nl, x, y);
+        };
+        Value p = a[0], g = a[1], step = a[4];
+        if (decay != 0)
+          g = add(g, mul(p, cst(decay)));
+        // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1), and so on.
+        Value m = add(mul(a[2], cst(b1)), mul(g, cst(1 - b1)));
+        Value v = add(mul(a[3], cst(b2)), mul(mul(g, g), cst(1 - b2)));
+        Value bc1 = sub(cst(1), nb.create<math::PowFOp>(nl, cst(b1), step));
+        Value bc2 = sub(cst(1), nb.create<math::PowFOp>(nl, cst(b2), step));
+        Value stepSize = div(cst(lr), bc1);
+        Value denom = add(div(nb.create<math::SqrtOp>(nl, v),
+                              nb.create<math::SqrtOp>(nl, bc2)),
+                          cst(eps));
+        Value newP = sub(p, mul(stepSize, div(m, denom)));
+        return SmallVector<Value>{newP, m, v};
+      });
+}
+
+/// The replacements of the ops with several results, or an empty list.
+SmallVector<Value> lowerMulti(Operation *op) {
+  OpBuilder b(op);
+  Lowering l(b, op->getLoc());
+  if (auto sgd = dyn_cast<SgdOp>(op))
+    return lowerSgd(l, sgd);
+  if (auto adam = dyn_cast<AdamOp>(op))
+    return lowerAdam(l, adam);
+  return {};
 }
 
 /// The replacement of `op`, or null for ops that stay (sources, outputs,
@@ -653,6 +1036,14 @@ Value lower(Operation *op) {
       })
       .Case<CrossEntropyOp>(
           [&](CrossEntropyOp o) { return lowerCrossEntropy(l, o); })
+      .Case<OneHotOp>([&](OneHotOp o) { return lowerOneHot(l, o); })
+      .Case<SliceGradOp>([&](SliceGradOp o) { return lowerSliceGrad(l, o); })
+      .Case<Conv2dInputGradOp>(
+          [&](Conv2dInputGradOp o) { return lowerConvInputGrad(l, o); })
+      .Case<Conv2dWeightGradOp>(
+          [&](Conv2dWeightGradOp o) { return lowerConvWeightGrad(l, o); })
+      .Case<MaxPool2dGradOp>(
+          [&](MaxPool2dGradOp o) { return lowerMaxPoolGrad(l, o); })
       .Default([](Operation *) { return Value(); });
 }
 
@@ -668,10 +1059,13 @@ public:
         ops.push_back(op);
     });
     for (Operation *op : ops) {
-      Value replacement = lower(op);
-      if (!replacement)
+      SmallVector<Value> replacements = lowerMulti(op);
+      if (replacements.empty())
+        if (Value replacement = lower(op))
+          replacements.push_back(replacement);
+      if (replacements.empty())
         continue;
-      op->getResult(0).replaceAllUsesWith(replacement);
+      op->replaceAllUsesWith(replacements);
       op->erase();
     }
   }

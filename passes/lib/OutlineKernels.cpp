@@ -154,3 +154,39 @@ private:
 };
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// --locus-copy-forwarded-results
+//===----------------------------------------------------------------------===//
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSCOPYFORWARDEDRESULTS
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+namespace {
+
+class CopyForwardedResultsPass
+    : public locus::impl::LocusCopyForwardedResultsBase<
+          CopyForwardedResultsPass> {
+public:
+  using Base::Base;
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    func.walk([](func::ReturnOp ret) {
+      OpBuilder b(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        auto arg = dyn_cast<BlockArgument>(operand.get());
+        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+        if (!arg || !type)
+          continue;
+        Value empty = b.create<tensor::EmptyOp>(ret.getLoc(), type.getShape(),
+                                                type.getElementType());
+        operand.set(b.create<linalg::CopyOp>(ret.getLoc(), arg, empty)
+                        .getResult(0));
+      }
+    });
+  }
+};
+
+} // namespace

@@ -50,6 +50,12 @@ std::string locus::userLine(Location loc) {
   return "unknown location";
 }
 
+bool locus::isUpdatedState(Value value) {
+  return isa_and_nonnull<StateOp>(value.getDefiningOp()) &&
+         llvm::any_of(value.getUsers(),
+                      [](Operation *user) { return isa<AssignOp>(user); });
+}
+
 std::string locus::describeValue(Value value) {
   Operation *op = value.getDefiningOp();
   if (!op)
@@ -104,9 +110,10 @@ DeviceAttr pinOf(Operation *op) {
   return {};
 }
 
-/// State and constants: moved once, at load.
+/// State and constants: moved once, at load (unless a run updates them).
 bool isLoadTimeValue(Value value) {
-  return isa_and_nonnull<StateOp, ConstantOp>(value.getDefiningOp());
+  return isa_and_nonnull<StateOp, ConstantOp>(value.getDefiningOp()) &&
+         !isUpdatedState(value);
 }
 
 class PlaceDevicesPass
@@ -268,7 +275,8 @@ void PlaceDevicesPass::placeFollowers(ArrayRef<Operation *> followers,
   for (Operation *op : llvm::reverse(followers)) {
     llvm::SetVector<DeviceAttr> wanted;
     for (Operation *user : op->getUsers())
-      if (auto it = decisions.find(user); it != decisions.end())
+      if (auto it = decisions.find(user);
+          it != decisions.end() && !isa<AssignOp>(user))
         wanted.insert(it->second.device);
     if (wanted.empty()) {
       decisions[op] = {cpuDevice, reason(PlacementKind::colocated)};
@@ -335,6 +343,8 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
   SmallVector<Operation *> ops;
   SmallVector<std::pair<int64_t, int64_t>> estimates;
   for (Operation &op : graph.getBodyBlock()) {
+    if (isa<AssignOp>(op))
+      continue; // not a reader: it goes where its state is
     int fixed = -1;
     if (auto it = decisions.find(&op); it != decisions.end()) {
       DeviceAttr device = it->second.device;
@@ -503,6 +513,12 @@ void PlaceDevicesPass::runOnOperation() {
   if (failed(readOptions(graph)) || failed(placePins(graph)))
     return signalPassFailure();
 
+  // A state update is no reader of its state: the policies skip it, and it
+  // goes where its state went.
+  for (Operation &op : graph.getBodyBlock())
+    if (isa<AssignOp>(op))
+      decisions[&op] = {cpuDevice, reason(PlacementKind::colocated)};
+
   bool ok = true;
   if (policyKind == Policy::cpu || cudaTargets.empty()) {
     if (policyKind == Policy::strict)
@@ -516,6 +532,11 @@ void PlaceDevicesPass::runOnOperation() {
   } else {
     ok = succeeded(placeStrict(graph));
   }
+
+  for (Operation &op : graph.getBodyBlock())
+    if (auto assign = dyn_cast<AssignOp>(op))
+      decisions[&op] = {decisions.lookup(assign.getState().getDefiningOp()).device,
+                        reason(PlacementKind::colocated)};
 
   MLIRContext *context = &getContext();
   SmallVector<Attribute> targets{cpuDevice};

@@ -236,7 +236,8 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
       FAIL("the plan is damaged (output %s twice)", o.name.c_str());
 
   // Commands refer to what exists; launches and per-step copies write
-  // activations only; load-time copies write persistent buffers only.
+  // activations or state (a training step's updates); load-time copies write
+  // persistent buffers only.
   auto buffer = [&](uint32_t i) -> const PlanBuffer * {
     return i < plan.buffers.size() ? &plan.buffers[i] : nullptr;
   };
@@ -249,16 +250,18 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
         for (size_t i = 0; i < c.args.size(); ++i) {
           const PlanBuffer *b = buffer(c.args[i]);
           bool writes = i >= c.args.size() - c.b;
-          if (!b || (writes && b->kind != LOCUS_PLAN_ACTIVATION))
+          if (!b || (writes && b->kind != LOCUS_PLAN_ACTIVATION &&
+                     b->kind != LOCUS_PLAN_STATE))
             FAIL("the plan is damaged (a launch's buffers)");
         }
         break;
       }
       case LOCUS_PLAN_COPY: {
         const PlanBuffer *src = buffer(c.a), *dst = buffer(c.b);
-        uint8_t writable =
-            phase ? LOCUS_PLAN_ACTIVATION : LOCUS_PLAN_PERSISTENT;
-        if (!src || !dst || src->bytes != dst->bytes || dst->kind != writable ||
+        bool writable = phase ? dst && (dst->kind == LOCUS_PLAN_ACTIVATION ||
+                                        dst->kind == LOCUS_PLAN_STATE)
+                              : dst && dst->kind == LOCUS_PLAN_PERSISTENT;
+        if (!src || !dst || src->bytes != dst->bytes || !writable ||
             (phase == 0 && src->kind == LOCUS_PLAN_ACTIVATION) ||
             (phase == 0 && src->kind == LOCUS_PLAN_INPUT))
           FAIL("the plan is damaged (a copy)");

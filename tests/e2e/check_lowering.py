@@ -41,8 +41,11 @@ import tempfile
 
 import shutil
 
-BUILD = sys.argv[1]
-ARGS = sys.argv[2:]
+# Also a module: check_gradients.py imports the reference ops and the runner
+# helpers, and sets BUILD.
+MAIN = __name__ == "__main__"
+BUILD = sys.argv[1] if MAIN else "build"
+ARGS = sys.argv[2:] if MAIN else []
 COMPILED = "--compiled" in ARGS
 EXPORT = None
 if "--export" in ARGS:
@@ -520,4 +523,5 @@ def main():
     return 1 if failed else 0
 
 
-sys.exit(main())
+if MAIN:
+    sys.exit(main())

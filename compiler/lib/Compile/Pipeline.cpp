@@ -44,6 +44,7 @@ namespace {
 /// where that would nest it one level down, on no op at all.
 constexpr const char *kHostPipeline =
     "locus-lower-to-linalg,locus-fuse-elementwise,canonicalize,"
+    "func.func(locus-copy-forwarded-results),"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs},"
@@ -64,6 +65,7 @@ constexpr const char *kHostPipeline =
 /// temporaries are allocated through the runtime (device memory).
 constexpr const char *kCudaPipeline =
     "locus-lower-to-linalg,locus-fuse-elementwise,canonicalize,"
+    "func.func(locus-copy-forwarded-results),"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs},"

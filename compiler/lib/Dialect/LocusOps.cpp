@@ -79,6 +79,26 @@ void StateOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 
 LogicalResult OutputOp::verify() { return verifyName(*this, getName()); }
 
+LogicalResult AssignOp::verify() {
+  auto state = getState().getDefiningOp<StateOp>();
+  if (!state)
+    return emitOpError() << "writes a value that is not a locus.state";
+  if (getState().getType() != getValue().getType())
+    return emitOpError() << "writes " << getValue().getType() << " into state \""
+                         << state.getName() << "\" of type "
+                         << getState().getType();
+  for (Operation *user : getState().getUsers())
+    if (user != getOperation() && isa<AssignOp>(user) &&
+        user->isBeforeInBlock(getOperation())) {
+      InFlightDiagnostic diag = emitOpError()
+                                << "assigns state \"" << state.getName()
+                                << "\" a second time";
+      diag.attachNote(user->getLoc()) << "first assigned here";
+      return diag;
+    }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Moves between devices
 //===----------------------------------------------------------------------===//

@@ -446,6 +446,69 @@ LogicalResult LogSoftmaxOp::verify() {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// The shape of conv2d's result for an input and weight of these shapes; the
+/// rule shared by the convolution and its two gradients.
+template <typename AdaptorT>
+LogicalResult convShape(const RuleError &fail, ArrayRef<int64_t> input,
+                        ArrayRef<int64_t> weight, AdaptorT &adaptor,
+                        SmallVectorImpl<int64_t> &shape) {
+  if (input.size() != 4)
+    return fail("expects an NCHW input of rank 4, got " + str(input));
+  if (weight.size() != 4)
+    return fail("expects a weight [out_channels, in_channels / groups, kh, "
+                "kw], got " +
+                str(weight));
+  if (failed(checkArray(fail, adaptor.getStrideAttr(), "stride", 2)) ||
+      failed(checkArray(fail, adaptor.getPaddingAttr(), "padding", 2)) ||
+      failed(checkArray(fail, adaptor.getDilationAttr(), "dilation", 2)))
+    return failure();
+  if (!adaptor.getGroupsAttr())
+    return fail("requires attribute 'groups'");
+  ArrayRef<int64_t> stride = adaptor.getStride(),
+                    padding = adaptor.getPadding(),
+                    dilation = adaptor.getDilation();
+  int64_t groups = adaptor.getGroupsAttr().getInt();
+  int64_t channels = input[1], outChannels = weight[0];
+  if (groups < 1)
+    return fail("groups must be positive, got " + num(groups));
+  if (channels % groups != 0 || outChannels % groups != 0)
+    return fail("groups " + num(groups) + " must divide both the " +
+                num(channels) + " input channels and the " + num(outChannels) +
+                " output channels");
+  if (weight[1] != channels / groups)
+    return fail("weight " + str(weight) + " expects " +
+                num(weight[1] * groups) + " input channels but input " +
+                str(input) + " has " + num(channels));
+  shape.assign({input[0], outChannels});
+  for (int i = 0; i < 2; ++i) {
+    if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0)
+      return fail("stride " + str(stride) + " and dilation " + str(dilation) +
+                  " must be positive and padding " + str(padding) +
+                  " non-negative");
+    int64_t in = input[2 + i], k = weight[2 + i];
+    int64_t span = dilation[i] * (k - 1) + 1;
+    if (in + 2 * padding[i] < span)
+      return fail("kernel " + str(weight.drop_front(2)) + " with dilation " +
+                  str(dilation) + " is larger than the padded input " +
+                  str(input.drop_front(2)) + " + padding " + str(padding));
+    shape.push_back((in + 2 * padding[i] - span) / stride[i] + 1);
+  }
+  return success();
+}
+
+/// `grad` must have `expected` (the forward result's shape).
+LogicalResult checkGradShape(const RuleError &fail, RankedTensorType grad,
+                             ArrayRef<int64_t> expected) {
+  if (grad.getShape() != expected)
+    return fail("grad " + str(grad.getShape()) +
+                " does not match the forward result " + str(expected));
+  return success();
+}
+
+} // namespace
+
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
@@ -457,59 +520,59 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
             : RankedTensorType();
   if (!input || !weight)
     return failure();
-  if (input.getRank() != 4)
-    return fail("expects an NCHW input of rank 4, got " +
-                str(input.getShape()));
-  if (weight.getRank() != 4)
-    return fail("expects a weight [out_channels, in_channels / groups, kh, "
-                "kw], got " +
-                str(weight.getShape()));
-  if (failed(checkArray(fail, adaptor.getStrideAttr(), "stride", 2)) ||
-      failed(checkArray(fail, adaptor.getPaddingAttr(), "padding", 2)) ||
-      failed(checkArray(fail, adaptor.getDilationAttr(), "dilation", 2)))
+  SmallVector<int64_t> shape;
+  if (failed(convShape(fail, input.getShape(), weight.getShape(), adaptor,
+                       shape)))
     return failure();
-  if (!adaptor.getGroupsAttr())
-    return fail("requires attribute 'groups'");
-  ArrayRef<int64_t> stride = adaptor.getStride(),
-                    padding = adaptor.getPadding(),
-                    dilation = adaptor.getDilation();
-  int64_t groups = adaptor.getGroupsAttr().getInt();
-  int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
-  if (groups < 1)
-    return fail("groups must be positive, got " + num(groups));
-  if (channels % groups != 0 || outChannels % groups != 0)
-    return fail("groups " + num(groups) + " must divide both the " +
-                num(channels) + " input channels and the " + num(outChannels) +
-                " output channels");
-  if (weight.getDimSize(1) != channels / groups)
-    return fail("weight " + str(weight.getShape()) + " expects " +
-                num(weight.getDimSize(1) * groups) +
-                " input channels but input " + str(input.getShape()) + " has " +
-                num(channels));
   if (Value biasValue = adaptor.getBias()) {
     RankedTensorType bias = tensorOperand(fail, biasValue, "bias");
     if (!bias)
       return failure();
-    if (bias.getShape() != ArrayRef<int64_t>{outChannels})
+    if (bias.getShape() != ArrayRef<int64_t>{weight.getDimSize(0)})
       return fail("bias " + str(bias.getShape()) + " does not match " +
-                  num(outChannels) + " output channels");
-  }
-  SmallVector<int64_t> shape{input.getDimSize(0), outChannels};
-  for (int i = 0; i < 2; ++i) {
-    if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0)
-      return fail("stride " + str(stride) + " and dilation " + str(dilation) +
-                  " must be positive and padding " + str(padding) +
-                  " non-negative");
-    int64_t in = input.getDimSize(2 + i), k = weight.getDimSize(2 + i);
-    int64_t span = dilation[i] * (k - 1) + 1;
-    if (in + 2 * padding[i] < span)
-      return fail(
-          "kernel " + str(weight.getShape().drop_front(2)) + " with dilation " +
-          str(dilation) + " is larger than the padded input " +
-          str(input.getShape().drop_front(2)) + " + padding " + str(padding));
-    shape.push_back((in + 2 * padding[i] - span) / stride[i] + 1);
+                  num(weight.getDimSize(0)) + " output channels");
   }
   results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult Conv2dInputGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<Conv2dInputGradOp>(loc);
+  RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
+  RankedTensorType weight =
+      grad ? tensorOperand(fail, adaptor.getWeight(), "weight")
+           : RankedTensorType();
+  if (!grad || !weight || !adaptor.getInputShapeAttr())
+    return grad && weight ? fail("requires attribute 'input_shape'")
+                          : failure();
+  SmallVector<int64_t> shape;
+  ArrayRef<int64_t> input = adaptor.getInputShape();
+  if (failed(convShape(fail, input, weight.getShape(), adaptor, shape)) ||
+      failed(checkGradShape(fail, grad, shape)))
+    return failure();
+  results.push_back(RankedTensorType::get(input, grad.getElementType()));
+  return success();
+}
+
+LogicalResult Conv2dWeightGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<Conv2dWeightGradOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  RankedTensorType grad =
+      input ? tensorOperand(fail, adaptor.getGrad(), "grad")
+            : RankedTensorType();
+  if (!input || !grad || !adaptor.getWeightShapeAttr())
+    return input && grad ? fail("requires attribute 'weight_shape'")
+                         : failure();
+  SmallVector<int64_t> shape;
+  ArrayRef<int64_t> weight = adaptor.getWeightShape();
+  if (failed(convShape(fail, input.getShape(), weight, adaptor, shape)) ||
+      failed(checkGradShape(fail, grad, shape)))
+    return failure();
+  results.push_back(RankedTensorType::get(weight, grad.getElementType()));
   return success();
 }
 
@@ -525,6 +588,21 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
   return poolRule<AvgPool2dOp>(loc, adaptor, results);
+}
+
+LogicalResult MaxPool2dGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<MaxPool2dGradOp>(loc);
+  SmallVector<Type, 1> pooled;
+  if (failed(poolRule<MaxPool2dGradOp>(loc, adaptor, pooled)))
+    return failure();
+  RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
+  if (!grad || failed(checkGradShape(
+                   fail, grad, cast<RankedTensorType>(pooled[0]).getShape())))
+    return failure();
+  results.push_back(adaptor.getInput().getType());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -567,4 +645,127 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
                 str(logits.getShape()) + "; expected [" +
                 num(logits.getDimSize(0)) + "]");
   return lossRule(Builder(context), results);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient helpers, optimizers and state updates
+//===----------------------------------------------------------------------===//
+
+LogicalResult OneHotOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<OneHotOp>(loc);
+  RankedTensorType labels = tensorOperand(fail, adaptor.getLabels(), "labels");
+  if (!labels)
+    return failure();
+  if (!adaptor.getClassesAttr())
+    return fail("requires attribute 'classes'");
+  int64_t classes = adaptor.getClassesAttr().getInt();
+  if (classes < 1)
+    return fail("classes must be positive, got " + num(classes));
+  SmallVector<int64_t> shape(labels.getShape());
+  shape.push_back(classes);
+  results.push_back(RankedTensorType::get(shape, Float32Type::get(context)));
+  return success();
+}
+
+LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<SliceGradOp>(loc);
+  RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
+  if (!grad)
+    return failure();
+  size_t rank = grad.getRank();
+  if (failed(checkArray(fail, adaptor.getShapeAttr(), "shape", rank)) ||
+      failed(checkArray(fail, adaptor.getOffsetsAttr(), "offsets", rank)) ||
+      failed(checkArray(fail, adaptor.getStridesAttr(), "strides", rank)))
+    return failure();
+  ArrayRef<int64_t> shape = adaptor.getShape(), offsets = adaptor.getOffsets(),
+                    strides = adaptor.getStrides();
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t size = grad.getDimSize(d);
+    bool inside = shape[d] >= 0 && offsets[d] >= 0 && strides[d] >= 1 &&
+                  (size == 0 ? offsets[d] <= shape[d]
+                             : offsets[d] + (size - 1) * strides[d] < shape[d]);
+    if (!inside)
+      return fail("grad " + str(grad.getShape()) + " at offsets " +
+                  str(offsets) + " strides " + str(strides) +
+                  " does not fit in shape " + str(shape) + " (dimension " +
+                  num(d) + ")");
+  }
+  results.push_back(RankedTensorType::get(shape, grad.getElementType()));
+  return success();
+}
+
+namespace {
+
+/// Every operand of an optimizer step has the parameter's type.
+LogicalResult checkLikeParam(const RuleError &fail, RankedTensorType param,
+                             Value value, StringRef what) {
+  RankedTensorType type = tensorOperand(fail, value, what);
+  if (!type)
+    return failure();
+  if (type != param)
+    return fail(Twine(what) + " " + str(type.getShape()) +
+                " does not match param " + str(param.getShape()));
+  return success();
+}
+
+} // namespace
+
+LogicalResult SgdOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<SgdOp>(loc);
+  RankedTensorType param = tensorOperand(fail, adaptor.getParam(), "param");
+  if (!param || failed(checkLikeParam(fail, param, adaptor.getGrad(), "grad")))
+    return failure();
+  if (!adaptor.getLrAttr() || !adaptor.getMomentumAttr() ||
+      !adaptor.getWeightDecayAttr())
+    return fail("requires attributes 'lr', 'momentum' and 'weight_decay'");
+  double momentum = adaptor.getMomentumAttr().getValueAsDouble();
+  if (momentum < 0)
+    return fail("momentum must not be negative, got " +
+                std::to_string(momentum));
+  bool hasBuffer = static_cast<bool>(adaptor.getBuffer());
+  if (hasBuffer != (momentum != 0))
+    return fail(momentum != 0 ? "with momentum needs a momentum buffer operand"
+                              : "without momentum takes no buffer operand");
+  if (adaptor.getNesterovAttr() && momentum == 0)
+    return fail("nesterov needs momentum");
+  if (hasBuffer &&
+      failed(checkLikeParam(fail, param, adaptor.getBuffer(), "buffer")))
+    return failure();
+  results.push_back(param);
+  if (hasBuffer)
+    results.push_back(param);
+  return success();
+}
+
+LogicalResult AdamOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<AdamOp>(loc);
+  RankedTensorType param = tensorOperand(fail, adaptor.getParam(), "param");
+  if (!param || failed(checkLikeParam(fail, param, adaptor.getGrad(), "grad")) ||
+      failed(checkLikeParam(fail, param, adaptor.getM(), "m")) ||
+      failed(checkLikeParam(fail, param, adaptor.getV(), "v")))
+    return failure();
+  RankedTensorType step = tensorOperand(fail, adaptor.getStep(), "step");
+  if (!step)
+    return failure();
+  if (step.getRank() != 0)
+    return fail("step must be a scalar, got " + str(step.getShape()));
+  if (!adaptor.getBetasAttr() || adaptor.getBetas().size() != 2)
+    return fail("betas must hold two values");
+  for (double beta : adaptor.getBetas())
+    if (beta < 0 || beta >= 1)
+      return fail("betas must be in [0, 1), got " + std::to_string(beta));
+  results.append(3, param);
+  return success();
 }

@@ -117,7 +117,7 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
 
   std::vector<Buffer> buffers;
   DenseMap<Value, uint32_t> bufferOf;
-  std::vector<Command> load, step;
+  std::vector<Command> load, step, deferred;
   std::vector<std::string> kernels;
   std::vector<uint32_t> kernelDevices;
   std::vector<std::pair<std::string, uint32_t>> outputs;
@@ -143,6 +143,42 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
       return -1;
     buffers[it->second].last = static_cast<int64_t>(step.size());
     return it->second;
+  };
+
+  // State updates: a kernel whose result a locus.assign writes into a state
+  // writes the state's own buffer when that is safe (see inPlace).
+  DenseMap<Value, StateOp> assignedTo;
+  for (Operation &op : graph.getBodyBlock())
+    if (auto assign = dyn_cast<AssignOp>(op))
+      assignedTo[assign.getValue()] = assign.getState().getDefiningOp<StateOp>();
+  auto module = graph->getParentOfType<ModuleOp>();
+  /// The launch `call` may write `result` into `state`'s buffer: same device,
+  /// every other reader of the state runs before (or is) this kernel, and
+  /// the kernel reads the state only elementwise, each element before it
+  /// writes it.
+  auto inPlace = [&](func::CallOp call, Value result, StateOp state) {
+    auto b = bufferOf.find(state.getResult());
+    if (b == bufferOf.end() || buffers[b->second].type != result.getType() ||
+        buffers[b->second].device != deviceIndex(placedDevice(call)))
+      return false;
+    for (Operation *user : state.getResult().getUsers())
+      if (user != call.getOperation() && !isa<AssignOp>(user) &&
+          !user->isBeforeInBlock(call))
+        return false;
+    auto callee = module ? module.lookupSymbol<func::FuncOp>(call.getCallee())
+                         : func::FuncOp();
+    if (!callee)
+      return false;
+    for (auto [operand, arg] :
+         llvm::zip(call.getOperands(), callee.getArguments())) {
+      if (operand != state.getResult())
+        continue;
+      for (Operation *reader : arg.getUsers())
+        if (!(isElementwise(reader) && !isa<BroadcastOp>(reader)) &&
+            !isa<SgdOp, AdamOp>(reader))
+          return false;
+    }
+    return true;
   };
 
   for (Operation &op : graph.getBodyBlock()) {
@@ -192,12 +228,34 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
                                        "for";
         launch.args.push_back(static_cast<uint32_t>(b));
       }
-      for (Value result : call.getResults())
+      for (Value result : call.getResults()) {
+        StateOp state = assignedTo.lookup(result);
+        if (state && inPlace(call, result, state)) {
+          uint32_t target = bufferOf.lookup(state.getResult());
+          bufferOf[result] = target;
+          launch.args.push_back(target);
+          ++summary.inPlaceUpdates;
+          continue;
+        }
         launch.args.push_back(add(result, LOCUS_PLAN_ACTIVATION, device));
+      }
       kernels.push_back(kernelEntryName(call.getCallee()));
       kernelDevices.push_back(deviceIndex(device));
       summary.kernelFunctions.push_back(call.getCallee().str());
       step.push_back(std::move(launch));
+    } else if (auto assign = dyn_cast<AssignOp>(op)) {
+      int64_t src = use(assign.getValue());
+      auto dst = bufferOf.find(assign.getState());
+      if (src < 0 || dst == bufferOf.end())
+        return assign.emitOpError() << "writes a value the plan has no buffer "
+                                       "for";
+      if (static_cast<uint32_t>(src) != dst->second) {
+        // Not in place: a copy at the end of the step's order, on the
+        // state's device (the transfers put the value there).
+        deferred.push_back({LOCUS_PLAN_COPY, static_cast<uint32_t>(src),
+                            dst->second, {}});
+        ++summary.stateCopies;
+      }
     } else if (auto output = dyn_cast<OutputOp>(op)) {
       outputs.emplace_back(output.getName().str(), 0);
       auto b = bufferOf.find(output.getValue());
@@ -210,6 +268,12 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
              << "cannot be planned: run --locus-fuse-kernels and "
                 "--locus-outline-kernels first";
     }
+  }
+  // State written by copy: after every reader of the old value. The source
+  // lives to the end (its copy is last).
+  for (Command &c : deferred) {
+    buffers[c.a].last = static_cast<int64_t>(step.size()) + 1;
+    step.push_back(std::move(c));
   }
   // Outputs and inputs live to the end of the step (outputs are read after
   // it, inputs are the caller's until the next run).

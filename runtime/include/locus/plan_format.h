@@ -18,7 +18,8 @@
 enum locus_plan_buffer_kind_e {
   LOCUS_PLAN_ACTIVATION = 0, /* an offset in its device's arena, per run */
   LOCUS_PLAN_INPUT = 1,      /* the same, written by the caller before a run */
-  LOCUS_PLAN_STATE = 2,      /* persistent, made by its initialiser at load */
+  LOCUS_PLAN_STATE = 2,      /* persistent, made by its initialiser at load;
+                                a training step's launches and copies write it */
   LOCUS_PLAN_CONSTANT = 3,   /* persistent, its bytes are in the plan */
   LOCUS_PLAN_PERSISTENT = 4, /* persistent, written by a load-time copy */
 };

@@ -517,6 +517,199 @@ def Locus_CrossEntropyOp : Locus_InferOp<"cross_entropy"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Gradients (recorded by --locus-autodiff; every one also a user op)
+//===----------------------------------------------------------------------===//
+
+def Locus_OneHotOp : Locus_InferOp<"one_hot"> {
+  let summary = "One-hot rows of i64 class labels, as f32.";
+  let description = [{
+    `labels [...]` (i64, each in [0, classes)) gives `[..., classes]`, 1.0 at
+    the label and 0.0 elsewhere (a label out of range gives a row of zeros).
+
+    ```mlir
+    %h = locus.one_hot %labels classes 10 : tensor<32xi64> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Locus_LabelTensor:$labels, I64Attr:$classes);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $labels `classes` $classes attr-dict `:` type($labels) `->` type($result)
+  }];
+}
+
+def Locus_SliceGradOp : Locus_InferOp<"slice_grad"> {
+  let summary = "The gradient of locus.slice: zeros with a slice filled in.";
+  let description = [{
+    A tensor of `shape`, zero except at the elements `locus.slice` with the
+    same `offsets` and `strides` reads, which hold `grad`.
+
+    ```mlir
+    %d = locus.slice_grad %g shape [8, 6] offsets [0, 1] strides [1, 2] : tensor<8x3xf32> -> tensor<8x6xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$grad, DenseI64ArrayAttr:$shape,
+                       DenseI64ArrayAttr:$offsets, DenseI64ArrayAttr:$strides);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $grad `shape` $shape `offsets` $offsets `strides` $strides attr-dict `:`
+    type($grad) `->` type($result)
+  }];
+}
+
+def Locus_Conv2dInputGradOp : Locus_InferOp<"conv2d_input_grad"> {
+  let summary = "The gradient of locus.conv2d with respect to its input.";
+  let description = [{
+    `grad` is the gradient of the convolution's result, `weight` its weight;
+    the result has `input_shape`, and `locus.conv2d` of that shape with the
+    same attributes must give `grad`'s shape. Also the gradient of
+    `avg_pool2d` (a grouped convolution with a constant weight).
+
+    ```mlir
+    %dx = locus.conv2d_input_grad %g, %w input_shape [16, 3, 14, 14] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<16x8x14x14xf32>, tensor<8x3x3x3xf32> -> tensor<16x3x14x14xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$grad, Locus_F32Tensor:$weight,
+                       DenseI64ArrayAttr:$input_shape,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $weight `input_shape` $input_shape `stride` $stride `padding`
+    $padding `dilation` $dilation `groups` $groups attr-dict `:` type($grad)
+    `,` type($weight) `->` type($result)
+  }];
+}
+
+def Locus_Conv2dWeightGradOp : Locus_InferOp<"conv2d_weight_grad"> {
+  let summary = "The gradient of locus.conv2d with respect to its weight.";
+  let description = [{
+    `input` is the convolution's input, `grad` the gradient of its result; the
+    result has `weight_shape`, and `locus.conv2d` of `input` with a weight of
+    that shape and the same attributes must give `grad`'s shape. With one
+    group it is im2col and one matrix product (BLAS, cuBLAS on a GPU).
+
+    ```mlir
+    %dw = locus.conv2d_weight_grad %x, %g weight_shape [8, 3, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<16x3x14x14xf32>, tensor<16x8x14x14xf32> -> tensor<8x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$grad,
+                       DenseI64ArrayAttr:$weight_shape,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `weight_shape` $weight_shape `stride` $stride `padding`
+    $padding `dilation` $dilation `groups` $groups attr-dict `:` type($input)
+    `,` type($grad) `->` type($result)
+  }];
+}
+
+def Locus_MaxPool2dGradOp : Locus_InferOp<"max_pool2d_grad"> {
+  let summary = "The gradient of locus.max_pool2d with respect to its input.";
+  let description = [{
+    Each window's gradient goes to the first position (row-major within the
+    window) that holds its maximum, as PyTorch routes it; `grad` has the
+    pooling's result shape, the result the input's.
+
+    ```mlir
+    %dx = locus.max_pool2d_grad %x, %g kernel [2, 2] stride [2, 2] padding [0, 0]
+        : tensor<16x8x14x14xf32>, tensor<16x8x7x7xf32> -> tensor<16x8x14x14xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$grad,
+                       DenseI64ArrayAttr:$kernel_size,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `kernel` $kernel_size `stride` $stride `padding` $padding
+    attr-dict `:` type($input) `,` type($grad) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers and state updates
+//===----------------------------------------------------------------------===//
+
+def Locus_SgdOp : Locus_InferOp<"sgd", [AllTypesMatch<["param", "grad"]>]> {
+  let summary = "One step of torch.optim.SGD for one parameter.";
+  let description = [{
+    PyTorch's update: `d = grad + weight_decay * param`; with momentum,
+    `buf' = momentum * buf + d` (the buffer starts at zero, so the first step
+    gives `buf' = d`, as PyTorch's clone) and `d = buf'`, or with `nesterov`
+    `d = d + momentum * buf'`; then `param' = param - lr * d`. The results
+    are `param'` and, with momentum, `buf'`; `locus.assign` writes them back.
+    Dampening is not offered.
+
+    ```mlir
+    %p2, %b2 = locus.sgd %w, %dw, %buf lr 0.01 momentum 0.9 weight_decay 0.0
+        : tensor<2x10xf32>, tensor<2x10xf32> -> tensor<2x10xf32>, tensor<2x10xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$param, Locus_F32Tensor:$grad,
+                       Optional<Locus_F32Tensor>:$buffer, F64Attr:$lr,
+                       F64Attr:$momentum, F64Attr:$weight_decay,
+                       UnitAttr:$nesterov);
+  let results = (outs Variadic<Locus_F32Tensor>:$results);
+  let assemblyFormat = [{
+    $param `,` $grad (`,` $buffer^)? `lr` $lr `momentum` $momentum
+    `weight_decay` $weight_decay (`nesterov` $nesterov^)? attr-dict `:`
+    type($param) (`,` type($buffer)^)? `->` type($results)
+  }];
+}
+
+def Locus_AdamOp : Locus_InferOp<"adam",
+    [AllTypesMatch<["param", "grad", "m", "v"]>]> {
+  let summary = "One step of torch.optim.Adam for one parameter.";
+  let description = [{
+    PyTorch's update with bias correction, `step` being the step number
+    after this step's increment (1 on the first step):
+    `g = grad + weight_decay * param`, `m' = beta1 * m + (1 - beta1) * g`,
+    `v' = beta2 * v + (1 - beta2) * g * g`,
+    `param' = param - lr / (1 - beta1^step) * m' /
+    (sqrt(v') / sqrt(1 - beta2^step) + eps)`. The results are `param'`,
+    `m'` and `v'`.
+
+    ```mlir
+    %p2, %m2, %v2 = locus.adam %w, %dw, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.0
+        : tensor<2x10xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$param, Locus_F32Tensor:$grad,
+                       Locus_F32Tensor:$m, Locus_F32Tensor:$v,
+                       Locus_ScalarF32:$step, F64Attr:$lr,
+                       DenseF64ArrayAttr:$betas, F64Attr:$eps,
+                       F64Attr:$weight_decay);
+  let results = (outs Locus_F32Tensor:$new_param, Locus_F32Tensor:$new_m,
+                      Locus_F32Tensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `,` $step `lr` $lr `betas` $betas `eps`
+    $eps `weight_decay` $weight_decay attr-dict `:` type($param) `,`
+    type($step)
+  }];
+}
+
+def Locus_AssignOp : Locus_Op<"assign", [HasParent<"GraphOp">]> {
+  let summary = "Writes a new value into persistent state, once per run.";
+  let description = [{
+    `state` is the result of a `locus.state`; after the run, the state holds
+    `value` (the next run reads it). A state is assigned at most once, and
+    the write is in place where the plan allows it: the kernel that computes
+    `value` writes the state's own buffer.
+
+    ```mlir
+    locus.assign %w = %w2 : tensor<2x10xf32>, tensor<2x10xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$state, Locus_AnyTensor:$value);
+  let assemblyFormat = [{
+    $state `=` $value attr-dict `:` type($state) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Moving values between devices
 //===----------------------------------------------------------------------===//
 

@@ -233,6 +233,21 @@ struct Operand {
   Here loc;
 };
 
+/// Reverse-mode gradients of `loss` (a scalar f32 tensor) with respect to
+/// each of `wrt` (f32 tensors of the same graph), recorded into the graph
+/// (the backward ops carry the lines of the forward ops they differentiate);
+/// a tensor the loss does not depend on gets zeros. As
+/// torch.autograd.grad(loss, wrt). Throws, recording nothing, on an op with
+/// no gradient on the path.
+std::vector<Tensor> grad(const Tensor &loss, const std::vector<Tensor> &wrt,
+                         Here loc = Here::current());
+
+/// Records that each run ends by writing `value` into `state` (a parameter
+/// or buffer of the same graph, same shape), in place where the plan allows:
+/// the next run reads the new value. A state is assigned at most once.
+void assign(const Tensor &state, const Tensor &value,
+            Here loc = Here::current());
+
 Tensor operator+(const Operand &a, const Tensor &b);
 Tensor operator-(const Operand &a, const Tensor &b);
 Tensor operator*(const Operand &a, const Tensor &b);

@@ -185,4 +185,72 @@ private:
 
 } // namespace locus::nn
 
+namespace locus::optim {
+
+/// torch.optim.SGD's settings (dampening is not offered).
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weightDecay = 0.0;
+  bool nesterov = false;
+};
+
+/// torch.optim.Adam's settings.
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0.0;
+};
+
+/// An optimizer over parameters of one graph. step(loss) records, at the
+/// caller's line, the backward pass of `loss` and one update of every
+/// parameter (locus.sgd / locus.adam and locus.assign): the graph becomes a
+/// training step, and each run of the compiled model is loss.backward() plus
+/// optimizer.step() in PyTorch. The optimizer's state (momentum buffers,
+/// Adam's moments and step count) is new buffer state, zeros at first, made
+/// where each parameter is made, so it stays on the parameter's device.
+class Optimizer {
+public:
+  Optimizer(std::vector<Tensor> params, Here loc);
+  virtual ~Optimizer() = default;
+  /// Records the backward pass and the update; once per optimizer.
+  void step(const Tensor &loss, Here loc = Here::current());
+  const std::vector<Tensor> &parameters() const { return params_; }
+
+protected:
+  struct Config;
+  virtual void configure(Config &config) const = 0;
+
+private:
+  std::vector<Tensor> params_;
+  bool stepped_ = false;
+};
+
+class SGD : public Optimizer {
+public:
+  SGD(std::vector<Tensor> params, const SGDOptions &options,
+      Here loc = Here::current());
+
+protected:
+  void configure(Config &config) const override;
+
+private:
+  SGDOptions options_;
+};
+
+class Adam : public Optimizer {
+public:
+  Adam(std::vector<Tensor> params, const AdamOptions &options = {},
+       Here loc = Here::current());
+
+protected:
+  void configure(Config &config) const override;
+
+private:
+  AdamOptions options_;
+};
+
+} // namespace locus::optim
+
 #endif // LOCUS_FRONTEND_NN_H

@@ -24,6 +24,9 @@ struct PlanSummary {
   std::vector<std::string> kernelFunctions;
   unsigned stepCopies = 0, loadCopies = 0;
   uint64_t stepCopyBytes = 0, loadCopyBytes = 0;
+  /// State updates (locus.assign): written in place by the kernel that
+  /// computes them, or copied into the state at the end of the step.
+  unsigned inPlaceUpdates = 0, stateCopies = 0;
   /// Arena bytes per device, and what the buffers would take unshared.
   std::vector<std::pair<std::string, uint64_t>> arenas;
   uint64_t unsharedBytes = 0;

@@ -36,6 +36,10 @@ bool isElementwise(mlir::Operation *op);
 /// kernels): what runs inside a kernel.
 bool isComputing(mlir::Operation *op);
 
+/// A locus.state that a locus.assign writes: its copies to other devices
+/// must be made at every run, not once at load.
+bool isUpdatedState(mlir::Value value);
+
 /// "file:line" of the user's source line in `loc` (the caller's line for a
 /// callsite location), or "unknown location".
 std::string userLine(mlir::Location loc);

@@ -10,6 +10,59 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LocusAutodiff : Pass<"locus-autodiff", "::locus::GraphOp"> {
+  let summary = "Reverse-mode autodiff: gradients, or a whole training step.";
+  let description = [{
+    Differentiates the graph's output named `loss` (a scalar f32) with
+    respect to every `parameter` state (or the f32 inputs and state named by
+    `wrt`), appending the backward ops at the end
+    of the graph (each carries the location of the forward op it
+    differentiates, so placement and errors name the user's line). Every
+    forward op of the dialect has a gradient: elementwise ops, broadcasting,
+    matmul and linear, layout ops, reductions (max shares ties equally, as
+    PyTorch's amax), softmax and log_softmax, conv2d
+    (`locus.conv2d_input_grad`, `locus.conv2d_weight_grad`), pooling
+    (`locus.max_pool2d_grad` routes to the window's first maximum, as
+    PyTorch), mse_loss and cross_entropy (through `locus.one_hot`). Only
+    values that depend on a parameter get gradients.
+
+    With `optimizer=none` (the default) each gradient becomes an output
+    `<parameter>.grad`. With `optimizer=sgd` or `optimizer=adam` the pass
+    records one optimizer step instead (`locus.sgd` / `locus.adam`, with
+    PyTorch's formulas) and `locus.assign` ops that write the parameters and
+    the optimizer's state (new `buffer` states, zeros at first) back in place:
+    the graph becomes a training step that returns the loss.
+
+    ```
+    locus-opt --locus-autodiff='optimizer=adam lr=0.001' model.mlir
+    ```
+
+    Errors: no output named `loss`, a loss that is not a scalar f32, no
+    parameters, a `wrt` name that is no f32 input or state, `wrt` with an
+    optimizer, an op on the path with no gradient (a gradient or optimizer
+    op), an unknown optimizer or a bad setting.
+  }];
+  let options = [
+    Option<"lossName", "loss", "std::string", /*default=*/"\"loss\"",
+           "the output to differentiate">,
+    ListOption<"wrt", "wrt", "std::string",
+               "the inputs or state to differentiate with respect to, by "
+               "name (default: every parameter)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"none\"",
+           "none (outputs <param>.grad), sgd or adam">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "L2 penalty added to the gradient">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
+  ];
+}
+
 def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
   let summary = "Decides the device of every op: by policy, pins and cost.";
   let description = [{
@@ -276,6 +329,22 @@ def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
     becomes one `linalg.generic` computing `neg(exp(x))`.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def LocusCopyForwardedResults
+    : Pass<"locus-copy-forwarded-results", "::mlir::func::FuncOp"> {
+  let summary = "A kernel that returns one of its arguments returns a copy.";
+  let description = [{
+    After folding, a kernel can come down to one of its arguments (`x * 1.0`,
+    the seed of a backward pass times a gradient). Each `func.return` operand
+    that is an argument of the function becomes a `linalg.copy` of it into a
+    new tensor: every kernel result gets a buffer of its own, as the plan
+    expects, and MLIR 19's `buffer-results-to-out-params{hoist-static-allocs}`
+    (which crashes on a returned argument) sees an allocation. Runs right
+    before bufferization, after `canonicalize`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def LocusParallelize : Pass<"locus-parallelize", "::mlir::ModuleOp"> {

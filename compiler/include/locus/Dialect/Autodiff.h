@@ -1,0 +1,57 @@
+//===- Autodiff.h - reverse-mode differentiation of a graph -----*- C++ -*-===//
+//
+// The one implementation of reverse-mode autodiff: --locus-autodiff and the
+// frontend's locus::grad() both call it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_DIALECT_AUTODIFF_H
+#define LOCUS_DIALECT_AUTODIFF_H
+
+#include "locus/Dialect/LocusDialect.h"
+
+namespace locus {
+
+/// Appends to `graph` the ops that compute the gradient of `loss` (a scalar
+/// f32 value of the graph) with respect to each of `wrt` (f32 values of the
+/// graph), and returns those gradients in order; a value the loss does not
+/// depend on gets zeros. Every op it records carries the location of the
+/// forward op it differentiates, so placement and errors name the user's
+/// line. On failure (an op with no gradient on the path, a bad operand) it
+/// emits an error, erases whatever it recorded and returns failure: the graph
+/// is as it was.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+differentiate(GraphOp graph, mlir::Value loss, llvm::ArrayRef<mlir::Value> wrt);
+
+/// An optimizer, with PyTorch's defaults.
+struct OptimizerConfig {
+  enum class Kind { sgd, adam };
+  Kind kind = Kind::sgd;
+  double lr = 0.01;
+  double weightDecay = 0.0;
+  // SGD
+  double momentum = 0.0;
+  bool nesterov = false;
+  // Adam
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+/// Appends one optimizer step to `graph`: for each parameter (the result of
+/// a locus.state) and its gradient, a locus.sgd or locus.adam and the
+/// locus.assign ops that write the parameter and the optimizer's state back.
+/// The optimizer's state is new locus.state buffers, zeros at first, made
+/// where the parameter is made: "<param>.momentum_buffer" (SGD with
+/// momentum), "<param>.exp_avg" and "<param>.exp_avg_sq" (Adam), and one
+/// "<prefix>step" count for Adam. Ops carry `loc`. Emits an error and
+/// records nothing on failure (a parameter that is no state, or is assigned
+/// already; a name taken; a bad setting).
+mlir::LogicalResult recordOptimizerStep(GraphOp graph,
+                                        llvm::ArrayRef<mlir::Value> params,
+                                        llvm::ArrayRef<mlir::Value> grads,
+                                        const OptimizerConfig &config,
+                                        llvm::StringRef prefix,
+                                        mlir::Location loc);
+
+} // namespace locus
+
+#endif // LOCUS_DIALECT_AUTODIFF_H

@@ -1,0 +1,612 @@
+//===- Autodiff.cpp - reverse-mode differentiation of a graph ------------===//
+//
+// Walks the graph backwards from the loss and records, for each op on a path
+// from a differentiated value to the loss, the ops of the dialect that give
+// the gradients of its operands (vector-Jacobian products, as PyTorch's
+// derivatives.yaml writes them). Contributions to one value are summed.
+// Only operands that depend on a differentiated value get gradients: the
+// first convolution of a network never computes its input's gradient.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Dialect/Autodiff.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+class Differentiator {
+public:
+  Differentiator(GraphOp graph) : graph(graph), b(graph.getContext()) {
+    b.setInsertionPointToEnd(&graph.getBodyBlock());
+  }
+
+  FailureOr<SmallVector<Value>> run(Value loss, ArrayRef<Value> wrt);
+
+private:
+  RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+
+  /// A scalar f32 constant broadcast to `shape` (a 0-d constant for []).
+  Value splat(double value, ArrayRef<int64_t> shape) {
+    auto scalarType = RankedTensorType::get({}, b.getF32Type());
+    Value c = b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(scalarType, static_cast<float>(value)),
+        DeviceAttr());
+    return broadcast(c, shape);
+  }
+  Value splatLike(double value, Value like) {
+    return splat(value, typeOf(like).getShape());
+  }
+  Value broadcast(Value v, ArrayRef<int64_t> shape) {
+    if (typeOf(v).getShape() == shape)
+      return v;
+    return b.create<BroadcastOp>(loc, v, shape);
+  }
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    if (typeOf(v).getShape() == shape)
+      return v;
+    return b.create<ReshapeOp>(loc, v, shape);
+  }
+  Value add(Value x, Value y) { return b.create<AddOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.create<SubOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.create<MulOp>(loc, x, y); }
+  Value div(Value x, Value y) { return b.create<DivOp>(loc, x, y); }
+  Value neg(Value x) { return b.create<NegOp>(loc, x); }
+  Value cmp(CmpPredicate p, Value x, Value y) {
+    return b.create<CmpOp>(loc, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return b.create<SelectOp>(loc, x.getType(), c, x, y);
+  }
+  Value sum(Value x, ArrayRef<int64_t> axes, bool keepdim) {
+    return b.create<SumOp>(loc, x, axes, keepdim);
+  }
+  /// Swaps the last two dimensions.
+  Value transposeLast(Value x) {
+    int64_t rank = typeOf(x).getRank();
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i)
+      perm.push_back(i);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    return b.create<TransposeOp>(loc, x, perm);
+  }
+  /// `g` (of a broadcast's result) summed back to `shape`, numpy's rules.
+  Value unbroadcast(Value g, ArrayRef<int64_t> shape) {
+    ArrayRef<int64_t> target = typeOf(g).getShape();
+    if (target == shape)
+      return g;
+    size_t lead = target.size() - shape.size();
+    SmallVector<int64_t> axes;
+    for (size_t d = 0; d < target.size(); ++d)
+      if (d < lead || (shape[d - lead] == 1 && target[d] != 1))
+        axes.push_back(static_cast<int64_t>(d));
+    Value reduced = axes.empty() ? g : sum(g, axes, false);
+    return reshape(reduced, shape);
+  }
+  /// `g` of a reduction over `axes` spread back over `input`'s shape.
+  Value unreduce(Value g, RankedTensorType input, ArrayRef<int64_t> axes) {
+    SmallVector<int64_t> keep(input.getShape());
+    for (int64_t axis : axes)
+      keep[axis] = 1;
+    return broadcast(reshape(g, keep), input.getShape());
+  }
+
+  /// Adds `g` to the gradient of `v`.
+  void accumulate(Value v, Value g) {
+    auto [it, inserted] = grads.try_emplace(v, g);
+    if (!inserted)
+      it->second = add(it->second, g);
+  }
+  bool needs(Value v) { return dependent.contains(v); }
+  /// `d` times the broadcast scalar gradient `g` of a loss; `d` itself when
+  /// `g` is the backward pass's seed (the loss is the value differentiated).
+  Value timesScalar(Value d, Value g) {
+    if (g == seed)
+      return d;
+    return mul(d, broadcast(g, typeOf(d).getShape()));
+  }
+
+  /// Records the gradients of `op`'s operands from `g`, its result's.
+  LogicalResult backward(Operation *op, Value g);
+
+  GraphOp graph;
+  OpBuilder b;
+  Location loc = UnknownLoc::get(graph.getContext());
+  DenseMap<Value, Value> grads;
+  llvm::DenseSet<Value> dependent;
+  Value seed;
+};
+
+FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
+                                                  ArrayRef<Value> wrt) {
+  Block &body = graph.getBodyBlock();
+  auto owned = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && def->getBlock() == &body;
+  };
+  auto lossType = dyn_cast<RankedTensorType>(loss.getType());
+  if (!owned(loss) || !lossType || lossType.getRank() != 0 ||
+      !lossType.getElementType().isF32())
+    return emitError(owned(loss) ? loss.getLoc() : graph.getLoc())
+           << "the loss must be a scalar f32 value of graph @"
+           << graph.getSymName() << ", got " << loss.getType();
+  for (Value v : wrt) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!owned(v) || !type || !type.getElementType().isF32())
+      return emitError(owned(v) ? v.getLoc() : graph.getLoc())
+             << "can only differentiate with respect to f32 values of graph @"
+             << graph.getSymName() << ", got " << v.getType();
+  }
+
+  // Values that depend on a differentiated one, in graph order.
+  for (Value v : wrt)
+    dependent.insert(v);
+  for (Operation &op : body)
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return needs(v); }))
+      for (Value r : op.getResults())
+        if (cast<RankedTensorType>(r.getType()).getElementType().isF32())
+          dependent.insert(r);
+
+  Operation *lastForward = &body.back();
+  if (needs(loss)) {
+    loc = loss.getLoc();
+    seed = splat(1.0, {});
+    grads[loss] = seed;
+    for (Operation *op = loss.getDefiningOp(); op; op = op->getPrevNode()) {
+      if (op->getNumResults() != 1)
+        continue;
+      auto it = grads.find(op->getResult(0));
+      if (it == grads.end() || isa<InputOp, StateOp, ConstantOp>(op))
+        continue;
+      loc = op->getLoc();
+      if (failed(backward(op, it->second))) {
+        // Nothing recorded survives a failure.
+        while (&body.back() != lastForward)
+          body.back().erase();
+        return failure();
+      }
+    }
+  }
+  SmallVector<Value> result;
+  for (Value v : wrt) {
+    loc = v.getLoc();
+    Value g = grads.lookup(v);
+    result.push_back(g ? g : splatLike(0.0, v));
+  }
+  return result;
+}
+
+LogicalResult Differentiator::backward(Operation *op, Value g) {
+  Value y = op->getResult(0);
+  auto give = [&](Value operand, function_ref<Value()> make) {
+    if (needs(operand))
+      accumulate(operand, make());
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<NegOp>([&](NegOp o) {
+        give(o.getInput(), [&] { return neg(g); });
+        return success();
+      })
+      .Case<ExpOp>([&](ExpOp o) {
+        give(o.getInput(), [&] { return mul(g, y); });
+        return success();
+      })
+      .Case<LogOp>([&](LogOp o) {
+        give(o.getInput(), [&] { return div(g, o.getInput()); });
+        return success();
+      })
+      .Case<SqrtOp>([&](SqrtOp o) {
+        give(o.getInput(), [&] { return div(g, mul(y, splatLike(2.0, y))); });
+        return success();
+      })
+      .Case<ReluOp>([&](ReluOp o) {
+        give(o.getInput(), [&] {
+          return select(cmp(CmpPredicate::gt, y, splatLike(0.0, y)), g,
+                        splatLike(0.0, y));
+        });
+        return success();
+      })
+      .Case<SigmoidOp>([&](SigmoidOp o) {
+        give(o.getInput(),
+             [&] { return mul(g, mul(sub(splatLike(1.0, y), y), y)); });
+        return success();
+      })
+      .Case<TanhOp>([&](TanhOp o) {
+        give(o.getInput(),
+             [&] { return mul(g, sub(splatLike(1.0, y), mul(y, y))); });
+        return success();
+      })
+      .Case<PowOp>([&](PowOp o) {
+        double p = o.getExponent().convertToDouble();
+        give(o.getInput(), [&]() -> Value {
+          Value x = o.getInput();
+          if (p == 0.0)
+            return splatLike(0.0, x);
+          Value base = p == 2.0 ? x
+                       : p == 1.0
+                           ? splatLike(1.0, x)
+                           : b.create<PowOp>(loc, x, b.getF64FloatAttr(p - 1))
+                                 .getResult();
+          return mul(g, mul(splatLike(p, x), base));
+        });
+        return success();
+      })
+      .Case<AddOp>([&](AddOp o) {
+        give(o.getLhs(), [&] { return g; });
+        give(o.getRhs(), [&] { return g; });
+        return success();
+      })
+      .Case<SubOp>([&](SubOp o) {
+        give(o.getLhs(), [&] { return g; });
+        give(o.getRhs(), [&] { return neg(g); });
+        return success();
+      })
+      .Case<MulOp>([&](MulOp o) {
+        give(o.getLhs(), [&] { return mul(g, o.getRhs()); });
+        give(o.getRhs(), [&] { return mul(g, o.getLhs()); });
+        return success();
+      })
+      .Case<DivOp>([&](DivOp o) {
+        Value a = o.getLhs(), c = o.getRhs();
+        give(a, [&] { return div(g, c); });
+        give(c, [&] { return neg(div(mul(g, a), mul(c, c))); });
+        return success();
+      })
+      .Case<MaximumOp>([&](MaximumOp o) {
+        // PyTorch: ties share the gradient equally.
+        auto part = [&](Value self, Value other) {
+          Value zero = splatLike(0.0, g);
+          Value half = mul(g, splatLike(0.5, g));
+          return select(cmp(CmpPredicate::lt, self, other), zero,
+                        select(cmp(CmpPredicate::eq, self, other), half, g));
+        };
+        give(o.getLhs(), [&] { return part(o.getLhs(), o.getRhs()); });
+        give(o.getRhs(), [&] { return part(o.getRhs(), o.getLhs()); });
+        return success();
+      })
+      .Case<SelectOp>([&](SelectOp o) {
+        Value zero = splatLike(0.0, g);
+        give(o.getTrueValue(),
+             [&] { return select(o.getCondition(), g, zero); });
+        give(o.getFalseValue(),
+             [&] { return select(o.getCondition(), zero, g); });
+        return success();
+      })
+      .Case<BroadcastOp>([&](BroadcastOp o) {
+        give(o.getInput(), [&] {
+          return unbroadcast(g, typeOf(o.getInput()).getShape());
+        });
+        return success();
+      })
+      .Case<MatmulOp>([&](MatmulOp o) {
+        give(o.getLhs(), [&]() -> Value {
+          return b.create<MatmulOp>(loc, g, transposeLast(o.getRhs()));
+        });
+        give(o.getRhs(), [&]() -> Value {
+          return b.create<MatmulOp>(loc, transposeLast(o.getLhs()), g);
+        });
+        return success();
+      })
+      .Case<LinearOp>([&](LinearOp o) {
+        RankedTensorType x = typeOf(o.getInput()), w = typeOf(o.getWeight());
+        int64_t in = w.getDimSize(1), out = w.getDimSize(0);
+        int64_t rows = x.getNumElements() / in;
+        Value g2 = reshape(g, {rows, out});
+        give(o.getInput(), [&] {
+          return reshape(b.create<MatmulOp>(loc, g2, o.getWeight()),
+                         x.getShape());
+        });
+        give(o.getWeight(), [&]() -> Value {
+          Value x2 = reshape(o.getInput(), {rows, in});
+          return b.create<MatmulOp>(loc, transposeLast(g2), x2);
+        });
+        if (Value bias = o.getBias())
+          give(bias, [&] { return sum(g2, {0}, false); });
+        return success();
+      })
+      .Case<TransposeOp>([&](TransposeOp o) {
+        give(o.getInput(), [&]() -> Value {
+          ArrayRef<int64_t> perm = o.getPermutation();
+          SmallVector<int64_t> inverse(perm.size());
+          for (size_t i = 0; i < perm.size(); ++i)
+            inverse[perm[i]] = static_cast<int64_t>(i);
+          return b.create<TransposeOp>(loc, g, inverse);
+        });
+        return success();
+      })
+      .Case<ReshapeOp>([&](ReshapeOp o) {
+        give(o.getInput(),
+             [&] { return reshape(g, typeOf(o.getInput()).getShape()); });
+        return success();
+      })
+      .Case<ConcatOp>([&](ConcatOp o) {
+        int64_t axis = o.getAxis(), offset = 0;
+        for (Value input : o.getInputs()) {
+          RankedTensorType t = typeOf(input);
+          int64_t start = offset;
+          offset += t.getDimSize(axis);
+          give(input, [&]() -> Value {
+            SmallVector<int64_t> offsets(t.getRank(), 0),
+                strides(t.getRank(), 1);
+            offsets[axis] = start;
+            return b.create<SliceOp>(loc, g, offsets, t.getShape(), strides);
+          });
+        }
+        return success();
+      })
+      .Case<SliceOp>([&](SliceOp o) {
+        give(o.getInput(), [&]() -> Value {
+          return b.create<SliceGradOp>(loc, g, typeOf(o.getInput()).getShape(),
+                                       o.getOffsets(), o.getStrides());
+        });
+        return success();
+      })
+      .Case<SumOp>([&](SumOp o) {
+        give(o.getInput(), [&] {
+          return unreduce(g, typeOf(o.getInput()), o.getAxes());
+        });
+        return success();
+      })
+      .Case<MeanOp>([&](MeanOp o) {
+        give(o.getInput(), [&] {
+          RankedTensorType in = typeOf(o.getInput());
+          int64_t count = 1;
+          for (int64_t axis : o.getAxes())
+            count *= in.getDimSize(axis);
+          Value spread = unreduce(g, in, o.getAxes());
+          return mul(spread,
+                     splatLike(1.0 / static_cast<double>(count), spread));
+        });
+        return success();
+      })
+      .Case<MaxOp>([&](MaxOp o) {
+        // As PyTorch's amax: ties share the gradient equally.
+        give(o.getInput(), [&] {
+          Value x = o.getInput();
+          RankedTensorType in = typeOf(x);
+          Value hit = cmp(CmpPredicate::eq, x, unreduce(y, in, o.getAxes()));
+          Value mask = select(hit, splatLike(1.0, x), splatLike(0.0, x));
+          Value count =
+              broadcast(sum(mask, o.getAxes(), true), in.getShape());
+          return div(mul(unreduce(g, in, o.getAxes()), mask), count);
+        });
+        return success();
+      })
+      .Case<SoftmaxOp>([&](SoftmaxOp o) {
+        give(o.getInput(), [&] {
+          int64_t axis = o.getAxis();
+          Value dot = broadcast(sum(mul(g, y), {axis}, true),
+                                typeOf(y).getShape());
+          return mul(sub(g, dot), y);
+        });
+        return success();
+      })
+      .Case<LogSoftmaxOp>([&](LogSoftmaxOp o) {
+        give(o.getInput(), [&] {
+          int64_t axis = o.getAxis();
+          Value total =
+              broadcast(sum(g, {axis}, true), typeOf(y).getShape());
+          return sub(g, mul(b.create<ExpOp>(loc, y), total));
+        });
+        return success();
+      })
+      .Case<Conv2dOp>([&](Conv2dOp o) {
+        give(o.getInput(), [&]() -> Value {
+          return b.create<Conv2dInputGradOp>(
+              loc, g, o.getWeight(), typeOf(o.getInput()).getShape(),
+              o.getStride(), o.getPadding(), o.getDilation(), o.getGroups());
+        });
+        give(o.getWeight(), [&]() -> Value {
+          return b.create<Conv2dWeightGradOp>(
+              loc, o.getInput(), g, typeOf(o.getWeight()).getShape(),
+              o.getStride(), o.getPadding(), o.getDilation(), o.getGroups());
+        });
+        if (Value bias = o.getBias())
+          give(bias, [&] { return sum(g, {0, 2, 3}, false); });
+        return success();
+      })
+      .Case<MaxPool2dOp>([&](MaxPool2dOp o) {
+        give(o.getInput(), [&]() -> Value {
+          return b.create<MaxPool2dGradOp>(loc, o.getInput(), g,
+                                           o.getKernelSize(), o.getStride(),
+                                           o.getPadding());
+        });
+        return success();
+      })
+      .Case<AvgPool2dOp>([&](AvgPool2dOp o) {
+        // A depthwise convolution with weight 1 / (KH * KW).
+        give(o.getInput(), [&]() -> Value {
+          RankedTensorType in = typeOf(o.getInput());
+          ArrayRef<int64_t> k = o.getKernelSize();
+          int64_t channels = in.getDimSize(1);
+          Value weight = splat(1.0 / static_cast<double>(k[0] * k[1]),
+                               {channels, 1, k[0], k[1]});
+          return b.create<Conv2dInputGradOp>(
+              loc, g, weight, in.getShape(), o.getStride(), o.getPadding(),
+              ArrayRef<int64_t>{1, 1}, channels);
+        });
+        return success();
+      })
+      .Case<MseLossOp>([&](MseLossOp o) {
+        RankedTensorType in = typeOf(o.getInput());
+        double norm = o.getReduction() == ReductionKind::mean
+                          ? 2.0 / static_cast<double>(in.getNumElements())
+                          : 2.0;
+        auto dInput = [&] {
+          Value diff = sub(o.getInput(), o.getTarget());
+          return timesScalar(mul(diff, splatLike(norm, diff)), g);
+        };
+        if (needs(o.getInput()) && needs(o.getTarget())) {
+          Value d = dInput();
+          accumulate(o.getInput(), d);
+          accumulate(o.getTarget(), neg(d));
+        } else {
+          give(o.getInput(), dInput);
+          give(o.getTarget(), [&] { return neg(dInput()); });
+        }
+        return success();
+      })
+      .Case<CrossEntropyOp>([&](CrossEntropyOp o) {
+        give(o.getLogits(), [&] {
+          RankedTensorType logits = typeOf(o.getLogits());
+          Value p = b.create<SoftmaxOp>(loc, o.getLogits(), 1);
+          Value hot = b.create<OneHotOp>(loc, o.getLabels(),
+                                         logits.getDimSize(1));
+          double scale = o.getReduction() == ReductionKind::mean
+                             ? 1.0 / static_cast<double>(logits.getDimSize(0))
+                             : 1.0;
+          Value d = sub(p, hot);
+          return timesScalar(mul(d, splatLike(scale, d)), g);
+        });
+        return success();
+      })
+      .Case<ToOp>([&](ToOp o) {
+        // Back to where the input was made, when that is known before
+        // placement (a pin or a source); otherwise placement decides.
+        give(o.getInput(), [&]() -> Value {
+          Operation *def = o.getInput().getDefiningOp();
+          DeviceAttr device;
+          if (auto to = dyn_cast<ToOp>(def))
+            device = to.getDevice();
+          else if (isa<InputOp, StateOp, ConstantOp>(def))
+            device = def->getAttrOfType<DeviceAttr>("device");
+          if (!device && isa<InputOp, StateOp>(def))
+            device = DeviceAttr::get(b.getContext(), DeviceKind::cpu, 0);
+          if (!device || device == o.getDevice())
+            return g;
+          return b.create<ToOp>(loc, g, device);
+        });
+        return success();
+      })
+      .Case<CmpOp, OneHotOp>([&](Operation *) { return success(); })
+      .Default([&](Operation *other) {
+        return other->emitOpError()
+               << "has no gradient: reverse-mode autodiff covers the forward "
+                  "ops of the dialect, not gradients, optimizer steps or "
+                  "kernels";
+      });
+}
+
+} // namespace
+
+FailureOr<SmallVector<Value>>
+locus::differentiate(GraphOp graph, Value loss, ArrayRef<Value> wrt) {
+  Differentiator d(graph);
+  return d.run(loss, wrt);
+}
+
+LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
+                                         ArrayRef<Value> grads,
+                                         const OptimizerConfig &config,
+                                         StringRef prefix, Location loc) {
+  bool sgd = config.kind == OptimizerConfig::Kind::sgd;
+  if (!(config.lr >= 0) || !(config.weightDecay >= 0) ||
+      !(config.momentum >= 0) || !(config.eps >= 0))
+    return emitError(loc) << "the optimizer's lr, weight_decay, momentum and "
+                             "eps must be non-negative numbers";
+  if (config.nesterov && config.momentum == 0)
+    return emitError(loc) << "nesterov needs momentum";
+  if (!sgd && (config.beta1 < 0 || config.beta1 >= 1 || config.beta2 < 0 ||
+               config.beta2 >= 1))
+    return emitError(loc) << "Adam's betas must be in [0, 1), got ("
+                          << config.beta1 << ", " << config.beta2 << ")";
+  if (params.size() != grads.size())
+    return emitError(loc) << params.size() << " parameters but "
+                          << grads.size() << " gradients";
+  Block &body = graph.getBodyBlock();
+  llvm::StringSet<> names;
+  for (Operation &op : body)
+    if (auto state = dyn_cast<StateOp>(op))
+      names.insert(state.getName());
+    else if (auto input = dyn_cast<InputOp>(op))
+      names.insert(input.getName());
+  SmallVector<StateOp> states;
+  for (Value p : params) {
+    auto state = p.getDefiningOp<StateOp>();
+    if (!state || state->getBlock() != &body)
+      return emitError(loc) << "an optimizer updates state of graph @"
+                            << graph.getSymName()
+                            << "; one of its parameters is "
+                            << (state ? "state of another graph"
+                                      : "a computed value");
+    for (Operation *user : p.getUsers())
+      if (isa<AssignOp>(user))
+        return emitError(loc) << "parameter \"" << state.getName()
+                              << "\" is updated already";
+    states.push_back(state);
+  }
+  auto claim = [&](const std::string &name) -> LogicalResult {
+    if (!names.insert(name).second)
+      return emitError(loc) << "the optimizer's state \"" << name
+                            << "\" clashes with a name in use";
+    return success();
+  };
+  std::string stepName = (prefix + "step").str();
+  for (StateOp state : states) {
+    std::string base = state.getName().str();
+    if (sgd && config.momentum != 0 && failed(claim(base + ".momentum_buffer")))
+      return failure();
+    if (!sgd && (failed(claim(base + ".exp_avg")) ||
+                 failed(claim(base + ".exp_avg_sq"))))
+      return failure();
+  }
+  if (!sgd && !states.empty() && failed(claim(stepName)))
+    return failure();
+
+  OpBuilder b(graph.getContext());
+  b.setInsertionPointToEnd(&body);
+  MLIRContext *ctx = graph.getContext();
+  auto zeros = InitAttr::get(ctx, InitKind::full, llvm::APFloat(0.0),
+                             llvm::APFloat(0.0), 0);
+  auto buffer = [&](StateOp like, const std::string &name,
+                    Type type) -> Value {
+    return b.create<StateOp>(loc, type, b.getStringAttr(name), StateRole::buffer, zeros,
+                             like.getDeviceAttr());
+  };
+  Value step;
+  if (!sgd && !states.empty()) {
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Value count = buffer(states.front(), stepName, scalar);
+    Value one = b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(scalar, 1.0f), DeviceAttr());
+    step = b.create<AddOp>(loc, count, one);
+    b.create<AssignOp>(loc, count, step);
+  }
+  for (auto [state, grad] : llvm::zip(states, grads)) {
+    Value p = state.getResult();
+    std::string base = state.getName().str();
+    if (sgd) {
+      Value buf;
+      if (config.momentum != 0)
+        buf = buffer(state, base + ".momentum_buffer", p.getType());
+      auto op = b.create<SgdOp>(loc, p, grad, buf,
+                                b.getF64FloatAttr(config.lr),
+                                b.getF64FloatAttr(config.momentum),
+                                b.getF64FloatAttr(config.weightDecay),
+                                config.nesterov ? b.getUnitAttr() : nullptr);
+      b.create<AssignOp>(loc, p, op.getResult(0));
+      if (buf)
+        b.create<AssignOp>(loc, buf, op.getResult(1));
+      continue;
+    }
+    Value m = buffer(state, base + ".exp_avg", p.getType());
+    Value v = buffer(state, base + ".exp_avg_sq", p.getType());
+    auto op = b.create<AdamOp>(
+        loc, p, grad, m, v, step, b.getF64FloatAttr(config.lr),
+        b.getDenseF64ArrayAttr({config.beta1, config.beta2}),
+        b.getF64FloatAttr(config.eps), b.getF64FloatAttr(config.weightDecay));
+    b.create<AssignOp>(loc, p, op.getNewParam());
+    b.create<AssignOp>(loc, m, op.getNewM());
+    b.create<AssignOp>(loc, v, op.getNewV());
+  }
+  return success();
+}

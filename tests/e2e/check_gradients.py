@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Every gradient of --locus-autodiff against central finite differences of a
+double-precision reference, on random inputs.
+
+Each case is one forward op f of random inputs. The graph computes
+loss = sum(f(inputs) * R) for a random R (so every output element weighs in
+differently), `locus-opt --locus-autodiff='wrt=...'` adds the gradients of
+the loss with respect to the f32 inputs, and locus-compile + locus-run (the
+runtime alone) compute them in float32: once with every op on the CPU and
+once under prefer-gpu with cuda:0 on the sim device, whose kernels are also
+compiled to PTX and checked with `ptxas -arch=sm_90`. The reference is
+(L(x + h e_i) - L(x - h e_i)) / 2h with h = 1e-6, every L in Python floats
+(double precision) by the reference ops of check_lowering.py, so its error
+(about 1e-9) is far below float32's.
+
+Tolerance: |got - want| <= 1e-4 + 1e-3 * |want|, float32 accumulation over
+at most a few hundred terms of order 1.
+
+  check_gradients.py <build dir> [case-name-substring]
+"""
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_lowering as cl  # noqa: E402
+
+BUILD = sys.argv[1]
+ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
+cl.BUILD = BUILD
+rng = random.Random(611)
+H = 1e-6
+
+
+def rand(shape, low=-2.0, high=2.0):
+    return (list(shape), [cl.struct_f32(rng.uniform(low, high))
+                          for _ in range(cl.numel(shape))])
+
+
+def cases():
+    """(name, inputs, ir producing %r, reference f(*input tensors), wrt)."""
+    a, b = rand([3, 5]), rand([3, 5])
+    pos = rand([3, 5], 0.5, 3.0)
+    ew = cl.ew
+    yield "add", [("a", a), ("b", b)], "%r = locus.add %a, %b : tensor<3x5xf32>", lambda a, b: ew(lambda x, y: x + y, a, b)
+    yield "sub", [("a", a), ("b", b)], "%r = locus.sub %a, %b : tensor<3x5xf32>", lambda a, b: ew(lambda x, y: x - y, a, b)
+    yield "mul", [("a", a), ("b", b)], "%r = locus.mul %a, %b : tensor<3x5xf32>", lambda a, b: ew(lambda x, y: x * y, a, b)
+    yield "div", [("a", a), ("p", pos)], "%r = locus.div %a, %p : tensor<3x5xf32>", lambda a, p: ew(lambda x, y: x / y, a, p)
+    yield "maximum", [("a", a), ("b", b)], "%r = locus.maximum %a, %b : tensor<3x5xf32>", lambda a, b: ew(max, a, b)
+    yield "neg", [("a", a)], "%r = locus.neg %a : tensor<3x5xf32>", lambda a: ew(lambda x: -x, a)
+    yield "exp", [("a", a)], "%r = locus.exp %a : tensor<3x5xf32>", lambda a: ew(math.exp, a)
+    yield "log", [("p", pos)], "%r = locus.log %p : tensor<3x5xf32>", lambda p: ew(math.log, p)
+    yield "sqrt", [("p", pos)], "%r = locus.sqrt %p : tensor<3x5xf32>", lambda p: ew(math.sqrt, p)
+    yield "relu", [("a", a)], "%r = locus.relu %a : tensor<3x5xf32>", lambda a: ew(lambda x: max(x, 0.0), a)
+    yield "sigmoid", [("a", a)], "%r = locus.sigmoid %a : tensor<3x5xf32>", lambda a: ew(cl.sigmoid, a)
+    yield "tanh", [("a", a)], "%r = locus.tanh %a : tensor<3x5xf32>", lambda a: ew(math.tanh, a)
+    yield "pow2", [("a", a)], "%r = locus.pow %a, 2.0 : tensor<3x5xf32>", lambda a: ew(lambda x: x * x, a)
+    yield "pow1.5", [("p", pos)], "%r = locus.pow %p, 1.5 : tensor<3x5xf32>", lambda p: ew(lambda x: x ** 1.5, p)
+    yield "cmp_select", [("a", a), ("b", b)], (
+        "%m = locus.cmp gt, %a, %b : tensor<3x5xf32>\n"
+        "%r = locus.select %m, %a, %b : tensor<3x5xi1>, tensor<3x5xf32>"), \
+        lambda a, b: ew(lambda x, y: x if x > y else y, a, b)
+    bias = rand([5])
+    yield "broadcast", [("v", bias)], "%r = locus.broadcast %v [2, 3, 5] : tensor<5xf32> -> tensor<2x3x5xf32>", lambda v: cl.broadcast(v, [2, 3, 5])
+    col = rand([3, 1])
+    yield "broadcast_ones", [("c", col)], "%r = locus.broadcast %c [2, 3, 4] : tensor<3x1xf32> -> tensor<2x3x4xf32>", lambda c: cl.broadcast(c, [2, 3, 4])
+    m1, m2 = rand([4, 6]), rand([6, 3])
+    yield "matmul", [("m1", m1), ("m2", m2)], "%r = locus.matmul %m1, %m2 : tensor<4x6xf32>, tensor<6x3xf32> -> tensor<4x3xf32>", cl.matmul
+    b1, b2 = rand([2, 3, 4, 5]), rand([2, 3, 5, 2])
+    yield "matmul_batched", [("b1", b1), ("b2", b2)], "%r = locus.matmul %b1, %b2 : tensor<2x3x4x5xf32>, tensor<2x3x5x2xf32> -> tensor<2x3x4x2xf32>", cl.matmul
+    x, w, bb = rand([4, 7]), rand([3, 7]), rand([3])
+
+    def linear(x, w, bb=None):
+        shape = x[0][:-1] + [w[0][0]]
+        return cl.make(shape, lambda i: (bb[1][i[-1]] if bb else 0.0) + sum(
+            cl.at(x, list(i[:-1]) + [k]) * cl.at(w, [i[-1], k]) for k in range(w[0][1])))
+    yield "linear", [("x", x), ("w", w), ("bb", bb)], "%r = locus.linear %x, %w, %bb : tensor<4x7xf32>, tensor<3x7xf32>, tensor<3xf32> -> tensor<4x3xf32>", linear
+    x3 = rand([2, 2, 7])
+    yield "linear_3d_nobias", [("x3", x3), ("w", w)], "%r = locus.linear %x3, %w : tensor<2x2x7xf32>, tensor<3x7xf32> -> tensor<2x2x3xf32>", linear
+    t = rand([2, 3, 4])
+    yield "transpose", [("t", t)], "%r = locus.transpose %t [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>", lambda t: cl.make([4, 2, 3], lambda i: cl.at(t, [i[1], i[2], i[0]]))
+    yield "reshape", [("t", t)], "%r = locus.reshape %t [6, 4] : tensor<2x3x4xf32> -> tensor<6x4xf32>", lambda t: ([6, 4], t[1])
+    c1, c2 = rand([2, 3]), rand([2, 2])
+    yield "concat", [("c1", c1), ("c2", c2)], "%r = locus.concat %c1, %c2 axis 1 : (tensor<2x3xf32>, tensor<2x2xf32>) -> tensor<2x5xf32>", lambda c1, c2: cl.make([2, 5], lambda i: cl.at(c1, i) if i[1] < 3 else cl.at(c2, [i[0], i[1] - 3]))
+    s = rand([4, 10])
+    yield "slice", [("s", s)], "%r = locus.slice %s offsets [1, 2] sizes [3, 3] strides [1, 3] : tensor<4x10xf32> -> tensor<3x3xf32>", lambda s: cl.make([3, 3], lambda i: cl.at(s, [1 + i[0], 2 + 3 * i[1]]))
+    add = lambda p, q: p + q
+    yield "sum", [("t", t)], "%r = locus.sum %t axes [1] : tensor<2x3x4xf32> -> tensor<2x4xf32>", lambda t: cl.reduce(t, [1], add, 0.0)
+    yield "sum_keepdim", [("t", t)], "%r = locus.sum %t axes [0, 2] keepdim : tensor<2x3x4xf32> -> tensor<1x3x1xf32>", lambda t: cl.reduce(t, [0, 2], add, 0.0, keep=True)
+    yield "mean", [("t", t)], "%r = locus.mean %t axes [2] : tensor<2x3x4xf32> -> tensor<2x3xf32>", lambda t: ew(lambda v: v / 4, cl.reduce(t, [2], add, 0.0))
+    yield "max", [("t", t)], "%r = locus.max %t axes [1] : tensor<2x3x4xf32> -> tensor<2x4xf32>", lambda t: cl.reduce(t, [1], max, -math.inf)
+    yield "max_all", [("t", t)], "%r = locus.max %t axes [0, 1, 2] : tensor<2x3x4xf32> -> tensor<f32>", lambda t: cl.reduce(t, [0, 1, 2], max, -math.inf)
+    yield "softmax", [("t", t)], "%r = locus.softmax %t axis 2 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 2)
+    yield "softmax_axis0", [("t", t)], "%r = locus.softmax %t axis 0 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 0)
+    yield "log_softmax", [("t", t)], "%r = locus.log_softmax %t axis 1 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 1, log=True)
+    p, q = rand([10, 3]), rand([10, 3])
+    yield "mse_mean", [("p", p), ("q", q)], "%r = locus.mse_loss %p, %q mean : tensor<10x3xf32> -> tensor<f32>", lambda p, q: ([], [sum((u - v) ** 2 for u, v in zip(p[1], q[1])) / 30])
+    yield "mse_sum", [("p", p), ("q", q)], "%r = locus.mse_loss %p, %q sum : tensor<10x3xf32> -> tensor<f32>", lambda p, q: ([], [sum((u - v) ** 2 for u, v in zip(p[1], q[1]))])
+    logits = rand([6, 4], -3, 3)
+    labels = ([6], [rng.randrange(4) for _ in range(6)])
+
+    def cross_entropy(lg, lb, mean):
+        lsm = cl.softmax(lg, 1, log=True)
+        total = -sum(cl.at(lsm, [n, lb[1][n]]) for n in range(6))
+        return ([], [total / 6 if mean else total])
+    yield "cross_entropy", [("lg", logits), ("lb", labels, "i64")], "%r = locus.cross_entropy %lg, %lb mean : tensor<6x4xf32>, tensor<6xi64> -> tensor<f32>", lambda lg, lb: cross_entropy(lg, lb, True)
+    yield "cross_entropy_sum", [("lg", logits), ("lb", labels, "i64")], "%r = locus.cross_entropy %lg, %lb sum : tensor<6x4xf32>, tensor<6xi64> -> tensor<f32>", lambda lg, lb: cross_entropy(lg, lb, False)
+    cx, cw, cb = rand([2, 3, 6, 6]), rand([4, 3, 3, 3]), rand([4])
+    yield "conv2d_pad1", [("cx", cx), ("cw", cw), ("cb", cb)], "%r = locus.conv2d %cx, %cw, %cb stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x6x6xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x6x6xf32>", lambda cx, cw, cb: cl.conv2d(cx, cw, cb, [1, 1], [1, 1], [1, 1], 1)
+    ix, iw = rand([1, 2, 7, 5]), rand([3, 2, 3, 2])
+    yield "conv2d_stride2_pad1", [("ix", ix), ("iw", iw)], "%r = locus.conv2d %ix, %iw stride [2, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x2x7x5xf32>, tensor<3x2x3x2xf32> -> tensor<1x3x4x6xf32>", lambda ix, iw: cl.conv2d(ix, iw, None, [2, 1], [1, 1], [1, 1], 1)
+    gx, gw = rand([1, 4, 9, 8]), rand([6, 2, 3, 2])
+    yield "conv2d_groups_stride_dilation", [("gx", gx), ("gw", gw)], "%r = locus.conv2d %gx, %gw stride [2, 1] padding [1, 0] dilation [1, 2] groups 2 : tensor<1x4x9x8xf32>, tensor<6x2x3x2xf32> -> tensor<1x6x5x6xf32>", lambda gx, gw: cl.conv2d(gx, gw, None, [2, 1], [1, 0], [1, 2], 2)
+    px = rand([2, 3, 6, 6])
+    yield "max_pool2d", [("px", px)], "%r = locus.max_pool2d %px kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", lambda px: cl.pool(px, [2, 2], [2, 2], [0, 0], True)
+    yield "max_pool2d_overlap_pad", [("px", px)], "%r = locus.max_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", lambda px: cl.pool(px, [3, 3], [2, 2], [1, 1], True)
+    yield "avg_pool2d_pad", [("px", px)], "%r = locus.avg_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", lambda px: cl.pool(px, [3, 3], [2, 2], [1, 1], False)
+    # A chain through several ops: contributions to one value are summed.
+    yield "chain_shared", [("a", a), ("b", b)], (
+        "%0 = locus.mul %a, %b : tensor<3x5xf32>\n"
+        "%1 = locus.tanh %0 : tensor<3x5xf32>\n"
+        "%r = locus.add %1, %a : tensor<3x5xf32>"), \
+        lambda a, b: ew(lambda x, y: math.tanh(x * y) + x, a, b)
+    # A small network: linear, relu, log_softmax, NLL by one_hot weights.
+    yield "mlp_cross_entropy", [("x", x), ("w", w), ("bb", bb), ("lb4", ([4], [2, 0, 1, 2]), "i64")], (
+        "%h = locus.linear %x, %w, %bb : tensor<4x7xf32>, tensor<3x7xf32>, tensor<3xf32> -> tensor<4x3xf32>\n"
+        "%t = locus.tanh %h : tensor<4x3xf32>\n"
+        "%r = locus.cross_entropy %t, %lb4 mean : tensor<4x3xf32>, tensor<4xi64> -> tensor<f32>"), \
+        lambda x, w, bb, lb: ([], [-sum(cl.at(cl.softmax(ew(math.tanh, linear(x, w, bb)), 1, log=True), [n, lb[1][n]]) for n in range(4)) / 4])
+
+
+def loss_of(fn, tensors, weights):
+    out = fn(*tensors)
+    return sum(o * r for o, r in zip(out[1], weights[1]))
+
+
+def numeric_grad(fn, tensors, index, weights):
+    shape, data = tensors[index]
+    grad = []
+    for i in range(len(data)):
+        values = []
+        for sign in (1, -1):
+            moved = list(data)
+            moved[i] = data[i] + sign * H
+            args = list(tensors)
+            args[index] = (shape, moved)
+            values.append(loss_of(fn, args, weights))
+        grad.append((values[0] - values[1]) / (2 * H))
+    return grad
+
+
+def check(name, inputs, ir, fn):
+    tensors = [entry[1] for entry in inputs]
+    out_shape = fn(*tensors)[0]
+    weights = rand(out_shape)
+    wrt = [entry[0] for entry in inputs if (entry[2] if len(entry) > 2 else "f32") == "f32"]
+    lines = ["locus.graph @grad_%s {" % name.replace(".", "_")]
+    for entry in inputs:
+        elem = entry[2] if len(entry) > 2 else "f32"
+        lines.append('  %%%s = locus.input "%s" : %s' % (entry[0], entry[0], cl.ttype(entry[1][0], elem)))
+    lines.append('  %%R = locus.input "R" : %s' % cl.ttype(out_shape))
+    lines += ["  " + line for line in ir.split("\n")]
+    rank = len(out_shape)
+    lines.append("  %%weighted = locus.mul %%r, %%R : %s" % cl.ttype(out_shape))
+    if rank:
+        lines.append("  %%loss = locus.sum %%weighted axes [%s] : %s -> tensor<f32>" % (
+            ", ".join(str(d) for d in range(rank)), cl.ttype(out_shape)))
+        lines.append('  locus.output "loss" = %loss : tensor<f32>')
+    else:
+        lines.append('  locus.output "loss" = %weighted : tensor<f32>')
+    lines.append("}")
+    want = {v: numeric_grad(fn, tensors, i, weights)
+            for i, v in enumerate(entry[0] for entry in inputs) if v in wrt}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "forward.mlir")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        graph = os.path.join(tmp, "train.mlir")
+        opt = subprocess.run([os.path.join(BUILD, "tools", "locus-opt"), src,
+                              "--locus-autodiff=wrt=" + ",".join(wrt), "-o", graph],
+                             capture_output=True, text=True)
+        if opt.returncode:
+            return "locus-opt --locus-autodiff failed:\n" + opt.stderr
+        args = []
+        for entry in list(inputs) + [("R", weights)]:
+            elem = entry[2] if len(entry) > 2 else "f32"
+            path = os.path.join(tmp, entry[0] + ".npy")
+            cl.write_npy(path, entry[1], elem)
+            args += ["--input", "%s=%s" % (entry[0], path)]
+        for variant, flags in cl.VARIANTS:
+            artifact = os.path.join(tmp, variant + ".locus")
+            ptxdir = os.path.join(tmp, "ptx")
+            extra = ["--emit-ptx=" + ptxdir] if variant == "sim" else []
+            comp = subprocess.run([os.path.join(BUILD, "tools", "locus-compile"), graph,
+                                   "-o", artifact, "--cpu=native"] + flags + extra,
+                                  capture_output=True, text=True)
+            if comp.returncode:
+                return "locus-compile (%s) failed:\n%s" % (variant, comp.stderr)
+            if variant == "sim" and cl.PTXAS and os.path.isdir(ptxdir):
+                for module in sorted(os.listdir(ptxdir)):
+                    ptx = subprocess.run([cl.PTXAS, "-arch=sm_90", os.path.join(ptxdir, module),
+                                          "-o", os.devnull], capture_output=True, text=True)
+                    if ptx.returncode:
+                        return "ptxas rejects %s:\n%s" % (module, ptx.stderr)
+                    cl.PTX_MODULES[0] += 1
+            outdir = os.path.join(tmp, variant)
+            os.mkdir(outdir)
+            run = subprocess.run([os.path.join(BUILD, "tools", "locus-run"), artifact, "--quiet",
+                                  "--save-outputs", outdir] + args, capture_output=True, text=True)
+            if run.returncode:
+                return "locus-run (%s) failed:\n%s" % (variant, run.stderr)
+            for v in wrt:
+                got = cl.read_npy_f32(os.path.join(outdir, v + ".grad.npy"))
+                ref = want[v]
+                if len(got) != len(ref):
+                    return "%s d/d%s: got %d values, want %d" % (variant, v, len(got), len(ref))
+                worst = max(abs(g - r) / (1e-4 + 1e-3 * abs(r)) for g, r in zip(got, ref))
+                if worst > 1.0:
+                    return "%s d/d%s: mismatch (worst %.2f of tolerance):\ngot  %s\nwant %s" % (
+                        variant, v, worst, [round(g, 6) for g in got[:12]],
+                        [round(r, 6) for r in ref[:12]])
+    return None
+
+
+def main():
+    passed = failed = 0
+    for name, inputs, ir, fn in cases():
+        if ONLY not in name:
+            continue
+        problem = check(name, inputs, ir, fn)
+        if problem:
+            failed += 1
+            print("FAIL %s: %s" % (name, problem))
+        else:
+            passed += 1
+            print("ok   %s" % name)
+        sys.stdout.flush()
+    print("%d passed, %d failed" % (passed, failed))
+    print("ptxas -arch=sm_90: %s" % (
+        "%d PTX modules accepted (%s)" % (cl.PTX_MODULES[0], cl.PTXAS) if cl.PTXAS
+        else "not run: no CUDA toolkit (ptxas) found"))
+    return 1 if failed else 0
+
+
+sys.exit(main())
