@@ -385,6 +385,18 @@ public:
   /// compute issued later waits for the copy. Two staging buffers: filling
   /// one waits only for the copy before the last.
   locus_status_t upload(const void *host, void *dst, size_t bytes) override {
+    return copyIn(host, dst, bytes, /*afterCompute=*/true);
+  }
+
+  /// As upload, without waiting for the compute issued so far: `dst` is a
+  /// batch slot no issued work reads (the batch runner's double buffer), so
+  /// the copy overlaps the step now running.
+  locus_status_t prefetch(const void *host, void *dst, size_t bytes) override {
+    return copyIn(host, dst, bytes, /*afterCompute=*/false);
+  }
+
+  locus_status_t copyIn(const void *host, void *dst, size_t bytes,
+                        bool afterCompute) {
     std::lock_guard lock(mutex_);
     if (locus_status_t s = enter())
       return s;
@@ -400,10 +412,12 @@ public:
       if (locus_status_t st = pin(s))
         return st;
       std::memcpy(s.host, from, n);
-      if (CUresult rc = d.cuEventRecord(computeDone_, compute_))
-        return fail("cuEventRecord", rc);
-      if (CUresult rc = d.cuStreamWaitEvent(copy_, computeDone_, 0))
-        return fail("cuStreamWaitEvent", rc);
+      if (afterCompute) {
+        if (CUresult rc = d.cuEventRecord(computeDone_, compute_))
+          return fail("cuEventRecord", rc);
+        if (CUresult rc = d.cuStreamWaitEvent(copy_, computeDone_, 0))
+          return fail("cuStreamWaitEvent", rc);
+      }
       if (CUresult rc = d.cuMemcpyHtoDAsync(to, s.host, n, copy_))
         return fail("cuMemcpyHtoDAsync", rc);
       if (CUresult rc = d.cuEventRecord(s.done, copy_))

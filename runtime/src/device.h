@@ -45,6 +45,12 @@ public:
   virtual locus_status_t upload(const void *host, void *dst, size_t bytes) = 0;
   virtual locus_status_t download(const void *src, void *host,
                                   size_t bytes) = 0;
+  /// Host memory to a buffer that no work issued so far touches (a batch
+  /// runner's double-buffered slot): on cuda the copy runs alongside the
+  /// step now running; later work still waits for it.
+  virtual locus_status_t prefetch(const void *host, void *dst, size_t bytes) {
+    return upload(host, dst, bytes);
+  }
   /// Runs a kernel on buffers of this device: its host version on cpu and
   /// sim, its launcher on cuda.
   virtual locus_status_t launch(KernelFn kernel, void *const *buffers) = 0;

@@ -51,6 +51,7 @@ struct locus_model_s {
   Device *graphDevice = nullptr;
   locus_run_stats_t stepCounts{};
   std::shared_mutex stateMutex; // runs share, state writes exclude
+  bool writesState = false;     // a training step: its runs exclude too
   // LOCUS_PROFILE=1: time of each kernel and of the copies, printed to
   // stderr when the model is released.
   bool profile = false;
@@ -106,6 +107,11 @@ struct locus_context_s {
   std::vector<bool> recorded;   // events of this step
   uint64_t runs = 0;
   void *graph = nullptr; // the captured step, on the model's graphDevice
+  // Batch mode (locus_context_run_batches): the memory standing for a
+  // buffer this step (by buffer; empty or null: the plan's), and the step's
+  // commands the runner did ahead (by command).
+  std::vector<void *> override;
+  std::vector<bool> skip;
 };
 
 namespace {
@@ -181,6 +187,8 @@ void *bufferPointer(const locus_model_t &m, const locus_context_t &ctx,
                     uint32_t index) {
   if (void *p = m.persistent[index])
     return p;
+  if (!ctx.override.empty() && ctx.override[index])
+    return ctx.override[index];
   const PlanBuffer &b = m.plan.buffers[index];
   return static_cast<char *>(ctx.arenas[b.device]) + b.offset;
 }
@@ -241,7 +249,11 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
                        const std::vector<PlanCommand> &commands,
                        locus_run_stats_t &stats) {
   std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
-  for (const PlanCommand &c : commands) {
+  bool skipping = &commands == &m.plan.step && !ctx.skip.empty();
+  for (size_t k = 0; k < commands.size(); ++k) {
+    const PlanCommand &c = commands[k];
+    if (skipping && ctx.skip[k])
+      continue;
     switch (c.op) {
     case LOCUS_PLAN_LAUNCH: {
       const PlanKernel &kernel = m.plan.kernels[c.a];
@@ -322,7 +334,7 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
 locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
                        locus_run_stats_t &stats) {
   ++ctx.runs;
-  if (m.graphDevice && !ctx.graph && ctx.runs >= 2) {
+  if (m.graphDevice && !ctx.graph && ctx.runs >= 2 && ctx.override.empty()) {
     if (locus_status_t s = m.graphDevice->beginCapture())
       return s;
     locus_run_stats_t counted{};
@@ -336,7 +348,7 @@ locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
     }
     ctx.graph = graph;
   }
-  if (ctx.graph && m.graphDevice) {
+  if (ctx.graph && m.graphDevice && ctx.override.empty()) {
     if (locus_status_t s = m.graphDevice->replay(ctx.graph))
       return s;
     stats.launches = m.stepCounts.launches;
@@ -474,6 +486,15 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   if (one && only && only->canCapture())
     m.graphDevice = only;
   for (const PlanCommand &c : m.plan.step) {
+    uint32_t written = c.op == LOCUS_PLAN_COPY     ? c.b
+                       : c.op == LOCUS_PLAN_LAUNCH && !c.args.empty()
+                           ? c.args.back()
+                           : UINT32_MAX;
+    if (c.op == LOCUS_PLAN_LAUNCH)
+      for (size_t i = c.args.size() - c.b; i < c.args.size(); ++i)
+        m.writesState |= m.plan.buffers[c.args[i]].kind == LOCUS_PLAN_STATE;
+    else if (written != UINT32_MAX)
+      m.writesState |= m.plan.buffers[written].kind == LOCUS_PLAN_STATE;
     if (c.op == LOCUS_PLAN_LAUNCH) {
       ++m.stepCounts.launches;
       m.stepCounts.sim_launches +=
@@ -835,7 +856,12 @@ locus_status_t locus_context_run(locus_context_t *context) {
     }
   locus_run_stats_t stats{};
   stats.input_bytes = context->stats.input_bytes;
-  std::shared_lock lock(m.stateMutex);
+  std::shared_lock shared(m.stateMutex, std::defer_lock);
+  std::unique_lock exclusive(m.stateMutex, std::defer_lock);
+  if (m.writesState)
+    exclusive.lock();
+  else
+    shared.lock();
   locus_status_t s = runStep(m, *context, stats);
   context->stats = stats;
   return s;
@@ -863,6 +889,137 @@ void locus_context_stats(const locus_context_t *context,
                          locus_run_stats_t *out_stats) {
   if (context && out_stats)
     *out_stats = context->stats;
+}
+
+locus_status_t locus_context_run_batches(locus_context_t *context,
+                                         uint64_t steps,
+                                         locus_next_batch_fn next,
+                                         locus_step_done_fn done, void *user) {
+  if (!context || !next)
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                      "locus_context_run_batches: context or next is NULL");
+  locus_model_t &m = *context->model;
+  locus_context_t &ctx = *context;
+
+  // What the runner feeds: every input buffer, and every buffer a step copy
+  // fills from an input (the runner makes that copy ahead, and the step
+  // skips it). Two slots each, step i using slot i % 2.
+  struct Feed {
+    size_t input;    // which input's bytes
+    uint32_t buffer; // the buffer it stands for
+    Device *device;
+    void *slot[2] = {nullptr, nullptr};
+    bool owned[2] = {false, false};
+  };
+  std::vector<Feed> feeds;
+  std::vector<bool> skip(m.plan.step.size(), false);
+  for (size_t i = 0; i < m.inputBuffers.size(); ++i) {
+    uint32_t b = m.inputBuffers[i];
+    feeds.push_back({i, b, m.deviceOf[m.plan.buffers[b].device]});
+    feeds.back().slot[0] = bufferPointer(m, ctx, b);
+  }
+  for (size_t k = 0; k < m.plan.step.size(); ++k) {
+    const PlanCommand &c = m.plan.step[k];
+    if (c.op != LOCUS_PLAN_COPY ||
+        m.plan.buffers[c.a].kind != LOCUS_PLAN_INPUT)
+      continue;
+    auto input = static_cast<size_t>(
+        std::find(m.inputBuffers.begin(), m.inputBuffers.end(), c.a) -
+        m.inputBuffers.begin());
+    feeds.push_back({input, c.b, m.deviceOf[m.plan.buffers[c.b].device]});
+    skip[k] = true;
+  }
+  auto cleanup = [&] {
+    for (Feed &f : feeds)
+      for (int p = 0; p < 2; ++p)
+        if (f.owned[p])
+          f.device->release(f.slot[p]);
+    ctx.override.clear();
+    ctx.skip.clear();
+  };
+  for (Feed &f : feeds)
+    for (int p = 0; p < 2; ++p) {
+      if (f.slot[p])
+        continue;
+      // Slots of their own: an activation's arena bytes are other buffers'
+      // at other times of the step.
+      size_t bytes = m.plan.buffers[f.buffer].bytes;
+      f.slot[p] = f.device->allocate(bytes);
+      f.owned[p] = f.slot[p] != nullptr;
+      if (!f.slot[p]) {
+        cleanup();
+        return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                          "out of memory for the batch buffers of input '%s' "
+                          "on %s (%zu bytes)",
+                          m.inputs[f.input].name, f.device->name().c_str(),
+                          bytes);
+      }
+    }
+
+  std::vector<const void *> batch(m.inputs.size());
+  std::unique_lock lock(m.stateMutex, std::defer_lock);
+  std::shared_lock shared(m.stateMutex, std::defer_lock);
+  /// Asks for step `i`'s batch and copies it into slot i % 2.
+  auto fetch = [&](uint64_t i, locus_run_stats_t &stats) -> locus_status_t {
+    std::fill(batch.begin(), batch.end(), nullptr);
+    if (locus_status_t s = next(user, i, batch.data()))
+      return s;
+    for (size_t j = 0; j < batch.size(); ++j)
+      if (!batch[j] && m.inputs[j].byte_size)
+        return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                          "step %llu: no data for input '%s'",
+                          static_cast<unsigned long long>(i),
+                          m.inputs[j].name);
+    for (Feed &f : feeds) {
+      size_t bytes = m.plan.buffers[f.buffer].bytes;
+      if (locus_status_t s =
+              f.device->prefetch(batch[f.input], f.slot[i % 2], bytes))
+        return s;
+      if (f.buffer != m.inputBuffers[f.input]) {
+        ++stats.copies;
+        stats.copy_bytes += bytes;
+      } else {
+        stats.input_bytes += bytes;
+      }
+    }
+    return nullptr;
+  };
+
+  ctx.override.assign(m.plan.buffers.size(), nullptr);
+  ctx.skip = skip;
+  locus_status_t status = nullptr;
+  locus_run_stats_t ahead{};
+  if (steps)
+    status = fetch(0, ahead);
+  for (uint64_t i = 0; i < steps && !status; ++i) {
+    for (Feed &f : feeds)
+      ctx.override[f.buffer] = f.slot[i % 2];
+    locus_run_stats_t stats = ahead;
+    ahead = {};
+    if (m.writesState)
+      lock.lock();
+    else
+      shared.lock();
+    ++ctx.runs;
+    status = execute(m, ctx, m.plan.step, stats);
+    // The next batch while this step runs on its devices.
+    if (!status && i + 1 < steps)
+      status = fetch(i + 1, ahead);
+    for (const auto &device : m.devices)
+      if (locus_status_t s = device->finish(); s && !status)
+        status = s;
+      else if (s)
+        locus_status_free(s);
+    if (m.writesState)
+      lock.unlock();
+    else
+      shared.unlock();
+    ctx.stats = stats;
+    if (!status && done)
+      status = done(user, i, context);
+  }
+  cleanup();
+  return status;
 }
 
 } // extern "C"

@@ -45,6 +45,13 @@ const char *locus_status_message(locus_status_t status) {
   return status ? status->message.c_str() : "";
 }
 
+locus_status_t locus_status_create(locus_status_code_t code,
+                                   const char *message) {
+  if (code == LOCUS_STATUS_OK)
+    return nullptr;
+  return locus::rt::makeStatus(code, "%s", message ? message : "");
+}
+
 void locus_status_free(locus_status_t status) {
   if (status && status != &locus::rt::kOutOfMemory)
     delete status;
@@ -66,6 +73,8 @@ const char *locus_status_code_name(locus_status_code_t code) {
     return "out of memory";
   case LOCUS_STATUS_INTERNAL:
     return "internal";
+  case LOCUS_STATUS_CANCELLED:
+    return "cancelled";
   case LOCUS_STATUS_CODE_MAX_ENUM:
     break;
   }

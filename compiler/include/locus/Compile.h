@@ -16,6 +16,7 @@
 
 #include "locus/Frontend/Graph.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -70,6 +71,20 @@ public:
   std::map<std::string, HostTensor>
   run(const std::map<std::string, HostTensor> &inputs,
       RunStats *stats = nullptr) const;
+
+  /// A DataLoader loop: `steps` runs; step i takes its inputs from next(i)
+  /// (checked as run() checks them, and copied before next is called
+  /// again), and done(i, outputs) sees every output after step i. While a
+  /// step runs, the next batch is fetched and copied to its device into
+  /// the second of two buffers per input (on cuda through pinned staging on
+  /// the copy stream, alongside the step). An exception from a callback
+  /// stops the loop and propagates.
+  using BatchFn =
+      std::function<std::map<std::string, HostTensor>(size_t step)>;
+  using StepFn = std::function<void(
+      size_t step, const std::map<std::string, HostTensor> &outputs)>;
+  void runBatches(size_t steps, const BatchFn &next, const StepFn &done = {},
+                  RunStats *stats = nullptr) const;
 
   const std::vector<std::string> &inputNames() const;
   const std::vector<std::string> &outputNames() const;

@@ -10,6 +10,7 @@
 
 #include "../Frontend/GraphImpl.h"
 #include "locus/Compile/Pipeline.h"
+#include "locus/Passes/Passes.h"
 #include "locus/kernel_abi.h"
 #include "locus/locus_runtime.h"
 
@@ -186,64 +187,69 @@ void CompiledModel::setState(const std::string &name, const HostTensor &value) {
     throw RunError(take(s));
 }
 
-std::map<std::string, HostTensor>
-CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
-                   RunStats *stats) const {
-  Impl &m = *impl_;
+namespace {
+
+/// A RunError unless `inputs` are exactly the model's, with their shapes.
+void checkInputs(const CompiledModel::Impl &m,
+                 const std::map<std::string, HostTensor> &inputs,
+                 const std::string &where) {
   for (const auto &[name, tensor] : inputs)
     if (std::find(m.inputNames.begin(), m.inputNames.end(), name) ==
         m.inputNames.end())
-      throw RunError("unknown input '" + name +
+      throw RunError(where + "unknown input '" + name +
                      "' (inputs: " + join(m.inputNames) + ")");
   for (const Slot &slot : m.inputs) {
     auto it = inputs.find(slot.name);
     if (it == inputs.end())
-      throw RunError("missing input '" + slot.name + "' of shape " +
+      throw RunError(where + "missing input '" + slot.name + "' of shape " +
                      formatShape(slot.shape));
     const HostTensor &t = it->second;
     if (t.shape != slot.shape || t.dtype != slot.dtype)
-      throw RunError("input '" + slot.name + "' is " + formatShape(t.shape) +
-                     " " + dtypeName(t.dtype) + " but the graph takes " +
-                     formatShape(slot.shape) + " " + dtypeName(slot.dtype));
+      throw RunError(where + "input '" + slot.name + "' is " +
+                     formatShape(t.shape) + " " + dtypeName(t.dtype) +
+                     " but the graph takes " + formatShape(slot.shape) + " " +
+                     dtypeName(slot.dtype));
     size_t have = t.dtype == DType::f32 ? t.f32.size() : t.i64.size();
     if (static_cast<int64_t>(have) != t.numel())
-      throw RunError("input '" + slot.name + "' has " + std::to_string(have) +
-                     " values for shape " + formatShape(t.shape));
+      throw RunError(where + "input '" + slot.name + "' has " +
+                     std::to_string(have) + " values for shape " +
+                     formatShape(t.shape));
   }
+}
 
-  // A context of our own: each run has its own activations.
-  locus_context_t *context = nullptr;
-  {
-    std::lock_guard lock(m.mutex);
-    if (!m.pool.empty()) {
-      context = m.pool.back();
-      m.pool.pop_back();
-    }
-  }
-  if (!context)
-    if (locus_status_t s = locus_context_create(m.model, &context))
-      throw RunError(take(s));
-  struct Return {
-    Impl &m;
-    locus_context_t *context;
-    ~Return() {
+const void *dataOf(const HostTensor &t) {
+  return t.dtype == DType::f32 ? static_cast<const void *>(t.f32.data())
+                               : static_cast<const void *>(t.i64.data());
+}
+
+/// A context of the model's pool (or a new one), back to the pool when the
+/// lease ends.
+struct Lease {
+  explicit Lease(CompiledModel::Impl &m) : m(m) {
+    {
       std::lock_guard lock(m.mutex);
-      m.pool.push_back(context);
+      if (!m.pool.empty()) {
+        context = m.pool.back();
+        m.pool.pop_back();
+      }
     }
-  } giveBack{m, context};
-
-  for (const Slot &slot : m.inputs) {
-    const HostTensor &t = inputs.at(slot.name);
-    const void *data = t.dtype == DType::f32
-                           ? static_cast<const void *>(t.f32.data())
-                           : static_cast<const void *>(t.i64.data());
-    size_t bytes = t.numel() * (t.dtype == DType::f32 ? 4 : 8);
-    if (locus_status_t s =
-            locus_context_set_input(context, slot.name.c_str(), data, bytes))
-      throw RunError(take(s));
+    if (!context)
+      if (locus_status_t s = locus_context_create(m.model, &context))
+        throw RunError(take(s));
   }
-  if (locus_status_t s = locus_context_run(context))
-    throw RunError(take(s));
+  ~Lease() {
+    std::lock_guard lock(m.mutex);
+    m.pool.push_back(context);
+  }
+  Lease(const Lease &) = delete;
+  Lease &operator=(const Lease &) = delete;
+  CompiledModel::Impl &m;
+  locus_context_t *context = nullptr;
+};
+
+/// Every output of the context's last run.
+std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
+                                              locus_context_t *context) {
   std::map<std::string, HostTensor> results;
   for (const Slot &slot : m.outputs) {
     HostTensor out;
@@ -272,15 +278,90 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
       out.i64.assign(bools.begin(), bools.end());
     results[slot.name] = std::move(out);
   }
-  if (stats) {
-    locus_run_stats_t s;
-    locus_context_stats(context, &s);
-    stats->launches = s.launches;
-    stats->simLaunches = s.sim_launches;
-    stats->copies = s.copies;
-    stats->copyBytes = s.copy_bytes;
-  }
   return results;
+}
+
+void fillStats(locus_context_t *context, RunStats *stats) {
+  if (!stats)
+    return;
+  locus_run_stats_t s;
+  locus_context_stats(context, &s);
+  stats->launches = s.launches;
+  stats->simLaunches = s.sim_launches;
+  stats->copies = s.copies;
+  stats->copyBytes = s.copy_bytes;
+}
+
+} // namespace
+
+std::map<std::string, HostTensor>
+CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
+                   RunStats *stats) const {
+  Impl &m = *impl_;
+  checkInputs(m, inputs, "");
+  // A context of our own: each run has its own activations.
+  Lease lease(m);
+  for (const Slot &slot : m.inputs) {
+    const HostTensor &t = inputs.at(slot.name);
+    size_t bytes = t.numel() * (t.dtype == DType::f32 ? 4 : 8);
+    if (locus_status_t s = locus_context_set_input(
+            lease.context, slot.name.c_str(), dataOf(t), bytes))
+      throw RunError(take(s));
+  }
+  if (locus_status_t s = locus_context_run(lease.context))
+    throw RunError(take(s));
+  std::map<std::string, HostTensor> results = readOutputs(m, lease.context);
+  fillStats(lease.context, stats);
+  return results;
+}
+
+void CompiledModel::runBatches(size_t steps, const BatchFn &next,
+                               const StepFn &done, RunStats *stats) const {
+  Impl &m = *impl_;
+  Lease lease(m);
+  struct Loop {
+    const Impl &m;
+    const BatchFn &next;
+    const StepFn &done;
+    std::map<std::string, HostTensor> batch;
+    std::exception_ptr error;
+  } loop{m, next, done, {}, nullptr};
+  auto onNext = [](void *user, uint64_t step,
+                   const void **inputs) -> locus_status_t {
+    auto &l = *static_cast<Loop *>(user);
+    try {
+      l.batch = l.next(step);
+      checkInputs(l.m, l.batch, "batch " + std::to_string(step) + ": ");
+      for (size_t i = 0; i < l.m.inputs.size(); ++i)
+        inputs[i] = dataOf(l.batch.at(l.m.inputs[i].name));
+      return nullptr;
+    } catch (...) {
+      l.error = std::current_exception();
+      return locus_status_create(LOCUS_STATUS_CANCELLED, "stopped by a callback");
+    }
+  };
+  auto onDone = [](void *user, uint64_t step,
+                   locus_context_t *context) -> locus_status_t {
+    auto &l = *static_cast<Loop *>(user);
+    if (!l.done)
+      return nullptr;
+    try {
+      l.done(step, readOutputs(l.m, context));
+      return nullptr;
+    } catch (...) {
+      l.error = std::current_exception();
+      return locus_status_create(LOCUS_STATUS_CANCELLED, "stopped by a callback");
+    }
+  };
+  locus_status_t s = locus_context_run_batches(lease.context, steps, onNext,
+                                               onDone, &loop);
+  if (loop.error) {
+    locus_status_free(s);
+    std::rethrow_exception(loop.error);
+  }
+  if (s)
+    throw RunError(take(s));
+  fillStats(lease.context, stats);
 }
 
 void CompiledModel::save(const std::string &path,
@@ -330,8 +411,14 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     if (d.getSeverity() == mlir::DiagnosticSeverity::Error &&
         firstError.empty()) {
       firstError = d.str();
-      for (mlir::Diagnostic &note : d.getNotes())
-        firstError += "\n  note: " + note.str();
+      for (mlir::Diagnostic &note : d.getNotes()) {
+        if (llvm::StringRef(note.str()).starts_with("see current operation"))
+          continue; // the IR, which the user did not write
+        std::string where = userLine(note.getLocation());
+        firstError += "\n  " +
+                      (where == "unknown location" ? "" : where + ": ") +
+                      "note: " + note.str();
+      }
       errorLoc = d.getLocation();
     }
     return mlir::success();

@@ -156,15 +156,22 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
   /// every other reader of the state runs before (or is) this kernel, and
   /// the kernel reads the state only elementwise, each element before it
   /// writes it.
-  auto inPlace = [&](func::CallOp call, Value result, StateOp state) {
+  /// `writer` may put `result` into `state`'s buffer: same type and device,
+  /// and every other reader of the state runs before it (or is it).
+  auto stateFree = [&](Operation *writer, Value result, StateOp state) {
     auto b = bufferOf.find(state.getResult());
     if (b == bufferOf.end() || buffers[b->second].type != result.getType() ||
-        buffers[b->second].device != deviceIndex(placedDevice(call)))
+        buffers[b->second].device != deviceIndex(placedDevice(writer)))
       return false;
     for (Operation *user : state.getResult().getUsers())
-      if (user != call.getOperation() && !isa<AssignOp>(user) &&
-          !user->isBeforeInBlock(call))
+      if (user != writer && !isa<AssignOp>(user) &&
+          !user->isBeforeInBlock(writer))
         return false;
+    return true;
+  };
+  auto inPlace = [&](func::CallOp call, Value result, StateOp state) {
+    if (!stateFree(call, result, state))
+      return false;
     auto callee = module ? module.lookupSymbol<func::FuncOp>(call.getCallee())
                          : func::FuncOp();
     if (!callee)
@@ -210,7 +217,17 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
       uint32_t event = events++;
       step.push_back(
           {LOCUS_PLAN_RECORD, deviceIndex(copy.getFrom()), event, {}});
-      uint32_t dst = add(copy, LOCUS_PLAN_ACTIVATION, copy.getTo());
+      // A value copied back to its state's device for a locus.assign: the
+      // copy writes the state itself once nothing else reads the old value.
+      uint32_t dst;
+      StateOp target = assignedTo.lookup(copy.getResult());
+      if (target && stateFree(copy, copy.getResult(), target)) {
+        dst = bufferOf.lookup(target.getResult());
+        bufferOf[copy.getResult()] = dst;
+        ++summary.inPlaceUpdates;
+      } else {
+        dst = add(copy, LOCUS_PLAN_ACTIVATION, copy.getTo());
+      }
       step.push_back({LOCUS_PLAN_COPY, src, dst, {}});
       step.push_back({LOCUS_PLAN_WAIT, deviceIndex(copy.getTo()), event, {}});
       ++summary.stepCopies;

@@ -37,6 +37,7 @@ typedef enum locus_status_code_e {
   LOCUS_STATUS_DATA_LOSS = 4,
   LOCUS_STATUS_OUT_OF_MEMORY = 5,
   LOCUS_STATUS_INTERNAL = 6,
+  LOCUS_STATUS_CANCELLED = 7, /* a caller's callback stopped the work */
   LOCUS_STATUS_CODE_MAX_ENUM = 0x7FFFFFFF,
 } locus_status_code_t;
 
@@ -47,6 +48,10 @@ typedef struct locus_status_s *locus_status_t;
 LOCUS_API locus_status_code_t locus_status_code(locus_status_t status);
 /* The message of a status ("" for NULL); valid until the status is freed. */
 LOCUS_API const char *locus_status_message(locus_status_t status);
+/* A status with `code` and a copy of `message` (NULL gives ""): what a
+ * callback returns to stop the runtime's loop. LOCUS_STATUS_OK gives NULL. */
+LOCUS_API locus_status_t locus_status_create(locus_status_code_t code,
+                                             const char *message);
 /* Frees a status; NULL is allowed. */
 LOCUS_API void locus_status_free(locus_status_t status);
 /* "ok", "invalid argument", ...: the name of a code. */
@@ -308,6 +313,30 @@ LOCUS_API locus_status_t locus_context_read_output(locus_context_t *context,
 /* Counts of the last run (inputs and outputs since it started). */
 LOCUS_API void locus_context_stats(const locus_context_t *context,
                                    locus_run_stats_t *out_stats);
+
+/* Feeding a sequence of batches, as PyTorch's DataLoader loop does.
+ * `next` gives step `step`'s inputs: one pointer per input, in the model's
+ * input order (locus_model_tensor_info), each holding the input's bytes; the
+ * runtime copies them before `next` returns to it, so the caller may reuse
+ * its memory at once. `done` (optional) runs after step `step` finished and
+ * may read outputs with locus_context_read_output; a status from either
+ * callback stops the loop and is returned.
+ *
+ * While step i runs, the runner calls next(i + 1) and copies that batch to
+ * its device: inputs made on a GPU and inputs the plan copies to a GPU at
+ * every step go into one of two buffers per input (double-buffered; on cuda
+ * through pinned staging on the copy stream, so the copy overlaps the step),
+ * and the step's own copies of them are skipped. Steps are not replayed as
+ * CUDA graphs here (the buffers alternate). */
+typedef locus_status_t (*locus_next_batch_fn)(void *user, uint64_t step,
+                                              const void **inputs);
+typedef locus_status_t (*locus_step_done_fn)(void *user, uint64_t step,
+                                             locus_context_t *context);
+LOCUS_API locus_status_t locus_context_run_batches(locus_context_t *context,
+                                                   uint64_t steps,
+                                                   locus_next_batch_fn next,
+                                                   locus_step_done_fn done,
+                                                   void *user);
 
 #ifdef __cplusplus
 } /* extern "C" */
