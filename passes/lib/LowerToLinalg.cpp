@@ -597,8 +597,9 @@ Value lowerConvInputGrad(Lowering &l, Conv2dInputGradOp op) {
 }
 
 /// PyTorch routes each window's gradient to the first position holding its
-/// maximum. First the window's maximum and the index (kh * KW + kw) of its
-/// first occurrence; then gradient and index spread out by the stride, and
+/// maximum. First, in one pass, the window's maximum and the index
+/// (kh * KW + kw) of its first occurrence; then gradient and index spread
+/// out by the stride (or read directly when the windows tile the input), and
 /// dxpad[y, x] = sum over kh, kw of gs[y + KH-1-kh, x + KW-1-kw] where the
 /// spread index there equals kh * KW + kw.
 Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
@@ -621,11 +622,6 @@ Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
   SmallVector<IteratorType> iters{
       IteratorType::parallel,  IteratorType::parallel, IteratorType::reduction,
       IteratorType::reduction, IteratorType::parallel, IteratorType::parallel};
-  Value maxv = l.generic(g, ValueRange{x, kernel}, {window, kernelMap},
-                         l.filled(g, -inf), outMap, iters,
-                         [](OpBuilder &nb, Location nl, ValueRange a) {
-                           return nb.create<arith::MaximumFOp>(nl, a[0], a[2]);
-                         });
   int64_t kwSize = k[1];
   auto windowIndex = [kwSize](OpBuilder &nb, Location nl, unsigned khDim,
                               unsigned kwDim) -> Value {
@@ -637,26 +633,66 @@ Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
     Value i = nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), flat);
     return nb.create<arith::SIToFPOp>(nl, nb.getF32Type(), i);
   };
-  Value first = l.generic(
-      g, ValueRange{x, maxv, kernel}, {window, outMap, kernelMap},
-      l.filled(g, inf), outMap, iters,
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+  // One pass over each window, row-major: the maximum and where it is
+  // first seen (a later position replaces it only when strictly greater).
+  auto argmax = b.create<linalg::GenericOp>(
+      l.loc, TypeRange{g, g}, ValueRange{x, kernel},
+      ValueRange{l.filled(g, -inf), l.filled(g, -1.0)},
+      ArrayRef<AffineMap>{window, kernelMap, outMap, outMap}, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
         Value here = windowIndex(nb, nl, 2, 3);
-        Value hit = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ,
-                                             a[0], a[1]);
-        Value best = nb.create<arith::MinimumFOp>(nl, a[3], here);
-        return nb.create<arith::SelectOp>(nl, hit, best, a[3]);
+        Value better = nb.create<arith::CmpFOp>(
+            nl, arith::CmpFPredicate::OGT, a[0], a[2]);
+        nb.create<linalg::YieldOp>(
+            nl, ValueRange{nb.create<arith::SelectOp>(nl, better, a[0], a[2]),
+                           nb.create<arith::SelectOp>(nl, better, here, a[3])});
       });
+  Value first = argmax.getResult(1);
   int64_t hp = in.getDimSize(2) + 2 * padding[0],
           wp = in.getDimSize(3) + 2 * padding[1];
+  auto paddedType = RankedTensorType::get(
+      {in.getDimSize(0), in.getDimSize(1), hp, wp}, f32);
+  if (stride == k && hp == g.getDimSize(2) * k[0] &&
+      wp == g.getDimSize(3) * k[1]) {
+    // Windows that tile the input exactly (2x2 stride 2 on even sizes):
+    // each position is in one window, (y / KH, x / KW), at (y % KH, x % KW).
+    AffineExpr y = b.getAffineDimExpr(2), x = b.getAffineDimExpr(3);
+    AffineMap window = AffineMap::get(
+        4, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
+               y.floorDiv(k[0]), x.floorDiv(k[1])},
+        ctx);
+    Value padded = l.generic(
+        paddedType, ValueRange{op.getGrad(), first}, {window, window},
+        l.empty(paddedType), b.getMultiDimIdentityMap(4),
+        SmallVector<IteratorType>(4, IteratorType::parallel),
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value r = nb.create<arith::RemUIOp>(
+              nl, nb.create<linalg::IndexOp>(nl, 2),
+              nb.create<arith::ConstantIndexOp>(nl, k[0]));
+          Value c = nb.create<arith::RemUIOp>(
+              nl, nb.create<linalg::IndexOp>(nl, 3),
+              nb.create<arith::ConstantIndexOp>(nl, k[1]));
+          Value flat = nb.create<arith::AddIOp>(
+              nl,
+              nb.create<arith::MulIOp>(
+                  nl, r, nb.create<arith::ConstantIndexOp>(nl, k[1])),
+              c);
+          Value here = nb.create<arith::SIToFPOp>(
+              nl, nb.getF32Type(),
+              nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), flat));
+          Value hit = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ,
+                                               a[1], here);
+          Value zero = nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(0));
+          return nb.create<arith::SelectOp>(nl, hit, a[0], zero);
+        });
+    return unpad(l, padded, in, padding);
+  }
   int64_t mh = k[0] - 1, mw = k[1] - 1;
   Value gs = spread(l, op.getGrad(), hp + mh, wp + mw, {mh, mw}, stride, 0.0);
   Value is = spread(l, first, hp + mh, wp + mw, {mh, mw}, stride, -1.0);
   // Loops (n, c, kh, kw, y, x): the window outside, as in the pooling.
   AffineMap gather =
       AffineMap::get(6, 0, {dn, dc, doh + (mh - dkh), dow + (mw - dkw)}, ctx);
-  auto paddedType = RankedTensorType::get(
-      {in.getDimSize(0), in.getDimSize(1), hp, wp}, f32);
   Value padded = l.generic(
       paddedType, ValueRange{gs, is, kernel}, {gather, gather, kernelMap},
       l.filled(paddedType, 0.0), outMap, iters,
@@ -775,16 +811,39 @@ SmallVector<Value> lowerSgd(Lowering &l, SgdOp op) {
 }
 
 /// torch.optim.Adam's single-tensor update (PyTorch 1.13), in its order of
-/// operations.
+/// operations. The bias corrections lr / (1 - beta1^t) and
+/// sqrt(1 - beta2^t) are scalars: one scalar generic computes them from the
+/// step count, once, not per element (PyTorch computes them in double and
+/// passes them as f32 scalars; in f32 here they differ by ~1e-7 relative).
 SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
+  OpBuilder &b = l.b;
   double lr = op.getLr().convertToDouble(), b1 = op.getBetas()[0],
          b2 = op.getBetas()[1], eps = op.getEps().convertToDouble(),
          decay = op.getWeightDecay().convertToDouble();
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  AffineMap none = AffineMap::get(0, 0, {}, b.getContext());
+  auto corrections = b.create<linalg::GenericOp>(
+      l.loc, TypeRange{scalar, scalar}, ValueRange{op.getStep()},
+      ValueRange{l.empty(scalar), l.empty(scalar)},
+      ArrayRef<AffineMap>{none, none, none}, ArrayRef<IteratorType>{},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        auto cst = [&](double v) -> Value {
+          return nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(v));
+        };
+        Value t = a[0];
+        Value bc1 = nb.create<arith::SubFOp>(
+            nl, cst(1), nb.create<math::PowFOp>(nl, cst(b1), t));
+        Value bc2 = nb.create<arith::SubFOp>(
+            nl, cst(1), nb.create<math::PowFOp>(nl, cst(b2), t));
+        Value stepSize = nb.create<arith::DivFOp>(nl, cst(lr), bc1);
+        Value bc2Sqrt = nb.create<math::SqrtOp>(nl, bc2);
+        nb.create<linalg::YieldOp>(nl, ValueRange{stepSize, bc2Sqrt});
+      });
   return elementwiseMulti(
       l, op.getParam().getType(),
       ValueRange{op.getParam(), op.getGrad(), op.getM(), op.getV(),
-                 op.getStep()},
-      {false, false, false, false, true}, 3,
+                 corrections.getResult(0), corrections.getResult(1)},
+      {false, false, false, false, true, true}, 3,
       [&](OpBuilder &nb, Location nl, ValueRange a) {
         auto cst = [&](double v) -> Value {
           return nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(v));
@@ -795,25 +854,19 @@ SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
         auto add = [&](Value x, Value y) -> Value {
           return nb.create<arith::AddFOp>(nl, x, y);
         };
-        auto sub = [&](Value x, Value y) -> Value {
-          return nb.create<arith::SubFOp>(nl, x, y);
-        };
         auto div = [&](Value x, Value y) -> Value {
           return nb.create<arith::DivFOp>(nl, x, y);
         };
-        Value p = a[0], g = a[1], step = a[4];
+        Value p = a[0], g = a[1], stepSize = a[4], bc2Sqrt = a[5];
         if (decay != 0)
           g = add(g, mul(p, cst(decay)));
         // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1), and so on.
         Value m = add(mul(a[2], cst(b1)), mul(g, cst(1 - b1)));
         Value v = add(mul(a[3], cst(b2)), mul(mul(g, g), cst(1 - b2)));
-        Value bc1 = sub(cst(1), nb.create<math::PowFOp>(nl, cst(b1), step));
-        Value bc2 = sub(cst(1), nb.create<math::PowFOp>(nl, cst(b2), step));
-        Value stepSize = div(cst(lr), bc1);
-        Value denom = add(div(nb.create<math::SqrtOp>(nl, v),
-                              nb.create<math::SqrtOp>(nl, bc2)),
-                          cst(eps));
-        Value newP = sub(p, mul(stepSize, div(m, denom)));
+        Value denom =
+            add(div(nb.create<math::SqrtOp>(nl, v), bc2Sqrt), cst(eps));
+        // param.addcdiv_(exp_avg, denom, value=-step_size)
+        Value newP = nb.create<arith::SubFOp>(nl, p, mul(stepSize, div(m, denom)));
         return SmallVector<Value>{newP, m, v};
       });
 }

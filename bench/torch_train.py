@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+"""The same training steps in PyTorch CPU eager, for bench/compare_train.sh.
+
+Run with Debian's /usr/bin/python3 (python3-torch) and OpenBLAS's OpenMP
+build on the library path; torch.set_num_threads(2). A step is zero_grad,
+forward, CrossEntropyLoss, backward and optimizer.step(), as in the seed
+programs. Prints `name batch median_us` per model: the median of 7
+repetitions, each the mean over enough steps to take ~0.05 s, after a
+warm-up.
+"""
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+torch.set_num_threads(2)
+torch.manual_seed(0)
+
+
+def seed_cnn():
+    return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024),
+                         nn.ReLU(), nn.Linear(1024, 10))
+
+
+def time_training(model, optimizer, x, y):
+    criterion = nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    for _ in range(5):
+        step()
+    start = time.perf_counter()
+    n = 0
+    while time.perf_counter() - start < 0.05:
+        step()
+        n += 1
+    reps = []
+    for _ in range(7):
+        start = time.perf_counter()
+        for _ in range(n):
+            step()
+        reps.append((time.perf_counter() - start) / n * 1e6)
+    return statistics.median(reps)
+
+
+def main():
+    cnn = seed_cnn()
+    x = torch.randn(16, 3, 14, 14)
+    y = torch.randint(0, 10, (16,))
+    print("seed_cnn_adam 16 %.1f" % time_training(
+        cnn, torch.optim.Adam(cnn.parameters(), lr=1e-3), x, y))
+    net = mlp()
+    x = torch.randn(256, 784)
+    y = torch.randint(0, 10, (256,))
+    print("mlp_sgd 256 %.1f" % time_training(
+        net, torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9), x, y))
+
+
+main()

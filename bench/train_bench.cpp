@@ -1,0 +1,95 @@
+// train_bench.cpp - compiled training steps (forward, backward and the
+// optimizer, one CompiledModel::run each) of the models issue 6 names, timed
+// with Google Benchmark; bench/compare_train.sh runs them beside PyTorch CPU
+// eager (bench/torch_train.py) in one run and prints the ratios.
+//
+//   seed_cnn_adam/16:  the seed CNN (Conv2d(3, 16, 3, padding 1), ReLU,
+//                      MaxPool(2), Linear(784, 10)), CrossEntropy, Adam
+//   mlp_sgd/256:       MLP 784-1024-1024-10, CrossEntropy, SGD momentum 0.9
+
+#include "locus/Compile.h"
+#include "locus/locus.h"
+
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+using namespace locus;
+
+namespace {
+
+std::vector<float> randomValues(int64_t n) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = normal(rng);
+  return v;
+}
+
+std::vector<int64_t> randomLabels(int64_t n, int64_t classes) {
+  std::mt19937 rng(2);
+  std::uniform_int_distribution<int64_t> pick(0, classes - 1);
+  std::vector<int64_t> v(n);
+  for (int64_t &x : v)
+    x = pick(rng);
+  return v;
+}
+
+/// Records a training step (`net`, cross entropy, `makeOptimizer`), compiles
+/// it for the CPU, and times one step per iteration.
+template <typename Net, typename Optim>
+void trainStep(benchmark::State &state, Shape input, Net net,
+               Optim makeOptimizer) {
+  Graph g("train_step");
+  auto x = g.input("x", input);
+  auto y = g.input("y", {input[0]}, {.dtype = DType::i64});
+  nn::Sequential model = net(g);
+  auto optimizer = makeOptimizer(model.parameters());
+  auto loss = nn::CrossEntropyLoss()(model(x), y);
+  g.output("loss", loss);
+  optimizer.step(loss);
+  CompiledModel compiled = compile(g, {.policy = "cpu"});
+  int64_t n = 1;
+  for (int64_t d : input)
+    n *= d;
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32(input, randomValues(n))},
+      {"y", HostTensor::fromI64({input[0]}, randomLabels(input[0], 10))}};
+  for (auto _ : state)
+    benchmark::DoNotOptimize(compiled.run(inputs));
+  state.counters["batch"] = static_cast<double>(input[0]);
+}
+
+void BM_seed_cnn_adam(benchmark::State &state) {
+  trainStep(
+      state, {state.range(0), 3, 14, 14},
+      [](Graph &g) {
+        return nn::Sequential{
+            nn::Conv2d(g, 3, 16, {3}, {.padding = {1, 1}}), nn::ReLU(),
+            nn::MaxPool2d({2}, {2}), nn::Flatten(),
+            nn::Linear(g, 16 * 7 * 7, 10)};
+      },
+      [](std::vector<Tensor> params) {
+        return optim::Adam(std::move(params), {.lr = 1e-3});
+      });
+}
+
+void BM_mlp_sgd(benchmark::State &state) {
+  trainStep(
+      state, {state.range(0), 784},
+      [](Graph &g) {
+        return nn::Sequential{nn::Linear(g, 784, 1024), nn::ReLU(),
+                              nn::Linear(g, 1024, 1024), nn::ReLU(),
+                              nn::Linear(g, 1024, 10)};
+      },
+      [](std::vector<Tensor> params) {
+        return optim::SGD(std::move(params), {.lr = 0.01, .momentum = 0.9});
+      });
+}
+
+} // namespace
+
+BENCHMARK(BM_seed_cnn_adam)->Arg(16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_mlp_sgd)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK_MAIN();
