@@ -97,6 +97,9 @@ int main(int argc, char **argv) {
                << s.stepCopies << " copies per step (" << s.stepCopyBytes
                << " B), " << s.loadCopies << " at load (" << s.loadCopyBytes
                << " B)\n";
+  if (s.inPlaceUpdates || s.stateCopies)
+    llvm::outs() << "state updates: " << s.inPlaceUpdates << " in place, "
+                 << s.stateCopies << " by a copy at the end of the step\n";
   if (!result.cudaFunctions.empty())
     llvm::outs() << "cuda: " << result.cudaFunctions.size()
                  << " kernels with launchers and host versions\n";

@@ -176,6 +176,9 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
       }
     }
   }
+  // The seed is multiplied in nowhere when the loss is a loss op's result.
+  if (seed && seed.use_empty())
+    seed.getDefiningOp()->erase();
   SmallVector<Value> result;
   for (Value v : wrt) {
     loc = v.getLoc();

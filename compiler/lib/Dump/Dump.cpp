@@ -83,6 +83,8 @@ std::string labelOf(Operation *op) {
     return describeValue(op->getResult(0)); // `input "x"`, `parameter "w"`
   if (auto output = dyn_cast<OutputOp>(op))
     return ("output \"" + output.getName() + "\"").str();
+  if (auto assign = dyn_cast<AssignOp>(op))
+    return "assign to " + describeValue(assign.getState());
   if (auto copy = dyn_cast<CopyOp>(op))
     return "copy " + copy.getFrom().str() + " -> " + copy.getTo().str() +
            (copy.getLoadTime() ? " (at load)" : "");
@@ -96,6 +98,8 @@ std::string reasonText(Operation *op, PlacementAttr reason,
   if (auto copy = dyn_cast<CopyOp>(op))
     return copy.getLoadTime() ? "copy of state or a constant, once at load"
                               : "copy for readers on " + copy.getTo().str();
+  if (isa<AssignOp>(op))
+    return "updates the state where it lives";
   switch (reason.getKind()) {
   case PlacementKind::pinned:
     return "pinned by the user (.to() or created on " + device + ")";

@@ -332,3 +332,91 @@ module @outside {
   "locus.output"(%x) {name = "r"} : (tensor<4xf32>) -> ()
 }
 
+
+// -----
+
+locus.graph @g {
+  %g = locus.input "g" : tensor<2x4x5x5xf32>
+  %w = locus.input "w" : tensor<4x3x3x3xf32>
+  // expected-error@+2 {{grad [2, 4, 5, 5] does not match the forward result [2, 4, 6, 6]}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.conv2d_input_grad %g, %w input_shape [2, 3, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x6x6xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<2x3x6x6xf32>
+  %g = locus.input "g" : tensor<2x4x6x6xf32>
+  // expected-error@+2 {{weight [4, 2, 3, 3] expects 2 input channels but input [2, 3, 6, 6] has 3}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.conv2d_weight_grad %x, %g weight_shape [4, 2, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x6x6xf32>, tensor<2x4x6x6xf32> -> tensor<4x2x3x3xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<2x3x6x6xf32>
+  %g = locus.input "g" : tensor<2x3x2x2xf32>
+  // expected-error@+2 {{grad [2, 3, 2, 2] does not match the forward result [2, 3, 3, 3]}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.max_pool2d_grad %x, %g kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32>, tensor<2x3x2x2xf32> -> tensor<2x3x6x6xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %s = locus.input "s" : tensor<4x3xf32>
+  // expected-error@+2 {{grad [4, 3] at offsets [0, 1] strides [1, 3] does not fit in shape [4, 7] (dimension 1)}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.slice_grad %s shape [4, 7] offsets [0, 1] strides [1, 3] : tensor<4x3xf32> -> tensor<4x7xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %l = locus.input "l" : tensor<4xi64>
+  // expected-error@+2 {{classes must be positive, got 0}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.one_hot %l classes 0 : tensor<4xi64> -> tensor<4x0xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %w = locus.state "w" parameter : tensor<4xf32> init <full(0.0)>
+  %d = locus.input "d" : tensor<4xf32>
+  // expected-error@+2 {{with momentum needs a momentum buffer operand}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.sgd %w, %d lr 0.1 momentum 0.9 weight_decay 0.0 : tensor<4xf32> -> tensor<4xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %w = locus.state "w" parameter : tensor<4xf32> init <full(0.0)>
+  %d = locus.input "d" : tensor<4xf32>
+  %t = locus.input "t" : tensor<f32>
+  // The results are inferred while parsing: the rule's message alone.
+  // expected-error@+1 {{betas must be in [0, 1), got 1.000000}}
+  %0:3 = locus.adam %w, %d, %w, %w, %t lr 0.1 betas [0.9, 1.0] eps 1.0e-8 weight_decay 0.0 : tensor<4xf32>, tensor<f32>
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<4xf32>
+  // expected-error@+1 {{writes a value that is not a locus.state}}
+  locus.assign %x = %x : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %w = locus.state "w" parameter : tensor<4xf32> init <full(0.0)>
+  %x = locus.input "x" : tensor<4xf32>
+  // expected-note@+1 {{first assigned here}}
+  locus.assign %w = %x : tensor<4xf32>, tensor<4xf32>
+  // expected-error@+1 {{assigns state "w" a second time}}
+  locus.assign %w = %x : tensor<4xf32>, tensor<4xf32>
+}

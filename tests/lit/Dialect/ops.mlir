@@ -142,3 +142,39 @@ locus.graph @devices {
   %1 = locus.copy #locus.device<cuda:0> to <cpu>, %0 : tensor<100x10xf32>
   locus.output "x" = %1 : tensor<100x10xf32>
 }
+
+// Gradients, optimizers and state updates (what --locus-autodiff records).
+// CHECK-LABEL: locus.graph @training
+locus.graph @training {
+  %x = locus.input "x" : tensor<2x3x6x6xf32>
+  %g = locus.input "g" : tensor<2x4x6x6xf32>
+  %p = locus.input "p" : tensor<2x3x3x3xf32>
+  %s = locus.input "s" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<4xi64>
+  %w = locus.state "w" parameter : tensor<4x3x3x3xf32> init <uniform(-0.1, 0.1), seed = 1>
+  %t = locus.state "t" buffer : tensor<f32> init <full(0.0)>
+  %buf = locus.state "buf" buffer : tensor<4x3x3x3xf32> init <full(0.0)>
+  %m = locus.state "m" buffer : tensor<4x3x3x3xf32> init <full(0.0)>
+  %v = locus.state "v" buffer : tensor<4x3x3x3xf32> init <full(0.0)>
+  // CHECK: locus.one_hot %l classes 5 : tensor<4xi64> -> tensor<4x5xf32>
+  %0 = locus.one_hot %l classes 5 : tensor<4xi64> -> tensor<4x5xf32>
+  // CHECK: locus.slice_grad %s shape [4, 7] offsets [0, 1] strides [1, 2] : tensor<4x3xf32> -> tensor<4x7xf32>
+  %1 = locus.slice_grad %s shape [4, 7] offsets [0, 1] strides [1, 2] : tensor<4x3xf32> -> tensor<4x7xf32>
+  // CHECK: locus.conv2d_input_grad %g, %w input_shape [2, 3, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x6x6xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x6x6xf32>
+  %2 = locus.conv2d_input_grad %g, %w input_shape [2, 3, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x6x6xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x6x6xf32>
+  // CHECK: locus.conv2d_weight_grad %x, %g weight_shape [4, 3, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x6x6xf32>, tensor<2x4x6x6xf32> -> tensor<4x3x3x3xf32>
+  %3 = locus.conv2d_weight_grad %x, %g weight_shape [4, 3, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x6x6xf32>, tensor<2x4x6x6xf32> -> tensor<4x3x3x3xf32>
+  // CHECK: locus.max_pool2d_grad %x, %p kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32> -> tensor<2x3x6x6xf32>
+  %4 = locus.max_pool2d_grad %x, %p kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32> -> tensor<2x3x6x6xf32>
+  // CHECK: %[[P:.*]]:2 = locus.sgd %w, %3, %buf lr 1.000000e-02 momentum 9.000000e-01 weight_decay 0.000000e+00 nesterov : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
+  %5:2 = locus.sgd %w, %3, %buf lr 0.01 momentum 0.9 weight_decay 0.0 nesterov : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
+  // CHECK: locus.sgd %w, %3 lr 1.000000e-01 momentum 0.000000e+00 weight_decay 1.000000e-04 : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>
+  %6 = locus.sgd %w, %3 lr 0.1 momentum 0.0 weight_decay 0.0001 : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>
+  // CHECK: locus.adam %w, %3, %m, %v, %t lr 1.000000e-03 betas [9.000000e-01, 9.990000e-01] eps 1.000000e-08 weight_decay 0.000000e+00 : tensor<4x3x3x3xf32>, tensor<f32>
+  %7:3 = locus.adam %w, %3, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-8 weight_decay 0.0 : tensor<4x3x3x3xf32>, tensor<f32>
+  // CHECK: locus.assign %w = %[[P]]#0 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
+  locus.assign %w = %5#0 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
+  // CHECK: locus.assign %buf = %[[P]]#1
+  locus.assign %buf = %5#1 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
+  locus.output "o" = %0 : tensor<4x5xf32>
+}

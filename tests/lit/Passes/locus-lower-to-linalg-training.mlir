@@ -1,0 +1,96 @@
+// The gradient and optimizer ops lowered to linalg (their numbers are checked
+// against finite differences and PyTorch by tests/e2e/check_gradients.py and
+// tests/seeds).
+// RUN: locus-opt %s --locus-lower-to-linalg | FileCheck %s
+
+// One-hot: a parallel generic comparing the label with the class index.
+// CHECK-LABEL: func.func @one_hot
+// CHECK: linalg.generic
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi eq
+// CHECK: arith.uitofp
+func.func @one_hot(%l: tensor<4xi64>) -> tensor<4x5xf32> {
+  %0 = locus.one_hot %l classes 5 : tensor<4xi64> -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// Slice gradient: zeros with the slice inserted at its strides.
+// CHECK-LABEL: func.func @slice_grad
+// CHECK: linalg.fill
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 1] [4, 3] [1, 2] : tensor<4x3xf32> into tensor<4x7xf32>
+func.func @slice_grad(%g: tensor<4x3xf32>) -> tensor<4x7xf32> {
+  %0 = locus.slice_grad %g shape [4, 7] offsets [0, 1] strides [1, 2] : tensor<4x3xf32> -> tensor<4x7xf32>
+  return %0 : tensor<4x7xf32>
+}
+
+// Weight gradient, one group: im2col, the gradient as [O, N*OH*OW], one
+// product with the columns transposed (BLAS on the host, cuBLAS on a GPU).
+// CHECK-LABEL: func.func @conv_weight_grad
+// CHECK: tensor.pad
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<2x3x8x8xf32>) outs(%{{.*}} : tensor<3x3x3x2x6x6xf32>)
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<2x4x6x6xf32>) outs(%{{.*}} : tensor<4x2x6x6xf32>) permutation = [1, 0, 2, 3]
+// CHECK: linalg.matmul_transpose_b ins(%{{.*}}, %{{.*}} : tensor<4x72xf32>, tensor<27x72xf32>) outs(%{{.*}} : tensor<4x27xf32>)
+func.func @conv_weight_grad(%x: tensor<2x3x6x6xf32>, %g: tensor<2x4x6x6xf32>) -> tensor<4x3x3x3xf32> {
+  %0 = locus.conv2d_weight_grad %x, %g weight_shape [4, 3, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x6x6xf32>, tensor<2x4x6x6xf32> -> tensor<4x3x3x3xf32>
+  return %0 : tensor<4x3x3x3xf32>
+}
+
+// Input gradient: the gradient spread by the stride with a margin of
+// (K - 1) * dilation, a gather over (o, kh, kw), the padding cut off.
+// CHECK-LABEL: func.func @conv_input_grad
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 2, 2] [1, 3, 3, 3] [1, 1, 2, 2] : tensor<1x3x3x3xf32> into tensor<1x3x9x9xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 1, 1] [1, 2, 5, 5] [1, 1, 1, 1] : tensor<1x2x7x7xf32> to tensor<1x2x5x5xf32>
+func.func @conv_input_grad(%g: tensor<1x3x3x3xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x2x5x5xf32> {
+  %0 = locus.conv2d_input_grad %g, %w input_shape [1, 2, 5, 5] stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x3x3x3xf32>, tensor<3x2x3x3xf32> -> tensor<1x2x5x5xf32>
+  return %0 : tensor<1x2x5x5xf32>
+}
+
+// Max pooling: one pass for each window's maximum and first position
+// (a later position wins only when strictly greater), then, for windows
+// that tile the input, one gather at (y floordiv 2, x floordiv 2).
+// CHECK-LABEL: func.func @max_pool_grad
+// CHECK: %[[ARG:.*]]:2 = linalg.generic
+// CHECK: arith.cmpf ogt
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[ARG]]#1 : tensor<2x3x3x3xf32>, tensor<2x3x3x3xf32>) outs(%{{.*}} : tensor<2x3x6x6xf32>)
+// CHECK: arith.remui
+// CHECK: arith.cmpf oeq
+func.func @max_pool_grad(%x: tensor<2x3x6x6xf32>, %g: tensor<2x3x3x3xf32>) -> tensor<2x3x6x6xf32> {
+  %0 = locus.max_pool2d_grad %x, %g kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32> -> tensor<2x3x6x6xf32>
+  return %0 : tensor<2x3x6x6xf32>
+}
+
+// Overlapping windows: the gradient and the index spread out, then a gather.
+// CHECK-LABEL: func.func @max_pool_grad_overlap
+// CHECK: linalg.generic
+// CHECK: tensor.insert_slice
+// CHECK: tensor.insert_slice
+// CHECK: linalg.generic
+// CHECK: tensor.extract_slice
+func.func @max_pool_grad_overlap(%x: tensor<2x3x6x6xf32>, %g: tensor<2x3x3x3xf32>) -> tensor<2x3x6x6xf32> {
+  %0 = locus.max_pool2d_grad %x, %g kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32> -> tensor<2x3x6x6xf32>
+  return %0 : tensor<2x3x6x6xf32>
+}
+
+// SGD with momentum: one elementwise generic with two results.
+// CHECK-LABEL: func.func @sgd
+// CHECK: %[[S:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>)
+// CHECK: return %[[S]]#0, %[[S]]#1
+func.func @sgd(%p: tensor<8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %0:2 = locus.sgd %p, %g, %b lr 0.01 momentum 0.9 weight_decay 0.0 : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>
+  return %0#0, %0#1 : tensor<8xf32>, tensor<8xf32>
+}
+
+// Adam: the bias corrections once (a scalar generic with math.powf), then
+// one elementwise generic with three results.
+// CHECK-LABEL: func.func @adam
+// CHECK: %[[C:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}} : tensor<f32>) outs(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>)
+// CHECK: math.powf
+// CHECK: %[[A:.*]]:3 = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C]]#0, %[[C]]#1 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>)
+// CHECK-NOT: math.powf
+// CHECK: math.sqrt
+// CHECK: return %[[A]]#0, %[[A]]#1, %[[A]]#2
+func.func @adam(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %t: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %0:3 = locus.adam %p, %g, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-8 weight_decay 0.0 : tensor<8xf32>, tensor<f32>
+  return %0#0, %0#1, %0#2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
