@@ -1002,9 +1002,11 @@ locus_status_t locus_context_run_batches(locus_context_t *context,
       shared.lock();
     ++ctx.runs;
     status = execute(m, ctx, m.plan.step, stats);
-    // The next batch while this step runs on its devices.
+    // The next batch while this step runs on its devices. If it fails, this
+    // step still finishes and is reported; the loop stops after it.
+    locus_status_t fetched = nullptr;
     if (!status && i + 1 < steps)
-      status = fetch(i + 1, ahead);
+      fetched = fetch(i + 1, ahead);
     for (const auto &device : m.devices)
       if (locus_status_t s = device->finish(); s && !status)
         status = s;
@@ -1017,6 +1019,10 @@ locus_status_t locus_context_run_batches(locus_context_t *context,
     ctx.stats = stats;
     if (!status && done)
       status = done(user, i, context);
+    if (status)
+      locus_status_free(fetched);
+    else
+      status = fetched;
   }
   cleanup();
   return status;

@@ -328,3 +328,93 @@ TEST(Executor, ContextsRunFromManyThreadsAtOnce) {
   for (int t = 0; t < 4; ++t)
     EXPECT_EQ(wrong[t], 0) << "thread " << t;
 }
+
+namespace {
+
+/// Feeds x = {step, step + 1, step + 2, step + 3}; records every y.
+struct Feeder {
+  std::vector<float> x;
+  std::vector<std::vector<float>> ys;
+  uint64_t stopAt = UINT64_MAX; // next() fails at this step
+  bool leaveNull = false;
+};
+
+locus_status_t nextBatch(void *user, uint64_t step, const void **inputs) {
+  auto &f = *static_cast<Feeder *>(user);
+  if (step == f.stopAt)
+    return locus_status_create(LOCUS_STATUS_CANCELLED, "no more data");
+  f.x = {float(step), float(step + 1), float(step + 2), float(step + 3)};
+  inputs[0] = f.leaveNull ? nullptr : f.x.data();
+  // The runner copies the batch before asking again: scribbling over it
+  // later must not change this step.
+  return nullptr;
+}
+
+locus_status_t stepDone(void *user, uint64_t, locus_context_t *ctx) {
+  auto &f = *static_cast<Feeder *>(user);
+  std::vector<float> y(4);
+  if (locus_status_t s = locus_context_read_output(ctx, "y", y.data(), 16))
+    return s;
+  f.ys.push_back(y);
+  std::fill(f.x.begin(), f.x.end(), -1.0f);
+  return nullptr;
+}
+
+} // namespace
+
+TEST(Executor, RunBatchesFeedsEveryStepAndPrefetchesTheCopies) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m), nullptr);
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  Feeder f;
+  ASSERT_EQ(locus_context_run_batches(ctx, 5, nextBatch, stepDone, &f),
+            nullptr);
+  ASSERT_EQ(f.ys.size(), 5u);
+  for (size_t step = 0; step < 5; ++step)
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(f.ys[step][i], float(step + i) + 2) << step << " " << i;
+  // The last step: its input's copy to cuda:0 was made ahead by the runner
+  // (counted), the result's copy back by the plan.
+  locus_run_stats_t stats;
+  locus_context_stats(ctx, &stats);
+  EXPECT_EQ(stats.launches, 1u);
+  EXPECT_EQ(stats.copies, 2u);
+  EXPECT_EQ(stats.copy_bytes, 32u);
+  // The context runs single steps as before afterwards.
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  ASSERT_EQ(locus_context_set_input(ctx, "x", x, 16), nullptr);
+  ASSERT_EQ(locus_context_run(ctx), nullptr);
+  ASSERT_EQ(locus_context_read_output(ctx, "y", y, 16), nullptr);
+  EXPECT_EQ(y[3], 6.0f);
+  locus_context_release(ctx);
+}
+
+TEST(Executor, RunBatchesStopsOnACallbackStatus) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m), nullptr);
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  Feeder f;
+  f.stopAt = 3;
+  locus_status_t s = locus_context_run_batches(ctx, 10, nextBatch, stepDone, &f);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_CANCELLED);
+  EXPECT_EQ(messageOf(s), "no more data");
+  // Steps 0..2 ran; step 3's batch never came.
+  EXPECT_EQ(f.ys.size(), 3u);
+
+  Feeder missing;
+  missing.leaveNull = true;
+  s = locus_context_run_batches(ctx, 2, nextBatch, nullptr, &missing);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(messageOf(s).find("no data for input 'x'"), std::string::npos);
+  EXPECT_EQ(locus_status_code(
+                locus_context_run_batches(ctx, 1, nullptr, nullptr, nullptr)),
+            LOCUS_STATUS_INVALID_ARGUMENT);
+  // Zero steps: nothing asked for, nothing run.
+  Feeder none;
+  EXPECT_EQ(locus_context_run_batches(ctx, 0, nextBatch, stepDone, &none),
+            nullptr);
+  EXPECT_TRUE(none.ys.empty());
+  locus_context_release(ctx);
+}

@@ -320,7 +320,8 @@ LOCUS_API void locus_context_stats(const locus_context_t *context,
  * runtime copies them before `next` returns to it, so the caller may reuse
  * its memory at once. `done` (optional) runs after step `step` finished and
  * may read outputs with locus_context_read_output; a status from either
- * callback stops the loop and is returned.
+ * callback stops the loop and is returned (when next(i + 1) fails, step i
+ * still completes and done(i) still runs first).
  *
  * While step i runs, the runner calls next(i + 1) and copies that batch to
  * its device: inputs made on a GPU and inputs the plan copies to a GPU at

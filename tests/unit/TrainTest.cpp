@@ -1,0 +1,183 @@
+// Training from C++: locus::grad, assign and the optimizers (errors at the
+// user's line, nothing recorded on failure), the in-place state updates
+// seen through the model's state, and CompiledModel::runBatches.
+
+#include "locus/Compile.h"
+#include "locus/locus.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace locus;
+
+namespace {
+
+/// The message of the locus::Error `fn` throws (and its line), or "".
+template <typename Fn> std::string errorOf(Fn fn, unsigned *line = nullptr) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    if (line)
+      *line = e.line();
+    return e.message();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST(Train, GradOfALinearModelIsExact) {
+  // loss = sum(w * x) has d/dw = x, d/dx = w.
+  Graph g("grad");
+  auto x = g.input("x", {3});
+  auto w = g.parameter("w", {3}, Init::full(2.0));
+  auto loss = sum(w * x, {0});
+  auto grads = grad(loss, {w, x});
+  g.output("dw", grads[0]);
+  g.output("dx", grads[1]);
+  CompiledModel m = compile(g);
+  auto out = m.run({{"x", HostTensor::fromF32({3}, {1, -2, 5})}});
+  EXPECT_EQ(out.at("dw").f32, (std::vector<float>{1, -2, 5}));
+  EXPECT_EQ(out.at("dx").f32, (std::vector<float>{2, 2, 2}));
+}
+
+TEST(Train, MistakesAreErrorsAtTheCallAndRecordNothing) {
+  Graph g("bad");
+  auto x = g.input("x", {3});
+  auto w = g.parameter("w", {3}, Init::full(1.0));
+  auto y = w * x;
+  auto total = sum(y, {0});
+  size_t before = g.numOps();
+  unsigned line = 0;
+  unsigned expected = __LINE__ + 1;
+  std::string message = errorOf([&] { grad(y, {w}); }, &line);
+  EXPECT_NE(message.find("the loss must be a scalar f32 value"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(line, expected);
+  EXPECT_EQ(g.numOps(), before);
+
+  Graph other("other");
+  auto z = other.parameter("z", {3}, Init::full(1.0));
+  message = errorOf([&] { grad(total, {z}); });
+  EXPECT_NE(message.find("uses a tensor of graph 'other'"), std::string::npos)
+      << message;
+  EXPECT_EQ(g.numOps(), before);
+
+  message = errorOf([&] { assign(x, y); });
+  EXPECT_NE(message.find("assign() writes state"), std::string::npos)
+      << message;
+  message = errorOf([&] { assign(w, total); });
+  EXPECT_NE(message.find("writes 'tensor<f32>' into state \"w\""),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(g.numOps(), before);
+
+  message = errorOf([&] { optim::SGD({}, {.lr = 0.1}); });
+  EXPECT_NE(message.find("at least one parameter"), std::string::npos);
+  message = errorOf([&] { optim::SGD({y}, {.lr = 0.1}); });
+  EXPECT_NE(message.find("one of these is a computed tensor"),
+            std::string::npos);
+  optim::SGD nesterovAlone({w}, {.lr = 0.1, .nesterov = true});
+  message = errorOf([&] { nesterovAlone.step(total); });
+  EXPECT_NE(message.find("nesterov needs momentum"), std::string::npos)
+      << message;
+  EXPECT_EQ(g.numOps(), before);
+
+  optim::SGD sgd({w}, {.lr = 0.1});
+  auto loss = total;
+  sgd.step(loss);
+  message = errorOf([&] { sgd.step(loss); });
+  EXPECT_NE(message.find("records the training step once"), std::string::npos);
+  optim::Adam twice({w});
+  message = errorOf([&] { twice.step(loss); });
+  EXPECT_NE(message.find("parameter \"w\" is updated already"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Train, SgdUpdatesTheStateInPlaceEveryRun) {
+  // loss = sum(w * x): each step w -= lr * x (no momentum), so after n
+  // steps w = 1 - n * lr * x.
+  Graph g("sgd");
+  auto x = g.input("x", {4});
+  auto w = g.parameter("w", {4}, Init::full(1.0));
+  auto loss = sum(w * x, {0});
+  g.output("loss", loss);
+  optim::SGD({w}, {.lr = 0.5}).step(loss);
+  CompiledModel m = compile(g);
+  std::vector<float> xs{1, 2, 3, 4};
+  for (int i = 0; i < 3; ++i)
+    m.run({{"x", HostTensor::fromF32({4}, xs)}});
+  const HostTensor &after = m.state("w");
+  for (int i = 0; i < 4; ++i)
+    EXPECT_FLOAT_EQ(after.f32[i], 1.0f - 3 * 0.5f * xs[i]);
+  // State written by the user is what the next step starts from.
+  m.setState("w", HostTensor::fromF32({4}, {0, 0, 0, 0}));
+  auto out = m.run({{"x", HostTensor::fromF32({4}, xs)}});
+  EXPECT_EQ(out.at("loss").scalar(), 0.0f);
+}
+
+TEST(Train, RunBatchesMatchesRunAndPropagatesCallbackErrors) {
+  auto build = [](Graph &g) {
+    auto x = g.input("x", {8, 3}, {.device = cuda(0)});
+    auto y = g.input("y", {8, 1}, {.device = cuda(0)});
+    nn::Linear fc(g, 3, 1, {.name = "fc", .device = cuda(0)});
+    auto loss = nn::MSELoss()(fc(x), y);
+    g.output("loss", loss);
+    optim::SGD(fc.parameters(), {.lr = 0.05, .momentum = 0.9}).step(loss);
+  };
+  auto batch = [](size_t step) {
+    std::vector<float> xs(24), ys(8);
+    for (size_t i = 0; i < 24; ++i)
+      xs[i] = std::sin(float(step * 24 + i));
+    for (size_t i = 0; i < 8; ++i)
+      ys[i] = std::cos(float(step * 8 + i));
+    return std::map<std::string, HostTensor>{
+        {"x", HostTensor::fromF32({8, 3}, xs)},
+        {"y", HostTensor::fromF32({8, 1}, ys)}};
+  };
+  Graph a("a"), b("b");
+  build(a);
+  build(b);
+  CompileOptions options{.policy = "strict", .devices = {"cpu", "cuda:0"}};
+  CompiledModel one = compile(a, options), loop = compile(b, options);
+  std::vector<float> expected, got;
+  for (size_t step = 0; step < 6; ++step)
+    expected.push_back(one.run(batch(step)).at("loss").scalar());
+  RunStats stats;
+  loop.runBatches(
+      6, batch,
+      [&](size_t, const std::map<std::string, HostTensor> &out) {
+        got.push_back(out.at("loss").scalar());
+      },
+      &stats);
+  EXPECT_EQ(got, expected); // the same steps, bit for bit
+  EXPECT_GT(stats.launches, 0u);
+  EXPECT_EQ(loop.state("fc.weight").f32, one.state("fc.weight").f32);
+
+  // A wrong batch stops the loop with the runner's own message.
+  try {
+    loop.runBatches(3, [&](size_t step) {
+      auto inputs = batch(step);
+      if (step == 1)
+        inputs.erase("y");
+      return inputs;
+    });
+    ADD_FAILURE() << "no error";
+  } catch (const RunError &e) {
+    EXPECT_NE(std::string(e.what()).find("batch 1: missing input 'y'"),
+              std::string::npos)
+        << e.what();
+  }
+  // The caller's own exception comes through unchanged.
+  struct Stop {};
+  EXPECT_THROW(loop.runBatches(
+                   3, batch,
+                   [](size_t step, const auto &) {
+                     if (step == 1)
+                       throw Stop{};
+                   }),
+               Stop);
+}
