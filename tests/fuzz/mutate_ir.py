@@ -107,24 +107,46 @@ def main():
                  "locus-insert-transfers,locus-fuse-kernels),"
                  "locus-outline-kernels)" % (policy, devices)],
             ]
-            # The whole pipeline to an artifact (slower: LLVM and lld).
+            # Autodiff (gradients, or a training step), then placement.
+            commands.append(
+                [opt, "--locus-autodiff=" + rng.choice(
+                    ["", "optimizer=sgd momentum=0.9", "optimizer=adam",
+                     "loss=r", "wrt=x"]),
+                 "--locus-place-devices=policy=%s devices=%s" %
+                 (policy, devices), "--locus-insert-transfers"])
+            # The whole pipeline to an artifact (slower: LLVM and lld); every
+            # other time through a training step.
             if rng.randrange(4) == 0:
-                commands.append([compiler, "-", "-o", artifact,
-                                 "--policy=" + policy, "--devices=" + devices])
+                train = rng.randrange(2) == 0
+                source = mutant
+                if train:
+                    trained = subprocess.run(
+                        [opt, "--locus-autodiff=optimizer=adam"], input=mutant,
+                        text=True, capture_output=True, timeout=20)
+                    if crashed(trained):
+                        failures += 1
+                        print("CRASH (autodiff):\n" + mutant + "\n" +
+                              trained.stderr[-3000:])
+                    if trained.returncode == 0:
+                        source = trained.stdout
+                commands.append(([compiler, "-", "-o", artifact,
+                                  "--policy=" + policy, "--devices=" + devices],
+                                 source))
             for command in commands:
+                command, given = command if isinstance(command, tuple) else (command, mutant)
                 try:
-                    result = subprocess.run(command, input=mutant, text=True,
+                    result = subprocess.run(command, input=given, text=True,
                                             capture_output=True, timeout=20)
                 except subprocess.TimeoutExpired:
                     failures += 1
-                    print("HANG:", " ".join(command), "\n" + mutant)
+                    print("HANG:", " ".join(command), "\n" + given)
                     continue
                 runs += 1
                 rejected += result.returncode != 0
                 if crashed(result):
                     failures += 1
                     print("CRASH (%d): %s\n--- input ---\n%s\n--- stderr ---\n%s"
-                          % (result.returncode, " ".join(command), mutant,
+                          % (result.returncode, " ".join(command), given,
                              result.stderr[-3000:]))
     print("%d runs, %d rejected with a diagnostic, %d crashed or hung" %
           (runs, rejected, failures))
