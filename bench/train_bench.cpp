@@ -65,10 +65,9 @@ void BM_seed_cnn_adam(benchmark::State &state) {
   trainStep(
       state, {state.range(0), 3, 14, 14},
       [](Graph &g) {
-        return nn::Sequential{
-            nn::Conv2d(g, 3, 16, {3}, {.padding = {1, 1}}), nn::ReLU(),
-            nn::MaxPool2d({2}, {2}), nn::Flatten(),
-            nn::Linear(g, 16 * 7 * 7, 10)};
+        return nn::Sequential{nn::Conv2d(g, 3, 16, {3}, {.padding = {1, 1}}),
+                              nn::ReLU(), nn::MaxPool2d({2}, {2}),
+                              nn::Flatten(), nn::Linear(g, 16 * 7 * 7, 10)};
       },
       [](std::vector<Tensor> params) {
         return optim::Adam(std::move(params), {.lr = 1e-3});

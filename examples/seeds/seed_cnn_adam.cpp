@@ -1,7 +1,8 @@
 // seed_cnn_adam.cpp - seed 004, example 3:
 //
 //   model = SimpleCNN().to(device)   # Conv2d(3, 16, 3, padding=1), ReLU,
-//                                    # MaxPool2d(2, 2), flatten, Linear(784, 10)
+//                                    # MaxPool2d(2, 2), flatten, Linear(784,
+//                                    10)
 //   X = torch.randn(32, 3, 14, 14).to(device); y = torch.randint(0, 10, (32,))
 //   criterion = CrossEntropyLoss(); optimizer = Adam(lr=0.001)
 //   dataloader = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True)
@@ -44,11 +45,12 @@ int main(int argc, char **argv) {
         if (step % perEpoch == 0) // a new epoch: shuffle=True
           order = seed::shuffled(samples, 5000 + step / perEpoch);
         size_t first = (step % perEpoch) * batch;
-        return {{"batch_x", seed::f32({16, 3, 14, 14},
-                                      seed::rowsOf(xs, order, first, batch,
-                                                   3 * 14 * 14))},
-                {"batch_y", locus::HostTensor::fromI64(
-                                {16}, seed::rowsOf(ys, order, first, batch, 1))}};
+        return {
+            {"batch_x",
+             seed::f32({16, 3, 14, 14},
+                       seed::rowsOf(xs, order, first, batch, 3 * 14 * 14))},
+            {"batch_y", locus::HostTensor::fromI64(
+                            {16}, seed::rowsOf(ys, order, first, batch, 1))}};
       },
       [&](size_t step, const std::map<std::string, locus::HostTensor> &out) {
         last = out.at("loss").scalar();

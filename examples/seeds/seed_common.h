@@ -93,8 +93,9 @@ inline locus::HostTensor f32(locus::Shape shape, std::vector<float> v) {
 
 /// Rows [first, first + rows) of a row-major tensor of `width` per row.
 template <typename T>
-std::vector<T> rowsOf(const std::vector<T> &all, const std::vector<size_t> &order,
-                      size_t first, size_t rows, size_t width) {
+std::vector<T> rowsOf(const std::vector<T> &all,
+                      const std::vector<size_t> &order, size_t first,
+                      size_t rows, size_t width) {
   std::vector<T> out;
   out.reserve(rows * width);
   for (size_t r = first; r < first + rows; ++r)
@@ -116,7 +117,8 @@ inline void trainLinear(const locus::CompiledModel &model, int epochs = 10) {
                          &stats);
     loss = out.at("loss").scalar();
     std::printf("Epoch %d, loss: %.4f (%llu kernel launches, %llu copies)\n",
-                epoch + 1, loss, static_cast<unsigned long long>(stats.launches),
+                epoch + 1, loss,
+                static_cast<unsigned long long>(stats.launches),
                 static_cast<unsigned long long>(stats.copies));
   }
   std::printf("final loss %.9g\n", loss);

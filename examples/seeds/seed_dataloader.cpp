@@ -1,10 +1,10 @@
 // seed_dataloader.cpp - seed 001, examples 3 and 4 (the DataLoader loop):
 //
 //   model = torch.nn.Linear(10, 2).to(device)
-//   dataloader = DataLoader(TensorDataset(input_data, target_data), batch_size=10)
-//   for inputs, targets in dataloader:
-//       output = model(inputs)     # inputs remain on the CPU: forgot .to(device)
-//       loss = mse_loss(output, targets)
+//   dataloader = DataLoader(TensorDataset(input_data, target_data),
+//   batch_size=10) for inputs, targets in dataloader:
+//       output = model(inputs)     # inputs remain on the CPU: forgot
+//       .to(device) loss = mse_loss(output, targets)
 //
 // trained with SGD for 5 epochs. Under policy=strict (the default here) the
 // forgotten move is a compile error naming both lines. With
@@ -23,7 +23,8 @@ int main(int argc, char **argv) {
   locus::Graph g("dataloader_step");
   auto inputs = g.input("inputs", {10, 10}, where);
   auto targets = g.input("targets", {10, 2}, where);
-  locus::nn::Linear model(g, 10, 2, {.name = "model", .device = locus::cuda(0)});
+  locus::nn::Linear model(g, 10, 2,
+                          {.name = "model", .device = locus::cuda(0)});
   locus::optim::SGD optimizer(model.parameters(), {.lr = 0.01});
   auto output = model(inputs);
   auto loss = locus::nn::MSELoss()(output, targets);
@@ -43,8 +44,10 @@ int main(int argc, char **argv) {
       batches * epochs,
       [&](size_t step) -> std::map<std::string, locus::HostTensor> {
         size_t first = (step % batches) * 10;
-        return {{"inputs", seed::f32({10, 10}, seed::rowsOf(xs, order, first, 10, 10))},
-                {"targets", seed::f32({10, 2}, seed::rowsOf(ys, order, first, 10, 2))}};
+        return {{"inputs",
+                 seed::f32({10, 10}, seed::rowsOf(xs, order, first, 10, 10))},
+                {"targets",
+                 seed::f32({10, 2}, seed::rowsOf(ys, order, first, 10, 2))}};
       },
       [&](size_t step, const std::map<std::string, locus::HostTensor> &out) {
         last = out.at("loss").scalar();

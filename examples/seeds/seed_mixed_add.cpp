@@ -20,8 +20,8 @@ int main(int argc, char **argv) {
   locus::CompiledModel compiled = seed::compile(g, seed::policy(argc, argv));
   std::vector<float> a = seed::uniform(12, -1.0, 1.0, 21),
                      b = seed::uniform(12, -1.0, 1.0, 22);
-  auto out = compiled.run({{"tensor_cpu", seed::f32({3, 4}, a)},
-                           {"tensor", seed::f32({3, 4}, b)}});
+  auto out = compiled.run(
+      {{"tensor_cpu", seed::f32({3, 4}, a)}, {"tensor", seed::f32({3, 4}, b)}});
   double worst = 0;
   for (size_t i = 0; i < 12; ++i)
     worst = std::max(worst, std::fabs(double(out.at("sum").f32[i]) -

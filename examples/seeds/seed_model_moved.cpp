@@ -15,7 +15,8 @@ int main(int argc, char **argv) {
   locus::Graph g("train_step");
   auto x = g.input("input_data", {100, 10});
   auto y = g.input("target_data", {100, 2});
-  locus::nn::Linear model(g, 10, 2, {.name = "model", .device = locus::cuda(0)});
+  locus::nn::Linear model(g, 10, 2,
+                          {.name = "model", .device = locus::cuda(0)});
   locus::optim::SGD optimizer(model.parameters(), {.lr = 0.01});
   auto loss = locus::nn::MSELoss()(model(x), y);
   g.output("loss", loss);

@@ -13,7 +13,8 @@
 int main(int argc, char **argv) {
   locus::Graph g("inference");
   auto a = g.input("a", {10, 10}).to(locus::cuda(0));
-  locus::nn::Linear model(g, 10, 1, {.name = "model", .device = locus::cuda(0)});
+  locus::nn::Linear model(g, 10, 1,
+                          {.name = "model", .device = locus::cuda(0)});
   auto output = model(a);
   auto outputCpu = output.to(locus::cpu());
   g.output("output_cpu", outputCpu);

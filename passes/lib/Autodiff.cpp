@@ -1,4 +1,5 @@
-//===- Autodiff.cpp - --locus-autodiff --------------------------------------===//
+//===- Autodiff.cpp - --locus-autodiff
+//--------------------------------------===//
 
 #include "locus/Dialect/Autodiff.h"
 #include "locus/Passes/Passes.h"

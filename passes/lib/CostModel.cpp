@@ -166,8 +166,7 @@ OpWork locus::estimateWork(Operation *op) {
   };
   return llvm::TypeSwitch<Operation *, OpWork>(op)
       .Case<InputOp, StateOp, ConstantOp, OutputOp, AssignOp, ToOp, CopyOp,
-            ReshapeOp>(
-          [](Operation *) { return OpWork{}; })
+            ReshapeOp>([](Operation *) { return OpWork{}; })
       .Case<NegOp, ReluOp, AddOp, SubOp, MulOp, DivOp, MaximumOp, CmpOp,
             SelectOp>(
           [&](Operation *o) { return kernel(numel(o->getResult(0))); })
@@ -206,8 +205,8 @@ OpWork locus::estimateWork(Operation *op) {
           [&](Operation *o) { return kernel(numel(o->getResult(0))); })
       .Case<Conv2dInputGradOp, Conv2dWeightGradOp>([&](Operation *o) {
         // The forward convolution's products, once more.
-        Value grad = isa<Conv2dInputGradOp>(o) ? o->getOperand(0)
-                                               : o->getOperand(1);
+        Value grad =
+            isa<Conv2dInputGradOp>(o) ? o->getOperand(0) : o->getOperand(1);
         auto w = isa<Conv2dInputGradOp>(o)
                      ? cast<RankedTensorType>(o->getOperand(1).getType())
                      : cast<RankedTensorType>(o->getResult(0).getType());

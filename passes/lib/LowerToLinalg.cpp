@@ -476,15 +476,15 @@ Value lowerConvWeightGrad(Lowering &l, Conv2dWeightGradOp op) {
                                                ArrayRef<int64_t>{1, 0, 2, 3})
                      .getResult()[0];
     auto product = RankedTensorType::get({o, c * kh * kw}, f32);
-    Value dw = b.create<linalg::MatmulTransposeBOp>(
-                    l.loc, TypeRange{product},
-                    ValueRange{l.reshape(onhw, RankedTensorType::get(
-                                                   {o, n * oh * ow}, f32)),
-                               l.reshape(cols, RankedTensorType::get(
-                                                   {c * kh * kw, n * oh * ow},
-                                                   f32))},
-                    ValueRange{l.filled(product, 0.0)})
-                   .getResult(0);
+    Value dw =
+        b.create<linalg::MatmulTransposeBOp>(
+             l.loc, TypeRange{product},
+             ValueRange{
+                 l.reshape(onhw, RankedTensorType::get({o, n * oh * ow}, f32)),
+                 l.reshape(cols, RankedTensorType::get(
+                                     {c * kh * kw, n * oh * ow}, f32))},
+             ValueRange{l.filled(product, 0.0)})
+            .getResult(0);
     return l.reshape(dw, w);
   }
   int64_t outPerGroup = o / groups;
@@ -513,8 +513,7 @@ Value lowerConvWeightGrad(Lowering &l, Conv2dWeightGradOp op) {
 /// `value` [N, C, H, W] spread out: zeros of [N, C, rows, cols] with
 /// value[n, c, i, j] at (offset[0] + i*stride[0], offset[1] + j*stride[1]).
 Value spread(Lowering &l, Value value, int64_t rows, int64_t cols,
-             ArrayRef<int64_t> offset, ArrayRef<int64_t> stride,
-             double fill) {
+             ArrayRef<int64_t> offset, ArrayRef<int64_t> stride, double fill) {
   OpBuilder &b = l.b;
   RankedTensorType t = l.typeOf(value);
   auto type = RankedTensorType::get(
@@ -522,9 +521,9 @@ Value spread(Lowering &l, Value value, int64_t rows, int64_t cols,
   SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0),
                                     b.getIndexAttr(offset[0]),
                                     b.getIndexAttr(offset[1])};
-  SmallVector<OpFoldResult> sizes, strides{b.getIndexAttr(1), b.getIndexAttr(1),
-                                           b.getIndexAttr(stride[0]),
-                                           b.getIndexAttr(stride[1])};
+  SmallVector<OpFoldResult> sizes,
+      strides{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(stride[0]),
+              b.getIndexAttr(stride[1])};
   for (int64_t d : t.getShape())
     sizes.push_back(b.getIndexAttr(d));
   return b.create<tensor::InsertSliceOp>(l.loc, value, l.filled(type, fill),
@@ -572,27 +571,26 @@ Value lowerConvInputGrad(Lowering &l, Conv2dInputGradOp op) {
              eo = b.getAffineDimExpr(4), ekh = b.getAffineDimExpr(5),
              ekw = b.getAffineDimExpr(6);
   AffineExpr og = ec.floorDiv(inPerGroup) * outPerGroup + eo;
-  AffineMap gMap = AffineMap::get(
-      7, 0,
-      {en, og, ey + (kh - 1 - ekh) * dilation[0],
-       ex + (kw - 1 - ekw) * dilation[1]},
-      ctx);
+  AffineMap gMap = AffineMap::get(7, 0,
+                                  {en, og, ey + (kh - 1 - ekh) * dilation[0],
+                                   ex + (kw - 1 - ekw) * dilation[1]},
+                                  ctx);
   AffineMap wMap = AffineMap::get(7, 0, {og, ec % inPerGroup, ekh, ekw}, ctx);
   AffineMap outMap = AffineMap::get(7, 0, {en, ec, ey, ex}, ctx);
   auto paddedType = RankedTensorType::get({dx.getDimSize(0), c, hp, wp}, f32);
   SmallVector<IteratorType> iters(4, IteratorType::parallel);
   iters.append(3, IteratorType::reduction);
   // The o loop only bounds the group's outputs: a shape-only operand.
-  Value outputs = b.create<tensor::EmptyOp>(
-      l.loc, ArrayRef<int64_t>{outPerGroup}, f32);
+  Value outputs =
+      b.create<tensor::EmptyOp>(l.loc, ArrayRef<int64_t>{outPerGroup}, f32);
   AffineMap outputsMap = AffineMap::get(7, 0, {eo}, ctx);
-  Value padded = l.generic(
-      paddedType, ValueRange{gs, op.getWeight(), outputs},
-      {gMap, wMap, outputsMap}, l.filled(paddedType, 0.0), outMap, iters,
-      [](OpBuilder &nb, Location nl, ValueRange a) {
-        Value m = nb.create<arith::MulFOp>(nl, a[0], a[1]);
-        return nb.create<arith::AddFOp>(nl, a[3], m);
-      });
+  Value padded =
+      l.generic(paddedType, ValueRange{gs, op.getWeight(), outputs},
+                {gMap, wMap, outputsMap}, l.filled(paddedType, 0.0), outMap,
+                iters, [](OpBuilder &nb, Location nl, ValueRange a) {
+                  Value m = nb.create<arith::MulFOp>(nl, a[0], a[1]);
+                  return nb.create<arith::AddFOp>(nl, a[3], m);
+                });
   return unpad(l, padded, dx, padding);
 }
 
@@ -628,8 +626,8 @@ Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
     Value r = nb.create<linalg::IndexOp>(nl, khDim);
     Value c = nb.create<linalg::IndexOp>(nl, kwDim);
     Value width = nb.create<arith::ConstantIndexOp>(nl, kwSize);
-    Value flat = nb.create<arith::AddIOp>(
-        nl, nb.create<arith::MulIOp>(nl, r, width), c);
+    Value flat =
+        nb.create<arith::AddIOp>(nl, nb.create<arith::MulIOp>(nl, r, width), c);
     Value i = nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), flat);
     return nb.create<arith::SIToFPOp>(nl, nb.getF32Type(), i);
   };
@@ -641,8 +639,8 @@ Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
       ArrayRef<AffineMap>{window, kernelMap, outMap, outMap}, iters,
       [&](OpBuilder &nb, Location nl, ValueRange a) {
         Value here = windowIndex(nb, nl, 2, 3);
-        Value better = nb.create<arith::CmpFOp>(
-            nl, arith::CmpFPredicate::OGT, a[0], a[2]);
+        Value better =
+            nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OGT, a[0], a[2]);
         nb.create<linalg::YieldOp>(
             nl, ValueRange{nb.create<arith::SelectOp>(nl, better, a[0], a[2]),
                            nb.create<arith::SelectOp>(nl, better, here, a[3])});
@@ -650,17 +648,18 @@ Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
   Value first = argmax.getResult(1);
   int64_t hp = in.getDimSize(2) + 2 * padding[0],
           wp = in.getDimSize(3) + 2 * padding[1];
-  auto paddedType = RankedTensorType::get(
-      {in.getDimSize(0), in.getDimSize(1), hp, wp}, f32);
+  auto paddedType =
+      RankedTensorType::get({in.getDimSize(0), in.getDimSize(1), hp, wp}, f32);
   if (stride == k && hp == g.getDimSize(2) * k[0] &&
       wp == g.getDimSize(3) * k[1]) {
     // Windows that tile the input exactly (2x2 stride 2 on even sizes):
     // each position is in one window, (y / KH, x / KW), at (y % KH, x % KW).
     AffineExpr y = b.getAffineDimExpr(2), x = b.getAffineDimExpr(3);
-    AffineMap window = AffineMap::get(
-        4, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
-               y.floorDiv(k[0]), x.floorDiv(k[1])},
-        ctx);
+    AffineMap window =
+        AffineMap::get(4, 0,
+                       {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
+                        y.floorDiv(k[0]), x.floorDiv(k[1])},
+                       ctx);
     Value padded = l.generic(
         paddedType, ValueRange{op.getGrad(), first}, {window, window},
         l.empty(paddedType), b.getMultiDimIdentityMap(4),
@@ -693,16 +692,16 @@ Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
   // Loops (n, c, kh, kw, y, x): the window outside, as in the pooling.
   AffineMap gather =
       AffineMap::get(6, 0, {dn, dc, doh + (mh - dkh), dow + (mw - dkw)}, ctx);
-  Value padded = l.generic(
-      paddedType, ValueRange{gs, is, kernel}, {gather, gather, kernelMap},
-      l.filled(paddedType, 0.0), outMap, iters,
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value here = windowIndex(nb, nl, 2, 3);
-        Value hit = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ,
-                                             a[1], here);
-        Value sum = nb.create<arith::AddFOp>(nl, a[3], a[0]);
-        return nb.create<arith::SelectOp>(nl, hit, sum, a[3]);
-      });
+  Value padded =
+      l.generic(paddedType, ValueRange{gs, is, kernel},
+                {gather, gather, kernelMap}, l.filled(paddedType, 0.0), outMap,
+                iters, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                  Value here = windowIndex(nb, nl, 2, 3);
+                  Value hit = nb.create<arith::CmpFOp>(
+                      nl, arith::CmpFPredicate::OEQ, a[1], here);
+                  Value sum = nb.create<arith::AddFOp>(nl, a[3], a[0]);
+                  return nb.create<arith::SelectOp>(nl, hit, sum, a[3]);
+                });
   return unpad(l, padded, in, padding);
 }
 
@@ -744,12 +743,10 @@ Value lowerSliceGrad(Lowering &l, SliceGradOp op) {
 
 /// One elementwise generic with several results (the optimizers): `body`
 /// gets the inputs' elements and returns the results' in order.
-SmallVector<Value>
-elementwiseMulti(Lowering &l, RankedTensorType type, ValueRange inputs,
-                 ArrayRef<bool> scalar, unsigned numResults,
-                 function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                 ValueRange)>
-                     body) {
+SmallVector<Value> elementwiseMulti(
+    Lowering &l, RankedTensorType type, ValueRange inputs,
+    ArrayRef<bool> scalar, unsigned numResults,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
   OpBuilder &b = l.b;
   unsigned rank = type.getRank();
   AffineMap id = b.getMultiDimIdentityMap(rank);
@@ -866,7 +863,8 @@ SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
         Value denom =
             add(div(nb.create<math::SqrtOp>(nl, v), bc2Sqrt), cst(eps));
         // param.addcdiv_(exp_avg, denom, value=-step_size)
-        Value newP = nb.create<arith::SubFOp>(nl, p, mul(stepSize, div(m, denom)));
+        Value newP =
+            nb.create<arith::SubFOp>(nl, p, mul(stepSize, div(m, denom)));
         return SmallVector<Value>{newP, m, v};
       });
 }

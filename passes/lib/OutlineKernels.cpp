@@ -182,8 +182,8 @@ public:
           continue;
         Value empty = b.create<tensor::EmptyOp>(ret.getLoc(), type.getShape(),
                                                 type.getElementType());
-        operand.set(b.create<linalg::CopyOp>(ret.getLoc(), arg, empty)
-                        .getResult(0));
+        operand.set(
+            b.create<linalg::CopyOp>(ret.getLoc(), arg, empty).getResult(0));
       }
     });
   }

@@ -535,8 +535,9 @@ void PlaceDevicesPass::runOnOperation() {
 
   for (Operation &op : graph.getBodyBlock())
     if (auto assign = dyn_cast<AssignOp>(op))
-      decisions[&op] = {decisions.lookup(assign.getState().getDefiningOp()).device,
-                        reason(PlacementKind::colocated)};
+      decisions[&op] = {
+          decisions.lookup(assign.getState().getDefiningOp()).device,
+          reason(PlacementKind::colocated)};
 
   MLIRContext *context = &getContext();
   SmallVector<Attribute> targets{cpuDevice};

@@ -486,7 +486,7 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   if (one && only && only->canCapture())
     m.graphDevice = only;
   for (const PlanCommand &c : m.plan.step) {
-    uint32_t written = c.op == LOCUS_PLAN_COPY     ? c.b
+    uint32_t written = c.op == LOCUS_PLAN_COPY ? c.b
                        : c.op == LOCUS_PLAN_LAUNCH && !c.args.empty()
                            ? c.args.back()
                            : UINT32_MAX;
@@ -920,8 +920,7 @@ locus_status_t locus_context_run_batches(locus_context_t *context,
   }
   for (size_t k = 0; k < m.plan.step.size(); ++k) {
     const PlanCommand &c = m.plan.step[k];
-    if (c.op != LOCUS_PLAN_COPY ||
-        m.plan.buffers[c.a].kind != LOCUS_PLAN_INPUT)
+    if (c.op != LOCUS_PLAN_COPY || m.plan.buffers[c.a].kind != LOCUS_PLAN_INPUT)
       continue;
     auto input = static_cast<size_t>(
         std::find(m.inputBuffers.begin(), m.inputBuffers.end(), c.a) -
@@ -968,8 +967,7 @@ locus_status_t locus_context_run_batches(locus_context_t *context,
       if (!batch[j] && m.inputs[j].byte_size)
         return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                           "step %llu: no data for input '%s'",
-                          static_cast<unsigned long long>(i),
-                          m.inputs[j].name);
+                          static_cast<unsigned long long>(i), m.inputs[j].name);
     for (Feed &f : feeds) {
       size_t bytes = m.plan.buffers[f.buffer].bytes;
       if (locus_status_t s =

@@ -397,7 +397,8 @@ TEST(Executor, RunBatchesStopsOnACallbackStatus) {
   ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
   Feeder f;
   f.stopAt = 3;
-  locus_status_t s = locus_context_run_batches(ctx, 10, nextBatch, stepDone, &f);
+  locus_status_t s =
+      locus_context_run_batches(ctx, 10, nextBatch, stepDone, &f);
   EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_CANCELLED);
   EXPECT_EQ(messageOf(s), "no more data");
   // Steps 0..2 ran; step 3's batch never came.

@@ -173,11 +173,10 @@ TEST(Train, RunBatchesMatchesRunAndPropagatesCallbackErrors) {
   }
   // The caller's own exception comes through unchanged.
   struct Stop {};
-  EXPECT_THROW(loop.runBatches(
-                   3, batch,
-                   [](size_t step, const auto &) {
-                     if (step == 1)
-                       throw Stop{};
-                   }),
+  EXPECT_THROW(loop.runBatches(3, batch,
+                               [](size_t step, const auto &) {
+                                 if (step == 1)
+                                   throw Stop{};
+                               }),
                Stop);
 }

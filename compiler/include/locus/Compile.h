@@ -79,8 +79,7 @@ public:
   /// the second of two buffers per input (on cuda through pinned staging on
   /// the copy stream, alongside the step). An exception from a callback
   /// stops the loop and propagates.
-  using BatchFn =
-      std::function<std::map<std::string, HostTensor>(size_t step)>;
+  using BatchFn = std::function<std::map<std::string, HostTensor>(size_t step)>;
   using StepFn = std::function<void(
       size_t step, const std::map<std::string, HostTensor> &outputs)>;
   void runBatches(size_t steps, const BatchFn &next, const StepFn &done = {},

@@ -337,7 +337,8 @@ void CompiledModel::runBatches(size_t steps, const BatchFn &next,
       return nullptr;
     } catch (...) {
       l.error = std::current_exception();
-      return locus_status_create(LOCUS_STATUS_CANCELLED, "stopped by a callback");
+      return locus_status_create(LOCUS_STATUS_CANCELLED,
+                                 "stopped by a callback");
     }
   };
   auto onDone = [](void *user, uint64_t step,
@@ -350,11 +351,12 @@ void CompiledModel::runBatches(size_t steps, const BatchFn &next,
       return nullptr;
     } catch (...) {
       l.error = std::current_exception();
-      return locus_status_create(LOCUS_STATUS_CANCELLED, "stopped by a callback");
+      return locus_status_create(LOCUS_STATUS_CANCELLED,
+                                 "stopped by a callback");
     }
   };
-  locus_status_t s = locus_context_run_batches(lease.context, steps, onNext,
-                                               onDone, &loop);
+  locus_status_t s =
+      locus_context_run_batches(lease.context, steps, onNext, onDone, &loop);
   if (loop.error) {
     locus_status_free(s);
     std::rethrow_exception(loop.error);

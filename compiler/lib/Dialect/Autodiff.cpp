@@ -285,9 +285,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         return success();
       })
       .Case<BroadcastOp>([&](BroadcastOp o) {
-        give(o.getInput(), [&] {
-          return unbroadcast(g, typeOf(o.getInput()).getShape());
-        });
+        give(o.getInput(),
+             [&] { return unbroadcast(g, typeOf(o.getInput()).getShape()); });
         return success();
       })
       .Case<MatmulOp>([&](MatmulOp o) {
@@ -354,9 +353,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         return success();
       })
       .Case<SumOp>([&](SumOp o) {
-        give(o.getInput(), [&] {
-          return unreduce(g, typeOf(o.getInput()), o.getAxes());
-        });
+        give(o.getInput(),
+             [&] { return unreduce(g, typeOf(o.getInput()), o.getAxes()); });
         return success();
       })
       .Case<MeanOp>([&](MeanOp o) {
@@ -378,8 +376,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           RankedTensorType in = typeOf(x);
           Value hit = cmp(CmpPredicate::eq, x, unreduce(y, in, o.getAxes()));
           Value mask = select(hit, splatLike(1.0, x), splatLike(0.0, x));
-          Value count =
-              broadcast(sum(mask, o.getAxes(), true), in.getShape());
+          Value count = broadcast(sum(mask, o.getAxes(), true), in.getShape());
           return div(mul(unreduce(g, in, o.getAxes()), mask), count);
         });
         return success();
@@ -387,8 +384,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
       .Case<SoftmaxOp>([&](SoftmaxOp o) {
         give(o.getInput(), [&] {
           int64_t axis = o.getAxis();
-          Value dot = broadcast(sum(mul(g, y), {axis}, true),
-                                typeOf(y).getShape());
+          Value dot =
+              broadcast(sum(mul(g, y), {axis}, true), typeOf(y).getShape());
           return mul(sub(g, dot), y);
         });
         return success();
@@ -396,8 +393,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
       .Case<LogSoftmaxOp>([&](LogSoftmaxOp o) {
         give(o.getInput(), [&] {
           int64_t axis = o.getAxis();
-          Value total =
-              broadcast(sum(g, {axis}, true), typeOf(y).getShape());
+          Value total = broadcast(sum(g, {axis}, true), typeOf(y).getShape());
           return sub(g, mul(b.create<ExpOp>(loc, y), total));
         });
         return success();
@@ -433,9 +429,9 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           int64_t channels = in.getDimSize(1);
           Value weight = splat(1.0 / static_cast<double>(k[0] * k[1]),
                                {channels, 1, k[0], k[1]});
-          return b.create<Conv2dInputGradOp>(
-              loc, g, weight, in.getShape(), o.getStride(), o.getPadding(),
-              ArrayRef<int64_t>{1, 1}, channels);
+          return b.create<Conv2dInputGradOp>(loc, g, weight, in.getShape(),
+                                             o.getStride(), o.getPadding(),
+                                             ArrayRef<int64_t>{1, 1}, channels);
         });
         return success();
       })
@@ -462,8 +458,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         give(o.getLogits(), [&] {
           RankedTensorType logits = typeOf(o.getLogits());
           Value p = b.create<SoftmaxOp>(loc, o.getLogits(), 1);
-          Value hot = b.create<OneHotOp>(loc, o.getLabels(),
-                                         logits.getDimSize(1));
+          Value hot =
+              b.create<OneHotOp>(loc, o.getLabels(), logits.getDimSize(1));
           double scale = o.getReduction() == ReductionKind::mean
                              ? 1.0 / static_cast<double>(logits.getDimSize(0))
                              : 1.0;
@@ -501,8 +497,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
 
 } // namespace
 
-FailureOr<SmallVector<Value>>
-locus::differentiate(GraphOp graph, Value loss, ArrayRef<Value> wrt) {
+FailureOr<SmallVector<Value>> locus::differentiate(GraphOp graph, Value loss,
+                                                   ArrayRef<Value> wrt) {
   Differentiator d(graph);
   return d.run(loss, wrt);
 }
@@ -523,8 +519,8 @@ LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
     return emitError(loc) << "Adam's betas must be in [0, 1), got ("
                           << config.beta1 << ", " << config.beta2 << ")";
   if (params.size() != grads.size())
-    return emitError(loc) << params.size() << " parameters but "
-                          << grads.size() << " gradients";
+    return emitError(loc) << params.size() << " parameters but " << grads.size()
+                          << " gradients";
   Block &body = graph.getBodyBlock();
   llvm::StringSet<> names;
   for (Operation &op : body)
@@ -536,15 +532,14 @@ LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
   for (Value p : params) {
     auto state = p.getDefiningOp<StateOp>();
     if (!state || state->getBlock() != &body)
-      return emitError(loc) << "an optimizer updates state of graph @"
-                            << graph.getSymName()
-                            << "; one of its parameters is "
-                            << (state ? "state of another graph"
-                                      : "a computed value");
+      return emitError(loc)
+             << "an optimizer updates state of graph @" << graph.getSymName()
+             << "; one of its parameters is "
+             << (state ? "state of another graph" : "a computed value");
     for (Operation *user : p.getUsers())
       if (isa<AssignOp>(user))
-        return emitError(loc) << "parameter \"" << state.getName()
-                              << "\" is updated already";
+        return emitError(loc)
+               << "parameter \"" << state.getName() << "\" is updated already";
     states.push_back(state);
   }
   auto claim = [&](const std::string &name) -> LogicalResult {
@@ -570,17 +565,16 @@ LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
   MLIRContext *ctx = graph.getContext();
   auto zeros = InitAttr::get(ctx, InitKind::full, llvm::APFloat(0.0),
                              llvm::APFloat(0.0), 0);
-  auto buffer = [&](StateOp like, const std::string &name,
-                    Type type) -> Value {
-    return b.create<StateOp>(loc, type, b.getStringAttr(name), StateRole::buffer, zeros,
-                             like.getDeviceAttr());
+  auto buffer = [&](StateOp like, const std::string &name, Type type) -> Value {
+    return b.create<StateOp>(loc, type, b.getStringAttr(name),
+                             StateRole::buffer, zeros, like.getDeviceAttr());
   };
   Value step;
   if (!sgd && !states.empty()) {
     auto scalar = RankedTensorType::get({}, b.getF32Type());
     Value count = buffer(states.front(), stepName, scalar);
-    Value one = b.create<ConstantOp>(
-        loc, DenseElementsAttr::get(scalar, 1.0f), DeviceAttr());
+    Value one = b.create<ConstantOp>(loc, DenseElementsAttr::get(scalar, 1.0f),
+                                     DeviceAttr());
     step = b.create<AddOp>(loc, count, one);
     b.create<AssignOp>(loc, count, step);
   }
@@ -591,8 +585,7 @@ LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
       Value buf;
       if (config.momentum != 0)
         buf = buffer(state, base + ".momentum_buffer", p.getType());
-      auto op = b.create<SgdOp>(loc, p, grad, buf,
-                                b.getF64FloatAttr(config.lr),
+      auto op = b.create<SgdOp>(loc, p, grad, buf, b.getF64FloatAttr(config.lr),
                                 b.getF64FloatAttr(config.momentum),
                                 b.getF64FloatAttr(config.weightDecay),
                                 config.nesterov ? b.getUnitAttr() : nullptr);

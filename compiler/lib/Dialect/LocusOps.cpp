@@ -84,8 +84,8 @@ LogicalResult AssignOp::verify() {
   if (!state)
     return emitOpError() << "writes a value that is not a locus.state";
   if (getState().getType() != getValue().getType())
-    return emitOpError() << "writes " << getValue().getType() << " into state \""
-                         << state.getName() << "\" of type "
+    return emitOpError() << "writes " << getValue().getType()
+                         << " into state \"" << state.getName() << "\" of type "
                          << getState().getType();
   for (Operation *user : getState().getUsers())
     if (user != getOperation() && isa<AssignOp>(user) &&

@@ -521,8 +521,8 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   if (!input || !weight)
     return failure();
   SmallVector<int64_t> shape;
-  if (failed(convShape(fail, input.getShape(), weight.getShape(), adaptor,
-                       shape)))
+  if (failed(
+          convShape(fail, input.getShape(), weight.getShape(), adaptor, shape)))
     return failure();
   if (Value biasValue = adaptor.getBias()) {
     RankedTensorType bias = tensorOperand(fail, biasValue, "bias");
@@ -536,9 +536,10 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult Conv2dInputGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+Conv2dInputGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<Conv2dInputGradOp>(loc);
   RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
   RankedTensorType weight =
@@ -556,14 +557,14 @@ LogicalResult Conv2dInputGradOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult Conv2dWeightGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+Conv2dWeightGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<Conv2dWeightGradOp>(loc);
   RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
-  RankedTensorType grad =
-      input ? tensorOperand(fail, adaptor.getGrad(), "grad")
-            : RankedTensorType();
+  RankedTensorType grad = input ? tensorOperand(fail, adaptor.getGrad(), "grad")
+                                : RankedTensorType();
   if (!input || !grad || !adaptor.getWeightShapeAttr())
     return input && grad ? fail("requires attribute 'weight_shape'")
                          : failure();
@@ -590,9 +591,10 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
   return poolRule<AvgPool2dOp>(loc, adaptor, results);
 }
 
-LogicalResult MaxPool2dGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+MaxPool2dGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<MaxPool2dGradOp>(loc);
   SmallVector<Type, 1> pooled;
   if (failed(poolRule<MaxPool2dGradOp>(loc, adaptor, pooled)))
@@ -752,7 +754,8 @@ LogicalResult AdamOp::inferReturnTypes(MLIRContext *,
                                        SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<AdamOp>(loc);
   RankedTensorType param = tensorOperand(fail, adaptor.getParam(), "param");
-  if (!param || failed(checkLikeParam(fail, param, adaptor.getGrad(), "grad")) ||
+  if (!param ||
+      failed(checkLikeParam(fail, param, adaptor.getGrad(), "grad")) ||
       failed(checkLikeParam(fail, param, adaptor.getM(), "m")) ||
       failed(checkLikeParam(fail, param, adaptor.getV(), "v")))
     return failure();

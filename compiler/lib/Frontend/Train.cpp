@@ -26,9 +26,8 @@ GraphImpl &graphOf(const Tensor &first, const std::vector<Tensor> &tensors,
   return g;
 }
 
-std::vector<mlir::Value> valuesOf(GraphImpl &g,
-                                  const std::vector<Tensor> &tensors,
-                                  const Here &loc) {
+std::vector<mlir::Value>
+valuesOf(GraphImpl &g, const std::vector<Tensor> &tensors, const Here &loc) {
   std::vector<mlir::Value> values;
   values.reserve(tensors.size());
   for (const Tensor &t : tensors)
@@ -71,11 +70,12 @@ void locus::assign(const Tensor &state, const Tensor &value, Here loc) {
   Transaction tx(g);
   mlir::Value s = g.value(state, loc), v = g.value(value, loc);
   if (!s.getDefiningOp<StateOp>())
-    throw userError(loc, "assign() writes state (a parameter or buffer); "
-                         "this tensor is the result of " +
-                             (s.getDefiningOp()
-                                  ? s.getDefiningOp()->getName().getStringRef().str()
-                                  : std::string("a block argument")));
+    throw userError(loc,
+                    "assign() writes state (a parameter or buffer); "
+                    "this tensor is the result of " +
+                        (s.getDefiningOp()
+                             ? s.getDefiningOp()->getName().getStringRef().str()
+                             : std::string("a block argument")));
   DiagnosticCapture capture(&g.context);
   auto op = g.builder.create<AssignOp>(g.location(loc), s, v);
   g.finish(op, loc, capture);
@@ -127,8 +127,7 @@ void optim::Optimizer::step(const Tensor &loss, Here loc) {
   stepped_ = true;
 }
 
-optim::SGD::SGD(std::vector<Tensor> params, const SGDOptions &options,
-                Here loc)
+optim::SGD::SGD(std::vector<Tensor> params, const SGDOptions &options, Here loc)
     : Optimizer(std::move(params), loc), options_(options) {}
 
 void optim::SGD::configure(Config &config) const {

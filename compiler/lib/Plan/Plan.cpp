@@ -150,7 +150,8 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
   DenseMap<Value, StateOp> assignedTo;
   for (Operation &op : graph.getBodyBlock())
     if (auto assign = dyn_cast<AssignOp>(op))
-      assignedTo[assign.getValue()] = assign.getState().getDefiningOp<StateOp>();
+      assignedTo[assign.getValue()] =
+          assign.getState().getDefiningOp<StateOp>();
   auto module = graph->getParentOfType<ModuleOp>();
   /// The launch `call` may write `result` into `state`'s buffer: same device,
   /// every other reader of the state runs before (or is) this kernel, and
@@ -269,8 +270,8 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
       if (static_cast<uint32_t>(src) != dst->second) {
         // Not in place: a copy at the end of the step's order, on the
         // state's device (the transfers put the value there).
-        deferred.push_back({LOCUS_PLAN_COPY, static_cast<uint32_t>(src),
-                            dst->second, {}});
+        deferred.push_back(
+            {LOCUS_PLAN_COPY, static_cast<uint32_t>(src), dst->second, {}});
         ++summary.stateCopies;
       }
     } else if (auto output = dyn_cast<OutputOp>(op)) {
