@@ -5,9 +5,10 @@
 # the user's source line); compiles it ahead of time for cpu + cuda:0 into an
 # artifact (examples/save_seed.cpp); shows with locus-dump where each op
 # runs and why; and runs the artifact with the runtime alone
-# (examples/run_artifact.cpp) -- on this machine's GPU once the CUDA device
-# exists, on the sim device that stands in for it until then. Once under
-# policy=auto, once under policy=prefer-gpu.
+# (examples/run_artifact.cpp) -- on this machine's GPU when it has one, on
+# the sim device that stands in for it otherwise. Once under policy=auto,
+# once under policy=prefer-gpu. Then trains the same model for 10 steps
+# (examples/seeds/seed_both_moved.cpp).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -30,3 +31,8 @@ for policy in auto prefer-gpu; do
   echo "== policy=$policy: run by the runtime alone (examples/run_artifact.cpp) =="
   "$build/examples/run_artifact" "$artifact"
 done
+
+echo
+echo "== The seed's training loop (examples/seeds/seed_both_moved.cpp): model and"
+echo "   data on cuda:0, backward pass and SGD compiled into the step =="
+"$build/examples/seed_both_moved"
