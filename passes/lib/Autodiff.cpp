@@ -102,15 +102,17 @@ public:
     FailureOr<SmallVector<Value>> grads = differentiate(graph, loss, params);
     if (failed(grads))
       return signalPassFailure();
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+    SmallVector<Value> gradients = std::move(*grads);
     OpBuilder b(graph.getContext());
     b.setInsertionPointToEnd(&graph.getBodyBlock());
     if (optimizer == "none") {
-      for (auto [p, g] : llvm::zip(params, *grads))
+      for (auto [p, g] : llvm::zip(params, gradients))
         b.create<OutputOp>(g.getLoc(), sourceName(p) + ".grad", g);
       return;
     }
-    if (failed(recordOptimizerStep(graph, params, *grads, config, "optimizer.",
-                                   loss.getLoc())))
+    if (failed(recordOptimizerStep(graph, params, gradients, config,
+                                   "optimizer.", loss.getLoc())))
       signalPassFailure();
   }
 };

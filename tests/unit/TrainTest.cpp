@@ -180,3 +180,90 @@ TEST(Train, RunBatchesMatchesRunAndPropagatesCallbackErrors) {
                                }),
                Stop);
 }
+
+namespace {
+
+/// Runs `steps` steps of loss = sum(p * x) (so the gradient is x) under the
+/// optimizer `make` records, and returns p after each step.
+template <typename Make>
+std::vector<std::vector<float>> optimizerTrace(Make make, int steps,
+                                               const std::vector<float> &x) {
+  Graph g("opt");
+  auto in = g.input("x", {4});
+  auto p = g.parameter("p", {4}, Init::uniform(-1, 1, 7));
+  auto loss = sum(p * in, {0});
+  g.output("loss", loss);
+  auto optimizer = make(std::vector<Tensor>{p});
+  optimizer.step(loss);
+  CompiledModel m = compile(g);
+  std::vector<std::vector<float>> trace{m.state("p").f32};
+  for (int s = 0; s < steps; ++s) {
+    m.run({{"x", HostTensor::fromF32({4}, x)}});
+    trace.push_back(m.state("p").f32);
+  }
+  return trace;
+}
+
+} // namespace
+
+// PyTorch 1.13's update rules (torch/optim/sgd.py and adam.py), in double,
+// against the compiled optimizers: momentum, Nesterov, weight decay, bias
+// correction, over several steps.
+TEST(Train, OptimizersFollowPyTorchsFormulas) {
+  const std::vector<float> x{0.5f, -1.25f, 2.0f, 0.1f};
+  const int steps = 5;
+  struct Sgd {
+    double lr, momentum, decay;
+    bool nesterov;
+  };
+  for (Sgd c : {Sgd{0.1, 0.0, 0.0, false}, Sgd{0.05, 0.9, 0.01, false},
+                Sgd{0.05, 0.8, 0.0, true}}) {
+    auto trace = optimizerTrace(
+        [&](std::vector<Tensor> ps) {
+          return optim::SGD(std::move(ps), {.lr = c.lr,
+                                            .momentum = c.momentum,
+                                            .weightDecay = c.decay,
+                                            .nesterov = c.nesterov});
+        },
+        steps, x);
+    std::vector<double> p(trace[0].begin(), trace[0].end()), buf(4, 0.0);
+    for (int s = 0; s < steps; ++s)
+      for (int i = 0; i < 4; ++i) {
+        double d = x[i] + c.decay * p[i];
+        if (c.momentum != 0) {
+          buf[i] = s == 0 ? d : c.momentum * buf[i] + d;
+          d = c.nesterov ? d + c.momentum * buf[i] : buf[i];
+        }
+        p[i] -= c.lr * d;
+        EXPECT_NEAR(trace[s + 1][i], p[i], 1e-6 + 1e-5 * std::fabs(p[i]))
+            << "SGD lr " << c.lr << " momentum " << c.momentum << " step " << s
+            << " element " << i;
+      }
+  }
+  struct AdamCase {
+    double lr, b1, b2, eps, decay;
+  };
+  for (AdamCase c : {AdamCase{1e-3, 0.9, 0.999, 1e-8, 0.0},
+                     AdamCase{0.05, 0.8, 0.99, 1e-6, 0.1}}) {
+    auto trace = optimizerTrace(
+        [&](std::vector<Tensor> ps) {
+          return optim::Adam(std::move(ps), {.lr = c.lr,
+                                             .beta1 = c.b1,
+                                             .beta2 = c.b2,
+                                             .eps = c.eps,
+                                             .weightDecay = c.decay});
+        },
+        steps, x);
+    std::vector<double> p(trace[0].begin(), trace[0].end()), m(4, 0), v(4, 0);
+    for (int s = 0; s < steps; ++s)
+      for (int i = 0; i < 4; ++i) {
+        double g = x[i] + c.decay * p[i];
+        m[i] = c.b1 * m[i] + (1 - c.b1) * g;
+        v[i] = c.b2 * v[i] + (1 - c.b2) * g * g;
+        double bc1 = 1 - std::pow(c.b1, s + 1), bc2 = 1 - std::pow(c.b2, s + 1);
+        p[i] -= c.lr / bc1 * m[i] / (std::sqrt(v[i]) / std::sqrt(bc2) + c.eps);
+        EXPECT_NEAR(trace[s + 1][i], p[i], 1e-6 + 1e-5 * std::fabs(p[i]))
+            << "Adam lr " << c.lr << " step " << s << " element " << i;
+      }
+  }
+}

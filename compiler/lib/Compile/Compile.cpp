@@ -195,9 +195,12 @@ void checkInputs(const CompiledModel::Impl &m,
                  const std::string &where) {
   for (const auto &[name, tensor] : inputs)
     if (std::find(m.inputNames.begin(), m.inputNames.end(), name) ==
-        m.inputNames.end())
-      throw RunError(where + "unknown input '" + name +
-                     "' (inputs: " + join(m.inputNames) + ")");
+        m.inputNames.end()) {
+      std::string message = where;
+      message += "unknown input '" + name + "' (inputs: ";
+      message += join(m.inputNames) + ")";
+      throw RunError(message);
+    }
   for (const Slot &slot : m.inputs) {
     auto it = inputs.find(slot.name);
     if (it == inputs.end())

@@ -43,6 +43,7 @@ std::vector<mlir::Value> differentiateAt(GraphImpl &g, mlir::Value loss,
   auto grads = differentiate(g.graph, loss, wrt);
   if (mlir::failed(grads))
     throw userError(loc, capture.take());
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   return {grads->begin(), grads->end()};
 }
 

@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #define LOCUS_PLAN_MAGIC 0x4E4C504Cu /* "LPLN" */
-#define LOCUS_PLAN_VERSION 1u
+/* 2: launches and per-step copies may write state (training steps). */
+#define LOCUS_PLAN_VERSION 2u
 /* Offsets in an arena are multiples of this. */
 #define LOCUS_PLAN_ALIGNMENT 64u
 
