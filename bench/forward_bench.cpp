@@ -7,22 +7,14 @@
 #include "locus/Compile.h"
 #include "locus/locus.h"
 
+#include "bench_inputs.h"
+
 #include <benchmark/benchmark.h>
 
-#include <random>
 
 using namespace locus;
 
 namespace {
-
-std::vector<float> randomValues(int64_t n) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = normal(rng);
-  return v;
-}
 
 /// Records `build`'s model for a batch, compiles it, and times run().
 template <typename Build>
@@ -36,7 +28,7 @@ void runModel(benchmark::State &state, const char *name, Shape input,
   for (int64_t d : input)
     n *= d;
   std::map<std::string, HostTensor> inputs{
-      {"x", HostTensor::fromF32(input, randomValues(n))}};
+      {"x", HostTensor::fromF32(input, bench::randomValues(n))}};
   for (auto _ : state)
     benchmark::DoNotOptimize(model.run(inputs));
   state.counters["batch"] = static_cast<double>(input[0]);

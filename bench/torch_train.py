@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The same training steps in PyTorch CPU eager, for bench/compare_train.sh.
+"""The same training steps in PyTorch CPU eager, for bench/compare.sh train.
 
 Run with Debian's /usr/bin/python3 (python3-torch) and OpenBLAS's OpenMP
 build on the library path; torch.set_num_threads(2). A step is zero_grad,

@@ -1,6 +1,6 @@
 // train_bench.cpp - compiled training steps (forward, backward and the
 // optimizer, one CompiledModel::run each) of the models issue 6 names, timed
-// with Google Benchmark; bench/compare_train.sh runs them beside PyTorch CPU
+// with Google Benchmark; bench/compare.sh train runs them beside PyTorch CPU
 // eager (bench/torch_train.py) in one run and prints the ratios.
 //
 //   seed_cnn_adam/16:  the seed CNN (Conv2d(3, 16, 3, padding 1), ReLU,
@@ -10,31 +10,14 @@
 #include "locus/Compile.h"
 #include "locus/locus.h"
 
+#include "bench_inputs.h"
+
 #include <benchmark/benchmark.h>
 
-#include <random>
 
 using namespace locus;
 
 namespace {
-
-std::vector<float> randomValues(int64_t n) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = normal(rng);
-  return v;
-}
-
-std::vector<int64_t> randomLabels(int64_t n, int64_t classes) {
-  std::mt19937 rng(2);
-  std::uniform_int_distribution<int64_t> pick(0, classes - 1);
-  std::vector<int64_t> v(n);
-  for (int64_t &x : v)
-    x = pick(rng);
-  return v;
-}
 
 /// Records a training step (`net`, cross entropy, `makeOptimizer`), compiles
 /// it for the CPU, and times one step per iteration.
@@ -54,8 +37,8 @@ void trainStep(benchmark::State &state, Shape input, Net net,
   for (int64_t d : input)
     n *= d;
   std::map<std::string, HostTensor> inputs{
-      {"x", HostTensor::fromF32(input, randomValues(n))},
-      {"y", HostTensor::fromI64({input[0]}, randomLabels(input[0], 10))}};
+      {"x", HostTensor::fromF32(input, bench::randomValues(n))},
+      {"y", HostTensor::fromI64({input[0]}, bench::randomLabels(input[0], 10))}};
   for (auto _ : state)
     benchmark::DoNotOptimize(compiled.run(inputs));
   state.counters["batch"] = static_cast<double>(input[0]);

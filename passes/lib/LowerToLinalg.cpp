@@ -741,6 +741,28 @@ Value lowerSliceGrad(Lowering &l, SliceGradOp op) {
                                          sizes, strides);
 }
 
+/// f32 arithmetic inside a generic's body, for the optimizers' formulas.
+struct BodyMath {
+  OpBuilder &b;
+  Location loc;
+  Value cst(double v) const {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v));
+  }
+  Value mul(Value x, Value y) const {
+    return b.create<arith::MulFOp>(loc, x, y);
+  }
+  Value add(Value x, Value y) const {
+    return b.create<arith::AddFOp>(loc, x, y);
+  }
+  Value sub(Value x, Value y) const {
+    return b.create<arith::SubFOp>(loc, x, y);
+  }
+  Value div(Value x, Value y) const {
+    return b.create<arith::DivFOp>(loc, x, y);
+  }
+  Value sqrt(Value x) const { return b.create<math::SqrtOp>(loc, x); }
+};
+
 /// One elementwise generic with several results (the optimizers): `body`
 /// gets the inputs' elements and returns the results' in order.
 SmallVector<Value> elementwiseMulti(
@@ -781,26 +803,17 @@ SmallVector<Value> lowerSgd(Lowering &l, SgdOp op) {
   return elementwiseMulti(
       l, op.getParam().getType(), inputs, scalar, hasBuffer ? 2 : 1,
       [&](OpBuilder &nb, Location nl, ValueRange a) {
-        auto cst = [&](double v) -> Value {
-          return nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(v));
-        };
-        auto mul = [&](Value x, Value y) -> Value {
-          return nb.create<arith::MulFOp>(nl, x, y);
-        };
-        auto add = [&](Value x, Value y) -> Value {
-          return nb.create<arith::AddFOp>(nl, x, y);
-        };
+        BodyMath f{nb, nl};
         Value d = a[1];
         if (decay != 0)
-          d = add(d, mul(a[0], cst(decay)));
+          d = f.add(d, f.mul(a[0], f.cst(decay)));
         SmallVector<Value> results;
         Value buf;
         if (hasBuffer) {
-          buf = add(mul(a[2], cst(momentum)), d);
-          d = nesterov ? add(d, mul(buf, cst(momentum))) : buf;
+          buf = f.add(f.mul(a[2], f.cst(momentum)), d);
+          d = nesterov ? f.add(d, f.mul(buf, f.cst(momentum))) : buf;
         }
-        results.push_back(
-            nb.create<arith::SubFOp>(nl, a[0], mul(d, cst(lr))).getResult());
+        results.push_back(f.sub(a[0], f.mul(d, f.cst(lr))));
         if (hasBuffer)
           results.push_back(buf);
         return results;
@@ -824,17 +837,12 @@ SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
       ValueRange{l.empty(scalar), l.empty(scalar)},
       ArrayRef<AffineMap>{none, none, none}, ArrayRef<IteratorType>{},
       [&](OpBuilder &nb, Location nl, ValueRange a) {
-        auto cst = [&](double v) -> Value {
-          return nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(v));
-        };
+        BodyMath f{nb, nl};
         Value t = a[0];
-        Value bc1 = nb.create<arith::SubFOp>(
-            nl, cst(1), nb.create<math::PowFOp>(nl, cst(b1), t));
-        Value bc2 = nb.create<arith::SubFOp>(
-            nl, cst(1), nb.create<math::PowFOp>(nl, cst(b2), t));
-        Value stepSize = nb.create<arith::DivFOp>(nl, cst(lr), bc1);
-        Value bc2Sqrt = nb.create<math::SqrtOp>(nl, bc2);
-        nb.create<linalg::YieldOp>(nl, ValueRange{stepSize, bc2Sqrt});
+        Value bc1 = f.sub(f.cst(1), nb.create<math::PowFOp>(nl, f.cst(b1), t));
+        Value bc2 = f.sub(f.cst(1), nb.create<math::PowFOp>(nl, f.cst(b2), t));
+        nb.create<linalg::YieldOp>(
+            nl, ValueRange{f.div(f.cst(lr), bc1), f.sqrt(bc2)});
       });
   return elementwiseMulti(
       l, op.getParam().getType(),
@@ -842,29 +850,17 @@ SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
                  corrections.getResult(0), corrections.getResult(1)},
       {false, false, false, false, true, true}, 3,
       [&](OpBuilder &nb, Location nl, ValueRange a) {
-        auto cst = [&](double v) -> Value {
-          return nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(v));
-        };
-        auto mul = [&](Value x, Value y) -> Value {
-          return nb.create<arith::MulFOp>(nl, x, y);
-        };
-        auto add = [&](Value x, Value y) -> Value {
-          return nb.create<arith::AddFOp>(nl, x, y);
-        };
-        auto div = [&](Value x, Value y) -> Value {
-          return nb.create<arith::DivFOp>(nl, x, y);
-        };
+        BodyMath f{nb, nl};
         Value p = a[0], g = a[1], stepSize = a[4], bc2Sqrt = a[5];
         if (decay != 0)
-          g = add(g, mul(p, cst(decay)));
+          g = f.add(g, f.mul(p, f.cst(decay)));
         // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1), and so on.
-        Value m = add(mul(a[2], cst(b1)), mul(g, cst(1 - b1)));
-        Value v = add(mul(a[3], cst(b2)), mul(mul(g, g), cst(1 - b2)));
-        Value denom =
-            add(div(nb.create<math::SqrtOp>(nl, v), bc2Sqrt), cst(eps));
+        Value m = f.add(f.mul(a[2], f.cst(b1)), f.mul(g, f.cst(1 - b1)));
+        Value v =
+            f.add(f.mul(a[3], f.cst(b2)), f.mul(f.mul(g, g), f.cst(1 - b2)));
+        Value denom = f.add(f.div(f.sqrt(v), bc2Sqrt), f.cst(eps));
         // param.addcdiv_(exp_avg, denom, value=-step_size)
-        Value newP =
-            nb.create<arith::SubFOp>(nl, p, mul(stepSize, div(m, denom)));
+        Value newP = f.sub(p, f.mul(stepSize, f.div(m, denom)));
         return SmallVector<Value>{newP, m, v};
       });
 }

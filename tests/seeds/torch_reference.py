@@ -72,13 +72,20 @@ def shuffled(n, epoch_seed):
     return sorted(range(n), key=lambda i: (key[i], i))
 
 
-def linear_mse():
-    """seed 000: Linear(10, 2), MSELoss, SGD(lr=0.01), 10 full-batch epochs."""
+def linear_model(data_seed):
+    """Linear(10, 2) as nn::Linear(g, 10, 2, {.name = "model"}) makes it, and
+    100 samples of x and y drawn from `data_seed` and the next seed."""
     model = torch.nn.Linear(10, 2)
     init_like(model.weight, "model.weight", 10)
     init_like(model.bias, "model.bias", 10)
-    x = torch.tensor(uniform(1000, -2.0, 2.0, 1001)).reshape(100, 10)
-    y = torch.tensor(uniform(200, -2.0, 2.0, 1002)).reshape(100, 2)
+    x = torch.tensor(uniform(1000, -2.0, 2.0, data_seed)).reshape(100, 10)
+    y = torch.tensor(uniform(200, -2.0, 2.0, data_seed + 1)).reshape(100, 2)
+    return model, x, y
+
+
+def linear_mse():
+    """seed 000: Linear(10, 2), MSELoss, SGD(lr=0.01), 10 full-batch epochs."""
+    model, x, y = linear_model(1001)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = torch.nn.MSELoss()
     losses = []
@@ -93,11 +100,7 @@ def linear_mse():
 
 def dataloader():
     """seed 001: Linear(10, 2), batches of 10 in order, SGD(lr=0.01), 5 epochs."""
-    model = torch.nn.Linear(10, 2)
-    init_like(model.weight, "model.weight", 10)
-    init_like(model.bias, "model.bias", 10)
-    x = torch.tensor(uniform(1000, -2.0, 2.0, 2001)).reshape(100, 10)
-    y = torch.tensor(uniform(200, -2.0, 2.0, 2002)).reshape(100, 2)
+    model, x, y = linear_model(2001)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     losses = []
     for _ in range(5):

@@ -92,6 +92,23 @@ LogicalResult reduceRule(const RuleError &fail, Value input,
   return success();
 }
 
+/// The first dimension in which the strided window (offsets, sizes,
+/// strides) leaves `dims`, or none: locus.slice's and slice_grad's rule.
+std::optional<size_t> windowOutside(ArrayRef<int64_t> dims,
+                                    ArrayRef<int64_t> offsets,
+                                    ArrayRef<int64_t> sizes,
+                                    ArrayRef<int64_t> strides) {
+  for (size_t d = 0; d < dims.size(); ++d) {
+    bool inside =
+        dims[d] >= 0 && offsets[d] >= 0 && sizes[d] >= 0 && strides[d] >= 1 &&
+        (sizes[d] == 0 ? offsets[d] <= dims[d]
+                       : offsets[d] + (sizes[d] - 1) * strides[d] < dims[d]);
+    if (!inside)
+      return d;
+  }
+  return std::nullopt;
+}
+
 template <typename PoolOp>
 LogicalResult poolRule(std::optional<Location> loc,
                        typename PoolOp::Adaptor adaptor,
@@ -382,17 +399,11 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     return failure();
   ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes(),
                     strides = adaptor.getStrides();
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t dim = input.getDimSize(d);
-    bool inside =
-        offsets[d] >= 0 && sizes[d] >= 0 && strides[d] >= 1 &&
-        (sizes[d] == 0 ? offsets[d] <= dim
-                       : offsets[d] + (sizes[d] - 1) * strides[d] < dim);
-    if (!inside)
-      return fail("window offsets " + str(offsets) + " sizes " + str(sizes) +
-                  " strides " + str(strides) + " does not fit in input " +
-                  str(input.getShape()) + " (dimension " + num(d) + ")");
-  }
+  if (std::optional<size_t> d =
+          windowOutside(input.getShape(), offsets, sizes, strides))
+    return fail("window offsets " + str(offsets) + " sizes " + str(sizes) +
+                " strides " + str(strides) + " does not fit in input " +
+                str(input.getShape()) + " (dimension " + num(*d) + ")");
   results.push_back(RankedTensorType::get(sizes, input.getElementType()));
   return success();
 }
@@ -687,17 +698,11 @@ LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *,
     return failure();
   ArrayRef<int64_t> shape = adaptor.getShape(), offsets = adaptor.getOffsets(),
                     strides = adaptor.getStrides();
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t size = grad.getDimSize(d);
-    bool inside = shape[d] >= 0 && offsets[d] >= 0 && strides[d] >= 1 &&
-                  (size == 0 ? offsets[d] <= shape[d]
-                             : offsets[d] + (size - 1) * strides[d] < shape[d]);
-    if (!inside)
-      return fail("grad " + str(grad.getShape()) + " at offsets " +
-                  str(offsets) + " strides " + str(strides) +
-                  " does not fit in shape " + str(shape) + " (dimension " +
-                  num(d) + ")");
-  }
+  if (std::optional<size_t> d =
+          windowOutside(shape, offsets, grad.getShape(), strides))
+    return fail("grad " + str(grad.getShape()) + " at offsets " + str(offsets) +
+                " strides " + str(strides) + " does not fit in shape " +
+                str(shape) + " (dimension " + num(*d) + ")");
   results.push_back(RankedTensorType::get(shape, grad.getElementType()));
   return success();
 }
