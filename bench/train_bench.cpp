@@ -14,7 +14,6 @@
 
 #include <benchmark/benchmark.h>
 
-
 using namespace locus;
 
 namespace {
@@ -38,7 +37,8 @@ void trainStep(benchmark::State &state, Shape input, Net net,
     n *= d;
   std::map<std::string, HostTensor> inputs{
       {"x", HostTensor::fromF32(input, bench::randomValues(n))},
-      {"y", HostTensor::fromI64({input[0]}, bench::randomLabels(input[0], 10))}};
+      {"y",
+       HostTensor::fromI64({input[0]}, bench::randomLabels(input[0], 10))}};
   for (auto _ : state)
     benchmark::DoNotOptimize(compiled.run(inputs));
   state.counters["batch"] = static_cast<double>(input[0]);
