@@ -259,8 +259,10 @@ TEST(Executor, AnotherPlanVersionIsUnavailable) {
   Loaded m;
   locus_status_t s = load(makePlan(false, false, LOCUS_PLAN_VERSION + 1), m);
   EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_UNAVAILABLE);
-  EXPECT_EQ(messageOf(s),
-            "the plan has format version 2; this runtime reads 1");
+  EXPECT_EQ(messageOf(s), "the plan has format version " +
+                              std::to_string(LOCUS_PLAN_VERSION + 1) +
+                              "; this runtime reads " +
+                              std::to_string(LOCUS_PLAN_VERSION));
 }
 
 // Every truncation and every single-byte change of the plan either fails to

@@ -4,10 +4,13 @@
 
 #include "locus/Compile.h"
 #include "locus/locus.h"
+#include "locus/runtime.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <unistd.h>
 
 using namespace locus;
 
@@ -266,4 +269,61 @@ TEST(Train, OptimizersFollowPyTorchsFormulas) {
             << "Adam lr " << c.lr << " step " << s << " element " << i;
       }
   }
+}
+
+// A training step saved as an artifact trains with the runtime alone (the
+// embedding API, locus/runtime.hpp) exactly as in-process.
+TEST(Train, ATrainingArtifactTrainsWithTheRuntimeAlone) {
+  Graph g("artifact_step");
+  auto x = g.input("x", {8, 3}, {.device = cuda(0)});
+  auto y = g.input("y", {8, 1}, {.device = cuda(0)});
+  nn::Linear fc(g, 3, 1, {.name = "fc", .device = cuda(0)});
+  auto loss = nn::MSELoss()(fc(x), y);
+  g.output("loss", loss);
+  optim::Adam(fc.parameters(), {.lr = 0.01}).step(loss);
+  CompiledModel compiled =
+      compile(g, {.policy = "strict", .devices = {"cpu", "cuda:0"}});
+  std::string path =
+      ::testing::TempDir() + "train_" + std::to_string(::getpid()) + ".locus";
+  compiled.save(path);
+
+  auto batch = [](uint64_t step, std::vector<float> &xs,
+                  std::vector<float> &ys) {
+    xs.resize(24);
+    ys.resize(8);
+    for (size_t i = 0; i < 24; ++i)
+      xs[i] = std::sin(float(step * 24 + i));
+    for (size_t i = 0; i < 8; ++i)
+      ys[i] = std::cos(float(step * 8 + i));
+  };
+  std::vector<float> expected;
+  compiled.runBatches(
+      5,
+      [&](size_t step) {
+        std::vector<float> xs, ys;
+        batch(step, xs, ys);
+        return std::map<std::string, HostTensor>{
+            {"x", HostTensor::fromF32({8, 3}, xs)},
+            {"y", HostTensor::fromF32({8, 1}, ys)}};
+      },
+      [&](size_t, const std::map<std::string, HostTensor> &out) {
+        expected.push_back(out.at("loss").scalar());
+      });
+
+  rt::Model model = rt::Model::load(path);
+  rt::Context context(model);
+  std::vector<float> xs, ys, got;
+  context.runBatches(
+      5,
+      [&](uint64_t step, const void **inputs) {
+        batch(step, xs, ys);
+        inputs[0] = xs.data(); // inputs in the model's order: x, y
+        inputs[1] = ys.data();
+      },
+      [&](uint64_t, rt::Context &c) {
+        got.push_back(c.output<float>("loss")[0]);
+      });
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(model.readState("fc.weight"), compiled.state("fc.weight").f32);
+  std::remove(path.c_str());
 }

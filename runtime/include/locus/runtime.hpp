@@ -14,6 +14,8 @@
 
 #include "locus/locus_runtime.h"
 
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -155,6 +157,52 @@ public:
     locus_run_stats_t stats;
     locus_context_stats(context_, &stats);
     return stats;
+  }
+
+  /// A DataLoader loop (locus_context_run_batches): `next(step, inputs)`
+  /// fills one pointer per input in the model's input order (the runtime
+  /// copies the bytes before it asks again); `done(step, context)` sees each
+  /// finished step. The next batch is copied to its device while a step
+  /// runs. An exception from a callback stops the loop and is rethrown.
+  using NextFn = std::function<void(uint64_t step, const void **inputs)>;
+  using DoneFn = std::function<void(uint64_t step, Context &context)>;
+  void runBatches(uint64_t steps, const NextFn &next, const DoneFn &done = {}) {
+    struct Loop {
+      Context &self;
+      const NextFn &next;
+      const DoneFn &done;
+      std::exception_ptr error;
+    } loop{*this, next, done, nullptr};
+    auto onNext = [](void *user, uint64_t step,
+                     const void **inputs) -> locus_status_t {
+      auto &l = *static_cast<Loop *>(user);
+      try {
+        l.next(step, inputs);
+        return nullptr;
+      } catch (...) {
+        l.error = std::current_exception();
+        return locus_status_create(LOCUS_STATUS_CANCELLED, "stopped");
+      }
+    };
+    auto onDone = [](void *user, uint64_t step,
+                     locus_context_t *) -> locus_status_t {
+      auto &l = *static_cast<Loop *>(user);
+      try {
+        if (l.done)
+          l.done(step, l.self);
+        return nullptr;
+      } catch (...) {
+        l.error = std::current_exception();
+        return locus_status_create(LOCUS_STATUS_CANCELLED, "stopped");
+      }
+    };
+    locus_status_t s =
+        locus_context_run_batches(context_, steps, onNext, onDone, &loop);
+    if (loop.error) {
+      locus_status_free(s);
+      std::rethrow_exception(loop.error);
+    }
+    check(s);
   }
 
 private:
