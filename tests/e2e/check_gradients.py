@@ -16,11 +16,17 @@ compiled to PTX and checked with `ptxas -arch=sm_90`. The reference is
 Tolerance: |got - want| <= 1e-4 + 1e-3 * |want|, float32 accumulation over
 at most a few hundred terms of order 1.
 
-  check_gradients.py <build dir> [case-name-substring]
+With --export DIR, each case's artifact with its kernels on cuda:0
+(compiled for x86-64-v3), its inputs and the finite-difference gradients
+(<input>.grad.expected.npy) go to DIR/<case>/: what tools/gpu-check runs
+on a real GPU (runtime_tests' Cuda.EveryGradientMatchesOnTheGpu).
+
+  check_gradients.py <build dir> [--export DIR] [case-name-substring]
 """
 import math
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_lowering as cl  # noqa: E402
 
 BUILD = sys.argv[1]
-ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
+ARGS = sys.argv[2:]
+EXPORT = None
+if "--export" in ARGS:
+    EXPORT = ARGS[ARGS.index("--export") + 1]
+    del ARGS[ARGS.index("--export"):ARGS.index("--export") + 2]
+ONLY = ARGS[0] if ARGS else ""
 cl.BUILD = BUILD
 rng = random.Random(611)
 H = 1e-6
@@ -194,8 +205,9 @@ def check(name, inputs, ir, fn):
             artifact = os.path.join(tmp, variant + ".locus")
             ptxdir = os.path.join(tmp, "ptx")
             extra = ["--emit-ptx=" + ptxdir] if variant == "sim" else []
+            cpu = "--cpu=x86-64-v3" if EXPORT else "--cpu=native"
             comp = subprocess.run([os.path.join(BUILD, "tools", "locus-compile"), graph,
-                                   "-o", artifact, "--cpu=native"] + flags + extra,
+                                   "-o", artifact, cpu] + flags + extra,
                                   capture_output=True, text=True)
             if comp.returncode:
                 return "locus-compile (%s) failed:\n%s" % (variant, comp.stderr)
@@ -206,6 +218,16 @@ def check(name, inputs, ir, fn):
                     if ptx.returncode:
                         return "ptxas rejects %s:\n%s" % (module, ptx.stderr)
                     cl.PTX_MODULES[0] += 1
+            if EXPORT and variant == "sim":
+                case = os.path.join(EXPORT, name)
+                os.makedirs(case, exist_ok=True)
+                shutil.copy(artifact, os.path.join(case, "model.locus"))
+                for entry in list(inputs) + [("R", weights)]:
+                    shutil.copy(os.path.join(tmp, entry[0] + ".npy"), case)
+                for i, entry in enumerate(inputs):
+                    if entry[0] in want:
+                        cl.write_npy(os.path.join(case, entry[0] + ".grad.expected.npy"),
+                                     (entry[1][0], want[entry[0]]), "f32")
             outdir = os.path.join(tmp, variant)
             os.mkdir(outdir)
             run = subprocess.run([os.path.join(BUILD, "tools", "locus-run"), artifact, "--quiet",

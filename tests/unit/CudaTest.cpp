@@ -86,10 +86,12 @@ std::vector<std::string> caseDirs(const std::string &root) {
   return out;
 }
 
-/// Runs `artifact` `runs` times on the inputs of `dir`; the output "r".
+/// Runs `artifact` `runs` times on the inputs of `dir`; the output
+/// `output`.
 std::string runCase(const std::string &dir, const std::string &artifact,
                     const locus_model_options_t &options, int runs,
-                    std::vector<float> &out, std::string *report = nullptr) {
+                    std::vector<float> &out, std::string *report = nullptr,
+                    const char *output = "r") {
   locus_model_t *model = nullptr;
   if (locus_status_t s =
           locus_model_load((dir + "/" + artifact).c_str(), &options, &model))
@@ -125,15 +127,15 @@ std::string runCase(const std::string &dir, const std::string &artifact,
     size_t index = 0;
     locus_tensor_info_t info{};
     if (locus_status_t s =
-            locus_model_find_tensor(model, LOCUS_TENSOR_OUTPUT, "r", &index))
+            locus_model_find_tensor(model, LOCUS_TENSOR_OUTPUT, output, &index))
       error = messageOf(s);
     else if (locus_status_t s2 = locus_model_tensor_info(
                  model, LOCUS_TENSOR_OUTPUT, index, &info))
       error = messageOf(s2);
     else {
       out.resize(info.byte_size / 4);
-      if (locus_status_t s3 =
-              locus_context_read_output(ctx, "r", out.data(), info.byte_size))
+      if (locus_status_t s3 = locus_context_read_output(ctx, output, out.data(),
+                                                        info.byte_size))
         error = messageOf(s3);
     }
   }
@@ -197,6 +199,57 @@ TEST(Cuda, EveryOpMatchesTheReferenceOnTheGpu) {
     ASSERT_EQ(runCase(dir, "model_gpu_inputs.locus", noGraphs, 3, plain), "");
     EXPECT_LE(worst(graph, want), 1.0);
     EXPECT_EQ(graph, plain);
+  }
+}
+
+// Every gradient case of tests/e2e/check_gradients.py (exported with
+// --export): the backward kernels on the GPU against the finite differences
+// of the double reference, and against the same artifact's host versions.
+TEST(Cuda, EveryGradientMatchesOnTheGpu) {
+  REQUIRE_CUDA(1);
+  const char *root = std::getenv("LOCUS_GPU_GRAD_CASES");
+  if (!root)
+    GTEST_SKIP() << "[SKIP] LOCUS_GPU_GRAD_CASES is not set (tools/gpu-check "
+                    "sets it)";
+  std::vector<std::string> dirs = caseDirs(root);
+  ASSERT_FALSE(dirs.empty()) << "no cases in " << root;
+  locus_model_options_t onGpu{}, onHost{};
+  onHost.device_map = "cuda:0=cpu";
+  const std::string suffix = ".grad.expected.npy";
+  for (const std::string &dir : dirs) {
+    SCOPED_TRACE(dir);
+    int outputs = 0;
+    for (const std::string &file : caseDirs(dir)) {
+      std::string name = file.substr(dir.size() + 1);
+      if (name.size() <= suffix.size() ||
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+        continue;
+      std::string output =
+          name.substr(0, name.size() - suffix.size()) + ".grad";
+      SCOPED_TRACE(output);
+      std::vector<char> wantBytes;
+      ASSERT_TRUE(readNpy(file, wantBytes));
+      std::vector<float> want(wantBytes.size() / 4), gpu, host;
+      std::memcpy(want.data(), wantBytes.data(), want.size() * 4);
+      std::string report;
+      ASSERT_EQ(
+          runCase(dir, "model.locus", onGpu, 1, gpu, &report, output.c_str()),
+          "");
+      EXPECT_NE(report.find("cuda:0 -> cuda:0"), std::string::npos) << report;
+      ASSERT_EQ(
+          runCase(dir, "model.locus", onHost, 1, host, nullptr, output.c_str()),
+          "");
+      // The finite differences' tolerance (check_gradients.py): 1e-4 +
+      // 1e-3 |want|.
+      double w = gpu.size() == want.size() ? 0 : INFINITY;
+      for (size_t i = 0; i < gpu.size() && i < want.size(); ++i)
+        w = std::max(w, std::abs(double(gpu[i]) - want[i]) /
+                            (1e-4 + 1e-3 * std::abs(double(want[i]))));
+      EXPECT_LE(w, 1.0);
+      EXPECT_LE(worst(gpu, host), 1.0);
+      ++outputs;
+    }
+    EXPECT_GT(outputs, 0) << "no *" << suffix << " in " << dir;
   }
 }
 
