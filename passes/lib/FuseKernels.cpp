@@ -37,6 +37,12 @@ bool locus::isComputing(Operation *op) {
 
 namespace {
 
+/// A locus.transpose of a matrix ([1, 0]).
+bool isTransposed2d(Operation *op) {
+  auto t = dyn_cast_or_null<TransposeOp>(op);
+  return t && t.getPermutation() == ArrayRef<int64_t>{1, 0};
+}
+
 /// A group under construction: its ops in graph order, its device, the op
 /// whose result is its only value read outside (the root), and whether it
 /// holds an anchor already.
@@ -90,8 +96,14 @@ public:
                             [&](Operation *user) { return user == &op; }))
             continue;
           // An elementwise op joins anything; an anchor starts a group, and
-          // a group holds one anchor at most.
-          if (!elementwise || (g->anchored && anchorJoined))
+          // a group holds one anchor at most. Except: a 2-D matrix product
+          // takes in a lone 2-D transpose of an operand, which it then
+          // reads transposed (no copy).
+          bool transposeIntoProduct =
+              isa<MatmulOp>(op) && g->ops.size() == 1 &&
+              isTransposed2d(producer) && !anchorJoined;
+          if (!transposeIntoProduct &&
+              (!elementwise || (g->anchored && anchorJoined)))
             continue;
           anchorJoined |= g->anchored;
           joins.push_back(g);

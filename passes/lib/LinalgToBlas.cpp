@@ -40,8 +40,8 @@ public:
     ModuleOp module = getOperation();
     SmallVector<Operation *> products;
     module.walk([&](Operation *op) {
-      if (isa<linalg::MatmulOp, linalg::MatmulTransposeBOp,
-              linalg::BatchMatmulOp>(op))
+      if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp,
+              linalg::MatmulTransposeBOp, linalg::BatchMatmulOp>(op))
         products.push_back(op);
     });
     for (Operation *op : products)
@@ -92,10 +92,13 @@ private:
     if (!ta || !tb || !tc)
       return;
     bool batched = isa<linalg::BatchMatmulOp>(op);
+    bool transA = isa<linalg::MatmulTransposeAOp>(op);
     bool transB = isa<linalg::MatmulTransposeBOp>(op);
     unsigned r = batched ? 1 : 0;
     int64_t batch = batched ? ta.getDimSize(0) : 1;
-    int64_t m = ta.getDimSize(r), k = ta.getDimSize(r + 1);
+    // A is [m, k], or [k, m] read transposed.
+    int64_t m = ta.getDimSize(transA ? r + 1 : r),
+            k = ta.getDimSize(transA ? r : r + 1);
     int64_t n = tc.getDimSize(r + 1);
     // A product into a buffer just filled with zeros needs no fill: BLAS
     // overwrites C when beta is 0.
@@ -120,9 +123,9 @@ private:
         i64(n),
         i64(k),
         pointer(a),
-        i64(k),
+        i64(transA ? m : k),
         i64(m * k),
-        b.create<arith::ConstantIntOp>(loc, 0, 32),
+        b.create<arith::ConstantIntOp>(loc, transA ? 1 : 0, 32),
         pointer(bv),
         i64(transB ? k : n),
         i64(k * n),

@@ -393,16 +393,40 @@ template <typename PoolOp> Value lowerPool(Lowering &l, PoolOp op, bool isMax) {
   return l.scale(result, 1.0 / static_cast<double>(k[0] * k[1]));
 }
 
+/// The input of a 2-D transpose (already lowered to linalg.transpose) that
+/// nothing else reads, or null: a product can read it transposed instead.
+Value transposedInput(Value v) {
+  auto t = v.getDefiningOp<linalg::TransposeOp>();
+  if (!t || t.getPermutation() != ArrayRef<int64_t>{1, 0} || !v.hasOneUse())
+    return {};
+  return t.getInput();
+}
+
 Value lowerMatmul(Lowering &l, MatmulOp op) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
   RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
-  if (out.getRank() == 2)
+  if (out.getRank() == 2) {
+    // A transpose fused into the product's kernel (a backward pass's
+    // g^T x and g W^T): BLAS reads the operand transposed, no copy.
+    if (Value a = transposedInput(op.getLhs()))
+      return b
+          .create<linalg::MatmulTransposeAOp>(l.loc, TypeRange{out},
+                                              ValueRange{a, op.getRhs()},
+                                              ValueRange{l.filled(out, 0.0)})
+          .getResult(0);
+    if (Value bt = transposedInput(op.getRhs()))
+      return b
+          .create<linalg::MatmulTransposeBOp>(l.loc, TypeRange{out},
+                                              ValueRange{op.getLhs(), bt},
+                                              ValueRange{l.filled(out, 0.0)})
+          .getResult(0);
     return b
         .create<linalg::MatmulOp>(l.loc, TypeRange{out},
                                   ValueRange{op.getLhs(), op.getRhs()},
                                   ValueRange{l.filled(out, 0.0)})
         .getResult(0);
+  }
   // Batched: fold the leading dimensions into one batch.
   int64_t batch = 1;
   for (int64_t d : out.getShape().drop_back(2))

@@ -82,3 +82,30 @@ locus.graph @anchors {
   %4 = locus.sqrt %3 : tensor<4xf32>
   locus.output "y" = %4 : tensor<4xf32>
 }
+
+// -----
+
+// A matrix transpose read only by a product joins the product's kernel (the
+// lowering then reads it transposed, with no copy); one read elsewhere too
+// stays a kernel of its own.
+// CHECK-LABEL: locus.graph @transposed_operand
+// CHECK-SAME: locus.kernels = 3
+// CHECK: locus.kernel on <cpu>
+// CHECK-NEXT: locus.transpose
+// CHECK-NEXT: locus.matmul
+// CHECK: locus.kernel on <cpu>
+// CHECK-NEXT: locus.transpose
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu>
+// CHECK-NEXT: locus.matmul
+locus.graph @transposed_operand {
+  %g = locus.input "g" : tensor<8x4xf32>
+  %x = locus.input "x" : tensor<8x6xf32>
+  %gt = locus.transpose %g [1, 0] : tensor<8x4xf32> -> tensor<4x8xf32>
+  %dw = locus.matmul %gt, %x : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
+  locus.output "dw" = %dw : tensor<4x6xf32>
+  %xt = locus.transpose %x [1, 0] : tensor<8x6xf32> -> tensor<6x8xf32>
+  %p = locus.matmul %xt, %g : tensor<6x8xf32>, tensor<8x4xf32> -> tensor<6x4xf32>
+  locus.output "p" = %p : tensor<6x4xf32>
+  locus.output "xt" = %xt : tensor<6x8xf32>
+}

@@ -81,3 +81,18 @@ func.func @zero_init(%a: memref<4x8xf32>, %b: memref<8x2xf32>, %c: memref<4x2xf3
   linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x2xf32>) outs(%d : memref<4x2xf32>)
   return
 }
+
+// A read transposed (a backward pass's g^T x): A is stored [k, m], so
+// lda = m and transA = 1.
+// CHECK-LABEL: func.func @transposed_a
+// CHECK:      %[[M:.*]] = arith.constant 1024 : i64
+// CHECK-NEXT: %[[N:.*]] = arith.constant 784 : i64
+// CHECK-NEXT: %[[K:.*]] = arith.constant 256 : i64
+// CHECK:      %[[LDA:.*]] = arith.constant 1024 : i64
+// CHECK-NEXT: %{{.*}} = arith.constant 262144 : i64
+// CHECK-NEXT: %[[TA:.*]] = arith.constant 1 : i32
+// CHECK:      call @locus_sgemm(%{{.*}}, %[[M]], %[[N]], %[[K]], %{{.*}}, %[[LDA]], %{{.*}}, %[[TA]],
+func.func @transposed_a(%g: memref<256x1024xf32>, %x: memref<256x784xf32>, %c: memref<1024x784xf32>) {
+  linalg.matmul_transpose_a ins(%g, %x : memref<256x1024xf32>, memref<256x784xf32>) outs(%c : memref<1024x784xf32>)
+  return
+}

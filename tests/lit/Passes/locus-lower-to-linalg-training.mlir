@@ -94,3 +94,19 @@ func.func @adam(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: ten
   %0:3 = locus.adam %p, %g, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-8 weight_decay 0.0 : tensor<8xf32>, tensor<f32>
   return %0#0, %0#1, %0#2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// A product of a transposed matrix reads it transposed.
+// CHECK-LABEL: func.func @transposed_product
+// CHECK: linalg.matmul_transpose_a ins(%arg0, %arg1 : tensor<8x4xf32>, tensor<8x6xf32>)
+// CHECK-LABEL: func.func @product_transposed
+// CHECK: linalg.matmul_transpose_b ins(%arg0, %arg1 : tensor<8x4xf32>, tensor<6x4xf32>)
+func.func @transposed_product(%g: tensor<8x4xf32>, %x: tensor<8x6xf32>) -> tensor<4x6xf32> {
+  %gt = locus.transpose %g [1, 0] : tensor<8x4xf32> -> tensor<4x8xf32>
+  %0 = locus.matmul %gt, %x : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+func.func @product_transposed(%g: tensor<8x4xf32>, %w: tensor<6x4xf32>) -> tensor<8x6xf32> {
+  %wt = locus.transpose %w [1, 0] : tensor<6x4xf32> -> tensor<4x6xf32>
+  %0 = locus.matmul %g, %wt : tensor<8x4xf32>, tensor<4x6xf32> -> tensor<8x6xf32>
+  return %0 : tensor<8x6xf32>
+}

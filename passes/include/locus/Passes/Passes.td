@@ -256,9 +256,14 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     else. A kernel therefore holds a chain or tree of elementwise ops,
     optionally after one anchor: a matrix product, `linear`, convolution,
     reduction, pooling, softmax or loss, whose output then never goes to
-    memory between the anchor and its epilogue. Every other op is a kernel
-    of its own. Copies, sources and outputs stay in the graph; the graph's
-    `locus.kernels` attribute says how many kernels there are.
+    memory between the anchor and its epilogue. A 2-D matrix product also
+    takes in a lone matrix transpose of one operand that nothing else reads
+    (a backward pass's `g^T x`): the lowering reads the operand transposed
+    (`linalg.matmul_transpose_a`/`_b`, sgemm's transA/transB), so the
+    transpose is never written. Every other op is a kernel of its own.
+    Copies, sources, outputs and state updates stay in the graph; an op with
+    several results (an optimizer step) gives its kernel several results.
+    The graph's `locus.kernels` attribute says how many kernels there are.
 
     With `fuse=false` every computing op is its own kernel (for comparing).
 
