@@ -99,9 +99,8 @@ public:
           // a group holds one anchor at most. Except: a 2-D matrix product
           // takes in a lone 2-D transpose of an operand, which it then
           // reads transposed (no copy).
-          bool transposeIntoProduct =
-              isa<MatmulOp>(op) && g->ops.size() == 1 &&
-              isTransposed2d(producer) && !anchorJoined;
+          bool transposeIntoProduct = isa<MatmulOp>(op) && g->ops.size() == 1 &&
+                                      isTransposed2d(producer) && !anchorJoined;
           if (!transposeIntoProduct &&
               (!elementwise || (g->anchored && anchorJoined)))
             continue;
