@@ -315,6 +315,31 @@ Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
                    });
 }
 
+/// The indexing of a grouped convolution's loop nest, given which loop is
+/// which: the padded input at [n, (o floordiv outPerGroup) * inPerGroup + c,
+/// oh*s + kh*d, ow*s + kw*d], the weight at [o, c, kh, kw], the result (or
+/// its gradient) at [n, o, oh, ow]. The forward pass and the weight
+/// gradient run the same nest in different loop orders.
+struct GroupedConvMaps {
+  AffineMap input, weight, result;
+};
+GroupedConvMaps groupedConvMaps(MLIRContext *ctx, ArrayRef<unsigned> loopOf,
+                                int64_t outPerGroup, int64_t inPerGroup,
+                                ArrayRef<int64_t> stride,
+                                ArrayRef<int64_t> dilation) {
+  // loopOf: the loop of n, o, oh, ow, c, kh, kw.
+  auto d = [&](unsigned which) { return getAffineDimExpr(loopOf[which], ctx); };
+  AffineExpr n = d(0), o = d(1), oh = d(2), ow = d(3), c = d(4), kh = d(5),
+             kw = d(6);
+  return {AffineMap::get(7, 0,
+                         {n, o.floorDiv(outPerGroup) * inPerGroup + c,
+                          oh * stride[0] + kh * dilation[0],
+                          ow * stride[1] + kw * dilation[1]},
+                         ctx),
+          AffineMap::get(7, 0, {o, c, kh, kw}, ctx),
+          AffineMap::get(7, 0, {n, o, oh, ow}, ctx)};
+}
+
 Value lowerConv(Lowering &l, Conv2dOp op) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
@@ -326,20 +351,10 @@ Value lowerConv(Lowering &l, Conv2dOp op) {
   // Grouped: one loop nest over (n, o, oh, ow, c, kh, kw).
   int64_t outPerGroup = w.getDimSize(0) / groups, inPerGroup = w.getDimSize(1);
   ArrayRef<int64_t> stride = op.getStride(), dilation = op.getDilation();
-  // Loops (n, o, oh, ow, c, kh, kw); the input channel of output channel o is
-  // (o floordiv outPerGroup) * inPerGroup + c.
-  AffineExpr n = b.getAffineDimExpr(0), o = b.getAffineDimExpr(1),
-             oh = b.getAffineDimExpr(2), ow = b.getAffineDimExpr(3),
-             c = b.getAffineDimExpr(4), kh = b.getAffineDimExpr(5),
-             kw = b.getAffineDimExpr(6);
-  MLIRContext *ctx = b.getContext();
-  AffineMap inMap = AffineMap::get(7, 0,
-                                   {n, o.floorDiv(outPerGroup) * inPerGroup + c,
-                                    oh * stride[0] + kh * dilation[0],
-                                    ow * stride[1] + kw * dilation[1]},
-                                   ctx);
-  AffineMap wMap = AffineMap::get(7, 0, {o, c, kh, kw}, ctx);
-  AffineMap outMap = AffineMap::get(7, 0, {n, o, oh, ow}, ctx);
+  // Loops (n, o, oh, ow, c, kh, kw).
+  GroupedConvMaps maps =
+      groupedConvMaps(b.getContext(), {0, 1, 2, 3, 4, 5, 6}, outPerGroup,
+                      inPerGroup, stride, dilation);
   Value init =
       op.getBias()
           ? l.broadcast(l.reshape(op.getBias(),
@@ -349,8 +364,9 @@ Value lowerConv(Lowering &l, Conv2dOp op) {
           : l.filled(out, 0.0);
   SmallVector<IteratorType> iters(4, IteratorType::parallel);
   iters.append(3, IteratorType::reduction);
-  return l.generic(out, ValueRange{x, op.getWeight()}, {inMap, wMap}, init,
-                   outMap, iters, [](OpBuilder &nb, Location nl, ValueRange a) {
+  return l.generic(out, ValueRange{x, op.getWeight()},
+                   {maps.input, maps.weight}, init, maps.result, iters,
+                   [](OpBuilder &nb, Location nl, ValueRange a) {
                      Value m = nb.create<arith::MulFOp>(nl, a[0], a[1]);
                      return nb.create<arith::AddFOp>(nl, a[2], m);
                    });
@@ -511,23 +527,13 @@ Value lowerConvWeightGrad(Lowering &l, Conv2dWeightGradOp op) {
             .getResult(0);
     return l.reshape(dw, w);
   }
-  int64_t outPerGroup = o / groups;
-  // Loops (o, c, kh, kw, n, oh, ow).
-  AffineExpr eo = b.getAffineDimExpr(0), ec = b.getAffineDimExpr(1),
-             ekh = b.getAffineDimExpr(2), ekw = b.getAffineDimExpr(3),
-             en = b.getAffineDimExpr(4), eoh = b.getAffineDimExpr(5),
-             eow = b.getAffineDimExpr(6);
-  AffineMap xMap = AffineMap::get(7, 0,
-                                  {en, eo.floorDiv(outPerGroup) * c + ec,
-                                   eoh * stride[0] + ekh * dilation[0],
-                                   eow * stride[1] + ekw * dilation[1]},
-                                  ctx);
-  AffineMap gMap = AffineMap::get(7, 0, {en, eo, eoh, eow}, ctx);
-  AffineMap outMap = AffineMap::get(7, 0, {eo, ec, ekh, ekw}, ctx);
+  // Loops (o, c, kh, kw, n, oh, ow): the weight's dimensions outside.
+  GroupedConvMaps maps = groupedConvMaps(ctx, {4, 0, 5, 6, 1, 2, 3}, o / groups,
+                                         c, stride, dilation);
   SmallVector<IteratorType> iters(4, IteratorType::parallel);
   iters.append(3, IteratorType::reduction);
-  return l.generic(w, ValueRange{x, op.getGrad()}, {xMap, gMap},
-                   l.filled(w, 0.0), outMap, iters,
+  return l.generic(w, ValueRange{x, op.getGrad()}, {maps.input, maps.result},
+                   l.filled(w, 0.0), maps.weight, iters,
                    [](OpBuilder &nb, Location nl, ValueRange a) {
                      Value m = nb.create<arith::MulFOp>(nl, a[0], a[1]);
                      return nb.create<arith::AddFOp>(nl, a[2], m);

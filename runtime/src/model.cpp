@@ -329,6 +329,24 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
   return nullptr;
 }
 
+/// The model's state lock for one step: shared, or exclusive when the
+/// model's steps write state (a training step).
+class StepLock {
+public:
+  explicit StepLock(locus_model_t &m)
+      : shared_(m.stateMutex, std::defer_lock),
+        exclusive_(m.stateMutex, std::defer_lock) {
+    if (m.writesState)
+      exclusive_.lock();
+    else
+      shared_.lock();
+  }
+
+private:
+  std::shared_lock<std::shared_mutex> shared_;
+  std::unique_lock<std::shared_mutex> exclusive_;
+};
+
 /// One step: issued command by command, or, on a step that runs on one
 /// CUDA device alone, captured on the second run and replayed after.
 locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
@@ -486,15 +504,11 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   if (one && only && only->canCapture())
     m.graphDevice = only;
   for (const PlanCommand &c : m.plan.step) {
-    uint32_t written = c.op == LOCUS_PLAN_COPY ? c.b
-                       : c.op == LOCUS_PLAN_LAUNCH && !c.args.empty()
-                           ? c.args.back()
-                           : UINT32_MAX;
     if (c.op == LOCUS_PLAN_LAUNCH)
       for (size_t i = c.args.size() - c.b; i < c.args.size(); ++i)
         m.writesState |= m.plan.buffers[c.args[i]].kind == LOCUS_PLAN_STATE;
-    else if (written != UINT32_MAX)
-      m.writesState |= m.plan.buffers[written].kind == LOCUS_PLAN_STATE;
+    else if (c.op == LOCUS_PLAN_COPY)
+      m.writesState |= m.plan.buffers[c.b].kind == LOCUS_PLAN_STATE;
     if (c.op == LOCUS_PLAN_LAUNCH) {
       ++m.stepCounts.launches;
       m.stepCounts.sim_launches +=
@@ -856,12 +870,7 @@ locus_status_t locus_context_run(locus_context_t *context) {
     }
   locus_run_stats_t stats{};
   stats.input_bytes = context->stats.input_bytes;
-  std::shared_lock shared(m.stateMutex, std::defer_lock);
-  std::unique_lock exclusive(m.stateMutex, std::defer_lock);
-  if (m.writesState)
-    exclusive.lock();
-  else
-    shared.lock();
+  StepLock lock(m);
   locus_status_t s = runStep(m, *context, stats);
   context->stats = stats;
   return s;
@@ -956,8 +965,6 @@ locus_status_t locus_context_run_batches(locus_context_t *context,
     }
 
   std::vector<const void *> batch(m.inputs.size());
-  std::unique_lock lock(m.stateMutex, std::defer_lock);
-  std::shared_lock shared(m.stateMutex, std::defer_lock);
   /// Asks for step `i`'s batch and copies it into slot i % 2.
   auto fetch = [&](uint64_t i, locus_run_stats_t &stats) -> locus_status_t {
     std::fill(batch.begin(), batch.end(), nullptr);
@@ -994,26 +1001,21 @@ locus_status_t locus_context_run_batches(locus_context_t *context,
       ctx.override[f.buffer] = f.slot[i % 2];
     locus_run_stats_t stats = ahead;
     ahead = {};
-    if (m.writesState)
-      lock.lock();
-    else
-      shared.lock();
-    ++ctx.runs;
-    status = execute(m, ctx, m.plan.step, stats);
-    // The next batch while this step runs on its devices. If it fails, this
-    // step still finishes and is reported; the loop stops after it.
     locus_status_t fetched = nullptr;
-    if (!status && i + 1 < steps)
-      fetched = fetch(i + 1, ahead);
-    for (const auto &device : m.devices)
-      if (locus_status_t s = device->finish(); s && !status)
-        status = s;
-      else if (s)
-        locus_status_free(s);
-    if (m.writesState)
-      lock.unlock();
-    else
-      shared.unlock();
+    {
+      StepLock lock(m);
+      ++ctx.runs;
+      status = execute(m, ctx, m.plan.step, stats);
+      // The next batch while this step runs on its devices. If it fails,
+      // this step still finishes and is reported; the loop stops after it.
+      if (!status && i + 1 < steps)
+        fetched = fetch(i + 1, ahead);
+      for (const auto &device : m.devices)
+        if (locus_status_t s = device->finish(); s && !status)
+          status = s;
+        else if (s)
+          locus_status_free(s);
+    }
     ctx.stats = stats;
     if (!status && done)
       status = done(user, i, context);

@@ -35,20 +35,22 @@ using namespace locus;
 
 namespace {
 
-/// The host pipeline after outlining (TOOLCHAIN.md): elementwise chains
-/// fused into one loop nest, tensors to buffers with identity layouts,
-/// results to out-parameters, temporaries freed, matrix products through the
-/// runtime's sgemm (after deallocation, so no buffer dies between taking its
-/// address and the call), loops, LLVM with plain pointers for every buffer.
-/// No builtin.module(...) around it: it is added to a module pass manager,
-/// where that would nest it one level down, on no op at all.
-constexpr const char *kHostPipeline =
+/// What the host and CUDA pipelines share, after outlining (TOOLCHAIN.md):
+/// elementwise chains fused into one loop nest, tensors to buffers with
+/// identity layouts, results to out-parameters, temporaries freed. No
+/// builtin.module(...) around the pipelines: they are added to a module pass
+/// manager, where that would nest them one level down, on no op at all.
+constexpr const char *kBufferization =
     "locus-lower-to-linalg,locus-fuse-elementwise,canonicalize,"
     "func.func(locus-copy-forwarded-results),"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs},"
-    "buffer-deallocation-pipeline,"
+    "buffer-deallocation-pipeline,";
+/// The host pipeline, after kBufferization: matrix products through the
+/// runtime's sgemm (after deallocation, so no buffer dies between taking its
+/// address and the call), loops, LLVM with plain pointers for every buffer.
+constexpr const char *kHostPipeline =
     "locus-linalg-to-blas,"
     "convert-linalg-to-parallel-loops,locus-parallelize,"
     "convert-scf-to-cf,expand-strided-metadata,"
@@ -62,14 +64,9 @@ constexpr const char *kHostPipeline =
 /// per op; kernels outlined, lowered through NVVM and serialised to sm_90
 /// PTX; launches to runtime calls. What is left is the host side of each
 /// kernel, a launcher, lowered as the host kernels are, except that its
-/// temporaries are allocated through the runtime (device memory).
+/// temporaries are allocated through the runtime (device memory). After
+/// kBufferization.
 constexpr const char *kCudaPipeline =
-    "locus-lower-to-linalg,locus-fuse-elementwise,canonicalize,"
-    "func.func(locus-copy-forwarded-results),"
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{hoist-static-allocs},"
-    "buffer-deallocation-pipeline,"
     "locus-linalg-to-blas{callee=locus_cuda_sgemm},"
     "locus-map-to-gpu,gpu-kernel-outlining,lower-affine,"
     "nvvm-attach-target{chip=sm_90 features=+ptx80 O=3 l=%LIBDEVICE%},"
@@ -137,7 +134,7 @@ LogicalResult compileCudaKernels(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
     cuda = OwningOpRef<ModuleOp>();
     return success();
   }
-  std::string pipeline = kCudaPipeline;
+  std::string pipeline = std::string(kBufferization) + kCudaPipeline;
   pipeline.replace(pipeline.find("%LIBDEVICE%"), 11, libdevice);
   PassManager pm(module.getContext(), ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
@@ -296,7 +293,8 @@ LogicalResult locus::runPipeline(ModuleOp module,
 
   PassManager lower(context, ModuleOp::getOperationName(),
                     OpPassManager::Nesting::Implicit);
-  if (failed(parsePassPipeline(kHostPipeline, lower)))
+  if (failed(parsePassPipeline(std::string(kBufferization) + kHostPipeline,
+                               lower)))
     return module.emitError() << "internal error: the host pipeline does not "
                                  "parse";
   if (failed(lower.run(module)))
