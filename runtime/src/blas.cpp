@@ -1,7 +1,7 @@
 // blas.cpp - matrix products for generated kernels: OpenBLAS's cblas_sgemm
 // when it can be loaded (dlopen, never linked), a blocked loop otherwise.
 
-#include "locus/kernel_abi.h"
+#include "locus/abi.h"
 
 #include <dlfcn.h>
 

@@ -22,8 +22,7 @@
 
 #include "cuda.h"
 
-#include "locus/kernel_abi.h"
-#include "locus/plan_format.h"
+#include "locus/abi.h"
 #include "status_impl.h"
 
 #include <dlfcn.h>

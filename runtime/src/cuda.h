@@ -14,7 +14,7 @@ namespace locus::rt {
 /// Whether cuda:`ordinal` can run here; `why` says why not.
 bool cudaUsable(int ordinal, std::string &why);
 
-/// The device cuda:`ordinal` with the kernels of a PTX section (plan_format.h)
+/// The device cuda:`ordinal` with the kernels of a PTX section (locus/abi.h)
 /// loaded; null with `status` set when it cannot be made.
 std::unique_ptr<Device> makeCudaDevice(int ordinal, const void *ptx,
                                        size_t ptxSize, bool graphs,

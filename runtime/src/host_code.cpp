@@ -4,7 +4,7 @@
 
 #include "status_impl.h"
 
-#include "locus/kernel_abi.h"
+#include "locus/abi.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>

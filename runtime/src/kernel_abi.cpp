@@ -1,6 +1,6 @@
 // kernel_abi.cpp - support functions for generated kernels.
 
-#include "locus/kernel_abi.h"
+#include "locus/abi.h"
 
 #include <cstring>
 #include <vector>

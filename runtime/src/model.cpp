@@ -13,7 +13,7 @@
 #include "status_impl.h"
 
 #include "cuda.h"
-#include "locus/kernel_abi.h"
+#include "locus/abi.h"
 
 #include <algorithm>
 #include <atomic>

@@ -6,7 +6,7 @@
 // briefly between jobs (a kernel runs several loops back to back) and then
 // sleep on a condition variable, so an idle runtime costs nothing.
 
-#include "locus/kernel_abi.h"
+#include "locus/abi.h"
 
 #include <algorithm>
 #include <atomic>

@@ -3,7 +3,7 @@
 #define LOCUS_RUNTIME_PLAN_H
 
 #include "locus/locus_runtime.h"
-#include "locus/plan_format.h"
+#include "locus/abi.h"
 
 #include <cstdint>
 #include <string>

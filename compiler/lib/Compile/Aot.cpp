@@ -10,7 +10,7 @@
 #include "locus/Compile/Pipeline.h"
 
 #include "locus/locus_runtime.h"
-#include "locus/plan_format.h"
+#include "locus/abi.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/Bitcode/BitcodeReader.h"

@@ -11,7 +11,7 @@
 #include "../Frontend/GraphImpl.h"
 #include "locus/Compile/Pipeline.h"
 #include "locus/Passes/Passes.h"
-#include "locus/kernel_abi.h"
+#include "locus/abi.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"

@@ -4,7 +4,7 @@
 
 #include "locus/Passes/Passes.h"
 #include "locus/Plan/MemoryPlan.h"
-#include "locus/plan_format.h"
+#include "locus/abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

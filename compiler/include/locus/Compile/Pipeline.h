@@ -47,7 +47,7 @@ struct PipelineResult {
   /// summary.kernelFunctions).
   std::vector<std::string> cudaFunctions;
   /// Their GPU code: the PTX section of the artifact (LPTX, see
-  /// plan_format.h), empty when no kernel is on a CUDA device.
+  /// locus/abi.h), empty when no kernel is on a CUDA device.
   std::string cudaKernels;
   /// Why kernels placed on CUDA devices have no CUDA code (empty when they
   /// have it, or when there are none).

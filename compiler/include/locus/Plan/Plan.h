@@ -4,7 +4,7 @@
 // and outputs. Its plan is what the runtime executes: numbered buffers (with
 // arena offsets from the memory planner), load-time commands and per-step
 // commands (launch, copy, record event, wait event). The byte layout is in
-// docs/artifact.md and runtime/include/locus/plan_format.h.
+// docs/artifact.md and runtime/include/locus/abi.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,7 +44,7 @@ std::string kernelEntryName(llvm::StringRef function);
 std::string cudaEntryName(llvm::StringRef function);
 
 /// The PTX section of an artifact: each kernel's name and PTX module (with
-/// its trailing NUL), by kernel number (plan_format.h has the layout).
+/// its trailing NUL), by kernel number (locus/abi.h has the layout).
 std::string serializeCudaKernels(
     const std::vector<std::pair<std::string, std::string>> &kernels);
 

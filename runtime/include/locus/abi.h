@@ -1,0 +1,182 @@
+/* abi.h - everything the compiler and the runtime must agree on.
+ *
+ * One header, shared by the code generators, the artifact writer and the
+ * runtime: the symbols generated host code defines and the runtime looks up,
+ * the runtime functions generated code calls (its imports), the layout of the
+ * plan and PTX sections, and the kernel ABI functions themselves. No other
+ * file spells these names; docs/artifact.md describes the layout in prose.
+ *
+ * Not for users: the code generators emit the calls, the JIT and the
+ * artifact loader bind them.
+ */
+#ifndef LOCUS_ABI_H
+#define LOCUS_ABI_H
+
+#include "locus/locus_runtime.h"
+
+#include <stdint.h>
+
+/* ---- Symbols of generated host code ------------------------------------ */
+
+/* Entry point of kernel function <f>: void __locus_kernel_<f>(void *const *),
+ * one pointer per buffer the plan passes. */
+#define LOCUS_ABI_KERNEL_PREFIX "__locus_kernel_"
+/* Entry point of the launcher of kernel <f> placed on a CUDA device (the same
+ * signature; it launches the PTX kernels through locus_cuda_launch). */
+#define LOCUS_ABI_CUDA_PREFIX "__locus_cuda_"
+/* The MLIR function of a CUDA kernel's launcher is <f> with this suffix. */
+#define LOCUS_ABI_CUDA_FUNCTION_SUFFIX "__cuda"
+/* Pointer slot of import <name> in an ahead-of-time object: the runtime
+ * stores the function there at load, so the object needs only libc/libm. */
+#define LOCUS_ABI_IMPORT_PREFIX "__locus_import_"
+/* const char * globals of an ahead-of-time object: the LLVM CPU name it was
+ * compiled for and the comma-separated CPU features it needs. */
+#define LOCUS_ABI_CPU_SYMBOL "__locus_cpu"
+#define LOCUS_ABI_CPU_FEATURES_SYMBOL "__locus_cpu_features"
+
+/* ---- Imports: runtime functions generated code calls ------------------- */
+
+#define LOCUS_ABI_SGEMM "locus_sgemm"
+/* What MLIR's lowering of a non-contiguous memref.copy calls. */
+#define LOCUS_ABI_MEMREF_COPY "memrefCopy"
+#define LOCUS_ABI_PARALLEL_FOR "locus_parallel_for"
+#define LOCUS_ABI_CUDA_LAUNCH "locus_cuda_launch"
+#define LOCUS_ABI_CUDA_SGEMM "locus_cuda_sgemm"
+#define LOCUS_ABI_CUDA_ALLOC "locus_cuda_alloc"
+#define LOCUS_ABI_CUDA_FREE "locus_cuda_free"
+
+/* Every artifact has an import slot for each host import; one with kernels
+ * on a CUDA device also for each CUDA import. */
+#define LOCUS_ABI_HOST_IMPORTS                                                 \
+  LOCUS_ABI_SGEMM, LOCUS_ABI_MEMREF_COPY, LOCUS_ABI_PARALLEL_FOR
+#define LOCUS_ABI_CUDA_IMPORTS                                                 \
+  LOCUS_ABI_CUDA_LAUNCH, LOCUS_ABI_CUDA_SGEMM, LOCUS_ABI_CUDA_ALLOC,           \
+      LOCUS_ABI_CUDA_FREE
+
+/* ---- The plan section --------------------------------------------------- *
+ * The compiler writes a plan, the runtime reads it; docs/artifact.md has the
+ * layout. Every integer is little-endian; a string is a u32 length and its
+ * bytes. The runtime checks every field before it uses it. */
+
+#define LOCUS_PLAN_MAGIC 0x4E4C504Cu /* "LPLN" */
+/* 2: launches and per-step copies may write state (training steps). */
+#define LOCUS_PLAN_VERSION 2u
+/* Offsets in an arena are multiples of this. */
+#define LOCUS_PLAN_ALIGNMENT 64u
+
+/* Where a buffer's memory comes from. */
+enum locus_plan_buffer_kind_e {
+  LOCUS_PLAN_ACTIVATION = 0, /* an offset in its device's arena, per run */
+  LOCUS_PLAN_INPUT = 1,      /* the same, written by the caller before a run */
+  LOCUS_PLAN_STATE = 2,      /* persistent, made by its initialiser at load;
+                                a training step's launches and copies write it */
+  LOCUS_PLAN_CONSTANT = 3,   /* persistent, its bytes are in the plan */
+  LOCUS_PLAN_PERSISTENT = 4, /* persistent, written by a load-time copy */
+};
+
+/* A command is u8 op, two u32 fields whose meaning depends on op, a u32
+ * count and that many u32 buffer numbers:
+ *   LAUNCH  kernel number, result count; buffers: reads, then results
+ *   COPY    source buffer, destination buffer; no buffers
+ *   RECORD  device number, event number; no buffers
+ *   WAIT    device number, event number; no buffers */
+enum locus_plan_command_e {
+  LOCUS_PLAN_LAUNCH = 0, /* kernel, then its buffers: reads, then writes */
+  LOCUS_PLAN_COPY = 1,   /* source buffer to destination buffer */
+  LOCUS_PLAN_RECORD = 2, /* device records event */
+  LOCUS_PLAN_WAIT = 3,   /* device waits for event */
+};
+
+enum locus_plan_dtype_e {
+  LOCUS_PLAN_F32 = 0,
+  LOCUS_PLAN_I64 = 1,
+  LOCUS_PLAN_I1 = 2, /* one byte per element */
+};
+
+/* ---- The PTX section ----------------------------------------------------- *
+ * u32 magic, u32 version, u32 count, then for each kernel (by the number the
+ * launchers pass to locus_cuda_launch) its entry name and its PTX module as
+ * strings. The PTX ends in a NUL byte, as cuModuleLoadData wants it. */
+#define LOCUS_PTX_MAGIC 0x5854504Cu /* "LPTX" */
+#define LOCUS_PTX_VERSION 1u
+
+/* ---- The kernel ABI: functions generated kernels call ------------------ */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* MLIR's unranked memref: the rank and a pointer to the ranked descriptor
+ * {allocated, aligned, offset, sizes[rank], strides[rank]}. */
+typedef struct locus_unranked_memref_s {
+  int64_t rank;
+  void *descriptor;
+} locus_unranked_memref_t;
+
+/* Copies src into dst, both of the same shape, any strides; what MLIR's
+ * lowering of a non-contiguous memref.copy calls (as `memrefCopy`). */
+LOCUS_API void locus_memref_copy(int64_t element_size,
+                                 locus_unranked_memref_t *src,
+                                 locus_unranked_memref_t *dst);
+
+/* C = op(A) * op(B) + beta * C for row-major f32 matrices, repeated over
+ * `batch` matrices `stride_*` elements apart. op(X) is X, or X transposed
+ * when trans_X is nonzero. Pointers are passed as integers (what generated
+ * code has). Uses cblas_sgemm from OpenBLAS, found with dlopen, and a
+ * blocked loop where there is none. */
+LOCUS_API void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                           uintptr_t a, int64_t lda, int64_t stride_a,
+                           int32_t trans_a, uintptr_t b, int64_t ldb,
+                           int64_t stride_b, int32_t trans_b, float beta,
+                           uintptr_t c, int64_t ldc, int64_t stride_c);
+
+/* Runs body(args, lo, hi) over [0, n) split into ranges, on the calling
+ * thread and the runtime's worker threads (all cores; LOCUS_THREADS=k in the
+ * environment uses k threads in all, 1 runs everything on the caller).
+ * Returns when every range is done. What a kernel's outermost parallel loop
+ * becomes. A call made while another is running (from another thread, or
+ * from inside a body) runs on the calling thread alone. */
+typedef void (*locus_parallel_body_t)(void *args, int64_t lo, int64_t hi);
+LOCUS_API void locus_parallel_for(locus_parallel_body_t body, void *args,
+                                  int64_t n);
+/* How many threads locus_parallel_for uses. */
+LOCUS_API int locus_parallel_threads(void);
+
+/* What the launcher of a kernel on a CUDA device calls; each acts on the
+ * device whose launch is in progress on the calling thread. A failure is
+ * kept and returned by that launch (later calls of the launch do nothing).
+ *
+ * Launches kernel number `kernel` of the artifact's PTX section on the
+ * device's compute stream; `args` is the address of `count` 8-byte slots,
+ * one per kernel parameter. */
+LOCUS_API void locus_cuda_launch(int64_t kernel, int64_t grid_x, int64_t grid_y,
+                                 int64_t grid_z, int64_t block_x,
+                                 int64_t block_y, int64_t block_z,
+                                 int64_t shared_bytes, int64_t args,
+                                 int64_t count);
+/* locus_sgemm's contract on device pointers, through cuBLAS. */
+LOCUS_API void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                uintptr_t a, int64_t lda, int64_t stride_a,
+                                int32_t trans_a, uintptr_t b, int64_t ldb,
+                                int64_t stride_b, int32_t trans_b, float beta,
+                                uintptr_t c, int64_t ldc, int64_t stride_c);
+/* Device memory for a kernel's temporaries, stream-ordered; NULL (and the
+ * launch fails with OUT_OF_MEMORY) when there is none. */
+LOCUS_API void *locus_cuda_alloc(size_t bytes);
+LOCUS_API void locus_cuda_free(void *p);
+
+/* The function generated code calls by `name` (an import name such as
+ * "locus_sgemm" or "memrefCopy"), NULL for an unknown one: what the
+ * artifact loader fills import slots with and the JIT binds. */
+LOCUS_API void *locus_kernel_abi_function(const char *name);
+
+/* Which implementation locus_sgemm uses: "openblas (<path>)" or
+ * "built-in blocked loop (<why no BLAS>)". LOCUS_BLAS=builtin in the
+ * environment forces the loop. */
+LOCUS_API const char *locus_blas_name(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LOCUS_ABI_H */
