@@ -17,11 +17,11 @@ using namespace mlir;
 using namespace locus;
 
 std::string locus::kernelEntryName(llvm::StringRef function) {
-  return ("__locus_kernel_" + function).str();
+  return (LOCUS_ABI_KERNEL_PREFIX + function).str();
 }
 
 std::string locus::cudaEntryName(llvm::StringRef function) {
-  return ("__locus_cuda_" + function).str();
+  return (LOCUS_ABI_CUDA_PREFIX + function).str();
 }
 
 namespace {
@@ -57,10 +57,40 @@ struct Buffer {
   uint64_t offset = 0;
 };
 
+/// One command of the plan. The format's two u32 fields mean, by op
+/// (locus/abi.h): LAUNCH kernel and result count, COPY source and
+/// destination buffer, RECORD/WAIT device and event.
 struct Command {
   uint8_t op;
-  uint32_t a, b;
-  std::vector<uint32_t> args;
+  uint32_t kernel = 0, results = 0; // LAUNCH
+  uint32_t src = 0, dst = 0;        // COPY
+  uint32_t device = 0, event = 0;   // RECORD, WAIT
+  /// LAUNCH: the buffers the kernel reads, then those it writes.
+  std::vector<uint32_t> buffers;
+
+  static Command launch(uint32_t kernel, uint32_t results) {
+    return {LOCUS_PLAN_LAUNCH, kernel, results};
+  }
+  static Command copy(uint32_t src, uint32_t dst) {
+    return {LOCUS_PLAN_COPY, 0, 0, src, dst};
+  }
+  static Command record(uint32_t device, uint32_t event) {
+    return {LOCUS_PLAN_RECORD, 0, 0, 0, 0, device, event};
+  }
+  static Command wait(uint32_t device, uint32_t event) {
+    return {LOCUS_PLAN_WAIT, 0, 0, 0, 0, device, event};
+  }
+  /// The two fields as the format orders them.
+  std::pair<uint32_t, uint32_t> fields() const {
+    switch (op) {
+    case LOCUS_PLAN_LAUNCH:
+      return {kernel, results};
+    case LOCUS_PLAN_COPY:
+      return {src, dst};
+    default:
+      return {device, event};
+    }
+  }
 };
 
 uint8_t dtypeOf(Type element) {
@@ -98,13 +128,32 @@ std::string constantBytes(ConstantOp op) {
   return out;
 }
 
-} // namespace
+/// Makes the plan of one outlined graph, in phases: walk the graph into
+/// buffers and commands (with state updates in place where safe), extend
+/// lifetimes to the end of the step where the caller needs them, give each
+/// device an arena, and serialise.
+class PlanBuilder {
+public:
+  PlanBuilder(GraphOp graph, PlanSummary &summary)
+      : graph(graph), module(graph->getParentOfType<ModuleOp>()),
+        summary(summary) {
+    deviceIndex(nullptr); // the CPU is device 0
+  }
 
-FailureOr<std::string> locus::buildPlan(GraphOp graph,
-                                        const std::vector<std::string> &imports,
-                                        PlanSummary &summary) {
-  std::vector<DeviceAttr> devices;
-  auto deviceIndex = [&](DeviceAttr device) -> uint32_t {
+  FailureOr<std::string> build(const std::vector<std::string> &imports) {
+    collectAssignments();
+    for (Operation &op : graph.getBodyBlock())
+      if (failed(plan(op)))
+        return failure();
+    finishLifetimes();
+    planArenas();
+    return serialize(imports);
+  }
+
+private:
+  // ---- Devices and buffers ------------------------------------------------
+
+  uint32_t deviceIndex(DeviceAttr device) {
     if (!device)
       device = DeviceAttr::get(graph.getContext(), DeviceKind::cpu, 0);
     for (size_t i = 0; i < devices.size(); ++i)
@@ -112,19 +161,11 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
         return static_cast<uint32_t>(i);
     devices.push_back(device);
     return static_cast<uint32_t>(devices.size() - 1);
-  };
-  deviceIndex(nullptr); // the CPU is device 0
+  }
 
-  std::vector<Buffer> buffers;
-  DenseMap<Value, uint32_t> bufferOf;
-  std::vector<Command> load, step, deferred;
-  std::vector<std::string> kernels;
-  std::vector<uint32_t> kernelDevices;
-  std::vector<std::pair<std::string, uint32_t>> outputs;
-  uint32_t events = 0;
-
-  auto add = [&](Value value, uint8_t kind, DeviceAttr device,
-                 std::string name = "") {
+  /// A new buffer for `value`, alive from the current step.
+  uint32_t add(Value value, uint8_t kind, DeviceAttr device,
+               std::string name = "") {
     Buffer b;
     b.kind = kind;
     b.device = deviceIndex(device);
@@ -135,31 +176,31 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
     buffers.push_back(b);
     bufferOf[value] = static_cast<uint32_t>(buffers.size() - 1);
     return static_cast<uint32_t>(buffers.size() - 1);
-  };
+  }
+
   /// The buffer of a value read now (its life extends to this step), or -1.
-  auto use = [&](Value value) -> int64_t {
+  int64_t use(Value value) {
     auto it = bufferOf.find(value);
     if (it == bufferOf.end())
       return -1;
     buffers[it->second].last = static_cast<int64_t>(step.size());
     return it->second;
-  };
+  }
 
-  // State updates: a kernel whose result a locus.assign writes into a state
-  // writes the state's own buffer when that is safe (see inPlace).
-  DenseMap<Value, StateOp> assignedTo;
-  for (Operation &op : graph.getBodyBlock())
-    if (auto assign = dyn_cast<AssignOp>(op))
-      assignedTo[assign.getValue()] =
-          assign.getState().getDefiningOp<StateOp>();
-  auto module = graph->getParentOfType<ModuleOp>();
-  /// The launch `call` may write `result` into `state`'s buffer: same device,
-  /// every other reader of the state runs before (or is) this kernel, and
-  /// the kernel reads the state only elementwise, each element before it
-  /// writes it.
+  // ---- State updates --------------------------------------------------------
+
+  /// State updates: a kernel whose result a locus.assign writes into a state
+  /// writes the state's own buffer when that is safe (see inPlace).
+  void collectAssignments() {
+    for (Operation &op : graph.getBodyBlock())
+      if (auto assign = dyn_cast<AssignOp>(op))
+        assignedTo[assign.getValue()] =
+            assign.getState().getDefiningOp<StateOp>();
+  }
+
   /// `writer` may put `result` into `state`'s buffer: same type and device,
   /// and every other reader of the state runs before it (or is it).
-  auto stateFree = [&](Operation *writer, Value result, StateOp state) {
+  bool stateFree(Operation *writer, Value result, StateOp state) {
     auto b = bufferOf.find(state.getResult());
     if (b == bufferOf.end() || buffers[b->second].type != result.getType() ||
         buffers[b->second].device != deviceIndex(placedDevice(writer)))
@@ -169,8 +210,12 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
           !user->isBeforeInBlock(writer))
         return false;
     return true;
-  };
-  auto inPlace = [&](func::CallOp call, Value result, StateOp state) {
+  }
+
+  /// The launch `call` may write `result` into `state`'s buffer: the state
+  /// is free for it, and the kernel reads the state only elementwise, each
+  /// element before it writes it.
+  bool inPlace(func::CallOp call, Value result, StateOp state) {
     if (!stateFree(call, result, state))
       return false;
     auto callee = module ? module.lookupSymbol<func::FuncOp>(call.getCallee())
@@ -187,151 +232,215 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
           return false;
     }
     return true;
-  };
+  }
 
-  for (Operation &op : graph.getBodyBlock()) {
+  // ---- The walk
+  // ---------------------------------------------------------------
+
+  LogicalResult plan(Operation &op) {
     if (auto input = dyn_cast<InputOp>(op)) {
       DeviceAttr device = placedDevice(input);
       add(input, LOCUS_PLAN_INPUT, device ? device : input.getDeviceAttr(),
           input.getName().str());
       buffers.back().first = 0;
-    } else if (auto state = dyn_cast<StateOp>(op)) {
+      return success();
+    }
+    if (auto state = dyn_cast<StateOp>(op)) {
       add(state, LOCUS_PLAN_STATE, placedDevice(state), state.getName().str());
-    } else if (auto constant = dyn_cast<ConstantOp>(op)) {
+      return success();
+    }
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
       if (!constant->use_empty())
         add(constant, LOCUS_PLAN_CONSTANT, placedDevice(constant));
-    } else if (auto copy = dyn_cast<CopyOp>(op)) {
-      if (copy->use_empty())
-        continue;
-      int64_t found = use(copy.getInput());
-      if (found < 0)
-        return copy.emitOpError() << "copies a value the plan has no buffer "
-                                     "for";
-      auto src = static_cast<uint32_t>(found);
-      if (copy.getLoadTime()) {
-        uint32_t dst = add(copy, LOCUS_PLAN_PERSISTENT, copy.getTo());
-        load.push_back({LOCUS_PLAN_COPY, src, dst, {}});
-        ++summary.loadCopies;
-        summary.loadCopyBytes += bytesOf(buffers[dst].type);
-        continue;
-      }
-      uint32_t event = events++;
-      step.push_back(
-          {LOCUS_PLAN_RECORD, deviceIndex(copy.getFrom()), event, {}});
-      // A value copied back to its state's device for a locus.assign: the
-      // copy writes the state itself once nothing else reads the old value.
-      uint32_t dst;
-      StateOp target = assignedTo.lookup(copy.getResult());
-      if (target && stateFree(copy, copy.getResult(), target)) {
-        dst = bufferOf.lookup(target.getResult());
-        bufferOf[copy.getResult()] = dst;
-        ++summary.inPlaceUpdates;
-      } else {
-        dst = add(copy, LOCUS_PLAN_ACTIVATION, copy.getTo());
-      }
-      step.push_back({LOCUS_PLAN_COPY, src, dst, {}});
-      step.push_back({LOCUS_PLAN_WAIT, deviceIndex(copy.getTo()), event, {}});
-      ++summary.stepCopies;
-      summary.stepCopyBytes += bytesOf(buffers[dst].type);
-    } else if (auto call = dyn_cast<func::CallOp>(op)) {
-      DeviceAttr device = placedDevice(call);
-      Command launch{LOCUS_PLAN_LAUNCH,
-                     static_cast<uint32_t>(kernels.size()),
-                     call.getNumResults(),
-                     {}};
-      for (Value operand : call.getOperands()) {
-        int64_t b = use(operand);
-        if (b < 0)
-          return call.emitOpError() << "reads a value the plan has no buffer "
-                                       "for";
-        launch.args.push_back(static_cast<uint32_t>(b));
-      }
-      for (Value result : call.getResults()) {
-        StateOp state = assignedTo.lookup(result);
-        if (state && inPlace(call, result, state)) {
-          uint32_t target = bufferOf.lookup(state.getResult());
-          bufferOf[result] = target;
-          launch.args.push_back(target);
-          ++summary.inPlaceUpdates;
-          continue;
-        }
-        launch.args.push_back(add(result, LOCUS_PLAN_ACTIVATION, device));
-      }
-      kernels.push_back(kernelEntryName(call.getCallee()));
-      kernelDevices.push_back(deviceIndex(device));
-      summary.kernelFunctions.push_back(call.getCallee().str());
-      step.push_back(std::move(launch));
-    } else if (auto assign = dyn_cast<AssignOp>(op)) {
-      int64_t src = use(assign.getValue());
-      auto dst = bufferOf.find(assign.getState());
-      if (src < 0 || dst == bufferOf.end())
-        return assign.emitOpError() << "writes a value the plan has no buffer "
-                                       "for";
-      if (static_cast<uint32_t>(src) != dst->second) {
-        // Not in place: a copy at the end of the step's order, on the
-        // state's device (the transfers put the value there).
-        deferred.push_back(
-            {LOCUS_PLAN_COPY, static_cast<uint32_t>(src), dst->second, {}});
-        ++summary.stateCopies;
-      }
-    } else if (auto output = dyn_cast<OutputOp>(op)) {
-      outputs.emplace_back(output.getName().str(), 0);
-      auto b = bufferOf.find(output.getValue());
-      if (b == bufferOf.end())
-        return output.emitOpError() << "names a value the plan has no buffer "
-                                       "for";
-      outputs.back().second = b->second;
+      return success();
+    }
+    if (auto copy = dyn_cast<CopyOp>(op))
+      return planCopy(copy);
+    if (auto call = dyn_cast<func::CallOp>(op))
+      return planLaunch(call);
+    if (auto assign = dyn_cast<AssignOp>(op))
+      return planAssign(assign);
+    if (auto output = dyn_cast<OutputOp>(op))
+      return planOutput(output);
+    return op.emitOpError() << "cannot be planned: run --locus-fuse-kernels "
+                               "and --locus-outline-kernels first";
+  }
+
+  /// A load-time copy into a persistent buffer, or a per-step copy between
+  /// an event recorded on the source device and waited for on the
+  /// destination.
+  LogicalResult planCopy(CopyOp copy) {
+    if (copy->use_empty())
+      return success();
+    int64_t found = use(copy.getInput());
+    if (found < 0)
+      return copy.emitOpError() << "copies a value the plan has no buffer "
+                                   "for";
+    auto src = static_cast<uint32_t>(found);
+    if (copy.getLoadTime()) {
+      uint32_t dst = add(copy, LOCUS_PLAN_PERSISTENT, copy.getTo());
+      load.push_back(Command::copy(src, dst));
+      ++summary.loadCopies;
+      summary.loadCopyBytes += bytesOf(buffers[dst].type);
+      return success();
+    }
+    uint32_t event = events++;
+    step.push_back(Command::record(deviceIndex(copy.getFrom()), event));
+    // A value copied back to its state's device for a locus.assign: the
+    // copy writes the state itself once nothing else reads the old value.
+    uint32_t dst;
+    StateOp target = assignedTo.lookup(copy.getResult());
+    if (target && stateFree(copy, copy.getResult(), target)) {
+      dst = bufferOf.lookup(target.getResult());
+      bufferOf[copy.getResult()] = dst;
+      ++summary.inPlaceUpdates;
     } else {
-      return op.emitOpError()
-             << "cannot be planned: run --locus-fuse-kernels and "
-                "--locus-outline-kernels first";
+      dst = add(copy, LOCUS_PLAN_ACTIVATION, copy.getTo());
+    }
+    step.push_back(Command::copy(src, dst));
+    step.push_back(Command::wait(deviceIndex(copy.getTo()), event));
+    ++summary.stepCopies;
+    summary.stepCopyBytes += bytesOf(buffers[dst].type);
+    return success();
+  }
+
+  /// A launch of the kernel a func.call calls: its operands' buffers, then
+  /// its results' (a state's own buffer for an update in place).
+  LogicalResult planLaunch(func::CallOp call) {
+    DeviceAttr device = placedDevice(call);
+    Command launch = Command::launch(static_cast<uint32_t>(kernels.size()),
+                                     call.getNumResults());
+    for (Value operand : call.getOperands()) {
+      int64_t b = use(operand);
+      if (b < 0)
+        return call.emitOpError() << "reads a value the plan has no buffer "
+                                     "for";
+      launch.buffers.push_back(static_cast<uint32_t>(b));
+    }
+    for (Value result : call.getResults()) {
+      StateOp state = assignedTo.lookup(result);
+      if (state && inPlace(call, result, state)) {
+        uint32_t target = bufferOf.lookup(state.getResult());
+        bufferOf[result] = target;
+        launch.buffers.push_back(target);
+        ++summary.inPlaceUpdates;
+        continue;
+      }
+      launch.buffers.push_back(add(result, LOCUS_PLAN_ACTIVATION, device));
+    }
+    kernels.push_back(kernelEntryName(call.getCallee()));
+    kernelDevices.push_back(deviceIndex(device));
+    summary.kernelFunctions.push_back(call.getCallee().str());
+    step.push_back(std::move(launch));
+    return success();
+  }
+
+  /// A state update not made in place: a copy at the end of the step's
+  /// order, on the state's device (the transfers put the value there).
+  LogicalResult planAssign(AssignOp assign) {
+    int64_t src = use(assign.getValue());
+    auto dst = bufferOf.find(assign.getState());
+    if (src < 0 || dst == bufferOf.end())
+      return assign.emitOpError() << "writes a value the plan has no buffer "
+                                     "for";
+    if (static_cast<uint32_t>(src) != dst->second) {
+      deferred.push_back(
+          Command::copy(static_cast<uint32_t>(src), dst->second));
+      ++summary.stateCopies;
+    }
+    return success();
+  }
+
+  LogicalResult planOutput(OutputOp output) {
+    auto b = bufferOf.find(output.getValue());
+    if (b == bufferOf.end())
+      return output.emitOpError() << "names a value the plan has no buffer "
+                                     "for";
+    outputs.emplace_back(output.getName().str(), b->second);
+    return success();
+  }
+
+  // ---- Lifetimes and arenas
+  // ---------------------------------------------------
+
+  void finishLifetimes() {
+    // State written by copy: after every reader of the old value. The source
+    // lives to the end (its copy is last).
+    for (Command &c : deferred) {
+      buffers[c.src].last = static_cast<int64_t>(step.size()) + 1;
+      step.push_back(std::move(c));
+    }
+    // Outputs and inputs live to the end of the step (outputs are read after
+    // it, inputs are the caller's until the next run).
+    int64_t end = static_cast<int64_t>(step.size());
+    for (auto &[name, index] : outputs)
+      buffers[index].last = end;
+    for (Buffer &b : buffers)
+      if (b.kind == LOCUS_PLAN_INPUT)
+        b.last = end;
+  }
+
+  /// One arena per device for its activations and inputs.
+  void planArenas() {
+    arenas.assign(devices.size(), 0);
+    for (uint32_t d = 0; d < devices.size(); ++d) {
+      std::vector<LiveRange> ranges;
+      std::vector<size_t> which;
+      for (size_t i = 0; i < buffers.size(); ++i)
+        if (buffers[i].device == d &&
+            (buffers[i].kind == LOCUS_PLAN_ACTIVATION ||
+             buffers[i].kind == LOCUS_PLAN_INPUT)) {
+          ranges.push_back(
+              {bytesOf(buffers[i].type), buffers[i].first, buffers[i].last});
+          summary.unsharedBytes += bytesOf(buffers[i].type);
+          which.push_back(i);
+        }
+      MemoryPlan memory = planMemory(ranges, LOCUS_PLAN_ALIGNMENT);
+      for (size_t j = 0; j < which.size(); ++j)
+        buffers[which[j]].offset = memory.offsets[j];
+      arenas[d] = memory.arenaBytes;
+      summary.arenas.emplace_back(devices[d].str(), memory.arenaBytes);
     }
   }
-  // State written by copy: after every reader of the old value. The source
-  // lives to the end (its copy is last).
-  for (Command &c : deferred) {
-    buffers[c.a].last = static_cast<int64_t>(step.size()) + 1;
-    step.push_back(std::move(c));
-  }
-  // Outputs and inputs live to the end of the step (outputs are read after
-  // it, inputs are the caller's until the next run).
-  int64_t end = static_cast<int64_t>(step.size());
-  for (auto &[name, index] : outputs)
-    buffers[index].last = end;
-  for (Buffer &b : buffers)
-    if (b.kind == LOCUS_PLAN_INPUT)
-      b.last = end;
 
-  // One arena per device.
-  std::vector<uint64_t> arenas(devices.size(), 0);
-  for (uint32_t d = 0; d < devices.size(); ++d) {
-    std::vector<LiveRange> ranges;
-    std::vector<size_t> which;
-    for (size_t i = 0; i < buffers.size(); ++i)
-      if (buffers[i].device == d && (buffers[i].kind == LOCUS_PLAN_ACTIVATION ||
-                                     buffers[i].kind == LOCUS_PLAN_INPUT)) {
-        ranges.push_back(
-            {bytesOf(buffers[i].type), buffers[i].first, buffers[i].last});
-        summary.unsharedBytes += bytesOf(buffers[i].type);
-        which.push_back(i);
-      }
-    MemoryPlan memory = planMemory(ranges, LOCUS_PLAN_ALIGNMENT);
-    for (size_t j = 0; j < which.size(); ++j)
-      buffers[which[j]].offset = memory.offsets[j];
-    arenas[d] = memory.arenaBytes;
-    summary.arenas.emplace_back(devices[d].str(), memory.arenaBytes);
+  // ---- Serialisation (layout: locus/abi.h, docs/artifact.md)
+  // -----------------
+
+  FailureOr<std::string> serialize(const std::vector<std::string> &imports) {
+    Writer w;
+    w.u32(LOCUS_PLAN_MAGIC);
+    w.u32(LOCUS_PLAN_VERSION);
+    w.u32(static_cast<uint32_t>(devices.size()));
+    for (DeviceAttr d : devices) {
+      w.u8(d.isCpu() ? 0 : 1);
+      w.u32(d.isCpu() ? 0 : d.getIndex());
+    }
+    w.u32(static_cast<uint32_t>(buffers.size()));
+    for (const Buffer &b : buffers)
+      if (failed(writeBuffer(w, b)))
+        return failure();
+    for (uint64_t a : arenas)
+      w.u64(a);
+    w.u32(static_cast<uint32_t>(kernels.size()));
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      w.str(kernels[i]);
+      w.u32(kernelDevices[i]);
+    }
+    w.u32(static_cast<uint32_t>(imports.size()));
+    for (const std::string &name : imports)
+      w.str(name);
+    writeCommands(w, load);
+    writeCommands(w, step);
+    w.u32(static_cast<uint32_t>(outputs.size()));
+    for (const auto &[name, index] : outputs) {
+      w.str(name);
+      w.u32(index);
+    }
+    w.u32(events);
+    return w.out;
   }
 
-  Writer w;
-  w.u32(LOCUS_PLAN_MAGIC);
-  w.u32(LOCUS_PLAN_VERSION);
-  w.u32(static_cast<uint32_t>(devices.size()));
-  for (DeviceAttr d : devices) {
-    w.u8(d.isCpu() ? 0 : 1);
-    w.u32(d.isCpu() ? 0 : d.getIndex());
-  }
-  w.u32(static_cast<uint32_t>(buffers.size()));
-  for (const Buffer &b : buffers) {
+  static LogicalResult writeBuffer(Writer &w, const Buffer &b) {
     w.u8(b.kind);
     w.u32(b.device);
     w.u8(dtypeOf(b.type.getElementType()));
@@ -354,37 +463,45 @@ FailureOr<std::string> locus::buildPlan(GraphOp graph,
         return b.source->emitOpError() << "has a value the plan cannot store";
       w.out += data;
     }
+    return success();
   }
-  for (uint64_t a : arenas)
-    w.u64(a);
-  w.u32(static_cast<uint32_t>(kernels.size()));
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    w.str(kernels[i]);
-    w.u32(kernelDevices[i]);
-  }
-  w.u32(static_cast<uint32_t>(imports.size()));
-  for (const std::string &name : imports)
-    w.str(name);
-  for (const auto *commands : {&load, &step}) {
-    w.u32(static_cast<uint32_t>(commands->size()));
-    for (const Command &c : *commands) {
+
+  static void writeCommands(Writer &w, const std::vector<Command> &commands) {
+    w.u32(static_cast<uint32_t>(commands.size()));
+    for (const Command &c : commands) {
+      auto [first, second] = c.fields();
       w.u8(c.op);
-      w.u32(c.a);
-      w.u32(c.b);
+      w.u32(first);
+      w.u32(second);
       if (c.op == LOCUS_PLAN_LAUNCH) {
-        w.u32(static_cast<uint32_t>(c.args.size()));
-        for (uint32_t a : c.args)
-          w.u32(a);
+        w.u32(static_cast<uint32_t>(c.buffers.size()));
+        for (uint32_t b : c.buffers)
+          w.u32(b);
       }
     }
   }
-  w.u32(static_cast<uint32_t>(outputs.size()));
-  for (const auto &[name, index] : outputs) {
-    w.str(name);
-    w.u32(index);
-  }
-  w.u32(events);
-  return w.out;
+
+  GraphOp graph;
+  ModuleOp module;
+  PlanSummary &summary;
+  std::vector<DeviceAttr> devices;
+  std::vector<Buffer> buffers;
+  DenseMap<Value, uint32_t> bufferOf;
+  DenseMap<Value, StateOp> assignedTo;
+  std::vector<Command> load, step, deferred;
+  std::vector<std::string> kernels;
+  std::vector<uint32_t> kernelDevices;
+  std::vector<std::pair<std::string, uint32_t>> outputs;
+  std::vector<uint64_t> arenas;
+  uint32_t events = 0;
+};
+
+} // namespace
+
+FailureOr<std::string> locus::buildPlan(GraphOp graph,
+                                        const std::vector<std::string> &imports,
+                                        PlanSummary &summary) {
+  return PlanBuilder(graph, summary).build(imports);
 }
 
 std::string locus::serializeCudaKernels(

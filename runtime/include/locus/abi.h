@@ -14,6 +14,7 @@
 
 #include "locus/locus_runtime.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* ---- Symbols of generated host code ------------------------------------ */
@@ -33,6 +34,35 @@
  * compiled for and the comma-separated CPU features it needs. */
 #define LOCUS_ABI_CPU_SYMBOL "__locus_cpu"
 #define LOCUS_ABI_CPU_FEATURES_SYMBOL "__locus_cpu_features"
+
+/* ---- Device names ---------------------------------------------------------
+ */
+
+/* Devices are named "cpu" and "cuda:N": the dialect's #locus.device, the
+ * frontend, the placement options, the plan and the runtime's device maps
+ * all accept exactly these. */
+#define LOCUS_ABI_MAX_CUDA_ORDINAL 65535
+
+/* N of "cuda:N" (`length` bytes, N in decimal digits only, 0 to
+ * LOCUS_ABI_MAX_CUDA_ORDINAL); -1 for anything else. */
+static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
+  static const char prefix[] = "cuda:";
+  int32_t n = 0;
+  size_t i;
+  if (!text || length <= 5 || length > 10)
+    return -1;
+  for (i = 0; i < 5; ++i)
+    if (text[i] != prefix[i])
+      return -1;
+  for (i = 5; i < length; ++i) {
+    if (text[i] < '0' || text[i] > '9')
+      return -1;
+    n = n * 10 + (text[i] - '0');
+    if (n > LOCUS_ABI_MAX_CUDA_ORDINAL)
+      return -1;
+  }
+  return n;
+}
 
 /* ---- Imports: runtime functions generated code calls ------------------- */
 
@@ -74,12 +104,12 @@ enum locus_plan_buffer_kind_e {
   LOCUS_PLAN_PERSISTENT = 4, /* persistent, written by a load-time copy */
 };
 
-/* A command is u8 op, two u32 fields whose meaning depends on op, a u32
- * count and that many u32 buffer numbers:
+/* A command is u8 op and two u32 fields whose meaning depends on op; a
+ * launch then has a u32 count and that many u32 buffer numbers:
  *   LAUNCH  kernel number, result count; buffers: reads, then results
- *   COPY    source buffer, destination buffer; no buffers
- *   RECORD  device number, event number; no buffers
- *   WAIT    device number, event number; no buffers */
+ *   COPY    source buffer, destination buffer
+ *   RECORD  device number, event number
+ *   WAIT    device number, event number */
 enum locus_plan_command_e {
   LOCUS_PLAN_LAUNCH = 0, /* kernel, then its buffers: reads, then writes */
   LOCUS_PLAN_COPY = 1,   /* source buffer to destination buffer */
