@@ -1,6 +1,7 @@
 // forward_bench.cpp - compiled forward passes (locus::compile, host JIT) of
-// the models issue 4 names, timed with Google Benchmark. bench/compare.sh
-// runs them beside PyTorch CPU in one run and prints the ratios.
+// the models of docs/benchmarks.md, timed with Google Benchmark.
+// bench/compare.sh runs them beside PyTorch CPU in one run and prints the
+// ratios.
 //
 //   forward_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 

@@ -1,5 +1,6 @@
 // train_bench.cpp - compiled training steps (forward, backward and the
-// optimizer, one CompiledModel::run each) of the models issue 6 names, timed
+// optimizer, one CompiledModel::run each) of the training models of
+// docs/benchmarks.md, timed
 // with Google Benchmark; bench/compare.sh train runs them beside PyTorch CPU
 // eager (bench/torch_train.py) in one run and prints the ratios.
 //

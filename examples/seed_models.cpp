@@ -1,5 +1,5 @@
 // seed_models.cpp - records the forward graphs of the seed programs
-// (../shared/seeds) and prints them as locus IR.
+// (docs/training.md, "The seed programs") and prints them as locus IR.
 //
 //   seed_models linear-mse   torch.nn.Linear(10, 2) + MSELoss on a 100x10 batch
 //   seed_models model-moved  the same with the model on cuda:0, data on the CPU

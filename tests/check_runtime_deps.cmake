@@ -1,7 +1,7 @@
 # Fails unless the runtime library links only glibc (libc, libm, libdl and the
 # loader ld-linux, which thread-local storage resolves through), libgcc_s and
-# libstdc++ (DESIGN.md: the runtime links no LLVM, MLIR or Boost; OpenBLAS and
-# the CUDA driver are loaded with dlopen).
+# libstdc++ (docs/architecture.md: the runtime links no LLVM, MLIR or Boost;
+# OpenBLAS and the CUDA driver are loaded with dlopen).
 # Usage: cmake -DLIB=<path> -P check_runtime_deps.cmake
 execute_process(COMMAND readelf -d ${LIB} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -1,5 +1,6 @@
 // SeedGraphsTest.cpp - the forward graphs of the seed programs
-// (../shared/seeds), recorded the way their PyTorch originals are written.
+// (docs/training.md, "The seed programs"), recorded the way their PyTorch
+// originals are written.
 
 #include "locus/locus.h"
 
