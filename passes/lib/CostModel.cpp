@@ -243,23 +243,3 @@ int64_t locus::copyCostNs(int64_t bytes, const CostProfile &profile) {
   return static_cast<int64_t>(std::llround(
       profile.linkLatencyNs + bytes / profile.linkBandwidth * 1e9));
 }
-
-//===----------------------------------------------------------------------===//
-// Kernel registry
-//===----------------------------------------------------------------------===//
-
-CudaKernelRegistry &CudaKernelRegistry::instance() {
-  static CudaKernelRegistry registry;
-  return registry;
-}
-
-bool CudaKernelRegistry::has(llvm::StringRef opName) const {
-  // Until the CUDA code generator registers its kernels, every op counts.
-  return names.empty() ||
-         std::find(names.begin(), names.end(), opName) != names.end();
-}
-
-void CudaKernelRegistry::add(llvm::StringRef opName) {
-  if (std::find(names.begin(), names.end(), opName) == names.end())
-    names.push_back(opName.str());
-}

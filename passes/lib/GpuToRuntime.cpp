@@ -20,7 +20,7 @@ using namespace locus;
 
 namespace {
 
-constexpr llvm::StringLiteral kLaunch = "locus_cuda_launch";
+constexpr llvm::StringLiteral kLaunch = LOCUS_ABI_CUDA_LAUNCH;
 
 class GpuToRuntimePass
     : public locus::impl::LocusGpuToRuntimeBase<GpuToRuntimePass> {

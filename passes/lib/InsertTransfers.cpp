@@ -42,13 +42,6 @@ private:
   int64_t copiesMade = 0, loadTimeCopies = 0, stepBytes = 0, loadBytes = 0;
 };
 
-/// Copies of state and constants run once, when the model is loaded; state
-/// that a run updates is copied at every run instead.
-bool isLoadTime(Value value) {
-  return isa_and_nonnull<StateOp, ConstantOp>(value.getDefiningOp()) &&
-         !isUpdatedState(value);
-}
-
 } // namespace
 
 Value InsertTransfersPass::copyOf(Value value, DeviceAttr to, Location loc) {
@@ -59,7 +52,7 @@ Value InsertTransfersPass::copyOf(Value value, DeviceAttr to, Location loc) {
   DeviceAttr from = placedDevice(producer);
   OpBuilder builder(producer->getContext());
   builder.setInsertionPointAfter(producer);
-  bool loadTime = isLoadTime(value);
+  bool loadTime = isLoadTimeValue(value);
   auto copy = builder.create<CopyOp>(loc, value, from, to, loadTime);
   copy->setAttr(kDeviceAttrName, to);
   copy->setAttr(kPlacementAttrName,

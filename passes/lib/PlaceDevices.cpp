@@ -26,53 +26,6 @@ namespace locus {
 using namespace mlir;
 using namespace locus;
 
-//===----------------------------------------------------------------------===//
-// Helpers shared with the other passes and tools
-//===----------------------------------------------------------------------===//
-
-DeviceAttr locus::placedDevice(Operation *op) {
-  return op->getAttrOfType<DeviceAttr>(kDeviceAttrName);
-}
-
-std::string locus::userLine(Location loc) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return (file.getFilename().getValue() + ":" + Twine(file.getLine())).str();
-  if (auto call = dyn_cast<CallSiteLoc>(loc))
-    return userLine(call.getCaller());
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return userLine(name.getChildLoc());
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations()) {
-      std::string line = userLine(inner);
-      if (line != "unknown location")
-        return line;
-    }
-  return "unknown location";
-}
-
-bool locus::isUpdatedState(Value value) {
-  return isa_and_nonnull<StateOp>(value.getDefiningOp()) &&
-         llvm::any_of(value.getUsers(),
-                      [](Operation *user) { return isa<AssignOp>(user); });
-}
-
-std::string locus::describeValue(Value value) {
-  Operation *op = value.getDefiningOp();
-  if (!op)
-    return "a block argument";
-  if (auto input = dyn_cast<InputOp>(op))
-    return ("input \"" + input.getName() + "\"").str();
-  if (auto state = dyn_cast<StateOp>(op))
-    return (stringifyStateRole(state.getRole()) + " \"" + state.getName() +
-            "\"")
-        .str();
-  if (isa<ConstantOp>(op))
-    return "a constant";
-  if (auto to = dyn_cast<ToOp>(op))
-    return "the result of .to(" + to.getDevice().str() + ")";
-  return ("the result of " + op->getName().getStringRef()).str();
-}
-
 namespace {
 
 enum class Policy { strict, preferGpu, automatic, cpu };
@@ -89,17 +42,6 @@ std::optional<Policy> parsePolicy(StringRef text) {
   return std::nullopt;
 }
 
-/// Parses "cpu" or "cuda:N" (the same words as #locus.device).
-DeviceAttr parseDevice(MLIRContext *context, StringRef text) {
-  if (text == "cpu")
-    return DeviceAttr::get(context, DeviceKind::cpu, 0);
-  unsigned index;
-  if (text.consume_front("cuda:") && !text.getAsInteger(10, index) &&
-      index <= 65535)
-    return DeviceAttr::get(context, DeviceKind::cuda, index);
-  return {};
-}
-
 /// The pin of an op, if it has one: a locus.to, or a source created `on` a
 /// device.
 DeviceAttr pinOf(Operation *op) {
@@ -108,12 +50,6 @@ DeviceAttr pinOf(Operation *op) {
   if (isa<InputOp, StateOp, ConstantOp>(op))
     return op->getAttrOfType<DeviceAttr>("device");
   return {};
-}
-
-/// State and constants: moved once, at load (unless a run updates them).
-bool isLoadTimeValue(Value value) {
-  return isa_and_nonnull<StateOp, ConstantOp>(value.getDefiningOp()) &&
-         !isUpdatedState(value);
 }
 
 class PlaceDevicesPass
@@ -546,11 +482,9 @@ void PlaceDevicesPass::runOnOperation() {
   graph->setAttr(kTargetsAttrName, ArrayAttr::get(context, targets));
   for (Operation &op : graph.getBodyBlock()) {
     Decision decision = decisions.lookup(&op);
-    if (!decision.device) {
-      op.emitOpError() << "was not placed (internal error)";
-      ok = false;
-      continue;
-    }
+    LOCUS_INTERNAL_ASSERT(decision.device,
+                          "an op was not placed: " +
+                              op.getName().getStringRef().str());
     op.setAttr(kDeviceAttrName, decision.device);
     op.setAttr(kPlacementAttrName, decision.reason);
     (decision.device.isCpu() ? numCpuOps : numCudaOps)++;

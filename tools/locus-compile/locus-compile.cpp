@@ -2,7 +2,8 @@
 //
 //   locus-compile graph.mlir -o model.locus [--policy=auto]
 //                 [--devices=cpu,cuda:0] [--profile=p.json] [--cpu=x86-64-v3]
-//                 [--no-fuse]
+//                 [--no-fuse] [--print-ir-after=placement,kernels,cuda,host]
+//                 [--print-ir-after-all]
 //
 // Places the graph (unless it is placed already), inserts transfers, fuses
 // and outlines kernels, plans, compiles the kernels ahead of time and writes
@@ -10,11 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "locus/Compile/Pipeline.h"
+#include "locus/Compile/Driver.h"
+#include "locus/Support/Errors.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -29,9 +32,10 @@ static cl::opt<std::string> outputFile("o", cl::desc("The artifact to write"),
 static cl::opt<std::string> policy("policy",
                                    cl::desc("strict, prefer-gpu, auto or cpu"),
                                    cl::init("auto"));
-static cl::opt<std::string> devices("devices",
-                                    cl::desc("Target devices, e.g. cpu,cuda:0"),
-                                    cl::init("cpu"));
+static cl::opt<std::string>
+    devices("devices",
+            cl::desc("Target devices (default: cpu), e.g. cpu,cuda:0"),
+            cl::init(llvm::join(locus::defaultTargets(), ",")));
 static cl::opt<std::string> profilePath("profile",
                                         cl::desc("A JSON cost profile"));
 static cl::opt<std::string>
@@ -46,11 +50,43 @@ static cl::opt<std::string>
             cl::value_desc("dir"));
 static cl::opt<bool> noFuse("no-fuse",
                             cl::desc("One kernel per op (for comparing)"));
+static cl::list<std::string> printIrAfter(
+    "print-ir-after",
+    cl::desc("Print the IR to stderr after these stages: placement, kernels, "
+             "cuda (the CUDA kernels' module), host"),
+    cl::CommaSeparated);
+static cl::opt<bool>
+    printIrAfterAll("print-ir-after-all",
+                    cl::desc("Print the IR to stderr after every pass and "
+                             "every stage"));
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+/// Prints the module after a stage, when asked to.
+static void printStage(llvm::StringRef stage, ModuleOp module) {
+  if (!printIrAfterAll && !llvm::is_contained(printIrAfter, stage))
+    return;
+  llvm::errs() << "// -----// IR after stage '" << stage << "' //----- //\n";
+  module.print(llvm::errs());
+  llvm::errs() << "\n";
+}
+
+/// The stage names --print-ir-after takes; false (with a message) for
+/// another.
+static bool checkStages() {
+  for (const std::string &stage : printIrAfter)
+    if (!llvm::is_contained({"placement", "kernels", "cuda", "host"}, stage)) {
+      llvm::errs() << "locus-compile: unknown stage '" << stage
+                   << "' for --print-ir-after; expected placement, kernels, "
+                      "cuda or host\n";
+      return false;
+    }
+  return true;
+}
+
+static int run(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "locus-compile: a graph to an artifact\n");
+  if (!checkStages())
+    return 2;
   MLIRContext context(MLIRContext::Threading::DISABLED);
   locus::preparePipeline(context);
   context.printOpOnDiagnostic(false);
@@ -69,13 +105,11 @@ int main(int argc, char **argv) {
 
   locus::PipelineOptions options;
   options.policy = policy;
-  options.devices.clear();
-  llvm::SmallVector<llvm::StringRef> parts;
-  llvm::StringRef(devices).split(parts, ',', -1, false);
-  for (llvm::StringRef part : parts)
-    options.devices.push_back(part.trim().str());
+  options.devices = locus::splitTargets(devices);
   options.profile = profilePath;
   options.fuse = !noFuse;
+  options.printIrAfterAll = printIrAfterAll;
+  options.afterStage = printStage;
   locus::PipelineResult result;
   if (failed(locus::runPipeline(*module, options, result)))
     return 1;
@@ -114,4 +148,14 @@ int main(int argc, char **argv) {
                << arenas << " B in arenas\n"
                << "wrote " << outputFile << " (host code for " << cpu << ")\n";
   return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  try {
+    return run(argc, argv);
+  } catch (const locus::InternalError &e) {
+    llvm::errs() << "locus-compile: " << e.what() << "\n";
+    return 70; // EX_SOFTWARE
+  }
 }

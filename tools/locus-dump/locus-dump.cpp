@@ -12,6 +12,7 @@
 
 #include "locus/Dump/Dump.h"
 #include "locus/Passes/Passes.h"
+#include "locus/Pipelines/Pipelines.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -19,6 +20,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -34,9 +36,9 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
 static cl::opt<std::string> policy("policy",
                                    cl::desc("strict, prefer-gpu, auto or cpu"),
                                    cl::init("auto"));
-static cl::opt<std::string> devices("devices",
-                                    cl::desc("Target devices, e.g. cpu,cuda:0"),
-                                    cl::init("cpu,cuda:0"));
+static cl::opt<std::string>
+    devices("devices", cl::desc("Target devices (default: cpu,cuda:0)"),
+            cl::init(llvm::join(locus::defaultPreviewTargets(), ",")));
 static cl::opt<std::string> profilePath("profile",
                                         cl::desc("A JSON cost profile"));
 static cl::opt<std::string>
@@ -49,8 +51,7 @@ static cl::opt<std::string>
                  cl::desc("Explain the ops matching a row number (#7), an op "
                           "name, a name, or a source line (file.cpp:23)"));
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+static int run(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "locus-dump: what runs where, and why\n");
   if (format != "text" && format != "table" && format != "summary" &&
@@ -105,34 +106,15 @@ int main(int argc, char **argv) {
   }
 
   // Place what is not placed yet, and insert the transfers placement implies.
-  bool unplaced = false, untransferred = false;
-  module->walk([&](locus::GraphOp graph) {
-    unplaced |= !graph->hasAttr(locus::kPolicyAttrName);
-    untransferred |= !graph->hasAttr(locus::kTransfersAttrName);
-  });
-  if (unplaced) {
-    PassManager pm(&context, ModuleOp::getOperationName(),
-                   OpPassManager::Nesting::Implicit);
-    locus::LocusPlaceDevicesOptions options;
-    options.policy = policy;
-    llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(devices).split(parts, ',', -1, false);
-    std::vector<std::string> targets;
-    for (llvm::StringRef part : parts)
-      targets.push_back(part.trim().str());
-    options.devices = targets;
-    options.profile = profilePath;
-    pm.addNestedPass<locus::GraphOp>(locus::createLocusPlaceDevices(options));
-    pm.addNestedPass<locus::GraphOp>(locus::createLocusInsertTransfers());
-    if (failed(pm.run(*module)))
-      return 1;
-  } else if (untransferred) {
-    PassManager pm(&context, ModuleOp::getOperationName(),
-                   OpPassManager::Nesting::Implicit);
-    pm.addNestedPass<locus::GraphOp>(locus::createLocusInsertTransfers());
-    if (failed(pm.run(*module)))
-      return 1;
-  }
+  PassManager pm(&context, ModuleOp::getOperationName(),
+                 OpPassManager::Nesting::Implicit);
+  locus::PlacementPipelineOptions placement;
+  placement.policy = policy.getValue();
+  placement.devices = locus::splitTargets(devices);
+  placement.profile = profilePath.getValue();
+  locus::buildPlacementPipelineFor(*module, pm, placement);
+  if (failed(pm.run(*module)))
+    return 1;
 
   auto output = openOutputFile(outputFile, &error);
   if (!output) {
@@ -173,4 +155,14 @@ int main(int argc, char **argv) {
   }
   output->keep();
   return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  try {
+    return run(argc, argv);
+  } catch (const locus::InternalError &e) {
+    llvm::errs() << "locus-dump: " << e.what() << "\n";
+    return 70; // EX_SOFTWARE
+  }
 }

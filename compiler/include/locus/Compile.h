@@ -48,8 +48,9 @@ public:
 struct CompileOptions {
   /// strict, prefer-gpu, auto or cpu (see docs/placement.md).
   std::string policy = "auto";
-  /// The devices to place on, e.g. {"cpu", "cuda:0"}.
-  std::vector<std::string> devices{"cpu"};
+  /// The devices to place on, e.g. {"cpu", "cuda:0"}; empty for the
+  /// default targets (the CPU), the same as locus-compile's.
+  std::vector<std::string> devices;
   /// A JSON cost profile (docs/cost-model.md), or empty for the defaults.
   std::string profile;
   /// Fuse elementwise chains and epilogues (false: one op per kernel).

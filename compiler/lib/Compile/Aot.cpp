@@ -7,10 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "locus/Compile/Pipeline.h"
+#include "locus/Compile/Driver.h"
 
-#include "locus/locus_runtime.h"
+#include "locus/Support/Errors.h"
 #include "locus/abi.h"
+#include "locus/locus_runtime.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -46,7 +47,7 @@ void addImportSlots(llvm::Module &module,
   for (const std::string &name : imports) {
     // The module owns its globals.
     auto *slot = llvm::cast<llvm::GlobalVariable>(
-        module.getOrInsertGlobal("__locus_import_" + name, ptr));
+        module.getOrInsertGlobal(LOCUS_ABI_IMPORT_PREFIX + name, ptr));
     slot->setInitializer(llvm::ConstantPointerNull::get(ptr));
     llvm::Function *f = module.getFunction(name);
     if (!f || !f->isDeclaration())
@@ -105,14 +106,15 @@ std::string locus::writeArtifact(const PipelineResult &result,
   auto parsed = llvm::parseBitcodeFile(
       llvm::MemoryBufferRef(result.bitcode, "kernels"), context);
   if (!parsed)
-    return "internal error: " + llvm::toString(parsed.takeError());
+    LOCUS_INTERNAL_ERROR(llvm::toString(parsed.takeError()));
   std::unique_ptr<llvm::Module> module = std::move(*parsed);
   addImportSlots(*module, runtimeImports(!result.cudaFunctions.empty()));
   std::string features = requiredFeatures(cpu);
   // What the runtime checks and reports: the CPU the code is for and the
   // features it needs.
-  for (const auto &[name, value] : {std::pair{"__locus_cpu_features", features},
-                                    std::pair{"__locus_cpu", cpu}}) {
+  for (const auto &[name, value] :
+       {std::pair{LOCUS_ABI_CPU_FEATURES_SYMBOL, features},
+        std::pair{LOCUS_ABI_CPU_SYMBOL, cpu}}) {
     // The module owns its globals.
     auto *text = llvm::ConstantDataArray::getString(context, value);
     auto *storage = llvm::cast<llvm::GlobalVariable>(module->getOrInsertGlobal(
@@ -151,7 +153,7 @@ std::string locus::writeArtifact(const PipelineResult &result,
   module->setTargetTriple(triple);
   if (llvm::Error e =
           mlir::makeOptimizingTransformer(3, 0, machine.get())(module.get()))
-    return "internal error: " + llvm::toString(std::move(e));
+    LOCUS_INTERNAL_ERROR(llvm::toString(std::move(e)));
 
   llvm::SmallString<128> dir;
   if (std::error_code ec =

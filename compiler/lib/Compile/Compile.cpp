@@ -9,8 +9,9 @@
 #include "locus/Compile.h"
 
 #include "../Frontend/GraphImpl.h"
-#include "locus/Compile/Pipeline.h"
+#include "locus/Compile/Driver.h"
 #include "locus/Passes/Passes.h"
+#include "locus/Support/Errors.h"
 #include "locus/abi.h"
 #include "locus/locus_runtime.h"
 
@@ -432,7 +433,8 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   auto impl = std::make_shared<CompiledModel::Impl>();
   PipelineOptions pipeline;
   pipeline.policy = options.policy;
-  pipeline.devices = options.devices;
+  if (!options.devices.empty())
+    pipeline.devices = options.devices;
   pipeline.profile = options.profile;
   pipeline.fuse = options.fuse;
   if (mlir::failed(runPipeline(*module, pipeline, impl->parts)))
@@ -458,13 +460,11 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   // knows no vector registers and the loop vectoriser does nothing.
   auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!hostBuilder)
-    throw userError(loc, "internal error: " +
-                             llvm::toString(hostBuilder.takeError()));
+    LOCUS_INTERNAL_ERROR(llvm::toString(hostBuilder.takeError()));
   hostBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   auto hostMachine = hostBuilder->createTargetMachine();
   if (!hostMachine)
-    throw userError(loc, "internal error: " +
-                             llvm::toString(hostMachine.takeError()));
+    LOCUS_INTERNAL_ERROR(llvm::toString(hostMachine.takeError()));
   mlir::ExecutionEngineOptions engineOptions;
   engineOptions.transformer = mlir::makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, hostMachine->get());
@@ -478,9 +478,9 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   engineOptions.llvmModuleBuilder = builder;
   auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
   if (!engine)
-    throw userError(loc, "internal error: JIT compilation failed: " +
-                             llvm::toString(engine.takeError()) +
-                             (firstError.empty() ? "" : ": " + firstError));
+    LOCUS_INTERNAL_ERROR(
+        "JIT compilation failed: " + llvm::toString(engine.takeError()) +
+        (firstError.empty() ? "" : ": " + firstError));
   impl->engine = std::move(*engine);
   // What generated code calls, bound to the runtime's implementations.
   impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {

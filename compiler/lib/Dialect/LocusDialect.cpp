@@ -1,6 +1,7 @@
 //===- LocusDialect.cpp - dialect registration and attributes -------------===//
 
 #include "locus/Dialect/LocusDialect.h"
+#include "locus/abi.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -61,9 +62,10 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
     // Parsed signed: parseInteger into an unsigned wraps "-1" silently.
     if (parser.parseColon() || parser.parseInteger(index))
       return {};
-    if (index < 0 || index > 65535) {
+    if (index < 0 || index > LOCUS_ABI_MAX_CUDA_ORDINAL) {
       parser.emitError(indexAt, "CUDA device index ")
-          << index << " is out of range; expected 0 to 65535";
+          << index << " is out of range; expected 0 to "
+          << LOCUS_ABI_MAX_CUDA_ORDINAL;
       return {};
     }
   } else {

@@ -10,6 +10,7 @@
 
 #include "GraphImpl.h"
 
+#include "locus/abi.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/IR/Verifier.h"
@@ -66,9 +67,10 @@ std::string Device::str() const {
 Device locus::cpu() { return Device(Device::Kind::cpu, 0); }
 
 Device locus::cuda(int index, Here loc) {
-  if (index < 0)
+  if (index < 0 || index > LOCUS_ABI_MAX_CUDA_ORDINAL)
     throw userError(loc, "unknown device cuda:" + std::to_string(index) +
-                             ": a CUDA device index is 0 or more");
+                             ": a CUDA device index is 0 to " +
+                             std::to_string(LOCUS_ABI_MAX_CUDA_ORDINAL));
   return Device(Device::Kind::cuda, index);
 }
 
@@ -77,10 +79,9 @@ Device Device::parse(std::string_view text, Here loc) {
     return cpu();
   if (text == "cuda")
     return cuda(0, loc);
-  if (text.starts_with("cuda:") && text.size() > 5 && text.size() < 15 &&
-      std::all_of(text.begin() + 5, text.end(),
-                  [](char c) { return c >= '0' && c <= '9'; }))
-    return cuda(std::stoi(std::string(text.substr(5))), loc);
+  if (int32_t index = locus_abi_cuda_ordinal(text.data(), text.size());
+      index >= 0)
+    return cuda(index, loc);
   throw userError(loc, "unknown device '" + std::string(text) +
                            "'; expected 'cpu', 'cuda' or 'cuda:N'");
 }

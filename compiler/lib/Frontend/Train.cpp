@@ -57,7 +57,7 @@ std::vector<Tensor> locus::grad(const Tensor &loss,
   std::vector<mlir::Value> grads =
       differentiateAt(g, g.value(loss, loc), values, loc);
   if (mlir::failed(mlir::verify(g.graph)))
-    throw userError(loc, "internal error: the backward pass does not verify");
+    LOCUS_INTERNAL_ERROR("the backward pass does not verify");
   tx.commit();
   std::vector<Tensor> result;
   result.reserve(grads.size());
@@ -119,8 +119,8 @@ void optim::Optimizer::step(const Tensor &loss, Here loc) {
                                        "optimizer.", g.location(loc))))
     throw userError(loc, capture.take());
   if (mlir::failed(mlir::verify(g.graph)))
-    throw userError(loc, "internal error: the training step does not verify: " +
-                             capture.take());
+    LOCUS_INTERNAL_ERROR("the training step does not verify: " +
+                         capture.take());
   for (mlir::Operation &op : g.body())
     if (auto state = mlir::dyn_cast<StateOp>(op))
       g.sourceNames.try_emplace(state.getName().str(), GraphImpl::where(loc));

@@ -16,6 +16,8 @@
 #ifndef LOCUS_FRONTEND_GRAPH_H
 #define LOCUS_FRONTEND_GRAPH_H
 
+#include "locus/Support/Errors.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>

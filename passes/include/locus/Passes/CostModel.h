@@ -63,20 +63,6 @@ int64_t opCostNs(const OpWork &work, const DeviceProfile &device);
 /// Nanoseconds of one copy of `bytes` between the host and a device.
 int64_t copyCostNs(int64_t bytes, const CostProfile &profile);
 
-/// Which ops have a CUDA kernel: filled by the compiler's pipeline
-/// (preparePipeline) from what the CUDA code generator lowers: every
-/// computing op today. Where nothing registered (locus-opt), every op
-/// counts as supported; `no-cuda-kernel=` takes ops out for tests.
-class CudaKernelRegistry {
-public:
-  static CudaKernelRegistry &instance();
-  bool has(llvm::StringRef opName) const;
-  void add(llvm::StringRef opName);
-
-private:
-  std::vector<std::string> names;
-};
-
 } // namespace locus
 
 #endif // LOCUS_PASSES_COSTMODEL_H

@@ -4,6 +4,9 @@
 #define LOCUS_PASSES_PASSES_H
 
 #include "locus/Dialect/LocusDialect.h"
+#include "locus/Passes/Placement.h"
+#include "locus/Support/Errors.h"
+#include "locus/abi.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,9 +28,6 @@ namespace locus {
 #define GEN_PASS_REGISTRATION
 #include "locus/Passes/Passes.h.inc"
 
-/// The device an op was placed on (its locus.device), or null.
-DeviceAttr placedDevice(mlir::Operation *op);
-
 /// Ops that compute one element of the result from the elements at the same
 /// (or broadcast) index: the ops --locus-fuse-kernels chains.
 bool isElementwise(mlir::Operation *op);
@@ -35,18 +35,6 @@ bool isElementwise(mlir::Operation *op);
 /// Ops of the locus dialect that compute (not sources, outputs, moves or
 /// kernels): what runs inside a kernel.
 bool isComputing(mlir::Operation *op);
-
-/// A locus.state that a locus.assign writes: its copies to other devices
-/// must be made at every run, not once at load.
-bool isUpdatedState(mlir::Value value);
-
-/// "file:line" of the user's source line in `loc` (the caller's line for a
-/// callsite location), or "unknown location".
-std::string userLine(mlir::Location loc);
-
-/// How diagnostics name a value: `input "x"`, `parameter "fc.weight"`, `the
-/// result of locus.linear`.
-std::string describeValue(mlir::Value value);
 
 } // namespace locus
 

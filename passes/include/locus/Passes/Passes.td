@@ -189,6 +189,37 @@ def LocusInsertTransfers : Pass<"locus-insert-transfers", "::locus::GraphOp"> {
   ];
 }
 
+def LocusExtractKernels : Pass<"locus-extract-kernels", "::mlir::ModuleOp"> {
+  let summary = "Keeps the kernel functions a code generator compiles.";
+  let description = [{
+    After `--locus-outline-kernels`, and after the plan has been made from
+    the graph: every `locus.graph` leaves the module, and what remains is
+    the kernel functions one code generator compiles.
+
+    With `target=host` (the default) every function stays: kernels placed
+    on a CUDA device keep their host version, which runs where there is no
+    GPU (the `sim` device, or a machine without one).
+
+    With `target=cuda` only the kernels placed on a CUDA device stay
+    (declarations and kernels of other devices leave), each renamed
+    `<name>__cuda`: the launcher the CUDA pipeline makes of it.
+
+    ```mlir
+    locus.graph @g { ... func.call @g_k0_relu(...) {locus.device = #locus.device<cuda:0>} ... }
+    func.func @g_k0_relu(...) attributes {locus.device = #locus.device<cuda:0>}
+    func.func @g_k1_add(...) attributes {locus.device = #locus.device<cpu>}
+    // --locus-extract-kernels=target=cuda
+    func.func @g_k0_relu__cuda(...) attributes {locus.device = #locus.device<cuda:0>}
+    ```
+
+    An unknown target is an error.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"host\"",
+           "host (every kernel) or cuda (the kernels placed on CUDA devices)">,
+  ];
+}
+
 def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
   let summary = "Rewrites computing locus ops into linalg on tensors.";
   let description = [{
@@ -443,7 +474,7 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"callee", "callee", "std::string", /*default=*/"\"locus_sgemm\"",
+    Option<"callee", "callee", "std::string", /*default=*/"LOCUS_ABI_SGEMM",
            "The function called: `locus_sgemm` on the host, "
            "`locus_cuda_sgemm` (cuBLAS, device pointers) in CUDA kernels">,
   ];

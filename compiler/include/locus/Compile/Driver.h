@@ -1,8 +1,9 @@
-//===- Pipeline.h - the compiler's pipeline, for tools ----------*- C++ -*-===//
+//===- Driver.h - the compiler driver, for tools ----------------*- C++ -*-===//
 //
-// What locus::compile() and locus-compile share: place, insert transfers,
-// fuse, outline, plan, lower to LLVM; then either JIT (in-process) or
-// compile ahead of time into an artifact. MLIR types in this header; the
+// What locus::compile() and locus-compile share: the stages of a
+// compilation (placement, kernels, cuda, plan, host; the pipelines of
+// locus/Pipelines/Pipelines.h), then either JIT (in-process) or compile
+// ahead of time into an artifact. MLIR types in this header; the
 // user-facing API is locus/Compile.h.
 //
 //===----------------------------------------------------------------------===//
@@ -10,11 +11,13 @@
 #ifndef LOCUS_COMPILE_PIPELINE_H
 #define LOCUS_COMPILE_PIPELINE_H
 
+#include "locus/Passes/Placement.h"
 #include "locus/Plan/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,9 +31,16 @@ namespace locus {
 
 struct PipelineOptions {
   std::string policy = "auto";
-  std::vector<std::string> devices{"cpu"};
+  std::vector<std::string> devices = defaultTargets();
   std::string profile; ///< A JSON cost profile, or empty.
   bool fuse = true;
+  /// Print the IR after every pass to stderr (MLIR's IR printer).
+  bool printIrAfterAll = false;
+  /// Called after each stage with its name ("placement", "kernels", "cuda",
+  /// "host") and the module it ran on (the CUDA kernels' own module for
+  /// "cuda").
+  std::function<void(llvm::StringRef stage, mlir::ModuleOp module)>
+      afterStage;
 };
 
 /// What the pipeline made of one graph.

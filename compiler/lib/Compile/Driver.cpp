@@ -1,0 +1,311 @@
+//===- Driver.cpp - place, fuse, plan and lower a graph -------------------===//
+//
+// The MLIR-heavy translation unit of the compiler driver: the stages of a
+// compilation (each a pipeline of locus/Pipelines/Pipelines.h, or the plan),
+// and the translation of the kernels to LLVM IR with their entry points.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Compile/Driver.h"
+
+#include "locus/Dump/Dump.h"
+#include "locus/Passes/CostModel.h"
+#include "locus/Passes/Passes.h"
+#include "locus/Pipelines/Pipelines.h"
+#include "locus/Plan/Plan.h"
+#include "locus/Support/Errors.h"
+#include "locus/abi.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+/// Prints the IR after every pass of `pm` when the options ask for it.
+void configurePrinting(PassManager &pm, const PipelineOptions &options) {
+  if (options.printIrAfterAll)
+    pm.enableIRPrinting(
+        /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
+        /*shouldPrintAfterPass=*/[](Pass *, Operation *) { return true; },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+}
+
+/// Runs `build`'s passes on `module`, then reports the stage as done.
+template <typename Build>
+LogicalResult runStage(llvm::StringRef stage, ModuleOp module,
+                       const PipelineOptions &options, Build build) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName(),
+                 OpPassManager::Nesting::Implicit);
+  configurePrinting(pm, options);
+  build(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  if (options.afterStage)
+    options.afterStage(stage, module);
+  return success();
+}
+
+/// Stage "placement": places the graph unless it is placed already, and
+/// inserts its transfers unless they are inserted already.
+LogicalResult placeStage(ModuleOp module, const PipelineOptions &options) {
+  return runStage("placement", module, options, [&](OpPassManager &pm) {
+    PlacementPipelineOptions placement;
+    placement.policy = options.policy;
+    placement.devices = options.devices;
+    placement.profile = options.profile;
+    buildPlacementPipelineFor(module, pm, placement);
+  });
+}
+
+/// The placed graph and locus-dump's summary of it, into `result`.
+LogicalResult summarize(ModuleOp module, GraphOp graph,
+                        const PipelineOptions &options,
+                        PipelineResult &result) {
+  {
+    llvm::raw_string_ostream os(result.placedGraph);
+    module.print(os, OpPrintingFlags().enableDebugInfo(true, false));
+  }
+  CostProfile profile;
+  std::string error;
+  if (!options.profile.empty() &&
+      !CostProfile::load(options.profile, profile, error))
+    return module.emitError() << error;
+  FailureOr<dump::Report> report = dump::analyze(graph, profile);
+  if (failed(report))
+    return failure();
+  llvm::raw_string_ostream os(result.placementSummary);
+  // failed() was checked; the checker does not see through FailureOr.
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
+  dump::printSummary(*report, os);
+  return success();
+}
+
+/// Temporaries of CUDA launchers are device memory, from the runtime: the
+/// generic allocation functions become the runtime's device allocator.
+LogicalResult useDeviceAllocator(ModuleOp cuda) {
+  for (auto [generic, runtime] :
+       {std::pair{"_mlir_memref_to_llvm_alloc", LOCUS_ABI_CUDA_ALLOC},
+        std::pair{"_mlir_memref_to_llvm_free", LOCUS_ABI_CUDA_FREE}}) {
+    auto func = cuda.lookupSymbol<LLVM::LLVMFuncOp>(generic);
+    if (!func)
+      continue;
+    if (failed(SymbolTable::replaceAllSymbolUses(
+            func, StringAttr::get(cuda.getContext(), runtime), cuda)))
+      return failure();
+    func.setSymName(runtime);
+  }
+  return success();
+}
+
+/// Stage "cuda": compiles the kernels of `module` placed on CUDA devices
+/// into `cuda`, a module in the LLVM dialect with their launchers
+/// (<f>__cuda), and their PTX into result.cudaKernels.
+LogicalResult cudaStage(ModuleOp module, const PipelineOptions &options,
+                        OwningOpRef<ModuleOp> &cuda, PipelineResult &result) {
+  for (auto func : module.getOps<func::FuncOp>())
+    if (isCudaKernelFunction(func))
+      result.cudaFunctions.push_back(func.getSymName().str());
+  if (result.cudaFunctions.empty())
+    return success();
+  std::string libdevice = findLibdevice();
+  if (libdevice.empty()) {
+    // No CUDA code: the kernels run as their host versions (sim).
+    result.cudaNote = "no CUDA code: libdevice.10.bc of a CUDA toolkit was "
+                      "not found (set CUDA_HOME or LOCUS_LIBDEVICE)";
+    result.cudaFunctions.clear();
+    return success();
+  }
+  cuda = cast<ModuleOp>(module->clone());
+  if (failed(runStage("cuda", *cuda, options, [&](OpPassManager &pm) {
+        buildCudaLoweringPipeline(pm, libdevice);
+      })))
+    return failure();
+  std::vector<std::pair<std::string, std::string>> kernels;
+  if (auto list = (*cuda)->getAttrOfType<ArrayAttr>(kCudaKernelsAttrName))
+    for (auto entry : list.getAsRange<DictionaryAttr>())
+      kernels.emplace_back(entry.getAs<StringAttr>("name").str(),
+                           entry.getAs<StringAttr>("ptx").str());
+  (*cuda)->removeAttr(kCudaKernelsAttrName);
+  result.cudaKernels = serializeCudaKernels(kernels);
+  return useDeviceAllocator(*cuda);
+}
+
+/// Moves the ops of `from` (in the LLVM dialect) into `into`, but for
+/// declarations `into` has already.
+void mergeModules(ModuleOp from, ModuleOp into) {
+  for (Operation &op :
+       llvm::make_early_inc_range(from.getBody()->getOperations())) {
+    if (auto symbol = dyn_cast<SymbolOpInterface>(op))
+      if (into.lookupSymbol(symbol.getNameAttr())) {
+        if (symbol.isDeclaration())
+          continue;
+      }
+    op.moveBefore(into.getBody(), into.getBody()->end());
+  }
+}
+
+/// The kernels of `module` (host code, and the CUDA launchers of `cuda`) as
+/// LLVM bitcode in result.bitcode.
+LogicalResult writeBitcode(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
+                           PipelineResult &result) {
+  if (cuda)
+    mergeModules(*cuda, module);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateKernels(module, llvmContext, result.summary.kernelFunctions,
+                       result.cudaFunctions);
+  LOCUS_INTERNAL_ASSERT(llvmModule, "the kernels do not translate to LLVM IR");
+  llvm::raw_string_ostream os(result.bitcode);
+  llvm::WriteBitcodeToFile(*llvmModule, os);
+  return success();
+}
+
+} // namespace
+
+std::vector<std::string> locus::runtimeImports(bool cuda) {
+  std::vector<std::string> imports{LOCUS_ABI_HOST_IMPORTS};
+  if (cuda)
+    imports.insert(imports.end(), {LOCUS_ABI_CUDA_IMPORTS});
+  return imports;
+}
+
+void locus::preparePipeline(MLIRContext &context) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  DialectRegistry registry;
+  registerPipelineDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.getOrLoadDialect<LocusDialect>();
+  context.loadAllAvailableDialects();
+  // Placement asks which ops have a CUDA kernel.
+  registerCudaKernels(context);
+}
+
+LogicalResult locus::runPipeline(ModuleOp module,
+                                 const PipelineOptions &options,
+                                 PipelineResult &result) {
+  SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
+  if (graphs.size() != 1)
+    return module.emitError()
+           << "expected one locus.graph, found " << graphs.size();
+  GraphOp graph = graphs.front();
+  result.graphName = graph.getSymName().str();
+  if (failed(placeStage(module, options)) ||
+      failed(summarize(module, graph, options, result)) ||
+      failed(runStage("kernels", module, options, [&](OpPassManager &pm) {
+        buildKernelPipeline(pm, options.fuse);
+      })))
+    return failure();
+  OwningOpRef<ModuleOp> cuda;
+  if (failed(cudaStage(module, options, cuda, result)))
+    return failure();
+  // The plan, from the graph with its kernels; every artifact has an import
+  // slot for each runtime function the host code calls, bound at load.
+  FailureOr<std::string> plan = buildPlan(
+      graph, runtimeImports(!result.cudaFunctions.empty()), result.summary);
+  if (failed(plan))
+    return failure();
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+  result.plan = std::move(*plan);
+  HostPipelineOptions host;
+  host.fuse = options.fuse;
+  if (failed(runStage("host", module, options, [&](OpPassManager &pm) {
+        buildHostLoweringPipeline(pm, host);
+      })))
+    return failure();
+  return writeBitcode(module, cuda, result);
+}
+
+std::unique_ptr<llvm::Module>
+locus::translateKernels(Operation *module, llvm::LLVMContext &context,
+                        const std::vector<std::string> &functions,
+                        const std::vector<std::string> &cudaFunctions) {
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "locus-kernels");
+  if (!llvmModule)
+    return nullptr;
+  llvm::IRBuilder<> b(context);
+  auto *ptr = llvm::PointerType::get(context, 0);
+  auto *i64 = b.getInt64Ty();
+  // Each body --locus-parallelize outlined: the dispatch packs the
+  // arguments into 8-byte slots and calls locus_parallel_for with a
+  // trampoline that unpacks them for each range.
+  if (auto bodies = module->getAttrOfType<ArrayAttr>(kParallelBodiesAttrName))
+    for (auto name : bodies.getAsRange<StringAttr>()) {
+      llvm::Function *body = llvmModule->getFunction(name.getValue());
+      llvm::Function *dispatch =
+          llvmModule->getFunction((name.getValue() + "__dispatch").str());
+      if (!body || !dispatch || body->arg_size() < 2 ||
+          dispatch->arg_size() != body->arg_size() - 1)
+        return nullptr;
+      unsigned k = dispatch->arg_size() - 1;
+      auto *trampoline = llvm::Function::Create(
+          llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false),
+          llvm::GlobalValue::InternalLinkage,
+          (name.getValue() + "__range").str(), *llvmModule);
+      b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", trampoline));
+      SmallVector<llvm::Value *> args;
+      for (unsigned i = 0; i < k; ++i)
+        args.push_back(
+            b.CreateLoad(body->getArg(i)->getType(),
+                         b.CreateConstInBoundsGEP1_64(
+                             b.getInt8Ty(), trampoline->getArg(0), 8 * i)));
+      args.push_back(trampoline->getArg(1));
+      args.push_back(trampoline->getArg(2));
+      b.CreateCall(body, args);
+      b.CreateRetVoid();
+      b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", dispatch));
+      llvm::Value *slots =
+          b.CreateAlloca(i64, b.getInt64(std::max(k, 1u)), "slots");
+      for (unsigned i = 0; i < k; ++i)
+        b.CreateStore(dispatch->getArg(i), b.CreateConstInBoundsGEP1_64(
+                                               b.getInt8Ty(), slots, 8 * i));
+      llvm::FunctionCallee parallelFor = llvmModule->getOrInsertFunction(
+          LOCUS_ABI_PARALLEL_FOR,
+          llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64}, false));
+      b.CreateCall(parallelFor, {trampoline, slots, dispatch->getArg(k)});
+      b.CreateRetVoid();
+      dispatch->setLinkage(llvm::GlobalValue::InternalLinkage);
+      body->setLinkage(llvm::GlobalValue::InternalLinkage);
+    }
+  auto *entryType = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
+  std::vector<std::pair<std::string, std::string>> entries;
+  entries.reserve(functions.size() + cudaFunctions.size());
+  for (const std::string &name : functions)
+    entries.emplace_back(name, kernelEntryName(name));
+  for (const std::string &name : cudaFunctions)
+    entries.emplace_back(name + LOCUS_ABI_CUDA_FUNCTION_SUFFIX,
+                         cudaEntryName(name));
+  for (const auto &[name, entryName] : entries) {
+    llvm::Function *kernel = llvmModule->getFunction(name);
+    if (!kernel || !kernel->getReturnType()->isVoidTy())
+      return nullptr;
+    for (llvm::Argument &arg : kernel->args())
+      if (!arg.getType()->isPointerTy())
+        return nullptr;
+    auto *entry = llvm::Function::Create(
+        entryType, llvm::GlobalValue::ExternalLinkage, entryName, *llvmModule);
+    b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
+    SmallVector<llvm::Value *> args;
+    for (unsigned i = 0; i < kernel->arg_size(); ++i)
+      args.push_back(b.CreateLoad(
+          ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
+    b.CreateCall(kernel, args);
+    b.CreateRetVoid();
+    kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+  return llvmModule;
+}

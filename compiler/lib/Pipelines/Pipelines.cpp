@@ -1,0 +1,231 @@
+//===- Pipelines.cpp - the compiler's pass pipelines ----------------------===//
+//
+// One definition of each pipeline; see Pipelines.h. The passes and their
+// order are the facts the rest of the compiler relies on, so each stage
+// says why it is where it is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Pipelines/Pipelines.h"
+
+#include "locus/Passes/Passes.h"
+#include "locus/abi.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
+#include <vector>
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+/// The chip and PTX version of CUDA kernels: sm_90 PTX, which the driver
+/// JIT-compiles for newer chips (LLVM 19 knows no sm_100).
+constexpr const char *kCudaChip = "sm_90";
+constexpr const char *kCudaFeatures = "+ptx80";
+
+/// What the host and CUDA lowerings share: locus ops to linalg, elementwise
+/// chains fused into one loop nest, tensors to buffers with identity
+/// layouts at function boundaries, results to out-parameters, temporaries
+/// freed.
+void buildBufferization(OpPassManager &pm) {
+  pm.addPass(createLocusLowerToLinalg());
+  pm.addPass(createLocusFuseElementwise());
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createLocusCopyForwardedResults());
+  bufferization::OneShotBufferizationOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.setFunctionBoundaryTypeConversion(
+      bufferization::LayoutMapOption::IdentityLayoutMap);
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsOpts outParams;
+  outParams.hoistStaticAllocs = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(
+      pm, bufferization::BufferDeallocationPipelineOptions());
+}
+
+/// Loops, memrefs, math, arithmetic, functions and branches to the LLVM
+/// dialect; `barePointers` passes buffers as plain pointers, and
+/// `genericAllocation` allocates through malloc/free-like functions the
+/// CUDA launchers rename to the runtime's device allocator.
+void buildToLlvm(OpPassManager &pm, bool barePointers, bool math,
+                 bool genericAllocation) {
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefs;
+  memrefs.useGenericFunctions = genericAllocation;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
+  if (math) {
+    pm.addPass(createConvertMathToLLVMPass());
+    pm.addPass(createConvertMathToLibmPass());
+  }
+  pm.addPass(createArithToLLVMConversionPass());
+  ConvertFuncToLLVMPassOptions funcs;
+  funcs.useBarePtrCallConv = barePointers;
+  pm.addPass(createConvertFuncToLLVMPass(funcs));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+} // namespace
+
+void locus::buildPlacementPipeline(OpPassManager &pm,
+                                   const PlacementPipelineOptions &options) {
+  std::vector<std::string> devices(options.devices.begin(),
+                                   options.devices.end());
+  if (devices.empty())
+    devices = defaultTargets();
+  LocusPlaceDevicesOptions placement;
+  placement.policy = options.policy;
+  placement.devices = devices;
+  placement.profile = options.profile;
+  pm.addNestedPass<GraphOp>(createLocusPlaceDevices(placement));
+  pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
+}
+
+void locus::buildPlacementPipelineFor(ModuleOp module, OpPassManager &pm,
+                                      const PlacementPipelineOptions &options) {
+  bool unplaced = false, untransferred = false;
+  module->walk([&](GraphOp graph) {
+    unplaced |= !graph->hasAttr(kPolicyAttrName);
+    untransferred |= !graph->hasAttr(kTransfersAttrName);
+  });
+  if (unplaced)
+    buildPlacementPipeline(pm, options);
+  else if (untransferred)
+    pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
+}
+
+void locus::buildKernelPipeline(OpPassManager &pm, bool fuse) {
+  LocusFuseKernelsOptions fusion;
+  fusion.fuse = fuse;
+  pm.addNestedPass<GraphOp>(createLocusFuseKernels(fusion));
+  pm.addPass(createLocusOutlineKernels());
+}
+
+void locus::buildHostLoweringPipeline(OpPassManager &pm,
+                                      const HostPipelineOptions &options) {
+  pm.addPass(createLocusExtractKernels());
+  buildBufferization(pm);
+  // Matrix products through the runtime's sgemm: after deallocation, so no
+  // buffer dies between taking its address and the call.
+  pm.addPass(createLocusLinalgToBlas());
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  if (options.parallelize)
+    pm.addPass(createLocusParallelize());
+  buildToLlvm(pm, options.barePointers, /*math=*/true,
+              /*genericAllocation=*/false);
+}
+
+void locus::buildCudaLoweringPipeline(OpPassManager &pm,
+                                      const std::string &libdevice) {
+  LocusExtractKernelsOptions extract;
+  extract.target = "cuda";
+  pm.addPass(createLocusExtractKernels(extract));
+  buildBufferization(pm);
+  // Products to cuBLAS; every other op to one gpu.launch; kernels outlined
+  // and lowered through NVVM to PTX; launches to runtime calls.
+  LocusLinalgToBlasOptions blas;
+  blas.callee = LOCUS_ABI_CUDA_SGEMM;
+  pm.addPass(createLocusLinalgToBlas(blas));
+  pm.addPass(createLocusMapToGpu());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLowerAffinePass());
+  // MLIR links libdevice (expf, tanhf, ...) only when the toolkit is in the
+  // environment, and leaves calls to __nv_expf unresolved otherwise: so it
+  // is passed explicitly.
+  std::vector<std::string> libs{libdevice};
+  GpuNVVMAttachTargetOptions target;
+  target.chip = kCudaChip;
+  target.features = kCudaFeatures;
+  target.optLevel = 3;
+  target.linkLibs = libs;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  gpu.addPass(createConvertSCFToCFPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa"; // PTX
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createLocusGpuToRuntime());
+  // The launchers' temporaries are device memory: allocated through
+  // malloc-like functions the driver binds to the runtime's allocator.
+  buildToLlvm(pm, /*barePointers=*/true, /*math=*/false,
+              /*genericAllocation=*/true);
+}
+
+void locus::buildHostPipeline(OpPassManager &pm,
+                              const HostPipelineOptions &options) {
+  buildKernelPipeline(pm, options.fuse);
+  buildHostLoweringPipeline(pm, options);
+}
+
+void locus::buildCudaPipeline(OpPassManager &pm,
+                              const CudaPipelineOptions &options) {
+  buildKernelPipeline(pm, options.fuse);
+  std::string libdevice = options.libdevice;
+  buildCudaLoweringPipeline(pm,
+                            libdevice.empty() ? findLibdevice() : libdevice);
+}
+
+std::string locus::findLibdevice() {
+  std::vector<std::string> candidates;
+  if (const char *env = std::getenv("LOCUS_LIBDEVICE"))
+    candidates.emplace_back(env);
+#ifdef LOCUS_LIBDEVICE_PATH
+  candidates.emplace_back(LOCUS_LIBDEVICE_PATH);
+#endif
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *root = std::getenv(var))
+      candidates.push_back(std::string(root) +
+                           "/nvvm/libdevice/libdevice.10.bc");
+  candidates.emplace_back("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+  for (const std::string &path : candidates)
+    if (llvm::sys::fs::is_regular_file(path))
+      return path;
+  return "";
+}
+
+void locus::registerLocusPipelines() {
+  PassPipelineRegistration<PlacementPipelineOptions>(
+      "locus-placement-pipeline",
+      "Places every op of a graph and inserts the transfers (what "
+      "compile() runs first)",
+      buildPlacementPipeline);
+  PassPipelineRegistration<HostPipelineOptions>(
+      "locus-host-pipeline",
+      "A placed graph's kernels as host code in the LLVM dialect (what "
+      "compile() runs for the host, the plan made between its halves)",
+      buildHostPipeline);
+  PassPipelineRegistration<CudaPipelineOptions>(
+      "locus-cuda-pipeline",
+      "A placed graph's CUDA kernels as launchers in the LLVM dialect and "
+      "sm_90 PTX (what compile() runs for CUDA devices)",
+      buildCudaPipeline);
+}
+
+void locus::registerPipelineDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+}

@@ -1,0 +1,77 @@
+//===- Placement.h - the vocabulary of placement ----------------*- C++ -*-===//
+//
+// What the passes, the pipelines and the tools say about devices, in one
+// place: device names and the targets used when none are given, where an op
+// was placed and why a value moves when it does, the user's line of an op,
+// and which ops have a CUDA kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_PASSES_PLACEMENT_H
+#define LOCUS_PASSES_PLACEMENT_H
+
+#include "locus/Dialect/LocusDialect.h"
+
+#include "mlir/IR/Value.h"
+
+#include <string>
+#include <vector>
+
+namespace locus {
+
+/// Parses "cpu" or "cuda:N" (N from 0 to LOCUS_ABI_MAX_CUDA_ORDINAL, the
+/// range every entry point accepts); null for anything else.
+DeviceAttr parseDevice(mlir::MLIRContext *context, llvm::StringRef text);
+
+/// The targets of compile() and locus-compile when none are given.
+std::vector<std::string> defaultTargets();
+/// The targets locus-dump previews a graph that is not placed yet with when
+/// none are given: the CPU and one GPU, to show what a GPU would run.
+std::vector<std::string> defaultPreviewTargets();
+/// Splits "cpu,cuda:0" into its names (whitespace trimmed, empty dropped).
+std::vector<std::string> splitTargets(llvm::StringRef list);
+
+/// The device an op was placed on (its locus.device), or null.
+DeviceAttr placedDevice(mlir::Operation *op);
+
+/// A kernel function (after --locus-outline-kernels) placed on a CUDA
+/// device: what the CUDA code generator compiles.
+bool isCudaKernelFunction(mlir::Operation *func);
+
+/// A locus.state that a locus.assign writes: its copies to other devices
+/// must be made at every run, not once at load.
+bool isUpdatedState(mlir::Value value);
+
+/// State and constants are moved once, when the model is loaded (unless a
+/// run updates them, then at every run).
+bool isLoadTimeValue(mlir::Value value);
+
+/// "file:line" of the user's source line in `loc` (the caller's line for a
+/// callsite location), or "unknown location".
+std::string userLine(mlir::Location loc);
+
+/// How diagnostics name a value: `input "x"`, `parameter "fc.weight"`, `the
+/// result of locus.linear`.
+std::string describeValue(mlir::Value value);
+
+/// Which ops have a CUDA kernel: filled by registerCudaKernels() from what
+/// the CUDA code generator lowers (every computing op today). Where nothing
+/// registered (locus-opt), every op counts as supported; the placement
+/// option `no-cuda-kernel=` takes ops out for tests.
+class CudaKernelRegistry {
+public:
+  static CudaKernelRegistry &instance();
+  bool has(llvm::StringRef opName) const;
+  void add(llvm::StringRef opName);
+
+private:
+  std::vector<std::string> names;
+};
+
+/// Registers every computing op of the locus dialect loaded in `context`
+/// with the CudaKernelRegistry (once per process).
+void registerCudaKernels(mlir::MLIRContext &context);
+
+} // namespace locus
+
+#endif // LOCUS_PASSES_PLACEMENT_H
