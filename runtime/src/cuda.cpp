@@ -1,7 +1,8 @@
 // cuda.cpp - the `cuda` device.
 //
-// The driver API and cuBLAS come from dlopen (TOOLCHAIN.md: linking the
-// driver stub makes a binary fail to start where there is no driver). One
+// The driver API and cuBLAS come from dlopen, never from linking: a binary
+// linked against the driver (or its stub libcuda.so) fails to start on a
+// machine without one, and the runtime must run on the CPU there. One
 // device object per model and GPU holds:
 //   - the GPU's primary context, made current on each calling thread;
 //   - the PTX modules of the artifact, loaded once (cuModuleLoadData wants

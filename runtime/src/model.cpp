@@ -603,12 +603,12 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
 }
 
 /// The launcher of the kernel whose host entry is `symbol`:
-/// __locus_kernel_<f> -> __locus_cuda_<f>.
+/// LOCUS_ABI_KERNEL_PREFIX<f> -> LOCUS_ABI_CUDA_PREFIX<f>.
 std::string launcherName(const std::string &symbol) {
-  const std::string prefix = "__locus_kernel_";
+  const std::string prefix = LOCUS_ABI_KERNEL_PREFIX;
   if (symbol.rfind(prefix, 0) != 0)
     return "";
-  return "__locus_cuda_" + symbol.substr(prefix.size());
+  return LOCUS_ABI_CUDA_PREFIX + symbol.substr(prefix.size());
 }
 
 locus_status_t loadArtifact(locus_artifact_t *artifact,

@@ -2,8 +2,8 @@
 // kernels written here: results, copies counted, the sim device refusing
 // foreign memory, events, state, damage to every byte, and threads.
 
+#include "locus/abi.h"
 #include "locus/locus_runtime.h"
-#include "locus/plan_format.h"
 
 #include <gtest/gtest.h>
 

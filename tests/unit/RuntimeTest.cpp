@@ -1,6 +1,6 @@
 // RuntimeTest.cpp - the runtime's C API: statuses, initialisers, devices.
 
-#include "locus/kernel_abi.h"
+#include "locus/abi.h"
 #include "locus/locus_runtime.h"
 
 #include <gtest/gtest.h>
