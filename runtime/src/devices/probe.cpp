@@ -1,4 +1,4 @@
-// devices.cpp - which devices this machine has.
+// probe.cpp - which devices this machine has (locus_device_probe).
 //
 // CUDA is looked up at run time: dlopen("libcuda.so.1") and the few driver
 // entry points needed to count and name devices. A binary that never links the

@@ -1,4 +1,4 @@
-// cuda.cpp - the `cuda` device.
+// cuda_device.cpp - the `cuda` device.
 //
 // The driver API and cuBLAS come from dlopen, never from linking: a binary
 // linked against the driver (or its stub libcuda.so) fails to start on a
@@ -21,7 +21,7 @@
 // driver reports the context as lost (e.g. an illegal address), every later
 // call on this device fails with the first error instead of running.
 
-#include "cuda.h"
+#include "devices/cuda/cuda_device.h"
 
 #include "locus/abi.h"
 #include "status_impl.h"
