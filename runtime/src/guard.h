@@ -4,7 +4,9 @@
 // libstdc++ may throw (std::bad_alloc when a vector grows, std::logic_error
 // for std::string(nullptr)). Every LOCUS_API entry point runs its body
 // through one of these guards: an exception becomes a status, or, for an
-// entry point that cannot return one, a fallback value.
+// entry point that cannot return one, a fallback value (or a status kept
+// for a later call to report). Entry points that only read fields
+// (locus_model_report, locus_context_stats, ...) cannot throw and need none.
 #ifndef LOCUS_RUNTIME_GUARD_H
 #define LOCUS_RUNTIME_GUARD_H
 
@@ -50,6 +52,18 @@ template <typename Body> void guardVoid(Body &&body) noexcept {
   try {
     body();
   } catch (...) {
+  }
+}
+
+/// Runs `body`, which returns nothing; the status of an exception it throws
+/// goes to `keep` (which must not throw), e.g. to be reported later by the
+/// call that can return a status.
+template <typename Body, typename Keep>
+void guardVoid(const char *entry, Body &&body, Keep &&keep) noexcept {
+  try {
+    body();
+  } catch (...) {
+    keep(statusOfException(entry));
   }
 }
 

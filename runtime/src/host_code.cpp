@@ -18,7 +18,7 @@ namespace locus::rt {
 
 namespace {
 
-void *runtimeFunction(const std::string &name) {
+void *runtimeFunction(const char *name) {
   const std::pair<const char *, void *> functions[] = {
       {LOCUS_ABI_SGEMM, reinterpret_cast<void *>(&locus_sgemm)},
       {LOCUS_ABI_MEMREF_COPY, reinterpret_cast<void *>(&locus_memref_copy)},
@@ -28,7 +28,7 @@ void *runtimeFunction(const std::string &name) {
       {LOCUS_ABI_CUDA_ALLOC, reinterpret_cast<void *>(&locus_cuda_alloc)},
       {LOCUS_ABI_CUDA_FREE, reinterpret_cast<void *>(&locus_cuda_free)}};
   for (const auto &[known, fn] : functions)
-    if (name == known)
+    if (std::strcmp(name, known) == 0)
       return fn;
   return nullptr;
 }
@@ -131,7 +131,7 @@ locus_status_t HostCode::load(const void *data, size_t size,
     note = "AOT host code";
   }
   for (const std::string &name : imports) {
-    void *fn = runtimeFunction(name);
+    void *fn = runtimeFunction(name.c_str());
     if (!fn)
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                         "the host code calls %s, which this runtime lacks",
@@ -157,6 +157,7 @@ void *HostCode::symbol(const char *name) const { return dlsym(handle, name); }
 
 } // namespace locus::rt
 
+/// Never allocates, so never throws.
 extern "C" void *locus_kernel_abi_function(const char *name) {
   return name ? locus::rt::runtimeFunction(name) : nullptr;
 }

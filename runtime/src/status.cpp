@@ -69,9 +69,11 @@ const char *locus_status_message(locus_status_t status) {
 
 locus_status_t locus_status_create(locus_status_code_t code,
                                    const char *message) {
-  if (code == LOCUS_STATUS_OK)
-    return nullptr;
-  return locus::rt::makeStatus(code, "%s", message ? message : "");
+  LOCUS_GUARD({
+    if (code == LOCUS_STATUS_OK)
+      return nullptr;
+    return locus::rt::makeStatus(code, "%s", message ? message : "");
+  });
 }
 
 void locus_status_free(locus_status_t status) {
