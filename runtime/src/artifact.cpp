@@ -1,6 +1,7 @@
 // artifact.cpp - the artifact container: writing, and loading that never
 // trusts a byte before checking it.
 
+#include "guard.h"
 #include "status_impl.h"
 
 #include <cerrno>
@@ -169,16 +170,12 @@ locus_status_t parse(locus_artifact_s &a) {
 /// Takes `bytes` and checks them; the artifact, or a status and nothing.
 locus_status_t adopt(std::unique_ptr<unsigned char[]> bytes, size_t size,
                      locus_artifact_t **out_artifact) {
-  auto *artifact = new (std::nothrow) locus_artifact_s;
-  if (!artifact)
-    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "loading an artifact");
+  auto artifact = std::make_unique<locus_artifact_s>();
   artifact->bytes = std::move(bytes);
   artifact->size = size;
-  if (locus_status_t status = parse(*artifact)) {
-    delete artifact;
+  if (locus_status_t status = parse(*artifact))
     return status;
-  }
-  *out_artifact = artifact;
+  *out_artifact = artifact.release();
   return nullptr;
 }
 
@@ -199,113 +196,121 @@ locus_arch_t locus_host_arch(void) {
 locus_status_t locus_artifact_write(const char *path, locus_arch_t arch,
                                     const locus_section_t *sections,
                                     size_t count) {
-  if (!path || (count && !sections))
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_artifact_write: NULL argument");
-  if (count > kMaxSections || !std::strcmp(archName(arch), "unknown"))
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_artifact_write: %zu sections or architecture %d",
-                      count, static_cast<int>(arch));
-  for (size_t i = 0; i < count; ++i) {
-    if (!kindName(sections[i].kind) || (sections[i].size && !sections[i].data))
+  LOCUS_GUARD({
+    if (!path || (count && !sections))
       return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                        "locus_artifact_write: section %zu is invalid", i);
-    for (size_t j = 0; j < i; ++j)
-      if (sections[j].kind == sections[i].kind)
+                        "locus_artifact_write: NULL argument");
+    if (count > kMaxSections || !std::strcmp(archName(arch), "unknown"))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_artifact_write: %zu sections or architecture %d",
+                        count, static_cast<int>(arch));
+    for (size_t i = 0; i < count; ++i) {
+      if (!kindName(sections[i].kind) ||
+          (sections[i].size && !sections[i].data))
         return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                          "locus_artifact_write: two %s sections",
-                          kindName(sections[i].kind));
-  }
-  uint64_t offset = kHeaderSize + count * kEntrySize;
-  std::vector<uint64_t> offsets;
-  for (size_t i = 0; i < count; ++i) {
-    offset = (offset + kAlign - 1) / kAlign * kAlign;
-    offsets.push_back(offset);
-    offset += sections[i].size;
-  }
-  std::unique_ptr<unsigned char[]> buffer(
-      new (std::nothrow) unsigned char[offset]());
-  if (!buffer)
-    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
-                      "locus_artifact_write: %llu bytes",
-                      static_cast<unsigned long long>(offset));
-  unsigned char *b = buffer.get();
-  std::memcpy(b, kMagic, sizeof kMagic);
-  put32(b, kVersionAt, LOCUS_ARTIFACT_FORMAT_VERSION);
-  put32(b, kHeaderSizeAt, kHeaderSize);
-  put64(b, kFileSizeAt, offset);
-  put32(b, kCountAt, static_cast<uint32_t>(count));
-  put32(b, kArchAt, static_cast<uint32_t>(arch));
-  for (size_t i = 0; i < count; ++i) {
-    size_t e = kHeaderSize + i * kEntrySize;
-    put32(b, e, static_cast<uint32_t>(sections[i].kind));
-    put64(b, e + 8, offsets[i]);
-    put64(b, e + 16, sections[i].size);
-    if (sections[i].size)
-      std::memcpy(b + offsets[i], sections[i].data, sections[i].size);
-  }
-  put64(b, kChecksumAt, checksum(b, offset));
-  std::FILE *file = std::fopen(path, "wb");
-  if (!file)
-    return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot write %s: %s", path,
-                      std::strerror(errno));
-  bool ok = std::fwrite(b, 1, offset, file) == offset;
-  ok &= std::fclose(file) == 0;
-  return ok ? nullptr
-            : makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot write %s", path);
+                          "locus_artifact_write: section %zu is invalid", i);
+      for (size_t j = 0; j < i; ++j)
+        if (sections[j].kind == sections[i].kind)
+          return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                            "locus_artifact_write: two %s sections",
+                            kindName(sections[i].kind));
+    }
+    uint64_t offset = kHeaderSize + count * kEntrySize;
+    std::vector<uint64_t> offsets;
+    for (size_t i = 0; i < count; ++i) {
+      offset = (offset + kAlign - 1) / kAlign * kAlign;
+      offsets.push_back(offset);
+      offset += sections[i].size;
+    }
+    std::unique_ptr<unsigned char[]> buffer(
+        new (std::nothrow) unsigned char[offset]());
+    if (!buffer)
+      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                        "locus_artifact_write: %llu bytes",
+                        static_cast<unsigned long long>(offset));
+    unsigned char *b = buffer.get();
+    std::memcpy(b, kMagic, sizeof kMagic);
+    put32(b, kVersionAt, LOCUS_ARTIFACT_FORMAT_VERSION);
+    put32(b, kHeaderSizeAt, kHeaderSize);
+    put64(b, kFileSizeAt, offset);
+    put32(b, kCountAt, static_cast<uint32_t>(count));
+    put32(b, kArchAt, static_cast<uint32_t>(arch));
+    for (size_t i = 0; i < count; ++i) {
+      size_t e = kHeaderSize + i * kEntrySize;
+      put32(b, e, static_cast<uint32_t>(sections[i].kind));
+      put64(b, e + 8, offsets[i]);
+      put64(b, e + 16, sections[i].size);
+      if (sections[i].size)
+        std::memcpy(b + offsets[i], sections[i].data, sections[i].size);
+    }
+    put64(b, kChecksumAt, checksum(b, offset));
+    std::FILE *file = std::fopen(path, "wb");
+    if (!file)
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot write %s: %s", path,
+                        std::strerror(errno));
+    bool ok = std::fwrite(b, 1, offset, file) == offset;
+    ok &= std::fclose(file) == 0;
+    return ok ? nullptr
+              : makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot write %s", path);
+  });
 }
 
 locus_status_t locus_artifact_load_memory(const void *data, size_t size,
                                           locus_artifact_t **out_artifact) {
-  if (!out_artifact || (size && !data))
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_artifact_load_memory: NULL argument");
-  *out_artifact = nullptr;
-  std::unique_ptr<unsigned char[]> bytes(
-      new (std::nothrow) unsigned char[size ? size : 1]);
-  if (!bytes)
-    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
-                      "loading an artifact of %zu bytes", size);
-  if (size)
-    std::memcpy(bytes.get(), data, size);
-  return adopt(std::move(bytes), size, out_artifact);
+  LOCUS_GUARD({
+    if (!out_artifact || (size && !data))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_artifact_load_memory: NULL argument");
+    *out_artifact = nullptr;
+    std::unique_ptr<unsigned char[]> bytes(
+        new (std::nothrow) unsigned char[size ? size : 1]);
+    if (!bytes)
+      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                        "loading an artifact of %zu bytes", size);
+    if (size)
+      std::memcpy(bytes.get(), data, size);
+    return adopt(std::move(bytes), size, out_artifact);
+  });
 }
 
 locus_status_t locus_artifact_load(const char *path,
                                    locus_artifact_t **out_artifact) {
-  if (!path || !out_artifact)
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_artifact_load: NULL argument");
-  *out_artifact = nullptr;
-  std::FILE *file = std::fopen(path, "rb");
-  if (!file)
-    return makeStatus(errno == ENOENT ? LOCUS_STATUS_NOT_FOUND
-                                      : LOCUS_STATUS_UNAVAILABLE,
-                      "cannot open %s: %s", path, std::strerror(errno));
-  long size = -1;
-  if (std::fseek(file, 0, SEEK_END) == 0)
-    size = std::ftell(file);
-  if (size < 0 || std::fseek(file, 0, SEEK_SET) != 0) {
+  LOCUS_GUARD({
+    if (!path || !out_artifact)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_artifact_load: NULL argument");
+    *out_artifact = nullptr;
+    std::FILE *file = std::fopen(path, "rb");
+    if (!file)
+      return makeStatus(errno == ENOENT ? LOCUS_STATUS_NOT_FOUND
+                                        : LOCUS_STATUS_UNAVAILABLE,
+                        "cannot open %s: %s", path, std::strerror(errno));
+    long size = -1;
+    if (std::fseek(file, 0, SEEK_END) == 0)
+      size = std::ftell(file);
+    if (size < 0 || std::fseek(file, 0, SEEK_SET) != 0) {
+      std::fclose(file);
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot read %s", path);
+    }
+    std::unique_ptr<unsigned char[]> bytes(
+        new (std::nothrow) unsigned char[size ? size : 1]);
+    if (!bytes) {
+      std::fclose(file);
+      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "%s: %ld bytes", path,
+                        size);
+    }
+    size_t read = std::fread(bytes.get(), 1, size, file);
     std::fclose(file);
-    return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot read %s", path);
-  }
-  std::unique_ptr<unsigned char[]> bytes(
-      new (std::nothrow) unsigned char[size ? size : 1]);
-  if (!bytes) {
-    std::fclose(file);
-    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "%s: %ld bytes", path, size);
-  }
-  size_t read = std::fread(bytes.get(), 1, size, file);
-  std::fclose(file);
-  if (read != static_cast<size_t>(size))
-    return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot read %s", path);
-  locus_status_t status = adopt(std::move(bytes), size, out_artifact);
-  if (!status)
-    return nullptr;
-  locus_status_t named = makeStatus(locus_status_code(status), "%s: %s", path,
-                                    locus_status_message(status));
-  locus_status_free(status);
-  return named;
+    if (read != static_cast<size_t>(size))
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot read %s", path);
+    locus_status_t status = adopt(std::move(bytes), size, out_artifact);
+    if (!status)
+      return nullptr;
+    locus_status_t named = makeStatus(locus_status_code(status), "%s: %s", path,
+                                      locus_status_message(status));
+    locus_status_free(status);
+    return named;
+  });
 }
 
 void locus_artifact_release(locus_artifact_t *artifact) { delete artifact; }
@@ -317,18 +322,20 @@ locus_arch_t locus_artifact_arch(const locus_artifact_t *artifact) {
 locus_status_t locus_artifact_section(const locus_artifact_t *artifact,
                                       locus_section_kind_t kind,
                                       const void **out_data, size_t *out_size) {
-  if (!artifact || !out_data || !out_size)
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_artifact_section: NULL argument");
-  for (const auto &s : artifact->sections)
-    if (s.kind == static_cast<uint32_t>(kind)) {
-      *out_data = artifact->bytes.get() + s.offset;
-      *out_size = s.size;
-      return nullptr;
-    }
-  const char *name = kindName(kind);
-  return makeStatus(LOCUS_STATUS_NOT_FOUND, "the artifact has no %s section",
-                    name ? name : "such");
+  LOCUS_GUARD({
+    if (!artifact || !out_data || !out_size)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_artifact_section: NULL argument");
+    for (const auto &s : artifact->sections)
+      if (s.kind == static_cast<uint32_t>(kind)) {
+        *out_data = artifact->bytes.get() + s.offset;
+        *out_size = s.size;
+        return nullptr;
+      }
+    const char *name = kindName(kind);
+    return makeStatus(LOCUS_STATUS_NOT_FOUND, "the artifact has no %s section",
+                      name ? name : "such");
+  });
 }
 
 } // extern "C"

@@ -1,6 +1,7 @@
 // blas.cpp - matrix products for generated kernels: OpenBLAS's cblas_sgemm
 // when it can be loaded (dlopen, never linked), a blocked loop otherwise.
 
+#include "guard.h"
 #include "locus/abi.h"
 
 #include <dlfcn.h>
@@ -107,7 +108,10 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                             uintptr_t c, int64_t ldc, int64_t strideC) {
   if (batch <= 0 || m <= 0 || n <= 0)
     return; // nothing to compute
-  const Blas &impl = blas();
+  // Never throws: when finding the BLAS runs out of memory, the built-in
+  // loop computes the product (and the search is tried again next call).
+  static const Blas kNone{};
+  const Blas &impl = *locus::rt::guardValue(&kNone, [] { return &blas(); });
   // Generated code has the buffers' addresses as integers
   // (memref.extract_aligned_pointer_as_index); this is where they become
   // pointers again.
@@ -147,4 +151,8 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
   }
 }
 
-extern "C" const char *locus_blas_name(void) { return blas().name.c_str(); }
+/// Never throws: "unknown (out of memory)" when finding the BLAS ran out.
+extern "C" const char *locus_blas_name(void) {
+  return locus::rt::guardValue("unknown (out of memory)",
+                               [] { return blas().name.c_str(); });
+}

@@ -18,17 +18,17 @@ namespace locus::rt {
 
 namespace {
 
-void *runtimeFunction(const std::string &name) {
+void *runtimeFunction(const char *name) {
   const std::pair<const char *, void *> functions[] = {
-      {"locus_sgemm", reinterpret_cast<void *>(&locus_sgemm)},
-      {"memrefCopy", reinterpret_cast<void *>(&locus_memref_copy)},
-      {"locus_parallel_for", reinterpret_cast<void *>(&locus_parallel_for)},
-      {"locus_cuda_launch", reinterpret_cast<void *>(&locus_cuda_launch)},
-      {"locus_cuda_sgemm", reinterpret_cast<void *>(&locus_cuda_sgemm)},
-      {"locus_cuda_alloc", reinterpret_cast<void *>(&locus_cuda_alloc)},
-      {"locus_cuda_free", reinterpret_cast<void *>(&locus_cuda_free)}};
+      {LOCUS_ABI_SGEMM, reinterpret_cast<void *>(&locus_sgemm)},
+      {LOCUS_ABI_MEMREF_COPY, reinterpret_cast<void *>(&locus_memref_copy)},
+      {LOCUS_ABI_PARALLEL_FOR, reinterpret_cast<void *>(&locus_parallel_for)},
+      {LOCUS_ABI_CUDA_LAUNCH, reinterpret_cast<void *>(&locus_cuda_launch)},
+      {LOCUS_ABI_CUDA_SGEMM, reinterpret_cast<void *>(&locus_cuda_sgemm)},
+      {LOCUS_ABI_CUDA_ALLOC, reinterpret_cast<void *>(&locus_cuda_alloc)},
+      {LOCUS_ABI_CUDA_FREE, reinterpret_cast<void *>(&locus_cuda_free)}};
   for (const auto &[known, fn] : functions)
-    if (name == known)
+    if (std::strcmp(name, known) == 0)
       return fn;
   return nullptr;
 }
@@ -108,7 +108,7 @@ locus_status_t HostCode::load(const void *data, size_t size,
 
   // The CPU features the code was compiled for.
   if (auto *features = static_cast<const char *const *>(
-          code->symbol("__locus_cpu_features"))) {
+          code->symbol(LOCUS_ABI_CPU_FEATURES_SYMBOL))) {
     std::string list = *features, missing;
     for (size_t pos = 0; pos < list.size();) {
       size_t comma = list.find(',', pos);
@@ -122,7 +122,8 @@ locus_status_t HostCode::load(const void *data, size_t size,
                         "the host code needs CPU features this CPU lacks: %s "
                         "(compile with --cpu=x86-64 for older CPUs)",
                         missing.c_str());
-    auto *cpu = static_cast<const char *const *>(code->symbol("__locus_cpu"));
+    auto *cpu =
+        static_cast<const char *const *>(code->symbol(LOCUS_ABI_CPU_SYMBOL));
     note = "AOT host code for " + std::string(cpu ? *cpu : "x86-64");
     if (!list.empty())
       note += ", which needs " + list;
@@ -130,13 +131,13 @@ locus_status_t HostCode::load(const void *data, size_t size,
     note = "AOT host code";
   }
   for (const std::string &name : imports) {
-    void *fn = runtimeFunction(name);
+    void *fn = runtimeFunction(name.c_str());
     if (!fn)
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                         "the host code calls %s, which this runtime lacks",
                         name.c_str());
-    auto *slot =
-        static_cast<void **>(code->symbol(("__locus_import_" + name).c_str()));
+    auto *slot = static_cast<void **>(
+        code->symbol((LOCUS_ABI_IMPORT_PREFIX + name).c_str()));
     if (!slot)
       return makeStatus(LOCUS_STATUS_DATA_LOSS,
                         "the host code has no import slot for %s",
@@ -156,6 +157,7 @@ void *HostCode::symbol(const char *name) const { return dlsym(handle, name); }
 
 } // namespace locus::rt
 
+/// Never allocates, so never throws.
 extern "C" void *locus_kernel_abi_function(const char *name) {
   return name ? locus::rt::runtimeFunction(name) : nullptr;
 }

@@ -13,8 +13,8 @@ namespace locus::rt {
 /// A shared object the compiler linked from the kernels' object code, loaded
 /// from the artifact's bytes (through a memfd, never a file on disk). The
 /// runtime functions the code calls (`imports`) are bound through the
-/// object's import slots, `__locus_import_<name>`, so it needs nothing of
-/// the process but libc and libm.
+/// object's import slots (LOCUS_ABI_IMPORT_PREFIX and the name), so it needs
+/// nothing of the process but libc and libm.
 class HostCode {
 public:
   static locus_status_t load(const void *data, size_t size,

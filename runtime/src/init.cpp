@@ -1,5 +1,6 @@
 // init.cpp - the deterministic initialisers behind #locus.init<...>.
 
+#include "guard.h"
 #include "status_impl.h"
 
 #include <cmath>
@@ -20,38 +21,40 @@ uint64_t mix(uint64_t z) {
 extern "C" locus_status_t locus_init_fill(locus_init_kind_t kind, double a,
                                           double b, uint64_t seed, size_t count,
                                           float *out_values) {
-  if (count > 0 && !out_values)
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_init_fill: out_values is NULL for %zu values",
-                      count);
-  if (!std::isfinite(a) || !std::isfinite(b))
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_init_fill: bounds must be finite");
-  switch (kind) {
-  case LOCUS_INIT_FULL:
-    for (size_t i = 0; i < count; ++i)
-      out_values[i] = static_cast<float>(a);
-    return nullptr;
-  case LOCUS_INIT_UNIFORM: {
-    if (a > b)
+  LOCUS_GUARD({
+    if (count > 0 && !out_values)
       return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                        "locus_init_fill: uniform(%g, %g) has a > b", a, b);
-    const float high = static_cast<float>(b);
-    for (size_t i = 0; i < count; ++i) {
-      uint64_t bits = mix(seed + (i + 1) * 0x9E3779B97F4A7C15ULL);
-      double u = static_cast<double>(bits >> 40) * 0x1.0p-24;
-      float value = static_cast<float>(a + (b - a) * u);
-      // Rounding to f32 can reach b; keep the interval half-open.
-      if (value >= high && a < b)
-        value = std::nextafter(high, -INFINITY);
-      out_values[i] = value;
+                        "locus_init_fill: out_values is NULL for %zu values",
+                        count);
+    if (!std::isfinite(a) || !std::isfinite(b))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_init_fill: bounds must be finite");
+    switch (kind) {
+    case LOCUS_INIT_FULL:
+      for (size_t i = 0; i < count; ++i)
+        out_values[i] = static_cast<float>(a);
+      return nullptr;
+    case LOCUS_INIT_UNIFORM: {
+      if (a > b)
+        return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                          "locus_init_fill: uniform(%g, %g) has a > b", a, b);
+      const float high = static_cast<float>(b);
+      for (size_t i = 0; i < count; ++i) {
+        uint64_t bits = mix(seed + (i + 1) * 0x9E3779B97F4A7C15ULL);
+        double u = static_cast<double>(bits >> 40) * 0x1.0p-24;
+        float value = static_cast<float>(a + (b - a) * u);
+        // Rounding to f32 can reach b; keep the interval half-open.
+        if (value >= high && a < b)
+          value = std::nextafter(high, -INFINITY);
+        out_values[i] = value;
+      }
+      return nullptr;
     }
-    return nullptr;
-  }
-  case LOCUS_INIT_KIND_MAX_ENUM:
-    break;
-  }
-  return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                    "locus_init_fill: unknown initialiser kind %d",
-                    static_cast<int>(kind));
+    case LOCUS_INIT_KIND_MAX_ENUM:
+      break;
+    }
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                      "locus_init_fill: unknown initialiser kind %d",
+                      static_cast<int>(kind));
+  });
 }

@@ -1,9 +1,10 @@
 // kernel_abi.cpp - support functions for generated kernels.
 
+#include "guard.h"
 #include "locus/abi.h"
 
 #include <cstring>
-#include <vector>
+#include <memory>
 
 namespace {
 
@@ -14,11 +15,10 @@ struct Descriptor {
   int64_t sizesAndStrides[]; // sizes[rank], then strides[rank]
 };
 
-} // namespace
+constexpr int64_t kStackRank = 32;
 
-extern "C" void locus_memref_copy(int64_t elementSize,
-                                  locus_unranked_memref_t *src,
-                                  locus_unranked_memref_t *dst) {
+void memrefCopy(int64_t elementSize, locus_unranked_memref_t *src,
+                locus_unranked_memref_t *dst) {
   const int64_t rank = src->rank;
   auto *s = static_cast<Descriptor *>(src->descriptor);
   auto *d = static_cast<Descriptor *>(dst->descriptor);
@@ -35,7 +35,12 @@ extern "C" void locus_memref_copy(int64_t elementSize,
     if (sizes[i] == 0)
       return;
   // Odometer over the index space; the innermost dimension moves fastest.
-  std::vector<int64_t> index(rank, 0);
+  // On the stack for any rank MLIR makes in practice: no allocation.
+  int64_t small[kStackRank] = {};
+  std::unique_ptr<int64_t[]> large;
+  if (rank > kStackRank)
+    large.reset(new int64_t[static_cast<size_t>(rank)]());
+  int64_t *index = large ? large.get() : small;
   int64_t fromOffset = 0, toOffset = 0;
   while (true) {
     std::memcpy(to + toOffset * elementSize, from + fromOffset * elementSize,
@@ -54,4 +59,14 @@ extern "C" void locus_memref_copy(int64_t elementSize,
     if (dim < 0)
       return;
   }
+}
+
+} // namespace
+
+/// Never throws: out of memory for the index of a rank above 32 leaves
+/// `dst` unwritten (no kernel this compiler makes has such a rank).
+extern "C" void locus_memref_copy(int64_t elementSize,
+                                  locus_unranked_memref_t *src,
+                                  locus_unranked_memref_t *dst) {
+  locus::rt::guardVoid([&] { memrefCopy(elementSize, src, dst); });
 }

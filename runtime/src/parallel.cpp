@@ -6,6 +6,7 @@
 // briefly between jobs (a kernel runs several loops back to back) and then
 // sleep on a condition variable, so an idle runtime costs nothing.
 
+#include "guard.h"
 #include "locus/abi.h"
 
 #include <algorithm>
@@ -61,9 +62,15 @@ private:
       if (want >= 1)
         cores = static_cast<unsigned>(want);
     }
-    workers_ = cores - 1;
-    for (unsigned i = 0; i < workers_; ++i)
-      std::thread([this, i] { loop(i + 1); }).detach();
+    // Fewer workers when a thread cannot be made (std::system_error) or
+    // memory runs out; none of them runs a job before the pool is made.
+    unsigned made = 0;
+    try {
+      for (; made + 1 < cores; ++made)
+        std::thread([this, made] { loop(made + 1); }).detach();
+    } catch (...) {
+    }
+    workers_ = made;
   }
 
   /// Range `index` of the current job: [0, n) in equal parts, one per thread.
@@ -111,9 +118,26 @@ private:
 
 } // namespace
 
-extern "C" void locus_parallel_for(locus_parallel_body_t body, void *args,
-                                   int64_t n) {
-  Pool::get().run(body, args, n);
+namespace {
+
+/// The pool; null when it cannot be made (out of memory), and then the
+/// caller runs everything (making it is tried again next time).
+Pool *pool() noexcept {
+  return locus::rt::guardValue<Pool *>(nullptr, [] { return &Pool::get(); });
 }
 
-extern "C" int locus_parallel_threads(void) { return Pool::get().threads(); }
+} // namespace
+
+/// Never throws: without a pool the calling thread runs every range.
+extern "C" void locus_parallel_for(locus_parallel_body_t body, void *args,
+                                   int64_t n) {
+  if (Pool *p = pool())
+    p->run(body, args, n);
+  else if (n > 0)
+    body(args, 0, n);
+}
+
+extern "C" int locus_parallel_threads(void) {
+  Pool *p = pool();
+  return p ? p->threads() : 1;
+}

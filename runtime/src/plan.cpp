@@ -90,8 +90,8 @@ bool readCommands(Reader &r, std::vector<PlanCommand> &out) {
     c.op = r.u8();
     switch (c.op) {
     case LOCUS_PLAN_LAUNCH: {
-      c.a = r.u32();
-      c.b = r.u32();
+      c.kernel = r.u32();
+      c.results = r.u32();
       uint32_t args = r.count(4);
       c.args.resize(args);
       for (uint32_t &a : c.args)
@@ -99,10 +99,13 @@ bool readCommands(Reader &r, std::vector<PlanCommand> &out) {
       break;
     }
     case LOCUS_PLAN_COPY:
+      c.src = r.u32();
+      c.dst = r.u32();
+      break;
     case LOCUS_PLAN_RECORD:
     case LOCUS_PLAN_WAIT:
-      c.a = r.u32();
-      c.b = r.u32();
+      c.device = r.u32();
+      c.event = r.u32();
       break;
     default:
       return false;
@@ -245,11 +248,12 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
     for (const PlanCommand &c : phase ? plan.step : plan.load) {
       switch (c.op) {
       case LOCUS_PLAN_LAUNCH: {
-        if (phase == 0 || c.a >= plan.kernels.size() || c.b > c.args.size())
+        if (phase == 0 || c.kernel >= plan.kernels.size() ||
+            c.results > c.args.size())
           FAIL("the plan is damaged (a launch)");
         for (size_t i = 0; i < c.args.size(); ++i) {
           const PlanBuffer *b = buffer(c.args[i]);
-          bool writes = i >= c.args.size() - c.b;
+          bool writes = i >= c.args.size() - c.results;
           if (!b || (writes && b->kind != LOCUS_PLAN_ACTIVATION &&
                      b->kind != LOCUS_PLAN_STATE))
             FAIL("the plan is damaged (a launch's buffers)");
@@ -257,7 +261,7 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
         break;
       }
       case LOCUS_PLAN_COPY: {
-        const PlanBuffer *src = buffer(c.a), *dst = buffer(c.b);
+        const PlanBuffer *src = buffer(c.src), *dst = buffer(c.dst);
         bool writable = phase ? dst && (dst->kind == LOCUS_PLAN_ACTIVATION ||
                                         dst->kind == LOCUS_PLAN_STATE)
                               : dst && dst->kind == LOCUS_PLAN_PERSISTENT;
@@ -268,7 +272,7 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
         break;
       }
       default:
-        if (c.a >= plan.devices.size() || c.b >= plan.events)
+        if (c.device >= plan.devices.size() || c.event >= plan.events)
           FAIL("the plan is damaged (an event)");
       }
     }

@@ -2,8 +2,8 @@
 #ifndef LOCUS_RUNTIME_PLAN_H
 #define LOCUS_RUNTIME_PLAN_H
 
-#include "locus/locus_runtime.h"
 #include "locus/abi.h"
+#include "locus/locus_runtime.h"
 
 #include <cstdint>
 #include <string>
@@ -33,11 +33,15 @@ struct PlanBuffer {
   std::vector<unsigned char> data;
 };
 
+/// One command. The format stores two u32 fields whose meaning depends on
+/// `op` (locus/abi.h); the reader puts them in the named fields of that op
+/// and leaves the others 0.
 struct PlanCommand {
   uint8_t op;
-  uint32_t a = 0, b = 0; // launch: kernel, result count; copy: src, dst;
-                         // record/wait: device, event
-  std::vector<uint32_t> args;
+  uint32_t kernel = 0, results = 0; // LAUNCH: kernel number, result count
+  uint32_t src = 0, dst = 0;        // COPY: source and destination buffers
+  uint32_t device = 0, event = 0;   // RECORD, WAIT: device and event numbers
+  std::vector<uint32_t> args;       // LAUNCH: reads, then `results` results
 };
 
 struct PlanKernel {

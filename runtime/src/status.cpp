@@ -1,9 +1,11 @@
 // status.cpp - locus_status_t: a code and a message, NULL for success.
 
+#include "guard.h"
 #include "status_impl.h"
 
 #include <cstdarg>
 #include <cstdio>
+#include <exception>
 #include <new>
 #include <string>
 
@@ -19,7 +21,8 @@ namespace locus::rt {
 static locus_status_s kOutOfMemory{LOCUS_STATUS_OUT_OF_MEMORY,
                                    "out of memory while reporting an error"};
 
-locus_status_t makeStatus(locus_status_code_t code, const char *format, ...) {
+locus_status_t makeStatus(locus_status_code_t code, const char *format,
+                          ...) noexcept {
   char buffer[1024];
   va_list args;
   va_start(args, format);
@@ -29,8 +32,27 @@ locus_status_t makeStatus(locus_status_code_t code, const char *format, ...) {
   if (!status)
     return &kOutOfMemory;
   status->code = code;
-  status->message = buffer;
+  try {
+    status->message = buffer;
+  } catch (...) {
+    delete status;
+    return &kOutOfMemory;
+  }
   return status;
+}
+
+locus_status_t statusOfException(const char *entry) noexcept {
+  try {
+    throw;
+  } catch (const std::bad_alloc &) {
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "%s: out of memory", entry);
+  } catch (const std::exception &e) {
+    return makeStatus(LOCUS_STATUS_INTERNAL, "%s: internal error: %s", entry,
+                      e.what());
+  } catch (...) {
+    return makeStatus(LOCUS_STATUS_INTERNAL,
+                      "%s: internal error (an unknown exception)", entry);
+  }
 }
 
 } // namespace locus::rt
@@ -47,9 +69,11 @@ const char *locus_status_message(locus_status_t status) {
 
 locus_status_t locus_status_create(locus_status_code_t code,
                                    const char *message) {
-  if (code == LOCUS_STATUS_OK)
-    return nullptr;
-  return locus::rt::makeStatus(code, "%s", message ? message : "");
+  LOCUS_GUARD({
+    if (code == LOCUS_STATUS_OK)
+      return nullptr;
+    return locus::rt::makeStatus(code, "%s", message ? message : "");
+  });
 }
 
 void locus_status_free(locus_status_t status) {

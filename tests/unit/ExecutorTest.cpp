@@ -76,9 +76,11 @@ public:
 
 /// x (cpu) -> copy to cuda:0 -> add w (state on cuda:0) -> copy back -> y.
 /// `foreign` launches the kernel on the cpu input directly instead.
-/// `skipRecord` leaves out the first event's record.
+/// `skipRecord` leaves out the first event's record. `seedAt`, when given,
+/// is set to the offset of w's seed (8 bytes a full() initialiser ignores).
 std::vector<uint8_t> makePlan(bool foreign = false, bool skipRecord = false,
-                              uint32_t version = LOCUS_PLAN_VERSION) {
+                              uint32_t version = LOCUS_PLAN_VERSION,
+                              size_t *seedAt = nullptr) {
   PlanWriter w;
   w.u32(LOCUS_PLAN_MAGIC);
   w.u32(version);
@@ -96,6 +98,8 @@ std::vector<uint8_t> makePlan(bool foreign = false, bool skipRecord = false,
   w.u8(0);                                // full(2.0)
   w.f64(2.0);
   w.f64(2.0);
+  if (seedAt)
+    *seedAt = w.bytes.size();
   w.u64(0);
   w.u64(128); // arenas
   w.u64(128);
@@ -268,35 +272,72 @@ TEST(Executor, AnotherPlanVersionIsUnavailable) {
 // Every truncation and every single-byte change of the plan either fails to
 // load with a status or loads and runs (a changed initial value is still a
 // valid plan; the artifact's checksum is what catches damage). Nothing
-// crashes, under ASan too.
+// crashes, under ASan too. Which outcome each change must have: every
+// truncation and every change to the magic is DATA_LOSS, every change to
+// the version UNAVAILABLE, and every change to the seed (which full()
+// ignores) still loads and runs to the same result.
 TEST(Executor, EveryDamagedPlanFailsCleanlyOrRuns) {
-  std::vector<uint8_t> plan = makePlan();
+  size_t seedAt = 0;
+  std::vector<uint8_t> plan =
+      makePlan(false, false, LOCUS_PLAN_VERSION, &seedAt);
+  ASSERT_GT(seedAt, 8u);
   float x[4] = {1, 2, 3, 4};
   size_t loaded = 0, rejected = 0;
-  auto attempt = [&](const std::vector<uint8_t> &bytes) {
+  enum Outcome { kRejected, kRunFailed, kRan };
+  /// Loads and runs `bytes`; `code` is the load's status code, `ok` whether
+  /// the run's result is y = x + 2.
+  auto attempt = [&](const std::vector<uint8_t> &bytes,
+                     locus_status_code_t &code, bool &ok) {
     Loaded m;
+    ok = false;
     if (locus_status_t s = load(bytes, m)) {
       ++rejected;
+      code = locus_status_code(s);
+      EXPECT_NE(code, LOCUS_STATUS_OK);
+      EXPECT_EQ(m.model, nullptr);
       locus_status_free(s);
-      return;
+      return kRejected;
     }
     ++loaded;
+    code = LOCUS_STATUS_OK;
     float y[4] = {};
     if (locus_status_t s = runOnce(m.model, x, y)) {
+      EXPECT_NE(std::string(locus_status_message(s)), "");
       locus_status_free(s);
-      return;
+      return kRunFailed;
     }
+    ok = true;
+    for (int i = 0; i < 4; ++i)
+      ok &= y[i] == x[i] + 2;
+    return kRan;
   };
-  for (size_t n = 0; n < plan.size(); ++n)
-    attempt(std::vector<uint8_t>(plan.begin(), plan.begin() + n));
+  locus_status_code_t code;
+  bool ok = false;
+  for (size_t n = 0; n < plan.size(); ++n) {
+    EXPECT_EQ(
+        attempt(std::vector<uint8_t>(plan.begin(), plan.begin() + n), code, ok),
+        kRejected)
+        << "truncated to " << n;
+    EXPECT_EQ(code, LOCUS_STATUS_DATA_LOSS) << "truncated to " << n;
+  }
   for (size_t i = 0; i < plan.size(); ++i)
     for (uint8_t mask : {0x01, 0x80, 0xFF}) {
       std::vector<uint8_t> bytes = plan;
       bytes[i] ^= mask;
-      attempt(bytes);
+      Outcome outcome = attempt(bytes, code, ok);
+      std::string where =
+          "byte " + std::to_string(i) + " ^ " + std::to_string(mask);
+      if (i < 4) {
+        EXPECT_EQ(code, LOCUS_STATUS_DATA_LOSS) << where;
+      } else if (i < 8) {
+        EXPECT_EQ(code, LOCUS_STATUS_UNAVAILABLE) << where;
+      } else if (i >= seedAt && i < seedAt + 8) {
+        EXPECT_EQ(outcome, kRan) << where;
+        EXPECT_TRUE(ok) << where;
+      }
     }
-  EXPECT_EQ(rejected + loaded, plan.size() * 4);
   EXPECT_GT(rejected, plan.size()); // every truncation, and more
+  EXPECT_GE(loaded, 8u * 3);        // every change to the seed, and more
 }
 
 TEST(Executor, ContextsRunFromManyThreadsAtOnce) {

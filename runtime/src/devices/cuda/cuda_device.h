@@ -1,10 +1,10 @@
-// cuda.h - the `cuda` device: NVIDIA GPUs through the driver API and
+// cuda_device.h - the `cuda` device: NVIDIA GPUs through the driver API and
 // cuBLAS, both loaded with dlopen, so a binary starts and runs on the CPU
 // where there is no driver.
 #ifndef LOCUS_RUNTIME_CUDA_H
 #define LOCUS_RUNTIME_CUDA_H
 
-#include "device.h"
+#include "devices/device.h"
 
 #include <memory>
 #include <string>

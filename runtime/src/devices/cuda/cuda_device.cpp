@@ -1,7 +1,8 @@
-// cuda.cpp - the `cuda` device.
+// cuda_device.cpp - the `cuda` device.
 //
-// The driver API and cuBLAS come from dlopen (TOOLCHAIN.md: linking the
-// driver stub makes a binary fail to start where there is no driver). One
+// The driver API and cuBLAS come from dlopen, never from linking: a binary
+// linked against the driver (or its stub libcuda.so) fails to start on a
+// machine without one, and the runtime must run on the CPU there. One
 // device object per model and GPU holds:
 //   - the GPU's primary context, made current on each calling thread;
 //   - the PTX modules of the artifact, loaded once (cuModuleLoadData wants
@@ -20,8 +21,9 @@
 // driver reports the context as lost (e.g. an illegal address), every later
 // call on this device fails with the first error instead of running.
 
-#include "cuda.h"
+#include "devices/cuda/cuda_device.h"
 
+#include "guard.h"
 #include "locus/abi.h"
 #include "status_impl.h"
 
@@ -466,6 +468,12 @@ public:
     current = this;
     launcher(buffers);
     current = nullptr;
+    if (kept_) { // an exception in a locus_cuda_* call of the launcher
+      locus_status_t s = kept_;
+      kept_ = nullptr;
+      pending_.clear();
+      return s;
+    }
     if (!pending_.empty()) {
       std::string what = std::move(pending_);
       pending_.clear();
@@ -611,6 +619,15 @@ public:
       return nullptr;
     }
     return addressToPointer(p);
+  }
+
+  /// Keeps the status of an exception in a locus_cuda_* call (the first
+  /// one): the launch in progress returns it.
+  void keep(locus_status_t status) noexcept {
+    if (kept_)
+      locus_status_free(status);
+    else
+      kept_ = status;
   }
 
   void free(void *p) {
@@ -761,9 +778,10 @@ private:
   std::vector<std::string> kernelNames_;
   mutable std::recursive_mutex mutex_;
   std::vector<Range> ranges_;
-  std::vector<void *> params_; // scratch: a launch's parameter pointers
-  std::string lost_;           // why the context is unusable
-  std::string pending_;        // the first error of the launch in progress
+  std::vector<void *> params_;    // scratch: a launch's parameter pointers
+  std::string lost_;              // why the context is unusable
+  std::string pending_;           // the first error of the launch in progress
+  locus_status_t kept_ = nullptr; // the first exception of that launch
   locus_status_code_t pendingCode_ = LOCUS_STATUS_INTERNAL;
 };
 
@@ -807,17 +825,31 @@ std::unique_ptr<Device> makeCudaDevice(int ordinal, const void *ptx,
 
 using locus::rt::current;
 
+namespace {
+
+/// Runs `body` on the device of the launch in progress. Never throws: the
+/// status of an exception is kept and returned by that launch.
+template <typename Body> void onCurrent(const char *entry, Body &&body) {
+  if (!current)
+    std::abort(); // only launchers call this, and only inside launch()
+  locus::rt::guardVoid(
+      entry, [&] { body(*current); },
+      [](locus_status_t s) { current->keep(s); });
+}
+
+} // namespace
+
 extern "C" {
 
 void locus_cuda_launch(int64_t kernel, int64_t gx, int64_t gy, int64_t gz,
                        int64_t bx, int64_t by, int64_t bz, int64_t shared,
                        int64_t args, int64_t count) {
-  if (!current)
-    std::abort(); // only launchers call this, and only inside launch()
-  int64_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  current->kernel(
-      kernel, grid, block, shared,
-      locus::rt::addressToPointer<int64_t>(static_cast<uint64_t>(args)), count);
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    int64_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    d.kernel(kernel, grid, block, shared,
+             locus::rt::addressToPointer<int64_t>(static_cast<uint64_t>(args)),
+             count);
+  });
 }
 
 void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -825,22 +857,21 @@ void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                       int32_t trans_a, uintptr_t b, int64_t ldb,
                       int64_t stride_b, int32_t trans_b, float beta,
                       uintptr_t c, int64_t ldc, int64_t stride_c) {
-  if (!current)
-    std::abort();
-  current->sgemm(batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
-                 trans_b, beta, c, ldc, stride_c);
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    d.sgemm(batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
+            trans_b, beta, c, ldc, stride_c);
+  });
 }
 
+/// NULL, and the launch fails, on an exception too.
 void *locus_cuda_alloc(size_t bytes) {
-  if (!current)
-    std::abort();
-  return current->alloc(bytes);
+  void *p = nullptr;
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) { p = d.alloc(bytes); });
+  return p;
 }
 
 void locus_cuda_free(void *p) {
-  if (!current)
-    std::abort();
-  current->free(p);
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) { d.free(p); });
 }
 
 } // extern "C"

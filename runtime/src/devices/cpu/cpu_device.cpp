@@ -1,6 +1,7 @@
-// device.cpp - the host-memory devices: cpu and sim.
+// cpu_device.cpp - the `cpu` device, and the host-memory device it shares
+// with `sim`.
 
-#include "device.h"
+#include "devices/cpu/host_device.h"
 
 #include "status_impl.h"
 
@@ -11,13 +12,6 @@
 #include <new>
 
 namespace locus::rt {
-
-locus_status_t Device::beginCapture() {
-  return makeStatus(LOCUS_STATUS_UNAVAILABLE, "%s cannot capture graphs",
-                    name().c_str());
-}
-locus_status_t Device::endCapture(void **) { return beginCapture(); }
-locus_status_t Device::replay(void *) { return beginCapture(); }
 
 HostDevice::~HostDevice() {
   for (const Range &r : ranges_)
@@ -98,11 +92,8 @@ locus_status_t HostDevice::launch(KernelFn kernel, void *const *buffers) {
   return nullptr;
 }
 
-std::unique_ptr<Device> makeDevice(const std::string &target) {
-  if (target != "cpu" && target != "sim")
-    return nullptr;
-  return std::unique_ptr<Device>(new (std::nothrow)
-                                     HostDevice(target, target == "sim"));
+std::unique_ptr<Device> makeCpuDevice() {
+  return std::make_unique<HostDevice>("cpu");
 }
 
 } // namespace locus::rt

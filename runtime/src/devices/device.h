@@ -1,18 +1,18 @@
-// device.h - what the executor needs of a device.
+// device.h - what the executor needs of a device: the one interface every
+// device implements.
 //
 // The executor never touches device memory itself: it asks the device that
 // owns it to allocate, copy, launch, and move bytes to and from the host.
-// `cpu` and `sim` keep their memory on the host (HostDevice); the CUDA
-// device (issue 5) implements the same interface with the driver API.
+// One folder per device: devices/cpu (host memory, HostDevice), devices/sim
+// (host memory standing in for a GPU) and devices/cuda (the driver API).
+// tests/unit/DeviceConformanceTest.cpp holds every device to this contract.
 #ifndef LOCUS_RUNTIME_DEVICE_H
 #define LOCUS_RUNTIME_DEVICE_H
 
 #include "locus/locus_runtime.h"
 
 #include <memory>
-#include <shared_mutex>
 #include <string>
-#include <vector>
 
 namespace locus::rt {
 
@@ -70,40 +70,8 @@ private:
   std::string name_;
 };
 
-/// A device whose memory is host memory: `cpu`, and `sim`, which stands in
-/// for a GPU. Both keep a table of their allocations, against which `owns`
-/// checks every buffer of every launch.
-class HostDevice : public Device {
-public:
-  HostDevice(std::string name, bool simulated)
-      : Device(std::move(name)), simulated_(simulated) {}
-  ~HostDevice() override;
-
-  bool simulated() const override { return simulated_; }
-  void *allocate(size_t bytes) override;
-  void release(void *p) override;
-  bool owns(const void *p, size_t bytes) const override;
-  locus_status_t copyFrom(Device &from, const void *src, void *dst,
-                          size_t bytes) override;
-  locus_status_t upload(const void *host, void *dst, size_t bytes) override;
-  locus_status_t download(const void *src, void *host, size_t bytes) override;
-  locus_status_t launch(KernelFn kernel, void *const *buffers) override;
-
-private:
-  struct Range {
-    const char *begin, *end;
-    void *raw; // what calloc returned
-    bool operator<(const Range &o) const {
-      return begin < o.begin || (begin == o.begin && end < o.end);
-    }
-  };
-  bool simulated_;
-  mutable std::shared_mutex mutex_;
-  std::vector<Range> ranges_;
-};
-
-/// The device for a target name ("cpu" or "sim"); null for others
-/// (cuda.h makes CUDA devices).
+/// The device for a target name: "cpu" or "sim" (devices/cpu, devices/sim);
+/// null for others (devices/cuda/cuda_device.h makes CUDA devices).
 std::unique_ptr<Device> makeDevice(const std::string &target);
 
 } // namespace locus::rt

@@ -1,15 +1,16 @@
-// devices.cpp - which devices this machine has.
+// probe.cpp - which devices this machine has (locus_device_probe).
 //
 // CUDA is looked up at run time: dlopen("libcuda.so.1") and the few driver
 // entry points needed to count and name devices. A binary that never links the
 // driver starts everywhere and reports why CUDA is absent.
 
+#include "guard.h"
 #include "status_impl.h"
 
 #include <dlfcn.h>
 
 #include <cstring>
-#include <new>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,23 +97,22 @@ void probeCuda(std::vector<locus_device_info_t> &devices, std::string &note) {
 extern "C" {
 
 locus_status_t locus_device_probe(locus_device_report_t **out_report) {
-  if (!out_report)
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_device_probe: out_report is NULL");
-  *out_report = nullptr;
-  auto *report = new (std::nothrow) locus_device_report_s;
-  if (!report)
-    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
-                      "locus_device_probe: out of memory");
-  locus_device_info_t cpu{};
-  cpu.kind = LOCUS_DEVICE_CPU;
-  cpu.index = 0;
-  setName(cpu, "cpu (" + std::to_string(std::thread::hardware_concurrency()) +
-                   " threads)");
-  report->devices.push_back(cpu);
-  probeCuda(report->devices, report->cudaNote);
-  *out_report = report;
-  return nullptr;
+  LOCUS_GUARD({
+    if (!out_report)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_device_probe: out_report is NULL");
+    *out_report = nullptr;
+    auto report = std::make_unique<locus_device_report_s>();
+    locus_device_info_t cpu{};
+    cpu.kind = LOCUS_DEVICE_CPU;
+    cpu.index = 0;
+    setName(cpu, "cpu (" + std::to_string(std::thread::hardware_concurrency()) +
+                     " threads)");
+    report->devices.push_back(cpu);
+    probeCuda(report->devices, report->cudaNote);
+    *out_report = report.release();
+    return nullptr;
+  });
 }
 
 void locus_device_report_release(locus_device_report_t *report) {
@@ -126,15 +126,17 @@ size_t locus_device_report_count(const locus_device_report_t *report) {
 locus_status_t locus_device_report_get(const locus_device_report_t *report,
                                        size_t i,
                                        locus_device_info_t *out_info) {
-  if (!report || !out_info)
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_device_report_get: NULL argument");
-  if (i >= report->devices.size())
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "locus_device_report_get: device %zu of %zu", i,
-                      report->devices.size());
-  *out_info = report->devices[i];
-  return nullptr;
+  LOCUS_GUARD({
+    if (!report || !out_info)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_device_report_get: NULL argument");
+    if (i >= report->devices.size())
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_device_report_get: device %zu of %zu", i,
+                        report->devices.size());
+    *out_info = report->devices[i];
+    return nullptr;
+  });
 }
 
 const char *locus_device_report_cuda_note(const locus_device_report_t *report) {

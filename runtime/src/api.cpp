@@ -1,0 +1,204 @@
+// api.cpp - the C API's entry points for models and contexts: argument
+// checks, then the work in loader.cpp, model.cpp, context.cpp and
+// batch_runner.cpp, each through an exception guard (guard.h).
+
+#include "guard.h"
+#include "model.h"
+#include "status_impl.h"
+
+using namespace locus::rt;
+
+namespace {
+
+/// Loads an artifact and a model from it; the artifact goes either way.
+template <typename LoadArtifact>
+locus_status_t loadWith(LoadArtifact loadArtifact,
+                        const locus_model_options_t *options,
+                        locus_model_t **out_model) {
+  locus_artifact_t *artifact = nullptr;
+  if (locus_status_t s = loadArtifact(&artifact))
+    return s;
+  struct Release {
+    locus_artifact_t *a;
+    ~Release() { locus_artifact_release(a); }
+  } release{artifact};
+  return loadModel(artifact, options, out_model);
+}
+
+bool badRole(locus_tensor_role_t role) { return role > LOCUS_TENSOR_STATE; }
+
+} // namespace
+
+extern "C" {
+
+locus_status_t locus_model_load_memory(const void *data, size_t size,
+                                       const locus_model_options_t *options,
+                                       locus_model_t **out_model) {
+  LOCUS_GUARD({
+    if (!out_model)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "out_model is NULL");
+    *out_model = nullptr;
+    return loadWith(
+        [&](locus_artifact_t **a) {
+          return locus_artifact_load_memory(data, size, a);
+        },
+        options, out_model);
+  });
+}
+
+locus_status_t locus_model_load(const char *path,
+                                const locus_model_options_t *options,
+                                locus_model_t **out_model) {
+  LOCUS_GUARD({
+    if (!out_model)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "out_model is NULL");
+    *out_model = nullptr;
+    return loadWith(
+        [&](locus_artifact_t **a) { return locus_artifact_load(path, a); },
+        options, out_model);
+  });
+}
+
+locus_status_t locus_model_create_from_plan(
+    const void *plan, size_t plan_size, const void *cuda_kernels,
+    size_t cuda_kernels_size, locus_symbol_resolver_t resolve, void *user_data,
+    const locus_model_options_t *options, locus_model_t **out_model) {
+  LOCUS_GUARD({
+    if (!out_model || !resolve || (!plan && plan_size))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "plan, resolve and out_model must not be NULL");
+    *out_model = nullptr;
+    return createModelFromPlan(plan, plan_size, cuda_kernels, cuda_kernels_size,
+                               resolve, user_data, options, out_model);
+  });
+}
+
+/// Never throws: the profile, if any, is lost on an exception.
+void locus_model_release(locus_model_t *model) {
+  guardVoid([&] { delete model; });
+}
+
+size_t locus_model_tensor_count(const locus_model_t *model,
+                                locus_tensor_role_t role) {
+  if (!model || badRole(role))
+    return 0;
+  return infos(*model, role).size();
+}
+
+locus_status_t locus_model_tensor_info(const locus_model_t *model,
+                                       locus_tensor_role_t role, size_t index,
+                                       locus_tensor_info_t *out_info) {
+  LOCUS_GUARD({
+    if (!model || !out_info || badRole(role) ||
+        index >= infos(*model, role).size())
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "no tensor %zu of that role", index);
+    *out_info = infos(*model, role)[index];
+    return nullptr;
+  });
+}
+
+locus_status_t locus_model_find_tensor(const locus_model_t *model,
+                                       locus_tensor_role_t role,
+                                       const char *name, size_t *out_index) {
+  LOCUS_GUARD({
+    if (!model || !out_index || badRole(role))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return find(*model, role, name, *out_index);
+  });
+}
+
+locus_status_t locus_model_read_state(const locus_model_t *model,
+                                      const char *name, void *out_data,
+                                      size_t byte_size) {
+  LOCUS_GUARD({
+    if (!model || (!out_data && byte_size))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return readState(*model, name, out_data, byte_size);
+  });
+}
+
+locus_status_t locus_model_write_state(locus_model_t *model, const char *name,
+                                       const void *data, size_t byte_size) {
+  LOCUS_GUARD({
+    if (!model || (!data && byte_size))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return writeState(*model, name, data, byte_size);
+  });
+}
+
+const char *locus_model_report(const locus_model_t *model) {
+  return model ? model->report.c_str() : "";
+}
+
+void locus_model_load_stats(const locus_model_t *model,
+                            locus_run_stats_t *out_stats) {
+  if (model && out_stats)
+    *out_stats = model->loadStats;
+}
+
+locus_status_t locus_context_create(locus_model_t *model,
+                                    locus_context_t **out_context) {
+  LOCUS_GUARD({
+    if (!model || !out_context)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    *out_context = nullptr;
+    return createContext(*model, out_context);
+  });
+}
+
+void locus_context_release(locus_context_t *context) {
+  releaseContext(context);
+}
+
+const locus_model_t *locus_context_model(const locus_context_t *context) {
+  return context ? context->model : nullptr;
+}
+
+locus_status_t locus_context_set_input(locus_context_t *context,
+                                       const char *name, const void *data,
+                                       size_t byte_size) {
+  LOCUS_GUARD({
+    if (!context || (!data && byte_size))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return setInput(*context, name, data, byte_size);
+  });
+}
+
+locus_status_t locus_context_run(locus_context_t *context) {
+  LOCUS_GUARD({
+    if (!context)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "context is NULL");
+    return runContext(*context);
+  });
+}
+
+locus_status_t locus_context_read_output(locus_context_t *context,
+                                         const char *name, void *out_data,
+                                         size_t byte_size) {
+  LOCUS_GUARD({
+    if (!context || (!out_data && byte_size))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return readOutput(*context, name, out_data, byte_size);
+  });
+}
+
+void locus_context_stats(const locus_context_t *context,
+                         locus_run_stats_t *out_stats) {
+  if (context && out_stats)
+    *out_stats = context->stats;
+}
+
+locus_status_t locus_context_run_batches(locus_context_t *context,
+                                         uint64_t steps,
+                                         locus_next_batch_fn next,
+                                         locus_step_done_fn done, void *user) {
+  LOCUS_GUARD({
+    if (!context || !next)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_context_run_batches: context or next is NULL");
+    return runBatches(*context, steps, next, done, user);
+  });
+}
+
+} // extern "C"

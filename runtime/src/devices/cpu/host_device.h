@@ -1,0 +1,46 @@
+// host_device.h - devices whose memory is host memory: `cpu`, and `sim`
+// (devices/sim), which stands in for a GPU.
+#ifndef LOCUS_RUNTIME_HOST_DEVICE_H
+#define LOCUS_RUNTIME_HOST_DEVICE_H
+
+#include "devices/device.h"
+
+#include <shared_mutex>
+#include <vector>
+
+namespace locus::rt {
+
+/// A device whose memory is host memory. It keeps a table of its
+/// allocations, against which `owns` checks every buffer of every launch.
+class HostDevice : public Device {
+public:
+  explicit HostDevice(std::string name) : Device(std::move(name)) {}
+  ~HostDevice() override;
+
+  void *allocate(size_t bytes) override;
+  void release(void *p) override;
+  bool owns(const void *p, size_t bytes) const override;
+  locus_status_t copyFrom(Device &from, const void *src, void *dst,
+                          size_t bytes) override;
+  locus_status_t upload(const void *host, void *dst, size_t bytes) override;
+  locus_status_t download(const void *src, void *host, size_t bytes) override;
+  locus_status_t launch(KernelFn kernel, void *const *buffers) override;
+
+private:
+  struct Range {
+    const char *begin, *end;
+    void *raw; // what calloc returned
+    bool operator<(const Range &o) const {
+      return begin < o.begin || (begin == o.begin && end < o.end);
+    }
+  };
+  mutable std::shared_mutex mutex_;
+  std::vector<Range> ranges_;
+};
+
+/// The `cpu` device: host kernels on host memory.
+std::unique_ptr<Device> makeCpuDevice();
+
+} // namespace locus::rt
+
+#endif

@@ -1,0 +1,27 @@
+// device.cpp - what every device shares: the defaults of the interface and
+// the factory of the host-memory devices.
+
+#include "devices/device.h"
+
+#include "devices/cpu/host_device.h"
+#include "devices/sim/sim_device.h"
+#include "status_impl.h"
+
+namespace locus::rt {
+
+locus_status_t Device::beginCapture() {
+  return makeStatus(LOCUS_STATUS_UNAVAILABLE, "%s cannot capture graphs",
+                    name().c_str());
+}
+locus_status_t Device::endCapture(void **) { return beginCapture(); }
+locus_status_t Device::replay(void *) { return beginCapture(); }
+
+std::unique_ptr<Device> makeDevice(const std::string &target) {
+  if (target == "cpu")
+    return makeCpuDevice();
+  if (target == "sim")
+    return makeSimDevice();
+  return nullptr;
+}
+
+} // namespace locus::rt

@@ -1,0 +1,159 @@
+// executor.cpp - interpreting a plan's command list on the model's
+// devices: launches (every buffer checked against the device), copies,
+// events; a step, captured and replayed as a CUDA graph where it can be.
+
+#include "model.h"
+
+#include "status_impl.h"
+
+#include <algorithm>
+
+namespace locus::rt {
+
+namespace {
+
+/// The failure of a kernel that touches memory of another device.
+locus_status_t foreignBuffer(const locus_model_t &m, const PlanCommand &c,
+                             size_t arg, const Device &device) {
+  const PlanKernel &kernel = m.plan.kernels[c.kernel];
+  uint32_t index = c.args[arg];
+  const PlanBuffer &b = m.plan.buffers[index];
+  return makeStatus(
+      LOCUS_STATUS_INTERNAL,
+      "kernel %s on %s (%s) %s buffer %u, which is on %s (%s): a kernel may "
+      "only touch memory of its own device",
+      kernel.symbol.c_str(), m.plan.devices[kernel.device].name.c_str(),
+      device.name().c_str(),
+      arg >= c.args.size() - c.results ? "writes" : "reads", index,
+      m.plan.devices[b.device].name.c_str(),
+      m.deviceOf[b.device]->name().c_str());
+}
+
+locus_status_t launch(locus_model_t &m, locus_context_t &ctx,
+                      const PlanCommand &c, locus_run_stats_t &stats) {
+  Device *device = m.deviceOf[m.plan.kernels[c.kernel].device];
+  ctx.pointers.resize(c.args.size());
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    void *p = bufferPointer(m, ctx, c.args[i]);
+    if (!device->owns(p, m.plan.buffers[c.args[i]].bytes))
+      return foreignBuffer(m, c, i, *device);
+    ctx.pointers[i] = p;
+  }
+  auto start = m.profiler.now();
+  if (locus_status_t s =
+          device->launch(m.kernels[c.kernel], ctx.pointers.data()))
+    return s;
+  m.profiler.kernelDone(c.kernel, start);
+  ++stats.launches;
+  if (device->simulated())
+    ++stats.sim_launches;
+  return nullptr;
+}
+
+locus_status_t copy(locus_model_t &m, locus_context_t &ctx,
+                    const PlanCommand &c, locus_run_stats_t &stats) {
+  const PlanBuffer &src = m.plan.buffers[c.src];
+  const PlanBuffer &dst = m.plan.buffers[c.dst];
+  auto start = m.profiler.now();
+  if (locus_status_t s = m.deviceOf[dst.device]->copyFrom(
+          *m.deviceOf[src.device], bufferPointer(m, ctx, c.src),
+          bufferPointer(m, ctx, c.dst), src.bytes))
+    return s;
+  m.profiler.copyDone(start);
+  ++stats.copies;
+  stats.copy_bytes += src.bytes;
+  return nullptr;
+}
+
+locus_status_t command(locus_model_t &m, locus_context_t &ctx,
+                       const PlanCommand &c, locus_run_stats_t &stats) {
+  switch (c.op) {
+  case LOCUS_PLAN_LAUNCH:
+    return launch(m, ctx, c, stats);
+  case LOCUS_PLAN_COPY:
+    return copy(m, ctx, c, stats);
+  case LOCUS_PLAN_RECORD:
+    // Host and sim devices run in order: an event is done when recorded.
+    ctx.recorded[c.event] = true;
+    return nullptr;
+  case LOCUS_PLAN_WAIT:
+    if (!ctx.recorded[c.event])
+      return makeStatus(LOCUS_STATUS_INTERNAL,
+                        "%s waits for event %u, which was never recorded",
+                        m.plan.devices[c.device].name.c_str(), c.event);
+    return nullptr;
+  default: // the plan reader accepts no other command
+    return makeStatus(LOCUS_STATUS_INTERNAL, "unknown plan command %u", c.op);
+  }
+}
+
+/// Captures the step as a graph on the model's graph device (nothing runs).
+locus_status_t capture(locus_model_t &m, locus_context_t &ctx) {
+  if (locus_status_t s = m.graphDevice->beginCapture())
+    return s;
+  locus_run_stats_t counted{};
+  locus_status_t s = execute(m, ctx, m.plan.step, counted);
+  void *graph = nullptr;
+  locus_status_t e = m.graphDevice->endCapture(&graph);
+  if (s || e) {
+    if (s && e)
+      locus_status_free(e);
+    return s ? s : e;
+  }
+  ctx.graph = graph;
+  return nullptr;
+}
+
+} // namespace
+
+void *bufferPointer(const locus_model_t &m, const locus_context_t &ctx,
+                    uint32_t index) {
+  if (void *p = m.persistent[index])
+    return p;
+  if (!ctx.override.empty() && ctx.override[index])
+    return ctx.override[index];
+  const PlanBuffer &b = m.plan.buffers[index];
+  return static_cast<char *>(ctx.arenas[b.device]) + b.offset;
+}
+
+locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
+                       const std::vector<PlanCommand> &commands,
+                       locus_run_stats_t &stats) {
+  std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
+  bool skipping = &commands == &m.plan.step && !ctx.skip.empty();
+  for (size_t k = 0; k < commands.size(); ++k) {
+    if (skipping && ctx.skip[k])
+      continue;
+    if (locus_status_t s = command(m, ctx, commands[k], stats))
+      return s;
+  }
+  return nullptr;
+}
+
+locus_status_t finishDevices(locus_model_t &m) {
+  for (const auto &device : m.devices)
+    if (locus_status_t s = device->finish())
+      return s;
+  return nullptr;
+}
+
+locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
+                       locus_run_stats_t &stats) {
+  ++ctx.runs;
+  if (m.graphDevice && !ctx.graph && ctx.runs >= 2 && ctx.override.empty())
+    if (locus_status_t s = capture(m, ctx))
+      return s;
+  if (ctx.graph && m.graphDevice && ctx.override.empty()) {
+    if (locus_status_t s = m.graphDevice->replay(ctx.graph))
+      return s;
+    stats.launches = m.stepCounts.launches;
+    stats.sim_launches = m.stepCounts.sim_launches;
+    stats.copies = m.stepCounts.copies;
+    stats.copy_bytes = m.stepCounts.copy_bytes;
+  } else if (locus_status_t s = execute(m, ctx, m.plan.step, stats)) {
+    return s;
+  }
+  return finishDevices(m);
+}
+
+} // namespace locus::rt

@@ -1,0 +1,426 @@
+// loader.cpp - loading a model: its plan, its kernels (from an artifact's
+// host code or a JIT's resolver), this machine's devices for the plan's,
+// its state and constants, its load-time copies, its interface and report.
+
+#include "model.h"
+
+#include "devices/cuda/cuda_device.h"
+#include "status_impl.h"
+
+#include "locus/abi.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+namespace locus::rt {
+
+namespace {
+
+/// N of "cuda:N"; -1 for anything else (the one parser of locus/abi.h).
+int cudaOrdinal(const std::string &name) {
+  return locus_abi_cuda_ordinal(name.data(), name.size());
+}
+
+using DeviceMap = std::map<std::string, std::string>;
+
+/// Parses "cuda:0=sim,cuda:1=cpu" into artifact device -> target.
+locus_status_t parseDeviceMap(const char *text, DeviceMap &out) {
+  std::string s = text ? text : "";
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(
+        pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? s.size() : comma + 1;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "device map entry '%s' is not <device>=<target>",
+                        item.c_str());
+    std::string from = item.substr(0, eq), to = item.substr(eq + 1);
+    if (to != "cpu" && to != "sim" && cudaOrdinal(to) < 0)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "device map target '%s' for %s: expected cpu, sim or "
+                        "cuda:<N>",
+                        to.c_str(), from.c_str());
+    out[from] = to;
+  }
+  return nullptr;
+}
+
+/// The device map of the options, every device it names one of the plan's.
+locus_status_t readDeviceMap(const Plan &plan,
+                             const locus_model_options_t *opts,
+                             DeviceMap &map) {
+  if (locus_status_t s = parseDeviceMap(opts ? opts->device_map : nullptr, map))
+    return s;
+  std::string names;
+  for (const PlanDevice &d : plan.devices)
+    names += (names.empty() ? "" : ", ") + d.name;
+  for (const auto &[from, to] : map) {
+    bool known = false;
+    for (const PlanDevice &d : plan.devices)
+      known |= d.name == from;
+    if (!known)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "device map names %s, which the artifact does not use "
+                        "(it uses %s)",
+                        from.c_str(), names.c_str());
+  }
+  return nullptr;
+}
+
+/// What placing the plan's devices needs besides the model.
+struct Placement {
+  DeviceMap map;
+  std::string codeNote; // how the host code came, for the cpu's report line
+  const void *ptx;      // the PTX section, or null
+  size_t ptxSize;
+  bool graphs;                             // CUDA graphs allowed
+  std::map<std::string, Device *> targets; // made so far, by target
+};
+
+/// Whether every kernel of plan device `device` has a launcher (CUDA code).
+bool hasCudaCode(const locus_model_t &m, const Placement &p, uint32_t device) {
+  if (!p.ptx || !p.ptxSize)
+    return false;
+  for (size_t i = 0; i < m.plan.kernels.size(); ++i)
+    if (m.plan.kernels[i].device == device && !m.launchers[i])
+      return false;
+  return true;
+}
+
+/// The target plan device `index` runs on here, and why.
+locus_status_t chooseTarget(const locus_model_t &m, const Placement &p,
+                            uint32_t index, std::string &target,
+                            std::string &why) {
+  const PlanDevice &d = m.plan.devices[index];
+  target = d.kind == LOCUS_DEVICE_CPU ? "cpu" : "sim";
+  if (auto it = p.map.find(d.name); it != p.map.end()) {
+    target = it->second;
+    why = "by the device map";
+    if (cudaOrdinal(target) >= 0 && !hasCudaCode(m, p, index))
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                        "the device map sends %s to %s, but the artifact "
+                        "has no CUDA code for its kernels",
+                        d.name.c_str(), target.c_str());
+  } else if (d.kind == LOCUS_DEVICE_CUDA) {
+    std::string absent;
+    if (!hasCudaCode(m, p, index))
+      absent = "the artifact has no CUDA code for its kernels";
+    else if (cudaUsable(int(d.index), absent))
+      target = d.name;
+    why = target == d.name ? "PTX kernels and cuBLAS through the driver"
+                           : "host versions of its kernels: " + absent;
+  } else {
+    why = p.codeNote;
+  }
+  return nullptr;
+}
+
+/// The device object for `target`, made on first use (one per target).
+locus_status_t deviceFor(locus_model_t &m, Placement &p,
+                         const std::string &target, Device *&out) {
+  Device *&device = p.targets[target];
+  if (!device) {
+    std::unique_ptr<Device> made;
+    if (int ordinal = cudaOrdinal(target); ordinal >= 0) {
+      locus_status_t status = nullptr;
+      made = makeCudaDevice(ordinal, p.ptx, p.ptxSize, p.graphs, status);
+      if (status)
+        return status;
+    } else {
+      made = makeDevice(target);
+    }
+    if (!made)
+      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
+    device = made.get();
+    m.devices.push_back(std::move(made));
+  }
+  out = device;
+  return nullptr;
+}
+
+/// "cuda:0 -> sim (why); 2 kernels".
+void reportDevice(locus_model_t &m, uint32_t index, const std::string &target,
+                  const std::string &why) {
+  size_t kernels = 0;
+  for (const PlanKernel &k : m.plan.kernels)
+    kernels += k.device == index;
+  m.report += m.plan.devices[index].name + " -> " + target + " (" + why +
+              "); " + std::to_string(kernels) +
+              (kernels == 1 ? " kernel\n" : " kernels\n");
+}
+
+/// This machine's devices for the plan's, and what each kernel runs as: its
+/// launcher on a CUDA device, its host version elsewhere.
+locus_status_t placeDevices(locus_model_t &m, Placement &p) {
+  m.report.clear();
+  for (uint32_t index = 0; index < m.plan.devices.size(); ++index) {
+    std::string target, why;
+    Device *device = nullptr;
+    if (locus_status_t s = chooseTarget(m, p, index, target, why))
+      return s;
+    if (locus_status_t s = deviceFor(m, p, target, device))
+      return s;
+    m.deviceOf.push_back(device);
+    reportDevice(m, index, target, why);
+  }
+  m.kernels = m.hostKernels;
+  for (size_t i = 0; i < m.plan.kernels.size(); ++i)
+    if (cudaOrdinal(m.deviceOf[m.plan.kernels[i].device]->name()) >= 0)
+      m.kernels[i] = m.launchers[i];
+  return nullptr;
+}
+
+/// A step on one CUDA device alone is captured as a CUDA graph.
+void findGraphDevice(locus_model_t &m) {
+  Device *only = nullptr;
+  bool one = true;
+  for (const PlanCommand &c : m.plan.step) {
+    Device *on = nullptr;
+    if (c.op == LOCUS_PLAN_LAUNCH) {
+      on = m.deviceOf[m.plan.kernels[c.kernel].device];
+    } else if (c.op == LOCUS_PLAN_COPY) {
+      on = m.deviceOf[m.plan.buffers[c.dst].device];
+      one &= m.deviceOf[m.plan.buffers[c.src].device] == on;
+    } else {
+      continue;
+    }
+    one &= !only || only == on;
+    only = on;
+  }
+  if (one && only && only->canCapture())
+    m.graphDevice = only;
+}
+
+/// Whether a step writes state (a training step), and what it counts.
+void countStep(locus_model_t &m) {
+  for (const PlanCommand &c : m.plan.step)
+    if (c.op == LOCUS_PLAN_LAUNCH) {
+      for (size_t i = c.args.size() - c.results; i < c.args.size(); ++i)
+        m.writesState |= m.plan.buffers[c.args[i]].kind == LOCUS_PLAN_STATE;
+      ++m.stepCounts.launches;
+      m.stepCounts.sim_launches +=
+          m.deviceOf[m.plan.kernels[c.kernel].device]->simulated();
+    } else if (c.op == LOCUS_PLAN_COPY) {
+      m.writesState |= m.plan.buffers[c.dst].kind == LOCUS_PLAN_STATE;
+      ++m.stepCounts.copies;
+      m.stepCounts.copy_bytes += m.plan.buffers[c.src].bytes;
+    }
+}
+
+/// State from its initialiser, made on the host in chunks and uploaded:
+/// element i of uniform(a, b) is drawn from seed + (i + 1) *
+/// 0x9E3779B97F4A7C15, so a chunk starting at k is the same generator with
+/// seed + k * 0x9E3779B97F4A7C15.
+locus_status_t initState(Device &device, const PlanBuffer &b, void *p) {
+  constexpr size_t kChunk = 1 << 16;
+  std::vector<float> staging(std::min<size_t>(kChunk, b.bytes / 4));
+  size_t count = b.bytes / 4;
+  for (size_t k = 0; k < count; k += kChunk) {
+    size_t n = std::min(kChunk, count - k);
+    if (locus_status_t s = locus_init_fill(
+            static_cast<locus_init_kind_t>(b.initKind), b.initA, b.initB,
+            b.seed + k * 0x9E3779B97F4A7C15ull, n, staging.data()))
+      return s;
+    if (locus_status_t s =
+            device.upload(staging.data(), static_cast<float *>(p) + k, n * 4))
+      return s;
+  }
+  return nullptr;
+}
+
+/// Persistent buffers: state from its initialiser, constants from the plan.
+locus_status_t makePersistent(locus_model_t &m) {
+  m.persistent.assign(m.plan.buffers.size(), nullptr);
+  for (size_t i = 0; i < m.plan.buffers.size(); ++i) {
+    const PlanBuffer &b = m.plan.buffers[i];
+    if (b.kind == LOCUS_PLAN_ACTIVATION || b.kind == LOCUS_PLAN_INPUT)
+      continue;
+    Device &device = *m.deviceOf[b.device];
+    void *p = device.allocate(b.bytes);
+    if (!p)
+      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                        "out of memory for %zu bytes of %s", size_t(b.bytes),
+                        b.name.empty() ? "constants" : b.name.c_str());
+    m.persistent[i] = p;
+    locus_status_t s = nullptr;
+    if (b.kind == LOCUS_PLAN_STATE)
+      s = initState(device, b, p);
+    else if (b.kind == LOCUS_PLAN_CONSTANT)
+      s = device.upload(b.data.data(), p, b.bytes);
+    if (s)
+      return s;
+  }
+  return nullptr;
+}
+
+/// The interface, in the plan's order.
+void makeInterface(locus_model_t &m) {
+  for (uint32_t i = 0; i < m.plan.buffers.size(); ++i) {
+    const PlanBuffer &b = m.plan.buffers[i];
+    if (b.kind == LOCUS_PLAN_INPUT) {
+      m.inputs.push_back(infoOf(m.plan, i, b.name));
+      m.inputBuffers.push_back(i);
+    } else if (b.kind == LOCUS_PLAN_STATE) {
+      m.states.push_back(infoOf(m.plan, i, b.name));
+      m.stateBuffers.push_back(i);
+    }
+  }
+  for (const PlanOutput &o : m.plan.outputs) {
+    m.outputs.push_back(infoOf(m.plan, o.buffer, o.name));
+    m.outputBuffers.push_back(o.buffer);
+  }
+}
+
+/// Load-time copies: state and constants go to their device once.
+locus_status_t runLoadCopies(locus_model_t &m) {
+  locus_context_s loader{};
+  loader.model = &m;
+  loader.recorded.assign(m.plan.events, false);
+  loader.arenas.assign(m.plan.devices.size(), nullptr);
+  if (locus_status_t s = execute(m, loader, m.plan.load, m.loadStats))
+    return s;
+  return finishDevices(m);
+}
+
+/// The report's last lines: what a step and the load copy, graphs.
+void finishReport(locus_model_t &m) {
+  size_t copies = 0;
+  uint64_t bytes = 0;
+  for (const PlanCommand &c : m.plan.step)
+    if (c.op == LOCUS_PLAN_COPY) {
+      ++copies;
+      bytes += m.plan.buffers[c.src].bytes;
+    }
+  m.report += "per step: " + std::to_string(m.plan.kernels.size()) +
+              " kernel launches, " + std::to_string(copies) + " copies (" +
+              std::to_string(bytes) +
+              " bytes); at load: " + std::to_string(m.loadStats.copies) +
+              " copies (" + std::to_string(m.loadStats.copy_bytes) +
+              " bytes)\n";
+  if (m.graphDevice)
+    m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
+                " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
+}
+
+/// Everything after the plan and the kernels are in place, phase by phase.
+locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
+                          const std::string &codeNote, const void *ptx,
+                          size_t ptxSize) {
+  Placement p{{}, codeNote, ptx, ptxSize, true, {}};
+  if (locus_status_t s = readDeviceMap(m.plan, opts, p.map))
+    return s;
+  m.profiler.start(m.plan.kernels.size());
+  p.graphs = !(opts && opts->disable_cuda_graphs) && !m.profiler.on();
+  if (const char *env = std::getenv("LOCUS_CUDA_GRAPHS"); env && *env == '0')
+    p.graphs = false;
+  if (locus_status_t s = placeDevices(m, p))
+    return s;
+  findGraphDevice(m);
+  countStep(m);
+  if (locus_status_t s = makePersistent(m))
+    return s;
+  makeInterface(m);
+  if (locus_status_t s = runLoadCopies(m))
+    return s;
+  finishReport(m);
+  return nullptr;
+}
+
+/// The launcher of the kernel whose host entry is `symbol`:
+/// LOCUS_ABI_KERNEL_PREFIX<f> -> LOCUS_ABI_CUDA_PREFIX<f>; "" for others.
+std::string launcherName(const std::string &symbol) {
+  const std::string prefix = LOCUS_ABI_KERNEL_PREFIX;
+  if (symbol.rfind(prefix, 0) != 0)
+    return "";
+  return LOCUS_ABI_CUDA_PREFIX + symbol.substr(prefix.size());
+}
+
+/// The kernels of the plan, and their launchers, from the host code.
+locus_status_t bindKernels(locus_model_t &m) {
+  for (const PlanKernel &k : m.plan.kernels) {
+    void *fn = m.code->symbol(k.symbol.c_str());
+    if (!fn)
+      return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                        "the host code has no kernel %s", k.symbol.c_str());
+    m.hostKernels.push_back(reinterpret_cast<KernelFn>(fn));
+    m.launchers.push_back(reinterpret_cast<KernelFn>(
+        m.code->symbol(launcherName(k.symbol).c_str())));
+  }
+  return nullptr;
+}
+
+/// The artifact's PTX section; null and 0 when it has none.
+locus_status_t ptxSection(locus_artifact_t *artifact, const void *&ptx,
+                          size_t &size) {
+  locus_status_t s =
+      locus_artifact_section(artifact, LOCUS_SECTION_PTX, &ptx, &size);
+  if (!s || locus_status_code(s) != LOCUS_STATUS_NOT_FOUND)
+    return s;
+  locus_status_free(s);
+  ptx = nullptr;
+  size = 0;
+  return nullptr;
+}
+
+} // namespace
+
+locus_status_t loadModel(locus_artifact_t *artifact,
+                         const locus_model_options_t *options,
+                         locus_model_t **out_model) {
+  const void *plan = nullptr, *code = nullptr, *ptx = nullptr;
+  size_t planSize = 0, codeSize = 0, ptxSize = 0;
+  if (locus_status_t s = locus_artifact_section(artifact, LOCUS_SECTION_PLAN,
+                                                &plan, &planSize))
+    return s;
+  if (locus_status_t s = locus_artifact_section(
+          artifact, LOCUS_SECTION_HOST_CODE, &code, &codeSize))
+    return s;
+  auto model = std::make_unique<locus_model_t>();
+  if (locus_status_t s = readPlan(plan, planSize, model->plan))
+    return s;
+  std::string note;
+  if (locus_status_t s = HostCode::load(code, codeSize, model->plan.imports,
+                                        model->code, note))
+    return s;
+  if (locus_status_t s = bindKernels(*model))
+    return s;
+  if (locus_status_t s = ptxSection(artifact, ptx, ptxSize))
+    return s;
+  if (locus_status_t s = finishLoad(*model, options, note, ptx, ptxSize))
+    return s;
+  *out_model = model.release();
+  return nullptr;
+}
+
+locus_status_t createModelFromPlan(const void *plan, size_t planSize,
+                                   const void *ptx, size_t ptxSize,
+                                   locus_symbol_resolver_t resolve,
+                                   void *userData,
+                                   const locus_model_options_t *options,
+                                   locus_model_t **out_model) {
+  auto model = std::make_unique<locus_model_t>();
+  if (locus_status_t s = readPlan(plan, planSize, model->plan))
+    return s;
+  for (const PlanKernel &k : model->plan.kernels) {
+    void *fn = resolve(userData, k.symbol.c_str());
+    if (!fn)
+      return makeStatus(LOCUS_STATUS_NOT_FOUND, "no kernel %s",
+                        k.symbol.c_str());
+    model->hostKernels.push_back(reinterpret_cast<KernelFn>(fn));
+    std::string launcher = launcherName(k.symbol);
+    model->launchers.push_back(reinterpret_cast<KernelFn>(
+        launcher.empty() ? nullptr : resolve(userData, launcher.c_str())));
+  }
+  if (locus_status_t s =
+          finishLoad(*model, options, "JIT-compiled host code", ptx, ptxSize))
+    return s;
+  *out_model = model.release();
+  return nullptr;
+}
+
+} // namespace locus::rt

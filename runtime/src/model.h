@@ -1,0 +1,160 @@
+// model.h - the model and context objects, shared by the files that make
+// and run them:
+//   loader.cpp        locus_model_load*: plan, kernels, devices, state
+//   model.cpp         the model's interface (tensors by role) and its state
+//   context.cpp       contexts: arenas, inputs, runs, outputs
+//   executor.cpp      interpreting a command list on the devices
+//   batch_runner.cpp  locus_context_run_batches
+//   profiler.cpp      LOCUS_PROFILE=1
+//   api.cpp           the C API's entry points for models and contexts
+#ifndef LOCUS_RUNTIME_MODEL_H
+#define LOCUS_RUNTIME_MODEL_H
+
+#include "devices/device.h"
+#include "host_code.h"
+#include "plan.h"
+#include "profiler.h"
+
+#include "locus/locus_runtime.h"
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+struct locus_model_s {
+  locus::rt::Plan plan;
+  std::unique_ptr<locus::rt::HostCode> code; // null for a JIT model
+  std::vector<locus::rt::KernelFn> kernels;  // by plan kernel, as run
+  // By plan kernel; launchers only for kernels with CUDA code.
+  std::vector<locus::rt::KernelFn> hostKernels, launchers;
+  std::vector<std::unique_ptr<locus::rt::Device>> devices; // used, one each
+  std::vector<locus::rt::Device *> deviceOf;               // by plan device
+  std::vector<void *> persistent; // by buffer; null if per-run
+  std::vector<locus_tensor_info_t> inputs, outputs, states;
+  std::vector<uint32_t> inputBuffers, outputBuffers, stateBuffers;
+  std::string report;
+  locus_run_stats_t loadStats{};
+  // CUDA graphs: the device a step runs on when it runs on one CUDA device
+  // alone (null otherwise, or when graphs are off); what a step counts.
+  locus::rt::Device *graphDevice = nullptr;
+  locus_run_stats_t stepCounts{};
+  std::shared_mutex stateMutex; // runs share, state writes exclude
+  bool writesState = false;     // a training step: its runs exclude too
+  locus::rt::Profiler profiler;
+
+  ~locus_model_s();
+};
+
+struct locus_context_s {
+  locus_model_t *model = nullptr;
+  std::vector<void *> arenas; // by plan device
+  std::vector<bool> inputSet;
+  locus_run_stats_t stats{};
+  std::vector<void *> pointers; // scratch: a launch's buffers
+  std::vector<bool> recorded;   // events of this step
+  uint64_t runs = 0;
+  void *graph = nullptr; // the captured step, on the model's graphDevice
+  // Batch mode (locus_context_run_batches): the memory standing for a
+  // buffer this step (by buffer; empty or null: the plan's), and the step's
+  // commands the runner did ahead (by command).
+  std::vector<void *> override;
+  std::vector<bool> skip;
+};
+
+namespace locus::rt {
+
+// ---- loader.cpp ----------------------------------------------------------
+
+/// A model from an artifact (its plan, host code and PTX sections).
+locus_status_t loadModel(locus_artifact_t *artifact,
+                         const locus_model_options_t *options,
+                         locus_model_t **out_model);
+/// A model from a plan whose kernels `resolve` finds (the JIT path).
+locus_status_t createModelFromPlan(const void *plan, size_t planSize,
+                                   const void *ptx, size_t ptxSize,
+                                   locus_symbol_resolver_t resolve,
+                                   void *userData,
+                                   const locus_model_options_t *options,
+                                   locus_model_t **out_model);
+
+// ---- model.cpp -----------------------------------------------------------
+
+/// The tensors of `role`.
+const std::vector<locus_tensor_info_t> &infos(const locus_model_t &m,
+                                              locus_tensor_role_t role);
+/// The tensor info of a buffer (pointers into the plan).
+locus_tensor_info_t infoOf(const Plan &plan, uint32_t index,
+                           const std::string &name);
+/// The index of the tensor `name` of `role`; NOT_FOUND names those there are.
+locus_status_t find(const locus_model_t &m, locus_tensor_role_t role,
+                    const char *name, size_t &out);
+/// The same, and the tensor's byte size must be `bytes`: INVALID_ARGUMENT
+/// otherwise.
+locus_status_t lookup(const locus_model_t &m, locus_tensor_role_t role,
+                      const char *name, size_t bytes, size_t &index);
+/// "[2, 3]", "f32": for messages.
+std::string shapeString(const locus_tensor_info_t &info);
+const char *dtypeName(locus_dtype_t dtype);
+locus_status_t readState(const locus_model_t &m, const char *name, void *out,
+                         size_t bytes);
+locus_status_t writeState(locus_model_t &m, const char *name, const void *data,
+                          size_t bytes);
+
+// ---- context.cpp ---------------------------------------------------------
+
+locus_status_t createContext(locus_model_t &m, locus_context_t **out);
+/// Never throws: a device that fails to finish is ignored (the arenas go
+/// either way).
+void releaseContext(locus_context_t *ctx) noexcept;
+locus_status_t setInput(locus_context_t &ctx, const char *name,
+                        const void *data, size_t bytes);
+locus_status_t runContext(locus_context_t &ctx);
+locus_status_t readOutput(locus_context_t &ctx, const char *name, void *out,
+                          size_t bytes);
+
+// ---- executor.cpp --------------------------------------------------------
+
+/// Where buffer `index` is for this context.
+void *bufferPointer(const locus_model_t &m, const locus_context_t &ctx,
+                    uint32_t index);
+/// Runs one command list. Launches check that every buffer belongs to the
+/// device they run on.
+locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
+                       const std::vector<PlanCommand> &commands,
+                       locus_run_stats_t &stats);
+/// One step: issued command by command, or, on a step that runs on one
+/// CUDA device alone, captured on the second run and replayed after.
+locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
+                       locus_run_stats_t &stats);
+/// Waits for every device of the model; the first failure.
+locus_status_t finishDevices(locus_model_t &m);
+
+/// The model's state lock for one step: shared, or exclusive when the
+/// model's steps write state (a training step).
+class StepLock {
+public:
+  explicit StepLock(locus_model_t &m)
+      : shared_(m.stateMutex, std::defer_lock),
+        exclusive_(m.stateMutex, std::defer_lock) {
+    if (m.writesState)
+      exclusive_.lock();
+    else
+      shared_.lock();
+  }
+
+private:
+  std::shared_lock<std::shared_mutex> shared_;
+  std::unique_lock<std::shared_mutex> exclusive_;
+};
+
+// ---- batch_runner.cpp ----------------------------------------------------
+
+locus_status_t runBatches(locus_context_t &ctx, uint64_t steps,
+                          locus_next_batch_fn next, locus_step_done_fn done,
+                          void *user);
+
+} // namespace locus::rt
+
+#endif
