@@ -5,8 +5,7 @@
 #   3. build everything in build/ and run ctest (gtest + lit);
 #   4. build the runtime alone (LOCUS_BUILD_COMPILER=OFF, no LLVM/MLIR/Boost)
 #      in build-runtime/ and run its tests;
-#   5. clang-tidy-19 over the sources that do not include MLIR (the MLIR
-#      translation units take ~2 minutes; run scripts/tidy.sh --all for them).
+#   5. clang-tidy-19 over every translation unit of build/compile_commands.json.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
