@@ -252,12 +252,6 @@ public:
   Location loc;
 };
 
-/// groups == 1: im2col, then one matrix product (which the host pipeline
-/// sends to BLAS), in the layout that keeps the innermost loops contiguous:
-/// cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d] (the gather
-/// runs along ow), read as [C*KH*KW, N*OH*OW]; the weight as [O, C*KH*KW]
-/// times it gives [O, N*OH*OW], and moving whole rows of OH*OW values (adding
-/// the bias) gives NCHW.
 /// im2col of a padded NCHW input for a convolution with `w`'s kernel giving
 /// `out`: cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d].
 Value im2col(Lowering &l, Value x, RankedTensorType w, RankedTensorType out,
@@ -282,6 +276,12 @@ Value im2col(Lowering &l, Value x, RankedTensorType w, RankedTensorType out,
                    [](OpBuilder &, Location, ValueRange a) { return a[0]; });
 }
 
+/// groups == 1: im2col, then one matrix product (which the host pipeline
+/// sends to BLAS), in the layout that keeps the innermost loops contiguous:
+/// cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d] (the gather
+/// runs along ow), read as [C*KH*KW, N*OH*OW]; the weight as [O, C*KH*KW]
+/// times it gives [O, N*OH*OW], and moving whole rows of OH*OW values (adding
+/// the bias) gives NCHW.
 Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
@@ -378,6 +378,14 @@ Value lowerConv(Lowering &l, Conv2dOp op) {
                    });
 }
 
+/// The iterators of loops (n, c, kh, kw, oh, ow), the window loops outside:
+/// how pooling and its gradient run.
+SmallVector<IteratorType> windowOutsideIterators() {
+  return {IteratorType::parallel,  IteratorType::parallel,
+          IteratorType::reduction, IteratorType::reduction,
+          IteratorType::parallel,  IteratorType::parallel};
+}
+
 /// Pooling as one generic whose loops run (n, c, kh, kw, oh, ow): the window
 /// loops outside, so the innermost loop walks a row of the output (and a
 /// strided row of the input) and vectorises; linalg's pooling ops put the
@@ -400,16 +408,14 @@ template <typename PoolOp> Value lowerPool(Lowering &l, PoolOp op, bool isMax) {
   ArrayRef<int64_t> k = op.getKernelSize();
   Value window = b.create<tensor::EmptyOp>(l.loc, k, b.getF32Type());
   AffineMap windowMap = AffineMap::get(6, 0, {dkh, dkw}, ctx);
-  SmallVector<IteratorType> iters{
-      IteratorType::parallel,  IteratorType::parallel, IteratorType::reduction,
-      IteratorType::reduction, IteratorType::parallel, IteratorType::parallel};
-  Value result = l.generic(
-      out, ValueRange{x, window}, {in, windowMap}, l.filled(out, pad), outMap,
-      iters, [isMax](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        if (isMax)
-          return nb.create<arith::MaximumFOp>(nl, a[0], a[2]);
-        return nb.create<arith::AddFOp>(nl, a[0], a[2]);
-      });
+  Value result =
+      l.generic(out, ValueRange{x, window}, {in, windowMap}, l.filled(out, pad),
+                outMap, windowOutsideIterators(),
+                [isMax](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                  if (isMax)
+                    return nb.create<arith::MaximumFOp>(nl, a[0], a[2]);
+                  return nb.create<arith::AddFOp>(nl, a[0], a[2]);
+                });
   if (isMax)
     return result;
   return l.scale(result, 1.0 / static_cast<double>(k[0] * k[1]));
@@ -635,13 +641,6 @@ Value lowerConvInputGrad(Lowering &l, Conv2dInputGradOp op) {
                   return nb.create<arith::AddFOp>(nl, a[3], m);
                 });
   return unpad(l, padded, dx, padding);
-}
-
-/// Loops (n, c, kh, kw, oh, ow): the window outside, as in the pooling.
-SmallVector<IteratorType> windowOutsideIterators() {
-  return {IteratorType::parallel,  IteratorType::parallel,
-          IteratorType::reduction, IteratorType::reduction,
-          IteratorType::parallel,  IteratorType::parallel};
 }
 
 /// kh * KW + kw as f32, kh and kw being the loops `khDim` and `kwDim` of the
