@@ -3,10 +3,15 @@
 // Rewrites every computing locus op into linalg, tensor, arith and math ops on
 // tensors, the form both code generators start from (host: bufferize, loops,
 // LLVM; CUDA: parallel loops, gpu, NVVM). Sources, outputs and moves between
-// devices stay: they are the plan's business, not a kernel's.
+// devices stay in a graph: they are the plan's business, not a kernel's.
+//
+// A dialect conversion: one pattern per op (a template per family), and a
+// target in which every other locus op is illegal, so that an op without a
+// lowering is an error at its location, not a leftover.
 //
 //===----------------------------------------------------------------------===//
 
+#include "locus/Passes/LowerToLinalg.h"
 #include "locus/Passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -15,7 +20,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
 
@@ -246,12 +252,6 @@ public:
   Location loc;
 };
 
-/// groups == 1: im2col, then one matrix product (which the host pipeline
-/// sends to BLAS), in the layout that keeps the innermost loops contiguous:
-/// cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d] (the gather
-/// runs along ow), read as [C*KH*KW, N*OH*OW]; the weight as [O, C*KH*KW]
-/// times it gives [O, N*OH*OW], and moving whole rows of OH*OW values (adding
-/// the bias) gives NCHW.
 /// im2col of a padded NCHW input for a convolution with `w`'s kernel giving
 /// `out`: cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d].
 Value im2col(Lowering &l, Value x, RankedTensorType w, RankedTensorType out,
@@ -276,6 +276,12 @@ Value im2col(Lowering &l, Value x, RankedTensorType w, RankedTensorType out,
                    [](OpBuilder &, Location, ValueRange a) { return a[0]; });
 }
 
+/// groups == 1: im2col, then one matrix product (which the host pipeline
+/// sends to BLAS), in the layout that keeps the innermost loops contiguous:
+/// cols[c, kh, kw, n, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d] (the gather
+/// runs along ow), read as [C*KH*KW, N*OH*OW]; the weight as [O, C*KH*KW]
+/// times it gives [O, N*OH*OW], and moving whole rows of OH*OW values (adding
+/// the bias) gives NCHW.
 Value lowerConvIm2col(Lowering &l, Conv2dOp op, Value x) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType();
@@ -372,6 +378,14 @@ Value lowerConv(Lowering &l, Conv2dOp op) {
                    });
 }
 
+/// The iterators of loops (n, c, kh, kw, oh, ow), the window loops outside:
+/// how pooling and its gradient run.
+SmallVector<IteratorType> windowOutsideIterators() {
+  return {IteratorType::parallel,  IteratorType::parallel,
+          IteratorType::reduction, IteratorType::reduction,
+          IteratorType::parallel,  IteratorType::parallel};
+}
+
 /// Pooling as one generic whose loops run (n, c, kh, kw, oh, ow): the window
 /// loops outside, so the innermost loop walks a row of the output (and a
 /// strided row of the input) and vectorises; linalg's pooling ops put the
@@ -394,26 +408,31 @@ template <typename PoolOp> Value lowerPool(Lowering &l, PoolOp op, bool isMax) {
   ArrayRef<int64_t> k = op.getKernelSize();
   Value window = b.create<tensor::EmptyOp>(l.loc, k, b.getF32Type());
   AffineMap windowMap = AffineMap::get(6, 0, {dkh, dkw}, ctx);
-  SmallVector<IteratorType> iters{
-      IteratorType::parallel,  IteratorType::parallel, IteratorType::reduction,
-      IteratorType::reduction, IteratorType::parallel, IteratorType::parallel};
-  Value result = l.generic(
-      out, ValueRange{x, window}, {in, windowMap}, l.filled(out, pad), outMap,
-      iters, [isMax](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        if (isMax)
-          return nb.create<arith::MaximumFOp>(nl, a[0], a[2]);
-        return nb.create<arith::AddFOp>(nl, a[0], a[2]);
-      });
+  Value result =
+      l.generic(out, ValueRange{x, window}, {in, windowMap}, l.filled(out, pad),
+                outMap, windowOutsideIterators(),
+                [isMax](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                  if (isMax)
+                    return nb.create<arith::MaximumFOp>(nl, a[0], a[2]);
+                  return nb.create<arith::AddFOp>(nl, a[0], a[2]);
+                });
   if (isMax)
     return result;
   return l.scale(result, 1.0 / static_cast<double>(k[0] * k[1]));
 }
 
-/// The input of a 2-D transpose (already lowered to linalg.transpose) that
-/// nothing else reads, or null: a product can read it transposed instead.
+/// The input of a 2-D transpose that nothing else reads, or null: a product
+/// can read it transposed instead. The transpose is a locus.transpose (the
+/// conversion has lowered it already, but replaces it only when done) or a
+/// linalg.transpose.
 Value transposedInput(Value v) {
+  if (!v.hasOneUse())
+    return {};
+  if (auto t = v.getDefiningOp<TransposeOp>())
+    return t.getPermutation() == ArrayRef<int64_t>{1, 0} ? t.getInput()
+                                                         : Value();
   auto t = v.getDefiningOp<linalg::TransposeOp>();
-  if (!t || t.getPermutation() != ArrayRef<int64_t>{1, 0} || !v.hasOneUse())
+  if (!t || t.getPermutation() != ArrayRef<int64_t>{1, 0})
     return {};
   return t.getInput();
 }
@@ -624,20 +643,27 @@ Value lowerConvInputGrad(Lowering &l, Conv2dInputGradOp op) {
   return unpad(l, padded, dx, padding);
 }
 
-/// PyTorch routes each window's gradient to the first position holding its
-/// maximum. First, in one pass, the window's maximum and the index
-/// (kh * KW + kw) of its first occurrence; then gradient and index spread
-/// out by the stride (or read directly when the windows tile the input), and
-/// dxpad[y, x] = sum over kh, kw of gs[y + KH-1-kh, x + KW-1-kw] where the
-/// spread index there equals kh * KW + kw.
-Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
+/// kh * KW + kw as f32, kh and kw being the loops `khDim` and `kwDim` of the
+/// enclosing generic.
+Value windowIndex(OpBuilder &nb, Location nl, int64_t kwSize, unsigned khDim,
+                  unsigned kwDim) {
+  Value r = nb.create<linalg::IndexOp>(nl, khDim);
+  Value c = nb.create<linalg::IndexOp>(nl, kwDim);
+  Value width = nb.create<arith::ConstantIndexOp>(nl, kwSize);
+  Value flat =
+      nb.create<arith::AddIOp>(nl, nb.create<arith::MulIOp>(nl, r, width), c);
+  Value i = nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), flat);
+  return nb.create<arith::SIToFPOp>(nl, nb.getF32Type(), i);
+}
+
+/// For each window of the padded `x` (one element of `g`, the gradient's
+/// type), the index kh * KW + kw of the first position holding its maximum:
+/// one pass over each window, row-major, in which a later position replaces
+/// the maximum only when strictly greater. `kernel` bounds the window loops.
+Value firstMaxima(Lowering &l, Value x, RankedTensorType g, Value kernel,
+                  ArrayRef<int64_t> k, ArrayRef<int64_t> stride) {
   OpBuilder &b = l.b;
-  RankedTensorType in = op.getType(), g = op.getGrad().getType();
-  Type f32 = in.getElementType();
-  ArrayRef<int64_t> k = op.getKernelSize(), stride = op.getStride(),
-                    padding = op.getPadding();
   double inf = std::numeric_limits<double>::infinity();
-  Value x = l.padSpatial(op.getInput(), padding, -inf);
   MLIRContext *ctx = b.getContext();
   AffineExpr dn = b.getAffineDimExpr(0), dc = b.getAffineDimExpr(1),
              dkh = b.getAffineDimExpr(2), dkw = b.getAffineDimExpr(3),
@@ -646,92 +672,115 @@ Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
       6, 0, {dn, dc, doh * stride[0] + dkh, dow * stride[1] + dkw}, ctx);
   AffineMap outMap = AffineMap::get(6, 0, {dn, dc, doh, dow}, ctx);
   AffineMap kernelMap = AffineMap::get(6, 0, {dkh, dkw}, ctx);
-  Value kernel = b.create<tensor::EmptyOp>(l.loc, k, f32);
-  SmallVector<IteratorType> iters{
-      IteratorType::parallel,  IteratorType::parallel, IteratorType::reduction,
-      IteratorType::reduction, IteratorType::parallel, IteratorType::parallel};
   int64_t kwSize = k[1];
-  auto windowIndex = [kwSize](OpBuilder &nb, Location nl, unsigned khDim,
-                              unsigned kwDim) -> Value {
-    Value r = nb.create<linalg::IndexOp>(nl, khDim);
-    Value c = nb.create<linalg::IndexOp>(nl, kwDim);
-    Value width = nb.create<arith::ConstantIndexOp>(nl, kwSize);
-    Value flat =
-        nb.create<arith::AddIOp>(nl, nb.create<arith::MulIOp>(nl, r, width), c);
-    Value i = nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), flat);
-    return nb.create<arith::SIToFPOp>(nl, nb.getF32Type(), i);
-  };
-  // One pass over each window, row-major: the maximum and where it is
-  // first seen (a later position replaces it only when strictly greater).
   auto argmax = b.create<linalg::GenericOp>(
       l.loc, TypeRange{g, g}, ValueRange{x, kernel},
       ValueRange{l.filled(g, -inf), l.filled(g, -1.0)},
-      ArrayRef<AffineMap>{window, kernelMap, outMap, outMap}, iters,
-      [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value here = windowIndex(nb, nl, 2, 3);
+      ArrayRef<AffineMap>{window, kernelMap, outMap, outMap},
+      windowOutsideIterators(), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value here = windowIndex(nb, nl, kwSize, 2, 3);
         Value better =
             nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OGT, a[0], a[2]);
         nb.create<linalg::YieldOp>(
             nl, ValueRange{nb.create<arith::SelectOp>(nl, better, a[0], a[2]),
                            nb.create<arith::SelectOp>(nl, better, here, a[3])});
       });
-  Value first = argmax.getResult(1);
+  return argmax.getResult(1);
+}
+
+/// dxpad when the windows tile the (padded) input exactly (2x2 stride 2 on
+/// even sizes): each position is in one window, (y / KH, x / KW), at
+/// (y % KH, x % KW), and takes the window's gradient where that is `first`.
+Value tiledMaxPoolGrad(Lowering &l, Value grad, Value first,
+                       RankedTensorType paddedType, ArrayRef<int64_t> k) {
+  OpBuilder &b = l.b;
+  AffineExpr y = b.getAffineDimExpr(2), x = b.getAffineDimExpr(3);
+  AffineMap window =
+      AffineMap::get(4, 0,
+                     {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
+                      y.floorDiv(k[0]), x.floorDiv(k[1])},
+                     b.getContext());
+  return l.generic(
+      paddedType, ValueRange{grad, first}, {window, window},
+      l.empty(paddedType), b.getMultiDimIdentityMap(4),
+      SmallVector<IteratorType>(4, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value r = nb.create<arith::RemUIOp>(
+            nl, nb.create<linalg::IndexOp>(nl, 2),
+            nb.create<arith::ConstantIndexOp>(nl, k[0]));
+        Value c = nb.create<arith::RemUIOp>(
+            nl, nb.create<linalg::IndexOp>(nl, 3),
+            nb.create<arith::ConstantIndexOp>(nl, k[1]));
+        Value flat = nb.create<arith::AddIOp>(
+            nl,
+            nb.create<arith::MulIOp>(
+                nl, r, nb.create<arith::ConstantIndexOp>(nl, k[1])),
+            c);
+        Value here = nb.create<arith::SIToFPOp>(
+            nl, nb.getF32Type(),
+            nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), flat));
+        Value hit =
+            nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ, a[1], here);
+        Value zero = nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(0));
+        return nb.create<arith::SelectOp>(nl, hit, a[0], zero);
+      });
+}
+
+/// dxpad for any windows: gradient and index spread out by the stride with
+/// a margin of K - 1, then dxpad[y, x] = sum over kh, kw of
+/// gs[y + KH-1-kh, x + KW-1-kw] where the spread index there is kh * KW + kw.
+Value spreadMaxPoolGrad(Lowering &l, Value grad, Value first, Value kernel,
+                        RankedTensorType paddedType, ArrayRef<int64_t> k,
+                        ArrayRef<int64_t> stride) {
+  OpBuilder &b = l.b;
+  int64_t hp = paddedType.getDimSize(2), wp = paddedType.getDimSize(3);
+  int64_t mh = k[0] - 1, mw = k[1] - 1, kwSize = k[1];
+  Value gs = spread(l, grad, hp + mh, wp + mw, {mh, mw}, stride, 0.0);
+  Value is = spread(l, first, hp + mh, wp + mw, {mh, mw}, stride, -1.0);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr dn = b.getAffineDimExpr(0), dc = b.getAffineDimExpr(1),
+             dkh = b.getAffineDimExpr(2), dkw = b.getAffineDimExpr(3),
+             doh = b.getAffineDimExpr(4), dow = b.getAffineDimExpr(5);
+  AffineMap gather =
+      AffineMap::get(6, 0, {dn, dc, doh + (mh - dkh), dow + (mw - dkw)}, ctx);
+  AffineMap kernelMap = AffineMap::get(6, 0, {dkh, dkw}, ctx);
+  AffineMap outMap = AffineMap::get(6, 0, {dn, dc, doh, dow}, ctx);
+  return l.generic(
+      paddedType, ValueRange{gs, is, kernel}, {gather, gather, kernelMap},
+      l.filled(paddedType, 0.0), outMap, windowOutsideIterators(),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value here = windowIndex(nb, nl, kwSize, 2, 3);
+        Value hit =
+            nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ, a[1], here);
+        Value sum = nb.create<arith::AddFOp>(nl, a[3], a[0]);
+        return nb.create<arith::SelectOp>(nl, hit, sum, a[3]);
+      });
+}
+
+/// PyTorch routes each window's gradient to the first position holding its
+/// maximum. First, in one pass, the window's maximum and the index
+/// (kh * KW + kw) of its first occurrence; then gradient and index spread
+/// out by the stride (or read directly when the windows tile the input), and
+/// dxpad[y, x] = sum over kh, kw of gs[y + KH-1-kh, x + KW-1-kw] where the
+/// spread index there equals kh * KW + kw.
+Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op) {
+  RankedTensorType in = op.getType(), g = op.getGrad().getType();
+  Type f32 = in.getElementType();
+  ArrayRef<int64_t> k = op.getKernelSize(), stride = op.getStride(),
+                    padding = op.getPadding();
+  double inf = std::numeric_limits<double>::infinity();
+  Value x = l.padSpatial(op.getInput(), padding, -inf);
+  Value kernel = l.b.create<tensor::EmptyOp>(l.loc, k, f32);
+  Value first = firstMaxima(l, x, g, kernel, k, stride);
   int64_t hp = in.getDimSize(2) + 2 * padding[0],
           wp = in.getDimSize(3) + 2 * padding[1];
   auto paddedType =
       RankedTensorType::get({in.getDimSize(0), in.getDimSize(1), hp, wp}, f32);
-  if (stride == k && hp == g.getDimSize(2) * k[0] &&
-      wp == g.getDimSize(3) * k[1]) {
-    // Windows that tile the input exactly (2x2 stride 2 on even sizes):
-    // each position is in one window, (y / KH, x / KW), at (y % KH, x % KW).
-    AffineExpr y = b.getAffineDimExpr(2), x = b.getAffineDimExpr(3);
-    AffineMap window =
-        AffineMap::get(4, 0,
-                       {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
-                        y.floorDiv(k[0]), x.floorDiv(k[1])},
-                       ctx);
-    Value padded = l.generic(
-        paddedType, ValueRange{op.getGrad(), first}, {window, window},
-        l.empty(paddedType), b.getMultiDimIdentityMap(4),
-        SmallVector<IteratorType>(4, IteratorType::parallel),
-        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          Value r = nb.create<arith::RemUIOp>(
-              nl, nb.create<linalg::IndexOp>(nl, 2),
-              nb.create<arith::ConstantIndexOp>(nl, k[0]));
-          Value c = nb.create<arith::RemUIOp>(
-              nl, nb.create<linalg::IndexOp>(nl, 3),
-              nb.create<arith::ConstantIndexOp>(nl, k[1]));
-          Value flat = nb.create<arith::AddIOp>(
-              nl,
-              nb.create<arith::MulIOp>(
-                  nl, r, nb.create<arith::ConstantIndexOp>(nl, k[1])),
-              c);
-          Value here = nb.create<arith::SIToFPOp>(
-              nl, nb.getF32Type(),
-              nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), flat));
-          Value hit = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ,
-                                               a[1], here);
-          Value zero = nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(0));
-          return nb.create<arith::SelectOp>(nl, hit, a[0], zero);
-        });
-    return unpad(l, padded, in, padding);
-  }
-  int64_t mh = k[0] - 1, mw = k[1] - 1;
-  Value gs = spread(l, op.getGrad(), hp + mh, wp + mw, {mh, mw}, stride, 0.0);
-  Value is = spread(l, first, hp + mh, wp + mw, {mh, mw}, stride, -1.0);
-  // Loops (n, c, kh, kw, y, x): the window outside, as in the pooling.
-  AffineMap gather =
-      AffineMap::get(6, 0, {dn, dc, doh + (mh - dkh), dow + (mw - dkw)}, ctx);
-  Value padded =
-      l.generic(paddedType, ValueRange{gs, is, kernel},
-                {gather, gather, kernelMap}, l.filled(paddedType, 0.0), outMap,
-                iters, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                  Value here = windowIndex(nb, nl, 2, 3);
-                  Value hit = nb.create<arith::CmpFOp>(
-                      nl, arith::CmpFPredicate::OEQ, a[1], here);
-                  Value sum = nb.create<arith::AddFOp>(nl, a[3], a[0]);
-                  return nb.create<arith::SelectOp>(nl, hit, sum, a[3]);
-                });
+  bool tiled = stride == k && hp == g.getDimSize(2) * k[0] &&
+               wp == g.getDimSize(3) * k[1];
+  Value padded = tiled ? tiledMaxPoolGrad(l, op.getGrad(), first, paddedType, k)
+                       : spreadMaxPoolGrad(l, op.getGrad(), first, kernel,
+                                           paddedType, k, stride);
   return unpad(l, padded, in, padding);
 }
 
@@ -895,257 +944,289 @@ SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
       });
 }
 
-/// The replacements of the ops with several results, or an empty list.
-SmallVector<Value> lowerMulti(Operation *op) {
-  OpBuilder b(op);
-  Lowering l(b, op->getLoc());
-  if (auto sgd = dyn_cast<SgdOp>(op))
-    return lowerSgd(l, sgd);
-  if (auto adam = dyn_cast<AdamOp>(op))
-    return lowerAdam(l, adam);
-  return {};
+//===----------------------------------------------------------------------===//
+// The ops without a helper of their own above
+//===----------------------------------------------------------------------===//
+
+Value lowerConstant(Lowering &l, ConstantOp op) {
+  return l.b.create<arith::ConstantOp>(op.getLoc(),
+                                       cast<TypedAttr>(op.getValue()));
 }
 
-/// The replacement of `op`, or null for ops that stay (sources, outputs,
-/// moves, and ops of other dialects).
-Value lower(Operation *op) {
-  OpBuilder b(op);
-  Lowering l(b, op->getLoc());
-  auto unary = [&](Value x, auto build) {
-    return l.elementwise(l.typeOf(x), ValueRange{x},
-                         [&](OpBuilder &nb, Location nl, ValueRange a) {
-                           return build(nb, nl, a[0]);
-                         });
-  };
-  auto binary = [&](Operation *o, auto build) {
-    return l.elementwise(l.typeOf(o->getResult(0)), o->getOperands(),
-                         [&](OpBuilder &nb, Location nl, ValueRange a) {
-                           return build(nb, nl, a[0], a[1]);
-                         });
-  };
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case<ConstantOp>([&](ConstantOp c) -> Value {
-        return b.create<arith::ConstantOp>(c.getLoc(),
-                                           cast<TypedAttr>(c.getValue()));
-      })
-      .Case<NegOp>([&](NegOp o) {
-        return unary(o.getInput(), [](OpBuilder &nb, Location nl, Value x) {
-          return nb.create<arith::NegFOp>(nl, x);
-        });
-      })
-      .Case<ExpOp>([&](ExpOp o) {
-        return unary(o.getInput(), [](OpBuilder &nb, Location nl, Value x) {
-          return nb.create<math::ExpOp>(nl, x);
-        });
-      })
-      .Case<LogOp>([&](LogOp o) {
-        return unary(o.getInput(), [](OpBuilder &nb, Location nl, Value x) {
-          return nb.create<math::LogOp>(nl, x);
-        });
-      })
-      .Case<SqrtOp>([&](SqrtOp o) {
-        return unary(o.getInput(), [](OpBuilder &nb, Location nl, Value x) {
-          return nb.create<math::SqrtOp>(nl, x);
-        });
-      })
-      .Case<TanhOp>([&](TanhOp o) {
-        return unary(o.getInput(), [](OpBuilder &nb, Location nl, Value x) {
-          return nb.create<math::TanhOp>(nl, x);
-        });
-      })
-      .Case<ReluOp>([&](ReluOp o) {
-        Value zero = l.constantF32(0.0);
-        return unary(o.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
-          return nb.create<arith::MaximumFOp>(nl, x, zero);
-        });
-      })
-      .Case<SigmoidOp>([&](SigmoidOp o) {
-        Value one = l.constantF32(1.0);
-        return unary(o.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
-          Value e = nb.create<math::ExpOp>(nl, nb.create<arith::NegFOp>(nl, x));
-          return nb.create<arith::DivFOp>(nl, one,
-                                          nb.create<arith::AddFOp>(nl, one, e));
-        });
-      })
-      .Case<PowOp>([&](PowOp o) {
-        double e = o.getExponent().convertToDouble();
-        Value exponent = l.constantF32(e);
-        return unary(o.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
-          if (e == 2.0)
-            return nb.create<arith::MulFOp>(nl, x, x).getResult();
-          return nb.create<math::PowFOp>(nl, x, exponent).getResult();
-        });
-      })
-      .Case<AddOp>([&](AddOp o) {
-        return binary(o, [](OpBuilder &nb, Location nl, Value a, Value c) {
-          return nb.create<arith::AddFOp>(nl, a, c);
-        });
-      })
-      .Case<SubOp>([&](SubOp o) {
-        return binary(o, [](OpBuilder &nb, Location nl, Value a, Value c) {
-          return nb.create<arith::SubFOp>(nl, a, c);
-        });
-      })
-      .Case<MulOp>([&](MulOp o) {
-        return binary(o, [](OpBuilder &nb, Location nl, Value a, Value c) {
-          return nb.create<arith::MulFOp>(nl, a, c);
-        });
-      })
-      .Case<DivOp>([&](DivOp o) {
-        return binary(o, [](OpBuilder &nb, Location nl, Value a, Value c) {
-          return nb.create<arith::DivFOp>(nl, a, c);
-        });
-      })
-      .Case<MaximumOp>([&](MaximumOp o) {
-        return binary(o, [](OpBuilder &nb, Location nl, Value a, Value c) {
-          return nb.create<arith::MaximumFOp>(nl, a, c);
-        });
-      })
-      .Case<CmpOp>([&](CmpOp o) {
-        arith::CmpFPredicate predicate;
-        switch (o.getPredicate()) {
-        case CmpPredicate::eq:
-          predicate = arith::CmpFPredicate::OEQ;
-          break;
-        case CmpPredicate::ne:
-          predicate = arith::CmpFPredicate::UNE;
-          break;
-        case CmpPredicate::lt:
-          predicate = arith::CmpFPredicate::OLT;
-          break;
-        case CmpPredicate::le:
-          predicate = arith::CmpFPredicate::OLE;
-          break;
-        case CmpPredicate::gt:
-          predicate = arith::CmpFPredicate::OGT;
-          break;
-        case CmpPredicate::ge:
-          predicate = arith::CmpFPredicate::OGE;
-          break;
-        }
-        return binary(o, [&](OpBuilder &nb, Location nl, Value a, Value c) {
-          return nb.create<arith::CmpFOp>(nl, predicate, a, c);
-        });
-      })
-      .Case<SelectOp>([&](SelectOp o) {
-        return l.elementwise(o.getType(), o->getOperands(),
-                             [](OpBuilder &nb, Location nl, ValueRange a) {
-                               return nb.create<arith::SelectOp>(nl, a[0], a[1],
-                                                                 a[2]);
-                             });
-      })
-      .Case<BroadcastOp>(
-          [&](BroadcastOp o) { return l.broadcast(o.getInput(), o.getType()); })
-      .Case<MatmulOp>([&](MatmulOp o) { return lowerMatmul(l, o); })
-      .Case<LinearOp>([&](LinearOp o) { return lowerLinear(l, o); })
-      .Case<TransposeOp>([&](TransposeOp o) -> Value {
-        return b
-            .create<linalg::TransposeOp>(o.getLoc(), o.getInput(),
-                                         l.empty(o.getType()),
-                                         o.getPermutation())
-            .getResult()[0];
-      })
-      .Case<ReshapeOp>(
-          [&](ReshapeOp o) { return l.reshape(o.getInput(), o.getType()); })
-      .Case<ConcatOp>([&](ConcatOp o) {
-        Value result = l.empty(o.getType());
-        int64_t axis = o.getAxis(), offset = 0;
-        for (Value input : o.getInputs()) {
-          RankedTensorType t = l.typeOf(input);
-          SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)),
-              sizes, strides(t.getRank(), b.getIndexAttr(1));
-          for (int64_t d : t.getShape())
-            sizes.push_back(b.getIndexAttr(d));
-          offsets[axis] = b.getIndexAttr(offset);
-          offset += t.getDimSize(axis);
-          result = b.create<tensor::InsertSliceOp>(o.getLoc(), input, result,
-                                                   offsets, sizes, strides);
-        }
-        return result;
-      })
-      .Case<SliceOp>([&](SliceOp o) -> Value {
-        SmallVector<OpFoldResult> offsets, sizes, strides;
-        for (auto [off, size, stride] :
-             llvm::zip(o.getOffsets(), o.getSizes(), o.getStrides())) {
-          offsets.push_back(b.getIndexAttr(off));
-          sizes.push_back(b.getIndexAttr(size));
-          strides.push_back(b.getIndexAttr(stride));
-        }
-        return b.create<tensor::ExtractSliceOp>(
-            o.getLoc(), o.getType(), o.getInput(), offsets, sizes, strides);
-      })
-      .Case<SumOp>([&](SumOp o) {
-        return l.reshape(
-            l.reduce(o.getInput(), o.getAxes(), 0.0, Lowering::add),
-            o.getType());
-      })
-      .Case<MaxOp>([&](MaxOp o) {
-        return l.reshape(l.reduce(o.getInput(), o.getAxes(),
-                                  -std::numeric_limits<double>::infinity(),
-                                  Lowering::max),
-                         o.getType());
-      })
-      .Case<MeanOp>([&](MeanOp o) {
-        int64_t count = 1;
-        for (int64_t axis : o.getAxes())
-          count *= o.getInput().getType().getDimSize(axis);
-        Value sum = l.reduce(o.getInput(), o.getAxes(), 0.0, Lowering::add);
-        return l.reshape(l.scale(sum, 1.0 / static_cast<double>(count)),
-                         o.getType());
-      })
-      .Case<SoftmaxOp>([&](SoftmaxOp o) {
-        return l.softmax(o.getInput(), o.getAxis(), /*log=*/false);
-      })
-      .Case<LogSoftmaxOp>([&](LogSoftmaxOp o) {
-        return l.softmax(o.getInput(), o.getAxis(), /*log=*/true);
-      })
-      .Case<Conv2dOp>([&](Conv2dOp o) { return lowerConv(l, o); })
-      .Case<MaxPool2dOp>([&](MaxPool2dOp o) { return lowerPool(l, o, true); })
-      .Case<AvgPool2dOp>([&](AvgPool2dOp o) { return lowerPool(l, o, false); })
-      .Case<MseLossOp>([&](MseLossOp o) {
-        Value sq = l.elementwise(o.getInput().getType(), o->getOperands(),
-                                 [](OpBuilder &nb, Location nl, ValueRange a) {
-                                   Value d =
-                                       nb.create<arith::SubFOp>(nl, a[0], a[1]);
-                                   return nb.create<arith::MulFOp>(nl, d, d);
-                                 });
-        return l.total(sq, o.getReduction());
-      })
-      .Case<CrossEntropyOp>(
-          [&](CrossEntropyOp o) { return lowerCrossEntropy(l, o); })
-      .Case<OneHotOp>([&](OneHotOp o) { return lowerOneHot(l, o); })
-      .Case<SliceGradOp>([&](SliceGradOp o) { return lowerSliceGrad(l, o); })
-      .Case<Conv2dInputGradOp>(
-          [&](Conv2dInputGradOp o) { return lowerConvInputGrad(l, o); })
-      .Case<Conv2dWeightGradOp>(
-          [&](Conv2dWeightGradOp o) { return lowerConvWeightGrad(l, o); })
-      .Case<MaxPool2dGradOp>(
-          [&](MaxPool2dGradOp o) { return lowerMaxPoolGrad(l, o); })
-      .Default([](Operation *) { return Value(); });
+/// An elementwise generic over `x`'s shape whose body is `build(x)`.
+Value unary(Lowering &l, Value x,
+            function_ref<Value(OpBuilder &, Location, Value)> build) {
+  return l.elementwise(l.typeOf(x), ValueRange{x},
+                       [&](OpBuilder &nb, Location nl, ValueRange a) {
+                         return build(nb, nl, a[0]);
+                       });
 }
+
+/// An elementwise generic over `op`'s result shape whose body is
+/// `build(a, b)` of its two operands.
+Value binary(Lowering &l, Operation *op,
+             function_ref<Value(OpBuilder &, Location, Value, Value)> build) {
+  return l.elementwise(l.typeOf(op->getResult(0)), op->getOperands(),
+                       [&](OpBuilder &nb, Location nl, ValueRange a) {
+                         return build(nb, nl, a[0], a[1]);
+                       });
+}
+
+/// neg, exp, log, sqrt, tanh: one arith or math op per element.
+template <typename OpTy, typename ScalarOp>
+Value lowerUnary(Lowering &l, OpTy op) {
+  return unary(l, op.getInput(), [](OpBuilder &nb, Location nl, Value x) {
+    return nb.create<ScalarOp>(nl, x);
+  });
+}
+
+/// add, sub, mul, div, maximum: one arith op per pair of elements.
+template <typename OpTy, typename ScalarOp>
+Value lowerBinary(Lowering &l, OpTy op) {
+  return binary(l, op, [](OpBuilder &nb, Location nl, Value a, Value c) {
+    return nb.create<ScalarOp>(nl, a, c);
+  });
+}
+
+Value lowerRelu(Lowering &l, ReluOp op) {
+  Value zero = l.constantF32(0.0);
+  return unary(l, op.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
+    return nb.create<arith::MaximumFOp>(nl, x, zero);
+  });
+}
+
+Value lowerSigmoid(Lowering &l, SigmoidOp op) {
+  Value one = l.constantF32(1.0);
+  return unary(l, op.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
+    Value e = nb.create<math::ExpOp>(nl, nb.create<arith::NegFOp>(nl, x));
+    return nb.create<arith::DivFOp>(nl, one,
+                                    nb.create<arith::AddFOp>(nl, one, e));
+  });
+}
+
+/// x * x for the exponent 2, math.powf otherwise (whose exponent constant
+/// is made either way).
+Value lowerPow(Lowering &l, PowOp op) {
+  double e = op.getExponent().convertToDouble();
+  Value exponent = l.constantF32(e);
+  return unary(l, op.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
+    if (e == 2.0)
+      return nb.create<arith::MulFOp>(nl, x, x).getResult();
+    return nb.create<math::PowFOp>(nl, x, exponent).getResult();
+  });
+}
+
+/// The ordered comparisons, and une for ne (true when either is NaN).
+arith::CmpFPredicate arithPredicate(CmpPredicate predicate) {
+  switch (predicate) {
+  case CmpPredicate::eq:
+    return arith::CmpFPredicate::OEQ;
+  case CmpPredicate::ne:
+    return arith::CmpFPredicate::UNE;
+  case CmpPredicate::lt:
+    return arith::CmpFPredicate::OLT;
+  case CmpPredicate::le:
+    return arith::CmpFPredicate::OLE;
+  case CmpPredicate::gt:
+    return arith::CmpFPredicate::OGT;
+  case CmpPredicate::ge:
+    return arith::CmpFPredicate::OGE;
+  }
+  llvm_unreachable("unknown locus.cmp predicate");
+}
+
+Value lowerCmp(Lowering &l, CmpOp op) {
+  arith::CmpFPredicate predicate = arithPredicate(op.getPredicate());
+  return binary(l, op, [&](OpBuilder &nb, Location nl, Value a, Value c) {
+    return nb.create<arith::CmpFOp>(nl, predicate, a, c);
+  });
+}
+
+Value lowerSelect(Lowering &l, SelectOp op) {
+  return l.elementwise(op.getType(), op->getOperands(),
+                       [](OpBuilder &nb, Location nl, ValueRange a) {
+                         return nb.create<arith::SelectOp>(nl, a[0], a[1],
+                                                           a[2]);
+                       });
+}
+
+Value lowerBroadcast(Lowering &l, BroadcastOp op) {
+  return l.broadcast(op.getInput(), op.getType());
+}
+
+Value lowerTranspose(Lowering &l, TransposeOp op) {
+  return l.b
+      .create<linalg::TransposeOp>(op.getLoc(), op.getInput(),
+                                   l.empty(op.getType()), op.getPermutation())
+      .getResult()[0];
+}
+
+Value lowerReshape(Lowering &l, ReshapeOp op) {
+  return l.reshape(op.getInput(), op.getType());
+}
+
+Value lowerConcat(Lowering &l, ConcatOp op) {
+  OpBuilder &b = l.b;
+  Value result = l.empty(op.getType());
+  int64_t axis = op.getAxis(), offset = 0;
+  for (Value input : op.getInputs()) {
+    RankedTensorType t = l.typeOf(input);
+    SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)), sizes,
+        strides(t.getRank(), b.getIndexAttr(1));
+    for (int64_t d : t.getShape())
+      sizes.push_back(b.getIndexAttr(d));
+    offsets[axis] = b.getIndexAttr(offset);
+    offset += t.getDimSize(axis);
+    result = b.create<tensor::InsertSliceOp>(op.getLoc(), input, result,
+                                             offsets, sizes, strides);
+  }
+  return result;
+}
+
+Value lowerSlice(Lowering &l, SliceOp op) {
+  OpBuilder &b = l.b;
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (auto [off, size, stride] :
+       llvm::zip(op.getOffsets(), op.getSizes(), op.getStrides())) {
+    offsets.push_back(b.getIndexAttr(off));
+    sizes.push_back(b.getIndexAttr(size));
+    strides.push_back(b.getIndexAttr(stride));
+  }
+  return b.create<tensor::ExtractSliceOp>(
+      op.getLoc(), op.getType(), op.getInput(), offsets, sizes, strides);
+}
+
+Value lowerSum(Lowering &l, SumOp op) {
+  return l.reshape(l.reduce(op.getInput(), op.getAxes(), 0.0, Lowering::add),
+                   op.getType());
+}
+
+Value lowerMax(Lowering &l, MaxOp op) {
+  return l.reshape(l.reduce(op.getInput(), op.getAxes(),
+                            -std::numeric_limits<double>::infinity(),
+                            Lowering::max),
+                   op.getType());
+}
+
+Value lowerMean(Lowering &l, MeanOp op) {
+  int64_t count = 1;
+  for (int64_t axis : op.getAxes())
+    count *= op.getInput().getType().getDimSize(axis);
+  Value sum = l.reduce(op.getInput(), op.getAxes(), 0.0, Lowering::add);
+  return l.reshape(l.scale(sum, 1.0 / static_cast<double>(count)),
+                   op.getType());
+}
+
+/// softmax and log_softmax.
+template <typename OpTy, bool Log> Value lowerSoftmax(Lowering &l, OpTy op) {
+  return l.softmax(op.getInput(), op.getAxis(), Log);
+}
+
+template <typename OpTy, bool IsMax> Value lowerPool2d(Lowering &l, OpTy op) {
+  return lowerPool(l, op, IsMax);
+}
+
+Value lowerMseLoss(Lowering &l, MseLossOp op) {
+  Value sq = l.elementwise(op.getInput().getType(), op->getOperands(),
+                           [](OpBuilder &nb, Location nl, ValueRange a) {
+                             Value d = nb.create<arith::SubFOp>(nl, a[0], a[1]);
+                             return nb.create<arith::MulFOp>(nl, d, d);
+                           });
+  return l.total(sq, op.getReduction());
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+/// Replaces an `OpTy` with what `Lower(Lowering &, OpTy)` builds in front of
+/// it: a value, or the values of an op with several results (the
+/// optimizers). Run in a dialect conversion, the op's operands are still
+/// those of the original IR: an operand's producer, lowered already, is
+/// replaced only when the conversion completes.
+template <typename OpTy, auto Lower> struct LowerOp : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.setInsertionPoint(op);
+    Lowering l(rewriter, op.getLoc());
+    rewriter.replaceOp(op, Lower(l, op));
+    return success();
+  }
+};
+
+/// The elementwise families: one template each.
+template <typename OpTy, typename ScalarOp>
+using UnaryPattern = LowerOp<OpTy, lowerUnary<OpTy, ScalarOp>>;
+template <typename OpTy, typename ScalarOp>
+using BinaryPattern = LowerOp<OpTy, lowerBinary<OpTy, ScalarOp>>;
+template <typename OpTy, bool Log>
+using SoftmaxPattern = LowerOp<OpTy, lowerSoftmax<OpTy, Log>>;
+template <typename OpTy, bool IsMax>
+using Pool2dPattern = LowerOp<OpTy, lowerPool2d<OpTy, IsMax>>;
 
 class LowerToLinalgPass
     : public locus::impl::LocusLowerToLinalgBase<LowerToLinalgPass> {
 public:
   using Base::Base;
+
   void runOnOperation() override {
-    SmallVector<Operation *> ops;
-    getOperation()->walk([&](Operation *op) {
-      if (op->getDialect() && op->getDialect()->getNamespace() ==
-                                  LocusDialect::getDialectNamespace())
-        ops.push_back(op);
-    });
-    for (Operation *op : ops) {
-      SmallVector<Value> replacements = lowerMulti(op);
-      if (replacements.empty())
-        if (Value replacement = lower(op))
-          replacements.push_back(replacement);
-      if (replacements.empty())
-        continue;
-      op->replaceAllUsesWith(replacements);
-      op->erase();
-    }
+    ConversionTarget target(getContext());
+    configureLocusToLinalgTarget(target);
+    RewritePatternSet patterns(&getContext());
+    populateLocusToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
   }
 };
 
 } // namespace
+
+void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns
+      .add<UnaryPattern<NegOp, arith::NegFOp>, UnaryPattern<ExpOp, math::ExpOp>,
+           UnaryPattern<LogOp, math::LogOp>, UnaryPattern<SqrtOp, math::SqrtOp>,
+           UnaryPattern<TanhOp, math::TanhOp>, LowerOp<ReluOp, lowerRelu>,
+           LowerOp<SigmoidOp, lowerSigmoid>, LowerOp<PowOp, lowerPow>>(ctx);
+  patterns.add<
+      BinaryPattern<AddOp, arith::AddFOp>, BinaryPattern<SubOp, arith::SubFOp>,
+      BinaryPattern<MulOp, arith::MulFOp>, BinaryPattern<DivOp, arith::DivFOp>,
+      BinaryPattern<MaximumOp, arith::MaximumFOp>, LowerOp<CmpOp, lowerCmp>,
+      LowerOp<SelectOp, lowerSelect>, LowerOp<BroadcastOp, lowerBroadcast>>(
+      ctx);
+  patterns.add<LowerOp<ConstantOp, lowerConstant>,
+               LowerOp<TransposeOp, lowerTranspose>,
+               LowerOp<ReshapeOp, lowerReshape>, LowerOp<ConcatOp, lowerConcat>,
+               LowerOp<SliceOp, lowerSlice>>(ctx);
+  patterns.add<LowerOp<MatmulOp, lowerMatmul>, LowerOp<LinearOp, lowerLinear>,
+               LowerOp<Conv2dOp, lowerConv>, Pool2dPattern<MaxPool2dOp, true>,
+               Pool2dPattern<AvgPool2dOp, false>>(ctx);
+  patterns
+      .add<LowerOp<SumOp, lowerSum>, LowerOp<MaxOp, lowerMax>,
+           LowerOp<MeanOp, lowerMean>, SoftmaxPattern<SoftmaxOp, false>,
+           SoftmaxPattern<LogSoftmaxOp, true>, LowerOp<MseLossOp, lowerMseLoss>,
+           LowerOp<CrossEntropyOp, lowerCrossEntropy>>(ctx);
+  patterns
+      .add<LowerOp<OneHotOp, lowerOneHot>, LowerOp<SliceGradOp, lowerSliceGrad>,
+           LowerOp<Conv2dInputGradOp, lowerConvInputGrad>,
+           LowerOp<Conv2dWeightGradOp, lowerConvWeightGrad>,
+           LowerOp<MaxPool2dGradOp, lowerMaxPoolGrad>, LowerOp<SgdOp, lowerSgd>,
+           LowerOp<AdamOp, lowerAdam>>(ctx);
+}
+
+void locus::configureLocusToLinalgTarget(ConversionTarget &target) {
+  target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
+                         arith::ArithDialect, math::MathDialect,
+                         bufferization::BufferizationDialect,
+                         func::FuncDialect>();
+  target.addIllegalDialect<LocusDialect>();
+  // The graph's structure, and the kernels fusion made in it.
+  target.addLegalOp<GraphOp, OutputOp, AssignOp, KernelOp, YieldOp>();
+  // Sources and moves are the plan's: they stay in a graph, and nowhere
+  // else (a kernel function reads its arguments).
+  target.addDynamicallyLegalOp<InputOp, StateOp, ToOp, CopyOp>(
+      [](Operation *op) { return isa<GraphOp>(op->getParentOp()); });
+}

@@ -1,6 +1,7 @@
 // Computing locus ops become linalg/tensor/arith/math on tensors; sources,
-// outputs and moves stay. (Numbers: tests/e2e/check_lowering.py.)
-// RUN: locus-opt %s -split-input-file --locus-lower-to-linalg | FileCheck %s
+// outputs and moves stay in a graph. Any other locus op left over is an
+// error at its line. (Numbers: tests/e2e/check_lowering.py.)
+// RUN: locus-opt %s -split-input-file -verify-diagnostics --locus-lower-to-linalg | FileCheck %s
 
 // CHECK-LABEL: locus.graph @mlp
 // CHECK: %[[X:.*]] = locus.input "x"
@@ -92,4 +93,45 @@ locus.graph @im2col {
   %b = locus.input "b" : tensor<4xf32>
   %0 = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x7x7xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x7x7xf32>
   locus.output "y" = %0 : tensor<2x4x7x7xf32>
+}
+
+// -----
+
+// An outlined kernel function holds computing ops only: a move or a source
+// left in one has no lowering, and is an error at its own line.
+func.func @kernel_move(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{failed to legalize operation 'locus.to' that was explicitly marked illegal}}
+  %0 = locus.to <cuda:0>, %x : tensor<4xf32>
+  %1 = locus.relu %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+func.func @kernel_copy(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{failed to legalize operation 'locus.copy' that was explicitly marked illegal}}
+  %0 = locus.copy <cpu> to <cuda:0>, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @kernel_input() -> tensor<4xf32> {
+  // expected-error@+1 {{failed to legalize operation 'locus.input' that was explicitly marked illegal}}
+  %0 = locus.input "x" : tensor<4xf32>
+  %1 = locus.exp %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Inside a kernel of a fused graph as well: a kernel runs on one device.
+locus.graph @kernel_in_graph {
+  %x = locus.input "x" : tensor<4xf32>
+  %0 = locus.kernel on <cpu> -> tensor<4xf32> {
+    // expected-error@+1 {{failed to legalize operation 'locus.to' that was explicitly marked illegal}}
+    %1 = locus.to <cuda:0>, %x : tensor<4xf32>
+    locus.yield %1 : tensor<4xf32>
+  }
+  locus.output "y" = %0 : tensor<4xf32>
 }

@@ -225,9 +225,21 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
   let description = [{
     Every computing locus op becomes linalg, tensor, arith and math ops on
     tensors: the form both code generators start from. Sources
-    (`locus.input`, `locus.state`), outputs and moves (`locus.to`,
-    `locus.copy`) stay; they are the plan's, not a kernel's. A
-    `locus.constant` becomes an `arith.constant`.
+    (`locus.input`, `locus.state`), outputs, state writes and moves
+    (`locus.to`, `locus.copy`) stay where they are directly in a
+    `locus.graph`; they are the plan's, not a kernel's. Graphs, kernels and
+    their `locus.yield` stay too. A `locus.constant` becomes an
+    `arith.constant`.
+
+    The pass is a dialect conversion (the patterns:
+    `locus::populateLocusToLinalgPatterns`, in
+    `locus/Passes/LowerToLinalg.h`) in which every other locus op is
+    illegal. An op without a lowering therefore fails the pass with an error
+    at the op's location that names it (`failed to legalize operation
+    'locus.to' that was explicitly marked illegal`), instead of being left
+    for bufferization or LLVM to trip over: a move or a source in an
+    outlined kernel function (the compiler's input to this pass), or inside
+    a `locus.kernel`, is such an op.
 
     - elementwise ops, `broadcast`, `cmp`, `select`: `linalg.generic`;
     - `matmul`: `linalg.matmul`, or `linalg.batch_matmul` over the leading
