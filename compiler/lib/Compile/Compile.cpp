@@ -1,6 +1,6 @@
 //===- Compile.cpp - compile a recorded graph and run it in-process -------===//
 //
-// locus::compile(): the pipeline (Pipeline.cpp) on a copy of the graph, the
+// locus::compile(): the driver (Driver.cpp) on a copy of the graph, the
 // kernels JIT-compiled by mlir::ExecutionEngine, and the plan run by the
 // runtime (the same executor that runs artifacts).
 //
