@@ -116,10 +116,8 @@ bool readCommands(Reader &r, std::vector<PlanCommand> &out) {
 
 #define FAIL(...) return makeStatus(LOCUS_STATUS_DATA_LOSS, __VA_ARGS__)
 
-} // namespace
-
-locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
-  Reader r(static_cast<const unsigned char *>(data), size);
+/// The magic number and the format version.
+locus_status_t readHeader(Reader &r) {
   if (r.u32() != LOCUS_PLAN_MAGIC)
     FAIL("the plan is damaged (bad magic)");
   uint32_t version = r.u32();
@@ -127,7 +125,11 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
     return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                       "the plan has format version %u; this runtime reads %u",
                       version, LOCUS_PLAN_VERSION);
+  return nullptr;
+}
 
+/// The devices: at least one, each a known kind, no name twice.
+locus_status_t readDevices(Reader &r, Plan &plan) {
   plan.devices.resize(r.count(5));
   for (PlanDevice &d : plan.devices) {
     uint8_t kind = r.u8();
@@ -145,52 +147,83 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
       if (plan.devices[i].name == plan.devices[j].name)
         FAIL("the plan is damaged (device %s twice)",
              plan.devices[i].name.c_str());
+  return nullptr;
+}
 
-  plan.buffers.resize(r.count(30));
-  for (PlanBuffer &b : plan.buffers) {
-    b.kind = r.u8();
-    b.device = r.u32();
-    b.dtype = r.u8();
-    uint32_t rank = r.count(8);
-    b.dims.resize(rank);
-    uint64_t elements = 1;
-    bool overflow = false;
-    for (int64_t &d : b.dims) {
-      d = static_cast<int64_t>(r.u64());
-      if (d < 0 || d > (int64_t(1) << 40) ||
-          (d && elements > (uint64_t(1) << 48) / static_cast<uint64_t>(d)))
-        overflow = true;
-      else
-        elements *= static_cast<uint64_t>(d);
-    }
-    b.bytes = r.u64();
-    b.offset = r.u64();
-    b.name = r.str();
-    if (!r.ok())
-      FAIL("the plan is damaged (buffers)");
-    if (b.kind > LOCUS_PLAN_PERSISTENT || b.device >= plan.devices.size() ||
-        !dtypeSize(b.dtype) || overflow ||
-        b.bytes != elements * dtypeSize(b.dtype))
-      FAIL("the plan is damaged (buffer %zu)",
-           static_cast<size_t>(&b - plan.buffers.data()));
-    if (b.kind == LOCUS_PLAN_STATE) {
-      b.initKind = r.u8();
-      b.initA = r.f64();
-      b.initB = r.f64();
-      b.seed = r.u64();
-      if (b.dtype != LOCUS_PLAN_F32 || b.initKind > LOCUS_INIT_UNIFORM ||
-          !std::isfinite(b.initA) || !std::isfinite(b.initB) ||
-          b.initA > b.initB || b.name.empty())
-        FAIL("the plan is damaged (state %s)", b.name.c_str());
-    } else if (b.kind == LOCUS_PLAN_CONSTANT) {
-      r.bytes(b.data, b.bytes);
-    } else if (b.kind == LOCUS_PLAN_INPUT && b.name.empty()) {
-      FAIL("the plan is damaged (an input without a name)");
-    }
+/// A buffer's dimensions. Returns their product; sets `overflow` when one
+/// is negative or over 2^40, or the product would pass 2^48.
+uint64_t readDims(Reader &r, std::vector<int64_t> &dims, bool &overflow) {
+  uint64_t elements = 1;
+  overflow = false;
+  for (int64_t &d : dims) {
+    d = static_cast<int64_t>(r.u64());
+    if (d < 0 || d > (int64_t(1) << 40) ||
+        (d && elements > (uint64_t(1) << 48) / static_cast<uint64_t>(d)))
+      overflow = true;
+    else
+      elements *= static_cast<uint64_t>(d);
   }
+  return elements;
+}
+
+/// What follows a buffer's common fields: a state's initializer, a
+/// constant's bytes; an input must have a name.
+locus_status_t readBufferPayload(Reader &r, PlanBuffer &b) {
+  if (b.kind == LOCUS_PLAN_STATE) {
+    b.initKind = r.u8();
+    b.initA = r.f64();
+    b.initB = r.f64();
+    b.seed = r.u64();
+    if (b.dtype != LOCUS_PLAN_F32 || b.initKind > LOCUS_INIT_UNIFORM ||
+        !std::isfinite(b.initA) || !std::isfinite(b.initB) ||
+        b.initA > b.initB || b.name.empty())
+      FAIL("the plan is damaged (state %s)", b.name.c_str());
+  } else if (b.kind == LOCUS_PLAN_CONSTANT) {
+    r.bytes(b.data, b.bytes);
+  } else if (b.kind == LOCUS_PLAN_INPUT && b.name.empty()) {
+    FAIL("the plan is damaged (an input without a name)");
+  }
+  return nullptr;
+}
+
+/// One buffer, the `index`th: its kind, device, dtype and shape agree with
+/// its size.
+locus_status_t readBuffer(Reader &r, const Plan &plan, PlanBuffer &b,
+                          size_t index) {
+  b.kind = r.u8();
+  b.device = r.u32();
+  b.dtype = r.u8();
+  uint32_t rank = r.count(8);
+  b.dims.resize(rank);
+  bool overflow = false;
+  uint64_t elements = readDims(r, b.dims, overflow);
+  b.bytes = r.u64();
+  b.offset = r.u64();
+  b.name = r.str();
   if (!r.ok())
     FAIL("the plan is damaged (buffers)");
+  if (b.kind > LOCUS_PLAN_PERSISTENT || b.device >= plan.devices.size() ||
+      !dtypeSize(b.dtype) || overflow ||
+      b.bytes != elements * dtypeSize(b.dtype))
+    FAIL("the plan is damaged (buffer %zu)", index);
+  return readBufferPayload(r, b);
+}
 
+/// The buffers.
+locus_status_t readBuffers(Reader &r, Plan &plan) {
+  plan.buffers.resize(r.count(30));
+  for (PlanBuffer &b : plan.buffers)
+    if (locus_status_t s = readBuffer(
+            r, plan, b, static_cast<size_t>(&b - plan.buffers.data())))
+      return s;
+  if (!r.ok())
+    FAIL("the plan is damaged (buffers)");
+  return nullptr;
+}
+
+/// The size of each device's arena, and every buffer placed in one inside
+/// it.
+locus_status_t readArenas(Reader &r, Plan &plan) {
   plan.arenaBytes.resize(plan.devices.size());
   for (uint64_t &a : plan.arenaBytes) {
     a = r.u64();
@@ -204,7 +237,12 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
          b.offset > plan.arenaBytes[b.device] ||
          b.bytes > plan.arenaBytes[b.device] - b.offset))
       FAIL("the plan is damaged (a buffer outside its arena)");
+  return nullptr;
+}
 
+/// The kernels (each a symbol on a device of the plan), the imports, and
+/// the load and step commands.
+locus_status_t readKernelsAndCommands(Reader &r, Plan &plan) {
   plan.kernels.resize(r.count(8));
   for (PlanKernel &k : plan.kernels) {
     k.symbol = r.str();
@@ -217,6 +255,11 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
     name = r.str();
   if (!readCommands(r, plan.load) || !readCommands(r, plan.step))
     FAIL("the plan is damaged (commands)");
+  return nullptr;
+}
+
+/// The outputs, the number of events, and the end of the plan.
+locus_status_t readOutputs(Reader &r, Plan &plan) {
   plan.outputs.resize(r.count(8));
   for (PlanOutput &o : plan.outputs) {
     o.name = r.str();
@@ -227,8 +270,11 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
   plan.events = r.u32();
   if (!r.ok() || !r.atEnd())
     FAIL("the plan is damaged (%s)", r.ok() ? "trailing bytes" : "truncated");
+  return nullptr;
+}
 
-  // Names are unique within each role.
+/// Names are unique within each role.
+locus_status_t checkNames(const Plan &plan) {
   std::set<std::string> inputs, states, outputs;
   for (const PlanBuffer &b : plan.buffers)
     if ((b.kind == LOCUS_PLAN_INPUT && !inputs.insert(b.name).second) ||
@@ -237,46 +283,86 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
   for (const PlanOutput &o : plan.outputs)
     if (!outputs.insert(o.name).second)
       FAIL("the plan is damaged (output %s twice)", o.name.c_str());
+  return nullptr;
+}
 
-  // Commands refer to what exists; launches and per-step copies write
-  // activations or state (a training step's updates); load-time copies write
-  // persistent buffers only.
-  auto buffer = [&](uint32_t i) -> const PlanBuffer * {
-    return i < plan.buffers.size() ? &plan.buffers[i] : nullptr;
-  };
+/// The `i`th buffer of the plan, or null when there is none.
+const PlanBuffer *bufferAt(const Plan &plan, uint32_t i) {
+  return i < plan.buffers.size() ? &plan.buffers[i] : nullptr;
+}
+
+/// A launch (at step time only) of a kernel of the plan, whose results are
+/// activations or state.
+locus_status_t checkLaunch(const Plan &plan, const PlanCommand &c, bool step) {
+  if (!step || c.kernel >= plan.kernels.size() || c.results > c.args.size())
+    FAIL("the plan is damaged (a launch)");
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    const PlanBuffer *b = bufferAt(plan, c.args[i]);
+    bool writes = i >= c.args.size() - c.results;
+    if (!b || (writes && b->kind != LOCUS_PLAN_ACTIVATION &&
+               b->kind != LOCUS_PLAN_STATE))
+      FAIL("the plan is damaged (a launch's buffers)");
+  }
+  return nullptr;
+}
+
+/// A copy between buffers of one size: per step into activations or
+/// state, at load time from constants or state into persistent buffers.
+locus_status_t checkCopy(const Plan &plan, const PlanCommand &c, bool step) {
+  const PlanBuffer *src = bufferAt(plan, c.src), *dst = bufferAt(plan, c.dst);
+  bool writable = step ? dst && (dst->kind == LOCUS_PLAN_ACTIVATION ||
+                                 dst->kind == LOCUS_PLAN_STATE)
+                       : dst && dst->kind == LOCUS_PLAN_PERSISTENT;
+  if (!src || !dst || src->bytes != dst->bytes || !writable ||
+      (!step && src->kind == LOCUS_PLAN_ACTIVATION) ||
+      (!step && src->kind == LOCUS_PLAN_INPUT))
+    FAIL("the plan is damaged (a copy)");
+  return nullptr;
+}
+
+/// Commands refer to what exists; launches and per-step copies write
+/// activations or state (a training step's updates); load-time copies write
+/// persistent buffers only.
+locus_status_t checkCommands(const Plan &plan) {
   for (int phase = 0; phase < 2; ++phase)
     for (const PlanCommand &c : phase ? plan.step : plan.load) {
+      locus_status_t s = nullptr;
       switch (c.op) {
-      case LOCUS_PLAN_LAUNCH: {
-        if (phase == 0 || c.kernel >= plan.kernels.size() ||
-            c.results > c.args.size())
-          FAIL("the plan is damaged (a launch)");
-        for (size_t i = 0; i < c.args.size(); ++i) {
-          const PlanBuffer *b = buffer(c.args[i]);
-          bool writes = i >= c.args.size() - c.results;
-          if (!b || (writes && b->kind != LOCUS_PLAN_ACTIVATION &&
-                     b->kind != LOCUS_PLAN_STATE))
-            FAIL("the plan is damaged (a launch's buffers)");
-        }
+      case LOCUS_PLAN_LAUNCH:
+        s = checkLaunch(plan, c, phase != 0);
         break;
-      }
-      case LOCUS_PLAN_COPY: {
-        const PlanBuffer *src = buffer(c.src), *dst = buffer(c.dst);
-        bool writable = phase ? dst && (dst->kind == LOCUS_PLAN_ACTIVATION ||
-                                        dst->kind == LOCUS_PLAN_STATE)
-                              : dst && dst->kind == LOCUS_PLAN_PERSISTENT;
-        if (!src || !dst || src->bytes != dst->bytes || !writable ||
-            (phase == 0 && src->kind == LOCUS_PLAN_ACTIVATION) ||
-            (phase == 0 && src->kind == LOCUS_PLAN_INPUT))
-          FAIL("the plan is damaged (a copy)");
+      case LOCUS_PLAN_COPY:
+        s = checkCopy(plan, c, phase != 0);
         break;
-      }
       default:
         if (c.device >= plan.devices.size() || c.event >= plan.events)
           FAIL("the plan is damaged (an event)");
       }
+      if (s)
+        return s;
     }
   return nullptr;
+}
+
+} // namespace
+
+locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
+  Reader r(static_cast<const unsigned char *>(data), size);
+  if (locus_status_t s = readHeader(r))
+    return s;
+  if (locus_status_t s = readDevices(r, plan))
+    return s;
+  if (locus_status_t s = readBuffers(r, plan))
+    return s;
+  if (locus_status_t s = readArenas(r, plan))
+    return s;
+  if (locus_status_t s = readKernelsAndCommands(r, plan))
+    return s;
+  if (locus_status_t s = readOutputs(r, plan))
+    return s;
+  if (locus_status_t s = checkNames(plan))
+    return s;
+  return checkCommands(plan);
 }
 
 } // namespace locus::rt

@@ -51,6 +51,98 @@ static cl::opt<std::string>
                  cl::desc("Explain the ops matching a row number (#7), an op "
                           "name, a name, or a source line (file.cpp:23)"));
 
+/// Replaces the artifact in `input` by the placed graph it carries.
+/// Returns false after a message when it is no artifact of this runtime.
+static bool takeGraphSection(std::unique_ptr<llvm::MemoryBuffer> &input) {
+  locus_artifact_t *artifact = nullptr;
+  const void *data = nullptr;
+  size_t size = 0;
+  locus_status_t status = locus_artifact_load_memory(
+      input->getBufferStart(), input->getBufferSize(), &artifact);
+  if (!status)
+    status =
+        locus_artifact_section(artifact, LOCUS_SECTION_GRAPH, &data, &size);
+  if (status) {
+    llvm::errs() << "locus-dump: " << inputFile << ": "
+                 << locus_status_message(status) << "\n";
+    locus_status_free(status);
+    locus_artifact_release(artifact);
+    return false;
+  }
+  input = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(static_cast<const char *>(data), size), inputFile);
+  locus_artifact_release(artifact);
+  return true;
+}
+
+/// The module of the input file (an artifact: its placed graph), or null
+/// after a message.
+static OwningOpRef<ModuleOp> parseInput(MLIRContext &context,
+                                        llvm::SourceMgr &sourceMgr) {
+  std::string error;
+  auto input = openInputFile(inputFile, &error);
+  if (!input) {
+    llvm::errs() << "locus-dump: " << error << "\n";
+    return nullptr;
+  }
+  if (input->getBuffer().starts_with("LOCUSART") && !takeGraphSection(input))
+    return nullptr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+}
+
+/// Places what is not placed yet, and inserts the transfers placement
+/// implies, with the options given.
+static LogicalResult place(MLIRContext &context, ModuleOp module) {
+  PassManager pm(&context, ModuleOp::getOperationName(),
+                 OpPassManager::Nesting::Implicit);
+  locus::PlacementPipelineOptions placement;
+  placement.policy = policy.getValue();
+  placement.devices = locus::splitTargets(devices);
+  placement.profile = profilePath.getValue();
+  locus::buildPlacementPipelineFor(module, pm, placement);
+  return pm.run(module);
+}
+
+/// Prints `report` in the --format asked for.
+static void printReport(const locus::dump::Report &report,
+                        llvm::raw_ostream &os) {
+  if (format == "text" || format == "table")
+    locus::dump::printTable(report, os);
+  if (format == "text")
+    os << "\n";
+  if (format == "text" || format == "summary")
+    locus::dump::printSummary(report, os);
+  if (format == "dot")
+    locus::dump::printDot(report, os);
+  if (format == "json")
+    locus::dump::printJson(report, os);
+  if (format == "html")
+    locus::dump::printHtml(report, os);
+}
+
+/// Prints (or, with --explain, explains) each graph of `module`; `graphs`
+/// counts those analyzed. Returns false when one failed.
+static bool dumpGraphs(ModuleOp module, const locus::CostProfile &profile,
+                       llvm::raw_ostream &os, int &graphs) {
+  bool ok = true;
+  module->walk([&](locus::GraphOp graph) {
+    FailureOr<locus::dump::Report> report =
+        locus::dump::analyze(graph, profile);
+    if (failed(report)) {
+      ok = false;
+      return;
+    }
+    ++graphs;
+    if (!explainQuery.empty()) {
+      ok &= succeeded(locus::dump::explain(*report, explainQuery, profile, os));
+      return;
+    }
+    printReport(*report, os);
+  });
+  return ok;
+}
+
 static int run(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "locus-dump: what runs where, and why\n");
@@ -66,54 +158,18 @@ static int run(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  std::string error;
-  auto input = openInputFile(inputFile, &error);
-  if (!input) {
-    llvm::errs() << "locus-dump: " << error << "\n";
-    return 1;
-  }
-  // An artifact: its placed graph section.
-  if (input->getBuffer().starts_with("LOCUSART")) {
-    locus_artifact_t *artifact = nullptr;
-    const void *data = nullptr;
-    size_t size = 0;
-    locus_status_t status = locus_artifact_load_memory(
-        input->getBufferStart(), input->getBufferSize(), &artifact);
-    if (!status)
-      status =
-          locus_artifact_section(artifact, LOCUS_SECTION_GRAPH, &data, &size);
-    if (status) {
-      llvm::errs() << "locus-dump: " << inputFile << ": "
-                   << locus_status_message(status) << "\n";
-      locus_status_free(status);
-      locus_artifact_release(artifact);
-      return 1;
-    }
-    input = llvm::MemoryBuffer::getMemBufferCopy(
-        llvm::StringRef(static_cast<const char *>(data), size), inputFile);
-    locus_artifact_release(artifact);
-  }
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseInput(context, sourceMgr);
   if (!module)
     return 1;
 
+  std::string error;
   locus::CostProfile profile;
   if (!profilePath.empty() &&
       !locus::CostProfile::load(profilePath, profile, error)) {
     llvm::errs() << "locus-dump: " << error << "\n";
     return 1;
   }
-
-  // Place what is not placed yet, and insert the transfers placement implies.
-  PassManager pm(&context, ModuleOp::getOperationName(),
-                 OpPassManager::Nesting::Implicit);
-  locus::PlacementPipelineOptions placement;
-  placement.policy = policy.getValue();
-  placement.devices = locus::splitTargets(devices);
-  placement.profile = profilePath.getValue();
-  locus::buildPlacementPipelineFor(*module, pm, placement);
-  if (failed(pm.run(*module)))
+  if (failed(place(context, *module)))
     return 1;
 
   auto output = openOutputFile(outputFile, &error);
@@ -121,34 +177,8 @@ static int run(int argc, char **argv) {
     llvm::errs() << "locus-dump: " << error << "\n";
     return 1;
   }
-  llvm::raw_ostream &os = output->os();
   int graphs = 0;
-  bool ok = true;
-  module->walk([&](locus::GraphOp graph) {
-    FailureOr<locus::dump::Report> report =
-        locus::dump::analyze(graph, profile);
-    if (failed(report)) {
-      ok = false;
-      return;
-    }
-    ++graphs;
-    if (!explainQuery.empty()) {
-      ok &= succeeded(locus::dump::explain(*report, explainQuery, profile, os));
-      return;
-    }
-    if (format == "text" || format == "table")
-      locus::dump::printTable(*report, os);
-    if (format == "text")
-      os << "\n";
-    if (format == "text" || format == "summary")
-      locus::dump::printSummary(*report, os);
-    if (format == "dot")
-      locus::dump::printDot(*report, os);
-    if (format == "json")
-      locus::dump::printJson(*report, os);
-    if (format == "html")
-      locus::dump::printHtml(*report, os);
-  });
+  bool ok = dumpGraphs(*module, profile, output->os(), graphs);
   if (graphs == 0) {
     llvm::errs() << "locus-dump: no locus.graph in " << inputFile << "\n";
     return 1;

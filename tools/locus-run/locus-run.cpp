@@ -145,13 +145,17 @@ int usage() {
   return 2;
 }
 
-} // namespace
-
-static int runMain(int argc, char **argv) {
+/// The command line.
+struct Options {
   std::string path, deviceMap, saveDir;
   std::map<std::string, std::string> inputFiles;
   bool random = false, quiet = false;
   int runs = 1;
+};
+
+/// Reads the command line into `o`. Returns 0, or the exit status after a
+/// message (2: a bad command line).
+int parseArgs(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -165,121 +169,155 @@ static int runMain(int argc, char **argv) {
         size_t eq = v.find('=');
         if (eq == std::string::npos)
           throw std::runtime_error("--input takes name=file, not '" + v + "'");
-        inputFiles[v.substr(0, eq)] = v.substr(eq + 1);
+        o.inputFiles[v.substr(0, eq)] = v.substr(eq + 1);
       } else if (arg == "--device-map") {
-        deviceMap = value();
+        o.deviceMap = value();
       } else if (arg == "--runs") {
-        runs = std::stoi(value());
+        o.runs = std::stoi(value());
       } else if (arg == "--save-outputs") {
-        saveDir = value();
+        o.saveDir = value();
       } else if (arg == "--random-inputs") {
-        random = true;
+        o.random = true;
       } else if (arg == "--quiet") {
-        quiet = true;
-      } else if (arg.rfind("--", 0) == 0 || !path.empty()) {
+        o.quiet = true;
+      } else if (arg.rfind("--", 0) == 0 || !o.path.empty()) {
         return usage();
       } else {
-        path = arg;
+        o.path = arg;
       }
     } catch (const std::exception &e) {
       std::cerr << "locus-run: " << e.what() << "\n";
       return 2;
     }
   }
-  if (path.empty())
+  if (o.path.empty())
     return usage();
+  return 0;
+}
 
+/// Sets the inputs given as files, then (with --random-inputs) the others.
+/// Throws on a name the model has no input of.
+void setInputs(const locus::rt::Model &model, locus::rt::Context &context,
+               const Options &o) {
+  for (const auto &[name, file] : o.inputFiles) {
+    bool known = false;
+    for (const auto &info : model.inputs())
+      if (info.name == name) {
+        known = true;
+        context.setInput(name, readInput(file, info));
+      }
+    if (!known) {
+      std::string names;
+      for (const auto &info : model.inputs())
+        names += (names.empty() ? "" : ", ") + info.name;
+      std::string message = "the model has no input '" + name;
+      message += "' (inputs: " + names + ")";
+      throw std::runtime_error(message);
+    }
+  }
+  if (!o.random)
+    return;
+  uint64_t seed = 1;
+  for (const auto &info : model.inputs()) {
+    if (o.inputFiles.count(info.name))
+      continue;
+    std::vector<char> bytes(info.byteSize, 0);
+    if (info.dtype == LOCUS_DTYPE_F32)
+      locus::rt::check(locus_init_fill(
+          LOCUS_INIT_UNIFORM, -1.0, 1.0, seed++, info.byteSize / 4,
+          reinterpret_cast<float *>(bytes.data())));
+    context.setInput(info.name, bytes);
+  }
+}
+
+/// Runs the step `runs` times and prints what a step did and, after more
+/// than two runs, its time.
+void runSteps(locus::rt::Context &context, int runs) {
+  std::vector<double> micros;
+  for (int r = 0; r < runs; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    context.run();
+    micros.push_back(std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - start)
+                         .count());
+  }
+  locus_run_stats_t stats = context.stats();
+  std::cout << "ran " << runs << " step" << (runs == 1 ? "" : "s") << ": "
+            << stats.launches << " launches (" << stats.sim_launches
+            << " on sim), " << stats.copies << " copies (" << stats.copy_bytes
+            << " B) per step\n";
+  if (runs > 2) {
+    // The first two runs load, warm caches and (on a GPU) capture: the
+    // time of a step is the median of the others.
+    std::vector<double> steady(micros.begin() + 2, micros.end());
+    std::sort(steady.begin(), steady.end());
+    std::cout << "step time: median " << steady[steady.size() / 2]
+              << " us, min " << steady.front() << " us over " << steady.size()
+              << " runs (after 2 warm-up runs)\n";
+  }
+}
+
+/// Prints the first (up to 8) values of an output's `data`, and how many
+/// there are when there are more.
+void printValues(const locus::rt::TensorInfo &info,
+                 const std::vector<char> &data) {
+  size_t count = info.dtype == LOCUS_DTYPE_F32   ? data.size() / 4
+                 : info.dtype == LOCUS_DTYPE_I64 ? data.size() / 8
+                                                 : data.size();
+  for (size_t k = 0; k < count && k < 8; ++k) {
+    char text[32];
+    if (info.dtype == LOCUS_DTYPE_F32) {
+      float v;
+      std::memcpy(&v, data.data() + 4 * k, 4);
+      std::snprintf(text, sizeof text, " %.6g", v);
+    } else if (info.dtype == LOCUS_DTYPE_I64) {
+      int64_t v;
+      std::memcpy(&v, data.data() + 8 * k, 8);
+      std::snprintf(text, sizeof text, " %lld", static_cast<long long>(v));
+    } else {
+      std::snprintf(text, sizeof text, " %d", data[k] ? 1 : 0);
+    }
+    std::cout << text;
+  }
+  if (count > 8)
+    std::cout << " ... (" << count << " values)";
+}
+
+/// Prints each output (its shape, dtype, device and, unless --quiet, its
+/// first values) and saves it with --save-outputs.
+void printOutputs(const locus::rt::Model &model, locus::rt::Context &context,
+                  const Options &o) {
+  for (const auto &info : model.outputs()) {
+    std::vector<char> data(info.byteSize);
+    context.readOutput(info.name, data.data(), data.size());
+    std::cout << info.name << " " << shapeText(info.shape) << " "
+              << (info.dtype == LOCUS_DTYPE_F32   ? "f32"
+                  : info.dtype == LOCUS_DTYPE_I64 ? "i64"
+                                                  : "i1")
+              << " on " << info.device;
+    if (!o.quiet) {
+      std::cout << ":";
+      printValues(info, data);
+    }
+    std::cout << "\n";
+    if (!o.saveDir.empty())
+      writeNpy(o.saveDir + "/" + info.name + ".npy", info, data);
+  }
+}
+
+} // namespace
+
+static int runMain(int argc, char **argv) {
+  Options o;
+  if (int status = parseArgs(argc, argv, o))
+    return status;
   try {
-    locus::rt::Model model = locus::rt::Model::load(path, deviceMap);
+    locus::rt::Model model = locus::rt::Model::load(o.path, o.deviceMap);
     std::cout << model.report();
     locus::rt::Context context(model);
-    for (const auto &[name, file] : inputFiles) {
-      bool known = false;
-      for (const auto &info : model.inputs())
-        if (info.name == name) {
-          known = true;
-          context.setInput(name, readInput(file, info));
-        }
-      if (!known) {
-        std::string names;
-        for (const auto &info : model.inputs())
-          names += (names.empty() ? "" : ", ") + info.name;
-        std::string message = "the model has no input '" + name;
-        message += "' (inputs: " + names + ")";
-        throw std::runtime_error(message);
-      }
-    }
-    if (random) {
-      uint64_t seed = 1;
-      for (const auto &info : model.inputs()) {
-        if (inputFiles.count(info.name))
-          continue;
-        std::vector<char> bytes(info.byteSize, 0);
-        if (info.dtype == LOCUS_DTYPE_F32)
-          locus::rt::check(locus_init_fill(
-              LOCUS_INIT_UNIFORM, -1.0, 1.0, seed++, info.byteSize / 4,
-              reinterpret_cast<float *>(bytes.data())));
-        context.setInput(info.name, bytes);
-      }
-    }
-    std::vector<double> micros;
-    for (int r = 0; r < runs; ++r) {
-      auto start = std::chrono::steady_clock::now();
-      context.run();
-      micros.push_back(std::chrono::duration<double, std::micro>(
-                           std::chrono::steady_clock::now() - start)
-                           .count());
-    }
-    locus_run_stats_t stats = context.stats();
-    std::cout << "ran " << runs << " step" << (runs == 1 ? "" : "s") << ": "
-              << stats.launches << " launches (" << stats.sim_launches
-              << " on sim), " << stats.copies << " copies (" << stats.copy_bytes
-              << " B) per step\n";
-    if (runs > 2) {
-      // The first two runs load, warm caches and (on a GPU) capture: the
-      // time of a step is the median of the others.
-      std::vector<double> steady(micros.begin() + 2, micros.end());
-      std::sort(steady.begin(), steady.end());
-      std::cout << "step time: median " << steady[steady.size() / 2]
-                << " us, min " << steady.front() << " us over " << steady.size()
-                << " runs (after 2 warm-up runs)\n";
-    }
-    for (const auto &info : model.outputs()) {
-      std::vector<char> data(info.byteSize);
-      context.readOutput(info.name, data.data(), data.size());
-      std::cout << info.name << " " << shapeText(info.shape) << " "
-                << (info.dtype == LOCUS_DTYPE_F32   ? "f32"
-                    : info.dtype == LOCUS_DTYPE_I64 ? "i64"
-                                                    : "i1")
-                << " on " << info.device;
-      if (!quiet) {
-        std::cout << ":";
-        size_t count = info.dtype == LOCUS_DTYPE_F32   ? data.size() / 4
-                       : info.dtype == LOCUS_DTYPE_I64 ? data.size() / 8
-                                                       : data.size();
-        for (size_t k = 0; k < count && k < 8; ++k) {
-          char text[32];
-          if (info.dtype == LOCUS_DTYPE_F32) {
-            float v;
-            std::memcpy(&v, data.data() + 4 * k, 4);
-            std::snprintf(text, sizeof text, " %.6g", v);
-          } else if (info.dtype == LOCUS_DTYPE_I64) {
-            int64_t v;
-            std::memcpy(&v, data.data() + 8 * k, 8);
-            std::snprintf(text, sizeof text, " %lld",
-                          static_cast<long long>(v));
-          } else {
-            std::snprintf(text, sizeof text, " %d", data[k] ? 1 : 0);
-          }
-          std::cout << text;
-        }
-        if (count > 8)
-          std::cout << " ... (" << count << " values)";
-      }
-      std::cout << "\n";
-      if (!saveDir.empty())
-        writeNpy(saveDir + "/" + info.name + ".npy", info, data);
-    }
+    setInputs(model, context, o);
+    runSteps(context, o.runs);
+    printOutputs(model, context, o);
   } catch (const locus::rt::Error &e) {
     std::cerr << "locus-run: " << locus_status_code_name(e.code()) << ": "
               << e.what() << "\n";

@@ -97,38 +97,46 @@ std::string findLinker() {
   return "";
 }
 
-} // namespace
-
-std::string locus::writeArtifact(const PipelineResult &result,
-                                 const std::string &cpu,
-                                 const std::string &path) {
-  llvm::LLVMContext context;
+/// The kernels' bitcode of `result`, parsed into `context`, with the
+/// runtime's import slots.
+std::unique_ptr<llvm::Module> loadKernels(const PipelineResult &result,
+                                          llvm::LLVMContext &context) {
   auto parsed = llvm::parseBitcodeFile(
       llvm::MemoryBufferRef(result.bitcode, "kernels"), context);
   if (!parsed)
     LOCUS_INTERNAL_ERROR(llvm::toString(parsed.takeError()));
   std::unique_ptr<llvm::Module> module = std::move(*parsed);
   addImportSlots(*module, runtimeImports(!result.cudaFunctions.empty()));
-  std::string features = requiredFeatures(cpu);
-  // What the runtime checks and reports: the CPU the code is for and the
-  // features it needs.
+  return module;
+}
+
+/// What the runtime checks and reports: the CPU the code is for and the
+/// features it needs, as constant strings of the module.
+void addCpuGlobals(llvm::Module &module, const std::string &cpu,
+                   const std::string &features) {
+  llvm::LLVMContext &context = module.getContext();
   for (const auto &[name, value] :
        {std::pair{LOCUS_ABI_CPU_FEATURES_SYMBOL, features},
         std::pair{LOCUS_ABI_CPU_SYMBOL, cpu}}) {
     // The module owns its globals.
     auto *text = llvm::ConstantDataArray::getString(context, value);
-    auto *storage = llvm::cast<llvm::GlobalVariable>(module->getOrInsertGlobal(
-        std::string(name) + ".text", text->getType()));
+    auto *storage = llvm::cast<llvm::GlobalVariable>(
+        module.getOrInsertGlobal(std::string(name) + ".text", text->getType()));
     storage->setInitializer(text);
     storage->setConstant(true);
     storage->setLinkage(llvm::GlobalValue::PrivateLinkage);
     auto *pointer = llvm::cast<llvm::GlobalVariable>(
-        module->getOrInsertGlobal(name, llvm::PointerType::get(context, 0)));
+        module.getOrInsertGlobal(name, llvm::PointerType::get(context, 0)));
     pointer->setInitializer(storage);
     pointer->setConstant(true);
   }
+}
 
-  std::string triple = llvm::sys::getDefaultTargetTriple(), error;
+/// A target machine for `cpu` ("native": this host's CPU and features) on
+/// `triple`, into `machine`. Returns what is wrong, or "".
+std::string makeTargetMachine(const std::string &triple, const std::string &cpu,
+                              std::unique_ptr<llvm::TargetMachine> &machine) {
+  std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
@@ -141,7 +149,7 @@ std::string locus::writeArtifact(const PipelineResult &result,
       featureString += (featureString.empty() ? "" : ",") +
                        std::string(f.getValue() ? "+" : "-") + f.getKey().str();
   llvm::TargetOptions targetOptions;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+  machine.reset(target->createTargetMachine(
       triple, cpuName, featureString, targetOptions, llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
@@ -149,60 +157,83 @@ std::string locus::writeArtifact(const PipelineResult &result,
   if (!machine->getMCSubtargetInfo()->isCPUStringValid(cpuName))
     return "unknown CPU '" + cpu +
            "' (try x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native)";
-  module->setDataLayout(machine->createDataLayout());
-  module->setTargetTriple(triple);
-  if (llvm::Error e =
-          mlir::makeOptimizingTransformer(3, 0, machine.get())(module.get()))
-    LOCUS_INTERNAL_ERROR(llvm::toString(std::move(e)));
+  return "";
+}
 
+/// The temporary files of the host code: its object, its shared object and
+/// the linker's log, in a fresh directory.
+struct Scratch {
   llvm::SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("locus-aot", dir))
-    return "cannot make a temporary directory: " + ec.message();
-  std::string object = (dir + "/kernels.o").str(),
-              shared = (dir + "/kernels.so").str(),
-              log = (dir + "/lld.log").str();
-  auto cleanup = [&] {
+  std::string object, shared, log;
+
+  /// Makes the directory. Returns what is wrong, or "".
+  std::string create() {
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory("locus-aot", dir))
+      return "cannot make a temporary directory: " + ec.message();
+    object = (dir + "/kernels.o").str();
+    shared = (dir + "/kernels.so").str();
+    log = (dir + "/lld.log").str();
+    return "";
+  }
+  /// Removes the files and the directory.
+  void cleanup() const {
     // Best effort: a temporary file left behind is no error.
     for (const std::string &f : {object, shared, log, std::string(dir)})
       if (std::error_code ignored = llvm::sys::fs::remove(f))
         continue;
-  };
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(object, ec);
-    if (ec) {
-      cleanup();
-      return "cannot write " + object + ": " + ec.message();
-    }
-    llvm::legacy::PassManager pm;
-    if (machine->addPassesToEmitFile(pm, os, nullptr,
-                                     llvm::CodeGenFileType::ObjectFile)) {
-      cleanup();
-      return "LLVM cannot emit an object file for " + triple;
-    }
-    pm.run(*module);
   }
+};
+
+/// Compiles `module` by `machine` into the object file `object`. Returns
+/// what is wrong, or "".
+std::string emitObject(llvm::Module &module, llvm::TargetMachine &machine,
+                       const std::string &object, const std::string &triple) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(object, ec);
+  if (ec)
+    return "cannot write " + object + ": " + ec.message();
+  llvm::legacy::PassManager pm;
+  if (machine.addPassesToEmitFile(pm, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return "LLVM cannot emit an object file for " + triple;
+  pm.run(module);
+  return "";
+}
+
+/// Links the scratch object into its shared object with lld and reads it
+/// into `so`. Returns what is wrong (the linker's log when it fails), or "".
+std::string linkSharedObject(const Scratch &scratch,
+                             std::unique_ptr<llvm::MemoryBuffer> &so) {
   std::string lld = findLinker();
-  if (lld.empty()) {
-    cleanup();
+  if (lld.empty())
     return "no linker: install lld-19 (ld.lld links the host code)";
-  }
   llvm::SmallVector<llvm::StringRef> args{
-      lld,   "-shared", "--build-id=none", "-z", "noexecstack", "-z",
-      "now", "-soname", "locus-host-code", "-o", shared,        object};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
+      lld,   "-shared",      "--build-id=none",
+      "-z",  "noexecstack",  "-z",
+      "now", "-soname",      "locus-host-code",
+      "-o",  scratch.shared, scratch.object};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, scratch.log,
+                                                scratch.log};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, redirects, 0, 0,
                                      &message);
-  auto so = llvm::MemoryBuffer::getFile(shared);
-  if (rc != 0 || !so) {
-    auto text = llvm::MemoryBuffer::getFile(log);
+  auto file = llvm::MemoryBuffer::getFile(scratch.shared);
+  if (rc != 0 || !file) {
+    auto text = llvm::MemoryBuffer::getFile(scratch.log);
     std::string why = text ? (*text)->getBuffer().str() : message;
-    cleanup();
     return "linking the host code failed: " + why;
   }
+  so = std::move(*file);
+  return "";
+}
 
+/// Writes the artifact's sections (placed graph, plan, host code `so`,
+/// metadata and any PTX) to `path`. Returns the runtime's message, or "".
+std::string writeSections(const PipelineResult &result, const std::string &cpu,
+                          const std::string &features,
+                          const llvm::MemoryBuffer &so,
+                          const std::string &path) {
   std::string metadata =
       "locus-artifact/1\ngraph=" + result.graphName + "\ncpu=" + cpu +
       "\ncpu_features=" + features +
@@ -212,8 +243,7 @@ std::string locus::writeArtifact(const PipelineResult &result,
       {LOCUS_SECTION_GRAPH, result.placedGraph.data(),
        result.placedGraph.size()},
       {LOCUS_SECTION_PLAN, result.plan.data(), result.plan.size()},
-      {LOCUS_SECTION_HOST_CODE, (*so)->getBufferStart(),
-       (*so)->getBufferSize()},
+      {LOCUS_SECTION_HOST_CODE, so.getBufferStart(), so.getBufferSize()},
       {LOCUS_SECTION_METADATA, metadata.data(), metadata.size()},
   };
   if (!result.cudaKernels.empty())
@@ -221,13 +251,46 @@ std::string locus::writeArtifact(const PipelineResult &result,
                         result.cudaKernels.size()});
   locus_status_t status = locus_artifact_write(
       path.c_str(), locus_host_arch(), sections.data(), sections.size());
-  cleanup();
-  if (status) {
-    std::string why = locus_status_message(status);
-    locus_status_free(status);
-    return why;
-  }
-  return "";
+  if (!status)
+    return "";
+  std::string why = locus_status_message(status);
+  locus_status_free(status);
+  return why;
+}
+
+} // namespace
+
+std::string locus::writeArtifact(const PipelineResult &result,
+                                 const std::string &cpu,
+                                 const std::string &path) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = loadKernels(result, context);
+  std::string features = requiredFeatures(cpu);
+  addCpuGlobals(*module, cpu, features);
+
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::string error = makeTargetMachine(triple, cpu, machine);
+  if (!error.empty())
+    return error;
+  module->setDataLayout(machine->createDataLayout());
+  module->setTargetTriple(triple);
+  if (llvm::Error e =
+          mlir::makeOptimizingTransformer(3, 0, machine.get())(module.get()))
+    LOCUS_INTERNAL_ERROR(llvm::toString(std::move(e)));
+
+  Scratch scratch;
+  error = scratch.create();
+  if (!error.empty())
+    return error;
+  std::unique_ptr<llvm::MemoryBuffer> so;
+  error = emitObject(*module, *machine, scratch.object, triple);
+  if (error.empty())
+    error = linkSharedObject(scratch, so);
+  if (error.empty())
+    error = writeSections(result, cpu, features, *so, path);
+  scratch.cleanup();
+  return error;
 }
 
 bool locus::writePtxFiles(const std::string &section, const std::string &dir,

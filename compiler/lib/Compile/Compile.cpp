@@ -381,15 +381,13 @@ void CompiledModel::save(const std::string &path,
 // compile()
 //===----------------------------------------------------------------------===//
 
-CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
-                             Here loc) {
-  GraphImpl &g = graph.impl();
-  mlir::MLIRContext &context = g.context;
-  preparePipeline(context);
+namespace {
 
-  // MLIR 19's bare-pointer calling convention cannot pass a buffer with a
-  // zero-size dimension: refuse those at the graph's interface, at the
-  // user's line. Inside the graph they run.
+/// Refuses a graph without an output, or with an input, state or output of
+/// a zero-size shape: MLIR 19's bare-pointer calling convention cannot pass
+/// such a buffer. Refused at the graph's interface, at the user's line;
+/// inside the graph they run.
+void checkInterface(GraphImpl &g, const Here &loc) {
   bool hasOutput = false;
   for (mlir::Operation &op : g.body()) {
     hasOutput |= mlir::isa<OutputOp>(op);
@@ -408,56 +406,64 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   if (!hasOutput)
     throw userError(loc, "graph '" + g.name +
                              "' has no output: call g.output(name, value)");
+}
 
-  // Work on a copy: the user's graph never changes.
-  mlir::OwningOpRef<mlir::ModuleOp> module(g.module->clone());
-  std::string firstError;
-  mlir::Location errorLoc = mlir::UnknownLoc::get(&context);
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error &&
-        firstError.empty()) {
-      firstError = d.str();
-      for (mlir::Diagnostic &note : d.getNotes()) {
-        if (llvm::StringRef(note.str()).starts_with("see current operation"))
-          continue; // the IR, which the user did not write
-        std::string where = userLine(note.getLocation());
-        firstError += "\n  " +
-                      (where == "unknown location" ? "" : where + ": ") +
-                      "note: " + note.str();
-      }
-      errorLoc = d.getLocation();
+/// The first error diagnostic of a compilation, with its notes but not the
+/// IR, and where it was reported.
+struct FirstError {
+  std::string message;
+  mlir::Location where;
+
+  explicit FirstError(mlir::MLIRContext &context)
+      : where(mlir::UnknownLoc::get(&context)) {}
+
+  /// Keeps `d` when it is the first error.
+  void record(mlir::Diagnostic &d) {
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error || !message.empty())
+      return;
+    message = d.str();
+    for (mlir::Diagnostic &note : d.getNotes()) {
+      if (llvm::StringRef(note.str()).starts_with("see current operation"))
+        continue; // the IR, which the user did not write
+      std::string line = userLine(note.getLocation());
+      message += "\n  " + (line == "unknown location" ? "" : line + ": ") +
+                 "note: " + note.str();
     }
-    return mlir::success();
-  });
+    where = d.getLocation();
+  }
+};
 
-  auto impl = std::make_shared<CompiledModel::Impl>();
+/// The pipeline's options from the user's.
+PipelineOptions pipelineOptions(const CompileOptions &options) {
   PipelineOptions pipeline;
   pipeline.policy = options.policy;
   if (!options.devices.empty())
     pipeline.devices = options.devices;
   pipeline.profile = options.profile;
   pipeline.fuse = options.fuse;
-  if (mlir::failed(runPipeline(*module, pipeline, impl->parts)))
-    throw errorFrom(firstError.empty() ? "compilation failed" : firstError,
-                    errorLoc, loc);
+  return pipeline;
+}
 
-  // The graph's interface, from the original graph.
+/// The graph's interface (inputs, state, outputs), from the original graph.
+void recordInterface(GraphImpl &g, CompiledModel::Impl &impl) {
   for (mlir::Operation &op : g.body()) {
     if (auto input = mlir::dyn_cast<InputOp>(op)) {
-      impl->inputs.push_back(slotOf(input.getName().str(), input.getType()));
-      impl->inputNames.push_back(input.getName().str());
+      impl.inputs.push_back(slotOf(input.getName().str(), input.getType()));
+      impl.inputNames.push_back(input.getName().str());
     } else if (auto state = mlir::dyn_cast<StateOp>(op)) {
-      impl->states.push_back(slotOf(state.getName().str(), state.getType()));
-      impl->stateNames.push_back(state.getName().str());
+      impl.states.push_back(slotOf(state.getName().str(), state.getType()));
+      impl.stateNames.push_back(state.getName().str());
     } else if (auto output = mlir::dyn_cast<OutputOp>(op)) {
-      impl->outputs.push_back(
+      impl.outputs.push_back(
           slotOf(output.getName().str(), output.getValue().getType()));
-      impl->outputNames.push_back(output.getName().str());
+      impl.outputNames.push_back(output.getName().str());
     }
   }
+}
 
-  // Optimise for this CPU: without a target machine, LLVM's cost model
-  // knows no vector registers and the loop vectoriser does nothing.
+/// A target machine for this CPU: without one, LLVM's cost model knows no
+/// vector registers and the loop vectoriser does nothing.
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine() {
   auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!hostBuilder)
     LOCUS_INTERNAL_ERROR(llvm::toString(hostBuilder.takeError()));
@@ -465,35 +471,51 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   auto hostMachine = hostBuilder->createTargetMachine();
   if (!hostMachine)
     LOCUS_INTERNAL_ERROR(llvm::toString(hostMachine.takeError()));
-  mlir::ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = mlir::makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, hostMachine->get());
-  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  const std::vector<std::string> &functions =
-      impl->parts.summary.kernelFunctions;
-  auto builder = [&](mlir::Operation *op, llvm::LLVMContext &llvmContext) {
-    return translateKernels(op, llvmContext, functions,
-                            impl->parts.cudaFunctions);
-  };
-  engineOptions.llvmModuleBuilder = builder;
-  auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
-  if (!engine)
-    LOCUS_INTERNAL_ERROR(
-        "JIT compilation failed: " + llvm::toString(engine.takeError()) +
-        (firstError.empty() ? "" : ": " + firstError));
-  impl->engine = std::move(*engine);
-  // What generated code calls, bound to the runtime's implementations.
-  impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+  return std::move(*hostMachine);
+}
+
+/// Binds what generated code calls to the runtime's implementations: each
+/// function it may call, from the runtime's own table (the one the artifact
+/// loader binds import slots from).
+void registerRuntimeSymbols(mlir::ExecutionEngine &engine) {
+  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    // Each function the generated code may call, from the runtime's own
-    // table (the one the artifact loader binds import slots from).
     for (const std::string &name : runtimeImports(/*cuda=*/true))
       symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(
                                      locus_kernel_abi_function(name.c_str())),
                                  llvm::JITSymbolFlags::Exported};
     return symbols;
   });
+}
 
+/// JIT-compiles the kernels of the lowered `module`, optimised for this
+/// CPU, into `impl.engine`. `firstError` ends the message of a failure.
+void compileKernels(mlir::ModuleOp module, CompiledModel::Impl &impl,
+                    const std::string &firstError) {
+  std::unique_ptr<llvm::TargetMachine> hostMachine = hostTargetMachine();
+  mlir::ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = mlir::makeOptimizingTransformer(
+      /*optLevel=*/3, /*sizeLevel=*/0, hostMachine.get());
+  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  const std::vector<std::string> &functions =
+      impl.parts.summary.kernelFunctions;
+  auto builder = [&](mlir::Operation *op, llvm::LLVMContext &llvmContext) {
+    return translateKernels(op, llvmContext, functions,
+                            impl.parts.cudaFunctions);
+  };
+  engineOptions.llvmModuleBuilder = builder;
+  auto engine = mlir::ExecutionEngine::create(module, engineOptions);
+  if (!engine)
+    LOCUS_INTERNAL_ERROR(
+        "JIT compilation failed: " + llvm::toString(engine.takeError()) +
+        (firstError.empty() ? "" : ": " + firstError));
+  impl.engine = std::move(*engine);
+  registerRuntimeSymbols(*impl.engine);
+}
+
+/// The runtime's model of the plan, its kernels resolved in the JIT.
+void createRuntimeModel(CompiledModel::Impl &impl,
+                        const CompileOptions &options, const Here &loc) {
   locus_model_options_t modelOptions{};
   std::string deviceMap = options.deviceMap;
   modelOptions.device_map = deviceMap.c_str();
@@ -507,10 +529,37 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
     return *found;
   };
   if (locus_status_t s = locus_model_create_from_plan(
-          impl->parts.plan.data(), impl->parts.plan.size(),
-          impl->parts.cudaKernels.data(), impl->parts.cudaKernels.size(),
-          resolve, impl->engine.get(), &modelOptions, &impl->model))
+          impl.parts.plan.data(), impl.parts.plan.size(),
+          impl.parts.cudaKernels.data(), impl.parts.cudaKernels.size(), resolve,
+          impl.engine.get(), &modelOptions, &impl.model))
     throw userError(loc, take(s));
+}
+
+} // namespace
+
+CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
+                             Here loc) {
+  GraphImpl &g = graph.impl();
+  mlir::MLIRContext &context = g.context;
+  preparePipeline(context);
+  checkInterface(g, loc);
+
+  // Work on a copy: the user's graph never changes.
+  mlir::OwningOpRef<mlir::ModuleOp> module(g.module->clone());
+  FirstError first(context);
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    first.record(d);
+    return mlir::success();
+  });
+
+  auto impl = std::make_shared<CompiledModel::Impl>();
+  if (mlir::failed(runPipeline(*module, pipelineOptions(options), impl->parts)))
+    throw errorFrom(first.message.empty() ? "compilation failed"
+                                          : first.message,
+                    first.where, loc);
+  recordInterface(g, *impl);
+  compileKernels(*module, *impl, first.message);
+  createRuntimeModel(*impl, options, loc);
   CompiledModel model;
   model.impl_ = std::move(impl);
   return model;

@@ -117,6 +117,39 @@ private:
 
   /// Records the gradients of `op`'s operands from `g`, its result's.
   LogicalResult backward(Operation *op, Value g);
+  /// Accumulates `make()` into the gradient of `operand` when it needs one.
+  void give(Value operand, function_ref<Value()> make) {
+    if (needs(operand))
+      accumulate(operand, make());
+  }
+
+  // The gradient rules by family of ops. Each records the gradients of
+  // `op`'s operands from `g` and returns true, or returns false (recording
+  // nothing) when `op` is not of its family.
+
+  /// Elementwise ops of one operand: neg, exp, log, sqrt, activations, pow.
+  bool backwardUnary(Operation *op, Value g);
+  /// The gradient of pow's input: g * p * x^(p-1), folded for p in {0, 1, 2}.
+  Value powGrad(PowOp o, Value g);
+  /// Elementwise ops of two operands: arithmetic, maximum and select.
+  bool backwardBinary(Operation *op, Value g);
+  /// Matrix products: matmul and linear.
+  bool backwardLinearAlgebra(Operation *op, Value g);
+  /// Ops that move elements: broadcast, transpose, reshape, concat, slice.
+  bool backwardShape(Operation *op, Value g);
+  /// The gradient of each input of a concat: its slice of `g`.
+  void concatGrad(ConcatOp o, Value g);
+  /// Reductions and normalizations: sum, mean, max, softmax, log_softmax.
+  bool backwardReduction(Operation *op, Value g);
+  /// Convolution and pooling.
+  bool backwardConvPool(Operation *op, Value g);
+  /// Loss ops: mse_loss and cross_entropy.
+  bool backwardLoss(Operation *op, Value g);
+  /// The gradients of mse_loss's input and target: one value, negated for
+  /// the target, when both need it.
+  void mseLossGrad(MseLossOp o, Value g);
+  /// Transfers: the gradient goes back to where the input was made.
+  bool backwardPlacement(Operation *op, Value g);
 
   GraphOp graph;
   OpBuilder b;
@@ -189,80 +222,96 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
 }
 
 LogicalResult Differentiator::backward(Operation *op, Value g) {
+  if (backwardUnary(op, g) || backwardBinary(op, g) ||
+      backwardLinearAlgebra(op, g) || backwardShape(op, g) ||
+      backwardReduction(op, g) || backwardConvPool(op, g) ||
+      backwardLoss(op, g) || backwardPlacement(op, g) ||
+      isa<CmpOp, OneHotOp>(op))
+    return success();
+  return op->emitOpError()
+         << "has no gradient: reverse-mode autodiff covers the forward "
+            "ops of the dialect, not gradients, optimizer steps or "
+            "kernels";
+}
+
+bool Differentiator::backwardUnary(Operation *op, Value g) {
   Value y = op->getResult(0);
-  auto give = [&](Value operand, function_ref<Value()> make) {
-    if (needs(operand))
-      accumulate(operand, make());
-  };
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+  return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<NegOp>([&](NegOp o) {
         give(o.getInput(), [&] { return neg(g); });
-        return success();
+        return true;
       })
       .Case<ExpOp>([&](ExpOp o) {
         give(o.getInput(), [&] { return mul(g, y); });
-        return success();
+        return true;
       })
       .Case<LogOp>([&](LogOp o) {
         give(o.getInput(), [&] { return div(g, o.getInput()); });
-        return success();
+        return true;
       })
       .Case<SqrtOp>([&](SqrtOp o) {
         give(o.getInput(), [&] { return div(g, mul(y, splatLike(2.0, y))); });
-        return success();
+        return true;
       })
       .Case<ReluOp>([&](ReluOp o) {
         give(o.getInput(), [&] {
           return select(cmp(CmpPredicate::gt, y, splatLike(0.0, y)), g,
                         splatLike(0.0, y));
         });
-        return success();
+        return true;
       })
       .Case<SigmoidOp>([&](SigmoidOp o) {
         give(o.getInput(),
              [&] { return mul(g, mul(sub(splatLike(1.0, y), y), y)); });
-        return success();
+        return true;
       })
       .Case<TanhOp>([&](TanhOp o) {
         give(o.getInput(),
              [&] { return mul(g, sub(splatLike(1.0, y), mul(y, y))); });
-        return success();
+        return true;
       })
       .Case<PowOp>([&](PowOp o) {
-        double p = o.getExponent().convertToDouble();
-        give(o.getInput(), [&]() -> Value {
-          Value x = o.getInput();
-          if (p == 0.0)
-            return splatLike(0.0, x);
-          Value base = p == 2.0 ? x
-                       : p == 1.0
-                           ? splatLike(1.0, x)
-                           : b.create<PowOp>(loc, x, b.getF64FloatAttr(p - 1))
-                                 .getResult();
-          return mul(g, mul(splatLike(p, x), base));
-        });
-        return success();
+        give(o.getInput(), [&] { return powGrad(o, g); });
+        return true;
       })
+      .Default([](Operation *) { return false; });
+}
+
+Value Differentiator::powGrad(PowOp o, Value g) {
+  double p = o.getExponent().convertToDouble();
+  Value x = o.getInput();
+  if (p == 0.0)
+    return splatLike(0.0, x);
+  Value base =
+      p == 2.0 ? x
+      : p == 1.0
+          ? splatLike(1.0, x)
+          : b.create<PowOp>(loc, x, b.getF64FloatAttr(p - 1)).getResult();
+  return mul(g, mul(splatLike(p, x), base));
+}
+
+bool Differentiator::backwardBinary(Operation *op, Value g) {
+  return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<AddOp>([&](AddOp o) {
         give(o.getLhs(), [&] { return g; });
         give(o.getRhs(), [&] { return g; });
-        return success();
+        return true;
       })
       .Case<SubOp>([&](SubOp o) {
         give(o.getLhs(), [&] { return g; });
         give(o.getRhs(), [&] { return neg(g); });
-        return success();
+        return true;
       })
       .Case<MulOp>([&](MulOp o) {
         give(o.getLhs(), [&] { return mul(g, o.getRhs()); });
         give(o.getRhs(), [&] { return mul(g, o.getLhs()); });
-        return success();
+        return true;
       })
       .Case<DivOp>([&](DivOp o) {
         Value a = o.getLhs(), c = o.getRhs();
         give(a, [&] { return div(g, c); });
         give(c, [&] { return neg(div(mul(g, a), mul(c, c))); });
-        return success();
+        return true;
       })
       .Case<MaximumOp>([&](MaximumOp o) {
         // PyTorch: ties share the gradient equally.
@@ -274,7 +323,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         };
         give(o.getLhs(), [&] { return part(o.getLhs(), o.getRhs()); });
         give(o.getRhs(), [&] { return part(o.getRhs(), o.getLhs()); });
-        return success();
+        return true;
       })
       .Case<SelectOp>([&](SelectOp o) {
         Value zero = splatLike(0.0, g);
@@ -282,13 +331,13 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
              [&] { return select(o.getCondition(), g, zero); });
         give(o.getFalseValue(),
              [&] { return select(o.getCondition(), zero, g); });
-        return success();
+        return true;
       })
-      .Case<BroadcastOp>([&](BroadcastOp o) {
-        give(o.getInput(),
-             [&] { return unbroadcast(g, typeOf(o.getInput()).getShape()); });
-        return success();
-      })
+      .Default([](Operation *) { return false; });
+}
+
+bool Differentiator::backwardLinearAlgebra(Operation *op, Value g) {
+  return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<MatmulOp>([&](MatmulOp o) {
         give(o.getLhs(), [&]() -> Value {
           return b.create<MatmulOp>(loc, g, transposeLast(o.getRhs()));
@@ -296,7 +345,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         give(o.getRhs(), [&]() -> Value {
           return b.create<MatmulOp>(loc, transposeLast(o.getLhs()), g);
         });
-        return success();
+        return true;
       })
       .Case<LinearOp>([&](LinearOp o) {
         RankedTensorType x = typeOf(o.getInput()), w = typeOf(o.getWeight());
@@ -313,7 +362,17 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         });
         if (Value bias = o.getBias())
           give(bias, [&] { return sum(g2, {0}, false); });
-        return success();
+        return true;
+      })
+      .Default([](Operation *) { return false; });
+}
+
+bool Differentiator::backwardShape(Operation *op, Value g) {
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<BroadcastOp>([&](BroadcastOp o) {
+        give(o.getInput(),
+             [&] { return unbroadcast(g, typeOf(o.getInput()).getShape()); });
+        return true;
       })
       .Case<TransposeOp>([&](TransposeOp o) {
         give(o.getInput(), [&]() -> Value {
@@ -323,39 +382,48 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
             inverse[perm[i]] = static_cast<int64_t>(i);
           return b.create<TransposeOp>(loc, g, inverse);
         });
-        return success();
+        return true;
       })
       .Case<ReshapeOp>([&](ReshapeOp o) {
         give(o.getInput(),
              [&] { return reshape(g, typeOf(o.getInput()).getShape()); });
-        return success();
+        return true;
       })
       .Case<ConcatOp>([&](ConcatOp o) {
-        int64_t axis = o.getAxis(), offset = 0;
-        for (Value input : o.getInputs()) {
-          RankedTensorType t = typeOf(input);
-          int64_t start = offset;
-          offset += t.getDimSize(axis);
-          give(input, [&]() -> Value {
-            SmallVector<int64_t> offsets(t.getRank(), 0),
-                strides(t.getRank(), 1);
-            offsets[axis] = start;
-            return b.create<SliceOp>(loc, g, offsets, t.getShape(), strides);
-          });
-        }
-        return success();
+        concatGrad(o, g);
+        return true;
       })
       .Case<SliceOp>([&](SliceOp o) {
         give(o.getInput(), [&]() -> Value {
           return b.create<SliceGradOp>(loc, g, typeOf(o.getInput()).getShape(),
                                        o.getOffsets(), o.getStrides());
         });
-        return success();
+        return true;
       })
+      .Default([](Operation *) { return false; });
+}
+
+void Differentiator::concatGrad(ConcatOp o, Value g) {
+  int64_t axis = o.getAxis(), offset = 0;
+  for (Value input : o.getInputs()) {
+    RankedTensorType t = typeOf(input);
+    int64_t start = offset;
+    offset += t.getDimSize(axis);
+    give(input, [&]() -> Value {
+      SmallVector<int64_t> offsets(t.getRank(), 0), strides(t.getRank(), 1);
+      offsets[axis] = start;
+      return b.create<SliceOp>(loc, g, offsets, t.getShape(), strides);
+    });
+  }
+}
+
+bool Differentiator::backwardReduction(Operation *op, Value g) {
+  Value y = op->getResult(0);
+  return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<SumOp>([&](SumOp o) {
         give(o.getInput(),
              [&] { return unreduce(g, typeOf(o.getInput()), o.getAxes()); });
-        return success();
+        return true;
       })
       .Case<MeanOp>([&](MeanOp o) {
         give(o.getInput(), [&] {
@@ -367,7 +435,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           return mul(spread,
                      splatLike(1.0 / static_cast<double>(count), spread));
         });
-        return success();
+        return true;
       })
       .Case<MaxOp>([&](MaxOp o) {
         // As PyTorch's amax: ties share the gradient equally.
@@ -379,7 +447,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           Value count = broadcast(sum(mask, o.getAxes(), true), in.getShape());
           return div(mul(unreduce(g, in, o.getAxes()), mask), count);
         });
-        return success();
+        return true;
       })
       .Case<SoftmaxOp>([&](SoftmaxOp o) {
         give(o.getInput(), [&] {
@@ -388,7 +456,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
               broadcast(sum(mul(g, y), {axis}, true), typeOf(y).getShape());
           return mul(sub(g, dot), y);
         });
-        return success();
+        return true;
       })
       .Case<LogSoftmaxOp>([&](LogSoftmaxOp o) {
         give(o.getInput(), [&] {
@@ -396,8 +464,13 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           Value total = broadcast(sum(g, {axis}, true), typeOf(y).getShape());
           return sub(g, mul(b.create<ExpOp>(loc, y), total));
         });
-        return success();
+        return true;
       })
+      .Default([](Operation *) { return false; });
+}
+
+bool Differentiator::backwardConvPool(Operation *op, Value g) {
+  return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<Conv2dOp>([&](Conv2dOp o) {
         give(o.getInput(), [&]() -> Value {
           return b.create<Conv2dInputGradOp>(
@@ -411,7 +484,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         });
         if (Value bias = o.getBias())
           give(bias, [&] { return sum(g, {0, 2, 3}, false); });
-        return success();
+        return true;
       })
       .Case<MaxPool2dOp>([&](MaxPool2dOp o) {
         give(o.getInput(), [&]() -> Value {
@@ -419,7 +492,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
                                            o.getKernelSize(), o.getStride(),
                                            o.getPadding());
         });
-        return success();
+        return true;
       })
       .Case<AvgPool2dOp>([&](AvgPool2dOp o) {
         // A depthwise convolution with weight 1 / (KH * KW).
@@ -433,26 +506,16 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
                                              o.getStride(), o.getPadding(),
                                              ArrayRef<int64_t>{1, 1}, channels);
         });
-        return success();
+        return true;
       })
+      .Default([](Operation *) { return false; });
+}
+
+bool Differentiator::backwardLoss(Operation *op, Value g) {
+  return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<MseLossOp>([&](MseLossOp o) {
-        RankedTensorType in = typeOf(o.getInput());
-        double norm = o.getReduction() == ReductionKind::mean
-                          ? 2.0 / static_cast<double>(in.getNumElements())
-                          : 2.0;
-        auto dInput = [&] {
-          Value diff = sub(o.getInput(), o.getTarget());
-          return timesScalar(mul(diff, splatLike(norm, diff)), g);
-        };
-        if (needs(o.getInput()) && needs(o.getTarget())) {
-          Value d = dInput();
-          accumulate(o.getInput(), d);
-          accumulate(o.getTarget(), neg(d));
-        } else {
-          give(o.getInput(), dInput);
-          give(o.getTarget(), [&] { return neg(dInput()); });
-        }
-        return success();
+        mseLossGrad(o, g);
+        return true;
       })
       .Case<CrossEntropyOp>([&](CrossEntropyOp o) {
         give(o.getLogits(), [&] {
@@ -466,33 +529,50 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           Value d = sub(p, hot);
           return timesScalar(mul(d, splatLike(scale, d)), g);
         });
-        return success();
+        return true;
       })
-      .Case<ToOp>([&](ToOp o) {
-        // Back to where the input was made, when that is known before
-        // placement (a pin or a source); otherwise placement decides.
-        give(o.getInput(), [&]() -> Value {
-          Operation *def = o.getInput().getDefiningOp();
-          DeviceAttr device;
-          if (auto to = dyn_cast<ToOp>(def))
-            device = to.getDevice();
-          else if (isa<InputOp, StateOp, ConstantOp>(def))
-            device = def->getAttrOfType<DeviceAttr>("device");
-          if (!device && isa<InputOp, StateOp>(def))
-            device = DeviceAttr::get(b.getContext(), DeviceKind::cpu, 0);
-          if (!device || device == o.getDevice())
-            return g;
-          return b.create<ToOp>(loc, g, device);
-        });
-        return success();
-      })
-      .Case<CmpOp, OneHotOp>([&](Operation *) { return success(); })
-      .Default([&](Operation *other) {
-        return other->emitOpError()
-               << "has no gradient: reverse-mode autodiff covers the forward "
-                  "ops of the dialect, not gradients, optimizer steps or "
-                  "kernels";
-      });
+      .Default([](Operation *) { return false; });
+}
+
+void Differentiator::mseLossGrad(MseLossOp o, Value g) {
+  RankedTensorType in = typeOf(o.getInput());
+  double norm = o.getReduction() == ReductionKind::mean
+                    ? 2.0 / static_cast<double>(in.getNumElements())
+                    : 2.0;
+  auto dInput = [&] {
+    Value diff = sub(o.getInput(), o.getTarget());
+    return timesScalar(mul(diff, splatLike(norm, diff)), g);
+  };
+  if (needs(o.getInput()) && needs(o.getTarget())) {
+    Value d = dInput();
+    accumulate(o.getInput(), d);
+    accumulate(o.getTarget(), neg(d));
+  } else {
+    give(o.getInput(), dInput);
+    give(o.getTarget(), [&] { return neg(dInput()); });
+  }
+}
+
+bool Differentiator::backwardPlacement(Operation *op, Value g) {
+  auto o = dyn_cast<ToOp>(op);
+  if (!o)
+    return false;
+  // Back to where the input was made, when that is known before
+  // placement (a pin or a source); otherwise placement decides.
+  give(o.getInput(), [&]() -> Value {
+    Operation *def = o.getInput().getDefiningOp();
+    DeviceAttr device;
+    if (auto to = dyn_cast<ToOp>(def))
+      device = to.getDevice();
+    else if (isa<InputOp, StateOp, ConstantOp>(def))
+      device = def->getAttrOfType<DeviceAttr>("device");
+    if (!device && isa<InputOp, StateOp>(def))
+      device = DeviceAttr::get(b.getContext(), DeviceKind::cpu, 0);
+    if (!device || device == o.getDevice())
+      return g;
+    return b.create<ToOp>(loc, g, device);
+  });
+  return true;
 }
 
 } // namespace

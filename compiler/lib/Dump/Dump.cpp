@@ -142,8 +142,11 @@ std::string dotEscape(llvm::StringRef text) {
 // Analysis
 //===----------------------------------------------------------------------===//
 
-FailureOr<Report> locus::dump::analyze(GraphOp graph,
-                                       const CostProfile &profile) {
+namespace {
+
+/// A report of `graph` with its policy, targets and note of soft placement
+/// (no rows yet).
+Report reportHeader(GraphOp graph) {
   Report report;
   report.graph = graph.getSymName().str();
   if (auto policy = graph->getAttrOfType<StringAttr>(kPolicyAttrName))
@@ -154,59 +157,65 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
         report.targets.push_back(device.str());
   if (auto note = graph->getAttrOfType<StringAttr>(kSoftNoteAttrName))
     report.softNote = note.str();
+  return report;
+}
 
-  llvm::DenseMap<Operation *, int> ids;
-  for (Operation &op : graph.getBodyBlock()) {
-    DeviceAttr device = placedDevice(&op);
-    if (!device)
-      return op.emitOpError() << "is not placed; run --locus-place-devices";
-    Row row;
-    row.id = static_cast<int>(report.rows.size());
-    row.op = &op;
-    row.opName = op.getName().getStringRef().str();
-    row.label = labelOf(&op);
-    Type type = op.getNumResults() ? op.getResult(0).getType()
-                                   : op.getOperand(0).getType();
-    row.shape = shapeOf(type);
-    row.bytes = bytesOf(type);
-    row.device = device.str();
-    auto reason = op.getAttrOfType<PlacementAttr>(kPlacementAttrName);
-    row.reasonKind =
-        reason ? stringifyPlacementKind(reason.getKind()).str() : "";
-    row.reasonText = reasonText(&op, reason, row.device, report.policy);
-    row.source = sourceOf(op.getLoc());
-    OpWork work = estimateWork(&op);
-    row.cpuNs = opCostNs(work, profile.cpu);
-    row.cudaNs = opCostNs(work, profile.cuda);
-    for (Value operand : op.getOperands())
-      if (Operation *producer = operand.getDefiningOp())
-        row.operands.push_back(ids.lookup(producer));
-    if (auto copy = dyn_cast<CopyOp>(op)) {
-      row.isCopy = true;
-      row.loadTime = copy.getLoadTime();
-      if (row.loadTime) {
-        ++report.copiesAtLoad;
-        report.bytesAtLoad += row.bytes;
-      } else {
-        ++report.copiesPerStep;
-        report.bytesPerStep += row.bytes;
-        report.copyNsPerStep += copyCostNs(row.bytes, profile);
-        report.crossingValues.push_back(describeValue(copy.getInput()) + " (" +
-                                        copy.getFrom().str() + " -> " +
-                                        copy.getTo().str() + ")");
-      }
-    } else {
-      ++report.opsPerDevice[row.device];
-      report.stepNsPerDevice[row.device] +=
-          device.isCpu() ? row.cpuNs : row.cudaNs;
-    }
-    ids[&op] = row.id;
-    report.rows.push_back(std::move(row));
+/// The row of `op`, placed on `device`: what it is, why it runs there,
+/// where it was written, its estimates and the rows it reads (`ids`).
+Row rowOf(Operation &op, DeviceAttr device, const Report &report,
+          const CostProfile &profile,
+          const llvm::DenseMap<Operation *, int> &ids) {
+  Row row;
+  row.id = static_cast<int>(report.rows.size());
+  row.op = &op;
+  row.opName = op.getName().getStringRef().str();
+  row.label = labelOf(&op);
+  Type type = op.getNumResults() ? op.getResult(0).getType()
+                                 : op.getOperand(0).getType();
+  row.shape = shapeOf(type);
+  row.bytes = bytesOf(type);
+  row.device = device.str();
+  auto reason = op.getAttrOfType<PlacementAttr>(kPlacementAttrName);
+  row.reasonKind = reason ? stringifyPlacementKind(reason.getKind()).str() : "";
+  row.reasonText = reasonText(&op, reason, row.device, report.policy);
+  row.source = sourceOf(op.getLoc());
+  OpWork work = estimateWork(&op);
+  row.cpuNs = opCostNs(work, profile.cpu);
+  row.cudaNs = opCostNs(work, profile.cuda);
+  for (Value operand : op.getOperands())
+    if (Operation *producer = operand.getDefiningOp())
+      row.operands.push_back(ids.lookup(producer));
+  return row;
+}
+
+/// Counts `row` (of `op`, on `device`) in the report's totals: a copy's
+/// bytes at load or per step, or an op and its estimate on its device.
+void tally(Report &report, Row &row, Operation &op, DeviceAttr device,
+           const CostProfile &profile) {
+  auto copy = dyn_cast<CopyOp>(op);
+  if (!copy) {
+    ++report.opsPerDevice[row.device];
+    report.stepNsPerDevice[row.device] +=
+        device.isCpu() ? row.cpuNs : row.cudaNs;
+    return;
   }
-  for (const std::string &target : report.targets)
-    report.opsPerDevice.try_emplace(target, 0);
+  row.isCopy = true;
+  row.loadTime = copy.getLoadTime();
+  if (row.loadTime) {
+    ++report.copiesAtLoad;
+    report.bytesAtLoad += row.bytes;
+    return;
+  }
+  ++report.copiesPerStep;
+  report.bytesPerStep += row.bytes;
+  report.copyNsPerStep += copyCostNs(row.bytes, profile);
+  report.crossingValues.push_back(describeValue(copy.getInput()) + " (" +
+                                  copy.getFrom().str() + " -> " +
+                                  copy.getTo().str() + ")");
+}
 
-  // Warnings: what a user should look at first.
+/// Warnings: what a user should look at first.
+void addWarnings(Report &report) {
   int computeOnCuda = 0;
   for (const Row &row : report.rows) {
     bool compute = estimateWork(row.op).kernel;
@@ -231,6 +240,26 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
       report.warnings.push_back(row.label + " at " + shortSource(row.source) +
                                 " has no CUDA kernel and runs on " +
                                 row.device);
+}
+
+} // namespace
+
+FailureOr<Report> locus::dump::analyze(GraphOp graph,
+                                       const CostProfile &profile) {
+  Report report = reportHeader(graph);
+  llvm::DenseMap<Operation *, int> ids;
+  for (Operation &op : graph.getBodyBlock()) {
+    DeviceAttr device = placedDevice(&op);
+    if (!device)
+      return op.emitOpError() << "is not placed; run --locus-place-devices";
+    Row row = rowOf(op, device, report, profile, ids);
+    tally(report, row, op, device, profile);
+    ids[&op] = row.id;
+    report.rows.push_back(std::move(row));
+  }
+  for (const std::string &target : report.targets)
+    report.opsPerDevice.try_emplace(target, 0);
+  addWarnings(report);
   return report;
 }
 
@@ -395,7 +424,8 @@ void locus::dump::printJson(const Report &report, llvm::raw_ostream &os) {
 // HTML: one self-contained page, the JSON inside, drawn as SVG
 //===----------------------------------------------------------------------===//
 
-static const char *kHtmlHead = R"html(<!DOCTYPE html>
+/// The page up to its body: the style sheet.
+static const char *kHtmlStyle = R"html(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>locus-dump</title>
 <style>
@@ -412,13 +442,18 @@ h1 { font-size: 16px; margin: 10px 14px 4px; }
 .warn { color: #a63603; }
 table.details td { vertical-align: top; padding: 2px 6px 2px 0; }
 </style></head><body>
-<div id="main"><h1 id="title"></h1><div id="summary"></div><svg id="graph"></svg></div>
+)html";
+
+/// The body: the graph, the side panel, and the start of the JSON.
+static const char *kHtmlBody =
+    R"html(<div id="main"><h1 id="title"></h1><div id="summary"></div><svg id="graph"></svg></div>
 <div id="side"><div id="legend"></div><h3>Details</h3>
 <div id="details">Hover or click a node.</div></div>
 <script id="report" type="application/json">
 )html";
 
-static const char *kHtmlTail = R"html(
+/// After the JSON: the title, the summary with its warnings, the legend.
+static const char *kHtmlSummary = R"html(
 </script>
 <script>
 (function () {
@@ -436,7 +471,10 @@ static const char *kHtmlTail = R"html(
   document.getElementById('legend').innerHTML =
     report.targets.map(d => '<span style="background:' + color(d) + '">' + d + '</span>').join('') +
     '<span style="background:#fdae6b">copy</span>';
+)html";
 
+/// The layout: layers by longest path, ordered to cross less.
+static const char *kHtmlLayout = R"html(
   // Layers: longest path from the sources.
   const ops = report.ops, layer = [], rows = [];
   ops.forEach(op => {
@@ -457,7 +495,11 @@ static const char *kHtmlTail = R"html(
   rows.forEach((ids, l) => ids.forEach((id, i) => pos[id] = {x: 20 + i * (W + GX), y: 20 + l * (H + GY)}));
   const width = 40 + Math.max(...rows.map(r => r.length)) * (W + GX);
   const height = 40 + rows.length * (H + GY);
-  const svg = document.getElementById('graph');
+)html";
+
+/// The SVG and its edges.
+static const char *kHtmlEdges =
+    R"html(  const svg = document.getElementById('graph');
   svg.setAttribute('width', width); svg.setAttribute('height', height);
   const NS = 'http://www.w3.org/2000/svg';
   const el = (tag, attrs, parent) => {
@@ -474,7 +516,11 @@ static const char *kHtmlTail = R"html(
     el('path', {class: 'edge', d: 'M' + (a.x + W / 2) + ',' + (a.y + H) + ' C' + (a.x + W / 2) + ',' +
       (a.y + H + GY / 2) + ' ' + (b.x + W / 2) + ',' + (b.y - GY / 2) + ' ' + (b.x + W / 2) + ',' + b.y});
   }));
-  const details = document.getElementById('details');
+)html";
+
+/// The side panel's details of one op.
+static const char *kHtmlDetails =
+    R"html(  const details = document.getElementById('details');
   const esc = t => String(t).replace(/&/g, '&amp;').replace(/</g, '&lt;');
   const show = op => {
     const src = op.source.file ? op.source.file + ':' + op.source.line +
@@ -487,7 +533,10 @@ static const char *kHtmlTail = R"html(
       .map(([k, v]) => '<tr><td><b>' + k + '</b></td><td>' + (k === 'reads' ? v : esc(v)) + '</td></tr>').join('') +
       '</table>';
   };
-  let selected = null;
+)html";
+
+/// The nodes, hover and click, and a link to one node (#select=N).
+static const char *kHtmlNodes = R"html(  let selected = null;
   ops.forEach(op => {
     const p = pos[op.id];
     const g = el('g', {class: 'node' + (op.copy ? ' copy' : ''), 'data-id': op.id, 'data-device': op.device});
@@ -530,7 +579,8 @@ void locus::dump::printHtml(const Report &report, llvm::raw_ostream &os) {
     else
       safe += json[i];
   }
-  os << kHtmlHead << safe << kHtmlTail;
+  os << kHtmlStyle << kHtmlBody << safe << kHtmlSummary << kHtmlLayout
+     << kHtmlEdges << kHtmlDetails << kHtmlNodes;
 }
 
 //===----------------------------------------------------------------------===//
