@@ -59,7 +59,7 @@ void releaseContext(locus_context_t *ctx) noexcept {
     if (!ctx->arenas.empty())
       for (const auto &device : m.devices)
         locus_status_free(device->finish());
-  } catch (...) {
+  } catch (...) { // NOLINT(bugprone-empty-catch): the arenas go regardless
   }
   for (size_t d = 0; d < ctx->arenas.size(); ++d)
     m.deviceOf[d]->release(ctx->arenas[d]);

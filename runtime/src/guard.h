@@ -51,7 +51,7 @@ T guardValue(T fallback, Body &&body) noexcept {
 template <typename Body> void guardVoid(Body &&body) noexcept {
   try {
     body();
-  } catch (...) {
+  } catch (...) { // NOLINT(bugprone-empty-catch): dropping it is the contract
   }
 }
 

@@ -68,7 +68,7 @@ private:
     try {
       for (; made + 1 < cores; ++made)
         std::thread([this, made] { loop(made + 1); }).detach();
-    } catch (...) {
+    } catch (...) { // NOLINT(bugprone-empty-catch): fewer workers, as said
     }
     workers_ = made;
   }

@@ -75,7 +75,7 @@ void Profiler::print(const Plan &plan,
                deviceOf[plan.kernels[i].device]->name().c_str(),
                kernelCalls_[i], kernelNs_[i], total);
     printRow("(copies)", "", copyCalls_, copyNs_, total);
-  } catch (...) {
+  } catch (...) { // NOLINT(bugprone-empty-catch): said below
     // Out of memory for the order: the profile is lost, the release goes on.
   }
 }

@@ -1,6 +1,8 @@
 /* The host code of CApiExceptionTest's artifact: one kernel in the kernel
  * ABI, y = 2 * x for 64 floats. */
-void __locus_kernel_double(void *const *buffers) {
+/* The entry-point name is the ABI's (LOCUS_ABI_KERNEL_PREFIX "double"). */
+void __locus_kernel_double( // NOLINT(bugprone-reserved-identifier)
+    void *const *buffers) {
   const float *x = (const float *)buffers[0];
   float *y = (float *)buffers[1];
   for (int i = 0; i < 64; ++i)

@@ -245,6 +245,7 @@ TEST(Compile, RunsFromSeveralThreadsAtOnce) {
   }
   std::vector<int> mismatches(threads, 0);
   std::vector<std::thread> pool;
+  pool.reserve(threads);
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       for (int r = 0; r < runs; ++r) {

@@ -40,7 +40,8 @@ struct Seed {
 };
 
 Seed linearMse() {
-  Seed s{std::make_unique<Graph>("linear_mse"), {}};
+  Seed s;
+  s.graph = std::make_unique<Graph>("linear_mse");
   Graph &g = *s.graph;
   g.manualSeed(0);
   auto x = g.input("x", {100, 10});
@@ -53,7 +54,8 @@ Seed linearMse() {
 }
 
 Seed cnn() {
-  Seed s{std::make_unique<Graph>("cnn"), {}};
+  Seed s;
+  s.graph = std::make_unique<Graph>("cnn");
   Graph &g = *s.graph;
   g.manualSeed(4);
   auto x = g.input("x", {16, 3, 32, 32});
@@ -76,7 +78,8 @@ Seed cnn() {
 }
 
 Seed mlp() {
-  Seed s{std::make_unique<Graph>("mlp"), {}};
+  Seed s;
+  s.graph = std::make_unique<Graph>("mlp");
   Graph &g = *s.graph;
   g.manualSeed(5);
   auto x = g.input("x", {8, 64});

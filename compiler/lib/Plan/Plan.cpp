@@ -61,7 +61,7 @@ struct Buffer {
 /// (locus/abi.h): LAUNCH kernel and result count, COPY source and
 /// destination buffer, RECORD/WAIT device and event.
 struct Command {
-  uint8_t op;
+  uint8_t op = LOCUS_PLAN_LAUNCH;
   uint32_t kernel = 0, results = 0; // LAUNCH
   uint32_t src = 0, dst = 0;        // COPY
   uint32_t device = 0, event = 0;   // RECORD, WAIT
@@ -69,16 +69,25 @@ struct Command {
   std::vector<uint32_t> buffers;
 
   static Command launch(uint32_t kernel, uint32_t results) {
-    return {LOCUS_PLAN_LAUNCH, kernel, results};
+    Command c;
+    c.kernel = kernel;
+    c.results = results;
+    return c;
   }
   static Command copy(uint32_t src, uint32_t dst) {
-    return {LOCUS_PLAN_COPY, 0, 0, src, dst};
+    Command c;
+    c.op = LOCUS_PLAN_COPY;
+    c.src = src;
+    c.dst = dst;
+    return c;
   }
-  static Command record(uint32_t device, uint32_t event) {
-    return {LOCUS_PLAN_RECORD, 0, 0, 0, 0, device, event};
-  }
-  static Command wait(uint32_t device, uint32_t event) {
-    return {LOCUS_PLAN_WAIT, 0, 0, 0, 0, device, event};
+  /// A RECORD or WAIT.
+  static Command sync(uint8_t op, uint32_t device, uint32_t event) {
+    Command c;
+    c.op = op;
+    c.device = device;
+    c.event = event;
+    return c;
   }
   /// The two fields as the format orders them.
   std::pair<uint32_t, uint32_t> fields() const {
@@ -285,7 +294,8 @@ private:
       return success();
     }
     uint32_t event = events++;
-    step.push_back(Command::record(deviceIndex(copy.getFrom()), event));
+    step.push_back(
+        Command::sync(LOCUS_PLAN_RECORD, deviceIndex(copy.getFrom()), event));
     // A value copied back to its state's device for a locus.assign: the
     // copy writes the state itself once nothing else reads the old value.
     uint32_t dst;
@@ -298,7 +308,8 @@ private:
       dst = add(copy, LOCUS_PLAN_ACTIVATION, copy.getTo());
     }
     step.push_back(Command::copy(src, dst));
-    step.push_back(Command::wait(deviceIndex(copy.getTo()), event));
+    step.push_back(
+        Command::sync(LOCUS_PLAN_WAIT, deviceIndex(copy.getTo()), event));
     ++summary.stepCopies;
     summary.stepCopyBytes += bytesOf(buffers[dst].type);
     return success();
