@@ -51,13 +51,11 @@ bool cpuHas(const std::string &feature) {
 
 } // namespace
 
-locus_status_t HostCode::load(const void *data, size_t size,
-                              const std::vector<std::string> &imports,
-                              std::unique_ptr<HostCode> &out,
-                              std::string &note) {
-  // An ELF shared object: check the identification before the loader sees
-  // it (the artifact's checksum already vouches for the rest).
-  const auto *bytes = static_cast<const unsigned char *>(data);
+namespace {
+
+/// A 64-bit little-endian ELF object for this machine: checked before the
+/// system loader sees it (the artifact's checksum vouches for the rest).
+locus_status_t checkElf(const unsigned char *bytes, size_t size) {
   if (size < 64 || std::memcmp(bytes, "\177ELF", 4) != 0 || bytes[4] != 2 ||
       bytes[5] != 1)
     return makeStatus(LOCUS_STATUS_DATA_LOSS,
@@ -74,7 +72,12 @@ locus_status_t HostCode::load(const void *data, size_t size,
     return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                       "the host code is for ELF machine %u, not this one",
                       machine);
+  return nullptr;
+}
 
+/// dlopen()s the object from memory (a memfd), never from a file on disk.
+locus_status_t openFromMemory(const unsigned char *bytes, size_t size,
+                              void *&handle) {
   int fd = memfd_create("locus-host-code", MFD_CLOEXEC);
   if (fd < 0)
     return makeStatus(LOCUS_STATUS_UNAVAILABLE, "memfd_create failed: %s",
@@ -92,44 +95,49 @@ locus_status_t HostCode::load(const void *data, size_t size,
   }
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   close(fd);
   if (!handle) {
     const char *why = dlerror();
     return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                       "the host code does not load: %s", why ? why : "?");
   }
-  auto code = std::unique_ptr<HostCode>(new (std::nothrow) HostCode);
-  if (!code) {
-    dlclose(handle);
-    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
-  }
-  code->handle = handle;
+  return nullptr;
+}
 
-  // The CPU features the code was compiled for.
-  if (auto *features = static_cast<const char *const *>(
-          code->symbol(LOCUS_ABI_CPU_FEATURES_SYMBOL))) {
-    std::string list = *features, missing;
-    for (size_t pos = 0; pos < list.size();) {
-      size_t comma = list.find(',', pos);
-      std::string f = list.substr(pos, comma - pos);
-      pos = comma == std::string::npos ? list.size() : comma + 1;
-      if (!f.empty() && !cpuHas(f))
-        missing += (missing.empty() ? "" : ", ") + f;
-    }
-    if (!missing.empty())
-      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
-                        "the host code needs CPU features this CPU lacks: %s "
-                        "(compile with --cpu=x86-64 for older CPUs)",
-                        missing.c_str());
-    auto *cpu =
-        static_cast<const char *const *>(code->symbol(LOCUS_ABI_CPU_SYMBOL));
-    note = "AOT host code for " + std::string(cpu ? *cpu : "x86-64");
-    if (!list.empty())
-      note += ", which needs " + list;
-  } else {
+/// The CPU features the code was compiled for are this CPU's; `note` says
+/// what the code is for.
+locus_status_t checkCpu(const HostCode &code, std::string &note) {
+  auto *features = static_cast<const char *const *>(
+      code.symbol(LOCUS_ABI_CPU_FEATURES_SYMBOL));
+  if (!features) {
     note = "AOT host code";
+    return nullptr;
   }
+  std::string list = *features, missing;
+  for (size_t pos = 0; pos < list.size();) {
+    size_t comma = list.find(',', pos);
+    std::string f = list.substr(pos, comma - pos);
+    pos = comma == std::string::npos ? list.size() : comma + 1;
+    if (!f.empty() && !cpuHas(f))
+      missing += (missing.empty() ? "" : ", ") + f;
+  }
+  if (!missing.empty())
+    return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                      "the host code needs CPU features this CPU lacks: %s "
+                      "(compile with --cpu=x86-64 for older CPUs)",
+                      missing.c_str());
+  auto *cpu =
+      static_cast<const char *const *>(code.symbol(LOCUS_ABI_CPU_SYMBOL));
+  note = "AOT host code for " + std::string(cpu ? *cpu : "x86-64");
+  if (!list.empty())
+    note += ", which needs " + list;
+  return nullptr;
+}
+
+/// Fills the code's import slot of each runtime function it calls.
+locus_status_t bindImports(const HostCode &code,
+                           const std::vector<std::string> &imports) {
   for (const std::string &name : imports) {
     void *fn = runtimeFunction(name.c_str());
     if (!fn)
@@ -137,13 +145,38 @@ locus_status_t HostCode::load(const void *data, size_t size,
                         "the host code calls %s, which this runtime lacks",
                         name.c_str());
     auto *slot = static_cast<void **>(
-        code->symbol((LOCUS_ABI_IMPORT_PREFIX + name).c_str()));
+        code.symbol((LOCUS_ABI_IMPORT_PREFIX + name).c_str()));
     if (!slot)
       return makeStatus(LOCUS_STATUS_DATA_LOSS,
                         "the host code has no import slot for %s",
                         name.c_str());
     *slot = fn;
   }
+  return nullptr;
+}
+
+} // namespace
+
+locus_status_t HostCode::load(const void *data, size_t size,
+                              const std::vector<std::string> &imports,
+                              std::unique_ptr<HostCode> &out,
+                              std::string &note) {
+  const auto *bytes = static_cast<const unsigned char *>(data);
+  if (locus_status_t s = checkElf(bytes, size))
+    return s;
+  void *handle = nullptr;
+  if (locus_status_t s = openFromMemory(bytes, size, handle))
+    return s;
+  auto code = std::unique_ptr<HostCode>(new (std::nothrow) HostCode);
+  if (!code) {
+    dlclose(handle);
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
+  }
+  code->handle = handle;
+  if (locus_status_t s = checkCpu(*code, note))
+    return s;
+  if (locus_status_t s = bindImports(*code, imports))
+    return s;
   out = std::move(code);
   return nullptr;
 }

@@ -229,83 +229,104 @@ LogicalResult locus::runPipeline(ModuleOp module,
   return writeBitcode(module, cuda, result);
 }
 
+namespace {
+
+/// For each body --locus-parallelize outlined: the dispatch packs the
+/// arguments into 8-byte slots and calls locus_parallel_for with a
+/// trampoline that unpacks them for each range. False if a body or its
+/// dispatch does not have that shape.
+bool addParallelTrampolines(Operation *module, llvm::Module &llvmModule) {
+  auto bodies = module->getAttrOfType<ArrayAttr>(kParallelBodiesAttrName);
+  if (!bodies)
+    return true;
+  llvm::LLVMContext &context = llvmModule.getContext();
+  llvm::IRBuilder<> b(context);
+  auto *ptr = llvm::PointerType::get(context, 0);
+  auto *i64 = b.getInt64Ty();
+  for (auto name : bodies.getAsRange<StringAttr>()) {
+    llvm::Function *body = llvmModule.getFunction(name.getValue());
+    llvm::Function *dispatch =
+        llvmModule.getFunction((name.getValue() + "__dispatch").str());
+    if (!body || !dispatch || body->arg_size() < 2 ||
+        dispatch->arg_size() != body->arg_size() - 1)
+      return false;
+    unsigned k = dispatch->arg_size() - 1;
+    auto *trampoline = llvm::Function::Create(
+        llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false),
+        llvm::GlobalValue::InternalLinkage, (name.getValue() + "__range").str(),
+        llvmModule);
+    b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", trampoline));
+    SmallVector<llvm::Value *> args;
+    for (unsigned i = 0; i < k; ++i)
+      args.push_back(
+          b.CreateLoad(body->getArg(i)->getType(),
+                       b.CreateConstInBoundsGEP1_64(
+                           b.getInt8Ty(), trampoline->getArg(0), 8 * i)));
+    args.push_back(trampoline->getArg(1));
+    args.push_back(trampoline->getArg(2));
+    b.CreateCall(body, args);
+    b.CreateRetVoid();
+    b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", dispatch));
+    llvm::Value *slots =
+        b.CreateAlloca(i64, b.getInt64(std::max(k, 1u)), "slots");
+    for (unsigned i = 0; i < k; ++i)
+      b.CreateStore(dispatch->getArg(i),
+                    b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), slots, 8 * i));
+    llvm::FunctionCallee parallelFor = llvmModule.getOrInsertFunction(
+        LOCUS_ABI_PARALLEL_FOR,
+        llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64}, false));
+    b.CreateCall(parallelFor, {trampoline, slots, dispatch->getArg(k)});
+    b.CreateRetVoid();
+    dispatch->setLinkage(llvm::GlobalValue::InternalLinkage);
+    body->setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+  return true;
+}
+
+/// An entry point `entryName`, void(void *const *buffers), that calls the
+/// kernel function `name` with one loaded pointer per argument. False if
+/// the kernel does not take pointers only and return nothing.
+bool addEntryPoint(llvm::Module &llvmModule, const std::string &name,
+                   const std::string &entryName) {
+  llvm::LLVMContext &context = llvmModule.getContext();
+  llvm::IRBuilder<> b(context);
+  auto *ptr = llvm::PointerType::get(context, 0);
+  llvm::Function *kernel = llvmModule.getFunction(name);
+  if (!kernel || !kernel->getReturnType()->isVoidTy())
+    return false;
+  for (llvm::Argument &arg : kernel->args())
+    if (!arg.getType()->isPointerTy())
+      return false;
+  auto *entry = llvm::Function::Create(
+      llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
+      llvm::GlobalValue::ExternalLinkage, entryName, llvmModule);
+  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
+  SmallVector<llvm::Value *> args;
+  for (unsigned i = 0; i < kernel->arg_size(); ++i)
+    args.push_back(b.CreateLoad(
+        ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
+  b.CreateCall(kernel, args);
+  b.CreateRetVoid();
+  kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+  return true;
+}
+
+} // namespace
+
 std::unique_ptr<llvm::Module>
 locus::translateKernels(Operation *module, llvm::LLVMContext &context,
                         const std::vector<std::string> &functions,
                         const std::vector<std::string> &cudaFunctions) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "locus-kernels");
-  if (!llvmModule)
+  if (!llvmModule || !addParallelTrampolines(module, *llvmModule))
     return nullptr;
-  llvm::IRBuilder<> b(context);
-  auto *ptr = llvm::PointerType::get(context, 0);
-  auto *i64 = b.getInt64Ty();
-  // Each body --locus-parallelize outlined: the dispatch packs the
-  // arguments into 8-byte slots and calls locus_parallel_for with a
-  // trampoline that unpacks them for each range.
-  if (auto bodies = module->getAttrOfType<ArrayAttr>(kParallelBodiesAttrName))
-    for (auto name : bodies.getAsRange<StringAttr>()) {
-      llvm::Function *body = llvmModule->getFunction(name.getValue());
-      llvm::Function *dispatch =
-          llvmModule->getFunction((name.getValue() + "__dispatch").str());
-      if (!body || !dispatch || body->arg_size() < 2 ||
-          dispatch->arg_size() != body->arg_size() - 1)
-        return nullptr;
-      unsigned k = dispatch->arg_size() - 1;
-      auto *trampoline = llvm::Function::Create(
-          llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false),
-          llvm::GlobalValue::InternalLinkage,
-          (name.getValue() + "__range").str(), *llvmModule);
-      b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", trampoline));
-      SmallVector<llvm::Value *> args;
-      for (unsigned i = 0; i < k; ++i)
-        args.push_back(
-            b.CreateLoad(body->getArg(i)->getType(),
-                         b.CreateConstInBoundsGEP1_64(
-                             b.getInt8Ty(), trampoline->getArg(0), 8 * i)));
-      args.push_back(trampoline->getArg(1));
-      args.push_back(trampoline->getArg(2));
-      b.CreateCall(body, args);
-      b.CreateRetVoid();
-      b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", dispatch));
-      llvm::Value *slots =
-          b.CreateAlloca(i64, b.getInt64(std::max(k, 1u)), "slots");
-      for (unsigned i = 0; i < k; ++i)
-        b.CreateStore(dispatch->getArg(i), b.CreateConstInBoundsGEP1_64(
-                                               b.getInt8Ty(), slots, 8 * i));
-      llvm::FunctionCallee parallelFor = llvmModule->getOrInsertFunction(
-          LOCUS_ABI_PARALLEL_FOR,
-          llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64}, false));
-      b.CreateCall(parallelFor, {trampoline, slots, dispatch->getArg(k)});
-      b.CreateRetVoid();
-      dispatch->setLinkage(llvm::GlobalValue::InternalLinkage);
-      body->setLinkage(llvm::GlobalValue::InternalLinkage);
-    }
-  auto *entryType = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
-  std::vector<std::pair<std::string, std::string>> entries;
-  entries.reserve(functions.size() + cudaFunctions.size());
   for (const std::string &name : functions)
-    entries.emplace_back(name, kernelEntryName(name));
-  for (const std::string &name : cudaFunctions)
-    entries.emplace_back(name + LOCUS_ABI_CUDA_FUNCTION_SUFFIX,
-                         cudaEntryName(name));
-  for (const auto &[name, entryName] : entries) {
-    llvm::Function *kernel = llvmModule->getFunction(name);
-    if (!kernel || !kernel->getReturnType()->isVoidTy())
+    if (!addEntryPoint(*llvmModule, name, kernelEntryName(name)))
       return nullptr;
-    for (llvm::Argument &arg : kernel->args())
-      if (!arg.getType()->isPointerTy())
-        return nullptr;
-    auto *entry = llvm::Function::Create(
-        entryType, llvm::GlobalValue::ExternalLinkage, entryName, *llvmModule);
-    b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
-    SmallVector<llvm::Value *> args;
-    for (unsigned i = 0; i < kernel->arg_size(); ++i)
-      args.push_back(b.CreateLoad(
-          ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
-    b.CreateCall(kernel, args);
-    b.CreateRetVoid();
-    kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
-  }
+  for (const std::string &name : cudaFunctions)
+    if (!addEntryPoint(*llvmModule, name + LOCUS_ABI_CUDA_FUNCTION_SUFFIX,
+                       cudaEntryName(name)))
+      return nullptr;
   return llvmModule;
 }

@@ -583,10 +583,11 @@ FailureOr<SmallVector<Value>> locus::differentiate(GraphOp graph, Value loss,
   return d.run(loss, wrt);
 }
 
-LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
-                                         ArrayRef<Value> grads,
-                                         const OptimizerConfig &config,
-                                         StringRef prefix, Location loc) {
+namespace {
+
+/// The optimizer's settings are numbers PyTorch accepts.
+LogicalResult checkOptimizerConfig(const OptimizerConfig &config,
+                                   Location loc) {
   bool sgd = config.kind == OptimizerConfig::Kind::sgd;
   if (!(config.lr >= 0) || !(config.weightDecay >= 0) ||
       !(config.momentum >= 0) || !(config.eps >= 0))
@@ -598,20 +599,16 @@ LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
                config.beta2 >= 1))
     return emitError(loc) << "Adam's betas must be in [0, 1), got ("
                           << config.beta1 << ", " << config.beta2 << ")";
-  if (params.size() != grads.size())
-    return emitError(loc) << params.size() << " parameters but " << grads.size()
-                          << " gradients";
-  Block &body = graph.getBodyBlock();
-  llvm::StringSet<> names;
-  for (Operation &op : body)
-    if (auto state = dyn_cast<StateOp>(op))
-      names.insert(state.getName());
-    else if (auto input = dyn_cast<InputOp>(op))
-      names.insert(input.getName());
-  SmallVector<StateOp> states;
+  return success();
+}
+
+/// The state ops of `params` into `states`: each must be state of `graph`
+/// that nothing updates yet.
+LogicalResult parameterStates(GraphOp graph, ArrayRef<Value> params,
+                              Location loc, SmallVectorImpl<StateOp> &states) {
   for (Value p : params) {
     auto state = p.getDefiningOp<StateOp>();
-    if (!state || state->getBlock() != &body)
+    if (!state || state->getBlock() != &graph.getBodyBlock())
       return emitError(loc)
              << "an optimizer updates state of graph @" << graph.getSymName()
              << "; one of its parameters is "
@@ -622,13 +619,26 @@ LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
                << "parameter \"" << state.getName() << "\" is updated already";
     states.push_back(state);
   }
+  return success();
+}
+
+/// The names of the optimizer's own state (momentum buffers, Adam's
+/// averages and step count) are free in `graph`.
+LogicalResult claimStateNames(GraphOp graph, ArrayRef<StateOp> states, bool sgd,
+                              const OptimizerConfig &config,
+                              const std::string &stepName, Location loc) {
+  llvm::StringSet<> names;
+  for (Operation &op : graph.getBodyBlock())
+    if (auto state = dyn_cast<StateOp>(op))
+      names.insert(state.getName());
+    else if (auto input = dyn_cast<InputOp>(op))
+      names.insert(input.getName());
   auto claim = [&](const std::string &name) -> LogicalResult {
     if (!names.insert(name).second)
       return emitError(loc) << "the optimizer's state \"" << name
                             << "\" clashes with a name in use";
     return success();
   };
-  std::string stepName = (prefix + "step").str();
   for (StateOp state : states) {
     std::string base = state.getName().str();
     if (sgd && config.momentum != 0 && failed(claim(base + ".momentum_buffer")))
@@ -639,41 +649,49 @@ LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
   }
   if (!sgd && !states.empty() && failed(claim(stepName)))
     return failure();
+  return success();
+}
 
-  OpBuilder b(graph.getContext());
-  b.setInsertionPointToEnd(&body);
-  MLIRContext *ctx = graph.getContext();
-  auto zeros = InitAttr::get(ctx, InitKind::full, llvm::APFloat(0.0),
-                             llvm::APFloat(0.0), 0);
-  auto buffer = [&](StateOp like, const std::string &name, Type type) -> Value {
-    return b.create<StateOp>(loc, type, b.getStringAttr(name),
-                             StateRole::buffer, zeros, like.getDeviceAttr());
-  };
-  Value step;
-  if (!sgd && !states.empty()) {
+/// Records the optimizer's ops at the end of a graph: its state buffers
+/// (zeros, on each parameter's device), the update and the assignments.
+class OptimizerRecorder {
+public:
+  OptimizerRecorder(GraphOp graph, const OptimizerConfig &config, Location loc)
+      : b(graph.getContext()), config(config), loc(loc),
+        zeros(InitAttr::get(graph.getContext(), InitKind::full,
+                            llvm::APFloat(0.0), llvm::APFloat(0.0), 0)) {
+    b.setInsertionPointToEnd(&graph.getBodyBlock());
+  }
+
+  /// Adam's step count, one more at every run.
+  Value stepCount(StateOp like, const std::string &name) {
     auto scalar = RankedTensorType::get({}, b.getF32Type());
-    Value count = buffer(states.front(), stepName, scalar);
+    Value count = buffer(like, name, scalar);
     Value one = b.create<ConstantOp>(loc, DenseElementsAttr::get(scalar, 1.0f),
                                      DeviceAttr());
-    step = b.create<AddOp>(loc, count, one);
+    Value step = b.create<AddOp>(loc, count, one);
     b.create<AssignOp>(loc, count, step);
+    return step;
   }
-  for (auto [state, grad] : llvm::zip(states, grads)) {
+
+  void sgd(StateOp state, Value grad) {
+    Value p = state.getResult();
+    Value buf;
+    if (config.momentum != 0)
+      buf = buffer(state, state.getName().str() + ".momentum_buffer",
+                   p.getType());
+    auto op = b.create<SgdOp>(loc, p, grad, buf, b.getF64FloatAttr(config.lr),
+                              b.getF64FloatAttr(config.momentum),
+                              b.getF64FloatAttr(config.weightDecay),
+                              config.nesterov ? b.getUnitAttr() : nullptr);
+    b.create<AssignOp>(loc, p, op.getResult(0));
+    if (buf)
+      b.create<AssignOp>(loc, buf, op.getResult(1));
+  }
+
+  void adam(StateOp state, Value grad, Value step) {
     Value p = state.getResult();
     std::string base = state.getName().str();
-    if (sgd) {
-      Value buf;
-      if (config.momentum != 0)
-        buf = buffer(state, base + ".momentum_buffer", p.getType());
-      auto op = b.create<SgdOp>(loc, p, grad, buf, b.getF64FloatAttr(config.lr),
-                                b.getF64FloatAttr(config.momentum),
-                                b.getF64FloatAttr(config.weightDecay),
-                                config.nesterov ? b.getUnitAttr() : nullptr);
-      b.create<AssignOp>(loc, p, op.getResult(0));
-      if (buf)
-        b.create<AssignOp>(loc, buf, op.getResult(1));
-      continue;
-    }
     Value m = buffer(state, base + ".exp_avg", p.getType());
     Value v = buffer(state, base + ".exp_avg_sq", p.getType());
     auto op = b.create<AdamOp>(
@@ -683,6 +701,46 @@ LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
     b.create<AssignOp>(loc, p, op.getNewParam());
     b.create<AssignOp>(loc, m, op.getNewM());
     b.create<AssignOp>(loc, v, op.getNewV());
+  }
+
+private:
+  Value buffer(StateOp like, const std::string &name, Type type) {
+    return b.create<StateOp>(loc, type, b.getStringAttr(name),
+                             StateRole::buffer, zeros, like.getDeviceAttr());
+  }
+
+  OpBuilder b;
+  const OptimizerConfig &config;
+  Location loc;
+  InitAttr zeros;
+};
+
+} // namespace
+
+LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
+                                         ArrayRef<Value> grads,
+                                         const OptimizerConfig &config,
+                                         StringRef prefix, Location loc) {
+  bool sgd = config.kind == OptimizerConfig::Kind::sgd;
+  if (failed(checkOptimizerConfig(config, loc)))
+    return failure();
+  if (params.size() != grads.size())
+    return emitError(loc) << params.size() << " parameters but " << grads.size()
+                          << " gradients";
+  SmallVector<StateOp> states;
+  std::string stepName = (prefix + "step").str();
+  if (failed(parameterStates(graph, params, loc, states)) ||
+      failed(claimStateNames(graph, states, sgd, config, stepName, loc)))
+    return failure();
+  OptimizerRecorder record(graph, config, loc);
+  Value step;
+  if (!sgd && !states.empty())
+    step = record.stepCount(states.front(), stepName);
+  for (auto [state, grad] : llvm::zip(states, grads)) {
+    if (sgd)
+      record.sgd(state, grad);
+    else
+      record.adam(state, grad, step);
   }
   return success();
 }
