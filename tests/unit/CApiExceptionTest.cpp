@@ -8,6 +8,7 @@
 // real: a plan and host code (CApiExceptionTestKernel.c, built as a shared
 // object), so loading, running and reading are exercised.
 
+#include "PlanBytes.h"
 #include "locus/abi.h"
 #include "locus/locus_runtime.h"
 
@@ -126,30 +127,10 @@ template <typename Call> void sweepNoStatus(const char *name, Call call) {
 
 void nothing() {}
 
-struct Writer {
-  std::vector<uint8_t> b;
-  void u8(uint8_t v) { b.push_back(v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i)
-      b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i)
-      b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void f64(double d) {
-    uint64_t v;
-    std::memcpy(&v, &d, 8);
-    u64(v);
-  }
-  void str(const std::string &s) {
-    u32(static_cast<uint32_t>(s.size()));
-    b.insert(b.end(), s.begin(), s.end());
-  }
+struct Writer : PlanBytes {
   /// A [64] f32 buffer on the cpu.
   void buffer(uint8_t kind, uint64_t offset, const std::string &name) {
-    u8(kind), u32(0), u8(LOCUS_PLAN_F32), u32(1), u64(64), u64(256);
-    u64(offset), str(name);
+    f32Buffer(kind, 0, 64, offset, name);
   }
 };
 
@@ -170,7 +151,7 @@ std::vector<uint8_t> plan() {
       w.u32(1);
   w.u32(1), w.str("y"), w.u32(1); // outputs
   w.u32(0);                       // events
-  return w.b;
+  return w.bytes;
 }
 
 std::vector<uint8_t> hostCode() {

@@ -2,6 +2,7 @@
 // kernels written here: results, copies counted, the sim device refusing
 // foreign memory, events, state, damage to every byte, and threads.
 
+#include "PlanBytes.h"
 #include "locus/abi.h"
 #include "locus/locus_runtime.h"
 
@@ -28,50 +29,12 @@ void *resolve(void *, const char *symbol) {
                                          : nullptr;
 }
 
-class PlanWriter {
-public:
-  void u8(uint8_t v) { bytes.push_back(v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i)
-      bytes.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i)
-      bytes.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void f64(double d) {
-    uint64_t v;
-    std::memcpy(&v, &d, 8);
-    u64(v);
-  }
-  void str(const std::string &s) {
-    u32(static_cast<uint32_t>(s.size()));
-    bytes.insert(bytes.end(), s.begin(), s.end());
-  }
+struct PlanWriter : PlanBytes {
   /// A [4] f32 buffer.
   void buffer(uint8_t kind, uint32_t device, uint64_t offset,
               const std::string &name = "") {
-    u8(kind);
-    u32(device);
-    u8(LOCUS_PLAN_F32);
-    u32(1);
-    u64(4);
-    u64(16);
-    u64(offset);
-    str(name);
+    f32Buffer(kind, device, 4, offset, name);
   }
-  void command(uint8_t op, uint32_t a, uint32_t b,
-               const std::vector<uint32_t> &args = {}) {
-    u8(op);
-    u32(a);
-    u32(b);
-    if (op == LOCUS_PLAN_LAUNCH) {
-      u32(static_cast<uint32_t>(args.size()));
-      for (uint32_t x : args)
-        u32(x);
-    }
-  }
-  std::vector<uint8_t> bytes;
 };
 
 /// x (cpu) -> copy to cuda:0 -> add w (state on cuda:0) -> copy back -> y.
