@@ -11,10 +11,14 @@ build=${LOCUS_BUILD_DIR:-$root/build}
   echo "tidy: no $build/compile_commands.json; build first (scripts/build.sh)" >&2
   exit 1
 }
-count=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' \
-  "$build/compile_commands.json")
 patterns=("$@")
 [ ${#patterns[@]} -gt 0 ] || patterns=("$root/")
+count=$(python3 - "$build/compile_commands.json" "${patterns[@]}" <<'PY'
+import json, re, sys
+files = {e["file"] for e in json.load(open(sys.argv[1]))}
+print(sum(any(re.search(p, f) for p in sys.argv[2:]) for f in files))
+PY
+)
 run-clang-tidy-19 -p "$build" -j "${LOCUS_JOBS:-2}" -quiet \
   -clang-tidy-binary "$(command -v clang-tidy-19)" "${patterns[@]}" \
   > "$build/clang-tidy.log" 2>&1 || {
@@ -22,4 +26,4 @@ run-clang-tidy-19 -p "$build" -j "${LOCUS_JOBS:-2}" -quiet \
   echo "clang-tidy: findings above (full log: $build/clang-tidy.log)" >&2
   exit 1
 }
-echo "clang-tidy ok ($count translation units in compile_commands.json)"
+echo "clang-tidy ok ($count translation units of compile_commands.json)"
