@@ -39,8 +39,7 @@ struct PipelineOptions {
   /// Called after each stage with its name ("placement", "kernels", "cuda",
   /// "host") and the module it ran on (the CUDA kernels' own module for
   /// "cuda").
-  std::function<void(llvm::StringRef stage, mlir::ModuleOp module)>
-      afterStage;
+  std::function<void(llvm::StringRef stage, mlir::ModuleOp module)> afterStage;
 };
 
 /// What the pipeline made of one graph.
