@@ -167,10 +167,11 @@ OpWork locus::estimateWork(Operation *op) {
   return llvm::TypeSwitch<Operation *, OpWork>(op)
       .Case<InputOp, StateOp, ConstantOp, OutputOp, AssignOp, ToOp, CopyOp,
             ReshapeOp>([](Operation *) { return OpWork{}; })
-      .Case<NegOp, ReluOp, AddOp, SubOp, MulOp, DivOp, MaximumOp, CmpOp,
-            SelectOp>(
+      .Case<NegOp, ReluOp, AbsOp, ReciprocalOp, AddOp, SubOp, MulOp, DivOp,
+            MaximumOp, CmpOp, SelectOp>(
           [&](Operation *o) { return kernel(numel(o->getResult(0))); })
-      .Case<ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp, PowOp>(
+      .Case<ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp, PowOp, ErfOp, SinOp, CosOp,
+            RsqrtOp, SiluOp, GeluOp>(
           [&](Operation *o) { return kernel(4 * numel(o->getResult(0))); })
       .Case<BroadcastOp, TransposeOp, ConcatOp, SliceOp>(
           [&](Operation *) { return kernel(0); })

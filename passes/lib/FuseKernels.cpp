@@ -24,7 +24,8 @@ using namespace mlir;
 using namespace locus;
 
 bool locus::isElementwise(Operation *op) {
-  return isa<NegOp, ExpOp, LogOp, SqrtOp, ReluOp, SigmoidOp, TanhOp, PowOp,
+  return isa<NegOp, ExpOp, LogOp, SqrtOp, ReluOp, SigmoidOp, TanhOp, ErfOp,
+             SinOp, CosOp, AbsOp, RsqrtOp, ReciprocalOp, SiluOp, GeluOp, PowOp,
              AddOp, SubOp, MulOp, DivOp, MaximumOp, CmpOp, SelectOp,
              BroadcastOp>(op);
 }

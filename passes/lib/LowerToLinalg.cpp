@@ -23,6 +23,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <cmath>
 #include <limits>
 
 namespace locus {
@@ -972,7 +973,8 @@ Value binary(Lowering &l, Operation *op,
                        });
 }
 
-/// neg, exp, log, sqrt, tanh: one arith or math op per element.
+/// neg, exp, log, sqrt, tanh, erf, sin, cos, abs, rsqrt: one arith or math
+/// op per element.
 template <typename OpTy, typename ScalarOp>
 Value lowerUnary(Lowering &l, OpTy op) {
   return unary(l, op.getInput(), [](OpBuilder &nb, Location nl, Value x) {
@@ -1001,6 +1003,47 @@ Value lowerSigmoid(Lowering &l, SigmoidOp op) {
     Value e = nb.create<math::ExpOp>(nl, nb.create<arith::NegFOp>(nl, x));
     return nb.create<arith::DivFOp>(nl, one,
                                     nb.create<arith::AddFOp>(nl, one, e));
+  });
+}
+
+Value lowerReciprocal(Lowering &l, ReciprocalOp op) {
+  Value one = l.constantF32(1.0);
+  return unary(l, op.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
+    return nb.create<arith::DivFOp>(nl, one, x);
+  });
+}
+
+/// x / (1 + e^-x): x * sigmoid(x), as PyTorch's silu.
+Value lowerSilu(Lowering &l, SiluOp op) {
+  Value one = l.constantF32(1.0);
+  return unary(l, op.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
+    Value e = nb.create<math::ExpOp>(nl, nb.create<arith::NegFOp>(nl, x));
+    return nb.create<arith::DivFOp>(nl, x,
+                                    nb.create<arith::AddFOp>(nl, one, e));
+  });
+}
+
+/// 0.5 x (1 + erf(x / sqrt 2)), or with `tanh` PyTorch's tanh form
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+Value lowerGelu(Lowering &l, GeluOp op) {
+  bool tanhForm = op.getTanh();
+  Value half = l.constantF32(0.5), one = l.constantF32(1.0);
+  Value scale = l.constantF32(tanhForm ? 0.7978845608028654 : M_SQRT1_2);
+  Value cubic = tanhForm ? l.constantF32(0.044715) : Value();
+  return unary(l, op.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
+    Value inner = x;
+    if (tanhForm) {
+      Value x3 =
+          nb.create<arith::MulFOp>(nl, x, nb.create<arith::MulFOp>(nl, x, x));
+      inner = nb.create<arith::AddFOp>(nl, x,
+                                       nb.create<arith::MulFOp>(nl, cubic, x3));
+    }
+    inner = nb.create<arith::MulFOp>(nl, scale, inner);
+    Value f = tanhForm ? nb.create<math::TanhOp>(nl, inner).getResult()
+                       : nb.create<math::ErfOp>(nl, inner).getResult();
+    Value hx = nb.create<arith::MulFOp>(nl, half, x);
+    return nb.create<arith::MulFOp>(nl, hx,
+                                    nb.create<arith::AddFOp>(nl, one, f));
   });
 }
 
@@ -1191,6 +1234,12 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
            UnaryPattern<LogOp, math::LogOp>, UnaryPattern<SqrtOp, math::SqrtOp>,
            UnaryPattern<TanhOp, math::TanhOp>, LowerOp<ReluOp, lowerRelu>,
            LowerOp<SigmoidOp, lowerSigmoid>, LowerOp<PowOp, lowerPow>>(ctx);
+  patterns
+      .add<UnaryPattern<ErfOp, math::ErfOp>, UnaryPattern<SinOp, math::SinOp>,
+           UnaryPattern<CosOp, math::CosOp>, UnaryPattern<AbsOp, math::AbsFOp>,
+           UnaryPattern<RsqrtOp, math::RsqrtOp>,
+           LowerOp<ReciprocalOp, lowerReciprocal>, LowerOp<SiluOp, lowerSilu>,
+           LowerOp<GeluOp, lowerGelu>>(ctx);
   patterns.add<
       BinaryPattern<AddOp, arith::AddFOp>, BinaryPattern<SubOp, arith::SubFOp>,
       BinaryPattern<MulOp, arith::MulFOp>, BinaryPattern<DivOp, arith::DivFOp>,

@@ -99,6 +99,14 @@ def make(shape, fn):
     return (list(shape), [fn(idx) for idx in indices(shape)])
 
 
+def gelu(x):
+    return 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + math.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
 def rand(shape, low=-2.0, high=2.0):
     # Values exactly representable in float32, so both sides start equal.
     return (list(shape), [struct_f32(rng.uniform(low, high))
@@ -241,6 +249,15 @@ def cases():
     yield "relu", [("a", a)], "%r = locus.relu %a : tensor<3x5xf32>", ew(lambda x: max(x, 0.0), a)
     yield "sigmoid", [("a", a)], "%r = locus.sigmoid %a : tensor<3x5xf32>", ew(sigmoid, a)
     yield "tanh", [("a", a)], "%r = locus.tanh %a : tensor<3x5xf32>", ew(math.tanh, a)
+    yield "erf", [("a", a)], "%r = locus.erf %a : tensor<3x5xf32>", ew(math.erf, a)
+    yield "sin", [("a", a)], "%r = locus.sin %a : tensor<3x5xf32>", ew(math.sin, a)
+    yield "cos", [("a", a)], "%r = locus.cos %a : tensor<3x5xf32>", ew(math.cos, a)
+    yield "abs", [("a", a)], "%r = locus.abs %a : tensor<3x5xf32>", ew(abs, a)
+    yield "rsqrt", [("p", pos)], "%r = locus.rsqrt %p : tensor<3x5xf32>", ew(lambda x: 1 / math.sqrt(x), pos)
+    yield "reciprocal", [("p", pos)], "%r = locus.reciprocal %p : tensor<3x5xf32>", ew(lambda x: 1 / x, pos)
+    yield "silu", [("a", a)], "%r = locus.silu %a : tensor<3x5xf32>", ew(lambda x: x * sigmoid(x), a)
+    yield "gelu", [("a", a)], "%r = locus.gelu %a : tensor<3x5xf32>", ew(gelu, a)
+    yield "gelu_tanh", [("a", a)], "%r = locus.gelu %a {tanh} : tensor<3x5xf32>", ew(gelu_tanh, a)
     yield "pow2", [("a", a)], "%r = locus.pow %a, 2.0 : tensor<3x5xf32>", ew(lambda x: x * x, a)
     yield "pow1.5", [("p", pos)], "%r = locus.pow %p, 1.5 : tensor<3x5xf32>", ew(lambda x: x ** 1.5, pos)
     for pred, fn in [("eq", lambda x, y: x == y), ("ne", lambda x, y: x != y),

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <regex>
 #include <string>
 
@@ -371,6 +372,35 @@ TEST(Nn, LayerErrorsNameTheUsersLine) {
   nn::Linear fc(g, 4, 2);
   expectUserError(g, [&] { fc(x); }, __LINE__,
                   "input [8, 3] has 3 features but weight [2, 4] expects 4");
+}
+
+TEST(Devices, OneIndexRangeEverywhere) {
+  // cuda:N parses the same way in the frontend, the dialect, the placement
+  // options and the runtime: N from 0 to 65535.
+  EXPECT_EQ(Device::parse("cuda:65535").index(), 65535);
+  EXPECT_EQ(cuda(65535).index(), 65535);
+  EXPECT_THROW(Device::parse("cuda:65536"), Error);
+  EXPECT_THROW(Device::parse("cuda:99999999999"), Error);
+  EXPECT_THROW(cuda(65536), Error);
+}
+
+TEST(Nn, ActivationsRecordTheirOps) {
+  Graph g("act");
+  auto x = g.input("x", {4, 8});
+  nn::Sequential net{nn::GELU(), nn::GELU("tanh"), nn::SiLU()};
+  auto y = erf(sin(cos(abs(rsqrt(reciprocal(net(x)))))));
+  g.output("y", y);
+  std::string ir = g.str();
+  for (const char *op : {"locus.gelu", "locus.silu", "locus.erf", "locus.sin",
+                         "locus.cos", "locus.abs", "locus.rsqrt",
+                         "locus.reciprocal"})
+    EXPECT_NE(ir.find(op), std::string::npos) << op;
+  EXPECT_EQ(countOps(g, "locus.gelu"), 2u);
+  std::regex tanhForm(R"(locus\.gelu %\S+ \{tanh\})");
+  EXPECT_EQ(std::distance(std::sregex_iterator(ir.begin(), ir.end(), tanhForm),
+                          std::sregex_iterator()), 1);
+  expectUserError(g, [&] { gelu(x, "fast"); }, __LINE__,
+                  "gelu: approximate is 'none' or 'tanh', not 'fast'");
 }
 
 } // namespace

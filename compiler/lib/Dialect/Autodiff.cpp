@@ -61,6 +61,10 @@ private:
   Value mul(Value x, Value y) { return b.create<MulOp>(loc, x, y); }
   Value div(Value x, Value y) { return b.create<DivOp>(loc, x, y); }
   Value neg(Value x) { return b.create<NegOp>(loc, x); }
+  /// An elementwise unary op of x.
+  template <typename OpTy> Value unary(Value x) {
+    return b.create<OpTy>(loc, x);
+  }
   Value cmp(CmpPredicate p, Value x, Value y) {
     return b.create<CmpOp>(loc, p, x, y);
   }
@@ -129,6 +133,10 @@ private:
 
   /// Elementwise ops of one operand: neg, exp, log, sqrt, activations, pow.
   bool backwardUnary(Operation *op, Value g);
+  /// erf, sin, cos, abs, rsqrt, reciprocal, silu and gelu.
+  bool backwardMath(Operation *op, Value g);
+  /// d gelu(x) / dx, exact or of the tanh form.
+  Value geluDerivative(GeluOp o);
   /// The gradient of pow's input: g * p * x^(p-1), folded for p in {0, 1, 2}.
   Value powGrad(PowOp o, Value g);
   /// Elementwise ops of two operands: arithmetic, maximum and select.
@@ -274,7 +282,87 @@ bool Differentiator::backwardUnary(Operation *op, Value g) {
         give(o.getInput(), [&] { return powGrad(o, g); });
         return true;
       })
+      .Default([&](Operation *) { return backwardMath(op, g); });
+}
+
+bool Differentiator::backwardMath(Operation *op, Value g) {
+  Value y = op->getNumResults() ? op->getResult(0) : Value();
+  return TypeSwitch<Operation *, bool>(op)
+      .Case<ErfOp>([&](ErfOp o) {
+        // d erf(x) = 2 / sqrt(pi) e^(-x^2)
+        Value x = o.getInput();
+        give(x, [&] {
+          return mul(g, mul(splatLike(1.1283791670955126, x),
+                            unary<ExpOp>(neg(mul(x, x)))));
+        });
+        return true;
+      })
+      .Case<SinOp>([&](SinOp o) {
+        give(o.getInput(), [&] { return mul(g, unary<CosOp>(o.getInput())); });
+        return true;
+      })
+      .Case<CosOp>([&](CosOp o) {
+        give(o.getInput(),
+             [&] { return neg(mul(g, unary<SinOp>(o.getInput()))); });
+        return true;
+      })
+      .Case<AbsOp>([&](AbsOp o) {
+        // sign(x), 0 at 0 (PyTorch's choice)
+        Value x = o.getInput(), zero = splatLike(0.0, x);
+        give(x, [&] {
+          return select(cmp(CmpPredicate::gt, x, zero), g,
+                        select(cmp(CmpPredicate::lt, x, zero), neg(g), zero));
+        });
+        return true;
+      })
+      .Case<RsqrtOp>([&](RsqrtOp o) {
+        // d x^(-1/2) = -1/2 y^3
+        give(o.getInput(), [&] {
+          return mul(g, mul(splatLike(-0.5, y), mul(y, mul(y, y))));
+        });
+        return true;
+      })
+      .Case<ReciprocalOp>([&](ReciprocalOp o) {
+        give(o.getInput(), [&] { return neg(mul(g, mul(y, y))); });
+        return true;
+      })
+      .Case<SiluOp>([&](SiluOp o) {
+        // d x s(x) = s (1 + x (1 - s))
+        Value x = o.getInput();
+        give(x, [&] {
+          Value s = unary<SigmoidOp>(x);
+          Value one = splatLike(1.0, x);
+          return mul(g, mul(s, add(one, mul(x, sub(one, s)))));
+        });
+        return true;
+      })
+      .Case<GeluOp>([&](GeluOp o) {
+        give(o.getInput(), [&] { return mul(g, geluDerivative(o)); });
+        return true;
+      })
       .Default([](Operation *) { return false; });
+}
+
+Value Differentiator::geluDerivative(GeluOp o) {
+  Value x = o.getInput();
+  Value half = splatLike(0.5, x), one = splatLike(1.0, x);
+  if (!o.getTanh()) {
+    // Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt 2)) + x e^(-x^2/2) / sqrt(2 pi)
+    Value cdf = mul(
+        half, add(one, unary<ErfOp>(mul(x, splatLike(0.7071067811865476, x)))));
+    Value pdf = mul(splatLike(0.3989422804014327, x),
+                    unary<ExpOp>(mul(splatLike(-0.5, x), mul(x, x))));
+    return add(cdf, mul(x, pdf));
+  }
+  // y = 0.5 x (1 + t), t = tanh(k (x + c x^3)):
+  // y' = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
+  constexpr double k = 0.7978845608028654, c = 0.044715;
+  Value x2 = mul(x, x);
+  Value inner = mul(splatLike(k, x), add(x, mul(splatLike(c, x), mul(x2, x))));
+  Value t = unary<TanhOp>(inner);
+  Value dInner = mul(splatLike(k, x), add(one, mul(splatLike(3 * c, x), x2)));
+  return add(mul(half, add(one, t)),
+             mul(mul(half, x), mul(sub(one, mul(t, t)), dInner)));
 }
 
 Value Differentiator::powGrad(PowOp o, Value g) {

@@ -138,6 +138,10 @@ Tensor Flatten::forward(const Tensor &x, Here loc) const {
 }
 
 Tensor ReLU::forward(const Tensor &x, Here loc) const { return relu(x, loc); }
+Tensor GELU::forward(const Tensor &x, Here loc) const {
+  return gelu(x, approximate_, loc);
+}
+Tensor SiLU::forward(const Tensor &x, Here loc) const { return silu(x, loc); }
 
 Tensor Sequential::forward(const Tensor &x, Here loc) const {
   Tensor y = x;

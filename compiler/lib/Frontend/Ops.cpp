@@ -179,6 +179,30 @@ Tensor locus::sigmoid(const Tensor &x, Here loc) {
   return unary<SigmoidOp>(x, loc);
 }
 Tensor locus::tanh(const Tensor &x, Here loc) { return unary<TanhOp>(x, loc); }
+Tensor locus::erf(const Tensor &x, Here loc) { return unary<ErfOp>(x, loc); }
+Tensor locus::sin(const Tensor &x, Here loc) { return unary<SinOp>(x, loc); }
+Tensor locus::cos(const Tensor &x, Here loc) { return unary<CosOp>(x, loc); }
+Tensor locus::abs(const Tensor &x, Here loc) { return unary<AbsOp>(x, loc); }
+Tensor locus::rsqrt(const Tensor &x, Here loc) {
+  return unary<RsqrtOp>(x, loc);
+}
+Tensor locus::reciprocal(const Tensor &x, Here loc) {
+  return unary<ReciprocalOp>(x, loc);
+}
+Tensor locus::silu(const Tensor &x, Here loc) { return unary<SiluOp>(x, loc); }
+
+Tensor locus::gelu(const Tensor &x, std::string_view approximate, Here loc) {
+  if (approximate != "none" && approximate != "tanh")
+    throw userError(loc, "gelu: approximate is 'none' or 'tanh', not '" +
+                             std::string(approximate) + "'");
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value result = g.record<GeluOp>(
+      loc, g.value(x, loc),
+      approximate == "tanh" ? g.builder.getUnitAttr() : mlir::UnitAttr());
+  tx.commit();
+  return g.wrap(result);
+}
 
 Tensor locus::pow(const Tensor &x, double exponent, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);

@@ -59,6 +59,31 @@ locus.graph @elementwise {
   locus.output "r" = %15 : tensor<2x4x8xf32>
 }
 
+// The math and activation ops of real models.
+// CHECK-LABEL: locus.graph @math
+locus.graph @math {
+  %a = locus.input "a" : tensor<4x8xf32>
+  // CHECK: locus.erf %{{.*}} : tensor<4x8xf32>
+  %0 = locus.erf %a : tensor<4x8xf32>
+  // CHECK: locus.sin
+  %1 = locus.sin %0 : tensor<4x8xf32>
+  // CHECK: locus.cos
+  %2 = locus.cos %1 : tensor<4x8xf32>
+  // CHECK: locus.abs
+  %3 = locus.abs %2 : tensor<4x8xf32>
+  // CHECK: locus.rsqrt
+  %4 = locus.rsqrt %3 : tensor<4x8xf32>
+  // CHECK: locus.reciprocal
+  %5 = locus.reciprocal %4 : tensor<4x8xf32>
+  // CHECK: locus.silu
+  %6 = locus.silu %5 : tensor<4x8xf32>
+  // CHECK: locus.gelu %{{.*}} : tensor<4x8xf32>
+  %7 = locus.gelu %6 : tensor<4x8xf32>
+  // CHECK: locus.gelu %{{.*}} {tanh} : tensor<4x8xf32>
+  %8 = locus.gelu %7 {tanh} : tensor<4x8xf32>
+  locus.output "r" = %8 : tensor<4x8xf32>
+}
+
 // CHECK-LABEL: locus.graph @layout
 locus.graph @layout {
   %a = locus.input "a" : tensor<8x16xf32>

@@ -174,6 +174,30 @@ def Locus_SqrtOp : Locus_UnaryOp<"sqrt", "sqrt(x)">;
 def Locus_ReluOp : Locus_UnaryOp<"relu", "max(x, 0)">;
 def Locus_SigmoidOp : Locus_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
 def Locus_TanhOp : Locus_UnaryOp<"tanh", "tanh(x)">;
+def Locus_ErfOp : Locus_UnaryOp<"erf", "erf(x)">;
+def Locus_SinOp : Locus_UnaryOp<"sin", "sin(x)">;
+def Locus_CosOp : Locus_UnaryOp<"cos", "cos(x)">;
+def Locus_AbsOp : Locus_UnaryOp<"abs", "|x|">;
+def Locus_RsqrtOp : Locus_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def Locus_ReciprocalOp : Locus_UnaryOp<"reciprocal", "1 / x">;
+def Locus_SiluOp : Locus_UnaryOp<"silu", "x * sigmoid(x)">;
+
+def Locus_GeluOp : Locus_SameTypeOp<"gelu"> {
+  let summary = "Elementwise GELU, exact or with PyTorch's tanh form.";
+  let description = [{
+    `x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))` for every element, as
+    `torch.nn.functional.gelu(x)`; with `tanh`, PyTorch's
+    `approximate='tanh'`: `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`.
+
+    ```mlir
+    %r = locus.gelu %x : tensor<4x8xf32>
+    %t = locus.gelu %x {tanh} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, UnitAttr:$tanh);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
 
 def Locus_PowOp : Locus_SameTypeOp<"pow"> {
   let summary = "Elementwise power by a scalar exponent.";

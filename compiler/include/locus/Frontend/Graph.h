@@ -273,6 +273,20 @@ Tensor sqrt(const Tensor &x, Here loc = Here::current());
 Tensor relu(const Tensor &x, Here loc = Here::current());
 Tensor sigmoid(const Tensor &x, Here loc = Here::current());
 Tensor tanh(const Tensor &x, Here loc = Here::current());
+Tensor erf(const Tensor &x, Here loc = Here::current());
+Tensor sin(const Tensor &x, Here loc = Here::current());
+Tensor cos(const Tensor &x, Here loc = Here::current());
+Tensor abs(const Tensor &x, Here loc = Here::current());
+/// 1 / sqrt(x).
+Tensor rsqrt(const Tensor &x, Here loc = Here::current());
+/// 1 / x.
+Tensor reciprocal(const Tensor &x, Here loc = Here::current());
+/// x * sigmoid(x), as torch.nn.functional.silu.
+Tensor silu(const Tensor &x, Here loc = Here::current());
+/// x * Phi(x), as torch.nn.functional.gelu: `approximate` is "none" (erf)
+/// or "tanh".
+Tensor gelu(const Tensor &x, std::string_view approximate = "none",
+            Here loc = Here::current());
 Tensor pow(const Tensor &x, double exponent, Here loc = Here::current());
 
 Tensor eq(const Tensor &a, const Tensor &b, Here loc = Here::current());

@@ -122,6 +122,24 @@ public:
   Tensor forward(const Tensor &x, Here loc) const override;
 };
 
+/// torch.nn.GELU: x * Phi(x); `approximate` is "none" or "tanh".
+class GELU : public Module {
+public:
+  explicit GELU(std::string approximate = "none", Here loc = Here::current())
+      : Module(loc), approximate_(std::move(approximate)) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  std::string approximate_;
+};
+
+/// torch.nn.SiLU: x * sigmoid(x).
+class SiLU : public Module {
+public:
+  explicit SiLU(Here loc = Here::current()) : Module(loc) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
 /// Any layer, held by a Sequential. Copies share the layer's parameters.
 class AnyModule {
 public:
