@@ -168,14 +168,14 @@ OpWork locus::estimateWork(Operation *op) {
       .Case<InputOp, StateOp, ConstantOp, OutputOp, AssignOp, ToOp, CopyOp,
             ReshapeOp>([](Operation *) { return OpWork{}; })
       .Case<NegOp, ReluOp, AbsOp, ReciprocalOp, AddOp, SubOp, MulOp, DivOp,
-            MaximumOp, CmpOp, SelectOp>(
+            MaximumOp, MinimumOp, CmpOp, SelectOp, CastOp>(
           [&](Operation *o) { return kernel(numel(o->getResult(0))); })
       .Case<ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp, PowOp, ErfOp, SinOp, CosOp,
             RsqrtOp, SiluOp, GeluOp>(
           [&](Operation *o) { return kernel(4 * numel(o->getResult(0))); })
-      .Case<BroadcastOp, TransposeOp, ConcatOp, SliceOp>(
+      .Case<BroadcastOp, TransposeOp, ConcatOp, SliceOp, GatherOp>(
           [&](Operation *) { return kernel(0); })
-      .Case<SumOp, MeanOp, MaxOp>(
+      .Case<SumOp, MeanOp, MaxOp, MinOp>(
           [&](Operation *o) { return kernel(numel(o->getOperand(0))); })
       .Case<SoftmaxOp, LogSoftmaxOp>(
           [&](Operation *o) { return kernel(5 * numel(o->getOperand(0))); })

@@ -26,8 +26,8 @@ using namespace locus;
 bool locus::isElementwise(Operation *op) {
   return isa<NegOp, ExpOp, LogOp, SqrtOp, ReluOp, SigmoidOp, TanhOp, ErfOp,
              SinOp, CosOp, AbsOp, RsqrtOp, ReciprocalOp, SiluOp, GeluOp, PowOp,
-             AddOp, SubOp, MulOp, DivOp, MaximumOp, CmpOp, SelectOp,
-             BroadcastOp>(op);
+             AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, CmpOp, SelectOp,
+             CastOp, BroadcastOp>(op);
 }
 
 bool locus::isComputing(Operation *op) {

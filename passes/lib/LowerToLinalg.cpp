@@ -188,6 +188,9 @@ public:
   static Value max(OpBuilder &nb, Location nl, Value a, Value c) {
     return nb.create<arith::MaximumFOp>(nl, a, c);
   }
+  static Value min(OpBuilder &nb, Location nl, Value a, Value c) {
+    return nb.create<arith::MinimumFOp>(nl, a, c);
+  }
 
   /// log_softmax (or softmax) along `axis`, stably.
   Value softmax(Value x, int64_t axis, bool log) {
@@ -1060,7 +1063,7 @@ Value lowerPow(Lowering &l, PowOp op) {
 }
 
 /// The ordered comparisons, and une for ne (true when either is NaN).
-arith::CmpFPredicate arithPredicate(CmpPredicate predicate) {
+arith::CmpFPredicate floatPredicate(CmpPredicate predicate) {
   switch (predicate) {
   case CmpPredicate::eq:
     return arith::CmpFPredicate::OEQ;
@@ -1078,11 +1081,114 @@ arith::CmpFPredicate arithPredicate(CmpPredicate predicate) {
   llvm_unreachable("unknown locus.cmp predicate");
 }
 
+/// Signed comparisons of i64, unsigned of i1 (false < true).
+arith::CmpIPredicate integerPredicate(CmpPredicate predicate, bool isBool) {
+  switch (predicate) {
+  case CmpPredicate::eq:
+    return arith::CmpIPredicate::eq;
+  case CmpPredicate::ne:
+    return arith::CmpIPredicate::ne;
+  case CmpPredicate::lt:
+    return isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+  case CmpPredicate::le:
+    return isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
+  case CmpPredicate::gt:
+    return isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+  case CmpPredicate::ge:
+    return isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
+  }
+  llvm_unreachable("unknown locus.cmp predicate");
+}
+
 Value lowerCmp(Lowering &l, CmpOp op) {
-  arith::CmpFPredicate predicate = arithPredicate(op.getPredicate());
+  Type element = op.getLhs().getType().getElementType();
+  if (element.isF32()) {
+    arith::CmpFPredicate predicate = floatPredicate(op.getPredicate());
+    return binary(l, op, [&](OpBuilder &nb, Location nl, Value a, Value c) {
+      return nb.create<arith::CmpFOp>(nl, predicate, a, c);
+    });
+  }
+  arith::CmpIPredicate predicate =
+      integerPredicate(op.getPredicate(), element.isInteger(1));
   return binary(l, op, [&](OpBuilder &nb, Location nl, Value a, Value c) {
-    return nb.create<arith::CmpFOp>(nl, predicate, a, c);
+    return nb.create<arith::CmpIOp>(nl, predicate, a, c);
   });
+}
+
+/// One element converted from `from` to `to` by PyTorch's rules.
+Value castElement(OpBuilder &nb, Location nl, Value x, Type from, Type to) {
+  if (from == to)
+    return x;
+  if (to.isInteger(1)) {
+    Type zeroType = from;
+    Value zero = nb.create<arith::ConstantOp>(nl, nb.getZeroAttr(zeroType));
+    if (from.isF32())
+      return nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::UNE, x, zero);
+    return nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::ne, x, zero);
+  }
+  if (from.isF32())
+    return nb.create<arith::FPToSIOp>(nl, to, x);
+  if (to.isF32())
+    return from.isInteger(1)
+               ? nb.create<arith::UIToFPOp>(nl, to, x).getResult()
+               : nb.create<arith::SIToFPOp>(nl, to, x).getResult();
+  return nb.create<arith::ExtUIOp>(nl, to, x); // i1 to i64
+}
+
+Value lowerCast(Lowering &l, CastOp op) {
+  Type from = op.getInput().getType().getElementType();
+  Type to = op.getType().getElementType();
+  if (from == to)
+    return op.getInput();
+  return l.elementwise(op.getType(), op.getInput(),
+                       [&](OpBuilder &nb, Location nl, ValueRange a) {
+                         return castElement(nb, nl, a[0], from, to);
+                       });
+}
+
+/// numpy.take: the output's dimensions [axis, axis + rank(indices)) walk
+/// the indices; the others walk the input. An index outside the axis reads
+/// element 0 and gives zero, so the kernel never reads outside the input.
+Value lowerGather(Lowering &l, GatherOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType out = op.getType(), in = op.getInput().getType();
+  int64_t axis = op.getAxis(), idxRank = op.getIndices().getType().getRank();
+  unsigned rank = out.getRank();
+  SmallVector<AffineExpr> idxDims;
+  for (int64_t d = 0; d < idxRank; ++d)
+    idxDims.push_back(b.getAffineDimExpr(axis + d));
+  AffineMap idxMap = AffineMap::get(rank, 0, idxDims, b.getContext());
+  Value input = op.getInput();
+  int64_t extent = in.getDimSize(axis);
+  Type element = out.getElementType();
+  return l.generic(
+      out, ValueRange{op.getIndices()}, {idxMap}, l.empty(out),
+      b.getMultiDimIdentityMap(rank),
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value index = a[0];
+        Value zero64 =
+            nb.create<arith::ConstantOp>(nl, nb.getI64IntegerAttr(0));
+        Value limit =
+            nb.create<arith::ConstantOp>(nl, nb.getI64IntegerAttr(extent));
+        Value inside = nb.create<arith::AndIOp>(
+            nl,
+            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::sge, index,
+                                     zero64),
+            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::slt, index,
+                                     limit));
+        Value safe = nb.create<arith::SelectOp>(nl, inside, index, zero64);
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < axis; ++d)
+          at.push_back(nb.create<linalg::IndexOp>(nl, d));
+        at.push_back(
+            nb.create<arith::IndexCastOp>(nl, nb.getIndexType(), safe));
+        for (int64_t d = axis + 1; d < in.getRank(); ++d)
+          at.push_back(nb.create<linalg::IndexOp>(nl, d - 1 + idxRank));
+        Value picked = nb.create<tensor::ExtractOp>(nl, input, at);
+        Value zero = nb.create<arith::ConstantOp>(nl, nb.getZeroAttr(element));
+        return nb.create<arith::SelectOp>(nl, inside, picked, zero);
+      });
 }
 
 Value lowerSelect(Lowering &l, SelectOp op) {
@@ -1148,6 +1254,13 @@ Value lowerMax(Lowering &l, MaxOp op) {
   return l.reshape(l.reduce(op.getInput(), op.getAxes(),
                             -std::numeric_limits<double>::infinity(),
                             Lowering::max),
+                   op.getType());
+}
+
+Value lowerMin(Lowering &l, MinOp op) {
+  return l.reshape(l.reduce(op.getInput(), op.getAxes(),
+                            std::numeric_limits<double>::infinity(),
+                            Lowering::min),
                    op.getType());
 }
 
@@ -1243,20 +1356,23 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<
       BinaryPattern<AddOp, arith::AddFOp>, BinaryPattern<SubOp, arith::SubFOp>,
       BinaryPattern<MulOp, arith::MulFOp>, BinaryPattern<DivOp, arith::DivFOp>,
-      BinaryPattern<MaximumOp, arith::MaximumFOp>, LowerOp<CmpOp, lowerCmp>,
-      LowerOp<SelectOp, lowerSelect>, LowerOp<BroadcastOp, lowerBroadcast>>(
-      ctx);
+      BinaryPattern<MaximumOp, arith::MaximumFOp>,
+      BinaryPattern<MinimumOp, arith::MinimumFOp>, LowerOp<CmpOp, lowerCmp>,
+      LowerOp<CastOp, lowerCast>, LowerOp<SelectOp, lowerSelect>,
+      LowerOp<BroadcastOp, lowerBroadcast>>(ctx);
   patterns.add<LowerOp<ConstantOp, lowerConstant>,
                LowerOp<TransposeOp, lowerTranspose>,
                LowerOp<ReshapeOp, lowerReshape>, LowerOp<ConcatOp, lowerConcat>,
-               LowerOp<SliceOp, lowerSlice>>(ctx);
+               LowerOp<SliceOp, lowerSlice>, LowerOp<GatherOp, lowerGather>>(
+      ctx);
   patterns.add<LowerOp<MatmulOp, lowerMatmul>, LowerOp<LinearOp, lowerLinear>,
                LowerOp<Conv2dOp, lowerConv>, Pool2dPattern<MaxPool2dOp, true>,
                Pool2dPattern<AvgPool2dOp, false>>(ctx);
   patterns
       .add<LowerOp<SumOp, lowerSum>, LowerOp<MaxOp, lowerMax>,
-           LowerOp<MeanOp, lowerMean>, SoftmaxPattern<SoftmaxOp, false>,
-           SoftmaxPattern<LogSoftmaxOp, true>, LowerOp<MseLossOp, lowerMseLoss>,
+           LowerOp<MinOp, lowerMin>, LowerOp<MeanOp, lowerMean>,
+           SoftmaxPattern<SoftmaxOp, false>, SoftmaxPattern<LogSoftmaxOp, true>,
+           LowerOp<MseLossOp, lowerMseLoss>,
            LowerOp<CrossEntropyOp, lowerCrossEntropy>>(ctx);
   patterns
       .add<LowerOp<OneHotOp, lowerOneHot>, LowerOp<SliceGradOp, lowerSliceGrad>,

@@ -50,6 +50,23 @@ extern "C" locus_status_t locus_init_fill(locus_init_kind_t kind, double a,
       }
       return nullptr;
     }
+    case LOCUS_INIT_NORMAL: {
+      if (!(b >= 0))
+        return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                          "locus_init_fill: normal(%g, %g) has a negative "
+                          "standard deviation",
+                          a, b);
+      const double twoPi = 6.283185307179586476925286766559;
+      for (size_t i = 0; i < count; ++i) {
+        uint64_t first = mix(seed + (2 * i + 1) * 0x9E3779B97F4A7C15ULL);
+        uint64_t second = mix(seed + (2 * i + 2) * 0x9E3779B97F4A7C15ULL);
+        double u1 = 1.0 - static_cast<double>(first >> 11) * 0x1.0p-53;
+        double u2 = static_cast<double>(second >> 11) * 0x1.0p-53;
+        double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(twoPi * u2);
+        out_values[i] = static_cast<float>(a + b * z);
+      }
+      return nullptr;
+    }
     case LOCUS_INIT_KIND_MAX_ENUM:
       break;
     }

@@ -174,7 +174,7 @@ locus_status_t readBufferPayload(Reader &r, PlanBuffer &b) {
     b.initA = r.f64();
     b.initB = r.f64();
     b.seed = r.u64();
-    if (b.dtype != LOCUS_PLAN_F32 || b.initKind > LOCUS_INIT_UNIFORM ||
+    if (b.dtype != LOCUS_PLAN_F32 || b.initKind > LOCUS_INIT_NORMAL ||
         !std::isfinite(b.initA) || !std::isfinite(b.initB) ||
         b.initA > b.initB || b.name.empty())
       FAIL("the plan is damaged (state %s)", b.name.c_str());

@@ -61,6 +61,7 @@ def cases():
     yield "mul", [("a", a), ("b", b)], "%r = locus.mul %a, %b : tensor<3x5xf32>", lambda a, b: ew(lambda x, y: x * y, a, b)
     yield "div", [("a", a), ("p", pos)], "%r = locus.div %a, %p : tensor<3x5xf32>", lambda a, p: ew(lambda x, y: x / y, a, p)
     yield "maximum", [("a", a), ("b", b)], "%r = locus.maximum %a, %b : tensor<3x5xf32>", lambda a, b: ew(max, a, b)
+    yield "minimum", [("a", a), ("b", b)], "%r = locus.minimum %a, %b : tensor<3x5xf32>", lambda a, b: ew(min, a, b)
     yield "neg", [("a", a)], "%r = locus.neg %a : tensor<3x5xf32>", lambda a: ew(lambda x: -x, a)
     yield "exp", [("a", a)], "%r = locus.exp %a : tensor<3x5xf32>", lambda a: ew(math.exp, a)
     yield "log", [("p", pos)], "%r = locus.log %p : tensor<3x5xf32>", lambda p: ew(math.log, p)
@@ -113,6 +114,18 @@ def cases():
     yield "mean", [("t", t)], "%r = locus.mean %t axes [2] : tensor<2x3x4xf32> -> tensor<2x3xf32>", lambda t: ew(lambda v: v / 4, cl.reduce(t, [2], add, 0.0))
     yield "max", [("t", t)], "%r = locus.max %t axes [1] : tensor<2x3x4xf32> -> tensor<2x4xf32>", lambda t: cl.reduce(t, [1], max, -math.inf)
     yield "max_all", [("t", t)], "%r = locus.max %t axes [0, 1, 2] : tensor<2x3x4xf32> -> tensor<f32>", lambda t: cl.reduce(t, [0, 1, 2], max, -math.inf)
+    yield "min", [("t", t)], "%r = locus.min %t axes [0, 2] : tensor<2x3x4xf32> -> tensor<3xf32>", lambda t: cl.reduce(t, [0, 2], min, math.inf)
+    table = rand([5, 3])
+    ids = ([2, 3], [0, 4, 2, 2, -1, 4])
+    yield "gather_embedding", [("w", table), ("ids", ids, "i64")], \
+        "%r = locus.gather %w, %ids axis 0 : tensor<5x3xf32>, tensor<2x3xi64> -> tensor<2x3x3xf32>", \
+        lambda w, i: cl.make([2, 3, 3], lambda idx: cl.at(w, [i[1][idx[0] * 3 + idx[1]], idx[2]])
+                            if 0 <= i[1][idx[0] * 3 + idx[1]] < 5 else 0.0)
+    cube = rand([2, 4, 3])
+    sel = ([5], [3, 0, 3, 1, 3])
+    yield "gather_axis1", [("c", cube), ("ix", sel, "i64")], \
+        "%r = locus.gather %c, %ix axis 1 : tensor<2x4x3xf32>, tensor<5xi64> -> tensor<2x5x3xf32>", \
+        lambda c, i: cl.make([2, 5, 3], lambda idx: cl.at(c, [idx[0], i[1][idx[1]], idx[2]]))
     yield "softmax", [("t", t)], "%r = locus.softmax %t axis 2 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 2)
     yield "softmax_axis0", [("t", t)], "%r = locus.softmax %t axis 0 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 0)
     yield "log_softmax", [("t", t)], "%r = locus.log_softmax %t axis 1 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 1, log=True)

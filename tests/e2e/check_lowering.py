@@ -268,6 +268,41 @@ def cases():
             "%m = locus.cmp {0}, %a, %s : tensor<3x5xf32>\n"
             "%r = locus.select %m, %a, %s : tensor<3x5xi1>, tensor<3x5xf32>".format(pred)), \
             ew(lambda x, y: x if fn(x, y) else y, a, same)
+    yield "minimum", [("a", a), ("b", b)], "%r = locus.minimum %a, %b : tensor<3x5xf32>", ew(min, a, b)
+    ia = ([3, 5], [rng.randrange(-4, 5) for _ in range(15)])
+    ib = ([3, 5], [rng.randrange(-4, 5) for _ in range(15)])
+    for pred, fn in [("eq", lambda x, y: x == y), ("lt", lambda x, y: x < y),
+                     ("ge", lambda x, y: x >= y)]:
+        yield "cmp_i64_" + pred, [("i", ia, "i64"), ("j", ib, "i64")], (
+            "%m = locus.cmp {0}, %i, %j : tensor<3x5xi64>\n"
+            "%s = locus.select %m, %i, %j : tensor<3x5xi1>, tensor<3x5xi64>\n"
+            "%r = locus.cast %s to f32 : tensor<3x5xi64> -> tensor<3x5xf32>".format(pred)), \
+            ew(lambda x, y: float(x if fn(x, y) else y), ia, ib)
+    withzeros = (a[0], [0.0 if i % 4 == 0 else x for i, x in enumerate(a[1])])
+    yield "cast_f32_i64", [("a", a)], (
+        "%i = locus.cast %a to i64 : tensor<3x5xf32> -> tensor<3x5xi64>\n"
+        "%r = locus.cast %i to f32 : tensor<3x5xi64> -> tensor<3x5xf32>"), \
+        ew(lambda x: float(int(x)), a)
+    yield "cast_f32_i1", [("z", withzeros)], (
+        "%m = locus.cast %z to i1 : tensor<3x5xf32> -> tensor<3x5xi1>\n"
+        "%r = locus.cast %m to f32 : tensor<3x5xi1> -> tensor<3x5xf32>"), \
+        ew(lambda x: 1.0 if x != 0 else 0.0, withzeros)
+    yield "cast_i64_i1_i64", [("i", ia, "i64")], (
+        "%m = locus.cast %i to i1 : tensor<3x5xi64> -> tensor<3x5xi1>\n"
+        "%k = locus.cast %m to i64 : tensor<3x5xi1> -> tensor<3x5xi64>\n"
+        "%r = locus.cast %k to f32 : tensor<3x5xi64> -> tensor<3x5xf32>"), \
+        ew(lambda x: 1.0 if x != 0 else 0.0, ia)
+    table = rand([6, 4])
+    ids = ([2, 3], [0, 5, 2, -1, 6, 3])
+    yield "gather_embedding", [("w", table), ("ids", ids, "i64")], \
+        "%r = locus.gather %w, %ids axis 0 : tensor<6x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>", \
+        make([2, 3, 4], lambda idx: at(table, [ids[1][idx[0] * 3 + idx[1]], idx[2]])
+             if 0 <= ids[1][idx[0] * 3 + idx[1]] < 6 else 0.0)
+    cube = rand([3, 5, 2])
+    sel = ([4], [4, 0, 0, 2])
+    yield "gather_axis1", [("c", cube), ("ix", sel, "i64")], \
+        "%r = locus.gather %c, %ix axis 1 : tensor<3x5x2xf32>, tensor<4xi64> -> tensor<3x4x2xf32>", \
+        make([3, 4, 2], lambda idx: at(cube, [idx[0], sel[1][idx[1]], idx[2]]))
     bias = rand([5])
     yield "broadcast", [("b", bias)], "%r = locus.broadcast %b [2, 3, 5] : tensor<5xf32> -> tensor<2x3x5xf32>", broadcast(bias, [2, 3, 5])
     col = rand([3, 1])
@@ -305,6 +340,8 @@ def cases():
     lt = rand([3, 5, 70])
     yield "sum_long_rows", [("lt", lt)], "%r = locus.sum %lt axes [2] : tensor<3x5x70xf32> -> tensor<3x5xf32>", reduce(lt, [2], lambda p, q: p + q, 0.0)
     yield "max_long_middle", [("lt", lt)], "%r = locus.max %lt axes [0, 2] : tensor<3x5x70xf32> -> tensor<5xf32>", reduce(lt, [0, 2], max, -math.inf)
+    yield "min", [("t", t)], "%r = locus.min %t axes [1] : tensor<2x3x4xf32> -> tensor<2x4xf32>", reduce(t, [1], min, math.inf)
+    yield "min_keepdim", [("t", t)], "%r = locus.min %t axes [0, 2] keepdim : tensor<2x3x4xf32> -> tensor<1x3x1xf32>", reduce(t, [0, 2], min, math.inf, True)
     yield "softmax_long", [("lt", lt)], "%r = locus.softmax %lt axis 2 : tensor<3x5x70xf32>", softmax(lt, 2)
     yield "log_softmax_long", [("lt", lt)], "%r = locus.log_softmax %lt axis 2 : tensor<3x5x70xf32>", softmax(lt, 2, log=True)
     p, q = rand([10, 3]), rand([10, 3])

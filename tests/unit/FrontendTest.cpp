@@ -133,9 +133,19 @@ TEST(Errors, WrongDtypeIsReportedWithTheType) {
   auto labels = g.input("labels", {32}, {.dtype = DType::i64});
   auto logits = g.input("logits", {32, 10});
   auto floats = g.input("floats", {32});
-  expectUserError(g, [&] { exp(labels); }, __LINE__, "tensor<32xi64>");
+  expectUserError(g, [&] { exp(labels); }, __LINE__,
+                  "exp expects f32 tensors, but its input is i64 [32]; "
+                  "convert it with locus::cast(x, locus::DType::f32)");
   expectUserError(g, [&] { crossEntropy(logits, floats); }, __LINE__,
-                  "64-bit signless integer");
+                  "cross_entropy expects i64 tensors, but the labels is f32");
+  // Comparisons take any one dtype; mixing needs a cast, and the message
+  // has no MLIR in it.
+  auto ids = g.input("ids", {32}, {.dtype = DType::i64});
+  EXPECT_EQ(eq(labels, ids).dtype(), DType::i1);
+  expectUserError(g, [&] { eq(labels, floats); }, __LINE__,
+                  "compares i64 [32] with f32 [32]");
+  expectUserError(g, [&] { matmul(labels, ids); }, __LINE__,
+                  "matmul expects f32 tensors, but the first operand is i64");
 }
 
 TEST(Errors, BadConvolutionsAndPools) {
@@ -167,7 +177,15 @@ TEST(Errors, FailedCompositesRecordNothing) {
   auto mask = gt(a, b);
   size_t broadcasts = countOps(g, "locus.broadcast");
   expectUserError(g, [&] { where(mask, a, labels); }, __LINE__,
-                  "tensor<4x5xi64>");
+                  "where chooses between f32 and i64 values");
+  // A composite that fails halfway (pad's second pair) records nothing.
+  size_t before = g.numOps();
+  expectUserError(g, [&] { pad(a, {1, 1, -1, 0}); }, __LINE__,
+                  "negative padding");
+  expectUserError(g, [&] { layerNorm(a, {5}); }, __LINE__,
+                  "normalized_shape [5] is not the trailing dimensions of "
+                  "input [4, 1]");
+  EXPECT_EQ(g.numOps(), before);
   EXPECT_EQ(countOps(g, "locus.broadcast"), broadcasts);
 }
 

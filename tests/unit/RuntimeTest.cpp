@@ -96,6 +96,28 @@ TEST(InitFill, UniformHasTheRightDistribution) {
     EXPECT_NEAR(static_cast<double>(count), n / 10.0, n / 10.0 * 0.03);
 }
 
+TEST(InitFill, NormalHasTheRightDistribution) {
+  const size_t n = 200000;
+  std::vector<float> v = fill(LOCUS_INIT_NORMAL, 0.5, 2.0, 11, n);
+  EXPECT_EQ(v, fill(LOCUS_INIT_NORMAL, 0.5, 2.0, 11, n));
+  double mean = std::accumulate(v.begin(), v.end(), 0.0) / n;
+  double var = 0, within1 = 0;
+  for (float x : v) {
+    ASSERT_TRUE(std::isfinite(x));
+    var += (x - mean) * (x - mean);
+    within1 += std::abs(x - 0.5) < 2.0;
+  }
+  var /= n;
+  // Standard error of the mean 2 / sqrt(n) = 0.0045; allow 5 of them.
+  EXPECT_NEAR(mean, 0.5, 5 * 2.0 / std::sqrt(static_cast<double>(n)));
+  EXPECT_NEAR(var, 4.0, 0.02 * 4.0);
+  // 68.27% within one standard deviation.
+  EXPECT_NEAR(within1 / n, 0.6827, 0.005);
+  StatusGuard negative{
+      locus_init_fill(LOCUS_INIT_NORMAL, 0, -1, 0, 4, v.data())};
+  EXPECT_NE(negative.status, nullptr);
+}
+
 TEST(InitFill, DegenerateIntervalGivesItsPoint) {
   for (float v : fill(LOCUS_INIT_UNIFORM, 0.5, 0.5, 1, 8))
     EXPECT_EQ(v, 0.5f);

@@ -62,7 +62,14 @@ TEST_F(ShapeRules, MatmulAndLinear) {
             (Shape{2, 3, 1, 7}));
   EXPECT_THROW(matmul(in({8, 16}), in({4, 16})), Error);
   EXPECT_THROW(matmul(in({2, 8, 16}), in({3, 16, 4})), Error);
-  EXPECT_THROW(matmul(in({16}), in({16, 4})), Error);
+  // torch.matmul's vectors and broadcast batch dimensions.
+  EXPECT_EQ(matmul(in({16}), in({16, 4})).shape(), (Shape{4}));
+  EXPECT_EQ(matmul(in({3, 16}), in({16})).shape(), (Shape{3}));
+  EXPECT_EQ(matmul(in({2, 4, 8, 8}), in({8, 8})).shape(), (Shape{2, 4, 8, 8}));
+  EXPECT_EQ(matmul(in({2, 1, 3, 5}), in({4, 5, 2})).shape(),
+            (Shape{2, 4, 3, 2}));
+  EXPECT_THROW(matmul(in({16}), in({8, 4})), Error);
+  EXPECT_THROW(bmm(in({2, 3, 4}), in({4, 5})), Error);
   EXPECT_EQ(linear(in({100, 10}), in({2, 10}), in({2})).shape(),
             (Shape{100, 2}));
   EXPECT_EQ(linear(in({5, 7, 10}), in({3, 10})).shape(), (Shape{5, 7, 3}));

@@ -131,6 +131,10 @@ private:
   // `op`'s operands from `g` and returns true, or returns false (recording
   // nothing) when `op` is not of its family.
 
+  /// The gradient of gather's input: each slice of `g` added at its index,
+  /// as one_hot(indices)^T times `g` (an index out of range adds nothing).
+  Value gatherGrad(GatherOp o, Value g);
+
   /// Elementwise ops of one operand: neg, exp, log, sqrt, activations, pow.
   bool backwardUnary(Operation *op, Value g);
   /// erf, sin, cos, abs, rsqrt, reciprocal, silu and gelu.
@@ -227,6 +231,28 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
     result.push_back(g ? g : splatLike(0.0, v));
   }
   return result;
+}
+
+Value Differentiator::gatherGrad(GatherOp o, Value g) {
+  RankedTensorType in = typeOf(o.getInput());
+  int64_t axis = o.getAxis(), extent = in.getDimSize(axis);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= in.getDimSize(d);
+  for (int64_t d = axis + 1; d < in.getRank(); ++d)
+    inner *= in.getDimSize(d);
+  int64_t count = typeOf(o.getIndices()).getNumElements();
+  Value flat = reshape(o.getIndices(), {count});
+  // [count, extent] -> [extent, count]: which result slices land where.
+  Value scatter = transposeLast(b.create<OneHotOp>(loc, flat, extent));
+  Value sum;
+  if (outer == 1) {
+    sum = b.create<MatmulOp>(loc, scatter, reshape(g, {count, inner}));
+  } else {
+    Value batched = broadcast(scatter, {outer, extent, count});
+    sum = b.create<MatmulOp>(loc, batched, reshape(g, {outer, count, inner}));
+  }
+  return reshape(sum, in.getShape());
 }
 
 LogicalResult Differentiator::backward(Operation *op, Value g) {
@@ -401,16 +427,24 @@ bool Differentiator::backwardBinary(Operation *op, Value g) {
         give(c, [&] { return neg(div(mul(g, a), mul(c, c))); });
         return true;
       })
-      .Case<MaximumOp>([&](MaximumOp o) {
-        // PyTorch: ties share the gradient equally.
+      .Case<MaximumOp, MinimumOp>([&](Operation *o) {
+        // PyTorch: ties share the gradient equally; the loser gets none.
+        CmpPredicate loses =
+            isa<MaximumOp>(o) ? CmpPredicate::lt : CmpPredicate::gt;
         auto part = [&](Value self, Value other) {
           Value zero = splatLike(0.0, g);
           Value half = mul(g, splatLike(0.5, g));
-          return select(cmp(CmpPredicate::lt, self, other), zero,
+          return select(cmp(loses, self, other), zero,
                         select(cmp(CmpPredicate::eq, self, other), half, g));
         };
-        give(o.getLhs(), [&] { return part(o.getLhs(), o.getRhs()); });
-        give(o.getRhs(), [&] { return part(o.getRhs(), o.getLhs()); });
+        Value lhs = o->getOperand(0), rhs = o->getOperand(1);
+        give(lhs, [&] { return part(lhs, rhs); });
+        give(rhs, [&] { return part(rhs, lhs); });
+        return true;
+      })
+      .Case<CastOp>([&](CastOp o) {
+        // Only f32 to f32 reaches here: integer results never carry one.
+        give(o.getInput(), [&] { return g; });
         return true;
       })
       .Case<SelectOp>([&](SelectOp o) {
@@ -460,6 +494,10 @@ bool Differentiator::backwardShape(Operation *op, Value g) {
       .Case<BroadcastOp>([&](BroadcastOp o) {
         give(o.getInput(),
              [&] { return unbroadcast(g, typeOf(o.getInput()).getShape()); });
+        return true;
+      })
+      .Case<GatherOp>([&](GatherOp o) {
+        give(o.getInput(), [&] { return gatherGrad(o, g); });
         return true;
       })
       .Case<TransposeOp>([&](TransposeOp o) {
@@ -525,15 +563,16 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
         });
         return true;
       })
-      .Case<MaxOp>([&](MaxOp o) {
-        // As PyTorch's amax: ties share the gradient equally.
-        give(o.getInput(), [&] {
-          Value x = o.getInput();
+      .Case<MaxOp, MinOp>([&](Operation *o) {
+        // As PyTorch's amax and amin: ties share the gradient equally.
+        auto axes = o->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+        Value x = o->getOperand(0);
+        give(x, [&] {
           RankedTensorType in = typeOf(x);
-          Value hit = cmp(CmpPredicate::eq, x, unreduce(y, in, o.getAxes()));
+          Value hit = cmp(CmpPredicate::eq, x, unreduce(y, in, axes));
           Value mask = select(hit, splatLike(1.0, x), splatLike(0.0, x));
-          Value count = broadcast(sum(mask, o.getAxes(), true), in.getShape());
-          return div(mul(unreduce(g, in, o.getAxes()), mask), count);
+          Value count = broadcast(sum(mask, axes, true), in.getShape());
+          return div(mul(unreduce(g, in, axes), mask), count);
         });
         return true;
       })

@@ -117,14 +117,14 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   std::optional<InitKind> kind = symbolizeInitKind(keyword);
   if (!kind) {
     parser.emitError(at, "unknown initialiser '")
-        << keyword << "'; expected 'full' or 'uniform'";
+        << keyword << "'; expected 'full', 'uniform' or 'normal'";
     return {};
   }
   double a = 0, b = 0;
   uint64_t seed = 0;
   if (parser.parseLParen() || parser.parseFloat(a))
     return {};
-  if (*kind == InitKind::uniform) {
+  if (*kind != InitKind::full) {
     if (parser.parseComma() || parser.parseFloat(b) || parser.parseRParen() ||
         parser.parseComma() || parser.parseKeyword("seed") ||
         parser.parseEqual() || parser.parseInteger(seed))
@@ -141,7 +141,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
 void InitAttr::print(AsmPrinter &printer) const {
   printer << "<" << stringifyInitKind(getKind()) << "(";
   printer << exactDouble(low());
-  if (getKind() == InitKind::uniform) {
+  if (getKind() != InitKind::full) {
     printer << ", ";
     printer << exactDouble(high());
     printer << "), seed = " << getSeed() << ">";
@@ -165,6 +165,9 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kind == InitKind::uniform && !(a <= b))
     return emitError() << "uniform(" << exactDouble(a) << ", " << exactDouble(b)
                        << ") needs a lower bound that is not above the upper";
+  if (kind == InitKind::normal && !(b >= 0))
+    return emitError() << "normal(" << exactDouble(a) << ", " << exactDouble(b)
+                       << ") needs a standard deviation that is not negative";
   if (kind == InitKind::full && (b != 0 || seed != 0))
     return emitError() << "full(v) takes no upper bound and no seed";
   return success();

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace locus;
@@ -45,6 +46,14 @@ RankedTensorType tensorOperand(const RuleError &fail, Value value,
 std::string str(ArrayRef<int64_t> shape) { return formatShape(shape); }
 
 std::string num(int64_t value) { return std::to_string(value); }
+
+/// An element type as the user wrote it (f32, i64, i1).
+std::string typeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
 
 /// Product of the dimensions; shapes are static.
 int64_t elementCount(ArrayRef<int64_t> shape) {
@@ -185,8 +194,30 @@ LogicalResult CmpOp::inferReturnTypes(MLIRContext *context,
   if (lhs.getShape() != rhs.getShape())
     return fail("compares operands of different shapes " + str(lhs.getShape()) +
                 " and " + str(rhs.getShape()));
+  if (lhs.getElementType() != rhs.getElementType())
+    return fail("compares " + typeName(lhs.getElementType()) + " with " +
+                typeName(rhs.getElementType()) + "; cast one first");
   results.push_back(
       RankedTensorType::get(lhs.getShape(), IntegerType::get(context, 1)));
+  return success();
+}
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<CastOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  if (!input)
+    return failure();
+  TypeAttr target = adaptor.getElementTypeAttr();
+  if (!target)
+    return fail("requires attribute 'element_type'");
+  Type element = target.getValue();
+  if (!element.isF32() && !element.isSignlessInteger(64) &&
+      !element.isSignlessInteger(1))
+    return fail("casts to f32, i64 or i1, not " + typeName(element));
+  results.push_back(RankedTensorType::get(input.getShape(), element));
   return success();
 }
 
@@ -408,6 +439,35 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<GatherOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  RankedTensorType indices =
+      input ? tensorOperand(fail, adaptor.getIndices(), "indices")
+            : RankedTensorType();
+  if (!input || !indices)
+    return failure();
+  if (!adaptor.getAxisAttr())
+    return fail("requires attribute 'axis'");
+  int64_t axis = adaptor.getAxis(), rank = input.getRank();
+  if (rank == 0)
+    return fail("cannot gather from a 0-d tensor");
+  if (axis < 0 || axis >= rank)
+    return fail("axis " + num(axis) + " is out of range for input " +
+                str(input.getShape()) + " of rank " + num(rank));
+  if (!indices.getElementType().isSignlessInteger(64))
+    return fail("indices must be i64, not " +
+                typeName(indices.getElementType()));
+  SmallVector<int64_t> shape(input.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, input.getShape().drop_front(axis + 1));
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalisations
 //===----------------------------------------------------------------------===//
@@ -433,6 +493,14 @@ LogicalResult MaxOp::inferReturnTypes(MLIRContext *,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &results) {
   return reduceRule(errorsOf<MaxOp>(loc), adaptor.getInput(),
+                    adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
+}
+
+LogicalResult MinOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return reduceRule(errorsOf<MinOp>(loc), adaptor.getInput(),
                     adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
 }
 

@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <functional>
 
 using namespace locus;
 using namespace locus::detail;
@@ -136,6 +137,15 @@ LayerScope::~LayerScope() {
     graph_->rollbackTo(static_cast<mlir::Operation *>(last_));
 }
 
+Recording::Recording(const Tensor &anchor, const Here &loc)
+    : graph_(GraphImpl::of(anchor, loc).shared_from_this()),
+      last_(graph_->lastOp()) {}
+
+Recording::~Recording() {
+  if (!committed_)
+    graph_->rollbackTo(static_cast<mlir::Operation *>(last_));
+}
+
 std::string GraphImpl::where(const Here &loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
 }
@@ -184,6 +194,23 @@ DeviceAttr GraphImpl::deviceAttr(const Device &device) {
   return DeviceAttr::get(&context,
                          device.isCuda() ? DeviceKind::cuda : DeviceKind::cpu,
                          static_cast<unsigned>(device.index()));
+}
+
+DType GraphImpl::dtypeOfValue(mlir::Value value) {
+  return dtypeOf(
+      mlir::cast<mlir::RankedTensorType>(value.getType()).getElementType());
+}
+
+void GraphImpl::requireDType(mlir::Value value, DType want, llvm::StringRef op,
+                             const std::string &what, const Here &loc) {
+  DType got = dtypeOfValue(value);
+  if (got == want)
+    return;
+  throw userError(loc, op.str() + " expects " + dtypeName(want) +
+                           " tensors, but " + what + " is " + dtypeName(got) +
+                           " " + formatShape(shapeOf(value)) +
+                           "; convert it with locus::cast(x, locus::DType::" +
+                           dtypeName(want) + ")");
 }
 
 mlir::Operation *GraphImpl::finish(mlir::Operation *op, const Here &loc,
@@ -307,6 +334,11 @@ Tensor Tensor::to(const Device &device, Here loc) const {
   return g.wrap(result);
 }
 
+Graph Tensor::graph(Here loc) const {
+  GraphImpl::of(*this, loc); // an Error for an empty handle
+  return Graph(graph_);
+}
+
 //===----------------------------------------------------------------------===//
 // Graph
 //===----------------------------------------------------------------------===//
@@ -342,10 +374,12 @@ static Tensor recordState(GraphImpl &g, const std::string &kind,
   DiagnosticCapture capture(&g.context);
   auto initAttr = InitAttr::getChecked(
       [&] { return mlir::emitError(g.location(loc)); }, &g.context,
-      init.kind == Init::Kind::uniform ? InitKind::uniform : InitKind::full,
+      init.kind == Init::Kind::uniform  ? InitKind::uniform
+      : init.kind == Init::Kind::normal ? InitKind::normal
+                                        : InitKind::full,
       llvm::APFloat(init.a),
-      llvm::APFloat(init.kind == Init::Kind::uniform ? init.b : 0.0),
-      init.kind == Init::Kind::uniform ? init.seed : 0);
+      llvm::APFloat(init.kind != Init::Kind::full ? init.b : 0.0),
+      init.kind != Init::Kind::full ? init.seed : 0);
   if (!initAttr)
     throw userError(loc, capture.take());
   auto op = g.builder.create<StateOp>(
@@ -390,6 +424,92 @@ Tensor Graph::constant(const Shape &shape, const std::vector<float> &values,
   return g.wrap(result);
 }
 
+namespace {
+
+/// A constant of `shape` and `dtype` whose element i is `valueAt(i)`.
+Tensor recordConstant(GraphImpl &g, const Shape &shape, DType dtype,
+                      const std::function<double(int64_t)> &valueAt,
+                      const Here &loc) {
+  Transaction tx(g);
+  mlir::RankedTensorType type = g.tensorType(shape, dtype, loc);
+  int64_t count = type.getNumElements();
+  mlir::DenseElementsAttr attr;
+  switch (dtype) {
+  case DType::f32: {
+    std::vector<float> values(count);
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = static_cast<float>(valueAt(i));
+    attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(values));
+    break;
+  }
+  case DType::i64: {
+    std::vector<int64_t> values(count);
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = static_cast<int64_t>(valueAt(i));
+    attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int64_t>(values));
+    break;
+  }
+  case DType::i1: {
+    llvm::SmallVector<bool> values(count);
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = valueAt(i) != 0;
+    attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<bool>(values));
+    break;
+  }
+  }
+  mlir::Value result = g.record<ConstantOp>(
+      loc, mlir::cast<mlir::ElementsAttr>(attr), DeviceAttr());
+  tx.commit();
+  return g.wrap(result);
+}
+
+} // namespace
+
+Tensor Graph::constantI64(const Shape &shape,
+                          const std::vector<int64_t> &values, Here loc) {
+  int64_t count = impl_->tensorType(shape, DType::i64, loc).getNumElements();
+  if (static_cast<int64_t>(values.size()) != count)
+    throw userError(loc, "a constant of shape " + formatShape(shape) +
+                             " needs " + std::to_string(count) +
+                             " values, got " + std::to_string(values.size()));
+  return recordConstant(
+      *impl_, shape, DType::i64,
+      [&](int64_t i) { return static_cast<double>(values[i]); }, loc);
+}
+
+Tensor Graph::full(const Shape &shape, double value, DType dtype, Here loc) {
+  return recordConstant(
+      *impl_, shape, dtype, [&](int64_t) { return value; }, loc);
+}
+
+Tensor Graph::zeros(const Shape &shape, DType dtype, Here loc) {
+  return full(shape, 0.0, dtype, loc);
+}
+
+Tensor Graph::ones(const Shape &shape, DType dtype, Here loc) {
+  return full(shape, 1.0, dtype, loc);
+}
+
+Tensor Graph::arange(int64_t start, int64_t end, int64_t step, DType dtype,
+                     Here loc) {
+  if (step == 0)
+    throw userError(loc, "arange: step must not be zero");
+  if (dtype == DType::i1)
+    throw userError(loc, "arange makes f32 or i64 values, not i1");
+  int64_t count = 0;
+  if (step > 0 && end > start)
+    count = (end - start + step - 1) / step;
+  else if (step < 0 && end < start)
+    count = (start - end - step - 1) / -step;
+  return recordConstant(
+      *impl_, {count}, dtype,
+      [&](int64_t i) { return static_cast<double>(start + i * step); }, loc);
+}
+
+Tensor Graph::arange(int64_t end, DType dtype, Here loc) {
+  return arange(0, end, 1, dtype, loc);
+}
+
 void Graph::output(const std::string &name, const Tensor &value, Here loc) {
   GraphImpl &g = *impl_;
   g.claimName(g.outputNames, "output", name, loc);
@@ -428,8 +548,9 @@ std::vector<float> Graph::initialValue(const Tensor &state, Here loc) const {
   InitAttr init = op.getInit();
   std::vector<float> values(op.getType().getNumElements());
   locus_status_t status = locus_init_fill(
-      init.getKind() == InitKind::uniform ? LOCUS_INIT_UNIFORM
-                                          : LOCUS_INIT_FULL,
+      init.getKind() == InitKind::uniform  ? LOCUS_INIT_UNIFORM
+      : init.getKind() == InitKind::normal ? LOCUS_INIT_NORMAL
+                                           : LOCUS_INIT_FULL,
       init.low(), init.high(), init.getSeed(), values.size(), values.data());
   if (status) {
     std::string message = locus_status_message(status);
@@ -437,6 +558,14 @@ std::vector<float> Graph::initialValue(const Tensor &state, Here loc) const {
     throw userError(loc, message);
   }
   return values;
+}
+
+std::string locus::stateName(const Tensor &state, Here loc) {
+  mlir::Value v = GraphImpl::of(state, loc).value(state, loc);
+  auto op = v.getDefiningOp<StateOp>();
+  if (!op)
+    throw userError(loc, "stateName() needs a parameter or buffer");
+  return op.getName().str();
 }
 
 size_t Graph::numOps() const { return impl_->body().getOperations().size(); }

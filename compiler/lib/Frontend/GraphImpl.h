@@ -30,8 +30,12 @@ public:
       : handler(context, [this](mlir::Diagnostic &diag) {
           if (text.empty()) {
             text = diag.str();
+            // The verifier's "see current operation: <IR>" is MLIR, not
+            // the user's terms: the message already names the user's line.
             for (mlir::Diagnostic &note : diag.getNotes())
-              text += "; " + note.str();
+              if (!llvm::StringRef(note.str())
+                       .starts_with("see current operation"))
+                text += "; " + note.str();
           }
           return mlir::success();
         }) {}
@@ -79,6 +83,11 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
                                     const Here &loc);
   DeviceAttr deviceAttr(const Device &device);
   static Shape shapeOf(mlir::Value value);
+  static DType dtypeOfValue(mlir::Value value);
+  /// An Error unless `value` holds `want` elements: "<op> expects f32
+  /// tensors, but <what> is i64 [4, 5]; ..." with the cast that fixes it.
+  static void requireDType(mlir::Value value, DType want, llvm::StringRef op,
+                           const std::string &what, const Here &loc);
   int64_t normalizeAxis(int64_t axis, mlir::Value value, const Here &loc);
 
   /// An Error unless `name` is new in `names`.

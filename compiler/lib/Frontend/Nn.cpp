@@ -6,6 +6,7 @@
 
 #include "locus/Frontend/Nn.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace locus;
@@ -156,4 +157,426 @@ std::vector<Tensor> Sequential::parameters() const {
     for (const Tensor &p : layer.get()->parameters())
       all.push_back(p);
   return all;
+}
+
+std::vector<Tensor> Sequential::buffers() const {
+  std::vector<Tensor> all;
+  for (const AnyModule &layer : layers_)
+    for (const Tensor &b : layer.get()->buffers())
+      all.push_back(b);
+  return all;
+}
+
+void Sequential::train(bool on) {
+  Module::train(on);
+  for (const AnyModule &layer : layers_)
+    layer.get()->train(on);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::stateDict() const {
+  std::vector<std::pair<std::string, Tensor>> all;
+  for (const std::vector<Tensor> &group : {parameters(), buffers()})
+    for (const Tensor &t : group)
+      all.emplace_back(stateName(t), t);
+  return all;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Error errorAt(const Here &loc, const std::string &message) {
+  return Error(loc.file_name(), loc.line(), loc.column(), message);
+}
+
+Tensor constantState(Graph &graph, const std::string &name, const Shape &shape,
+                     double value, bool parameter,
+                     const std::optional<Device> &device, const Here &loc) {
+  return parameter
+             ? graph.parameter(name, shape, Init::full(value), {device}, loc)
+             : graph.buffer(name, shape, Init::full(value), {device}, loc);
+}
+
+std::string shapeText(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+} // namespace
+
+BatchNorm::BatchNorm(Graph &graph, int64_t numFeatures,
+                     std::vector<int64_t> ranks, const char *kind,
+                     const BatchNormOptions &options, Here loc)
+    : Module(loc), ranks_(std::move(ranks)), kind_(kind), eps_(options.eps),
+      momentum_(options.momentum) {
+  if (numFeatures < 1)
+    throw errorAt(loc, kind_ + "(" + std::to_string(numFeatures) +
+                           "): num_features must be positive");
+  if (!(options.momentum >= 0 && options.momentum <= 1) || !(options.eps > 0))
+    throw errorAt(loc, kind_ + ": momentum must be in [0, 1] and eps positive");
+  std::string name = layerName(graph, options.name, "bn");
+  if (options.affine) {
+    weight_ = constantState(graph, name + ".weight", {numFeatures}, 1.0, true,
+                            options.device, loc);
+    bias_ = constantState(graph, name + ".bias", {numFeatures}, 0.0, true,
+                          options.device, loc);
+  }
+  if (options.trackRunningStats) {
+    runningMean_ = constantState(graph, name + ".running_mean", {numFeatures},
+                                 0.0, false, options.device, loc);
+    runningVar_ = constantState(graph, name + ".running_var", {numFeatures},
+                                1.0, false, options.device, loc);
+  }
+}
+
+Tensor BatchNorm::forward(const Tensor &x, Here loc) const {
+  if (std::find(ranks_.begin(), ranks_.end(), x.rank()) == ranks_.end())
+    throw errorAt(loc, kind_ + " got input " + shapeText(x.shape()) +
+                           " of rank " + std::to_string(x.rank()) +
+                           (ranks_.size() == 1 ? "; it takes [N, C, H, W]"
+                                               : "; it takes [N, C] or "
+                                                 "[N, C, L]"));
+  bool useBatch = isTraining() || !runningMean_;
+  return batchNorm(x, runningMean_, runningVar_, weight_, bias_, useBatch,
+                   momentum_, eps_, loc);
+}
+
+std::vector<Tensor> BatchNorm::parameters() const {
+  return weight_ ? std::vector<Tensor>{weight_, bias_} : std::vector<Tensor>{};
+}
+
+std::vector<Tensor> BatchNorm::buffers() const {
+  return runningMean_ ? std::vector<Tensor>{runningMean_, runningVar_}
+                      : std::vector<Tensor>{};
+}
+
+LayerNorm::LayerNorm(Graph &graph, Shape normalizedShape,
+                     const LayerNormOptions &options, Here loc)
+    : Module(loc), shape_(std::move(normalizedShape)), eps_(options.eps) {
+  if (shape_.empty())
+    throw errorAt(loc, "LayerNorm: normalized_shape must not be empty");
+  for (int64_t d : shape_)
+    if (d < 1)
+      throw errorAt(loc, "LayerNorm: normalized_shape " + shapeText(shape_) +
+                             " must be positive");
+  if (!(options.eps > 0))
+    throw errorAt(loc, "LayerNorm: eps must be positive");
+  std::string name = layerName(graph, options.name, "ln");
+  if (options.elementwiseAffine) {
+    weight_ = constantState(graph, name + ".weight", shape_, 1.0, true,
+                            options.device, loc);
+    if (options.bias)
+      bias_ = constantState(graph, name + ".bias", shape_, 0.0, true,
+                            options.device, loc);
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor &x, Here loc) const {
+  return layerNorm(x, shape_, weight_, bias_, eps_, loc);
+}
+
+std::vector<Tensor> LayerNorm::parameters() const {
+  std::vector<Tensor> all;
+  for (const Tensor &t : {weight_, bias_})
+    if (t)
+      all.push_back(t);
+  return all;
+}
+
+GroupNorm::GroupNorm(Graph &graph, int64_t numGroups, int64_t numChannels,
+                     const LayerNormOptions &options, Here loc)
+    : Module(loc), groups_(numGroups), eps_(options.eps) {
+  if (numGroups < 1 || numChannels < 1 || numChannels % numGroups)
+    throw errorAt(loc, "GroupNorm(" + std::to_string(numGroups) + ", " +
+                           std::to_string(numChannels) +
+                           "): num_groups must divide num_channels");
+  std::string name = layerName(graph, options.name, "gn");
+  if (options.elementwiseAffine) {
+    weight_ = constantState(graph, name + ".weight", {numChannels}, 1.0, true,
+                            options.device, loc);
+    bias_ = constantState(graph, name + ".bias", {numChannels}, 0.0, true,
+                          options.device, loc);
+  }
+}
+
+Tensor GroupNorm::forward(const Tensor &x, Here loc) const {
+  return groupNorm(x, groups_, weight_, bias_, eps_, loc);
+}
+
+std::vector<Tensor> GroupNorm::parameters() const {
+  return weight_ ? std::vector<Tensor>{weight_, bias_} : std::vector<Tensor>{};
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding, pooling, activations
+//===----------------------------------------------------------------------===//
+
+Embedding::Embedding(Graph &graph, int64_t numEmbeddings, int64_t embeddingDim,
+                     const LayerOptions &options, Here loc)
+    : Module(loc) {
+  if (numEmbeddings < 1 || embeddingDim < 1)
+    throw errorAt(loc, "Embedding(" + std::to_string(numEmbeddings) + ", " +
+                           std::to_string(embeddingDim) +
+                           "): sizes must be positive");
+  std::string name = layerName(graph, options.name, "embedding");
+  weight_ =
+      graph.parameter(name + ".weight", {numEmbeddings, embeddingDim},
+                      Init::normal(0.0, 1.0, graph.seedFor(name + ".weight")),
+                      {options.device}, loc);
+}
+
+Tensor Embedding::forward(const Tensor &indices, Here loc) const {
+  return embedding(indices, weight_, loc);
+}
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor &x, Here loc) const {
+  return adaptiveAvgPool2d(x, outputSize_, loc);
+}
+
+Tensor LeakyReLU::forward(const Tensor &x, Here loc) const {
+  return leakyRelu(x, slope_, loc);
+}
+Tensor Tanh::forward(const Tensor &x, Here loc) const { return tanh(x, loc); }
+Tensor Sigmoid::forward(const Tensor &x, Here loc) const {
+  return sigmoid(x, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+MultiheadAttention::MultiheadAttention(Graph &graph, int64_t embedDim,
+                                       int64_t numHeads,
+                                       const MultiheadAttentionOptions &options,
+                                       Here loc)
+    : Module(loc), embedDim_(embedDim), numHeads_(numHeads),
+      batchFirst_(options.batchFirst) {
+  if (embedDim < 1 || numHeads < 1 || embedDim % numHeads)
+    throw errorAt(loc, "MultiheadAttention(" + std::to_string(embedDim) + ", " +
+                           std::to_string(numHeads) +
+                           "): num_heads must divide embed_dim");
+  std::string name = layerName(graph, options.name, "attn");
+  // xavier_uniform_ over [3E, E]: bound sqrt(6 / (fan_in + fan_out)).
+  double xavier = std::sqrt(6.0 / static_cast<double>(4 * embedDim));
+  inProjWeight_ = graph.parameter(
+      name + ".in_proj_weight", {3 * embedDim, embedDim},
+      Init::uniform(-xavier, xavier, graph.seedFor(name + ".in_proj_weight")),
+      {options.device}, loc);
+  if (options.bias)
+    inProjBias_ = constantState(graph, name + ".in_proj_bias", {3 * embedDim},
+                                0.0, true, options.device, loc);
+  outProjWeight_ =
+      defaultParameter(graph, name + ".out_proj.weight", {embedDim, embedDim},
+                       embedDim, options.device, loc);
+  if (options.bias)
+    outProjBias_ = constantState(graph, name + ".out_proj.bias", {embedDim},
+                                 0.0, true, options.device, loc);
+}
+
+Tensor MultiheadAttention::attend(const Tensor &query, const Tensor &key,
+                                  const Tensor &value,
+                                  const AttentionMasks &masks,
+                                  const Here &loc) const {
+  for (const Tensor *t : {&query, &key, &value})
+    if (t->rank() != 3 || t->dim(2) != embedDim_)
+      throw errorAt(loc, "MultiheadAttention takes [" +
+                             std::string(batchFirst_ ? "batch, seq"
+                                                     : "seq, "
+                                                       "batch") +
+                             ", " + std::to_string(embedDim_) +
+                             "] inputs, got " + shapeText(t->shape()));
+  if (key.shape() != value.shape())
+    throw errorAt(loc, "MultiheadAttention: key " + shapeText(key.shape()) +
+                           " and value " + shapeText(value.shape()) +
+                           " differ");
+  // To [batch, seq, E].
+  Tensor q = batchFirst_ ? query : transpose(query, 0, 1, loc);
+  Tensor k = batchFirst_ ? key : transpose(key, 0, 1, loc);
+  Tensor v = batchFirst_ ? value : transpose(value, 0, 1, loc);
+  int64_t e = embedDim_, h = numHeads_, d = e / h;
+  std::vector<Tensor> w = chunk(inProjWeight_, 3, 0, loc);
+  std::vector<Tensor> b =
+      inProjBias_ ? chunk(inProjBias_, 3, 0, loc) : std::vector<Tensor>(3);
+  auto heads = [&](const Tensor &x, int i) {
+    Tensor projected = linear(x, w[i], b[i], loc);
+    // [B, T, E] -> [B, H, T, D]
+    return transpose(reshape(projected, {x.dim(0), x.dim(1), h, d}, loc), 1, 2,
+                     loc);
+  };
+  AttentionOptions attention;
+  attention.isCausal = masks.isCausal;
+  if (masks.attnMask)
+    // nn.MultiheadAttention's true means "masked out": the opposite of
+    // scaled_dot_product_attention's.
+    attention.attnMask =
+        masks.attnMask.dtype() == DType::i1
+            ? eq(masks.attnMask,
+                 masks.attnMask.graph(loc).zeros({}, DType::i1, loc), loc)
+            : masks.attnMask;
+  Tensor out = scaledDotProductAttention(heads(q, 0), heads(k, 1), heads(v, 2),
+                                         attention, loc);
+  // [B, H, T, D] -> [B, T, E]
+  out = reshape(transpose(out, 1, 2, loc), {q.dim(0), q.dim(1), e}, loc);
+  out = linear(out, outProjWeight_, outProjBias_, loc);
+  return batchFirst_ ? out : transpose(out, 0, 1, loc);
+}
+
+Tensor MultiheadAttention::operator()(const Tensor &query, const Tensor &key,
+                                      const Tensor &value,
+                                      const AttentionMasks &masks,
+                                      Here loc) const {
+  detail::LayerScope scope(query, builtAt());
+  Tensor y = attend(query, key, value, masks, loc);
+  scope.commit();
+  return y;
+}
+
+Tensor MultiheadAttention::forward(const Tensor &x, Here loc) const {
+  return attend(x, x, x, {}, loc);
+}
+
+std::vector<Tensor> MultiheadAttention::parameters() const {
+  std::vector<Tensor> all;
+  for (const Tensor &t :
+       {inProjWeight_, inProjBias_, outProjWeight_, outProjBias_})
+    if (t)
+      all.push_back(t);
+  return all;
+}
+
+//===----------------------------------------------------------------------===//
+// Recurrent cells
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// weight_ih, weight_hh and the biases of a cell with `gates` gates, all
+/// from U(-1/sqrt(H), 1/sqrt(H)) as PyTorch's RNNCellBase.
+void makeCell(Graph &graph, const std::string &name, int64_t gates,
+              int64_t input, int64_t hidden,
+              const RecurrentCellOptions &options, const Here &loc,
+              Tensor &weightIh, Tensor &weightHh, Tensor &biasIh,
+              Tensor &biasHh) {
+  weightIh =
+      defaultParameter(graph, name + ".weight_ih", {gates * hidden, input},
+                       hidden, options.device, loc);
+  weightHh =
+      defaultParameter(graph, name + ".weight_hh", {gates * hidden, hidden},
+                       hidden, options.device, loc);
+  if (options.bias) {
+    biasIh = defaultParameter(graph, name + ".bias_ih", {gates * hidden},
+                              hidden, options.device, loc);
+    biasHh = defaultParameter(graph, name + ".bias_hh", {gates * hidden},
+                              hidden, options.device, loc);
+  }
+}
+
+void checkCellSizes(const char *kind, int64_t input, int64_t hidden,
+                    const Here &loc) {
+  if (input < 1 || hidden < 1)
+    throw errorAt(loc, std::string(kind) + "(" + std::to_string(input) + ", " +
+                           std::to_string(hidden) +
+                           "): sizes must be positive");
+}
+
+void checkCellInputs(const char *kind, const Tensor &x,
+                     std::initializer_list<const Tensor *> states,
+                     int64_t input, int64_t hidden, const Here &loc) {
+  if (x.rank() != 2 || x.dim(1) != input)
+    throw errorAt(loc, std::string(kind) + " takes x [N, " +
+                           std::to_string(input) + "], got " +
+                           shapeText(x.shape()));
+  for (const Tensor *s : states)
+    if (s->shape() != Shape{x.dim(0), hidden})
+      throw errorAt(loc, std::string(kind) + " takes a state [" +
+                             std::to_string(x.dim(0)) + ", " +
+                             std::to_string(hidden) + "], got " +
+                             shapeText(s->shape()));
+}
+
+std::vector<Tensor> cellParameters(const Tensor &wi, const Tensor &wh,
+                                   const Tensor &bi, const Tensor &bh) {
+  return bi ? std::vector<Tensor>{wi, wh, bi, bh} : std::vector<Tensor>{wi, wh};
+}
+
+} // namespace
+
+LSTMCell::LSTMCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
+                   const RecurrentCellOptions &options, Here loc)
+    : Module(loc), hidden_(hiddenSize) {
+  checkCellSizes("LSTMCell", inputSize, hiddenSize, loc);
+  makeCell(graph, layerName(graph, options.name, "lstm"), 4, inputSize,
+           hiddenSize, options, loc, weightIh_, weightHh_, biasIh_, biasHh_);
+}
+
+std::pair<Tensor, Tensor> LSTMCell::step(const Tensor &x, const Tensor &h,
+                                         const Tensor &c,
+                                         const Here &loc) const {
+  checkCellInputs("LSTMCell", x, {&h, &c}, weightIh_.dim(1), hidden_, loc);
+  Tensor gates = add(linear(x, weightIh_, biasIh_, loc),
+                     linear(h, weightHh_, biasHh_, loc), loc);
+  std::vector<Tensor> g = chunk(gates, 4, 1, loc);
+  Tensor i = sigmoid(g[0], loc), f = sigmoid(g[1], loc), cand = tanh(g[2], loc),
+         o = sigmoid(g[3], loc);
+  Tensor c2 = add(mul(f, c, loc), mul(i, cand, loc), loc);
+  return {mul(o, tanh(c2, loc), loc), c2};
+}
+
+std::pair<Tensor, Tensor> LSTMCell::operator()(const Tensor &x, const Tensor &h,
+                                               const Tensor &c,
+                                               Here loc) const {
+  detail::LayerScope scope(x, builtAt());
+  std::pair<Tensor, Tensor> y = step(x, h, c, loc);
+  scope.commit();
+  return y;
+}
+
+Tensor LSTMCell::forward(const Tensor &x, Here loc) const {
+  Tensor zero = x.graph(loc).zeros({x.rank() == 2 ? x.dim(0) : 1, hidden_},
+                                   DType::f32, loc);
+  return step(x, zero, zero, loc).first;
+}
+
+std::vector<Tensor> LSTMCell::parameters() const {
+  return cellParameters(weightIh_, weightHh_, biasIh_, biasHh_);
+}
+
+GRUCell::GRUCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
+                 const RecurrentCellOptions &options, Here loc)
+    : Module(loc), hidden_(hiddenSize) {
+  checkCellSizes("GRUCell", inputSize, hiddenSize, loc);
+  makeCell(graph, layerName(graph, options.name, "gru"), 3, inputSize,
+           hiddenSize, options, loc, weightIh_, weightHh_, biasIh_, biasHh_);
+}
+
+Tensor GRUCell::step(const Tensor &x, const Tensor &h, const Here &loc) const {
+  checkCellInputs("GRUCell", x, {&h}, weightIh_.dim(1), hidden_, loc);
+  std::vector<Tensor> gi = chunk(linear(x, weightIh_, biasIh_, loc), 3, 1, loc);
+  std::vector<Tensor> gh = chunk(linear(h, weightHh_, biasHh_, loc), 3, 1, loc);
+  Tensor r = sigmoid(add(gi[0], gh[0], loc), loc);
+  Tensor z = sigmoid(add(gi[1], gh[1], loc), loc);
+  Tensor n = tanh(add(gi[2], mul(r, gh[2], loc), loc), loc);
+  // (1 - z) * n + z * h = n + z * (h - n)
+  return add(n, mul(z, sub(h, n, loc), loc), loc);
+}
+
+Tensor GRUCell::operator()(const Tensor &x, const Tensor &h, Here loc) const {
+  detail::LayerScope scope(x, builtAt());
+  Tensor y = step(x, h, loc);
+  scope.commit();
+  return y;
+}
+
+Tensor GRUCell::forward(const Tensor &x, Here loc) const {
+  Tensor zero = x.graph(loc).zeros({x.rank() == 2 ? x.dim(0) : 1, hidden_},
+                                   DType::f32, loc);
+  return step(x, zero, loc);
+}
+
+std::vector<Tensor> GRUCell::parameters() const {
+  return cellParameters(weightIh_, weightHh_, biasIh_, biasHh_);
 }

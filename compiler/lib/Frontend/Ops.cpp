@@ -12,10 +12,25 @@ using namespace locus::detail;
 
 namespace {
 
+/// The name the user called: "exp" for locus.exp.
+template <typename OpT> llvm::StringRef userName() {
+  llvm::StringRef name = OpT::getOperationName();
+  name.consume_front("locus.");
+  return name;
+}
+
+/// An Error unless `v` holds f32 elements.
+template <typename OpT>
+void requireF32(mlir::Value v, const std::string &what, const Here &loc) {
+  GraphImpl::requireDType(v, DType::f32, userName<OpT>(), what, loc);
+}
+
 template <typename OpT> Tensor unary(const Tensor &x, const Here &loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
-  mlir::Value result = g.record<OpT>(loc, g.value(x, loc));
+  mlir::Value v = g.value(x, loc);
+  requireF32<OpT>(v, "its input", loc);
+  mlir::Value result = g.record<OpT>(loc, v);
   tx.commit();
   return g.wrap(result);
 }
@@ -26,6 +41,8 @@ Tensor binary(const Tensor &a, const Tensor &b, const Here &loc) {
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
   mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
+  requireF32<OpT>(va, "the first operand", loc);
+  requireF32<OpT>(vb, "the second operand", loc);
   Shape shape =
       GraphImpl::broadcastShape(GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb),
                                 OpT::getOperationName(), loc);
@@ -42,6 +59,7 @@ Tensor withScalar(const Tensor &a, float scalar, bool scalarFirst,
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
   mlir::Value va = g.value(a, loc);
+  requireF32<OpT>(va, "the tensor operand", loc);
   auto type = mlir::RankedTensorType::get({}, g.builder.getF32Type());
   mlir::Value c =
       g.record<ConstantOp>(loc,
@@ -60,6 +78,13 @@ Tensor compare(CmpPredicate predicate, const Tensor &a, const Tensor &b,
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
   mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
+  DType da = GraphImpl::dtypeOfValue(va), db = GraphImpl::dtypeOfValue(vb);
+  if (da != db)
+    throw userError(loc, std::string("compares ") + dtypeName(da) + " " +
+                             formatShape(GraphImpl::shapeOf(va)) + " with " +
+                             dtypeName(db) + " " +
+                             formatShape(GraphImpl::shapeOf(vb)) +
+                             "; convert one with locus::cast first");
   Shape shape = GraphImpl::broadcastShape(
       GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb), "locus.cmp", loc);
   mlir::Value result =
@@ -85,6 +110,7 @@ Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdim,
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
+  requireF32<OpT>(v, "its input", loc);
   std::vector<int64_t> normalized = normalizeAxes(g, axes, v, loc);
   mlir::Value result =
       g.record<OpT>(loc, v, llvm::ArrayRef<int64_t>(normalized), keepdim);
@@ -97,6 +123,7 @@ Tensor softmaxLike(const Tensor &x, int64_t axis, const Here &loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
+  requireF32<OpT>(v, "its input", loc);
   mlir::Value result = g.record<OpT>(
       loc, v, g.builder.getI64IntegerAttr(g.normalizeAxis(axis, v, loc)));
   tx.commit();
@@ -107,6 +134,7 @@ template <typename OpT>
 Tensor pool(const Tensor &x, const Pool2dParams &params, const Here &loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
+  requireF32<OpT>(g.value(x, loc), "its input", loc);
   const std::vector<int64_t> &stride =
       params.stride.empty() ? params.kernelSize : params.stride;
   mlir::Value result =
@@ -238,6 +266,12 @@ Tensor locus::where(const Tensor &cond, const Tensor &a, const Tensor &b,
   Transaction tx(g);
   mlir::Value vc = g.value(cond, loc), va = g.value(a, loc),
               vb = g.value(b, loc);
+  GraphImpl::requireDType(vc, DType::i1, "where", "its condition", loc);
+  if (GraphImpl::dtypeOfValue(va) != GraphImpl::dtypeOfValue(vb))
+    throw userError(loc, std::string("where chooses between ") +
+                             dtypeName(GraphImpl::dtypeOfValue(va)) + " and " +
+                             dtypeName(GraphImpl::dtypeOfValue(vb)) +
+                             " values; convert one with locus::cast first");
   Shape shape = GraphImpl::broadcastShape(
       GraphImpl::broadcastShape(GraphImpl::shapeOf(vc), GraphImpl::shapeOf(va),
                                 "locus.select", loc),
@@ -262,13 +296,84 @@ Tensor locus::broadcastTo(const Tensor &x, const Shape &shape, Here loc) {
 // Linear algebra and layout
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+mlir::Value reshaped(GraphImpl &g, mlir::Value v, const Shape &shape,
+                     const Here &loc) {
+  if (GraphImpl::shapeOf(v) == shape)
+    return v;
+  return g.record<ReshapeOp>(loc, v, llvm::ArrayRef(shape));
+}
+
+int64_t product(const Shape &shape, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, shape.size()); ++i)
+    p *= shape[i];
+  return p;
+}
+
+} // namespace
+
 Tensor locus::matmul(const Tensor &a, const Tensor &b, Here loc) {
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
-  mlir::Value result =
-      g.record<MatmulOp>(loc, g.value(a, loc), g.value(b, loc));
+  mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
+  requireF32<MatmulOp>(va, "the first operand", loc);
+  requireF32<MatmulOp>(vb, "the second operand", loc);
+  Shape sa = GraphImpl::shapeOf(va), sb = GraphImpl::shapeOf(vb);
+  std::string shapes = formatShape(sa) + " x " + formatShape(sb);
+  if (sa.empty() || sb.empty())
+    throw userError(loc, "matmul of " + shapes +
+                             ": both operands need at least one dimension");
+  // torch.matmul: a vector becomes a matrix, and its dimension is dropped
+  // from the result.
+  bool vectorA = sa.size() == 1, vectorB = sb.size() == 1;
+  if (vectorA)
+    sa.insert(sa.begin(), 1);
+  if (vectorB)
+    sb.push_back(1);
+  int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  if (sb[sb.size() - 2] != k)
+    throw userError(
+        loc, "cannot multiply " + formatShape(GraphImpl::shapeOf(va)) + " by " +
+                 formatShape(GraphImpl::shapeOf(vb)) + ": the first has " +
+                 std::to_string(k) + " columns, the second " +
+                 std::to_string(sb[sb.size() - 2]) + " rows");
+  Shape batchA(sa.begin(), sa.end() - 2), batchB(sb.begin(), sb.end() - 2);
+  va = reshaped(g, va, sa, loc);
+  vb = reshaped(g, vb, sb, loc);
+  Shape batch;
+  mlir::Value product2;
+  if (batchB.empty()) {
+    // [..., M, K] x [K, N]: one product over all the rows, no copies.
+    batch = batchA;
+    mlir::Value rows = reshaped(g, va, {product(batchA) * m, k}, loc);
+    product2 = g.record<MatmulOp>(loc, rows, vb);
+  } else {
+    batch = GraphImpl::broadcastShape(batchA, batchB, "matmul", loc);
+    Shape fullA = batch, fullB = batch;
+    fullA.insert(fullA.end(), {m, k});
+    fullB.insert(fullB.end(), {k, n});
+    product2 = g.record<MatmulOp>(loc, g.broadcastTo(va, fullA, loc),
+                                  g.broadcastTo(vb, fullB, loc));
+  }
+  Shape out = batch;
+  if (!vectorA)
+    out.push_back(m);
+  if (!vectorB)
+    out.push_back(n);
+  mlir::Value result = reshaped(g, product2, out, loc);
   tx.commit();
   return g.wrap(result);
+}
+
+Tensor locus::bmm(const Tensor &a, const Tensor &b, Here loc) {
+  if (a.rank() != 3 || b.rank() != 3 || a.dim(0) != b.dim(0))
+    throw userError(loc, "bmm of " + formatShape(a.shape()) + " x " +
+                             formatShape(b.shape()) +
+                             ": both operands must be [B, ., .] with the "
+                             "same batch B (matmul broadcasts)");
+  return matmul(a, b, loc);
 }
 
 Tensor locus::linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
@@ -276,6 +381,7 @@ Tensor locus::linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value vb = bias ? g.value(bias, loc) : mlir::Value();
+  requireF32<LinearOp>(g.value(x, loc), "its input", loc);
   mlir::Value result =
       g.record<LinearOp>(loc, g.value(x, loc), g.value(weight, loc), vb);
   tx.commit();
@@ -432,6 +538,7 @@ Tensor locus::conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias,
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value vb = bias ? g.value(bias, loc) : mlir::Value();
+  requireF32<Conv2dOp>(g.value(x, loc), "its input", loc);
   mlir::Value result = g.record<Conv2dOp>(
       loc, g.value(x, loc), g.value(weight, loc), vb,
       llvm::ArrayRef(params.stride), llvm::ArrayRef(params.padding),
@@ -461,9 +568,71 @@ Tensor locus::crossEntropy(const Tensor &logits, const Tensor &labels,
                            Reduction reduction, Here loc) {
   GraphImpl &g = GraphImpl::of(logits, loc);
   Transaction tx(g);
+  requireF32<CrossEntropyOp>(g.value(logits, loc), "the logits", loc);
+  GraphImpl::requireDType(g.value(labels, loc), DType::i64, "cross_entropy",
+                          "the labels", loc);
   mlir::Value result =
       g.record<CrossEntropyOp>(loc, g.value(logits, loc), g.value(labels, loc),
                                reductionKind(reduction));
+  tx.commit();
+  return g.wrap(result);
+}
+
+//===----------------------------------------------------------------------===//
+// Types, minimum, indexing
+//===----------------------------------------------------------------------===//
+
+Tensor locus::cast(const Tensor &x, DType dtype, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  mlir::Value v = g.value(x, loc);
+  if (GraphImpl::dtypeOfValue(v) == dtype)
+    return x;
+  Transaction tx(g);
+  mlir::Type element = g.tensorType({}, dtype, loc).getElementType();
+  mlir::Value result = g.record<CastOp>(loc, v, mlir::TypeAttr::get(element));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::minimum(const Tensor &a, const Tensor &b, Here loc) {
+  return binary<MinimumOp>(a, b, loc);
+}
+
+Tensor locus::min(const Tensor &x, const std::vector<int64_t> &axes,
+                  bool keepdim, Here loc) {
+  return reduce<MinOp>(x, axes, keepdim, loc);
+}
+
+Tensor locus::indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
+                          Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value v = g.value(x, loc), vi = g.value(index, loc);
+  GraphImpl::requireDType(vi, DType::i64, "index_select", "the index", loc);
+  if (GraphImpl::shapeOf(vi).size() > 1)
+    throw userError(loc, "index_select takes a 1-D index, got " +
+                             formatShape(GraphImpl::shapeOf(vi)) +
+                             "; locus::embedding takes any shape");
+  if (GraphImpl::shapeOf(v).empty())
+    throw userError(loc, "index_select cannot pick from a 0-d tensor");
+  int64_t a = g.normalizeAxis(axis, v, loc);
+  mlir::Value result =
+      g.record<GatherOp>(loc, v, vi, g.builder.getI64IntegerAttr(a));
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::embedding(const Tensor &indices, const Tensor &weight, Here loc) {
+  GraphImpl &g = GraphImpl::of(weight, loc);
+  Transaction tx(g);
+  mlir::Value vw = g.value(weight, loc), vi = g.value(indices, loc);
+  GraphImpl::requireDType(vi, DType::i64, "embedding", "the indices", loc);
+  if (GraphImpl::shapeOf(vw).size() != 2)
+    throw userError(loc, "embedding takes a weight [num_embeddings, "
+                         "embedding_dim], got " +
+                             formatShape(GraphImpl::shapeOf(vw)));
+  mlir::Value result =
+      g.record<GatherOp>(loc, vw, vi, g.builder.getI64IntegerAttr(0));
   tx.commit();
   return g.wrap(result);
 }

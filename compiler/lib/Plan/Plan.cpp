@@ -464,7 +464,9 @@ private:
     if (b.kind == LOCUS_PLAN_STATE) {
       InitAttr init = cast<StateOp>(b.source).getInit();
       bool full = init.getKind() == InitKind::full;
-      w.u8(full ? 0 : 1);
+      w.u8(full                                  ? LOCUS_INIT_FULL
+           : init.getKind() == InitKind::uniform ? LOCUS_INIT_UNIFORM
+                                                 : LOCUS_INIT_NORMAL);
       w.f64(init.low());
       w.f64(full ? init.low() : init.high());
       w.u64(init.getSeed());

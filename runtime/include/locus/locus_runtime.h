@@ -72,6 +72,11 @@ typedef enum locus_init_kind_e {
    * bits give u in [0, 1); the value is a + (b - a) * u rounded to f32, kept
    * below b. Any prefix, device or thread count gives the same values. */
   LOCUS_INIT_UNIFORM = 1,
+  /* Element i is drawn from N(a, b^2) (b >= 0) by Box-Muller over two
+   * draws of the same generator: u1 from counter 2i + 1 (top 53 bits, then
+   * 1 - u1, in (0, 1]) and u2 from counter 2i + 2; the value is
+   * a + b * sqrt(-2 ln u1) * cos(2 pi u2) in double, rounded to f32. */
+  LOCUS_INIT_NORMAL = 2,
   LOCUS_INIT_KIND_MAX_ENUM = 0x7FFFFFFF,
 } locus_init_kind_t;
 

@@ -23,8 +23,15 @@ locus.graph @g {
 // -----
 
 locus.graph @g {
-  // expected-error@+1 {{unknown initialiser 'normal'; expected 'full' or 'uniform'}}
-  %w = locus.state "w" parameter : tensor<4xf32> init <normal(0.0, 1.0)>
+  // expected-error@+1 {{unknown initialiser 'gaussian'; expected 'full', 'uniform' or 'normal'}}
+  %w = locus.state "w" parameter : tensor<4xf32> init <gaussian(0.0, 1.0)>
+}
+
+// -----
+
+locus.graph @g {
+  // expected-error@+1 {{normal(0.0, -1.0) needs a standard deviation that is not negative}}
+  %w = locus.state "w" parameter : tensor<4xf32> init <normal(0.0, -1.0), seed = 3>
 }
 
 // -----

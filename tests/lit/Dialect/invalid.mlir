@@ -420,3 +420,32 @@ locus.graph @g {
   // expected-error@+1 {{assigns state "w" a second time}}
   locus.assign %w = %x : tensor<4xf32>, tensor<4xf32>
 }
+
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<4xf32>
+  // expected-error@+1 {{'locus.cast' op result #0 must be statically shaped tensor of 32-bit float or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<4xf16>'}}
+  %0 = locus.cast %x to f16 : tensor<4xf32> -> tensor<4xf16>
+}
+
+// -----
+
+locus.graph @g {
+  %w = locus.input "w" : tensor<10x3xf32>
+  %i = locus.input "i" : tensor<4xi64>
+  // expected-error@+2 {{'locus.gather' op axis 2 is out of range for input [10, 3] of rank 2}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather %w, %i axis 2 : tensor<10x3xf32>, tensor<4xi64> -> tensor<4xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %w = locus.input "w" : tensor<10x3xf32>
+  %i = locus.input "i" : tensor<4xi64>
+  // expected-error@+2 {{'locus.gather' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather %w, %i axis 0 : tensor<10x3xf32>, tensor<4xi64> -> tensor<4xf32>
+}

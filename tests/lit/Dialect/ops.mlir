@@ -203,3 +203,26 @@ locus.graph @training {
   locus.assign %buf = %5#1 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
   locus.output "o" = %0 : tensor<4x5xf32>
 }
+
+// CHECK-LABEL: locus.graph @types_and_indexing
+locus.graph @types_and_indexing {
+  %x = locus.input "x" : tensor<4x5xf32>
+  %ids = locus.input "ids" : tensor<4x5xi64>
+  %w = locus.state "emb" parameter : tensor<10x3xf32> init <normal(0.0, 1.0), seed = 7>
+  // CHECK: init <normal(0.0, 1.0), seed = 7>
+  // CHECK: locus.minimum %x, %x : tensor<4x5xf32>
+  %0 = locus.minimum %x, %x : tensor<4x5xf32>
+  // CHECK: locus.min %{{.*}} axes [1] keepdim : tensor<4x5xf32> -> tensor<4x1xf32>
+  %1 = locus.min %0 axes [1] keepdim : tensor<4x5xf32> -> tensor<4x1xf32>
+  // CHECK: %[[E:.*]] = locus.cmp eq, %ids, %ids : tensor<4x5xi64>
+  %2 = locus.cmp eq, %ids, %ids : tensor<4x5xi64>
+  // CHECK: locus.select %[[E]], %ids, %ids : tensor<4x5xi1>, tensor<4x5xi64>
+  %3 = locus.select %2, %ids, %ids : tensor<4x5xi1>, tensor<4x5xi64>
+  // CHECK: locus.cast %{{.*}} to f32 : tensor<4x5xi64> -> tensor<4x5xf32>
+  %4 = locus.cast %3 to f32 : tensor<4x5xi64> -> tensor<4x5xf32>
+  // CHECK: locus.cast %x to i1 : tensor<4x5xf32> -> tensor<4x5xi1>
+  %5 = locus.cast %x to i1 : tensor<4x5xf32> -> tensor<4x5xi1>
+  // CHECK: locus.gather %emb, %ids axis 0 : tensor<10x3xf32>, tensor<4x5xi64> -> tensor<4x5x3xf32>
+  %6 = locus.gather %w, %ids axis 0 : tensor<10x3xf32>, tensor<4x5xi64> -> tensor<4x5x3xf32>
+  locus.output "o" = %6 : tensor<4x5x3xf32>
+}

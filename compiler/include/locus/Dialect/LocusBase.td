@@ -62,7 +62,8 @@ def Locus_PlacementKind : I32EnumAttr<"PlacementKind",
 
 def Locus_InitKind : I32EnumAttr<"InitKind", "initialiser of a state tensor", [
     I32EnumAttrCase<"full", 0>,
-    I32EnumAttrCase<"uniform", 1>
+    I32EnumAttrCase<"uniform", 1>,
+    I32EnumAttrCase<"normal", 2>
   ]> {
   let cppNamespace = "::locus";
   let genSpecializedAttr = 0;
@@ -171,9 +172,10 @@ def Locus_InitAttr : Locus_Attr<"Init", "init"> {
     ```
 
     `full(v)` fills with `v`. `uniform(a, b)` draws element `i` from
-    U[a, b) with the counter-based generator `locus_init_fill` in the runtime
-    (splitmix64 of `seed` and `i`), so every device and every build produces
-    the same values.
+    U[a, b), and `normal(mean, std)` from N(mean, std^2), with the
+    counter-based generator `locus_init_fill` in the runtime (splitmix64 of
+    `seed` and `i`), so every device and every build produces the same
+    values.
   }];
   let parameters = (ins "::locus::InitKind":$kind, "::llvm::APFloat":$a,
                         "::llvm::APFloat":$b, "uint64_t":$seed);

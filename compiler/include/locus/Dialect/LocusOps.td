@@ -234,17 +234,23 @@ def Locus_SubOp : Locus_BinaryOp<"sub", "a - b">;
 def Locus_MulOp : Locus_BinaryOp<"mul", "a * b">;
 def Locus_DivOp : Locus_BinaryOp<"div", "a / b">;
 def Locus_MaximumOp : Locus_BinaryOp<"maximum", "max(a, b)">;
+def Locus_MinimumOp : Locus_BinaryOp<"minimum", "min(a, b)">;
 
 def Locus_CmpOp : Locus_InferOp<"cmp", [SameTypeOperands]> {
   let summary = "Elementwise comparison, giving an i1 tensor.";
   let description = [{
+    Compares two tensors of one type (f32, i64 or i1). Floats compare
+    ordered (false when either is NaN) except `ne`, which is true for NaN,
+    as in PyTorch; integers compare signed, booleans unsigned.
+
     ```mlir
     %m = locus.cmp gt, %a, %b : tensor<4x4xf32>
+    %e = locus.cmp eq, %i, %j : tensor<4x5xi64>
     ```
     The result has the operands' shape and element type `i1`.
   }];
   let arguments = (ins Locus_CmpPredicate:$predicate,
-                       Locus_F32Tensor:$lhs, Locus_F32Tensor:$rhs);
+                       Locus_AnyTensor:$lhs, Locus_AnyTensor:$rhs);
   let results = (outs Locus_BoolTensor:$result);
   let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
 }
@@ -254,20 +260,43 @@ def Locus_SelectOp : Locus_Op<"select",
      DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Elementwise choice by an i1 mask.";
   let description = [{
-    `cond ? a : b` for every element; all three have the same shape.
+    `cond ? a : b` for every element; all three have the same shape, and the
+    values one element type (f32, i64 or i1).
 
     ```mlir
     %r = locus.select %m, %a, %b : tensor<4x4xi1>, tensor<4x4xf32>
     ```
   }];
-  let arguments = (ins Locus_BoolTensor:$condition, Locus_F32Tensor:$true_value,
-                       Locus_F32Tensor:$false_value);
-  let results = (outs Locus_F32Tensor:$result);
+  let arguments = (ins Locus_BoolTensor:$condition,
+                       Locus_AnyTensor:$true_value,
+                       Locus_AnyTensor:$false_value);
+  let results = (outs Locus_AnyTensor:$result);
   let assemblyFormat = [{
     $condition `,` $true_value `,` $false_value attr-dict `:`
     type($condition) `,` type($result)
   }];
   let hasVerifier = 1;
+}
+
+def Locus_CastOp : Locus_InferOp<"cast"> {
+  let summary = "Converts the elements to another type, as Tensor.to(dtype).";
+  let description = [{
+    Between f32, i64 and i1, with PyTorch's rules: f32 to i64 truncates
+    toward zero (a value out of i64's range, or NaN, gives an unspecified
+    integer, as in PyTorch), anything to i1 is `x != 0` (NaN is true), i1 to
+    a number is 0 or 1. Casting to the same type is the identity. Only f32
+    to f32 has a gradient; a cast to or from an integer stops it, as
+    PyTorch's integer tensors do.
+
+    ```mlir
+    %f = locus.cast %ids to f32 : tensor<4x5xi64> -> tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, TypeAttr:$element_type);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `to` $element_type attr-dict `:` type($input) `->` type($result)
+  }];
 }
 
 def Locus_BroadcastOp : Locus_InferOp<"broadcast"> {
@@ -394,6 +423,30 @@ def Locus_SliceOp : Locus_InferOp<"slice"> {
   }];
 }
 
+def Locus_GatherOp : Locus_InferOp<"gather"> {
+  let summary = "Picks slices by i64 indices: embedding and index_select.";
+  let description = [{
+    `numpy.take(input, indices, axis)`: the result's shape is
+    `input.shape[:axis] + indices.shape + input.shape[axis+1:]`, and each
+    index picks a slice of `input` along `axis`. With `axis` 0 and a weight
+    `[num_embeddings, dim]` this is an embedding lookup; with 1-D indices it
+    is `torch.index_select`. An index outside `[0, input.shape[axis])` gives
+    zeros (the kernel never reads outside `input`); the gradient of `input`
+    adds each slice of the result's gradient at its index.
+
+    ```mlir
+    %e = locus.gather %weight, %ids axis 0 : tensor<100x16xf32>, tensor<4x5xi64> -> tensor<4x5x16xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, Locus_LabelTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices `axis` $axis attr-dict `:` type($input) `,`
+    type($indices) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalisations
 //===----------------------------------------------------------------------===//
@@ -422,6 +475,7 @@ class Locus_ReduceOp<string mnemonic, string what>
 def Locus_SumOp : Locus_ReduceOp<"sum", "sum">;
 def Locus_MeanOp : Locus_ReduceOp<"mean", "mean">;
 def Locus_MaxOp : Locus_ReduceOp<"max", "maximum">;
+def Locus_MinOp : Locus_ReduceOp<"min", "minimum">;
 
 class Locus_SoftmaxLikeOp<string mnemonic, string formula>
     : Locus_SameTypeOp<mnemonic> {

@@ -82,7 +82,7 @@ Device cuda(int index = 0, Here loc = Here::current());
 
 /// How persistent state gets its first value (see #locus.init).
 struct Init {
-  enum class Kind { full, uniform };
+  enum class Kind { full, uniform, normal };
   Kind kind = Kind::full;
   double a = 0, b = 0;
   uint64_t seed = 0;
@@ -92,11 +92,16 @@ struct Init {
   static Init uniform(double low, double high, uint64_t seed) {
     return {Kind::uniform, low, high, seed};
   }
+  /// N(mean, std^2), as torch.nn.init.normal_.
+  static Init normal(double mean, double std, uint64_t seed) {
+    return {Kind::normal, mean, std, seed};
+  }
 };
 
 namespace detail {
 struct GraphImpl;
 class LayerScope;
+class Recording;
 } // namespace detail
 
 class Graph;
@@ -117,6 +122,8 @@ public:
 
   /// Records an explicit move to `device`: a pin, as PyTorch's .to().
   Tensor to(const Device &device, Here loc = Here::current()) const;
+  /// The graph this tensor belongs to (an Error for an empty handle).
+  Graph graph(Here loc = Here::current()) const;
 
   /// The handle of the underlying MLIR value (mlir::Value's opaque pointer).
   void *opaqueValue() const { return value_; }
@@ -124,6 +131,7 @@ public:
 private:
   friend struct detail::GraphImpl;
   friend class detail::LayerScope;
+  friend class detail::Recording;
   Tensor(std::shared_ptr<detail::GraphImpl> graph, void *value)
       : graph_(std::move(graph)), value_(value) {}
   std::shared_ptr<detail::GraphImpl> graph_;
@@ -168,6 +176,23 @@ public:
   /// An f32 constant of the given shape, row-major values.
   Tensor constant(const Shape &shape, const std::vector<float> &values,
                   Here loc = Here::current());
+  /// An i64 constant of the given shape, row-major values.
+  Tensor constantI64(const Shape &shape, const std::vector<int64_t> &values,
+                     Here loc = Here::current());
+  /// A constant filled with `value`, as torch.full.
+  Tensor full(const Shape &shape, double value, DType dtype = DType::f32,
+              Here loc = Here::current());
+  Tensor zeros(const Shape &shape, DType dtype = DType::f32,
+               Here loc = Here::current());
+  Tensor ones(const Shape &shape, DType dtype = DType::f32,
+              Here loc = Here::current());
+  /// start, start + step, ... up to but excluding end, as torch.arange
+  /// (i64 by default, like torch.arange of integers).
+  Tensor arange(int64_t start, int64_t end, int64_t step = 1,
+                DType dtype = DType::i64, Here loc = Here::current());
+  /// 0, 1, ..., end - 1.
+  Tensor arange(int64_t end, DType dtype = DType::i64,
+                Here loc = Here::current());
   /// Names `value` as an output of the graph.
   void output(const std::string &name, const Tensor &value,
               Here loc = Here::current());
@@ -197,6 +222,9 @@ public:
   detail::GraphImpl &impl() const { return *impl_; }
 
 private:
+  friend class Tensor;
+  explicit Graph(std::shared_ptr<detail::GraphImpl> impl)
+      : impl_(std::move(impl)) {}
   std::shared_ptr<detail::GraphImpl> impl_;
 };
 
@@ -217,6 +245,23 @@ public:
 private:
   std::shared_ptr<GraphImpl> graph_;
   void *last_ = nullptr; // the last op before the call (mlir::Operation *)
+  bool committed_ = false;
+};
+
+/// One call of a function made of other recording calls: unless commit()
+/// is called, everything recorded into `anchor`'s graph while it lives is
+/// erased when it ends, so a call that throws leaves the graph unchanged.
+class Recording {
+public:
+  Recording(const Tensor &anchor, const Here &loc);
+  ~Recording();
+  void commit() { committed_ = true; }
+  Recording(const Recording &) = delete;
+  Recording &operator=(const Recording &) = delete;
+
+private:
+  std::shared_ptr<GraphImpl> graph_;
+  void *last_ = nullptr;
   bool committed_ = false;
 };
 } // namespace detail
@@ -244,6 +289,10 @@ struct Operand {
 std::vector<Tensor> grad(const Tensor &loss, const std::vector<Tensor> &wrt,
                          Here loc = Here::current());
 
+/// The name of a parameter or buffer ("fc.weight"); an Error for any
+/// other value.
+std::string stateName(const Tensor &state, Here loc = Here::current());
+
 /// Records that each run ends by writing `value` into `state` (a parameter
 /// or buffer of the same graph, same shape), in place where the plan allows:
 /// the next run reads the new value. A state is assigned at most once.
@@ -265,6 +314,11 @@ Tensor sub(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor mul(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor div(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor maximum(const Tensor &a, const Tensor &b, Here loc = Here::current());
+Tensor minimum(const Tensor &a, const Tensor &b, Here loc = Here::current());
+/// Elementwise conversion to `dtype`, as Tensor.to(dtype): f32 to i64
+/// truncates toward zero, anything to i1 is `x != 0`, i1 gives 0 or 1.
+/// Only f32 values carry gradients. The identity when x has `dtype`.
+Tensor cast(const Tensor &x, DType dtype, Here loc = Here::current());
 
 Tensor neg(const Tensor &x, Here loc = Here::current());
 Tensor exp(const Tensor &x, Here loc = Here::current());
@@ -288,6 +342,16 @@ Tensor silu(const Tensor &x, Here loc = Here::current());
 Tensor gelu(const Tensor &x, std::string_view approximate = "none",
             Here loc = Here::current());
 Tensor pow(const Tensor &x, double exponent, Here loc = Here::current());
+/// max(x, 0) + negativeSlope * min(x, 0), as torch.nn.functional.leaky_relu.
+Tensor leakyRelu(const Tensor &x, double negativeSlope = 0.01,
+                 Here loc = Here::current());
+/// x limited to [min, max] (either bound may be left out), as torch.clamp;
+/// the gradient passes where x is inside the bounds.
+Tensor clamp(const Tensor &x, std::optional<double> min,
+             std::optional<double> max, Here loc = Here::current());
+/// clamp(x, minVal, maxVal), as torch.nn.functional.hardtanh.
+Tensor hardtanh(const Tensor &x, double minVal = -1.0, double maxVal = 1.0,
+                Here loc = Here::current());
 
 Tensor eq(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor ne(const Tensor &a, const Tensor &b, Here loc = Here::current());
@@ -300,8 +364,21 @@ Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b,
              Here loc = Here::current());
 Tensor broadcastTo(const Tensor &x, const Shape &shape,
                    Here loc = Here::current());
+/// x where mask is false, `value` where it is true (mask broadcasts), as
+/// Tensor.masked_fill.
+Tensor maskedFill(const Tensor &x, const Tensor &mask, double value,
+                  Here loc = Here::current());
+/// The upper (lower) triangle of the last two dimensions: elements with
+/// column - row >= diagonal (<= diagonal) kept, the rest zero (false), as
+/// torch.triu / torch.tril.
+Tensor triu(const Tensor &x, int64_t diagonal = 0, Here loc = Here::current());
+Tensor tril(const Tensor &x, int64_t diagonal = 0, Here loc = Here::current());
 
+/// torch.matmul: 1-D operands are vectors, batch dimensions broadcast by
+/// numpy's rules ([2, 4, 8, 8] x [8, 8], [B, 1, M, K] x [H, K, N]).
 Tensor matmul(const Tensor &a, const Tensor &b, Here loc = Here::current());
+/// [B, M, K] x [B, K, N], as torch.bmm (no broadcasting).
+Tensor bmm(const Tensor &a, const Tensor &b, Here loc = Here::current());
 /// x * weight^T + bias; `bias` may be an empty Tensor.
 Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
               Here loc = Here::current());
@@ -320,12 +397,65 @@ Tensor concat(const std::vector<Tensor> &xs, int64_t axis,
 Tensor slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
              int64_t step = 1, Here loc = Here::current());
 
+/// Removes dimension `axis`, which must have size 1 (torch.squeeze(x, dim)
+/// leaves other sizes alone; here that is an Error, which catches shape
+/// mistakes).
+Tensor squeeze(const Tensor &x, int64_t axis, Here loc = Here::current());
+/// Inserts a dimension of size 1 at `axis` (in [-rank-1, rank]).
+Tensor unsqueeze(const Tensor &x, int64_t axis, Here loc = Here::current());
+/// x broadcast to `shape`, where -1 keeps x's size, as Tensor.expand.
+Tensor expand(const Tensor &x, const Shape &shape, Here loc = Here::current());
+/// Pieces of `size` along `axis` (the last may be smaller), as torch.split.
+std::vector<Tensor> split(const Tensor &x, int64_t size, int64_t axis = 0,
+                          Here loc = Here::current());
+/// `chunks` pieces of ceil(dim / chunks) along `axis`, as torch.chunk.
+std::vector<Tensor> chunk(const Tensor &x, int64_t chunks, int64_t axis = 0,
+                          Here loc = Here::current());
+/// The slices along `axis`, each without that dimension, as torch.unbind.
+std::vector<Tensor> unbind(const Tensor &x, int64_t axis = 0,
+                           Here loc = Here::current());
+/// Joins tensors of one shape along a new dimension `axis`, as torch.stack.
+Tensor stack(const std::vector<Tensor> &xs, int64_t axis = 0,
+             Here loc = Here::current());
+/// Constant padding, as torch.nn.functional.pad: `pads` holds (before,
+/// after) pairs starting from the LAST dimension; entries are >= 0.
+Tensor pad(const Tensor &x, const std::vector<int64_t> &pads,
+           double value = 0.0, Here loc = Here::current());
+/// Rows of `weight` [num_embeddings, dim] picked by i64 `indices` of any
+/// shape: [..., dim], as torch.nn.functional.embedding. An index outside
+/// [0, num_embeddings) gives a row of zeros (PyTorch raises; a compiled
+/// kernel cannot, and never reads outside the weight).
+Tensor embedding(const Tensor &indices, const Tensor &weight,
+                 Here loc = Here::current());
+/// The slices of x along `axis` picked by a 1-D i64 `index`, as
+/// torch.index_select (out-of-range indices as in embedding).
+Tensor indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
+                   Here loc = Here::current());
+
 Tensor sum(const Tensor &x, const std::vector<int64_t> &axes,
            bool keepdim = false, Here loc = Here::current());
 Tensor mean(const Tensor &x, const std::vector<int64_t> &axes,
             bool keepdim = false, Here loc = Here::current());
 Tensor max(const Tensor &x, const std::vector<int64_t> &axes,
            bool keepdim = false, Here loc = Here::current());
+Tensor min(const Tensor &x, const std::vector<int64_t> &axes,
+           bool keepdim = false, Here loc = Here::current());
+/// The index (i64) of the first maximum along `axis`, as torch.argmax.
+Tensor argmax(const Tensor &x, int64_t axis, bool keepdim = false,
+              Here loc = Here::current());
+/// Variance over `axes`, divided by n - 1 when `unbiased` (torch.var's
+/// default) or by n.
+Tensor var(const Tensor &x, const std::vector<int64_t> &axes,
+           bool unbiased = true, bool keepdim = false,
+           Here loc = Here::current());
+/// sqrt(var(x)), as torch.std. With `using namespace locus` write
+/// locus::std: an unqualified std is ambiguous with the namespace.
+Tensor std(const Tensor &x, const std::vector<int64_t> &axes,
+           bool unbiased = true, bool keepdim = false,
+           Here loc = Here::current());
+/// log(sum(exp(x))) over `axes`, computed stably.
+Tensor logsumexp(const Tensor &x, const std::vector<int64_t> &axes,
+                 bool keepdim = false, Here loc = Here::current());
 Tensor softmax(const Tensor &x, int64_t axis, Here loc = Here::current());
 Tensor logSoftmax(const Tensor &x, int64_t axis, Here loc = Here::current());
 
@@ -349,6 +479,57 @@ Tensor maxPool2d(const Tensor &x, const Pool2dParams &params,
                  Here loc = Here::current());
 Tensor avgPool2d(const Tensor &x, const Pool2dParams &params,
                  Here loc = Here::current());
+
+/// Average pooling to `outputSize` (one entry: square), as
+/// torch.nn.functional.adaptive_avg_pool2d: output cell i covers input
+/// rows [floor(i * H / out), ceil((i + 1) * H / out)). {1, 1} is global
+/// average pooling.
+Tensor adaptiveAvgPool2d(const Tensor &x, std::vector<int64_t> outputSize,
+                         Here loc = Here::current());
+
+//===----------------------------------------------------------------------===//
+// Normalisation and attention (composites of the ops above: their gradients
+// come from those ops').
+//===----------------------------------------------------------------------===//
+
+/// Normalises over the last dimensions `normalizedShape` (biased variance),
+/// then `* weight + bias` when given, as torch.nn.functional.layer_norm.
+Tensor layerNorm(const Tensor &x, const Shape &normalizedShape,
+                 const Tensor &weight = {}, const Tensor &bias = {},
+                 double eps = 1e-5, Here loc = Here::current());
+/// x [N, C, ...] normalised over each of `groups` groups of channels, then
+/// per-channel weight and bias, as torch.nn.functional.group_norm.
+Tensor groupNorm(const Tensor &x, int64_t groups, const Tensor &weight = {},
+                 const Tensor &bias = {}, double eps = 1e-5,
+                 Here loc = Here::current());
+/// Batch normalisation of x [N, C, ...] per channel, as
+/// torch.nn.functional.batch_norm. In training: batch statistics (biased
+/// variance), and each run also updates the running statistics (buffers
+/// [C]) to (1 - momentum) * running + momentum * batch (the unbiased
+/// variance for running_var), through assign(): so a graph updates them
+/// once. Otherwise the running statistics normalise. `weight`/`bias` may be
+/// empty.
+Tensor batchNorm(const Tensor &x, const Tensor &runningMean,
+                 const Tensor &runningVar, const Tensor &weight,
+                 const Tensor &bias, bool training, double momentum = 0.1,
+                 double eps = 1e-5, Here loc = Here::current());
+
+struct AttentionOptions {
+  /// A boolean mask (true: may attend, as in PyTorch 2's
+  /// scaled_dot_product_attention) or an f32 mask added to the scores;
+  /// broadcasts to [..., L, S]. May be empty.
+  Tensor attnMask = {};
+  /// Query i attends to keys 0..i only.
+  bool isCausal = false;
+  /// The scores' scale; 1 / sqrt(E) when unset.
+  std::optional<double> scale = std::nullopt;
+};
+/// softmax(q k^T * scale + mask) v for q [..., L, E], k [..., S, E],
+/// v [..., S, Ev], as torch.nn.functional.scaled_dot_product_attention.
+Tensor scaledDotProductAttention(const Tensor &q, const Tensor &k,
+                                 const Tensor &v,
+                                 const AttentionOptions &options = {},
+                                 Here loc = Here::current());
 
 enum class Reduction { mean, sum };
 Tensor mseLoss(const Tensor &input, const Tensor &target,

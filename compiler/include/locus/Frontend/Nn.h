@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace locus::nn {
@@ -37,9 +38,27 @@ public:
   virtual Tensor forward(const Tensor &x, Here loc) const = 0;
   /// The trainable parameters, in PyTorch's order (weight before bias).
   virtual std::vector<Tensor> parameters() const { return {}; }
+  /// Persistent state that is not trained (BatchNorm's running statistics).
+  virtual std::vector<Tensor> buffers() const { return {}; }
+  /// Every parameter and buffer with its state name, as state_dict(): the
+  /// names a CompiledModel's state() and setState() take.
+  std::vector<std::pair<std::string, Tensor>> stateDict() const;
+
+  /// Training mode (the default) or evaluation mode, as in PyTorch:
+  /// Dropout and BatchNorm record different ops in each, so set the mode
+  /// before calling the layer. Containers pass it to their layers.
+  virtual void train(bool on = true) { training_ = on; }
+  void eval() { train(false); }
+  bool isTraining() const { return training_; }
+
+protected:
+  /// Where the layer was built: layers with several inputs open their own
+  /// detail::LayerScope with it.
+  const Here &builtAt() const { return builtAt_; }
 
 private:
   Here builtAt_;
+  bool training_ = true;
 };
 
 struct LinearOptions {
@@ -140,6 +159,241 @@ public:
   Tensor forward(const Tensor &x, Here loc) const override;
 };
 
+/// Where a layer's state is made and what it is called.
+struct LayerOptions {
+  /// Prefix of the state names ("<name>.weight"); "<stem>N" if empty.
+  std::string name = {};
+  /// Create the state on this device (a pin).
+  std::optional<Device> device = std::nullopt;
+};
+
+struct BatchNormOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;
+  /// Learnable weight (ones) and bias (zeros).
+  bool affine = true;
+  /// Keep running_mean (zeros) and running_var (ones) as buffers; without
+  /// them batch statistics are used in eval mode too, as in PyTorch.
+  bool trackRunningStats = true;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// torch.nn.BatchNorm1d / BatchNorm2d: normalises each channel (dimension
+/// 1) with batch statistics in training, updating the running statistics
+/// once per run, and with the running statistics in eval mode.
+class BatchNorm : public Module {
+public:
+  /// `ranks` lists the input ranks accepted ({2, 3} for 1d, {4} for 2d).
+  BatchNorm(Graph &graph, int64_t numFeatures, std::vector<int64_t> ranks,
+            const char *kind, const BatchNormOptions &options, Here loc);
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+  std::vector<Tensor> buffers() const override;
+  const Tensor &weight() const { return weight_; }
+  const Tensor &bias() const { return bias_; }
+  const Tensor &runningMean() const { return runningMean_; }
+  const Tensor &runningVar() const { return runningVar_; }
+
+private:
+  Tensor weight_, bias_, runningMean_, runningVar_;
+  std::vector<int64_t> ranks_;
+  std::string kind_;
+  double eps_, momentum_;
+};
+
+class BatchNorm1d : public BatchNorm {
+public:
+  BatchNorm1d(Graph &graph, int64_t numFeatures,
+              const BatchNormOptions &options = {}, Here loc = Here::current())
+      : BatchNorm(graph, numFeatures, {2, 3}, "BatchNorm1d", options, loc) {}
+};
+
+class BatchNorm2d : public BatchNorm {
+public:
+  BatchNorm2d(Graph &graph, int64_t numFeatures,
+              const BatchNormOptions &options = {}, Here loc = Here::current())
+      : BatchNorm(graph, numFeatures, {4}, "BatchNorm2d", options, loc) {}
+};
+
+struct LayerNormOptions {
+  double eps = 1e-5;
+  /// Learnable weight (ones) and bias (zeros) of normalized_shape.
+  bool elementwiseAffine = true;
+  bool bias = true;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// torch.nn.LayerNorm over the last dimensions `normalizedShape`.
+class LayerNorm : public Module {
+public:
+  LayerNorm(Graph &graph, Shape normalizedShape,
+            const LayerNormOptions &options = {}, Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+
+private:
+  Shape shape_;
+  Tensor weight_, bias_;
+  double eps_;
+};
+
+/// torch.nn.GroupNorm(num_groups, num_channels).
+class GroupNorm : public Module {
+public:
+  GroupNorm(Graph &graph, int64_t numGroups, int64_t numChannels,
+            const LayerNormOptions &options = {}, Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+
+private:
+  int64_t groups_;
+  Tensor weight_, bias_;
+  double eps_;
+};
+
+/// torch.nn.Embedding: weight [num_embeddings, embedding_dim] drawn from
+/// N(0, 1); called on i64 indices of any shape.
+class Embedding : public Module {
+public:
+  Embedding(Graph &graph, int64_t numEmbeddings, int64_t embeddingDim,
+            const LayerOptions &options = {}, Here loc = Here::current());
+  Tensor forward(const Tensor &indices, Here loc) const override;
+  std::vector<Tensor> parameters() const override { return {weight_}; }
+  const Tensor &weight() const { return weight_; }
+
+private:
+  Tensor weight_;
+};
+
+/// torch.nn.AdaptiveAvgPool2d.
+class AdaptiveAvgPool2d : public Module {
+public:
+  explicit AdaptiveAvgPool2d(std::vector<int64_t> outputSize,
+                             Here loc = Here::current())
+      : Module(loc), outputSize_(std::move(outputSize)) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  std::vector<int64_t> outputSize_;
+};
+
+class LeakyReLU : public Module {
+public:
+  explicit LeakyReLU(double negativeSlope = 0.01, Here loc = Here::current())
+      : Module(loc), slope_(negativeSlope) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  double slope_;
+};
+
+class Tanh : public Module {
+public:
+  explicit Tanh(Here loc = Here::current()) : Module(loc) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
+class Sigmoid : public Module {
+public:
+  explicit Sigmoid(Here loc = Here::current()) : Module(loc) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
+struct MultiheadAttentionOptions {
+  /// Biases of the input and output projections.
+  bool bias = true;
+  /// Inputs are [batch, seq, embed] (true) or [seq, batch, embed] (false,
+  /// PyTorch's default).
+  bool batchFirst = false;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// What one attention call takes besides query, key and value.
+struct AttentionMasks {
+  /// [L, S]: a boolean mask where TRUE means "may NOT attend" (as
+  /// nn.MultiheadAttention's attn_mask; note scaled_dot_product_attention's
+  /// is the opposite), or an f32 mask added to the scores.
+  Tensor attnMask = {};
+  /// Query i attends to keys 0..i only.
+  bool isCausal = false;
+};
+
+/// torch.nn.MultiheadAttention (no dropout, need_weights=False): one
+/// packed input projection in_proj_weight [3E, E] (Xavier-uniform) with
+/// in_proj_bias (zeros), heads of E / num_heads, and out_proj (a Linear
+/// whose bias starts at zero).
+class MultiheadAttention : public Module {
+public:
+  MultiheadAttention(Graph &graph, int64_t embedDim, int64_t numHeads,
+                     const MultiheadAttentionOptions &options = {},
+                     Here loc = Here::current());
+  /// Attention of `query` over `key` and `value`.
+  Tensor operator()(const Tensor &query, const Tensor &key, const Tensor &value,
+                    const AttentionMasks &masks = {},
+                    Here loc = Here::current()) const;
+  /// Self-attention: query = key = value = x, no mask.
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+
+private:
+  Tensor attend(const Tensor &query, const Tensor &key, const Tensor &value,
+                const AttentionMasks &masks, const Here &loc) const;
+  int64_t embedDim_, numHeads_;
+  bool batchFirst_;
+  Tensor inProjWeight_, inProjBias_, outProjWeight_, outProjBias_;
+};
+
+struct RecurrentCellOptions {
+  bool bias = true;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// torch.nn.LSTMCell: gates i, f, g, o from weight_ih [4H, I] and
+/// weight_hh [4H, H] (and two biases), every tensor drawn from
+/// U(-1/sqrt(H), 1/sqrt(H)).
+class LSTMCell : public Module {
+public:
+  LSTMCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
+           const RecurrentCellOptions &options = {},
+           Here loc = Here::current());
+  /// (h', c') from x [N, I] and the state (h, c) [N, H] each.
+  std::pair<Tensor, Tensor> operator()(const Tensor &x, const Tensor &h,
+                                       const Tensor &c,
+                                       Here loc = Here::current()) const;
+  /// h' from x with a zero state.
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+
+private:
+  std::pair<Tensor, Tensor> step(const Tensor &x, const Tensor &h,
+                                 const Tensor &c, const Here &loc) const;
+  int64_t hidden_;
+  Tensor weightIh_, weightHh_, biasIh_, biasHh_;
+};
+
+/// torch.nn.GRUCell: gates r, z, n from weight_ih [3H, I] and weight_hh
+/// [3H, H] (and two biases), initialised as LSTMCell's.
+class GRUCell : public Module {
+public:
+  GRUCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
+          const RecurrentCellOptions &options = {}, Here loc = Here::current());
+  /// h' from x [N, I] and h [N, H].
+  Tensor operator()(const Tensor &x, const Tensor &h,
+                    Here loc = Here::current()) const;
+  /// h' from x with a zero state.
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+
+private:
+  Tensor step(const Tensor &x, const Tensor &h, const Here &loc) const;
+  int64_t hidden_;
+  Tensor weightIh_, weightHh_, biasIh_, biasHh_;
+};
+
 /// Any layer, held by a Sequential. Copies share the layer's parameters.
 class AnyModule {
 public:
@@ -147,10 +401,10 @@ public:
                             std::is_base_of_v<Module, std::decay_t<M>>>>
   AnyModule(M &&module)
       : module_(std::make_shared<std::decay_t<M>>(std::forward<M>(module))) {}
-  const std::shared_ptr<const Module> &get() const { return module_; }
+  const std::shared_ptr<Module> &get() const { return module_; }
 
 private:
-  std::shared_ptr<const Module> module_;
+  std::shared_ptr<Module> module_;
 };
 
 /// Runs its layers in order:
@@ -167,6 +421,8 @@ public:
       : Module(loc), layers_(layers.begin(), layers.end()) {}
   Tensor forward(const Tensor &x, Here loc) const override;
   std::vector<Tensor> parameters() const override;
+  std::vector<Tensor> buffers() const override;
+  void train(bool on = true) override;
   size_t size() const { return layers_.size(); }
 
 private:

@@ -1,0 +1,573 @@
+//===- Functional.cpp - ops made of other ops -----------------------------===//
+//
+// Normalisation, attention, shape helpers and activations that PyTorch
+// offers as functions, written with the public recording API only (as a
+// user could): their gradients are those of the ops they record. Each is one
+// transaction: an Error leaves the graph as it was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Frontend/Graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace locus;
+
+namespace {
+
+Error userError(const Here &loc, const std::string &message) {
+  return Error(loc.file_name(), loc.line(), loc.column(), message);
+}
+
+std::string formatShape(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// An Error for an empty handle, before anything reads the tensor.
+void requireTensor(const Tensor &x, const Here &loc) { (void)x.graph(loc); }
+
+/// Records `body` as one call: everything or, on an Error, nothing.
+template <typename Fn>
+auto transaction(const Tensor &anchor, const Here &loc, Fn &&body) {
+  detail::Recording recording(anchor, loc);
+  auto result = body();
+  recording.commit();
+  return result;
+}
+
+/// The graph a tensor belongs to.
+Graph graphOf(const Tensor &x, const Here &loc) { return x.graph(loc); }
+
+/// x * s and x + s, located at the user's line (the operators would take
+/// this file's).
+Tensor scaled(const Tensor &x, double s, const Here &loc) {
+  return mul(x, x.graph(loc).full({}, s, DType::f32, loc), loc);
+}
+Tensor shifted(const Tensor &x, double s, const Here &loc) {
+  return add(x, x.graph(loc).full({}, s, DType::f32, loc), loc);
+}
+
+int64_t axisOf(const Tensor &x, int64_t axis, int64_t rank, const Here &loc,
+               const char *what) {
+  if (axis < -rank || axis >= rank)
+    throw userError(loc, std::string(what) + ": axis " + std::to_string(axis) +
+                             " is out of range for " + formatShape(x.shape()));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Tensor scalarLike(const Tensor &x, double value, const Here &loc) {
+  return broadcastTo(graphOf(x, loc).full({}, value, x.dtype(), loc), x.shape(),
+                     loc);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+Tensor locus::leakyRelu(const Tensor &x, double negativeSlope, Here loc) {
+  return transaction(x, loc, [&] {
+    Tensor zero = scalarLike(x, 0.0, loc);
+    return add(
+        maximum(x, zero, loc),
+        mul(minimum(x, zero, loc), scalarLike(x, negativeSlope, loc), loc),
+        loc);
+  });
+}
+
+Tensor locus::clamp(const Tensor &x, std::optional<double> lo,
+                    std::optional<double> hi, Here loc) {
+  if (!lo && !hi)
+    throw userError(loc, "clamp needs at least one of min and max");
+  if (lo && hi && *lo > *hi)
+    throw userError(loc, "clamp: min " + std::to_string(*lo) +
+                             " is above max " + std::to_string(*hi));
+  return transaction(x, loc, [&] {
+    // Masks, not maximum/minimum: the gradient is 1 strictly inside and at
+    // the bounds, as PyTorch's clamp_backward.
+    Tensor y = x;
+    if (lo)
+      y = where(lt(x, scalarLike(x, *lo, loc), loc), scalarLike(x, *lo, loc), y,
+                loc);
+    if (hi)
+      y = where(gt(x, scalarLike(x, *hi, loc), loc), scalarLike(x, *hi, loc), y,
+                loc);
+    return y;
+  });
+}
+
+Tensor locus::hardtanh(const Tensor &x, double minVal, double maxVal,
+                       Here loc) {
+  return clamp(x, minVal, maxVal, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Masks
+//===----------------------------------------------------------------------===//
+
+Tensor locus::maskedFill(const Tensor &x, const Tensor &mask, double value,
+                         Here loc) {
+  return transaction(x, loc, [&] {
+    Tensor fill = graphOf(x, loc).full({}, value, x.dtype(), loc);
+    return where(mask, fill, x, loc);
+  });
+}
+
+namespace {
+Tensor triangle(const Tensor &x, int64_t diagonal, bool upper,
+                const Here &loc) {
+  const char *name = upper ? "triu" : "tril";
+  if (x.rank() < 2)
+    throw userError(loc, std::string(name) +
+                             " needs at least two dimensions, got " +
+                             formatShape(x.shape()));
+  return transaction(x, loc, [&] {
+    int64_t rows = x.dim(-2), cols = x.dim(-1);
+    Graph g = graphOf(x, loc);
+    std::vector<int64_t> keep(rows * cols);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        keep[r * cols + c] = upper ? (c - r >= diagonal) : (c - r <= diagonal);
+    Tensor mask = cast(g.constantI64({rows, cols}, keep, loc), DType::i1, loc);
+    return where(mask, x, g.full({}, 0.0, x.dtype(), loc), loc);
+  });
+}
+} // namespace
+
+Tensor locus::triu(const Tensor &x, int64_t diagonal, Here loc) {
+  return triangle(x, diagonal, true, loc);
+}
+
+Tensor locus::tril(const Tensor &x, int64_t diagonal, Here loc) {
+  return triangle(x, diagonal, false, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+Tensor locus::squeeze(const Tensor &x, int64_t axis, Here loc) {
+  requireTensor(x, loc);
+  int64_t a = axisOf(x, axis, x.rank(), loc, "squeeze");
+  if (x.dim(a) != 1)
+    throw userError(loc, "squeeze: dimension " + std::to_string(axis) + " of " +
+                             formatShape(x.shape()) + " has size " +
+                             std::to_string(x.dim(a)) + ", not 1");
+  Shape shape = x.shape();
+  shape.erase(shape.begin() + a);
+  return reshape(x, shape, loc);
+}
+
+Tensor locus::unsqueeze(const Tensor &x, int64_t axis, Here loc) {
+  requireTensor(x, loc);
+  int64_t a = axisOf(x, axis, x.rank() + 1, loc, "unsqueeze");
+  Shape shape = x.shape();
+  shape.insert(shape.begin() + a, 1);
+  return reshape(x, shape, loc);
+}
+
+Tensor locus::expand(const Tensor &x, const Shape &shape, Here loc) {
+  requireTensor(x, loc);
+  Shape in = x.shape(), target = shape;
+  if (target.size() < in.size())
+    throw userError(loc, "expand: " + formatShape(shape) +
+                             " has fewer "
+                             "dimensions than " +
+                             formatShape(in));
+  size_t lead = target.size() - in.size();
+  for (size_t d = 0; d < target.size(); ++d)
+    if (target[d] == -1) {
+      if (d < lead)
+        throw userError(loc, "expand: -1 is not allowed for a new leading "
+                             "dimension in " +
+                                 formatShape(shape));
+      target[d] = in[d - lead];
+    }
+  return broadcastTo(x, target, loc);
+}
+
+std::vector<Tensor> locus::split(const Tensor &x, int64_t size, int64_t axis,
+                                 Here loc) {
+  requireTensor(x, loc);
+  int64_t a = axisOf(x, axis, x.rank(), loc, "split");
+  if (size < 1)
+    throw userError(loc, "split: size " + std::to_string(size) +
+                             " must be positive");
+  return transaction(x, loc, [&] {
+    std::vector<Tensor> parts;
+    int64_t dim = x.dim(a);
+    for (int64_t start = 0; start < dim || (dim == 0 && parts.empty());
+         start += size) {
+      parts.push_back(slice(x, a, start, std::min(start + size, dim), 1, loc));
+      if (dim == 0)
+        break;
+    }
+    return parts;
+  });
+}
+
+std::vector<Tensor> locus::chunk(const Tensor &x, int64_t chunks, int64_t axis,
+                                 Here loc) {
+  requireTensor(x, loc);
+  int64_t a = axisOf(x, axis, x.rank(), loc, "chunk");
+  if (chunks < 1)
+    throw userError(loc, "chunk: chunks " + std::to_string(chunks) +
+                             " must be positive");
+  int64_t dim = x.dim(a);
+  int64_t size = std::max<int64_t>(1, (dim + chunks - 1) / chunks);
+  return split(x, size, a, loc);
+}
+
+std::vector<Tensor> locus::unbind(const Tensor &x, int64_t axis, Here loc) {
+  requireTensor(x, loc);
+  int64_t a = axisOf(x, axis, x.rank(), loc, "unbind");
+  return transaction(x, loc, [&] {
+    std::vector<Tensor> parts;
+    for (int64_t i = 0; i < x.dim(a); ++i)
+      parts.push_back(squeeze(slice(x, a, i, i + 1, 1, loc), a, loc));
+    return parts;
+  });
+}
+
+Tensor locus::stack(const std::vector<Tensor> &xs, int64_t axis, Here loc) {
+  if (xs.empty())
+    throw userError(loc, "stack needs at least one tensor");
+  Shape shape = xs.front().shape();
+  for (const Tensor &x : xs)
+    if (x.shape() != shape)
+      throw userError(loc, "stack: tensors of shapes " + formatShape(shape) +
+                               " and " + formatShape(x.shape()) + " differ");
+  int64_t a = axisOf(xs.front(), axis, xs.front().rank() + 1, loc, "stack");
+  return transaction(xs.front(), loc, [&] {
+    std::vector<Tensor> parts;
+    for (const Tensor &x : xs)
+      parts.push_back(unsqueeze(x, a, loc));
+    return concat(parts, a, loc);
+  });
+}
+
+Tensor locus::pad(const Tensor &x, const std::vector<int64_t> &pads,
+                  double value, Here loc) {
+  requireTensor(x, loc);
+  if (pads.size() % 2 || static_cast<int64_t>(pads.size()) > 2 * x.rank())
+    throw userError(loc, "pad: " + std::to_string(pads.size()) +
+                             " entries; give (before, after) pairs for at "
+                             "most the " +
+                             std::to_string(x.rank()) + " dimensions of " +
+                             formatShape(x.shape()));
+  for (int64_t p : pads)
+    if (p < 0)
+      throw userError(loc, "pad: negative padding is not supported; use "
+                           "locus::slice to crop");
+  return transaction(x, loc, [&] {
+    Graph g = graphOf(x, loc);
+    Tensor y = x;
+    for (size_t pair = 0; pair < pads.size() / 2; ++pair) {
+      int64_t axis = x.rank() - 1 - static_cast<int64_t>(pair);
+      int64_t before = pads[2 * pair], after = pads[2 * pair + 1];
+      std::vector<Tensor> parts;
+      Shape side = y.shape();
+      if (before) {
+        side[axis] = before;
+        parts.push_back(g.full(side, value, x.dtype(), loc));
+      }
+      parts.push_back(y);
+      if (after) {
+        side[axis] = after;
+        parts.push_back(g.full(side, value, x.dtype(), loc));
+      }
+      if (parts.size() > 1)
+        y = concat(parts, axis, loc);
+    }
+    return y;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+Tensor locus::argmax(const Tensor &x, int64_t axis, bool keepdim, Here loc) {
+  requireTensor(x, loc);
+  int64_t a = axisOf(x, axis, x.rank(), loc, "argmax");
+  return transaction(x, loc, [&] {
+    Graph g = graphOf(x, loc);
+    int64_t n = x.dim(a);
+    Tensor best = max(x, {a}, true, loc);
+    Shape along(x.rank(), 1);
+    along[a] = n;
+    Tensor index = reshape(g.arange(n, DType::f32, loc), along, loc);
+    // The first position holding the maximum: other positions count as n.
+    Tensor candidate =
+        where(eq(x, best, loc), index,
+              g.full({}, static_cast<double>(n), DType::f32, loc), loc);
+    return cast(min(candidate, {a}, keepdim, loc), DType::i64, loc);
+  });
+}
+
+Tensor locus::var(const Tensor &x, const std::vector<int64_t> &axes,
+                  bool unbiased, bool keepdim, Here loc) {
+  requireTensor(x, loc);
+  int64_t count = 1;
+  for (int64_t axis : axes)
+    count *= x.dim(axisOf(x, axis, x.rank(), loc, "var"));
+  return transaction(x, loc, [&] {
+    Tensor centred = sub(x, mean(x, axes, true, loc), loc);
+    Tensor squares = sum(mul(centred, centred, loc), axes, keepdim, loc);
+    double divisor = static_cast<double>(unbiased ? count - 1 : count);
+    // n - 1 = 0 gives inf or NaN, as in PyTorch.
+    return div(squares, graphOf(x, loc).full({}, divisor, DType::f32, loc),
+               loc);
+  });
+}
+
+Tensor locus::std(const Tensor &x, const std::vector<int64_t> &axes,
+                  bool unbiased, bool keepdim, Here loc) {
+  return transaction(
+      x, loc, [&] { return sqrt(var(x, axes, unbiased, keepdim, loc), loc); });
+}
+
+Tensor locus::logsumexp(const Tensor &x, const std::vector<int64_t> &axes,
+                        bool keepdim, Here loc) {
+  return transaction(x, loc, [&] {
+    Tensor peak = max(x, axes, true, loc);
+    Tensor total = sum(exp(sub(x, peak, loc), loc), axes, true, loc);
+    Tensor result = add(log(total, loc), peak, loc);
+    if (keepdim)
+      return result;
+    Shape shape;
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (std::find_if(axes.begin(), axes.end(), [&](int64_t a) {
+            return a == d || a + x.rank() == d;
+          }) == axes.end())
+        shape.push_back(x.dim(d));
+    return reshape(result, shape, loc);
+  });
+}
+
+Tensor locus::adaptiveAvgPool2d(const Tensor &x, std::vector<int64_t> out,
+                                Here loc) {
+  requireTensor(x, loc);
+  if (out.size() == 1)
+    out.push_back(out[0]);
+  if (x.rank() != 4 || out.size() != 2 || out[0] < 1 || out[1] < 1)
+    throw userError(loc, "adaptive_avg_pool2d takes an NCHW input and one "
+                         "or two positive output sizes, got " +
+                             formatShape(x.shape()));
+  int64_t h = x.dim(2), w = x.dim(3);
+  return transaction(x, loc, [&] {
+    if (out[0] == 1 && out[1] == 1)
+      return mean(x, {2, 3}, true, loc);
+    if (h % out[0] == 0 && w % out[1] == 0) {
+      std::vector<int64_t> k = {h / out[0], w / out[1]};
+      return avgPool2d(x, Pool2dParams{k, k, {0, 0}}, loc);
+    }
+    // Windows of varying size: one mean per output cell.
+    std::vector<Tensor> rows;
+    for (int64_t i = 0; i < out[0]; ++i) {
+      int64_t r0 = i * h / out[0], r1 = ((i + 1) * h + out[0] - 1) / out[0];
+      std::vector<Tensor> cells;
+      for (int64_t j = 0; j < out[1]; ++j) {
+        int64_t c0 = j * w / out[1], c1 = ((j + 1) * w + out[1] - 1) / out[1];
+        Tensor window = slice(slice(x, 2, r0, r1, 1, loc), 3, c0, c1, 1, loc);
+        cells.push_back(mean(window, {2, 3}, true, loc));
+      }
+      rows.push_back(concat(cells, 3, loc));
+    }
+    return concat(rows, 2, loc);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// (x - mean) / sqrt(var + eps) over `axes`, biased variance.
+Tensor standardize(const Tensor &x, const std::vector<int64_t> &axes,
+                   double eps, const Here &loc) {
+  Tensor centred = sub(x, mean(x, axes, true, loc), loc);
+  Tensor variance = mean(mul(centred, centred, loc), axes, true, loc);
+  return mul(centred, rsqrt(shifted(variance, eps, loc), loc), loc);
+}
+
+/// weight and bias of shape [C] applied along dimension 1 of y.
+Tensor channelAffine(const Tensor &y, const Tensor &weight, const Tensor &bias,
+                     const Here &loc) {
+  Shape perChannel(y.rank(), 1);
+  perChannel[1] = y.dim(1);
+  Tensor out = y;
+  if (weight)
+    out = mul(out, reshape(weight, perChannel, loc), loc);
+  if (bias)
+    out = add(out, reshape(bias, perChannel, loc), loc);
+  return out;
+}
+
+void checkChannelParam(const Tensor &t, int64_t channels, const char *what,
+                       const char *op, const Here &loc) {
+  if (t && t.shape() != Shape{channels})
+    throw userError(loc, std::string(op) + ": " + what + " " +
+                             formatShape(t.shape()) + " does not match " +
+                             std::to_string(channels) + " channels");
+}
+
+} // namespace
+
+Tensor locus::layerNorm(const Tensor &x, const Shape &normalizedShape,
+                        const Tensor &weight, const Tensor &bias, double eps,
+                        Here loc) {
+  requireTensor(x, loc);
+  int64_t k = static_cast<int64_t>(normalizedShape.size());
+  Shape in = x.shape();
+  if (k == 0 || k > x.rank() ||
+      !std::equal(normalizedShape.begin(), normalizedShape.end(), in.end() - k))
+    throw userError(
+        loc, "layer_norm: normalized_shape " + formatShape(normalizedShape) +
+                 " is not the trailing dimensions of input " + formatShape(in));
+  for (const Tensor *t : {&weight, &bias})
+    if (*t && t->shape() != normalizedShape)
+      throw userError(
+          loc, "layer_norm: " + std::string(t == &weight ? "weight" : "bias") +
+                   " " + formatShape(t->shape()) +
+                   " does not match normalized_shape " +
+                   formatShape(normalizedShape));
+  return transaction(x, loc, [&] {
+    std::vector<int64_t> axes;
+    for (int64_t d = x.rank() - k; d < x.rank(); ++d)
+      axes.push_back(d);
+    Tensor y = standardize(x, axes, eps, loc);
+    if (weight)
+      y = mul(y, weight, loc);
+    if (bias)
+      y = add(y, bias, loc);
+    return y;
+  });
+}
+
+Tensor locus::groupNorm(const Tensor &x, int64_t groups, const Tensor &weight,
+                        const Tensor &bias, double eps, Here loc) {
+  requireTensor(x, loc);
+  if (x.rank() < 2)
+    throw userError(loc, "group_norm takes [N, C, ...], got " +
+                             formatShape(x.shape()));
+  int64_t channels = x.dim(1);
+  if (groups < 1 || channels % groups)
+    throw userError(loc, "group_norm: " + std::to_string(groups) +
+                             " groups do not divide " +
+                             std::to_string(channels) + " channels");
+  checkChannelParam(weight, channels, "weight", "group_norm", loc);
+  checkChannelParam(bias, channels, "bias", "group_norm", loc);
+  return transaction(x, loc, [&] {
+    Tensor grouped = reshape(x, {x.dim(0), groups, -1}, loc);
+    Tensor y = reshape(standardize(grouped, {2}, eps, loc), x.shape(), loc);
+    return channelAffine(y, weight, bias, loc);
+  });
+}
+
+Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
+                        const Tensor &runningVar, const Tensor &weight,
+                        const Tensor &bias, bool training, double momentum,
+                        double eps, Here loc) {
+  requireTensor(x, loc);
+  if (x.rank() < 2)
+    throw userError(loc, "batch_norm takes [N, C, ...], got " +
+                             formatShape(x.shape()));
+  int64_t channels = x.dim(1);
+  checkChannelParam(weight, channels, "weight", "batch_norm", loc);
+  checkChannelParam(bias, channels, "bias", "batch_norm", loc);
+  checkChannelParam(runningMean, channels, "running_mean", "batch_norm", loc);
+  checkChannelParam(runningVar, channels, "running_var", "batch_norm", loc);
+  std::vector<int64_t> axes = {0};
+  int64_t count = x.dim(0);
+  for (int64_t d = 2; d < x.rank(); ++d) {
+    axes.push_back(d);
+    count *= x.dim(d);
+  }
+  if (training && count < 2)
+    throw userError(loc, "batch_norm in training needs more than one value "
+                         "per channel, got input " +
+                             formatShape(x.shape()) + " (as PyTorch)");
+  if (training && !(momentum >= 0 && momentum <= 1))
+    throw userError(loc, "batch_norm: momentum must be in [0, 1]");
+  return transaction(x, loc, [&] {
+    Shape perChannel(x.rank(), 1);
+    perChannel[1] = channels;
+    Tensor y;
+    if (training) {
+      Tensor batchMean = mean(x, axes, true, loc);
+      Tensor centred = sub(x, batchMean, loc);
+      Tensor biased = mean(mul(centred, centred, loc), axes, true, loc);
+      y = mul(centred, rsqrt(shifted(biased, eps, loc), loc), loc);
+      if (runningMean && runningVar) {
+        double unbias =
+            static_cast<double>(count) / static_cast<double>(count - 1);
+        Tensor mean1 = reshape(batchMean, {channels}, loc);
+        Tensor var1 = scaled(reshape(biased, {channels}, loc), unbias, loc);
+        auto blend = [&](const Tensor &running, const Tensor &batch) {
+          return add(scaled(running, 1.0 - momentum, loc),
+                     scaled(batch, momentum, loc), loc);
+        };
+        assign(runningMean, blend(runningMean, mean1), loc);
+        assign(runningVar, blend(runningVar, var1), loc);
+      }
+    } else {
+      if (!runningMean || !runningVar)
+        throw userError(loc, "batch_norm in eval mode needs running_mean and "
+                             "running_var");
+      Tensor scale =
+          reshape(rsqrt(shifted(runningVar, eps, loc), loc), perChannel, loc);
+      y = mul(sub(x, reshape(runningMean, perChannel, loc), loc), scale, loc);
+    }
+    return channelAffine(y, weight, bias, loc);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+Tensor locus::scaledDotProductAttention(const Tensor &q, const Tensor &k,
+                                        const Tensor &v,
+                                        const AttentionOptions &options,
+                                        Here loc) {
+  requireTensor(q, loc);
+  if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2 || q.dim(-1) != k.dim(-1) ||
+      k.dim(-2) != v.dim(-2))
+    throw userError(loc, "scaled_dot_product_attention takes q [..., L, E], "
+                         "k [..., S, E] and v [..., S, Ev], got " +
+                             formatShape(q.shape()) + ", " +
+                             formatShape(k.shape()) + ", " +
+                             formatShape(v.shape()));
+  if (options.attnMask && options.isCausal)
+    throw userError(loc, "scaled_dot_product_attention: give attn_mask or "
+                         "is_causal, not both (as PyTorch)");
+  double scale = options.scale
+                     ? *options.scale
+                     : 1.0 / std::sqrt(static_cast<double>(q.dim(-1)));
+  return transaction(q, loc, [&] {
+    Graph g = graphOf(q, loc);
+    Tensor scores =
+        scaled(matmul(q, transpose(k, -2, -1, loc), loc), scale, loc);
+    int64_t l = q.dim(-2), s = k.dim(-2);
+    Tensor minusInf =
+        g.full({}, -std::numeric_limits<double>::infinity(), DType::f32, loc);
+    if (options.isCausal) {
+      Tensor allowed = tril(g.ones({l, s}, DType::i1, loc), 0, loc);
+      scores = where(allowed, scores, minusInf, loc);
+    } else if (options.attnMask) {
+      if (options.attnMask.dtype() == DType::i1)
+        scores = where(options.attnMask, scores, minusInf, loc);
+      else
+        scores = add(scores, options.attnMask, loc);
+    }
+    return matmul(softmax(scores, -1, loc), v, loc);
+  });
+}

@@ -1,0 +1,321 @@
+//===- layer_check.cpp - layers and functional ops against PyTorch --------===//
+//
+// Each case records one layer or function on inputs x..., the loss
+// sum(out * R) for a random R, and its gradients with respect to every f32
+// input and every parameter; compiles it (every op on the CPU, or with
+// prefer-gpu on cpu + cuda:0, which runs on the sim device); sets every
+// input and every parameter and buffer to the values torch_layers.py gives
+// PyTorch (locus_init_fill's uniform generator, seeded by Graph::seedFor of
+// "<case>/<name>"); runs it once; and prints, as JSON, the output, the
+// gradients and the state after the run (running statistics).
+//
+//   layer_check [cpu|sim] > got.json
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Compile.h"
+#include "locus/Frontend/Nn.h"
+#include "locus/locus_runtime.h"
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace locus;
+
+namespace {
+
+/// What a case records: named f32 inputs the case made, the output, and
+/// the layer whose state is set and differentiated.
+struct Recorded {
+  Tensor out;
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  std::vector<std::pair<std::string, Tensor>> state;
+  /// i64 inputs and their fixed values.
+  std::map<std::string, HostTensor> labels;
+};
+
+using Builder = std::function<Recorded(Graph &)>;
+
+std::vector<float> uniform(const std::string &key, size_t n, double low,
+                           double high) {
+  Graph seeds("seeds");
+  std::vector<float> values(n);
+  locus_status_t status = locus_init_fill(LOCUS_INIT_UNIFORM, low, high,
+                                          seeds.seedFor(key), n, values.data());
+  if (status) {
+    std::fprintf(stderr, "%s\n", locus_status_message(status));
+    std::exit(2);
+  }
+  return values;
+}
+
+/// Values of state `name`: running variances stay positive.
+std::vector<float> stateValues(const std::string &key, const std::string &name,
+                               size_t n) {
+  bool variance = name.size() >= 11 &&
+                  name.compare(name.size() - 11, 11, "running_var") == 0;
+  return variance ? uniform(key, n, 0.5, 1.5) : uniform(key, n, -1.0, 1.0);
+}
+
+void printArray(const std::vector<float> &values) {
+  std::cout << "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    std::printf("%s%.9g", i ? ", " : "", static_cast<double>(values[i]));
+  std::cout << "]";
+}
+
+Tensor in(Graph &g, Recorded &r, const std::string &name, const Shape &shape) {
+  Tensor t = g.input(name, shape);
+  r.inputs.emplace_back(name, t);
+  return t;
+}
+
+Tensor ids(Graph &g, Recorded &r, const std::string &name, const Shape &shape,
+           std::vector<int64_t> values) {
+  r.labels[name] = HostTensor::fromI64(shape, std::move(values));
+  return g.input(name, shape, {.dtype = DType::i64});
+}
+
+std::map<std::string, Builder> cases() {
+  std::map<std::string, Builder> all;
+  all["layer_norm"] = [](Graph &g) {
+    Recorded r;
+    nn::LayerNorm m(g, {6}, {.name = "m"});
+    r.out = m(in(g, r, "x", {4, 6}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["layer_norm_2d"] = [](Graph &g) {
+    Recorded r;
+    nn::LayerNorm m(g, {3, 4}, {.eps = 1e-3, .name = "m"});
+    r.out = m(in(g, r, "x", {2, 3, 4}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["group_norm"] = [](Graph &g) {
+    Recorded r;
+    nn::GroupNorm m(g, 3, 6, {.name = "m"});
+    r.out = m(in(g, r, "x", {2, 6, 3, 3}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["batch_norm_train"] = [](Graph &g) {
+    Recorded r;
+    nn::BatchNorm2d m(g, 3, {.momentum = 0.2, .name = "m"});
+    r.out = m(in(g, r, "x", {4, 3, 5, 5}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["batch_norm_eval"] = [](Graph &g) {
+    Recorded r;
+    nn::BatchNorm2d m(g, 3, {.name = "m"});
+    m.eval();
+    r.out = m(in(g, r, "x", {4, 3, 5, 5}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["batch_norm1d_train"] = [](Graph &g) {
+    Recorded r;
+    nn::BatchNorm1d m(g, 5, {.name = "m"});
+    r.out = m(in(g, r, "x", {8, 5}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["embedding"] = [](Graph &g) {
+    Recorded r;
+    nn::Embedding m(g, 7, 4, {.name = "m"});
+    r.out = m(ids(g, r, "ids", {2, 3}, {0, 6, 2, 2, 5, 1}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["lstm_cell"] = [](Graph &g) {
+    Recorded r;
+    nn::LSTMCell m(g, 4, 5, {.name = "m"});
+    auto [h, c] =
+        m(in(g, r, "x", {3, 4}), in(g, r, "h", {3, 5}), in(g, r, "c", {3, 5}));
+    r.out = concat({h, c}, 1);
+    r.state = m.stateDict();
+    return r;
+  };
+  all["gru_cell"] = [](Graph &g) {
+    Recorded r;
+    nn::GRUCell m(g, 4, 5, {.name = "m"});
+    r.out = m(in(g, r, "x", {3, 4}), in(g, r, "h", {3, 5}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["mha_causal"] = [](Graph &g) {
+    Recorded r;
+    nn::MultiheadAttention m(g, 8, 2, {.batchFirst = true, .name = "m"});
+    Tensor x = in(g, r, "x", {2, 5, 8});
+    r.out = m(x, x, x, {.isCausal = true});
+    r.state = m.stateDict();
+    return r;
+  };
+  all["mha_cross_bool_mask"] = [](Graph &g) {
+    Recorded r;
+    nn::MultiheadAttention m(g, 8, 4, {.name = "m"});
+    Tensor q = in(g, r, "q", {3, 2, 8}), kv = in(g, r, "kv", {4, 2, 8});
+    // Query i may not attend to key i + 1 (true: masked out).
+    std::vector<int64_t> mask(12, 0);
+    for (int i = 0; i < 3; ++i)
+      mask[i * 4 + i + 1] = 1;
+    Tensor boolMask = cast(g.constantI64({3, 4}, mask), DType::i1);
+    r.out = m(q, kv, kv, {.attnMask = boolMask});
+    r.state = m.stateDict();
+    return r;
+  };
+  all["sdpa_additive"] = [](Graph &g) {
+    Recorded r;
+    Tensor q = in(g, r, "q", {2, 3, 4}), k = in(g, r, "k", {2, 5, 4}),
+           v = in(g, r, "v", {2, 5, 6}), bias = in(g, r, "bias", {3, 5});
+    r.out = scaledDotProductAttention(q, k, v, {.attnMask = bias});
+    return r;
+  };
+  all["matmul_broadcast"] = [](Graph &g) {
+    Recorded r;
+    Tensor a = in(g, r, "a", {2, 1, 3, 5}), b = in(g, r, "b", {4, 5, 2});
+    Tensor c = in(g, r, "c", {2, 4, 3, 5}), d = in(g, r, "d", {5, 2});
+    Tensor v = in(g, r, "v", {5});
+    r.out = concat({flatten(matmul(a, b), 0), flatten(matmul(c, d), 0),
+                    flatten(matmul(c, v), 0), flatten(matmul(v, b), 0)},
+                   0);
+    return r;
+  };
+  all["reductions"] = [](Graph &g) {
+    Recorded r;
+    Tensor x = in(g, r, "x", {3, 4, 5});
+    r.out = concat({flatten(var(x, {1}), 0),
+                    flatten(locus::std(x, {0, 2}, false), 0),
+                    flatten(logsumexp(x, {2}), 0), flatten(min(x, {1, 2}), 0),
+                    flatten(cast(argmax(x, 1), DType::f32), 0)},
+                   0);
+    return r;
+  };
+  all["activations"] = [](Graph &g) {
+    Recorded r;
+    Tensor x = in(g, r, "x", {4, 5});
+    r.out = concat({leakyRelu(x, 0.2), clamp(x, -0.5, 0.25),
+                    hardtanh(x, -0.3, 0.6), minimum(x, x * 0.5f)},
+                   0);
+    return r;
+  };
+  all["shapes"] = [](Graph &g) {
+    Recorded r;
+    Tensor x = in(g, r, "x", {2, 3, 4});
+    std::vector<Tensor> parts = split(x, 3, 2);
+    std::vector<Tensor> rows = unbind(x, 1);
+    Tensor padded = pad(x, {1, 2, 0, 1}, 0.5);
+    Tensor stacked = stack({rows[0], rows[2]}, 1);
+    Tensor expanded =
+        expand(unsqueeze(squeeze(slice(x, 1, 0, 1), 1), 0), {3, -1, -1});
+    r.out =
+        concat({flatten(parts[1], 0), flatten(padded, 0), flatten(stacked, 0),
+                flatten(expanded, 0), flatten(triu(x, 1), 0),
+                flatten(tril(x), 0), flatten(chunk(x, 2, 1)[1], 0)},
+               0);
+    return r;
+  };
+  all["adaptive_pool"] = [](Graph &g) {
+    Recorded r;
+    Tensor x = in(g, r, "x", {2, 3, 7, 6});
+    r.out = concat({flatten(adaptiveAvgPool2d(x, {3, 4}), 1),
+                    flatten(adaptiveAvgPool2d(x, {1}), 1),
+                    flatten(nn::AdaptiveAvgPool2d({7, 3})(x), 1)},
+                   1);
+    return r;
+  };
+  all["masked_fill_where_i64"] = [](Graph &g) {
+    Recorded r;
+    Tensor x = in(g, r, "x", {3, 4});
+    Tensor k = ids(g, r, "ids", {3, 4}, {0, 1, 2, 3, 3, 2, 1, 0, 2, 2, 0, 1});
+    Tensor pick = eq(k, g.full({}, 2, DType::i64));
+    Tensor big = ge(k, g.arange(4));
+    r.out = concat(
+        {maskedFill(x, pick, -3.0), where(big, x, x * 2.0f),
+         cast(indexSelect(k, 1, g.constantI64({2}, {3, 0})), DType::f32)},
+        1);
+    return r;
+  };
+  return all;
+}
+
+std::vector<float> valuesOf(const HostTensor &t) {
+  if (t.dtype == DType::f32)
+    return t.f32;
+  return std::vector<float>(t.i64.begin(), t.i64.end());
+}
+
+void runCase(const std::string &name, const Builder &build,
+             const std::string &variant, bool first) {
+  Graph g(name);
+  Recorded r = build(g);
+  Tensor R = g.input("R", r.out.shape());
+  Tensor loss = sum(flatten(mul(r.out, R), 0), {0});
+  std::vector<Tensor> wrt;
+  std::vector<std::string> names;
+  for (auto &[n, t] : r.inputs) {
+    wrt.push_back(t);
+    names.push_back(n);
+  }
+  for (auto &[n, t] : r.state)
+    if (n.find("running_") == std::string::npos) {
+      wrt.push_back(t);
+      names.push_back(n);
+    }
+  g.output("out", r.out);
+  std::vector<Tensor> grads = grad(loss, wrt);
+  for (size_t i = 0; i < grads.size(); ++i)
+    g.output("grad/" + names[i], grads[i]);
+
+  CompileOptions options;
+  if (variant == "sim") {
+    options.devices = {"cpu", "cuda:0"};
+    options.policy = "prefer-gpu";
+  } else {
+    options.policy = "cpu";
+  }
+  CompiledModel model = compile(g, options);
+  for (auto &[n, t] : r.state) {
+    std::vector<float> v = stateValues(name + "/" + n, n, t.numel());
+    model.setState(n, HostTensor::fromF32(t.shape(), v));
+  }
+  std::map<std::string, HostTensor> feeds = r.labels;
+  for (auto &[n, t] : r.inputs)
+    feeds[n] = HostTensor::fromF32(
+        t.shape(), uniform(name + "/" + n, t.numel(), -1.0, 1.0));
+  feeds["R"] = HostTensor::fromF32(
+      r.out.shape(), uniform(name + "/R", r.out.numel(), -1.0, 1.0));
+  std::map<std::string, HostTensor> outputs = model.run(feeds);
+
+  std::cout << (first ? "" : ",\n") << "  \"" << name << "\": {\"out\": ";
+  printArray(valuesOf(outputs.at("out")));
+  for (const std::string &n : names) {
+    std::cout << ", \"grad/" << n << "\": ";
+    printArray(valuesOf(outputs.at("grad/" + n)));
+  }
+  for (auto &[n, t] : r.state)
+    if (n.find("running_") != std::string::npos) {
+      std::cout << ", \"state/" << n << "\": ";
+      printArray(valuesOf(model.state(n)));
+    }
+  std::cout << "}";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string variant = argc > 1 ? argv[1] : "cpu";
+  bool first = true;
+  std::cout << "{\n";
+  for (auto &[name, build] : cases()) {
+    runCase(name, build, variant, first);
+    first = false;
+  }
+  std::cout << "\n}\n";
+  return 0;
+}
