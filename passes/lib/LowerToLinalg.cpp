@@ -23,6 +23,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -1181,6 +1182,109 @@ Value lowerMseLoss(Lowering &l, MseLossOp op) {
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
+//===----------------------------------------------------------------------===//
+// Random numbers: Philox4x32-10
+//===----------------------------------------------------------------------===//
+
+/// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+/// 3", SC'11; the generator of cuRAND and of PyTorch on CUDA) in integer
+/// arith ops inside a generic's body: 32-bit products are 64-bit multiplies
+/// and shifts, so the host and NVVM compute the same bits. The key schedule
+/// is folded: the seed is an attribute, so each round's key is a constant.
+class Philox {
+public:
+  Philox(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  Value i32(uint32_t v) {
+    return b.create<arith::ConstantOp>(
+        loc, b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  }
+  Value i64(uint64_t v) {
+    return b.create<arith::ConstantOp>(
+        loc, b.getI64IntegerAttr(static_cast<int64_t>(v)));
+  }
+  /// The low and high 32 bits of a 64-bit value.
+  std::pair<Value, Value> split(Value v) {
+    Type t = b.getI32Type();
+    Value lo = b.create<arith::TruncIOp>(loc, t, v);
+    Value hi = b.create<arith::TruncIOp>(
+        loc, t, b.create<arith::ShRUIOp>(loc, v, i64(32)));
+    return {lo, hi};
+  }
+  Value bitXor(Value x, Value y) { return b.create<arith::XOrIOp>(loc, x, y); }
+
+  /// The four outputs for a counter and a key.
+  std::array<Value, 4> run(std::array<Value, 4> c, uint64_t key) {
+    auto k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+    for (int round = 0; round < 10; ++round) {
+      auto [lo0, hi0] = mulhilo(0xD2511F53u, c[0]);
+      auto [lo1, hi1] = mulhilo(0xCD9E8D57u, c[2]);
+      c = {bitXor(bitXor(hi1, c[1]), i32(k0)), lo1,
+           bitXor(bitXor(hi0, c[3]), i32(k1)), lo0};
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    return c;
+  }
+
+  /// (x >> 8) * 2^-24: the top 24 bits as an f32 in [0, 1), exactly.
+  Value unit(Value x) {
+    Value top = b.create<arith::ShRUIOp>(loc, x, i32(8));
+    Value f = b.create<arith::UIToFPOp>(loc, b.getF32Type(), top);
+    return b.create<arith::MulFOp>(
+        loc, f, b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0x1p-24)));
+  }
+
+private:
+  /// The low and high halves of m * x (x a 32-bit value).
+  std::pair<Value, Value> mulhilo(uint32_t m, Value x) {
+    Value wide = b.create<arith::ExtUIOp>(loc, b.getI64Type(), x);
+    return split(b.create<arith::MulIOp>(loc, wide, i64(m)));
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+/// One generic over the result: each element's row-major index and the
+/// step make the counter; see locus.random.
+Value lowerRandom(Lowering &l, RandomOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType type = op.getType();
+  unsigned rank = type.getRank();
+  auto seed = static_cast<uint64_t>(op.getSeed());
+  bool normal = op.getDistribution() == Distribution::normal;
+  AffineMap scalar = AffineMap::get(rank, 0, {}, b.getContext());
+  return l.generic(
+      type, ValueRange{op.getStep()}, {scalar}, l.empty(type),
+      b.getMultiDimIdentityMap(rank),
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Philox p(nb, nl);
+        Value flat = p.i64(0);
+        for (unsigned d = 0; d < rank; ++d) {
+          Value i = nb.create<arith::IndexCastUIOp>(
+              nl, nb.getI64Type(), nb.create<linalg::IndexOp>(nl, d));
+          flat = nb.create<arith::AddIOp>(
+              nl, nb.create<arith::MulIOp>(nl, flat, p.i64(type.getDimSize(d))),
+              i);
+        }
+        Value step = nb.create<arith::FPToSIOp>(nl, nb.getI64Type(), a[0]);
+        auto [i0, i1] = p.split(flat);
+        auto [s0, s1] = p.split(step);
+        std::array<Value, 4> x = p.run({i0, i1, s0, s1}, seed);
+        if (!normal)
+          return p.unit(x[0]);
+        // Box-Muller: sqrt(-2 ln(1 - u0)) cos(2 pi u1).
+        BodyMath f{nb, nl};
+        Value radius = f.sqrt(
+            f.mul(f.cst(-2.0),
+                  nb.create<math::LogOp>(nl, f.sub(f.cst(1.0), p.unit(x[0])))));
+        Value angle = f.mul(f.cst(2 * M_PI), p.unit(x[1]));
+        return f.mul(radius, nb.create<math::CosOp>(nl, angle));
+      });
+}
+
 
 /// Replaces an `OpTy` with what `Lower(Lowering &, OpTy)` builds in front of
 /// it: a value, or the values of an op with several results (the
@@ -1267,6 +1371,7 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
 }
 
 void locus::configureLocusToLinalgTarget(ConversionTarget &target) {
+  patterns.add<LowerOp<RandomOp, lowerRandom>>(ctx);
   target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                          arith::ArithDialect, math::MathDialect,
                          bufferization::BufferizationDialect,

@@ -236,6 +236,9 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
       backwardLoss(op, g) || backwardPlacement(op, g) ||
       isa<CmpOp, OneHotOp>(op))
     return success();
+  // Random numbers depend on the run counter alone: no gradient.
+  if (isa<RandomOp>(op))
+    return success();
   return op->emitOpError()
          << "has no gradient: reverse-mode autodiff covers the forward "
             "ops of the dialect, not gradients, optimizer steps or "

@@ -780,6 +780,42 @@ def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
 //===----------------------------------------------------------------------===//
 
 def Locus_KernelOp : Locus_Op<"kernel", [SingleBlock,
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+def Locus_RandomOp : Locus_InferOp<"random"> {
+  let summary = "Counter-based random numbers, U[0, 1) or N(0, 1).";
+  let description = [{
+    A tensor of `shape` whose element `i` (row-major) is a function of
+    `seed`, `step` and `i` alone: Philox4x32-10 (Salmon et al., SC'11, as in
+    cuRAND and PyTorch) with the counter `(i mod 2^32, i / 2^32, s mod
+    2^32, s / 2^32)`, `s` being `step` as an integer, and the key `(seed mod
+    2^32, seed / 2^32)`. The same bits come out on every device. Its
+    outputs `x0, x1, ...` give:
+
+    - `uniform`: `(x0 >> 8) * 2^-24`, exactly a float32 in [0, 1);
+    - `normal`: Box-Muller, `sqrt(-2 ln(1 - u0)) * cos(2 pi u1)` with
+      `u0`, `u1` from `x0`, `x1` as above (`1 - u0` is never 0).
+
+    `step` is a 0-d f32 run counter (the frontend keeps one per graph in
+    the buffer `rng.step`, one more at every run), so each run draws new
+    numbers. No gradient flows through it.
+
+    ```mlir
+    %u = locus.random uniform [4, 8] seed 42 step %t : tensor<f32> -> tensor<4x8xf32>
+    %n = locus.random normal [16] seed -7 step %t : tensor<f32> -> tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Locus_ScalarF32:$step, Locus_Distribution:$distribution,
+                       DenseI64ArrayAttr:$shape, I64Attr:$seed);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $distribution $shape `seed` $seed `step` $step attr-dict `:` type($step)
+    `->` type($result)
+  }];
+}
+
                                          RecursiveMemoryEffects]> {
   let summary = "Ops that run as one kernel on one device.";
   let description = [{
