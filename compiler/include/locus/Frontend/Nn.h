@@ -38,8 +38,17 @@ public:
   /// The trainable parameters, in PyTorch's order (weight before bias).
   virtual std::vector<Tensor> parameters() const { return {}; }
 
+  /// Training mode (on, the default) or evaluation mode, as
+  /// torch.nn.Module.train(); layers such as Dropout read it when called,
+  /// so it changes what later calls record, not what was recorded.
+  virtual void train(bool on = true) { training_ = on; }
+  /// Evaluation mode: train(false), as torch.nn.Module.eval().
+  void eval() { train(false); }
+  bool isTraining() const { return training_; }
+
 private:
   Here builtAt_;
+  bool training_ = true;
 };
 
 struct LinearOptions {
