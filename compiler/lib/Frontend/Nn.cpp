@@ -157,3 +157,18 @@ std::vector<Tensor> Sequential::parameters() const {
       all.push_back(p);
   return all;
 }
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+Dropout::Dropout(double p, Here loc) : Module(loc), p_(p) {
+  if (!(p >= 0 && p <= 1))
+    throw Error(loc.file_name(), loc.line(), loc.column(),
+                "dropout probability has to be between 0 and 1, but got " +
+                    std::to_string(p));
+}
+
+Tensor Dropout::forward(const Tensor &x, Here loc) const {
+  return dropout(x, p_, isTraining(), loc);
+}

@@ -149,6 +149,20 @@ public:
   Tensor forward(const Tensor &x, Here loc) const override;
 };
 
+/// torch.nn.Dropout: in training mode zeroes each element with probability
+/// p and scales the others by 1 / (1 - p), a new mask at every run (see
+/// locus::dropout); in evaluation mode (eval()) the identity. A p outside
+/// [0, 1] is an Error where the layer is built.
+class Dropout : public Module {
+public:
+  explicit Dropout(double p = 0.5, Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  double p() const { return p_; }
+
+private:
+  double p_;
+};
+
 /// Any layer, held by a Sequential. Copies share the layer's parameters.
 class AnyModule {
 public:
