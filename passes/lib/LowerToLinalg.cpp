@@ -901,16 +901,17 @@ SmallVector<Value> lowerSgd(Lowering &l, SgdOp op) {
       });
 }
 
-/// torch.optim.Adam's single-tensor update (PyTorch 1.13), in its order of
-/// operations. The bias corrections lr / (1 - beta1^t) and
-/// sqrt(1 - beta2^t) are scalars: one scalar generic computes them from the
-/// step count, once, not per element (PyTorch computes them in double and
-/// passes them as f32 scalars; in f32 here they differ by ~1e-7 relative).
+/// torch.optim.Adam's (or, `decoupled`, AdamW's) single-tensor update
+/// (PyTorch 1.13), in its order of operations. The bias corrections lr / (1 -
+/// beta1^t) and sqrt(1 - beta2^t) are scalars: one scalar generic computes them
+/// from the step count, once, not per element (PyTorch computes them in double
+/// and passes them as f32 scalars; in f32 here they differ by ~1e-7 relative).
 SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
   OpBuilder &b = l.b;
   double lr = op.getLr().convertToDouble(), b1 = op.getBetas()[0],
          b2 = op.getBetas()[1], eps = op.getEps().convertToDouble(),
          decay = op.getWeightDecay().convertToDouble();
+  bool decoupled = op.getDecoupled();
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   AffineMap none = AffineMap::get(0, 0, {}, b.getContext());
   auto corrections = b.create<linalg::GenericOp>(
@@ -933,7 +934,9 @@ SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
       [&](OpBuilder &nb, Location nl, ValueRange a) {
         BodyMath f{nb, nl};
         Value p = a[0], g = a[1], stepSize = a[4], bc2Sqrt = a[5];
-        if (decay != 0)
+        if (decay != 0 && decoupled) // AdamW: param.mul_(1 - lr * decay)
+          p = f.mul(p, f.cst(1 - lr * decay));
+        else if (decay != 0)
           g = f.add(g, f.mul(p, f.cst(decay)));
         // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1), and so on.
         Value m = f.add(f.mul(a[2], f.cst(b1)), f.mul(g, f.cst(1 - b1)));
@@ -1180,9 +1183,6 @@ Value lowerMseLoss(Lowering &l, MseLossOp op) {
 }
 
 //===----------------------------------------------------------------------===//
-// Patterns
-//===----------------------------------------------------------------------===//
-//===----------------------------------------------------------------------===//
 // Random numbers: Philox4x32-10
 //===----------------------------------------------------------------------===//
 
@@ -1285,6 +1285,9 @@ Value lowerRandom(Lowering &l, RandomOp op) {
       });
 }
 
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
 
 /// Replaces an `OpTy` with what `Lower(Lowering &, OpTy)` builds in front of
 /// it: a value, or the values of an op with several results (the
@@ -1368,10 +1371,10 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
            LowerOp<Conv2dWeightGradOp, lowerConvWeightGrad>,
            LowerOp<MaxPool2dGradOp, lowerMaxPoolGrad>, LowerOp<SgdOp, lowerSgd>,
            LowerOp<AdamOp, lowerAdam>>(ctx);
+  patterns.add<LowerOp<RandomOp, lowerRandom>>(ctx);
 }
 
 void locus::configureLocusToLinalgTarget(ConversionTarget &target) {
-  patterns.add<LowerOp<RandomOp, lowerRandom>>(ctx);
   target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                          arith::ArithDialect, math::MathDialect,
                          bufferization::BufferizationDialect,

@@ -276,6 +276,24 @@ def random_ref(shape, seed, step, normal):
 EXACT = set()
 
 
+def adam_ref(p, g, m, v, t, lr, b1, b2, eps, decay, decoupled):
+    """torch.optim.Adam (AdamW when `decoupled`), one step at step count t:
+    the new param, m and v stacked along axis 0."""
+    out = ([], [], [])
+    for pi, gi, mi, vi in zip(p[1], g[1], m[1], v[1]):
+        if decoupled:
+            pi = pi * (1 - lr * decay)
+        else:
+            gi = gi + decay * pi
+        mi = b1 * mi + (1 - b1) * gi
+        vi = b2 * vi + (1 - b2) * gi * gi
+        step_size = lr / (1 - b1 ** t)
+        denom = math.sqrt(vi) / math.sqrt(1 - b2 ** t) + eps
+        for lst, val in zip(out, (pi - step_size * mi / denom, mi, vi)):
+            lst.append(val)
+    return ([3 * p[0][0]] + p[0][1:], out[0] + out[1] + out[2])
+
+
 # --- cases -------------------------------------------------------------------
 # (name, [(name, tensor, elem)], ir lines producing %r, reference)
 
@@ -433,6 +451,18 @@ def cases():
         "%n = locus.select %k, %sb, %zb : tensor<8x16xi1>, tensor<8x16xf32>\n"
         "%r = locus.mul %dx, %n : tensor<8x16xf32>").replace("SCALE", "%.9e" % scale), \
         ew(lambda x, v: struct_f32(x * scale) if v >= 0.25 else 0.0, dx, u)
+    # Adam's step (weight decay as L2 in the gradient) and AdamW's
+    # (decoupled: the parameter scaled first); all three results, stacked.
+    ap, ag, am = rand([3, 5]), rand([3, 5]), rand([3, 5])
+    av = rand([3, 5], 0.0, 2.0)
+    for name, decoupled in [("adam_l2", False), ("adam_decoupled", True)]:
+        yield name, [("ap", ap), ("ag", ag), ("am", am), ("av", av), ("t", ([], [3.0]))], (
+            "%%o:3 = locus.adam %%ap, %%ag, %%am, %%av, %%t lr 0.05 betas [0.8, 0.99] "
+            "eps 1.0e-06 weight_decay 0.1%s : tensor<3x5xf32>, tensor<f32>\n"
+            "%%r = locus.concat %%o#0, %%o#1, %%o#2 axis 0 : (tensor<3x5xf32>, "
+            "tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<9x5xf32>" % (
+                " decoupled" if decoupled else "")), \
+            adam_ref(ap, ag, am, av, 3, 0.05, 0.8, 0.99, 1e-6, 0.1, decoupled)
 
 
 def run(name, inputs, ir, ref):

@@ -788,7 +788,8 @@ public:
     auto op = b.create<AdamOp>(
         loc, p, grad, m, v, step, b.getF64FloatAttr(config.lr),
         b.getDenseF64ArrayAttr({config.beta1, config.beta2}),
-        b.getF64FloatAttr(config.eps), b.getF64FloatAttr(config.weightDecay));
+        b.getF64FloatAttr(config.eps), b.getF64FloatAttr(config.weightDecay),
+        config.decoupled ? b.getUnitAttr() : nullptr);
     b.create<AssignOp>(loc, p, op.getNewParam());
     b.create<AssignOp>(loc, m, op.getNewM());
     b.create<AssignOp>(loc, v, op.getNewV());

@@ -685,7 +685,7 @@ def Locus_SgdOp : Locus_InferOp<"sgd", [AllTypesMatch<["param", "grad"]>]> {
 
 def Locus_AdamOp : Locus_InferOp<"adam",
     [AllTypesMatch<["param", "grad", "m", "v"]>]> {
-  let summary = "One step of torch.optim.Adam for one parameter.";
+  let summary = "One step of torch.optim.Adam (or AdamW) for one parameter.";
   let description = [{
     PyTorch's update with bias correction, `step` being the step number
     after this step's increment (1 on the first step):
@@ -695,8 +695,13 @@ def Locus_AdamOp : Locus_InferOp<"adam",
     (sqrt(v') / sqrt(1 - beta2^step) + eps)`. The results are `param'`,
     `m'` and `v'`.
 
+    With `decoupled`, torch.optim.AdamW's decoupled weight decay instead:
+    `param` is first scaled by `1 - lr * weight_decay`, and `g = grad`.
+
     ```mlir
     %p2, %m2, %v2 = locus.adam %w, %dw, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.0
+        : tensor<2x10xf32>, tensor<f32>
+    %p3, %m3, %v3 = locus.adam %w, %dw, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.01 decoupled
         : tensor<2x10xf32>, tensor<f32>
     ```
   }];
@@ -704,13 +709,13 @@ def Locus_AdamOp : Locus_InferOp<"adam",
                        Locus_F32Tensor:$m, Locus_F32Tensor:$v,
                        Locus_ScalarF32:$step, F64Attr:$lr,
                        DenseF64ArrayAttr:$betas, F64Attr:$eps,
-                       F64Attr:$weight_decay);
+                       F64Attr:$weight_decay, UnitAttr:$decoupled);
   let results = (outs Locus_F32Tensor:$new_param, Locus_F32Tensor:$new_m,
                       Locus_F32Tensor:$new_v);
   let assemblyFormat = [{
     $param `,` $grad `,` $m `,` $v `,` $step `lr` $lr `betas` $betas `eps`
-    $eps `weight_decay` $weight_decay attr-dict `:` type($param) `,`
-    type($step)
+    $eps `weight_decay` $weight_decay (`decoupled` $decoupled^)? attr-dict
+    `:` type($param) `,` type($step)
   }];
 }
 
@@ -776,11 +781,6 @@ def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
 }
 
 //===----------------------------------------------------------------------===//
-// Kernels (made by --locus-fuse-kernels)
-//===----------------------------------------------------------------------===//
-
-def Locus_KernelOp : Locus_Op<"kernel", [SingleBlock,
-//===----------------------------------------------------------------------===//
 // Random numbers
 //===----------------------------------------------------------------------===//
 
@@ -816,6 +816,11 @@ def Locus_RandomOp : Locus_InferOp<"random"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Kernels (made by --locus-fuse-kernels)
+//===----------------------------------------------------------------------===//
+
+def Locus_KernelOp : Locus_Op<"kernel", [SingleBlock,
                                          RecursiveMemoryEffects]> {
   let summary = "Ops that run as one kernel on one device.";
   let description = [{

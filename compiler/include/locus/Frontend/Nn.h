@@ -249,8 +249,9 @@ struct AdamOptions {
 /// parameter (locus.sgd / locus.adam and locus.assign): the graph becomes a
 /// training step, and each run of the compiled model is loss.backward() plus
 /// optimizer.step() in PyTorch. The optimizer's state (momentum buffers,
-/// Adam's moments and step count) is new buffer state, zeros at first, made
-/// where each parameter is made, so it stays on the parameter's device.
+/// Adam's and AdamW's moments and step count) is new buffer state, zeros at
+/// first, made where each parameter is made, so it stays on the parameter's
+/// device.
 class Optimizer {
 public:
   Optimizer(std::vector<Tensor> params, Here loc);
@@ -290,6 +291,29 @@ protected:
 
 private:
   AdamOptions options_;
+};
+
+/// torch.optim.AdamW's settings (weight decay 0.01 by default).
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 1e-2;
+};
+
+/// torch.optim.AdamW: Adam with decoupled weight decay (each step scales the
+/// parameter by 1 - lr * weight_decay first, and the gradient gets no L2
+/// term). Its state has Adam's names.
+class AdamW : public Optimizer {
+public:
+  AdamW(std::vector<Tensor> params, const AdamWOptions &options = {},
+        Here loc = Here::current());
+
+protected:
+  void configure(Config &config) const override;
+
+private:
+  AdamWOptions options_;
 };
 
 } // namespace locus::optim
