@@ -222,6 +222,12 @@ OpWork locus::estimateWork(Operation *op) {
       .Case<AdamOp>([&](AdamOp o) { return kernel(14 * numel(o.getParam())); })
       .Case<CrossEntropyOp>(
           [&](CrossEntropyOp c) { return kernel(5 * numel(c.getLogits())); })
+      .Case<RandomOp>([&](RandomOp r) {
+        // Ten Philox rounds of 32-bit products (integer work, counted as
+        // flops), and Box-Muller's log, sqrt and cos for normal.
+        bool normal = r.getDistribution() == Distribution::normal;
+        return kernel((normal ? 60 : 40) * numel(r.getResult()));
+      })
       .Default([&](Operation *o) {
         // An op of another dialect: count its traffic, one flop per element.
         double elements = 0;

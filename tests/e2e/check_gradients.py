@@ -163,6 +163,24 @@ def cases():
         "%t = locus.tanh %h : tensor<4x3xf32>\n"
         "%r = locus.cross_entropy %t, %lb4 mean : tensor<4x3xf32>, tensor<4xi64> -> tensor<f32>"), \
         lambda x, w, bb, lb: ([], [-sum(cl.at(cl.softmax(ew(math.tanh, linear(x, w, bb)), 1, log=True), [n, lb[1][n]]) for n in range(4)) / 4])
+    # Dropout's pattern: the mask's locus.random has no gradient (the run
+    # counter t gets zeros); x gets the mask times 1 / (1 - p).
+    dx = rand([4, 6])
+
+    def dropout(x, t):
+        u = cl.random_ref([4, 6], 77, round(t[1][0]), False)
+        return ew(lambda v, r: v * 2.0 if r >= 0.5 else 0.0, x, u)
+    yield "dropout", [("dx", dx), ("t", ([], [9.0]))], (
+        "%u = locus.random uniform [4, 6] seed 77 step %t : tensor<f32> -> tensor<4x6xf32>\n"
+        "%h = locus.constant dense<0.5> : tensor<f32>\n"
+        "%hb = locus.broadcast %h [4, 6] : tensor<f32> -> tensor<4x6xf32>\n"
+        "%k = locus.cmp ge, %u, %hb : tensor<4x6xf32>\n"
+        "%s = locus.constant dense<2.0> : tensor<f32>\n"
+        "%sb = locus.broadcast %s [4, 6] : tensor<f32> -> tensor<4x6xf32>\n"
+        "%z = locus.constant dense<0.0> : tensor<f32>\n"
+        "%zb = locus.broadcast %z [4, 6] : tensor<f32> -> tensor<4x6xf32>\n"
+        "%n = locus.select %k, %sb, %zb : tensor<4x6xi1>, tensor<4x6xf32>\n"
+        "%r = locus.mul %dx, %n : tensor<4x6xf32>"), dropout
 
 
 def loss_of(fn, tensors, weights):

@@ -13,6 +13,11 @@ printMemrefF32 prints 6 significant digits, so the comparison is
 |got - ref| <= 1e-5 + 1e-4 * |ref|: print rounding (5e-6 relative) plus float32
 error. The --compiled runs below compare at full precision.
 
+Cases named in EXACT (locus.random's uniform numbers, against a Python
+Philox4x32-10, and dropout's pattern) must match bit for bit: the host run
+prints their bits (printMemrefI32), the compiled runs compare the float32
+values exactly, so cpu and sim give the same mask.
+
 With --compiled, each case is a whole graph instead: locus-compile
 (placement, fusion, planning, AOT host code) writes an artifact, locus-run
 (the runtime alone) runs it on .npy inputs, once with every op on the CPU
@@ -231,6 +236,64 @@ def sigmoid(v):
     return 1 / (1 + math.exp(-v))
 
 
+# --- locus.random: Philox4x32-10 ----------------------------------------------
+
+M32 = 0xFFFFFFFF
+
+
+def philox(ctr, key):
+    """Philox4x32-10 (Salmon et al., SC'11; Random123, cuRAND): four 32-bit
+    outputs of a counter of four words and a key of two."""
+    c = list(ctr)
+    k0, k1 = key
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & M32, (p0 >> 32) ^ c[3] ^ k1, p0 & M32]
+        k0, k1 = (k0 + 0x9E3779B9) & M32, (k1 + 0xBB67AE85) & M32
+    return c
+
+
+# Random123's known answers (kat_vectors, philox4x32 10 rounds).
+assert philox([0, 0, 0, 0], [0, 0]) == [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]
+assert philox([M32] * 4, [M32, M32]) == [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]
+assert philox([0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344],
+              [0xa4093822, 0x299f31d0]) == [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1]
+
+
+def random_ref(shape, seed, step, normal):
+    """locus.random: element i from the counter (i, step) and key seed."""
+    key = [seed & M32, (seed >> 32) & M32]
+    out = []
+    for i in range(numel(shape)):
+        x = philox([i & M32, i >> 32, step & M32, (step >> 32) & M32], key)
+        u0, u1 = (x[0] >> 8) * 2.0 ** -24, (x[1] >> 8) * 2.0 ** -24
+        out.append(math.sqrt(-2 * math.log(1 - u0)) * math.cos(2 * math.pi * u1)
+                   if normal else u0)
+    return (list(shape), out)
+
+
+# Cases whose result must come out bit for bit (Philox's uniform numbers).
+EXACT = set()
+
+
+def adam_ref(p, g, m, v, t, lr, b1, b2, eps, decay, decoupled):
+    """torch.optim.Adam (AdamW when `decoupled`), one step at step count t:
+    the new param, m and v stacked along axis 0."""
+    out = ([], [], [])
+    for pi, gi, mi, vi in zip(p[1], g[1], m[1], v[1]):
+        if decoupled:
+            pi = pi * (1 - lr * decay)
+        else:
+            gi = gi + decay * pi
+        mi = b1 * mi + (1 - b1) * gi
+        vi = b2 * vi + (1 - b2) * gi * gi
+        step_size = lr / (1 - b1 ** t)
+        denom = math.sqrt(vi) / math.sqrt(1 - b2 ** t) + eps
+        for lst, val in zip(out, (pi - step_size * mi / denom, mi, vi)):
+            lst.append(val)
+    return ([3 * p[0][0]] + p[0][1:], out[0] + out[1] + out[2])
+
+
 # --- cases -------------------------------------------------------------------
 # (name, [(name, tensor, elem)], ir lines producing %r, reference)
 
@@ -395,6 +458,48 @@ def cases():
         "%1 = locus.mul %0, %0 : tensor<2x3xf32>\n"
         "%r = locus.sqrt %1 : tensor<2x3xf32>"), \
         ew(abs, reduce(t, [2], lambda p, q: p + q, 0.0))
+    # Counter-based random numbers: the same bits as the Python Philox.
+    for name, dist, shape, seed, st in [
+            ("random_uniform", "uniform", [4, 5], 42, 3.0),
+            ("random_uniform_3d_big_seed", "uniform", [2, 3, 7], -6917529027641081857, 123456.0),
+            ("random_uniform_scalar", "uniform", [], 7, 0.0),
+            ("random_normal", "normal", [6, 7], 42, 3.0),
+            ("random_normal_big_step", "normal", [3, 40], 1 << 40, 16777215.0)]:
+        if dist == "uniform":
+            EXACT.add(name)
+        yield name, [("t", ([], [st]))], (
+            "%%r = locus.random %s %s seed %d step %%t : tensor<f32> -> %s" % (
+                dist, shape, seed, ttype(shape))), \
+            random_ref(shape, seed & ((1 << 64) - 1), int(st), dist == "normal")
+    # Dropout's pattern (p = 0.25): one kernel, the draw fused with its mask.
+    EXACT.add("fused_dropout")
+    dx = rand([8, 16])
+    u = random_ref([8, 16], 99, 5, False)
+    scale = struct_f32(1 / struct_f32(0.75))
+    yield "fused_dropout", [("dx", dx), ("t", ([], [5.0]))], (
+        "%u = locus.random uniform [8, 16] seed 99 step %t : tensor<f32> -> tensor<8x16xf32>\n"
+        "%p = locus.constant dense<0.25> : tensor<f32>\n"
+        "%pb = locus.broadcast %p [8, 16] : tensor<f32> -> tensor<8x16xf32>\n"
+        "%k = locus.cmp ge, %u, %pb : tensor<8x16xf32>\n"
+        "%s = locus.constant dense<SCALE> : tensor<f32>\n"
+        "%sb = locus.broadcast %s [8, 16] : tensor<f32> -> tensor<8x16xf32>\n"
+        "%z = locus.constant dense<0.0> : tensor<f32>\n"
+        "%zb = locus.broadcast %z [8, 16] : tensor<f32> -> tensor<8x16xf32>\n"
+        "%n = locus.select %k, %sb, %zb : tensor<8x16xi1>, tensor<8x16xf32>\n"
+        "%r = locus.mul %dx, %n : tensor<8x16xf32>").replace("SCALE", "%.9e" % scale), \
+        ew(lambda x, v: struct_f32(x * scale) if v >= 0.25 else 0.0, dx, u)
+    # Adam's step (weight decay as L2 in the gradient) and AdamW's
+    # (decoupled: the parameter scaled first); all three results, stacked.
+    ap, ag, am = rand([3, 5]), rand([3, 5]), rand([3, 5])
+    av = rand([3, 5], 0.0, 2.0)
+    for name, decoupled in [("adam_l2", False), ("adam_decoupled", True)]:
+        yield name, [("ap", ap), ("ag", ag), ("am", am), ("av", av), ("t", ([], [3.0]))], (
+            "%%o:3 = locus.adam %%ap, %%ag, %%am, %%av, %%t lr 0.05 betas [0.8, 0.99] "
+            "eps 1.0e-06 weight_decay 0.1%s : tensor<3x5xf32>, tensor<f32>\n"
+            "%%r = locus.concat %%o#0, %%o#1, %%o#2 axis 0 : (tensor<3x5xf32>, "
+            "tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<9x5xf32>" % (
+                " decoupled" if decoupled else "")), \
+            adam_ref(ap, ag, am, av, 3, 0.05, 0.8, 0.99, 1e-6, 0.1, decoupled)
 
 
 def run(name, inputs, ir, ref):
@@ -405,6 +510,8 @@ def run(name, inputs, ir, ref):
         elem = entry[2] if len(entry) > 2 else "f32"
         lines.append("  %%%s = arith.constant %s" % (var, dense(tensor, elem)))
     lines += ["  " + l for l in ir.split("\n")]
+    if name in EXACT:
+        return run_exact(name, lines, ref)
     lines.append("  %%u = tensor.cast %%r : %s to tensor<*xf32>" % ttype(ref[0]))
     lines.append("  call @printMemrefF32(%u) : (tensor<*xf32>) -> ()")
     lines += ["  return", "}"]
@@ -435,6 +542,63 @@ def run(name, inputs, ir, ref):
     if worst > 1.0:
         return "mismatch (worst error %.2f of tolerance):\ngot  %s\nwant %s" % (
             worst, got[:16], [round(v, 6) for v in want[:16]])
+    return None
+
+
+def lower_and_run(name, lines):
+    """The output of `lines` (a module) through the host pipeline and
+    mlir-cpu-runner, or (None, why it failed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, name + ".mlir")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        llvm = subprocess.run([OPT, src, HOST_PIPELINE],
+                              capture_output=True, text=True)
+        if llvm.returncode:
+            return None, "locus-opt failed:\n" + llvm.stderr[-2000:]
+        out = subprocess.run(
+            [LLVM + "/bin/mlir-cpu-runner", "-e", "main",
+             "-entry-point-result=void", "-shared-libs=%s/lib/libmlir_runner_utils.so,"
+             "%s/lib/libmlir_c_runner_utils.so,%s" % (LLVM, LLVM, RUNTIME_LIB)],
+            input=llvm.stdout, capture_output=True, text=True)
+        if out.returncode:
+            return None, "mlir-cpu-runner failed:\n" + out.stderr[-2000:]
+    return out.stdout, None
+
+
+def f32_bits(v):
+    import struct
+    return struct.unpack("<i", struct.pack("<f", v))[0]
+
+
+def run_exact(name, lines, ref):
+    """A case that must match bit for bit: its result's bits, as i32 through
+    printMemrefI32 (printMemrefF32 rounds to 6 digits)."""
+    shape = ref[0]
+    rank = len(shape)
+    maps = "affine_map<(%s) -> (%s)>" % ((", ".join("d%d" % i for i in range(rank)),) * 2)
+    lines = ["func.func private @printMemrefI32(tensor<*xi32>)"] + lines[1:]
+    lines += ["  %%e = tensor.empty() : %s" % ttype(shape, "i32"),
+              "  %%bits = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]}"
+              " ins(%%r : %s) outs(%%e : %s) {" % (
+                  maps, maps, ", ".join(['"parallel"'] * rank), ttype(shape),
+                  ttype(shape, "i32")),
+              "  ^bb0(%a: f32, %o: i32):",
+              "    %b = arith.bitcast %a : f32 to i32",
+              "    linalg.yield %b : i32",
+              "  } -> %s" % ttype(shape, "i32"),
+              "  %%u = tensor.cast %%bits : %s to tensor<*xi32>" % ttype(shape, "i32"),
+              "  call @printMemrefI32(%u) : (tensor<*xi32>) -> ()",
+              "  return", "}"]
+    stdout, problem = lower_and_run(name, lines)
+    if problem:
+        return problem
+    got = [int(v) for v in re.findall(r"-?[0-9]+", stdout.split("data =", 1)[1])]
+    want = [f32_bits(v) for v in ref[1]]
+    if got != want:
+        bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+        return "not bit-exact: %d of %d values differ (first at %s)" % (
+            len(bad) + abs(len(got) - len(want)), len(want), bad[:1])
     return None
 
 
@@ -539,6 +703,10 @@ def run_compiled(name, inputs, ir, ref):
             want = ref[1]
             if len(got) != len(want):
                 return "%s: got %d values, want %d" % (variant, len(got), len(want))
+            if name in EXACT and got != want:
+                bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+                return "%s: not bit-exact: %d of %d values differ (first: %s, want %s)" % (
+                    variant, len(bad), len(want), got[bad[0]], want[bad[0]])
             worst = max([abs(g - w) / (1e-5 + 2e-5 * abs(w)) for g, w in zip(got, want)] or [0])
             if worst > 1.0:
                 return "%s: mismatch (worst error %.2f of tolerance):\ngot  %s\nwant %s" % (

@@ -421,5 +421,84 @@ TEST(Nn, ActivationsRecordTheirOps) {
                   "gelu: approximate is 'none' or 'tanh', not 'fast'");
 }
 
+TEST(Random, OneRunCounterPerGraphAndErrorsAtTheUsersLine) {
+  Graph g("rng");
+  auto x = g.input("x", {4, 8});
+  auto labels = g.input("l", {4}, {.dtype = DType::i64});
+  // A failing call records nothing, not even the run counter.
+  expectUserError(g, [&] { dropout(x, 1.5); }, __LINE__,
+                  "dropout probability has to be between 0 and 1, but got 1.5");
+  expectUserError(g, [&] { dropout(x, -0.25); }, __LINE__,
+                  "dropout probability has to be between 0 and 1");
+  expectUserError(g, [&] { rand(g, {2, -1}); }, __LINE__,
+                  "shape [2, -1] has a negative dimension");
+  expectUserError(g, [&] { dropout(labels, 0.5); }, __LINE__,
+                  "dropout needs an f32 tensor, got i64");
+  expectUserError(g, [&] { bernoulli(labels); }, __LINE__,
+                  "bernoulli needs an f32 tensor, got i64");
+  EXPECT_EQ(countOps(g, "locus.state"), 0u);
+  // p = 0, and evaluation: x itself, nothing recorded. p = 1: x * 0, no draw.
+  size_t before = g.numOps();
+  EXPECT_EQ(dropout(x, 0.0).opaqueValue(), x.opaqueValue());
+  EXPECT_EQ(dropout(x, 0.5, false).opaqueValue(), x.opaqueValue());
+  EXPECT_EQ(g.numOps(), before);
+  (void)dropout(x, 1.0);
+  EXPECT_EQ(countOps(g, "locus.random"), 0u);
+  EXPECT_EQ(countOps(g, "locus.state"), 0u);
+  // Four draws share one counter and its one update; each has its seed.
+  auto a = dropout(x, 0.5);
+  (void)rand(g, {3});
+  (void)randn(g, {2, 2}, cuda(0));
+  (void)bernoulli(a);
+  EXPECT_EQ(countOps(g, "locus.random"), 4u);
+  EXPECT_EQ(countOps(g, "locus.state"), 1u);
+  EXPECT_EQ(countOps(g, "locus.assign"), 1u);
+  std::string ir = g.str();
+  EXPECT_NE(ir.find("locus.state \"rng.step\" buffer : tensor<f32>"), std::string::npos) << ir;
+  for (int call = 0; call < 4; ++call) {
+    auto seed = static_cast<int64_t>(g.seedFor("rng" + std::to_string(call)));
+    EXPECT_NE(ir.find(" seed " + std::to_string(seed) + " step "), std::string::npos) << call;
+  }
+  EXPECT_NE(ir.find("locus.random normal [2, 2]"), std::string::npos) << ir;
+  EXPECT_EQ(countOps(g, "locus.to"), 1u); // randn on cuda:0 reads the moved counter
+  // The counter's name is not the user's to take.
+  expectUserError(g, [&] { g.buffer("rng.step", {}, Init::zeros()); }, __LINE__,
+                  "buffer name 'rng.step' is already used");
+}
+
+TEST(Random, AFailedLayerCallTakesItsNewCounterWithIt) {
+  Graph g("rollback");
+  auto x = g.input("x", {4, 8});
+  nn::Sequential net{nn::Dropout(0.5), nn::Linear(g, 3, 2)};
+  expectUserError(g, [&] { net(x); }, __LINE__, "has 8 features");
+  EXPECT_EQ(countOps(g, "locus.state"), 2u); // the Linear's parameters
+  // The next draw makes the counter again.
+  g.output("u", rand(g, {5}));
+  EXPECT_EQ(countOps(g, "locus.state"), 3u);
+  EXPECT_EQ(countOps(g, "locus.assign"), 1u);
+  EXPECT_NE(g.str().find("\"rng.step\""), std::string::npos);
+}
+
+TEST(Nn, DropoutFollowsTrainAndEval) {
+  Graph g("drop");
+  auto x = g.input("x", {4, 8});
+  nn::Dropout drop(0.25);
+  EXPECT_EQ(drop.p(), 0.25);
+  EXPECT_TRUE(drop.isTraining());
+  (void)drop(x);
+  EXPECT_EQ(countOps(g, "locus.random"), 1u);
+  drop.eval();
+  EXPECT_FALSE(drop.isTraining());
+  size_t before = g.numOps();
+  EXPECT_EQ(drop(x).opaqueValue(), x.opaqueValue());
+  EXPECT_EQ(g.numOps(), before);
+  drop.train();
+  EXPECT_TRUE(drop.isTraining());
+  (void)drop(x);
+  EXPECT_EQ(countOps(g, "locus.random"), 2u);
+  expectUserError(g, [&] { nn::Dropout(2.0); }, __LINE__,
+                  "dropout probability has to be between 0 and 1, but got 2");
+}
+
 } // namespace
 // clang-format on

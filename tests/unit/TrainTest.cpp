@@ -1,15 +1,20 @@
 // Training from C++: locus::grad, assign and the optimizers (errors at the
 // user's line, nothing recorded on failure), the in-place state updates
-// seen through the model's state, and CompiledModel::runBatches.
+// seen through the model's state, CompiledModel::runBatches, and AdamW
+// against PyTorch's own numbers.
 
+#include "AdamWReference.h"
 #include "locus/Compile.h"
 #include "locus/locus.h"
 #include "locus/runtime.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <map>
 #include <unistd.h>
 
 using namespace locus;
@@ -326,4 +331,77 @@ TEST(Train, ATrainingArtifactTrainsWithTheRuntimeAlone) {
   EXPECT_EQ(got, expected);
   EXPECT_EQ(model.readState("fc.weight"), compiled.state("fc.weight").f32);
   std::remove(path.c_str());
+}
+
+// optim::AdamW against torch.optim.AdamW itself (PyTorch 1.13, numbers in
+// AdamWReference.h, made by tests/e2e/reference/adamw_torch.py): the loss
+// of each of five steps of a Linear(3, 2) and the weights after them, with
+// PyTorch's defaults and with a large decoupled weight decay. Adam's L2
+// decay with the same settings ends elsewhere.
+TEST(Train, AdamWMatchesPyTorch) {
+  namespace ref = adamw_reference;
+  auto train = [](const ref::Case &c, bool decoupled,
+                  std::vector<float> *losses) {
+    Graph g("adamw");
+    auto x = g.input("x", {4, 3});
+    auto y = g.input("y", {4, 2});
+    nn::Linear fc(g, 3, 2, {.name = "fc"});
+    auto loss = nn::MSELoss()(fc(x), y);
+    g.output("loss", loss);
+    if (decoupled)
+      optim::AdamW(fc.parameters(), {.lr = c.lr,
+                                     .beta1 = c.beta1,
+                                     .beta2 = c.beta2,
+                                     .eps = c.eps,
+                                     .weightDecay = c.weightDecay})
+          .step(loss);
+    else
+      optim::Adam(fc.parameters(), {.lr = c.lr,
+                                    .beta1 = c.beta1,
+                                    .beta2 = c.beta2,
+                                    .eps = c.eps,
+                                    .weightDecay = c.weightDecay})
+          .step(loss);
+    CompiledModel m = compile(g);
+    m.setState("fc.weight",
+               HostTensor::fromF32(
+                   {2, 3}, {std::begin(ref::kWeight), std::end(ref::kWeight)}));
+    m.setState("fc.bias", HostTensor::fromF32({2}, {std::begin(ref::kBias),
+                                                    std::end(ref::kBias)}));
+    std::map<std::string, HostTensor> in{
+        {"x",
+         HostTensor::fromF32({4, 3}, {std::begin(ref::kX), std::end(ref::kX)})},
+        {"y", HostTensor::fromF32({4, 2},
+                                  {std::begin(ref::kY), std::end(ref::kY)})}};
+    for (int s = 0; s < ref::kSteps; ++s) {
+      float l = m.run(in).at("loss").scalar();
+      if (losses)
+        losses->push_back(l);
+    }
+    std::vector<float> params = m.state("fc.weight").f32;
+    for (float b : m.state("fc.bias").f32)
+      params.push_back(b);
+    return params;
+  };
+  auto close = [](float got, float want) {
+    return std::fabs(got - want) <= 1e-6 + 1e-5 * std::fabs(want);
+  };
+  for (const ref::Case &c : ref::kCases) {
+    std::vector<float> losses;
+    std::vector<float> params = train(c, true, &losses);
+    ASSERT_EQ(losses.size(), static_cast<size_t>(ref::kSteps));
+    for (int s = 0; s < ref::kSteps; ++s)
+      EXPECT_PRED2(close, losses[s], c.losses[s])
+          << "lr " << c.lr << " step " << s;
+    for (int i = 0; i < 8; ++i)
+      EXPECT_PRED2(close, params[i], i < 6 ? c.weight[i] : c.bias[i - 6])
+          << "lr " << c.lr << " parameter element " << i;
+  }
+  // The decoupled decay is what makes the difference: Adam with L2 decay.
+  const ref::Case &large = ref::kCases[1];
+  std::vector<float> l2 = train(large, false, nullptr);
+  float apart = 0;
+  for (int i = 0; i < 6; ++i)
+    apart = std::max(apart, std::fabs(l2[i] - large.weight[i]));
+  EXPECT_GT(apart, 1e-2f);
 }

@@ -262,6 +262,9 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
       backwardLoss(op, g) || backwardPlacement(op, g) ||
       isa<CmpOp, OneHotOp>(op))
     return success();
+  // Random numbers depend on the run counter alone: no gradient.
+  if (isa<RandomOp>(op))
+    return success();
   return op->emitOpError()
          << "has no gradient: reverse-mode autodiff covers the forward "
             "ops of the dialect, not gradients, optimizer steps or "
@@ -824,7 +827,8 @@ public:
     auto op = b.create<AdamOp>(
         loc, p, grad, m, v, step, b.getF64FloatAttr(config.lr),
         b.getDenseF64ArrayAttr({config.beta1, config.beta2}),
-        b.getF64FloatAttr(config.eps), b.getF64FloatAttr(config.weightDecay));
+        b.getF64FloatAttr(config.eps), b.getF64FloatAttr(config.weightDecay),
+        config.decoupled ? b.getUnitAttr() : nullptr);
     b.create<AssignOp>(loc, p, op.getNewParam());
     b.create<AssignOp>(loc, m, op.getNewM());
     b.create<AssignOp>(loc, v, op.getNewV());

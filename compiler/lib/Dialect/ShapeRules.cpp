@@ -845,3 +845,30 @@ LogicalResult AdamOp::inferReturnTypes(MLIRContext *,
   results.append(3, param);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+LogicalResult RandomOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<RandomOp>(loc);
+  RankedTensorType step = tensorOperand(fail, adaptor.getStep(), "step");
+  if (!step)
+    return failure();
+  if (step.getRank() != 0 || !step.getElementType().isF32())
+    return fail("step must be a 0-d f32 run counter, got " +
+                str(step.getShape()) + " of " +
+                (step.getElementType().isF32() ? "f32" : "another type"));
+  if (!adaptor.getShapeAttr() || !adaptor.getSeedAttr() ||
+      !adaptor.getDistributionAttr())
+    return fail("requires attributes 'distribution', 'shape' and 'seed'");
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  for (int64_t dim : shape)
+    if (dim < 0)
+      return fail("shape " + str(shape) + " has a negative dimension");
+  results.push_back(RankedTensorType::get(shape, Float32Type::get(context)));
+  return success();
+}

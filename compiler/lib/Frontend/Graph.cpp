@@ -282,8 +282,13 @@ mlir::Operation *GraphImpl::lastOp() {
 
 void GraphImpl::rollbackTo(mlir::Operation *last) {
   // Later ops use earlier ones: erase from the back.
-  while (!body().empty() && &body().back() != last)
+  while (!body().empty() && &body().back() != last) {
+    if (rngStep && rngStep.getDefiningOp() == &body().back()) {
+      rngStep = nullptr; // the run counter goes with what made it
+      sourceNames.erase(kRunCounterName);
+    }
     body().back().erase();
+  }
 }
 
 Transaction::Transaction(GraphImpl &graph)
@@ -526,11 +531,15 @@ void Graph::output(const std::string &name, const Tensor &value, Here loc) {
 void Graph::manualSeed(uint64_t seed) { impl_->seedBase = seed; }
 
 uint64_t Graph::seedFor(const std::string &name) const {
+  return impl_->seedFor(name);
+}
+
+uint64_t GraphImpl::seedFor(const std::string &name) const {
   // FNV-1a of the name, then splitmix64's finaliser over it and the seed.
   uint64_t h = 0xCBF29CE484222325ULL;
   for (unsigned char c : name)
     h = (h ^ c) * 0x100000001B3ULL;
-  uint64_t z = impl_->seedBase + h * 0x9E3779B97F4A7C15ULL;
+  uint64_t z = seedBase + h * 0x9E3779B97F4A7C15ULL;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
@@ -579,4 +588,43 @@ std::string Graph::str(const PrintOptions &options) const {
   impl_->module->print(os, flags);
   os.flush();
   return text;
+}
+
+//===----------------------------------------------------------------------===//
+// The run counter of random ops
+//===----------------------------------------------------------------------===//
+
+mlir::Value GraphImpl::runCounter(const Here &loc) {
+  if (rngStep)
+    return rngStep;
+  if (auto it = sourceNames.find(kRunCounterName); it != sourceNames.end())
+    throw userError(loc, std::string("the name '") + kRunCounterName +
+                             "' is kept for the run counter of random ops; "
+                             "it is used at " +
+                             it->second);
+  mlir::Location at = location(loc);
+  auto scalar = mlir::RankedTensorType::get({}, builder.getF32Type());
+  auto constant = [&](float value) {
+    return record<ConstantOp>(loc,
+                              mlir::cast<mlir::ElementsAttr>(
+                                  mlir::DenseElementsAttr::get(scalar, value)),
+                              DeviceAttr());
+  };
+  DiagnosticCapture capture(&context);
+  auto zeros = InitAttr::get(&context, InitKind::full, llvm::APFloat(0.0),
+                             llvm::APFloat(0.0), 0);
+  auto state = builder.create<StateOp>(at, scalar,
+                                       builder.getStringAttr(kRunCounterName),
+                                       StateRole::buffer, zeros, DeviceAttr());
+  finish(state, loc, capture);
+  // step' = step + 1, back to 0 at 2^24, where f32 stops counting exactly.
+  mlir::Value step = state.getResult();
+  mlir::Value next = record<AddOp>(loc, step, constant(1.0f));
+  mlir::Value counting = record<CmpOp>(loc, CmpPredicate::lt, next,
+                                       constant(static_cast<float>(1 << 24)));
+  mlir::Value wrapped = record<SelectOp>(loc, counting, next, constant(0.0f));
+  finish(builder.create<AssignOp>(at, step, wrapped), loc, capture);
+  rngStep = step;
+  sourceNames[kRunCounterName] = where(loc);
+  return step;
 }

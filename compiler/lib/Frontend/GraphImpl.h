@@ -130,6 +130,20 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
     state.addTypes(types);
     return finish(builder.create(state), loc, capture)->getResult(0);
   }
+
+  // ---- Random numbers (locus.random) --------------------------------------
+
+  /// The graph's run counter: the buffer "rng.step" (0-d f32, 0 at first;
+  /// each run writes the next value), made with its update by the first
+  /// random op. Null before that, and again when a rollback erases it.
+  mlir::Value rngStep;
+  /// Random ops kept so far: the next draws with seedFor("rng<rngCalls>").
+  uint64_t rngCalls = 0;
+  /// The run counter; the first call records it (inside the caller's
+  /// Transaction) at `loc`.
+  mlir::Value runCounter(const Here &loc);
+  /// Graph::seedFor.
+  uint64_t seedFor(const std::string &name) const;
 };
 
 /// Erases what a frontend call recorded unless it commits.

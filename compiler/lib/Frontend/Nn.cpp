@@ -580,3 +580,124 @@ Tensor GRUCell::forward(const Tensor &x, Here loc) const {
 std::vector<Tensor> GRUCell::parameters() const {
   return cellParameters(weightIh_, weightHh_, biasIh_, biasHh_);
 }
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+Dropout::Dropout(double p, Here loc) : Module(loc), p_(p) {
+  if (!(p >= 0 && p <= 1))
+    throw Error(loc.file_name(), loc.line(), loc.column(),
+                "dropout probability has to be between 0 and 1, but got " +
+                    std::to_string(p));
+}
+
+Tensor Dropout::forward(const Tensor &x, Here loc) const {
+  return dropout(x, p_, isTraining(), loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string transformerName(Graph &graph,
+                            const TransformerEncoderLayerOptions &options) {
+  return layerName(graph, options.name, "encoder");
+}
+
+bool geluActivation(const std::string &activation, const Here &loc) {
+  if (activation != "relu" && activation != "gelu")
+    throw errorAt(loc, "TransformerEncoderLayer: activation is 'relu' or "
+                       "'gelu', not '" +
+                           activation + "'");
+  return activation == "gelu";
+}
+
+} // namespace
+
+TransformerEncoderLayer::TransformerEncoderLayer(
+    Graph &graph, int64_t dModel, int64_t nhead,
+    const TransformerEncoderLayerOptions &options, Here loc)
+    : TransformerEncoderLayer(graph, dModel, nhead, options,
+                              transformerName(graph, options), loc) {}
+
+TransformerEncoderLayer::TransformerEncoderLayer(
+    Graph &graph, int64_t dModel, int64_t nhead,
+    const TransformerEncoderLayerOptions &options, const std::string &name,
+    Here loc)
+    : Module(loc), selfAttn_(graph, dModel, nhead,
+                             {.batchFirst = options.batchFirst,
+                              .name = name + ".self_attn",
+                              .device = options.device},
+                             loc),
+      linear1_(graph, dModel, options.dimFeedforward,
+               {.name = name + ".linear1", .device = options.device}, loc),
+      linear2_(graph, options.dimFeedforward, dModel,
+               {.name = name + ".linear2", .device = options.device}, loc),
+      norm1_(graph, {dModel},
+             {.eps = options.layerNormEps,
+              .name = name + ".norm1",
+              .device = options.device},
+             loc),
+      norm2_(graph, {dModel},
+             {.eps = options.layerNormEps,
+              .name = name + ".norm2",
+              .device = options.device},
+             loc),
+      dropout_(options.dropout), gelu_(geluActivation(options.activation, loc)),
+      normFirst_(options.normFirst) {
+  if (!(options.dropout >= 0 && options.dropout <= 1))
+    throw errorAt(loc, "TransformerEncoderLayer: dropout must be in [0, 1]");
+}
+
+Tensor TransformerEncoderLayer::encode(const Tensor &src,
+                                       const AttentionMasks &masks,
+                                       const Here &loc) const {
+  bool training = isTraining();
+  auto attention = [&](const Tensor &x) {
+    return dropout(selfAttn_(x, x, x, masks, loc), dropout_, training, loc);
+  };
+  auto feedForward = [&](const Tensor &x) {
+    Tensor h = linear1_(x, loc);
+    h = gelu_ ? gelu(h, "none", loc) : relu(h, loc);
+    h = linear2_(dropout(h, dropout_, training, loc), loc);
+    return dropout(h, dropout_, training, loc);
+  };
+  if (normFirst_) {
+    Tensor x = add(src, attention(norm1_(src, loc)), loc);
+    return add(x, feedForward(norm2_(x, loc)), loc);
+  }
+  Tensor x = norm1_(add(src, attention(src), loc), loc);
+  return norm2_(add(x, feedForward(x), loc), loc);
+}
+
+Tensor TransformerEncoderLayer::operator()(const Tensor &src,
+                                           const AttentionMasks &masks,
+                                           Here loc) const {
+  detail::LayerScope scope(src, builtAt());
+  Tensor y = encode(src, masks, loc);
+  scope.commit();
+  return y;
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor &src, Here loc) const {
+  return encode(src, {}, loc);
+}
+
+std::vector<Tensor> TransformerEncoderLayer::parameters() const {
+  std::vector<Tensor> all;
+  for (const Module *m : std::initializer_list<const Module *>{
+           &selfAttn_, &linear1_, &linear2_, &norm1_, &norm2_})
+    for (const Tensor &p : m->parameters())
+      all.push_back(p);
+  return all;
+}
+
+void TransformerEncoderLayer::train(bool on) {
+  Module::train(on);
+  for (Module *m : std::initializer_list<Module *>{&selfAttn_, &linear1_,
+                                                   &linear2_, &norm1_, &norm2_})
+    m->train(on);
+}

@@ -636,3 +636,143 @@ Tensor locus::embedding(const Tensor &indices, const Tensor &weight, Here loc) {
   tx.commit();
   return g.wrap(result);
 }
+
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The device `value` is made on by PyTorch's rules (what the strict policy
+/// follows): a move's device, a source's own, or that of the first operand
+/// that is no constant. Null for the CPU's default and for constants.
+DeviceAttr madeOn(mlir::Value value) {
+  while (mlir::Operation *op = value.getDefiningOp()) {
+    if (auto to = mlir::dyn_cast<ToOp>(op))
+      return to.getDevice();
+    if (mlir::isa<InputOp, StateOp, ConstantOp>(op))
+      return op->getAttrOfType<DeviceAttr>("device");
+    auto operands = op->getOperands();
+    auto it = llvm::find_if(
+        operands, [](mlir::Value v) { return !v.getDefiningOp<ConstantOp>(); });
+    if (it == operands.end())
+      return DeviceAttr();
+    value = *it;
+  }
+  return DeviceAttr();
+}
+
+/// Records a locus.random of `shape` with the next call's seed, on the run
+/// counter (moved to `device` first, a pin, when there is one). The caller
+/// commits, then counts the call (GraphImpl::rngCalls).
+mlir::Value recordRandom(GraphImpl &g, Distribution distribution,
+                         const Shape &shape, DeviceAttr device,
+                         const Here &loc) {
+  (void)g.tensorType(shape, DType::f32, loc); // negative dimensions
+  mlir::Value step = g.runCounter(loc);
+  if (device)
+    step = g.record<ToOp>(loc, step, device);
+  uint64_t seed = g.seedFor("rng" + std::to_string(g.rngCalls));
+  return g.record<RandomOp>(
+      loc, step, DistributionAttr::get(&g.context, distribution),
+      g.builder.getDenseI64ArrayAttr(shape),
+      g.builder.getI64IntegerAttr(static_cast<int64_t>(seed)));
+}
+
+Tensor draw(Graph &graph, Distribution distribution, const Shape &shape,
+            const std::optional<Device> &device, const Here &loc) {
+  GraphImpl &g = graph.impl();
+  Transaction tx(g);
+  mlir::Value result =
+      recordRandom(g, distribution, shape,
+                   device ? g.deviceAttr(*device) : DeviceAttr(), loc);
+  tx.commit();
+  ++g.rngCalls;
+  return g.wrap(result);
+}
+
+/// A 0-d f32 constant broadcast to `shape`.
+mlir::Value splat(GraphImpl &g, float value, const Shape &shape,
+                  const Here &loc) {
+  auto type = mlir::RankedTensorType::get({}, g.builder.getF32Type());
+  mlir::Value c = g.record<ConstantOp>(
+      loc,
+      mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, value)),
+      DeviceAttr());
+  return g.broadcastTo(c, shape, loc);
+}
+
+/// `value` as an f32 tensor; an Error naming `what` otherwise.
+mlir::Value f32Operand(GraphImpl &g, const Tensor &tensor, const char *what,
+                       const Here &loc) {
+  mlir::Value v = g.value(tensor, loc);
+  if (!mlir::cast<mlir::RankedTensorType>(v.getType()).getElementType().isF32())
+    throw userError(loc, std::string(what) + " needs an f32 tensor, got " +
+                             dtypeName(tensor.dtype()));
+  return v;
+}
+
+} // namespace
+
+Tensor locus::rand(Graph &graph, const Shape &shape, Here loc) {
+  return draw(graph, Distribution::uniform, shape, std::nullopt, loc);
+}
+Tensor locus::rand(Graph &graph, const Shape &shape, const Device &device,
+                   Here loc) {
+  return draw(graph, Distribution::uniform, shape, device, loc);
+}
+Tensor locus::randn(Graph &graph, const Shape &shape, Here loc) {
+  return draw(graph, Distribution::normal, shape, std::nullopt, loc);
+}
+Tensor locus::randn(Graph &graph, const Shape &shape, const Device &device,
+                    Here loc) {
+  return draw(graph, Distribution::normal, shape, device, loc);
+}
+
+Tensor locus::bernoulli(const Tensor &p, Here loc) {
+  GraphImpl &g = GraphImpl::of(p, loc);
+  mlir::Value vp = f32Operand(g, p, "bernoulli", loc);
+  Shape shape = GraphImpl::shapeOf(vp);
+  Transaction tx(g);
+  mlir::Value u =
+      recordRandom(g, Distribution::uniform, shape, madeOn(vp), loc);
+  // torch.bernoulli: 1 where u < p.
+  mlir::Value hit = g.record<CmpOp>(loc, CmpPredicate::lt, u, vp);
+  mlir::Value result = g.record<SelectOp>(loc, hit, splat(g, 1.0f, shape, loc),
+                                          splat(g, 0.0f, shape, loc));
+  tx.commit();
+  ++g.rngCalls;
+  return g.wrap(result);
+}
+
+Tensor locus::dropout(const Tensor &x, double p, bool training, Here loc) {
+  if (!(p >= 0 && p <= 1))
+    throw userError(loc, "dropout probability has to be between 0 and 1, "
+                         "but got " +
+                             std::to_string(p));
+  GraphImpl &g = GraphImpl::of(x, loc);
+  mlir::Value vx = f32Operand(g, x, "dropout", loc);
+  if (p == 0 || !training)
+    return x;
+  Shape shape = GraphImpl::shapeOf(vx);
+  Transaction tx(g);
+  if (p == 1) {
+    // PyTorch's x * 0: no draw, and NaN stays NaN.
+    mlir::Value result = g.record<MulOp>(loc, vx, splat(g, 0.0f, shape, loc));
+    tx.commit();
+    return g.wrap(result);
+  }
+  // As ATen's _dropout_impl: noise = bernoulli(1 - p) / (1 - p) in f32,
+  // then x * noise; an element is kept when u >= p.
+  mlir::Value u =
+      recordRandom(g, Distribution::uniform, shape, madeOn(vx), loc);
+  mlir::Value keep = g.record<CmpOp>(
+      loc, CmpPredicate::ge, u, splat(g, static_cast<float>(p), shape, loc));
+  float scale = 1.0f / static_cast<float>(1.0 - p);
+  mlir::Value noise = g.record<SelectOp>(loc, keep, splat(g, scale, shape, loc),
+                                         splat(g, 0.0f, shape, loc));
+  mlir::Value result = g.record<MulOp>(loc, vx, noise);
+  tx.commit();
+  ++g.rngCalls;
+  return g.wrap(result);
+}

@@ -151,3 +151,17 @@ void optim::Adam::configure(Config &config) const {
   config.value.eps = options_.eps;
   config.value.weightDecay = options_.weightDecay;
 }
+
+optim::AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions &options,
+                    Here loc)
+    : Optimizer(std::move(params), loc), options_(options) {}
+
+void optim::AdamW::configure(Config &config) const {
+  config.value.kind = OptimizerConfig::Kind::adam;
+  config.value.decoupled = true;
+  config.value.lr = options_.lr;
+  config.value.beta1 = options_.beta1;
+  config.value.beta2 = options_.beta2;
+  config.value.eps = options_.eps;
+  config.value.weightDecay = options_.weightDecay;
+}

@@ -433,6 +433,14 @@ locus.graph @g {
 // -----
 
 locus.graph @g {
+  %t = locus.input "t" : tensor<2xf32>
+  // expected-error@+1 {{operand #0 must be 0D tensor of 32-bit float values}}
+  %0 = locus.random uniform [4] seed 1 step %t : tensor<2xf32> -> tensor<4xf32>
+}
+
+// -----
+
+locus.graph @g {
   %w = locus.input "w" : tensor<10x3xf32>
   %i = locus.input "i" : tensor<4xi64>
   // expected-error@+2 {{'locus.gather' op axis 2 is out of range for input [10, 3] of rank 2}}
@@ -443,9 +451,27 @@ locus.graph @g {
 // -----
 
 locus.graph @g {
+  %t = locus.input "t" : tensor<f32>
+  // expected-error@+2 {{shape [4, -1] has a negative dimension}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.random normal [4, -1] seed 1 step %t : tensor<f32> -> tensor<4x1xf32>
+}
+
+// -----
+
+locus.graph @g {
   %w = locus.input "w" : tensor<10x3xf32>
   %i = locus.input "i" : tensor<4xi64>
   // expected-error@+2 {{'locus.gather' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
   // expected-error@+1 {{failed to infer returned types}}
   %0 = locus.gather %w, %i axis 0 : tensor<10x3xf32>, tensor<4xi64> -> tensor<4xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %t = locus.input "t" : tensor<f32>
+  // expected-error@+2 {{'locus.random' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<4x7xf32>'}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.random uniform [4, 8] seed 1 step %t : tensor<f32> -> tensor<4x7xf32>
 }

@@ -226,3 +226,18 @@ locus.graph @types_and_indexing {
   %6 = locus.gather %w, %ids axis 0 : tensor<10x3xf32>, tensor<4x5xi64> -> tensor<4x5x3xf32>
   locus.output "o" = %6 : tensor<4x5x3xf32>
 }
+
+// Counter-based random numbers on the graph's run counter.
+// CHECK-LABEL: locus.graph @random
+locus.graph @random {
+  %t = locus.state "rng.step" buffer : tensor<f32> init <full(0.0)>
+  // CHECK: %[[U:.*]] = locus.random uniform [4, 8] seed 42 step %rng.step : tensor<f32> -> tensor<4x8xf32>
+  %0 = locus.random uniform [4, 8] seed 42 step %t : tensor<f32> -> tensor<4x8xf32>
+  // CHECK: locus.random normal [16] seed -7 step %rng.step : tensor<f32> -> tensor<16xf32>
+  %1 = locus.random normal [16] seed -7 step %t : tensor<f32> -> tensor<16xf32>
+  // CHECK: locus.random uniform [] seed 0 step %rng.step : tensor<f32> -> tensor<f32>
+  %2 = locus.random uniform [] seed 0 step %t : tensor<f32> -> tensor<f32>
+  locus.output "u" = %0 : tensor<4x8xf32>
+  locus.output "n" = %1 : tensor<16xf32>
+  locus.output "s" = %2 : tensor<f32>
+}

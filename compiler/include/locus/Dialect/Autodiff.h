@@ -34,6 +34,8 @@ struct OptimizerConfig {
   bool nesterov = false;
   // Adam
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  /// AdamW: decoupled weight decay (locus.adam's `decoupled`).
+  bool decoupled = false;
 };
 
 /// Appends one optimizer step to `graph`: for each parameter (the result of

@@ -94,6 +94,14 @@ def Locus_Reduction : I32EnumAttr<"ReductionKind", "how a loss is reduced", [
   let cppNamespace = "::locus";
 }
 
+def Locus_Distribution : I32EnumAttr<"Distribution",
+    "distribution of locus.random", [
+    I32EnumAttrCase<"uniform", 0>,
+    I32EnumAttrCase<"normal", 1>
+  ]> {
+  let cppNamespace = "::locus";
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//

@@ -739,7 +739,7 @@ def Locus_SgdOp : Locus_InferOp<"sgd", [AllTypesMatch<["param", "grad"]>]> {
 
 def Locus_AdamOp : Locus_InferOp<"adam",
     [AllTypesMatch<["param", "grad", "m", "v"]>]> {
-  let summary = "One step of torch.optim.Adam for one parameter.";
+  let summary = "One step of torch.optim.Adam (or AdamW) for one parameter.";
   let description = [{
     PyTorch's update with bias correction, `step` being the step number
     after this step's increment (1 on the first step):
@@ -749,8 +749,13 @@ def Locus_AdamOp : Locus_InferOp<"adam",
     (sqrt(v') / sqrt(1 - beta2^step) + eps)`. The results are `param'`,
     `m'` and `v'`.
 
+    With `decoupled`, torch.optim.AdamW's decoupled weight decay instead:
+    `param` is first scaled by `1 - lr * weight_decay`, and `g = grad`.
+
     ```mlir
     %p2, %m2, %v2 = locus.adam %w, %dw, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.0
+        : tensor<2x10xf32>, tensor<f32>
+    %p3, %m3, %v3 = locus.adam %w, %dw, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.01 decoupled
         : tensor<2x10xf32>, tensor<f32>
     ```
   }];
@@ -758,13 +763,13 @@ def Locus_AdamOp : Locus_InferOp<"adam",
                        Locus_F32Tensor:$m, Locus_F32Tensor:$v,
                        Locus_ScalarF32:$step, F64Attr:$lr,
                        DenseF64ArrayAttr:$betas, F64Attr:$eps,
-                       F64Attr:$weight_decay);
+                       F64Attr:$weight_decay, UnitAttr:$decoupled);
   let results = (outs Locus_F32Tensor:$new_param, Locus_F32Tensor:$new_m,
                       Locus_F32Tensor:$new_v);
   let assemblyFormat = [{
     $param `,` $grad `,` $m `,` $v `,` $step `lr` $lr `betas` $betas `eps`
-    $eps `weight_decay` $weight_decay attr-dict `:` type($param) `,`
-    type($step)
+    $eps `weight_decay` $weight_decay (`decoupled` $decoupled^)? attr-dict
+    `:` type($param) `,` type($step)
   }];
 }
 
@@ -827,6 +832,42 @@ def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
     type($result)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+def Locus_RandomOp : Locus_InferOp<"random"> {
+  let summary = "Counter-based random numbers, U[0, 1) or N(0, 1).";
+  let description = [{
+    A tensor of `shape` whose element `i` (row-major) is a function of
+    `seed`, `step` and `i` alone: Philox4x32-10 (Salmon et al., SC'11, as in
+    cuRAND and PyTorch) with the counter `(i mod 2^32, i / 2^32, s mod
+    2^32, s / 2^32)`, `s` being `step` as an integer, and the key `(seed mod
+    2^32, seed / 2^32)`. The same bits come out on every device. Its
+    outputs `x0, x1, ...` give:
+
+    - `uniform`: `(x0 >> 8) * 2^-24`, exactly a float32 in [0, 1);
+    - `normal`: Box-Muller, `sqrt(-2 ln(1 - u0)) * cos(2 pi u1)` with
+      `u0`, `u1` from `x0`, `x1` as above (`1 - u0` is never 0).
+
+    `step` is a 0-d f32 run counter (the frontend keeps one per graph in
+    the buffer `rng.step`, one more at every run), so each run draws new
+    numbers. No gradient flows through it.
+
+    ```mlir
+    %u = locus.random uniform [4, 8] seed 42 step %t : tensor<f32> -> tensor<4x8xf32>
+    %n = locus.random normal [16] seed -7 step %t : tensor<f32> -> tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Locus_ScalarF32:$step, Locus_Distribution:$distribution,
+                       DenseI64ArrayAttr:$shape, I64Attr:$seed);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $distribution $shape `seed` $seed `step` $step attr-dict `:` type($step)
+    `->` type($result)
+  }];
 }
 
 //===----------------------------------------------------------------------===//

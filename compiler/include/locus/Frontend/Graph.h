@@ -540,6 +540,42 @@ Tensor crossEntropy(const Tensor &logits, const Tensor &labels,
                     Reduction reduction = Reduction::mean,
                     Here loc = Here::current());
 
+//===----------------------------------------------------------------------===//
+// Random numbers (locus.random: Philox4x32-10, counter-based).
+//
+// Deterministic: a value depends on the graph's seed (Graph::manualSeed),
+// the order of the random calls in the graph (call N draws with the key
+// seedFor("rng<N>"), so two dropouts in one step differ) and the run: the
+// first random call adds the buffer kRunCounterName, 0-d f32 starting at 0,
+// and an assign that writes step + 1 at the end of every run, so every run
+// draws a new mask; setState(kRunCounterName, ...) replays a run. The bits
+// are the same on cpu, sim and cuda (uniform exactly; normal up to the
+// devices' log and cos). The f32 counter is exact for 2^24 runs
+// (16,777,216); after that it wraps to 0 and the masks repeat.
+//===----------------------------------------------------------------------===//
+
+/// The buffer counting runs for the random ops.
+inline constexpr char kRunCounterName[] = "rng.step";
+
+/// U[0, 1) (float32: multiples of 2^-24), as torch.rand.
+Tensor rand(Graph &graph, const Shape &shape, Here loc = Here::current());
+/// Made on `device` (a pin), as torch.rand(..., device=).
+Tensor rand(Graph &graph, const Shape &shape, const Device &device,
+            Here loc = Here::current());
+/// N(0, 1) by Box-Muller, as torch.randn.
+Tensor randn(Graph &graph, const Shape &shape, Here loc = Here::current());
+Tensor randn(Graph &graph, const Shape &shape, const Device &device,
+             Here loc = Here::current());
+/// 1.0 with probability p, else 0.0, elementwise (p in [0, 1], not
+/// checked at run time), as torch.bernoulli. Drawn where `p` is made.
+Tensor bernoulli(const Tensor &p, Here loc = Here::current());
+/// torch.nn.functional.dropout: in training, each element is kept with
+/// probability 1 - p and scaled by 1 / (1 - p), else zeroed (x * 0 for
+/// p = 1); with p = 0 or !training, x itself and nothing is recorded. A p
+/// outside [0, 1] is an Error. The mask is drawn where `x` is made.
+Tensor dropout(const Tensor &x, double p = 0.5, bool training = true,
+               Here loc = Here::current());
+
 } // namespace locus
 
 #endif // LOCUS_FRONTEND_GRAPH_H

@@ -44,9 +44,10 @@ public:
   /// names a CompiledModel's state() and setState() take.
   std::vector<std::pair<std::string, Tensor>> stateDict() const;
 
-  /// Training mode (the default) or evaluation mode, as in PyTorch:
-  /// Dropout and BatchNorm record different ops in each, so set the mode
-  /// before calling the layer. Containers pass it to their layers.
+  /// Training mode (on, the default) or evaluation mode, as
+  /// torch.nn.Module.train() / eval(): Dropout and BatchNorm read it when
+  /// called, so it changes what later calls record, not what was recorded.
+  /// Containers pass it to their layers.
   virtual void train(bool on = true) { training_ = on; }
   void eval() { train(false); }
   bool isTraining() const { return training_; }
@@ -394,6 +395,62 @@ private:
   Tensor weightIh_, weightHh_, biasIh_, biasHh_;
 };
 
+/// torch.nn.Dropout: in training mode zeroes each element with probability
+/// p and scales the others by 1 / (1 - p), a new mask at every run (see
+/// locus::dropout); in evaluation mode (eval()) the identity. A p outside
+/// [0, 1] is an Error where the layer is built.
+class Dropout : public Module {
+public:
+  explicit Dropout(double p = 0.5, Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  double p() const { return p_; }
+
+private:
+  double p_;
+};
+
+struct TransformerEncoderLayerOptions {
+  int64_t dimFeedforward = 2048;
+  /// After attention, inside the feed-forward block and after it, as
+  /// PyTorch's (training mode only).
+  double dropout = 0.1;
+  /// "relu" or "gelu".
+  std::string activation = "relu";
+  double layerNormEps = 1e-5;
+  bool batchFirst = false;
+  /// Pre-LayerNorm (x + block(norm(x))) instead of post (norm(x + block(x))).
+  bool normFirst = false;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// torch.nn.TransformerEncoderLayer: self_attn (MultiheadAttention),
+/// linear1 [ff, d] and linear2 [d, ff], norm1 and norm2, dropout.
+class TransformerEncoderLayer : public Module {
+public:
+  TransformerEncoderLayer(Graph &graph, int64_t dModel, int64_t nhead,
+                          const TransformerEncoderLayerOptions &options = {},
+                          Here loc = Here::current());
+  /// With a source mask (nn.MultiheadAttention's convention) or causal.
+  Tensor operator()(const Tensor &src, const AttentionMasks &masks,
+                    Here loc = Here::current()) const;
+  Tensor forward(const Tensor &src, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+  void train(bool on = true) override;
+
+private:
+  TransformerEncoderLayer(Graph &graph, int64_t dModel, int64_t nhead,
+                          const TransformerEncoderLayerOptions &options,
+                          const std::string &name, Here loc);
+  Tensor encode(const Tensor &src, const AttentionMasks &masks,
+                const Here &loc) const;
+  MultiheadAttention selfAttn_;
+  Linear linear1_, linear2_;
+  LayerNorm norm1_, norm2_;
+  double dropout_;
+  bool gelu_, normFirst_;
+};
+
 /// Any layer, held by a Sequential. Copies share the layer's parameters.
 class AnyModule {
 public:
@@ -482,8 +539,9 @@ struct AdamOptions {
 /// parameter (locus.sgd / locus.adam and locus.assign): the graph becomes a
 /// training step, and each run of the compiled model is loss.backward() plus
 /// optimizer.step() in PyTorch. The optimizer's state (momentum buffers,
-/// Adam's moments and step count) is new buffer state, zeros at first, made
-/// where each parameter is made, so it stays on the parameter's device.
+/// Adam's and AdamW's moments and step count) is new buffer state, zeros at
+/// first, made where each parameter is made, so it stays on the parameter's
+/// device.
 class Optimizer {
 public:
   Optimizer(std::vector<Tensor> params, Here loc);
@@ -523,6 +581,29 @@ protected:
 
 private:
   AdamOptions options_;
+};
+
+/// torch.optim.AdamW's settings (weight decay 0.01 by default).
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 1e-2;
+};
+
+/// torch.optim.AdamW: Adam with decoupled weight decay (each step scales the
+/// parameter by 1 - lr * weight_decay first, and the gradient gets no L2
+/// term). Its state has Adam's names.
+class AdamW : public Optimizer {
+public:
+  AdamW(std::vector<Tensor> params, const AdamWOptions &options = {},
+        Here loc = Here::current());
+
+protected:
+  void configure(Config &config) const override;
+
+private:
+  AdamWOptions options_;
 };
 
 } // namespace locus::optim
