@@ -6,8 +6,9 @@
 // prefer-gpu on cpu + cuda:0, which runs on the sim device); sets every
 // input and every parameter and buffer to the values torch_layers.py gives
 // PyTorch (locus_init_fill's uniform generator, seeded by Graph::seedFor of
-// "<case>/<name>"); runs it once; and prints, as JSON, the output, the
-// gradients and the state after the run (running statistics).
+// "<case>/<name>"); runs it twice; and prints, as JSON, the output and
+// the gradients of the second run and the state after the first (running
+// statistics).
 //
 //   layer_check [cpu|sim] > got.json
 //
@@ -123,6 +124,27 @@ std::map<std::string, Builder> cases() {
     nn::BatchNorm1d m(g, 5, {.name = "m"});
     r.out = m(in(g, r, "x", {8, 5}));
     r.state = m.stateDict();
+    return r;
+  };
+  // A ResNet BasicBlock in eval mode: convolutions feeding BatchNorm's
+  // running statistics, a residual sum and ReLUs.
+  all["basic_block_eval"] = [](Graph &g) {
+    Recorded r;
+    nn::Conv2d c1(g, 4, 4, {3},
+                  {.padding = {1, 1}, .bias = false, .name = "m.c1"});
+    nn::BatchNorm2d b1(g, 4, {.name = "m.b1"});
+    nn::Conv2d c2(g, 4, 4, {3},
+                  {.padding = {1, 1}, .bias = false, .name = "m.c2"});
+    nn::BatchNorm2d b2(g, 4, {.name = "m.b2"});
+    b1.eval();
+    b2.eval();
+    Tensor x = in(g, r, "x", {2, 4, 6, 6});
+    Tensor y = relu(b1(c1(x)));
+    r.out = relu(add(b2(c2(y)), x));
+    for (const nn::Module *m :
+         std::initializer_list<const nn::Module *>{&c1, &b1, &c2, &b2})
+      for (auto &entry : m->stateDict())
+        r.state.push_back(entry);
     return r;
   };
   all["embedding"] = [](Graph &g) {
@@ -291,6 +313,13 @@ void runCase(const std::string &name, const Builder &build,
   feeds["R"] = HostTensor::fromF32(
       r.out.shape(), uniform(name + "/R", r.out.numel(), -1.0, 1.0));
   std::map<std::string, HostTensor> outputs = model.run(feeds);
+  // The state after one run (running statistics), then the outputs of a
+  // second run on the same inputs: a run must leave every state it does not
+  // assign as it was.
+  std::map<std::string, HostTensor> after;
+  for (auto &[n, t] : r.state)
+    after[n] = model.state(n);
+  outputs = model.run(feeds);
 
   std::cout << (first ? "" : ",\n") << "  \"" << name << "\": {\"out\": ";
   printArray(valuesOf(outputs.at("out")));
@@ -301,7 +330,7 @@ void runCase(const std::string &name, const Builder &build,
   for (auto &[n, t] : r.state)
     if (n.find("running_") != std::string::npos) {
       std::cout << ", \"state/" << n << "\": ";
-      printArray(valuesOf(model.state(n)));
+      printArray(valuesOf(after.at(n)));
     }
   std::cout << "}";
 }

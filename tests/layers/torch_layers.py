@@ -106,6 +106,26 @@ def batch_norm1d_train():
     return c.finish(m(c.x("x", [8, 5])))
 
 
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.b1 = torch.nn.BatchNorm2d(4)
+        self.c2 = torch.nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        return torch.relu(self.b2(self.c2(y)) + x)
+
+
+def basic_block_eval():
+    c = Case("basic_block_eval")
+    m = c.use(Block())
+    m.eval()
+    return c.finish(m(c.x("x", [2, 4, 6, 6])))
+
+
 def embedding():
     c = Case("embedding")
     m = c.use(torch.nn.Embedding(7, 4))
@@ -206,7 +226,7 @@ def masked_fill_where_i64():
                                torch.index_select(k, 1, torch.tensor([3, 0])).double()], 1))
 
 
-CASES = [layer_norm, layer_norm_2d, group_norm, batch_norm_train, batch_norm_eval,
+CASES = [basic_block_eval, layer_norm, layer_norm_2d, group_norm, batch_norm_train, batch_norm_eval,
          batch_norm1d_train, embedding, lstm_cell, gru_cell, mha_causal,
          mha_cross_bool_mask, sdpa_additive, matmul_broadcast, reductions,
          activations, shapes, adaptive_pool, masked_fill_where_i64]
