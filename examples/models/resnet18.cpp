@@ -20,7 +20,7 @@
 // ("eval V V ..."); check_models.py compares both with PyTorch's.
 //
 //   resnet18 [--policy=auto|cpu|prefer-gpu|strict] [--devices=cpu,cuda:0]
-//            [--steps=N] [--batch=N]
+//            [--steps=N] [--batch=N] [--summary=1] [--fuse=0]
 
 #include "locus/Compile.h"
 #include "locus/Frontend/Nn.h"
@@ -251,6 +251,8 @@ int main(int argc, char **argv) try {
   train.output("loss", loss);
   sgd.step(loss);
   CompiledModel trainer = compile(train, options);
+  if (flag(argc, argv, "summary", "0") != "0")
+    std::printf("%s", trainer.placementSummary().c_str());
 
   for (int step = 0; step < steps; ++step) {
     std::vector<int64_t> y = labels(batch, 10, 8000 + step);

@@ -17,6 +17,7 @@
 // "eval V V ..." (the logits of the last position of each sequence).
 //
 //   transformer [--policy=...] [--devices=cpu,cuda:0] [--steps=N]
+//               [--summary=1]
 
 #include "locus/Compile.h"
 #include "locus/Frontend/Nn.h"
@@ -175,6 +176,8 @@ int main(int argc, char **argv) try {
   train.output("loss", loss);
   adamw.step(loss);
   CompiledModel trainer = compile(train, options);
+  if (flag(argc, argv, "summary", "0") != "0")
+    std::printf("%s", trainer.placementSummary().c_str());
   for (int step = 0; step < steps; ++step) {
     auto out = trainer.run(batchOf(7000 + step, true));
     std::printf("step %d loss %.9g\n", step, out.at("loss").scalar());
