@@ -302,14 +302,15 @@ void runCase(const std::string &name, const Builder &build,
     options.policy = "cpu";
   }
   CompiledModel model = compile(g, options);
+  const std::string prefix = name + "/";
   for (auto &[n, t] : r.state) {
-    std::vector<float> v = stateValues(name + "/" + n, n, t.numel());
+    std::vector<float> v = stateValues(prefix + n, n, t.numel());
     model.setState(n, HostTensor::fromF32(t.shape(), v));
   }
   std::map<std::string, HostTensor> feeds = r.labels;
   for (auto &[n, t] : r.inputs)
-    feeds[n] = HostTensor::fromF32(
-        t.shape(), uniform(name + "/" + n, t.numel(), -1.0, 1.0));
+    feeds[n] = HostTensor::fromF32(t.shape(),
+                                   uniform(prefix + n, t.numel(), -1.0, 1.0));
   feeds["R"] = HostTensor::fromF32(
       r.out.shape(), uniform(name + "/R", r.out.numel(), -1.0, 1.0));
   std::map<std::string, HostTensor> outputs = model.run(feeds);

@@ -229,6 +229,7 @@ std::vector<Tensor> locus::unbind(const Tensor &x, int64_t axis, Here loc) {
   int64_t a = axisOf(x, axis, x.rank(), loc, "unbind");
   return transaction(x, loc, [&] {
     std::vector<Tensor> parts;
+    parts.reserve(x.dim(a));
     for (int64_t i = 0; i < x.dim(a); ++i)
       parts.push_back(squeeze(slice(x, a, i, i + 1, 1, loc), a, loc));
     return parts;
@@ -246,6 +247,7 @@ Tensor locus::stack(const std::vector<Tensor> &xs, int64_t axis, Here loc) {
   int64_t a = axisOf(xs.front(), axis, xs.front().rank() + 1, loc, "stack");
   return transaction(xs.front(), loc, [&] {
     std::vector<Tensor> parts;
+    parts.reserve(xs.size());
     for (const Tensor &x : xs)
       parts.push_back(unsqueeze(x, a, loc));
     return concat(parts, a, loc);
