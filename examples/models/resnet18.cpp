@@ -22,9 +22,7 @@
 //   resnet18 [--policy=auto|cpu|prefer-gpu|strict] [--devices=cpu,cuda:0]
 //            [--steps=N] [--batch=N] [--summary=1] [--fuse=0]
 
-#include "locus/Compile.h"
-#include "locus/Frontend/Nn.h"
-#include "locus/locus_runtime.h"
+#include "model_common.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -34,26 +32,11 @@
 #include <vector>
 
 using namespace locus;
+using models::labels;
+using models::option;
+using models::uniform;
 
 namespace {
-
-std::vector<float> uniform(size_t n, double low, double high, uint64_t seed) {
-  std::vector<float> v(n);
-  locus_status_t s =
-      locus_init_fill(LOCUS_INIT_UNIFORM, low, high, seed, n, v.data());
-  if (s) {
-    std::fprintf(stderr, "%s\n", locus_status_message(s));
-    std::exit(2);
-  }
-  return v;
-}
-
-std::vector<int64_t> labels(size_t n, int classes, uint64_t seed) {
-  std::vector<int64_t> out;
-  for (float v : uniform(n, 0.0, classes, seed))
-    out.push_back(std::min<int64_t>(static_cast<int64_t>(v), classes - 1));
-  return out;
-}
 
 /// Noise in [-0.5, 0.5) plus, for label c, ones in channel c % 3, rows
 /// [8 (c / 3), 8 (c / 3) + 8).
@@ -209,37 +192,12 @@ private:
   nn::Linear fc_;
 };
 
-std::string flag(int argc, char **argv, const char *name,
-                 const std::string &fallback) {
-  std::string prefix = std::string("--") + name + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0)
-      return argv[i] + prefix.size();
-  return fallback;
-}
-
-std::vector<std::string> split(const std::string &text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    parts.push_back(text.substr(start, end - start));
-    if (end == std::string::npos)
-      break;
-    start = end + 1;
-  }
-  return parts;
-}
-
 } // namespace
 
 int main(int argc, char **argv) try {
-  const int64_t batch = std::stoll(flag(argc, argv, "batch", "8"));
-  const int steps = std::stoi(flag(argc, argv, "steps", "20"));
-  CompileOptions options;
-  options.policy = flag(argc, argv, "policy", "auto");
-  options.devices = split(flag(argc, argv, "devices", "cpu"));
-  options.fuse = flag(argc, argv, "fuse", "1") != "0";
+  const int64_t batch = std::stoll(option(argc, argv, "batch", "8"));
+  const int steps = std::stoi(option(argc, argv, "steps", "20"));
+  CompileOptions options = models::compileOptions(argc, argv);
 
   // The training step.
   Graph train("resnet18_train_step");
@@ -251,8 +209,7 @@ int main(int argc, char **argv) try {
   train.output("loss", loss);
   sgd.step(loss);
   CompiledModel trainer = compile(train, options);
-  if (flag(argc, argv, "summary", "0") != "0")
-    std::printf("%s", trainer.placementSummary().c_str());
+  models::printSummary(argc, argv, trainer);
 
   for (int step = 0; step < steps; ++step) {
     std::vector<int64_t> y = labels(batch, 10, 8000 + step);
@@ -264,12 +221,8 @@ int main(int argc, char **argv) try {
   }
 
   // --dump-state=NAME prints a state tensor after training.
-  if (std::string name = flag(argc, argv, "dump-state", ""); !name.empty()) {
-    std::printf("state %s", name.c_str());
-    for (float v : trainer.state(name).f32)
-      std::printf(" %.9g", static_cast<double>(v));
-    std::printf("\n");
-  }
+  if (std::string name = option(argc, argv, "dump-state", ""); !name.empty())
+    models::printValues(("state " + name).c_str(), trainer.state(name).f32);
 
   // The same layers in eval mode, in a graph of their own, with the
   // trained state copied across by name.
@@ -279,18 +232,14 @@ int main(int argc, char **argv) try {
   evalModel.eval();
   infer.output("logits", evalModel(xe));
   CompiledModel predictor = compile(infer, options);
-  for (const auto &[name, tensor] : evalModel.stateDict())
-    predictor.setState(name, trainer.state(name));
+  models::copyState(evalModel, trainer, predictor);
   auto logits =
       predictor
           .run({{"x", HostTensor::fromF32(
                           {batch, 3, 32, 32},
                           images(batch, labels(batch, 10, 9001), 9000))}})
           .at("logits");
-  std::printf("eval");
-  for (float v : logits.f32)
-    std::printf(" %.9g", static_cast<double>(v));
-  std::printf("\n");
+  models::printValues("eval", logits.f32);
   return 0;
 } catch (const std::exception &e) {
   std::fprintf(stderr, "%s\n", e.what());

@@ -19,9 +19,7 @@
 //   transformer [--policy=...] [--devices=cpu,cuda:0] [--steps=N]
 //               [--summary=1]
 
-#include "locus/Compile.h"
-#include "locus/Frontend/Nn.h"
-#include "locus/locus_runtime.h"
+#include "model_common.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -31,22 +29,13 @@
 #include <vector>
 
 using namespace locus;
+using models::option;
+using models::uniform;
 
 namespace {
 
 constexpr int64_t kVocab = 50, kSeq = 16, kModel = 32, kHeads = 4, kFf = 64,
                   kBatch = 4;
-
-std::vector<float> uniform(size_t n, double low, double high, uint64_t seed) {
-  std::vector<float> v(n);
-  locus_status_t s =
-      locus_init_fill(LOCUS_INIT_UNIFORM, low, high, seed, n, v.data());
-  if (s) {
-    std::fprintf(stderr, "%s\n", locus_status_message(s));
-    std::exit(2);
-  }
-  return v;
-}
 
 /// A sequence of tokens that is easy to learn: each token is the previous
 /// one plus a per-sequence stride, modulo the vocabulary.
@@ -120,27 +109,6 @@ private:
   nn::Linear head_;
 };
 
-std::string flag(int argc, char **argv, const char *name,
-                 const std::string &fallback) {
-  std::string prefix = std::string("--") + name + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0)
-      return argv[i] + prefix.size();
-  return fallback;
-}
-
-std::vector<std::string> split(const std::string &text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    size_t end = text.find(',', start);
-    parts.push_back(text.substr(start, end - start));
-    if (end == std::string::npos)
-      return parts;
-    start = end + 1;
-  }
-}
-
 /// Inputs (the first kSeq tokens) and targets (the next ones) of a batch.
 std::map<std::string, HostTensor> batchOf(uint64_t seed, bool targets) {
   std::vector<int64_t> all = tokens(kBatch, seed);
@@ -160,10 +128,8 @@ std::map<std::string, HostTensor> batchOf(uint64_t seed, bool targets) {
 } // namespace
 
 int main(int argc, char **argv) try {
-  const int steps = std::stoi(flag(argc, argv, "steps", "20"));
-  CompileOptions options;
-  options.policy = flag(argc, argv, "policy", "auto");
-  options.devices = split(flag(argc, argv, "devices", "cpu"));
+  const int steps = std::stoi(option(argc, argv, "steps", "20"));
+  CompileOptions options = models::compileOptions(argc, argv);
 
   Graph train("transformer_train_step");
   Tensor ids = train.input("ids", {kBatch, kSeq}, {.dtype = DType::i64});
@@ -176,8 +142,7 @@ int main(int argc, char **argv) try {
   train.output("loss", loss);
   adamw.step(loss);
   CompiledModel trainer = compile(train, options);
-  if (flag(argc, argv, "summary", "0") != "0")
-    std::printf("%s", trainer.placementSummary().c_str());
+  models::printSummary(argc, argv, trainer);
   for (int step = 0; step < steps; ++step) {
     auto out = trainer.run(batchOf(7000 + step, true));
     std::printf("step %d loss %.9g\n", step, out.at("loss").scalar());
@@ -189,13 +154,9 @@ int main(int argc, char **argv) try {
   evalModel.eval();
   infer.output("logits", slice(evalModel(ide), 1, kSeq - 1, kSeq));
   CompiledModel predictor = compile(infer, options);
-  for (const auto &[name, tensor] : evalModel.stateDict())
-    predictor.setState(name, trainer.state(name));
+  models::copyState(evalModel, trainer, predictor);
   auto last = predictor.run(batchOf(9000, false)).at("logits");
-  std::printf("eval");
-  for (float v : last.f32)
-    std::printf(" %.9g", static_cast<double>(v));
-  std::printf("\n");
+  models::printValues("eval", last.f32);
   return 0;
 } catch (const std::exception &e) {
   std::fprintf(stderr, "%s\n", e.what());

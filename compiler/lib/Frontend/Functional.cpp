@@ -7,26 +7,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "locus/Frontend/Graph.h"
+#include "UserText.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 using namespace locus;
+using locus::detail::errorAt;
+using locus::detail::shapeText;
 
 namespace {
-
-Error userError(const Here &loc, const std::string &message) {
-  return Error(loc.file_name(), loc.line(), loc.column(), message);
-}
-
-std::string formatShape(const Shape &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 /// An Error for an empty handle, before anything reads the tensor.
 void requireTensor(const Tensor &x, const Here &loc) { (void)x.graph(loc); }
@@ -55,8 +46,8 @@ Tensor shifted(const Tensor &x, double s, const Here &loc) {
 int64_t axisOf(const Tensor &x, int64_t axis, int64_t rank, const Here &loc,
                const char *what) {
   if (axis < -rank || axis >= rank)
-    throw userError(loc, std::string(what) + ": axis " + std::to_string(axis) +
-                             " is out of range for " + formatShape(x.shape()));
+    throw errorAt(loc, std::string(what) + ": axis " + std::to_string(axis) +
+                           " is out of range for " + shapeText(x.shape()));
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -84,10 +75,10 @@ Tensor locus::leakyRelu(const Tensor &x, double negativeSlope, Here loc) {
 Tensor locus::clamp(const Tensor &x, std::optional<double> lo,
                     std::optional<double> hi, Here loc) {
   if (!lo && !hi)
-    throw userError(loc, "clamp needs at least one of min and max");
+    throw errorAt(loc, "clamp needs at least one of min and max");
   if (lo && hi && *lo > *hi)
-    throw userError(loc, "clamp: min " + std::to_string(*lo) +
-                             " is above max " + std::to_string(*hi));
+    throw errorAt(loc, "clamp: min " + std::to_string(*lo) + " is above max " +
+                           std::to_string(*hi));
   return transaction(x, loc, [&] {
     // Masks, not maximum/minimum: the gradient is 1 strictly inside and at
     // the bounds, as PyTorch's clamp_backward.
@@ -124,9 +115,9 @@ Tensor triangle(const Tensor &x, int64_t diagonal, bool upper,
                 const Here &loc) {
   const char *name = upper ? "triu" : "tril";
   if (x.rank() < 2)
-    throw userError(loc, std::string(name) +
-                             " needs at least two dimensions, got " +
-                             formatShape(x.shape()));
+    throw errorAt(loc, std::string(name) +
+                           " needs at least two dimensions, got " +
+                           shapeText(x.shape()));
   return transaction(x, loc, [&] {
     int64_t rows = x.dim(-2), cols = x.dim(-1);
     Graph g = graphOf(x, loc);
@@ -156,9 +147,9 @@ Tensor locus::squeeze(const Tensor &x, int64_t axis, Here loc) {
   requireTensor(x, loc);
   int64_t a = axisOf(x, axis, x.rank(), loc, "squeeze");
   if (x.dim(a) != 1)
-    throw userError(loc, "squeeze: dimension " + std::to_string(axis) + " of " +
-                             formatShape(x.shape()) + " has size " +
-                             std::to_string(x.dim(a)) + ", not 1");
+    throw errorAt(loc, "squeeze: dimension " + std::to_string(axis) + " of " +
+                           shapeText(x.shape()) + " has size " +
+                           std::to_string(x.dim(a)) + ", not 1");
   Shape shape = x.shape();
   shape.erase(shape.begin() + a);
   return reshape(x, shape, loc);
@@ -176,17 +167,17 @@ Tensor locus::expand(const Tensor &x, const Shape &shape, Here loc) {
   requireTensor(x, loc);
   Shape in = x.shape(), target = shape;
   if (target.size() < in.size())
-    throw userError(loc, "expand: " + formatShape(shape) +
-                             " has fewer "
-                             "dimensions than " +
-                             formatShape(in));
+    throw errorAt(loc, "expand: " + shapeText(shape) +
+                           " has fewer "
+                           "dimensions than " +
+                           shapeText(in));
   size_t lead = target.size() - in.size();
   for (size_t d = 0; d < target.size(); ++d)
     if (target[d] == -1) {
       if (d < lead)
-        throw userError(loc, "expand: -1 is not allowed for a new leading "
-                             "dimension in " +
-                                 formatShape(shape));
+        throw errorAt(loc, "expand: -1 is not allowed for a new leading "
+                           "dimension in " +
+                               shapeText(shape));
       target[d] = in[d - lead];
     }
   return broadcastTo(x, target, loc);
@@ -197,8 +188,8 @@ std::vector<Tensor> locus::split(const Tensor &x, int64_t size, int64_t axis,
   requireTensor(x, loc);
   int64_t a = axisOf(x, axis, x.rank(), loc, "split");
   if (size < 1)
-    throw userError(loc, "split: size " + std::to_string(size) +
-                             " must be positive");
+    throw errorAt(loc,
+                  "split: size " + std::to_string(size) + " must be positive");
   return transaction(x, loc, [&] {
     std::vector<Tensor> parts;
     int64_t dim = x.dim(a);
@@ -217,8 +208,8 @@ std::vector<Tensor> locus::chunk(const Tensor &x, int64_t chunks, int64_t axis,
   requireTensor(x, loc);
   int64_t a = axisOf(x, axis, x.rank(), loc, "chunk");
   if (chunks < 1)
-    throw userError(loc, "chunk: chunks " + std::to_string(chunks) +
-                             " must be positive");
+    throw errorAt(loc, "chunk: chunks " + std::to_string(chunks) +
+                           " must be positive");
   int64_t dim = x.dim(a);
   int64_t size = std::max<int64_t>(1, (dim + chunks - 1) / chunks);
   return split(x, size, a, loc);
@@ -238,12 +229,12 @@ std::vector<Tensor> locus::unbind(const Tensor &x, int64_t axis, Here loc) {
 
 Tensor locus::stack(const std::vector<Tensor> &xs, int64_t axis, Here loc) {
   if (xs.empty())
-    throw userError(loc, "stack needs at least one tensor");
+    throw errorAt(loc, "stack needs at least one tensor");
   Shape shape = xs.front().shape();
   for (const Tensor &x : xs)
     if (x.shape() != shape)
-      throw userError(loc, "stack: tensors of shapes " + formatShape(shape) +
-                               " and " + formatShape(x.shape()) + " differ");
+      throw errorAt(loc, "stack: tensors of shapes " + shapeText(shape) +
+                             " and " + shapeText(x.shape()) + " differ");
   int64_t a = axisOf(xs.front(), axis, xs.front().rank() + 1, loc, "stack");
   return transaction(xs.front(), loc, [&] {
     std::vector<Tensor> parts;
@@ -258,15 +249,15 @@ Tensor locus::pad(const Tensor &x, const std::vector<int64_t> &pads,
                   double value, Here loc) {
   requireTensor(x, loc);
   if (pads.size() % 2 || static_cast<int64_t>(pads.size()) > 2 * x.rank())
-    throw userError(loc, "pad: " + std::to_string(pads.size()) +
-                             " entries; give (before, after) pairs for at "
-                             "most the " +
-                             std::to_string(x.rank()) + " dimensions of " +
-                             formatShape(x.shape()));
+    throw errorAt(loc, "pad: " + std::to_string(pads.size()) +
+                           " entries; give (before, after) pairs for at "
+                           "most the " +
+                           std::to_string(x.rank()) + " dimensions of " +
+                           shapeText(x.shape()));
   for (int64_t p : pads)
     if (p < 0)
-      throw userError(loc, "pad: negative padding is not supported; use "
-                           "locus::slice to crop");
+      throw errorAt(loc, "pad: negative padding is not supported; use "
+                         "locus::slice to crop");
   return transaction(x, loc, [&] {
     Graph g = graphOf(x, loc);
     Tensor y = x;
@@ -359,9 +350,9 @@ Tensor locus::adaptiveAvgPool2d(const Tensor &x, std::vector<int64_t> out,
   if (out.size() == 1)
     out.push_back(out[0]);
   if (x.rank() != 4 || out.size() != 2 || out[0] < 1 || out[1] < 1)
-    throw userError(loc, "adaptive_avg_pool2d takes an NCHW input and one "
-                         "or two positive output sizes, got " +
-                             formatShape(x.shape()));
+    throw errorAt(loc, "adaptive_avg_pool2d takes an NCHW input and one "
+                       "or two positive output sizes, got " +
+                           shapeText(x.shape()));
   int64_t h = x.dim(2), w = x.dim(3);
   return transaction(x, loc, [&] {
     if (out[0] == 1 && out[1] == 1)
@@ -416,9 +407,9 @@ Tensor channelAffine(const Tensor &y, const Tensor &weight, const Tensor &bias,
 void checkChannelParam(const Tensor &t, int64_t channels, const char *what,
                        const char *op, const Here &loc) {
   if (t && t.shape() != Shape{channels})
-    throw userError(loc, std::string(op) + ": " + what + " " +
-                             formatShape(t.shape()) + " does not match " +
-                             std::to_string(channels) + " channels");
+    throw errorAt(loc, std::string(op) + ": " + what + " " +
+                           shapeText(t.shape()) + " does not match " +
+                           std::to_string(channels) + " channels");
 }
 
 } // namespace
@@ -431,16 +422,16 @@ Tensor locus::layerNorm(const Tensor &x, const Shape &normalizedShape,
   Shape in = x.shape();
   if (k == 0 || k > x.rank() ||
       !std::equal(normalizedShape.begin(), normalizedShape.end(), in.end() - k))
-    throw userError(
-        loc, "layer_norm: normalized_shape " + formatShape(normalizedShape) +
-                 " is not the trailing dimensions of input " + formatShape(in));
+    throw errorAt(
+        loc, "layer_norm: normalized_shape " + shapeText(normalizedShape) +
+                 " is not the trailing dimensions of input " + shapeText(in));
   for (const Tensor *t : {&weight, &bias})
     if (*t && t->shape() != normalizedShape)
-      throw userError(
+      throw errorAt(
           loc, "layer_norm: " + std::string(t == &weight ? "weight" : "bias") +
-                   " " + formatShape(t->shape()) +
+                   " " + shapeText(t->shape()) +
                    " does not match normalized_shape " +
-                   formatShape(normalizedShape));
+                   shapeText(normalizedShape));
   return transaction(x, loc, [&] {
     std::vector<int64_t> axes;
     for (int64_t d = x.rank() - k; d < x.rank(); ++d)
@@ -458,13 +449,13 @@ Tensor locus::groupNorm(const Tensor &x, int64_t groups, const Tensor &weight,
                         const Tensor &bias, double eps, Here loc) {
   requireTensor(x, loc);
   if (x.rank() < 2)
-    throw userError(loc, "group_norm takes [N, C, ...], got " +
-                             formatShape(x.shape()));
+    throw errorAt(loc,
+                  "group_norm takes [N, C, ...], got " + shapeText(x.shape()));
   int64_t channels = x.dim(1);
   if (groups < 1 || channels % groups)
-    throw userError(loc, "group_norm: " + std::to_string(groups) +
-                             " groups do not divide " +
-                             std::to_string(channels) + " channels");
+    throw errorAt(loc, "group_norm: " + std::to_string(groups) +
+                           " groups do not divide " + std::to_string(channels) +
+                           " channels");
   checkChannelParam(weight, channels, "weight", "group_norm", loc);
   checkChannelParam(bias, channels, "bias", "group_norm", loc);
   return transaction(x, loc, [&] {
@@ -480,8 +471,8 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
                         double eps, Here loc) {
   requireTensor(x, loc);
   if (x.rank() < 2)
-    throw userError(loc, "batch_norm takes [N, C, ...], got " +
-                             formatShape(x.shape()));
+    throw errorAt(loc,
+                  "batch_norm takes [N, C, ...], got " + shapeText(x.shape()));
   int64_t channels = x.dim(1);
   checkChannelParam(weight, channels, "weight", "batch_norm", loc);
   checkChannelParam(bias, channels, "bias", "batch_norm", loc);
@@ -494,11 +485,11 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
     count *= x.dim(d);
   }
   if (training && count < 2)
-    throw userError(loc, "batch_norm in training needs more than one value "
-                         "per channel, got input " +
-                             formatShape(x.shape()) + " (as PyTorch)");
+    throw errorAt(loc, "batch_norm in training needs more than one value "
+                       "per channel, got input " +
+                           shapeText(x.shape()) + " (as PyTorch)");
   if (training && !(momentum >= 0 && momentum <= 1))
-    throw userError(loc, "batch_norm: momentum must be in [0, 1]");
+    throw errorAt(loc, "batch_norm: momentum must be in [0, 1]");
   return transaction(x, loc, [&] {
     Shape perChannel(x.rank(), 1);
     perChannel[1] = channels;
@@ -522,8 +513,8 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
       }
     } else {
       if (!runningMean || !runningVar)
-        throw userError(loc, "batch_norm in eval mode needs running_mean and "
-                             "running_var");
+        throw errorAt(loc, "batch_norm in eval mode needs running_mean and "
+                           "running_var");
       Tensor scale =
           reshape(rsqrt(shifted(runningVar, eps, loc), loc), perChannel, loc);
       y = mul(sub(x, reshape(runningMean, perChannel, loc), loc), scale, loc);
@@ -543,14 +534,13 @@ Tensor locus::scaledDotProductAttention(const Tensor &q, const Tensor &k,
   requireTensor(q, loc);
   if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2 || q.dim(-1) != k.dim(-1) ||
       k.dim(-2) != v.dim(-2))
-    throw userError(loc, "scaled_dot_product_attention takes q [..., L, E], "
-                         "k [..., S, E] and v [..., S, Ev], got " +
-                             formatShape(q.shape()) + ", " +
-                             formatShape(k.shape()) + ", " +
-                             formatShape(v.shape()));
+    throw errorAt(loc, "scaled_dot_product_attention takes q [..., L, E], "
+                       "k [..., S, E] and v [..., S, Ev], got " +
+                           shapeText(q.shape()) + ", " + shapeText(k.shape()) +
+                           ", " + shapeText(v.shape()));
   if (options.attnMask && options.isCausal)
-    throw userError(loc, "scaled_dot_product_attention: give attn_mask or "
-                         "is_causal, not both (as PyTorch)");
+    throw errorAt(loc, "scaled_dot_product_attention: give attn_mask or "
+                       "is_causal, not both (as PyTorch)");
   double scale = options.scale
                      ? *options.scale
                      : 1.0 / std::sqrt(static_cast<double>(q.dim(-1)));

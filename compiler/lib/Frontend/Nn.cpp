@@ -6,11 +6,15 @@
 
 #include "locus/Frontend/Nn.h"
 
+#include "UserText.h"
+
 #include <algorithm>
 #include <cmath>
 
 using namespace locus;
 using namespace locus::nn;
+using locus::detail::errorAt;
+using locus::detail::shapeText;
 
 namespace {
 
@@ -187,23 +191,12 @@ std::vector<std::pair<std::string, Tensor>> Module::stateDict() const {
 
 namespace {
 
-Error errorAt(const Here &loc, const std::string &message) {
-  return Error(loc.file_name(), loc.line(), loc.column(), message);
-}
-
 Tensor constantState(Graph &graph, const std::string &name, const Shape &shape,
                      double value, bool parameter,
                      const std::optional<Device> &device, const Here &loc) {
   return parameter
              ? graph.parameter(name, shape, Init::full(value), {device}, loc)
              : graph.buffer(name, shape, Init::full(value), {device}, loc);
-}
-
-std::string shapeText(const Shape &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
 }
 
 } // namespace

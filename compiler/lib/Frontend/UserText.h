@@ -1,0 +1,33 @@
+//===- UserText.h - errors and shapes in the user's terms (private) -*- C++
+//-*-===//
+//
+// For the frontend files that use the public API only (Nn.cpp,
+// Functional.cpp): no MLIR here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_FRONTEND_USERTEXT_H
+#define LOCUS_FRONTEND_USERTEXT_H
+
+#include "locus/Frontend/Graph.h"
+
+#include <string>
+
+namespace locus::detail {
+
+/// A locus::Error at the user's `loc`.
+inline Error errorAt(const Here &loc, const std::string &message) {
+  return Error(loc.file_name(), loc.line(), loc.column(), message);
+}
+
+/// "[4, 5]", as the dialect's messages write shapes.
+inline std::string shapeText(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+} // namespace locus::detail
+
+#endif // LOCUS_FRONTEND_USERTEXT_H
