@@ -13,6 +13,11 @@
 // side settle their direction alone: the copy is needed iff p is on the other
 // side, a terminal capacity of p or a constant.
 //
+// A fusion p -> c saves saving[s] when both are on side s. As terms of the
+// network: c gains -saving[s] on side s, and pays it back when p is on the
+// other side (p->c carries saving[1], c->p saving[0]). Negative terminal
+// capacities vanish when S->v and v->T are reduced to their difference.
+//
 //===----------------------------------------------------------------------===//
 
 #include "locus/Passes/MinCut.h"
@@ -39,6 +44,11 @@ int64_t locus::placement::evaluate(const Problem &problem,
     for (int s = 0; s < 2; ++s)
       if (s != here && needed[s])
         total += value.move[s];
+  }
+  for (const Problem::Fusion &fusion : problem.fusions) {
+    int s = side[fusion.producer];
+    if (s == side[fusion.consumer])
+      total -= fusion.saving[s];
   }
   return total;
 }
@@ -79,6 +89,8 @@ public:
         constant += problem.nodes[i].cost[problem.nodes[i].fixed];
     for (const Problem::Value &value : problem.values)
       addValue(value);
+    for (const Problem::Fusion &fusion : problem.fusions)
+      addFusion(fusion);
   }
 
   Solution solve() {
@@ -213,6 +225,15 @@ private:
           arcs.push_back({f, y, -1});
       }
     }
+  }
+
+  void addFusion(const Problem::Fusion &fusion) {
+    assert(fusion.saving[0] >= 0 && fusion.saving[1] >= 0 &&
+           "a fusion that costs is not submodular");
+    int p = vertexOf[fusion.producer], c = vertexOf[fusion.consumer];
+    terminal(c, -fusion.saving[1], -fusion.saving[0]);
+    arc(p, c, fusion.saving[1]);
+    arc(c, p, fusion.saving[0]);
   }
 
   const Problem &problem;

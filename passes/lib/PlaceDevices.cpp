@@ -89,6 +89,10 @@ private:
   void placeCpuOrSoft(GraphOp graph);
   void placePreferGpu(GraphOp graph);
   void placeAuto(GraphOp graph);
+  /// The launches --locus-fuse-kernels will save, as min-cut fusion terms.
+  void addFusions(ArrayRef<Operation *> ops,
+                  const llvm::DenseMap<Operation *, int> &nodeOf,
+                  placement::Problem &problem);
   LogicalResult placeStrict(GraphOp graph);
   /// Sources with no pin follow the ops that read them (prefer-gpu, strict).
   void placeFollowers(ArrayRef<Operation *> followers, bool cloneForEachDevice);
@@ -301,6 +305,14 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
     ops.push_back(&op);
     estimates.push_back({node.cost[0], node.cost[1]});
   }
+  // A state update is read where its state lives: the assigned value moves
+  // there every step if the cut separates them.
+  llvm::DenseMap<Value, SmallVector<int>> stateWriters;
+  for (Operation &op : graph.getBodyBlock())
+    if (auto assign = dyn_cast<AssignOp>(op))
+      if (auto it = nodeOf.find(assign.getState().getDefiningOp());
+          it != nodeOf.end())
+        stateWriters[assign.getValue()].push_back(it->second);
   for (Operation *op : ops) {
     for (Value result : op->getResults()) {
       placement::Problem::Value value;
@@ -308,6 +320,9 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
       for (Operation *user : result.getUsers())
         if (auto it = nodeOf.find(user); it != nodeOf.end())
           value.consumers.push_back(it->second);
+      if (auto it = stateWriters.find(result); it != stateWriters.end())
+        value.consumers.insert(value.consumers.end(), it->second.begin(),
+                               it->second.end());
       if (value.consumers.empty())
         continue;
       int64_t move = copyCostNs(bytesOf(result.getType()), costProfile);
@@ -317,6 +332,8 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
       problem.values.push_back(std::move(value));
     }
   }
+  if (fuse)
+    addFusions(ops, nodeOf, problem);
   placement::Solution solution = placement::solveMinCut(problem);
   LLVM_DEBUG(llvm::dbgs() << "[locus-place-devices] min-cut over "
                           << problem.nodes.size() << " ops, "
@@ -437,6 +454,51 @@ LogicalResult PlaceDevicesPass::placeStrict(GraphOp graph) {
   }
   placeFollowers(followers, /*cloneForEachDevice=*/true);
   return success(ok);
+}
+
+void PlaceDevicesPass::addFusions(
+    ArrayRef<Operation *> ops, const llvm::DenseMap<Operation *, int> &nodeOf,
+    placement::Problem &problem) {
+  // Mirrors --locus-fuse-kernels: an elementwise op joins the kernel of each
+  // computing producer it alone reads, and a kernel holds one anchor (an op
+  // that is not elementwise) at most. Every producer has one reader, so the
+  // fused kernels are trees and each fusion saves exactly one launch.
+  llvm::DenseSet<Operation *> anchored;
+  for (Operation *op : ops) {
+    if (!isComputing(op))
+      continue;
+    if (!isElementwise(op)) {
+      anchored.insert(op);
+      continue;
+    }
+    int consumer = nodeOf.lookup(op);
+    bool anchorJoined = false;
+    llvm::SmallPtrSet<Operation *, 4> joined;
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      auto it = producer ? nodeOf.find(producer) : nodeOf.end();
+      if (it == nodeOf.end() || !isComputing(producer) ||
+          !joined.insert(producer).second ||
+          !llvm::all_of(producer->getUsers(),
+                        [&](Operation *user) { return user == op; }))
+        continue;
+      bool carriesAnchor = anchored.contains(producer);
+      if (carriesAnchor && anchorJoined)
+        continue;
+      anchorJoined |= carriesAnchor;
+      placement::Problem::Fusion fusion;
+      fusion.producer = it->second;
+      fusion.consumer = consumer;
+      const placement::Problem::Node &node = problem.nodes[consumer];
+      fusion.saving[0] = std::min(
+          node.cost[0], static_cast<int64_t>(costProfile.cpu.launchNs));
+      fusion.saving[1] = std::min(
+          node.cost[1], static_cast<int64_t>(costProfile.cuda.launchNs));
+      problem.fusions.push_back(fusion);
+    }
+    if (anchorJoined)
+      anchored.insert(op);
+  }
 }
 
 //===----------------------------------------------------------------------===//

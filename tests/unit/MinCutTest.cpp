@@ -55,6 +55,20 @@ Problem randomProblem(std::mt19937_64 &rng, int n) {
     value.move[1] = move(rng);
     problem.values.push_back(value);
   }
+  // A fused consumer saves at most its own cost on that side.
+  std::uniform_int_distribution<int> fuses(0, 2);
+  for (int consumer = 1; consumer < n; ++consumer) {
+    if (fuses(rng) != 0)
+      continue;
+    std::uniform_int_distribution<int> earlier(0, consumer - 1);
+    Problem::Fusion fusion;
+    fusion.producer = earlier(rng);
+    fusion.consumer = consumer;
+    for (int s = 0; s < 2; ++s)
+      fusion.saving[s] = std::uniform_int_distribution<int64_t>(
+          0, problem.nodes[consumer].cost[s])(rng);
+    problem.fusions.push_back(fusion);
+  }
   return problem;
 }
 
@@ -104,6 +118,28 @@ TEST(MinCut, ExpensiveMovesKeepWorkWhereItsDataIs) {
   solution = solveMinCut(problem);
   EXPECT_EQ(solution.side, (std::vector<int>{0, 1, 0}));
   EXPECT_EQ(solution.cost, 25);
+}
+
+TEST(MinCut, FusionKeepsAChainOnOneSide) {
+  // A GPU-pinned product feeds three small elementwise ops whose result the
+  // CPU reads. Alone, each costs 40 on the GPU (its launch) and 1 on the
+  // CPU, so moving them after the product looks cheaper (3 + one copy of
+  // 30). Fused into the product's kernel they cost nothing extra on the
+  // GPU: the chain stays, and only the final copy remains.
+  Problem problem;
+  problem.nodes = {
+      {{0, 0}, 1}, {{1, 40}, -1}, {{1, 40}, -1}, {{1, 40}, -1}, {{0, 0}, 0}};
+  problem.values = {{0, {1}, {30, 30}},
+                    {1, {2}, {30, 30}},
+                    {2, {3}, {30, 30}},
+                    {3, {4}, {30, 30}}};
+  Solution solution = solveMinCut(problem);
+  EXPECT_EQ(solution.side, (std::vector<int>{1, 0, 0, 0, 0}));
+  EXPECT_EQ(solution.cost, 30 + 3);
+  problem.fusions = {{0, 1, {0, 40}}, {1, 2, {1, 40}}, {2, 3, {1, 40}}};
+  solution = solveMinCut(problem);
+  EXPECT_EQ(solution.side, (std::vector<int>{1, 1, 1, 1, 0}));
+  EXPECT_EQ(solution.cost, 30);
 }
 
 TEST(MinCut, AllPinnedOrEmpty) {

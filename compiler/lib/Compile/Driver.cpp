@@ -63,6 +63,7 @@ LogicalResult placeStage(ModuleOp module, const PipelineOptions &options) {
     placement.policy = options.policy;
     placement.devices = options.devices;
     placement.profile = options.profile;
+    placement.fuse = options.fuse;
     buildPlacementPipelineFor(module, pm, placement);
   });
 }

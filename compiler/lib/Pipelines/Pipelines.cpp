@@ -96,6 +96,7 @@ void locus::buildPlacementPipeline(OpPassManager &pm,
   placement.policy = options.policy;
   placement.devices = devices;
   placement.profile = options.profile;
+  placement.fuse = options.fuse;
   pm.addNestedPass<GraphOp>(createLocusPlaceDevices(placement));
   pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
 }

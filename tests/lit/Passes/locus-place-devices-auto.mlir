@@ -2,6 +2,7 @@
 // estimates (ns).
 // RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto" | FileCheck %s
 // RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto profile=%S/Inputs/slow-link.json" | FileCheck %s --check-prefix=SLOW
+// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto fuse=false" | FileCheck %s --check-prefix=UNFUSED
 
 // A big MLP layer: the GPU's speed pays for copying the batch there and the
 // small result back. The weights move once, at load.
@@ -44,4 +45,39 @@ locus.graph @resident {
   %0 = locus.add %a, %b : tensor<1024x1024xf32>
   %1 = locus.to <cuda:0>, %0 : tensor<1024x1024xf32>
   locus.output "r" = %1 : tensor<1024x1024xf32>
+}
+
+// -----
+
+// Batch-norm statistics: the running mean's update is a chain of small
+// elementwise ops. One by one, their GPU launches cost more than copying the
+// batch mean to the CPU; fused into one kernel they do not, so the update
+// and its state stay by the op that computes the mean, and no statistic
+// crosses devices. With fuse=false every op pays its own launch and the
+// chain moves to the CPU, the state with it.
+// CHECK-LABEL: locus.graph @running_mean
+// CHECK: locus.state "running_mean" {{.*}}locus.device = #locus.device<cuda:0>
+// CHECK: locus.mean {{.*}}locus.device = #locus.device<cuda:0>
+// CHECK: %[[NEW:.*]] = locus.add {{.*}}locus.device = #locus.device<cuda:0>
+// CHECK: locus.assign %running_mean = %[[NEW]] {locus.device = #locus.device<cuda:0>
+// UNFUSED-LABEL: locus.graph @running_mean
+// UNFUSED: locus.state "running_mean" {{.*}}locus.device = #locus.device<cpu>
+// UNFUSED: locus.mean {{.*}}locus.device = #locus.device<cuda:0>
+// UNFUSED: locus.add {{.*}}locus.device = #locus.device<cpu>
+locus.graph @running_mean {
+  %x = locus.input "x" : tensor<256x1024xf32> on #locus.device<cuda:0>
+  %rm = locus.state "running_mean" buffer : tensor<1024xf32> init <full(0.0)>
+  %m = locus.mean %x axes [0] : tensor<256x1024xf32> -> tensor<1024xf32>
+  %mb = locus.broadcast %m [256, 1024] : tensor<1024xf32> -> tensor<256x1024xf32>
+  %c = locus.sub %x, %mb : tensor<256x1024xf32>
+  %s = locus.sum %c axes [0, 1] : tensor<256x1024xf32> -> tensor<f32>
+  locus.output "s" = %s : tensor<f32>
+  %k0 = locus.constant dense<0.9> : tensor<f32>
+  %b0 = locus.broadcast %k0 [1024] : tensor<f32> -> tensor<1024xf32>
+  %old = locus.mul %rm, %b0 : tensor<1024xf32>
+  %k1 = locus.constant dense<0.1> : tensor<f32>
+  %b1 = locus.broadcast %k1 [1024] : tensor<f32> -> tensor<1024xf32>
+  %now = locus.mul %m, %b1 : tensor<1024xf32>
+  %new = locus.add %old, %now : tensor<1024xf32>
+  locus.assign %rm = %new : tensor<1024xf32>, tensor<1024xf32>
 }

@@ -36,6 +36,10 @@ struct PlacementPipelineOptions
       llvm::cl::desc("Target devices (default: cpu), e.g. cpu,cuda:0")};
   Option<std::string> profile{*this, "profile",
                               llvm::cl::desc("A JSON cost profile")};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Cost ops as kernel fusion will group "
+                                   "them (false: one launch per op)"),
+                    llvm::cl::init(true)};
 };
 
 /// Options of --locus-host-pipeline.

@@ -32,8 +32,18 @@ struct Problem {
     std::vector<int> consumers;
     int64_t move[2] = {0, 0};
   };
+  /// A consumer that shares its producer's kernel launch when both run on
+  /// one side (it is fused into the producer's kernel): together on side s
+  /// they cost saving[s] less. Savings are not negative, and a consumer's
+  /// saving on a side is at most its cost there.
+  struct Fusion {
+    int producer = 0;
+    int consumer = 0;
+    int64_t saving[2] = {0, 0};
+  };
   std::vector<Node> nodes;
   std::vector<Value> values;
+  std::vector<Fusion> fusions;
 };
 
 /// The cost of an assignment (`side[i]` for node i), straight from the

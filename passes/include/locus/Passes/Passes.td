@@ -93,8 +93,14 @@ def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
       cost and to the CUDA terminal its CPU cost; moving a value costs one copy
       per destination however many consumers it has there (an auxiliary node
       per direction keeps that exact); copies of state and constants are
-      divided by `load_amortization_steps`, since they run once at load. Ops
-      choose between the CPU and the first CUDA target; pins hold the rest.
+      divided by `load_amortization_steps`, since they run once at load. The
+      value a `locus.assign` writes is read where its state lives. Unless
+      `fuse=false`, an elementwise op that `--locus-fuse-kernels` will fuse
+      into its producer's kernel costs no launch when both run on one device
+      (a pairwise term of the cut), so small chains such as batch-norm
+      statistics stay with their op instead of moving for cheap CPU
+      launches. Ops choose between the CPU and the first CUDA target; pins
+      hold the rest.
     - `cpu`: everything unpinned on the CPU.
 
     Which ops have a CUDA kernel comes from the kernel registry, which the
@@ -134,6 +140,9 @@ def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
            "otherwise">,
     ListOption<"noCudaKernel", "no-cuda-kernel", "std::string",
                "Ops to treat as having no CUDA kernel, e.g. locus.conv2d">,
+    Option<"fuse", "fuse", "bool", /*default=*/"true",
+           "Cost ops as --locus-fuse-kernels will fuse them (auto); false "
+           "costs one launch per op">,
   ];
   let statistics = [
     Statistic<"numCpuOps", "cpu-ops", "Ops placed on the CPU">,
