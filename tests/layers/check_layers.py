@@ -24,6 +24,9 @@ for variant in ("cpu", "sim"):
         failures.append("layer_check %s failed:\n%s" % (variant, run.stderr))
         continue
     got = json.loads(run.stdout)
+    for case in sorted(set(got) - set(REF)):
+        failures.append("%s/%s: no reference; run torch_layers.py > "
+                        "reference.json" % (variant, case))
     for case, want in REF.items():
         if case not in got:
             failures.append("%s/%s: missing" % (variant, case))

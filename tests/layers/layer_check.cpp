@@ -119,6 +119,15 @@ std::map<std::string, Builder> cases() {
     r.state = m.stateDict();
     return r;
   };
+  // One module called twice in a step: the running statistics take both
+  // updates in order, as PyTorch's in-place updates do.
+  all["batch_norm_twice"] = [](Graph &g) {
+    Recorded r;
+    nn::BatchNorm2d m(g, 3, {.momentum = 0.3, .name = "m"});
+    r.out = m(in(g, r, "x1", {4, 3, 2, 2})) + m(in(g, r, "x2", {4, 3, 2, 2}));
+    r.state = m.stateDict();
+    return r;
+  };
   all["batch_norm1d_train"] = [](Graph &g) {
     Recorded r;
     nn::BatchNorm1d m(g, 5, {.name = "m"});
@@ -152,6 +161,24 @@ std::map<std::string, Builder> cases() {
     nn::Embedding m(g, 7, 4, {.name = "m"});
     r.out = m(ids(g, r, "ids", {2, 3}, {0, 6, 2, 2, 5, 1}));
     r.state = m.stateDict();
+    return r;
+  };
+  // torch.gather along a middle axis (rank 4, so moving the axis last is a
+  // real permutation), and along the last with an index smaller than the
+  // input in another dimension.
+  all["gather_axis1"] = [](Graph &g) {
+    Recorded r;
+    Tensor x = in(g, r, "x", {2, 5, 3, 2});
+    std::vector<int64_t> idx(2 * 4 * 3 * 2);
+    for (size_t i = 0; i < idx.size(); ++i)
+      idx[i] = static_cast<int64_t>((i * 7 + 3) % 5);
+    r.out = gather(x, 1, ids(g, r, "index", {2, 4, 3, 2}, idx));
+    return r;
+  };
+  all["gather_last_sliced"] = [](Graph &g) {
+    Recorded r;
+    Tensor x = in(g, r, "x", {3, 6});
+    r.out = gather(x, -1, ids(g, r, "index", {2, 2}, {5, 0, 3, 3}));
     return r;
   };
   all["lstm_cell"] = [](Graph &g) {

@@ -100,6 +100,12 @@ def batch_norm_eval():
     return c.finish(m(c.x("x", [4, 3, 5, 5])))
 
 
+def batch_norm_twice():
+    c = Case("batch_norm_twice")
+    m = c.use(torch.nn.BatchNorm2d(3, momentum=0.3))
+    return c.finish(m(c.x("x1", [4, 3, 2, 2])) + m(c.x("x2", [4, 3, 2, 2])))
+
+
 def batch_norm1d_train():
     c = Case("batch_norm1d_train")
     m = c.use(torch.nn.BatchNorm1d(5))
@@ -130,6 +136,19 @@ def embedding():
     c = Case("embedding")
     m = c.use(torch.nn.Embedding(7, 4))
     return c.finish(m(torch.tensor([[0, 6, 2], [2, 5, 1]])))
+
+
+def gather_axis1():
+    c = Case("gather_axis1")
+    x = c.x("x", [2, 5, 3, 2])
+    index = torch.tensor([(i * 7 + 3) % 5 for i in range(2 * 4 * 3 * 2)]).reshape(2, 4, 3, 2)
+    return c.finish(torch.gather(x, 1, index))
+
+
+def gather_last_sliced():
+    c = Case("gather_last_sliced")
+    x = c.x("x", [3, 6])
+    return c.finish(torch.gather(x, -1, torch.tensor([[5, 0], [3, 3]])))
 
 
 def lstm_cell():
@@ -227,7 +246,8 @@ def masked_fill_where_i64():
 
 
 CASES = [basic_block_eval, layer_norm, layer_norm_2d, group_norm, batch_norm_train, batch_norm_eval,
-         batch_norm1d_train, embedding, lstm_cell, gru_cell, mha_causal,
+         batch_norm_twice,
+         batch_norm1d_train, embedding, gather_axis1, gather_last_sliced, lstm_cell, gru_cell, mha_causal,
          mha_cross_bool_mask, sdpa_additive, matmul_broadcast, reductions,
          activations, shapes, adaptive_pool, masked_fill_where_i64]
 

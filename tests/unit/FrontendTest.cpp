@@ -189,6 +189,109 @@ TEST(Errors, FailedCompositesRecordNothing) {
   EXPECT_EQ(countOps(g, "locus.broadcast"), broadcasts);
 }
 
+TEST(Errors, ShapeCompositesSayWhatIsWrongInTheUsersTerms) {
+  Graph g("shapes");
+  auto x = g.input("x", {2, 3, 4});
+  auto y = g.input("y", {2, 4, 4});
+  expectUserError(g, [&] { squeeze(x, 1); }, __LINE__,
+                  "squeeze: dimension 1 of [2, 3, 4] has size 3, not 1");
+  expectUserError(g, [&] { squeeze(x, 3); }, __LINE__, "out of range");
+  expectUserError(g, [&] { expand(x, {3, 4}); }, __LINE__,
+                  "expand: [3, 4] has fewer dimensions than [2, 3, 4]");
+  expectUserError(g, [&] { expand(x, {-1, 2, 3, 4}); }, __LINE__,
+                  "-1 is not allowed for a new leading dimension");
+  expectUserError(g, [&] { expand(x, {2, 5, 4}); }, __LINE__, "[2, 5, 4]");
+  expectUserError(g, [&] { split(x, 0, 1); }, __LINE__,
+                  "split: size 0 must be positive");
+  expectUserError(g, [&] { chunk(x, -2, 1); }, __LINE__,
+                  "chunk: chunks -2 must be positive");
+  expectUserError(g, [&] { split(x, 2, 5); }, __LINE__, "out of range");
+  expectUserError(g, [&] { stack({}); }, __LINE__,
+                  "stack needs at least one tensor");
+  expectUserError(g, [&] { stack({x, y}); }, __LINE__,
+                  "stack: tensors of shapes [2, 3, 4] and [2, 4, 4] differ");
+  expectUserError(g, [&] { pad(x, {1, 1, 1, 1, 1, 1, 1, 1}); }, __LINE__,
+                  "pad: 8 entries");
+  expectUserError(g, [&] { argmax(x, 3); }, __LINE__, "out of range");
+  auto flatIndex = g.input("flat", {2, 3}, {.dtype = DType::i64});
+  auto bigIndex = g.input("big", {3, 3, 4}, {.dtype = DType::i64});
+  expectUserError(g, [&] { gather(x, 1, flatIndex); }, __LINE__,
+                  "gather: index [2, 3] must have the rank of input [2, 3, 4]");
+  expectUserError(g, [&] { gather(x, 1, bigIndex); }, __LINE__,
+                  "is larger than input [2, 3, 4] in dimension 0");
+  expectUserError(g, [&] { gather(x, 1, y); }, __LINE__,
+                  "gather takes an i64 or i32 index, got f32 [2, 4, 4]");
+  expectUserError(g, [&] { adaptiveAvgPool2d(x, {2, 2}); }, __LINE__,
+                  "adaptive_avg_pool2d takes an NCHW input");
+}
+
+TEST(Errors, ActivationsNormsAndAttention) {
+  Graph g("layers");
+  auto x = g.input("x", {2, 6, 3});
+  expectUserError(g, [&] { clamp(x, std::nullopt, std::nullopt); }, __LINE__,
+                  "clamp needs at least one of min and max");
+  expectUserError(g, [&] { clamp(x, 2.0, 1.0); }, __LINE__,
+                  "clamp: min 2 is above max 1");
+  expectUserError(g, [&] { groupNorm(x, 4); }, __LINE__,
+                  "group_norm: 4 groups do not divide 6 channels");
+  auto one = g.input("one", {1, 6, 1});
+  auto rm = g.input("rm", {6});
+  auto rv = g.input("rv", {6});
+  expectUserError(g, [&] { batchNorm(one, rm, rv, {}, {}, true); }, __LINE__,
+                  "batch_norm in training needs more than one value per "
+                  "channel, got input [1, 6, 1]");
+  expectUserError(g, [&] { batchNorm(x, {}, {}, {}, {}, false); }, __LINE__,
+                  "batch_norm in eval mode needs running_mean and running_var");
+  auto badMomentum = [&] { batchNorm(x, rm, rv, {}, {}, true, 1.5); };
+  expectUserError(g, badMomentum, __LINE__ - 1, "momentum must be in [0, 1]");
+  auto q = g.input("q", {2, 4, 8});
+  auto k = g.input("k", {2, 5, 7});
+  expectUserError(g, [&] { scaledDotProductAttention(q, k, k); }, __LINE__,
+                  "scaled_dot_product_attention takes q [..., L, E], k [..., "
+                  "S, E] and v [..., S, Ev], got");
+  auto mask = g.input("mask", {4, 4});
+  AttentionOptions both{.attnMask = mask, .isCausal = true};
+  expectUserError(g, [&] { scaledDotProductAttention(q, q, q, both); },
+                  __LINE__ - 1, "give attn_mask or is_causal, not both");
+}
+
+TEST(Nn, LayerShapeErrorsNameTheLayer) {
+  Graph g("cells");
+  expectUserError(g, [&] { nn::MultiheadAttention(g, 10, 3); }, __LINE__,
+                  "MultiheadAttention(10, 3): num_heads must divide embed_dim");
+  expectUserError(g, [&] { nn::GroupNorm(g, 4, 6); }, __LINE__,
+                  "GroupNorm(4, 6): num_groups must divide num_channels");
+  expectUserError(g, [&] { nn::Embedding(g, 0, 4); }, __LINE__,
+                  "Embedding(0, 4): sizes must be positive");
+  expectUserError(g, [&] { nn::LSTMCell(g, 4, 0); }, __LINE__,
+                  "sizes must be positive");
+  nn::TransformerEncoderLayerOptions swish{.activation = "swish"};
+  expectUserError(g, [&] { nn::TransformerEncoderLayer(g, 8, 2, swish); },
+                  __LINE__ - 1, "activation is 'relu' or 'gelu', not 'swish'");
+  nn::TransformerEncoderLayerOptions noFeedforward{.dimFeedforward = 0};
+  expectUserError(g,
+                  [&] { nn::TransformerEncoderLayer(g, 8, 2, noFeedforward); },
+                  __LINE__ - 1, "dim_feedforward must be positive");
+  nn::LSTMCell cell(g, 4, 3, {.name = "cell"});
+  auto x = g.input("x", {2, 5});
+  auto h = g.input("h", {2, 3});
+  expectUserError(g, [&] { cell(x, h, h); }, __LINE__, "takes x [N, 4], got");
+  auto x4 = g.input("x4", {2, 4});
+  auto wrongState = g.input("h4", {2, 4});
+  expectUserError(g, [&] { cell(x4, wrongState, h); }, __LINE__,
+                  "takes a state [2, 3], got");
+  nn::MultiheadAttention attn(g, 8, 2, {.batchFirst = true, .name = "attn"});
+  auto flat = g.input("flat", {2, 8});
+  expectUserError(g, [&] { attn(flat, flat, flat); }, __LINE__,
+                  "MultiheadAttention takes [batch, seq");
+  auto kv = g.input("kv", {2, 3, 8});
+  auto kv2 = g.input("kv2", {2, 4, 8});
+  auto query = g.input("query", {2, 5, 8});
+  expectUserError(g, [&] { attn(query, kv, kv2); }, __LINE__,
+                  "MultiheadAttention: key [2, 3, 8] and value [2, 4, 8] "
+                  "differ");
+}
+
 TEST(Errors, ReshapeAndAxes) {
   Graph g("reshape");
   auto x = g.input("x", {3, 5});

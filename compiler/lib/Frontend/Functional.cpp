@@ -15,6 +15,7 @@
 
 using namespace locus;
 using locus::detail::errorAt;
+using locus::detail::numberText;
 using locus::detail::shapeText;
 
 namespace {
@@ -77,8 +78,8 @@ Tensor locus::clamp(const Tensor &x, std::optional<double> lo,
   if (!lo && !hi)
     throw errorAt(loc, "clamp needs at least one of min and max");
   if (lo && hi && *lo > *hi)
-    throw errorAt(loc, "clamp: min " + std::to_string(*lo) + " is above max " +
-                           std::to_string(*hi));
+    throw errorAt(loc, "clamp: min " + numberText(*lo) + " is above max " +
+                           numberText(*hi));
   return transaction(x, loc, [&] {
     // Masks, not maximum/minimum: the gradient is 1 strictly inside and at
     // the bounds, as PyTorch's clamp_backward.
@@ -304,6 +305,53 @@ Tensor locus::argmax(const Tensor &x, int64_t axis, bool keepdim, Here loc) {
   });
 }
 
+Tensor locus::gather(const Tensor &x, int64_t axis, const Tensor &index,
+                     Here loc) {
+  requireTensor(x, loc);
+  requireTensor(index, loc);
+  int64_t a = axisOf(x, axis, x.rank(), loc, "gather");
+  if (x.dtype() != DType::f32)
+    throw errorAt(loc, std::string("gather takes an f32 input, got ") +
+                           dtypeName(x.dtype()) + " " + shapeText(x.shape()));
+  if (index.dtype() != DType::i64 && index.dtype() != DType::i32)
+    throw errorAt(loc, std::string("gather takes an i64 or i32 index, got ") +
+                           dtypeName(index.dtype()) + " " +
+                           shapeText(index.shape()));
+  if (index.rank() != x.rank())
+    throw errorAt(loc, "gather: index " + shapeText(index.shape()) +
+                           " must have the rank of input " +
+                           shapeText(x.shape()));
+  for (int64_t d = 0; d < x.rank(); ++d)
+    if (d != a && index.dim(d) > x.dim(d))
+      throw errorAt(loc, "gather: index " + shapeText(index.shape()) +
+                             " is larger than input " + shapeText(x.shape()) +
+                             " in dimension " + std::to_string(d));
+  return transaction(x, loc, [&] {
+    Graph g = graphOf(x, loc);
+    int64_t rank = x.rank(), n = x.dim(a);
+    // x cut to the index's extent in every other dimension.
+    Tensor picked = x;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != a && index.dim(d) < x.dim(d))
+        picked = slice(picked, d, 0, index.dim(d), 1, loc);
+    // One-hot positions [..index.., n] against x with `axis` moved last and
+    // a 1 in its place [..1.., n]: the product summed over n picks
+    // x[.., index, ..] (zero for an index outside [0, n)), and its gradient
+    // scatters back to the positions picked.
+    Tensor ids = cast(index, DType::i64, loc);
+    Tensor positions = g.arange(n, DType::i64, loc);
+    Tensor oneHot =
+        cast(eq(unsqueeze(ids, rank, loc), positions, loc), DType::f32, loc);
+    std::vector<int64_t> axisLast;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != a)
+        axisLast.push_back(d);
+    axisLast.push_back(a);
+    Tensor values = unsqueeze(permute(picked, axisLast, loc), a, loc);
+    return sum(mul(oneHot, values, loc), {rank}, false, loc);
+  });
+}
+
 Tensor locus::var(const Tensor &x, const std::vector<int64_t> &axes,
                   bool unbiased, bool keepdim, Here loc) {
   requireTensor(x, loc);
@@ -504,8 +552,10 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
             static_cast<double>(count) / static_cast<double>(count - 1);
         Tensor mean1 = reshape(batchMean, {channels}, loc);
         Tensor var1 = scaled(reshape(biased, {channels}, loc), unbias, loc);
+        // From the value an earlier call in this graph left (as PyTorch's
+        // in-place updates chain), or the state's at the run's start.
         auto blend = [&](const Tensor &running, const Tensor &batch) {
-          return add(scaled(running, 1.0 - momentum, loc),
+          return add(scaled(assignedValue(running, loc), 1.0 - momentum, loc),
                      scaled(batch, momentum, loc), loc);
         };
         assign(runningMean, blend(runningMean, mean1), loc);

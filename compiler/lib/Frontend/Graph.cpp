@@ -45,6 +45,8 @@ Error locus::detail::userError(const Here &loc, std::string message) {
 DType locus::detail::dtypeOf(mlir::Type element) {
   if (element.isF32())
     return DType::f32;
+  if (element.isInteger(32))
+    return DType::i32;
   return element.isInteger(1) ? DType::i1 : DType::i64;
 }
 
@@ -54,6 +56,8 @@ const char *locus::dtypeName(DType dtype) {
     return "f32";
   case DType::i64:
     return "i64";
+  case DType::i32:
+    return "i32";
   case DType::i1:
     return "i1";
   }
@@ -127,6 +131,7 @@ LayerScope::LayerScope(const Tensor &input, const Here &builtAt)
     return; // the layer's first op reports the empty tensor
   graph_->layerStack.push_back(builtAt);
   last_ = graph_->lastOp();
+  moved_ = graph_->movedAssigns.size();
 }
 
 LayerScope::~LayerScope() {
@@ -134,16 +139,16 @@ LayerScope::~LayerScope() {
     return;
   graph_->layerStack.pop_back();
   if (!committed_)
-    graph_->rollbackTo(static_cast<mlir::Operation *>(last_));
+    graph_->rollbackTo(static_cast<mlir::Operation *>(last_), moved_);
 }
 
 Recording::Recording(const Tensor &anchor, const Here &loc)
     : graph_(GraphImpl::of(anchor, loc).shared_from_this()),
-      last_(graph_->lastOp()) {}
+      last_(graph_->lastOp()), moved_(graph_->movedAssigns.size()) {}
 
 Recording::~Recording() {
   if (!committed_)
-    graph_->rollbackTo(static_cast<mlir::Operation *>(last_));
+    graph_->rollbackTo(static_cast<mlir::Operation *>(last_), moved_);
 }
 
 std::string GraphImpl::where(const Here &loc) {
@@ -182,6 +187,9 @@ mlir::RankedTensorType GraphImpl::tensorType(const Shape &shape, DType dtype,
     break;
   case DType::i64:
     element = builder.getI64Type();
+    break;
+  case DType::i32:
+    element = builder.getI32Type();
     break;
   case DType::i1:
     element = builder.getI1Type();
@@ -280,7 +288,18 @@ mlir::Operation *GraphImpl::lastOp() {
   return body().empty() ? nullptr : &body().back();
 }
 
-void GraphImpl::rollbackTo(mlir::Operation *last) {
+void GraphImpl::rollbackTo(mlir::Operation *last, std::size_t moved) {
+  // Moved assigns go back first, newest first: one of them may be `last`.
+  while (movedAssigns.size() > moved) {
+    MovedAssign undo = movedAssigns.back();
+    movedAssigns.pop_back();
+    undo.op.getValueMutable().assign(undo.value);
+    undo.op->setLoc(undo.loc);
+    if (undo.after)
+      undo.op->moveAfter(undo.after);
+    else
+      undo.op->moveBefore(&body().front());
+  }
   // Later ops use earlier ones: erase from the back.
   while (!body().empty() && &body().back() != last) {
     if (rngStep && rngStep.getDefiningOp() == &body().back()) {
@@ -291,12 +310,20 @@ void GraphImpl::rollbackTo(mlir::Operation *last) {
   }
 }
 
+AssignOp GraphImpl::assignOf(mlir::Value state) {
+  for (mlir::Operation *user : state.getUsers())
+    if (auto assign = llvm::dyn_cast<AssignOp>(user);
+        assign && assign.getState() == state)
+      return assign;
+  return {};
+}
+
 Transaction::Transaction(GraphImpl &graph)
-    : graph(graph), last(graph.lastOp()) {}
+    : graph(graph), last(graph.lastOp()), moved(graph.movedAssigns.size()) {}
 
 Transaction::~Transaction() {
   if (!committed)
-    graph.rollbackTo(last);
+    graph.rollbackTo(last, moved);
 }
 
 //===----------------------------------------------------------------------===//
@@ -452,6 +479,13 @@ Tensor recordConstant(GraphImpl &g, const Shape &shape, DType dtype,
     for (int64_t i = 0; i < count; ++i)
       values[i] = static_cast<int64_t>(valueAt(i));
     attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int64_t>(values));
+    break;
+  }
+  case DType::i32: {
+    std::vector<int32_t> values(count);
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = static_cast<int32_t>(valueAt(i));
+    attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int32_t>(values));
     break;
   }
   case DType::i1: {

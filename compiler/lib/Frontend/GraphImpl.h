@@ -104,9 +104,22 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
 
   /// The last op of the body, or null when it is empty.
   mlir::Operation *lastOp();
-  /// Erases every op recorded after `last` (all of them for null), newest
-  /// first: what a failed call recorded.
-  void rollbackTo(mlir::Operation *last);
+  /// Undoes what a failed call recorded: puts back the assigns it moved
+  /// (those after the first `moved` of movedAssigns), then erases every op
+  /// recorded after `last` (all of them for null), newest first.
+  void rollbackTo(mlir::Operation *last, std::size_t moved);
+
+  /// An assign that a later assign() of its state moved to the end of the
+  /// body and made write the newer value: what rollbackTo puts back.
+  struct MovedAssign {
+    AssignOp op;
+    mlir::Value value;      ///< the value it wrote before
+    mlir::Operation *after; ///< the op it followed; null: the body's first
+    mlir::Location loc;     ///< its location before
+  };
+  std::vector<MovedAssign> movedAssigns;
+  /// The assign of `state` in the body, or null.
+  static AssignOp assignOf(mlir::Value state);
 
   /// Verifies a freshly created op; erases it and throws on failure.
   mlir::Operation *finish(mlir::Operation *op, const Here &loc,
@@ -156,6 +169,7 @@ public:
 private:
   GraphImpl &graph;
   mlir::Operation *last;
+  std::size_t moved;
   bool committed = false;
 };
 

@@ -14,6 +14,7 @@
 using namespace locus;
 using namespace locus::nn;
 using locus::detail::errorAt;
+using locus::detail::numberText;
 using locus::detail::shapeText;
 
 namespace {
@@ -580,9 +581,9 @@ std::vector<Tensor> GRUCell::parameters() const {
 
 Dropout::Dropout(double p, Here loc) : Module(loc), p_(p) {
   if (!(p >= 0 && p <= 1))
-    throw Error(loc.file_name(), loc.line(), loc.column(),
-                "dropout probability has to be between 0 and 1, but got " +
-                    std::to_string(p));
+    throw errorAt(loc,
+                  "dropout probability has to be between 0 and 1, but got " +
+                      numberText(p));
 }
 
 Tensor Dropout::forward(const Tensor &x, Here loc) const {
@@ -595,8 +596,26 @@ Tensor Dropout::forward(const Tensor &x, Here loc) const {
 
 namespace {
 
-std::string transformerName(Graph &graph,
-                            const TransformerEncoderLayerOptions &options) {
+bool geluActivation(const std::string &activation, const Here &loc);
+
+/// The layer's name, once every option is checked: the sublayers record
+/// parameters as they are built, so nothing may fail after the first.
+std::string transformerName(Graph &graph, int64_t dModel, int64_t nhead,
+                            const TransformerEncoderLayerOptions &options,
+                            const Here &loc) {
+  std::string layer = "TransformerEncoderLayer(" + std::to_string(dModel) +
+                      ", " + std::to_string(nhead) + ")";
+  if (dModel <= 0 || nhead <= 0 || options.dimFeedforward <= 0)
+    throw errorAt(loc, layer + ": d_model, nhead and dim_feedforward must be "
+                               "positive");
+  if (dModel % nhead != 0)
+    throw errorAt(loc, layer + ": nhead must divide d_model");
+  if (!(options.dropout >= 0 && options.dropout <= 1))
+    throw errorAt(loc, "TransformerEncoderLayer: dropout must be in [0, 1]");
+  if (!(options.layerNormEps > 0))
+    throw errorAt(loc, "TransformerEncoderLayer: layer_norm_eps must be "
+                       "positive");
+  geluActivation(options.activation, loc);
   return layerName(graph, options.name, "encoder");
 }
 
@@ -613,8 +632,9 @@ bool geluActivation(const std::string &activation, const Here &loc) {
 TransformerEncoderLayer::TransformerEncoderLayer(
     Graph &graph, int64_t dModel, int64_t nhead,
     const TransformerEncoderLayerOptions &options, Here loc)
-    : TransformerEncoderLayer(graph, dModel, nhead, options,
-                              transformerName(graph, options), loc) {}
+    : TransformerEncoderLayer(
+          graph, dModel, nhead, options,
+          transformerName(graph, dModel, nhead, options, loc), loc) {}
 
 TransformerEncoderLayer::TransformerEncoderLayer(
     Graph &graph, int64_t dModel, int64_t nhead,
@@ -640,10 +660,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(
               .device = options.device},
              loc),
       dropout_(options.dropout), gelu_(geluActivation(options.activation, loc)),
-      normFirst_(options.normFirst) {
-  if (!(options.dropout >= 0 && options.dropout <= 1))
-    throw errorAt(loc, "TransformerEncoderLayer: dropout must be in [0, 1]");
-}
+      normFirst_(options.normFirst) {}
 
 Tensor TransformerEncoderLayer::encode(const Tensor &src,
                                        const AttentionMasks &masks,

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GraphImpl.h"
+#include "UserText.h"
 
 using namespace locus;
 using namespace locus::detail;
@@ -603,12 +604,23 @@ Tensor locus::min(const Tensor &x, const std::vector<int64_t> &axes,
   return reduce<MinOp>(x, axes, keepdim, loc);
 }
 
+/// `index` as i64 indices: i32 ones are widened, as PyTorch takes both.
+static mlir::Value indicesOf(GraphImpl &g, const Tensor &index,
+                             llvm::StringRef op, const std::string &what,
+                             const Here &loc) {
+  mlir::Value vi = g.value(index, loc);
+  if (GraphImpl::dtypeOfValue(vi) == DType::i32)
+    return g.value(cast(index, DType::i64, loc), loc);
+  GraphImpl::requireDType(vi, DType::i64, op, what, loc);
+  return vi;
+}
+
 Tensor locus::indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
                           Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
-  mlir::Value v = g.value(x, loc), vi = g.value(index, loc);
-  GraphImpl::requireDType(vi, DType::i64, "index_select", "the index", loc);
+  mlir::Value v = g.value(x, loc);
+  mlir::Value vi = indicesOf(g, index, "index_select", "the index", loc);
   if (GraphImpl::shapeOf(vi).size() > 1)
     throw userError(loc, "index_select takes a 1-D index, got " +
                              formatShape(GraphImpl::shapeOf(vi)) +
@@ -625,8 +637,8 @@ Tensor locus::indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
 Tensor locus::embedding(const Tensor &indices, const Tensor &weight, Here loc) {
   GraphImpl &g = GraphImpl::of(weight, loc);
   Transaction tx(g);
-  mlir::Value vw = g.value(weight, loc), vi = g.value(indices, loc);
-  GraphImpl::requireDType(vi, DType::i64, "embedding", "the indices", loc);
+  mlir::Value vw = g.value(weight, loc);
+  mlir::Value vi = indicesOf(g, indices, "embedding", "the indices", loc);
   if (GraphImpl::shapeOf(vw).size() != 2)
     throw userError(loc, "embedding takes a weight [num_embeddings, "
                          "embedding_dim], got " +
@@ -749,7 +761,7 @@ Tensor locus::dropout(const Tensor &x, double p, bool training, Here loc) {
   if (!(p >= 0 && p <= 1))
     throw userError(loc, "dropout probability has to be between 0 and 1, "
                          "but got " +
-                             std::to_string(p));
+                             numberText(p));
   GraphImpl &g = GraphImpl::of(x, loc);
   mlir::Value vx = f32Operand(g, x, "dropout", loc);
   if (p == 0 || !training)

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GraphImpl.h"
+#include "UserText.h"
 
 #include "locus/Dialect/Autodiff.h"
 #include "locus/Frontend/Nn.h"
@@ -77,10 +78,37 @@ void locus::assign(const Tensor &state, const Tensor &value, Here loc) {
                         (s.getDefiningOp()
                              ? s.getDefiningOp()->getName().getStringRef().str()
                              : std::string("a block argument")));
+  if (s.getType() != v.getType())
+    throw userError(
+        loc, std::string("assign() writes ") + dtypeName(value.dtype()) + " " +
+                 shapeText(value.shape()) + " into state '" +
+                 stateName(state, loc) + "' of " + dtypeName(state.dtype()) +
+                 " " + shapeText(state.shape()));
+  if (AssignOp earlier = GraphImpl::assignOf(s)) {
+    // The last write wins: the earlier assign moves after `value` (which it
+    // must follow) and writes it. rollbackTo can put it back.
+    g.movedAssigns.push_back({earlier, earlier.getValue(),
+                              earlier->getPrevNode(), earlier.getLoc()});
+    earlier->moveAfter(&g.body().back());
+    earlier.getValueMutable().assign(v);
+    earlier->setLoc(g.location(loc));
+    tx.commit();
+    return;
+  }
   DiagnosticCapture capture(&g.context);
   auto op = g.builder.create<AssignOp>(g.location(loc), s, v);
   g.finish(op, loc, capture);
   tx.commit();
+}
+
+Tensor locus::assignedValue(const Tensor &state, Here loc) {
+  GraphImpl &g = GraphImpl::of(state, loc);
+  mlir::Value s = g.value(state, loc);
+  if (!s.getDefiningOp<StateOp>())
+    throw userError(loc, "assignedValue() reads state (a parameter or "
+                         "buffer); this tensor is computed");
+  AssignOp assign = GraphImpl::assignOf(s);
+  return assign ? g.wrap(assign.getValue()) : state;
 }
 
 //===----------------------------------------------------------------------===//

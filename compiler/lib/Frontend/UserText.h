@@ -11,6 +11,7 @@
 
 #include "locus/Frontend/Graph.h"
 
+#include <sstream>
 #include <string>
 
 namespace locus::detail {
@@ -26,6 +27,13 @@ inline std::string shapeText(const Shape &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
+}
+
+/// A number as a person writes it: "2", "0.1", "1e-05".
+inline std::string numberText(double value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
 }
 
 } // namespace locus::detail

@@ -35,7 +35,7 @@ using Here = std::source_location;
 using Shape = std::vector<int64_t>;
 
 /// Element types. i64 holds class labels; i1 comes out of comparisons.
-enum class DType { f32, i64, i1 };
+enum class DType { f32, i64, i32, i1 };
 const char *dtypeName(DType dtype);
 
 /// A user error: what went wrong, at the user's source line.
@@ -244,7 +244,8 @@ public:
 
 private:
   std::shared_ptr<GraphImpl> graph_;
-  void *last_ = nullptr; // the last op before the call (mlir::Operation *)
+  void *last_ = nullptr;  // the last op before the call (mlir::Operation *)
+  std::size_t moved_ = 0; // assigns moved by assign() before the call
   bool committed_ = false;
 };
 
@@ -262,6 +263,7 @@ public:
 private:
   std::shared_ptr<GraphImpl> graph_;
   void *last_ = nullptr;
+  std::size_t moved_ = 0;
   bool committed_ = false;
 };
 } // namespace detail
@@ -295,9 +297,17 @@ std::string stateName(const Tensor &state, Here loc = Here::current());
 
 /// Records that each run ends by writing `value` into `state` (a parameter
 /// or buffer of the same graph, same shape), in place where the plan allows:
-/// the next run reads the new value. A state is assigned at most once.
+/// the next run reads the new value. Assigned again in the same graph, a
+/// state ends the run with the value written last, as a sequence of
+/// PyTorch's in-place updates would (a batch norm called twice in one
+/// step); ops reading `state` still read its value from the run's start.
 void assign(const Tensor &state, const Tensor &value,
             Here loc = Here::current());
+
+/// The value `state` holds when this run ends: what assign() last wrote to
+/// it in this graph, or `state` itself when nothing did. An update that
+/// builds on earlier ones reads this (batchNorm's running statistics do).
+Tensor assignedValue(const Tensor &state, Here loc = Here::current());
 
 Tensor operator+(const Operand &a, const Tensor &b);
 Tensor operator-(const Operand &a, const Tensor &b);
@@ -315,9 +325,10 @@ Tensor mul(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor div(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor maximum(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor minimum(const Tensor &a, const Tensor &b, Here loc = Here::current());
-/// Elementwise conversion to `dtype`, as Tensor.to(dtype): f32 to i64
-/// truncates toward zero, anything to i1 is `x != 0`, i1 gives 0 or 1.
-/// Only f32 values carry gradients. The identity when x has `dtype`.
+/// Elementwise conversion to `dtype`, as Tensor.to(dtype): f32 to an
+/// integer truncates toward zero, anything to i1 is `x != 0`, i1 gives 0 or
+/// 1, i32 to i64 keeps the sign and i64 to i32 wraps. Only f32 values carry
+/// gradients. The identity when x has `dtype`.
 Tensor cast(const Tensor &x, DType dtype, Here loc = Here::current());
 
 Tensor neg(const Tensor &x, Here loc = Here::current());
@@ -421,13 +432,13 @@ Tensor stack(const std::vector<Tensor> &xs, int64_t axis = 0,
 /// after) pairs starting from the LAST dimension; entries are >= 0.
 Tensor pad(const Tensor &x, const std::vector<int64_t> &pads,
            double value = 0.0, Here loc = Here::current());
-/// Rows of `weight` [num_embeddings, dim] picked by i64 `indices` of any
+/// Rows of `weight` [num_embeddings, dim] picked by i64 or i32 `indices` of any
 /// shape: [..., dim], as torch.nn.functional.embedding. An index outside
 /// [0, num_embeddings) gives a row of zeros (PyTorch raises; a compiled
 /// kernel cannot, and never reads outside the weight).
 Tensor embedding(const Tensor &indices, const Tensor &weight,
                  Here loc = Here::current());
-/// The slices of x along `axis` picked by a 1-D i64 `index`, as
+/// The slices of x along `axis` picked by a 1-D i64 (or i32) `index`, as
 /// torch.index_select (out-of-range indices as in embedding).
 Tensor indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
                    Here loc = Here::current());
@@ -442,6 +453,13 @@ Tensor min(const Tensor &x, const std::vector<int64_t> &axes,
            bool keepdim = false, Here loc = Here::current());
 /// The index (i64) of the first maximum along `axis`, as torch.argmax.
 Tensor argmax(const Tensor &x, int64_t axis, bool keepdim = false,
+              Here loc = Here::current());
+/// out[i][j][k] = x[i][index[i][j][k]][k] for axis 1 (and so on), as
+/// torch.gather: `index` (i64 or i32) has x's rank and is no larger than x
+/// in the other dimensions; an index outside [0, x.dim(axis)) gives 0. The
+/// gradient flows to x. Recorded as a one-hot product: it computes and
+/// holds index.numel() * x.dim(axis) values.
+Tensor gather(const Tensor &x, int64_t axis, const Tensor &index,
               Here loc = Here::current());
 /// Variance over `axes`, divided by n - 1 when `unbiased` (torch.var's
 /// default) or by n.
