@@ -1136,7 +1136,15 @@ Value castElement(OpBuilder &nb, Location nl, Value x, Type from, Type to) {
     return from.isInteger(1)
                ? nb.create<arith::UIToFPOp>(nl, to, x).getResult()
                : nb.create<arith::SIToFPOp>(nl, to, x).getResult();
-  return nb.create<arith::ExtUIOp>(nl, to, x); // i1 to i64
+  // Between integers: i1 counts 0 or 1; wider ones keep their sign, and
+  // narrowing wraps (as PyTorch's i64 -> i32).
+  unsigned fromBits = from.getIntOrFloatBitWidth();
+  unsigned toBits = to.getIntOrFloatBitWidth();
+  if (fromBits > toBits)
+    return nb.create<arith::TruncIOp>(nl, to, x);
+  if (fromBits == 1)
+    return nb.create<arith::ExtUIOp>(nl, to, x);
+  return nb.create<arith::ExtSIOp>(nl, to, x);
 }
 
 Value lowerCast(Lowering &l, CastOp op) {

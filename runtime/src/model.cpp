@@ -40,9 +40,18 @@ locus_status_t checkSize(const locus_tensor_info_t &info, size_t bytes,
 } // namespace
 
 const char *dtypeName(locus_dtype_t dtype) {
-  return dtype == LOCUS_DTYPE_F32   ? "f32"
-         : dtype == LOCUS_DTYPE_I64 ? "i64"
-                                    : "i1";
+  switch (dtype) {
+  case LOCUS_DTYPE_F32:
+    return "f32";
+  case LOCUS_DTYPE_I64:
+    return "i64";
+  case LOCUS_DTYPE_I32:
+    return "i32";
+  case LOCUS_DTYPE_I1:
+    return "i1";
+  default:
+    return "?";
+  }
 }
 
 std::string shapeString(const locus_tensor_info_t &info) {

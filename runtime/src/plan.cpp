@@ -18,6 +18,8 @@ size_t dtypeSize(uint8_t dtype) {
     return 8;
   case LOCUS_PLAN_I1:
     return 1;
+  case LOCUS_PLAN_I32:
+    return 4;
   default:
     return 0;
   }

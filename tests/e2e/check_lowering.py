@@ -129,7 +129,7 @@ def ttype(shape, elem="f32"):
 
 def dense(t, elem="f32"):
     shape, data = t
-    fmt = (lambda v: "%d" % v) if elem in ("i64",) else \
+    fmt = (lambda v: "%d" % v) if elem in ("i64", "i32") else \
         (lambda v: "true" if v else "false") if elem == "i1" else \
         (lambda v: "%.9e" % v)
 
@@ -355,6 +355,29 @@ def cases():
         "%k = locus.cast %m to i64 : tensor<3x5xi1> -> tensor<3x5xi64>\n"
         "%r = locus.cast %k to f32 : tensor<3x5xi64> -> tensor<3x5xf32>"), \
         ew(lambda x: 1.0 if x != 0 else 0.0, ia)
+    # i32: from f32 (truncation), to and from i64 (sign kept; i64 -> i32
+    # wraps to the low 32 bits), to i1, and compared signed.
+    scaled = ew(lambda x: struct_f32(x * 1000.0), a)
+    big = ([3, 5], [rng.choice([-1, 1]) * rng.randrange(0, 1 << 40) for _ in range(15)])
+    yield "cast_f32_i32", [("a", scaled)], (
+        "%i = locus.cast %a to i32 : tensor<3x5xf32> -> tensor<3x5xi32>\n"
+        "%r = locus.cast %i to f32 : tensor<3x5xi32> -> tensor<3x5xf32>"), \
+        ew(lambda x: float(int(x)), scaled)
+    yield "cast_i64_i32_wraps", [("i", big, "i64")], (
+        "%n = locus.cast %i to i32 : tensor<3x5xi64> -> tensor<3x5xi32>\n"
+        "%w = locus.cast %n to i64 : tensor<3x5xi32> -> tensor<3x5xi64>\n"
+        "%r = locus.cast %w to f32 : tensor<3x5xi64> -> tensor<3x5xf32>"), \
+        ew(lambda x: float(((x + (1 << 31)) % (1 << 32)) - (1 << 31)), big)
+    yield "cast_i32_i1_i32", [("i", ia, "i32")], (
+        "%m = locus.cast %i to i1 : tensor<3x5xi32> -> tensor<3x5xi1>\n"
+        "%k = locus.cast %m to i32 : tensor<3x5xi1> -> tensor<3x5xi32>\n"
+        "%r = locus.cast %k to f32 : tensor<3x5xi32> -> tensor<3x5xf32>"), \
+        ew(lambda x: 1.0 if x != 0 else 0.0, ia)
+    yield "cmp_i32_lt", [("i", ia, "i32"), ("j", ib, "i32")], (
+        "%m = locus.cmp lt, %i, %j : tensor<3x5xi32>\n"
+        "%s = locus.select %m, %i, %j : tensor<3x5xi1>, tensor<3x5xi32>\n"
+        "%r = locus.cast %s to f32 : tensor<3x5xi32> -> tensor<3x5xf32>"), \
+        ew(lambda x, y: float(x if x < y else y), ia, ib)
     table = rand([6, 4])
     ids = ([2, 3], [0, 5, 2, -1, 6, 3])
     yield "gather_embedding", [("w", table), ("ids", ids, "i64")], \
@@ -605,13 +628,13 @@ def run_exact(name, lines, ref):
 def write_npy(path, tensor, elem):
     import struct
     shape, data = tensor
-    descr = {"f32": "<f4", "i64": "<i8"}[elem]
+    descr = {"f32": "<f4", "i64": "<i8", "i32": "<i4"}[elem]
     dims = "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
     header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, dims)
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<%d%s" % (len(data), "f" if elem == "f32" else "q"), *data))
+        f.write(struct.pack("<%d%s" % (len(data), {"f32": "f", "i64": "q", "i32": "i"}[elem]), *data))
 
 
 def read_npy_f32(path):

@@ -149,6 +149,53 @@ TEST(Compile, SeedCnnForwardMatchesADoubleReference) {
   EXPECT_NEAR(out.at("loss").scalar(), loss, 1e-4 * std::abs(loss));
 }
 
+TEST(Compile, IntegerAndMaskInputsAndOutputsRoundTrip) {
+  // i32 ids pick embedding rows and come back widened; an i1 mask chooses;
+  // i64 -> i32 wraps as PyTorch's .int() does.
+  Graph g("ints");
+  auto ids = g.input("ids", {4}, {.dtype = DType::i32});
+  auto mask = g.input("mask", {4}, {.dtype = DType::i1});
+  auto wide = g.input("wide", {2}, {.dtype = DType::i64});
+  auto table = g.constant({3, 2}, {10, 11, 20, 21, 30, 31});
+  auto rows = sum(embedding(ids, table), {1});
+  g.output("picked", where(mask, rows, neg(rows)));
+  g.output("ids_plus", cast(cast(ids, DType::i64), DType::i32));
+  g.output("narrow", cast(wide, DType::i32));
+  g.output("mask_out", mask);
+  CompiledModel model = compile(g);
+  auto out = model.run(
+      {{"ids", HostTensor::fromI32({4}, {2, 0, 1, -7})},
+       {"mask", HostTensor::fromBool({4}, {1, 0, 5, 0})},
+       {"wide", HostTensor::fromI64({2}, {(int64_t{1} << 32) + 5, -3})}});
+  EXPECT_EQ(out.at("picked").f32, (std::vector<float>{61, -21, 41, -0.0f}));
+  EXPECT_EQ(out.at("ids_plus").dtype, DType::i32);
+  EXPECT_EQ(out.at("ids_plus").i64, (std::vector<int64_t>{2, 0, 1, -7}));
+  EXPECT_EQ(out.at("narrow").i64, (std::vector<int64_t>{5, -3}));
+  EXPECT_EQ(out.at("mask_out").i64, (std::vector<int64_t>{1, 0, 1, 0}));
+  try {
+    model.run({{"ids", HostTensor::fromI64({4}, {0, 0, 0, 0})},
+               {"mask", HostTensor::fromBool({4}, {0, 0, 0, 0})},
+               {"wide", HostTensor::fromI64({2}, {0, 0})}});
+    ADD_FAILURE() << "an i64 tensor fed to an i32 input";
+  } catch (const RunError &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "input 'ids' is [4] i64 but the graph takes [4] i32"),
+              std::string::npos)
+        << e.what();
+  }
+  HostTensor tooBig = HostTensor::fromI32({4}, {0, 0, 0, 0});
+  tooBig.i64[1] = int64_t{1} << 40;
+  try {
+    model.run({{"ids", tooBig},
+               {"mask", HostTensor::fromBool({4}, {0, 0, 0, 0})},
+               {"wide", HostTensor::fromI64({2}, {0, 0})}});
+    ADD_FAILURE() << "an i32 value out of range";
+  } catch (const RunError &e) {
+    EXPECT_NE(std::string(e.what()).find("out of its range"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Compile, BadInputsAreErrorsThatSayWhat) {
   Graph g("errors");
   auto x = g.input("x", {2, 3});

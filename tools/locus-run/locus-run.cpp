@@ -4,7 +4,7 @@
 //             [--random-inputs] [--device-map cuda:0=sim] [--runs N]
 //             [--save-outputs DIR] [--quiet]
 //
-// Inputs are .npy files (little-endian f32, i64 or bool, C order) or raw
+// Inputs are .npy files (little-endian f32, i64, i32 or bool, C order) or raw
 // little-endian bytes of the input's dtype. --random-inputs fills the inputs
 // not given with U[-1, 1) from the runtime's seeded generator (labels: 0).
 // Prints the runtime's report, then each output (shape and first values);
@@ -26,9 +26,36 @@
 namespace {
 
 const char *descrOf(locus_dtype_t dtype) {
-  return dtype == LOCUS_DTYPE_F32   ? "<f4"
-         : dtype == LOCUS_DTYPE_I64 ? "<i8"
-                                    : "|b1";
+  switch (dtype) {
+  case LOCUS_DTYPE_F32:
+    return "<f4";
+  case LOCUS_DTYPE_I64:
+    return "<i8";
+  case LOCUS_DTYPE_I32:
+    return "<i4";
+  default:
+    return "|b1";
+  }
+}
+
+const char *dtypeText(locus_dtype_t dtype) {
+  switch (dtype) {
+  case LOCUS_DTYPE_F32:
+    return "f32";
+  case LOCUS_DTYPE_I64:
+    return "i64";
+  case LOCUS_DTYPE_I32:
+    return "i32";
+  default:
+    return "i1";
+  }
+}
+
+/// Bytes of one element.
+size_t elementBytes(locus_dtype_t dtype) {
+  return dtype == LOCUS_DTYPE_I64                               ? 8
+         : dtype == LOCUS_DTYPE_F32 || dtype == LOCUS_DTYPE_I32 ? 4
+                                                                : 1;
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
@@ -261,9 +288,7 @@ void runSteps(locus::rt::Context &context, int runs) {
 /// there are when there are more.
 void printValues(const locus::rt::TensorInfo &info,
                  const std::vector<char> &data) {
-  size_t count = info.dtype == LOCUS_DTYPE_F32   ? data.size() / 4
-                 : info.dtype == LOCUS_DTYPE_I64 ? data.size() / 8
-                                                 : data.size();
+  size_t count = data.size() / elementBytes(info.dtype);
   for (size_t k = 0; k < count && k < 8; ++k) {
     char text[32];
     if (info.dtype == LOCUS_DTYPE_F32) {
@@ -274,6 +299,10 @@ void printValues(const locus::rt::TensorInfo &info,
       int64_t v;
       std::memcpy(&v, data.data() + 8 * k, 8);
       std::snprintf(text, sizeof text, " %lld", static_cast<long long>(v));
+    } else if (info.dtype == LOCUS_DTYPE_I32) {
+      int32_t v;
+      std::memcpy(&v, data.data() + 4 * k, 4);
+      std::snprintf(text, sizeof text, " %d", v);
     } else {
       std::snprintf(text, sizeof text, " %d", data[k] ? 1 : 0);
     }
@@ -291,10 +320,7 @@ void printOutputs(const locus::rt::Model &model, locus::rt::Context &context,
     std::vector<char> data(info.byteSize);
     context.readOutput(info.name, data.data(), data.size());
     std::cout << info.name << " " << shapeText(info.shape) << " "
-              << (info.dtype == LOCUS_DTYPE_F32   ? "f32"
-                  : info.dtype == LOCUS_DTYPE_I64 ? "i64"
-                                                  : "i1")
-              << " on " << info.device;
+              << dtypeText(info.dtype) << " on " << info.device;
     if (!o.quiet) {
       std::cout << ":";
       printValues(info, data);

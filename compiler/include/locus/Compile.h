@@ -28,11 +28,17 @@ namespace locus {
 struct HostTensor {
   Shape shape;
   DType dtype = DType::f32;
+  /// The values of an f32 tensor.
   std::vector<float> f32;
+  /// The values of an integer tensor, whatever its width: i64, i32 (each
+  /// in range) and i1 (0 or 1).
   std::vector<int64_t> i64;
 
   static HostTensor fromF32(Shape shape, std::vector<float> values);
   static HostTensor fromI64(Shape shape, std::vector<int64_t> values);
+  static HostTensor fromI32(Shape shape, const std::vector<int32_t> &values);
+  /// An i1 tensor (a mask); nonzero values are true.
+  static HostTensor fromBool(Shape shape, const std::vector<int64_t> &values);
   int64_t numel() const;
   /// The value of a one-element f32 tensor.
   float scalar() const;

@@ -21,6 +21,9 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <climits>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 
 using namespace locus;
@@ -88,6 +91,26 @@ HostTensor HostTensor::fromI64(Shape shape, std::vector<int64_t> values) {
   t.shape = std::move(shape);
   t.dtype = DType::i64;
   t.i64 = std::move(values);
+  return t;
+}
+
+HostTensor HostTensor::fromI32(Shape shape,
+                               const std::vector<int32_t> &values) {
+  HostTensor t;
+  t.shape = std::move(shape);
+  t.dtype = DType::i32;
+  t.i64.assign(values.begin(), values.end());
+  return t;
+}
+
+HostTensor HostTensor::fromBool(Shape shape,
+                                const std::vector<int64_t> &values) {
+  HostTensor t;
+  t.shape = std::move(shape);
+  t.dtype = DType::i1;
+  t.i64.reserve(values.size());
+  for (int64_t v : values)
+    t.i64.push_back(v != 0 ? 1 : 0);
   return t;
 }
 
@@ -218,12 +241,38 @@ void checkInputs(const CompiledModel::Impl &m,
       throw RunError(where + "input '" + slot.name + "' has " +
                      std::to_string(have) + " values for shape " +
                      formatShape(t.shape));
+    if (t.dtype == DType::i32)
+      for (int64_t v : t.i64)
+        if (v < INT32_MIN || v > INT32_MAX)
+          throw RunError(where + "input '" + slot.name + "' is i32, but " +
+                         std::to_string(v) + " is out of its range");
   }
 }
 
-const void *dataOf(const HostTensor &t) {
-  return t.dtype == DType::f32 ? static_cast<const void *>(t.f32.data())
-                               : static_cast<const void *>(t.i64.data());
+/// The bytes the runtime takes for `t` (checked by checkInputs): f32 and
+/// i64 values as they are, i32 and i1 narrowed into `scratch`.
+std::pair<const void *, size_t> wireOf(const HostTensor &t,
+                                       std::vector<unsigned char> &scratch) {
+  switch (t.dtype) {
+  case DType::f32:
+    return {t.f32.data(), t.f32.size() * sizeof(float)};
+  case DType::i64:
+    return {t.i64.data(), t.i64.size() * sizeof(int64_t)};
+  case DType::i32: {
+    scratch.resize(t.i64.size() * sizeof(int32_t));
+    for (size_t i = 0; i < t.i64.size(); ++i) {
+      auto v = static_cast<int32_t>(t.i64[i]);
+      std::memcpy(scratch.data() + i * sizeof v, &v, sizeof v);
+    }
+    return {scratch.data(), scratch.size()};
+  }
+  case DType::i1:
+    scratch.resize(t.i64.size());
+    for (size_t i = 0; i < t.i64.size(); ++i)
+      scratch[i] = t.i64[i] != 0 ? 1 : 0;
+    return {scratch.data(), scratch.size()};
+  }
+  return {nullptr, 0};
 }
 
 /// A context of the model's pool (or a new one), back to the pool when the
@@ -262,6 +311,7 @@ std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
     void *data;
     size_t bytes;
     std::vector<uint8_t> bools;
+    std::vector<int32_t> narrow;
     if (slot.dtype == DType::f32) {
       out.f32.resize(out.numel());
       data = out.f32.data();
@@ -270,6 +320,10 @@ std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
       out.i64.resize(out.numel());
       data = out.i64.data();
       bytes = out.i64.size() * 8;
+    } else if (slot.dtype == DType::i32) {
+      narrow.resize(out.numel());
+      data = narrow.data();
+      bytes = narrow.size() * 4;
     } else {
       bools.resize(out.numel());
       data = bools.data();
@@ -280,6 +334,8 @@ std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
       throw RunError(take(s));
     if (slot.dtype == DType::i1)
       out.i64.assign(bools.begin(), bools.end());
+    else if (slot.dtype == DType::i32)
+      out.i64.assign(narrow.begin(), narrow.end());
     results[slot.name] = std::move(out);
   }
   return results;
@@ -305,11 +361,12 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
   checkInputs(m, inputs, "");
   // A context of our own: each run has its own activations.
   Lease lease(m);
-  for (const Slot &slot : m.inputs) {
-    const HostTensor &t = inputs.at(slot.name);
-    size_t bytes = t.numel() * (t.dtype == DType::f32 ? 4 : 8);
+  // One buffer per input: the runtime may read them only when it runs.
+  std::vector<std::vector<unsigned char>> scratch(m.inputs.size());
+  for (auto [i, slot] : llvm::enumerate(m.inputs)) {
+    auto [data, bytes] = wireOf(inputs.at(slot.name), scratch[i]);
     if (locus_status_t s = locus_context_set_input(
-            lease.context, slot.name.c_str(), dataOf(t), bytes))
+            lease.context, slot.name.c_str(), data, bytes))
       throw RunError(take(s));
   }
   if (locus_status_t s = locus_context_run(lease.context))
@@ -328,8 +385,10 @@ void CompiledModel::runBatches(size_t steps, const BatchFn &next,
     const BatchFn &next;
     const StepFn &done;
     std::map<std::string, HostTensor> batch;
+    std::vector<std::vector<unsigned char>> scratch;
     std::exception_ptr error;
-  } loop{m, next, done, {}, nullptr};
+  } loop{m, next, done, {}, {}, nullptr};
+  loop.scratch.resize(m.inputs.size());
   auto onNext = [](void *user, uint64_t step,
                    const void **inputs) -> locus_status_t {
     auto &l = *static_cast<Loop *>(user);
@@ -337,7 +396,7 @@ void CompiledModel::runBatches(size_t steps, const BatchFn &next,
       l.batch = l.next(step);
       checkInputs(l.m, l.batch, "batch " + std::to_string(step) + ": ");
       for (size_t i = 0; i < l.m.inputs.size(); ++i)
-        inputs[i] = dataOf(l.batch.at(l.m.inputs[i].name));
+        inputs[i] = wireOf(l.batch.at(l.m.inputs[i].name), l.scratch[i]).first;
       return nullptr;
     } catch (...) {
       l.error = std::current_exception();

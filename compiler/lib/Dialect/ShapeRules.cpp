@@ -215,8 +215,8 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *,
     return fail("requires attribute 'element_type'");
   Type element = target.getValue();
   if (!element.isF32() && !element.isSignlessInteger(64) &&
-      !element.isSignlessInteger(1))
-    return fail("casts to f32, i64 or i1, not " + typeName(element));
+      !element.isSignlessInteger(32) && !element.isSignlessInteger(1))
+    return fail("casts to f32, i64, i32 or i1, not " + typeName(element));
   results.push_back(RankedTensorType::get(input.getShape(), element));
   return success();
 }

@@ -107,13 +107,16 @@ uint8_t dtypeOf(Type element) {
     return LOCUS_PLAN_F32;
   if (element.isInteger(64))
     return LOCUS_PLAN_I64;
+  if (element.isInteger(32))
+    return LOCUS_PLAN_I32;
   return LOCUS_PLAN_I1;
 }
 
 uint64_t bytesOf(RankedTensorType type) {
-  uint64_t size = type.getElementType().isF32()         ? 4
-                  : type.getElementType().isInteger(64) ? 8
-                                                        : 1;
+  Type element = type.getElementType();
+  uint64_t size = element.isF32() || element.isInteger(32) ? 4
+                  : element.isInteger(64)                  ? 8
+                                                           : 1;
   return size * static_cast<uint64_t>(type.getNumElements());
 }
 
@@ -129,6 +132,9 @@ std::string constantBytes(ConstantOp op) {
       out.append(reinterpret_cast<const char *>(&v), sizeof v);
   } else if (element.isInteger(64)) {
     for (int64_t v : dense.getValues<int64_t>())
+      out.append(reinterpret_cast<const char *>(&v), sizeof v);
+  } else if (element.isInteger(32)) {
+    for (int32_t v : dense.getValues<int32_t>())
       out.append(reinterpret_cast<const char *>(&v), sizeof v);
   } else {
     for (bool v : dense.getValues<bool>())

@@ -121,6 +121,7 @@ enum locus_plan_dtype_e {
   LOCUS_PLAN_F32 = 0,
   LOCUS_PLAN_I64 = 1,
   LOCUS_PLAN_I1 = 2, /* one byte per element */
+  LOCUS_PLAN_I32 = 3,
 };
 
 /* ---- The PTX section ----------------------------------------------------- *

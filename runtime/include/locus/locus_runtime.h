@@ -205,6 +205,7 @@ typedef enum locus_dtype_e {
   LOCUS_DTYPE_F32 = 0,
   LOCUS_DTYPE_I64 = 1,
   LOCUS_DTYPE_I1 = 2, /* one byte per element */
+  LOCUS_DTYPE_I32 = 3,
   LOCUS_DTYPE_MAX_ENUM = 0x7FFFFFFF,
 } locus_dtype_t;
 

@@ -426,7 +426,7 @@ locus.graph @g {
 
 locus.graph @g {
   %x = locus.input "x" : tensor<4xf32>
-  // expected-error@+1 {{'locus.cast' op result #0 must be statically shaped tensor of 32-bit float or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<4xf16>'}}
+  // expected-error@+1 {{'locus.cast' op result #0 must be statically shaped tensor of 32-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<4xf16>'}}
   %0 = locus.cast %x to f16 : tensor<4xf32> -> tensor<4xf16>
 }
 

@@ -23,7 +23,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def Locus_F32Tensor : StaticShapeTensorOf<[F32]>;
 def Locus_LabelTensor : StaticShapeTensorOf<[I64]>;
 def Locus_BoolTensor : StaticShapeTensorOf<[I1]>;
-def Locus_AnyTensor : StaticShapeTensorOf<[F32, I64, I1]>;
+def Locus_AnyTensor : StaticShapeTensorOf<[F32, I64, I32, I1]>;
 def Locus_ScalarF32 : 0DTensorOf<[F32]>;
 
 class Locus_Op<string mnemonic, list<Trait> traits = []>
@@ -239,7 +239,7 @@ def Locus_MinimumOp : Locus_BinaryOp<"minimum", "min(a, b)">;
 def Locus_CmpOp : Locus_InferOp<"cmp", [SameTypeOperands]> {
   let summary = "Elementwise comparison, giving an i1 tensor.";
   let description = [{
-    Compares two tensors of one type (f32, i64 or i1). Floats compare
+    Compares two tensors of one type (f32, i64, i32 or i1). Floats compare
     ordered (false when either is NaN) except `ne`, which is true for NaN,
     as in PyTorch; integers compare signed, booleans unsigned.
 
@@ -261,7 +261,7 @@ def Locus_SelectOp : Locus_Op<"select",
   let summary = "Elementwise choice by an i1 mask.";
   let description = [{
     `cond ? a : b` for every element; all three have the same shape, and the
-    values one element type (f32, i64 or i1).
+    values one element type (f32, i64, i32 or i1).
 
     ```mlir
     %r = locus.select %m, %a, %b : tensor<4x4xi1>, tensor<4x4xf32>
@@ -281,10 +281,12 @@ def Locus_SelectOp : Locus_Op<"select",
 def Locus_CastOp : Locus_InferOp<"cast"> {
   let summary = "Converts the elements to another type, as Tensor.to(dtype).";
   let description = [{
-    Between f32, i64 and i1, with PyTorch's rules: f32 to i64 truncates
-    toward zero (a value out of i64's range, or NaN, gives an unspecified
-    integer, as in PyTorch), anything to i1 is `x != 0` (NaN is true), i1 to
-    a number is 0 or 1. Casting to the same type is the identity. Only f32
+    Between f32, i64, i32 and i1, with PyTorch's rules: f32 to an integer
+    truncates toward zero (a value out of the integer's range, or NaN, gives
+    an unspecified integer, as in PyTorch), anything to i1 is `x != 0` (NaN
+    is true), i1 to a number is 0 or 1, i32 to i64 keeps the sign and i64 to
+    i32 keeps the low 32 bits (wraps). Casting to the same type is the
+    identity. Only f32
     to f32 has a gradient; a cast to or from an integer stops it, as
     PyTorch's integer tensors do.
 
