@@ -52,15 +52,6 @@ inline void printSummary(int argc, char **argv,
     std::printf("%s", model.placementSummary().c_str());
 }
 
-/// Gives `to` (compiled from `layers`' graph) the state `from` holds under
-/// the same names: a trained model's weights in its eval-mode graph.
-inline void copyState(const locus::nn::Module &layers,
-                      const locus::CompiledModel &from,
-                      locus::CompiledModel &to) {
-  for (const auto &[name, tensor] : layers.stateDict())
-    to.setState(name, from.state(name));
-}
-
 /// "<tag> v v v ...", full float precision.
 inline void printValues(const char *tag, const std::vector<float> &values) {
   std::printf("%s", tag);

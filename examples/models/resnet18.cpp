@@ -232,7 +232,13 @@ int main(int argc, char **argv) try {
   evalModel.eval();
   infer.output("logits", evalModel(xe));
   CompiledModel predictor = compile(infer, options);
-  models::copyState(evalModel, trainer, predictor);
+  // The training graph also holds optimizer moments: load the names both
+  // have, and every one the eval graph needs.
+  if (!predictor.loadStateDict(trainer.stateDict(), /*strict=*/false)
+           .missing.empty()) {
+    std::fprintf(stderr, "the eval graph has state the trainer lacks\n");
+    return 1;
+  }
   auto logits =
       predictor
           .run({{"x", HostTensor::fromF32(

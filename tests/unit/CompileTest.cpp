@@ -196,6 +196,60 @@ TEST(Compile, IntegerAndMaskInputsAndOutputsRoundTrip) {
   }
 }
 
+TEST(Compile, StateDictsMoveTrainedStateToAnEvalGraph) {
+  // Training: BatchNorm1d's statistics and the linear weights change, and
+  // Adam adds moments. Eval: the same layers, no optimizer.
+  auto layers = [](Graph &g, bool training) {
+    auto x = g.input("x", {4, 3});
+    nn::Linear fc(g, 3, 2, {.name = "fc"});
+    nn::BatchNorm1d bn(g, 2, {.name = "bn"});
+    bn.train(training);
+    auto y = bn(fc(x));
+    return std::make_pair(y, fc.parameters());
+  };
+  Graph train("train");
+  auto [y, params] = layers(train, true);
+  auto loss = sum(mul(y, y), {0, 1});
+  train.output("loss", loss);
+  optim::Adam(params, {.lr = 0.1}).step(loss);
+  CompiledModel trainer = compile(train);
+  HostTensor x =
+      HostTensor::fromF32({4, 3}, {1, 2, 3, -1, 0, 2, 4, 1, -2, 0.5f, 0.5f, 1});
+  for (int i = 0; i < 3; ++i)
+    trainer.run({{"x", x}});
+
+  Graph eval("eval");
+  eval.output("y", layers(eval, false).first);
+  CompiledModel predictor = compile(eval);
+  auto trained = trainer.stateDict();
+  EXPECT_GT(trained.size(), predictor.stateNames().size()); // moments
+  try {
+    predictor.loadStateDict(trained);
+    ADD_FAILURE() << "strict loading of a dict with optimizer moments";
+  } catch (const RunError &e) {
+    EXPECT_NE(std::string(e.what()).find("missing state: none; unexpected: "),
+              std::string::npos)
+        << e.what();
+  }
+  auto keys = predictor.loadStateDict(trained, /*strict=*/false);
+  EXPECT_TRUE(keys.missing.empty());
+  EXPECT_EQ(keys.unexpected.size(),
+            trained.size() - predictor.stateNames().size());
+  for (const std::string &name : predictor.stateNames())
+    EXPECT_EQ(predictor.state(name).f32, trained.at(name).f32) << name;
+  EXPECT_NE(trained.at("bn.running_mean").f32,
+            (std::vector<float>{0.0f, 0.0f}));
+
+  // A wrong shape anywhere: an error, and nothing is written.
+  auto before = predictor.stateDict();
+  auto bad = trained;
+  bad.at("fc.weight").f32.assign(6, 7.0f);
+  bad.at("bn.running_var") = HostTensor::fromF32({3}, {1, 1, 1});
+  EXPECT_THROW(predictor.loadStateDict(bad, /*strict=*/false), RunError);
+  for (const auto &[name, value] : predictor.stateDict())
+    EXPECT_EQ(value.f32, before.at(name).f32) << name;
+}
+
 TEST(Compile, BadInputsAreErrorsThatSayWhat) {
   Graph g("errors");
   auto x = g.input("x", {2, 3});

@@ -101,6 +101,22 @@ public:
   /// Replaces a parameter or buffer (e.g. with weights trained elsewhere);
   /// later runs see it.
   void setState(const std::string &name, const HostTensor &value);
+  /// Every parameter and buffer by name (copies), as PyTorch's
+  /// state_dict().
+  std::map<std::string, HostTensor> stateDict() const;
+  /// Sets the state from `dict`, as PyTorch's load_state_dict(): strict,
+  /// `dict` must hold exactly this model's state names; otherwise the names
+  /// both have are loaded and the rest left (an eval graph loading a
+  /// training graph's state, which also holds optimizer moments). A missing
+  /// or unexpected name (strict), or a shape or dtype that differs, is a
+  /// RunError that names them, and then nothing is written. Returns the
+  /// names left out either way (empty when strict).
+  struct StateDictKeys {
+    std::vector<std::string> missing;    ///< this model's, not in `dict`
+    std::vector<std::string> unexpected; ///< in `dict`, not this model's
+  };
+  StateDictKeys loadStateDict(const std::map<std::string, HostTensor> &dict,
+                              bool strict = true);
   /// Writes an artifact that runs with the runtime alone, compiled for `cpu`
   /// (x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native). Throws RunError.
   void save(const std::string &path,

@@ -198,14 +198,54 @@ const HostTensor &CompiledModel::state(const std::string &name) const {
   return m.stateCache[name] = std::move(value);
 }
 
+/// A RunError unless `value` fits the state slot.
+static void checkState(const Slot &slot, const HostTensor &value) {
+  if (value.shape != slot.shape || value.dtype != DType::f32 ||
+      static_cast<int64_t>(value.f32.size()) != value.numel())
+    throw RunError("state '" + slot.name + "' is " + formatShape(slot.shape) +
+                   " f32; the value given is " + formatShape(value.shape) +
+                   " " + dtypeName(value.dtype));
+}
+
+std::map<std::string, HostTensor> CompiledModel::stateDict() const {
+  std::map<std::string, HostTensor> dict;
+  for (const std::string &name : impl_->stateNames)
+    dict[name] = state(name);
+  return dict;
+}
+
+CompiledModel::StateDictKeys
+CompiledModel::loadStateDict(const std::map<std::string, HostTensor> &dict,
+                             bool strict) {
+  Impl &m = *impl_;
+  StateDictKeys keys;
+  std::vector<std::string> &missing = keys.missing;
+  std::vector<std::string> &unexpected = keys.unexpected;
+  for (const Slot &slot : m.states)
+    if (!dict.count(slot.name))
+      missing.push_back(slot.name);
+  for (const auto &entry : dict)
+    if (std::find(m.stateNames.begin(), m.stateNames.end(), entry.first) ==
+        m.stateNames.end())
+      unexpected.push_back(entry.first);
+  if (strict && (!missing.empty() || !unexpected.empty()))
+    throw RunError("loadStateDict: missing state: " + join(missing) +
+                   "; unexpected: " + join(unexpected) +
+                   " (pass strict = false to load the names both have)");
+  // Every value checked before the first is written.
+  for (const Slot &slot : m.states)
+    if (auto it = dict.find(slot.name); it != dict.end())
+      checkState(slot, it->second);
+  for (const Slot &slot : m.states)
+    if (auto it = dict.find(slot.name); it != dict.end())
+      setState(slot.name, it->second);
+  return keys;
+}
+
 void CompiledModel::setState(const std::string &name, const HostTensor &value) {
   Impl &m = *impl_;
   const Slot *slot = &stateSlot(m, name);
-  if (value.shape != slot->shape || value.dtype != DType::f32 ||
-      static_cast<int64_t>(value.f32.size()) != value.numel())
-    throw RunError("state '" + name + "' is " + formatShape(slot->shape) +
-                   " f32; the value given is " + formatShape(value.shape) +
-                   " " + dtypeName(value.dtype));
+  checkState(*slot, value);
   if (locus_status_t s = locus_model_write_state(
           m.model, name.c_str(), value.f32.data(), value.f32.size() * 4))
     throw RunError(take(s));
