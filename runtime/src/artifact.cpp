@@ -1,6 +1,7 @@
 // artifact.cpp - the artifact container: writing, and loading that never
 // trusts a byte before checking it.
 
+#include "file_io.h"
 #include "guard.h"
 #include "status_impl.h"
 
@@ -79,6 +80,8 @@ const char *kindName(uint32_t kind) {
     return "ptx";
   case LOCUS_SECTION_METADATA:
     return "metadata";
+  case LOCUS_SECTION_STATE:
+    return "state";
   default:
     return nullptr;
   }
@@ -244,14 +247,7 @@ locus_status_t locus_artifact_write(const char *path, locus_arch_t arch,
         std::memcpy(b + offsets[i], sections[i].data, sections[i].size);
     }
     put64(b, kChecksumAt, checksum(b, offset));
-    std::FILE *file = std::fopen(path, "wb");
-    if (!file)
-      return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot write %s: %s", path,
-                        std::strerror(errno));
-    bool ok = std::fwrite(b, 1, offset, file) == offset;
-    ok &= std::fclose(file) == 0;
-    return ok ? nullptr
-              : makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot write %s", path);
+    return locus::rt::writeFileAtomic(path, b, offset);
   });
 }
 
@@ -280,29 +276,10 @@ locus_status_t locus_artifact_load(const char *path,
       return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                         "locus_artifact_load: NULL argument");
     *out_artifact = nullptr;
-    std::FILE *file = std::fopen(path, "rb");
-    if (!file)
-      return makeStatus(errno == ENOENT ? LOCUS_STATUS_NOT_FOUND
-                                        : LOCUS_STATUS_UNAVAILABLE,
-                        "cannot open %s: %s", path, std::strerror(errno));
-    long size = -1;
-    if (std::fseek(file, 0, SEEK_END) == 0)
-      size = std::ftell(file);
-    if (size < 0 || std::fseek(file, 0, SEEK_SET) != 0) {
-      std::fclose(file);
-      return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot read %s", path);
-    }
-    std::unique_ptr<unsigned char[]> bytes(
-        new (std::nothrow) unsigned char[size ? size : 1]);
-    if (!bytes) {
-      std::fclose(file);
-      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "%s: %ld bytes", path,
-                        size);
-    }
-    size_t read = std::fread(bytes.get(), 1, size, file);
-    std::fclose(file);
-    if (read != static_cast<size_t>(size))
-      return makeStatus(LOCUS_STATUS_UNAVAILABLE, "cannot read %s", path);
+    std::unique_ptr<unsigned char[]> bytes;
+    size_t size = 0;
+    if (locus_status_t s = locus::rt::readFile(path, SIZE_MAX, bytes, size))
+      return s;
     locus_status_t status = adopt(std::move(bytes), size, out_artifact);
     if (!status)
       return nullptr;

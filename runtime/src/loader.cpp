@@ -212,19 +212,30 @@ void countStep(locus_model_t &m) {
     }
 }
 
-/// State from its initialiser, made on the host in chunks and uploaded:
-/// element i of uniform(a, b) is drawn from seed + (i + 1) *
-/// 0x9E3779B97F4A7C15, so a chunk starting at k is the same generator with
-/// seed + k * 0x9E3779B97F4A7C15.
+} // namespace
+
+locus_status_t initChunk(const PlanBuffer &b, size_t first, size_t count,
+                         float *out) {
+  // Element i of uniform(a, b) is drawn from seed + (i + 1) * golden and
+  // element i of normal(m, s) from seed + (2i + 1) and (2i + 2) * golden,
+  // so elements from `first` on are the same generator with seed + first
+  // (uniform) or 2 * first (normal) times golden.
+  uint64_t step = b.initKind == LOCUS_INIT_NORMAL ? 2 : 1;
+  return locus_init_fill(static_cast<locus_init_kind_t>(b.initKind), b.initA,
+                         b.initB, b.seed + first * step * 0x9E3779B97F4A7C15ull,
+                         count, out);
+}
+
+namespace {
+
+/// State from its initialiser, made on the host in chunks and uploaded.
 locus_status_t initState(Device &device, const PlanBuffer &b, void *p) {
   constexpr size_t kChunk = 1 << 16;
   std::vector<float> staging(std::min<size_t>(kChunk, b.bytes / 4));
   size_t count = b.bytes / 4;
   for (size_t k = 0; k < count; k += kChunk) {
     size_t n = std::min(kChunk, count - k);
-    if (locus_status_t s = locus_init_fill(
-            static_cast<locus_init_kind_t>(b.initKind), b.initA, b.initB,
-            b.seed + k * 0x9E3779B97F4A7C15ull, n, staging.data()))
+    if (locus_status_t s = initChunk(b, k, n, staging.data()))
       return s;
     if (locus_status_t s =
             device.upload(staging.data(), static_cast<float *>(p) + k, n * 4))
@@ -367,6 +378,31 @@ locus_status_t ptxSection(locus_artifact_t *artifact, const void *&ptx,
   return nullptr;
 }
 
+/// The state values an artifact carries (a trained model's), over what
+/// the initialisers made. Each must name a state of the plan.
+locus_status_t loadStateSection(locus_artifact_t *artifact, locus_model_t &m) {
+  const void *data = nullptr;
+  size_t size = 0;
+  locus_status_t s =
+      locus_artifact_section(artifact, LOCUS_SECTION_STATE, &data, &size);
+  if (s) {
+    bool absent = locus_status_code(s) == LOCUS_STATUS_NOT_FOUND;
+    if (absent)
+      locus_status_free(s);
+    return absent ? nullptr : s;
+  }
+  StateLoadRules rules;
+  rules.allowMissing = true;
+  size_t loaded = 0;
+  s = loadState(m, data, size, "the artifact's state section", rules, loaded);
+  if (!s)
+    return nullptr;
+  locus_status_t corrupt = makeStatus(
+      LOCUS_STATUS_DATA_LOSS, "corrupt artifact: %s", locus_status_message(s));
+  locus_status_free(s);
+  return corrupt;
+}
+
 } // namespace
 
 locus_status_t loadModel(locus_artifact_t *artifact,
@@ -392,6 +428,8 @@ locus_status_t loadModel(locus_artifact_t *artifact,
   if (locus_status_t s = ptxSection(artifact, ptx, ptxSize))
     return s;
   if (locus_status_t s = finishLoad(*model, options, note, ptx, ptxSize))
+    return s;
+  if (locus_status_t s = loadStateSection(artifact, *model))
     return s;
   *out_model = model.release();
   return nullptr;

@@ -79,6 +79,11 @@ locus_status_t createModelFromPlan(const void *plan, size_t planSize,
                                    const locus_model_options_t *options,
                                    locus_model_t **out_model);
 
+/// `count` elements of state buffer `b`'s initialiser from element `first`
+/// on: the same values however a buffer is cut into chunks.
+locus_status_t initChunk(const PlanBuffer &b, size_t first, size_t count,
+                         float *out);
+
 // ---- model.cpp -----------------------------------------------------------
 
 /// The tensors of `role`.
@@ -101,6 +106,24 @@ locus_status_t readState(const locus_model_t &m, const char *name, void *out,
                          size_t bytes);
 locus_status_t writeState(locus_model_t &m, const char *name, const void *data,
                           size_t bytes);
+
+// ---- checkpoint.cpp ------------------------------------------------------
+
+/// Which tensors a state load takes.
+struct StateLoadRules {
+  const std::vector<std::string> *names = nullptr; // only these, when set
+  bool allowMissing = false;    // model state the file lacks stays
+  bool allowUnexpected = false; // file tensors the model lacks are skipped
+};
+/// The state (all, or only what differs from its initialiser) as
+/// safetensors bytes.
+locus_status_t saveState(const locus_model_t &m, locus_state_select_t which,
+                         std::string &out);
+/// Loads safetensors bytes into the state by `rules`; `what` names them in
+/// messages. Nothing is written unless every tensor fits.
+locus_status_t loadState(locus_model_t &m, const void *data, size_t size,
+                         const char *what, const StateLoadRules &rules,
+                         size_t &loaded);
 
 // ---- context.cpp ---------------------------------------------------------
 

@@ -365,6 +365,87 @@ TEST(Train, ATrainingArtifactTrainsWithTheRuntimeAlone) {
   std::remove(path.c_str());
 }
 
+// save() writes the state that training changed (weights, Adam's moments
+// and step): the artifact, run by the runtime alone, computes bit for bit
+// what the trained model computes and trains on from where it stopped, as
+// uninterrupted training does. saveState()/loadState() move the same state
+// into a freshly compiled model through a safetensors file, with the same
+// result.
+TEST(Train, SavedModelsKeepTheirTrainingAndResume) {
+  Graph g("resume_step");
+  auto x = g.input("x", {8, 3});
+  auto y = g.input("y", {8, 1});
+  nn::Linear fc(g, 3, 1, {.name = "fc"});
+  auto pred = fc(x);
+  auto loss = nn::MSELoss()(pred, y);
+  g.output("loss", loss);
+  g.output("pred", pred);
+  optim::Adam(fc.parameters(), {.lr = 0.05}).step(loss);
+  auto batch = [](uint64_t step) {
+    std::vector<float> xs(24), ys(8);
+    for (size_t i = 0; i < 24; ++i)
+      xs[i] = std::sin(float(step * 24 + i));
+    for (size_t i = 0; i < 8; ++i)
+      ys[i] = std::cos(float(step * 8 + i));
+    return std::map<std::string, HostTensor>{
+        {"x", HostTensor::fromF32({8, 3}, xs)},
+        {"y", HostTensor::fromF32({8, 1}, ys)}};
+  };
+  CompiledModel trained = compile(g);
+  for (uint64_t step = 0; step < 3; ++step)
+    trained.run(batch(step));
+  std::string stem =
+      ::testing::TempDir() + "resume_" + std::to_string(::getpid());
+  trained.save(stem + ".locus");
+  trained.saveState(stem + ".safetensors");
+  std::vector<std::vector<float>> expected;
+  for (uint64_t step = 3; step < 6; ++step) {
+    auto out = trained.run(batch(step));
+    expected.push_back(out.at("pred").f32);
+    expected.back().push_back(out.at("loss").scalar());
+  }
+
+  rt::Model model = rt::Model::load(stem + ".locus");
+  rt::Context context(model);
+  CompiledModel resumed = compile(g);
+  EXPECT_EQ(resumed.loadState(stem + ".safetensors"),
+            resumed.stateNames().size());
+  for (uint64_t step = 3; step < 6; ++step) {
+    auto in = batch(step);
+    context.setInput("x", in.at("x").f32);
+    context.setInput("y", in.at("y").f32);
+    context.run();
+    std::vector<float> got = context.output<float>("pred");
+    got.push_back(context.output<float>("loss")[0]);
+    EXPECT_EQ(got, expected[step - 3]) << "artifact, step " << step;
+    auto out = resumed.run(in);
+    got = out.at("pred").f32;
+    got.push_back(out.at("loss").scalar());
+    EXPECT_EQ(got, expected[step - 3]) << "loadState, step " << step;
+  }
+
+  // A value given with setState travels too; an untouched model's artifact
+  // carries no state section at all.
+  CompiledModel fresh = compile(g);
+  fresh.save(stem + ".locus");
+  locus_artifact_t *artifact = nullptr;
+  ASSERT_EQ(locus_artifact_load((stem + ".locus").c_str(), &artifact), nullptr);
+  const void *data = nullptr;
+  size_t size = 0;
+  locus_status_t absent =
+      locus_artifact_section(artifact, LOCUS_SECTION_STATE, &data, &size);
+  EXPECT_EQ(locus_status_code(absent), LOCUS_STATUS_NOT_FOUND);
+  locus_status_free(absent);
+  locus_artifact_release(artifact);
+  fresh.setState("fc.bias", HostTensor::fromF32({1}, {42.0f}));
+  fresh.save(stem + ".locus");
+  rt::Model set = rt::Model::load(stem + ".locus");
+  EXPECT_EQ(set.readState("fc.bias"), std::vector<float>{42.0f});
+  EXPECT_EQ(set.readState("fc.weight"), fresh.state("fc.weight").f32);
+  std::remove((stem + ".locus").c_str());
+  std::remove((stem + ".safetensors").c_str());
+}
+
 // optim::AdamW against torch.optim.AdamW itself (PyTorch 1.13, numbers in
 // AdamWReference.h, made by tests/e2e/reference/adamw_torch.py): the loss
 // of each of five steps of a Linear(3, 2) and the weights after them, with

@@ -3,19 +3,27 @@
 //   locus-run model.locus [--input name=file.npy | name=file.f32 ...]
 //             [--random-inputs] [--device-map cuda:0=sim] [--runs N]
 //             [--save-outputs DIR] [--quiet]
+//             [--weights state.safetensors [--weights-partial]]
+//             [--save-state state.safetensors]
 //
 // Inputs are .npy files (little-endian f32, i64, i32 or bool, C order) or raw
 // little-endian bytes of the input's dtype. --random-inputs fills the inputs
 // not given with U[-1, 1) from the runtime's seeded generator (labels: 0).
 // Prints the runtime's report, then each output (shape and first values);
-// --save-outputs writes them as .npy files.
+// --save-outputs writes them as .npy files (creating the directory). --weights
+// loads state (weights, buffers) from a safetensors file before the runs: all
+// of the model's, or with --weights-partial the names both have. --save-state
+// writes the state after the runs (a training artifact's trained weights).
 
 #include "locus/runtime.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -154,27 +162,27 @@ void writeNpy(const std::string &path, const locus::rt::TensorInfo &info,
   while ((10 + header.size() + 1) % 64)
     header += ' ';
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  out.write("\x93NUMPY\x01\x00", 8);
-  char length[2] = {static_cast<char>(header.size() & 0xFF),
-                    static_cast<char>(header.size() >> 8)};
-  out.write(length, 2);
-  out << header;
-  out.write(data.data(), static_cast<long>(data.size()));
-  if (!out)
-    throw std::runtime_error("cannot write " + path);
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xFF);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(data.data(), data.size());
+  locus::rt::check(
+      locus_file_write_atomic(path.c_str(), bytes.data(), bytes.size()));
 }
 
 int usage() {
   std::cerr << "usage: locus-run model.locus [--input name=file ...] "
                "[--random-inputs] [--device-map MAP] [--runs N] "
-               "[--save-outputs DIR] [--quiet]\n";
+               "[--save-outputs DIR] [--quiet] [--weights FILE "
+               "[--weights-partial]] [--save-state FILE]\n";
   return 2;
 }
 
 /// The command line.
 struct Options {
-  std::string path, deviceMap, saveDir;
+  std::string path, deviceMap, saveDir, weights, saveState;
+  bool weightsPartial = false;
   std::map<std::string, std::string> inputFiles;
   bool random = false, quiet = false;
   int runs = 1;
@@ -200,9 +208,23 @@ int parseArgs(int argc, char **argv, Options &o) {
       } else if (arg == "--device-map") {
         o.deviceMap = value();
       } else if (arg == "--runs") {
-        o.runs = std::stoi(value());
+        std::string v = value();
+        char *end = nullptr;
+        errno = 0;
+        long runs = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || errno || runs < 1 || runs > 1'000'000'000)
+          throw std::runtime_error("--runs takes a count from 1 to 10^9, "
+                                   "not '" +
+                                   v + "'");
+        o.runs = static_cast<int>(runs);
       } else if (arg == "--save-outputs") {
         o.saveDir = value();
+      } else if (arg == "--weights") {
+        o.weights = value();
+      } else if (arg == "--weights-partial") {
+        o.weightsPartial = true;
+      } else if (arg == "--save-state") {
+        o.saveState = value();
       } else if (arg == "--random-inputs") {
         o.random = true;
       } else if (arg == "--quiet") {
@@ -338,12 +360,29 @@ static int runMain(int argc, char **argv) {
   if (int status = parseArgs(argc, argv, o))
     return status;
   try {
+    if (!o.saveDir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.saveDir, ec);
+      if (ec)
+        throw std::runtime_error("--save-outputs: cannot create " + o.saveDir +
+                                 ": " + ec.message());
+    }
     locus::rt::Model model = locus::rt::Model::load(o.path, o.deviceMap);
     std::cout << model.report();
+    if (!o.weights.empty()) {
+      size_t loaded = model.loadState(o.weights, o.weightsPartial);
+      std::cout << "loaded " << loaded << " of " << model.states().size()
+                << " state tensors from " << o.weights << "\n";
+    }
     locus::rt::Context context(model);
     setInputs(model, context, o);
     runSteps(context, o.runs);
     printOutputs(model, context, o);
+    if (!o.saveState.empty()) {
+      model.saveState(o.saveState);
+      std::cout << "saved " << model.states().size() << " state tensors to "
+                << o.saveState << "\n";
+    }
   } catch (const locus::rt::Error &e) {
     std::cerr << "locus-run: " << locus_status_code_name(e.code()) << ": "
               << e.what() << "\n";

@@ -117,8 +117,20 @@ public:
   };
   StateDictKeys loadStateDict(const std::map<std::string, HostTensor> &dict,
                               bool strict = true);
+  /// Writes every parameter and buffer to a safetensors file (the format
+  /// PyTorch users keep weights in), atomically: a failed save leaves what
+  /// was at `path`. Throws RunError.
+  void saveState(const std::string &path) const;
+  /// Loads state from a safetensors file (F32, or F64, F16, BF16 converted).
+  /// Strict: the file holds exactly this model's state; otherwise the names
+  /// both have. Every name, shape and dtype is checked before anything is
+  /// written; a RunError names the tensor. Returns how many were loaded.
+  size_t loadState(const std::string &path, bool strict = true);
   /// Writes an artifact that runs with the runtime alone, compiled for `cpu`
-  /// (x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native). Throws RunError.
+  /// (x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native), holding the
+  /// current value of every state tensor that is no longer what its
+  /// initialiser makes (trained weights, setState() values), so the
+  /// artifact computes what this model computes now. Throws RunError.
   void save(const std::string &path,
             const std::string &cpu = "x86-64-v3") const;
   /// The runtime's report: where each device of the plan runs, kernels,

@@ -229,11 +229,12 @@ std::string linkSharedObject(const Scratch &scratch,
 }
 
 /// Writes the artifact's sections (placed graph, plan, host code `so`,
-/// metadata and any PTX) to `path`. Returns the runtime's message, or "".
+/// metadata, any PTX and any state values) to `path`. Returns the runtime's
+/// message, or "".
 std::string writeSections(const PipelineResult &result, const std::string &cpu,
                           const std::string &features,
-                          const llvm::MemoryBuffer &so,
-                          const std::string &path) {
+                          const llvm::MemoryBuffer &so, const std::string &path,
+                          const std::string &state) {
   std::string metadata =
       "locus-artifact/1\ngraph=" + result.graphName + "\ncpu=" + cpu +
       "\ncpu_features=" + features +
@@ -249,6 +250,8 @@ std::string writeSections(const PipelineResult &result, const std::string &cpu,
   if (!result.cudaKernels.empty())
     sections.push_back({LOCUS_SECTION_PTX, result.cudaKernels.data(),
                         result.cudaKernels.size()});
+  if (!state.empty())
+    sections.push_back({LOCUS_SECTION_STATE, state.data(), state.size()});
   locus_status_t status = locus_artifact_write(
       path.c_str(), locus_host_arch(), sections.data(), sections.size());
   if (!status)
@@ -262,7 +265,8 @@ std::string writeSections(const PipelineResult &result, const std::string &cpu,
 
 std::string locus::writeArtifact(const PipelineResult &result,
                                  const std::string &cpu,
-                                 const std::string &path) {
+                                 const std::string &path,
+                                 const std::string &state) {
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = loadKernels(result, context);
   std::string features = requiredFeatures(cpu);
@@ -288,7 +292,7 @@ std::string locus::writeArtifact(const PipelineResult &result,
   if (error.empty())
     error = linkSharedObject(scratch, so);
   if (error.empty())
-    error = writeSections(result, cpu, features, *so, path);
+    error = writeSections(result, cpu, features, *so, path, state);
   scratch.cleanup();
   return error;
 }

@@ -469,9 +469,31 @@ void CompiledModel::runBatches(size_t steps, const BatchFn &next,
   fillStats(lease.context, stats);
 }
 
+void CompiledModel::saveState(const std::string &path) const {
+  if (locus_status_t s = locus_model_save_state(impl_->model, path.c_str()))
+    throw RunError(take(s));
+}
+
+size_t CompiledModel::loadState(const std::string &path, bool strict) {
+  locus_state_load_options_t options{};
+  options.partial = strict ? 0 : 1;
+  size_t loaded = 0;
+  if (locus_status_t s =
+          locus_model_load_state(impl_->model, path.c_str(), &options, &loaded))
+    throw RunError(take(s));
+  return loaded;
+}
+
 void CompiledModel::save(const std::string &path,
                          const std::string &cpu) const {
-  std::string error = writeArtifact(impl_->parts, cpu, path);
+  void *data = nullptr;
+  size_t size = 0;
+  if (locus_status_t s = locus_model_save_state_memory(
+          impl_->model, LOCUS_STATE_CHANGED, &data, &size))
+    throw RunError(take(s));
+  std::string state(static_cast<const char *>(data), size);
+  locus_free(data);
+  std::string error = writeArtifact(impl_->parts, cpu, path, state);
   if (!error.empty())
     throw RunError("saving '" + path + "': " + error);
 }

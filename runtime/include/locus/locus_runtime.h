@@ -138,6 +138,7 @@ typedef enum locus_section_kind_e {
   LOCUS_SECTION_HOST_CODE = 3, /* an object file for the host */
   LOCUS_SECTION_PTX = 4,       /* CUDA kernels */
   LOCUS_SECTION_METADATA = 5,  /* inputs, outputs, state */
+  LOCUS_SECTION_STATE = 6,     /* state values (safetensors), see below */
   LOCUS_SECTION_KIND_MAX_ENUM = 0x7FFFFFFF,
 } locus_section_kind_t;
 
@@ -274,6 +275,62 @@ LOCUS_API locus_status_t locus_model_write_state(locus_model_t *model,
                                                  const char *name,
                                                  const void *data,
                                                  size_t byte_size);
+
+/* Writes `size` bytes to `path` as the runtime writes artifacts and
+ * checkpoints: to a temporary file beside it, flushed to disk and renamed
+ * over it, so that a failure (a full disk, a crash) leaves what was there and
+ * no temporary file. UNAVAILABLE with errno's text on failure. */
+LOCUS_API locus_status_t locus_file_write_atomic(const char *path,
+                                                 const void *data, size_t size);
+
+/* Checkpoints: the state as a safetensors file (the format of Hugging Face
+ * and of PyTorch users' weights: a JSON header naming each tensor's dtype,
+ * shape and byte range, then the bytes). Saving writes every state tensor as
+ * F32, atomically: a temporary file beside `path`, flushed and renamed over
+ * it, so a failed save leaves what was there. */
+LOCUS_API locus_status_t locus_model_save_state(const locus_model_t *model,
+                                                const char *path);
+
+typedef enum locus_state_select_e {
+  LOCUS_STATE_ALL = 0,
+  /* Only the tensors whose value differs from what their initialiser
+   * makes: what an artifact must carry to run a trained model. */
+  LOCUS_STATE_CHANGED = 1,
+  LOCUS_STATE_SELECT_MAX_ENUM = 0x7FFFFFFF,
+} locus_state_select_t;
+
+/* The same into memory: *out_data (free it with locus_free) holds
+ * *out_size bytes of safetensors; 0 bytes for LOCUS_STATE_CHANGED when every
+ * tensor is still at its initialiser. */
+LOCUS_API locus_status_t locus_model_save_state_memory(
+    const locus_model_t *model, locus_state_select_t which, void **out_data,
+    size_t *out_size);
+LOCUS_API void locus_free(void *data);
+
+typedef struct locus_state_load_options_s {
+  /* Zero (strict, the default): the file must hold exactly the model's
+   * state. Nonzero: the names both have are loaded, the model's others keep
+   * their values and the file's others are skipped (PyTorch's
+   * load_state_dict(strict=False)). */
+  int partial;
+  /* Non-NULL: load only these `name_count` tensors, each of which must be
+   * in the file and in the model; `partial` is then ignored. */
+  const char *const *names;
+  size_t name_count;
+} locus_state_load_options_t;
+
+/* Loads state from a safetensors file (F32, or F64, F16, BF16 converted to
+ * F32). Every tensor's name, shape and dtype is checked before the first is
+ * written: on any failure nothing changes. NOT_FOUND for a missing file,
+ * DATA_LOSS for a malformed one, INVALID_ARGUMENT naming the tensor for a
+ * missing, unexpected or mismatched one. `options` NULL: strict. The number
+ * of tensors loaded goes to *out_loaded (may be NULL). */
+LOCUS_API locus_status_t locus_model_load_state(
+    locus_model_t *model, const char *path,
+    const locus_state_load_options_t *options, size_t *out_loaded);
+LOCUS_API locus_status_t locus_model_load_state_memory(
+    locus_model_t *model, const void *data, size_t size,
+    const locus_state_load_options_t *options, size_t *out_loaded);
 
 /* What runs where on this machine: one line per device of the artifact
  * (where it runs, and why there), kernel and copy counts. Valid while the

@@ -105,6 +105,19 @@ public:
     check(locus_model_write_state(model_, name.c_str(), values.data(),
                                   values.size() * sizeof(float)));
   }
+  /// Every state tensor to a safetensors file, atomically.
+  void saveState(const std::string &path) const {
+    check(locus_model_save_state(model_, path.c_str()));
+  }
+  /// State from a safetensors file: all of this model's (strict), or the
+  /// names both have (`partial`). Returns how many were loaded.
+  size_t loadState(const std::string &path, bool partial = false) {
+    locus_state_load_options_t options{};
+    options.partial = partial ? 1 : 0;
+    size_t loaded = 0;
+    check(locus_model_load_state(model_, path.c_str(), &options, &loaded));
+    return loaded;
+  }
   std::string report() const { return locus_model_report(model_); }
   locus_run_stats_t loadStats() const {
     locus_run_stats_t stats;

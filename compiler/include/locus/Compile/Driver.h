@@ -90,9 +90,12 @@ std::vector<std::string> runtimeImports(bool cuda);
 
 /// Compiles the kernels (result.bitcode) ahead of time into a shared object
 /// for `cpu` (an LLVM CPU name such as x86-64-v3, or "native") and writes
-/// the artifact. Returns an error message, empty on success. No MLIR.
+/// the artifact, with `state` (safetensors bytes: the state values that
+/// differ from their initialisers) when not empty. Returns an error message,
+/// empty on success. No MLIR.
 std::string writeArtifact(const PipelineResult &result, const std::string &cpu,
-                          const std::string &path);
+                          const std::string &path,
+                          const std::string &state = "");
 
 /// Writes each PTX module of a PTX section to <dir>/<kernel>.<n>.ptx
 /// (n: its number), without
