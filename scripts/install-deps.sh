@@ -9,6 +9,8 @@ packages=(
   # the compiler: LLVM/MLIR 19 (mlir-19-tools: MLIR's CMake config checks
   # for mlir-tblgen), FileCheck/not/lit (llvm-19-tools), Boost.Graph
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools libboost-graph-dev
+  # ONNX import: ONNX's protobuf classes and checker; its backend test data
+  libonnx-dev libprotobuf-dev libonnx-testdata
   # the BLAS behind matrix products (loaded with dlopen)
   libopenblas0-openmp
   # tests and style; chromium renders locus-dump's HTML page in a test

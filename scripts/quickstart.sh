@@ -8,7 +8,8 @@
 # (examples/run_artifact.cpp) -- on this machine's GPU when it has one, on
 # the sim device that stands in for it otherwise. Once under policy=auto,
 # once under policy=prefer-gpu. Then trains the same model for 10 steps
-# (examples/seeds/seed_both_moved.cpp).
+# (examples/seeds/seed_both_moved.cpp). Last, compiles an ONNX model
+# (tests/lit/Tools/Inputs/mlp.onnx) and runs it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -36,3 +37,14 @@ echo
 echo "== The seed's training loop (examples/seeds/seed_both_moved.cpp): model and"
 echo "   data on cuda:0, backward pass and SGD compiled into the step =="
 "$build/examples/seed_both_moved"
+
+# An ONNX model (a small MLP exported as ONNX: tests/lit/Tools/Inputs/mlp.onnx,
+# made by make_onnx.py there) compiled straight from the .onnx file, its
+# placement shown op by op at the model's nodes, and run by the runtime alone.
+onnx="$root/tests/lit/Tools/Inputs/mlp.onnx"
+echo
+echo "== An ONNX model: locus-compile mlp.onnx --shape x=5x4 (its 'batch' dimension is symbolic) =="
+"$build/tools/locus-compile" "$onnx" -o "$build/mlp-onnx.locus" --shape x=5x4 \
+  --devices=cpu,cuda:0 --policy=prefer-gpu
+"$build/tools/locus-dump" "$build/mlp-onnx.locus" --format=table
+"$build/tools/locus-run" "$build/mlp-onnx.locus" --random-inputs

@@ -57,8 +57,14 @@ std::string locus::userLine(Location loc) {
     return (file.getFilename().getValue() + ":" + Twine(file.getLine())).str();
   if (auto call = dyn_cast<CallSiteLoc>(loc))
     return userLine(call.getCaller());
-  if (auto name = dyn_cast<NameLoc>(loc))
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    // An imported op: "<model file>: <its node>" (line 0: no line).
+    if (auto file = dyn_cast<FileLineColLoc>(name.getChildLoc());
+        file && file.getLine() == 0)
+      return (file.getFilename().getValue() + ": " + name.getName().getValue())
+          .str();
     return userLine(name.getChildLoc());
+  }
   if (auto fused = dyn_cast<FusedLoc>(loc))
     for (Location inner : fused.getLocations()) {
       std::string line = userLine(inner);

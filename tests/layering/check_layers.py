@@ -9,6 +9,7 @@ The layers (docs/architecture.md), each with the layers it may include:
   dialect    compiler/*/Dialect                         support abi
   passes     passes/                                    dialect support abi
   frontend   compiler/*/Frontend, locus/locus.h         dialect support abi
+  import     compiler/*/Import                          frontend support abi
   pipelines  compiler/*/Pipelines                       passes dialect ...
   plan       compiler/*/Plan                            passes dialect ...
   dump       compiler/*/Dump                            passes dialect ...
@@ -38,6 +39,7 @@ BELOW = {
     "dialect": {"support", "abi"},
     "passes": {"dialect", "support", "abi"},
     "frontend": {"dialect", "support", "abi"},
+    "import": {"frontend", "support", "abi"},
     "pipelines": {"passes", "dialect", "support", "abi"},
     "plan": {"passes", "dialect", "support", "abi"},
     "dump": {"passes", "dialect", "support", "abi"},
@@ -62,7 +64,7 @@ def header_layer(name):
     sub = parts[1] if len(parts) > 2 else None
     return {"Support": "support", "Dialect": "dialect", "Passes": "passes",
             "Frontend": "frontend", "Pipelines": "pipelines", "Plan": "plan",
-            "Dump": "dump", "Compile": "compile"}.get(sub)
+            "Dump": "dump", "Compile": "compile", "Import": "import"}.get(sub)
 
 
 def file_layer(rel):
@@ -80,7 +82,7 @@ def file_layer(rel):
         part = parts[2] if len(parts) > 3 else ""
         return {"Support": "support", "Dialect": "dialect",
                 "Frontend": "frontend", "Pipelines": "pipelines",
-                "Plan": "plan", "Dump": "dump",
+                "Plan": "plan", "Dump": "dump", "Import": "import",
                 "Compile": "compile"}.get(part, "compile")
     return "tools"
 
@@ -89,7 +91,8 @@ TARGETS = {"locus_abi": "abi", "locus_runtime": "runtime",
            "LocusDialect": "dialect", "LocusPasses": "passes",
            "LocusMinCut": "passes", "LocusFrontend": "frontend",
            "LocusPipelines": "pipelines", "LocusMemoryPlan": "plan",
-           "LocusDump": "dump", "LocusCompile": "compile"}
+           "LocusDump": "dump", "LocusCompile": "compile",
+           "LocusImport": "import"}
 LINK = re.compile(r"target_link_libraries\(\s*(\w+)([^)]*)\)", re.S)
 
 

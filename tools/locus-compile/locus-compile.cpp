@@ -1,6 +1,6 @@
 //===- locus-compile.cpp - a graph to an artifact -------------------------===//
 //
-//   locus-compile graph.mlir -o model.locus [--policy=auto]
+//   locus-compile graph.mlir|model.onnx -o model.locus [--policy=auto]
 //                 [--devices=cpu,cuda:0] [--profile=p.json] [--cpu=x86-64-v3]
 //                 [--no-fuse] [--print-ir-after=placement,kernels,cuda,host]
 //                 [--print-ir-after-all]
@@ -8,10 +8,16 @@
 // Places the graph (unless it is placed already), inserts transfers, fuses
 // and outlines kernels, plans, compiles the kernels ahead of time and writes
 // one artifact that the runtime alone runs (locus-run, or the C API).
+// An .onnx model is imported first (--shape NAME=DxDx... gives symbolic
+// input dimensions) and keeps its initializers' values in the artifact.
 //
 //===----------------------------------------------------------------------===//
 
+#include "OnnxShapes.h"
+
+#include "locus/Compile.h"
 #include "locus/Compile/Driver.h"
+#include "locus/Import/Onnx.h"
 #include "locus/Support/Errors.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -25,8 +31,14 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<graph.mlir>"),
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<graph.mlir or model.onnx>"),
                                       cl::Required);
+static cl::list<std::string>
+    shapeSpecs("shape",
+               cl::desc("An ONNX input's shape, NAME=DxDx... (for symbolic "
+                        "dimensions)"),
+               cl::value_desc("NAME=DxDx..."));
 static cl::opt<std::string> outputFile("o", cl::desc("The artifact to write"),
                                        cl::Required);
 static cl::opt<std::string> policy("policy",
@@ -82,11 +94,51 @@ static bool checkStages() {
   return true;
 }
 
+/// An ONNX model: imported, compiled in-process (so that the initializers'
+/// values start the model) and saved with them.
+static int compileOnnx() {
+  try {
+    locus::OnnxImportOptions importOptions;
+    locus::tools::parseShapes(shapeSpecs, importOptions);
+    locus::Graph graph = locus::importOnnx(inputFile, importOptions);
+    locus::CompileOptions options;
+    options.policy = policy;
+    options.devices = locus::splitTargets(devices);
+    options.profile = profilePath;
+    options.fuse = !noFuse;
+    locus::CompiledModel model = locus::compile(graph, options);
+    model.save(outputFile, cpu);
+    llvm::outs() << model.placementSummary()
+                 << "\nplan: " << model.kernelCount() << " kernels; "
+                 << model.stateNames().size()
+                 << " parameters and buffers from the model\n";
+  } catch (const locus::Error &e) {
+    llvm::errs() << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    llvm::errs() << "locus-compile: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 static int run(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "locus-compile: a graph to an artifact\n");
   if (!checkStages())
     return 2;
+  if (llvm::StringRef(inputFile).ends_with(".onnx")) {
+    if (!printIrAfter.empty() || printIrAfterAll || !emitPtx.empty()) {
+      llvm::errs() << "locus-compile: --print-ir-after and --emit-ptx take a "
+                      ".mlir graph; import the model with locus-import first\n";
+      return 2;
+    }
+    return compileOnnx();
+  }
+  if (!shapeSpecs.empty()) {
+    llvm::errs() << "locus-compile: --shape is for .onnx models\n";
+    return 2;
+  }
   MLIRContext context(MLIRContext::Threading::DISABLED);
   locus::preparePipeline(context);
   context.printOpOnDiagnostic(false);

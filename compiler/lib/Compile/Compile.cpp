@@ -48,6 +48,12 @@ Error errorFrom(const std::string &message, mlir::Location where,
     loc = fused.getLocations().front();
   if (auto call = mlir::dyn_cast<mlir::CallSiteLoc>(loc))
     loc = call.getCaller();
+  if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc)) {
+    // An imported op (detail::OriginScope): the model file and its node.
+    if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(name.getChildLoc()))
+      return Error(file.getFilename().str(), 0, 0,
+                   name.getName().str() + ": " + message);
+  }
   if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
     return Error(file.getFilename().str(), file.getLine(), file.getColumn(),
                  message);
@@ -681,6 +687,13 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   recordInterface(g, *impl);
   compileKernels(*module, *impl, first.message);
   createRuntimeModel(*impl, options, loc);
+  // State given values (imported or pretrained weights) starts from them.
+  for (const std::string &name : impl->stateNames)
+    if (auto given = g.stateValues.find(name); given != g.stateValues.end())
+      if (locus_status_t s = locus_model_write_state(
+              impl->model, name.c_str(), given->second->data(),
+              given->second->size() * sizeof(float)))
+        throw userError(loc, take(s));
   CompiledModel model;
   model.impl_ = std::move(impl);
   return model;

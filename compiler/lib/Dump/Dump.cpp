@@ -43,6 +43,13 @@ Source sourceOf(Location loc) {
       source.callerLine = caller.getLine();
     }
   }
+  if (auto name = dyn_cast<NameLoc>(callee)) { // an imported op
+    if (auto file = dyn_cast<FileLineColLoc>(name.getChildLoc())) {
+      source.file = file.getFilename().str();
+      source.node = name.getName().str();
+    }
+    return source;
+  }
   if (auto file = dyn_cast<FileLineColLoc>(callee)) {
     source.file = file.getFilename().str();
     source.line = file.getLine();
@@ -55,6 +62,8 @@ Source sourceOf(Location loc) {
 std::string shortSource(const Source &source) {
   if (source.file.empty())
     return "-";
+  if (!source.node.empty())
+    return llvm::sys::path::filename(source.file).str() + ": " + source.node;
   std::string text = llvm::sys::path::filename(source.file).str() + ":" +
                      std::to_string(source.line);
   if (source.callerLine)
@@ -362,6 +371,8 @@ static llvm::json::Value toJson(const Report &report) {
     llvm::json::Object source{{"file", row.source.file},
                               {"line", row.source.line},
                               {"column", row.source.column}};
+    if (!row.source.node.empty())
+      source["node"] = row.source.node;
     if (row.source.callerLine)
       source["called_from"] = llvm::json::Object{
           {"file", row.source.callerFile}, {"line", row.source.callerLine}};
@@ -523,7 +534,8 @@ static const char *kHtmlDetails =
     R"html(  const details = document.getElementById('details');
   const esc = t => String(t).replace(/&/g, '&amp;').replace(/</g, '&lt;');
   const show = op => {
-    const src = op.source.file ? op.source.file + ':' + op.source.line +
+    const src = op.source.node ? op.source.file + ': ' + op.source.node :
+      op.source.file ? op.source.file + ':' + op.source.line +
       (op.source.called_from ? ' (called at line ' + op.source.called_from.line + ')' : '') : '-';
     details.innerHTML = '<table class="details">' +
       [['op', op.op], ['what', op.label], ['shape', op.shape], ['device', op.device],

@@ -28,6 +28,8 @@ using namespace locus::detail;
 
 static std::string formatError(const std::string &file, unsigned line,
                                unsigned column, const std::string &message) {
+  if (line == 0) // a file without lines: an imported model
+    return file + ": error: " + message;
   return file + ":" + std::to_string(line) + ":" + std::to_string(column) +
          ": error: " + message;
 }
@@ -113,6 +115,8 @@ static mlir::Location fileLineCol(mlir::MLIRContext &context, const Here &loc) {
 }
 
 mlir::Location GraphImpl::location(const Here &loc) {
+  if (origin)
+    return *origin;
   mlir::Location call = fileLineCol(context, loc);
   if (layerStack.empty())
     return call;
@@ -141,6 +145,17 @@ LayerScope::~LayerScope() {
   if (!committed_)
     graph_->rollbackTo(static_cast<mlir::Operation *>(last_), moved_);
 }
+
+OriginScope::OriginScope(const Graph &graph, const std::string &file,
+                         const std::string &what)
+    : graph_(graph.impl().shared_from_this()) {
+  mlir::MLIRContext &context = graph_->context;
+  graph_->origin =
+      mlir::NameLoc::get(mlir::StringAttr::get(&context, what),
+                         mlir::FileLineColLoc::get(&context, file, 0, 0));
+}
+
+OriginScope::~OriginScope() { graph_->origin.reset(); }
 
 Recording::Recording(const Tensor &anchor, const Here &loc)
     : graph_(GraphImpl::of(anchor, loc).shared_from_this()),
@@ -401,6 +416,7 @@ static Tensor recordState(GraphImpl &g, const std::string &kind,
                           const Init &init, StateRole role,
                           const StateOptions &options, const Here &loc) {
   g.claimName(g.sourceNames, kind, name, loc);
+  g.stateValues.erase(name); // a name freed by a rollback, used again
   Transaction tx(g);
   mlir::RankedTensorType type = g.tensorType(shape, DType::f32, loc);
   DiagnosticCapture capture(&g.context);
@@ -434,6 +450,41 @@ Tensor Graph::buffer(const std::string &name, const Shape &shape,
                      const Init &init, const StateOptions &options, Here loc) {
   return recordState(*impl_, "buffer", name, shape, init, StateRole::buffer,
                      options, loc);
+}
+
+/// State of `kind` that starts from `values`: recorded with a zero
+/// initialiser, the values kept beside the graph for compile() and save().
+static Tensor stateWithValues(GraphImpl &g, const std::string &kind,
+                              const std::string &name, const Shape &shape,
+                              std::vector<float> values, StateRole role,
+                              const StateOptions &options, const Here &loc) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d < 0 ? 0 : d;
+  if (static_cast<int64_t>(values.size()) != count)
+    throw userError(loc, kind + " '" + name + "' of shape " +
+                             formatShape(shape) + " needs " +
+                             std::to_string(count) + " values, got " +
+                             std::to_string(values.size()));
+  Tensor t =
+      recordState(g, kind, name, shape, Init::zeros(), role, options, loc);
+  g.stateValues[name] =
+      std::make_shared<const std::vector<float>>(std::move(values));
+  return t;
+}
+
+Tensor Graph::parameter(const std::string &name, const Shape &shape,
+                        std::vector<float> values, const StateOptions &options,
+                        Here loc) {
+  return stateWithValues(*impl_, "parameter", name, shape, std::move(values),
+                         StateRole::parameter, options, loc);
+}
+
+Tensor Graph::buffer(const std::string &name, const Shape &shape,
+                     std::vector<float> values, const StateOptions &options,
+                     Here loc) {
+  return stateWithValues(*impl_, "buffer", name, shape, std::move(values),
+                         StateRole::buffer, options, loc);
 }
 
 Tensor Graph::constant(float value, Here loc) {
@@ -588,6 +639,9 @@ std::vector<float> Graph::initialValue(const Tensor &state, Here loc) const {
   auto op = v.getDefiningOp<StateOp>();
   if (!op)
     throw userError(loc, "initialValue() needs a parameter or buffer");
+  if (auto given = impl_->stateValues.find(op.getName().str());
+      given != impl_->stateValues.end())
+    return *given->second;
   InitAttr init = op.getInit();
   std::vector<float> values(op.getType().getNumElements());
   locus_status_t status = locus_init_fill(
@@ -609,6 +663,28 @@ std::string locus::stateName(const Tensor &state, Here loc) {
   if (!op)
     throw userError(loc, "stateName() needs a parameter or buffer");
   return op.getName().str();
+}
+
+std::vector<Tensor> Graph::parameters() const {
+  std::vector<Tensor> params;
+  for (mlir::Operation &op : impl_->body())
+    if (auto state = mlir::dyn_cast<StateOp>(op);
+        state && state.getRole() == StateRole::parameter)
+      params.push_back(impl_->wrap(state.getResult()));
+  return params;
+}
+
+Tensor Graph::outputValue(const std::string &name, Here loc) const {
+  std::string names;
+  for (mlir::Operation &op : impl_->body())
+    if (auto output = mlir::dyn_cast<OutputOp>(op)) {
+      if (output.getName() == name)
+        return impl_->wrap(output.getValue());
+      names += (names.empty() ? "" : ", ") + output.getName().str();
+    }
+  throw userError(loc, "graph '" + impl_->name + "' has no output '" + name +
+                           "' (outputs: " + (names.empty() ? "none" : names) +
+                           ")");
 }
 
 size_t Graph::numOps() const { return impl_->body().getOperations().size(); }

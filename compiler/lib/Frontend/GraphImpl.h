@@ -14,6 +14,7 @@
 #include "mlir/IR/Verifier.h"
 
 #include <map>
+#include <optional>
 
 namespace locus::detail {
 
@@ -65,6 +66,10 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   std::map<std::string, int> nameCounters;
   /// Where the layers now recording were built, innermost last.
   std::vector<Here> layerStack;
+  /// Where an importer's ops come from (OriginScope); null otherwise.
+  std::optional<mlir::Location> origin;
+  /// The values state given them starts from, by state name.
+  std::map<std::string, std::shared_ptr<const std::vector<float>>> stateValues;
 
   mlir::Block &body();
   /// The user's call, within the innermost layer now recording if any.

@@ -28,6 +28,9 @@ struct Source {
   /// For an op a layer recorded: the line that called the layer.
   std::string callerFile;
   int callerLine = 0;
+  /// For an imported op: its node in the model file, "node 'fc1' (Gemm)"
+  /// (`file` is the model, `line` 0).
+  std::string node;
 };
 
 struct Row {

@@ -171,6 +171,18 @@ public:
   /// Persistent non-trainable state (optimizer moments, running stats).
   Tensor buffer(const std::string &name, const Shape &shape, const Init &init,
                 const StateOptions &options = {}, Here loc = Here::current());
+  /// A trainable parameter that starts from `values` (row-major: a
+  /// pretrained or imported weight). The values travel with the graph:
+  /// compile() starts the model from them and save() writes them into the
+  /// artifact.
+  Tensor parameter(const std::string &name, const Shape &shape,
+                   std::vector<float> values, const StateOptions &options = {},
+                   Here loc = Here::current());
+  /// Persistent non-trainable state that starts from `values` (imported
+  /// running statistics).
+  Tensor buffer(const std::string &name, const Shape &shape,
+                std::vector<float> values, const StateOptions &options = {},
+                Here loc = Here::current());
   /// A scalar f32 constant.
   Tensor constant(float value, Here loc = Here::current());
   /// An f32 constant of the given shape, row-major values.
@@ -209,9 +221,17 @@ public:
   /// unnamed layers ("linear0", "linear1", ...).
   std::string freshName(const std::string &stem);
 
-  /// The value a state tensor starts with, from its #locus.init.
+  /// The value a state tensor starts with: the values it was given, or what
+  /// its #locus.init makes.
   std::vector<float> initialValue(const Tensor &state,
                                   Here loc = Here::current()) const;
+
+  /// Every trainable parameter, in the order recorded (what an optimizer
+  /// takes to fine-tune a whole graph, an imported one included).
+  std::vector<Tensor> parameters() const;
+  /// The value named `name` by output(); an Error naming the outputs there
+  /// are otherwise.
+  Tensor outputValue(const std::string &name, Here loc = Here::current()) const;
 
   /// Number of ops recorded (the graph op itself not counted).
   size_t numOps() const;
@@ -247,6 +267,21 @@ private:
   void *last_ = nullptr;  // the last op before the call (mlir::Operation *)
   std::size_t moved_ = 0; // assigns moved by assign() before the call
   bool committed_ = false;
+};
+
+/// While alive, ops recorded into `graph` are located at `what` in `file`
+/// (e.g. "node 'conv1' (Conv)" of "resnet.onnx") instead of at the C++ line
+/// that records them: what an importer records points at the model's node.
+class OriginScope {
+public:
+  OriginScope(const Graph &graph, const std::string &file,
+              const std::string &what);
+  ~OriginScope();
+  OriginScope(const OriginScope &) = delete;
+  OriginScope &operator=(const OriginScope &) = delete;
+
+private:
+  std::shared_ptr<GraphImpl> graph_;
 };
 
 /// One call of a function made of other recording calls: unless commit()

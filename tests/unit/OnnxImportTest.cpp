@@ -1,0 +1,110 @@
+// ONNX import from C++: an imported graph is a Graph like any other (its
+// initializers are parameters that start from the model's values, which
+// compile() and save() keep), it takes a loss and an optimizer for
+// fine-tuning, and state given values from C++ behaves the same way.
+
+#include "locus/Compile.h"
+#include "locus/Import/Onnx.h"
+#include "locus/locus.h"
+#include "locus/runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <unistd.h>
+
+using namespace locus;
+
+namespace {
+
+const std::string kMlp = std::string(LOCUS_TEST_INPUTS) + "/mlp.onnx";
+
+} // namespace
+
+TEST(OnnxImport, InitializersStartTheModelAndTravelInTheArtifact) {
+  Graph g = importOnnx(kMlp, {.shapes = {{"x", {5, 4}}}});
+  ASSERT_EQ(g.parameters().size(), 4u);
+  std::vector<float> w1 = g.initialValue(g.parameters()[0]);
+  ASSERT_EQ(w1.size(), 32u);
+  EXPECT_NE(w1, std::vector<float>(32, 0.0f)); // the model's, not zeros
+  CompiledModel model = compile(g);
+  EXPECT_EQ(model.state("fc1.weight").f32, w1);
+  HostTensor x = HostTensor::fromF32({5, 4}, std::vector<float>(20, 0.5f));
+  std::vector<float> y = model.run({{"x", x}}).at("y").f32;
+  // numpy's value for x = 0.5 (tests/lit/Tools/Inputs/make_onnx.py).
+  EXPECT_NEAR(y[0], -1.6750526f, 1e-5);
+  EXPECT_NEAR(y[1], 0.7043116f, 1e-5);
+
+  std::string path =
+      ::testing::TempDir() + "onnx_" + std::to_string(::getpid()) + ".locus";
+  model.save(path);
+  rt::Model loaded = rt::Model::load(path);
+  rt::Context context(loaded);
+  context.setInput("x", x.f32);
+  context.run();
+  EXPECT_EQ(context.output<float>("y"), y);
+  std::remove(path.c_str());
+}
+
+TEST(OnnxImport, AnImportedModelFineTunes) {
+  Graph g = importOnnx(kMlp, {.shapes = {{"x", {8, 4}}}});
+  auto target = g.input("target", {8, 3});
+  auto loss = nn::MSELoss()(g.outputValue("y"), target);
+  g.output("loss", loss);
+  optim::SGD(g.parameters(), {.lr = 0.05}).step(loss);
+  CompiledModel step = compile(g);
+  std::vector<float> xs(32), ts(24);
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = std::sin(float(i));
+  for (size_t i = 0; i < ts.size(); ++i)
+    ts[i] = std::cos(float(i));
+  std::vector<float> losses;
+  for (int s = 0; s < 5; ++s)
+    losses.push_back(step.run({{"x", HostTensor::fromF32({8, 4}, xs)},
+                               {"target", HostTensor::fromF32({8, 3}, ts)}})
+                         .at("loss")
+                         .scalar());
+  for (size_t s = 1; s < losses.size(); ++s)
+    EXPECT_LT(losses[s], losses[s - 1]);
+  EXPECT_NE(step.state("fc2.weight").f32,
+            g.initialValue(g.parameters()[2])); // trained
+}
+
+TEST(OnnxImport, StateGivenValuesFromCpp) {
+  Graph g("given");
+  auto x = g.input("x", {2});
+  auto w = g.parameter("w", {2}, std::vector<float>{3.0f, -1.0f});
+  auto b = g.buffer("b", {2}, std::vector<float>{0.5f, 0.25f});
+  g.output("y", x * w + b);
+  EXPECT_EQ(g.initialValue(w), (std::vector<float>{3.0f, -1.0f}));
+  CompiledModel model = compile(g);
+  auto y = model.run({{"x", HostTensor::fromF32({2}, {1.0f, 2.0f})}});
+  EXPECT_EQ(y.at("y").f32, (std::vector<float>{3.5f, -1.75f}));
+  try {
+    g.parameter("v", {3}, std::vector<float>{1.0f});
+    ADD_FAILURE() << "three elements from one value";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.line(), __LINE__ - 3);
+    EXPECT_NE(e.message().find("parameter 'v' of shape [3] needs 3 values, "
+                               "got 1"),
+              std::string::npos)
+        << e.message();
+  }
+  EXPECT_THROW(g.outputValue("z"), Error);
+}
+
+TEST(OnnxImport, ErrorsNameTheFileAndTheNode) {
+  try {
+    importOnnx(kMlp, {.shapes = {{"x", {5, 4, 1}}}});
+    ADD_FAILURE() << "a rank-3 shape for a rank-2 input";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.file(), kMlp);
+    EXPECT_EQ(e.line(), 0u);
+    EXPECT_NE(std::string(e.what()).find(
+                  "mlp.onnx: error: --shape gives input 'x' rank 3; the "
+                  "model's is 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
