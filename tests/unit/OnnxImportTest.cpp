@@ -60,6 +60,7 @@ TEST(OnnxImport, AnImportedModelFineTunes) {
   for (size_t i = 0; i < ts.size(); ++i)
     ts[i] = std::cos(float(i));
   std::vector<float> losses;
+  losses.reserve(5);
   for (int s = 0; s < 5; ++s)
     losses.push_back(step.run({{"x", HostTensor::fromF32({8, 4}, xs)},
                                {"target", HostTensor::fromF32({8, 3}, ts)}})

@@ -34,8 +34,8 @@ inline void parseShapes(const std::vector<std::string> &specs,
       errno = 0;
       long long d = std::strtoll(part.c_str(), &stop, 10);
       if (part.empty() || *stop || errno || d < 0 || d > (1LL << 40))
-        throw std::invalid_argument("--shape '" + spec + "': '" + part +
-                                    "' is not a dimension");
+        throw std::invalid_argument("--shape '" + spec + "': '" +
+                                    part.append("' is not a dimension"));
       shape.push_back(d);
       if (end == std::string::npos)
         break;

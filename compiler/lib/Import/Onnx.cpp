@@ -75,9 +75,9 @@ struct Const {
   std::vector<int64_t> ints() const {
     if (!isFloat())
       return i;
-    std::vector<int64_t> out;
-    for (double v : f)
-      out.push_back(static_cast<int64_t>(v));
+    std::vector<int64_t> out(f.size());
+    std::transform(f.begin(), f.end(), out.begin(),
+                   [](double v) { return static_cast<int64_t>(v); });
     return out;
   }
   static Const ofInts(DType dtype, Shape shape, std::vector<int64_t> values) {
@@ -194,10 +194,10 @@ private:
     return k < n.input_size() && !n.input(k).empty();
   }
   const Const *constOf(const NodeProto &n, int k) {
-    return has(n, k)
-               ? (value(n.input(k)).constant ? &*value(n.input(k)).constant
-                                             : nullptr)
-               : nullptr;
+    if (!has(n, k))
+      return nullptr;
+    std::optional<Const> &c = value(n.input(k)).constant;
+    return c.has_value() ? &c.value() : nullptr;
   }
   const Const &needConst(const NodeProto &n, int k, const char *what);
   /// Input k as a graph value; `buffer`: an f32 initializer becomes a
@@ -246,7 +246,7 @@ private:
   onnx::ModelProto model_;
   int opset_ = 0;
   std::map<std::string, Value> values_;
-  std::optional<Graph> graph_;
+  Graph *graph_ = nullptr; // the graph run() records into
 };
 
 //===----------------------------------------------------------------------===//
@@ -383,7 +383,8 @@ Const Importer::tensorConst(const TensorProto &t) const {
       else if (width == 2)
         v = rawAt<int16_t>(raw, k);
       else if (t.data_type() == TensorProto::INT8)
-        v = rawAt<int8_t>(raw, k);
+        v = int64_t(rawAt<uint8_t>(raw, k)) -
+            (rawAt<uint8_t>(raw, k) >= 128 ? 256 : 0); // two's complement
       else
         v = rawAt<uint8_t>(raw, k);
       c.i.push_back(boolean ? v != 0 : v);
@@ -527,6 +528,8 @@ const Const &Importer::needConst(const NodeProto &n, int k, const char *what) {
 }
 
 Tensor Importer::materialize(const std::string &name, Value &v, bool buffer) {
+  if (!v.constant || !graph_)
+    fail("'" + name + "' has no value"); // not reached: callers check
   const Const &c = *v.constant;
   Graph &g = *graph_;
   if (c.isFloat()) {
@@ -1630,8 +1633,8 @@ Graph Importer::run() {
   }
   std::string name =
       options_.graphName.empty() ? model_.graph().name() : options_.graphName;
-  graph_.emplace(name.empty() ? "onnx" : name);
-  Graph &g = *graph_;
+  Graph g(name.empty() ? "onnx" : name);
+  graph_ = &g;
   try {
     addInputs(g);
   } catch (const ImportError &e) {
