@@ -305,6 +305,8 @@ std::string checkTensor(const SafeTensor &t, uint64_t begin, uint64_t end,
   return "";
 }
 
+} // namespace
+
 float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h >> 15) << 31;
   uint32_t exp = h >> 10 & 0x1F;
@@ -328,6 +330,8 @@ float halfToFloat(uint16_t h) {
   std::memcpy(&f, &bits, 4);
   return f;
 }
+
+namespace {
 
 /// `s` as a JSON string.
 std::string quoted(const std::string &s) {
@@ -467,3 +471,7 @@ bool toF32(const SafeTensor &t, float *out, size_t count) {
 }
 
 } // namespace locus::rt
+
+extern "C" float locus_f16_to_f32(uint16_t bits) {
+  return locus::rt::halfToFloat(bits);
+}

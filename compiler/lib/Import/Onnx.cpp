@@ -12,6 +12,8 @@
 
 #include "locus/Import/Onnx.h"
 
+#include "locus/locus_runtime.h"
+
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
@@ -93,6 +95,13 @@ struct Const {
     c.f = std::move(values);
     return c;
   }
+  /// Appends element `at` of `src` (of this one's dtype).
+  void append(const Const &src, size_t at) {
+    if (src.isFloat())
+      f.push_back(src.f[at]);
+    else
+      i.push_back(src.i[at]);
+  }
   /// Element k of a tensor of `shape`, broadcast from this one.
   size_t broadcastIndex(const Shape &to, size_t k) const {
     size_t index = 0, stride = 1;
@@ -141,28 +150,6 @@ template <typename T> T rawAt(const std::string &bytes, size_t k) {
   T v;
   std::memcpy(&v, bytes.data() + k * sizeof(T), sizeof(T));
   return v;
-}
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h >> 15) << 31, exp = h >> 10 & 0x1F,
-           mant = h & 0x3FF, bits = 0;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | mant << 13;
-  } else if (exp) {
-    bits = sign | (exp + 112) << 23 | mant << 13;
-  } else if (mant) {
-    int e = -1;
-    do {
-      ++e;
-      mant <<= 1;
-    } while (!(mant & 0x400));
-    bits = sign | uint32_t(112 - e) << 23 | (mant & 0x3FF) << 13;
-  } else {
-    bits = sign;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 class Importer {
@@ -351,9 +338,9 @@ Const Importer::tensorConst(const TensorProto &t) const {
   case TensorProto::FLOAT16:
     need(2, t.int32_data_size());
     for (size_t k = 0; k < size; ++k)
-      c.f.push_back(
-          halfToFloat(useRaw ? rawAt<uint16_t>(raw, k)
-                             : static_cast<uint16_t>(t.int32_data(int(k)))));
+      c.f.push_back(locus_f16_to_f32(
+          useRaw ? rawAt<uint16_t>(raw, k)
+                 : static_cast<uint16_t>(t.int32_data(int(k)))));
     break;
   case TensorProto::INT64:
     c.dtype = DType::i64;
@@ -932,10 +919,7 @@ void Importer::slice(const NodeProto &n) {
             range.start + coord[size_t(range.axis)] * range.step;
       for (size_t d = 0; d < shape.size(); ++d)
         index = index * size_t(shape[d]) + size_t(coord[d]);
-      if (c->isFloat())
-        r.f.push_back(c->f[index]);
-      else
-        r.i.push_back(c->i[index]);
+      r.append(*c, index);
     }
     outConst(n, 0, std::move(r));
     return;
@@ -979,10 +963,7 @@ void Importer::gather(Graph &g, const NodeProto &n) {
       for (int64_t i : indices)
         for (int64_t k = 0; k < inner; ++k) {
           size_t at = size_t((o * size + i) * inner + k);
-          if (data->isFloat())
-            r.f.push_back(data->f[at]);
-          else
-            r.i.push_back(data->i[at]);
+          r.append(*data, at);
         }
     outConst(n, 0, std::move(r));
     return;
@@ -1196,10 +1177,7 @@ void Importer::concat(const NodeProto &n) {
         int64_t chunk = product(c.shape, size_t(axis));
         for (int64_t e = 0; e < chunk; ++e) {
           size_t at = size_t(o * chunk + e);
-          if (c.isFloat())
-            r.f.push_back(c.f[at]);
-          else
-            r.i.push_back(c.i[at]);
+          r.append(c, at);
         }
       }
     outConst(n, 0, std::move(r));
@@ -1413,10 +1391,7 @@ const std::map<std::string, Importer::Handler> &Importer::handlers() {
           bool pick = c->at(c->broadcastIndex(shape, k)) != 0;
           const Const &src = pick ? *a : *b;
           size_t at = src.broadcastIndex(shape, k);
-          if (src.isFloat())
-            r.f.push_back(src.f[at]);
-          else
-            r.i.push_back(src.i[at]);
+          r.append(src, at);
         }
         im.outConst(n, 0, std::move(r));
         return;
@@ -1525,10 +1500,7 @@ const std::map<std::string, Importer::Handler> &Importer::handlers() {
         r.shape = target;
         for (size_t k = 0; k < static_cast<size_t>(product(target)); ++k) {
           size_t at = c->broadcastIndex(target, k);
-          if (c->isFloat())
-            r.f.push_back(c->f[at]);
-          else
-            r.i.push_back(c->i[at]);
+          r.append(*c, at);
         }
         im.outConst(n, 0, std::move(r));
         return;

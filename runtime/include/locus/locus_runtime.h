@@ -276,6 +276,10 @@ LOCUS_API locus_status_t locus_model_write_state(locus_model_t *model,
                                                  const void *data,
                                                  size_t byte_size);
 
+/* An IEEE half-precision number (its bits) as a float, exactly: what
+ * checkpoints and importers convert F16 data with. */
+LOCUS_API float locus_f16_to_f32(uint16_t bits);
+
 /* Writes `size` bytes to `path` as the runtime writes artifacts and
  * checkpoints: to a temporary file beside it, flushed to disk and renamed
  * over it, so that a failure (a full disk, a crash) leaves what was there and
