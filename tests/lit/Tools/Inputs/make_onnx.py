@@ -5,6 +5,7 @@ script; rerun with Debian's python3-onnx to remake them):
   mlp.onnx          x [batch, 4] -> Gemm(fc1) -> Relu -> Gemm(fc2) -> y [batch, 3],
                     opset 14, 'batch' symbolic
   unsupported.onnx  Sign twice and Floor once: ops Locus does not import
+  mlp_external.onnx the MLP with its weights in mlp_external.data
 """
 import os
 
@@ -46,3 +47,10 @@ bad = helper.make_graph(
 model = helper.make_model(bad, opset_imports=[helper.make_opsetid("", 14)])
 onnx.checker.check_model(model)
 onnx.save(model, os.path.join(here, "unsupported.onnx"))
+
+# The same MLP with its initializers in a file beside the model (ONNX's
+# external data), as exporters write models over 2 GB.
+model = onnx.load(os.path.join(here, "mlp.onnx"))
+onnx.save_model(model, os.path.join(here, "mlp_external.onnx"),
+                save_as_external_data=True, all_tensors_to_one_file=True,
+                location="mlp_external.data", size_threshold=0)
