@@ -138,6 +138,27 @@ struct Model {
   ~Model() { locus_model_release(m); }
 };
 
+struct Case {
+  std::string file, expected;
+};
+
+/// Loads each case's file (strict): it must fail with `code` and a message
+/// holding the case's text, and leave w as its initialiser made it.
+void expectEachFails(Model &m, const std::vector<Case> &cases,
+                     locus_status_code_t expectedCode) {
+  for (const Case &c : cases) {
+    locus_status_code_t code{};
+    std::string why =
+        messageOf(locus_model_load_state_memory(
+                      m.m, c.file.data(), c.file.size(), nullptr, nullptr),
+                  &code);
+    EXPECT_EQ(code, expectedCode) << why;
+    EXPECT_NE(why.find(c.expected), std::string::npos)
+        << why << "\nexpected: " << c.expected;
+    EXPECT_EQ(readState(m.m, "w", 4), std::vector<float>(4, 2.0f));
+  }
+}
+
 } // namespace
 
 TEST(Checkpoint, SavedStateLoadsIntoAnotherModelBitForBit) {
@@ -265,9 +286,7 @@ TEST(Checkpoint, MismatchesNameTheTensorAndChangeNothing) {
     return safetensors(header, floatBytes(w) + floatBytes(v) +
                                    std::string(uBytes, '\0'));
   };
-  struct Case {
-    std::string file, expected;
-  } cases[] = {
+  std::vector<Case> cases = {
       {fileWith("[3,2]", "F32", 24),
        "tensor 'u' of the state given is F32 [3, 2]; the model's state is "
        "[2, 3] f32"},
@@ -278,18 +297,9 @@ TEST(Checkpoint, MismatchesNameTheTensorAndChangeNothing) {
                 "4]}"),
        "unexpected (in the file, not the model's): z"},
   };
-  for (const Case &c : cases) {
-    locus_status_code_t code{};
-    std::string why =
-        messageOf(locus_model_load_state_memory(
-                      m.m, c.file.data(), c.file.size(), nullptr, nullptr),
-                  &code);
-    EXPECT_EQ(code, LOCUS_STATUS_INVALID_ARGUMENT) << why;
-    EXPECT_NE(why.find(c.expected), std::string::npos) << why;
-    // w and v were fine and came first: still not written.
-    EXPECT_EQ(readState(m.m, "w", 4), std::vector<float>(4, 2.0f));
-    EXPECT_EQ(readState(m.m, "u", 6), before);
-  }
+  expectEachFails(m, cases, LOCUS_STATUS_INVALID_ARGUMENT);
+  // u was checked after w and v: still as it was.
+  EXPECT_EQ(readState(m.m, "u", 6), before);
   // By name: only those, and each must be in both.
   std::string good = fileWith("[2,3]", "F32", 24);
   const char *names[] = {"w"};
@@ -319,9 +329,7 @@ TEST(Checkpoint, MalformedFilesAreDataLossNeverACrash) {
   std::string rank65 = "1";
   for (int i = 1; i < 65; ++i)
     rank65 += ",1";
-  struct Case {
-    std::string file, expected;
-  } cases[] = {
+  std::vector<Case> cases = {
       {std::string("\x05\x00\x00", 3), "shorter than its 8-byte"},
       {safetensors("{}", "").substr(0, 9), "header length 2 exceeds"},
       {safetensors("[]", ""), "expected '{'"},
@@ -372,17 +380,7 @@ TEST(Checkpoint, MalformedFilesAreDataLossNeverACrash) {
                    "abcd"),
        "an array too long"},
   };
-  for (const Case &c : cases) {
-    locus_status_code_t code{};
-    std::string why =
-        messageOf(locus_model_load_state_memory(
-                      m.m, c.file.data(), c.file.size(), nullptr, nullptr),
-                  &code);
-    EXPECT_EQ(code, LOCUS_STATUS_DATA_LOSS) << why;
-    EXPECT_NE(why.find(c.expected), std::string::npos)
-        << why << "\nexpected: " << c.expected;
-    EXPECT_EQ(readState(m.m, "w", 4), std::vector<float>(4, 2.0f));
-  }
+  expectEachFails(m, cases, LOCUS_STATUS_DATA_LOSS);
 
   // Every byte of a real file changed, one at a time, three ways: loads or
   // fails with a status.

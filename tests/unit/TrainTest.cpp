@@ -33,6 +33,17 @@ template <typename Fn> std::string errorOf(Fn fn, unsigned *line = nullptr) {
   return "";
 }
 
+/// Batch `step` of a Linear(3, 1) regression: x [8, 3], y [8, 1].
+std::map<std::string, HostTensor> linearBatch(uint64_t step) {
+  std::vector<float> xs(24), ys(8);
+  for (size_t i = 0; i < 24; ++i)
+    xs[i] = std::sin(float(step * 24 + i));
+  for (size_t i = 0; i < 8; ++i)
+    ys[i] = std::cos(float(step * 8 + i));
+  return {{"x", HostTensor::fromF32({8, 3}, xs)},
+          {"y", HostTensor::fromF32({8, 1}, ys)}};
+}
+
 /// How many ops named `name` the graph holds.
 size_t countOpsNamed(const Graph &g, const std::string &name) {
   std::string text = g.str();
@@ -168,16 +179,7 @@ TEST(Train, RunBatchesMatchesRunAndPropagatesCallbackErrors) {
     g.output("loss", loss);
     optim::SGD(fc.parameters(), {.lr = 0.05, .momentum = 0.9}).step(loss);
   };
-  auto batch = [](size_t step) {
-    std::vector<float> xs(24), ys(8);
-    for (size_t i = 0; i < 24; ++i)
-      xs[i] = std::sin(float(step * 24 + i));
-    for (size_t i = 0; i < 8; ++i)
-      ys[i] = std::cos(float(step * 8 + i));
-    return std::map<std::string, HostTensor>{
-        {"x", HostTensor::fromF32({8, 3}, xs)},
-        {"y", HostTensor::fromF32({8, 1}, ys)}};
-  };
+  auto batch = linearBatch;
   Graph a("a"), b("b");
   build(a);
   build(b);
@@ -381,16 +383,7 @@ TEST(Train, SavedModelsKeepTheirTrainingAndResume) {
   g.output("loss", loss);
   g.output("pred", pred);
   optim::Adam(fc.parameters(), {.lr = 0.05}).step(loss);
-  auto batch = [](uint64_t step) {
-    std::vector<float> xs(24), ys(8);
-    for (size_t i = 0; i < 24; ++i)
-      xs[i] = std::sin(float(step * 24 + i));
-    for (size_t i = 0; i < 8; ++i)
-      ys[i] = std::cos(float(step * 8 + i));
-    return std::map<std::string, HostTensor>{
-        {"x", HostTensor::fromF32({8, 3}, xs)},
-        {"y", HostTensor::fromF32({8, 1}, ys)}};
-  };
+  auto batch = linearBatch;
   CompiledModel trained = compile(g);
   for (uint64_t step = 0; step < 3; ++step)
     trained.run(batch(step));
