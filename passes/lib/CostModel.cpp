@@ -86,7 +86,8 @@ bool CostProfile::parse(llvm::StringRef json, CostProfile &profile,
   }
   CostProfile result = profile;
   if (!onlyKeys(*root, "profile",
-                {"version", "cpu", "cuda", "link", "load_amortization_steps"},
+                {"version", "cpu", "cuda", "link", "peer_link",
+                 "load_amortization_steps"},
                 error))
     return false;
   if (const llvm::json::Value *version = root->get("version")) {
@@ -109,6 +110,20 @@ bool CostProfile::parse(llvm::StringRef json, CostProfile &profile,
                     error) ||
         !readNumber(*object, "link", "bandwidth_gbps", 1e9,
                     result.linkBandwidth, error))
+      return false;
+  }
+  if (const llvm::json::Value *peer = root->get("peer_link")) {
+    const llvm::json::Object *object = peer->getAsObject();
+    if (!object) {
+      error = "peer_link must be an object";
+      return false;
+    }
+    if (!onlyKeys(*object, "peer_link", {"latency_ns", "bandwidth_gbps"},
+                  error) ||
+        !readNumber(*object, "peer_link", "latency_ns", 1, result.peerLatencyNs,
+                    error) ||
+        !readNumber(*object, "peer_link", "bandwidth_gbps", 1e9,
+                    result.peerBandwidth, error))
       return false;
   }
   if (!readNumber(*root, "profile", "load_amortization_steps", 1,
@@ -249,4 +264,11 @@ int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device) {
 int64_t locus::copyCostNs(int64_t bytes, const CostProfile &profile) {
   return static_cast<int64_t>(std::llround(
       profile.linkLatencyNs + bytes / profile.linkBandwidth * 1e9));
+}
+
+int64_t locus::peerCopyCostNs(int64_t bytes, const CostProfile &profile) {
+  if (profile.peerLatencyNs <= 0 || profile.peerBandwidth <= 0)
+    return 2 * copyCostNs(bytes, profile);
+  return static_cast<int64_t>(std::llround(
+      profile.peerLatencyNs + bytes / profile.peerBandwidth * 1e9));
 }

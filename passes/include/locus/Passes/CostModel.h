@@ -30,6 +30,11 @@ struct CostProfile {
   DeviceProfile cuda{50e12, 2e12, 4000};
   double linkLatencyNs = 10000; ///< one host<->device copy
   double linkBandwidth = 12e9;  ///< bytes/s (pageable PCIe)
+  /// One copy between two CUDA devices over a peer link (NVLink or PCIe
+  /// peer-to-peer); 0 when there is none: the copy goes through the host,
+  /// two link copies.
+  double peerLatencyNs = 0;
+  double peerBandwidth = 0; ///< bytes/s
   /// State and constants move once, at load: their copies count 1/N per step.
   double loadAmortizationSteps = 1000;
 
@@ -62,6 +67,10 @@ int64_t opCostNs(const OpWork &work, const DeviceProfile &device);
 
 /// Nanoseconds of one copy of `bytes` between the host and a device.
 int64_t copyCostNs(int64_t bytes, const CostProfile &profile);
+
+/// Nanoseconds of one copy of `bytes` between two CUDA devices: over the
+/// peer link when the profile has one, else through the host.
+int64_t peerCopyCostNs(int64_t bytes, const CostProfile &profile);
 
 } // namespace locus
 
