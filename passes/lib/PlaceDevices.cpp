@@ -86,13 +86,30 @@ private:
   /// Pins first: kept under every policy, soft without a CUDA target, an
   /// error when they name a device that is not a target.
   LogicalResult placePins(GraphOp graph);
-  void placeCpuOrSoft(GraphOp graph);
+  /// "cpu, cuda:0, cuda:1".
+  std::string targetNames() const;
+  /// Records a note on the graph (kPlacementNotesAttrName) and remarks it at
+  /// `first`.
+  void addNote(GraphOp graph, Operation *first, const Twine &text);
+  /// The error for a pin to a device that is not a target, with the fix.
+  void reportPinOffTargets(Operation *op, DeviceAttr pin);
+  void placeCpuOnly(GraphOp graph);
+  /// prefer-gpu: the CUDA target an op's operands are on (a layer pinned
+  /// to cuda:1 stays there), else the first.
+  DeviceAttr gpuOfOperands(Operation *op) const;
   void placePreferGpu(GraphOp graph);
   void placeAuto(GraphOp graph);
-  /// The launches --locus-fuse-kernels will save, as min-cut fusion terms.
+  /// Nanoseconds per step of moving `value` from device `from` to `to`
+  /// (0 the CPU, i the CUDA target i - 1).
+  int64_t moveCostNs(Value value, int from, int to) const;
+  /// The values `ops` read from each other, as terms of the problem.
+  void addValues(ArrayRef<Operation *> ops,
+                 const llvm::DenseMap<Operation *, int> &nodeOf,
+                 placement::MultiProblem &problem);
+  /// The launches --locus-fuse-kernels will save, as fusion terms.
   void addFusions(ArrayRef<Operation *> ops,
                   const llvm::DenseMap<Operation *, int> &nodeOf,
-                  placement::Problem &problem);
+                  placement::MultiProblem &problem);
   LogicalResult placeStrict(GraphOp graph);
   /// Sources with no pin follow the ops that read them (prefer-gpu, strict).
   void placeFollowers(ArrayRef<Operation *> followers, bool cloneForEachDevice);
@@ -121,7 +138,8 @@ LogicalResult PlaceDevicesPass::readOptions(GraphOp graph) {
 
   SmallVector<std::string> targets(devices.begin(), devices.end());
   if (targets.empty())
-    targets = {"cpu", "cuda:0"};
+    for (const std::string &name : defaultTargets())
+      targets.push_back(name);
   cpuDevice = {};
   cudaTargets.clear();
   for (const std::string &text : targets) {
@@ -148,46 +166,94 @@ LogicalResult PlaceDevicesPass::readOptions(GraphOp graph) {
   return success();
 }
 
+std::string PlaceDevicesPass::targetNames() const {
+  std::string names = cpuDevice.str();
+  for (DeviceAttr target : cudaTargets)
+    names += ", " + target.str();
+  return names;
+}
+
+void PlaceDevicesPass::addNote(GraphOp graph, Operation *first,
+                               const Twine &text) {
+  MLIRContext *context = &getContext();
+  SmallVector<Attribute> notes;
+  if (auto old = graph->getAttrOfType<ArrayAttr>(kPlacementNotesAttrName))
+    notes.append(old.begin(), old.end());
+  std::string where = userLine(first->getLoc());
+  NamedAttribute fields[] = {
+      {StringAttr::get(context, "text"), StringAttr::get(context, text)},
+      {StringAttr::get(context, "where"), StringAttr::get(context, where)}};
+  notes.push_back(DictionaryAttr::get(context, fields));
+  graph->setAttr(kPlacementNotesAttrName, ArrayAttr::get(context, notes));
+  first->emitRemark() << text;
+}
+
+void PlaceDevicesPass::reportPinOffTargets(Operation *op, DeviceAttr pin) {
+  InFlightDiagnostic diag = op->emitOpError()
+                            << "is pinned to " << pin.str()
+                            << ", which is not a target device (targets: "
+                            << targetNames() << ")";
+  std::string fix = "fix: add " + pin.str() + " to the target devices";
+  if (cudaTargets.empty())
+    fix += " (where there is no GPU it runs on the sim device), or allow "
+           "soft placement (allow-soft-placement, "
+           "CompileOptions::allowSoftPlacement) to run it on cpu with a "
+           "warning, or compile with policy=cpu";
+  diag.attachNote(op->getLoc()) << fix;
+}
+
 LogicalResult PlaceDevicesPass::placePins(GraphOp graph) {
   bool ok = true;
-  unsigned softened = 0;
+  unsigned softened = 0, ignored = 0;
+  Operation *firstSoft = nullptr, *firstIgnored = nullptr;
   for (Operation &op : graph.getBodyBlock()) {
     DeviceAttr pin = pinOf(&op);
-    if (!pin)
+    if (!pin || pin.isCpu()) {
+      if (pin)
+        decisions[&op] = {pin, reason(PlacementKind::pinned)};
+      ++numPinned;
       continue;
-    if (pin.isCuda() && cudaTargets.empty()) {
+    }
+    if (policyKind == Policy::cpu) {
+      decisions[&op] = {cpuDevice, reason(PlacementKind::policy)};
+      firstIgnored = firstIgnored ? firstIgnored : &op;
+      ++ignored;
+    } else if (llvm::find(cudaTargets, pin) != cudaTargets.end()) {
+      decisions[&op] = {pin, reason(PlacementKind::pinned)};
+      ++numPinned;
+    } else if (cudaTargets.empty() && allowSoftPlacement) {
       decisions[&op] = {cpuDevice, reason(PlacementKind::soft)};
+      firstSoft = firstSoft ? firstSoft : &op;
       ++softened;
-      continue;
-    }
-    if (pin.isCuda() && llvm::find(cudaTargets, pin) == cudaTargets.end()) {
-      std::string names = cpuDevice.str();
-      for (DeviceAttr target : cudaTargets)
-        names += ", " + target.str();
-      op.emitOpError() << "is pinned to " << pin.str()
-                       << ", which is not a target device (targets: " << names
-                       << ")";
+    } else {
+      reportPinOffTargets(&op, pin);
       ok = false;
-      continue;
     }
-    decisions[&op] = {pin, reason(PlacementKind::pinned)};
-    ++numPinned;
   }
-  if (softened)
-    graph->setAttr(
-        kSoftNoteAttrName,
-        StringAttr::get(&getContext(),
-                        "no CUDA device among the targets: " + Twine(softened) +
-                            " op(s) pinned to CUDA run on cpu"));
+  if (softened) {
+    std::string note =
+        "no CUDA device among the targets: " + std::to_string(softened) +
+        " op(s) pinned to CUDA run on cpu";
+    graph->setAttr(kSoftNoteAttrName, StringAttr::get(&getContext(), note));
+    firstSoft->emitWarning()
+        << "soft placement: " << note << " (the first pin is here)";
+  }
+  if (ignored)
+    addNote(graph, firstIgnored,
+            "policy cpu: " + Twine(ignored) +
+                " pin(s) to CUDA devices do not hold; .to() moves are no-ops "
+                "and values created on a GPU are made on cpu (the first pin "
+                "is here)");
   return success(ok);
 }
 
 //===----------------------------------------------------------------------===//
-// cpu, and prefer-gpu or auto without a CUDA target (soft)
+// cpu, and prefer-gpu or auto without a CUDA target
 //===----------------------------------------------------------------------===//
 
-void PlaceDevicesPass::placeCpuOrSoft(GraphOp graph) {
-  bool soft = cudaTargets.empty() && policyKind != Policy::cpu;
+void PlaceDevicesPass::placeCpuOnly(GraphOp graph) {
+  // prefer-gpu asked for a GPU: without one, that is soft and said so.
+  bool soft = cudaTargets.empty() && policyKind == Policy::preferGpu;
   for (Operation &op : graph.getBodyBlock()) {
     if (decisions.count(&op))
       continue;
@@ -198,11 +264,16 @@ void PlaceDevicesPass::placeCpuOrSoft(GraphOp graph) {
       kind = PlacementKind::soft;
     decisions[&op] = {cpuDevice, reason(kind)};
   }
-  if (soft && !graph->hasAttr(kSoftNoteAttrName))
+  if (!soft)
+    return;
+  if (!graph->hasAttr(kSoftNoteAttrName))
     graph->setAttr(kSoftNoteAttrName,
                    StringAttr::get(&getContext(),
                                    "no CUDA device among the targets: every "
                                    "op runs on cpu"));
+  graph.emitWarning() << "policy prefer-gpu, but no CUDA device among the "
+                         "targets ("
+                      << targetNames() << "): every op runs on cpu";
 }
 
 //===----------------------------------------------------------------------===//
@@ -251,8 +322,25 @@ void PlaceDevicesPass::placeFollowers(ArrayRef<Operation *> followers,
   }
 }
 
+DeviceAttr PlaceDevicesPass::gpuOfOperands(Operation *op) const {
+  // The CUDA target most of its operands' bytes are on; the first one on a
+  // tie or when none is.
+  llvm::SmallDenseMap<DeviceAttr, int64_t, 4> bytesOn;
+  for (Value operand : op->getOperands())
+    if (auto it = decisions.find(operand.getDefiningOp());
+        it != decisions.end() && it->second.device.isCuda())
+      bytesOn[it->second.device] += bytesOf(operand.getType()) + 1;
+  DeviceAttr best = cudaTargets.front();
+  int64_t most = 0;
+  for (DeviceAttr target : cudaTargets)
+    if (bytesOn.lookup(target) > most) {
+      most = bytesOn.lookup(target);
+      best = target;
+    }
+  return best;
+}
+
 void PlaceDevicesPass::placePreferGpu(GraphOp graph) {
-  DeviceAttr gpu = cudaTargets.front();
   SmallVector<Operation *> followers;
   for (Operation &op : graph.getBodyBlock()) {
     if (decisions.count(&op))
@@ -262,61 +350,48 @@ void PlaceDevicesPass::placePreferGpu(GraphOp graph) {
     } else if (isa<StateOp, ConstantOp>(op)) {
       followers.push_back(&op);
     } else if (hasCudaKernel(&op)) {
-      decisions[&op] = {gpu, reason(PlacementKind::policy)};
+      decisions[&op] = {gpuOfOperands(&op), reason(PlacementKind::policy)};
     } else {
       decisions[&op] = {
-          cpuDevice, PlacementAttr::get(&getContext(), PlacementKind::no_kernel,
-                                        std::nullopt, std::nullopt, gpu)};
+          cpuDevice,
+          PlacementAttr::get(&getContext(), PlacementKind::no_kernel,
+                             std::nullopt, std::nullopt, gpuOfOperands(&op))};
     }
   }
   placeFollowers(followers, /*cloneForEachDevice=*/false);
 }
 
 //===----------------------------------------------------------------------===//
-// auto: Stone's min-cut between the CPU and the first CUDA target
+// auto: the least estimated step time over the CPU and every CUDA target
 //===----------------------------------------------------------------------===//
 
-void PlaceDevicesPass::placeAuto(GraphOp graph) {
-  DeviceAttr gpu = cudaTargets.front();
-  placement::Problem problem;
-  llvm::DenseMap<Operation *, int> nodeOf;
-  SmallVector<Operation *> ops;
-  SmallVector<std::pair<int64_t, int64_t>> estimates;
-  for (Operation &op : graph.getBodyBlock()) {
-    if (isa<AssignOp>(op))
-      continue; // not a reader: it goes where its state is
-    int fixed = -1;
-    if (auto it = decisions.find(&op); it != decisions.end()) {
-      DeviceAttr device = it->second.device;
-      if (device != cpuDevice && device != gpu)
-        continue; // pinned to another CUDA device: outside this cut
-      fixed = device == gpu ? 1 : 0;
-    } else if (isa<InputOp, OutputOp>(op) ||
-               (!isInterface(&op) && !hasCudaKernel(&op))) {
-      fixed = 0; // fed or read on the host, or no CUDA kernel
-    }
-    OpWork work = estimateWork(&op);
-    placement::Problem::Node node;
-    node.cost[0] = opCostNs(work, costProfile.cpu);
-    node.cost[1] = opCostNs(work, costProfile.cuda);
-    node.fixed = fixed;
-    nodeOf[&op] = problem.nodes.size();
-    problem.nodes.push_back(node);
-    ops.push_back(&op);
-    estimates.push_back({node.cost[0], node.cost[1]});
-  }
+int64_t PlaceDevicesPass::moveCostNs(Value value, int from, int to) const {
+  if (from == to)
+    return 0;
+  int64_t bytes = bytesOf(value.getType());
+  int64_t move = from > 0 && to > 0 ? peerCopyCostNs(bytes, costProfile)
+                                    : copyCostNs(bytes, costProfile);
+  if (isLoadTimeValue(value))
+    move = static_cast<int64_t>(move / costProfile.loadAmortizationSteps);
+  return move;
+}
+
+void PlaceDevicesPass::addValues(ArrayRef<Operation *> ops,
+                                 const llvm::DenseMap<Operation *, int> &nodeOf,
+                                 placement::MultiProblem &problem) {
   // A state update is read where its state lives: the assigned value moves
-  // there every step if the cut separates them.
+  // there every step if placement separates them.
   llvm::DenseMap<Value, SmallVector<int>> stateWriters;
-  for (Operation &op : graph.getBodyBlock())
-    if (auto assign = dyn_cast<AssignOp>(op))
-      if (auto it = nodeOf.find(assign.getState().getDefiningOp());
-          it != nodeOf.end())
-        stateWriters[assign.getValue()].push_back(it->second);
+  for (Operation *op : ops)
+    for (Operation *user : op->getUsers())
+      if (auto assign = dyn_cast<AssignOp>(user);
+          assign && assign.getState().getDefiningOp() == op)
+        stateWriters[assign.getValue()].push_back(nodeOf.lookup(op));
+  int k = problem.devices;
   for (Operation *op : ops) {
     for (Value result : op->getResults()) {
-      placement::Problem::Value value;
-      value.producer = nodeOf[op];
+      placement::MultiProblem::Value value;
+      value.producer = nodeOf.lookup(op);
       for (Operation *user : result.getUsers())
         if (auto it = nodeOf.find(user); it != nodeOf.end())
           value.consumers.push_back(it->second);
@@ -325,37 +400,64 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
                                it->second.end());
       if (value.consumers.empty())
         continue;
-      int64_t move = copyCostNs(bytesOf(result.getType()), costProfile);
-      if (isLoadTimeValue(result))
-        move = static_cast<int64_t>(move / costProfile.loadAmortizationSteps);
-      value.move[0] = value.move[1] = move;
+      value.move.resize(k * k);
+      for (int from = 0; from < k; ++from)
+        for (int to = 0; to < k; ++to)
+          value.move[from * k + to] = moveCostNs(result, from, to);
       problem.values.push_back(std::move(value));
     }
   }
+}
+
+void PlaceDevicesPass::placeAuto(GraphOp graph) {
+  // Device 0 is the CPU, device i the CUDA target i - 1.
+  SmallVector<DeviceAttr> devices{cpuDevice};
+  devices.append(cudaTargets.begin(), cudaTargets.end());
+  int k = devices.size();
+  placement::MultiProblem problem;
+  problem.devices = k;
+  llvm::DenseMap<Operation *, int> nodeOf;
+  SmallVector<Operation *> ops;
+  for (Operation &op : graph.getBodyBlock()) {
+    if (isa<AssignOp>(op))
+      continue; // not a reader: it goes where its state is
+    placement::MultiProblem::Node node;
+    if (auto it = decisions.find(&op); it != decisions.end())
+      node.fixed = llvm::find(devices, it->second.device) - devices.begin();
+    else if (isa<InputOp, OutputOp>(op) ||
+             (!isInterface(&op) && !hasCudaKernel(&op)))
+      node.fixed = 0; // fed or read on the host, or no CUDA kernel
+    OpWork work = estimateWork(&op);
+    node.cost.assign(k, opCostNs(work, costProfile.cuda));
+    node.cost[0] = opCostNs(work, costProfile.cpu);
+    nodeOf[&op] = problem.nodes.size();
+    problem.nodes.push_back(std::move(node));
+    ops.push_back(&op);
+  }
+  addValues(ops, nodeOf, problem);
   if (fuse)
     addFusions(ops, nodeOf, problem);
-  placement::Solution solution = placement::solveMinCut(problem);
-  LLVM_DEBUG(llvm::dbgs() << "[locus-place-devices] min-cut over "
-                          << problem.nodes.size() << " ops, "
-                          << solution.vertices << " vertices, "
-                          << solution.edges << " edges: estimated step "
-                          << solution.cost << " ns\n");
+  placement::MultiSolution solution = placement::solvePlacement(problem);
+  LLVM_DEBUG(llvm::dbgs() << "[locus-place-devices] " << k << " devices, "
+                          << problem.nodes.size() << " ops: estimated step "
+                          << solution.cost << " ns (" << solution.sweeps
+                          << " sweeps, " << solution.moves << " moves)\n");
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (decisions.count(op))
       continue;
-    DeviceAttr device = solution.side[i] ? gpu : cpuDevice;
+    const placement::MultiProblem::Node &node = problem.nodes[i];
+    DeviceAttr device = devices[solution.device[i]];
     PlacementAttr why;
     if (isa<InputOp, OutputOp>(op))
       why = reason(PlacementKind::host_io);
     else if (isa<StateOp, ConstantOp>(op))
-      why = reason(PlacementKind::colocated); // the cut put it by its copies
-    else if (problem.nodes[i].fixed == 0)
+      why = reason(PlacementKind::colocated); // placed by its copies
+    else if (node.fixed == 0)
       why = PlacementAttr::get(&getContext(), PlacementKind::no_kernel,
-                               std::nullopt, std::nullopt, gpu);
+                               std::nullopt, std::nullopt, devices[1]);
     else
-      why = PlacementAttr::get(&getContext(), PlacementKind::cost,
-                               estimates[i].first, estimates[i].second,
-                               DeviceAttr());
+      why = PlacementAttr::get(&getContext(), PlacementKind::cost, node.cost[0],
+                               node.cost[1], DeviceAttr());
     decisions[op] = {device, why};
   }
 }
@@ -458,7 +560,7 @@ LogicalResult PlaceDevicesPass::placeStrict(GraphOp graph) {
 
 void PlaceDevicesPass::addFusions(
     ArrayRef<Operation *> ops, const llvm::DenseMap<Operation *, int> &nodeOf,
-    placement::Problem &problem) {
+    placement::MultiProblem &problem) {
   // Mirrors --locus-fuse-kernels: an elementwise op joins the kernel of each
   // computing producer it alone reads, and a kernel holds one anchor (an op
   // that is not elementwise) at most. Every producer has one reader, so the
@@ -486,15 +588,15 @@ void PlaceDevicesPass::addFusions(
       if (carriesAnchor && anchorJoined)
         continue;
       anchorJoined |= carriesAnchor;
-      placement::Problem::Fusion fusion;
+      placement::MultiProblem::Fusion fusion;
       fusion.producer = it->second;
       fusion.consumer = consumer;
-      const placement::Problem::Node &node = problem.nodes[consumer];
-      fusion.saving[0] = std::min(
-          node.cost[0], static_cast<int64_t>(costProfile.cpu.launchNs));
-      fusion.saving[1] = std::min(
-          node.cost[1], static_cast<int64_t>(costProfile.cuda.launchNs));
-      problem.fusions.push_back(fusion);
+      const placement::MultiProblem::Node &node = problem.nodes[consumer];
+      for (auto [d, cost] : llvm::enumerate(node.cost))
+        fusion.saving.push_back(std::min(
+            cost, static_cast<int64_t>(d == 0 ? costProfile.cpu.launchNs
+                                              : costProfile.cuda.launchNs)));
+      problem.fusions.push_back(std::move(fusion));
     }
     if (anchorJoined)
       anchored.insert(op);
@@ -522,7 +624,7 @@ void PlaceDevicesPass::runOnOperation() {
     if (policyKind == Policy::strict)
       ok = succeeded(placeStrict(graph));
     else
-      placeCpuOrSoft(graph);
+      placeCpuOnly(graph);
   } else if (policyKind == Policy::preferGpu) {
     placePreferGpu(graph);
   } else if (policyKind == Policy::automatic) {

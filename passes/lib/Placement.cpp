@@ -28,11 +28,7 @@ DeviceAttr locus::parseDevice(MLIRContext *context, StringRef text) {
                          static_cast<unsigned>(index));
 }
 
-std::vector<std::string> locus::defaultTargets() { return {"cpu"}; }
-
-std::vector<std::string> locus::defaultPreviewTargets() {
-  return {"cpu", "cuda:0"};
-}
+std::vector<std::string> locus::defaultTargets() { return {"cpu", "cuda:0"}; }
 
 std::vector<std::string> locus::splitTargets(StringRef list) {
   SmallVector<StringRef> parts;

@@ -46,8 +46,13 @@ static cl::opt<std::string> policy("policy",
                                    cl::init("auto"));
 static cl::opt<std::string>
     devices("devices",
-            cl::desc("Target devices (default: cpu), e.g. cpu,cuda:0"),
+            cl::desc("Target devices (default: cpu,cuda:0: the artifact "
+                     "carries GPU code and runs anywhere)"),
             cl::init(llvm::join(locus::defaultTargets(), ",")));
+static cl::opt<bool> allowSoftPlacement(
+    "allow-soft-placement",
+    cl::desc("With no CUDA target, run ops pinned to CUDA on the CPU (a "
+             "warning) instead of failing at the pin"));
 static cl::opt<std::string> profilePath("profile",
                                         cl::desc("A JSON cost profile"));
 static cl::opt<std::string>
@@ -106,6 +111,7 @@ static int compileOnnx() {
     options.devices = locus::splitTargets(devices);
     options.profile = profilePath;
     options.fuse = !noFuse;
+    options.allowSoftPlacement = allowSoftPlacement;
     locus::CompiledModel model = locus::compile(graph, options);
     model.save(outputFile, cpu);
     llvm::outs() << model.placementSummary()
@@ -160,6 +166,7 @@ static int run(int argc, char **argv) {
   options.devices = locus::splitTargets(devices);
   options.profile = profilePath;
   options.fuse = !noFuse;
+  options.allowSoftPlacement = allowSoftPlacement;
   options.printIrAfterAll = printIrAfterAll;
   options.afterStage = printStage;
   locus::PipelineResult result;

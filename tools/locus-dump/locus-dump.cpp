@@ -38,7 +38,11 @@ static cl::opt<std::string> policy("policy",
                                    cl::init("auto"));
 static cl::opt<std::string>
     devices("devices", cl::desc("Target devices (default: cpu,cuda:0)"),
-            cl::init(llvm::join(locus::defaultPreviewTargets(), ",")));
+            cl::init(llvm::join(locus::defaultTargets(), ",")));
+static cl::opt<bool> allowSoftPlacement(
+    "allow-soft-placement",
+    cl::desc("With no CUDA target, run ops pinned to CUDA on the CPU (a "
+             "warning) instead of failing at the pin"));
 static cl::opt<std::string> profilePath("profile",
                                         cl::desc("A JSON cost profile"));
 static cl::opt<std::string>
@@ -100,6 +104,7 @@ static LogicalResult place(MLIRContext &context, ModuleOp module) {
   placement.policy = policy.getValue();
   placement.devices = locus::splitTargets(devices);
   placement.profile = profilePath.getValue();
+  placement.allowSoftPlacement = allowSoftPlacement.getValue();
   locus::buildPlacementPipelineFor(module, pm, placement);
   return pm.run(module);
 }

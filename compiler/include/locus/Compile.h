@@ -51,12 +51,26 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// Receives the warnings and notes of a compilation (the same list the
+/// placement summary shows), each at the user's line when one op is
+/// concerned.
+using DiagnosticHandler = std::function<void(const Diagnostic &)>;
+
 struct CompileOptions {
   /// strict, prefer-gpu, auto or cpu (see docs/placement.md).
   std::string policy = "auto";
-  /// The devices to place on, e.g. {"cpu", "cuda:0"}; empty for the
-  /// default targets (the CPU), the same as locus-compile's.
+  /// The devices to place on, e.g. {"cpu", "cuda:0"}; empty for the devices
+  /// this machine has: the CPU and every CUDA GPU the runtime's probe finds
+  /// (machineTargets()). A pin to a device that is not a target is an
+  /// error at the pin.
   std::vector<std::string> devices;
+  /// With no CUDA target, run ops pinned to a CUDA device on the CPU, with
+  /// a warning, instead of failing at the pin (TensorFlow's
+  /// allow_soft_placement).
+  bool allowSoftPlacement = false;
+  /// Where warnings and notes go; empty: printed to stderr, once per
+  /// compile. Errors are thrown: a locus::Error carrying every one.
+  DiagnosticHandler diagnostics;
   /// A JSON cost profile (docs/cost-model.md), or empty for the defaults.
   std::string profile;
   /// Fuse elementwise chains and epilogues (false: one op per kernel).
@@ -147,6 +161,10 @@ private:
   friend CompiledModel compile(const Graph &, const CompileOptions &, Here);
   std::shared_ptr<Impl> impl_;
 };
+
+/// The targets compile() uses when CompileOptions::devices is empty: "cpu"
+/// and "cuda:N" for every GPU the runtime's device probe finds.
+std::vector<std::string> machineTargets();
 
 /// Compiles `graph` for `options.devices` and JIT-compiles its kernels for
 /// this machine's CPU (CUDA devices run on the runtime's sim device until it

@@ -38,9 +38,11 @@ std::string join(const std::vector<std::string> &names) {
   return out.empty() ? "none" : out;
 }
 
-/// An Error at the location of the first diagnostic, or at the compile call.
-Error errorFrom(const std::string &message, mlir::Location where,
-                const Here &fallback) {
+/// A diagnostic at the user's line of `where` (an imported op's model file
+/// and node), or at the compile call.
+Diagnostic diagnosticAt(Diagnostic::Severity severity,
+                        const std::string &message, mlir::Location where,
+                        const Here &fallback) {
   mlir::Location loc = where;
   if (auto call = mlir::dyn_cast<mlir::CallSiteLoc>(loc))
     loc = call.getCaller();
@@ -51,13 +53,21 @@ Error errorFrom(const std::string &message, mlir::Location where,
   if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc)) {
     // An imported op (detail::OriginScope): the model file and its node.
     if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(name.getChildLoc()))
-      return Error(file.getFilename().str(), 0, 0,
-                   name.getName().str() + ": " + message);
+      return {severity, file.getFilename().str(), 0, 0,
+              name.getName().str() + ": " + message};
   }
   if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
-    return Error(file.getFilename().str(), file.getLine(), file.getColumn(),
-                 message);
-  return userError(fallback, message);
+    return {severity, file.getFilename().str(), file.getLine(),
+            file.getColumn(), message};
+  return {severity, fallback.file_name(), fallback.line(), fallback.column(),
+          message};
+}
+
+/// An Error at the user's line of `where`, or at the compile call.
+Error errorFrom(const std::string &message, mlir::Location where,
+                const Here &fallback) {
+  return Error(
+      {diagnosticAt(Diagnostic::Severity::error, message, where, fallback)});
 }
 
 /// The message of a runtime status, which it frees.
@@ -535,20 +545,18 @@ void checkInterface(GraphImpl &g, const Here &loc) {
                              "' has no output: call g.output(name, value)");
 }
 
-/// The first error diagnostic of a compilation, with its notes but not the
-/// IR, and where it was reported.
-struct FirstError {
-  std::string message;
-  mlir::Location where;
+/// The error diagnostics of a compilation, each with its notes but not the
+/// IR, at the user's lines.
+struct CompileErrors {
+  std::vector<Diagnostic> errors;
+  Here fallback;
 
-  explicit FirstError(mlir::MLIRContext &context)
-      : where(mlir::UnknownLoc::get(&context)) {}
-
-  /// Keeps `d` when it is the first error.
+  /// Keeps `d` when it is an error; warnings and remarks reach the user
+  /// through the placement report instead.
   void record(mlir::Diagnostic &d) {
-    if (d.getSeverity() != mlir::DiagnosticSeverity::Error || !message.empty())
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
       return;
-    message = d.str();
+    std::string message = d.str();
     for (mlir::Diagnostic &note : d.getNotes()) {
       if (llvm::StringRef(note.str()).starts_with("see current operation"))
         continue; // the IR, which the user did not write
@@ -556,7 +564,18 @@ struct FirstError {
       message += "\n  " + (line == "unknown location" ? "" : line + ": ") +
                  "note: " + note.str();
     }
-    where = d.getLocation();
+    errors.push_back(diagnosticAt(Diagnostic::Severity::error, message,
+                                  d.getLocation(), fallback));
+  }
+
+  /// All of them as one Error (or a general one when none was reported).
+  Error error() const {
+    if (errors.empty())
+      return userError(fallback, "compilation failed");
+    return Error(errors);
+  }
+  std::string firstMessage() const {
+    return errors.empty() ? "" : errors.front().message;
   }
 };
 
@@ -564,11 +583,36 @@ struct FirstError {
 PipelineOptions pipelineOptions(const CompileOptions &options) {
   PipelineOptions pipeline;
   pipeline.policy = options.policy;
-  if (!options.devices.empty())
-    pipeline.devices = options.devices;
+  pipeline.devices =
+      options.devices.empty() ? machineTargets() : options.devices;
   pipeline.profile = options.profile;
   pipeline.fuse = options.fuse;
+  pipeline.allowSoftPlacement = options.allowSoftPlacement;
   return pipeline;
+}
+
+/// Gives the placement's warnings and notes to `handler`, or prints them to
+/// stderr when there is none.
+void report(const std::vector<dump::Warning> &warnings,
+            const DiagnosticHandler &handler, const Here &loc) {
+  for (const dump::Warning &warning : warnings) {
+    Diagnostic d;
+    d.severity = warning.note ? Diagnostic::Severity::note
+                              : Diagnostic::Severity::warning;
+    d.file = warning.source.file;
+    d.line = warning.source.line;
+    d.column = warning.source.column;
+    d.message = warning.text;
+    if (d.file.empty()) { // the whole graph: the compile call
+      d.file = loc.file_name();
+      d.line = loc.line();
+      d.column = loc.column();
+    }
+    if (handler)
+      handler(d);
+    else
+      llvm::errs() << d.str() << "\n";
+  }
 }
 
 /// The graph's interface (inputs, state, outputs), from the original graph.
@@ -664,6 +708,59 @@ void createRuntimeModel(CompiledModel::Impl &impl,
 
 } // namespace
 
+namespace {
+
+/// "cpu" and "cuda:N" for each GPU of this machine; `whyNoCuda` says why
+/// there is none (the runtime's probe).
+std::vector<std::string> probeTargets(std::string &whyNoCuda) {
+  std::vector<std::string> targets{"cpu"};
+  locus_device_report_t *report = nullptr;
+  if (locus_status_t s = locus_device_probe(&report)) {
+    whyNoCuda = take(s);
+    return targets;
+  }
+  for (size_t i = 0; i < locus_device_report_count(report); ++i) {
+    locus_device_info_t info{};
+    if (locus_status_t s = locus_device_report_get(report, i, &info))
+      locus_status_free(s);
+    else if (info.kind == LOCUS_DEVICE_CUDA)
+      targets.push_back("cuda:" + std::to_string(info.index));
+  }
+  whyNoCuda = locus_device_report_cuda_note(report);
+  locus_device_report_release(report);
+  return targets;
+}
+
+/// When the targets were this machine's and a pin is off them, says so:
+/// the user may not know compile() looked at the machine.
+void explainMachineTargets(const CompileOptions &options,
+                           CompileErrors &errors) {
+  if (!options.devices.empty() ||
+      llvm::none_of(errors.errors, [](const Diagnostic &d) {
+        return d.message.find("which is not a target device") !=
+               std::string::npos;
+      }))
+    return;
+  std::string whyNoCuda;
+  std::vector<std::string> targets = probeTargets(whyNoCuda);
+  std::string names;
+  for (const std::string &t : targets)
+    names += (names.empty() ? "" : ", ") + t;
+  Diagnostic note{Diagnostic::Severity::note, "", 0, 0,
+                  "CompileOptions::devices was empty, so the targets are "
+                  "this machine's devices: " +
+                      names +
+                      (whyNoCuda.empty() ? "" : " (" + whyNoCuda + ")")};
+  errors.errors.push_back(std::move(note));
+}
+
+} // namespace
+
+std::vector<std::string> locus::machineTargets() {
+  std::string whyNoCuda;
+  return probeTargets(whyNoCuda);
+}
+
 CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
                              Here loc) {
   GraphImpl &g = graph.impl();
@@ -673,19 +770,21 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
 
   // Work on a copy: the user's graph never changes.
   mlir::OwningOpRef<mlir::ModuleOp> module(g.module->clone());
-  FirstError first(context);
+  CompileErrors errors{{}, loc};
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    first.record(d);
+    errors.record(d);
     return mlir::success();
   });
 
   auto impl = std::make_shared<CompiledModel::Impl>();
-  if (mlir::failed(runPipeline(*module, pipelineOptions(options), impl->parts)))
-    throw errorFrom(first.message.empty() ? "compilation failed"
-                                          : first.message,
-                    first.where, loc);
+  if (mlir::failed(
+          runPipeline(*module, pipelineOptions(options), impl->parts))) {
+    explainMachineTargets(options, errors);
+    throw errors.error();
+  }
+  report(impl->parts.warnings, options.diagnostics, loc);
   recordInterface(g, *impl);
-  compileKernels(*module, *impl, first.message);
+  compileKernels(*module, *impl, errors.firstMessage());
   createRuntimeModel(*impl, options, loc);
   // State given values (imported or pretrained weights) starts from them.
   for (const std::string &name : impl->stateNames)

@@ -64,6 +64,7 @@ LogicalResult placeStage(ModuleOp module, const PipelineOptions &options) {
     placement.devices = options.devices;
     placement.profile = options.profile;
     placement.fuse = options.fuse;
+    placement.allowSoftPlacement = options.allowSoftPlacement;
     buildPlacementPipelineFor(module, pm, placement);
   });
 }
@@ -88,6 +89,8 @@ LogicalResult summarize(ModuleOp module, GraphOp graph,
   // failed() was checked; the checker does not see through FailureOr.
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
   dump::printSummary(*report, os);
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
+  result.warnings = report->warnings;
   return success();
 }
 

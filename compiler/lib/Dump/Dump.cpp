@@ -223,8 +223,37 @@ void tally(Report &report, Row &row, Operation &op, DeviceAttr device,
                                   copy.getTo().str() + ")");
 }
 
+/// The source of the first row placed for `kind`, or none.
+Source firstSourceOf(const Report &report, llvm::StringRef kind) {
+  for (const Row &row : report.rows)
+    if (row.reasonKind == kind)
+      return row.source;
+  return {};
+}
+
+/// The notes placement left on the graph (kPlacementNotesAttrName).
+void addPlacementNotes(GraphOp graph, Report &report) {
+  auto notes = graph->getAttrOfType<ArrayAttr>(kPlacementNotesAttrName);
+  if (!notes)
+    return;
+  for (auto note : notes.getAsRange<DictionaryAttr>()) {
+    Warning warning;
+    warning.note = true;
+    if (auto text = note.getAs<StringAttr>("text"))
+      warning.text = text.str();
+    if (auto where = note.getAs<StringAttr>("where")) {
+      // "file:line" as userLine() wrote it.
+      auto [file, line] = where.getValue().rsplit(':');
+      warning.source.file = file.str();
+      if (line.getAsInteger(10, warning.source.line))
+        warning.source = {};
+    }
+    report.warnings.push_back(std::move(warning));
+  }
+}
+
 /// Warnings: what a user should look at first.
-void addWarnings(Report &report) {
+void addWarnings(GraphOp graph, Report &report) {
   int computeOnCuda = 0;
   for (const Row &row : report.rows) {
     bool compute = estimateWork(row.op).kernel;
@@ -234,21 +263,33 @@ void addWarnings(Report &report) {
   bool cudaTarget = llvm::any_of(report.targets, [](const std::string &t) {
     return llvm::StringRef(t).starts_with("cuda");
   });
-  if (cudaTarget && computeOnCuda == 0)
-    report.warnings.emplace_back(
-        "a CUDA device is available but 0 ops are placed on it");
+  // Under policy cpu an idle GPU is what the user asked for.
+  if (cudaTarget && computeOnCuda == 0 && report.policy != "cpu")
+    report.warnings.push_back(
+        {"a CUDA device is available but 0 ops are placed on it", {}});
   if (!report.softNote.empty())
-    report.warnings.push_back("soft placement: " + report.softNote);
-  if (report.copiesPerStep)
-    report.warnings.push_back(std::to_string(report.copiesPerStep) +
-                              " value(s) cross devices every step (" +
-                              bytesText(report.bytesPerStep) +
-                              "): " + llvm::join(report.crossingValues, ", "));
+    report.warnings.push_back(
+        {"soft placement: " + report.softNote, firstSourceOf(report, "soft")});
+  if (report.copiesPerStep) {
+    Source first;
+    for (const Row &row : report.rows)
+      if (row.isCopy && !row.loadTime && !row.operands.empty()) {
+        first = report.rows[row.operands.front()].source;
+        break;
+      }
+    report.warnings.push_back({std::to_string(report.copiesPerStep) +
+                                   " value(s) cross devices every step (" +
+                                   bytesText(report.bytesPerStep) + "): " +
+                                   llvm::join(report.crossingValues, ", "),
+                               first});
+  }
   for (const Row &row : report.rows)
     if (row.reasonKind == "no_kernel")
-      report.warnings.push_back(row.label + " at " + shortSource(row.source) +
-                                " has no CUDA kernel and runs on " +
-                                row.device);
+      report.warnings.push_back({row.label + " at " + shortSource(row.source) +
+                                     " has no CUDA kernel and runs on " +
+                                     row.device,
+                                 row.source});
+  addPlacementNotes(graph, report);
 }
 
 } // namespace
@@ -268,7 +309,7 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
   }
   for (const std::string &target : report.targets)
     report.opsPerDevice.try_emplace(target, 0);
-  addWarnings(report);
+  addWarnings(graph, report);
   return report;
 }
 
@@ -321,8 +362,8 @@ void locus::dump::printSummary(const Report &report, llvm::raw_ostream &os) {
     return;
   }
   os << "warnings:\n";
-  for (const std::string &warning : report.warnings)
-    os << "  - " << warning << "\n";
+  for (const Warning &warning : report.warnings)
+    os << "  - " << (warning.note ? "note: " : "") << warning.text << "\n";
 }
 
 //===----------------------------------------------------------------------===//
@@ -364,6 +405,14 @@ void locus::dump::printDot(const Report &report, llvm::raw_ostream &os) {
 //===----------------------------------------------------------------------===//
 // JSON
 //===----------------------------------------------------------------------===//
+
+/// The summary's warnings as JSON strings ("note: " before a note).
+static llvm::json::Array warningTexts(const Report &report) {
+  llvm::json::Array texts;
+  for (const Warning &warning : report.warnings)
+    texts.push_back((warning.note ? "note: " : "") + warning.text);
+  return texts;
+}
 
 static llvm::json::Value toJson(const Report &report) {
   llvm::json::Array ops;
@@ -417,14 +466,13 @@ static llvm::json::Value toJson(const Report &report) {
                              ? llvm::json::Value(nullptr)
                              : llvm::json::Value(report.softNote)},
       {"ops", std::move(ops)},
-      {"summary",
-       llvm::json::Object{{"ops_per_device", std::move(perDevice)},
-                          {"copies_per_step", report.copiesPerStep},
-                          {"copies_at_load", report.copiesAtLoad},
-                          {"bytes_per_step", report.bytesPerStep},
-                          {"bytes_at_load", report.bytesAtLoad},
-                          {"step_ns", std::move(stepNs)},
-                          {"warnings", llvm::json::Array(report.warnings)}}}};
+      {"summary", llvm::json::Object{{"ops_per_device", std::move(perDevice)},
+                                     {"copies_per_step", report.copiesPerStep},
+                                     {"copies_at_load", report.copiesAtLoad},
+                                     {"bytes_per_step", report.bytesPerStep},
+                                     {"bytes_at_load", report.bytesAtLoad},
+                                     {"step_ns", std::move(stepNs)},
+                                     {"warnings", warningTexts(report)}}}};
 }
 
 void locus::dump::printJson(const Report &report, llvm::raw_ostream &os) {

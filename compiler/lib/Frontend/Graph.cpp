@@ -26,19 +26,53 @@ using namespace locus::detail;
 // Error, Device, DType
 //===----------------------------------------------------------------------===//
 
-static std::string formatError(const std::string &file, unsigned line,
-                               unsigned column, const std::string &message) {
+std::string Diagnostic::str() const {
+  const char *kind = severity == Severity::error     ? "error: "
+                     : severity == Severity::warning ? "warning: "
+                                                     : "note: ";
+  if (file.empty())
+    return kind + message;
   if (line == 0) // a file without lines: an imported model
-    return file + ": error: " + message;
-  return file + ":" + std::to_string(line) + ":" + std::to_string(column) +
-         ": error: " + message;
+    return file + ": " + kind + message;
+  std::string where = file + ":" + std::to_string(line);
+  if (column)
+    where += ":" + std::to_string(column);
+  return where + ": " + kind + message;
+}
+
+static Diagnostic errorAt(std::string file, unsigned line, unsigned column,
+                          std::string message) {
+  return {Diagnostic::Severity::error, std::move(file), line, column,
+          std::move(message)};
+}
+
+/// Every diagnostic of `all`, a line each (and their notes' lines).
+static std::string formatAll(const std::vector<Diagnostic> &all) {
+  std::string text;
+  for (const Diagnostic &d : all)
+    text += (text.empty() ? "" : "\n") + d.str();
+  return text;
+}
+
+/// The first error of `all` (there is one; a compilation that fails says
+/// why).
+static const Diagnostic &firstError(const std::vector<Diagnostic> &all) {
+  for (const Diagnostic &d : all)
+    if (d.severity == Diagnostic::Severity::error)
+      return d;
+  LOCUS_INTERNAL_ASSERT(!all.empty(), "an Error without a diagnostic");
+  return all.front();
 }
 
 Error::Error(std::string file, unsigned line, unsigned column,
              std::string message)
-    : std::runtime_error(formatError(file, line, column, message)),
-      file_(std::move(file)), line_(line), column_(column),
-      message_(std::move(message)) {}
+    : Error(std::vector<Diagnostic>{
+          errorAt(std::move(file), line, column, std::move(message))}) {}
+
+Error::Error(std::vector<Diagnostic> all)
+    : std::runtime_error(formatAll(all)), file_(firstError(all).file),
+      line_(firstError(all).line), column_(firstError(all).column),
+      message_(firstError(all).message), diagnostics_(std::move(all)) {}
 
 Error locus::detail::userError(const Here &loc, std::string message) {
   return Error(loc.file_name(), loc.line(), loc.column(), std::move(message));

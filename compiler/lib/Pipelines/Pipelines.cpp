@@ -97,6 +97,7 @@ void locus::buildPlacementPipeline(OpPassManager &pm,
   placement.devices = devices;
   placement.profile = options.profile;
   placement.fuse = options.fuse;
+  placement.allowSoftPlacement = options.allowSoftPlacement;
   pm.addNestedPass<GraphOp>(createLocusPlaceDevices(placement));
   pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
 }

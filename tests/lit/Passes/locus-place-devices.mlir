@@ -1,8 +1,8 @@
 // Placement under each policy: every op gets locus.device and locus.placement.
 // RUN: locus-opt %s -split-input-file --locus-place-devices="policy=prefer-gpu" | FileCheck %s --check-prefix=PREFER
-// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=cpu" | FileCheck %s --check-prefix=CPU
+// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=cpu" 2>/dev/null | FileCheck %s --check-prefix=CPU
 // RUN: locus-opt %s -split-input-file --locus-place-devices="policy=strict" | FileCheck %s --check-prefix=STRICT
-// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=prefer-gpu devices=cpu" | FileCheck %s --check-prefix=SOFT
+// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=prefer-gpu devices=cpu allow-soft-placement=true" 2>/dev/null | FileCheck %s --check-prefix=SOFT
 // RUN: locus-opt %s -split-input-file --locus-place-devices="policy=prefer-gpu no-cuda-kernel=locus.mse_loss" | FileCheck %s --check-prefix=NOKERNEL
 
 // PREFER-LABEL: locus.graph @mlp attributes {locus.policy = "prefer-gpu", locus.targets = [#locus.device<cpu>, #locus.device<cuda:0>]}
@@ -40,12 +40,13 @@ locus.graph @mlp {
 
 // -----
 
-// Pins hold under every policy: the input created on cuda:0 and the move.
+// Pins hold under every policy but cpu: the input created on cuda:0 and the
+// move. Under cpu, everything runs on the CPU and the graph notes it.
 // PREFER-LABEL: locus.graph @pins
 // PREFER: locus.input "x" {locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = pinned>}
 // PREFER: locus.to <cpu>, {{.*}}locus.device = #locus.device<cpu>, locus.placement = #locus.placement<kind = pinned>
-// CPU-LABEL: locus.graph @pins
-// CPU: locus.input "x" {locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = pinned>}
+// CPU-LABEL: locus.graph @pins attributes {locus.placement_notes = [{text = "policy cpu: 1 pin(s) to CUDA devices do not hold; .to() moves are no-ops and values created on a GPU are made on cpu (the first pin is here)", where = "{{.*}}"}], locus.policy = "cpu"
+// CPU: locus.input "x" {locus.device = #locus.device<cpu>, locus.placement = #locus.placement<kind = policy>}
 // CPU: locus.relu {{.*}}locus.device = #locus.device<cpu>
 // STRICT-LABEL: locus.graph @pins
 // STRICT: locus.input "x" {locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = pinned>}

@@ -11,6 +11,7 @@
 #ifndef LOCUS_COMPILE_PIPELINE_H
 #define LOCUS_COMPILE_PIPELINE_H
 
+#include "locus/Dump/Dump.h"
 #include "locus/Passes/Placement.h"
 #include "locus/Plan/Plan.h"
 
@@ -34,6 +35,9 @@ struct PipelineOptions {
   std::vector<std::string> devices = defaultTargets();
   std::string profile; ///< A JSON cost profile, or empty.
   bool fuse = true;
+  /// With no CUDA target, ops pinned to CUDA run on the CPU (a warning)
+  /// instead of failing at the pin.
+  bool allowSoftPlacement = false;
   /// Print the IR after every pass to stderr (MLIR's IR printer).
   bool printIrAfterAll = false;
   /// Called after each stage with its name ("placement", "kernels", "cuda",
@@ -47,7 +51,9 @@ struct PipelineResult {
   std::string graphName;
   std::string placedGraph;      ///< The placed graph (MLIR with locations).
   std::string placementSummary; ///< locus-dump's summary of it.
-  std::string plan;             ///< The plan's bytes.
+  /// The summary's warnings and notes, for a diagnostics handler.
+  std::vector<dump::Warning> warnings;
+  std::string plan; ///< The plan's bytes.
   PlanSummary summary;
   /// The kernels as LLVM bitcode, each with its entry point; a kernel on a
   /// CUDA device also has its launcher, cudaEntryName(function).

@@ -49,6 +49,15 @@ struct Row {
   std::vector<int> operands; ///< ids of the rows it reads
 };
 
+/// Something the user should look at: a warning (the GPU idle, copies every
+/// step, soft placement, an op without a CUDA kernel) or a note (policy cpu
+/// ignoring pins), at the user's line when one op is concerned.
+struct Warning {
+  std::string text;
+  Source source;
+  bool note = false;
+};
+
 struct Report {
   std::string graph, policy;
   std::vector<std::string> targets;
@@ -60,7 +69,9 @@ struct Report {
   std::map<std::string, int64_t> stepNsPerDevice; ///< estimated, kernels only
   int64_t copyNsPerStep = 0;
   std::vector<std::string> crossingValues; ///< labels of per-step copies
-  std::vector<std::string> warnings;
+  /// What the summary lists under "warnings", and compile() gives its
+  /// diagnostics handler: one list.
+  std::vector<Warning> warnings;
 };
 
 /// Reads a placed graph. Fails (with a diagnostic) on an op without

@@ -38,20 +38,41 @@ using Shape = std::vector<int64_t>;
 enum class DType { f32, i64, i32, i1 };
 const char *dtypeName(DType dtype);
 
+/// One thing the compiler tells the user about their program, at their
+/// source line (or, for an imported model, the model file, line 0).
+struct Diagnostic {
+  enum class Severity { error, warning, note };
+  Severity severity = Severity::error;
+  std::string file; ///< empty when no line of the user's is concerned
+  unsigned line = 0, column = 0;
+  /// What it says; an error's notes follow on their own lines.
+  std::string message;
+  /// "file:line:col: warning: message", as compilers print it.
+  std::string str() const;
+};
+
 /// A user error: what went wrong, at the user's source line.
 class Error : public std::runtime_error {
 public:
   Error(std::string file, unsigned line, unsigned column, std::string message);
+  /// An error for every diagnostic of `all` (at least one error; the first
+  /// error is this one's location and message), as the command line
+  /// prints them.
+  explicit Error(std::vector<Diagnostic> all);
   const std::string &file() const { return file_; }
   unsigned line() const { return line_; }
   unsigned column() const { return column_; }
-  /// The message without the location.
+  /// The message without the location (the first error's).
   const std::string &message() const { return message_; }
+  /// Every error of the compilation that failed, in order (one, this, for a
+  /// mistake found while recording); what() prints them all.
+  const std::vector<Diagnostic> &diagnostics() const { return diagnostics_; }
 
 private:
   std::string file_;
   unsigned line_, column_;
   std::string message_;
+  std::vector<Diagnostic> diagnostics_;
 };
 
 /// `cpu` or `cuda:N`.

@@ -32,14 +32,18 @@ struct PlacementPipelineOptions
                              llvm::cl::desc("strict, prefer-gpu, auto or cpu"),
                              llvm::cl::init("auto")};
   ListOption<std::string> devices{
-      *this, "devices",
-      llvm::cl::desc("Target devices (default: cpu), e.g. cpu,cuda:0")};
+      *this, "devices", llvm::cl::desc("Target devices (default: cpu,cuda:0)")};
   Option<std::string> profile{*this, "profile",
                               llvm::cl::desc("A JSON cost profile")};
   Option<bool> fuse{*this, "fuse",
                     llvm::cl::desc("Cost ops as kernel fusion will group "
                                    "them (false: one launch per op)"),
                     llvm::cl::init(true)};
+  Option<bool> allowSoftPlacement{
+      *this, "allow-soft-placement",
+      llvm::cl::desc("With no CUDA target, run ops pinned to CUDA on the CPU "
+                     "with a warning instead of failing"),
+      llvm::cl::init(false)};
 };
 
 /// Options of --locus-host-pipeline.

@@ -70,11 +70,13 @@ def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
     runs) and a `locus.placement` attribute (why), and records the policy and
     the target devices on the graph (`locus.policy`, `locus.targets`).
 
-    Pins are hard constraints under every policy: a `locus.to`, and an input,
-    state or constant created `on` a device. A pin to a device that is not a
-    target is an error at the pin, except that with no CUDA target at all
-    placement is *soft*: everything runs on the CPU, pinned ops say
-    `kind = soft`, and the graph gets a `locus.soft_placement` note.
+    Pins are hard constraints under every policy but `cpu`: a `locus.to`,
+    and an input, state or constant created `on` a device. A pin to a device
+    that is not a target is an error at the pin, with the fix. Only with
+    `allow-soft-placement` and no CUDA target at all is placement *soft*:
+    ops pinned to CUDA run on the CPU with `kind = soft`, the graph gets a
+    `locus.soft_placement` note, and the pass warns at the first pin.
+    Nothing moves to the CPU without a diagnostic.
 
     Policies:
 
@@ -84,24 +86,33 @@ def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
       the op, with a note at each operand's creation and a fix-it; every
       mismatch of the graph is reported. Unpinned constants act like Python
       scalars: they follow their consumers.
-    - `prefer-gpu`: every op with a CUDA kernel runs on the first CUDA target;
-      ops without one stay on the CPU (`kind = no_kernel`). Inputs are fed and
-      outputs read on the host unless pinned.
-    - `auto`: the placement of least estimated step time under the cost model,
-      found exactly by Stone's min-cut (Boost's Boykov-Kolmogorov max-flow on
-      integer nanoseconds): an op's edge to the CPU terminal carries its CUDA
-      cost and to the CUDA terminal its CPU cost; moving a value costs one copy
-      per destination however many consumers it has there (an auxiliary node
-      per direction keeps that exact); copies of state and constants are
-      divided by `load_amortization_steps`, since they run once at load. The
-      value a `locus.assign` writes is read where its state lives. Unless
+    - `prefer-gpu`: every op with a CUDA kernel runs on a CUDA target: the
+      one its operands are on (so a layer pinned to `cuda:1` stays there),
+      else the first; ops without one stay on the CPU (`kind = no_kernel`).
+      Inputs are fed and outputs read on the host unless pinned. Without a
+      CUDA target the policy cannot be honoured: every op runs on the CPU
+      and the pass warns.
+    - `auto`: the placement of least estimated step time under the cost model.
+      For the CPU and one CUDA target it is exact, by Stone's min-cut
+      (Boost's Boykov-Kolmogorov max-flow on integer nanoseconds): an op's
+      edge to the CPU terminal carries its CUDA cost and to the CUDA terminal
+      its CPU cost; moving a value costs one copy per destination however
+      many consumers it has there (an auxiliary node per direction keeps that
+      exact); copies of state and constants are divided by
+      `load_amortization_steps`, since they run once at load. The value a
+      `locus.assign` writes is read where its state lives. Unless
       `fuse=false`, an elementwise op that `--locus-fuse-kernels` will fuse
       into its producer's kernel costs no launch when both run on one device
       (a pairwise term of the cut), so small chains such as batch-norm
       statistics stay with their op instead of moving for cheap CPU
-      launches. Ops choose between the CPU and the first CUDA target; pins
-      hold the rest.
-    - `cpu`: everything unpinned on the CPU.
+      launches. With several CUDA targets it is alpha-expansion: a sequence
+      of exact min-cuts, each letting every op keep its device or move to
+      one device, until no move lowers the estimate; copies between GPUs
+      cost the profile's peer link.
+    - `cpu`: everything on the CPU. Pins do not hold: a `.to()` becomes a
+      no-op and values created `on` a GPU are made on the CPU; the graph
+      gets one note (`locus.placement_notes`) and the pass a remark at the
+      first such pin.
 
     Which ops have a CUDA kernel comes from the kernel registry, which the
     compiler fills with what its CUDA code generator lowers (every computing
@@ -143,6 +154,10 @@ def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
     Option<"fuse", "fuse", "bool", /*default=*/"true",
            "Cost ops as --locus-fuse-kernels will fuse them (auto); false "
            "costs one launch per op">,
+    Option<"allowSoftPlacement", "allow-soft-placement", "bool",
+           /*default=*/"false",
+           "With no CUDA target, run ops pinned to CUDA on the CPU (with a "
+           "warning) instead of failing at the pin">,
   ];
   let statistics = [
     Statistic<"numCpuOps", "cpu-ops", "Ops placed on the CPU">,

@@ -23,11 +23,17 @@ namespace locus {
 /// range every entry point accepts); null for anything else.
 DeviceAttr parseDevice(mlir::MLIRContext *context, llvm::StringRef text);
 
-/// The targets of compile() and locus-compile when none are given.
+/// The targets of locus-compile, locus-dump and the placement pass when
+/// none are given: the CPU and cuda:0, so that an artifact carries GPU code
+/// and runs anywhere (the runtime says where cuda:0 went). compile() in a
+/// process targets the devices the machine has instead.
 std::vector<std::string> defaultTargets();
-/// The targets locus-dump previews a graph that is not placed yet with when
-/// none are given: the CPU and one GPU, to show what a GPU would run.
-std::vector<std::string> defaultPreviewTargets();
+
+/// Set on a placed locus.graph when placement did something the user should
+/// hear of that is no mistake (policy=cpu ignoring a pin): an array of
+/// {text, file, line} dictionaries, at the first op concerned.
+inline constexpr llvm::StringLiteral kPlacementNotesAttrName =
+    "locus.placement_notes";
 /// Splits "cpu,cuda:0" into its names (whitespace trimmed, empty dropped).
 std::vector<std::string> splitTargets(llvm::StringRef list);
 

@@ -1,0 +1,249 @@
+// PlacementTrustTest.cpp - compile() never runs a model somewhere else in
+// silence: the default targets are this machine's devices, a pin off them
+// fails at the pin's line, soft placement and policy cpu say what they did
+// through the diagnostics handler (or stderr), errors carry every
+// diagnostic, and pins to any cuda:N hold.
+
+#include "locus/Compile.h"
+#include "locus/locus.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace locus;
+
+namespace {
+
+std::vector<float> randomValues(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+bool hasCuda(const std::vector<std::string> &targets) {
+  for (const std::string &t : targets)
+    if (t.rfind("cuda:", 0) == 0)
+      return true;
+  return false;
+}
+
+/// A Linear(10, 2) model made on cuda:0, with its data moved there; `pinLine`
+/// is the line of the weights' creation (the first pin).
+void recordModelOnCuda(Graph &g, int &pinLine) {
+  auto x = g.input("x", {4, 10});
+  pinLine = __LINE__ + 1;
+  nn::Linear fc(g, 10, 2, {.name = "fc", .device = cuda(0)});
+  g.output("y", fc(x.to(cuda(0))).to(cpu()));
+}
+
+std::map<std::string, HostTensor> batch() {
+  return {{"x", HostTensor::fromF32({4, 10}, randomValues(40, 7))}};
+}
+
+} // namespace
+
+TEST(PlacementTrust, DefaultTargetsAreThisMachinesDevices) {
+  std::vector<std::string> targets = machineTargets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.front(), "cpu");
+  for (size_t i = 1; i < targets.size(); ++i)
+    EXPECT_EQ(targets[i], "cuda:" + std::to_string(i - 1));
+}
+
+// The scenario: a model pinned to cuda:0, compiled with defaults.
+// With a GPU it runs there; without one it fails at the pin, never runs on
+// the CPU in silence.
+TEST(PlacementTrust, APinnedModelWithDefaultsRunsThereOrFailsAtThePin) {
+  Graph g("pinned");
+  int pinLine = 0;
+  recordModelOnCuda(g, pinLine);
+  if (hasCuda(machineTargets())) {
+    CompiledModel model = compile(g);
+    EXPECT_NE(model.placementSummary().find("cuda:0"), std::string::npos);
+    return;
+  }
+  try {
+    compile(g);
+    FAIL() << "a model pinned to cuda:0 compiled for a machine without one";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.line(), static_cast<unsigned>(pinLine)) << e.what();
+    EXPECT_NE(e.message().find("is pinned to cuda:0, which is not a target "
+                               "device (targets: cpu)"),
+              std::string::npos)
+        << e.what();
+    std::string all = e.what();
+    EXPECT_NE(all.find("fix: add cuda:0 to the target devices"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find("CompileOptions::devices was empty, so the targets "
+                       "are this machine's devices: cpu"),
+              std::string::npos)
+        << all;
+    // The weight and the bias, and the .to(): every pin is reported.
+    EXPECT_EQ(e.diagnostics().size(), 4u) << all;
+  }
+}
+
+// Fix-its are tested by applying them: each one compiles and runs.
+TEST(PlacementTrust, EachFixOfAnOffTargetPinCompiles) {
+  Graph g("pinned");
+  int pinLine = 0;
+  recordModelOnCuda(g, pinLine);
+  std::vector<Diagnostic> seen;
+  CompileOptions cudaTarget{.devices = {"cpu", "cuda:0"},
+                            .deviceMap = "cuda:0=sim"};
+  CompileOptions soft{
+      .devices = {"cpu"},
+      .allowSoftPlacement = true,
+      .diagnostics = [&](const Diagnostic &d) { seen.push_back(d); }};
+  CompileOptions cpuPolicy{.policy = "cpu", .devices = {"cpu"}};
+  std::vector<float> first;
+  for (const CompileOptions &options : {cudaTarget, soft, cpuPolicy}) {
+    CompiledModel model = compile(g, options);
+    std::vector<float> y = model.run(batch()).at("y").f32;
+    if (first.empty())
+      first = y;
+    EXPECT_EQ(y, first);
+  }
+  // Soft placement said so, once, at the first pin, in the summary's words.
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].severity, Diagnostic::Severity::warning);
+  EXPECT_EQ(seen[0].line, static_cast<unsigned>(pinLine));
+  EXPECT_NE(seen[0].message.find("soft placement: no CUDA device among the "
+                                 "targets: 3 op(s) pinned to CUDA run on cpu"),
+            std::string::npos)
+      << seen[0].str();
+}
+
+TEST(PlacementTrust, WarningsReachTheHandlerAsTheSummaryListsThem) {
+  Graph g("copies");
+  auto x = g.input("x", {4, 10});
+  nn::Linear fc(g, 10, 2, {.name = "fc"});
+  g.output("y", fc(x));
+  std::vector<Diagnostic> seen;
+  CompiledModel model = compile(
+      g, {.policy = "prefer-gpu",
+          .devices = {"cpu", "cuda:0"},
+          .diagnostics = [&](const Diagnostic &d) { seen.push_back(d); },
+          .deviceMap = "cuda:0=sim"});
+  ASSERT_FALSE(seen.empty());
+  for (const Diagnostic &d : seen)
+    EXPECT_NE(model.placementSummary().find(d.message), std::string::npos)
+        << d.message << "\nnot in\n"
+        << model.placementSummary();
+  EXPECT_NE(seen[0].message.find("value(s) cross devices every step"),
+            std::string::npos);
+  EXPECT_FALSE(seen[0].file.empty());
+}
+
+TEST(PlacementTrust, WithoutAHandlerWarningsGoToStderrOnce) {
+  Graph g("copies");
+  auto x = g.input("x", {4, 10});
+  nn::Linear fc(g, 10, 2, {.name = "fc"});
+  g.output("y", fc(x));
+  testing::internal::CaptureStderr();
+  compile(g, {.policy = "prefer-gpu",
+              .devices = {"cpu", "cuda:0"},
+              .deviceMap = "cuda:0=sim"});
+  std::string printed = testing::internal::GetCapturedStderr();
+  size_t at = printed.find("warning: 2 value(s) cross devices every step");
+  ASSERT_NE(at, std::string::npos) << printed;
+  EXPECT_EQ(printed.find("cross devices", printed.find("cross devices") + 1),
+            std::string::npos)
+      << printed;
+}
+
+TEST(PlacementTrust, ErrorsCarryEveryDiagnosticAtTheUsersLines) {
+  Graph g("mixups");
+  auto a = g.input("a", {4}, {.device = cuda(0)});
+  auto b = g.input("b", {4});
+  int first = __LINE__ + 1;
+  auto s = a + b;
+  int second = __LINE__ + 1;
+  auto t = b * a;
+  g.output("s", s.to(cpu()));
+  g.output("t", t.to(cpu()));
+  try {
+    compile(g, {.policy = "strict", .devices = {"cpu", "cuda:0"}});
+    FAIL() << "mixed devices compiled under strict";
+  } catch (const Error &e) {
+    ASSERT_EQ(e.diagnostics().size(), 2u) << e.what();
+    EXPECT_EQ(e.diagnostics()[0].line, static_cast<unsigned>(first));
+    EXPECT_EQ(e.diagnostics()[1].line, static_cast<unsigned>(second));
+    EXPECT_EQ(e.line(), static_cast<unsigned>(first));
+    std::string all = e.what();
+    EXPECT_NE(all.find(":" + std::to_string(second) + ":"), std::string::npos)
+        << all;
+  }
+}
+
+TEST(PlacementTrust, PolicyCpuMakesMovesNoOpsWithANote) {
+  Graph g("moves");
+  int pinLine = 0;
+  recordModelOnCuda(g, pinLine);
+  std::vector<Diagnostic> seen;
+  CompiledModel model = compile(
+      g, {.policy = "cpu",
+          .devices = {"cpu", "cuda:0"},
+          .diagnostics = [&](const Diagnostic &d) { seen.push_back(d); }});
+  RunStats stats;
+  model.run(batch(), &stats);
+  EXPECT_EQ(stats.copies, 0u);
+  EXPECT_EQ(stats.simLaunches, 0u);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].severity, Diagnostic::Severity::note);
+  EXPECT_EQ(seen[0].line, static_cast<unsigned>(pinLine));
+  EXPECT_NE(seen[0].message.find("policy cpu: 3 pin(s) to CUDA devices do "
+                                 "not hold; .to() moves are no-ops"),
+            std::string::npos)
+      << seen[0].str();
+  EXPECT_NE(model.placementSummary().find("note: policy cpu"),
+            std::string::npos);
+}
+
+// Model parallelism by hand over two GPUs (both sim here): each layer stays
+// on its GPU under every policy, and the numbers are the CPU's. The layers
+// are big enough for `auto` to want a GPU for them.
+TEST(PlacementTrust, PinsToASecondGpuHoldUnderEveryPolicy) {
+  auto record = [](Graph &g) {
+    auto x = g.input("x", {256, 512});
+    nn::Linear a(g, 512, 512, {.name = "a", .device = cuda(0)});
+    nn::Linear b(g, 512, 512, {.name = "b", .device = cuda(1)});
+    g.output("y", b(relu(a(x.to(cuda(0)))).to(cuda(1))).to(cpu()));
+  };
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32({256, 512}, randomValues(256 * 512, 3))}};
+  Graph reference("two_gpus");
+  record(reference);
+  std::vector<float> want =
+      compile(reference, {.policy = "cpu",
+                          .devices = {"cpu"},
+                          .diagnostics = [](const Diagnostic &) {}})
+          .run(inputs)
+          .at("y")
+          .f32;
+  for (std::string policy : {"strict", "prefer-gpu", "auto"}) {
+    Graph g("two_gpus");
+    record(g);
+    CompiledModel model = compile(g, {.policy = policy,
+                                      .devices = {"cpu", "cuda:0", "cuda:1"},
+                                      .diagnostics = [](const Diagnostic &) {},
+                                      .deviceMap = "cuda:0=sim,cuda:1=sim"});
+    const std::string &summary = model.placementSummary();
+    // The input and the output on the host; every layer on its GPU.
+    EXPECT_NE(summary.find("ops per device: cpu 2; cuda:0 4; cuda:1 3;"),
+              std::string::npos)
+        << policy << "\n"
+        << summary;
+    RunStats stats;
+    std::vector<float> y = model.run(inputs, &stats).at("y").f32;
+    ASSERT_EQ(y.size(), want.size());
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_NEAR(y[i], want[i], 1e-4 + 1e-4 * std::abs(want[i])) << policy;
+    EXPECT_GT(stats.simLaunches, 0u) << policy;
+  }
+}
