@@ -248,6 +248,7 @@ std::vector<int> randomAssignment(std::mt19937_64 &rng,
                                   const MultiProblem &problem) {
   std::uniform_int_distribution<int> device(0, problem.devices - 1);
   std::vector<int> assignment;
+  assignment.reserve(problem.nodes.size());
   for (const MultiProblem::Node &node : problem.nodes)
     assignment.push_back(node.fixed >= 0 ? node.fixed : device(rng));
   return assignment;
