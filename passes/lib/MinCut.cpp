@@ -395,12 +395,14 @@ MultiSolution locus::placement::solvePlacement(const MultiProblem &problem) {
   while (improved) {
     improved = false;
     ++solution.sweeps;
-    for (int alpha = 0; alpha < problem.devices; ++alpha)
-      improved |= expand(problem, alpha, solution);
     // Two devices: from the start (free nodes on 0), the move to device 1 is
     // the whole problem with no term dropped, so its cut is the optimum.
-    if (problem.devices == 2)
+    if (problem.devices == 2) {
+      expand(problem, 1, solution);
       break;
+    }
+    for (int alpha = 0; alpha < problem.devices; ++alpha)
+      improved |= expand(problem, alpha, solution);
   }
   return solution;
 }
