@@ -83,8 +83,10 @@ private:
   }
 
   LogicalResult readOptions(GraphOp graph);
-  /// Pins first: kept under every policy, soft without a CUDA target, an
-  /// error when they name a device that is not a target.
+  /// Pins first: kept under every policy but cpu (which ignores those to
+  /// CUDA, with a note); soft, with a warning, when allowed and there is no
+  /// CUDA target; otherwise an error when they name a device that is not a
+  /// target.
   LogicalResult placePins(GraphOp graph);
   /// "cpu, cuda:0, cuda:1".
   std::string targetNames() const;
@@ -99,9 +101,9 @@ private:
   DeviceAttr gpuOfOperands(Operation *op) const;
   void placePreferGpu(GraphOp graph);
   void placeAuto(GraphOp graph);
-  /// Nanoseconds per step of moving `value` from device `from` to `to`
-  /// (0 the CPU, i the CUDA target i - 1).
-  int64_t moveCostNs(Value value, int from, int to) const;
+  /// Nanoseconds per step of moving `value` between devices, as a k x k
+  /// matrix (0 the CPU, i the CUDA target i - 1; zero on the diagonal).
+  std::vector<int64_t> moveCostsNs(Value value, int k) const;
   /// The values `ops` read from each other, as terms of the problem.
   void addValues(ArrayRef<Operation *> ops,
                  const llvm::DenseMap<Operation *, int> &nodeOf,
@@ -208,9 +210,10 @@ LogicalResult PlaceDevicesPass::placePins(GraphOp graph) {
   Operation *firstSoft = nullptr, *firstIgnored = nullptr;
   for (Operation &op : graph.getBodyBlock()) {
     DeviceAttr pin = pinOf(&op);
-    if (!pin || pin.isCpu()) {
-      if (pin)
-        decisions[&op] = {pin, reason(PlacementKind::pinned)};
+    if (!pin)
+      continue;
+    if (pin.isCpu()) {
+      decisions[&op] = {pin, reason(PlacementKind::pinned)};
       ++numPinned;
       continue;
     }
@@ -365,14 +368,21 @@ void PlaceDevicesPass::placePreferGpu(GraphOp graph) {
 // auto: the least estimated step time over the CPU and every CUDA target
 //===----------------------------------------------------------------------===//
 
-int64_t PlaceDevicesPass::moveCostNs(Value value, int from, int to) const {
-  if (from == to)
-    return 0;
+std::vector<int64_t> PlaceDevicesPass::moveCostsNs(Value value, int k) const {
   int64_t bytes = bytesOf(value.getType());
-  int64_t move = from > 0 && to > 0 ? peerCopyCostNs(bytes, costProfile)
-                                    : copyCostNs(bytes, costProfile);
-  if (isLoadTimeValue(value))
-    move = static_cast<int64_t>(move / costProfile.loadAmortizationSteps);
+  bool loadTime = isLoadTimeValue(value);
+  auto perStep = [&](int64_t ns) {
+    return loadTime
+               ? static_cast<int64_t>(ns / costProfile.loadAmortizationSteps)
+               : ns;
+  };
+  int64_t host = perStep(copyCostNs(bytes, costProfile));
+  int64_t peer = k > 2 ? perStep(peerCopyCostNs(bytes, costProfile)) : 0;
+  std::vector<int64_t> move(k * k, 0);
+  for (int from = 0; from < k; ++from)
+    for (int to = 0; to < k; ++to)
+      if (from != to)
+        move[from * k + to] = from > 0 && to > 0 ? peer : host;
   return move;
 }
 
@@ -400,10 +410,7 @@ void PlaceDevicesPass::addValues(ArrayRef<Operation *> ops,
                                it->second.end());
       if (value.consumers.empty())
         continue;
-      value.move.resize(k * k);
-      for (int from = 0; from < k; ++from)
-        for (int to = 0; to < k; ++to)
-          value.move[from * k + to] = moveCostNs(result, from, to);
+      value.move = moveCostsNs(result, k);
       problem.values.push_back(std::move(value));
     }
   }

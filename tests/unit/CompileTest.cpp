@@ -3,6 +3,7 @@
 // runs are thread-safe, and the user's graph is never changed.
 
 #include "locus/Compile.h"
+#include "RandomValues.h"
 #include "locus/locus.h"
 
 #include <gtest/gtest.h>
@@ -14,16 +15,6 @@
 using namespace locus;
 
 namespace {
-
-std::vector<float> randomValues(size_t n, unsigned seed, float low = -1,
-                                float high = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(low, high);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
 
 /// |got - want| <= atol + rtol * |want|, float32 against double.
 void expectClose(const std::vector<float> &got, const std::vector<double> &want,

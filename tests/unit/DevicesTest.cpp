@@ -4,6 +4,7 @@
 // artifact saved and run by the runtime alone gives the in-process results;
 // damaged artifacts fail cleanly.
 
+#include "RandomValues.h"
 #include "locus/Compile.h"
 #include "locus/locus.h"
 #include "locus/runtime.hpp"
@@ -21,15 +22,6 @@
 using namespace locus;
 
 namespace {
-
-std::vector<float> randomValues(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
 
 using Inputs = std::map<std::string, HostTensor>;
 

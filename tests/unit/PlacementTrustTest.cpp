@@ -4,6 +4,7 @@
 // through the diagnostics handler (or stderr), errors carry every
 // diagnostic, and pins to any cuda:N hold.
 
+#include "RandomValues.h"
 #include "locus/Compile.h"
 #include "locus/locus.h"
 
@@ -14,15 +15,6 @@
 using namespace locus;
 
 namespace {
-
-std::vector<float> randomValues(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
 
 bool hasCuda(const std::vector<std::string> &targets) {
   for (const std::string &t : targets)
