@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "locus/Dialect/Autodiff.h"
 #include "locus/Passes/CostModel.h"
 #include "locus/Passes/MinCut.h"
 #include "locus/Passes/Passes.h"
@@ -113,8 +114,15 @@ private:
                   const llvm::DenseMap<Operation *, int> &nodeOf,
                   placement::MultiProblem &problem);
   LogicalResult placeStrict(GraphOp graph);
+  /// Resolves the gradients of .to() (locus.to_device_of): under strict, a
+  /// locus.to to the device `ref` got; under the other policies, which
+  /// insert copies themselves, nothing.
+  void resolveMovesBack(GraphOp graph);
   /// Sources with no pin follow the ops that read them (prefer-gpu, strict).
   void placeFollowers(ArrayRef<Operation *> followers, bool cloneForEachDevice);
+  /// The device the fix of a mismatch moves the operands to: the first
+  /// CUDA one among `devices`, else the first.
+  static DeviceAttr fixTarget(ArrayRef<DeviceAttr> devices);
   void reportMismatch(Operation *op, ArrayRef<Value> operands,
                       ArrayRef<DeviceAttr> devices);
 
@@ -123,6 +131,8 @@ private:
   SmallVector<DeviceAttr> cudaTargets;
   CostProfile costProfile;
   llvm::DenseMap<Operation *, Decision> decisions;
+  /// strict: the ops reported for operands on different devices.
+  llvm::DenseSet<Operation *> reportedOps;
 };
 
 } // namespace
@@ -473,15 +483,17 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
 // strict: PyTorch's rules
 //===----------------------------------------------------------------------===//
 
+DeviceAttr PlaceDevicesPass::fixTarget(ArrayRef<DeviceAttr> devices) {
+  // PyTorch users mean the GPU: the fix moves what is elsewhere to it.
+  for (DeviceAttr d : devices)
+    if (d.isCuda())
+      return d;
+  return devices.front();
+}
+
 void PlaceDevicesPass::reportMismatch(Operation *op, ArrayRef<Value> operands,
                                       ArrayRef<DeviceAttr> devices) {
-  // PyTorch users mean the GPU: suggest moving what is elsewhere to it.
-  DeviceAttr target = devices.front();
-  for (DeviceAttr d : devices)
-    if (d.isCuda()) {
-      target = d;
-      break;
-    }
+  DeviceAttr target = fixTarget(devices);
   InFlightDiagnostic diag = op->emitOpError()
                             << "has operands on different devices:";
   for (auto [i, value] : llvm::enumerate(operands))
@@ -492,31 +504,56 @@ void PlaceDevicesPass::reportMismatch(Operation *op, ArrayRef<Value> operands,
     const char *verb = isa<ToOp>(producer) ? "moved to " : "created on ";
     if (!isInterface(producer) && !isa<ToOp>(producer))
       verb = "computed on ";
+    if (reportedOps.contains(producer)) {
+      diag.attachNote(producer->getLoc())
+          << describeValue(value) << " is computed on " << device.str()
+          << " here once the fix of its own error is applied";
+      continue;
+    }
     diag.attachNote(producer->getLoc())
         << describeValue(value) << " is " << verb << device.str() << " here";
   }
+  // The fix changes this read only (state: where it is made), so that it
+  // breaks no other reader; placement goes on as if it were applied.
+  std::string call =
+      target.isCpu() ? "locus::cpu()"
+                     : "locus::cuda(" + std::to_string(target.getIndex()) + ")";
   for (auto [value, device] : llvm::zip(operands, devices)) {
     if (device == target)
       continue;
-    std::string call =
-        target.isCpu()
-            ? "locus::cpu()"
-            : "locus::cuda(" + std::to_string(target.getIndex()) + ")";
-    diag.attachNote(value.getDefiningOp()->getLoc())
-        << "fix: move " << describeValue(value) << " with .to(" << call
-        << ") at " << userLine(value.getDefiningOp()->getLoc())
-        << ", or compile with policy=prefer-gpu";
+    Operation *producer = value.getDefiningOp();
+    if (isa<StateOp>(producer)) {
+      diag.attachNote(producer->getLoc())
+          << "fix: create " << describeValue(value) << " on " << target.str()
+          << " (.device = " << call << ") at " << userLine(producer->getLoc())
+          << ", or compile with policy=prefer-gpu";
+      continue;
+    }
+    // A layer's op: the fix goes where the user called the layer.
+    Location site = op->getLoc();
+    while (auto call = dyn_cast<CallSiteLoc>(site))
+      site = call.getCaller();
+    diag.attachNote(site) << "fix: move " << describeValue(value) << " to "
+                          << target.str() << " where it is read here: add .to("
+                          << call << ") to it at " << userLine(op->getLoc())
+                          << ", or compile with policy=prefer-gpu";
   }
 }
 
 LogicalResult PlaceDevicesPass::placeStrict(GraphOp graph) {
   // A value is "free" while it is an unpinned constant or computed from free
   // values only: it follows its readers, like a Python scalar in PyTorch.
-  // A value is "poisoned" once its op was reported: it matches any device,
-  // so one mistake is reported once.
-  llvm::DenseSet<Operation *> free, poisoned;
+  // An op whose operands are on different devices is reported with its fix
+  // and then placed as the fix places it, so that one run also reports what
+  // the fixes leave wrong downstream, and applying them all compiles.
+  // Ops autodiff or an optimizer recorded (isBackwardLoc) run where the
+  // forward pass left their operands: after a reported mistake their
+  // mismatches are its consequences, not reported; with a correct forward
+  // pass, a mismatch is a move nobody wrote or can write, made with a note.
+  llvm::DenseSet<Operation *> free;
   SmallVector<Operation *> followers;
-  bool ok = true;
+  SmallVector<std::pair<OpOperand *, DeviceAttr>> backwardMoves;
+  unsigned reported = 0;
   for (Operation &op : graph.getBodyBlock()) {
     if (decisions.count(&op))
       continue;
@@ -529,40 +566,91 @@ LogicalResult PlaceDevicesPass::placeStrict(GraphOp graph) {
       decisions[&op] = {cpuDevice, reason(PlacementKind::created)};
       continue;
     }
-    SmallVector<Value> operands;
-    SmallVector<DeviceAttr> devices;
-    bool anyPoisoned = false;
-    for (Value operand : op.getOperands()) {
-      Operation *producer = operand.getDefiningOp();
-      if (free.contains(producer))
-        continue;
-      if (poisoned.contains(producer)) {
-        anyPoisoned = true;
+    MutableArrayRef<OpOperand> read = op.getOpOperands();
+    if (auto back = dyn_cast<ToDeviceOfOp>(op)) {
+      // The gradient of .to() goes back where the forward input is, as
+      // PyTorch's grad.to(input.device); a free input leaves it free.
+      Operation *ref = back.getRef().getDefiningOp();
+      if (!free.contains(ref)) {
+        decisions[&op] = {decisions.lookup(ref).device,
+                          reason(PlacementKind::follows_operands)};
         continue;
       }
-      operands.push_back(operand);
+      read = read.take_front();
+    }
+    SmallVector<OpOperand *> operands;
+    SmallVector<Value> values;
+    SmallVector<DeviceAttr> devices;
+    for (OpOperand &operand : read) {
+      Operation *producer = operand.get().getDefiningOp();
+      if (free.contains(producer))
+        continue;
+      operands.push_back(&operand);
+      values.push_back(operand.get());
       devices.push_back(decisions.lookup(producer).device);
     }
     if (operands.empty()) {
-      if (anyPoisoned) {
-        poisoned.insert(&op);
-        decisions[&op] = {cpuDevice, reason(PlacementKind::follows_operands)};
-      } else {
-        free.insert(&op);
-        followers.push_back(&op);
-      }
+      free.insert(&op);
+      followers.push_back(&op);
       continue;
     }
-    if (llvm::any_of(devices, [&](DeviceAttr d) { return d != devices[0]; })) {
-      reportMismatch(&op, operands, devices);
-      ++numMismatches;
-      ok = false;
-      poisoned.insert(&op);
+    DeviceAttr device = devices.front();
+    if (llvm::any_of(devices, [&](DeviceAttr d) { return d != device; })) {
+      device = fixTarget(devices);
+      if (!isBackwardLoc(op.getLoc())) {
+        reportMismatch(&op, values, devices);
+        reportedOps.insert(&op);
+        ++numMismatches;
+        ++reported;
+      } else if (reported == 0) {
+        for (auto [operand, from] : llvm::zip(operands, devices))
+          if (from != device)
+            backwardMoves.push_back({operand, device});
+      }
     }
-    decisions[&op] = {devices[0], reason(PlacementKind::follows_operands)};
+    decisions[&op] = {device, reason(PlacementKind::follows_operands)};
   }
   placeFollowers(followers, /*cloneForEachDevice=*/true);
-  return success(ok);
+  if (reported)
+    return failure();
+  // One move per value and device, made before its first reader.
+  llvm::DenseMap<std::pair<Value, DeviceAttr>, Value> moved;
+  for (auto [operand, device] : backwardMoves) {
+    Value &to = moved[{operand->get(), device}];
+    if (!to) {
+      Operation *reader = operand->getOwner();
+      OpBuilder builder(reader);
+      to = builder.create<ToOp>(reader->getLoc(), operand->get(), device);
+      decisions[to.getDefiningOp()] = {device,
+                                       reason(PlacementKind::follows_operands)};
+    }
+    operand->set(to);
+  }
+  if (!backwardMoves.empty())
+    addNote(graph, backwardMoves.front().first->getOwner(),
+            "strict: the backward pass or the optimizer reads " +
+                Twine(moved.size()) +
+                " value(s) on another device than the one it runs on; "
+                "they are moved every step (the first read is here)");
+  return success();
+}
+
+void PlaceDevicesPass::resolveMovesBack(GraphOp graph) {
+  for (Operation &op : llvm::make_early_inc_range(graph.getBodyBlock())) {
+    auto back = dyn_cast<ToDeviceOfOp>(op);
+    if (!back)
+      continue;
+    Value moved = back.getInput();
+    if (auto it = decisions.find(&op); it != decisions.end()) {
+      OpBuilder builder(&op);
+      auto to = builder.create<ToOp>(op.getLoc(), moved, it->second.device);
+      decisions[to] = it->second;
+      decisions.erase(&op);
+      moved = to;
+    }
+    back.getResult().replaceAllUsesWith(moved);
+    back.erase();
+  }
 }
 
 void PlaceDevicesPass::addFusions(
@@ -617,6 +705,7 @@ void PlaceDevicesPass::addFusions(
 void PlaceDevicesPass::runOnOperation() {
   GraphOp graph = getOperation();
   decisions.clear();
+  reportedOps.clear();
   if (failed(readOptions(graph)) || failed(placePins(graph)))
     return signalPassFailure();
 
@@ -627,17 +716,17 @@ void PlaceDevicesPass::runOnOperation() {
       decisions[&op] = {cpuDevice, reason(PlacementKind::colocated)};
 
   bool ok = true;
-  if (policyKind == Policy::cpu || cudaTargets.empty()) {
-    if (policyKind == Policy::strict)
-      ok = succeeded(placeStrict(graph));
-    else
-      placeCpuOnly(graph);
-  } else if (policyKind == Policy::preferGpu) {
-    placePreferGpu(graph);
-  } else if (policyKind == Policy::automatic) {
-    placeAuto(graph);
-  } else {
+  if (policyKind == Policy::strict) {
     ok = succeeded(placeStrict(graph));
+    resolveMovesBack(graph);
+  } else {
+    resolveMovesBack(graph);
+    if (policyKind == Policy::cpu || cudaTargets.empty())
+      placeCpuOnly(graph);
+    else if (policyKind == Policy::preferGpu)
+      placePreferGpu(graph);
+    else
+      placeAuto(graph);
   }
 
   for (Operation &op : graph.getBodyBlock())

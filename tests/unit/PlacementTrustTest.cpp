@@ -239,3 +239,189 @@ TEST(PlacementTrust, PinsToASecondGpuHoldUnderEveryPolicy) {
     EXPECT_GT(stats.simLaunches, 0u) << policy;
   }
 }
+
+// Ordinary PyTorch training code under strict: the model and the batch on
+// cuda:0, the logits moved to the CPU for the loss. PyTorch differentiates
+// .to() (its gradient is a copy back), so this trains; so must Locus, with
+// the same numbers as on the CPU alone.
+TEST(PlacementTrust, StrictTrainsWithTheLossOnTheCpu) {
+  auto record = [](Graph &g) {
+    auto x = g.input("x", {8, 6});
+    auto labels = g.input("labels", {8}, {.dtype = DType::i64});
+    nn::Linear fc1(g, 6, 16, {.name = "fc1", .device = cuda(0)});
+    nn::Linear fc2(g, 16, 3, {.name = "fc2", .device = cuda(0)});
+    auto logits = fc2(relu(fc1(x.to(cuda(0)))));
+    auto loss = nn::CrossEntropyLoss()(logits.to(cpu()), labels);
+    g.output("loss", loss);
+    optim::SGD(g.parameters(), {.lr = 0.1}).step(loss);
+  };
+  std::vector<int64_t> classes{0, 2, 1, 1, 0, 2, 2, 1};
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32({8, 6}, randomValues(48, 11))},
+      {"labels", HostTensor::fromI64({8}, classes)}};
+  auto losses = [&](CompiledModel model) {
+    std::vector<float> out;
+    for (int step = 0; step < 3; ++step)
+      out.push_back(model.run(inputs).at("loss").scalar());
+    return out;
+  };
+  Graph reference("on_cpu");
+  record(reference);
+  std::vector<float> want =
+      losses(compile(reference, {.policy = "cpu",
+                                 .devices = {"cpu"},
+                                 .diagnostics = [](const Diagnostic &) {}}));
+  Graph g("strict");
+  record(g);
+  CompiledModel model = compile(g, {.policy = "strict",
+                                    .devices = {"cpu", "cuda:0"},
+                                    .diagnostics = [](const Diagnostic &) {},
+                                    .deviceMap = "cuda:0=sim"});
+  std::vector<float> got = losses(model);
+  // The batch in, the logits out and their gradient back: as in PyTorch.
+  EXPECT_NE(model.placementSummary().find("copies: 3 per step"),
+            std::string::npos)
+      << model.placementSummary();
+  RunStats stats;
+  model.run(inputs, &stats);
+  EXPECT_GT(stats.simLaunches, 0u);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::abs(want[i]));
+  EXPECT_LT(want.back(), want.front()); // it trains
+}
+
+namespace {
+
+/// A residual block trained under strict with two ordinary mistakes: the
+/// skip connection reads the CPU's `x` instead of the moved one, and the
+/// target is left on the CPU. `fixes` applies the fix-its, literally, where
+/// they point: bit 0 at `skipLine`, bit 1 at `lossLine`.
+void recordResidual(Graph &g, unsigned fixes, int &skipLine, int &lossLine) {
+  auto x = g.input("x", {8, 6});
+  auto target = g.input("target", {8, 6});
+  nn::Linear fc1(g, 6, 6, {.name = "fc1", .device = cuda(0)});
+  nn::Linear fc2(g, 6, 6, {.name = "fc2", .device = cuda(0)});
+  auto h = relu(fc1(x.to(cuda(0))));
+  skipLine = __LINE__ + 1;
+  auto out = fc2(h) + ((fixes & 1) ? x.to(cuda(0)) : x);
+  lossLine = __LINE__ + 1;
+  auto loss = nn::MSELoss()(out, (fixes & 2) ? target.to(cuda(0)) : target);
+  g.output("loss", loss.to(cpu()));
+  optim::SGD(g.parameters(), {.lr = 0.05}).step(loss);
+}
+
+} // namespace
+
+// Every mistake of a run is reported in that run, each fix-it changes only
+// the read it names, and applying them all compiles and trains as on the
+// CPU: no fix-it leads to a new error.
+TEST(PlacementTrust, ApplyingEveryFixOfAStrictErrorCompiles) {
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32({8, 6}, randomValues(48, 5))},
+      {"target", HostTensor::fromF32({8, 6}, randomValues(48, 6))}};
+  auto losses = [&](CompiledModel model) {
+    std::vector<float> out;
+    for (int step = 0; step < 3; ++step)
+      out.push_back(model.run(inputs).at("loss").scalar());
+    return out;
+  };
+  int skipLine = 0, lossLine = 0;
+  Graph reference("on_cpu");
+  recordResidual(reference, 0, skipLine, lossLine);
+  std::vector<float> want =
+      losses(compile(reference, {.policy = "cpu",
+                                 .devices = {"cpu"},
+                                 .diagnostics = [](const Diagnostic &) {}}));
+  CompileOptions strict{.policy = "strict",
+                        .devices = {"cpu", "cuda:0"},
+                        .diagnostics = [](const Diagnostic &) {},
+                        .deviceMap = "cuda:0=sim"};
+  std::string file = __FILE__;
+  auto fixAt = [&](const std::string &what, int line) {
+    return "note: fix: move " + what +
+           " to cuda:0 where it is read here: add .to(locus::cuda(0)) to it "
+           "at " +
+           file + ":" + std::to_string(line);
+  };
+  // No fix, then one of the two: every mistake left is reported, with its
+  // fix at its line, and nothing else.
+  for (unsigned fixes : {0u, 1u, 2u}) {
+    Graph g("residual");
+    recordResidual(g, fixes, skipLine, lossLine);
+    try {
+      compile(g, strict);
+      FAIL() << "compiled with fixes " << fixes;
+    } catch (const Error &e) {
+      std::string all = e.what();
+      std::vector<Diagnostic> errors = e.diagnostics();
+      size_t expected = (fixes & 1 ? 0 : 1) + (fixes & 2 ? 0 : 1);
+      EXPECT_EQ(errors.size(), expected) << all;
+      EXPECT_EQ(all.find("fix: move input \"x\"") != std::string::npos,
+                !(fixes & 1))
+          << all;
+      if (!(fixes & 1))
+        EXPECT_NE(all.find(fixAt("input \"x\"", skipLine)), std::string::npos)
+            << all;
+      if (!(fixes & 2))
+        EXPECT_NE(all.find(fixAt("input \"target\"", lossLine)),
+                  std::string::npos)
+            << all;
+      for (const Diagnostic &d : errors)
+        EXPECT_EQ(d.file, file) << d.str();
+    }
+  }
+  Graph fixed("residual");
+  recordResidual(fixed, 3, skipLine, lossLine);
+  std::vector<float> got = losses(compile(fixed, strict));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::abs(want[i]));
+  EXPECT_LT(want.back(), want.front());
+}
+
+// An optimizer's own state follows the forward pass: Adam's one step count
+// serves layers on two GPUs. Under strict that is a move nobody wrote, made
+// and said in a note; the numbers are the CPU's.
+TEST(PlacementTrust, StrictAdamOverTwoGpusMovesItsStepCountWithANote) {
+  auto record = [](Graph &g) {
+    auto x = g.input("x", {4, 5});
+    nn::Linear a(g, 5, 5, {.name = "a", .device = cuda(0)});
+    nn::Linear b(g, 5, 2, {.name = "b", .device = cuda(1)});
+    auto y = b(relu(a(x.to(cuda(0)))).to(cuda(1)));
+    auto loss = sum(y * y, {0, 1}).to(cpu());
+    g.output("loss", loss);
+    optim::Adam(g.parameters(), {.lr = 0.01}).step(loss);
+  };
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32({4, 5}, randomValues(20, 9))}};
+  auto losses = [&](CompiledModel model) {
+    std::vector<float> out;
+    for (int step = 0; step < 3; ++step)
+      out.push_back(model.run(inputs).at("loss").scalar());
+    return out;
+  };
+  Graph reference("on_cpu");
+  record(reference);
+  std::vector<float> want =
+      losses(compile(reference, {.policy = "cpu",
+                                 .devices = {"cpu"},
+                                 .diagnostics = [](const Diagnostic &) {}}));
+  std::vector<Diagnostic> seen;
+  Graph g("two_gpus");
+  record(g);
+  std::vector<float> got = losses(compile(
+      g, {.policy = "strict",
+          .devices = {"cpu", "cuda:0", "cuda:1"},
+          .diagnostics = [&](const Diagnostic &d) { seen.push_back(d); },
+          .deviceMap = "cuda:0=sim,cuda:1=sim"}));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::abs(want[i]));
+  bool noted = false;
+  for (const Diagnostic &d : seen)
+    noted |= d.message.find("strict: the backward pass or the optimizer "
+                            "reads 1 value(s) on another device") !=
+             std::string::npos;
+  EXPECT_TRUE(noted);
+}

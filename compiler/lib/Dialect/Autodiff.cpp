@@ -203,7 +203,7 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
 
   Operation *lastForward = &body.back();
   if (needs(loss)) {
-    loc = loss.getLoc();
+    loc = backwardLoc(loss.getLoc());
     seed = splat(1.0, {});
     grads[loss] = seed;
     for (Operation *op = loss.getDefiningOp(); op; op = op->getPrevNode()) {
@@ -212,7 +212,7 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
       auto it = grads.find(op->getResult(0));
       if (it == grads.end() || isa<InputOp, StateOp, ConstantOp>(op))
         continue;
-      loc = op->getLoc();
+      loc = backwardLoc(op->getLoc());
       if (failed(backward(op, it->second))) {
         // Nothing recorded survives a failure.
         while (&body.back() != lastForward)
@@ -226,7 +226,7 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
     seed.getDefiningOp()->erase();
   SmallVector<Value> result;
   for (Value v : wrt) {
-    loc = v.getLoc();
+    loc = backwardLoc(v.getLoc());
     Value g = grads.lookup(v);
     result.push_back(g ? g : splatLike(0.0, v));
   }
@@ -687,8 +687,9 @@ bool Differentiator::backwardPlacement(Operation *op, Value g) {
   auto o = dyn_cast<ToOp>(op);
   if (!o)
     return false;
-  // Back to where the input was made, when that is known before
-  // placement (a pin or a source); otherwise placement decides.
+  // As PyTorch's grad.to(input.device): back to where the input was made.
+  // That is known before placement for a pin or a source; for a computed
+  // input, placement resolves the move (locus.to_device_of).
   give(o.getInput(), [&]() -> Value {
     Operation *def = o.getInput().getDefiningOp();
     DeviceAttr device;
@@ -698,6 +699,8 @@ bool Differentiator::backwardPlacement(Operation *op, Value g) {
       device = def->getAttrOfType<DeviceAttr>("device");
     if (!device && isa<InputOp, StateOp>(def))
       device = DeviceAttr::get(b.getContext(), DeviceKind::cpu, 0);
+    if (!device && !isa<ConstantOp>(def))
+      return b.create<ToDeviceOfOp>(loc, g, o.getInput());
     if (!device || device == o.getDevice())
       return g;
     return b.create<ToOp>(loc, g, device);
@@ -706,6 +709,25 @@ bool Differentiator::backwardPlacement(Operation *op, Value g) {
 }
 
 } // namespace
+
+namespace {
+constexpr llvm::StringLiteral kBackwardTag = "locus.backward";
+} // namespace
+
+Location locus::backwardLoc(Location forward) {
+  if (isBackwardLoc(forward))
+    return forward;
+  MLIRContext *context = forward.getContext();
+  return FusedLoc::get(context, {forward},
+                       StringAttr::get(context, kBackwardTag));
+}
+
+bool locus::isBackwardLoc(Location loc) {
+  auto fused = dyn_cast<FusedLoc>(loc);
+  auto tag =
+      fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata()) : StringAttr();
+  return tag && tag.getValue() == kBackwardTag;
+}
 
 FailureOr<SmallVector<Value>> locus::differentiate(GraphOp graph, Value loss,
                                                    ArrayRef<Value> wrt) {
@@ -787,7 +809,7 @@ LogicalResult claimStateNames(GraphOp graph, ArrayRef<StateOp> states, bool sgd,
 class OptimizerRecorder {
 public:
   OptimizerRecorder(GraphOp graph, const OptimizerConfig &config, Location loc)
-      : b(graph.getContext()), config(config), loc(loc),
+      : b(graph.getContext()), config(config), loc(backwardLoc(loc)),
         zeros(InitAttr::get(graph.getContext(), InitKind::full,
                             llvm::APFloat(0.0), llvm::APFloat(0.0), 0)) {
     b.setInsertionPointToEnd(&graph.getBodyBlock());

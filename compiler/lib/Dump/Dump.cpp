@@ -35,6 +35,11 @@ std::string shapeOf(Type type) {
 
 Source sourceOf(Location loc) {
   Source source;
+  // A gradient's op (autodiff's backwardLoc) or a fused kernel: the first
+  // op's location.
+  if (auto fused = dyn_cast<FusedLoc>(loc);
+      fused && !fused.getLocations().empty())
+    loc = fused.getLocations().front();
   Location callee = loc;
   if (auto call = dyn_cast<CallSiteLoc>(loc)) {
     callee = call.getCallee();

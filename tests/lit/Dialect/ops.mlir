@@ -241,3 +241,13 @@ locus.graph @random {
   locus.output "n" = %1 : tensor<16xf32>
   locus.output "s" = %2 : tensor<f32>
 }
+
+// The gradient of a .to(): a move back to where %x is.
+// CHECK-LABEL: locus.graph @move_back
+// CHECK: locus.to_device_of %g, %x : tensor<4xf32>
+locus.graph @move_back {
+  %x = locus.input "x" : tensor<4xf32>
+  %g = locus.input "g" : tensor<4xf32>
+  %b = locus.to_device_of %g, %x : tensor<4xf32>
+  locus.output "b" = %b : tensor<4xf32>
+}

@@ -16,12 +16,21 @@ namespace locus {
 /// f32 value of the graph) with respect to each of `wrt` (f32 values of the
 /// graph), and returns those gradients in order; a value the loss does not
 /// depend on gets zeros. Every op it records carries the location of the
-/// forward op it differentiates, so placement and errors name the user's
-/// line. On failure (an op with no gradient on the path, a bad operand) it
-/// emits an error, erases whatever it recorded and returns failure: the graph
-/// is as it was.
+/// forward op it differentiates, as backwardLoc, so placement and errors name
+/// the user's line. On failure (an op with no gradient on the path, a bad
+/// operand) it emits an error, erases whatever it recorded and returns failure:
+/// the graph is as it was.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 differentiate(GraphOp graph, mlir::Value loss, llvm::ArrayRef<mlir::Value> wrt);
+
+/// The location of an op of a gradient: the location of the forward op it
+/// differentiates, marked as backward (a FusedLoc whose metadata is the
+/// string "locus.backward"). Everything that reads a user line from a
+/// location sees the forward op's line.
+mlir::Location backwardLoc(mlir::Location forward);
+
+/// Whether `loc` is one of backwardLoc's: its op was recorded by autodiff.
+bool isBackwardLoc(mlir::Location loc);
 
 /// An optimizer, with PyTorch's defaults.
 struct OptimizerConfig {

@@ -18,9 +18,10 @@ def Locus_Dialect : Dialect {
   let summary = "A lazy dataflow graph with explicit device placement.";
   let description = [{
     The `locus` dialect holds a graph recorded by user code: sources (inputs,
-    persistent state, constants), tensor computations, and the two ops that
-    move values between devices: `locus.to` (the user's explicit move, a pin)
-    and `locus.copy` (a transfer the compiler inserts).
+    persistent state, constants), tensor computations, and the ops that
+    move values between devices: `locus.to` (the user's explicit move, a pin),
+    `locus.to_device_of` (autodiff's move back, resolved by placement) and
+    `locus.copy` (a transfer the compiler inserts).
 
     Every op carries the location of the user's source line that recorded it,
     so diagnostics from every later pass point at user code.

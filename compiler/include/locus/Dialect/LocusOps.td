@@ -813,6 +813,28 @@ def Locus_ToOp : Locus_SameTypeOp<"to"> {
   let assemblyFormat = "$device `,` $input attr-dict `:` type($result)";
 }
 
+def Locus_ToDeviceOfOp : Locus_SameTypeOp<"to_device_of"> {
+  let summary = "The gradient of a `locus.to`: a move back to where `ref` is.";
+  let description = [{
+    Autodiff records it for the gradient of `input.to(d)` when the device of
+    `input` is not known before placement (a computed value), as PyTorch's
+    `grad.to(input.device)`. The result lives where `ref` (the forward
+    input) lives.
+
+    `--locus-place-devices` resolves it: under `strict` it becomes a
+    `locus.to` to the device placement gave `ref`, so the backward pass
+    runs where its forward pass ran; under the other policies, which insert
+    copies themselves, it becomes its input. No later pass sees it.
+
+    ```mlir
+    %gx = locus.to_device_of %g, %x : tensor<8x3xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, Locus_AnyTensor:$ref);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = "$input `,` $ref attr-dict `:` type($result)";
+}
+
 def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
   let summary = "A transfer the compiler inserted.";
   let description = [{

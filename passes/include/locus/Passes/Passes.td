@@ -83,9 +83,16 @@ def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
     - `strict`: PyTorch's semantics. A value lives where it was created (the
       CPU unless created `on` a device) or moved with `.to()`, and an op runs
       where its operands are. Operands on different devices are an error at
-      the op, with a note at each operand's creation and a fix-it; every
-      mismatch of the graph is reported. Unpinned constants act like Python
-      scalars: they follow their consumers.
+      the op, with a note at each operand's creation and a fix-it that
+      changes that read only; a reported op is then placed as its fix places
+      it, so every mismatch the fixes leave is reported in the same run.
+      Unpinned constants act like Python scalars: they follow their
+      consumers. Ops autodiff or an optimizer recorded (a `locus.backward`
+      location) are never reported: after a forward error their mismatches
+      are its consequences; otherwise the pass moves their operands with a
+      `locus.to` and a note. A `locus.to_device_of` (the gradient of a
+      `.to()`) becomes a `locus.to` to the device its `ref` got; under the
+      other policies it becomes its input.
     - `prefer-gpu`: every op with a CUDA kernel runs on a CUDA target: the
       one its operands are on (so a layer pinned to `cuda:1` stays there),
       else the first; ops without one stay on the CPU (`kind = no_kernel`).
