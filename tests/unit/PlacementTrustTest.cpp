@@ -36,6 +36,23 @@ std::map<std::string, HostTensor> batch() {
   return {{"x", HostTensor::fromF32({4, 10}, randomValues(40, 7))}};
 }
 
+/// `g` compiled to run on the CPU alone: the reference of the tests that
+/// place it elsewhere.
+CompiledModel compileOnCpu(Graph &g) {
+  return compile(g, {.policy = "cpu",
+                     .devices = {"cpu"},
+                     .diagnostics = [](const Diagnostic &) {}});
+}
+
+/// The "loss" output of three training steps on the same batch.
+std::vector<float> threeLosses(CompiledModel model,
+                               const std::map<std::string, HostTensor> &in) {
+  std::vector<float> out;
+  for (int step = 0; step < 3; ++step)
+    out.push_back(model.run(in).at("loss").scalar());
+  return out;
+}
+
 } // namespace
 
 TEST(PlacementTrust, DefaultTargetsAreThisMachinesDevices) {
@@ -260,17 +277,11 @@ TEST(PlacementTrust, StrictTrainsWithTheLossOnTheCpu) {
       {"x", HostTensor::fromF32({8, 6}, randomValues(48, 11))},
       {"labels", HostTensor::fromI64({8}, classes)}};
   auto losses = [&](CompiledModel model) {
-    std::vector<float> out;
-    for (int step = 0; step < 3; ++step)
-      out.push_back(model.run(inputs).at("loss").scalar());
-    return out;
+    return threeLosses(std::move(model), inputs);
   };
   Graph reference("on_cpu");
   record(reference);
-  std::vector<float> want =
-      losses(compile(reference, {.policy = "cpu",
-                                 .devices = {"cpu"},
-                                 .diagnostics = [](const Diagnostic &) {}}));
+  std::vector<float> want = losses(compileOnCpu(reference));
   Graph g("strict");
   record(g);
   CompiledModel model = compile(g, {.policy = "strict",
@@ -321,18 +332,12 @@ TEST(PlacementTrust, ApplyingEveryFixOfAStrictErrorCompiles) {
       {"x", HostTensor::fromF32({8, 6}, randomValues(48, 5))},
       {"target", HostTensor::fromF32({8, 6}, randomValues(48, 6))}};
   auto losses = [&](CompiledModel model) {
-    std::vector<float> out;
-    for (int step = 0; step < 3; ++step)
-      out.push_back(model.run(inputs).at("loss").scalar());
-    return out;
+    return threeLosses(std::move(model), inputs);
   };
   int skipLine = 0, lossLine = 0;
   Graph reference("on_cpu");
   recordResidual(reference, 0, skipLine, lossLine);
-  std::vector<float> want =
-      losses(compile(reference, {.policy = "cpu",
-                                 .devices = {"cpu"},
-                                 .diagnostics = [](const Diagnostic &) {}}));
+  std::vector<float> want = losses(compileOnCpu(reference));
   CompileOptions strict{.policy = "strict",
                         .devices = {"cpu", "cuda:0"},
                         .diagnostics = [](const Diagnostic &) {},
@@ -396,17 +401,11 @@ TEST(PlacementTrust, StrictAdamOverTwoGpusMovesItsStepCountWithANote) {
   std::map<std::string, HostTensor> inputs{
       {"x", HostTensor::fromF32({4, 5}, randomValues(20, 9))}};
   auto losses = [&](CompiledModel model) {
-    std::vector<float> out;
-    for (int step = 0; step < 3; ++step)
-      out.push_back(model.run(inputs).at("loss").scalar());
-    return out;
+    return threeLosses(std::move(model), inputs);
   };
   Graph reference("on_cpu");
   record(reference);
-  std::vector<float> want =
-      losses(compile(reference, {.policy = "cpu",
-                                 .devices = {"cpu"},
-                                 .diagnostics = [](const Diagnostic &) {}}));
+  std::vector<float> want = losses(compileOnCpu(reference));
   std::vector<Diagnostic> seen;
   Graph g("two_gpus");
   record(g);
