@@ -45,9 +45,10 @@ CompiledModel compileOnCpu(Graph &g) {
 }
 
 /// The "loss" output of three training steps on the same batch.
-std::vector<float> threeLosses(CompiledModel model,
+std::vector<float> threeLosses(const CompiledModel &model,
                                const std::map<std::string, HostTensor> &in) {
   std::vector<float> out;
+  out.reserve(3);
   for (int step = 0; step < 3; ++step)
     out.push_back(model.run(in).at("loss").scalar());
   return out;
@@ -276,8 +277,8 @@ TEST(PlacementTrust, StrictTrainsWithTheLossOnTheCpu) {
   std::map<std::string, HostTensor> inputs{
       {"x", HostTensor::fromF32({8, 6}, randomValues(48, 11))},
       {"labels", HostTensor::fromI64({8}, classes)}};
-  auto losses = [&](CompiledModel model) {
-    return threeLosses(std::move(model), inputs);
+  auto losses = [&](const CompiledModel &model) {
+    return threeLosses(model, inputs);
   };
   Graph reference("on_cpu");
   record(reference);
@@ -331,8 +332,8 @@ TEST(PlacementTrust, ApplyingEveryFixOfAStrictErrorCompiles) {
   std::map<std::string, HostTensor> inputs{
       {"x", HostTensor::fromF32({8, 6}, randomValues(48, 5))},
       {"target", HostTensor::fromF32({8, 6}, randomValues(48, 6))}};
-  auto losses = [&](CompiledModel model) {
-    return threeLosses(std::move(model), inputs);
+  auto losses = [&](const CompiledModel &model) {
+    return threeLosses(model, inputs);
   };
   int skipLine = 0, lossLine = 0;
   Graph reference("on_cpu");
@@ -400,8 +401,8 @@ TEST(PlacementTrust, StrictAdamOverTwoGpusMovesItsStepCountWithANote) {
   };
   std::map<std::string, HostTensor> inputs{
       {"x", HostTensor::fromF32({4, 5}, randomValues(20, 9))}};
-  auto losses = [&](CompiledModel model) {
-    return threeLosses(std::move(model), inputs);
+  auto losses = [&](const CompiledModel &model) {
+    return threeLosses(model, inputs);
   };
   Graph reference("on_cpu");
   record(reference);
