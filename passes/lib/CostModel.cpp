@@ -61,13 +61,15 @@ bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
     error = (name + " must be an object").str();
     return false;
   }
-  return onlyKeys(*object, name, {"peak_gflops", "bandwidth_gbps", "launch_ns"},
+  return onlyKeys(*object, name,
+                  {"peak_gflops", "bandwidth_gbps", "launch_ns", "conv_gflops"},
                   error) &&
          readNumber(*object, name, "peak_gflops", 1e9, device.peakFlops,
                     error) &&
          readNumber(*object, name, "bandwidth_gbps", 1e9, device.bandwidth,
                     error) &&
-         readNumber(*object, name, "launch_ns", 1, device.launchNs, error);
+         readNumber(*object, name, "launch_ns", 1, device.launchNs, error) &&
+         readNumber(*object, name, "conv_gflops", 1e9, device.convFlops, error);
 }
 
 } // namespace
@@ -86,13 +88,19 @@ bool CostProfile::parse(llvm::StringRef json, CostProfile &profile,
   }
   CostProfile result = profile;
   if (!onlyKeys(*root, "profile",
-                {"version", "cpu", "cuda", "link", "peer_link",
-                 "load_amortization_steps"},
+                {"version", "description", "cpu", "cuda", "link", "peer_link",
+                 "run_ns", "load_amortization_steps"},
                 error))
     return false;
   if (const llvm::json::Value *version = root->get("version")) {
     if (version->getAsInteger() != std::optional<int64_t>(1)) {
       error = "profile.version must be 1";
+      return false;
+    }
+  }
+  if (const llvm::json::Value *description = root->get("description")) {
+    if (!description->getAsString()) {
+      error = "profile.description must be a string";
       return false;
     }
   }
@@ -127,7 +135,8 @@ bool CostProfile::parse(llvm::StringRef json, CostProfile &profile,
       return false;
   }
   if (!readNumber(*root, "profile", "load_amortization_steps", 1,
-                  result.loadAmortizationSteps, error))
+                  result.loadAmortizationSteps, error) ||
+      !readNumber(*root, "profile", "run_ns", 1, result.runNs, error))
     return false;
   profile = result;
   return true;
@@ -145,6 +154,14 @@ bool CostProfile::load(llvm::StringRef path, CostProfile &profile,
     error = "cost profile '" + path.str() + "': " + error;
     return false;
   }
+  profile.origin = path.str();
+  // parse() succeeded: the JSON and its description are well formed.
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (json)
+    if (const llvm::json::Object *root = json->getAsObject())
+      if (std::optional<llvm::StringRef> text = root->getString("description"))
+        profile.origin += " (" + text->str() + ")";
   return true;
 }
 
@@ -179,6 +196,9 @@ OpWork locus::estimateWork(Operation *op) {
   auto kernel = [&](double flops) {
     return OpWork{flops, trafficOf(op), true};
   };
+  auto convolution = [&](double flops) {
+    return OpWork{flops, trafficOf(op), true, true};
+  };
   return llvm::TypeSwitch<Operation *, OpWork>(op)
       .Case<InputOp, StateOp, ConstantOp, OutputOp, AssignOp, ToOp, CopyOp,
             ReshapeOp>([](Operation *) { return OpWork{}; })
@@ -208,7 +228,7 @@ OpWork locus::estimateWork(Operation *op) {
         auto w = c.getWeight().getType();
         double perOutput =
             2.0 * w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3);
-        return kernel(numel(c.getResult()) * perOutput);
+        return convolution(numel(c.getResult()) * perOutput);
       })
       .Case<MaxPool2dOp, AvgPool2dOp>([&](Operation *o) {
         auto k = o->getAttrOfType<DenseI64ArrayAttr>("kernel_size");
@@ -226,8 +246,8 @@ OpWork locus::estimateWork(Operation *op) {
         auto w = isa<Conv2dInputGradOp>(o)
                      ? cast<RankedTensorType>(o->getOperand(1).getType())
                      : cast<RankedTensorType>(o->getResult(0).getType());
-        return kernel(2.0 * numel(grad) * w.getDimSize(1) * w.getDimSize(2) *
-                      w.getDimSize(3));
+        return convolution(2.0 * numel(grad) * w.getDimSize(1) *
+                           w.getDimSize(2) * w.getDimSize(3));
       })
       .Case<MaxPool2dGradOp>([&](MaxPool2dGradOp m) {
         ArrayRef<int64_t> k = m.getKernelSize();
@@ -256,8 +276,9 @@ OpWork locus::estimateWork(Operation *op) {
 int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device) {
   if (!work.kernel)
     return 0;
-  double seconds =
-      std::max(work.flops / device.peakFlops, work.bytes / device.bandwidth);
+  double rate =
+      work.conv && device.convFlops > 0 ? device.convFlops : device.peakFlops;
+  double seconds = std::max(work.flops / rate, work.bytes / device.bandwidth);
   return static_cast<int64_t>(std::llround(seconds * 1e9 + device.launchNs));
 }
 

@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 using namespace locus;
 
 namespace {
@@ -20,13 +23,14 @@ TEST(CostProfile, JsonOverridesDefaults) {
   ASSERT_TRUE(CostProfile::parse(R"({"version": 1,
       "cpu": {"peak_gflops": 400},
       "link": {"bandwidth_gbps": 25},
-      "load_amortization_steps": 10})",
+      "load_amortization_steps": 10, "run_ns": 2500})",
                                  profile, error))
       << error;
   EXPECT_DOUBLE_EQ(profile.cpu.peakFlops, 400e9);
   EXPECT_DOUBLE_EQ(profile.cpu.bandwidth, 20e9); // default kept
   EXPECT_DOUBLE_EQ(profile.linkBandwidth, 25e9);
   EXPECT_DOUBLE_EQ(profile.loadAmortizationSteps, 10);
+  EXPECT_DOUBLE_EQ(profile.runNs, 2500);
   EXPECT_DOUBLE_EQ(profile.cuda.peakFlops, CostProfile().cuda.peakFlops);
 }
 
@@ -43,6 +47,8 @@ TEST(CostProfile, MistakesAreErrorsAndChangeNothing) {
       {R"({"link": {"bandwidth_gbps": "fast"}})",
        "link.bandwidth_gbps must be a positive number"},
       {R"({"cpu": 3})", "cpu must be an object"},
+      {R"({"cpu": {"conv_gflops": 0}})", "cpu.conv_gflops must be a positive"},
+      {R"({"description": 7})", "profile.description must be a string"},
   };
   for (const Case &c : cases) {
     CostProfile profile;
@@ -57,6 +63,31 @@ TEST(CostProfile, MistakesAreErrorsAndChangeNothing) {
   std::string error;
   EXPECT_FALSE(CostProfile::load("/nonexistent/profile.json", profile, error));
   EXPECT_NE(error.find("cannot read cost profile"), std::string::npos);
+}
+
+TEST(CostProfile, ALoadedProfileNamesItsFileAndDescription) {
+  std::string path = ::testing::TempDir() + "locus-profile-origin.json";
+  {
+    std::ofstream file(path);
+    file << R"({"version": 1, "description": "measured on box",
+                "cpu": {"conv_gflops": 80}})";
+  }
+  CostProfile profile;
+  EXPECT_EQ(profile.origin, "built-in defaults");
+  std::string error;
+  ASSERT_TRUE(CostProfile::load(path, profile, error)) << error;
+  EXPECT_EQ(profile.origin, path + " (measured on box)");
+  EXPECT_DOUBLE_EQ(profile.cpu.convFlops, 80e9);
+  std::remove(path.c_str());
+}
+
+TEST(CostModel, ConvolutionsRunAtTheirOwnRateWhenTheProfileHasOne) {
+  DeviceProfile device{1e12, 1e15, 0};
+  OpWork conv{2e9, 0, true, true};
+  EXPECT_EQ(opCostNs(conv, device), 2000000); // peak when no conv rate
+  device.convFlops = 0.5e12;
+  EXPECT_EQ(opCostNs(conv, device), 4000000);
+  EXPECT_EQ(opCostNs({2e9, 0, true}, device), 2000000); // a matmul: peak
 }
 
 TEST(CostModel, OpTimeIsTheSlowerOfComputeAndMemoryPlusLaunch) {
@@ -107,6 +138,8 @@ TEST_F(Work, MatmulLinearConvCountMultiplyAdds) {
     %w = locus.input "w" : tensor<16x3x3x3xf32>
     %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<32x3x14x14xf32>, tensor<16x3x3x3xf32> -> tensor<32x16x14x14xf32>)");
   EXPECT_EQ(conv.flops, 2.0 * 32 * 16 * 14 * 14 * 3 * 3 * 3);
+  EXPECT_TRUE(conv.conv);
+  EXPECT_FALSE(linear.conv);
 }
 
 TEST_F(Work, SourcesViewsAndMovesAreNoKernels) {

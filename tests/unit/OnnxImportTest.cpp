@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <unistd.h>
@@ -93,6 +94,29 @@ TEST(OnnxImport, StateGivenValuesFromCpp) {
         << e.message();
   }
   EXPECT_THROW(g.outputValue("z"), Error);
+}
+
+// Warnings about an imported model name its file and the node (or input)
+// concerned, as its errors do.
+TEST(OnnxImport, WarningsNameTheFileAndTheNode) {
+  Graph g = importOnnx(kMlp, {.shapes = {{"x", {5, 4}}}});
+  std::vector<Diagnostic> seen;
+  compile(g, {.policy = "prefer-gpu",
+              .devices = {"cpu", "cuda:0"},
+              .diagnostics = [&](const Diagnostic &d) { seen.push_back(d); },
+              .deviceMap = "cuda:0=sim"});
+  auto crossing = std::find_if(seen.begin(), seen.end(), [](const auto &d) {
+    return d.message.find("cross devices every step") != std::string::npos;
+  });
+  ASSERT_NE(crossing, seen.end());
+  EXPECT_EQ(crossing->file, kMlp);
+  EXPECT_EQ(crossing->line, 0u);
+  EXPECT_EQ(crossing->message.rfind("input 'x': 2 value(s) cross devices", 0),
+            0u)
+      << crossing->message;
+  EXPECT_NE(crossing->str().find("mlp.onnx: warning: input 'x': "),
+            std::string::npos)
+      << crossing->str();
 }
 
 TEST(OnnxImport, ErrorsNameTheFileAndTheNode) {

@@ -1,7 +1,7 @@
 //===- Compile.h - compiling a recorded graph and running it ----*- C++ -*-===//
 //
 //   locus::CompiledModel model = locus::compile(g);
-//   auto out = model.run({{"x", locus::HostTensor::f32({100, 10}, xs)}});
+//   auto out = model.run({{"x", locus::HostTensor::fromF32({100, 10}, xs)}});
 //   float loss = out.at("loss").scalar();
 //
 // The pipeline: place, insert transfers, fuse kernels, outline them, plan
@@ -154,6 +154,10 @@ public:
   /// What runs where and why, with copies and warnings (locus-dump's
   /// summary of the placed graph).
   const std::string &placementSummary() const;
+  /// The cost model's estimate of one run in nanoseconds: every device's
+  /// kernels and the copies, one after another (the summary's "estimated
+  /// step time"), from CompileOptions::profile or the defaults.
+  int64_t estimatedStepNs() const;
 
   struct Impl;
 

@@ -172,6 +172,10 @@ const std::string &CompiledModel::placementSummary() const {
   return impl_->parts.placementSummary;
 }
 
+int64_t CompiledModel::estimatedStepNs() const {
+  return impl_->parts.estimatedStepNs;
+}
+
 std::string CompiledModel::runtimeReport() const {
   return locus_model_report(impl_->model);
 }
@@ -603,6 +607,10 @@ void report(const std::vector<dump::Warning> &warnings,
     d.line = warning.source.line;
     d.column = warning.source.column;
     d.message = warning.text;
+    // An imported model has no lines: name the node, as errors do.
+    const std::string &node = warning.source.node;
+    if (!node.empty() && d.message.find(node) == std::string::npos)
+      d.message = node + ": " + d.message;
     if (d.file.empty()) { // the whole graph: the compile call
       d.file = loc.file_name();
       d.line = loc.line();

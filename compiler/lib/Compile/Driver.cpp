@@ -91,6 +91,8 @@ LogicalResult summarize(ModuleOp module, GraphOp graph,
   dump::printSummary(*report, os);
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
   result.warnings = report->warnings;
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
+  result.estimatedStepNs = report->stepNs();
   return success();
 }
 

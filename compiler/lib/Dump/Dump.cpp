@@ -13,6 +13,8 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 using namespace mlir;
 using namespace locus;
@@ -257,6 +259,55 @@ void addPlacementNotes(GraphOp graph, Report &report) {
   }
 }
 
+/// Under auto, values the user pinned to a device that the cost model reads
+/// elsewhere: the user asked for that device, and auto found it cheaper not
+/// to compute there. One warning per pinned device, at the first such
+/// value's line, so that the choice is never silent.
+void addOverruledPins(Report &report) {
+  struct Overruled {
+    std::vector<std::string> values;
+    std::set<std::string> readers;
+    int64_t bytesAtLoad = 0, bytesPerStep = 0;
+    Source first;
+  };
+  std::map<std::string, Overruled> byDevice;
+  for (const Row &row : report.rows) {
+    if (!row.isCopy || row.operands.empty())
+      continue;
+    const Row &pinned = report.rows[row.operands.front()];
+    if (pinned.reasonKind != "pinned" || pinned.device == row.device)
+      continue;
+    Overruled &o = byDevice[pinned.device];
+    if (o.values.empty())
+      o.first = pinned.source;
+    o.values.push_back(pinned.label);
+    o.readers.insert(row.device);
+    (row.loadTime ? o.bytesAtLoad : o.bytesPerStep) += row.bytes;
+  }
+  for (auto &[device, o] : byDevice) {
+    std::string text = "auto runs ops that read values pinned to " + device;
+    text += " (";
+    size_t shown = std::min<size_t>(o.values.size(), 3);
+    text += llvm::join(llvm::ArrayRef(o.values).take_front(shown), ", ");
+    if (o.values.size() > shown)
+      text += " and " + std::to_string(o.values.size() - shown) + " more";
+    text += ") on ";
+    text += llvm::join(
+        std::vector<std::string>(o.readers.begin(), o.readers.end()), ", ");
+    text += ", where the cost model estimates them faster (";
+    if (o.bytesAtLoad)
+      text += bytesText(o.bytesAtLoad) + " copied at load";
+    if (o.bytesAtLoad && o.bytesPerStep)
+      text += ", ";
+    if (o.bytesPerStep)
+      text += bytesText(o.bytesPerStep) + " copied every step";
+    text += "); to run them on " + device;
+    text += ", compile with policy=prefer-gpu or strict, or move their other "
+            "operands there with .to()";
+    report.warnings.emplace_back(Warning{std::move(text), o.first});
+  }
+}
+
 /// Warnings: what a user should look at first.
 void addWarnings(GraphOp graph, Report &report) {
   int computeOnCuda = 0;
@@ -288,6 +339,8 @@ void addWarnings(GraphOp graph, Report &report) {
                                    llvm::join(report.crossingValues, ", "),
                                first});
   }
+  if (report.policy == "auto")
+    addOverruledPins(report);
   for (const Row &row : report.rows)
     if (row.reasonKind == "no_kernel")
       report.warnings.push_back({row.label + " at " + shortSource(row.source) +
@@ -302,6 +355,8 @@ void addWarnings(GraphOp graph, Report &report) {
 FailureOr<Report> locus::dump::analyze(GraphOp graph,
                                        const CostProfile &profile) {
   Report report = reportHeader(graph);
+  report.costProfile = profile.origin;
+  report.runNs = static_cast<int64_t>(std::llround(profile.runNs));
   llvm::DenseMap<Operation *, int> ids;
   for (Operation &op : graph.getBodyBlock()) {
     DeviceAttr device = placedDevice(&op);
@@ -344,6 +399,13 @@ void locus::dump::printTable(const Report &report, llvm::raw_ostream &os) {
          row.reasonText, shortSource(row.source));
 }
 
+int64_t Report::stepNs() const {
+  int64_t total = runNs + copyNsPerStep;
+  for (const auto &entry : stepNsPerDevice)
+    total += entry.second;
+  return total;
+}
+
 void locus::dump::printSummary(const Report &report, llvm::raw_ostream &os) {
   os << "graph @" << report.graph << ": policy " << report.policy
      << ", targets " << llvm::join(report.targets, ", ") << "\n";
@@ -355,13 +417,12 @@ void locus::dump::printSummary(const Report &report, llvm::raw_ostream &os) {
      << bytesText(report.bytesPerStep) << "), " << report.copiesAtLoad
      << " at load (" << bytesText(report.bytesAtLoad) << ")\n";
   os << "estimated step time:";
-  int64_t total = report.copyNsPerStep;
-  for (const auto &[device, ns] : report.stepNsPerDevice) {
+  for (const auto &[device, ns] : report.stepNsPerDevice)
     os << " " << device << " " << nanos(ns) << ";";
-    total += ns;
-  }
-  os << " copies " << nanos(report.copyNsPerStep) << "; total " << nanos(total)
+  os << " copies " << nanos(report.copyNsPerStep) << "; run "
+     << nanos(report.runNs) << "; total " << nanos(report.stepNs())
      << " (devices run one after another in this estimate)\n";
+  os << "cost profile: " << report.costProfile << "\n";
   if (report.warnings.empty()) {
     os << "warnings: none\n";
     return;
@@ -462,6 +523,7 @@ static llvm::json::Value toJson(const Report &report) {
   for (const auto &[device, ns] : report.stepNsPerDevice)
     stepNs[device] = ns;
   stepNs["copies"] = report.copyNsPerStep;
+  stepNs["run"] = report.runNs;
   return llvm::json::Object{
       {"schema", "locus-dump/1"},
       {"graph", report.graph},
@@ -477,6 +539,7 @@ static llvm::json::Value toJson(const Report &report) {
                                      {"bytes_per_step", report.bytesPerStep},
                                      {"bytes_at_load", report.bytesAtLoad},
                                      {"step_ns", std::move(stepNs)},
+                                     {"cost_profile", report.costProfile},
                                      {"warnings", warningTexts(report)}}}};
 }
 

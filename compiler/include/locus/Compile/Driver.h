@@ -53,6 +53,8 @@ struct PipelineResult {
   std::string placementSummary; ///< locus-dump's summary of it.
   /// The summary's warnings and notes, for a diagnostics handler.
   std::vector<dump::Warning> warnings;
+  /// The cost model's estimate of one step (dump::Report::stepNs).
+  int64_t estimatedStepNs = 0;
   std::string plan; ///< The plan's bytes.
   PlanSummary summary;
   /// The kernels as LLVM bitcode, each with its entry point; a kernel on a

@@ -68,6 +68,13 @@ struct Report {
   int64_t bytesPerStep = 0, bytesAtLoad = 0;
   std::map<std::string, int64_t> stepNsPerDevice; ///< estimated, kernels only
   int64_t copyNsPerStep = 0;
+  /// The fixed cost of a run (CostProfile::runNs).
+  int64_t runNs = 0;
+  /// The estimate's source: CostProfile::origin.
+  std::string costProfile;
+  /// The estimated step: the run's fixed cost, then every device's kernels
+  /// and the copies, one after another.
+  int64_t stepNs() const;
   std::vector<std::string> crossingValues; ///< labels of per-step copies
   /// What the summary lists under "warnings", and compile() gives its
   /// diagnostics handler: one list.

@@ -23,6 +23,9 @@ struct DeviceProfile {
   double peakFlops; ///< flop/s
   double bandwidth; ///< bytes/s of its memory
   double launchNs;  ///< fixed cost of running one kernel
+  /// flop/s of convolutions (forward and gradients), whose kernels reach
+  /// another rate than a matmul; 0: peakFlops.
+  double convFlops = 0;
 };
 
 struct CostProfile {
@@ -35,8 +38,15 @@ struct CostProfile {
   /// two link copies.
   double peerLatencyNs = 0;
   double peerBandwidth = 0; ///< bytes/s
+  /// The fixed cost of one run besides its kernels and copies: the
+  /// executor, taking the inputs and handing back the outputs.
+  double runNs = 10000;
   /// State and constants move once, at load: their copies count 1/N per step.
   double loadAmortizationSteps = 1000;
+  /// Where the numbers come from, for the dump and the summary: "built-in
+  /// defaults", or the profile file and its "description" (what
+  /// locus-calibrate measured, on which machine, when).
+  std::string origin = "built-in defaults";
 
   /// Reads a JSON profile over the defaults. Fields left out keep their
   /// default; an unknown field, a wrong type or a value that is not positive
@@ -55,6 +65,8 @@ struct OpWork {
   /// False for ops that are no kernel: sources, outputs, views (reshape),
   /// and moves (their cost is the copy's).
   bool kernel = false;
+  /// A convolution: its flops run at DeviceProfile::convFlops.
+  bool conv = false;
 };
 
 OpWork estimateWork(mlir::Operation *op);

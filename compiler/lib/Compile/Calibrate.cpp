@@ -1,0 +1,390 @@
+//===- Calibrate.cpp - measuring this machine for the cost model ----------===//
+
+#include "locus/Compile/Calibrate.h"
+#include "locus/Compile.h"
+#include "locus/locus.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+using namespace locus;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Kind { tiny, stream, matmul, conv, roundTrip };
+
+/// One measured op: the chains repeat it; `size` is its elements (tiny,
+/// stream, round trips), its square matrices' side (matmul) or its
+/// channels (conv, over a square image of side `side`).
+struct Problem {
+  Kind kind;
+  int64_t size = 0;
+  int64_t side = 0;
+  int shortChain = 1, longChain = 2;
+};
+
+/// The chain of `length` ops of `problem` on `device`, compiled. State is
+/// created on `device` (a pin), so every op runs there: no input is fed
+/// and the one output is the same in every chain of a problem.
+CompiledModel compileChain(const Problem &problem, const Device &device,
+                           int length, const CalibrateOptions &options) {
+  Graph g("calibrate");
+  g.manualSeed(7);
+  StateOptions on{.device = device};
+  Init init = Init::uniform(-0.05, 0.05, 11);
+  Tensor h;
+  switch (problem.kind) {
+  case Kind::tiny:
+  case Kind::stream: {
+    Tensor c = g.parameter("c", {problem.size}, init, on);
+    h = g.parameter("h", {problem.size}, init, on);
+    for (int i = 0; i < length; ++i)
+      h = add(h, c);
+    break;
+  }
+  case Kind::matmul: {
+    int64_t n = problem.size;
+    Tensor b = g.parameter("b", {n, n}, init, on);
+    h = g.parameter("a", {n, n}, init, on);
+    for (int i = 0; i < length; ++i)
+      h = matmul(h, b);
+    break;
+  }
+  case Kind::conv: {
+    int64_t c = problem.size, side = problem.side;
+    Tensor w = g.parameter("w", {c, c, 3, 3}, init, on);
+    h = g.parameter("x", {1, c, side, side}, init, on);
+    for (int i = 0; i < length; ++i)
+      h = conv2d(h, w, {}, {.padding = {1, 1}});
+    break;
+  }
+  case Kind::roundTrip: {
+    h = g.parameter("h", {problem.size}, init, {.device = cpu()});
+    for (int i = 0; i < length; ++i)
+      h = neg(neg(h.to(device)).to(cpu()));
+    break;
+  }
+  }
+  g.output("y", h);
+  CompileOptions compile;
+  compile.fuse = false; // one kernel per op: launches are what is measured
+  compile.diagnostics = [](const Diagnostic &) {};
+  if (device.isCuda()) {
+    compile.deviceMap = options.deviceMap; // CPU chains use no CUDA device
+    compile.policy = "strict";
+    compile.devices = {"cpu", device.str()};
+  } else {
+    compile.policy = "cpu";
+    compile.devices = {"cpu"};
+  }
+  return locus::compile(g, compile);
+}
+
+double secondsOf(const CompiledModel &model) {
+  Clock::time_point start = Clock::now();
+  model.run({});
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+struct Timing {
+  double perOp;    ///< seconds of one op
+  double shortRun; ///< seconds of a run of the short chain
+};
+
+/// Seconds of one op of `problem`: the median over interleaved rounds of
+/// the difference between the long and the short chain, per extra op.
+Timing secondsPerOp(const Problem &problem, const Device &device,
+                    const CalibrateOptions &options, int rounds) {
+  CompiledModel shortChain =
+      compileChain(problem, device, problem.shortChain, options);
+  CompiledModel longChain =
+      compileChain(problem, device, problem.longChain, options);
+  for (int warm = 0; warm < 2; ++warm) {
+    secondsOf(shortChain);
+    secondsOf(longChain);
+  }
+  std::vector<double> perOp, longTimes, shortTimes;
+  int extra = problem.longChain - problem.shortChain;
+  for (int round = 0; round < rounds; ++round) {
+    // Alternate which runs first, so that neither always runs warm.
+    double first = secondsOf(round % 2 ? longChain : shortChain);
+    double second = secondsOf(round % 2 ? shortChain : longChain);
+    double shortTime = round % 2 ? second : first;
+    double longTime = round % 2 ? first : second;
+    perOp.push_back((longTime - shortTime) / extra);
+    longTimes.push_back(longTime / problem.longChain);
+    shortTimes.push_back(shortTime);
+  }
+  double result = median(perOp);
+  // Noise larger than the op itself (a tiny op on a busy machine): the long
+  // chain's time per op bounds it from above.
+  if (!(result > 0))
+    result = median(longTimes);
+  return {result, median(shortTimes)};
+}
+
+/// The time left for the op's own work once its launch is paid.
+double workSeconds(double perOp, double launchSeconds) {
+  return std::max(perOp - launchSeconds, perOp / 2);
+}
+
+std::string timeText(double seconds) {
+  if (seconds < 1e-6)
+    return llvm::formatv("{0:F0} ns", seconds * 1e9).str();
+  if (seconds < 1e-3)
+    return llvm::formatv("{0:F1} us", seconds * 1e6).str();
+  return llvm::formatv("{0:F2} ms", seconds * 1e3).str();
+}
+
+/// Sizes for the CPU or a GPU, full or quick.
+struct Sizes {
+  Problem tiny, stream, matmul, conv, bigTrip, smallTrip;
+};
+
+Sizes sizesFor(bool gpu, bool quick) {
+  if (quick)
+    return {
+        {Kind::tiny, 16, 0, 1, 33},          {Kind::stream, 1 << 18, 0, 1, 3},
+        {Kind::matmul, 128, 0, 1, 3},        {Kind::conv, 16, 14, 1, 3},
+        {Kind::roundTrip, 1 << 16, 0, 1, 3}, {Kind::roundTrip, 16, 0, 1, 9}};
+  if (gpu)
+    return {
+        {Kind::tiny, 16, 0, 1, 129},         {Kind::stream, 1 << 25, 0, 1, 5},
+        {Kind::matmul, 2048, 0, 1, 3},       {Kind::conv, 64, 112, 1, 3},
+        {Kind::roundTrip, 1 << 22, 0, 1, 5}, {Kind::roundTrip, 16, 0, 1, 33}};
+  return {{Kind::tiny, 16, 0, 1, 129},
+          {Kind::stream, 1 << 23, 0, 1, 5},
+          {Kind::matmul, 512, 0, 1, 9},
+          {Kind::conv, 64, 56, 1, 5},
+          {},
+          {}};
+}
+
+std::string cpuName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos)
+        return llvm::StringRef(line).substr(colon + 1).trim().str();
+    }
+  return "an unknown CPU";
+}
+
+std::string today() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", &utc);
+  return text;
+}
+
+/// A JSON number with `digits` decimals, never below the smallest such
+/// positive number (a profile's values are positive).
+std::string number(double value, int digits) {
+  double least = std::pow(10.0, -digits);
+  return llvm::formatv("{0}",
+                       llvm::format("%.*f", digits, std::max(least, value)))
+      .str();
+}
+
+std::string deviceJson(const DeviceProfile &device) {
+  return llvm::formatv("{{\"peak_gflops\": {0}, \"conv_gflops\": {1}, "
+                       "\"bandwidth_gbps\": {2}, \"launch_ns\": {3}}",
+                       number(device.peakFlops / 1e9, 1),
+                       number(device.convFlops / 1e9, 1),
+                       number(device.bandwidth / 1e9, 2),
+                       number(device.launchNs, 0))
+      .str();
+}
+
+class Calibrator {
+public:
+  explicit Calibrator(const CalibrateOptions &options) : options_(options) {}
+
+  /// Measures `device` into `profile`.
+  void measureDevice(const Device &device, DeviceProfile &profile) {
+    Sizes sizes = sizesFor(device.isCuda(), options_.quick);
+    std::string name = device.str();
+    Timing tiny = time(sizes.tiny, device, options_.rounds * 3 + 1,
+                       name + " launch (adds of 16 floats)",
+                       [](double) { return " per kernel"; });
+    double launch = tiny.perOp;
+    profile.launchNs = launch * 1e9;
+    // A run of one tiny kernel, less the kernel: what every run pays. The
+    // CPU's is the profile's; a GPU's run also waits for the device.
+    if (!device.isCuda()) {
+      runSeconds = std::max(1e-7, tiny.shortRun - launch);
+      report("run (no input, one output of 16 floats): " +
+             timeText(runSeconds) + " besides its kernels");
+    }
+
+    double streamBytes = 3.0 * 4 * static_cast<double>(sizes.stream.size);
+    double stream =
+        perOp(sizes.stream, device, options_.rounds,
+              name + " bandwidth (adds of " +
+                  std::to_string(sizes.stream.size) + " floats)",
+              [&](double s) {
+                return llvm::formatv(" per add, {0:F1} GB/s",
+                                     streamBytes / workSeconds(s, launch) / 1e9)
+                    .str();
+              });
+    profile.bandwidth = streamBytes / workSeconds(stream, launch);
+
+    double n = static_cast<double>(sizes.matmul.size);
+    double matmulFlops = 2 * n * n * n;
+    double matmul = perOp(
+        sizes.matmul, device, options_.rounds,
+        llvm::formatv("{0} matmul {1}x{1}x{1}", name, sizes.matmul.size).str(),
+        [&](double s) {
+          return llvm::formatv(" per matmul, {0:F1} GFLOP/s",
+                               matmulFlops / workSeconds(s, launch) / 1e9)
+              .str();
+        });
+    profile.peakFlops = matmulFlops / workSeconds(matmul, launch);
+
+    double c = static_cast<double>(sizes.conv.size);
+    double side = static_cast<double>(sizes.conv.side);
+    double convFlops = 2 * side * side * c * c * 9;
+    double conv =
+        perOp(sizes.conv, device, options_.rounds,
+              llvm::formatv("{0} conv2d 3x3, {1} channels, {2}x{2}", name,
+                            sizes.conv.size, sizes.conv.side)
+                  .str(),
+              [&](double s) {
+                return llvm::formatv(" per conv2d, {0:F1} GFLOP/s",
+                                     convFlops / workSeconds(s, launch) / 1e9)
+                    .str();
+              });
+    profile.convFlops = convFlops / workSeconds(conv, launch);
+  }
+
+  /// Measures the link between the host and `device`, whose profile (and
+  /// the CPU's) is measured already.
+  void measureLink(const Device &device, CostProfile &profile) {
+    Sizes sizes = sizesFor(true, options_.quick);
+    // A round trip: a copy there, a neg there, a copy back, a neg here.
+    auto kernels = [&](const Problem &p) {
+      double bytes = 2.0 * 4 * static_cast<double>(p.size);
+      return opCostNs({0, bytes, true}, profile.cpu) * 1e-9 +
+             opCostNs({0, bytes, true}, profile.cuda) * 1e-9;
+    };
+    double small = perOp(sizes.smallTrip, device, options_.rounds * 3 + 1,
+                         "link latency (round trips of 16 floats)",
+                         [](double) { return " per round trip"; });
+    double latency = std::max(1e-7, (small - kernels(sizes.smallTrip)) / 2);
+    profile.linkLatencyNs = latency * 1e9;
+    double bytes = 4.0 * static_cast<double>(sizes.bigTrip.size);
+    double big = perOp(
+        sizes.bigTrip, device, options_.rounds,
+        "link bandwidth (round trips of " + std::to_string(sizes.bigTrip.size) +
+            " floats)",
+        [&](double s) {
+          double copy = std::max(latency, (s - kernels(sizes.bigTrip)) / 2);
+          return llvm::formatv(" per round trip, {0:F2} GB/s",
+                               bytes / std::max(copy - latency, copy / 2) / 1e9)
+              .str();
+        });
+    double copy = std::max(latency, (big - kernels(sizes.bigTrip)) / 2);
+    profile.linkBandwidth = bytes / std::max(copy - latency, copy / 2);
+  }
+
+  std::vector<std::string> lines;
+  double runSeconds = 0;
+
+private:
+  template <typename Rate>
+  Timing time(const Problem &problem, const Device &device, int rounds,
+              const std::string &what, Rate rate) {
+    Timing timing = secondsPerOp(problem, device, options_, rounds);
+    report(what + ": " + timeText(timing.perOp) + rate(timing.perOp));
+    return timing;
+  }
+
+  template <typename Rate>
+  double perOp(const Problem &problem, const Device &device, int rounds,
+               const std::string &what, Rate rate) {
+    return time(problem, device, rounds, what, rate).perOp;
+  }
+
+  void report(const std::string &line) {
+    lines.push_back(line);
+    if (options_.progress)
+      options_.progress(line);
+  }
+
+  const CalibrateOptions &options_;
+};
+
+} // namespace
+
+Calibration locus::calibrate(const CalibrateOptions &options) {
+  if (options.rounds < 1)
+    throw Error("", 0, 0, "calibration needs at least one round");
+  std::optional<Device> gpu;
+  if (!options.device.empty()) {
+    gpu = Device::parse(options.device);
+    if (!gpu->isCuda())
+      throw Error("", 0, 0,
+                  "the device to calibrate besides the CPU is a CUDA device "
+                  "(cuda:N), not '" +
+                      options.device + "'");
+  }
+  Calibration result;
+  Calibrator calibrator(options);
+  calibrator.measureDevice(cpu(), result.profile.cpu);
+  std::string measured = "cpu";
+  if (gpu) {
+    calibrator.measureDevice(*gpu, result.profile.cuda);
+    calibrator.measureLink(*gpu, result.profile);
+    measured += ", " + gpu->str();
+    if (!options.deviceMap.empty())
+      measured += " (" + options.deviceMap + ")";
+    measured += " and the link";
+  }
+  result.lines = std::move(calibrator.lines);
+
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::string description = "locus-calibrate " + today() + ": " + measured +
+                            " on " + cpuName() + ", " + std::to_string(cores) +
+                            " cores" + (options.quick ? ", quick" : "");
+  std::string json =
+      "{\n  \"version\": 1,\n  \"description\": " +
+      llvm::formatv("{0}", llvm::json::Value(description)).str() +
+      ",\n  \"run_ns\": " + number(calibrator.runSeconds * 1e9, 0) +
+      ",\n  \"cpu\": " + deviceJson(result.profile.cpu);
+  if (gpu) {
+    json += ",\n  \"cuda\": " + deviceJson(result.profile.cuda);
+    json += ",\n  \"link\": {\"latency_ns\": " +
+            number(result.profile.linkLatencyNs, 0) + ", \"bandwidth_gbps\": " +
+            number(result.profile.linkBandwidth / 1e9, 2) + "}";
+  }
+  result.json = json + "\n}\n";
+  // What a file with this text gives, rounding included.
+  CostProfile written;
+  std::string error;
+  if (!CostProfile::parse(result.json, written, error))
+    throw Error("", 0, 0,
+                "calibration wrote a profile it cannot read: " + error);
+  written.origin = description;
+  result.profile = written;
+  return result;
+}
