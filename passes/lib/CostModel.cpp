@@ -51,6 +51,57 @@ bool onlyKeys(const llvm::json::Object &object, llvm::StringRef where,
   return true;
 }
 
+/// `object.curves`: {"matmul": [[work, rate], ...], ...}, rates in G/s.
+bool readCurves(const llvm::json::Object &object, llvm::StringRef where,
+                DeviceProfile &device, std::string &error) {
+  const llvm::json::Value *value = object.get("curves");
+  if (!value)
+    return true;
+  std::string at = (where + ".curves").str();
+  const llvm::json::Object *curves = value->getAsObject();
+  if (!curves) {
+    error = at + " must be an object";
+    return false;
+  }
+  if (!onlyKeys(*curves, at, {"matmul", "conv", "elementwise", "reduction"},
+                error))
+    return false;
+  for (int c = 1; c < kOpClasses; ++c) {
+    llvm::StringRef name = opClassName(static_cast<OpClass>(c));
+    const llvm::json::Value *points = curves->get(name);
+    if (!points)
+      continue;
+    std::string field = at + "." + name.str();
+    const llvm::json::Array *array = points->getAsArray();
+    if (!array || array->empty()) {
+      error = field + " must be a non-empty array of [work, rate] pairs";
+      return false;
+    }
+    RateCurve curve;
+    for (const llvm::json::Value &point : *array) {
+      const llvm::json::Array *pair = point.getAsArray();
+      std::optional<double> work, rate;
+      if (pair && pair->size() == 2) {
+        work = (*pair)[0].getAsNumber();
+        rate = (*pair)[1].getAsNumber();
+      }
+      if (!work || !rate || !(*work > 0) || !(*rate > 0) ||
+          !std::isfinite(*work) || !std::isfinite(*rate)) {
+        error = field + " must be a non-empty array of [work, rate] pairs " +
+                "of positive numbers";
+        return false;
+      }
+      if (!curve.empty() && *work <= curve.back().first) {
+        error = field + " must list its points in increasing work";
+        return false;
+      }
+      curve.emplace_back(*work, *rate * 1e9);
+    }
+    device.curves[c] = std::move(curve);
+  }
+  return true;
+}
+
 bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
                 DeviceProfile &device, std::string &error) {
   const llvm::json::Value *value = root.get(name);
@@ -62,14 +113,17 @@ bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
     return false;
   }
   return onlyKeys(*object, name,
-                  {"peak_gflops", "bandwidth_gbps", "launch_ns", "conv_gflops"},
+                  {"peak_gflops", "bandwidth_gbps", "launch_ns", "conv_gflops",
+                   "curves"},
                   error) &&
          readNumber(*object, name, "peak_gflops", 1e9, device.peakFlops,
                     error) &&
          readNumber(*object, name, "bandwidth_gbps", 1e9, device.bandwidth,
                     error) &&
          readNumber(*object, name, "launch_ns", 1, device.launchNs, error) &&
-         readNumber(*object, name, "conv_gflops", 1e9, device.convFlops, error);
+         readNumber(*object, name, "conv_gflops", 1e9, device.convFlops,
+                    error) &&
+         readCurves(*object, name, device, error);
 }
 
 } // namespace
@@ -165,6 +219,37 @@ bool CostProfile::load(llvm::StringRef path, CostProfile &profile,
   return true;
 }
 
+llvm::StringRef locus::opClassName(OpClass opClass) {
+  switch (opClass) {
+  case OpClass::matmul:
+    return "matmul";
+  case OpClass::conv:
+    return "conv";
+  case OpClass::elementwise:
+    return "elementwise";
+  case OpClass::reduction:
+    return "reduction";
+  case OpClass::other:
+    break;
+  }
+  return "other";
+}
+
+double locus::rateAt(const RateCurve &curve, double work) {
+  if (work <= curve.front().first)
+    return curve.front().second;
+  if (work >= curve.back().first)
+    return curve.back().second;
+  auto above = std::upper_bound(
+      curve.begin(), curve.end(), work,
+      [](double w, const std::pair<double, double> &p) { return w < p.first; });
+  auto below = std::prev(above);
+  double t =
+      std::log(work / below->first) / std::log(above->first / below->first);
+  return std::exp(std::log(below->second) +
+                  t * std::log(above->second / below->second));
+}
+
 //===----------------------------------------------------------------------===//
 // Work of each op
 //===----------------------------------------------------------------------===//
@@ -193,36 +278,41 @@ static double trafficOf(Operation *op) {
 }
 
 OpWork locus::estimateWork(Operation *op) {
-  auto kernel = [&](double flops) {
-    return OpWork{flops, trafficOf(op), true};
+  auto kernel = [&](double flops, OpClass opClass = OpClass::other) {
+    return OpWork{flops, trafficOf(op), true, opClass};
   };
-  auto convolution = [&](double flops) {
-    return OpWork{flops, trafficOf(op), true, true};
+  auto convolution = [&](double flops) { return kernel(flops, OpClass::conv); };
+  auto elementwise = [&](double flops) {
+    return kernel(flops, OpClass::elementwise);
+  };
+  auto reduction = [&](double flops) {
+    return kernel(flops, OpClass::reduction);
   };
   return llvm::TypeSwitch<Operation *, OpWork>(op)
       .Case<InputOp, StateOp, ConstantOp, OutputOp, AssignOp, ToOp, CopyOp,
             ReshapeOp>([](Operation *) { return OpWork{}; })
       .Case<NegOp, ReluOp, AbsOp, ReciprocalOp, AddOp, SubOp, MulOp, DivOp,
             MaximumOp, MinimumOp, CmpOp, SelectOp, CastOp>(
-          [&](Operation *o) { return kernel(numel(o->getResult(0))); })
+          [&](Operation *o) { return elementwise(numel(o->getResult(0))); })
       .Case<ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp, PowOp, ErfOp, SinOp, CosOp,
             RsqrtOp, SiluOp, GeluOp>(
-          [&](Operation *o) { return kernel(4 * numel(o->getResult(0))); })
+          [&](Operation *o) { return elementwise(4 * numel(o->getResult(0))); })
       .Case<BroadcastOp, TransposeOp, ConcatOp, SliceOp, GatherOp>(
           [&](Operation *) { return kernel(0); })
       .Case<SumOp, MeanOp, MaxOp, MinOp>(
-          [&](Operation *o) { return kernel(numel(o->getOperand(0))); })
+          [&](Operation *o) { return reduction(numel(o->getOperand(0))); })
       .Case<SoftmaxOp, LogSoftmaxOp>(
-          [&](Operation *o) { return kernel(5 * numel(o->getOperand(0))); })
+          [&](Operation *o) { return reduction(5 * numel(o->getOperand(0))); })
       .Case<MatmulOp>([&](MatmulOp m) {
         auto lhs = m.getLhs().getType();
         int64_t k = lhs.getShape().back();
-        return kernel(2.0 * numel(m.getResult()) * k);
+        return kernel(2.0 * numel(m.getResult()) * k, OpClass::matmul);
       })
       .Case<LinearOp>([&](LinearOp l) {
         int64_t in = l.getWeight().getType().getDimSize(1);
         return kernel(2.0 * numel(l.getResult()) * in +
-                      (l.getBias() ? numel(l.getResult()) : 0));
+                          (l.getBias() ? numel(l.getResult()) : 0),
+                      OpClass::matmul);
       })
       .Case<Conv2dOp>([&](Conv2dOp c) {
         auto w = c.getWeight().getType();
@@ -253,8 +343,10 @@ OpWork locus::estimateWork(Operation *op) {
         ArrayRef<int64_t> k = m.getKernelSize();
         return kernel(3.0 * numel(m.getGrad()) * k[0] * k[1]);
       })
-      .Case<SgdOp>([&](SgdOp o) { return kernel(5 * numel(o.getParam())); })
-      .Case<AdamOp>([&](AdamOp o) { return kernel(14 * numel(o.getParam())); })
+      .Case<SgdOp>(
+          [&](SgdOp o) { return elementwise(5 * numel(o.getParam())); })
+      .Case<AdamOp>(
+          [&](AdamOp o) { return elementwise(14 * numel(o.getParam())); })
       .Case<CrossEntropyOp>(
           [&](CrossEntropyOp c) { return kernel(5 * numel(c.getLogits())); })
       .Case<RandomOp>([&](RandomOp r) {
@@ -276,9 +368,29 @@ OpWork locus::estimateWork(Operation *op) {
 int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device) {
   if (!work.kernel)
     return 0;
-  double rate =
-      work.conv && device.convFlops > 0 ? device.convFlops : device.peakFlops;
-  double seconds = std::max(work.flops / rate, work.bytes / device.bandwidth);
+  const RateCurve &curve = device.curves[static_cast<int>(work.opClass)];
+  const RateCurve &memory =
+      device.curves[static_cast<int>(OpClass::elementwise)];
+  // The memory side of the roofline: the measured streaming rate at this
+  // many bytes when the profile has it (caches), else the bandwidth.
+  double memorySeconds =
+      work.bytes > 0
+          ? work.bytes /
+                (memory.empty() ? device.bandwidth : rateAt(memory, work.bytes))
+          : 0;
+  double seconds;
+  if (work.opClass == OpClass::matmul || work.opClass == OpClass::conv) {
+    double rate = !curve.empty() ? rateAt(curve, work.flops)
+                  : work.opClass == OpClass::conv && device.convFlops > 0
+                      ? device.convFlops
+                      : device.peakFlops;
+    seconds = std::max(work.flops / rate, memorySeconds);
+  } else if (!curve.empty()) {
+    // Elementwise and reductions: their bytes at their measured rate.
+    seconds = work.bytes > 0 ? work.bytes / rateAt(curve, work.bytes) : 0;
+  } else {
+    seconds = std::max(work.flops / device.peakFlops, memorySeconds);
+  }
   return static_cast<int64_t>(std::llround(seconds * 1e9 + device.launchNs));
 }
 

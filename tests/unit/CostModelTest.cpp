@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -49,6 +50,15 @@ TEST(CostProfile, MistakesAreErrorsAndChangeNothing) {
       {R"({"cpu": 3})", "cpu must be an object"},
       {R"({"cpu": {"conv_gflops": 0}})", "cpu.conv_gflops must be a positive"},
       {R"({"description": 7})", "profile.description must be a string"},
+      {R"({"cpu": {"curves": {"gemm": []}}})", "unknown field cpu.curves.gemm"},
+      {R"({"cpu": {"curves": {"matmul": []}}})",
+       "cpu.curves.matmul must be a non-empty array"},
+      {R"({"cuda": {"curves": {"conv": [[1, 2, 3]]}}})",
+       "cuda.curves.conv must be a non-empty array of [work, rate] pairs"},
+      {R"({"cpu": {"curves": {"elementwise": [[-1, 2]]}}})",
+       "of positive numbers"},
+      {R"({"cpu": {"curves": {"reduction": [[10, 2], [5, 3]]}}})",
+       "cpu.curves.reduction must list its points in increasing work"},
   };
   for (const Case &c : cases) {
     CostProfile profile;
@@ -83,11 +93,39 @@ TEST(CostProfile, ALoadedProfileNamesItsFileAndDescription) {
 
 TEST(CostModel, ConvolutionsRunAtTheirOwnRateWhenTheProfileHasOne) {
   DeviceProfile device{1e12, 1e15, 0};
-  OpWork conv{2e9, 0, true, true};
+  OpWork conv{2e9, 0, true, OpClass::conv};
   EXPECT_EQ(opCostNs(conv, device), 2000000); // peak when no conv rate
   device.convFlops = 0.5e12;
   EXPECT_EQ(opCostNs(conv, device), 4000000);
   EXPECT_EQ(opCostNs({2e9, 0, true}, device), 2000000); // a matmul: peak
+}
+
+TEST(CostModel, ACurveGivesTheRateAtTheOpsSize) {
+  CostProfile profile;
+  std::string error;
+  ASSERT_TRUE(CostProfile::parse(R"({"cpu": {"launch_ns": 100, "curves": {
+      "matmul": [[1e6, 10], [1e8, 100]],
+      "elementwise": [[1e3, 1], [1e6, 20]]}}})",
+                                 profile, error))
+      << error;
+  const RateCurve &mm = profile.cpu.curves[static_cast<int>(OpClass::matmul)];
+  ASSERT_EQ(mm.size(), 2u);
+  EXPECT_DOUBLE_EQ(rateAt(mm, 1e5), 10e9);  // below: the first point
+  EXPECT_DOUBLE_EQ(rateAt(mm, 1e9), 100e9); // above: the last
+  EXPECT_NEAR(rateAt(mm, 1e7), std::sqrt(10e9 * 100e9), 1); // log-log middle
+  // 1e7 flops at 31.6 GFLOP/s: 316 us, plus the launch.
+  EXPECT_EQ(opCostNs({1e7, 1e4, true, OpClass::matmul}, profile.cpu),
+            std::llround(1e7 / std::sqrt(10e9 * 100e9) * 1e9 + 100));
+  // ... unless its bytes take longer at the measured streaming rate (a
+  // matrix-vector product): 1e9 bytes at 20 GB/s.
+  EXPECT_EQ(opCostNs({1e7, 1e9, true, OpClass::matmul}, profile.cpu),
+            50000000 + 100);
+  // Memory classes take their bytes: 1e3 bytes at 1 GB/s.
+  EXPECT_EQ(opCostNs({1e9, 1e3, true, OpClass::elementwise}, profile.cpu),
+            1000 + 100);
+  // A class without a curve keeps the roofline.
+  EXPECT_EQ(opCostNs({0, 1e9, true, OpClass::reduction}, profile.cpu),
+            std::llround(1e9 / profile.cpu.bandwidth * 1e9 + 100));
 }
 
 TEST(CostModel, OpTimeIsTheSlowerOfComputeAndMemoryPlusLaunch) {
@@ -138,8 +176,9 @@ TEST_F(Work, MatmulLinearConvCountMultiplyAdds) {
     %w = locus.input "w" : tensor<16x3x3x3xf32>
     %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<32x3x14x14xf32>, tensor<16x3x3x3xf32> -> tensor<32x16x14x14xf32>)");
   EXPECT_EQ(conv.flops, 2.0 * 32 * 16 * 14 * 14 * 3 * 3 * 3);
-  EXPECT_TRUE(conv.conv);
-  EXPECT_FALSE(linear.conv);
+  EXPECT_EQ(conv.opClass, OpClass::conv);
+  EXPECT_EQ(linear.opClass, OpClass::matmul);
+  EXPECT_EQ(mm.opClass, OpClass::matmul);
 }
 
 TEST_F(Work, SourcesViewsAndMovesAreNoKernels) {

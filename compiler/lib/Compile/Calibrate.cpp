@@ -21,7 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Kind { tiny, stream, matmul, conv, roundTrip };
+enum class Kind { tiny, stream, matmul, conv, softmax, roundTrip };
 
 /// One measured op: the chains repeat it; `size` is its elements (tiny,
 /// stream, round trips), its square matrices' side (matmul) or its
@@ -66,6 +66,12 @@ CompiledModel compileChain(const Problem &problem, const Device &device,
     h = g.parameter("x", {1, c, side, side}, init, on);
     for (int i = 0; i < length; ++i)
       h = conv2d(h, w, {}, {.padding = {1, 1}});
+    break;
+  }
+  case Kind::softmax: {
+    h = g.parameter("h", {problem.size / problem.side, problem.side}, init, on);
+    for (int i = 0; i < length; ++i)
+      h = softmax(h, 1);
     break;
   }
   case Kind::roundTrip: {
@@ -152,28 +158,97 @@ std::string timeText(double seconds) {
   return llvm::formatv("{0:F2} ms", seconds * 1e3).str();
 }
 
-/// Sizes for the CPU or a GPU, full or quick.
+/// The problems measured on the CPU or a GPU, full or quick: per class a
+/// few sizes, small to large (the curves of the profile).
 struct Sizes {
-  Problem tiny, stream, matmul, conv, bigTrip, smallTrip;
+  Problem tiny;
+  std::vector<Problem> matmul, conv, elementwise, reduction;
+  Problem bigTrip, smallTrip;
 };
 
 Sizes sizesFor(bool gpu, bool quick) {
   if (quick)
     return {
-        {Kind::tiny, 16, 0, 1, 33},          {Kind::stream, 1 << 18, 0, 1, 3},
-        {Kind::matmul, 128, 0, 1, 3},        {Kind::conv, 16, 14, 1, 3},
-        {Kind::roundTrip, 1 << 16, 0, 1, 3}, {Kind::roundTrip, 16, 0, 1, 9}};
+        {Kind::tiny, 16, 0, 1, 33},
+        {{Kind::matmul, 32, 0, 1, 9}, {Kind::matmul, 128, 0, 1, 3}},
+        {{Kind::conv, 16, 14, 1, 3}},
+        {{Kind::stream, 1 << 10, 0, 1, 9}, {Kind::stream, 1 << 18, 0, 1, 3}},
+        {{Kind::softmax, 1 << 14, 256, 1, 3}},
+        {Kind::roundTrip, 1 << 16, 0, 1, 3},
+        {Kind::roundTrip, 16, 0, 1, 9}};
   if (gpu)
-    return {
-        {Kind::tiny, 16, 0, 1, 129},         {Kind::stream, 1 << 25, 0, 1, 5},
-        {Kind::matmul, 2048, 0, 1, 3},       {Kind::conv, 64, 112, 1, 3},
-        {Kind::roundTrip, 1 << 22, 0, 1, 5}, {Kind::roundTrip, 16, 0, 1, 33}};
+    return {{Kind::tiny, 16, 0, 1, 129},
+            {{Kind::matmul, 128, 0, 1, 33},
+             {Kind::matmul, 512, 0, 1, 9},
+             {Kind::matmul, 2048, 0, 1, 3}},
+            {{Kind::conv, 16, 28, 1, 17}, {Kind::conv, 64, 112, 1, 3}},
+            {{Kind::stream, 1 << 16, 0, 1, 33},
+             {Kind::stream, 1 << 20, 0, 1, 9},
+             {Kind::stream, 1 << 25, 0, 1, 5}},
+            {{Kind::softmax, 1 << 16, 256, 1, 33},
+             {Kind::softmax, 1 << 24, 256, 1, 5}},
+            {Kind::roundTrip, 1 << 22, 0, 1, 5},
+            {Kind::roundTrip, 16, 0, 1, 33}};
   return {{Kind::tiny, 16, 0, 1, 129},
-          {Kind::stream, 1 << 23, 0, 1, 5},
-          {Kind::matmul, 512, 0, 1, 9},
-          {Kind::conv, 64, 56, 1, 5},
+          {{Kind::matmul, 32, 0, 1, 33},
+           {Kind::matmul, 64, 0, 1, 17},
+           {Kind::matmul, 128, 0, 1, 9},
+           {Kind::matmul, 256, 0, 1, 5},
+           {Kind::matmul, 512, 0, 1, 5}},
+          {{Kind::conv, 8, 14, 1, 17},
+           {Kind::conv, 16, 28, 1, 9},
+           {Kind::conv, 32, 28, 1, 5},
+           {Kind::conv, 64, 56, 1, 5}},
+          {{Kind::stream, 1 << 10, 0, 1, 65},
+           {Kind::stream, 1 << 14, 0, 1, 33},
+           {Kind::stream, 1 << 18, 0, 1, 9},
+           {Kind::stream, 1 << 23, 0, 1, 5}},
+          {{Kind::softmax, 1 << 12, 256, 1, 33},
+           {Kind::softmax, 1 << 16, 256, 1, 17},
+           {Kind::softmax, 1 << 20, 256, 1, 5},
+           {Kind::softmax, 1 << 23, 256, 1, 5}},
           {},
           {}};
+}
+
+/// The op's work as the cost model counts it: flops for matmul and conv,
+/// bytes (operands and result) for elementwise adds and softmax.
+double workOf(const Problem &p) {
+  double size = static_cast<double>(p.size);
+  switch (p.kind) {
+  case Kind::matmul:
+    return 2 * size * size * size;
+  case Kind::conv: {
+    double side = static_cast<double>(p.side);
+    return 2 * side * side * size * size * 9;
+  }
+  case Kind::tiny:
+  case Kind::stream:
+    return 3 * 4 * size;
+  case Kind::softmax:
+    return 2 * 4 * size;
+  case Kind::roundTrip:
+    break;
+  }
+  return 4 * size;
+}
+
+std::string describe(const Problem &p) {
+  switch (p.kind) {
+  case Kind::matmul:
+    return llvm::formatv("matmul {0}x{0}x{0}", p.size).str();
+  case Kind::conv:
+    return llvm::formatv("conv2d 3x3, {0} channels, {1}x{1}", p.size, p.side)
+        .str();
+  case Kind::tiny:
+  case Kind::stream:
+    return llvm::formatv("add of {0} floats", p.size).str();
+  case Kind::softmax:
+    return llvm::formatv("softmax of {0}x{1}", p.size / p.side, p.side).str();
+  case Kind::roundTrip:
+    break;
+  }
+  return llvm::formatv("round trip of {0} floats", p.size).str();
 }
 
 std::string cpuName() {
@@ -206,13 +281,29 @@ std::string number(double value, int digits) {
       .str();
 }
 
+std::string curveJson(const RateCurve &curve) {
+  std::string text = "[";
+  for (const auto &[work, rate] : curve)
+    text += (text.size() > 1 ? ", [" : "[") +
+            llvm::formatv("{0:e3}", work).str() + ", " + number(rate / 1e9, 2) +
+            "]";
+  return text + "]";
+}
+
 std::string deviceJson(const DeviceProfile &device) {
+  std::string curves;
+  for (int c = 1; c < kOpClasses; ++c)
+    if (!device.curves[c].empty())
+      curves += (curves.empty() ? "" : ",\n      ") +
+                ("\"" + opClassName(static_cast<OpClass>(c)).str() + "\": ") +
+                curveJson(device.curves[c]);
   return llvm::formatv("{{\"peak_gflops\": {0}, \"conv_gflops\": {1}, "
-                       "\"bandwidth_gbps\": {2}, \"launch_ns\": {3}}",
+                       "\"bandwidth_gbps\": {2}, \"launch_ns\": {3},\n"
+                       "    \"curves\": {{{4}}}",
                        number(device.peakFlops / 1e9, 1),
                        number(device.convFlops / 1e9, 1),
                        number(device.bandwidth / 1e9, 2),
-                       number(device.launchNs, 0))
+                       number(device.launchNs, 0), curves)
       .str();
 }
 
@@ -236,45 +327,25 @@ public:
       report("run (no input, one output of 16 floats): " +
              timeText(runSeconds) + " besides its kernels");
     }
-
-    double streamBytes = 3.0 * 4 * static_cast<double>(sizes.stream.size);
-    double stream =
-        perOp(sizes.stream, device, options_.rounds,
-              name + " bandwidth (adds of " +
-                  std::to_string(sizes.stream.size) + " floats)",
-              [&](double s) {
-                return llvm::formatv(" per add, {0:F1} GB/s",
-                                     streamBytes / workSeconds(s, launch) / 1e9)
-                    .str();
+    auto curve = [&](const std::vector<Problem> &problems, OpClass opClass,
+                     const char *unit) {
+      RateCurve &points = profile.curves[static_cast<int>(opClass)];
+      for (const Problem &problem : problems) {
+        double work = workOf(problem);
+        double rate = 0;
+        perOp(problem, device, options_.rounds, name + " " + describe(problem),
+              [&](double seconds) {
+                rate = work / workSeconds(seconds, launch);
+                return llvm::formatv(", {0:F1} {1}", rate / 1e9, unit).str();
               });
-    profile.bandwidth = streamBytes / workSeconds(stream, launch);
-
-    double n = static_cast<double>(sizes.matmul.size);
-    double matmulFlops = 2 * n * n * n;
-    double matmul = perOp(
-        sizes.matmul, device, options_.rounds,
-        llvm::formatv("{0} matmul {1}x{1}x{1}", name, sizes.matmul.size).str(),
-        [&](double s) {
-          return llvm::formatv(" per matmul, {0:F1} GFLOP/s",
-                               matmulFlops / workSeconds(s, launch) / 1e9)
-              .str();
-        });
-    profile.peakFlops = matmulFlops / workSeconds(matmul, launch);
-
-    double c = static_cast<double>(sizes.conv.size);
-    double side = static_cast<double>(sizes.conv.side);
-    double convFlops = 2 * side * side * c * c * 9;
-    double conv =
-        perOp(sizes.conv, device, options_.rounds,
-              llvm::formatv("{0} conv2d 3x3, {1} channels, {2}x{2}", name,
-                            sizes.conv.size, sizes.conv.side)
-                  .str(),
-              [&](double s) {
-                return llvm::formatv(" per conv2d, {0:F1} GFLOP/s",
-                                     convFlops / workSeconds(s, launch) / 1e9)
-                    .str();
-              });
-    profile.convFlops = convFlops / workSeconds(conv, launch);
+        points.emplace_back(work, rate);
+      }
+      return points.back().second; // the largest problem's rate
+    };
+    profile.peakFlops = curve(sizes.matmul, OpClass::matmul, "GFLOP/s");
+    profile.convFlops = curve(sizes.conv, OpClass::conv, "GFLOP/s");
+    profile.bandwidth = curve(sizes.elementwise, OpClass::elementwise, "GB/s");
+    curve(sizes.reduction, OpClass::reduction, "GB/s");
   }
 
   /// Measures the link between the host and `device`, whose profile (and

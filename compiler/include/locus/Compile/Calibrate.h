@@ -6,12 +6,15 @@
 // other, run in interleaved rounds (medians), so the fixed cost of a run
 // (inputs, outputs, the executor) cancels out:
 //
-//   launch_ns       a chain of tiny elementwise kernels
-//   run_ns          a run of the shortest such chain, less its kernel
-//   peak_gflops     a chain of square matmuls (sgemm-bound)
-//   conv_gflops     a chain of 3x3 convolutions
-//   bandwidth_gbps  a chain of large elementwise adds (memory-bound)
-//   link            round trips between the CPU and the measured GPU
+//   launch_ns          a chain of tiny elementwise kernels
+//   run_ns             a run of the shortest such chain, less its kernel
+//   curves.matmul      square matmuls at several sizes (peak_gflops: the
+//                      largest)
+//   curves.conv        3x3 convolutions at several sizes (conv_gflops)
+//   curves.elementwise adds from in-cache to memory-bound sizes
+//                      (bandwidth_gbps: the largest)
+//   curves.reduction   softmax over rows at several sizes
+//   link               round trips between the CPU and the measured GPU
 //
 //===----------------------------------------------------------------------===//
 

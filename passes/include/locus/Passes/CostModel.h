@@ -14,10 +14,30 @@
 #include "mlir/IR/Types.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace locus {
+
+/// The classes of ops whose rate a profile may give per size.
+enum class OpClass { other, matmul, conv, elementwise, reduction };
+constexpr int kOpClasses = 5;
+
+/// A rate measured at several sizes of one op: (work, rate) points in
+/// increasing work, where work is the op's flops and rate flop/s (matmul,
+/// conv), or its bytes and bytes/s (elementwise, reduction). Between the
+/// points the rate is interpolated on log-log scales; outside them it is
+/// the nearest point's.
+using RateCurve = std::vector<std::pair<double, double>>;
+
+/// The rate of `curve` at `work` (a non-empty curve).
+double rateAt(const RateCurve &curve, double work);
+
+/// "matmul", "conv", "elementwise", "reduction" (and "other").
+llvm::StringRef opClassName(OpClass opClass);
 
 struct DeviceProfile {
   double peakFlops; ///< flop/s
@@ -26,6 +46,10 @@ struct DeviceProfile {
   /// flop/s of convolutions (forward and gradients), whose kernels reach
   /// another rate than a matmul; 0: peakFlops.
   double convFlops = 0;
+  /// Per op class, the rate at several sizes (locus-calibrate measures
+  /// them); an op of a class with a curve takes work / rate(work) plus the
+  /// launch instead of the roofline.
+  std::array<RateCurve, kOpClasses> curves{};
 };
 
 struct CostProfile {
@@ -65,8 +89,9 @@ struct OpWork {
   /// False for ops that are no kernel: sources, outputs, views (reshape),
   /// and moves (their cost is the copy's).
   bool kernel = false;
-  /// A convolution: its flops run at DeviceProfile::convFlops.
-  bool conv = false;
+  /// Its class: a convolution's flops run at DeviceProfile::convFlops, and
+  /// a class with a curve in the profile runs at the curve's rate.
+  OpClass opClass = OpClass::other;
 };
 
 OpWork estimateWork(mlir::Operation *op);
