@@ -512,10 +512,26 @@ Value lowerCrossEntropy(Lowering &l, CrossEntropyOp op) {
   Value nll = l.generic(
       picked, ValueRange{op.getLabels()}, {id}, l.empty(picked), id,
       {IteratorType::parallel}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        // A label outside [0, classes) reads class 0 and gives NaN: the
+        // kernel never reads outside the row, and the loss says it is wrong.
+        Value label = a[0];
+        Value zero = nb.create<arith::ConstantOp>(nl, nb.getI64IntegerAttr(0));
+        Value classes = nb.create<arith::ConstantOp>(
+            nl, nb.getI64IntegerAttr(op.getLogits().getType().getDimSize(1)));
+        Value inside = nb.create<arith::AndIOp>(
+            nl,
+            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::sge, label,
+                                     zero),
+            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::slt, label,
+                                     classes));
+        Value safe = nb.create<arith::SelectOp>(nl, inside, label, zero);
         Value row = nb.create<linalg::IndexOp>(nl, 0);
-        Value cls = nb.create<arith::IndexCastOp>(nl, nb.getIndexType(), a[0]);
+        Value cls = nb.create<arith::IndexCastOp>(nl, nb.getIndexType(), safe);
         Value v = nb.create<tensor::ExtractOp>(nl, logp, ValueRange{row, cls});
-        return nb.create<arith::NegFOp>(nl, v);
+        Value nan = nb.create<arith::ConstantOp>(
+            nl, nb.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+        return nb.create<arith::SelectOp>(nl, inside,
+                                          nb.create<arith::NegFOp>(nl, v), nan);
       });
   return l.total(nll, op.getReduction());
 }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <unistd.h>
 
@@ -510,4 +511,47 @@ TEST(Train, AdamWMatchesPyTorch) {
   for (int i = 0; i < 6; ++i)
     apart = std::max(apart, std::fabs(l2[i] - large.weight[i]));
   EXPECT_GT(apart, 1e-2f);
+}
+
+// A class label outside [0, classes) never reads outside its row of
+// log-probabilities (10^15 used to crash the kernel): the loss is NaN, on
+// the CPU and on sim, and a training step leaves finite weights. Labels in
+// range give the reference loss.
+TEST(Train, ALabelOutsideTheClassesGivesANanLossNotACrash) {
+  auto record = [](Graph &g) {
+    auto x = g.input("x", {4, 6});
+    auto labels = g.input("labels", {4}, {.dtype = DType::i64});
+    nn::Linear fc(g, 6, 10, {.name = "fc"});
+    auto loss = nn::CrossEntropyLoss()(fc(x), labels);
+    g.output("loss", loss);
+  };
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = std::sin(float(i) * 0.7f);
+  for (const char *where : {"cpu", "sim"}) {
+    SCOPED_TRACE(where);
+    Graph g("labels");
+    record(g);
+    CompileOptions options{.policy = "cpu", .devices = {"cpu"}};
+    if (std::string(where) == "sim")
+      options = {.policy = "prefer-gpu",
+                 .devices = {"cpu", "cuda:0"},
+                 .diagnostics = [](const Diagnostic &) {},
+                 .deviceMap = "cuda:0=sim"};
+    CompiledModel model = compile(g, options);
+    auto lossFor = [&](const std::vector<int64_t> &labels) {
+      return model
+          .run({{"x", HostTensor::fromF32({4, 6}, xs)},
+                {"labels", HostTensor::fromI64({4}, labels)}})
+          .at("loss")
+          .scalar();
+    };
+    float good = lossFor({0, 9, 3, 5});
+    EXPECT_TRUE(std::isfinite(good));
+    EXPECT_GT(good, 0);
+    for (int64_t bad : {int64_t{10}, int64_t{-5}, int64_t{1000000000000000},
+                        std::numeric_limits<int64_t>::min()})
+      EXPECT_TRUE(std::isnan(lossFor({0, bad, 3, 5}))) << "label " << bad;
+    EXPECT_EQ(lossFor({0, 9, 3, 5}), good); // nothing was corrupted
+  }
 }

@@ -19,6 +19,7 @@
 #include "locus/Compile/Driver.h"
 #include "locus/Import/Onnx.h"
 #include "locus/Support/Errors.h"
+#include "locus/Support/InputLimits.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -154,6 +155,12 @@ static int run(int argc, char **argv) {
   auto input = openInputFile(inputFile, &error);
   if (!input) {
     llvm::errs() << "locus-compile: " << error << "\n";
+    return 1;
+  }
+  std::string tooDeep = locus::checkNesting(input->getBuffer());
+  if (!tooDeep.empty()) {
+    llvm::errs() << "locus-compile: " << inputFile.getValue() << ": " << tooDeep
+                 << "\n";
     return 1;
   }
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());

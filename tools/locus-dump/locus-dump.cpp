@@ -13,6 +13,7 @@
 #include "locus/Dump/Dump.h"
 #include "locus/Passes/Passes.h"
 #include "locus/Pipelines/Pipelines.h"
+#include "locus/Support/InputLimits.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -91,6 +92,12 @@ static OwningOpRef<ModuleOp> parseInput(MLIRContext &context,
   }
   if (input->getBuffer().starts_with("LOCUSART") && !takeGraphSection(input))
     return nullptr;
+  std::string tooDeep = locus::checkNesting(input->getBuffer());
+  if (!tooDeep.empty()) {
+    llvm::errs() << "locus-dump: " << inputFile.getValue() << ": " << tooDeep
+                 << "\n";
+    return nullptr;
+  }
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }

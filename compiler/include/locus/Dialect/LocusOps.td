@@ -581,7 +581,8 @@ def Locus_CrossEntropyOp : Locus_InferOp<"cross_entropy"> {
   let description = [{
     As torch.nn.CrossEntropyLoss with class indices: `logits [N, C]` (f32),
     `labels [N]` (i64, each in [0, C)), result a scalar, the mean (or sum) of
-    `-log_softmax(logits)[n, labels[n]]`.
+    `-log_softmax(logits)[n, labels[n]]`. A label outside [0, C) never reads
+    outside its row: its term, and so the result, is NaN.
 
     ```mlir
     %l = locus.cross_entropy %logits, %labels mean : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>

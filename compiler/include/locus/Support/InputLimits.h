@@ -1,0 +1,80 @@
+//===- InputLimits.h - limits checked before parsing a file -----*- C++ -*-===//
+//
+// MLIR's parser recurses once per nested region, list or type: a file
+// nested 100,000 deep (by accident or on purpose) overflows the stack
+// before any diagnostic. The tools check the depth of the text first.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_SUPPORT_INPUTLIMITS_H
+#define LOCUS_SUPPORT_INPUTLIMITS_H
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace locus {
+
+/// Deeper nesting than any graph needs (a graph's ops nest 3 deep, a
+/// constant's dense literal a level per dimension), and far less than what
+/// overflows the parser's stack.
+constexpr unsigned kMaxTextNesting = 1000;
+
+/// Checks that `text` (MLIR) nests `(`, `[`, `{` and `<` at most `limit`
+/// deep, outside string literals and comments. Returns "" or what is wrong,
+/// with the line where the limit is passed.
+inline std::string checkNesting(std::string_view text,
+                                unsigned limit = kMaxTextNesting) {
+  unsigned depth = 0;
+  size_t line = 1;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n')
+      ++line;
+    if (inString) {
+      if (c == '\\')
+        ++i; // an escaped character (a line break is not escaped in MLIR)
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    switch (c) {
+    case '"':
+      inString = true;
+      break;
+    case '/':
+      if (i + 1 < text.size() && text[i + 1] == '/')
+        while (i + 1 < text.size() && text[i + 1] != '\n')
+          ++i;
+      break;
+    case '(':
+    case '[':
+    case '{':
+    case '<':
+      if (++depth > limit)
+        return "the input nests deeper than " + std::to_string(limit) +
+               " levels (at line " + std::to_string(line) +
+               "); no graph needs that";
+      break;
+    case ')':
+    case ']':
+    case '}':
+      depth -= depth > 0;
+      break;
+    case '>':
+      // Not the arrow of a function type, nor a comparison (>=).
+      if ((i == 0 || text[i - 1] != '-') &&
+          (i + 1 >= text.size() || text[i + 1] != '='))
+        depth -= depth > 0;
+      break;
+    default:
+      break;
+    }
+  }
+  return "";
+}
+
+} // namespace locus
+
+#endif // LOCUS_SUPPORT_INPUTLIMITS_H
