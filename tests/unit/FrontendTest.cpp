@@ -326,6 +326,13 @@ TEST(Errors, NamesShapesAndHandles) {
                   "needs a non-empty name");
   expectUserError(g, [&] { g.input("neg", {4, -2}); }, __LINE__,
                   "shape [4, -2] has a negative dimension");
+  Shape huge{int64_t{1} << 40, int64_t{1} << 30};
+  expectUserError(g, [&] { g.input("huge", huge); }, __LINE__,
+                  "shape [1099511627776, 1073741824] needs more than 2^48 "
+                  "bytes (256 TiB); no device holds it");
+  expectUserError(g, [&] { g.input("deep", Shape(100, 1)); }, __LINE__,
+                  "shape of rank 100 has rank 100; Locus supports tensors of "
+                  "rank up to 64");
   expectUserError(g, [&] { relu(Tensor()); }, __LINE__, "empty Tensor");
   Graph other("other");
   auto foreign = other.input("f", {4});

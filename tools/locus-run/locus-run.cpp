@@ -80,8 +80,18 @@ std::vector<char> readInput(const std::string &path,
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error("cannot open " + path);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
+  // No more than the input's bytes and an .npy header can hold: a device
+  // or a huge file is refused, not read until memory runs out.
+  const size_t kMaxHeader = 65536;
+  size_t limit = info.byteSize + kMaxHeader;
+  std::vector<char> bytes(limit + 1);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  if (bytes.size() > limit)
+    throw std::runtime_error(
+        path + " holds more than " + std::to_string(limit) + " bytes; input '" +
+        info.name + "' " + shapeText(info.shape) + " takes " +
+        std::to_string(info.byteSize) + " (and an .npy header)");
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) {
     if (bytes.size() != info.byteSize)
       throw std::runtime_error(

@@ -24,6 +24,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -174,11 +175,17 @@ struct Scratch {
     object = (dir + "/kernels.o").str();
     shared = (dir + "/kernels.so").str();
     log = (dir + "/lld.log").str();
+    // An interrupted compile (Ctrl-C, SIGTERM) removes the files too
+    // (LLVM's signal handlers remove only files: the empty directory stays).
+    for (const std::string &f : {object, shared, log})
+      llvm::sys::RemoveFileOnSignal(f);
     return "";
   }
   /// Removes the files and the directory.
   void cleanup() const {
     // Best effort: a temporary file left behind is no error.
+    for (const std::string &f : {object, shared, log})
+      llvm::sys::DontRemoveFileOnSignal(f);
     for (const std::string &f : {object, shared, log, std::string(dir)})
       if (std::error_code ignored = llvm::sys::fs::remove(f))
         continue;
@@ -198,6 +205,13 @@ std::string emitObject(llvm::Module &module, llvm::TargetMachine &machine,
                                   llvm::CodeGenFileType::ObjectFile))
     return "LLVM cannot emit an object file for " + triple;
   pm.run(module);
+  // A full disk: an error here, not LLVM's fatal error when `os` closes.
+  os.close();
+  if (os.has_error()) {
+    std::string why = os.error().message();
+    os.clear_error();
+    return "cannot write " + object + ": " + why;
+  }
   return "";
 }
 
@@ -349,6 +363,12 @@ bool locus::writePtxFiles(const std::string &section, const std::string &dir,
       return false;
     }
     os << ptx;
+    os.close();
+    if (os.has_error()) {
+      error = "cannot write " + path + ": " + os.error().message();
+      os.clear_error();
+      return false;
+    }
   }
   return true;
 }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "locus/Dialect/LocusDialect.h"
+#include "locus/Support/InputLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -32,6 +33,18 @@ LogicalResult GraphOp::verifyRegions() {
   // Inputs and state are bound by name at run time: one namespace for both.
   llvm::StringMap<Operation *> sources, outputs;
   for (Operation &op : getBodyBlock()) {
+    for (Type type : op.getResultTypes()) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || !tensor.hasStaticShape())
+        continue;
+      int64_t bits = tensor.getElementType().isIntOrFloat()
+                         ? tensor.getElementType().getIntOrFloatBitWidth()
+                         : 8;
+      std::string tooBig =
+          checkTensorSize(tensor.getShape(), std::max<int64_t>(1, bits / 8));
+      if (!tooBig.empty())
+        return op.emitOpError() << "result " << tooBig;
+    }
     StringRef name;
     llvm::StringMap<Operation *> *seen = &sources;
     if (auto input = dyn_cast<InputOp>(op)) {

@@ -10,6 +10,7 @@
 
 #include "GraphImpl.h"
 
+#include "locus/Support/InputLimits.h"
 #include "locus/abi.h"
 #include "locus/locus_runtime.h"
 
@@ -229,6 +230,14 @@ mlir::RankedTensorType GraphImpl::tensorType(const Shape &shape, DType dtype,
     if (dim < 0)
       throw userError(loc, "shape " + formatShape(shape) +
                                " has a negative dimension");
+  int64_t elementBytes = dtype == DType::i64 ? 8 : dtype == DType::i1 ? 1 : 4;
+  std::string tooBig = checkTensorSize(shape, elementBytes);
+  if (!tooBig.empty())
+    throw userError(loc, "shape " +
+                             (shape.size() > 16
+                                  ? "of rank " + std::to_string(shape.size())
+                                  : formatShape(shape)) +
+                             " " + tooBig);
   mlir::Type element;
   switch (dtype) {
   case DType::f32:

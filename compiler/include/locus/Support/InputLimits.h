@@ -10,6 +10,7 @@
 #define LOCUS_SUPPORT_INPUTLIMITS_H
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -72,6 +73,28 @@ inline std::string checkNesting(std::string_view text,
       break;
     }
   }
+  return "";
+}
+
+/// The highest rank a tensor may have (PyTorch's kernels stop at 25; no
+/// model needs more).
+constexpr size_t kMaxRank = 64;
+/// The most bytes a tensor may have: 2^48 (256 TiB, beyond any device), so
+/// that sums of tensor sizes and offsets in the plan cannot overflow int64.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 48;
+
+/// Checks a static shape of elements of `elementBytes` each against
+/// kMaxRank and kMaxTensorBytes. Returns "" or what is wrong.
+template <typename Dims>
+std::string checkTensorSize(const Dims &shape, int64_t elementBytes) {
+  if (shape.size() > kMaxRank)
+    return "has rank " + std::to_string(shape.size()) +
+           "; Locus supports tensors of rank up to " + std::to_string(kMaxRank);
+  int64_t bytes = elementBytes;
+  for (int64_t dim : shape)
+    if (dim > 0 &&
+        (__builtin_mul_overflow(bytes, dim, &bytes) || bytes > kMaxTensorBytes))
+      return "needs more than 2^48 bytes (256 TiB); no device holds it";
   return "";
 }
 
