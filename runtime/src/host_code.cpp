@@ -7,9 +7,11 @@
 #include "locus/abi.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -187,6 +189,30 @@ HostCode::~HostCode() {
 }
 
 void *HostCode::symbol(const char *name) const { return dlsym(handle, name); }
+
+void *HostCode::function(const char *name) const {
+  void *address = dlsym(handle, name);
+  if (!address)
+    return nullptr;
+  Dl_info info{};
+  void *extra = nullptr;
+  if (!dladdr1(address, &info, &extra, RTLD_DL_SYMENT) || !extra)
+    return nullptr;
+  const auto *entry = static_cast<const ElfW(Sym) *>(extra);
+  if (ELF64_ST_TYPE(entry->st_info) != STT_FUNC)
+    return nullptr;
+  // In this object: its base address is the one the loader mapped the
+  // host code at.
+  void *mapped = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, static_cast<void *>(&mapped)) != 0 ||
+      !mapped)
+    return nullptr;
+  auto base =
+      static_cast<uintptr_t>(static_cast<struct link_map *>(mapped)->l_addr);
+  if (reinterpret_cast<uintptr_t>(info.dli_fbase) != base)
+    return nullptr;
+  return address;
+}
 
 } // namespace locus::rt
 

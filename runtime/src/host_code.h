@@ -22,6 +22,10 @@ public:
                              std::unique_ptr<HostCode> &out, std::string &note);
   ~HostCode();
   void *symbol(const char *name) const;
+  /// `name` as a kernel: a function the host code itself defines (not a
+  /// data symbol, nor a function of a library it links, such as libc's);
+  /// null otherwise.
+  void *function(const char *name) const;
 
 private:
   void *handle = nullptr;

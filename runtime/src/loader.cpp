@@ -354,13 +354,20 @@ std::string launcherName(const std::string &symbol) {
 /// The kernels of the plan, and their launchers, from the host code.
 locus_status_t bindKernels(locus_model_t &m) {
   for (const PlanKernel &k : m.plan.kernels) {
-    void *fn = m.code->symbol(k.symbol.c_str());
-    if (!fn)
+    if (!m.code->symbol(k.symbol.c_str()))
       return makeStatus(LOCUS_STATUS_DATA_LOSS,
                         "the host code has no kernel %s", k.symbol.c_str());
+    // Only a function of the host code is run as a kernel: calling a data
+    // symbol, or a library's function the plan names, would crash or worse.
+    void *fn = m.code->function(k.symbol.c_str());
+    if (!fn)
+      return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                        "the plan names %s as a kernel, which is no function "
+                        "of the host code",
+                        k.symbol.c_str());
     m.hostKernels.push_back(reinterpret_cast<KernelFn>(fn));
     m.launchers.push_back(reinterpret_cast<KernelFn>(
-        m.code->symbol(launcherName(k.symbol).c_str())));
+        m.code->function(launcherName(k.symbol).c_str())));
   }
   return nullptr;
 }

@@ -4,6 +4,7 @@
 
 #include "status_impl.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -86,7 +87,9 @@ private:
 };
 
 bool readCommands(Reader &r, std::vector<PlanCommand> &out) {
-  uint32_t n = r.count(1);
+  // A command is at least 9 bytes (an op and two numbers): a count cannot
+  // ask for more commands than the bytes left could hold.
+  uint32_t n = r.count(9);
   out.resize(n);
   for (PlanCommand &c : out) {
     c.op = r.u8();
@@ -144,11 +147,10 @@ locus_status_t readDevices(Reader &r, Plan &plan) {
   }
   if (!r.ok() || plan.devices.empty())
     FAIL("the plan is damaged (devices)");
-  for (size_t i = 0; i < plan.devices.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (plan.devices[i].name == plan.devices[j].name)
-        FAIL("the plan is damaged (device %s twice)",
-             plan.devices[i].name.c_str());
+  std::set<std::string> names;
+  for (const PlanDevice &d : plan.devices)
+    if (!names.insert(d.name).second)
+      FAIL("the plan is damaged (device %s twice)", d.name.c_str());
   return nullptr;
 }
 
@@ -223,6 +225,12 @@ locus_status_t readBuffers(Reader &r, Plan &plan) {
   return nullptr;
 }
 
+/// Whether `b` lives in its device's arena (the others have memory of
+/// their own).
+bool inArena(const PlanBuffer &b) {
+  return b.kind == LOCUS_PLAN_ACTIVATION || b.kind == LOCUS_PLAN_INPUT;
+}
+
 /// The size of each device's arena, and every buffer placed in one inside
 /// it.
 locus_status_t readArenas(Reader &r, Plan &plan) {
@@ -233,12 +241,28 @@ locus_status_t readArenas(Reader &r, Plan &plan) {
       FAIL("the plan is damaged (an arena of %llu bytes)",
            static_cast<unsigned long long>(a));
   }
-  for (const PlanBuffer &b : plan.buffers)
-    if ((b.kind == LOCUS_PLAN_ACTIVATION || b.kind == LOCUS_PLAN_INPUT) &&
-        (b.offset % LOCUS_PLAN_ALIGNMENT ||
-         b.offset > plan.arenaBytes[b.device] ||
-         b.bytes > plan.arenaBytes[b.device] - b.offset))
+  // What the buffers need: the end of the last one, aligned, as the memory
+  // planner sizes an arena. A larger arena is memory the file cannot
+  // justify.
+  std::vector<uint64_t> needed(plan.devices.size(), 0);
+  for (const PlanBuffer &b : plan.buffers) {
+    if (!inArena(b))
+      continue;
+    if (b.offset % LOCUS_PLAN_ALIGNMENT ||
+        b.offset > plan.arenaBytes[b.device] ||
+        b.bytes > plan.arenaBytes[b.device] - b.offset)
       FAIL("the plan is damaged (a buffer outside its arena)");
+    uint64_t end = b.offset + (b.bytes + LOCUS_PLAN_ALIGNMENT - 1) /
+                                  LOCUS_PLAN_ALIGNMENT * LOCUS_PLAN_ALIGNMENT;
+    needed[b.device] = std::max(needed[b.device], end);
+  }
+  for (size_t d = 0; d < plan.devices.size(); ++d)
+    if (plan.arenaBytes[d] > needed[d])
+      FAIL("the plan is damaged (an arena of %llu bytes on %s, whose buffers "
+           "need %llu)",
+           static_cast<unsigned long long>(plan.arenaBytes[d]),
+           plan.devices[d].name.c_str(),
+           static_cast<unsigned long long>(needed[d]));
   return nullptr;
 }
 
@@ -319,6 +343,14 @@ locus_status_t checkCopy(const Plan &plan, const PlanCommand &c, bool step) {
       (!step && src->kind == LOCUS_PLAN_ACTIVATION) ||
       (!step && src->kind == LOCUS_PLAN_INPUT))
     FAIL("the plan is damaged (a copy)");
+  // memcpy's operands must not overlap: one buffer, or two whose ranges of
+  // one arena meet.
+  bool overlap = c.src == c.dst || (inArena(*src) && inArena(*dst) &&
+                                    src->device == dst->device && src->bytes &&
+                                    src->offset < dst->offset + dst->bytes &&
+                                    dst->offset < src->offset + src->bytes);
+  if (overlap)
+    FAIL("the plan is damaged (a copy between overlapping buffers)");
   return nullptr;
 }
 

@@ -4,11 +4,14 @@
 
 #include "locus/Compile.h"
 #include "RandomValues.h"
+#include "locus/abi.h"
 #include "locus/locus.h"
+#include "locus/locus_runtime.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <thread>
 
@@ -352,3 +355,91 @@ TEST(Compile, RunsFromSeveralThreadsAtOnce) {
 }
 
 } // namespace
+
+namespace {
+
+/// `artifact` with the plan's kernel symbol `from` renamed `to` (the plan
+/// stores it as a u32 length and the bytes), checksummed anew: what a
+/// hostile file could hold.
+std::string renameKernel(const std::string &artifact, const std::string &from,
+                         const std::string &to) {
+  locus_artifact_t *loaded = nullptr;
+  EXPECT_EQ(locus_artifact_load(artifact.c_str(), &loaded), nullptr);
+  std::vector<std::string> contents;
+  std::vector<locus_section_t> sections;
+  for (int kind = LOCUS_SECTION_GRAPH; kind <= LOCUS_SECTION_STATE; ++kind) {
+    const void *data = nullptr;
+    size_t size = 0;
+    locus_status_t s = locus_artifact_section(
+        loaded, static_cast<locus_section_kind_t>(kind), &data, &size);
+    if (s) {
+      locus_status_free(s);
+      continue;
+    }
+    contents.emplace_back(static_cast<const char *>(data), size);
+    sections.push_back({static_cast<locus_section_kind_t>(kind), nullptr, 0});
+  }
+  auto lengthPrefixed = [](const std::string &name) {
+    std::string s(4, '\0');
+    for (int i = 0; i < 4; ++i)
+      s[i] = static_cast<char>(name.size() >> (8 * i));
+    return s + name;
+  };
+  for (size_t i = 0; i < sections.size(); ++i)
+    if (sections[i].kind == LOCUS_SECTION_PLAN) {
+      size_t at = contents[i].find(lengthPrefixed(from));
+      EXPECT_NE(at, std::string::npos);
+      contents[i].replace(at, 4 + from.size(), lengthPrefixed(to));
+    }
+  for (size_t i = 0; i < sections.size(); ++i) {
+    sections[i].data = contents[i].data();
+    sections[i].size = contents[i].size();
+  }
+  std::string out = artifact + ".renamed";
+  EXPECT_EQ(locus_artifact_write(out.c_str(), locus_artifact_arch(loaded),
+                                 sections.data(), sections.size()),
+            nullptr);
+  locus_artifact_release(loaded);
+  return out;
+}
+
+} // namespace
+
+// A plan may name only functions of its own host code as kernels: a data
+// symbol (called, it crashed the process) or a function outside the code
+// (libc's) is refused at load, though the checksum is valid.
+TEST(Compile, AnArtifactRunsOnlyItsOwnFunctionsAsKernels) {
+  Graph g("own");
+  auto x = g.input("x", {4});
+  g.output("y", relu(x));
+  CompiledModel model = compile(g, {.policy = "cpu", .devices = {"cpu"}});
+  std::string path = ::testing::TempDir() + "locus-own-kernels.locus";
+  model.save(path);
+  locus_model_t *ok = nullptr;
+  ASSERT_EQ(locus_model_load(path.c_str(), nullptr, &ok), nullptr);
+  locus_model_release(ok);
+  const std::string kernel = "__locus_kernel_own_k0_relu";
+  // A data symbol of the host code, and a libc function (the host code
+  // links no library, so dlsym does not reach libc through it).
+  struct Case {
+    std::string target, message;
+  } cases[] = {
+      {LOCUS_ABI_CPU_FEATURES_SYMBOL,
+       "the plan names " LOCUS_ABI_CPU_FEATURES_SYMBOL
+       " as a kernel, which is no function of the host code"},
+      {"abort", "the host code has no kernel abort"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.target);
+    std::string hostile = renameKernel(path, kernel, c.target);
+    locus_model_t *loaded = nullptr;
+    locus_status_t s = locus_model_load(hostile.c_str(), nullptr, &loaded);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
+    EXPECT_EQ(std::string(locus_status_message(s)), c.message);
+    locus_status_free(s);
+    EXPECT_EQ(loaded, nullptr);
+    std::remove(hostile.c_str());
+  }
+  std::remove(path.c_str());
+}

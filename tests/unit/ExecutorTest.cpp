@@ -303,6 +303,85 @@ TEST(Executor, EveryDamagedPlanFailsCleanlyOrRuns) {
   EXPECT_GE(loaded, 8u * 3);        // every change to the seed, and more
 }
 
+/// A plan on the CPU alone: input x [4] at 0, activations at `aAt` and
+/// `bAt`, an arena of `arena` bytes, one step copy `src` -> `dst`, and y
+/// the output of buffer 2.
+static std::vector<uint8_t> copyPlan(uint64_t aAt, uint64_t bAt, uint64_t arena,
+                                     uint32_t src, uint32_t dst,
+                                     uint32_t devices = 1) {
+  PlanWriter w;
+  w.u32(LOCUS_PLAN_MAGIC);
+  w.u32(LOCUS_PLAN_VERSION);
+  w.u32(devices);
+  for (uint32_t d = 0; d < devices; ++d) {
+    w.u8(0);
+    w.u32(0);
+  }
+  w.u32(3);
+  w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");
+  w.buffer(LOCUS_PLAN_ACTIVATION, 0, aAt);
+  w.buffer(LOCUS_PLAN_ACTIVATION, 0, bAt);
+  for (uint32_t d = 0; d < devices; ++d)
+    w.u64(d ? 0 : arena);
+  w.u32(0); // kernels
+  w.u32(0); // imports
+  w.u32(0); // load commands
+  w.u32(2);
+  w.command(LOCUS_PLAN_COPY, 0, 1);
+  w.command(LOCUS_PLAN_COPY, src, dst);
+  w.u32(1);
+  w.str("y");
+  w.u32(2);
+  w.u32(0); // events
+  return w.bytes;
+}
+
+// Plans a hostile file could hold: each refused at load with DATA_LOSS and
+// a message, never run (memcpy over overlapping buffers, an arena no
+// buffer needs, a device named twice, a command count beyond the file).
+TEST(Executor, HostilePlansAreRefusedAtLoad) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  {
+    Loaded m; // the honest plan: x -> a -> b
+    ASSERT_EQ(load(copyPlan(64, 128, 192, 1, 2), m), nullptr);
+    ASSERT_EQ(runOnce(m.model, x, y), nullptr);
+    EXPECT_EQ(y[2], 3);
+  }
+  struct Case {
+    std::vector<uint8_t> plan;
+    const char *message;
+  } cases[] = {
+      {copyPlan(64, 128, 192, 1, 1),
+       "the plan is damaged (a copy between overlapping buffers)"},
+      {copyPlan(64, 64, 128, 1, 2),
+       "the plan is damaged (a copy between overlapping buffers)"},
+      {copyPlan(64, 128, uint64_t{1} << 40, 1, 2),
+       "the plan is damaged (an arena of 1099511627776 bytes on cpu, whose "
+       "buffers need 192)"},
+      {copyPlan(64, 128, 192, 1, 2, 2),
+       "the plan is damaged (device cpu twice)"},
+  };
+  for (const Case &c : cases) {
+    Loaded m;
+    locus_status_t s = load(c.plan, m);
+    ASSERT_NE(s, nullptr) << c.message;
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
+    EXPECT_EQ(messageOf(s), c.message);
+    EXPECT_EQ(m.model, nullptr);
+  }
+  // A command count of 2^32 - 1 in a small file: refused without
+  // allocating for it.
+  std::vector<uint8_t> plan = copyPlan(64, 128, 192, 1, 2);
+  size_t countAt = plan.size() - (4 + 2 * 9 + 4 + 4 + 1 + 4 + 4);
+  ASSERT_EQ(plan[countAt], 2);
+  plan[countAt] = plan[countAt + 1] = plan[countAt + 2] = plan[countAt + 3] =
+      0xFF;
+  Loaded m;
+  locus_status_t s = load(plan, m);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(messageOf(s), "the plan is damaged (commands)");
+}
+
 TEST(Executor, ContextsRunFromManyThreadsAtOnce) {
   Loaded m;
   ASSERT_EQ(load(makePlan(), m), nullptr);
