@@ -112,7 +112,7 @@ locus_status_t openFromMemory(const unsigned char *bytes, size_t size,
 locus_status_t checkCpu(const HostCode &code, std::string &note) {
   auto *features = static_cast<const char *const *>(
       code.symbol(LOCUS_ABI_CPU_FEATURES_SYMBOL));
-  if (!features) {
+  if (!features || !*features) {
     note = "AOT host code";
     return nullptr;
   }
@@ -131,7 +131,7 @@ locus_status_t checkCpu(const HostCode &code, std::string &note) {
                       missing.c_str());
   auto *cpu =
       static_cast<const char *const *>(code.symbol(LOCUS_ABI_CPU_SYMBOL));
-  note = "AOT host code for " + std::string(cpu ? *cpu : "x86-64");
+  note = "AOT host code for " + std::string(cpu && *cpu ? *cpu : "x86-64");
   if (!list.empty())
     note += ", which needs " + list;
   return nullptr;
