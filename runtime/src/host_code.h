@@ -4,6 +4,8 @@
 
 #include "locus/locus_runtime.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +29,19 @@ public:
   /// null otherwise.
   void *function(const char *name) const;
 
+  /// Whether `size` bytes at `address` lie in one segment of the loaded
+  /// code whose ELF flags include `flags` (PF_R, PF_W, PF_X).
+  bool holds(const void *address, size_t size, uint32_t flags) const;
+  /// Whether `text` is a NUL-terminated string inside a readable segment.
+  bool holdsString(const char *text) const;
+
 private:
+  struct Segment {
+    uintptr_t begin, end;
+    uint32_t flags;
+  };
   void *handle = nullptr;
+  std::vector<Segment> segments;
 };
 
 } // namespace locus::rt

@@ -8,10 +8,14 @@
 #include "locus/locus.h"
 #include "locus/locus_runtime.h"
 
+#include <elf.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -441,5 +445,115 @@ TEST(Compile, AnArtifactRunsOnlyItsOwnFunctionsAsKernels) {
     EXPECT_EQ(loaded, nullptr);
     std::remove(hostile.c_str());
   }
+  std::remove(path.c_str());
+}
+
+namespace {
+
+/// The sections of the artifact at `path`, by kind.
+std::map<int, std::string> sectionsOf(const std::string &path) {
+  std::map<int, std::string> out;
+  locus_artifact_t *loaded = nullptr;
+  EXPECT_EQ(locus_artifact_load(path.c_str(), &loaded), nullptr);
+  for (int kind = LOCUS_SECTION_GRAPH; kind <= LOCUS_SECTION_STATE; ++kind) {
+    const void *data = nullptr;
+    size_t size = 0;
+    if (locus_status_t s = locus_artifact_section(
+            loaded, static_cast<locus_section_kind_t>(kind), &data, &size)) {
+      locus_status_free(s);
+      continue;
+    }
+    out[kind] = std::string(static_cast<const char *>(data), size);
+  }
+  locus_artifact_release(loaded);
+  return out;
+}
+
+/// Loads an artifact of `sections`, checksummed as a real one; "" when it
+/// loads, else the status message.
+std::string loadSections(const std::map<int, std::string> &sections,
+                         const std::string &path) {
+  std::vector<locus_section_t> list;
+  list.reserve(sections.size());
+  for (const auto &[kind, bytes] : sections)
+    list.push_back(
+        {static_cast<locus_section_kind_t>(kind), bytes.data(), bytes.size()});
+  EXPECT_EQ(locus_artifact_write(path.c_str(), locus_host_arch(), list.data(),
+                                 list.size()),
+            nullptr);
+  locus_model_t *model = nullptr;
+  locus_status_t s = locus_model_load(path.c_str(), nullptr, &model);
+  if (!s) {
+    locus_model_release(model);
+    return "";
+  }
+  std::string message = locus_status_message(s);
+  locus_status_free(s);
+  EXPECT_EQ(model, nullptr);
+  return message;
+}
+
+} // namespace
+
+// The host code's ELF structure is checked before the system loader sees
+// it. Random damage to its headers (which used to kill the process inside
+// dlopen in about half the cases) is refused or loads, never crashes; a
+// library it needs or code it runs when loaded (a constructor) is refused,
+// with a valid checksum.
+TEST(Compile, HostCodeIsCheckedBeforeTheSystemLoaderSeesIt) {
+  Graph g("elf");
+  auto x = g.input("x", {4});
+  g.output("y", relu(x));
+  CompiledModel model = compile(g, {.policy = "cpu", .devices = {"cpu"}});
+  std::string path = ::testing::TempDir() + "locus-elf.locus";
+  model.save(path);
+  std::map<int, std::string> sections = sectionsOf(path);
+  const std::string code = sections.at(LOCUS_SECTION_HOST_CODE);
+  std::string out = path + ".damaged";
+  EXPECT_EQ(loadSections(sections, out), "");
+
+  Elf64_Ehdr header;
+  std::memcpy(&header, code.data(), sizeof header);
+  size_t headers = header.e_phoff + header.e_phnum * sizeof(Elf64_Phdr);
+  ASSERT_LE(headers, code.size());
+  std::mt19937 rng(20261124);
+  int refused = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string damaged = code;
+    int flips = 1 + trial % 3;
+    for (int f = 0; f < flips; ++f)
+      damaged[rng() % headers] ^= static_cast<char>(1 + rng() % 255);
+    sections[LOCUS_SECTION_HOST_CODE] = damaged;
+    refused += !loadSections(sections, out).empty();
+  }
+  EXPECT_GT(refused, 150) << "of 300";
+
+  // The dynamic section's SONAME entry turned into DT_NEEDED, then DT_INIT.
+  Elf64_Phdr dynamic{};
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr p;
+    std::memcpy(&p, code.data() + header.e_phoff + i * sizeof p, sizeof p);
+    if (p.p_type == PT_DYNAMIC)
+      dynamic = p;
+  }
+  ASSERT_GT(dynamic.p_filesz, 0u);
+  size_t soname = 0;
+  for (size_t at = 0; at < dynamic.p_filesz; at += sizeof(Elf64_Dyn)) {
+    Elf64_Dyn d;
+    std::memcpy(&d, code.data() + dynamic.p_offset + at, sizeof d);
+    if (d.d_tag == DT_SONAME)
+      soname = dynamic.p_offset + at;
+  }
+  ASSERT_NE(soname, 0u);
+  for (auto [tag, message] :
+       {std::pair<int64_t, std::string>{DT_NEEDED, "it needs another library"},
+        std::pair<int64_t, std::string>{DT_INIT, "it runs code when loaded"}}) {
+    std::string changed = code;
+    std::memcpy(changed.data() + soname, &tag, sizeof tag);
+    sections[LOCUS_SECTION_HOST_CODE] = changed;
+    EXPECT_EQ(loadSections(sections, out),
+              "the host code is not a shared object Locus made: " + message);
+  }
+  std::remove(out.c_str());
   std::remove(path.c_str());
 }
