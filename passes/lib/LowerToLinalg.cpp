@@ -503,6 +503,16 @@ Value lowerLinear(Lowering &l, LinearOp op) {
   return l.reshape(y, out);
 }
 
+/// Whether the i64 `index` lies in [0, extent): what an indexing kernel
+/// checks before it reads, so that it never reads outside the tensor.
+Value inRange(OpBuilder &b, Location loc, Value index, int64_t extent) {
+  Value zero = b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(0));
+  Value limit = b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(extent));
+  return b.create<arith::AndIOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, index, zero),
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, index, limit));
+}
+
 Value lowerCrossEntropy(Lowering &l, CrossEntropyOp op) {
   OpBuilder &b = l.b;
   Value logp = l.softmax(op.getLogits(), 1, /*log=*/true);
@@ -516,14 +526,8 @@ Value lowerCrossEntropy(Lowering &l, CrossEntropyOp op) {
         // kernel never reads outside the row, and the loss says it is wrong.
         Value label = a[0];
         Value zero = nb.create<arith::ConstantOp>(nl, nb.getI64IntegerAttr(0));
-        Value classes = nb.create<arith::ConstantOp>(
-            nl, nb.getI64IntegerAttr(op.getLogits().getType().getDimSize(1)));
-        Value inside = nb.create<arith::AndIOp>(
-            nl,
-            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::sge, label,
-                                     zero),
-            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::slt, label,
-                                     classes));
+        Value inside =
+            inRange(nb, nl, label, op.getLogits().getType().getDimSize(1));
         Value safe = nb.create<arith::SelectOp>(nl, inside, label, zero);
         Value row = nb.create<linalg::IndexOp>(nl, 0);
         Value cls = nb.create<arith::IndexCastOp>(nl, nb.getIndexType(), safe);
@@ -1197,14 +1201,7 @@ Value lowerGather(Lowering &l, GatherOp op) {
         Value index = a[0];
         Value zero64 =
             nb.create<arith::ConstantOp>(nl, nb.getI64IntegerAttr(0));
-        Value limit =
-            nb.create<arith::ConstantOp>(nl, nb.getI64IntegerAttr(extent));
-        Value inside = nb.create<arith::AndIOp>(
-            nl,
-            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::sge, index,
-                                     zero64),
-            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::slt, index,
-                                     limit));
+        Value inside = inRange(nb, nl, index, extent);
         Value safe = nb.create<arith::SelectOp>(nl, inside, index, zero64);
         SmallVector<Value> at;
         for (int64_t d = 0; d < axis; ++d)

@@ -362,48 +362,74 @@ TEST(Compile, RunsFromSeveralThreadsAtOnce) {
 
 namespace {
 
-/// `artifact` with the plan's kernel symbol `from` renamed `to` (the plan
-/// stores it as a u32 length and the bytes), checksummed anew: what a
-/// hostile file could hold.
-std::string renameKernel(const std::string &artifact, const std::string &from,
-                         const std::string &to) {
+/// The sections of the artifact at `path`, by kind.
+std::map<int, std::string> sectionsOf(const std::string &path) {
+  std::map<int, std::string> out;
   locus_artifact_t *loaded = nullptr;
-  EXPECT_EQ(locus_artifact_load(artifact.c_str(), &loaded), nullptr);
-  std::vector<std::string> contents;
-  std::vector<locus_section_t> sections;
+  EXPECT_EQ(locus_artifact_load(path.c_str(), &loaded), nullptr);
   for (int kind = LOCUS_SECTION_GRAPH; kind <= LOCUS_SECTION_STATE; ++kind) {
     const void *data = nullptr;
     size_t size = 0;
-    locus_status_t s = locus_artifact_section(
-        loaded, static_cast<locus_section_kind_t>(kind), &data, &size);
-    if (s) {
+    if (locus_status_t s = locus_artifact_section(
+            loaded, static_cast<locus_section_kind_t>(kind), &data, &size)) {
       locus_status_free(s);
       continue;
     }
-    contents.emplace_back(static_cast<const char *>(data), size);
-    sections.push_back({static_cast<locus_section_kind_t>(kind), nullptr, 0});
+    out[kind] = std::string(static_cast<const char *>(data), size);
   }
+  locus_artifact_release(loaded);
+  return out;
+}
+
+/// Writes an artifact of `sections` to `path`, checksummed as a real one:
+/// what a hostile file could hold.
+void writeSections(const std::map<int, std::string> &sections,
+                   const std::string &path) {
+  std::vector<locus_section_t> list;
+  list.reserve(sections.size());
+  for (const auto &[kind, bytes] : sections)
+    list.push_back(
+        {static_cast<locus_section_kind_t>(kind), bytes.data(), bytes.size()});
+  EXPECT_EQ(locus_artifact_write(path.c_str(), locus_host_arch(), list.data(),
+                                 list.size()),
+            nullptr);
+}
+
+/// Loads an artifact of `sections` written to `path`; "" when it loads,
+/// else the status message.
+std::string loadSections(const std::map<int, std::string> &sections,
+                         const std::string &path) {
+  writeSections(sections, path);
+  locus_model_t *model = nullptr;
+  locus_status_t s = locus_model_load(path.c_str(), nullptr, &model);
+  if (!s) {
+    locus_model_release(model);
+    return "";
+  }
+  std::string message = locus_status_message(s);
+  locus_status_free(s);
+  EXPECT_EQ(model, nullptr);
+  return message;
+}
+
+/// `artifact` with the plan's kernel symbol `from` renamed `to` (the plan
+/// stores it as a u32 length and the bytes), written beside it.
+std::string renameKernel(const std::string &artifact, const std::string &from,
+                         const std::string &to) {
   auto lengthPrefixed = [](const std::string &name) {
     std::string s(4, '\0');
     for (int i = 0; i < 4; ++i)
       s[i] = static_cast<char>(name.size() >> (8 * i));
     return s + name;
   };
-  for (size_t i = 0; i < sections.size(); ++i)
-    if (sections[i].kind == LOCUS_SECTION_PLAN) {
-      size_t at = contents[i].find(lengthPrefixed(from));
-      EXPECT_NE(at, std::string::npos);
-      contents[i].replace(at, 4 + from.size(), lengthPrefixed(to));
-    }
-  for (size_t i = 0; i < sections.size(); ++i) {
-    sections[i].data = contents[i].data();
-    sections[i].size = contents[i].size();
-  }
+  std::map<int, std::string> sections = sectionsOf(artifact);
+  std::string &plan = sections[LOCUS_SECTION_PLAN];
+  size_t at = plan.find(lengthPrefixed(from));
+  EXPECT_NE(at, std::string::npos);
+  if (at != std::string::npos)
+    plan.replace(at, 4 + from.size(), lengthPrefixed(to));
   std::string out = artifact + ".renamed";
-  EXPECT_EQ(locus_artifact_write(out.c_str(), locus_artifact_arch(loaded),
-                                 sections.data(), sections.size()),
-            nullptr);
-  locus_artifact_release(loaded);
+  writeSections(sections, out);
   return out;
 }
 
@@ -447,53 +473,6 @@ TEST(Compile, AnArtifactRunsOnlyItsOwnFunctionsAsKernels) {
   }
   std::remove(path.c_str());
 }
-
-namespace {
-
-/// The sections of the artifact at `path`, by kind.
-std::map<int, std::string> sectionsOf(const std::string &path) {
-  std::map<int, std::string> out;
-  locus_artifact_t *loaded = nullptr;
-  EXPECT_EQ(locus_artifact_load(path.c_str(), &loaded), nullptr);
-  for (int kind = LOCUS_SECTION_GRAPH; kind <= LOCUS_SECTION_STATE; ++kind) {
-    const void *data = nullptr;
-    size_t size = 0;
-    if (locus_status_t s = locus_artifact_section(
-            loaded, static_cast<locus_section_kind_t>(kind), &data, &size)) {
-      locus_status_free(s);
-      continue;
-    }
-    out[kind] = std::string(static_cast<const char *>(data), size);
-  }
-  locus_artifact_release(loaded);
-  return out;
-}
-
-/// Loads an artifact of `sections`, checksummed as a real one; "" when it
-/// loads, else the status message.
-std::string loadSections(const std::map<int, std::string> &sections,
-                         const std::string &path) {
-  std::vector<locus_section_t> list;
-  list.reserve(sections.size());
-  for (const auto &[kind, bytes] : sections)
-    list.push_back(
-        {static_cast<locus_section_kind_t>(kind), bytes.data(), bytes.size()});
-  EXPECT_EQ(locus_artifact_write(path.c_str(), locus_host_arch(), list.data(),
-                                 list.size()),
-            nullptr);
-  locus_model_t *model = nullptr;
-  locus_status_t s = locus_model_load(path.c_str(), nullptr, &model);
-  if (!s) {
-    locus_model_release(model);
-    return "";
-  }
-  std::string message = locus_status_message(s);
-  locus_status_free(s);
-  EXPECT_EQ(model, nullptr);
-  return message;
-}
-
-} // namespace
 
 // The host code's ELF structure is checked before the system loader sees
 // it. Random damage to its headers (which used to kill the process inside
