@@ -11,11 +11,13 @@ packages=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools libboost-graph-dev
   # ONNX import: ONNX's protobuf classes and checker; its backend test data
   libonnx-dev libprotobuf-dev libonnx-testdata
-  # the BLAS behind matrix products (loaded with dlopen)
-  libopenblas0-openmp
-  # tests and style; chromium renders locus-dump's HTML page in a test
+  # the BLAS behind matrix products, and Ed25519 for signed artifacts (both
+  # loaded with dlopen)
+  libopenblas0-openmp libsodium23
+  # tests and style; chromium renders locus-dump's HTML page in a test;
+  # compiler-rt for the fuzzer and the sanitizer build
   googletest libgtest-dev libbenchmark-dev clang-format-19 clang-tidy-19
-  chromium
+  chromium libclang-rt-19-dev
 )
 
 missing=()

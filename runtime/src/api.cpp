@@ -22,6 +22,17 @@ locus_status_t loadWith(LoadArtifact loadArtifact,
     locus_artifact_t *a;
     ~Release() { locus_artifact_release(a); }
   } release{artifact};
+  // With trusted keys, the signature first: nothing of an artifact that no
+  // trusted key signed is parsed beyond its container, mapped or run.
+  if (options && (options->trusted_key_count || options->trusted_keys)) {
+    if (!options->trusted_keys || !options->trusted_key_count)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "trusted_keys and trusted_key_count must be given "
+                        "together");
+    if (locus_status_t s = locus_artifact_verify(
+            artifact, options->trusted_keys, options->trusted_key_count))
+      return s;
+  }
   return loadModel(artifact, options, out_model);
 }
 

@@ -3,6 +3,7 @@
 
 #include "file_io.h"
 #include "guard.h"
+#include "signing.h"
 #include "status_impl.h"
 
 #include <cerrno>
@@ -26,6 +27,8 @@ struct locus_artifact_s {
     uint64_t offset, size;
   };
   std::vector<Section> sections;
+  // The signature section's offset: the file's last bytes; 0 if unsigned.
+  uint64_t signatureAt = 0;
 };
 
 namespace {
@@ -36,6 +39,11 @@ constexpr uint64_t kHeaderSize = 64, kEntrySize = 24, kAlign = 16;
 constexpr size_t kVersionAt = 8, kHeaderSizeAt = 12, kFileSizeAt = 16,
                  kCountAt = 24, kArchAt = 28, kChecksumAt = 32;
 constexpr uint32_t kMaxSections = 64;
+// The signature section: u32 algorithm, u32 zero, the signer's public key,
+// the signature of the bytes before the section (signing.h).
+constexpr uint32_t kEd25519Blake2b = 1;
+constexpr uint64_t kSignatureSize =
+    8 + LOCUS_PUBLIC_KEY_BYTES + locus::rt::kSignatureBytes;
 
 void put32(unsigned char *b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -82,6 +90,8 @@ const char *kindName(uint32_t kind) {
     return "metadata";
   case LOCUS_SECTION_STATE:
     return "state";
+  case LOCUS_SECTION_SIGNATURE:
+    return "signature";
   default:
     return nullptr;
   }
@@ -165,8 +175,88 @@ locus_status_t parse(locus_artifact_s &a) {
         return makeStatus(LOCUS_STATUS_DATA_LOSS,
                           "corrupt artifact: two %s sections",
                           kindName(s.kind));
+    if (s.kind == LOCUS_SECTION_SIGNATURE) {
+      // Last, in the table and in the file, so that it signs all the rest.
+      if (i + 1 != count || s.size != kSignatureSize ||
+          s.offset + s.size != size || get32(b + s.offset) != kEd25519Blake2b ||
+          get32(b + s.offset + 4))
+        return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                          "corrupt artifact: a malformed signature section");
+      a.signatureAt = s.offset;
+    }
     a.sections.push_back(s);
   }
+  return nullptr;
+}
+
+/// Lays out an artifact of `sections` in `buffer`, signed with `secretKey`
+/// when it is given; its size in `size`.
+locus_status_t build(locus_arch_t arch, const locus_section_t *sections,
+                     size_t count, const unsigned char *secretKey,
+                     std::unique_ptr<unsigned char[]> &buffer, uint64_t &size) {
+  if (count > kMaxSections - 1 || !std::strcmp(archName(arch), "unknown"))
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                      "locus_artifact_write: %zu sections or architecture %d",
+                      count, static_cast<int>(arch));
+  for (size_t i = 0; i < count; ++i) {
+    if (!kindName(sections[i].kind) ||
+        sections[i].kind == LOCUS_SECTION_SIGNATURE ||
+        (sections[i].size && !sections[i].data))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_artifact_write: section %zu is invalid", i);
+    for (size_t j = 0; j < i; ++j)
+      if (sections[j].kind == sections[i].kind)
+        return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                          "locus_artifact_write: two %s sections",
+                          kindName(sections[i].kind));
+  }
+  const size_t entries = count + (secretKey ? 1 : 0);
+  uint64_t offset = kHeaderSize + entries * kEntrySize;
+  std::vector<uint64_t> offsets;
+  for (size_t i = 0; i < entries; ++i) {
+    offset = (offset + kAlign - 1) / kAlign * kAlign;
+    offsets.push_back(offset);
+    offset += i < count ? sections[i].size : kSignatureSize;
+  }
+  buffer.reset(new (std::nothrow) unsigned char[offset]());
+  if (!buffer)
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                      "locus_artifact_write: %llu bytes",
+                      static_cast<unsigned long long>(offset));
+  unsigned char *b = buffer.get();
+  std::memcpy(b, kMagic, sizeof kMagic);
+  put32(b, kVersionAt, LOCUS_ARTIFACT_FORMAT_VERSION);
+  put32(b, kHeaderSizeAt, kHeaderSize);
+  put64(b, kFileSizeAt, offset);
+  put32(b, kCountAt, static_cast<uint32_t>(entries));
+  put32(b, kArchAt, static_cast<uint32_t>(arch));
+  for (size_t i = 0; i < entries; ++i) {
+    size_t e = kHeaderSize + i * kEntrySize;
+    bool signature = i == count;
+    put32(b, e,
+          signature ? LOCUS_SECTION_SIGNATURE
+                    : static_cast<uint32_t>(sections[i].kind));
+    put64(b, e + 8, offsets[i]);
+    put64(b, e + 16, signature ? kSignatureSize : sections[i].size);
+    if (!signature && sections[i].size)
+      std::memcpy(b + offsets[i], sections[i].data, sections[i].size);
+  }
+  if (secretKey) {
+    // The checksum field is still zero, as the digest reads it.
+    unsigned char *sig = b + offsets[count];
+    unsigned char digest[locus::rt::kDigestBytes];
+    if (locus_status_t s =
+            locus::rt::artifactDigest(b, offsets[count], kChecksumAt, digest))
+      return s;
+    put32(sig, 0, kEd25519Blake2b);
+    // An Ed25519 secret key in libsodium's form ends with its public key.
+    std::memcpy(sig + 8, secretKey + 32, LOCUS_PUBLIC_KEY_BYTES);
+    if (locus_status_t s = locus::rt::signDigest(
+            digest, secretKey, sig + 8 + LOCUS_PUBLIC_KEY_BYTES))
+      return s;
+  }
+  put64(b, kChecksumAt, checksum(b, offset));
+  size = offset;
   return nullptr;
 }
 
@@ -203,51 +293,85 @@ locus_status_t locus_artifact_write(const char *path, locus_arch_t arch,
     if (!path || (count && !sections))
       return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                         "locus_artifact_write: NULL argument");
-    if (count > kMaxSections || !std::strcmp(archName(arch), "unknown"))
+    std::unique_ptr<unsigned char[]> buffer;
+    uint64_t size = 0;
+    if (locus_status_t s = build(arch, sections, count, nullptr, buffer, size))
+      return s;
+    return locus::rt::writeFileAtomic(path, buffer.get(), size);
+  });
+}
+
+locus_status_t locus_artifact_write_signed(const char *path, locus_arch_t arch,
+                                           const locus_section_t *sections,
+                                           size_t count,
+                                           const char *secret_key_path) {
+  LOCUS_GUARD({
+    if (!path || (count && !sections) || !secret_key_path)
       return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                        "locus_artifact_write: %zu sections or architecture %d",
-                        count, static_cast<int>(arch));
-    for (size_t i = 0; i < count; ++i) {
-      if (!kindName(sections[i].kind) ||
-          (sections[i].size && !sections[i].data))
-        return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                          "locus_artifact_write: section %zu is invalid", i);
-      for (size_t j = 0; j < i; ++j)
-        if (sections[j].kind == sections[i].kind)
-          return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                            "locus_artifact_write: two %s sections",
-                            kindName(sections[i].kind));
-    }
-    uint64_t offset = kHeaderSize + count * kEntrySize;
-    std::vector<uint64_t> offsets;
-    for (size_t i = 0; i < count; ++i) {
-      offset = (offset + kAlign - 1) / kAlign * kAlign;
-      offsets.push_back(offset);
-      offset += sections[i].size;
-    }
-    std::unique_ptr<unsigned char[]> buffer(
-        new (std::nothrow) unsigned char[offset]());
-    if (!buffer)
-      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
-                        "locus_artifact_write: %llu bytes",
-                        static_cast<unsigned long long>(offset));
-    unsigned char *b = buffer.get();
-    std::memcpy(b, kMagic, sizeof kMagic);
-    put32(b, kVersionAt, LOCUS_ARTIFACT_FORMAT_VERSION);
-    put32(b, kHeaderSizeAt, kHeaderSize);
-    put64(b, kFileSizeAt, offset);
-    put32(b, kCountAt, static_cast<uint32_t>(count));
-    put32(b, kArchAt, static_cast<uint32_t>(arch));
-    for (size_t i = 0; i < count; ++i) {
-      size_t e = kHeaderSize + i * kEntrySize;
-      put32(b, e, static_cast<uint32_t>(sections[i].kind));
-      put64(b, e + 8, offsets[i]);
-      put64(b, e + 16, sections[i].size);
-      if (sections[i].size)
-        std::memcpy(b + offsets[i], sections[i].data, sections[i].size);
-    }
-    put64(b, kChecksumAt, checksum(b, offset));
-    return locus::rt::writeFileAtomic(path, b, offset);
+                        "locus_artifact_write_signed: NULL argument");
+    unsigned char key[LOCUS_SECRET_KEY_BYTES];
+    if (locus_status_t s = locus::rt::readSecretKey(secret_key_path, key))
+      return s;
+    std::unique_ptr<unsigned char[]> buffer;
+    uint64_t size = 0;
+    locus_status_t s = build(arch, sections, count, key, buffer, size);
+    std::memset(key, 0, sizeof key);
+    if (s)
+      return s;
+    return locus::rt::writeFileAtomic(path, buffer.get(), size);
+  });
+}
+
+locus_status_t locus_artifact_signer(const locus_artifact_t *artifact,
+                                     locus_public_key_t *out_key) {
+  if (!artifact || !out_key)
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                      "locus_artifact_signer: NULL argument");
+  if (!artifact->signatureAt)
+    return makeStatus(LOCUS_STATUS_NOT_FOUND, "the artifact is not signed");
+  std::memcpy(out_key->bytes, artifact->bytes.get() + artifact->signatureAt + 8,
+              LOCUS_PUBLIC_KEY_BYTES);
+  return nullptr;
+}
+
+locus_status_t locus_artifact_verify(const locus_artifact_t *artifact,
+                                     const locus_public_key_t *trusted_keys,
+                                     size_t count) {
+  LOCUS_GUARD({
+    if (!artifact || !trusted_keys || !count)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_artifact_verify: no artifact or no keys");
+    if (!artifact->signatureAt)
+      return makeStatus(LOCUS_STATUS_PERMISSION_DENIED,
+                        "the artifact is not signed, and only artifacts "
+                        "signed by a trusted key may load (sign it with "
+                        "locus-compile --sign-key)");
+    const unsigned char *sig = artifact->bytes.get() + artifact->signatureAt;
+    const unsigned char *signer = sig + 8;
+    std::string name = locus::rt::keyFingerprint(signer);
+    const locus_public_key_t *trusted = nullptr;
+    for (size_t i = 0; i < count && !trusted; ++i)
+      if (!std::memcmp(trusted_keys[i].bytes, signer, LOCUS_PUBLIC_KEY_BYTES))
+        trusted = &trusted_keys[i];
+    if (!trusted)
+      return makeStatus(LOCUS_STATUS_PERMISSION_DENIED,
+                        "the artifact is signed by key %s, which is not one "
+                        "of the %zu trusted keys",
+                        name.c_str(), count);
+    unsigned char digest[locus::rt::kDigestBytes];
+    if (locus_status_t s = locus::rt::artifactDigest(
+            artifact->bytes.get(), artifact->signatureAt, kChecksumAt, digest))
+      return s;
+    bool valid = false;
+    if (locus_status_t s = locus::rt::verifyDigest(
+            digest, sig + 8 + LOCUS_PUBLIC_KEY_BYTES, trusted->bytes, valid))
+      return s;
+    if (!valid)
+      return makeStatus(LOCUS_STATUS_PERMISSION_DENIED,
+                        "the artifact's signature by key %s does not match "
+                        "its contents: it was changed after it was signed",
+                        name.c_str());
+    return nullptr;
   });
 }
 

@@ -43,17 +43,20 @@ bool writeAll(int fd, const unsigned char *data, size_t size) {
 
 } // namespace
 
-locus_status_t writeFileAtomic(const char *path, const void *data,
-                               size_t size) {
+locus_status_t writeFileAtomic(const char *path, const void *data, size_t size,
+                               int mode) {
   std::string temp = std::string(path) + ".tmp-XXXXXX";
   int fd = ::mkstemp(temp.data());
   if (fd < 0)
     return writeError(path, "creating a temporary file beside it", errno);
-  // A new file gets the usual mode; a replaced one keeps its own.
+  // A new file gets the usual mode, a replaced one keeps its own, unless
+  // the caller says which (mkstemp made it 0600 already).
   struct stat old{};
-  mode_t mode = ::stat(path, &old) == 0 ? (old.st_mode & 07777) : 0644;
+  if (mode < 0)
+    mode =
+        ::stat(path, &old) == 0 ? static_cast<int>(old.st_mode & 07777) : 0644;
   const char *step = nullptr;
-  if (::fchmod(fd, mode) != 0)
+  if (::fchmod(fd, static_cast<mode_t>(mode)) != 0)
     step = "setting its mode";
   else if (!writeAll(fd, static_cast<const unsigned char *>(data), size))
     step = "writing";

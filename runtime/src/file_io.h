@@ -14,8 +14,11 @@ namespace locus::rt {
 
 /// Writes `size` bytes to `path` atomically: the old file, if any, stays
 /// whole until the new one is complete on disk. UNAVAILABLE with errno's
-/// text on failure, and then no temporary file is left.
-locus_status_t writeFileAtomic(const char *path, const void *data, size_t size);
+/// text on failure, and then no temporary file is left. The file gets
+/// `mode` when it is given (0600 for a secret key), else a new file 0644
+/// and a replaced one its old mode.
+locus_status_t writeFileAtomic(const char *path, const void *data, size_t size,
+                               int mode = -1);
 
 /// Reads all of `path` (at most `maxSize` bytes: INVALID_ARGUMENT beyond).
 /// NOT_FOUND for a missing file, UNAVAILABLE with errno's text otherwise.

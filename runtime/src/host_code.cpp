@@ -441,7 +441,8 @@ bool HostCode::holdsString(const char *text) const {
   return false;
 }
 
-void *HostCode::function(const char *name) const {
+const void *HostCode::definedHere(const char *name, unsigned type,
+                                  size_t &size) const {
   void *address = dlsym(handle, name);
   if (!address)
     return nullptr;
@@ -450,7 +451,7 @@ void *HostCode::function(const char *name) const {
   if (!dladdr1(address, &info, &extra, RTLD_DL_SYMENT) || !extra)
     return nullptr;
   const auto *entry = static_cast<const ElfW(Sym) *>(extra);
-  if (ELF64_ST_TYPE(entry->st_info) != STT_FUNC || !holds(address, 1, PF_X))
+  if (ELF64_ST_TYPE(entry->st_info) != type)
     return nullptr;
   // In this object: its base address is the one the loader mapped the
   // host code at.
@@ -461,6 +462,22 @@ void *HostCode::function(const char *name) const {
   auto base =
       static_cast<uintptr_t>(static_cast<struct link_map *>(mapped)->l_addr);
   if (reinterpret_cast<uintptr_t>(info.dli_fbase) != base)
+    return nullptr;
+  size = entry->st_size;
+  return address;
+}
+
+void *HostCode::function(const char *name) const {
+  size_t size = 0;
+  const void *address = definedHere(name, STT_FUNC, size);
+  if (!address || !holds(address, 1, PF_X))
+    return nullptr;
+  return const_cast<void *>(address);
+}
+
+const void *HostCode::object(const char *name, size_t &size) const {
+  const void *address = definedHere(name, STT_OBJECT, size);
+  if (!address || !holds(address, size, PF_R))
     return nullptr;
   return address;
 }

@@ -28,6 +28,9 @@ public:
   /// data symbol, nor a function of a library it links, such as libc's);
   /// null otherwise.
   void *function(const char *name) const;
+  /// `name` as data: an object the host code defines, all its `size` bytes
+  /// in a readable segment; null otherwise.
+  const void *object(const char *name, size_t &size) const;
 
   /// Whether `size` bytes at `address` lie in one segment of the loaded
   /// code whose ELF flags include `flags` (PF_R, PF_W, PF_X).
@@ -36,6 +39,9 @@ public:
   bool holdsString(const char *text) const;
 
 private:
+  /// The address and size of symbol `name` of ELF type `type` when the
+  /// host code itself defines it; null otherwise.
+  const void *definedHere(const char *name, unsigned type, size_t &size) const;
   struct Segment {
     uintptr_t begin, end;
     uint32_t flags;

@@ -372,6 +372,68 @@ locus_status_t bindKernels(locus_model_t &m) {
   return nullptr;
 }
 
+/// The name of the signature of the kernel whose host entry is `symbol`:
+/// LOCUS_ABI_KERNEL_PREFIX<f> -> LOCUS_ABI_SIGNATURE_PREFIX<f>; "" for
+/// others.
+std::string signatureName(const std::string &symbol) {
+  const std::string prefix = LOCUS_ABI_KERNEL_PREFIX;
+  if (symbol.rfind(prefix, 0) != 0)
+    return "";
+  return LOCUS_ABI_SIGNATURE_PREFIX + symbol.substr(prefix.size());
+}
+
+/// Checks every launch of the plan against its kernel's signature (null
+/// where there is none to check): the buffers the code takes and each
+/// one's bytes. A kernel given fewer or smaller buffers than it was
+/// compiled for would read and write past them.
+locus_status_t checkLaunches(const Plan &plan,
+                             const std::vector<const uint64_t *> &signatures) {
+  for (const std::vector<PlanCommand> *list : {&plan.load, &plan.step})
+    for (const PlanCommand &c : *list) {
+      if (c.op != LOCUS_PLAN_LAUNCH || !signatures[c.kernel])
+        continue;
+      const uint64_t *sig = signatures[c.kernel];
+      const char *name = plan.kernels[c.kernel].symbol.c_str();
+      if (c.args.size() != sig[0])
+        return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                          "the plan launches %s with %zu buffers; its code "
+                          "takes %llu",
+                          name, c.args.size(),
+                          static_cast<unsigned long long>(sig[0]));
+      for (size_t i = 0; i < c.args.size(); ++i)
+        if (plan.buffers[c.args[i]].bytes != sig[1 + i])
+          return makeStatus(
+              LOCUS_STATUS_DATA_LOSS,
+              "the plan gives %s buffer %u of %llu bytes as its argument "
+              "%zu; its code takes %llu bytes there",
+              name, c.args[i],
+              static_cast<unsigned long long>(plan.buffers[c.args[i]].bytes), i,
+              static_cast<unsigned long long>(sig[1 + i]));
+    }
+  return nullptr;
+}
+
+/// The signatures of the host code's kernels, which an artifact must have;
+/// then every launch checked against them.
+locus_status_t checkSignatures(const locus_model_t &m) {
+  std::vector<const uint64_t *> signatures;
+  signatures.reserve(m.plan.kernels.size());
+  for (const PlanKernel &k : m.plan.kernels) {
+    std::string name = signatureName(k.symbol);
+    size_t size = 0;
+    const auto *sig = static_cast<const uint64_t *>(
+        name.empty() ? nullptr : m.code->object(name.c_str(), size));
+    if (!sig || reinterpret_cast<uintptr_t>(sig) % alignof(uint64_t) ||
+        size < sizeof(uint64_t) || sig[0] > LOCUS_ABI_MAX_KERNEL_ARGS ||
+        size != (1 + sig[0]) * sizeof(uint64_t))
+      return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                        "the host code has no valid signature for kernel %s",
+                        k.symbol.c_str());
+    signatures.push_back(sig);
+  }
+  return checkLaunches(m.plan, signatures);
+}
+
 /// The artifact's PTX section; null and 0 when it has none.
 locus_status_t ptxSection(locus_artifact_t *artifact, const void *&ptx,
                           size_t &size) {
@@ -432,6 +494,8 @@ locus_status_t loadModel(locus_artifact_t *artifact,
     return s;
   if (locus_status_t s = bindKernels(*model))
     return s;
+  if (locus_status_t s = checkSignatures(*model))
+    return s;
   if (locus_status_t s = ptxSection(artifact, ptx, ptxSize))
     return s;
   if (locus_status_t s = finishLoad(*model, options, note, ptx, ptxSize))
@@ -451,7 +515,14 @@ locus_status_t createModelFromPlan(const void *plan, size_t planSize,
   auto model = std::make_unique<locus_model_t>();
   if (locus_status_t s = readPlan(plan, planSize, model->plan))
     return s;
+  // The caller's own compiled code: a signature is checked when the
+  // resolver has one.
+  std::vector<const uint64_t *> signatures;
+  signatures.reserve(model->plan.kernels.size());
   for (const PlanKernel &k : model->plan.kernels) {
+    std::string sig = signatureName(k.symbol);
+    signatures.push_back(static_cast<const uint64_t *>(
+        sig.empty() ? nullptr : resolve(userData, sig.c_str())));
     void *fn = resolve(userData, k.symbol.c_str());
     if (!fn)
       return makeStatus(LOCUS_STATUS_NOT_FOUND, "no kernel %s",
@@ -461,6 +532,8 @@ locus_status_t createModelFromPlan(const void *plan, size_t planSize,
     model->launchers.push_back(reinterpret_cast<KernelFn>(
         launcher.empty() ? nullptr : resolve(userData, launcher.c_str())));
   }
+  if (locus_status_t s = checkLaunches(model->plan, signatures))
+    return s;
   if (locus_status_t s =
           finishLoad(*model, options, "JIT-compiled host code", ptx, ptxSize))
     return s;

@@ -99,6 +99,8 @@ const char *locus_status_code_name(locus_status_code_t code) {
     return "internal";
   case LOCUS_STATUS_CANCELLED:
     return "cancelled";
+  case LOCUS_STATUS_PERMISSION_DENIED:
+    return "permission denied";
   case LOCUS_STATUS_CODE_MAX_ENUM:
     break;
   }

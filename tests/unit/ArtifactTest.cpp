@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -205,3 +206,128 @@ TEST(Artifact, MisuseIsAnErrorNotACrash) {
 }
 
 } // namespace
+
+namespace {
+
+/// FNV-1a over an artifact with its checksum field as zeros, written back:
+/// what anyone holding the file can do.
+void fixChecksum(std::vector<unsigned char> &bytes) {
+  std::memset(bytes.data() + 32, 0, 8);
+  uint64_t h = 0xCBF29CE484222325ULL;
+  for (unsigned char c : bytes)
+    h = (h ^ c) * 0x100000001B3ULL;
+  for (int i = 0; i < 8; ++i)
+    bytes[32 + i] = static_cast<unsigned char>(h >> (8 * i));
+}
+
+/// The sample's sections, signed with `key`'s secret half.
+std::vector<unsigned char> writeSigned(const std::string &key) {
+  locus_section_t sections[] = {
+      {LOCUS_SECTION_GRAPH, kGraph.data(), kGraph.size()},
+      {LOCUS_SECTION_PLAN, kPlan.data(), kPlan.size()},
+      {LOCUS_SECTION_HOST_CODE, kCode.data(), kCode.size()},
+  };
+  std::string path = tempPath("signed.locus");
+  Status status{locus_artifact_write_signed(
+      path.c_str(), LOCUS_ARCH_ANY, sections, 3, (key + ".key").c_str())};
+  EXPECT_EQ(status.s, nullptr) << status.message();
+  return readFile(path);
+}
+
+/// locus_artifact_verify of `bytes` against `keys`: "" or the message.
+std::string verify(const std::vector<unsigned char> &bytes,
+                   const std::vector<locus_public_key_t> &keys) {
+  locus_artifact_t *artifact = nullptr;
+  Status load{
+      locus_artifact_load_memory(bytes.data(), bytes.size(), &artifact)};
+  if (load.s)
+    return "load: " + load.message();
+  Status s{locus_artifact_verify(artifact, keys.data(), keys.size())};
+  locus_artifact_release(artifact);
+  if (!s.s)
+    return "";
+  EXPECT_EQ(s.code(), LOCUS_STATUS_PERMISSION_DENIED) << s.message();
+  return s.message();
+}
+
+} // namespace
+
+// A signed artifact verifies against its signer's public key only; any byte
+// changed before the signature (checksum made good again) breaks it; a
+// signature section anywhere but at the end is malformed.
+TEST(Artifact, SignaturesBindTheBytesToTheirSigner) {
+  std::string a = tempPath("key-a"), b = tempPath("key-b");
+  for (const std::string &k : {a, b}) {
+    Status s{locus_key_generate((k + ".key").c_str(), (k + ".pub").c_str())};
+    ASSERT_EQ(s.s, nullptr) << s.message();
+  }
+  locus_public_key_t keyA{}, keyB{};
+  ASSERT_EQ(locus_key_read_public((a + ".pub").c_str(), &keyA), nullptr);
+  ASSERT_EQ(locus_key_read_public((b + ".pub").c_str(), &keyB), nullptr);
+  std::vector<unsigned char> bytes = writeSigned(a);
+  EXPECT_EQ(loadAndCompare(bytes), LOCUS_STATUS_OK);
+
+  locus_artifact_t *artifact = nullptr;
+  ASSERT_EQ(locus_artifact_load_memory(bytes.data(), bytes.size(), &artifact),
+            nullptr);
+  locus_public_key_t signer{};
+  EXPECT_EQ(locus_artifact_signer(artifact, &signer), nullptr);
+  EXPECT_EQ(std::memcmp(signer.bytes, keyA.bytes, sizeof signer.bytes), 0);
+  Status noKeys{locus_artifact_verify(artifact, nullptr, 0)};
+  EXPECT_EQ(noKeys.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_artifact_release(artifact);
+
+  EXPECT_EQ(verify(bytes, {keyA}), "");
+  EXPECT_EQ(verify(bytes, {keyB, keyA}), "");
+  EXPECT_NE(verify(bytes, {keyB})
+                .find("which is not one of the 1 trusted "
+                      "keys"),
+            std::string::npos);
+  EXPECT_EQ(verify(writeSample(LOCUS_ARCH_ANY), {keyA}),
+            "the artifact is not signed, and only artifacts signed by a "
+            "trusted key may load (sign it with locus-compile --sign-key)");
+  // Every byte before the signature section's own bytes, but the checksum
+  // field, is signed: the header, the table, each section.
+  const size_t signedEnd = bytes.size() - (8 + 32 + 64);
+  for (size_t at = 0; at < signedEnd; ++at) {
+    if (at >= 32 && at < 40)
+      continue;
+    std::vector<unsigned char> changed = bytes;
+    changed[at] ^= 0x20;
+    fixChecksum(changed);
+    std::string why = verify(changed, {keyA});
+    EXPECT_NE(why, "") << "byte " << at;
+    if (why.empty())
+      break;
+  }
+  // The signature's own bytes: the signer's key names another key, the
+  // signature fails, the header fields make it malformed.
+  for (size_t at = signedEnd; at < bytes.size(); ++at) {
+    std::vector<unsigned char> changed = bytes;
+    changed[at] ^= 0x01;
+    fixChecksum(changed);
+    EXPECT_NE(verify(changed, {keyA}), "") << "byte " << at;
+  }
+
+  // The secret key is its owner's alone; a public key is no secret key.
+  struct stat st{};
+  ASSERT_EQ(::stat((a + ".key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  locus_section_t none[] = {{LOCUS_SECTION_PLAN, kPlan.data(), kPlan.size()}};
+  Status wrongKey{locus_artifact_write_signed(tempPath("x.locus").c_str(),
+                                              LOCUS_ARCH_ANY, none, 1,
+                                              (a + ".pub").c_str())};
+  EXPECT_EQ(wrongKey.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(wrongKey.message().find("is not a Locus secret key"),
+            std::string::npos);
+  // A caller may not write a signature section of its own.
+  locus_section_t forged[] = {
+      {LOCUS_SECTION_SIGNATURE, kPlan.data(), kPlan.size()}};
+  Status own{locus_artifact_write(tempPath("x.locus").c_str(), LOCUS_ARCH_ANY,
+                                  forged, 1)};
+  EXPECT_EQ(own.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+  for (const std::string &k : {a, b}) {
+    std::remove((k + ".key").c_str());
+    std::remove((k + ".pub").c_str());
+  }
+}

@@ -8,3 +8,8 @@ void __locus_kernel_double( // NOLINT(bugprone-reserved-identifier)
   for (int i = 0; i < 64; ++i)
     y[i] = 2 * x[i];
 }
+
+/* Its signature (LOCUS_ABI_SIGNATURE_PREFIX "double"): two buffers of 64
+ * floats, which the runtime checks the plan's launches against. */
+const unsigned long long __locus_signature_double[3] = // NOLINT
+    {2, 256, 256};

@@ -12,9 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
@@ -535,4 +538,137 @@ TEST(Compile, HostCodeIsCheckedBeforeTheSystemLoaderSeesIt) {
   }
   std::remove(out.c_str());
   std::remove(path.c_str());
+}
+
+// The host code carries each kernel's signature: the buffers it takes and
+// their sizes. A plan that launches a kernel with other buffers than it was
+// compiled for (smaller ones it would write past, fewer than it reads) is
+// refused at load, though the checksum is valid.
+TEST(Compile, EveryLaunchIsCheckedAgainstItsKernelsSignature) {
+  Graph g("sig");
+  auto a = g.input("a", {4});
+  auto b = g.input("b", {8});
+  auto c = g.input("c", {8});
+  g.output("y", relu(a));
+  g.output("z", b * c);
+  g.output("w", relu(c));
+  CompiledModel model = compile(g, {.policy = "cpu", .devices = {"cpu"}});
+  std::string path = ::testing::TempDir() + "locus-signature.locus";
+  model.save(path);
+  std::string plan = sectionsOf(path).at(LOCUS_SECTION_PLAN);
+  const std::string relu = "__locus_kernel_sig_k0_relu",
+                    mul = "__locus_kernel_sig_k1_mul",
+                    relu8 = "__locus_kernel_sig_k2_relu";
+  for (const std::string &name : {relu, mul, relu8})
+    ASSERT_NE(plan.find(name), std::string::npos) << name << " renamed?";
+  struct Case {
+    std::string from, to, message;
+  } cases[] = {
+      // relu's launch (a and y, 16 bytes each) names mul's code, which
+      // takes three buffers.
+      {relu, mul,
+       "the plan launches " + mul +
+           " with 2 buffers; its code "
+           "takes 3"},
+      // relu's launch names the relu of 8 floats, which would read and
+      // write 32 bytes of 16-byte buffers.
+      {relu, relu8,
+       "the plan gives " + relu8 +
+           " buffer 0 of 16 bytes as "
+           "its argument 0; its code takes 32 bytes there"},
+  };
+  for (const Case &k : cases) {
+    std::string hostile = renameKernel(path, k.from, k.to);
+    locus_model_t *loaded = nullptr;
+    locus_status_t s = locus_model_load(hostile.c_str(), nullptr, &loaded);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
+    EXPECT_EQ(std::string(locus_status_message(s)), k.message);
+    locus_status_free(s);
+    EXPECT_EQ(loaded, nullptr);
+    std::remove(hostile.c_str());
+  }
+  std::remove(path.c_str());
+}
+
+// With trusted keys, a model loads only from an artifact one of them signed,
+// and the signature is checked first: host code that the ELF checks would
+// refuse is never looked at, because the changed file is refused for its
+// signature.
+TEST(Compile, TrustedKeysLoadOnlyWhatTheySigned) {
+  Graph g("signed");
+  auto x = g.input("x", {4});
+  g.output("y", relu(x));
+  CompiledModel model = compile(g, {.policy = "cpu", .devices = {"cpu"}});
+  std::string dir = ::testing::TempDir(), key = dir + "locus-builder";
+  ASSERT_EQ(locus_key_generate((key + ".key").c_str(), (key + ".pub").c_str()),
+            nullptr);
+  locus_public_key_t trusted{};
+  ASSERT_EQ(locus_key_read_public((key + ".pub").c_str(), &trusted), nullptr);
+  std::string path = dir + "locus-signed.locus";
+  model.save(path, "x86-64-v3", key + ".key");
+  EXPECT_THROW(model.save(dir + "locus-never.locus", "x86-64-v3",
+                          dir + "locus-no-such.key"),
+               RunError);
+  locus_model_options_t options{};
+  options.trusted_keys = &trusted;
+  options.trusted_key_count = 1;
+  auto loadWith = [&](const std::string &file) -> std::string {
+    locus_model_t *loaded = nullptr;
+    locus_status_t s = locus_model_load(file.c_str(), &options, &loaded);
+    if (!s) {
+      locus_model_release(loaded);
+      return "";
+    }
+    std::string message = locus_status_message(s);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_PERMISSION_DENIED);
+    locus_status_free(s);
+    EXPECT_EQ(loaded, nullptr);
+    return message;
+  };
+  EXPECT_EQ(loadWith(path), "");
+
+  // The host code's dynamic section made to ask for a library (the ELF
+  // checks refuse that); the file's checksum made good again.
+  std::vector<char> bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::map<int, std::string> sections = sectionsOf(path);
+  const std::string &code = sections.at(LOCUS_SECTION_HOST_CODE);
+  auto at = std::search(bytes.begin(), bytes.end(), code.begin(), code.end());
+  ASSERT_NE(at, bytes.end());
+  Elf64_Ehdr header;
+  std::memcpy(&header, code.data(), sizeof header);
+  size_t codeAt = static_cast<size_t>(at - bytes.begin());
+  bytes[codeAt + header.e_phoff] ^= 0x7f; // the first segment's type
+  std::memset(bytes.data() + 32, 0, 8);
+  uint64_t h = 0xCBF29CE484222325ULL;
+  for (char c : bytes)
+    h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
+  std::memcpy(bytes.data() + 32, &h, 8);
+  std::string changed = dir + "locus-signed-changed.locus";
+  {
+    std::ofstream out(changed, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  EXPECT_NE(loadWith(changed).find("it was changed after it was signed"),
+            std::string::npos);
+  // Without keys the same file reaches the ELF checks, which refuse it.
+  locus_model_t *loaded = nullptr;
+  locus_status_t s = locus_model_load(changed.c_str(), nullptr, &loaded);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS)
+      << locus_status_message(s);
+  locus_status_free(s);
+
+  // An unsigned artifact of the same model.
+  std::string plain = dir + "locus-unsigned.locus";
+  model.save(plain);
+  EXPECT_NE(loadWith(plain).find("the artifact is not signed"),
+            std::string::npos);
+  for (const std::string &f :
+       {path, changed, plain, key + ".key", key + ".pub"})
+    std::remove(f.c_str());
 }

@@ -3,7 +3,8 @@
 //   locus-compile graph.mlir|model.onnx -o model.locus [--policy=auto]
 //                 [--devices=cpu,cuda:0] [--profile=p.json] [--cpu=x86-64-v3]
 //                 [--no-fuse] [--print-ir-after=placement,kernels,cuda,host]
-//                 [--print-ir-after-all]
+//                 [--print-ir-after-all] [--sign-key=builder.key]
+//   locus-compile --generate-key builder
 //
 // Places the graph (unless it is placed already), inserts transfers, fuses
 // and outlines kernels, plans, compiles the kernels ahead of time and writes
@@ -20,12 +21,14 @@
 #include "locus/Import/Onnx.h"
 #include "locus/Support/Errors.h"
 #include "locus/Support/InputLimits.h"
+#include "locus/locus_runtime.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -33,15 +36,23 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFile(cl::Positional,
-                                      cl::desc("<graph.mlir or model.onnx>"),
-                                      cl::Required);
+                                      cl::desc("<graph.mlir or model.onnx>"));
 static cl::list<std::string>
     shapeSpecs("shape",
                cl::desc("An ONNX input's shape, NAME=DxDx... (for symbolic "
                         "dimensions)"),
                cl::value_desc("NAME=DxDx..."));
-static cl::opt<std::string> outputFile("o", cl::desc("The artifact to write"),
-                                       cl::Required);
+static cl::opt<std::string> outputFile("o", cl::desc("The artifact to write"));
+static cl::opt<std::string>
+    signKey("sign-key",
+            cl::desc("Sign the artifact with this secret key (runtimes given "
+                     "its public key load it; see --generate-key)"),
+            cl::value_desc("file.key"));
+static cl::opt<std::string> generateKey(
+    "generate-key",
+    cl::desc("Make a new signing key pair, NAME.key (secret, mode 0600) and "
+             "NAME.pub (for locus-run --trusted-key), and stop"),
+    cl::value_desc("NAME"));
 static cl::opt<std::string> policy("policy",
                                    cl::desc("strict, prefer-gpu, auto or cpu"),
                                    cl::init("auto"));
@@ -114,7 +125,7 @@ static int compileOnnx() {
     options.fuse = !noFuse;
     options.allowSoftPlacement = allowSoftPlacement;
     locus::CompiledModel model = locus::compile(graph, options);
-    model.save(outputFile, cpu);
+    model.save(outputFile, cpu, signKey);
     llvm::outs() << model.placementSummary()
                  << "\nplan: " << model.kernelCount() << " kernels; "
                  << model.stateNames().size()
@@ -134,6 +145,27 @@ static int run(int argc, char **argv) {
                               "locus-compile: a graph to an artifact\n");
   if (!checkStages())
     return 2;
+  if (!generateKey.empty()) {
+    std::string secret = generateKey + ".key", pub = generateKey + ".pub";
+    if (locus_status_t s = locus_key_generate(secret.c_str(), pub.c_str())) {
+      llvm::errs() << "locus-compile: " << locus_status_message(s) << "\n";
+      locus_status_free(s);
+      return 1;
+    }
+    llvm::outs() << "wrote " << secret << " (keep it secret) and " << pub
+                 << " (give it to locus-run --trusted-key)\n";
+    return 0;
+  }
+  if (inputFile.empty() || outputFile.empty()) {
+    llvm::errs() << "locus-compile: give a graph and -o the artifact to "
+                    "write (--help shows the options)\n";
+    return 2;
+  }
+  if (!signKey.empty() && !llvm::sys::fs::exists(signKey.getValue())) {
+    llvm::errs() << "locus-compile: no secret key at '" << signKey.getValue()
+                 << "' (locus-compile --generate-key NAME makes one)\n";
+    return 2;
+  }
   if (llvm::StringRef(inputFile).ends_with(".onnx")) {
     if (!printIrAfter.empty() || printIrAfterAll || !emitPtx.empty()) {
       llvm::errs() << "locus-compile: --print-ir-after and --emit-ptx take a "
@@ -179,7 +211,7 @@ static int run(int argc, char **argv) {
   locus::PipelineResult result;
   if (failed(locus::runPipeline(*module, options, result)))
     return 1;
-  error = locus::writeArtifact(result, cpu, outputFile);
+  error = locus::writeArtifact(result, cpu, outputFile, "", signKey);
   if (!error.empty()) {
     llvm::errs() << "locus-compile: " << error << "\n";
     return 1;

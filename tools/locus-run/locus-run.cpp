@@ -5,6 +5,7 @@
 //             [--save-outputs DIR] [--quiet]
 //             [--weights state.safetensors [--weights-partial]]
 //             [--save-state state.safetensors]
+//             [--trusted-key builder.pub ...]
 //
 // Inputs are .npy files (little-endian f32, i64, i32 or bool, C order) or raw
 // little-endian bytes of the input's dtype. --random-inputs fills the inputs
@@ -185,7 +186,8 @@ int usage() {
   std::cerr << "usage: locus-run model.locus [--input name=file ...] "
                "[--random-inputs] [--device-map MAP] [--runs N] "
                "[--save-outputs DIR] [--quiet] [--weights FILE "
-               "[--weights-partial]] [--save-state FILE]\n";
+               "[--weights-partial]] [--save-state FILE] "
+               "[--trusted-key FILE.pub ...]\n";
   return 2;
 }
 
@@ -194,6 +196,7 @@ struct Options {
   std::string path, deviceMap, saveDir, weights, saveState;
   bool weightsPartial = false;
   std::map<std::string, std::string> inputFiles;
+  std::vector<std::string> trustedKeys;
   bool random = false, quiet = false;
   int runs = 1;
 };
@@ -235,6 +238,8 @@ int parseArgs(int argc, char **argv, Options &o) {
         o.weightsPartial = true;
       } else if (arg == "--save-state") {
         o.saveState = value();
+      } else if (arg == "--trusted-key") {
+        o.trustedKeys.push_back(value());
       } else if (arg == "--random-inputs") {
         o.random = true;
       } else if (arg == "--quiet") {
@@ -377,7 +382,8 @@ static int runMain(int argc, char **argv) {
         throw std::runtime_error("--save-outputs: cannot create " + o.saveDir +
                                  ": " + ec.message());
     }
-    locus::rt::Model model = locus::rt::Model::load(o.path, o.deviceMap);
+    locus::rt::Model model =
+        locus::rt::Model::load(o.path, o.deviceMap, o.trustedKeys);
     std::cout << model.report();
     if (!o.weights.empty()) {
       size_t loaded = model.loadState(o.weights, o.weightsPartial);

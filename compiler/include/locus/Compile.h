@@ -144,9 +144,12 @@ public:
   /// (x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native), holding the
   /// current value of every state tensor that is no longer what its
   /// initialiser makes (trained weights, setState() values), so the
-  /// artifact computes what this model computes now. Throws RunError.
-  void save(const std::string &path,
-            const std::string &cpu = "x86-64-v3") const;
+  /// artifact computes what this model computes now. With `signKey` (a
+  /// secret key file: locus-compile --generate-key), the artifact is
+  /// signed, so that a runtime given the public key loads it and nothing
+  /// changed or made by others (docs/runtime.md, "Trust"). Throws RunError.
+  void save(const std::string &path, const std::string &cpu = "x86-64-v3",
+            const std::string &signKey = "") const;
   /// The runtime's report: where each device of the plan runs, kernels,
   /// copies per step and at load.
   std::string runtimeReport() const;

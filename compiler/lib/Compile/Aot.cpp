@@ -248,7 +248,8 @@ std::string linkSharedObject(const Scratch &scratch,
 std::string writeSections(const PipelineResult &result, const std::string &cpu,
                           const std::string &features,
                           const llvm::MemoryBuffer &so, const std::string &path,
-                          const std::string &state) {
+                          const std::string &state,
+                          const std::string &signKey) {
   std::string metadata =
       "locus-artifact/1\ngraph=" + result.graphName + "\ncpu=" + cpu +
       "\ncpu_features=" + features +
@@ -266,8 +267,13 @@ std::string writeSections(const PipelineResult &result, const std::string &cpu,
                         result.cudaKernels.size()});
   if (!state.empty())
     sections.push_back({LOCUS_SECTION_STATE, state.data(), state.size()});
-  locus_status_t status = locus_artifact_write(
-      path.c_str(), locus_host_arch(), sections.data(), sections.size());
+  locus_status_t status =
+      signKey.empty()
+          ? locus_artifact_write(path.c_str(), locus_host_arch(),
+                                 sections.data(), sections.size())
+          : locus_artifact_write_signed(path.c_str(), locus_host_arch(),
+                                        sections.data(), sections.size(),
+                                        signKey.c_str());
   if (!status)
     return "";
   std::string why = locus_status_message(status);
@@ -280,7 +286,8 @@ std::string writeSections(const PipelineResult &result, const std::string &cpu,
 std::string locus::writeArtifact(const PipelineResult &result,
                                  const std::string &cpu,
                                  const std::string &path,
-                                 const std::string &state) {
+                                 const std::string &state,
+                                 const std::string &signKey) {
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = loadKernels(result, context);
   std::string features = requiredFeatures(cpu);
@@ -306,7 +313,7 @@ std::string locus::writeArtifact(const PipelineResult &result,
   if (error.empty())
     error = linkSharedObject(scratch, so);
   if (error.empty())
-    error = writeSections(result, cpu, features, *so, path, state);
+    error = writeSections(result, cpu, features, *so, path, state, signKey);
   scratch.cleanup();
   return error;
 }

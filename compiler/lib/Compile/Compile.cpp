@@ -504,8 +504,8 @@ size_t CompiledModel::loadState(const std::string &path, bool strict) {
   return loaded;
 }
 
-void CompiledModel::save(const std::string &path,
-                         const std::string &cpu) const {
+void CompiledModel::save(const std::string &path, const std::string &cpu,
+                         const std::string &signKey) const {
   void *data = nullptr;
   size_t size = 0;
   if (locus_status_t s = locus_model_save_state_memory(
@@ -513,7 +513,7 @@ void CompiledModel::save(const std::string &path,
     throw RunError(take(s));
   std::string state(static_cast<const char *>(data), size);
   locus_free(data);
-  std::string error = writeArtifact(impl_->parts, cpu, path, state);
+  std::string error = writeArtifact(impl_->parts, cpu, path, state, signKey);
   if (!error.empty())
     throw RunError("saving '" + path + "': " + error);
 }
@@ -680,6 +680,7 @@ void compileKernels(mlir::ModuleOp module, CompiledModel::Impl &impl,
       impl.parts.summary.kernelFunctions;
   auto builder = [&](mlir::Operation *op, llvm::LLVMContext &llvmContext) {
     return translateKernels(op, llvmContext, functions,
+                            impl.parts.summary.kernelArgBytes,
                             impl.parts.cudaFunctions);
   };
   engineOptions.llvmModuleBuilder = builder;

@@ -169,7 +169,7 @@ LogicalResult writeBitcode(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateKernels(module, llvmContext, result.summary.kernelFunctions,
-                       result.cudaFunctions);
+                       result.summary.kernelArgBytes, result.cudaFunctions);
   LOCUS_INTERNAL_ASSERT(llvmModule, "the kernels do not translate to LLVM IR");
   llvm::raw_string_ostream os(result.bitcode);
   llvm::WriteBitcodeToFile(*llvmModule, os);
@@ -317,18 +317,40 @@ bool addEntryPoint(llvm::Module &llvmModule, const std::string &name,
   return true;
 }
 
+/// The signature of kernel `name` (locus/abi.h): the number of buffers its
+/// entry point loads, then `argBytes`. False if they do not agree.
+bool addSignature(llvm::Module &llvmModule, const std::string &name,
+                  const std::vector<uint64_t> &argBytes) {
+  llvm::Function *kernel = llvmModule.getFunction(name);
+  if (!kernel || kernel->arg_size() != argBytes.size())
+    return false;
+  std::vector<uint64_t> words{argBytes.size()};
+  words.insert(words.end(), argBytes.begin(), argBytes.end());
+  llvm::Constant *init =
+      llvm::ConstantDataArray::get(llvmModule.getContext(), words);
+  auto *global = new llvm::GlobalVariable(
+      llvmModule, init->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::ExternalLinkage, init, kernelSignatureName(name));
+  global->setAlignment(llvm::Align(8));
+  return true;
+}
+
 } // namespace
 
 std::unique_ptr<llvm::Module>
 locus::translateKernels(Operation *module, llvm::LLVMContext &context,
                         const std::vector<std::string> &functions,
+                        const std::vector<std::vector<uint64_t>> &argBytes,
                         const std::vector<std::string> &cudaFunctions) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "locus-kernels");
-  if (!llvmModule || !addParallelTrampolines(module, *llvmModule))
+  if (!llvmModule || !addParallelTrampolines(module, *llvmModule) ||
+      argBytes.size() != functions.size())
     return nullptr;
-  for (const std::string &name : functions)
-    if (!addEntryPoint(*llvmModule, name, kernelEntryName(name)))
+  for (size_t i = 0; i < functions.size(); ++i)
+    if (!addSignature(*llvmModule, functions[i], argBytes[i]) ||
+        !addEntryPoint(*llvmModule, functions[i],
+                       kernelEntryName(functions[i])))
       return nullptr;
   for (const std::string &name : cudaFunctions)
     if (!addEntryPoint(*llvmModule, name + LOCUS_ABI_CUDA_FUNCTION_SUFFIX,

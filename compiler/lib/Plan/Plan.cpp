@@ -20,6 +20,10 @@ std::string locus::kernelEntryName(llvm::StringRef function) {
   return (LOCUS_ABI_KERNEL_PREFIX + function).str();
 }
 
+std::string locus::kernelSignatureName(llvm::StringRef function) {
+  return (LOCUS_ABI_SIGNATURE_PREFIX + function).str();
+}
+
 std::string locus::cudaEntryName(llvm::StringRef function) {
   return (LOCUS_ABI_CUDA_PREFIX + function).str();
 }
@@ -345,6 +349,12 @@ private:
       }
       launch.buffers.push_back(add(result, LOCUS_PLAN_ACTIVATION, device));
     }
+    std::vector<uint64_t> argBytes;
+    for (Type type : call.getCalleeType().getInputs())
+      argBytes.push_back(bytesOf(cast<RankedTensorType>(type)));
+    for (Type type : call.getCalleeType().getResults())
+      argBytes.push_back(bytesOf(cast<RankedTensorType>(type)));
+    summary.kernelArgBytes.push_back(std::move(argBytes));
     kernels.push_back(kernelEntryName(call.getCallee()));
     kernelDevices.push_back(deviceIndex(device));
     summary.kernelFunctions.push_back(call.getCallee().str());

@@ -22,6 +22,14 @@
 /* Entry point of kernel function <f>: void __locus_kernel_<f>(void *const *),
  * one pointer per buffer the plan passes. */
 #define LOCUS_ABI_KERNEL_PREFIX "__locus_kernel_"
+/* Signature of kernel <f>: const uint64_t __locus_signature_<f>[1 + n],
+ * the number n of buffers its entry point takes, then each one's size in
+ * bytes (reads, then results). The runtime checks every launch of the plan
+ * against it at load, so a plan cannot hand a kernel a smaller buffer than
+ * the code reads or writes. */
+#define LOCUS_ABI_SIGNATURE_PREFIX "__locus_signature_"
+/* The most buffers a kernel takes. */
+#define LOCUS_ABI_MAX_KERNEL_ARGS 65536u
 /* Entry point of the launcher of kernel <f> placed on a CUDA device (the same
  * signature; it launches the PTX kernels through locus_cuda_launch). */
 #define LOCUS_ABI_CUDA_PREFIX "__locus_cuda_"

@@ -37,7 +37,8 @@ typedef enum locus_status_code_e {
   LOCUS_STATUS_DATA_LOSS = 4,
   LOCUS_STATUS_OUT_OF_MEMORY = 5,
   LOCUS_STATUS_INTERNAL = 6,
-  LOCUS_STATUS_CANCELLED = 7, /* a caller's callback stopped the work */
+  LOCUS_STATUS_CANCELLED = 7,         /* a caller's callback stopped the work */
+  LOCUS_STATUS_PERMISSION_DENIED = 8, /* an artifact no trusted key signed */
   LOCUS_STATUS_CODE_MAX_ENUM = 0x7FFFFFFF,
 } locus_status_code_t;
 
@@ -128,7 +129,9 @@ locus_device_report_cuda_note(const locus_device_report_t *report);
  * header size, file size, section count, host architecture, checksum), a
  * table of sections {kind, flags, offset, size}, then the sections, 16-byte
  * aligned. The checksum (64-bit FNV-1a) covers every byte of the file but its
- * own eight. A loader accepts exactly what a writer of its version wrote. */
+ * own eight: it detects accidents, not attackers (see "Trust" below for
+ * signatures; a signed artifact's signature section is its last). A loader
+ * accepts exactly what a writer of its version wrote. */
 
 #define LOCUS_ARTIFACT_FORMAT_VERSION 1u
 
@@ -139,6 +142,7 @@ typedef enum locus_section_kind_e {
   LOCUS_SECTION_PTX = 4,       /* CUDA kernels */
   LOCUS_SECTION_METADATA = 5,  /* inputs, outputs, state */
   LOCUS_SECTION_STATE = 6,     /* state values (safetensors), see below */
+  LOCUS_SECTION_SIGNATURE = 7, /* written by locus_artifact_write_signed */
   LOCUS_SECTION_KIND_MAX_ENUM = 0x7FFFFFFF,
 } locus_section_kind_t;
 
@@ -166,6 +170,63 @@ LOCUS_API locus_status_t locus_artifact_write(const char *path,
                                               locus_arch_t arch,
                                               const locus_section_t *sections,
                                               size_t count);
+
+/*===------------------------------------------------------------------===*
+ * Trust: an artifact is code
+ *
+ * Loading an artifact maps its host code into the process and runs its
+ * kernels there, as loading a shared library does. Treat an artifact as a
+ * program: load only artifacts you made or got from someone you trust,
+ * exactly as PyTorch says of torch.load and pickled models, and as ONNX
+ * Runtime says of custom-op libraries. The runtime checks every byte it
+ * reads (the container, the plan, the host code's ELF headers, each
+ * kernel's signature against its launches), so a damaged or malformed file
+ * is an error and not a crash; but those checks cannot make hostile code
+ * safe. The checksum detects accidents, not attackers.
+ *
+ * To load only artifacts from known builders, sign them (Ed25519, through
+ * libsodium, which the runtime loads with dlopen when it is needed):
+ * locus-compile --sign-key builder.key, or locus_artifact_write_signed().
+ * Then give the builders' public keys to the load (trusted_keys in
+ * locus_model_options_t, locus-run --trusted-key): an unsigned artifact, one
+ * signed by another key, or one changed after signing is refused before any
+ * of it is parsed further, mapped or run.
+ *===------------------------------------------------------------------===*/
+
+#define LOCUS_PUBLIC_KEY_BYTES 32
+#define LOCUS_SECRET_KEY_BYTES 64
+
+typedef struct locus_public_key_s {
+  uint8_t bytes[LOCUS_PUBLIC_KEY_BYTES];
+} locus_public_key_t;
+
+/* Makes a new Ed25519 key pair: the secret key in `secret_key_path` (mode
+ * 0600), the public key in `public_key_path`, one line of text each.
+ * UNAVAILABLE without libsodium. */
+LOCUS_API locus_status_t locus_key_generate(const char *secret_key_path,
+                                            const char *public_key_path);
+/* Reads a public key file that locus_key_generate wrote. */
+LOCUS_API locus_status_t locus_key_read_public(const char *path,
+                                               locus_public_key_t *out_key);
+
+/* As locus_artifact_write, signed with the secret key in `secret_key_path`:
+ * the signature section comes last and covers every byte before it. */
+LOCUS_API locus_status_t locus_artifact_write_signed(
+    const char *path, locus_arch_t arch, const locus_section_t *sections,
+    size_t count, const char *secret_key_path);
+
+/* The key an artifact says it is signed by (not yet checked: see
+ * locus_artifact_verify); NOT_FOUND for an unsigned artifact. */
+LOCUS_API locus_status_t locus_artifact_signer(const locus_artifact_t *artifact,
+                                               locus_public_key_t *out_key);
+
+/* NULL when the artifact is signed by one of `count` trusted keys and
+ * unchanged since; otherwise PERMISSION_DENIED with a message that says
+ * which it is: unsigned, signed by another key, or changed after signing.
+ * UNAVAILABLE without libsodium, INVALID_ARGUMENT for no keys. */
+LOCUS_API locus_status_t
+locus_artifact_verify(const locus_artifact_t *artifact,
+                      const locus_public_key_t *trusted_keys, size_t count);
 
 /* Reads and checks an artifact: DATA_LOSS for a corrupt or truncated file,
  * UNAVAILABLE for another format version or architecture, NOT_FOUND for a
@@ -200,6 +261,12 @@ typedef struct locus_model_options_s {
    * default a step that runs on one CUDA device alone is captured on a
    * context's second run and replayed after. */
   int disable_cuda_graphs;
+  /* With trusted_key_count > 0, the artifact must be signed by one of these
+   * keys (locus_artifact_verify), checked before anything of it is mapped
+   * or run; with none, any artifact loads (see "Trust" above). Ignored by
+   * locus_model_create_from_plan, whose code is the caller's own. */
+  const locus_public_key_t *trusted_keys;
+  size_t trusted_key_count;
 } locus_model_options_t;
 
 typedef enum locus_dtype_e {

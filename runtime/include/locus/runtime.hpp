@@ -53,11 +53,18 @@ struct TensorInfo {
 
 class Model {
 public:
-  /// Loads an artifact; `deviceMap` as in locus_model_options_t.
-  static Model load(const std::string &path,
-                    const std::string &deviceMap = "") {
+  /// Loads an artifact; `deviceMap` as in locus_model_options_t. With
+  /// `trustedKeys` (public key files, locus_key_read_public), only an
+  /// artifact one of them signed loads.
+  static Model load(const std::string &path, const std::string &deviceMap = "",
+                    const std::vector<std::string> &trustedKeys = {}) {
+    std::vector<locus_public_key_t> keys(trustedKeys.size());
+    for (size_t i = 0; i < keys.size(); ++i)
+      check(locus_key_read_public(trustedKeys[i].c_str(), &keys[i]));
     locus_model_options_t options{};
     options.device_map = deviceMap.c_str();
+    options.trusted_keys = keys.data();
+    options.trusted_key_count = keys.size();
     locus_model_t *model = nullptr;
     check(locus_model_load(path.c_str(), &options, &model));
     return Model(model);

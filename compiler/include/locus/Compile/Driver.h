@@ -85,11 +85,13 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
 /// The kernels of a module in the LLVM dialect as LLVM IR, each function
 /// in `functions` with an entry point void(void *const *buffers) named
 /// kernelEntryName(function), and each in `cudaFunctions` with one named
-/// cudaEntryName(function) for its launcher (`<function>__cuda`); null if
-/// a kernel does not have that shape.
+/// cudaEntryName(function) for its launcher (`<function>__cuda`), and each
+/// a signature kernelSignatureName(function) from its `argBytes` entry
+/// (parallel to `functions`); null if a kernel does not have that shape.
 std::unique_ptr<llvm::Module>
 translateKernels(mlir::Operation *module, llvm::LLVMContext &context,
                  const std::vector<std::string> &functions,
+                 const std::vector<std::vector<uint64_t>> &argBytes,
                  const std::vector<std::string> &cudaFunctions = {});
 
 /// The runtime functions generated code calls: host kernels always, CUDA
@@ -99,11 +101,13 @@ std::vector<std::string> runtimeImports(bool cuda);
 /// Compiles the kernels (result.bitcode) ahead of time into a shared object
 /// for `cpu` (an LLVM CPU name such as x86-64-v3, or "native") and writes
 /// the artifact, with `state` (safetensors bytes: the state values that
-/// differ from their initialisers) when not empty. Returns an error message,
-/// empty on success. No MLIR.
+/// differ from their initialisers) when not empty, signed with the secret
+/// key file `signKey` when not empty. Returns an error message, empty on
+/// success. No MLIR.
 std::string writeArtifact(const PipelineResult &result, const std::string &cpu,
                           const std::string &path,
-                          const std::string &state = "");
+                          const std::string &state = "",
+                          const std::string &signKey = "");
 
 /// Writes each PTX module of a PTX section to <dir>/<kernel>.<n>.ptx
 /// (n: its number), without

@@ -22,6 +22,10 @@ struct PlanSummary {
   /// The kernels' functions, in launch order; each one's entry point is
   /// kernelEntryName(function).
   std::vector<std::string> kernelFunctions;
+  /// Each kernel's buffers' byte sizes, reads then results (parallel to
+  /// kernelFunctions): the signature the host code carries and the runtime
+  /// checks every launch against.
+  std::vector<std::vector<uint64_t>> kernelArgBytes;
   unsigned stepCopies = 0, loadCopies = 0;
   uint64_t stepCopyBytes = 0, loadCopyBytes = 0;
   /// State updates (locus.assign): written in place by the kernel that
@@ -40,6 +44,8 @@ mlir::FailureOr<std::string> buildPlan(GraphOp graph,
 
 /// The name of a kernel function's entry point: void(void *const *buffers).
 std::string kernelEntryName(llvm::StringRef function);
+/// The signature of a kernel function: "__locus_signature_<function>".
+std::string kernelSignatureName(llvm::StringRef function);
 /// The entry point of a CUDA kernel's launcher: "__locus_cuda_<function>".
 std::string cudaEntryName(llvm::StringRef function);
 
