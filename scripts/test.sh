@@ -4,7 +4,10 @@
 #   2. check formatting (clang-format-19) of every tracked C/C++ file;
 #   3. build everything in build/ and run ctest (gtest + lit);
 #   4. build the runtime alone (LOCUS_BUILD_COMPILER=OFF, no LLVM/MLIR/Boost)
-#      in build-runtime/ and run its tests;
+#      in build-runtime/ with AddressSanitizer and UndefinedBehaviorSanitizer,
+#      and run its tests there, with a bounded libFuzzer run over the
+#      loader and executor (tests/fuzz/, seeded with artifacts that step 3's
+#      tools compile);
 #   5. clang-tidy-19 over every translation unit of build/compile_commands.json.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,10 +22,11 @@ echo "== full build and tests =="
 "$root/scripts/build.sh"
 ctest --test-dir "$root/build" --output-on-failure -j 2
 
-echo "== runtime alone =="
+echo "== runtime alone, with sanitizers and the fuzzer =="
 LOCUS_BUILD_DIR="$root/build-runtime" "$root/scripts/build.sh" \
-  -DLOCUS_BUILD_COMPILER=OFF
-ctest --test-dir "$root/build-runtime" --output-on-failure
+  -DLOCUS_BUILD_COMPILER=OFF -DLOCUS_SANITIZE=ON \
+  -DLOCUS_FUZZ_TOOLS_DIR="$root/build"
+ctest --test-dir "$root/build-runtime" --output-on-failure -j 2
 
 echo "== clang-tidy =="
 "$root/scripts/tidy.sh"

@@ -87,6 +87,25 @@ locus_status_t command(locus_model_t &m, locus_context_t &ctx,
   }
 }
 
+/// Reads the index checks `which` (counts of out-of-range indices, just
+/// computed): the first above zero stops the run, in the user's terms.
+locus_status_t runChecks(locus_model_t &m, locus_context_t &ctx,
+                         const std::vector<uint32_t> &which) {
+  for (uint32_t i : which) {
+    const locus_model_t::Check &check = m.checks[i];
+    float count = 0;
+    if (locus_status_t s =
+            m.deviceOf[m.plan.buffers[check.buffer].device]->download(
+                bufferPointer(m, ctx, check.buffer), &count, sizeof count))
+      return s;
+    if (count > 0)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "%s: %s (%.0f found)",
+                        check.op.c_str(), check.what.c_str(),
+                        static_cast<double>(count));
+  }
+  return nullptr;
+}
+
 /// Captures the step as a graph on the model's graph device (nothing runs).
 locus_status_t capture(locus_model_t &m, locus_context_t &ctx) {
   if (locus_status_t s = m.graphDevice->beginCapture())
@@ -120,12 +139,17 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
                        const std::vector<PlanCommand> &commands,
                        locus_run_stats_t &stats) {
   std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
-  bool skipping = &commands == &m.plan.step && !ctx.skip.empty();
+  bool step = &commands == &m.plan.step;
+  bool skipping = step && !ctx.skip.empty();
+  bool checking = step && !m.checks.empty();
   for (size_t k = 0; k < commands.size(); ++k) {
     if (skipping && ctx.skip[k])
       continue;
     if (locus_status_t s = command(m, ctx, commands[k], stats))
       return s;
+    if (checking)
+      if (locus_status_t s = runChecks(m, ctx, m.checksAfter[k]))
+        return s;
   }
   return nullptr;
 }

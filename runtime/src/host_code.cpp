@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -85,7 +86,7 @@ locus_status_t malformed(const char *why) {
 locus_status_t checkSegments(const unsigned char *bytes, size_t size,
                              const Elf64_Ehdr &header,
                              std::vector<Elf64_Phdr> &loads,
-                             Elf64_Phdr &dynamic) {
+                             Elf64_Phdr &dynamic, Elf64_Phdr &relro) {
   if (header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum == 0 ||
       header.e_phnum > 64 ||
       !inside(header.e_phoff, uint64_t{header.e_phnum} * sizeof(Elf64_Phdr),
@@ -101,6 +102,11 @@ locus_status_t checkSegments(const unsigned char *bytes, size_t size,
       return malformed("a segment outside the file");
     switch (p.p_type) {
     case PT_LOAD:
+      // Readable (the loader reads its headers and tables there), never
+      // writable and executable at once.
+      if (!(p.p_flags & PF_R) || (p.p_flags & (PF_W | PF_X)) == (PF_W | PF_X))
+        return malformed("a loadable segment that is not readable, or "
+                         "writable code");
       if ((p.p_align > 1 && p.p_offset % p.p_align != p.p_vaddr % p.p_align) ||
           (!loads.empty() &&
            p.p_vaddr < loads.back().p_vaddr + loads.back().p_memsz))
@@ -122,6 +128,9 @@ locus_status_t checkSegments(const unsigned char *bytes, size_t size,
       others.push_back(p);
       break;
     case PT_GNU_RELRO:
+      relro = p;
+      others.push_back(p);
+      break;
     case PT_GNU_EH_FRAME:
     case PT_GNU_PROPERTY:
     case PT_NOTE:
@@ -171,11 +180,102 @@ uint64_t fileOffsetOf(const std::vector<Elf64_Phdr> &loads, uint64_t address,
   return UINT64_MAX;
 }
 
+/// Reads the u32 at `address` when it lies in a loadable segment's file
+/// part.
+bool readWord(const unsigned char *bytes, const std::vector<Elf64_Phdr> &loads,
+              uint64_t address, uint32_t &out) {
+  uint64_t offset = fileOffsetOf(loads, address, 4);
+  if (offset == UINT64_MAX)
+    return false;
+  out = readAt<uint32_t>(bytes, offset);
+  return true;
+}
+
+/// The number of symbols a GNU hash table at `address` reaches (the system
+/// loader follows its buckets and chains without bounds); 0 if malformed.
+uint64_t gnuHashSymbols(const unsigned char *bytes,
+                        const std::vector<Elf64_Phdr> &loads,
+                        uint64_t address) {
+  uint32_t buckets = 0, offset = 0, blooms = 0, shift = 0;
+  if (!readWord(bytes, loads, address, buckets) ||
+      !readWord(bytes, loads, address + 4, offset) ||
+      !readWord(bytes, loads, address + 8, blooms) ||
+      !readWord(bytes, loads, address + 12, shift) || buckets == 0 ||
+      buckets > (1u << 20) || blooms == 0 || (blooms & (blooms - 1)) ||
+      blooms > (1u << 20) || shift >= 64)
+    return 0;
+  uint64_t bucketAt = address + 16 + uint64_t{8} * blooms;
+  uint64_t chainAt = bucketAt + uint64_t{4} * buckets;
+  if (!mapped(loads, address + 16, uint64_t{8} * blooms) ||
+      !mapped(loads, bucketAt, uint64_t{4} * buckets))
+    return 0;
+  uint64_t symbols = offset;
+  for (uint32_t b = 0; b < buckets; ++b) {
+    uint32_t first = 0;
+    readWord(bytes, loads, bucketAt + 4 * uint64_t{b}, first);
+    if (first == 0)
+      continue;
+    if (first < offset)
+      return 0;
+    // A chain ends with its low bit set; a long one is refused.
+    for (uint64_t i = first;; ++i) {
+      uint32_t hash = 0;
+      if (i - offset > (1u << 20) ||
+          !readWord(bytes, loads, chainAt + 4 * (i - offset), hash))
+        return 0;
+      symbols = std::max(symbols, i + 1);
+      if (hash & 1)
+        break;
+    }
+  }
+  return symbols;
+}
+
+/// The number of symbols of a SysV hash table at `address`, its buckets
+/// and chains inside it; 0 if malformed.
+uint64_t sysvHashSymbols(const unsigned char *bytes,
+                         const std::vector<Elf64_Phdr> &loads,
+                         uint64_t address) {
+  uint32_t buckets = 0, chains = 0;
+  if (!readWord(bytes, loads, address, buckets) ||
+      !readWord(bytes, loads, address + 4, chains) || buckets == 0 ||
+      buckets > (1u << 20) || chains > (1u << 20) ||
+      !mapped(loads, address + 8, (uint64_t{buckets} + chains) * 4))
+    return 0;
+  for (uint64_t i = 0; i < uint64_t{buckets} + chains; ++i) {
+    uint32_t index = 0;
+    readWord(bytes, loads, address + 8 + 4 * i, index);
+    if (index >= chains)
+      return 0;
+  }
+  return chains;
+}
+
+/// The symbol table: `count` entries inside the file, each name inside the
+/// string table, which ends in NUL.
+locus_status_t checkSymbols(const unsigned char *bytes,
+                            const std::vector<Elf64_Phdr> &loads,
+                            uint64_t symtab, uint64_t count, uint64_t strtab,
+                            uint64_t strsz) {
+  uint64_t strings = fileOffsetOf(loads, strtab, strsz);
+  uint64_t symbols = fileOffsetOf(loads, symtab, count * sizeof(Elf64_Sym));
+  if (strsz == 0 || strings == UINT64_MAX || bytes[strings + strsz - 1] != 0 ||
+      count == 0 || count > (1u << 20) || symbols == UINT64_MAX)
+    return malformed("its symbol or string table");
+  for (uint64_t i = 0; i < count; ++i) {
+    auto sym = readAt<Elf64_Sym>(bytes, symbols + i * sizeof(Elf64_Sym));
+    if (sym.st_name >= strsz)
+      return malformed("its symbol or string table");
+  }
+  return nullptr;
+}
+
 /// Every relocation writes 8 bytes inside a writable loadable segment, of a
-/// kind the linker makes for Locus's code.
+/// kind the linker makes for Locus's code, and names a symbol there is.
 locus_status_t checkRelocations(const unsigned char *bytes,
                                 const std::vector<Elf64_Phdr> &loads,
-                                uint64_t address, uint64_t size) {
+                                const Elf64_Phdr &dynamic, uint64_t address,
+                                uint64_t size, uint64_t symbols) {
   if (size % sizeof(Elf64_Rela))
     return malformed("relocations");
   uint64_t offset = fileOffsetOf(loads, address, size);
@@ -189,18 +289,27 @@ locus_status_t checkRelocations(const unsigned char *bytes,
         type != R_X86_64_JUMP_SLOT && type != R_X86_64_64)
       return malformed("a relocation of a kind Locus does not make");
 #endif
+    if (ELF64_R_SYM(r.r_info) >= symbols)
+      return malformed("a relocation of a symbol there is not");
     bool writable = false;
     for (const Elf64_Phdr &p : loads)
       writable |= (p.p_flags & PF_W) && r.r_offset >= p.p_vaddr &&
                   inside(r.r_offset - p.p_vaddr, 8, p.p_memsz);
-    if (!writable)
+    // Nor into the dynamic section, which the loader reads again after
+    // relocating (a symbol lookup follows its table addresses).
+    if (!writable || (r.r_offset + 8 > dynamic.p_vaddr &&
+                      r.r_offset < dynamic.p_vaddr + dynamic.p_memsz))
       return malformed("a relocation outside writable memory");
   }
   return nullptr;
 }
 
-/// The dynamic section: no library it needs, no code run when loaded
-/// (constructors), and every table it points to inside the file.
+/// The dynamic section holds only what Locus's linker writes, with the
+/// values the system loader assumes (it asserts, or reads out of bounds,
+/// on others): no library it needs, no code run when loaded
+/// (constructors), every table it points to inside the file, hash tables
+/// whose buckets and chains stay inside it, relocations of symbols there
+/// are.
 locus_status_t checkDynamic(const unsigned char *bytes,
                             const std::vector<Elf64_Phdr> &loads,
                             const Elf64_Phdr &dynamic) {
@@ -218,41 +327,99 @@ locus_status_t checkDynamic(const unsigned char *bytes,
     case DT_INIT:
     case DT_FINI:
     case DT_PREINIT_ARRAY:
+    case DT_PREINIT_ARRAYSZ:
+    case DT_INIT_ARRAY:
+    case DT_INIT_ARRAYSZ:
+    case DT_FINI_ARRAY:
+    case DT_FINI_ARRAYSZ:
       return malformed("it runs code when loaded");
-    default:
+    case DT_SONAME:
+    case DT_FLAGS:
+    case DT_FLAGS_1:
+    case DT_RELA:
+    case DT_RELASZ:
+    case DT_RELAENT:
+    case DT_RELACOUNT:
+    case DT_JMPREL:
+    case DT_PLTRELSZ:
+    case DT_PLTGOT:
+    case DT_PLTREL:
+    case DT_SYMTAB:
+    case DT_SYMENT:
+    case DT_STRTAB:
+    case DT_STRSZ:
+    case DT_HASH:
+    case DT_GNU_HASH:
+      if (tags.count(d.d_tag))
+        return malformed("a dynamic entry twice");
       tags[d.d_tag] = d.d_un.d_val;
+      break;
+    default:
+      return malformed("a dynamic entry of a kind Locus does not make");
     }
   }
   if (!ended)
     return malformed("an unterminated dynamic section");
-  for (int64_t sized : {DT_INIT_ARRAYSZ, DT_FINI_ARRAYSZ})
-    if (tags.count(sized) && tags[sized])
-      return malformed("it runs code when loaded");
+  auto tag = [&](int64_t t) { return tags.count(t) ? tags[t] : 0; };
+  if ((tags.count(DT_RELAENT) && tag(DT_RELAENT) != sizeof(Elf64_Rela)) ||
+      (tags.count(DT_SYMENT) && tag(DT_SYMENT) != sizeof(Elf64_Sym)) ||
+      ((tags.count(DT_PLTREL) || tags.count(DT_JMPREL)) &&
+       tag(DT_PLTREL) != DT_RELA) ||
+      tag(DT_RELACOUNT) > tag(DT_RELASZ) / sizeof(Elf64_Rela) ||
+      (tag(DT_FLAGS) & ~uint64_t{DF_BIND_NOW}) ||
+      (tag(DT_FLAGS_1) & ~uint64_t{DF_1_NOW}) ||
+      (tags.count(DT_SONAME) && tag(DT_SONAME) >= tag(DT_STRSZ)))
+    return malformed("a dynamic entry Locus's linker does not write");
   struct Table {
     int64_t address, size;
   };
   for (Table t : {Table{DT_STRTAB, DT_STRSZ}, Table{DT_RELA, DT_RELASZ},
                   Table{DT_JMPREL, DT_PLTRELSZ}, Table{DT_SYMTAB, 0},
-                  Table{DT_HASH, 0}, Table{DT_GNU_HASH, 0}}) {
+                  Table{DT_PLTGOT, 0}}) {
     if (!tags.count(t.address))
       continue;
     uint64_t length = t.size && tags.count(t.size) ? tags[t.size] : 1;
     if (!mapped(loads, tags[t.address], length))
       return malformed("a dynamic table outside the file");
   }
-  if (!tags.count(DT_STRTAB) || !tags.count(DT_SYMTAB))
+  if (!tags.count(DT_STRTAB) || !tags.count(DT_SYMTAB) ||
+      (!tags.count(DT_HASH) && !tags.count(DT_GNU_HASH)))
     return malformed("no symbol table");
-  if (locus_status_t s = checkRelocations(
-          bytes, loads, tags.count(DT_RELA) ? tags[DT_RELA] : 0,
-          tags.count(DT_RELASZ) ? tags[DT_RELASZ] : 0))
+  // The symbols the loader can reach: through either hash table.
+  uint64_t symbols =
+      tags.count(DT_HASH) ? sysvHashSymbols(bytes, loads, tag(DT_HASH)) : 0;
+  if (tags.count(DT_HASH) && !symbols)
+    return malformed("its hash table");
+  if (tags.count(DT_GNU_HASH)) {
+    uint64_t gnu = gnuHashSymbols(bytes, loads, tag(DT_GNU_HASH));
+    if (!gnu || (tags.count(DT_HASH) && gnu > symbols))
+      return malformed("its hash table");
+    symbols = std::max(symbols, gnu);
+  }
+  if (locus_status_t s = checkSymbols(bytes, loads, tag(DT_SYMTAB), symbols,
+                                      tag(DT_STRTAB), tag(DT_STRSZ)))
     return s;
-  return checkRelocations(bytes, loads,
-                          tags.count(DT_JMPREL) ? tags[DT_JMPREL] : 0,
-                          tags.count(DT_PLTRELSZ) ? tags[DT_PLTRELSZ] : 0);
+  if (locus_status_t s = checkRelocations(bytes, loads, dynamic, tag(DT_RELA),
+                                          tag(DT_RELASZ), symbols))
+    return s;
+  // The loader applies the first DT_RELACOUNT relocations as relative ones
+  // without looking (it asserts on another kind).
+  uint64_t relative = fileOffsetOf(loads, tag(DT_RELA), tag(DT_RELASZ));
+  for (uint64_t i = 0; i < tag(DT_RELACOUNT); ++i) {
+    auto r = readAt<Elf64_Rela>(bytes, relative + i * sizeof(Elf64_Rela));
+#if defined(__x86_64__)
+    if (ELF64_R_TYPE(r.r_info) != R_X86_64_RELATIVE)
+#elif defined(__aarch64__)
+    if (ELF64_R_TYPE(r.r_info) != R_AARCH64_RELATIVE)
+#endif
+      return malformed("a dynamic entry Locus's linker does not write");
+  }
+  return checkRelocations(bytes, loads, dynamic, tag(DT_JMPREL),
+                          tag(DT_PLTRELSZ), symbols);
 }
 
 locus_status_t checkElf(const unsigned char *bytes, size_t size,
-                        std::vector<Elf64_Phdr> &loads) {
+                        std::vector<Elf64_Phdr> &loads, Elf64_Phdr &relro) {
   if (size < 64 || std::memcmp(bytes, "\177ELF", 4) != 0 || bytes[4] != 2 ||
       bytes[5] != 1)
     return makeStatus(LOCUS_STATUS_DATA_LOSS,
@@ -283,7 +450,8 @@ locus_status_t checkElf(const unsigned char *bytes, size_t size,
                size)))
     return malformed("section headers outside the file");
   Elf64_Phdr dynamic{};
-  if (locus_status_t s = checkSegments(bytes, size, header, loads, dynamic))
+  if (locus_status_t s =
+          checkSegments(bytes, size, header, loads, dynamic, relro))
     return s;
   return checkDynamic(bytes, loads, dynamic);
 }
@@ -320,19 +488,41 @@ locus_status_t openFromMemory(const unsigned char *bytes, size_t size,
 
 /// The CPU features the code was compiled for are this CPU's; `note` says
 /// what the code is for.
+/// The string the pointer `name` of the code holds (`present` false when
+/// there is no such symbol or it holds NULL); false when the pointer is not
+/// the code's own aligned data or points outside the code.
+bool codeString(const HostCode &code, const char *name, std::string &out,
+                bool &present) {
+  out.clear();
+  present = false;
+  const void *at = code.symbol(name);
+  if (!at)
+    return true;
+  if (reinterpret_cast<uintptr_t>(at) % alignof(const char *) ||
+      !code.holds(at, sizeof(const char *), PF_R))
+    return false;
+  const char *text = nullptr;
+  std::memcpy(static_cast<void *>(&text), at, sizeof text);
+  if (!text)
+    return true;
+  if (!code.holdsString(text))
+    return false;
+  out = text;
+  present = true;
+  return true;
+}
+
 locus_status_t checkCpu(const HostCode &code, std::string &note) {
-  auto *features = static_cast<const char *const *>(
-      code.symbol(LOCUS_ABI_CPU_FEATURES_SYMBOL));
-  if (features && (!code.holds(static_cast<const void *>(features),
-                               sizeof *features, PF_R) ||
-                   (*features && !code.holdsString(*features))))
+  std::string list, cpu;
+  bool hasFeatures = false, hasCpu = false;
+  if (!codeString(code, LOCUS_ABI_CPU_FEATURES_SYMBOL, list, hasFeatures))
     return makeStatus(LOCUS_STATUS_DATA_LOSS,
                       "the host code's CPU features are outside it");
-  if (!features || !*features) {
+  if (!hasFeatures) {
     note = "AOT host code";
     return nullptr;
   }
-  std::string list = *features, missing;
+  std::string missing;
   for (size_t pos = 0; pos < list.size();) {
     size_t comma = list.find(',', pos);
     std::string f = list.substr(pos, comma - pos);
@@ -345,13 +535,11 @@ locus_status_t checkCpu(const HostCode &code, std::string &note) {
                       "the host code needs CPU features this CPU lacks: %s "
                       "(compile with --cpu=x86-64 for older CPUs)",
                       missing.c_str());
-  auto *cpu =
-      static_cast<const char *const *>(code.symbol(LOCUS_ABI_CPU_SYMBOL));
-  if (cpu && (!code.holds(static_cast<const void *>(cpu), sizeof *cpu, PF_R) ||
-              (*cpu && !code.holdsString(*cpu))))
+  if (!codeString(code, LOCUS_ABI_CPU_SYMBOL, cpu, hasCpu))
     return makeStatus(LOCUS_STATUS_DATA_LOSS,
                       "the host code's CPU name is outside it");
-  note = "AOT host code for " + std::string(cpu && *cpu ? *cpu : "x86-64");
+  note = "AOT host code for " +
+         (hasCpu && !cpu.empty() ? cpu : std::string("x86-64"));
   if (!list.empty())
     note += ", which needs " + list;
   return nullptr;
@@ -366,14 +554,13 @@ locus_status_t bindImports(const HostCode &code,
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                         "the host code calls %s, which this runtime lacks",
                         name.c_str());
-    auto *slot = static_cast<void **>(
-        code.symbol((LOCUS_ABI_IMPORT_PREFIX + name).c_str()));
-    if (!slot ||
-        !code.holds(static_cast<const void *>(slot), sizeof(void *), PF_W))
+    void *slot = code.symbol((LOCUS_ABI_IMPORT_PREFIX + name).c_str());
+    if (!slot || reinterpret_cast<uintptr_t>(slot) % alignof(void *) ||
+        !code.holds(slot, sizeof(void *), PF_W))
       return makeStatus(LOCUS_STATUS_DATA_LOSS,
                         "the host code has no import slot for %s",
                         name.c_str());
-    *slot = fn;
+    std::memcpy(slot, static_cast<const void *>(&fn), sizeof fn);
   }
   return nullptr;
 }
@@ -386,7 +573,8 @@ locus_status_t HostCode::load(const void *data, size_t size,
                               std::string &note) {
   const auto *bytes = static_cast<const unsigned char *>(data);
   std::vector<Elf64_Phdr> loads;
-  if (locus_status_t s = checkElf(bytes, size, loads))
+  Elf64_Phdr relro{};
+  if (locus_status_t s = checkElf(bytes, size, loads, relro))
     return s;
   void *handle = nullptr;
   if (locus_status_t s = openFromMemory(bytes, size, handle))
@@ -406,9 +594,28 @@ locus_status_t HostCode::load(const void *data, size_t size,
                       "the loaded host code has no link map");
   auto base =
       static_cast<uintptr_t>(static_cast<struct link_map *>(mapped)->l_addr);
-  for (const Elf64_Phdr &p : loads)
-    code->segments.push_back(
-        {base + p.p_vaddr, base + p.p_vaddr + p.p_memsz, p.p_flags});
+  // The loader makes the RELRO range read-only after relocating (whole
+  // pages): no part of it counts as writable.
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t pageSize = page > 0 ? static_cast<uintptr_t>(page) : 4096;
+  uintptr_t roBegin = (base + relro.p_vaddr) / pageSize * pageSize;
+  uintptr_t roEnd = (base + relro.p_vaddr + relro.p_memsz + pageSize - 1) /
+                    pageSize * pageSize;
+  for (const Elf64_Phdr &p : loads) {
+    Segment whole{base + p.p_vaddr, base + p.p_vaddr + p.p_memsz, p.p_flags};
+    if (!relro.p_memsz || !(p.p_flags & PF_W) || whole.end <= roBegin ||
+        whole.begin >= roEnd) {
+      code->segments.push_back(whole);
+      continue;
+    }
+    if (whole.begin < roBegin)
+      code->segments.push_back({whole.begin, roBegin, whole.flags});
+    code->segments.push_back({std::max(whole.begin, roBegin),
+                              std::min(whole.end, roEnd),
+                              whole.flags & ~uint32_t{PF_W}});
+    if (whole.end > roEnd)
+      code->segments.push_back({roEnd, whole.end, whole.flags});
+  }
   if (locus_status_t s = checkCpu(*code, note))
     return s;
   if (locus_status_t s = bindImports(*code, imports))

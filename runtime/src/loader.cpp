@@ -281,9 +281,33 @@ void makeInterface(locus_model_t &m) {
       m.stateBuffers.push_back(i);
     }
   }
+  std::map<uint32_t, std::vector<uint32_t>> checksOf; // by buffer
   for (const PlanOutput &o : m.plan.outputs) {
+    const std::string prefix = LOCUS_ABI_CHECK_PREFIX;
+    size_t colon = o.name.find(':', prefix.size()),
+           bar = o.name.find('|', prefix.size());
+    const PlanBuffer &b = m.plan.buffers[o.buffer];
+    if (o.name.rfind(prefix, 0) == 0 && colon < bar &&
+        bar != std::string::npos && b.dtype == LOCUS_PLAN_F32 &&
+        b.bytes == sizeof(float)) {
+      checksOf[o.buffer].push_back(static_cast<uint32_t>(m.checks.size()));
+      m.checks.push_back({o.buffer, o.name.substr(colon + 1, bar - colon - 1),
+                          o.name.substr(bar + 1)});
+      continue;
+    }
     m.outputs.push_back(infoOf(m.plan, o.buffer, o.name));
     m.outputBuffers.push_back(o.buffer);
+  }
+  // Each check is read right after the launch that computes it.
+  m.checksAfter.assign(m.plan.step.size(), {});
+  for (size_t k = 0; k < m.plan.step.size() && !checksOf.empty(); ++k) {
+    const PlanCommand &c = m.plan.step[k];
+    if (c.op != LOCUS_PLAN_LAUNCH)
+      continue;
+    for (size_t i = c.args.size() - c.results; i < c.args.size(); ++i)
+      if (auto it = checksOf.find(c.args[i]); it != checksOf.end())
+        m.checksAfter[k].insert(m.checksAfter[k].end(), it->second.begin(),
+                                it->second.end());
   }
 }
 
@@ -331,11 +355,13 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
     p.graphs = false;
   if (locus_status_t s = placeDevices(m, p))
     return s;
-  findGraphDevice(m);
   countStep(m);
   if (locus_status_t s = makePersistent(m))
     return s;
   makeInterface(m);
+  // A step with index checks reads them back as it goes: no CUDA graph.
+  if (m.checks.empty())
+    findGraphDevice(m);
   if (locus_status_t s = runLoadCopies(m))
     return s;
   finishReport(m);

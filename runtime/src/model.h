@@ -34,6 +34,14 @@ struct locus_model_s {
   std::vector<void *> persistent; // by buffer; null if per-run
   std::vector<locus_tensor_info_t> inputs, outputs, states;
   std::vector<uint32_t> inputBuffers, outputBuffers, stateBuffers;
+  // Index checks (LOCUS_ABI_CHECK_PREFIX outputs): each one's buffer and
+  // message parts, and by step command the checks it computes.
+  struct Check {
+    uint32_t buffer;
+    std::string op, what;
+  };
+  std::vector<Check> checks;
+  std::vector<std::vector<uint32_t>> checksAfter;
   std::string report;
   locus_run_stats_t loadStats{};
   // CUDA graphs: the device a step runs on when it runs on one CUDA device

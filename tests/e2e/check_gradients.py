@@ -116,7 +116,8 @@ def cases():
     yield "max_all", [("t", t)], "%r = locus.max %t axes [0, 1, 2] : tensor<2x3x4xf32> -> tensor<f32>", lambda t: cl.reduce(t, [0, 1, 2], max, -math.inf)
     yield "min", [("t", t)], "%r = locus.min %t axes [0, 2] : tensor<2x3x4xf32> -> tensor<3xf32>", lambda t: cl.reduce(t, [0, 2], min, math.inf)
     table = rand([5, 3])
-    ids = ([2, 3], [0, 4, 2, 2, -1, 4])
+    # In range: an index outside is an error of the run (locus-check-indices).
+    ids = ([2, 3], [0, 4, 2, 2, 1, 4])
     yield "gather_embedding", [("w", table), ("ids", ids, "i64")], \
         "%r = locus.gather %w, %ids axis 0 : tensor<5x3xf32>, tensor<2x3xi64> -> tensor<2x3x3xf32>", \
         lambda w, i: cl.make([2, 3, 3], lambda idx: cl.at(w, [i[1][idx[0] * 3 + idx[1]], idx[2]])

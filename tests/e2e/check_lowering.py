@@ -379,7 +379,8 @@ def cases():
         "%r = locus.cast %s to f32 : tensor<3x5xi32> -> tensor<3x5xf32>"), \
         ew(lambda x, y: float(x if x < y else y), ia, ib)
     table = rand([6, 4])
-    ids = ([2, 3], [0, 5, 2, -1, 6, 3])
+    # In range: an index outside is an error of the run (locus-check-indices).
+    ids = ([2, 3], [0, 5, 2, 1, 4, 3])
     yield "gather_embedding", [("w", table), ("ids", ids, "i64")], \
         "%r = locus.gather %w, %ids axis 0 : tensor<6x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>", \
         make([2, 3, 4], lambda idx: at(table, [ids[1][idx[0] * 3 + idx[1]], idx[2]])

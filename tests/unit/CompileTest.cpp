@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -152,12 +153,14 @@ TEST(Compile, SeedCnnForwardMatchesADoubleReference) {
 
 TEST(Compile, IntegerAndMaskInputsAndOutputsRoundTrip) {
   // i32 ids pick embedding rows and come back widened; an i1 mask chooses;
-  // i64 -> i32 wraps as PyTorch's .int() does.
+  // i64 -> i32 wraps as PyTorch's .int() does. An id outside the table is
+  // an error at the embedding's line.
   Graph g("ints");
   auto ids = g.input("ids", {4}, {.dtype = DType::i32});
   auto mask = g.input("mask", {4}, {.dtype = DType::i1});
   auto wide = g.input("wide", {2}, {.dtype = DType::i64});
   auto table = g.constant({3, 2}, {10, 11, 20, 21, 30, 31});
+  const int embeddingLine = __LINE__ + 1;
   auto rows = sum(embedding(ids, table), {1});
   g.output("picked", where(mask, rows, neg(rows)));
   g.output("ids_plus", cast(cast(ids, DType::i64), DType::i32));
@@ -165,12 +168,24 @@ TEST(Compile, IntegerAndMaskInputsAndOutputsRoundTrip) {
   g.output("mask_out", mask);
   CompiledModel model = compile(g);
   auto out = model.run(
-      {{"ids", HostTensor::fromI32({4}, {2, 0, 1, -7})},
+      {{"ids", HostTensor::fromI32({4}, {2, 0, 1, 2})},
        {"mask", HostTensor::fromBool({4}, {1, 0, 5, 0})},
        {"wide", HostTensor::fromI64({2}, {(int64_t{1} << 32) + 5, -3})}});
-  EXPECT_EQ(out.at("picked").f32, (std::vector<float>{61, -21, 41, -0.0f}));
+  EXPECT_EQ(out.at("picked").f32, (std::vector<float>{61, -21, 41, -61}));
   EXPECT_EQ(out.at("ids_plus").dtype, DType::i32);
-  EXPECT_EQ(out.at("ids_plus").i64, (std::vector<int64_t>{2, 0, 1, -7}));
+  EXPECT_EQ(out.at("ids_plus").i64, (std::vector<int64_t>{2, 0, 1, 2}));
+  try {
+    model.run({{"ids", HostTensor::fromI32({4}, {2, 0, 1, -7})},
+               {"mask", HostTensor::fromBool({4}, {0, 0, 0, 0})},
+               {"wide", HostTensor::fromI64({2}, {0, 0})}});
+    ADD_FAILURE() << "an id outside the table";
+  } catch (const RunError &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "CompileTest.cpp:" + std::to_string(embeddingLine) +
+                  ": indices outside [0, 3) (1 found)"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(out.at("narrow").i64, (std::vector<int64_t>{5, -3}));
   EXPECT_EQ(out.at("mask_out").i64, (std::vector<int64_t>{1, 0, 1, 0}));
   try {
@@ -536,6 +551,37 @@ TEST(Compile, HostCodeIsCheckedBeforeTheSystemLoaderSeesIt) {
     EXPECT_EQ(loadSections(sections, out),
               "the host code is not a shared object Locus made: " + message);
   }
+  // What the fuzzer found the system loader trusting: a relocation entry
+  // size it asserts on, and a loadable segment it cannot read.
+  size_t relaent = 0;
+  for (size_t at = 0; at < dynamic.p_filesz; at += sizeof(Elf64_Dyn)) {
+    Elf64_Dyn d;
+    std::memcpy(&d, code.data() + dynamic.p_offset + at, sizeof d);
+    if (d.d_tag == DT_RELAENT)
+      relaent = dynamic.p_offset + at + offsetof(Elf64_Dyn, d_un);
+  }
+  ASSERT_NE(relaent, 0u);
+  std::string changed = code;
+  changed[relaent] = 16;
+  sections[LOCUS_SECTION_HOST_CODE] = changed;
+  EXPECT_EQ(loadSections(sections, out),
+            "the host code is not a shared object Locus made: a dynamic "
+            "entry Locus's linker does not write");
+  changed = code;
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    size_t at = header.e_phoff + i * sizeof(Elf64_Phdr);
+    Elf64_Phdr p;
+    std::memcpy(&p, code.data() + at, sizeof p);
+    if (p.p_type == PT_LOAD) {
+      p.p_flags &= ~uint32_t{PF_R};
+      std::memcpy(changed.data() + at, &p, sizeof p);
+      break;
+    }
+  }
+  sections[LOCUS_SECTION_HOST_CODE] = changed;
+  EXPECT_EQ(loadSections(sections, out),
+            "the host code is not a shared object Locus made: a loadable "
+            "segment that is not readable, or writable code");
   std::remove(out.c_str());
   std::remove(path.c_str());
 }

@@ -118,6 +118,8 @@ void locus::buildPlacementPipelineFor(ModuleOp module, OpPassManager &pm,
 void locus::buildKernelPipeline(OpPassManager &pm, bool fuse) {
   LocusFuseKernelsOptions fusion;
   fusion.fuse = fuse;
+  // Out-of-range indices become a run's error (placed like their reader).
+  pm.addNestedPass<GraphOp>(createLocusCheckIndices());
   pm.addNestedPass<GraphOp>(createLocusFuseKernels(fusion));
   pm.addPass(createLocusOutlineKernels());
 }

@@ -43,6 +43,14 @@
 #define LOCUS_ABI_CPU_SYMBOL "__locus_cpu"
 #define LOCUS_ABI_CPU_FEATURES_SYMBOL "__locus_cpu_features"
 
+/* ---- Index checks -------------------------------------------------------
+ * An output named LOCUS_ABI_CHECK_PREFIX "<k>:<op> at <line>|<what>" is a
+ * scalar f32 count of out-of-range indices (--locus-check-indices): the
+ * runtime hides it from the model's outputs, reads it after the launch
+ * that writes it, and stops the run with "<op> at <line>: <what> (<count>
+ * found)" when it is not zero. */
+#define LOCUS_ABI_CHECK_PREFIX "__locus_check:"
+
 /* ---- Device names ---------------------------------------------------------
  */
 

@@ -582,7 +582,9 @@ def Locus_CrossEntropyOp : Locus_InferOp<"cross_entropy"> {
     As torch.nn.CrossEntropyLoss with class indices: `logits [N, C]` (f32),
     `labels [N]` (i64, each in [0, C)), result a scalar, the mean (or sum) of
     `-log_softmax(logits)[n, labels[n]]`. A label outside [0, C) never reads
-    outside its row: its term, and so the result, is NaN.
+    outside its row: its term, and so the result, is NaN. (The compiler's
+    `--locus-check-indices` makes such a label an error of the run that
+    names this op's line.)
 
     ```mlir
     %l = locus.cross_entropy %logits, %labels mean : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>

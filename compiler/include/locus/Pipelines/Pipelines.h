@@ -90,9 +90,9 @@ void buildPlacementPipeline(mlir::OpPassManager &pm,
 void buildPlacementPipelineFor(mlir::ModuleOp module, mlir::OpPassManager &pm,
                                const PlacementPipelineOptions &options);
 
-/// Groups a placed graph's ops into kernels and outlines each into a
-/// function (--locus-fuse-kernels, --locus-outline-kernels): what the plan is
-/// made from.
+/// Adds the index checks (--locus-check-indices), groups a placed graph's
+/// ops into kernels and outlines each into a function (--locus-fuse-kernels,
+/// --locus-outline-kernels): what the plan is made from.
 void buildKernelPipeline(mlir::OpPassManager &pm, bool fuse);
 
 /// After the plan: drops the graph and lowers every kernel function to the

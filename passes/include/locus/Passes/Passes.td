@@ -220,6 +220,49 @@ def LocusInsertTransfers : Pass<"locus-insert-transfers", "::locus::GraphOp"> {
   ];
 }
 
+def LocusCheckIndices : Pass<"locus-check-indices", "::locus::GraphOp"> {
+  let summary = "Counts out-of-range indices, for the run to report.";
+  let description = [{
+    An index outside its tensor (a class label of `locus.cross_entropy` or
+    `locus.one_hot`, an index of `locus.gather`) is the user's mistake. The
+    kernels never read out of bounds (they read a safe element and give 0 or
+    NaN), and this pass makes the mistake an error: for each tensor of
+    indices and its extent `n`, it adds the number of indices outside
+    `[0, n)` as an output named
+    `__locus_check:<k>:<op> at <user line>|<what> outside [0, n)`
+    (`LOCUS_ABI_CHECK_PREFIX`), placed with the op that reads the indices.
+    The runtime does not list these outputs; it reads each one as soon as
+    the kernel computing it has run, and a count above zero stops the run
+    with INVALID_ARGUMENT, such as
+    `locus.cross_entropy at model.cpp:14: labels outside [0, 10) (3 found)`.
+    The check depends on the indices alone, so it runs before any state
+    update of a training step reads them.
+
+    The compiler runs it first in the kernel stage, after placement.
+
+    Before:
+
+    ```mlir
+    %0 = locus.cross_entropy %logits, %labels mean : tensor<16x10xf32>, tensor<16xi64> -> tensor<f32>
+    ```
+
+    After:
+
+    ```mlir
+    %c0 = locus.constant dense<0> : tensor<i64>
+    %b0 = locus.broadcast %c0 [16] : tensor<i64> -> tensor<16xi64>
+    %lo = locus.cmp lt, %labels, %b0 : tensor<16xi64>
+    ...
+    %n = locus.sum %bad axes [0] : tensor<16xf32> -> tensor<f32>
+    locus.output "__locus_check:0:locus.cross_entropy at m.cpp:3|labels outside [0, 10)" = %n : tensor<f32>
+    %0 = locus.cross_entropy %logits, %labels mean ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numChecks", "checks", "Tensors of indices checked">,
+  ];
+}
+
 def LocusExtractKernels : Pass<"locus-extract-kernels", "::mlir::ModuleOp"> {
   let summary = "Keeps the kernel functions a code generator compiles.";
   let description = [{

@@ -30,8 +30,14 @@ void *HostDevice::allocate(size_t bytes) {
                 (64 - reinterpret_cast<uintptr_t>(raw) % 64) % 64;
   std::unique_lock lock(mutex_);
   Range range{start, start + bytes, raw};
-  ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), range),
-                 range);
+  try {
+    ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), range),
+                   range);
+  } catch (const std::bad_alloc &) {
+    // No room to record it: the block is given back, never leaked.
+    std::free(raw);
+    return nullptr;
+  }
   return start;
 }
 

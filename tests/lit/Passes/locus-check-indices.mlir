@@ -1,0 +1,66 @@
+// Index checks: for each tensor of indices and extent, the number outside
+// [0, extent) as an output the runtime reads, placed with the indices'
+// reader. One check per (tensor, extent); none for an empty tensor.
+// RUN: locus-opt %s -split-input-file --locus-check-indices | FileCheck %s
+
+#gpu = #locus.device<cuda:0>
+#why = #locus.placement<kind = policy>
+
+// CHECK-LABEL: locus.graph @loss
+// CHECK: %[[Z:.*]] = locus.constant dense<0> : tensor<i64> {locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = policy>}
+// CHECK-NEXT: %[[ZB:.*]] = locus.broadcast %[[Z]] [16] {locus.device = #locus.device<cuda:0>
+// CHECK-NEXT: %[[LO:.*]] = locus.cmp lt, %labels, %[[ZB]] {locus.device = #locus.device<cuda:0>
+// CHECK-NEXT: %[[LOF:.*]] = locus.cast %[[LO]] to f32
+// CHECK-NEXT: %[[N:.*]] = locus.constant dense<10> : tensor<i64>
+// CHECK-NEXT: %[[NB:.*]] = locus.broadcast %[[N]] [16]
+// CHECK-NEXT: %[[HI:.*]] = locus.cmp ge, %labels, %[[NB]]
+// CHECK-NEXT: %[[HIF:.*]] = locus.cast %[[HI]] to f32
+// CHECK-NEXT: %[[BAD:.*]] = locus.add %[[LOF]], %[[HIF]]
+// CHECK-NEXT: %[[COUNT:.*]] = locus.sum %[[BAD]] axes [0] {locus.device = #locus.device<cuda:0>
+// CHECK-NEXT: locus.output "__locus_check:0:locus.cross_entropy at {{.*}}|labels outside [0, 10)" = %[[COUNT]] {locus.device = #locus.device<cuda:0>
+// CHECK-NEXT: locus.cross_entropy
+// The one-hot of the same labels and extent needs no second check.
+// CHECK-NOT: __locus_check:1
+locus.graph @loss {
+  %logits = locus.input "logits" {locus.device = #gpu, locus.placement = #why} : tensor<16x10xf32>
+  %labels = locus.input "labels" {locus.device = #gpu, locus.placement = #why} : tensor<16xi64>
+  %0 = locus.cross_entropy %logits, %labels mean {locus.device = #gpu, locus.placement = #why} : tensor<16x10xf32>, tensor<16xi64> -> tensor<f32>
+  %1 = locus.one_hot %labels classes 10 {locus.device = #gpu, locus.placement = #why} : tensor<16xi64> -> tensor<16x10xf32>
+  locus.output "loss" = %0 {locus.device = #gpu, locus.placement = #why} : tensor<f32>
+  locus.output "hot" = %1 {locus.device = #gpu, locus.placement = #why} : tensor<16x10xf32>
+}
+
+// -----
+
+// A gather checks its indices against the extent of its axis; a second
+// gather of the same indices along an axis of another extent is another
+// check. A rank-0 index needs no sum.
+// CHECK-LABEL: locus.graph @gather
+// CHECK: locus.output "__locus_check:0:locus.gather at {{.*}}|indices outside [0, 7)"
+// CHECK: locus.output "__locus_check:1:locus.gather at {{.*}}|indices outside [0, 3)"
+// CHECK: %[[S:.*]] = locus.add
+// CHECK-NOT: locus.sum
+// CHECK-NEXT: locus.output "__locus_check:2:locus.gather at {{.*}}|indices outside [0, 7)" = %[[S]]
+locus.graph @gather {
+  %w = locus.input "w" : tensor<7x3xf32>
+  %i = locus.input "i" : tensor<2xi64>
+  %j = locus.input "j" : tensor<i64>
+  %0 = locus.gather %w, %i axis 0 : tensor<7x3xf32>, tensor<2xi64> -> tensor<2x3xf32>
+  %1 = locus.gather %w, %i axis 1 : tensor<7x3xf32>, tensor<2xi64> -> tensor<7x2xf32>
+  %2 = locus.gather %w, %j axis 0 : tensor<7x3xf32>, tensor<i64> -> tensor<3xf32>
+  locus.output "a" = %0 : tensor<2x3xf32>
+  locus.output "b" = %1 : tensor<7x2xf32>
+  locus.output "c" = %2 : tensor<3xf32>
+}
+
+// -----
+
+// Empty index tensors cannot be out of range.
+// CHECK-LABEL: locus.graph @empty
+// CHECK-NOT: __locus_check
+locus.graph @empty {
+  %w = locus.input "w" : tensor<7x3xf32>
+  %i = locus.input "i" : tensor<0xi64>
+  %0 = locus.gather %w, %i axis 0 : tensor<7x3xf32>, tensor<0xi64> -> tensor<0x3xf32>
+  locus.output "a" = %0 : tensor<0x3xf32>
+}
