@@ -8,6 +8,7 @@
 #include "locus/locus.h"
 #include "locus/locus_runtime.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -716,5 +718,120 @@ TEST(Compile, TrustedKeysLoadOnlyWhatTheySigned) {
             std::string::npos);
   for (const std::string &f :
        {path, changed, plain, key + ".key", key + ".pub"})
+    std::remove(f.c_str());
+}
+
+// Host code that runs the moment it is mapped (a constructor that writes a
+// marker file) never runs from an artifact: with trusted keys, an unsigned
+// one, one signed by another key and one changed after signing are refused
+// before anything is mapped; without keys the ELF checks refuse the
+// constructor. The payload itself is real: dlopen'ed directly, it writes
+// the marker.
+TEST(Compile, UntrustedCodeNeverRuns) {
+  Graph g("payload");
+  auto x = g.input("x", {4});
+  g.output("y", relu(x));
+  CompiledModel model = compile(g, {.policy = "cpu", .devices = {"cpu"}});
+  std::string dir = ::testing::TempDir();
+  std::string marker = dir + "locus-payload-ran";
+  std::string trustedKey = dir + "locus-trusted",
+              otherKey = dir + "locus-other";
+  for (const std::string &k : {trustedKey, otherKey})
+    ASSERT_EQ(locus_key_generate((k + ".key").c_str(), (k + ".pub").c_str()),
+              nullptr);
+  locus_public_key_t trusted{};
+  ASSERT_EQ(locus_key_read_public((trustedKey + ".pub").c_str(), &trusted),
+            nullptr);
+  ASSERT_EQ(::setenv("LOCUS_TEST_MARKER", marker.c_str(), 1), 0);
+  std::remove(marker.c_str());
+  auto ran = [&] { return std::ifstream(marker).good(); };
+
+  // The payload works: loaded as a library, it writes the marker.
+  void *direct = dlopen(LOCUS_TEST_MARKER_PAYLOAD, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(direct, nullptr) << dlerror();
+  ASSERT_TRUE(ran());
+  std::remove(marker.c_str());
+
+  std::string genuine = dir + "locus-payload.locus";
+  model.save(genuine, "x86-64-v3", trustedKey + ".key");
+  std::map<int, std::string> sections = sectionsOf(genuine);
+  std::ifstream in(LOCUS_TEST_MARKER_PAYLOAD, std::ios::binary);
+  sections[LOCUS_SECTION_HOST_CODE] =
+      std::string((std::istreambuf_iterator<char>(in)), {});
+  std::vector<locus_section_t> list;
+  list.reserve(sections.size());
+  for (const auto &[kind, bytes] : sections)
+    list.push_back(
+        {static_cast<locus_section_kind_t>(kind), bytes.data(), bytes.size()});
+  auto load = [&](const std::string &file, bool withKeys) -> std::string {
+    locus_model_options_t options{};
+    options.trusted_keys = &trusted;
+    options.trusted_key_count = 1;
+    locus_model_t *loaded = nullptr;
+    locus_status_t s =
+        locus_model_load(file.c_str(), withKeys ? &options : nullptr, &loaded);
+    if (!s) {
+      locus_model_release(loaded);
+      return "loaded";
+    }
+    std::string message = locus_status_message(s);
+    locus_status_free(s);
+    return message;
+  };
+  // Unsigned; signed by a key the runtime was not given.
+  std::string unsignedFile = dir + "locus-payload-unsigned.locus",
+              foreignFile = dir + "locus-payload-foreign.locus",
+              changedFile = dir + "locus-payload-changed.locus",
+              signedFile = dir + "locus-payload-signed.locus";
+  ASSERT_EQ(locus_artifact_write(unsignedFile.c_str(), locus_host_arch(),
+                                 list.data(), list.size()),
+            nullptr);
+  ASSERT_EQ(locus_artifact_write_signed(foreignFile.c_str(), locus_host_arch(),
+                                        list.data(), list.size(),
+                                        (otherKey + ".key").c_str()),
+            nullptr);
+  // Signed by the trusted key, then one byte of the payload changed and
+  // the checksum made good again.
+  ASSERT_EQ(locus_artifact_write_signed(signedFile.c_str(), locus_host_arch(),
+                                        list.data(), list.size(),
+                                        (trustedKey + ".key").c_str()),
+            nullptr);
+  {
+    std::ifstream s(signedFile, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(s)), {});
+    size_t at = bytes.find(sections[LOCUS_SECTION_HOST_CODE]);
+    ASSERT_NE(at, std::string::npos);
+    bytes[at + sections[LOCUS_SECTION_HOST_CODE].size() / 2] ^= 1;
+    std::memset(bytes.data() + 32, 0, 8);
+    uint64_t h = 0xCBF29CE484222325ULL;
+    for (char c : bytes)
+      h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
+    std::memcpy(bytes.data() + 32, &h, 8);
+    std::ofstream out(changedFile, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  EXPECT_NE(load(unsignedFile, true).find("the artifact is not signed"),
+            std::string::npos);
+  EXPECT_FALSE(ran());
+  EXPECT_NE(load(foreignFile, true).find("which is not one of the 1 trusted"),
+            std::string::npos);
+  EXPECT_FALSE(ran());
+  EXPECT_NE(load(changedFile, true).find("changed after it was signed"),
+            std::string::npos);
+  EXPECT_FALSE(ran());
+  // Without keys every one reaches the ELF checks, which refuse it (it
+  // needs libc and runs code when loaded).
+  for (const std::string &file : {unsignedFile, foreignFile, changedFile}) {
+    EXPECT_NE(load(file, false)
+                  .find("the host code is not a shared object Locus made"),
+              std::string::npos)
+        << file;
+    EXPECT_FALSE(ran());
+  }
+  dlclose(direct);
+  for (const std::string &f :
+       {genuine, unsignedFile, foreignFile, changedFile, signedFile,
+        trustedKey + ".key", trustedKey + ".pub", otherKey + ".key",
+        otherKey + ".pub"})
     std::remove(f.c_str());
 }
