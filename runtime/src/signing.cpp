@@ -39,6 +39,15 @@ constexpr char kDomain[] = "Locus artifact signature, Ed25519 over BLAKE2b-512";
 constexpr char kSecretHeader[] = "locus-ed25519-secret-key ";
 constexpr char kPublicHeader[] = "locus-ed25519-public-key ";
 
+/// The bytes a signature signs: the domain, then the digest.
+struct SignedMessage {
+  explicit SignedMessage(const unsigned char *digest) {
+    std::memcpy(bytes, kDomain, sizeof kDomain);
+    std::memcpy(bytes + sizeof kDomain, digest, kDigestBytes);
+  }
+  unsigned char bytes[sizeof kDomain + kDigestBytes];
+};
+
 template <typename F> bool bind(void *library, const char *name, F &out) {
   out = reinterpret_cast<F>(dlsym(library, name));
   return out != nullptr;
@@ -163,10 +172,9 @@ locus_status_t signDigest(const unsigned char digest[kDigestBytes],
   const Sodium *na = sodium(why);
   if (!na)
     return unavailable(why);
-  unsigned char message[sizeof kDomain + kDigestBytes];
-  std::memcpy(message, kDomain, sizeof kDomain);
-  std::memcpy(message + sizeof kDomain, digest, kDigestBytes);
-  if (na->sign(signature, nullptr, message, sizeof message, secretKey) != 0)
+  SignedMessage message(digest);
+  if (na->sign(signature, nullptr, message.bytes, sizeof message.bytes,
+               secretKey) != 0)
     return makeStatus(LOCUS_STATUS_INTERNAL, "libsodium's signing failed");
   return nullptr;
 }
@@ -180,10 +188,9 @@ verifyDigest(const unsigned char digest[kDigestBytes],
   const Sodium *na = sodium(why);
   if (!na)
     return unavailable(why);
-  unsigned char message[sizeof kDomain + kDigestBytes];
-  std::memcpy(message, kDomain, sizeof kDomain);
-  std::memcpy(message + sizeof kDomain, digest, kDigestBytes);
-  valid = na->verify(signature, message, sizeof message, publicKey) == 0;
+  SignedMessage message(digest);
+  valid = na->verify(signature, message.bytes, sizeof message.bytes,
+                     publicKey) == 0;
   return nullptr;
 }
 

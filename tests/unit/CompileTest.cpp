@@ -453,6 +453,19 @@ std::string renameKernel(const std::string &artifact, const std::string &from,
   return out;
 }
 
+/// Loads `hostile` (then removes it), which must be refused as DATA_LOSS
+/// with `message` and no model.
+void expectDamaged(const std::string &hostile, const std::string &message) {
+  locus_model_t *loaded = nullptr;
+  locus_status_t s = locus_model_load(hostile.c_str(), nullptr, &loaded);
+  std::remove(hostile.c_str());
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
+  EXPECT_EQ(std::string(locus_status_message(s)), message);
+  locus_status_free(s);
+  EXPECT_EQ(loaded, nullptr);
+}
+
 } // namespace
 
 // A plan may name only functions of its own host code as kernels: a data
@@ -481,15 +494,7 @@ TEST(Compile, AnArtifactRunsOnlyItsOwnFunctionsAsKernels) {
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.target);
-    std::string hostile = renameKernel(path, kernel, c.target);
-    locus_model_t *loaded = nullptr;
-    locus_status_t s = locus_model_load(hostile.c_str(), nullptr, &loaded);
-    ASSERT_NE(s, nullptr);
-    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
-    EXPECT_EQ(std::string(locus_status_message(s)), c.message);
-    locus_status_free(s);
-    EXPECT_EQ(loaded, nullptr);
-    std::remove(hostile.c_str());
+    expectDamaged(renameKernel(path, kernel, c.target), c.message);
   }
   std::remove(path.c_str());
 }
@@ -625,17 +630,8 @@ TEST(Compile, EveryLaunchIsCheckedAgainstItsKernelsSignature) {
            " buffer 0 of 16 bytes as "
            "its argument 0; its code takes 32 bytes there"},
   };
-  for (const Case &k : cases) {
-    std::string hostile = renameKernel(path, k.from, k.to);
-    locus_model_t *loaded = nullptr;
-    locus_status_t s = locus_model_load(hostile.c_str(), nullptr, &loaded);
-    ASSERT_NE(s, nullptr);
-    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
-    EXPECT_EQ(std::string(locus_status_message(s)), k.message);
-    locus_status_free(s);
-    EXPECT_EQ(loaded, nullptr);
-    std::remove(hostile.c_str());
-  }
+  for (const Case &k : cases)
+    expectDamaged(renameKernel(path, k.from, k.to), k.message);
   std::remove(path.c_str());
 }
 
