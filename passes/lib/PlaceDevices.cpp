@@ -142,10 +142,11 @@ private:
 //===----------------------------------------------------------------------===//
 
 LogicalResult PlaceDevicesPass::readOptions(GraphOp graph) {
+  std::string wrong = checkPlacementOptions(
+      policy, std::vector<std::string>(devices.begin(), devices.end()));
   std::optional<Policy> parsed = parsePolicy(policy);
-  if (!parsed)
-    return graph.emitError() << "unknown placement policy '" << policy
-                             << "'; expected strict, prefer-gpu, auto or cpu";
+  if (!wrong.empty() || !parsed)
+    return graph.emitError() << wrong;
   policyKind = *parsed;
 
   SmallVector<std::string> targets(devices.begin(), devices.end());
@@ -155,19 +156,15 @@ LogicalResult PlaceDevicesPass::readOptions(GraphOp graph) {
   cpuDevice = {};
   cudaTargets.clear();
   for (const std::string &text : targets) {
+    // Checked above: every name is cpu or cuda:N, and cpu is among them.
     DeviceAttr device = parseDevice(&getContext(), text);
     if (!device)
-      return graph.emitError() << "unknown device '" << text
-                               << "' in devices=; expected cpu or cuda:N";
+      return graph.emitError() << "unknown device '" << text << "'";
     if (device.isCpu())
       cpuDevice = device;
     else if (llvm::find(cudaTargets, device) == cudaTargets.end())
       cudaTargets.push_back(device);
   }
-  if (!cpuDevice)
-    return graph.emitError()
-           << "devices= must include cpu: inputs are fed and outputs read on "
-              "the host";
 
   costProfile = CostProfile();
   if (!profile.empty()) {

@@ -40,6 +40,25 @@ std::vector<std::string> locus::splitTargets(StringRef list) {
   return targets;
 }
 
+std::string
+locus::checkPlacementOptions(StringRef policy,
+                             const std::vector<std::string> &targets) {
+  if (!llvm::is_contained({"strict", "prefer-gpu", "auto", "cpu"}, policy))
+    return ("unknown placement policy '" + policy +
+            "'; expected strict, prefer-gpu, auto or cpu")
+        .str();
+  bool cpu = targets.empty();
+  for (const std::string &t : targets) {
+    if (t != "cpu" && locus_abi_cuda_ordinal(t.data(), t.size()) < 0)
+      return "unknown device '" + t + "' in devices=; expected cpu or cuda:N";
+    cpu |= t == "cpu";
+  }
+  if (!cpu)
+    return "devices= must include cpu: inputs are fed and outputs read on "
+           "the host";
+  return "";
+}
+
 //===----------------------------------------------------------------------===//
 // Placed ops and moved values
 //===----------------------------------------------------------------------===//

@@ -21,6 +21,7 @@
 #include "locus/Import/Onnx.h"
 #include "locus/Support/Errors.h"
 #include "locus/Support/InputLimits.h"
+#include "locus/Support/ToolHelp.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -35,59 +36,68 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory toolOptions("locus-compile options");
+
 static cl::opt<std::string> inputFile(cl::Positional,
-                                      cl::desc("<graph.mlir or model.onnx>"));
+                                      cl::desc("<graph.mlir or model.onnx>"),
+                                      cl::cat(toolOptions));
 static cl::list<std::string>
     shapeSpecs("shape",
                cl::desc("An ONNX input's shape, NAME=DxDx... (for symbolic "
                         "dimensions)"),
-               cl::value_desc("NAME=DxDx..."));
-static cl::opt<std::string> outputFile("o", cl::desc("The artifact to write"));
+               cl::value_desc("NAME=DxDx..."), cl::cat(toolOptions));
+static cl::opt<std::string> outputFile("o", cl::desc("The artifact to write"),
+                                       cl::cat(toolOptions));
 static cl::opt<std::string>
     signKey("sign-key",
             cl::desc("Sign the artifact with this secret key (runtimes given "
                      "its public key load it; see --generate-key)"),
-            cl::value_desc("file.key"));
+            cl::value_desc("file.key"), cl::cat(toolOptions));
 static cl::opt<std::string> generateKey(
     "generate-key",
     cl::desc("Make a new signing key pair, NAME.key (secret, mode 0600) and "
              "NAME.pub (for locus-run --trusted-key), and stop"),
-    cl::value_desc("NAME"));
+    cl::value_desc("NAME"), cl::cat(toolOptions));
 static cl::opt<std::string> policy("policy",
                                    cl::desc("strict, prefer-gpu, auto or cpu"),
-                                   cl::init("auto"));
+                                   cl::init("auto"), cl::cat(toolOptions));
 static cl::opt<std::string>
     devices("devices",
             cl::desc("Target devices (default: cpu,cuda:0: the artifact "
                      "carries GPU code and runs anywhere)"),
-            cl::init(llvm::join(locus::defaultTargets(), ",")));
+            cl::init(llvm::join(locus::defaultTargets(), ",")),
+            cl::cat(toolOptions));
 static cl::opt<bool> allowSoftPlacement(
     "allow-soft-placement",
     cl::desc("With no CUDA target, run ops pinned to CUDA on the CPU (a "
-             "warning) instead of failing at the pin"));
+             "warning) instead of failing at the pin"),
+    cl::cat(toolOptions));
 static cl::opt<std::string> profilePath("profile",
-                                        cl::desc("A JSON cost profile"));
+                                        cl::desc("A JSON cost profile"),
+                                        cl::cat(toolOptions));
 static cl::opt<std::string>
     cpu("cpu",
         cl::desc("The CPU the host code is for: x86-64, x86-64-v2, "
                  "x86-64-v3, x86-64-v4 or native"),
-        cl::init("x86-64-v3"));
+        cl::init("x86-64-v3"), cl::cat(toolOptions));
 static cl::opt<std::string>
     emitPtx("emit-ptx",
             cl::desc("Also write each CUDA kernel's PTX module to "
                      "<dir>/<kernel>.<n>.ptx (what ptxas checks)"),
-            cl::value_desc("dir"));
+            cl::value_desc("dir"), cl::cat(toolOptions));
 static cl::opt<bool> noFuse("no-fuse",
-                            cl::desc("One kernel per op (for comparing)"));
+                            cl::desc("One kernel per op (for comparing)"),
+                            cl::cat(toolOptions));
 static cl::list<std::string> printIrAfter(
     "print-ir-after",
     cl::desc("Print the IR to stderr after these stages: placement, kernels, "
              "cuda (the CUDA kernels' module), host"),
-    cl::CommaSeparated);
+    cl::CommaSeparated, cl::cat(toolOptions));
 static cl::opt<bool>
     printIrAfterAll("print-ir-after-all",
                     cl::desc("Print the IR to stderr after every pass and "
-                             "every stage"));
+                             "every stage"),
+                    cl::cat(toolOptions));
 
 /// Prints the module after a stage, when asked to.
 static void printStage(llvm::StringRef stage, ModuleOp module) {
@@ -141,6 +151,7 @@ static int compileOnnx() {
 }
 
 static int run(int argc, char **argv) {
+  locus::showOnlyInHelp(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "locus-compile: a graph to an artifact\n");
   if (!checkStages())
@@ -159,6 +170,15 @@ static int run(int argc, char **argv) {
   if (inputFile.empty() || outputFile.empty()) {
     llvm::errs() << "locus-compile: give a graph and -o the artifact to "
                     "write (--help shows the options)\n";
+    return 2;
+  }
+  // Flags are checked before anything is read or compiled.
+  std::string wrong =
+      locus::checkPlacementOptions(policy, locus::splitTargets(devices));
+  if (wrong.empty())
+    wrong = locus::checkCpuName(cpu);
+  if (!wrong.empty()) {
+    llvm::errs() << "locus-compile: " << wrong << "\n";
     return 2;
   }
   if (!signKey.empty() && !llvm::sys::fs::exists(signKey.getValue())) {

@@ -12,8 +12,10 @@
 
 #include "locus/Dump/Dump.h"
 #include "locus/Passes/Passes.h"
+#include "locus/Passes/Placement.h"
 #include "locus/Pipelines/Pipelines.h"
 #include "locus/Support/InputLimits.h"
+#include "locus/Support/ToolHelp.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -30,31 +32,37 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory toolOptions("locus-dump options");
+
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<graph.mlir>"),
-                                      cl::init("-"));
+                                      cl::init("-"), cl::cat(toolOptions));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
-                                       cl::init("-"));
+                                       cl::init("-"), cl::cat(toolOptions));
 static cl::opt<std::string> policy("policy",
                                    cl::desc("strict, prefer-gpu, auto or cpu"),
-                                   cl::init("auto"));
+                                   cl::init("auto"), cl::cat(toolOptions));
 static cl::opt<std::string>
     devices("devices", cl::desc("Target devices (default: cpu,cuda:0)"),
-            cl::init(llvm::join(locus::defaultTargets(), ",")));
+            cl::init(llvm::join(locus::defaultTargets(), ",")),
+            cl::cat(toolOptions));
 static cl::opt<bool> allowSoftPlacement(
     "allow-soft-placement",
     cl::desc("With no CUDA target, run ops pinned to CUDA on the CPU (a "
-             "warning) instead of failing at the pin"));
+             "warning) instead of failing at the pin"),
+    cl::cat(toolOptions));
 static cl::opt<std::string> profilePath("profile",
-                                        cl::desc("A JSON cost profile"));
+                                        cl::desc("A JSON cost profile"),
+                                        cl::cat(toolOptions));
 static cl::opt<std::string>
     format("format",
            cl::desc("text (table and summary), table, summary, dot, json or "
                     "html"),
-           cl::init("text"));
+           cl::init("text"), cl::cat(toolOptions));
 static cl::opt<std::string>
     explainQuery("explain",
                  cl::desc("Explain the ops matching a row number (#7), an op "
-                          "name, a name, or a source line (file.cpp:23)"));
+                          "name, a name, or a source line (file.cpp:23)"),
+                 cl::cat(toolOptions));
 
 /// Replaces the artifact in `input` by the placed graph it carries.
 /// Returns false after a message when it is no artifact of this runtime.
@@ -156,12 +164,19 @@ static bool dumpGraphs(ModuleOp module, const locus::CostProfile &profile,
 }
 
 static int run(int argc, char **argv) {
+  locus::showOnlyInHelp(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "locus-dump: what runs where, and why\n");
   if (format != "text" && format != "table" && format != "summary" &&
       format != "dot" && format != "json" && format != "html") {
     llvm::errs() << "locus-dump: unknown --format=" << format
                  << "; expected text, table, summary, dot, json or html\n";
+    return 2;
+  }
+  if (std::string wrong =
+          locus::checkPlacementOptions(policy, locus::splitTargets(devices));
+      !wrong.empty()) {
+    llvm::errs() << "locus-dump: " << wrong << "\n";
     return 2;
   }
   MLIRContext context(MLIRContext::Threading::DISABLED);

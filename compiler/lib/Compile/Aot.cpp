@@ -25,6 +25,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -156,10 +157,32 @@ std::string makeTargetMachine(const std::string &triple, const std::string &cpu,
   if (!machine)
     return "LLVM cannot compile for CPU '" + cpu + "'";
   if (!machine->getMCSubtargetInfo()->isCPUStringValid(cpuName))
-    return "unknown CPU '" + cpu +
-           "' (try x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native)";
+    return locus::checkCpuName(cpu);
   return "";
 }
+
+} // namespace
+
+std::string locus::checkCpuName(const std::string &cpu) {
+  if (cpu == "native")
+    return "";
+  llvm::InitializeNativeTarget();
+  std::string triple = llvm::sys::getDefaultTargetTriple(), error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return "no LLVM target for " + triple + ": " + error;
+  // A subtarget of the generic CPU knows every CPU name of the target.
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (info && info->isCPUStringValid(cpu))
+    return "";
+  return "unknown CPU '" + cpu +
+         "' (try x86-64, x86-64-v2, x86-64-v3, x86-64-v4, native, or an "
+         "LLVM CPU name such as skylake-avx512)";
+}
+
+namespace {
 
 /// The temporary files of the host code: its object, its shared object and
 /// the linker's log, in a fresh directory.

@@ -104,6 +104,11 @@ std::vector<std::string> runtimeImports(bool cuda);
 /// differ from their initialisers) when not empty, signed with the secret
 /// key file `signKey` when not empty. Returns an error message, empty on
 /// success. No MLIR.
+/// What is wrong with `cpu` as writeArtifact's CPU (an LLVM CPU name of
+/// this machine's target, or "native"); "" when nothing is. Says it before
+/// anything is compiled, and without LLVM's own warnings.
+std::string checkCpuName(const std::string &cpu);
+
 std::string writeArtifact(const PipelineResult &result, const std::string &cpu,
                           const std::string &path,
                           const std::string &state = "",

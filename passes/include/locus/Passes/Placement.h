@@ -37,6 +37,12 @@ inline constexpr llvm::StringLiteral kPlacementNotesAttrName =
 /// Splits "cpu,cuda:0" into its names (whitespace trimmed, empty dropped).
 std::vector<std::string> splitTargets(llvm::StringRef list);
 
+/// What is wrong with a placement policy and its target devices (none: the
+/// defaults), in the words of the tools' flags; "" when nothing is. The
+/// placement pass and the tools (before they parse a graph) say the same.
+std::string checkPlacementOptions(llvm::StringRef policy,
+                                  const std::vector<std::string> &targets);
+
 /// The device an op was placed on (its locus.device), or null.
 DeviceAttr placedDevice(mlir::Operation *op);
 
