@@ -30,8 +30,11 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <chrono>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -99,8 +102,32 @@ static cl::opt<bool>
                              "every stage"),
                     cl::cat(toolOptions));
 
-/// Prints the module after a stage, when asked to.
+static cl::opt<std::string>
+    progress("progress",
+             cl::desc("Progress on stderr after each stage: auto (once the "
+                      "compile has taken a second), always or never"),
+             cl::init("auto"), cl::cat(toolOptions));
+
+/// When the compile started, for --progress.
+static const auto compileStart = std::chrono::steady_clock::now();
+
+/// One line of progress on stderr ("locus-compile: <what> (<s> s)"), once
+/// the compile has taken a second (--progress=auto) or always.
+static void reportProgress(const llvm::Twine &what) {
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - compileStart)
+                       .count();
+  if (progress == "never" || (progress == "auto" && seconds < 1.0))
+    return;
+  llvm::errs() << "locus-compile: " << what << " ("
+               << llvm::format("%.1f", seconds) << " s)\n";
+}
+
+/// Prints the module after a stage, when asked to, and the progress.
 static void printStage(llvm::StringRef stage, ModuleOp module) {
+  size_t ops = 0;
+  module.walk([&](Operation *) { ++ops; });
+  reportProgress("stage " + stage + " done, " + llvm::Twine(ops) + " ops");
   if (!printIrAfterAll && !llvm::is_contained(printIrAfter, stage))
     return;
   llvm::errs() << "// -----// IR after stage '" << stage << "' //----- //\n";
@@ -173,6 +200,11 @@ static int run(int argc, char **argv) {
     return 2;
   }
   // Flags are checked before anything is read or compiled.
+  if (!llvm::is_contained({"auto", "always", "never"}, progress.getValue())) {
+    llvm::errs() << "locus-compile: unknown --progress=" << progress
+                 << "; expected auto, always or never\n";
+    return 2;
+  }
   std::string wrong =
       locus::checkPlacementOptions(policy, locus::splitTargets(devices));
   if (wrong.empty())
@@ -231,6 +263,9 @@ static int run(int argc, char **argv) {
   locus::PipelineResult result;
   if (failed(locus::runPipeline(*module, options, result)))
     return 1;
+  reportProgress("compiling and linking the host code of " +
+                 llvm::Twine(result.summary.kernelFunctions.size()) +
+                 " kernels");
   error = locus::writeArtifact(result, cpu, outputFile, "", signKey);
   if (!error.empty()) {
     llvm::errs() << "locus-compile: " << error << "\n";
