@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the runtime from a build into a temporary prefix and uses it from
+# outside the tree: a CMake project (find_package(Locus CONFIG)) with a C
+# and a C++ program, a C program built with pkg-config, and the installed
+# locus-run; each runs an artifact the build's locus-compile makes.
+#   run_install_test.sh BUILD_DIR WORK_DIR
+set -euo pipefail
+build=$1 work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+prefix="$work/prefix"
+cmake --install "$build" --prefix "$prefix" --component runtime > "$work/install.log"
+"$build/examples/seed_models" linear-mse > "$work/model.mlir"
+"$build/tools/locus-compile" "$work/model.mlir" -o "$work/model.locus" \
+  --policy=cpu --devices=cpu > /dev/null
+
+# CMake: find_package(Locus CONFIG REQUIRED COMPONENTS runtime).
+cmake -S "$here/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release > "$work/consumer.log"
+cmake --build "$work/consumer" > "$work/consumer-build.log"
+"$work/consumer/consumer" "$work/model.locus"
+"$work/consumer/consumer_cpp" "$work/model.locus"
+
+# pkg-config.
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# shellcheck disable=SC2046
+cc -o "$work/consumer_pc" "$here/consumer/consumer.c" \
+  $(pkg-config --cflags --libs locus-runtime)
+"$work/consumer_pc" "$work/model.locus"
+
+# The installed locus-run finds its library through its RPATH.
+"$prefix/bin/locus-run" "$work/model.locus" --random-inputs --quiet | tail -1
+
+# A component this Locus does not install is a clear error.
+mkdir -p "$work/nocompiler"
+cat > "$work/nocompiler/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(nocompiler NONE)
+find_package(Locus CONFIG REQUIRED COMPONENTS compiler)
+CMAKE
+if cmake -S "$work/nocompiler" -B "$work/nocompiler/b" \
+     -DCMAKE_PREFIX_PATH="$prefix" > "$work/nocompiler.log" 2>&1; then
+  echo "find_package(Locus COMPONENTS compiler) should fail" >&2
+  exit 1
+fi
+grep -q "Locus component 'compiler' is not installed" "$work/nocompiler.log"
+echo "install test passed"
