@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build
-  cmake ninja-build ccache clang-19 lld-19 python3
+  cmake ninja-build ccache clang-19 lld-19 python3 pkg-config
   # the compiler: LLVM/MLIR 19 (mlir-19-tools: MLIR's CMake config checks
   # for mlir-tblgen), FileCheck/not/lit (llvm-19-tools), Boost.Graph
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools libboost-graph-dev

@@ -10,6 +10,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
 prefix="$work/prefix"
+# The compilers the build used (a clean machine may have no cc).
+cached() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+cc=$(cached CMAKE_C_COMPILER) cxx=$(cached CMAKE_CXX_COMPILER)
 cmake --install "$build" --prefix "$prefix" --component runtime > "$work/install.log"
 "$build/examples/seed_models" linear-mse > "$work/model.mlir"
 "$build/tools/locus-compile" "$work/model.mlir" -o "$work/model.locus" \
@@ -17,7 +20,8 @@ cmake --install "$build" --prefix "$prefix" --component runtime > "$work/install
 
 # CMake: find_package(Locus CONFIG REQUIRED COMPONENTS runtime).
 cmake -S "$here/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release > "$work/consumer.log"
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_CXX_COMPILER="$cxx" > "$work/consumer.log"
 cmake --build "$work/consumer" > "$work/consumer-build.log"
 "$work/consumer/consumer" "$work/model.locus"
 "$work/consumer/consumer_cpp" "$work/model.locus"
@@ -25,7 +29,7 @@ cmake --build "$work/consumer" > "$work/consumer-build.log"
 # pkg-config.
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 # shellcheck disable=SC2046
-cc -o "$work/consumer_pc" "$here/consumer/consumer.c" \
+"$cc" -o "$work/consumer_pc" "$here/consumer/consumer.c" \
   $(pkg-config --cflags --libs locus-runtime)
 "$work/consumer_pc" "$work/model.locus"
 
