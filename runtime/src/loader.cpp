@@ -368,13 +368,18 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   return nullptr;
 }
 
-/// The launcher of the kernel whose host entry is `symbol`:
-/// LOCUS_ABI_KERNEL_PREFIX<f> -> LOCUS_ABI_CUDA_PREFIX<f>; "" for others.
-std::string launcherName(const std::string &symbol) {
-  const std::string prefix = LOCUS_ABI_KERNEL_PREFIX;
-  if (symbol.rfind(prefix, 0) != 0)
+/// Another symbol of the kernel whose host entry is `symbol`:
+/// LOCUS_ABI_KERNEL_PREFIX<f> -> `prefix`<f>; "" for others.
+std::string kernelSymbol(const std::string &symbol, const char *prefix) {
+  const std::string entry = LOCUS_ABI_KERNEL_PREFIX;
+  if (symbol.rfind(entry, 0) != 0)
     return "";
-  return LOCUS_ABI_CUDA_PREFIX + symbol.substr(prefix.size());
+  return prefix + symbol.substr(entry.size());
+}
+
+/// Its CUDA launcher (LOCUS_ABI_CUDA_PREFIX<f>).
+std::string launcherName(const std::string &symbol) {
+  return kernelSymbol(symbol, LOCUS_ABI_CUDA_PREFIX);
 }
 
 /// The kernels of the plan, and their launchers, from the host code.
@@ -398,14 +403,9 @@ locus_status_t bindKernels(locus_model_t &m) {
   return nullptr;
 }
 
-/// The name of the signature of the kernel whose host entry is `symbol`:
-/// LOCUS_ABI_KERNEL_PREFIX<f> -> LOCUS_ABI_SIGNATURE_PREFIX<f>; "" for
-/// others.
+/// Its signature (LOCUS_ABI_SIGNATURE_PREFIX<f>).
 std::string signatureName(const std::string &symbol) {
-  const std::string prefix = LOCUS_ABI_KERNEL_PREFIX;
-  if (symbol.rfind(prefix, 0) != 0)
-    return "";
-  return LOCUS_ABI_SIGNATURE_PREFIX + symbol.substr(prefix.size());
+  return kernelSymbol(symbol, LOCUS_ABI_SIGNATURE_PREFIX);
 }
 
 /// Checks every launch of the plan against its kernel's signature (null
