@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Installs the runtime from a build into a temporary prefix and uses it from
-# outside the tree: a CMake project (find_package(Locus CONFIG)) with a C
-# and a C++ program, a C program built with pkg-config, and the installed
-# locus-run; each runs an artifact the build's locus-compile makes.
+# Installs Locus from a build into temporary prefixes and uses it from
+# outside the tree:
+#  - the runtime alone: a CMake project (find_package(Locus CONFIG
+#    COMPONENTS runtime)) with a C and a C++ program, a C program built with
+#    pkg-config, and the installed locus-run, each running an artifact the
+#    build's locus-compile makes; asking that prefix for the compiler fails
+#    with a clear message;
+#  - runtime and compiler: a C++ program that records, compiles, runs and
+#    saves a model through Locus::compiler, whose artifact the installed
+#    locus-run runs; the installed tools answer --help.
 #   run_install_test.sh BUILD_DIR WORK_DIR
 set -euo pipefail
 build=$1 work=$2
@@ -49,4 +55,17 @@ if cmake -S "$work/nocompiler" -B "$work/nocompiler/b" \
   exit 1
 fi
 grep -q "Locus component 'compiler' is not installed" "$work/nocompiler.log"
+
+# Runtime and compiler: record, compile and save outside the tree.
+full="$work/full"
+cmake --install "$build" --prefix "$full" > "$work/install-full.log"
+cmake -S "$here/compiler_consumer" -B "$work/compiler_consumer" \
+  -DCMAKE_PREFIX_PATH="$full" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_COMPILER="$cxx" > "$work/compiler_consumer.log"
+cmake --build "$work/compiler_consumer" > "$work/compiler_consumer-build.log"
+"$work/compiler_consumer/record" "$work/recorded.locus"
+"$full/bin/locus-run" "$work/recorded.locus" --random-inputs --quiet | tail -1
+for tool in locus-compile locus-dump locus-opt locus-import locus-calibrate; do
+  "$full/bin/$tool" --help > "$work/$tool-help.txt"
+done
 echo "install test passed"
