@@ -14,6 +14,8 @@ packages=(
   # the BLAS behind matrix products, and Ed25519 for signed artifacts (both
   # loaded with dlopen)
   libopenblas0-openmp libsodium23
+  # the Python module and its tests
+  python3-dev pybind11-dev python3-numpy python3-pytest
   # tests and style; chromium renders locus-dump's HTML page in a test;
   # compiler-rt for the fuzzer and the sanitizer build
   googletest libgtest-dev libbenchmark-dev clang-format-19 clang-tidy-19

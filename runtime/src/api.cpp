@@ -142,6 +142,20 @@ const char *locus_model_report(const locus_model_t *model) {
   return model ? model->report.c_str() : "";
 }
 
+locus_status_t locus_model_write_trace(const locus_model_t *model,
+                                       const char *path) {
+  LOCUS_GUARD({
+    if (!model || !path || !*path)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    if (!model->trace.on())
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "the model was loaded without a trace: set "
+                        "trace_path in its options or LOCUS_TRACE");
+    return model->trace.write(
+        path, {model->plan, model->deviceOf, model->kernelSources});
+  });
+}
+
 void locus_model_load_stats(const locus_model_t *model,
                             locus_run_stats_t *out_stats) {
   if (model && out_stats)

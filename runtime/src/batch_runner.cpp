@@ -150,6 +150,8 @@ locus_status_t BatchRunner::step(uint64_t i, uint64_t steps,
   {
     StepLock lock(m_);
     ++ctx_.runs;
+    auto begin =
+        m_.trace.on() ? Trace::Clock::now() : Trace::Clock::time_point();
     status = execute(m_, ctx_, m_.plan.step, stats);
     // The next batch while this step runs on its devices. If it fails,
     // this step still finishes and is reported; the loop stops after it.
@@ -160,6 +162,8 @@ locus_status_t BatchRunner::step(uint64_t i, uint64_t steps,
         status = s;
       else if (s)
         locus_status_free(s);
+    if (!status)
+      m_.trace.step(ctx_.id, ctx_.runs, begin);
   }
   ctx_.stats = stats;
   if (!status && done_)

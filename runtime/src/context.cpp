@@ -40,6 +40,7 @@ locus_status_t createContext(locus_model_t &m, locus_context_t **out) {
   auto ctx =
       std::unique_ptr<locus_context_t, ContextDeleter>(new locus_context_t);
   ctx->model = &m;
+  ctx->id = ++m.contextsMade;
   ctx->inputSet.assign(m.inputs.size(), false);
   ctx->recorded.assign(m.plan.events, false);
   if (locus_status_t s = makeArenas(m, *ctx))

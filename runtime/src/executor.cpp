@@ -39,11 +39,18 @@ locus_status_t launch(locus_model_t &m, locus_context_t &ctx,
       return foreignBuffer(m, c, i, *device);
     ctx.pointers[i] = p;
   }
-  auto start = m.profiler.now();
+  bool timed = m.profiler.on() || m.trace.on();
+  auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
   if (locus_status_t s =
           device->launch(m.kernels[c.kernel], ctx.pointers.data()))
     return s;
   m.profiler.kernelDone(c.kernel, start);
+  if (m.trace.on()) {
+    uint64_t bytes = 0;
+    for (uint32_t b : c.args)
+      bytes += m.plan.buffers[b].bytes;
+    m.trace.kernel(c.kernel, bytes, ctx.id, ctx.step, start);
+  }
   ++stats.launches;
   if (device->simulated())
     ++stats.sim_launches;
@@ -54,12 +61,14 @@ locus_status_t copy(locus_model_t &m, locus_context_t &ctx,
                     const PlanCommand &c, locus_run_stats_t &stats) {
   const PlanBuffer &src = m.plan.buffers[c.src];
   const PlanBuffer &dst = m.plan.buffers[c.dst];
-  auto start = m.profiler.now();
+  bool timed = m.profiler.on() || m.trace.on();
+  auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
   if (locus_status_t s = m.deviceOf[dst.device]->copyFrom(
           *m.deviceOf[src.device], bufferPointer(m, ctx, c.src),
           bufferPointer(m, ctx, c.dst), src.bytes))
     return s;
   m.profiler.copyDone(start);
+  m.trace.copy(src.device, dst.device, src.bytes, ctx.id, ctx.step, start);
   ++stats.copies;
   stats.copy_bytes += src.bytes;
   return nullptr;
@@ -140,6 +149,7 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
                        locus_run_stats_t &stats) {
   std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
   bool step = &commands == &m.plan.step;
+  ctx.step = step ? ctx.runs : Trace::kLoad;
   bool skipping = step && !ctx.skip.empty();
   bool checking = step && !m.checks.empty();
   for (size_t k = 0; k < commands.size(); ++k) {
@@ -161,9 +171,12 @@ locus_status_t finishDevices(locus_model_t &m) {
   return nullptr;
 }
 
-locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
-                       locus_run_stats_t &stats) {
-  ++ctx.runs;
+namespace {
+
+/// A step's commands, or its replay as a CUDA graph, then the devices
+/// finish.
+locus_status_t runCommands(locus_model_t &m, locus_context_t &ctx,
+                           locus_run_stats_t &stats) {
   if (m.graphDevice && !ctx.graph && ctx.runs >= 2 && ctx.override.empty())
     if (locus_status_t s = capture(m, ctx))
       return s;
@@ -178,6 +191,18 @@ locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
     return s;
   }
   return finishDevices(m);
+}
+
+} // namespace
+
+locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
+                       locus_run_stats_t &stats) {
+  ++ctx.runs;
+  auto begin = m.trace.on() ? Trace::Clock::now() : Trace::Clock::time_point();
+  locus_status_t s = runCommands(m, ctx, stats);
+  if (!s)
+    m.trace.step(ctx.id, ctx.runs, begin);
+  return s;
 }
 
 } // namespace locus::rt

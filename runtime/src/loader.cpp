@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -340,6 +341,9 @@ void finishReport(locus_model_t &m) {
   if (m.graphDevice)
     m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
                 " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
+  if (m.trace.on())
+    m.report += "tracing every launch and copy to " + m.trace.path() +
+                " (written when the model is released)\n";
 }
 
 /// Everything after the plan and the kernels are in place, phase by phase.
@@ -350,7 +354,10 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   if (locus_status_t s = readDeviceMap(m.plan, opts, p.map))
     return s;
   m.profiler.start(m.plan.kernels.size());
-  p.graphs = !(opts && opts->disable_cuda_graphs) && !m.profiler.on();
+  m.trace.start(opts ? opts->trace_path : nullptr);
+  // A replayed graph shows no launches to time.
+  p.graphs =
+      !(opts && opts->disable_cuda_graphs) && !m.profiler.on() && !m.trace.on();
   if (const char *env = std::getenv("LOCUS_CUDA_GRAPHS"); env && *env == '0')
     p.graphs = false;
   if (locus_status_t s = placeDevices(m, p))
@@ -460,6 +467,20 @@ locus_status_t checkSignatures(const locus_model_t &m) {
   return checkLaunches(m.plan, signatures);
 }
 
+/// Each kernel's source (LOCUS_ABI_SOURCE_PREFIX<f>) as `read` finds it by
+/// symbol name: "" where there is none, and at most
+/// LOCUS_ABI_MAX_SOURCE_BYTES - 1 bytes of any.
+template <typename Read> void readSources(locus_model_t &m, Read read) {
+  m.kernelSources.reserve(m.plan.kernels.size());
+  for (const PlanKernel &k : m.plan.kernels) {
+    std::string name = kernelSymbol(k.symbol, LOCUS_ABI_SOURCE_PREFIX);
+    std::string text = name.empty() ? std::string() : read(name);
+    if (text.size() >= LOCUS_ABI_MAX_SOURCE_BYTES)
+      text.resize(LOCUS_ABI_MAX_SOURCE_BYTES - 1);
+    m.kernelSources.push_back(std::move(text));
+  }
+}
+
 /// The artifact's PTX section; null and 0 when it has none.
 locus_status_t ptxSection(locus_artifact_t *artifact, const void *&ptx,
                           size_t &size) {
@@ -522,6 +543,14 @@ locus_status_t loadModel(locus_artifact_t *artifact,
     return s;
   if (locus_status_t s = checkSignatures(*model))
     return s;
+  readSources(*model, [&](const std::string &name) -> std::string {
+    size_t size = 0;
+    const auto *text =
+        static_cast<const char *>(model->code->object(name.c_str(), size));
+    size_t length = text ? strnlen(text, size) : size;
+    // Only a string that ends inside its object, as the compiler makes it.
+    return text && length < size ? std::string(text, length) : "";
+  });
   if (locus_status_t s = ptxSection(artifact, ptx, ptxSize))
     return s;
   if (locus_status_t s = finishLoad(*model, options, note, ptx, ptxSize))
@@ -560,6 +589,12 @@ locus_status_t createModelFromPlan(const void *plan, size_t planSize,
   }
   if (locus_status_t s = checkLaunches(model->plan, signatures))
     return s;
+  readSources(*model, [&](const std::string &name) -> std::string {
+    const auto *text =
+        static_cast<const char *>(resolve(userData, name.c_str()));
+    return text ? std::string(text, strnlen(text, LOCUS_ABI_MAX_SOURCE_BYTES))
+                : "";
+  });
   if (locus_status_t s =
           finishLoad(*model, options, "JIT-compiled host code", ptx, ptxSize))
     return s;

@@ -5,12 +5,49 @@
 
 #include "status_impl.h"
 
+#include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 using namespace locus::rt;
 
+namespace {
+
+/// Where the trace of a released model goes: its path, or for the n-th
+/// model of the process tracing to the same LOCUS_TRACE file, the path with
+/// ".n" before its extension, so models do not overwrite each other.
+std::string releasePath(const std::string &path) {
+  static std::mutex mutex;
+  static std::map<std::string, unsigned> written;
+  std::lock_guard lock(mutex);
+  unsigned n = ++written[path];
+  if (n == 1)
+    return path;
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    dot = path.size();
+  return path.substr(0, dot) + "." + std::to_string(n) + path.substr(dot);
+}
+
+} // namespace
+
 locus_model_s::~locus_model_s() {
-  profiler.print(plan, deviceOf);
+  profiler.print(plan, deviceOf, kernelSources);
+  if (trace.on() && deviceOf.size() >= plan.devices.size()) {
+    try {
+      std::string path = releasePath(trace.path());
+      if (locus_status_t s =
+              trace.write(path.c_str(), {plan, deviceOf, kernelSources})) {
+        std::fprintf(stderr, "locus: the trace was not written: %s\n",
+                     locus_status_message(s));
+        locus_status_free(s);
+      }
+    } catch (...) { // NOLINT(bugprone-empty-catch): said below
+      // Out of memory for the JSON: the trace is lost, the release goes on.
+    }
+  }
   for (size_t i = 0; i < persistent.size(); ++i)
     if (persistent[i])
       deviceOf[plan.buffers[i].device]->release(persistent[i]);

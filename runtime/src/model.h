@@ -6,6 +6,7 @@
 //   executor.cpp      interpreting a command list on the devices
 //   batch_runner.cpp  locus_context_run_batches
 //   profiler.cpp      LOCUS_PROFILE=1
+//   trace.cpp         LOCUS_TRACE=trace.json
 //   api.cpp           the C API's entry points for models and contexts
 #ifndef LOCUS_RUNTIME_MODEL_H
 #define LOCUS_RUNTIME_MODEL_H
@@ -14,9 +15,11 @@
 #include "host_code.h"
 #include "plan.h"
 #include "profiler.h"
+#include "trace.h"
 
 #include "locus/locus_runtime.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -51,12 +54,19 @@ struct locus_model_s {
   std::shared_mutex stateMutex; // runs share, state writes exclude
   bool writesState = false;     // a training step: its runs exclude too
   locus::rt::Profiler profiler;
+  locus::rt::Trace trace;
+  // By plan kernel: its ops and the user's lines (LOCUS_ABI_SOURCE_PREFIX),
+  // or "" when the code has none.
+  std::vector<std::string> kernelSources;
+  std::atomic<uint64_t> contextsMade{0}; // numbers contexts in traces
 
   ~locus_model_s();
 };
 
 struct locus_context_s {
   locus_model_t *model = nullptr;
+  uint64_t id = 0;            // the model's n-th context (traces)
+  uint64_t step = 0;          // what traces call the commands running now
   std::vector<void *> arenas; // by plan device
   std::vector<bool> inputSet;
   locus_run_stats_t stats{};

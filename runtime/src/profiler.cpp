@@ -20,14 +20,15 @@ uint64_t since(Profiler::Clock::time_point start) {
 }
 
 void printRow(const char *name, const char *device, uint64_t calls, uint64_t ns,
-              uint64_t total) {
+              uint64_t total, const char *source) {
   std::fprintf(
-      stderr, "locus profile: %-40s %-8s %8llu %10.3f %10.2f %5.1f%%\n", name,
-      device, static_cast<unsigned long long>(calls),
+      stderr, "locus profile: %-40s %-8s %8llu %10.3f %10.2f %5.1f%%  %s\n",
+      name, device, static_cast<unsigned long long>(calls),
       static_cast<double>(ns) / 1e6,
       calls ? static_cast<double>(ns) / 1e3 / static_cast<double>(calls) : 0.0,
       total ? 100.0 * static_cast<double>(ns) / static_cast<double>(total)
-            : 0.0);
+            : 0.0,
+      source);
 }
 
 } // namespace
@@ -55,8 +56,8 @@ void Profiler::copyDone(Clock::time_point start) {
   ++copyCalls_;
 }
 
-void Profiler::print(const Plan &plan,
-                     const std::vector<Device *> &deviceOf) const noexcept {
+void Profiler::print(const Plan &plan, const std::vector<Device *> &deviceOf,
+                     const std::vector<std::string> &sources) const noexcept {
   if (!on_ || deviceOf.size() < plan.devices.size()) // a failed load
     return;
   try {
@@ -68,13 +69,15 @@ void Profiler::print(const Plan &plan,
     }
     std::sort(order.begin(), order.end(),
               [&](size_t a, size_t b) { return kernelNs_[a] > kernelNs_[b]; });
-    std::fprintf(stderr, "locus profile: %-40s %-8s %8s %10s %10s %6s\n",
-                 "kernel", "device", "calls", "total ms", "mean us", "share");
+    std::fprintf(stderr, "locus profile: %-40s %-8s %8s %10s %10s %6s  %s\n",
+                 "kernel", "device", "calls", "total ms", "mean us", "share",
+                 "source");
     for (size_t i : order)
       printRow(plan.kernels[i].symbol.c_str(),
                deviceOf[plan.kernels[i].device]->name().c_str(),
-               kernelCalls_[i], kernelNs_[i], total);
-    printRow("(copies)", "", copyCalls_, copyNs_, total);
+               kernelCalls_[i], kernelNs_[i], total,
+               i < sources.size() ? sources[i].c_str() : "");
+    printRow("(copies)", "", copyCalls_, copyNs_, total, "");
   } catch (...) { // NOLINT(bugprone-empty-catch): said below
     // Out of memory for the order: the profile is lost, the release goes on.
   }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace locus::rt {
@@ -28,10 +29,11 @@ public:
   }
   void kernelDone(size_t kernel, Clock::time_point start);
   void copyDone(Clock::time_point start);
-  /// The table, to stderr: one row per kernel, slowest first, and copies.
-  /// Never throws (it runs while a model is released).
-  void print(const Plan &plan,
-             const std::vector<Device *> &deviceOf) const noexcept;
+  /// The table, to stderr: one row per kernel, slowest first, with its
+  /// source (ops and the user's lines), and copies. Never throws (it runs
+  /// while a model is released).
+  void print(const Plan &plan, const std::vector<Device *> &deviceOf,
+             const std::vector<std::string> &sources) const noexcept;
 
 private:
   bool on_ = false;

@@ -4,6 +4,8 @@
 
 #include "safetensors.h"
 
+#include "json.h"
+
 #include "status_impl.h"
 
 #include <cstring>
@@ -331,29 +333,6 @@ float halfToFloat(uint16_t h) {
   return f;
 }
 
-namespace {
-
-/// `s` as a JSON string.
-std::string quoted(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[(c >> 4) & 0xF];
-      out += kHex[c & 0xF];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-} // namespace
-
 locus_status_t parseSafetensors(const void *bytes, size_t size,
                                 const char *what,
                                 std::vector<SafeTensor> &out) {
@@ -410,7 +389,7 @@ std::string writeSafetensors(const std::vector<SafeTensorOut> &tensors) {
   std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
   uint64_t offset = 0;
   for (const SafeTensorOut &t : tensors) {
-    header += "," + quoted(t.name) + ":{\"dtype\":\"F32\",\"shape\":[";
+    header += "," + jsonQuoted(t.name) + ":{\"dtype\":\"F32\",\"shape\":[";
     for (size_t i = 0; i < t.shape.size(); ++i)
       header += (i ? "," : "") + std::to_string(t.shape[i]);
     uint64_t bytes = t.data.size() * 4;

@@ -8,10 +8,11 @@
 #    with a clear message;
 #  - runtime and compiler: a C++ program that records, compiles, runs and
 #    saves a model through Locus::compiler, whose artifact the installed
-#    locus-run runs; the installed tools answer --help.
-#   run_install_test.sh BUILD_DIR WORK_DIR
+#    locus-run and the installed Python module run; the installed tools
+#    answer --help.
+#   run_install_test.sh BUILD_DIR WORK_DIR [PYTHON]
 set -euo pipefail
-build=$1 work=$2
+build=$1 work=$2 python=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
@@ -65,6 +66,16 @@ cmake -S "$here/compiler_consumer" -B "$work/compiler_consumer" \
 cmake --build "$work/compiler_consumer" > "$work/compiler_consumer-build.log"
 "$work/compiler_consumer/record" "$work/recorded.locus"
 "$full/bin/locus-run" "$work/recorded.locus" --random-inputs --quiet | tail -1
+# The installed Python module (when the build has one) runs that artifact.
+module=$(ls "$full"/lib/python3/dist-packages/locus*.so 2>/dev/null || true)
+if [ -n "$python" ] && [ -n "$module" ]; then
+  PYTHONPATH="$full/lib/python3/dist-packages" "$python" -c '
+import sys, numpy as np, locus, locus.runtime
+m = locus.runtime.load(sys.argv[1])
+y = m.run(x=np.ones((2, 4), np.float32))["y"]
+assert y.shape == (2, 3), y.shape
+print("installed Python module: y", y.shape)' "$work/recorded.locus"
+fi
 for tool in locus-compile locus-dump locus-opt locus-import locus-calibrate; do
   "$full/bin/$tool" --help > "$work/$tool-help.txt"
 done

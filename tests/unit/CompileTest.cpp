@@ -831,3 +831,53 @@ TEST(Compile, UntrustedCodeNeverRuns) {
         otherKey + ".pub"})
     std::remove(f.c_str());
 }
+
+TEST(Compile, TracesShowEachStepsKernelsAtTheUsersLines) {
+  Graph g("traced");
+  g.manualSeed(3);
+  auto x = g.input("x", {4, 6});
+  nn::Linear fc(g, 6, 5, {.name = "fc"});
+  const int line = __LINE__ + 1;
+  g.output("y", locus::relu(fc(x)));
+  std::string dir = ::testing::TempDir();
+  CompileOptions options{.policy = "cpu", .devices = {"cpu"}};
+  options.trace = dir + "locus-trace-at-release.json";
+  std::remove(options.trace.c_str());
+  {
+    CompiledModel model = compile(g, options);
+    std::vector<float> xs = randomValues(24, 11);
+    for (int i = 0; i < 2; ++i)
+      model.run({{"x", HostTensor::fromF32({4, 6}, xs)}});
+    std::string now = dir + "locus-trace-now.json";
+    model.writeTrace(now);
+    std::ifstream in(now);
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\"name\":\"step 2\",\"cat\":\"step\""),
+              std::string::npos)
+        << text;
+    // The fused kernel names both ops at this file's line.
+    std::string relu = "locus.relu at ";
+    size_t at = text.find("\"source\":\"");
+    ASSERT_NE(at, std::string::npos) << text;
+    std::string source = text.substr(at, text.find('"', at + 10) - at);
+    EXPECT_NE(source.find("CompileTest.cpp:" + std::to_string(line)),
+              std::string::npos)
+        << source;
+    EXPECT_NE(source.find("locus.linear"), std::string::npos) << source;
+    EXPECT_NE(source.find(relu), std::string::npos) << source;
+  }
+  // Released: the trace at the option's path.
+  std::ifstream released(options.trace);
+  EXPECT_TRUE(released.good());
+
+  CompiledModel untraced = compile(g, {.policy = "cpu", .devices = {"cpu"}});
+  try {
+    untraced.writeTrace(dir + "locus-no-trace.json");
+    FAIL() << "a model without a trace wrote one";
+  } catch (const RunError &e) {
+    EXPECT_NE(std::string(e.what()).find("loaded without a trace"),
+              std::string::npos)
+        << e.what();
+  }
+}

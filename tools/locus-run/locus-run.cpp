@@ -5,7 +5,7 @@
 //             [--save-outputs DIR] [--quiet]
 //             [--weights state.safetensors [--weights-partial]]
 //             [--save-state state.safetensors]
-//             [--trusted-key builder.pub ...]
+//             [--trusted-key builder.pub ...] [--trace trace.json]
 //
 // Inputs are .npy files (little-endian f32, i64, i32 or bool, C order) or raw
 // little-endian bytes of the input's dtype. --random-inputs fills the inputs
@@ -15,6 +15,8 @@
 // loads state (weights, buffers) from a safetensors file before the runs: all
 // of the model's, or with --weights-partial the names both have. --save-state
 // writes the state after the runs (a training artifact's trained weights).
+// --trace writes every launch, copy and step of the runs as Chrome trace
+// JSON (chrome://tracing, ui.perfetto.dev; docs/runtime.md).
 
 #include "locus/runtime.hpp"
 
@@ -187,13 +189,13 @@ int usage() {
                "[--random-inputs] [--device-map MAP] [--runs N] "
                "[--save-outputs DIR] [--quiet] [--weights FILE "
                "[--weights-partial]] [--save-state FILE] "
-               "[--trusted-key FILE.pub ...]\n";
+               "[--trusted-key FILE.pub ...] [--trace FILE.json]\n";
   return 2;
 }
 
 /// The command line.
 struct Options {
-  std::string path, deviceMap, saveDir, weights, saveState;
+  std::string path, deviceMap, saveDir, weights, saveState, trace;
   bool weightsPartial = false;
   std::map<std::string, std::string> inputFiles;
   std::vector<std::string> trustedKeys;
@@ -240,6 +242,8 @@ int parseArgs(int argc, char **argv, Options &o) {
         o.saveState = value();
       } else if (arg == "--trusted-key") {
         o.trustedKeys.push_back(value());
+      } else if (arg == "--trace") {
+        o.trace = value();
       } else if (arg == "--random-inputs") {
         o.random = true;
       } else if (arg == "--quiet") {
@@ -382,8 +386,11 @@ static int runMain(int argc, char **argv) {
         throw std::runtime_error("--save-outputs: cannot create " + o.saveDir +
                                  ": " + ec.message());
     }
-    locus::rt::Model model =
-        locus::rt::Model::load(o.path, o.deviceMap, o.trustedKeys);
+    locus::rt::Model::LoadOptions load;
+    load.deviceMap = o.deviceMap;
+    load.trustedKeys = o.trustedKeys;
+    load.tracePath = o.trace;
+    locus::rt::Model model = locus::rt::Model::load(o.path, load);
     std::cout << model.report();
     if (!o.weights.empty()) {
       size_t loaded = model.loadState(o.weights, o.weightsPartial);
@@ -394,6 +401,10 @@ static int runMain(int argc, char **argv) {
     setInputs(model, context, o);
     runSteps(context, o.runs);
     printOutputs(model, context, o);
+    if (!o.trace.empty()) {
+      model.writeTrace(o.trace);
+      std::cout << "trace: " << o.trace << "\n";
+    }
     if (!o.saveState.empty()) {
       model.saveState(o.saveState);
       std::cout << "saved " << model.states().size() << " state tensors to "

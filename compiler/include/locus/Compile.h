@@ -78,6 +78,10 @@ struct CompileOptions {
   /// Where the devices run in-process, e.g. "cuda:0=sim" (the default for
   /// CUDA devices until the runtime has one); see locus_model_options_t.
   std::string deviceMap;
+  /// A file for a Chrome trace JSON of every run (kernels with the user's
+  /// lines, copies, steps), written when the model is destroyed; empty for
+  /// LOCUS_TRACE's value, or none (docs/runtime.md, "Traces").
+  std::string trace;
 };
 
 /// What one run did (the runtime's counters).
@@ -150,6 +154,9 @@ public:
   /// changed or made by others (docs/runtime.md, "Trust"). Throws RunError.
   void save(const std::string &path, const std::string &cpu = "x86-64-v3",
             const std::string &signKey = "") const;
+  /// Writes the trace of the runs so far (CompileOptions::trace or
+  /// LOCUS_TRACE was set). Throws RunError.
+  void writeTrace(const std::string &path) const;
   /// The runtime's report: where each device of the plan runs, kernels,
   /// copies per step and at load.
   std::string runtimeReport() const;

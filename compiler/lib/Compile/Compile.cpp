@@ -176,6 +176,11 @@ int64_t CompiledModel::estimatedStepNs() const {
   return impl_->parts.estimatedStepNs;
 }
 
+void CompiledModel::writeTrace(const std::string &path) const {
+  if (locus_status_t s = locus_model_write_trace(impl_->model, path.c_str()))
+    throw RunError(take(s));
+}
+
 std::string CompiledModel::runtimeReport() const {
   return locus_model_report(impl_->model);
 }
@@ -676,11 +681,8 @@ void compileKernels(mlir::ModuleOp module, CompiledModel::Impl &impl,
   engineOptions.transformer = mlir::makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, hostMachine.get());
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  const std::vector<std::string> &functions =
-      impl.parts.summary.kernelFunctions;
   auto builder = [&](mlir::Operation *op, llvm::LLVMContext &llvmContext) {
-    return translateKernels(op, llvmContext, functions,
-                            impl.parts.summary.kernelArgBytes,
+    return translateKernels(op, llvmContext, impl.parts.summary,
                             impl.parts.cudaFunctions);
   };
   engineOptions.llvmModuleBuilder = builder;
@@ -699,6 +701,7 @@ void createRuntimeModel(CompiledModel::Impl &impl,
   locus_model_options_t modelOptions{};
   std::string deviceMap = options.deviceMap;
   modelOptions.device_map = deviceMap.c_str();
+  modelOptions.trace_path = options.trace.c_str();
   auto resolve = [](void *user, const char *symbol) -> void * {
     auto *engine = static_cast<mlir::ExecutionEngine *>(user);
     auto found = engine->lookup(symbol);

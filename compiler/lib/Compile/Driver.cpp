@@ -167,9 +167,8 @@ LogicalResult writeBitcode(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
   if (cuda)
     mergeModules(*cuda, module);
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateKernels(module, llvmContext, result.summary.kernelFunctions,
-                       result.summary.kernelArgBytes, result.cudaFunctions);
+  std::unique_ptr<llvm::Module> llvmModule = translateKernels(
+      module, llvmContext, result.summary, result.cudaFunctions);
   LOCUS_INTERNAL_ASSERT(llvmModule, "the kernels do not translate to LLVM IR");
   llvm::raw_string_ostream os(result.bitcode);
   llvm::WriteBitcodeToFile(*llvmModule, os);
@@ -335,18 +334,34 @@ bool addSignature(llvm::Module &llvmModule, const std::string &name,
   return true;
 }
 
+/// Where kernel `name` comes from (locus/abi.h): its ops and source lines.
+void addSource(llvm::Module &llvmModule, const std::string &name,
+               const std::string &source) {
+  llvm::Constant *init =
+      llvm::ConstantDataArray::getString(llvmModule.getContext(), source);
+  // The module owns it.
+  auto *global = new llvm::GlobalVariable(
+      llvmModule, init->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::ExternalLinkage, init, kernelSourceName(name));
+  global->setAlignment(llvm::Align(1));
+}
+
 } // namespace
 
 std::unique_ptr<llvm::Module>
 locus::translateKernels(Operation *module, llvm::LLVMContext &context,
-                        const std::vector<std::string> &functions,
-                        const std::vector<std::vector<uint64_t>> &argBytes,
+                        const PlanSummary &kernels,
                         const std::vector<std::string> &cudaFunctions) {
+  const std::vector<std::string> &functions = kernels.kernelFunctions;
+  const std::vector<std::vector<uint64_t>> &argBytes = kernels.kernelArgBytes;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "locus-kernels");
   if (!llvmModule || !addParallelTrampolines(module, *llvmModule) ||
       argBytes.size() != functions.size())
     return nullptr;
+  for (size_t i = 0; i < functions.size(); ++i)
+    if (i < kernels.kernelSources.size())
+      addSource(*llvmModule, functions[i], kernels.kernelSources[i]);
   for (size_t i = 0; i < functions.size(); ++i)
     if (!addSignature(*llvmModule, functions[i], argBytes[i]) ||
         !addEntryPoint(*llvmModule, functions[i],

@@ -190,6 +190,13 @@ OriginScope::OriginScope(const Graph &graph, const std::string &file,
                          mlir::FileLineColLoc::get(&context, file, 0, 0));
 }
 
+OriginScope::OriginScope(const Graph &graph, const std::string &file,
+                         unsigned line, unsigned column)
+    : graph_(graph.impl().shared_from_this()) {
+  graph_->origin =
+      mlir::FileLineColLoc::get(&graph_->context, file, line, column);
+}
+
 OriginScope::~OriginScope() { graph_->origin.reset(); }
 
 Recording::Recording(const Tensor &anchor, const Here &loc)

@@ -24,6 +24,47 @@ std::string locus::kernelSignatureName(llvm::StringRef function) {
   return (LOCUS_ABI_SIGNATURE_PREFIX + function).str();
 }
 
+std::string locus::kernelSourceName(llvm::StringRef function) {
+  return (LOCUS_ABI_SOURCE_PREFIX + function).str();
+}
+
+std::string locus::describeKernelSource(func::FuncOp kernel) {
+  // Each (op, line) once, in the order the ops appear, with its count.
+  std::vector<std::pair<std::string, unsigned>> parts;
+  kernel.walk([&](Operation *op) {
+    if (op->getDialect() == nullptr ||
+        op->getDialect()->getNamespace() != "locus" || isa<ConstantOp>(op))
+      return;
+    std::string line = userLine(op->getLoc());
+    std::string part = op->getName().getStringRef().str();
+    if (line != "unknown location")
+      part += " at " + line;
+    for (auto &[text, count] : parts)
+      if (text == part) {
+        ++count;
+        return;
+      }
+    parts.emplace_back(std::move(part), 1);
+  });
+  std::string out;
+  const size_t limit = LOCUS_ABI_MAX_SOURCE_BYTES - 1;
+  for (const auto &[text, count] : parts) {
+    std::string piece = (out.empty() ? "" : "; ") + text;
+    if (count > 1)
+      piece += " (x" + std::to_string(count) + ")";
+    if (out.size() + piece.size() > limit - 5) {
+      out += "; ...";
+      break;
+    }
+    out += piece;
+  }
+  // One line: a file name may not bring a newline or a NUL into it.
+  for (char &c : out)
+    if (c == '\n' || c == '\r' || c == '\0')
+      c = ' ';
+  return out;
+}
+
 std::string locus::cudaEntryName(llvm::StringRef function) {
   return (LOCUS_ABI_CUDA_PREFIX + function).str();
 }
@@ -358,6 +399,10 @@ private:
     kernels.push_back(kernelEntryName(call.getCallee()));
     kernelDevices.push_back(deviceIndex(device));
     summary.kernelFunctions.push_back(call.getCallee().str());
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    summary.kernelSources.push_back(callee ? describeKernelSource(callee)
+                                           : std::string());
     step.push_back(std::move(launch));
     return success();
   }

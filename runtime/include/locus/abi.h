@@ -28,6 +28,13 @@
  * against it at load, so a plan cannot hand a kernel a smaller buffer than
  * the code reads or writes. */
 #define LOCUS_ABI_SIGNATURE_PREFIX "__locus_signature_"
+/* Where kernel <f> comes from (optional): const char __locus_source_<f>[],
+ * NUL-terminated, the user's ops in it with their source lines, e.g.
+ * "locus.linear at model.cpp:14; locus.relu at model.cpp:15". Traces and
+ * profiles show it; nothing runs differently without it. */
+#define LOCUS_ABI_SOURCE_PREFIX "__locus_source_"
+/* The longest source string the runtime reads. */
+#define LOCUS_ABI_MAX_SOURCE_BYTES 4096u
 /* The most buffers a kernel takes. */
 #define LOCUS_ABI_MAX_KERNEL_ARGS 65536u
 /* Entry point of the launcher of kernel <f> placed on a CUDA device (the same

@@ -267,6 +267,12 @@ typedef struct locus_model_options_s {
    * locus_model_create_from_plan, whose code is the caller's own. */
   const locus_public_key_t *trusted_keys;
   size_t trusted_key_count;
+  /* A file for a trace of every kernel launch, copy and step this model
+   * runs (Chrome trace JSON: chrome://tracing or ui.perfetto.dev), written
+   * when the model is released; NULL or "" for LOCUS_TRACE's value, or no
+   * trace. Tracing times each command, and steps no longer replay as CUDA
+   * graphs. See locus_model_write_trace. */
+  const char *trace_path;
 } locus_model_options_t;
 
 typedef enum locus_dtype_e {
@@ -407,6 +413,14 @@ LOCUS_API locus_status_t locus_model_load_state_memory(
  * (where it runs, and why there), kernel and copy counts. Valid while the
  * model lives. */
 LOCUS_API const char *locus_model_report(const locus_model_t *model);
+
+/* Writes the trace of the model's runs so far to `path` (atomically), as
+ * the release will: INVALID_ARGUMENT when the model was loaded without a
+ * trace (trace_path or LOCUS_TRACE). Each event has its step ("load" for
+ * load-time copies), context, device and bytes; a kernel also has its
+ * source, the ops in it at the user's lines. */
+LOCUS_API locus_status_t locus_model_write_trace(const locus_model_t *model,
+                                                 const char *path);
 
 typedef struct locus_run_stats_s {
   uint64_t launches; /* kernel launches */

@@ -56,18 +56,40 @@ public:
   /// Loads an artifact; `deviceMap` as in locus_model_options_t. With
   /// `trustedKeys` (public key files, locus_key_read_public), only an
   /// artifact one of them signed loads.
-  static Model load(const std::string &path, const std::string &deviceMap = "",
-                    const std::vector<std::string> &trustedKeys = {}) {
-    std::vector<locus_public_key_t> keys(trustedKeys.size());
+  /// locus_model_options_t, with key files for the trusted keys.
+  struct LoadOptions {
+    std::string deviceMap;
+    std::vector<std::string> trustedKeys; ///< public key files
+    std::string tracePath;                ///< Chrome trace JSON, at release
+    bool disableCudaGraphs = false;
+  };
+
+  static Model load(const std::string &path, const LoadOptions &opts) {
+    std::vector<locus_public_key_t> keys(opts.trustedKeys.size());
     for (size_t i = 0; i < keys.size(); ++i)
-      check(locus_key_read_public(trustedKeys[i].c_str(), &keys[i]));
+      check(locus_key_read_public(opts.trustedKeys[i].c_str(), &keys[i]));
     locus_model_options_t options{};
-    options.device_map = deviceMap.c_str();
+    options.device_map = opts.deviceMap.c_str();
+    options.disable_cuda_graphs = opts.disableCudaGraphs ? 1 : 0;
     options.trusted_keys = keys.data();
     options.trusted_key_count = keys.size();
+    options.trace_path = opts.tracePath.c_str();
     locus_model_t *model = nullptr;
     check(locus_model_load(path.c_str(), &options, &model));
     return Model(model);
+  }
+  static Model load(const std::string &path, const std::string &deviceMap = "",
+                    const std::vector<std::string> &trustedKeys = {}) {
+    LoadOptions options;
+    options.deviceMap = deviceMap;
+    options.trustedKeys = trustedKeys;
+    return load(path, options);
+  }
+
+  /// Writes the trace of the runs so far (the model was loaded with a
+  /// trace path or LOCUS_TRACE).
+  void writeTrace(const std::string &path) const {
+    check(locus_model_write_trace(model_, path.c_str()));
   }
 
   Model(Model &&other) noexcept

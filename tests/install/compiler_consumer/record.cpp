@@ -22,8 +22,8 @@ int main(int argc, char **argv) {
     locus::CompiledModel model =
         locus::compile(g, {.policy = "cpu", .devices = {"cpu"}});
 
-    std::vector<float> xs = {0.5f, -1.0f, 2.0f,  0.25f,
-                             -0.75f, 1.5f, 0.1f, -2.0f};
+    std::vector<float> xs = {0.5f,   -1.0f, 2.0f, 0.25f,
+                             -0.75f, 1.5f,  0.1f, -2.0f};
     auto out = model.run({{"x", locus::HostTensor::fromF32({2, 4}, xs)}});
     const locus::HostTensor &w = model.state("fc.weight");
     const locus::HostTensor &b = model.state("fc.bias");

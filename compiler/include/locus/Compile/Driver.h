@@ -87,11 +87,11 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
 /// kernelEntryName(function), and each in `cudaFunctions` with one named
 /// cudaEntryName(function) for its launcher (`<function>__cuda`), and each
 /// a signature kernelSignatureName(function) from its `argBytes` entry
-/// (parallel to `functions`); null if a kernel does not have that shape.
+/// (parallel to `functions`) and a source kernelSourceName(function) from
+/// its `sources` entry; null if a kernel does not have that shape.
 std::unique_ptr<llvm::Module>
 translateKernels(mlir::Operation *module, llvm::LLVMContext &context,
-                 const std::vector<std::string> &functions,
-                 const std::vector<std::vector<uint64_t>> &argBytes,
+                 const PlanSummary &kernels,
                  const std::vector<std::string> &cudaFunctions = {});
 
 /// The runtime functions generated code calls: host kernels always, CUDA

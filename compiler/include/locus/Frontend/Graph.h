@@ -297,6 +297,9 @@ class OriginScope {
 public:
   OriginScope(const Graph &graph, const std::string &file,
               const std::string &what);
+  /// Ops located at `file`:`line` (a Python caller's line, say).
+  OriginScope(const Graph &graph, const std::string &file, unsigned line,
+              unsigned column);
   ~OriginScope();
   OriginScope(const OriginScope &) = delete;
   OriginScope &operator=(const OriginScope &) = delete;

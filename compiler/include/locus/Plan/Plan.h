@@ -13,6 +13,8 @@
 
 #include "locus/Dialect/LocusDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <string>
 #include <vector>
 
@@ -26,6 +28,10 @@ struct PlanSummary {
   /// kernelFunctions): the signature the host code carries and the runtime
   /// checks every launch against.
   std::vector<std::vector<uint64_t>> kernelArgBytes;
+  /// Each kernel's ops and their source lines, "locus.linear at
+  /// model.cpp:14; locus.relu at model.cpp:15" (parallel to
+  /// kernelFunctions): kernelSourceName(function) in the host code.
+  std::vector<std::string> kernelSources;
   unsigned stepCopies = 0, loadCopies = 0;
   uint64_t stepCopyBytes = 0, loadCopyBytes = 0;
   /// State updates (locus.assign): written in place by the kernel that
@@ -46,6 +52,12 @@ mlir::FailureOr<std::string> buildPlan(GraphOp graph,
 std::string kernelEntryName(llvm::StringRef function);
 /// The signature of a kernel function: "__locus_signature_<function>".
 std::string kernelSignatureName(llvm::StringRef function);
+/// The source of a kernel function: "__locus_source_<function>".
+std::string kernelSourceName(llvm::StringRef function);
+/// The ops of kernel function `kernel` with their source lines, duplicates
+/// counted: "locus.add at a.cpp:3 (x2); locus.relu at a.cpp:4", at most
+/// LOCUS_ABI_MAX_SOURCE_BYTES - 1 bytes.
+std::string describeKernelSource(mlir::func::FuncOp kernel);
 /// The entry point of a CUDA kernel's launcher: "__locus_cuda_<function>".
 std::string cudaEntryName(llvm::StringRef function);
 

@@ -11,7 +11,9 @@
 #ifndef LOCUS_SUPPORT_TOOLHELP_H
 #define LOCUS_SUPPORT_TOOLHELP_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 
@@ -25,6 +27,26 @@ inline void showOnlyInHelp(llvm::cl::OptionCategory &category) {
     llvm::StringRef name = entry.first();
     if (llvm::is_contained(option->Categories, &category) ||
         llvm::is_contained({"help", "help-list", "version"}, name) ||
+        option->getOptionHiddenFlag() != llvm::cl::NotHidden)
+      continue;
+    option->setHiddenFlag(llvm::cl::Hidden);
+  }
+}
+
+/// Hides from --help (not from --help-hidden) every option but LLVM's help
+/// and version options and the options `keep` names. A name may be one
+/// value of an option that lists its values as flags (a pass of
+/// mlir-opt's pass list): that option, with all its values, stays.
+inline void showOnlyInHelp(llvm::ArrayRef<llvm::StringRef> keep) {
+  auto &options = llvm::cl::getRegisteredOptions();
+  llvm::SmallPtrSet<llvm::cl::Option *, 32> kept;
+  for (llvm::StringRef name : keep)
+    if (auto it = options.find(name); it != options.end())
+      kept.insert(it->second);
+  for (auto &entry : options) {
+    llvm::cl::Option *option = entry.second;
+    if (kept.contains(option) ||
+        llvm::is_contained({"help", "help-list", "version"}, entry.first()) ||
         option->getOptionHiddenFlag() != llvm::cl::NotHidden)
       continue;
     option->setHiddenFlag(llvm::cl::Hidden);

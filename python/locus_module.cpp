@@ -1,0 +1,850 @@
+// locus_module.cpp - the `locus` Python module (pybind11) over the C++ API:
+// record graphs with the C++ names (snake_case aliases for the camelCase
+// ones), import ONNX, compile, look at the placement, run with NumPy arrays,
+// save artifacts; `locus.runtime` loads and runs artifacts alone.
+//
+// Ops recorded from Python are located at the Python caller's file and line
+// (an OriginScope around each call), so placement reports, strict-mode
+// errors, traces and profiles name the user's Python lines; an error while
+// recording is a locus.Error at that line.
+
+#include "locus/Compile.h"
+#include "locus/Import/Onnx.h"
+#include "locus/locus.h"
+#include "locus/runtime.hpp"
+
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+using namespace locus;
+
+namespace {
+
+// ---- Python locations and errors -------------------------------------------
+
+struct PyLine {
+  std::string file = "<python>";
+  unsigned line = 0;
+};
+
+/// The Python caller's file and line (no frame: "<python>", 0).
+PyLine callerLine() {
+  PyLine here;
+  PyFrameObject *frame = PyEval_GetFrame(); // borrowed
+  if (!frame)
+    return here;
+  here.line = static_cast<unsigned>(PyFrame_GetLineNumber(frame));
+  PyCodeObject *code = PyFrame_GetCode(frame); // new reference
+  py::object name = py::reinterpret_steal<py::object>(PyObject_GetAttrString(
+      reinterpret_cast<PyObject *>(code), "co_filename"));
+  Py_DECREF(code);
+  if (name && py::isinstance<py::str>(name))
+    here.file = name.cast<std::string>();
+  else
+    PyErr_Clear();
+  return here;
+}
+
+/// locus.Error: its file, line and message are attributes too.
+PyObject *errorType = nullptr;
+
+[[noreturn]] void raise(const std::string &file, unsigned line,
+                        const std::string &message, const std::string &text) {
+  py::object error = py::reinterpret_borrow<py::object>(errorType)(text);
+  error.attr("file") = file;
+  error.attr("line") = line;
+  error.attr("message") = message;
+  PyErr_SetObject(errorType, error.ptr());
+  throw py::error_already_set();
+}
+
+/// Runs `record` with its ops located at the Python caller's line; an
+/// Error becomes a locus.Error at that line.
+template <typename F>
+auto recorded(const Graph &graph, F record) -> decltype(record()) {
+  PyLine here = callerLine();
+  try {
+    detail::OriginScope origin(graph, here.file, here.line, 0);
+    return record();
+  } catch (const Error &e) {
+    raise(here.file, here.line, e.message(),
+          here.file + ":" + std::to_string(here.line) +
+              ": error: " + e.message());
+  }
+}
+
+Graph graphOf(const Tensor &t) {
+  try {
+    return t.graph();
+  } catch (const Error &e) {
+    PyLine here = callerLine();
+    raise(here.file, here.line, e.message(),
+          here.file + ":" + std::to_string(here.line) +
+              ": error: " + e.message());
+  }
+}
+
+DType parseDType(const std::string &name) {
+  if (name == "f32" || name == "float32")
+    return DType::f32;
+  if (name == "i64" || name == "int64")
+    return DType::i64;
+  if (name == "i32" || name == "int32")
+    return DType::i32;
+  if (name == "i1" || name == "bool")
+    return DType::i1;
+  throw py::value_error("unknown dtype '" + name +
+                        "'; expected f32, i64, i32 or bool");
+}
+
+Reduction parseReduction(const std::string &name) {
+  if (name == "mean")
+    return Reduction::mean;
+  if (name == "sum")
+    return Reduction::sum;
+  throw py::value_error("unknown reduction '" + name +
+                        "'; expected mean or sum");
+}
+
+// ---- NumPy <-> HostTensor ---------------------------------------------------
+
+Shape shapeOf(const py::array &a) {
+  return Shape(a.shape(), a.shape() + a.ndim());
+}
+
+HostTensor toHost(const std::string &name, const py::handle &value) {
+  py::array a = py::array::ensure(value);
+  if (!a)
+    throw py::type_error("input '" + name + "' is not an array");
+  Shape shape = shapeOf(a);
+  auto copy = [&](auto tag) {
+    using T = decltype(tag);
+    auto c = py::array_t < T, py::array::c_style | py::array::forcecast > (a);
+    return std::vector<T>(c.data(), c.data() + c.size());
+  };
+  if (a.dtype().is(py::dtype::of<float>()) ||
+      a.dtype().is(py::dtype::of<double>()))
+    return HostTensor::fromF32(shape, copy(float{}));
+  if (a.dtype().is(py::dtype::of<int64_t>()))
+    return HostTensor::fromI64(shape, copy(int64_t{}));
+  if (a.dtype().is(py::dtype::of<int32_t>()))
+    return HostTensor::fromI32(shape, copy(int32_t{}));
+  if (a.dtype().is(py::dtype::of<bool>())) {
+    std::vector<uint8_t> bytes = copy(uint8_t{});
+    return HostTensor::fromBool(
+        shape, std::vector<int64_t>(bytes.begin(), bytes.end()));
+  }
+  throw py::type_error("input '" + name + "' has dtype " +
+                       py::str(a.dtype()).cast<std::string>() +
+                       "; Locus takes float32, int64, int32 or bool");
+}
+
+py::array toNumpy(const HostTensor &t) {
+  std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end());
+  switch (t.dtype) {
+  case DType::f32: {
+    py::array_t<float> out(shape);
+    std::memcpy(out.mutable_data(), t.f32.data(), t.f32.size() * sizeof(float));
+    return std::move(out);
+  }
+  case DType::i32: {
+    py::array_t<int32_t> out(shape);
+    for (size_t i = 0; i < t.i64.size(); ++i)
+      out.mutable_data()[i] = static_cast<int32_t>(t.i64[i]);
+    return std::move(out);
+  }
+  case DType::i1: {
+    py::array_t<bool> out(shape);
+    for (size_t i = 0; i < t.i64.size(); ++i)
+      out.mutable_data()[i] = t.i64[i] != 0;
+    return std::move(out);
+  }
+  case DType::i64:
+  default: {
+    py::array_t<int64_t> out(shape);
+    std::memcpy(out.mutable_data(), t.i64.data(),
+                t.i64.size() * sizeof(int64_t));
+    return std::move(out);
+  }
+  }
+}
+
+std::map<std::string, HostTensor> hostInputs(const py::dict &inputs) {
+  std::map<std::string, HostTensor> out;
+  for (auto [key, value] : inputs) {
+    std::string name = py::str(key);
+    out.emplace(name, toHost(name, value));
+  }
+  return out;
+}
+
+py::dict numpyOutputs(const std::map<std::string, HostTensor> &outputs) {
+  py::dict out;
+  for (const auto &[name, t] : outputs)
+    out[py::str(name)] = toNumpy(t);
+  return out;
+}
+
+// ---- Bindings ---------------------------------------------------------------
+
+using Unary = Tensor (*)(const Tensor &, Here);
+using Binary = Tensor (*)(const Tensor &, const Tensor &, Here);
+
+void defUnary(py::module_ &m, const char *name, Unary f) {
+  m.def(
+      name,
+      [f](const Tensor &x) {
+        return recorded(graphOf(x), [&] { return f(x, Here::current()); });
+      },
+      py::arg("x"));
+}
+
+void defBinary(py::module_ &m, const char *name, Binary f) {
+  m.def(
+      name,
+      [f](const Tensor &a, const Tensor &b) {
+        return recorded(graphOf(a), [&] { return f(a, b, Here::current()); });
+      },
+      py::arg("a"), py::arg("b"));
+}
+
+/// A tensor or a Python number as a tensor of `like`'s graph.
+Tensor operand(const Tensor &like, const py::object &value) {
+  if (py::isinstance<Tensor>(value))
+    return value.cast<Tensor>();
+  Graph g = graphOf(like);
+  return recorded(g, [&] { return g.constant(value.cast<float>()); });
+}
+
+void bindTensor(py::module_ &m) {
+  auto tensor = py::class_<Tensor>(m, "Tensor");
+  tensor.def_property_readonly("shape", &Tensor::shape)
+      .def_property_readonly(
+          "dtype",
+          [](const Tensor &t) { return std::string(dtypeName(t.dtype())); })
+      .def_property_readonly("rank", [](const Tensor &t) { return t.rank(); })
+      .def("numel", [](const Tensor &t) { return t.numel(); })
+      .def(
+          "to",
+          [](const Tensor &t, const std::string &device) {
+            return recorded(graphOf(t), [&] {
+              return t.to(Device::parse(device), Here::current());
+            });
+          },
+          py::arg("device"))
+      .def("__repr__", [](const Tensor &t) {
+        std::string shape;
+        for (int64_t d : t.shape())
+          shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+        return "locus.Tensor([" + shape + "], " + dtypeName(t.dtype()) + ")";
+      });
+  auto binary = [&](const char *name, Binary f, bool reflected) {
+    tensor.def(name, [f, reflected](const Tensor &a, const py::object &b) {
+      Tensor other = operand(a, b);
+      return recorded(graphOf(a), [&] {
+        return reflected ? f(other, a, Here::current())
+                         : f(a, other, Here::current());
+      });
+    });
+  };
+  binary("__add__", &add, false);
+  binary("__radd__", &add, true);
+  binary("__sub__", &sub, false);
+  binary("__rsub__", &sub, true);
+  binary("__mul__", &mul, false);
+  binary("__rmul__", &mul, true);
+  binary("__truediv__", &div, false);
+  binary("__rtruediv__", &div, true);
+  binary("__matmul__", &matmul, false);
+  tensor.def("__neg__", [](const Tensor &x) {
+    return recorded(graphOf(x), [&] { return neg(x, Here::current()); });
+  });
+}
+
+void bindGraph(py::module_ &m) {
+  py::class_<Graph>(m, "Graph")
+      .def(py::init([](const std::string &name) { return Graph(name); }),
+           py::arg("name") = "graph")
+      .def_property_readonly("name", &Graph::name)
+      .def(
+          "input",
+          [](Graph &g, const std::string &name, const Shape &shape,
+             const std::string &dtype, std::optional<std::string> device) {
+            InputOptions options;
+            options.dtype = parseDType(dtype);
+            if (device)
+              options.device = Device::parse(*device);
+            return recorded(g, [&] {
+              return g.input(name, shape, options, Here::current());
+            });
+          },
+          py::arg("name"), py::arg("shape"), py::arg("dtype") = "f32",
+          py::arg("device") = py::none())
+      .def(
+          "output",
+          [](Graph &g, const std::string &name, const Tensor &value) {
+            recorded(g, [&] { g.output(name, value, Here::current()); });
+          },
+          py::arg("name"), py::arg("value"))
+      .def(
+          "constant",
+          [](Graph &g, const Shape &shape, const std::vector<float> &values) {
+            return recorded(
+                g, [&] { return g.constant(shape, values, Here::current()); });
+          },
+          py::arg("shape"), py::arg("values"))
+      .def(
+          "parameter",
+          [](Graph &g, const std::string &name, const Shape &shape,
+             std::vector<float> values) {
+            return recorded(g, [&] {
+              return g.parameter(name, shape, std::move(values), {},
+                                 Here::current());
+            });
+          },
+          py::arg("name"), py::arg("shape"), py::arg("values"))
+      .def("manual_seed", &Graph::manualSeed, py::arg("seed"))
+      .def("manualSeed", &Graph::manualSeed, py::arg("seed"))
+      .def("num_ops", &Graph::numOps)
+      .def("parameters", &Graph::parameters)
+      .def(
+          "str",
+          [](const Graph &g, bool locations) {
+            return g.str({.locations = locations});
+          },
+          py::arg("locations") = false)
+      .def("__str__", [](const Graph &g) { return g.str(); });
+}
+
+void bindOps(py::module_ &m) {
+  struct U {
+    const char *name;
+    Unary f;
+  };
+  for (const U &u :
+       {U{"neg", &neg}, U{"exp", &locus::exp}, U{"log", &locus::log},
+        U{"sqrt", &locus::sqrt}, U{"relu", &relu}, U{"sigmoid", &sigmoid},
+        U{"tanh", &locus::tanh}, U{"erf", &locus::erf}, U{"sin", &locus::sin},
+        U{"cos", &locus::cos}, U{"abs", &locus::abs}, U{"rsqrt", &rsqrt},
+        U{"reciprocal", &reciprocal}, U{"silu", &silu}})
+    defUnary(m, u.name, u.f);
+  struct B {
+    const char *name;
+    Binary f;
+  };
+  for (const B &b :
+       {B{"add", &add}, B{"sub", &sub}, B{"mul", &mul}, B{"div", &div},
+        B{"maximum", &maximum}, B{"minimum", &minimum}, B{"eq", &eq},
+        B{"ne", &ne}, B{"lt", &lt}, B{"le", &le}, B{"gt", &gt}, B{"ge", &ge},
+        B{"matmul", &matmul}, B{"bmm", &bmm}})
+    defBinary(m, b.name, b.f);
+
+  auto at = [](const Tensor &x, auto f) { return recorded(graphOf(x), f); };
+  m.def(
+      "gelu",
+      [at](const Tensor &x, const std::string &approximate) {
+        return at(x, [&] { return gelu(x, approximate, Here::current()); });
+      },
+      py::arg("x"), py::arg("approximate") = "none");
+  m.def(
+      "pow",
+      [at](const Tensor &x, double e) {
+        return at(x, [&] { return locus::pow(x, e, Here::current()); });
+      },
+      py::arg("x"), py::arg("exponent"));
+  for (const char *name : {"leakyRelu", "leaky_relu"})
+    m.def(
+        name,
+        [at](const Tensor &x, double slope) {
+          return at(x, [&] { return leakyRelu(x, slope, Here::current()); });
+        },
+        py::arg("x"), py::arg("negative_slope") = 0.01);
+  m.def(
+      "cast",
+      [at](const Tensor &x, const std::string &dtype) {
+        return at(x,
+                  [&] { return cast(x, parseDType(dtype), Here::current()); });
+      },
+      py::arg("x"), py::arg("dtype"));
+  m.def(
+      "where",
+      [at](const Tensor &c, const Tensor &a, const Tensor &b) {
+        return at(c, [&] { return where(c, a, b, Here::current()); });
+      },
+      py::arg("cond"), py::arg("a"), py::arg("b"));
+  m.def(
+      "linear",
+      [at](const Tensor &x, const Tensor &w, std::optional<Tensor> b) {
+        return at(x, [&] {
+          return linear(x, w, b.value_or(Tensor()), Here::current());
+        });
+      },
+      py::arg("x"), py::arg("weight"), py::arg("bias") = py::none());
+  m.def(
+      "reshape",
+      [at](const Tensor &x, const Shape &shape) {
+        return at(x, [&] { return reshape(x, shape, Here::current()); });
+      },
+      py::arg("x"), py::arg("shape"));
+  m.def(
+      "permute",
+      [at](const Tensor &x, const std::vector<int64_t> &dims) {
+        return at(x, [&] { return permute(x, dims, Here::current()); });
+      },
+      py::arg("x"), py::arg("dims"));
+  m.def(
+      "transpose",
+      [at](const Tensor &x, int64_t d0, int64_t d1) {
+        return at(x, [&] { return transpose(x, d0, d1, Here::current()); });
+      },
+      py::arg("x"), py::arg("dim0"), py::arg("dim1"));
+  m.def(
+      "flatten",
+      [at](const Tensor &x, int64_t start, int64_t end) {
+        return at(x, [&] { return flatten(x, start, end, Here::current()); });
+      },
+      py::arg("x"), py::arg("start_dim") = 1, py::arg("end_dim") = -1);
+  m.def(
+      "concat",
+      [](const std::vector<Tensor> &xs, int64_t axis) {
+        if (xs.empty())
+          throw py::value_error("concat needs at least one tensor");
+        return recorded(graphOf(xs[0]),
+                        [&] { return concat(xs, axis, Here::current()); });
+      },
+      py::arg("xs"), py::arg("axis"));
+  using Reduce =
+      Tensor (*)(const Tensor &, const std::vector<int64_t> &, bool, Here);
+  struct R {
+    const char *name;
+    Reduce f;
+  };
+  for (const R &r : {R{"sum", &locus::sum}, R{"mean", &locus::mean},
+                     R{"max", &locus::max}, R{"min", &locus::min}})
+    m.def(
+        r.name,
+        [at, f = r.f](const Tensor &x, const std::vector<int64_t> &axes,
+                      bool keepdim) {
+          return at(x, [&] { return f(x, axes, keepdim, Here::current()); });
+        },
+        py::arg("x"), py::arg("axes"), py::arg("keepdim") = false);
+  using Axis = Tensor (*)(const Tensor &, int64_t, Here);
+  for (auto [name, f] : {std::pair<const char *, Axis>{"softmax", &softmax},
+                         {"logSoftmax", &logSoftmax},
+                         {"log_softmax", &logSoftmax}})
+    m.def(
+        name,
+        [at, f = f](const Tensor &x, int64_t axis) {
+          return at(x, [&] { return f(x, axis, Here::current()); });
+        },
+        py::arg("x"), py::arg("axis"));
+  m.def(
+      "conv2d",
+      [at](const Tensor &x, const Tensor &w, std::optional<Tensor> b,
+           std::vector<int64_t> stride, std::vector<int64_t> padding,
+           std::vector<int64_t> dilation, int64_t groups) {
+        Conv2dParams p{std::move(stride), std::move(padding),
+                       std::move(dilation), groups};
+        return at(x, [&] {
+          return conv2d(x, w, b.value_or(Tensor()), p, Here::current());
+        });
+      },
+      py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(),
+      py::arg("stride") = std::vector<int64_t>{1, 1},
+      py::arg("padding") = std::vector<int64_t>{0, 0},
+      py::arg("dilation") = std::vector<int64_t>{1, 1}, py::arg("groups") = 1);
+  for (const char *name : {"maxPool2d", "max_pool2d"})
+    m.def(
+        name,
+        [at](const Tensor &x, std::vector<int64_t> kernel,
+             std::vector<int64_t> stride, std::vector<int64_t> padding) {
+          Pool2dParams p{std::move(kernel), std::move(stride),
+                         std::move(padding)};
+          return at(x, [&] { return maxPool2d(x, p, Here::current()); });
+        },
+        py::arg("x"), py::arg("kernel_size"),
+        py::arg("stride") = std::vector<int64_t>{},
+        py::arg("padding") = std::vector<int64_t>{0, 0});
+  for (const char *name : {"mseLoss", "mse_loss"})
+    m.def(
+        name,
+        [at](const Tensor &x, const Tensor &t, const std::string &reduction) {
+          return at(x, [&] {
+            return mseLoss(x, t, parseReduction(reduction), Here::current());
+          });
+        },
+        py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
+  for (const char *name : {"crossEntropy", "cross_entropy"})
+    m.def(
+        name,
+        [at](const Tensor &x, const Tensor &t, const std::string &reduction) {
+          return at(x, [&] {
+            return crossEntropy(x, t, parseReduction(reduction),
+                                Here::current());
+          });
+        },
+        py::arg("logits"), py::arg("labels"), py::arg("reduction") = "mean");
+}
+
+void bindNn(py::module_ &m) {
+  py::module_ nn = m.def_submodule("nn", "layers, losses and optimizers");
+  py::class_<nn::Module, std::shared_ptr<nn::Module>>(nn, "Module")
+      .def("__call__",
+           [](const nn::Module &layer, const Tensor &x) {
+             return recorded(graphOf(x),
+                             [&] { return layer(x, Here::current()); });
+           })
+      .def("parameters", &nn::Module::parameters)
+      .def("train", &nn::Module::train, py::arg("on") = true)
+      .def("eval", &nn::Module::eval);
+  py::class_<nn::Linear, nn::Module, std::shared_ptr<nn::Linear>>(nn, "Linear")
+      .def(py::init([](Graph &g, int64_t in, int64_t out, bool bias,
+                       const std::string &name) {
+             nn::LinearOptions o;
+             o.bias = bias;
+             o.name = name;
+             return recorded(g, [&] {
+               return std::make_shared<nn::Linear>(g, in, out, o,
+                                                   Here::current());
+             });
+           }),
+           py::arg("graph"), py::arg("in_features"), py::arg("out_features"),
+           py::arg("bias") = true, py::arg("name") = "")
+      .def_property_readonly("weight", &nn::Linear::weight)
+      .def_property_readonly("bias", &nn::Linear::bias);
+  py::class_<nn::Conv2d, nn::Module, std::shared_ptr<nn::Conv2d>>(nn, "Conv2d")
+      .def(py::init([](Graph &g, int64_t in, int64_t out,
+                       std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                       std::vector<int64_t> padding, bool bias,
+                       const std::string &name) {
+             nn::Conv2dOptions o;
+             o.stride = std::move(stride);
+             o.padding = std::move(padding);
+             o.bias = bias;
+             o.name = name;
+             return recorded(g, [&] {
+               return std::make_shared<nn::Conv2d>(g, in, out, kernel, o,
+                                                   Here::current());
+             });
+           }),
+           py::arg("graph"), py::arg("in_channels"), py::arg("out_channels"),
+           py::arg("kernel_size"),
+           py::arg("stride") = std::vector<int64_t>{1, 1},
+           py::arg("padding") = std::vector<int64_t>{0, 0},
+           py::arg("bias") = true, py::arg("name") = "")
+      .def_property_readonly("weight", &nn::Conv2d::weight)
+      .def_property_readonly("bias", &nn::Conv2d::bias);
+  py::class_<nn::ReLU, nn::Module, std::shared_ptr<nn::ReLU>>(nn, "ReLU")
+      .def(py::init([] { return std::make_shared<nn::ReLU>(); }));
+  py::class_<nn::Flatten, nn::Module, std::shared_ptr<nn::Flatten>>(nn,
+                                                                    "Flatten")
+      .def(py::init([] { return std::make_shared<nn::Flatten>(); }));
+
+  py::module_ optim = m.def_submodule("optim", "optimizers");
+  py::class_<optim::Optimizer>(optim, "Optimizer")
+      .def(
+          "step",
+          [](optim::Optimizer &o, const Tensor &loss) {
+            recorded(graphOf(loss), [&] { o.step(loss, Here::current()); });
+          },
+          py::arg("loss"),
+          "Records the backward pass of `loss` and one update of every "
+          "parameter: each run of the compiled graph is a training step.");
+  auto first = [](const std::vector<Tensor> &params) {
+    if (params.empty())
+      throw py::value_error("an optimizer needs parameters");
+    return graphOf(params[0]);
+  };
+  py::class_<optim::SGD, optim::Optimizer>(optim, "SGD")
+      .def(
+          py::init([first](std::vector<Tensor> params, double lr,
+                           double momentum, double weightDecay, bool nesterov) {
+            optim::SGDOptions o{lr, momentum, weightDecay, nesterov};
+            Graph g = first(params);
+            return recorded(g, [&] {
+              return new optim::SGD(std::move(params), o, Here::current());
+            });
+          }),
+          py::arg("params"), py::arg("lr") = 0.01, py::arg("momentum") = 0.0,
+          py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
+  py::class_<optim::Adam, optim::Optimizer>(optim, "Adam")
+      .def(py::init([first](std::vector<Tensor> params, double lr, double beta1,
+                            double beta2, double eps, double weightDecay) {
+             optim::AdamOptions o{lr, beta1, beta2, eps, weightDecay};
+             Graph g = first(params);
+             return recorded(g, [&] {
+               return new optim::Adam(std::move(params), o, Here::current());
+             });
+           }),
+           py::arg("params"), py::arg("lr") = 1e-3, py::arg("beta1") = 0.9,
+           py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
+           py::arg("weight_decay") = 0.0);
+}
+
+// ---- compile() and CompiledModel -------------------------------------------
+
+void bindCompile(py::module_ &m) {
+  py::class_<CompiledModel>(m, "CompiledModel")
+      .def(
+          "run",
+          [](const CompiledModel &model, const py::kwargs &inputs) {
+            std::map<std::string, HostTensor> host = hostInputs(inputs);
+            std::map<std::string, HostTensor> out;
+            {
+              py::gil_scoped_release release;
+              out = model.run(host);
+            }
+            return numpyOutputs(out);
+          },
+          "Runs one step: every input by name (NumPy arrays); returns every "
+          "output by name.")
+      .def("placement_summary", &CompiledModel::placementSummary)
+      .def("runtime_report", &CompiledModel::runtimeReport)
+      .def("kernel_count", &CompiledModel::kernelCount)
+      .def("estimated_step_ns", &CompiledModel::estimatedStepNs)
+      .def_property_readonly("input_names", &CompiledModel::inputNames)
+      .def_property_readonly("output_names", &CompiledModel::outputNames)
+      .def_property_readonly("state_names", &CompiledModel::stateNames)
+      .def(
+          "state",
+          [](const CompiledModel &model, const std::string &name) {
+            return toNumpy(model.state(name));
+          },
+          py::arg("name"))
+      .def("state_dict",
+           [](const CompiledModel &model) {
+             return numpyOutputs(model.stateDict());
+           })
+      .def(
+          "set_state",
+          [](CompiledModel &model, const std::string &name,
+             const py::handle &value) {
+            model.setState(name, toHost(name, value));
+          },
+          py::arg("name"), py::arg("value"))
+      .def(
+          "save",
+          [](const CompiledModel &model, const std::string &path,
+             const std::string &cpu,
+             const std::string &signKey) { model.save(path, cpu, signKey); },
+          py::arg("path"), py::arg("cpu") = "x86-64-v3",
+          py::arg("sign_key") = "")
+      .def("save_state", &CompiledModel::saveState, py::arg("path"))
+      .def("load_state", &CompiledModel::loadState, py::arg("path"),
+           py::arg("strict") = true)
+      .def("write_trace", &CompiledModel::writeTrace, py::arg("path"));
+
+  m.def(
+      "compile",
+      [](const Graph &graph, const std::string &policy,
+         std::optional<std::vector<std::string>> devices,
+         const std::string &profile, bool fuse, const std::string &deviceMap,
+         const std::string &trace, bool allowSoftPlacement) {
+        CompileOptions o;
+        o.policy = policy;
+        if (devices)
+          o.devices = *devices;
+        o.profile = profile;
+        o.fuse = fuse;
+        o.deviceMap = deviceMap;
+        o.trace = trace;
+        o.allowSoftPlacement = allowSoftPlacement;
+        PyLine here = callerLine();
+        try {
+          return compile(graph, o);
+        } catch (const Error &e) {
+          // Errors at ops carry the Python lines they were recorded at.
+          raise(e.file().empty() ? here.file : e.file(),
+                e.file().empty() ? here.line : e.line(), e.message(), e.what());
+        }
+      },
+      py::arg("graph"), py::arg("policy") = "auto",
+      py::arg("devices") = py::none(), py::arg("profile") = "",
+      py::arg("fuse") = true, py::arg("device_map") = "", py::arg("trace") = "",
+      py::arg("allow_soft_placement") = false,
+      "Compiles a graph: places it (policy: strict, prefer-gpu, auto, cpu) "
+      "on `devices` (default: this machine's), inserts the copies and "
+      "JIT-compiles the kernels.");
+
+  m.def(
+      "import_onnx",
+      [](const std::string &path, const std::map<std::string, Shape> &shapes,
+         const std::string &name) {
+        OnnxImportOptions o;
+        o.shapes = shapes;
+        o.graphName = name;
+        try {
+          return importOnnx(path, o);
+        } catch (const Error &e) {
+          raise(e.file(), e.line(), e.message(), e.what());
+        }
+      },
+      py::arg("path"), py::arg("shapes") = std::map<std::string, Shape>{},
+      py::arg("name") = "",
+      "Imports an ONNX model as a Graph; `shapes` gives the whole shape of "
+      "each input with symbolic dimensions.");
+  m.def("onnx_supported_ops", &onnxSupportedOps);
+  m.def("machine_targets", &machineTargets);
+}
+
+// ---- locus.runtime ----------------------------------------------------------
+
+/// A loaded artifact and one context of it.
+struct RuntimeModel {
+  rt::Model model;
+  std::unique_ptr<rt::Context> context;
+  explicit RuntimeModel(rt::Model m)
+      : model(std::move(m)), context(std::make_unique<rt::Context>(model)) {}
+};
+
+[[noreturn]] void raiseRuntime(const rt::Error &e) {
+  std::string text =
+      std::string(locus_status_code_name(e.code())) + ": " + e.what();
+  raise("", 0, e.what(), text);
+}
+
+py::dtype numpyDType(locus_dtype_t dtype) {
+  switch (dtype) {
+  case LOCUS_DTYPE_I64:
+    return py::dtype::of<int64_t>();
+  case LOCUS_DTYPE_I32:
+    return py::dtype::of<int32_t>();
+  case LOCUS_DTYPE_I1:
+    return py::dtype::of<bool>();
+  case LOCUS_DTYPE_F32:
+  default:
+    return py::dtype::of<float>();
+  }
+}
+
+void bindRuntime(py::module_ &m) {
+  py::module_ runtime =
+      m.def_submodule("runtime", "loading and running artifacts alone");
+  py::class_<RuntimeModel>(runtime, "Model")
+      .def_property_readonly(
+          "report", [](const RuntimeModel &r) { return r.model.report(); })
+      .def_property_readonly("input_names",
+                             [](const RuntimeModel &r) {
+                               std::vector<std::string> names;
+                               for (const auto &t : r.model.inputs())
+                                 names.push_back(t.name);
+                               return names;
+                             })
+      .def_property_readonly("output_names",
+                             [](const RuntimeModel &r) {
+                               std::vector<std::string> names;
+                               for (const auto &t : r.model.outputs())
+                                 names.push_back(t.name);
+                               return names;
+                             })
+      .def(
+          "run",
+          [](RuntimeModel &r, const py::kwargs &inputs) {
+            try {
+              for (const auto &info : r.model.inputs()) {
+                if (!inputs.contains(info.name))
+                  throw py::key_error("input '" + info.name +
+                                      "' was not given");
+                py::array a = py::array::ensure(inputs[info.name.c_str()]);
+                py::array c =
+                    py::array::ensure(a.attr("astype")(numpyDType(info.dtype)),
+                                      py::array::c_style);
+                if (static_cast<size_t>(c.nbytes()) != info.byteSize)
+                  throw py::value_error("input '" + info.name + "' has " +
+                                        std::to_string(c.nbytes()) +
+                                        " bytes; the model takes " +
+                                        std::to_string(info.byteSize));
+                r.context->setInput(info.name, c.data(), info.byteSize);
+              }
+              {
+                py::gil_scoped_release release;
+                r.context->run();
+              }
+              py::dict out;
+              for (const auto &info : r.model.outputs()) {
+                std::vector<py::ssize_t> shape(info.shape.begin(),
+                                               info.shape.end());
+                py::array a(numpyDType(info.dtype), shape);
+                r.context->readOutput(info.name, a.mutable_data(),
+                                      info.byteSize);
+                out[py::str(info.name)] = a;
+              }
+              return out;
+            } catch (const rt::Error &e) {
+              raiseRuntime(e);
+            }
+          },
+          "Runs one step: every input by name; returns every output.")
+      .def(
+          "write_trace",
+          [](const RuntimeModel &r, const std::string &path) {
+            try {
+              r.model.writeTrace(path);
+            } catch (const rt::Error &e) {
+              raiseRuntime(e);
+            }
+          },
+          py::arg("path"));
+  runtime.def(
+      "load",
+      [](const std::string &path, const std::string &deviceMap,
+         const std::vector<std::string> &trustedKeys,
+         const std::string &trace) {
+        rt::Model::LoadOptions o;
+        o.deviceMap = deviceMap;
+        o.trustedKeys = trustedKeys;
+        o.tracePath = trace;
+        try {
+          return std::make_unique<RuntimeModel>(rt::Model::load(path, o));
+        } catch (const rt::Error &e) {
+          raiseRuntime(e);
+        }
+      },
+      py::arg("path"), py::arg("device_map") = "",
+      py::arg("trusted_keys") = std::vector<std::string>{},
+      py::arg("trace") = "",
+      "Loads an artifact with the runtime alone (no compiler).");
+  // `import locus.runtime` works too.
+  py::module_::import("sys").attr("modules")["locus.runtime"] = runtime;
+  py::module_::import("sys").attr("modules")["locus.nn"] = m.attr("nn");
+  py::module_::import("sys").attr("modules")["locus.optim"] = m.attr("optim");
+}
+
+} // namespace
+
+PYBIND11_MODULE(locus, m) {
+  m.doc() = "Locus: record, place, compile and run computation graphs";
+  m.attr("__version__") = LOCUS_VERSION;
+  static py::exception<Error> error(m, "Error");
+  errorType = error.ptr();
+  // An Error no binding turned into one at a Python line (one raised by a
+  // call that records nothing) keeps its own location.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): pybind11's type
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p)
+        std::rethrow_exception(p);
+    } catch (const Error &e) {
+      py::object value =
+          py::reinterpret_borrow<py::object>(errorType)(e.what());
+      value.attr("file") = e.file();
+      value.attr("line") = e.line();
+      value.attr("message") = e.message();
+      PyErr_SetObject(errorType, value.ptr());
+    }
+  });
+  bindTensor(m);
+  bindGraph(m);
+  bindOps(m);
+  bindNn(m);
+  bindCompile(m);
+  bindRuntime(m);
+}

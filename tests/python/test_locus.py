@@ -1,0 +1,190 @@
+"""The `locus` Python module: recording at the caller's lines, compiling,
+running with NumPy, training, saving, the runtime alone, ONNX import, and
+the PyTorch flow (torch.onnx.export -> import_onnx -> run -> save -> load)
+where Debian's python3-torch is installed."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import locus
+import locus.runtime
+
+HERE = os.path.basename(__file__)
+ONNX_DATA = "/usr/share/libonnx-testdata/data/node"
+
+
+def line_of(marker):
+    """The line of this file that holds `marker` (after the def line)."""
+    with open(__file__, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    hits = [i + 1 for i, text in enumerate(lines)
+            if marker in text and "line_of(" not in text]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def mlp_graph():
+    g = locus.Graph("mlp")
+    g.manual_seed(5)
+    x = g.input("x", [8, 16])
+    fc1 = locus.nn.Linear(g, 16, 32, name="fc1")
+    fc2 = locus.nn.Linear(g, 32, 4, name="fc2")
+    h = locus.relu(fc1(x))  # @relu
+    g.output("y", locus.softmax(fc2(h), -1))
+    return g
+
+
+def reference(model, x):
+    w1, b1 = model.state("fc1.weight"), model.state("fc1.bias")
+    w2, b2 = model.state("fc2.weight"), model.state("fc2.bias")
+    h = np.maximum(x.astype(np.float64) @ w1.T + b1, 0)
+    z = h @ w2.T + b2
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_record_compile_run_matches_numpy():
+    model = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"])
+    x = np.random.default_rng(1).uniform(-1, 1, (8, 16)).astype(np.float32)
+    out = model.run(x=x)
+    assert set(out) == {"y"}
+    assert out["y"].dtype == np.float32 and out["y"].shape == (8, 4)
+    np.testing.assert_allclose(out["y"], reference(model, x), rtol=1e-5,
+                               atol=1e-6)
+    assert model.input_names == ["x"]
+    assert "fc1.weight" in model.state_names
+
+
+def test_ops_are_located_at_the_python_lines():
+    g = mlp_graph()
+    text = g.str(locations=True)
+    assert '%s":%d:' % (HERE, line_of("# @relu")) in text
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    assert "cpu" in model.placement_summary()
+
+
+def test_a_mistake_is_an_error_at_the_users_line():
+    g = locus.Graph("bad")
+    g.input("x", [2, 3])
+    with pytest.raises(locus.Error) as info:
+        g.input("x", [2, 3])  # @twice
+    assert info.value.file.endswith(HERE)
+    assert info.value.line == line_of("# @twice")
+    assert "already used" in str(info.value)
+    a = g.input("a", [2, 3])
+    b = g.input("b", [4, 5])
+    with pytest.raises(locus.Error) as info:
+        locus.matmul(a, b)  # @matmul
+    assert info.value.line == line_of("# @matmul")
+    assert "%s:%d: error:" % (HERE, line_of("# @matmul")) in str(info.value)
+
+
+def test_bad_inputs_are_clear_errors():
+    model = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"])
+    with pytest.raises(Exception) as info:
+        model.run(x=np.zeros((3, 16), np.float32))
+    assert "x" in str(info.value) and "[8, 16]" in str(info.value)
+    with pytest.raises(TypeError):
+        model.run(x=np.zeros((8, 16), np.complex64))
+    with pytest.raises(ValueError):
+        locus.Graph("g").input("x", [1], dtype="f16")
+
+
+def test_operators_and_training_reduce_the_loss():
+    g = locus.Graph("train")
+    g.manual_seed(0)
+    x = g.input("x", [64, 3])
+    y = g.input("y", [64, 1])
+    fc = locus.nn.Linear(g, 3, 1, name="fc")
+    pred = fc(x) * 1.0 + 0.0
+    loss = locus.mse_loss(pred, y)
+    g.output("loss", loss)
+    locus.optim.SGD(fc.parameters(), lr=0.1).step(loss)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    rng = np.random.default_rng(2)
+    xs = rng.uniform(-1, 1, (64, 3)).astype(np.float32)
+    ys = (xs @ np.array([[1.5], [-2.0], [0.5]], np.float32) + 0.25)
+    losses = [float(model.run(x=xs, y=ys)["loss"]) for _ in range(60)]
+    assert losses[-1] < 0.05 * losses[0], losses
+
+
+def test_save_then_the_runtime_alone(tmp_path):
+    model = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"])
+    x = np.random.default_rng(3).uniform(-1, 1, (8, 16)).astype(np.float32)
+    want = model.run(x=x)["y"]
+    path = str(tmp_path / "mlp.locus")
+    model.save(path, cpu="x86-64")
+    loaded = locus.runtime.load(path)
+    assert loaded.input_names == ["x"] and loaded.output_names == ["y"]
+    assert "cpu" in loaded.report
+    np.testing.assert_allclose(loaded.run(x=x)["y"], want, rtol=1e-6,
+                               atol=1e-7)
+    with pytest.raises(ValueError):
+        loaded.run(x=np.zeros((2, 2), np.float32))
+    with pytest.raises(locus.Error) as info:
+        locus.runtime.load(str(tmp_path / "missing.locus"))
+    assert "not found" in str(info.value)
+
+
+def test_trace_of_a_run(tmp_path):
+    trace = str(tmp_path / "trace.json")
+    model = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"],
+                          trace=trace)
+    x = np.ones((8, 16), np.float32)
+    model.run(x=x)
+    model.write_trace(trace)
+    import json
+    with open(trace, encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    sources = [e["args"]["source"] for e in events if e.get("cat") == "kernel"]
+    assert any("%s:%d" % (HERE, line_of("# @relu")) in s for s in sources)
+
+
+@pytest.mark.skipif(not os.path.exists(ONNX_DATA),
+                    reason="libonnx-testdata is not installed")
+def test_import_onnx_runs_a_model():
+    g = locus.import_onnx(os.path.join(ONNX_DATA, "test_matmul_2d",
+                                       "model.onnx"))
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    rng = np.random.default_rng(4)
+    names = model.input_names
+    shapes = {"a": (3, 4), "b": (4, 3)}
+    inputs = {n: rng.uniform(-1, 1, shapes[n]).astype(np.float32)
+              for n in names}
+    out = model.run(**inputs)
+    (name,) = model.output_names
+    np.testing.assert_allclose(out[name], inputs["a"] @ inputs["b"],
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(locus.Error) as info:
+        locus.import_onnx("/nonexistent/model.onnx")
+    assert "model.onnx" in str(info.value)
+
+
+def test_the_pytorch_flow(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(10, 20), torch.nn.ReLU(),
+                              torch.nn.Linear(20, 3))
+    x = torch.randn(4, 10)
+    onnx_path = str(tmp_path / "net.onnx")
+    torch.onnx.export(net, (x,), onnx_path, input_names=["x"],
+                      output_names=["y"], opset_version=17)
+    g = locus.import_onnx(onnx_path, shapes={"x": [4, 10]})
+    model = locus.compile(g, policy="auto")
+    assert "ops per device: cpu" in model.placement_summary()
+    got = model.run(x=x.numpy())["y"]
+    np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-5)
+    artifact = str(tmp_path / "net.locus")
+    model.save(artifact, cpu="x86-64")
+    np.testing.assert_allclose(locus.runtime.load(artifact).run(
+        x=x.numpy())["y"], got, rtol=1e-6, atol=1e-7)
+    # ... and C++ embeds the same artifact: the runtime's own tool runs it.
+    tools = os.environ.get("LOCUS_TOOLS_DIR")
+    if tools:
+        run = subprocess.run([os.path.join(tools, "locus-run"), artifact,
+                              "--random-inputs", "--quiet"],
+                             capture_output=True, text=True, check=True)
+        assert "y [4, 3] f32" in run.stdout
