@@ -153,26 +153,26 @@ py::array toNumpy(const HostTensor &t) {
   case DType::f32: {
     py::array_t<float> out(shape);
     std::memcpy(out.mutable_data(), t.f32.data(), t.f32.size() * sizeof(float));
-    return std::move(out);
+    return out;
   }
   case DType::i32: {
     py::array_t<int32_t> out(shape);
     for (size_t i = 0; i < t.i64.size(); ++i)
       out.mutable_data()[i] = static_cast<int32_t>(t.i64[i]);
-    return std::move(out);
+    return out;
   }
   case DType::i1: {
     py::array_t<bool> out(shape);
     for (size_t i = 0; i < t.i64.size(); ++i)
       out.mutable_data()[i] = t.i64[i] != 0;
-    return std::move(out);
+    return out;
   }
   case DType::i64:
   default: {
     py::array_t<int64_t> out(shape);
     std::memcpy(out.mutable_data(), t.i64.data(),
                 t.i64.size() * sizeof(int64_t));
-    return std::move(out);
+    return out;
   }
   }
 }

@@ -234,7 +234,7 @@ locus_status_t build(locus_arch_t arch, const locus_section_t *sections,
     size_t e = kHeaderSize + i * kEntrySize;
     bool signature = i == count;
     put32(b, e,
-          signature ? LOCUS_SECTION_SIGNATURE
+          signature ? static_cast<uint32_t>(LOCUS_SECTION_SIGNATURE)
                     : static_cast<uint32_t>(sections[i].kind));
     put64(b, e + 8, offsets[i]);
     put64(b, e + 16, signature ? kSignatureSize : sections[i].size);

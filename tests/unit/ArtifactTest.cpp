@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -128,9 +129,10 @@ TEST(Artifact, EveryTruncationAndAnyExtraIsRejected) {
     std::vector<unsigned char> cut(good.begin(), good.begin() + n);
     std::string message;
     ASSERT_EQ(loadAndCompare(cut, &message), LOCUS_STATUS_DATA_LOSS) << n;
-    if (n >= 64)
+    if (n >= 64) {
       EXPECT_NE(message.find("truncated artifact"), std::string::npos)
           << message;
+    }
   }
   std::vector<unsigned char> longer = good;
   longer.push_back(0);
@@ -212,7 +214,8 @@ namespace {
 /// FNV-1a over an artifact with its checksum field as zeros, written back:
 /// what anyone holding the file can do.
 void fixChecksum(std::vector<unsigned char> &bytes) {
-  std::memset(bytes.data() + 32, 0, 8);
+  ASSERT_GE(bytes.size(), 40u);
+  std::fill_n(bytes.begin() + 32, 8, 0);
   uint64_t h = 0xCBF29CE484222325ULL;
   for (unsigned char c : bytes)
     h = (h ^ c) * 0x100000001B3ULL;

@@ -86,9 +86,11 @@ TEST(MinCut, MatchesBruteForceOnRandomGraphs) {
       Problem problem = randomProblem(rng, n);
       Solution solution = solveMinCut(problem);
       ASSERT_EQ(solution.side.size(), problem.nodes.size());
-      for (int i = 0; i < n; ++i)
-        if (problem.nodes[i].fixed >= 0)
+      for (int i = 0; i < n; ++i) {
+        if (problem.nodes[i].fixed >= 0) {
           ASSERT_EQ(solution.side[i], problem.nodes[i].fixed) << "pin broken";
+        }
+      }
       ASSERT_EQ(solution.cost, evaluate(problem, solution.side));
       ASSERT_EQ(solution.cost, bruteForce(problem))
           << "n = " << n << ", trial " << t;

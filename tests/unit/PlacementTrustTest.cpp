@@ -366,13 +366,15 @@ TEST(PlacementTrust, ApplyingEveryFixOfAStrictErrorCompiles) {
       EXPECT_EQ(all.find("fix: move input \"x\"") != std::string::npos,
                 !(fixes & 1))
           << all;
-      if (!(fixes & 1))
+      if (!(fixes & 1)) {
         EXPECT_NE(all.find(fixAt("input \"x\"", skipLine)), std::string::npos)
             << all;
-      if (!(fixes & 2))
+      }
+      if (!(fixes & 2)) {
         EXPECT_NE(all.find(fixAt("input \"target\"", lossLine)),
                   std::string::npos)
             << all;
+      }
       for (const Diagnostic &d : errors)
         EXPECT_EQ(d.file, file) << d.str();
     }

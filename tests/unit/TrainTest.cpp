@@ -573,7 +573,8 @@ TEST(Train, ALabelOutsideTheClassesIsAnErrorAtTheUsersLine) {
             << "label " << bad << ": " << message;
         EXPECT_EQ(model.state("fc.weight").f32, weight) << "label " << bad;
       }
-      if (!train)
+      if (!train) {
         EXPECT_EQ(lossFor({0, 9, 3, 5}), good); // nothing was corrupted
+      }
     }
 }
