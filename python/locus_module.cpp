@@ -19,6 +19,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -130,14 +131,15 @@ HostTensor toHost(const std::string &name, const py::handle &value) {
     auto c = py::array_t < T, py::array::c_style | py::array::forcecast > (a);
     return std::vector<T>(c.data(), c.data() + c.size());
   };
-  if (a.dtype().is(py::dtype::of<float>()) ||
-      a.dtype().is(py::dtype::of<double>()))
+  char kind = a.dtype().kind();
+  py::ssize_t size = a.dtype().itemsize();
+  if (kind == 'f' && (size == 4 || size == 8))
     return HostTensor::fromF32(shape, copy(float{}));
-  if (a.dtype().is(py::dtype::of<int64_t>()))
+  if (kind == 'i' && size == 8)
     return HostTensor::fromI64(shape, copy(int64_t{}));
-  if (a.dtype().is(py::dtype::of<int32_t>()))
+  if (kind == 'i' && size == 4)
     return HostTensor::fromI32(shape, copy(int32_t{}));
-  if (a.dtype().is(py::dtype::of<bool>())) {
+  if (kind == 'b') {
     std::vector<uint8_t> bytes = copy(uint8_t{});
     return HostTensor::fromBool(
         shape, std::vector<int64_t>(bytes.begin(), bytes.end()));
@@ -701,6 +703,7 @@ void bindCompile(py::module_ &m) {
 struct RuntimeModel {
   rt::Model model;
   std::unique_ptr<rt::Context> context;
+  std::mutex mutex; // one run at a time on the context
   explicit RuntimeModel(rt::Model m)
       : model(std::move(m)), context(std::make_unique<rt::Context>(model)) {}
 };
@@ -748,39 +751,55 @@ void bindRuntime(py::module_ &m) {
       .def(
           "run",
           [](RuntimeModel &r, const py::kwargs &inputs) {
+            // Inputs are converted with the GIL held; then, with it
+            // released, the model's lock covers setting them, the run and
+            // reading the outputs (a context belongs to one thread at a
+            // time); the NumPy outputs are made with the GIL again.
+            std::vector<rt::TensorInfo> ins = r.model.inputs();
+            std::vector<rt::TensorInfo> outs = r.model.outputs();
+            std::vector<py::array> arrays;
+            arrays.reserve(ins.size());
+            for (const auto &info : ins) {
+              if (!inputs.contains(info.name))
+                throw py::key_error("input '" + info.name + "' was not given");
+              py::array a = py::array::ensure(inputs[info.name.c_str()]);
+              if (!a)
+                throw py::type_error("input '" + info.name +
+                                     "' is not an array");
+              py::array c = py::array::ensure(
+                  a.attr("astype")(numpyDType(info.dtype)), py::array::c_style);
+              if (!c || static_cast<size_t>(c.nbytes()) != info.byteSize)
+                throw py::value_error("input '" + info.name + "' has " +
+                                      std::to_string(c ? c.nbytes() : 0) +
+                                      " bytes; the model takes " +
+                                      std::to_string(info.byteSize));
+              arrays.push_back(std::move(c));
+            }
+            std::vector<std::vector<unsigned char>> bytes(outs.size());
             try {
-              for (const auto &info : r.model.inputs()) {
-                if (!inputs.contains(info.name))
-                  throw py::key_error("input '" + info.name +
-                                      "' was not given");
-                py::array a = py::array::ensure(inputs[info.name.c_str()]);
-                py::array c =
-                    py::array::ensure(a.attr("astype")(numpyDType(info.dtype)),
-                                      py::array::c_style);
-                if (static_cast<size_t>(c.nbytes()) != info.byteSize)
-                  throw py::value_error("input '" + info.name + "' has " +
-                                        std::to_string(c.nbytes()) +
-                                        " bytes; the model takes " +
-                                        std::to_string(info.byteSize));
-                r.context->setInput(info.name, c.data(), info.byteSize);
+              py::gil_scoped_release release;
+              std::lock_guard lock(r.mutex);
+              for (size_t i = 0; i < ins.size(); ++i)
+                r.context->setInput(ins[i].name, arrays[i].data(),
+                                    ins[i].byteSize);
+              r.context->run();
+              for (size_t i = 0; i < outs.size(); ++i) {
+                bytes[i].resize(outs[i].byteSize);
+                r.context->readOutput(outs[i].name, bytes[i].data(),
+                                      outs[i].byteSize);
               }
-              {
-                py::gil_scoped_release release;
-                r.context->run();
-              }
-              py::dict out;
-              for (const auto &info : r.model.outputs()) {
-                std::vector<py::ssize_t> shape(info.shape.begin(),
-                                               info.shape.end());
-                py::array a(numpyDType(info.dtype), shape);
-                r.context->readOutput(info.name, a.mutable_data(),
-                                      info.byteSize);
-                out[py::str(info.name)] = a;
-              }
-              return out;
             } catch (const rt::Error &e) {
               raiseRuntime(e);
             }
+            py::dict out;
+            for (size_t i = 0; i < outs.size(); ++i) {
+              std::vector<py::ssize_t> shape(outs[i].shape.begin(),
+                                             outs[i].shape.end());
+              py::array a(numpyDType(outs[i].dtype), shape);
+              std::memcpy(a.mutable_data(), bytes[i].data(), bytes[i].size());
+              out[py::str(outs[i].name)] = a;
+            }
+            return out;
           },
           "Runs one step: every input by name; returns every output.")
       .def(
@@ -811,7 +830,8 @@ void bindRuntime(py::module_ &m) {
       py::arg("path"), py::arg("device_map") = "",
       py::arg("trusted_keys") = std::vector<std::string>{},
       py::arg("trace") = "",
-      "Loads an artifact with the runtime alone (no compiler).");
+      "Loads an artifact and runs it as the runtime does: its own compiled "
+      "code, no compile step.");
   // `import locus.runtime` works too.
   py::module_::import("sys").attr("modules")["locus.runtime"] = runtime;
   py::module_::import("sys").attr("modules")["locus.nn"] = m.attr("nn");
@@ -823,8 +843,9 @@ void bindRuntime(py::module_ &m) {
 PYBIND11_MODULE(locus, m) {
   m.doc() = "Locus: record, place, compile and run computation graphs";
   m.attr("__version__") = LOCUS_VERSION;
-  static py::exception<Error> error(m, "Error");
-  errorType = error.ptr();
+  // Never destroyed: it must outlive the interpreter's finalisation.
+  auto *error = new py::exception<Error>(m, "Error");
+  errorType = error->ptr();
   // An Error no binding turned into one at a Python line (one raised by a
   // call that records nothing) keeps its own location.
   // NOLINTNEXTLINE(performance-unnecessary-value-param): pybind11's type

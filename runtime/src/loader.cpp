@@ -343,7 +343,8 @@ void finishReport(locus_model_t &m) {
                 " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
   if (m.trace.on())
     m.report += "tracing every launch and copy to " + m.trace.path() +
-                " (written when the model is released)\n";
+                " (written when the model is released; no CUDA graphs "
+                "while tracing)\n";
 }
 
 /// Everything after the plan and the kernels are in place, phase by phase.
@@ -547,7 +548,9 @@ locus_status_t loadModel(locus_artifact_t *artifact,
     size_t size = 0;
     const auto *text =
         static_cast<const char *>(model->code->object(name.c_str(), size));
-    size_t length = text ? strnlen(text, size) : size;
+    size_t length =
+        text ? strnlen(text, std::min<size_t>(size, LOCUS_ABI_MAX_SOURCE_BYTES))
+             : size;
     // Only a string that ends inside its object, as the compiler makes it.
     return text && length < size ? std::string(text, length) : "";
   });
@@ -557,6 +560,7 @@ locus_status_t loadModel(locus_artifact_t *artifact,
     return s;
   if (locus_status_t s = loadStateSection(artifact, *model))
     return s;
+  model->loaded = true;
   *out_model = model.release();
   return nullptr;
 }
@@ -598,6 +602,7 @@ locus_status_t createModelFromPlan(const void *plan, size_t planSize,
   if (locus_status_t s =
           finishLoad(*model, options, "JIT-compiled host code", ptx, ptxSize))
     return s;
+  model->loaded = true;
   *out_model = model.release();
   return nullptr;
 }

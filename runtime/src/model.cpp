@@ -16,12 +16,17 @@ namespace {
 
 /// Where the trace of a released model goes: its path, or for the n-th
 /// model of the process tracing to the same LOCUS_TRACE file, the path with
-/// ".n" before its extension, so models do not overwrite each other.
-std::string releasePath(const std::string &path) {
-  static std::mutex mutex;
-  static std::map<std::string, unsigned> written;
-  std::lock_guard lock(mutex);
-  unsigned n = ++written[path];
+/// ".n" before its extension, so models do not overwrite each other. (The
+/// table outlives static destruction: a model in a global may be released
+/// at exit.)
+std::string releasePath(const locus::rt::Trace &trace) {
+  const std::string &path = trace.path();
+  if (!trace.fromEnvironment())
+    return path;
+  static auto *mutex = new std::mutex;
+  static auto *written = new std::map<std::string, unsigned>;
+  std::lock_guard lock(*mutex);
+  unsigned n = ++(*written)[path];
   if (n == 1)
     return path;
   size_t slash = path.rfind('/');
@@ -35,9 +40,9 @@ std::string releasePath(const std::string &path) {
 
 locus_model_s::~locus_model_s() {
   profiler.print(plan, deviceOf, kernelSources);
-  if (trace.on() && deviceOf.size() >= plan.devices.size()) {
+  if (trace.on() && loaded) {
     try {
-      std::string path = releasePath(trace.path());
+      std::string path = releasePath(trace);
       if (locus_status_t s =
               trace.write(path.c_str(), {plan, deviceOf, kernelSources})) {
         std::fprintf(stderr, "locus: the trace was not written: %s\n",

@@ -55,6 +55,8 @@ struct locus_model_s {
   bool writesState = false;     // a training step: its runs exclude too
   locus::rt::Profiler profiler;
   locus::rt::Trace trace;
+  bool loaded =
+      false; // set when a load succeeded: only then is a trace written
   // By plan kernel: its ops and the user's lines (LOCUS_ABI_SOURCE_PREFIX),
   // or "" when the code has none.
   std::vector<std::string> kernelSources;

@@ -31,6 +31,15 @@ void printRow(const char *name, const char *device, uint64_t calls, uint64_t ns,
       source);
 }
 
+/// `text` with control bytes shown as '?': an artifact's strings reach a
+/// terminal.
+std::string printable(std::string text) {
+  for (char &c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+      c = '?';
+  return text;
+}
+
 } // namespace
 
 void Profiler::start(size_t kernels) {
@@ -76,7 +85,7 @@ void Profiler::print(const Plan &plan, const std::vector<Device *> &deviceOf,
       printRow(plan.kernels[i].symbol.c_str(),
                deviceOf[plan.kernels[i].device]->name().c_str(),
                kernelCalls_[i], kernelNs_[i], total,
-               i < sources.size() ? sources[i].c_str() : "");
+               i < sources.size() ? printable(sources[i]).c_str() : "");
     printRow("(copies)", "", copyCalls_, copyNs_, total, "");
   } catch (...) { // NOLINT(bugprone-empty-catch): said below
     // Out of memory for the order: the profile is lost, the release goes on.

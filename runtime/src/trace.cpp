@@ -45,10 +45,12 @@ std::string plainKernelName(const std::string &symbol) {
 } // namespace
 
 void Trace::start(const char *path) {
-  if (path && *path)
+  if (path && *path) {
     path_ = path;
-  else if (const char *env = std::getenv("LOCUS_TRACE"); env && *env)
+  } else if (const char *env = std::getenv("LOCUS_TRACE"); env && *env) {
     path_ = env;
+    fromEnvironment_ = true;
+  }
   on_ = !path_.empty();
   origin_ = Clock::now();
 }
@@ -106,8 +108,15 @@ std::string Trace::json(const TraceNames &names) const {
                     plan.devices[d].name + " kernels (on " + where(d) + ")");
     out += laneName(1 + devices + d, "copies to " + plan.devices[d].name);
   }
-  std::lock_guard lock(mutex_);
-  for (const Event &e : events_) {
+  // A snapshot: runs go on adding while the text is made.
+  std::vector<Event> events;
+  uint64_t dropped = 0;
+  {
+    std::lock_guard lock(mutex_);
+    events = events_;
+    dropped = dropped_;
+  }
+  for (const Event &e : events) {
     std::string name, cat, args;
     uint32_t tid = 0;
     if (e.kind == Kind::kernel && e.a < plan.kernels.size()) {
@@ -153,7 +162,7 @@ std::string Trace::json(const TraceNames &names) const {
   }
   // The last event's comma: a final metadata event closes the list.
   out += R"({"ph":"M","name":"locus_dropped_events","pid":1,"args":{"count":)";
-  out += std::to_string(dropped_);
+  out += std::to_string(dropped);
   out += "}}\n]}\n";
   return out;
 }

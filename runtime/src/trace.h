@@ -40,6 +40,8 @@ public:
   bool on() const { return on_; }
   /// Where it is written at release ("" when off).
   const std::string &path() const { return path_; }
+  /// Whether the path came from LOCUS_TRACE (shared by every model).
+  bool fromEnvironment() const { return fromEnvironment_; }
 
   void kernel(uint32_t kernel, uint64_t bytes, uint64_t context, uint64_t step,
               Clock::time_point begin);
@@ -62,7 +64,7 @@ private:
   };
   void add(Event e, Clock::time_point begin);
 
-  bool on_ = false;
+  bool on_ = false, fromEnvironment_ = false;
   std::string path_;
   Clock::time_point origin_;
   mutable std::mutex mutex_;

@@ -67,9 +67,11 @@ cmake --build "$work/compiler_consumer" > "$work/compiler_consumer-build.log"
 "$work/compiler_consumer/record" "$work/recorded.locus"
 "$full/bin/locus-run" "$work/recorded.locus" --random-inputs --quiet | tail -1
 # The installed Python module (when the build has one) runs that artifact.
-module=$(ls "$full"/lib/python3/dist-packages/locus*.so 2>/dev/null || true)
-if [ -n "$python" ] && [ -n "$module" ]; then
-  PYTHONPATH="$full/lib/python3/dist-packages" "$python" -c '
+libdir=$(cached CMAKE_INSTALL_LIBDIR)
+if [ -n "$python" ]; then
+  site="$full/${libdir:-lib}/python3/dist-packages"
+  ls "$site"/locus*.so > /dev/null  # the build has a module: it is installed
+  PYTHONPATH="$site" "$python" -c '
 import sys, numpy as np, locus, locus.runtime
 m = locus.runtime.load(sys.argv[1])
 y = m.run(x=np.ones((2, 4), np.float32))["y"]

@@ -126,6 +126,26 @@ def test_save_then_the_runtime_alone(tmp_path):
     with pytest.raises(locus.Error) as info:
         locus.runtime.load(str(tmp_path / "missing.locus"))
     assert "not found" in str(info.value)
+    with pytest.raises((TypeError, ValueError)):
+        loaded.run(x=[[1.0, 2.0], [3.0]])  # ragged: not an array
+    # Threads share the loaded model; each run sees its own inputs.
+    import threading
+    xs = [np.full((8, 16), k / 10, np.float32) for k in range(4)]
+    wants = [model.run(x=x)["y"] for x in xs]
+    failures = []
+
+    def worker(k):
+        for _ in range(25):
+            got = loaded.run(x=xs[k])["y"]
+            if not np.allclose(got, wants[k], rtol=1e-6, atol=1e-7):
+                failures.append(k)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
 
 
 def test_trace_of_a_run(tmp_path):

@@ -401,14 +401,15 @@ static int runMain(int argc, char **argv) {
     setInputs(model, context, o);
     runSteps(context, o.runs);
     printOutputs(model, context, o);
-    if (!o.trace.empty()) {
-      model.writeTrace(o.trace);
-      std::cout << "trace: " << o.trace << "\n";
-    }
     if (!o.saveState.empty()) {
       model.saveState(o.saveState);
       std::cout << "saved " << model.states().size() << " state tensors to "
                 << o.saveState << "\n";
+    }
+    // After the state: a trace that cannot be written loses no weights.
+    if (!o.trace.empty()) {
+      model.writeTrace(o.trace);
+      std::cout << "trace: " << o.trace << "\n";
     }
   } catch (const locus::rt::Error &e) {
     std::cerr << "locus-run: " << locus_status_code_name(e.code()) << ": "
