@@ -338,6 +338,7 @@ void finishReport(locus_model_t &m) {
               " bytes); at load: " + std::to_string(m.loadStats.copies) +
               " copies (" + std::to_string(m.loadStats.copy_bytes) +
               " bytes)\n";
+  m.report += std::string("host matrix products: ") + locus_blas_name() + "\n";
   if (m.graphDevice)
     m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
                 " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";

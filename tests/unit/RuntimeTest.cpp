@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -251,6 +253,21 @@ std::vector<double> gemmRef(int m, int n, int k, const std::vector<float> &a,
       out[i * n + j] = acc;
     }
   return out;
+}
+
+// Which OpenBLAS build is loaded, and how it threads, is said (the model's
+// report shows it); Debian's OpenMP build is preferred where it is.
+TEST(Sgemm, NamesTheBlasBuildAndItsThreading) {
+  std::string name = locus_blas_name();
+  if (name.rfind("built-in", 0) == 0)
+    GTEST_SKIP() << name;
+  EXPECT_NE(name.find("OpenBLAS"), std::string::npos) << name;
+  const char *openmp =
+      "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0";
+  if (!std::getenv("LOCUS_OPENBLAS") && access(openmp, R_OK) == 0) {
+    EXPECT_NE(name.find("OpenMP threads"), std::string::npos) << name;
+    EXPECT_NE(name.find(openmp), std::string::npos) << name;
+  }
 }
 
 TEST(Sgemm, MatchesADoubleReference) {
