@@ -67,6 +67,13 @@ PyObject *errorType = nullptr;
   throw py::error_already_set();
 }
 
+/// A recording Error as a locus.Error at the user's Python line.
+[[noreturn]] void raiseAt(const PyLine &here, const Error &e) {
+  raise(here.file, here.line, e.message(),
+        here.file + ":" + std::to_string(here.line) +
+            ": error: " + e.message());
+}
+
 /// Runs `record` with its ops located at the Python caller's line; an
 /// Error becomes a locus.Error at that line.
 template <typename F>
@@ -76,9 +83,7 @@ auto recorded(const Graph &graph, F record) -> decltype(record()) {
     detail::OriginScope origin(graph, here.file, here.line, 0);
     return record();
   } catch (const Error &e) {
-    raise(here.file, here.line, e.message(),
-          here.file + ":" + std::to_string(here.line) +
-              ": error: " + e.message());
+    raiseAt(here, e);
   }
 }
 
@@ -86,10 +91,7 @@ Graph graphOf(const Tensor &t) {
   try {
     return t.graph();
   } catch (const Error &e) {
-    PyLine here = callerLine();
-    raise(here.file, here.line, e.message(),
-          here.file + ":" + std::to_string(here.line) +
-              ": error: " + e.message());
+    raiseAt(callerLine(), e);
   }
 }
 
@@ -728,26 +730,26 @@ py::dtype numpyDType(locus_dtype_t dtype) {
   }
 }
 
+std::vector<std::string> namesOf(const std::vector<rt::TensorInfo> &tensors) {
+  std::vector<std::string> names;
+  names.reserve(tensors.size());
+  for (const auto &t : tensors)
+    names.push_back(t.name);
+  return names;
+}
+
 void bindRuntime(py::module_ &m) {
   py::module_ runtime =
-      m.def_submodule("runtime", "loading and running artifacts alone");
+      m.def_submodule("runtime", "loading and running saved artifacts");
   py::class_<RuntimeModel>(runtime, "Model")
       .def_property_readonly(
           "report", [](const RuntimeModel &r) { return r.model.report(); })
-      .def_property_readonly("input_names",
-                             [](const RuntimeModel &r) {
-                               std::vector<std::string> names;
-                               for (const auto &t : r.model.inputs())
-                                 names.push_back(t.name);
-                               return names;
-                             })
-      .def_property_readonly("output_names",
-                             [](const RuntimeModel &r) {
-                               std::vector<std::string> names;
-                               for (const auto &t : r.model.outputs())
-                                 names.push_back(t.name);
-                               return names;
-                             })
+      .def_property_readonly(
+          "input_names",
+          [](const RuntimeModel &r) { return namesOf(r.model.inputs()); })
+      .def_property_readonly(
+          "output_names",
+          [](const RuntimeModel &r) { return namesOf(r.model.outputs()); })
       .def(
           "run",
           [](RuntimeModel &r, const py::kwargs &inputs) {
