@@ -11,9 +11,10 @@ packages=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools libboost-graph-dev
   # ONNX import: ONNX's protobuf classes and checker; its backend test data
   libonnx-dev libprotobuf-dev libonnx-testdata
-  # the BLAS behind matrix products, and Ed25519 for signed artifacts (both
-  # loaded with dlopen)
-  libopenblas0-openmp libsodium23
+  # the BLAS behind matrix products, oneDNN behind convolutions (its header
+  # for the function types; libdnnl2 comes with it), and Ed25519 for signed
+  # artifacts (all three loaded with dlopen)
+  libopenblas0-openmp libdnnl-dev libsodium23
   # the Python module and its tests
   python3-dev pybind11-dev python3-numpy python3-pytest
   # tests and style; chromium renders locus-dump's HTML page in a test;

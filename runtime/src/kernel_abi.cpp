@@ -3,8 +3,12 @@
 #include "guard.h"
 #include "locus/abi.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace {
 
@@ -69,4 +73,81 @@ extern "C" void locus_memref_copy(int64_t elementSize,
                                   locus_unranked_memref_t *src,
                                   locus_unranked_memref_t *dst) {
   locus::rt::guardVoid([&] { memrefCopy(elementSize, src, dst); });
+}
+
+namespace {
+
+/// Blocks of at least this many bytes are kept for reuse when freed;
+/// smaller ones go back to malloc, whose arenas serve them without
+/// mapping memory.
+constexpr size_t kCachedBytes = 64 << 10;
+/// At most this many bytes wait in the cache; beyond, blocks are freed.
+constexpr size_t kCacheLimit = size_t{1} << 30;
+/// Each block starts with a header holding its size, so that free knows
+/// the size class; it keeps the user part 64-byte aligned.
+constexpr size_t kHeader = 64;
+
+/// Freed blocks by size, for the next step's kernels to take again.
+class BlockCache {
+public:
+  void *take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty())
+      return nullptr;
+    void *block = it->second.back();
+    it->second.pop_back();
+    cached_ -= bytes;
+    return block;
+  }
+  /// False when the cache is full (the caller frees the block).
+  bool keep(void *block, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cached_ + bytes > kCacheLimit)
+      return false;
+    try {
+      free_[bytes].push_back(block);
+    } catch (...) {
+      return false;
+    }
+    cached_ += bytes;
+    return true;
+  }
+
+private:
+  std::mutex mutex_;
+  std::map<size_t, std::vector<void *>> free_;
+  size_t cached_ = 0;
+};
+
+BlockCache &blockCache() {
+  static auto *cache = new BlockCache; // outlives kernels run at exit
+  return *cache;
+}
+
+size_t blockSize(size_t bytes) { return (bytes + 63) / 64 * 64 + kHeader; }
+
+} // namespace
+
+extern "C" void *locus_host_alloc(size_t bytes) {
+  size_t size = blockSize(bytes);
+  if (size < bytes)
+    return nullptr; // overflow
+  void *block = size >= kCachedBytes ? blockCache().take(size) : nullptr;
+  if (!block)
+    block = std::aligned_alloc(64, size);
+  if (!block)
+    return nullptr;
+  std::memcpy(block, &size, sizeof size);
+  return static_cast<char *>(block) + kHeader;
+}
+
+extern "C" void locus_host_free(void *p) {
+  if (!p)
+    return;
+  char *block = static_cast<char *>(p) - kHeader;
+  size_t size = 0;
+  std::memcpy(&size, block, sizeof size);
+  if (size < kCachedBytes || !blockCache().keep(block, size))
+    std::free(block);
 }

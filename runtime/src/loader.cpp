@@ -339,6 +339,15 @@ void finishReport(locus_model_t &m) {
               " copies (" + std::to_string(m.loadStats.copy_bytes) +
               " bytes)\n";
   m.report += std::string("host matrix products: ") + locus_blas_name() + "\n";
+  // Convolutions: said (and oneDNN loaded, about 2 ms) only for a model
+  // whose host kernels run one, as their sources say.
+  for (size_t k = 0; k < m.plan.kernels.size(); ++k)
+    if (m.plan.kernels[k].symbol.rfind(LOCUS_ABI_KERNEL_PREFIX, 0) == 0 &&
+        k < m.kernelSources.size() &&
+        m.kernelSources[k].find("locus.conv2d at") != std::string::npos) {
+      m.report += std::string("host convolutions: ") + locus_conv_name() + "\n";
+      break;
+    }
   if (m.graphDevice)
     m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
                 " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";

@@ -8,6 +8,7 @@
 
 #include "guard.h"
 #include "locus/abi.h"
+#include "openmp.h"
 
 #include <algorithm>
 #include <atomic>
@@ -140,4 +141,9 @@ extern "C" void locus_parallel_for(locus_parallel_body_t body, void *args,
 extern "C" int locus_parallel_threads(void) {
   Pool *p = pool();
   return p ? p->threads() : 1;
+}
+
+void locus::rt::settleOpenMpTeams() {
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
+    setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0);
 }

@@ -287,12 +287,24 @@ TEST(Sgemm, MatchesADoubleReference) {
   } cases[] = {{7, 5, 3, false, false, 1},
                {64, 33, 129, false, true, 1},
                {1, 1024, 784, false, true, 0},
-               {17, 9, 70, true, false, 1}};
+               {17, 9, 70, true, false, 1},
+               // One row or one column, or a few: matrix-vector products.
+               {1, 1024, 1024, false, true, 0},
+               {1, 300, 200, false, false, 1},
+               {1, 70, 50, true, true, 0},
+               {3, 64, 96, true, false, 0},
+               {50, 1, 30, false, false, 0},
+               {40, 1, 20, true, true, 1},
+               {60, 2, 33, false, true, 0},
+               {1, 1, 5, false, false, 0}};
   for (const Case &c : cases) {
     std::vector<float> a = random(c.m * c.k), b = random(c.k * c.n),
                        out = random(c.m * c.n);
     std::vector<double> want =
         gemmRef(c.m, c.n, c.k, a, c.ta, b, c.tb, c.beta, out);
+    // beta = 0: C is not read, so its garbage (NaN) must not leak.
+    if (c.beta == 0)
+      std::fill(out.begin(), out.end(), std::nanf(""));
     locus_sgemm(1, c.m, c.n, c.k, reinterpret_cast<uintptr_t>(a.data()),
                 c.ta ? c.m : c.k, 0, c.ta,
                 reinterpret_cast<uintptr_t>(b.data()), c.tb ? c.k : c.n, 0,
@@ -366,6 +378,145 @@ void markRange(void *args, int64_t lo, int64_t hi) {
 }
 
 } // namespace
+
+/// What generated code passes locus_conv2d: addresses as integers.
+uintptr_t address(const void *p) { return reinterpret_cast<uintptr_t>(p); }
+
+/// relu(conv2d(x, w) + bias + residual) in double, as locus_conv2d's flags
+/// say.
+std::vector<double> convRef(const int64_t *p, const std::vector<float> &x,
+                            const std::vector<float> &w,
+                            const std::vector<float> &bias,
+                            const std::vector<float> &residual) {
+  int64_t n = p[LOCUS_CONV_N], c = p[LOCUS_CONV_C], h = p[LOCUS_CONV_H],
+          wd = p[LOCUS_CONV_W], o = p[LOCUS_CONV_O], kh = p[LOCUS_CONV_KH],
+          kw = p[LOCUS_CONV_KW], oh = p[LOCUS_CONV_OH], ow = p[LOCUS_CONV_OW],
+          g = p[LOCUS_CONV_GROUPS], flags = p[LOCUS_CONV_FLAGS];
+  int64_t cg = c / g, og = o / g;
+  std::vector<double> y(n * o * oh * ow);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t k = 0; k < o; ++k)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = flags & LOCUS_CONV_BIAS ? bias[k] : 0.0;
+          for (int64_t q = 0; q < cg; ++q)
+            for (int64_t r = 0; r < kh; ++r)
+              for (int64_t s = 0; s < kw; ++s) {
+                int64_t row = i * p[LOCUS_CONV_STRIDE_H] +
+                              r * p[LOCUS_CONV_DILATION_H] -
+                              p[LOCUS_CONV_PAD_H];
+                int64_t col = j * p[LOCUS_CONV_STRIDE_W] +
+                              s * p[LOCUS_CONV_DILATION_W] -
+                              p[LOCUS_CONV_PAD_W];
+                if (row < 0 || row >= h || col < 0 || col >= wd)
+                  continue;
+                acc +=
+                    double(
+                        x[((b * c + k / og * cg + q) * h + row) * wd + col]) *
+                    w[((k * cg + q) * kh + r) * kw + s];
+              }
+          int64_t at = ((b * o + k) * oh + i) * ow + j;
+          if (flags & LOCUS_CONV_RESIDUAL)
+            acc += residual[at];
+          if (flags & LOCUS_CONV_RELU)
+            acc = std::max(acc, 0.0);
+          y[at] = acc;
+        }
+  return y;
+}
+
+TEST(Conv2d, MatchesADoubleReference) {
+  std::printf("[  NOTE    ] locus_conv2d uses %s\n", locus_conv_name());
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  auto random = [&](int64_t count) {
+    std::vector<float> v(count);
+    for (float &f : v)
+      f = dist(rng);
+    return v;
+  };
+  // n, c, h, w, o, kh, kw, stride h/w, pad h/w, dilation h/w, groups, flags
+  struct Case {
+    int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, g, flags;
+  } cases[] = {
+      {2, 3, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, LOCUS_CONV_BIAS},
+      {1, 64, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU},
+      {3, 6, 13, 11, 16, 5, 5, 2, 1, 0, 2, 1, 1, 1, LOCUS_CONV_RELU},
+      {1, 8, 9, 9, 12, 3, 3, 1, 2, 2, 1, 2, 2, 4, LOCUS_CONV_BIAS},
+      {2, 16, 7, 7, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1, LOCUS_CONV_RESIDUAL},
+      {1, 32, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RELU},
+      {1, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0}};
+  for (const Case &t : cases) {
+    int64_t oh = (t.h + 2 * t.ph - t.dh * (t.kh - 1) - 1) / t.sh + 1;
+    int64_t ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
+    int64_t p[LOCUS_CONV_PARAM_COUNT] = {t.n,  t.c,  t.h,  t.w,  t.o,    t.kh,
+                                         t.kw, oh,   ow,   t.sh, t.sw,   t.ph,
+                                         t.pw, t.dh, t.dw, t.g,  t.flags};
+    std::vector<float> x = random(t.n * t.c * t.h * t.w),
+                       w = random(t.o * t.c / t.g * t.kh * t.kw),
+                       bias = random(t.o),
+                       residual = random(t.n * t.o * oh * ow);
+    // The output's old contents (NaN) must not leak in.
+    std::vector<float> y(t.n * t.o * oh * ow, std::nanf(""));
+    std::vector<double> want = convRef(p, x, w, bias, residual);
+    for (int round = 0; round < 2; ++round) { // built, then cached
+      locus_conv2d(address(p), address(x.data()), address(w.data()),
+                   t.flags & LOCUS_CONV_BIAS ? address(bias.data()) : 0,
+                   t.flags & LOCUS_CONV_RESIDUAL ? address(residual.data()) : 0,
+                   address(y.data()));
+      double tolerance = 1e-5 * double(t.c / t.g * t.kh * t.kw);
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], want[i], tolerance + 1e-5 * std::abs(want[i]))
+            << "case c=" << t.c << " o=" << t.o << " groups=" << t.g
+            << " element " << i << " round " << round;
+    }
+  }
+}
+
+TEST(Conv2d, ResidualMayBeTheInput) {
+  // A ResNet block's identity: y = relu(conv(x) + x).
+  int64_t p[LOCUS_CONV_PARAM_COUNT] = {1,
+                                       16,
+                                       6,
+                                       6,
+                                       16,
+                                       3,
+                                       3,
+                                       6,
+                                       6,
+                                       1,
+                                       1,
+                                       1,
+                                       1,
+                                       1,
+                                       1,
+                                       1,
+                                       LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU};
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> x(16 * 36), w(16 * 16 * 9), y(16 * 36);
+  for (float &f : x)
+    f = dist(rng);
+  for (float &f : w)
+    f = dist(rng);
+  std::vector<double> want = convRef(p, x, w, {}, x);
+  locus_conv2d(address(p), address(x.data()), address(w.data()), 0,
+               address(x.data()), address(y.data()));
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(y[i], want[i], 2e-3 + 1e-5 * std::abs(want[i])) << i;
+}
+
+TEST(Conv2d, NamesItsImplementation) {
+  std::string name = locus_conv_name();
+  if (std::getenv("LOCUS_CONV")) {
+    EXPECT_EQ(name.rfind("im2col", 0), 0u) << name;
+    return;
+  }
+  if (access("/usr/lib/x86_64-linux-gnu/libdnnl.so.2", R_OK) == 0)
+    EXPECT_EQ(name.rfind("oneDNN 2.", 0), 0u) << name;
+}
 
 TEST(ParallelFor, EveryIndexRunsExactlyOnce) {
   std::printf("[  NOTE    ] locus_parallel_for uses %d threads\n",

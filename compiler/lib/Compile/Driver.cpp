@@ -96,23 +96,6 @@ LogicalResult summarize(ModuleOp module, GraphOp graph,
   return success();
 }
 
-/// Temporaries of CUDA launchers are device memory, from the runtime: the
-/// generic allocation functions become the runtime's device allocator.
-LogicalResult useDeviceAllocator(ModuleOp cuda) {
-  for (auto [generic, runtime] :
-       {std::pair{"_mlir_memref_to_llvm_alloc", LOCUS_ABI_CUDA_ALLOC},
-        std::pair{"_mlir_memref_to_llvm_free", LOCUS_ABI_CUDA_FREE}}) {
-    auto func = cuda.lookupSymbol<LLVM::LLVMFuncOp>(generic);
-    if (!func)
-      continue;
-    if (failed(SymbolTable::replaceAllSymbolUses(
-            func, StringAttr::get(cuda.getContext(), runtime), cuda)))
-      return failure();
-    func.setSymName(runtime);
-  }
-  return success();
-}
-
 /// Stage "cuda": compiles the kernels of `module` placed on CUDA devices
 /// into `cuda`, a module in the LLVM dialect with their launchers
 /// (<f>__cuda), and their PTX into result.cudaKernels.
@@ -143,7 +126,7 @@ LogicalResult cudaStage(ModuleOp module, const PipelineOptions &options,
                            entry.getAs<StringAttr>("ptx").str());
   (*cuda)->removeAttr(kCudaKernelsAttrName);
   result.cudaKernels = serializeCudaKernels(kernels);
-  return useDeviceAllocator(*cuda);
+  return success();
 }
 
 /// Moves the ops of `from` (in the LLVM dialect) into `into`, but for

@@ -62,8 +62,9 @@ void buildBufferization(OpPassManager &pm) {
 
 /// Loops, memrefs, math, arithmetic, functions and branches to the LLVM
 /// dialect; `barePointers` passes buffers as plain pointers, and
-/// `genericAllocation` allocates through malloc/free-like functions the
-/// CUDA launchers rename to the runtime's device allocator.
+/// `genericAllocation` allocates through malloc/free-like functions that
+/// --locus-use-runtime-allocator binds to the runtime's allocators (host,
+/// or the CUDA launchers' device memory).
 void buildToLlvm(OpPassManager &pm, bool barePointers, bool math,
                  bool genericAllocation) {
   pm.addPass(createConvertSCFToCFPass());
@@ -127,6 +128,9 @@ void locus::buildKernelPipeline(OpPassManager &pm, bool fuse) {
 void locus::buildHostLoweringPipeline(OpPassManager &pm,
                                       const HostPipelineOptions &options) {
   pm.addPass(createLocusExtractKernels());
+  // Convolutions (with their residual add and ReLU) are the runtime's:
+  // oneDNN's kernels where it loads.
+  pm.addPass(createLocusConvToRuntime());
   buildBufferization(pm);
   // Matrix products through the runtime's sgemm: after deallocation, so no
   // buffer dies between taking its address and the call.
@@ -134,8 +138,11 @@ void locus::buildHostLoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   if (options.parallelize)
     pm.addPass(createLocusParallelize());
+  // Temporaries through the runtime's allocator, which hands a step's
+  // blocks to the next step.
   buildToLlvm(pm, options.barePointers, /*math=*/true,
-              /*genericAllocation=*/false);
+              /*genericAllocation=*/true);
+  pm.addPass(createLocusUseRuntimeAllocator());
 }
 
 void locus::buildCudaLoweringPipeline(OpPassManager &pm,
@@ -172,10 +179,14 @@ void locus::buildCudaLoweringPipeline(OpPassManager &pm,
   binary.compilationTarget = "isa"; // PTX
   pm.addPass(createGpuModuleToBinaryPass(binary));
   pm.addPass(createLocusGpuToRuntime());
-  // The launchers' temporaries are device memory: allocated through
-  // malloc-like functions the driver binds to the runtime's allocator.
+  // The launchers' temporaries are device memory, from the runtime's
+  // device allocator.
   buildToLlvm(pm, /*barePointers=*/true, /*math=*/false,
               /*genericAllocation=*/true);
+  LocusUseRuntimeAllocatorOptions device;
+  device.alloc = LOCUS_ABI_CUDA_ALLOC;
+  device.free = LOCUS_ABI_CUDA_FREE;
+  pm.addPass(createLocusUseRuntimeAllocator(device));
 }
 
 void locus::buildHostPipeline(OpPassManager &pm,

@@ -90,6 +90,9 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 /* ---- Imports: runtime functions generated code calls ------------------- */
 
 #define LOCUS_ABI_SGEMM "locus_sgemm"
+#define LOCUS_ABI_CONV2D "locus_conv2d"
+#define LOCUS_ABI_HOST_ALLOC "locus_host_alloc"
+#define LOCUS_ABI_HOST_FREE "locus_host_free"
 /* What MLIR's lowering of a non-contiguous memref.copy calls. */
 #define LOCUS_ABI_MEMREF_COPY "memrefCopy"
 #define LOCUS_ABI_PARALLEL_FOR "locus_parallel_for"
@@ -101,7 +104,8 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 /* Every artifact has an import slot for each host import; one with kernels
  * on a CUDA device also for each CUDA import. */
 #define LOCUS_ABI_HOST_IMPORTS                                                 \
-  LOCUS_ABI_SGEMM, LOCUS_ABI_MEMREF_COPY, LOCUS_ABI_PARALLEL_FOR
+  LOCUS_ABI_SGEMM, LOCUS_ABI_MEMREF_COPY, LOCUS_ABI_PARALLEL_FOR,              \
+      LOCUS_ABI_CONV2D, LOCUS_ABI_HOST_ALLOC, LOCUS_ABI_HOST_FREE
 #define LOCUS_ABI_CUDA_IMPORTS                                                 \
   LOCUS_ABI_CUDA_LAUNCH, LOCUS_ABI_CUDA_SGEMM, LOCUS_ABI_CUDA_ALLOC,           \
       LOCUS_ABI_CUDA_FREE
@@ -184,6 +188,51 @@ LOCUS_API void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                            int64_t stride_b, int32_t trans_b, float beta,
                            uintptr_t c, int64_t ldc, int64_t stride_c);
 
+/* Memory for a host kernel's temporaries (what MLIR's generic allocation
+ * functions become in host code): 64-byte aligned, NULL when there is none.
+ * Blocks of 64 KiB and more are kept when freed and handed out again for
+ * the same size, so that a step's temporaries reuse the previous step's
+ * memory instead of mapping fresh pages (up to 1 GiB waits for reuse). */
+LOCUS_API void *locus_host_alloc(size_t bytes);
+LOCUS_API void locus_host_free(void *p);
+
+/* The parameters of locus_conv2d, in this order in its int64 array. */
+enum locus_conv_param_e {
+  LOCUS_CONV_N, /* images */
+  LOCUS_CONV_C, /* input channels */
+  LOCUS_CONV_H, /* input height and width */
+  LOCUS_CONV_W,
+  LOCUS_CONV_O,  /* output channels */
+  LOCUS_CONV_KH, /* kernel height and width */
+  LOCUS_CONV_KW,
+  LOCUS_CONV_OH, /* output height and width */
+  LOCUS_CONV_OW,
+  LOCUS_CONV_STRIDE_H,
+  LOCUS_CONV_STRIDE_W,
+  LOCUS_CONV_PAD_H, /* zeros on each side (top and bottom alike) */
+  LOCUS_CONV_PAD_W,
+  LOCUS_CONV_DILATION_H, /* 1: no dilation */
+  LOCUS_CONV_DILATION_W,
+  LOCUS_CONV_GROUPS,
+  LOCUS_CONV_FLAGS, /* LOCUS_CONV_BIAS | _RESIDUAL | _RELU */
+  LOCUS_CONV_PARAM_COUNT
+};
+enum locus_conv_flag_e {
+  LOCUS_CONV_BIAS = 1,     /* add bias[o] */
+  LOCUS_CONV_RESIDUAL = 2, /* then add residual (shaped like y) */
+  LOCUS_CONV_RELU = 4      /* then max(0, .) */
+};
+
+/* y = relu(conv2d(x, w) + bias + residual), each part as the flags say, for
+ * NCHW x and y and [O, C / groups, KH, KW] w, all contiguous f32; residual
+ * may be x. A pointer a flag leaves out is not read. `params` points to
+ * LOCUS_CONV_PARAM_COUNT int64 values; pointers are passed as integers, as
+ * locus_sgemm's are. Through oneDNN (found with dlopen) where it can be
+ * loaded, im2col and locus_sgemm otherwise; LOCUS_CONV=builtin in the
+ * environment forces the latter. */
+LOCUS_API void locus_conv2d(uintptr_t params, uintptr_t x, uintptr_t w,
+                            uintptr_t bias, uintptr_t residual, uintptr_t y);
+
 /* Runs body(args, lo, hi) over [0, n) split into ranges, on the calling
  * thread and the runtime's worker threads (all cores; LOCUS_THREADS=k in the
  * environment uses k threads in all, 1 runs everything on the caller).
@@ -228,6 +277,10 @@ LOCUS_API void *locus_kernel_abi_function(const char *name);
  * "built-in blocked loop (<why no BLAS>)". LOCUS_BLAS=builtin in the
  * environment forces the loop. */
 LOCUS_API const char *locus_blas_name(void);
+
+/* Which implementation locus_conv2d uses: "oneDNN <version>, <ISA>, ..."
+ * or "im2col and the matrix products above (<why no oneDNN>)". */
+LOCUS_API const char *locus_conv_name(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

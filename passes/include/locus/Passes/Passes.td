@@ -319,7 +319,9 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
     - `matmul`: `linalg.matmul`, or `linalg.batch_matmul` over the leading
       dimensions folded into one; `linear`: `linalg.matmul_transpose_b`
       accumulating onto the broadcast bias;
-    - `conv2d` on a `tensor.pad`ded input: im2col (a gathering
+    - `conv2d` (those the host pipeline leaves: it sends convolutions to
+      the runtime first, `--locus-conv-to-runtime`) on a `tensor.pad`ded
+      input: im2col (a gathering
       `linalg.generic` laid out [C, KH, KW, N, OH, OW], so it runs along
       rows) and one `linalg.matmul` of the weight as [O, C*KH*KW] with it,
       into zeros, then back to NCHW by a `linalg.generic` that moves whole
@@ -530,6 +532,102 @@ def LocusGraphToFunc : Pass<"locus-graph-to-func", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Calls the runtime's locus_conv2d for host convolutions.";
+  let description = [{
+    In the host pipeline, before `--locus-lower-to-linalg`: each
+    `locus.conv2d` in a kernel function becomes a call to the runtime's
+    `locus_conv2d` (oneDNN's convolutions when the runtime can load oneDNN,
+    per-image im2col and sgemm otherwise). What follows the convolution
+    joins the call as its epilogue, so that the result is written once:
+
+    - `locus.add` of the convolution (its only use) and a tensor of the
+      same type: the residual, added after the bias;
+    - then `locus.relu` of that (its only use).
+
+    The call reads the operands through `bufferization.to_memref` and
+    writes a fresh `memref.alloc`, which `bufferization.to_tensor
+    restrict` hands back to the tensor world; the shape, stride, padding,
+    dilation, groups and epilogue flags are a private constant global
+    (`locus_conv_param_e` in `locus/abi.h` orders them). Buffers are passed
+    as their aligned addresses, as `locus_sgemm`'s are (the buffer
+    deallocation pipeline frees a kernel's temporaries at the end of its
+    block, after the call). Convolutions outside kernel functions (in a
+    `locus.graph`) are left alone, and so are those of the CUDA pipeline,
+    which does not run this pass.
+
+    ```mlir
+    %0 = locus.conv2d %x, %w, %b {stride = array<i64: 1, 1>, ...}
+    %1 = locus.relu %0
+    ```
+
+    becomes
+
+    ```mlir
+    %p = memref.get_global @__locus_conv2d_params_0 : memref<17xi64>
+    %xm = bufferization.to_memref %x read_only : memref<1x3x14x14xf32>
+    %xi = memref.extract_aligned_pointer_as_index %xm : memref<1x3x14x14xf32> -> index
+    %xp = arith.index_cast %xi : index to i64
+    ...
+    %y = memref.alloc() {alignment = 64 : i64} : memref<1x16x14x14xf32>
+    func.call @locus_conv2d(%pp, %xp, %wp, %bp, %xp, %yp) : (i64, i64, i64, i64, i64, i64) -> ()
+    %1 = bufferization.to_tensor %y restrict writable : memref<1x16x14x14xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+  let statistics = [
+    Statistic<"numCalls", "conv-calls", "Convolutions turned into calls">,
+    Statistic<"numEpilogues", "fused-epilogue-ops",
+              "Residual adds and ReLUs joined to a call">,
+  ];
+}
+
+def LocusUseRuntimeAllocator
+    : Pass<"locus-use-runtime-allocator", "::mlir::ModuleOp"> {
+  let summary = "Binds MLIR's generic allocation functions to the runtime's.";
+  let description = [{
+    Last in the host and CUDA lowering pipelines, on the LLVM dialect:
+    `--finalize-memref-to-llvm{use-generic-functions}` allocates through
+    `_mlir_memref_to_llvm_alloc` and `_mlir_memref_to_llvm_free`; this pass
+    renames those declarations, and every call of them, to the runtime's
+    allocator. On the host (the default) that is `locus_host_alloc` and
+    `locus_host_free`, which keep freed blocks of 64 KiB and more for the
+    next step's kernels to take again, so that a step maps no fresh memory
+    after the first; for CUDA launchers it is `locus_cuda_alloc` and
+    `locus_cuda_free` (device memory). Both functions take and return what
+    the generic ones do (`i64` bytes to `!llvm.ptr`, `!llvm.ptr` to nothing).
+    A module that declares the runtime's name already is an error, as is
+    one option without the other.
+
+    ```mlir
+    llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
+    %p = llvm.call @_mlir_memref_to_llvm_alloc(%n) : (i64) -> !llvm.ptr
+    ```
+
+    becomes
+
+    ```mlir
+    llvm.func @locus_host_alloc(i64) -> !llvm.ptr
+    %p = llvm.call @locus_host_alloc(%n) : (i64) -> !llvm.ptr
+    ```
+  }];
+  let options = [
+    Option<"alloc", "alloc", "std::string",
+           /*default=*/"LOCUS_ABI_HOST_ALLOC",
+           "The allocation function: `locus_host_alloc`, or "
+           "`locus_cuda_alloc` for CUDA launchers">,
+    Option<"free", "free", "std::string", /*default=*/"LOCUS_ABI_HOST_FREE",
+           "The matching free function">,
+  ];
+  let statistics = [
+    Statistic<"numRenamed", "renamed-functions",
+              "Generic allocation functions bound to the runtime's">,
+  ];
 }
 
 def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {

@@ -1,0 +1,183 @@
+//===- ConvToRuntime.cpp - --locus-conv-to-runtime ------------------------===//
+//
+// Host convolutions, with their residual add and ReLU, become calls to the
+// runtime's locus_conv2d; see Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <array>
+#include <string>
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSCONVTORUNTIME
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+/// A convolution and the ops that join its call.
+struct Fused {
+  Conv2dOp conv;
+  Value residual; // null: none
+  Operation *add = nullptr, *relu = nullptr;
+  /// The op whose result the call replaces (the last one fused).
+  Operation *last() { return relu ? relu : add ? add : conv.getOperation(); }
+};
+
+/// The single user of `value`, in the same block as its definition, or
+/// null.
+Operation *onlyUser(Value value) {
+  if (!value.hasOneUse())
+    return nullptr;
+  Operation *user = *value.getUsers().begin();
+  return user->getBlock() == value.getParentBlock() ? user : nullptr;
+}
+
+Fused match(Conv2dOp conv) {
+  Fused f;
+  f.conv = conv;
+  Value result = conv.getResult();
+  if (auto add = dyn_cast_or_null<AddOp>(onlyUser(result))) {
+    Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+    // Same type on both sides (no broadcast), and not the convolution twice.
+    if (other != result && other.getType() == result.getType() &&
+        add.getType() == result.getType()) {
+      f.add = add;
+      f.residual = other;
+      result = add.getResult();
+    }
+  }
+  if (auto relu = dyn_cast_or_null<ReluOp>(onlyUser(result)))
+    f.relu = relu;
+  return f;
+}
+
+class ConvToRuntimePass
+    : public locus::impl::LocusConvToRuntimeBase<ConvToRuntimePass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Conv2dOp> convs;
+    // Kernel functions only: a graph's ops are the plan's.
+    for (auto func : module.getOps<func::FuncOp>())
+      func.walk([&](Conv2dOp op) { convs.push_back(op); });
+    for (Conv2dOp conv : convs)
+      rewrite(module, match(conv));
+  }
+
+private:
+  func::FuncOp declaration(ModuleOp module) {
+    if (auto existing = module.lookupSymbol<func::FuncOp>(LOCUS_ABI_CONV2D))
+      return existing;
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToStart(module.getBody());
+    SmallVector<Type> pointers(6, b.getI64Type());
+    auto type = b.getFunctionType(pointers, TypeRange{});
+    auto func = b.create<func::FuncOp>(module.getLoc(), LOCUS_ABI_CONV2D, type);
+    func.setPrivate();
+    return func;
+  }
+
+  /// A private constant global holding `values`.
+  memref::GlobalOp paramsGlobal(ModuleOp module, ArrayRef<int64_t> values) {
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToStart(module.getBody());
+    auto type =
+        MemRefType::get({static_cast<int64_t>(values.size())}, b.getI64Type());
+    auto data = DenseIntElementsAttr::get(
+        RankedTensorType::get(type.getShape(), b.getI64Type()), values);
+    std::string name;
+    do
+      name = "__locus_conv2d_params_" + std::to_string(nextGlobal++);
+    while (module.lookupSymbol(name));
+    auto global = b.create<memref::GlobalOp>(
+        module.getLoc(), name, b.getStringAttr("private"), type, data,
+        /*constant=*/true, /*alignment=*/IntegerAttr());
+    return global;
+  }
+
+  void rewrite(ModuleOp module, Fused f) {
+    Conv2dOp conv = f.conv;
+    RankedTensorType in = conv.getInput().getType(),
+                     w = conv.getWeight().getType(), out = conv.getType();
+    ArrayRef<int64_t> stride = conv.getStride(), padding = conv.getPadding(),
+                      dilation = conv.getDilation();
+    int64_t flags = (conv.getBias() ? LOCUS_CONV_BIAS : 0) |
+                    (f.residual ? LOCUS_CONV_RESIDUAL : 0) |
+                    (f.relu ? LOCUS_CONV_RELU : 0);
+    std::array<int64_t, LOCUS_CONV_PARAM_COUNT> params{};
+    params[LOCUS_CONV_N] = in.getDimSize(0);
+    params[LOCUS_CONV_C] = in.getDimSize(1);
+    params[LOCUS_CONV_H] = in.getDimSize(2);
+    params[LOCUS_CONV_W] = in.getDimSize(3);
+    params[LOCUS_CONV_O] = out.getDimSize(1);
+    params[LOCUS_CONV_KH] = w.getDimSize(2);
+    params[LOCUS_CONV_KW] = w.getDimSize(3);
+    params[LOCUS_CONV_OH] = out.getDimSize(2);
+    params[LOCUS_CONV_OW] = out.getDimSize(3);
+    params[LOCUS_CONV_STRIDE_H] = stride[0];
+    params[LOCUS_CONV_STRIDE_W] = stride[1];
+    params[LOCUS_CONV_PAD_H] = padding[0];
+    params[LOCUS_CONV_PAD_W] = padding[1];
+    params[LOCUS_CONV_DILATION_H] = dilation[0];
+    params[LOCUS_CONV_DILATION_W] = dilation[1];
+    params[LOCUS_CONV_GROUPS] = conv.getGroups();
+    params[LOCUS_CONV_FLAGS] = flags;
+
+    Operation *last = f.last();
+    OpBuilder b(last);
+    Location loc = conv.getLoc();
+    memref::GlobalOp global = paramsGlobal(module, params);
+    Value paramBuffer =
+        b.create<memref::GetGlobalOp>(loc, global.getType(), global.getName());
+    // A buffer's address as an integer (what the runtime's functions
+    // take, as with locus_sgemm).
+    auto pointer = [&](Value buffer) -> Value {
+      Value index =
+          b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
+      return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+    };
+    // A tensor's buffer, read only.
+    auto read = [&](Value tensor) -> Value {
+      auto type = cast<RankedTensorType>(tensor.getType());
+      return pointer(b.create<bufferization::ToMemrefOp>(
+          loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+          /*read_only=*/true));
+    };
+    Value x = read(conv.getInput());
+    Value weight = read(conv.getWeight());
+    // Absent operands: the input's pointer, which the flags say not to read.
+    Value bias = conv.getBias() ? read(conv.getBias()) : x;
+    Value residual = f.residual ? read(f.residual) : x;
+    auto resultType = MemRefType::get(out.getShape(), out.getElementType());
+    Value y =
+        b.create<memref::AllocOp>(loc, resultType, b.getI64IntegerAttr(64));
+    b.create<func::CallOp>(loc, declaration(module),
+                           ValueRange{pointer(paramBuffer), x, weight, bias,
+                                      residual, pointer(y)});
+    Value result = b.create<bufferization::ToTensorOp>(
+        loc, out, y, /*restrict=*/true, /*writable=*/true);
+    last->getResult(0).replaceAllUsesWith(result);
+    if (f.relu)
+      f.relu->erase();
+    if (f.add)
+      f.add->erase();
+    conv.erase();
+    ++numCalls;
+    numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0);
+  }
+
+  int64_t nextGlobal = 0;
+};
+
+} // namespace

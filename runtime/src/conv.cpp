@@ -1,0 +1,569 @@
+// conv.cpp - convolutions for generated host code (locus_conv2d): oneDNN
+// when it can be loaded (dlopen, never linked, as OpenBLAS is), per-image
+// im2col and locus_sgemm otherwise.
+//
+// Why oneDNN: measured on the 2-core AVX-512 build machine, a 64-channel
+// 3x3 convolution on 56x56 runs at about 200 GFLOP/s through oneDNN 2.6's
+// brgconv kernels (blocked layout, reorders in and out included) against
+// about 100 through im2col and OpenBLAS, and the small convolutions of
+// LeNet-like models cost microseconds instead of a BLAS call's overhead.
+// docs/runtime.md has the table.
+//
+// Which oneDNN: $LOCUS_DNNL when set, then libdnnl.so.2 (Debian's
+// libdnnl2). LOCUS_CONV=builtin uses the im2col path. Every temporary (the
+// blocked copies, oneDNN's scratchpad, im2col columns) lives in a
+// per-thread workspace that grows to the largest convolution and is then
+// reused: no allocation per call once a model has run.
+
+#include "guard.h"
+#include "locus/abi.h"
+#include "openmp.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+
+#if LOCUS_HAVE_DNNL_H
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+namespace {
+
+using Params = std::array<int64_t, LOCUS_CONV_PARAM_COUNT>;
+
+/// The dimensions of one call, named.
+struct Shape {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups, flags;
+  explicit Shape(const Params &p)
+      : n(p[LOCUS_CONV_N]), c(p[LOCUS_CONV_C]), h(p[LOCUS_CONV_H]),
+        w(p[LOCUS_CONV_W]), o(p[LOCUS_CONV_O]), kh(p[LOCUS_CONV_KH]),
+        kw(p[LOCUS_CONV_KW]), oh(p[LOCUS_CONV_OH]), ow(p[LOCUS_CONV_OW]),
+        sh(p[LOCUS_CONV_STRIDE_H]), sw(p[LOCUS_CONV_STRIDE_W]),
+        ph(p[LOCUS_CONV_PAD_H]), pw(p[LOCUS_CONV_PAD_W]),
+        dh(p[LOCUS_CONV_DILATION_H]), dw(p[LOCUS_CONV_DILATION_W]),
+        groups(p[LOCUS_CONV_GROUPS]), flags(p[LOCUS_CONV_FLAGS]) {}
+  bool bias() const { return flags & LOCUS_CONV_BIAS; }
+  bool residual() const { return flags & LOCUS_CONV_RESIDUAL; }
+  bool relu() const { return flags & LOCUS_CONV_RELU; }
+};
+
+/// Scratch memory of the calling thread: grows, never shrinks, 64-byte
+/// aligned. Null when it cannot grow (the caller then needs none).
+class Workspace {
+public:
+  char *get(size_t bytes) {
+    if (bytes <= size_)
+      return data_.get();
+    size_t want = std::max(bytes, size_ + size_ / 2);
+    void *p = std::aligned_alloc(64, (want + 63) / 64 * 64);
+    if (!p)
+      return nullptr;
+    data_.reset(static_cast<char *>(p));
+    size_ = want;
+    return data_.get();
+  }
+
+private:
+  struct Free {
+    void operator()(char *p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> data_;
+  size_t size_ = 0;
+};
+
+Workspace &workspace() {
+  thread_local Workspace space;
+  return space;
+}
+
+/// y[n, o] (+)= bias, + residual, then ReLU: the epilogue of the built-in
+/// paths.
+void epilogue(const Shape &s, const float *bias, const float *residual,
+              float *y) {
+  int64_t plane = s.oh * s.ow;
+  for (int64_t i = 0; i < s.n * s.o; ++i) {
+    float *row = y + i * plane;
+    const float *res = residual ? residual + i * plane : nullptr;
+    float b = s.bias() ? bias[i % s.o] : 0.0f;
+    for (int64_t j = 0; j < plane; ++j) {
+      float v = row[j] + b + (res ? res[j] : 0.0f);
+      row[j] = s.relu() && !(v > 0.0f) ? 0.0f : v;
+    }
+  }
+}
+
+/// The direct loop nest: needs no memory; what runs when the workspace
+/// cannot grow.
+void directConv(const Shape &s, const float *x, const float *w, float *y) {
+  int64_t cg = s.c / s.groups, og = s.o / s.groups;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t o = 0; o < s.o; ++o)
+      for (int64_t i = 0; i < s.oh; ++i)
+        for (int64_t j = 0; j < s.ow; ++j) {
+          float acc = 0.0f;
+          int64_t g = o / og;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t p = 0; p < s.kh; ++p) {
+              int64_t r = i * s.sh + p * s.dh - s.ph;
+              if (r < 0 || r >= s.h)
+                continue;
+              for (int64_t q = 0; q < s.kw; ++q) {
+                int64_t col = j * s.sw + q * s.dw - s.pw;
+                if (col < 0 || col >= s.w)
+                  continue;
+                acc += x[((n * s.c + g * cg + c) * s.h + r) * s.w + col] *
+                       w[((o * cg + c) * s.kh + p) * s.kw + q];
+              }
+            }
+          y[((n * s.o + o) * s.oh + i) * s.ow + j] = acc;
+        }
+}
+
+/// cols[(c, p, q), (i, j)] = x[c, i*sh + p*dh - ph, j*sw + q*dw - pw] for
+/// one image and group (zero outside the image), rows along j.
+void im2col(const Shape &s, const float *x, int64_t channels, float *cols) {
+  int64_t plane = s.oh * s.ow;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t p = 0; p < s.kh; ++p)
+      for (int64_t q = 0; q < s.kw; ++q) {
+        float *out = cols + ((c * s.kh + p) * s.kw + q) * plane;
+        for (int64_t i = 0; i < s.oh; ++i) {
+          int64_t r = i * s.sh + p * s.dh - s.ph;
+          float *row = out + i * s.ow;
+          if (r < 0 || r >= s.h) {
+            std::fill(row, row + s.ow, 0.0f);
+            continue;
+          }
+          const float *in = x + (c * s.h + r) * s.w;
+          for (int64_t j = 0; j < s.ow; ++j) {
+            int64_t col = j * s.sw + q * s.dw - s.pw;
+            row[j] = col >= 0 && col < s.w ? in[col] : 0.0f;
+          }
+        }
+      }
+}
+
+/// Per image and group, im2col into the workspace and one product into y.
+void builtinConv(const Shape &s, const float *x, const float *w,
+                 const float *bias, const float *residual, float *y) {
+  int64_t cg = s.c / s.groups, og = s.o / s.groups, plane = s.oh * s.ow;
+  int64_t k = cg * s.kh * s.kw;
+  bool pointwise = s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 &&
+                   s.ph == 0 && s.pw == 0 && s.oh == s.h && s.ow == s.w;
+  float *cols = nullptr;
+  if (!pointwise) {
+    cols = reinterpret_cast<float *>(
+        workspace().get(static_cast<size_t>(k * plane) * sizeof(float)));
+    if (!cols) {
+      directConv(s, x, w, y);
+      epilogue(s, bias, residual, y);
+      return;
+    }
+  }
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const float *image = x + (n * s.c + g * cg) * s.h * s.w;
+      if (!pointwise)
+        im2col(s, image, cg, cols);
+      const float *b = pointwise ? image : cols;
+      locus_sgemm(1, og, plane, k, reinterpret_cast<uintptr_t>(w + g * og * k),
+                  k, 0, 0, reinterpret_cast<uintptr_t>(b), plane, 0, 0, 0.0f,
+                  reinterpret_cast<uintptr_t>(y + (n * s.o + g * og) * plane),
+                  plane, 0);
+    }
+  epilogue(s, bias, residual, y);
+}
+
+#if LOCUS_HAVE_DNNL_H
+
+/// The oneDNN functions used, found with dlsym.
+struct Dnnl {
+#define LOCUS_DNNL_FUNCTIONS(X)                                                \
+  X(dnnl_engine_create)                                                        \
+  X(dnnl_stream_create)                                                        \
+  X(dnnl_stream_wait)                                                          \
+  X(dnnl_stream_destroy)                                                       \
+  X(dnnl_memory_desc_init_by_tag)                                              \
+  X(dnnl_memory_desc_equal)                                                    \
+  X(dnnl_memory_desc_get_size)                                                 \
+  X(dnnl_dilated_convolution_forward_desc_init)                                \
+  X(dnnl_primitive_attr_create)                                                \
+  X(dnnl_primitive_attr_destroy)                                               \
+  X(dnnl_primitive_attr_set_scratchpad_mode)                                   \
+  X(dnnl_primitive_attr_set_post_ops)                                          \
+  X(dnnl_post_ops_create)                                                      \
+  X(dnnl_post_ops_destroy)                                                     \
+  X(dnnl_post_ops_append_eltwise)                                              \
+  X(dnnl_post_ops_append_sum)                                                  \
+  X(dnnl_primitive_desc_create)                                                \
+  X(dnnl_primitive_desc_destroy)                                               \
+  X(dnnl_primitive_desc_query)                                                 \
+  X(dnnl_primitive_desc_query_md)                                              \
+  X(dnnl_reorder_primitive_desc_create)                                        \
+  X(dnnl_primitive_create)                                                     \
+  X(dnnl_primitive_destroy)                                                    \
+  X(dnnl_memory_create)                                                        \
+  X(dnnl_memory_destroy)                                                       \
+  X(dnnl_primitive_execute)                                                    \
+  X(dnnl_version)                                                              \
+  X(dnnl_get_effective_cpu_isa)
+#define LOCUS_DNNL_FIELD(f) decltype(&::f) f = nullptr;
+  LOCUS_DNNL_FUNCTIONS(LOCUS_DNNL_FIELD)
+#undef LOCUS_DNNL_FIELD
+  dnnl_engine_t engine = nullptr;
+  std::string name;
+};
+
+const char *isaName(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+  case dnnl_cpu_isa_sse41:
+    return "SSE4.1";
+  case dnnl_cpu_isa_avx:
+    return "AVX";
+  case dnnl_cpu_isa_avx2:
+    return "AVX2";
+  case dnnl_cpu_isa_avx512_core:
+    return "AVX-512";
+  case dnnl_cpu_isa_avx512_core_vnni:
+    return "AVX-512 VNNI";
+  case dnnl_cpu_isa_avx512_core_bf16:
+    return "AVX-512 BF16";
+  case dnnl_cpu_isa_avx512_core_amx:
+    return "AVX-512 AMX";
+  default:
+    return "its ISA";
+  }
+}
+
+/// Loads oneDNN once; dnnl.engine stays null when it cannot (dnnl.name
+/// says why).
+const Dnnl &dnnl() {
+  static Dnnl loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (const char *choice = std::getenv("LOCUS_CONV");
+        choice && std::string(choice) == "builtin") {
+      loaded.name = "im2col and the matrix products above (LOCUS_CONV=builtin)";
+      return;
+    }
+    // oneDNN's OpenMP team, like OpenBLAS's, must not spin long beside the
+    // runtime's workers.
+    locus::rt::settleOpenMpTeams();
+    const char *chosen = std::getenv("LOCUS_DNNL");
+    std::string library = chosen && *chosen ? chosen : "libdnnl.so.2";
+    void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *error = dlerror();
+      loaded.name = "im2col and the matrix products above (" +
+                    std::string(error ? error : library) + ")";
+      return;
+    }
+    Dnnl d;
+    bool complete = true;
+#define LOCUS_DNNL_LOOKUP(f)                                                   \
+  d.f = reinterpret_cast<decltype(&::f)>(dlsym(handle, #f));                   \
+  complete = complete && d.f;
+    LOCUS_DNNL_FUNCTIONS(LOCUS_DNNL_LOOKUP)
+#undef LOCUS_DNNL_LOOKUP
+    const dnnl_version_t *version = complete ? d.dnnl_version() : nullptr;
+    // The C API used here is oneDNN 2.x's (operation descriptors).
+    if (!version || version->major != 2) {
+      loaded.name = "im2col and the matrix products above (" + library +
+                    " is not oneDNN 2.x)";
+      return;
+    }
+    if (d.dnnl_engine_create(&d.engine, dnnl_cpu, 0) != dnnl_success) {
+      loaded.name = "im2col and the matrix products above (" + library +
+                    " has no CPU engine)";
+      return;
+    }
+    d.name =
+        "oneDNN " + std::to_string(version->major) + "." +
+        std::to_string(version->minor) + "." + std::to_string(version->patch) +
+        ", " + isaName(d.dnnl_get_effective_cpu_isa()) +
+        (version->cpu_runtime == DNNL_RUNTIME_OMP ? ", OpenMP threads" : "") +
+        " (" + library + ")";
+    loaded = d;
+  });
+  return loaded;
+}
+
+/// A convolution's primitives for one shape: built once, run many times.
+/// The user's tensors are plain NCHW and OIHW; oneDNN picks its own
+/// (blocked) layouts, and reorders move data in and out of them.
+struct Primitives {
+  dnnl_primitive_t conv = nullptr;
+  dnnl_primitive_t srcIn = nullptr, weightsIn = nullptr, dstIn = nullptr,
+                   dstOut = nullptr; // null: the user's layout is oneDNN's
+  dnnl_memory_desc_t userSrc{}, userWeights{}, userDst{}, bias{};
+  dnnl_memory_desc_t src{}, weights{}, dst{}, scratch{};
+  size_t srcBytes = 0, weightsBytes = 0, dstBytes = 0, scratchBytes = 0;
+};
+
+bool ok(dnnl_status_t status) { return status == dnnl_success; }
+
+/// The primitives of `s`, or false when oneDNN cannot run it.
+bool build(const Dnnl &d, const Shape &s, Primitives &p) {
+  bool grouped = s.groups > 1;
+  dnnl_dims_t src = {s.n, s.c, s.h, s.w}, dst = {s.n, s.o, s.oh, s.ow},
+              bias = {s.o}, strides = {s.sh, s.sw},
+              dilates = {s.dh - 1, s.dw - 1}, pad = {s.ph, s.pw};
+  dnnl_dims_t weights = {s.o, s.c, s.kh, s.kw};
+  if (grouped) {
+    weights[0] = s.groups;
+    weights[1] = s.o / s.groups;
+    weights[2] = s.c / s.groups;
+    weights[3] = s.kh;
+    weights[4] = s.kw;
+  }
+  int wdims = grouped ? 5 : 4;
+  dnnl_format_tag_t wtag = grouped ? dnnl_goihw : dnnl_oihw;
+  dnnl_memory_desc_t anySrc, anyWeights, anyDst;
+  if (!ok(d.dnnl_memory_desc_init_by_tag(&p.userSrc, 4, src, dnnl_f32,
+                                         dnnl_nchw)) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&p.userWeights, wdims, weights,
+                                         dnnl_f32, wtag)) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&p.userDst, 4, dst, dnnl_f32,
+                                         dnnl_nchw)) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&p.bias, 1, bias, dnnl_f32, dnnl_x)) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&anySrc, 4, src, dnnl_f32,
+                                         dnnl_format_tag_any)) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&anyWeights, wdims, weights, dnnl_f32,
+                                         dnnl_format_tag_any)) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&anyDst, 4, dst, dnnl_f32,
+                                         dnnl_format_tag_any)))
+    return false;
+  dnnl_convolution_desc_t desc;
+  if (!ok(d.dnnl_dilated_convolution_forward_desc_init(
+          &desc, dnnl_forward_inference, dnnl_convolution_direct, &anySrc,
+          &anyWeights, s.bias() ? &p.bias : nullptr, &anyDst, strides, dilates,
+          pad, pad)))
+    return false;
+  dnnl_primitive_attr_t attr = nullptr;
+  dnnl_post_ops_t ops = nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  bool built =
+      ok(d.dnnl_primitive_attr_create(&attr)) &&
+      ok(d.dnnl_primitive_attr_set_scratchpad_mode(
+          attr, dnnl_scratchpad_mode_user)) &&
+      ok(d.dnnl_post_ops_create(&ops)) &&
+      (!s.residual() || ok(d.dnnl_post_ops_append_sum(ops, 1.0f))) &&
+      (!s.relu() || ok(d.dnnl_post_ops_append_eltwise(
+                        ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f))) &&
+      ok(d.dnnl_primitive_attr_set_post_ops(attr, ops)) &&
+      ok(d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr));
+  if (ops)
+    d.dnnl_post_ops_destroy(ops);
+  if (attr)
+    d.dnnl_primitive_attr_destroy(attr);
+  if (!built) {
+    if (pd)
+      d.dnnl_primitive_desc_destroy(pd);
+    return false;
+  }
+  auto query = [&](dnnl_query_t what, dnnl_memory_desc_t &out) {
+    const dnnl_memory_desc_t *md = d.dnnl_primitive_desc_query_md(pd, what, 0);
+    if (md)
+      out = *md;
+    return md != nullptr;
+  };
+  if (!query(dnnl_query_src_md, p.src) ||
+      !query(dnnl_query_weights_md, p.weights) ||
+      !query(dnnl_query_dst_md, p.dst) ||
+      !query(dnnl_query_scratchpad_md, p.scratch)) {
+    d.dnnl_primitive_desc_destroy(pd);
+    return false;
+  }
+  p.srcBytes = d.dnnl_memory_desc_get_size(&p.src);
+  p.weightsBytes = d.dnnl_memory_desc_get_size(&p.weights);
+  p.dstBytes = d.dnnl_memory_desc_get_size(&p.dst);
+  p.scratchBytes = d.dnnl_memory_desc_get_size(&p.scratch);
+  built = ok(d.dnnl_primitive_create(&p.conv, pd));
+  d.dnnl_primitive_desc_destroy(pd);
+  auto reorder = [&](const dnnl_memory_desc_t &from,
+                     const dnnl_memory_desc_t &to, dnnl_primitive_t &out) {
+    if (d.dnnl_memory_desc_equal(&from, &to))
+      return true;
+    dnnl_primitive_desc_t r = nullptr;
+    if (!ok(d.dnnl_reorder_primitive_desc_create(&r, &from, d.engine, &to,
+                                                 d.engine, nullptr)))
+      return false;
+    bool made = ok(d.dnnl_primitive_create(&out, r));
+    d.dnnl_primitive_desc_destroy(r);
+    return made;
+  };
+  return built && reorder(p.userSrc, p.src, p.srcIn) &&
+         reorder(p.userWeights, p.weights, p.weightsIn) &&
+         reorder(p.dst, p.userDst, p.dstOut) &&
+         (!s.residual() || reorder(p.userDst, p.dst, p.dstIn));
+}
+
+/// The primitives of each shape seen, kept for the process's life (a model
+/// has a handful of convolution shapes). Null for a shape oneDNN refused.
+const Primitives *primitivesFor(const Dnnl &d, const Params &params) {
+  static std::mutex mutex;
+  static std::map<Params, std::unique_ptr<Primitives>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = cache.try_emplace(params);
+  if (inserted) {
+    auto p = std::make_unique<Primitives>();
+    if (build(d, Shape(params), *p))
+      it->second = std::move(p);
+  }
+  return it->second.get();
+}
+
+/// The calling thread's stream on the engine (oneDNN streams are not
+/// shared between threads).
+dnnl_stream_t streamOf(const Dnnl &d) {
+  struct Stream {
+    const Dnnl *d = nullptr;
+    dnnl_stream_t s = nullptr;
+    ~Stream() {
+      if (s)
+        d->dnnl_stream_destroy(s);
+    }
+  };
+  thread_local Stream stream;
+  if (!stream.s &&
+      ok(d.dnnl_stream_create(&stream.s, d.engine, dnnl_stream_default_flags)))
+    stream.d = &d;
+  return stream.s;
+}
+
+/// Runs the convolution through oneDNN; false (nothing written) when it
+/// cannot.
+bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
+              const float *w, const float *bias, const float *residual,
+              float *y) {
+  Shape s(params);
+  const Primitives *p = primitivesFor(d, params);
+  dnnl_stream_t stream = p ? streamOf(d) : nullptr;
+  if (!stream)
+    return false;
+  auto round = [](size_t b) { return (b + 63) / 64 * 64; };
+  size_t srcAt = 0, weightsAt = srcAt + (p->srcIn ? round(p->srcBytes) : 0),
+         dstAt = weightsAt + (p->weightsIn ? round(p->weightsBytes) : 0),
+         scratchAt = dstAt + (p->dstOut ? round(p->dstBytes) : 0),
+         total = scratchAt + round(p->scratchBytes);
+  char *space = workspace().get(std::max<size_t>(total, 64));
+  if (!space)
+    return false;
+  // Memory objects wrap the buffers of this call (creating one allocates
+  // no data).
+  dnnl_memory_t objects[8] = {};
+  int count = 0;
+  auto wrap = [&](const dnnl_memory_desc_t &md, const void *data) {
+    dnnl_memory_t m = nullptr;
+    if (!ok(d.dnnl_memory_create(&m, &md, d.engine, const_cast<void *>(data))))
+      return static_cast<dnnl_memory_t>(nullptr);
+    objects[count++] = m;
+    return m;
+  };
+  dnnl_memory_t userSrc = wrap(p->userSrc, x),
+                userWeights = wrap(p->userWeights, w),
+                userDst = wrap(p->userDst, y),
+                src = p->srcIn ? wrap(p->src, space + srcAt) : userSrc,
+                weights = p->weightsIn ? wrap(p->weights, space + weightsAt)
+                                       : userWeights,
+                dst = p->dstOut ? wrap(p->dst, space + dstAt) : userDst,
+                scratch = wrap(p->scratch, space + scratchAt),
+                biasMem = s.bias() ? wrap(p->bias, bias) : nullptr;
+  bool ran = userSrc && userWeights && userDst && src && weights && dst &&
+             scratch && (biasMem || !s.bias());
+  auto run = [&](dnnl_primitive_t prim,
+                 std::initializer_list<dnnl_exec_arg_t> args) {
+    ran =
+        ran && ok(d.dnnl_primitive_execute(
+                   prim, stream, static_cast<int>(args.size()), args.begin()));
+  };
+  if (ran && residual) {
+    // The sum post-op adds what dst holds: the residual, in dst's layout.
+    if (p->dstIn) {
+      dnnl_memory_t res = wrap(p->userDst, residual);
+      ran = res != nullptr;
+      run(p->dstIn, {{DNNL_ARG_FROM, res}, {DNNL_ARG_TO, dst}});
+    } else {
+      std::memcpy(y, residual,
+                  static_cast<size_t>(s.n * s.o * s.oh * s.ow) * sizeof(float));
+    }
+  }
+  if (p->srcIn)
+    run(p->srcIn, {{DNNL_ARG_FROM, userSrc}, {DNNL_ARG_TO, src}});
+  if (p->weightsIn)
+    run(p->weightsIn, {{DNNL_ARG_FROM, userWeights}, {DNNL_ARG_TO, weights}});
+  if (biasMem)
+    run(p->conv, {{DNNL_ARG_SRC, src},
+                  {DNNL_ARG_WEIGHTS, weights},
+                  {DNNL_ARG_BIAS, biasMem},
+                  {DNNL_ARG_DST, dst},
+                  {DNNL_ARG_SCRATCHPAD, scratch}});
+  else
+    run(p->conv, {{DNNL_ARG_SRC, src},
+                  {DNNL_ARG_WEIGHTS, weights},
+                  {DNNL_ARG_DST, dst},
+                  {DNNL_ARG_SCRATCHPAD, scratch}});
+  if (p->dstOut)
+    run(p->dstOut, {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, userDst}});
+  ran = ran && ok(d.dnnl_stream_wait(stream));
+  for (int i = 0; i < count; ++i)
+    d.dnnl_memory_destroy(objects[i]);
+  return ran;
+}
+
+#endif // LOCUS_HAVE_DNNL_H
+
+} // namespace
+
+extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
+                             uintptr_t wAddress, uintptr_t biasAddress,
+                             uintptr_t residualAddress, uintptr_t yAddress) {
+  // Generated code has the buffers' addresses as integers; this is where
+  // they become pointers again.
+  // NOLINTBEGIN(performance-no-int-to-ptr)
+  const auto *params = reinterpret_cast<const int64_t *>(paramsAddress);
+  const auto *x = reinterpret_cast<const float *>(xAddress);
+  const auto *w = reinterpret_cast<const float *>(wAddress);
+  const auto *bias = reinterpret_cast<const float *>(biasAddress);
+  const auto *residual = reinterpret_cast<const float *>(residualAddress);
+  auto *y = reinterpret_cast<float *>(yAddress);
+  // NOLINTEND(performance-no-int-to-ptr)
+  Params p;
+  std::copy(params, params + LOCUS_CONV_PARAM_COUNT, p.begin());
+  Shape s(p);
+  if (s.n <= 0 || s.o <= 0 || s.oh <= 0 || s.ow <= 0)
+    return; // nothing to compute
+  const float *res = s.residual() ? residual : nullptr;
+  // Never throws: oneDNN's failures (and running out of memory while
+  // finding it) fall back to the built-in path, which falls back to the
+  // direct loops when its workspace cannot grow.
+#if LOCUS_HAVE_DNNL_H
+  static const Dnnl kNone{};
+  const Dnnl &d = *locus::rt::guardValue(&kNone, [] { return &dnnl(); });
+  if (d.engine && locus::rt::guardValue(false, [&] {
+        return dnnlConv(d, p, x, w, bias, res, y);
+      }))
+    return;
+#endif
+  builtinConv(s, x, w, bias, res, y);
+}
+
+extern "C" const char *locus_conv_name(void) {
+#if LOCUS_HAVE_DNNL_H
+  return locus::rt::guardValue("unknown (out of memory)", [] {
+    const Dnnl &d = dnnl();
+    return d.name.c_str();
+  });
+#else
+  return "im2col and the matrix products above (built without oneDNN's "
+         "header)";
+#endif
+}

@@ -1,0 +1,72 @@
+// Host convolutions call the runtime's locus_conv2d, with a residual add and
+// a ReLU that follow them as the call's epilogue.
+// RUN: locus-opt %s --locus-conv-to-runtime --split-input-file | FileCheck %s
+
+// A ResNet block's second half: conv + bias, + the block's input, ReLU.
+// Parameters: n c h w o kh kw oh ow, strides, pads, dilations, groups, flags
+// (bias 1 | residual 2 | relu 4 = 7).
+// CHECK-DAG: func.func private @locus_conv2d(i64, i64, i64, i64, i64, i64)
+// CHECK-DAG: memref.global "private" constant @[[P:__locus_conv2d_params_[0-9]+]] : memref<17xi64> = dense<[1, 4, 6, 6, 4, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 7]>
+// CHECK-LABEL: func.func @block
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x6x6xf32>, %[[W:.*]]: tensor<4x4x3x3xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK:      %[[G:.*]] = memref.get_global @[[P]] : memref<17xi64>
+// CHECK:      %[[XM:.*]] = bufferization.to_memref %[[X]] read_only : memref<1x4x6x6xf32>
+// CHECK:      %[[WM:.*]] = bufferization.to_memref %[[W]] read_only : memref<4x4x3x3xf32>
+// CHECK:      %[[BM:.*]] = bufferization.to_memref %[[B]] read_only : memref<4xf32>
+// CHECK:      %[[RM:.*]] = bufferization.to_memref %[[X]] read_only : memref<1x4x6x6xf32>
+// CHECK:      %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x6x6xf32>
+// CHECK:      call @locus_conv2d(
+// CHECK:      %[[T:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<1x4x6x6xf32>
+// CHECK-NOT:  locus.
+// CHECK:      return %[[T]]
+func.func @block(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>, tensor<4xf32> -> tensor<1x4x6x6xf32>
+  %1 = locus.add %x, %0 : tensor<1x4x6x6xf32>
+  %2 = locus.relu %1 : tensor<1x4x6x6xf32>
+  return %2 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// No bias, stride 2, dilation 2, groups 2; the ReLU's operand has a second
+// use, so the ReLU stays (flags 0) and so does the other reader.
+// CHECK: memref.global "private" constant @[[P:.*]] : memref<17xi64> = dense<[2, 4, 9, 9, 6, 3, 3, 4, 4, 2, 2, 1, 1, 2, 2, 2, 0]>
+// CHECK-LABEL: func.func @shared
+// CHECK:      call @locus_conv2d(
+// CHECK:      %[[T:.*]] = bufferization.to_tensor
+// CHECK:      locus.relu %[[T]]
+// CHECK:      locus.neg %[[T]]
+func.func @shared(%x: tensor<2x4x9x9xf32>, %w: tensor<6x2x3x3xf32>) -> (tensor<2x6x4x4xf32>, tensor<2x6x4x4xf32>) {
+  %0 = locus.conv2d %x, %w stride [2, 2] padding [1, 1] dilation [2, 2] groups 2 : tensor<2x4x9x9xf32>, tensor<6x2x3x3xf32> -> tensor<2x6x4x4xf32>
+  %1 = locus.relu %0 : tensor<2x6x4x4xf32>
+  %2 = locus.neg %0 : tensor<2x6x4x4xf32>
+  return %1, %2 : tensor<2x6x4x4xf32>, tensor<2x6x4x4xf32>
+}
+
+// -----
+
+// conv + conv is no residual: the convolution alone is called (flags:
+// bias 1), and the add stays.
+// CHECK: dense<[1, 2, 4, 4, 2, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 1, 1]>
+// CHECK-LABEL: func.func @broadcast
+// CHECK:      call @locus_conv2d(
+// CHECK:      locus.add
+func.func @broadcast(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x1x1xf32>, %b: tensor<2xf32>, %s: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %0 = locus.conv2d %x, %w, %b stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+  %1 = locus.add %0, %0 : tensor<1x2x4x4xf32>
+  return %1 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// A graph's convolution is the plan's business until kernels are outlined:
+// left alone, and no declaration is added.
+// CHECK-NOT: func.func private @locus_conv2d
+// CHECK-LABEL: locus.graph @g
+// CHECK: locus.conv2d
+locus.graph @g {
+  %x = locus.input "x" : tensor<1x1x4x4xf32>
+  %w = locus.input "w" : tensor<1x1x3x3xf32>
+  %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x4x4xf32>
+  locus.output "y" = %0 : tensor<1x1x4x4xf32>
+}
