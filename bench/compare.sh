@@ -1,44 +1,109 @@
 #!/usr/bin/env bash
-# Compiled forward passes (bench/forward_bench) beside PyTorch CPU eager
-# (bench/torch_forward.py), or with `train` compiled training steps
-# (bench/train_bench) beside PyTorch's (bench/torch_train.py), in
-# alternating rounds so that both see the same machine; per model the
-# median over rounds of each side's median, and the ratio (above 1: Locus is
-# faster).
-#   bench/compare.sh [rounds, default 3] [forward|train, default forward]
-# Needs: python3-torch and libopenblas0-openmp (Debian); a build in build/.
+# Locus beside ONNX Runtime and PyTorch on the CPU, in one run: the
+# inference models of bench/models.py (exported to ONNX by PyTorch; Locus
+# compiles the same files ahead of time and runs them with locus-run, ONNX
+# Runtime runs them through its npm package), and the training steps of
+# bench/train_bench (Google Benchmark) beside bench/torch_train.py.
+#
+#   bench/compare.sh [rounds, default 3]
+#
+# Each round runs Locus, then ONNX Runtime, then PyTorch; per case the
+# median over rounds of each side's median, and Locus's time over the best
+# peer's (below 1: Locus is faster). The machine's load (/proc/loadavg) is
+# noted before and after each round; a round that starts with a 1-minute
+# load above LOCUS_BENCH_MAX_LOAD (default 0.5: the benchmarks themselves
+# load it once running) or whose steal time exceeds 2% is flagged noisy.
+#
+# Needs: a build in build/ (LOCUS_BUILD_DIR), python3-torch, and node with
+# npm: onnxruntime-node is installed into bench/.cache (with
+# ONNXRUNTIME_NODE_INSTALL=skip: its CUDA binaries are not fetched).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${LOCUS_BUILD_DIR:-$root/build}
 rounds=${1:-3}
-case "${2:-forward}" in
-forward) locus_bench=forward_bench torch_bench=torch_forward.py ;;
-train) locus_bench=train_bench torch_bench=torch_train.py ;;
-*) echo "usage: bench/compare.sh [rounds] [forward|train]" >&2; exit 2 ;;
-esac
-results=$(mktemp)
-trap 'rm -f "$results"' EXIT
-for ((r = 0; r < rounds; r++)); do
-  "$build/bench/$locus_bench" --benchmark_repetitions=5 \
+max_load=${LOCUS_BENCH_MAX_LOAD:-0.5}
+cache=${LOCUS_BENCH_CACHE:-$root/bench/.cache}
+ort_version=1.30.0
+mkdir -p "$cache/models"
+py=/usr/bin/python3
+export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+if [ ! -d "$cache/node_modules/onnxruntime-node" ]; then
+  echo "installing onnxruntime-node@$ort_version into $cache" >&2
+  (cd "$cache" && ONNXRUNTIME_NODE_INSTALL=skip npm install --silent --no-audit \
+     --no-fund "onnxruntime-node@$ort_version" >&2)
+fi
+models=$cache/models
+"$py" "$root/bench/models.py" export "$models" 2>/dev/null
+for f in "$models"/*.onnx; do
+  "$build/tools/locus-compile" --policy=cpu --devices=cpu --cpu=native \
+    --progress=never "$f" -o "${f%.onnx}.locus" >/dev/null
+done
+
+# Locus: each artifact through locus-run, enough runs for about 0.4 s.
+locus_round() {
+  for a in "$models"/*.locus; do
+    local base name batch us runs
+    base=$(basename "$a" .locus)
+    name=${base%_b*} batch=${base##*_b}
+    us=$("$build/tools/locus-run" "$a" --random-inputs --runs 5 --quiet |
+         sed -n 's/^step time: median \([0-9.]*\) us.*/\1/p')
+    runs=$("$py" -c "print(max(7, min(2000, int(4e5 / max($us, 1)))))")
+    us=$("$build/tools/locus-run" "$a" --random-inputs --runs "$runs" --quiet |
+         sed -n 's/^step time: median \([0-9.]*\) us.*/\1/p')
+    echo "$name $batch $us"
+  done
+  "$build/bench/train_bench" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
     grep '_median"' | sed 's/"//g' |
-    awk -F, '{split($1, a, "/"); sub("BM_", "", a[1]); sub("_median", "", a[2]); print "locus", a[1], a[2], $3}' >> "$results"
-  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp \
-    /usr/bin/python3 "$root/bench/$torch_bench" | sed 's/^/torch /' >> "$results"
+    awk -F, '{split($1, a, "/"); sub("BM_", "", a[1]); sub("_median", "", a[2]); print a[1], a[2], $3}'
+}
+
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+steal() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+for ((r = 1; r <= rounds; r++)); do
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  read -r steal0 total0 < <(steal)
+  locus_round | sed "s/^/$r locus /" >> "$results"
+  NODE_PATH=$cache/node_modules node "$root/bench/ort_bench.js" "$models" |
+    sed "s/^/$r ort /" >> "$results"
+  "$py" "$root/bench/models.py" time | sed "s/^/$r torch /" >> "$results"
+  "$py" "$root/bench/torch_train.py" | sed "s/^/$r torch /" >> "$results"
+  read -r steal1 total1 < <(steal)
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+  echo "round $r load $load_before -> $load_after steal $steal0 $total0 $steal1 $total1" >> "$results"
 done
-/usr/bin/python3 - "$results" "$rounds" <<'PY'
+
+"$py" - "$results" "$max_load" <<'PY'
 import collections, statistics, sys
 times = collections.defaultdict(list)
 order = []
+rounds = []
 for line in open(sys.argv[1]):
-    side, name, batch, us = line.split()
+    f = line.split()
+    if f[0] == "round":
+        load0 = float(f[3])
+        s0, t0, s1, t1 = map(int, f[-4:])
+        steal = (s1 - s0) / max(1, t1 - t0)
+        noisy = load0 > float(sys.argv[2]) or steal > 0.02
+        rounds.append("round %s: load %s -> %s, steal %.1f%%%s" % (
+            f[1], " ".join(f[3:6]), " ".join(f[7:10]), 100 * steal,
+            "  NOISY" if noisy else ""))
+        continue
+    _, side, name, batch, us = f
     if (name, batch) not in order:
         order.append((name, batch))
     times[(side, name, batch)].append(float(us))
-print("%d alternating rounds; medians over rounds" % int(sys.argv[2]))
-print("%-10s %6s %14s %14s %12s" % ("model", "batch", "locus_us", "torch_us", "torch/locus"))
+print("\n".join(rounds))
+print("%d rounds; per case the median over rounds (us)" % len(rounds))
+print("%-14s %6s %11s %11s %11s %10s" % ("model", "batch", "locus", "ort", "torch", "locus/best"))
 for name, batch in order:
-    l = statistics.median(times[("locus", name, batch)])
-    t = statistics.median(times[("torch", name, batch)])
-    print("%-10s %6s %14.1f %14.1f %12.2f" % (name, batch, l, t, t / l))
+    med = {s: statistics.median(times[(s, name, batch)]) if times[(s, name, batch)] else None
+           for s in ("locus", "ort", "torch")}
+    peers = [v for s, v in med.items() if s != "locus" and v]
+    cell = lambda v: "%11.1f" % v if v else "%11s" % "-"
+    ratio = med["locus"] / min(peers) if med["locus"] and peers else float("nan")
+    print("%-14s %6s %s %s %s %10.2f" % (name, batch, cell(med["locus"]), cell(med["ort"]),
+                                          cell(med["torch"]), ratio))
 PY

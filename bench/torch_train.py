@@ -65,6 +65,11 @@ def main():
     y = torch.randint(0, 10, (256,))
     print("mlp_sgd 256 %.1f" % time_training(
         net, torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9), x, y))
+    fc = nn.Linear(10, 2)
+    x = torch.randn(100, 10)
+    y = torch.randint(0, 2, (100,))
+    print("linear_sgd 100 %.2f" % time_training(
+        fc, torch.optim.SGD(fc.parameters(), lr=0.01), x, y))
 
 
 main()

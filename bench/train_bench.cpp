@@ -7,6 +7,7 @@
 //   seed_cnn_adam/16:  the seed CNN (Conv2d(3, 16, 3, padding 1), ReLU,
 //                      MaxPool(2), Linear(784, 10)), CrossEntropy, Adam
 //   mlp_sgd/256:       MLP 784-1024-1024-10, CrossEntropy, SGD momentum 0.9
+//   linear_sgd/100:    Linear(10, 2), CrossEntropy, SGD (seed 001's size)
 
 #include "locus/Compile.h"
 #include "locus/locus.h"
@@ -22,7 +23,7 @@ namespace {
 /// Records a training step (`net`, cross entropy, `makeOptimizer`), compiles
 /// it for the CPU, and times one step per iteration.
 template <typename Net, typename Optim>
-void trainStep(benchmark::State &state, Shape input, Net net,
+void trainStep(benchmark::State &state, Shape input, int64_t classes, Net net,
                Optim makeOptimizer) {
   Graph g("train_step");
   auto x = g.input("x", input);
@@ -38,8 +39,8 @@ void trainStep(benchmark::State &state, Shape input, Net net,
     n *= d;
   std::map<std::string, HostTensor> inputs{
       {"x", HostTensor::fromF32(input, bench::randomValues(n))},
-      {"y",
-       HostTensor::fromI64({input[0]}, bench::randomLabels(input[0], 10))}};
+      {"y", HostTensor::fromI64({input[0]},
+                                bench::randomLabels(input[0], classes))}};
   for (auto _ : state)
     benchmark::DoNotOptimize(compiled.run(inputs));
   state.counters["batch"] = static_cast<double>(input[0]);
@@ -47,7 +48,7 @@ void trainStep(benchmark::State &state, Shape input, Net net,
 
 void BM_seed_cnn_adam(benchmark::State &state) {
   trainStep(
-      state, {state.range(0), 3, 14, 14},
+      state, {state.range(0), 3, 14, 14}, 10,
       [](Graph &g) {
         return nn::Sequential{nn::Conv2d(g, 3, 16, {3}, {.padding = {1, 1}}),
                               nn::ReLU(), nn::MaxPool2d({2}, {2}),
@@ -60,7 +61,7 @@ void BM_seed_cnn_adam(benchmark::State &state) {
 
 void BM_mlp_sgd(benchmark::State &state) {
   trainStep(
-      state, {state.range(0), 784},
+      state, {state.range(0), 784}, 10,
       [](Graph &g) {
         return nn::Sequential{nn::Linear(g, 784, 1024), nn::ReLU(),
                               nn::Linear(g, 1024, 1024), nn::ReLU(),
@@ -71,8 +72,18 @@ void BM_mlp_sgd(benchmark::State &state) {
       });
 }
 
+void BM_linear_sgd(benchmark::State &state) {
+  trainStep(
+      state, {state.range(0), 10}, 2,
+      [](Graph &g) { return nn::Sequential{nn::Linear(g, 10, 2)}; },
+      [](std::vector<Tensor> params) {
+        return optim::SGD(std::move(params), {.lr = 0.01});
+      });
+}
+
 } // namespace
 
 BENCHMARK(BM_seed_cnn_adam)->Arg(16)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_mlp_sgd)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_linear_sgd)->Arg(100)->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();
