@@ -28,8 +28,14 @@ struct Fused {
   Conv2dOp conv;
   Value residual; // null: none
   Operation *add = nullptr, *relu = nullptr;
+  /// A max_pool2d or avg_pool2d of the result, or null.
+  Operation *pool = nullptr;
   /// The op whose result the call replaces (the last one fused).
-  Operation *last() { return relu ? relu : add ? add : conv.getOperation(); }
+  Operation *last() {
+    if (pool)
+      return pool;
+    return relu ? relu : add ? add : conv.getOperation();
+  }
 };
 
 /// The single user of `value`, in the same block as its definition, or
@@ -55,9 +61,21 @@ Fused match(Conv2dOp conv) {
       result = add.getResult();
     }
   }
-  if (auto relu = dyn_cast_or_null<ReluOp>(onlyUser(result)))
+  if (auto relu = dyn_cast_or_null<ReluOp>(onlyUser(result))) {
     f.relu = relu;
+    result = relu.getResult();
+  }
+  Operation *user = onlyUser(result);
+  if (isa_and_nonnull<MaxPool2dOp, AvgPool2dOp>(user))
+    f.pool = user;
   return f;
+}
+
+/// The window, strides and padding of a pooling op.
+template <typename PoolOp>
+std::array<ArrayRef<int64_t>, 3> poolingOf(Operation *op) {
+  auto pool = cast<PoolOp>(op);
+  return {pool.getKernelSize(), pool.getStride(), pool.getPadding()};
 }
 
 class ConvToRuntimePass
@@ -112,9 +130,12 @@ private:
                      w = conv.getWeight().getType(), out = conv.getType();
     ArrayRef<int64_t> stride = conv.getStride(), padding = conv.getPadding(),
                       dilation = conv.getDilation();
-    int64_t flags = (conv.getBias() ? LOCUS_CONV_BIAS : 0) |
-                    (f.residual ? LOCUS_CONV_RESIDUAL : 0) |
-                    (f.relu ? LOCUS_CONV_RELU : 0);
+    int64_t flags =
+        (conv.getBias() ? LOCUS_CONV_BIAS : 0) |
+        (f.residual ? LOCUS_CONV_RESIDUAL : 0) |
+        (f.relu ? LOCUS_CONV_RELU : 0) |
+        (isa_and_nonnull<MaxPool2dOp>(f.pool) ? LOCUS_CONV_MAX_POOL : 0) |
+        (isa_and_nonnull<AvgPool2dOp>(f.pool) ? LOCUS_CONV_AVG_POOL : 0);
     std::array<int64_t, LOCUS_CONV_PARAM_COUNT> params{};
     params[LOCUS_CONV_N] = in.getDimSize(0);
     params[LOCUS_CONV_C] = in.getDimSize(1);
@@ -133,6 +154,20 @@ private:
     params[LOCUS_CONV_DILATION_W] = dilation[1];
     params[LOCUS_CONV_GROUPS] = conv.getGroups();
     params[LOCUS_CONV_FLAGS] = flags;
+    if (f.pool) {
+      auto [window, poolStride, poolPadding] =
+          isa<MaxPool2dOp>(f.pool) ? poolingOf<MaxPool2dOp>(f.pool)
+                                   : poolingOf<AvgPool2dOp>(f.pool);
+      auto pooled = cast<RankedTensorType>(f.pool->getResult(0).getType());
+      params[LOCUS_CONV_POOL_KH] = window[0];
+      params[LOCUS_CONV_POOL_KW] = window[1];
+      params[LOCUS_CONV_POOL_STRIDE_H] = poolStride[0];
+      params[LOCUS_CONV_POOL_STRIDE_W] = poolStride[1];
+      params[LOCUS_CONV_POOL_PAD_H] = poolPadding[0];
+      params[LOCUS_CONV_POOL_PAD_W] = poolPadding[1];
+      params[LOCUS_CONV_POOL_OH] = pooled.getDimSize(2);
+      params[LOCUS_CONV_POOL_OW] = pooled.getDimSize(3);
+    }
 
     Operation *last = f.last();
     OpBuilder b(last);
@@ -159,22 +194,26 @@ private:
     // Absent operands: the input's pointer, which the flags say not to read.
     Value bias = conv.getBias() ? read(conv.getBias()) : x;
     Value residual = f.residual ? read(f.residual) : x;
-    auto resultType = MemRefType::get(out.getShape(), out.getElementType());
+    // The call's result: the pooling's when one is fused.
+    auto yType = cast<RankedTensorType>(last->getResult(0).getType());
+    auto resultType = MemRefType::get(yType.getShape(), yType.getElementType());
     Value y =
         b.create<memref::AllocOp>(loc, resultType, b.getI64IntegerAttr(64));
     b.create<func::CallOp>(loc, declaration(module),
                            ValueRange{pointer(paramBuffer), x, weight, bias,
                                       residual, pointer(y)});
     Value result = b.create<bufferization::ToTensorOp>(
-        loc, out, y, /*restrict=*/true, /*writable=*/true);
+        loc, yType, y, /*restrict=*/true, /*writable=*/true);
     last->getResult(0).replaceAllUsesWith(result);
+    if (f.pool)
+      f.pool->erase();
     if (f.relu)
       f.relu->erase();
     if (f.add)
       f.add->erase();
     conv.erase();
     ++numCalls;
-    numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0);
+    numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
   }
 
   int64_t nextGlobal = 0;

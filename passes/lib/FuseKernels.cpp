@@ -52,6 +52,9 @@ struct Group {
   DeviceAttr device;
   Operation *root = nullptr;
   bool anchored = false;
+  /// The group's anchor when it is a convolution that no pooling has
+  /// joined yet: a pooling of its (epilogue's) result may still join.
+  Operation *poolableConv = nullptr;
 };
 
 class FuseKernelsPass
@@ -102,7 +105,11 @@ public:
           // reads transposed (no copy).
           bool transposeIntoProduct = isa<MatmulOp>(op) && g->ops.size() == 1 &&
                                       isTransposed2d(producer) && !anchorJoined;
-          if (!transposeIntoProduct &&
+          // And a pooling joins the convolution (and epilogue) it pools,
+          // which then never writes its unpooled output to memory.
+          bool poolIntoConv = isa<MaxPool2dOp, AvgPool2dOp>(op) &&
+                              g->poolableConv && !anchorJoined;
+          if (!transposeIntoProduct && !poolIntoConv &&
               (!elementwise || (g->anchored && anchorJoined)))
             continue;
           anchorJoined |= g->anchored;
@@ -121,11 +128,17 @@ public:
             groupOf[member] = target;
           }
           target->anchored |= other->anchored;
+          if (!target->poolableConv)
+            target->poolableConv = other->poolableConv;
           other->ops.clear();
           other->root = nullptr;
         }
       }
       target->ops.push_back(&op);
+      if (isa<Conv2dOp>(op) && !target->anchored)
+        target->poolableConv = &op;
+      else if (!elementwise)
+        target->poolableConv = nullptr;
       target->anchored |= !elementwise;
       target->root = &op;
       groupOf[&op] = target;

@@ -9,6 +9,10 @@
 // only briefly when idle (openmp.h). The name says which build and
 // threading was loaded, and the model's report shows it.
 //
+// On a CPU with AVX-512 that OpenBLAS does not know by model, it takes
+// the AVX-512 (SkylakeX) kernels rather than the AVX2 ones it would pick
+// (preferAvx512Kernels below).
+//
 // Products with one row or one column (a batch-1 layer) go to cblas_sgemv:
 // OpenBLAS 0.3.21's sgemm packs the whole weight matrix on every call and
 // has no such shortcut; for 1x1024 by 1024x1024 (transposed) it took
@@ -76,6 +80,31 @@ std::string describe(void *handle, const char *library) {
   return name + " (" + library + ")";
 }
 
+/// OpenBLAS 0.3.21 picks its kernels by CPU model and takes CPUs it does
+/// not know, AMD's Zen 5 among them, for Haswell: AVX2 kernels on a CPU
+/// with AVX-512 (a 256x1024 by 1024x784 product ran at 173 GFLOP/s on
+/// the build machine's two cores as Haswell, 314 as SkylakeX). Where the
+/// CPU has the AVX-512 subsets SkylakeX's kernels use, and the user has
+/// not chosen (OPENBLAS_CORETYPE), ask for them; true when it did.
+bool preferAvx512Kernels() {
+#if defined(__x86_64__)
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return false;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") ||
+      !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512dq") ||
+      !__builtin_cpu_supports("avx512vl") ||
+      !__builtin_cpu_supports("avx512cd"))
+    return false;
+  // Read once, when OpenBLAS is loaded.
+  setenv("OPENBLAS_CORETYPE", "SkylakeX", /*overwrite=*/0);
+  return true;
+#else
+  return false;
+#endif
+}
+
 const Blas &blas() {
   static Blas loaded;
   static std::once_flag once;
@@ -89,6 +118,7 @@ const Blas &blas() {
     // OpenBLAS's OpenMP team must not spin long while the runtime's own
     // worker threads run a kernel's loops.
     locus::rt::settleOpenMpTeams();
+    bool avx512 = preferAvx512Kernels();
     std::vector<std::string> candidates;
     if (const char *chosen = std::getenv("LOCUS_OPENBLAS"); chosen && *chosen)
       candidates.emplace_back(chosen);
@@ -117,6 +147,9 @@ const Blas &blas() {
         loaded.getThreads = reinterpret_cast<GetThreads>(
             dlsym(handle, "openblas_get_num_threads"));
         loaded.name = describe(handle, library);
+        if (avx512)
+          loaded.name += ", AVX-512 kernels asked for (OPENBLAS_CORETYPE="
+                         "SkylakeX: set it to choose others)";
         return;
       }
       why = std::string(library) + " has no cblas_sgemm";

@@ -1,4 +1,5 @@
-// conv.cpp - convolutions for generated host code (locus_conv2d): oneDNN
+// conv.cpp - convolutions for generated host code (locus_conv2d), with
+// their bias, residual, ReLU and a pooling that follows them: oneDNN
 // when it can be loaded (dlopen, never linked, as OpenBLAS is), per-image
 // im2col and locus_sgemm otherwise.
 //
@@ -23,8 +24,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +45,8 @@ using Params = std::array<int64_t, LOCUS_CONV_PARAM_COUNT>;
 /// The dimensions of one call, named.
 struct Shape {
   int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups, flags;
+  /// The pooling's window, strides, padding and output (when pooled()).
+  int64_t pkh, pkw, psh, psw, pph, ppw, poh, pow;
   explicit Shape(const Params &p)
       : n(p[LOCUS_CONV_N]), c(p[LOCUS_CONV_C]), h(p[LOCUS_CONV_H]),
         w(p[LOCUS_CONV_W]), o(p[LOCUS_CONV_O]), kh(p[LOCUS_CONV_KH]),
@@ -49,10 +54,23 @@ struct Shape {
         sh(p[LOCUS_CONV_STRIDE_H]), sw(p[LOCUS_CONV_STRIDE_W]),
         ph(p[LOCUS_CONV_PAD_H]), pw(p[LOCUS_CONV_PAD_W]),
         dh(p[LOCUS_CONV_DILATION_H]), dw(p[LOCUS_CONV_DILATION_W]),
-        groups(p[LOCUS_CONV_GROUPS]), flags(p[LOCUS_CONV_FLAGS]) {}
+        groups(p[LOCUS_CONV_GROUPS]), flags(p[LOCUS_CONV_FLAGS]),
+        pkh(p[LOCUS_CONV_POOL_KH]), pkw(p[LOCUS_CONV_POOL_KW]),
+        psh(p[LOCUS_CONV_POOL_STRIDE_H]), psw(p[LOCUS_CONV_POOL_STRIDE_W]),
+        pph(p[LOCUS_CONV_POOL_PAD_H]), ppw(p[LOCUS_CONV_POOL_PAD_W]),
+        poh(p[LOCUS_CONV_POOL_OH]), pow(p[LOCUS_CONV_POOL_OW]) {}
   bool bias() const { return flags & LOCUS_CONV_BIAS; }
   bool residual() const { return flags & LOCUS_CONV_RESIDUAL; }
   bool relu() const { return flags & LOCUS_CONV_RELU; }
+  bool maxPool() const { return flags & LOCUS_CONV_MAX_POOL; }
+  bool pooled() const {
+    return flags & (LOCUS_CONV_MAX_POOL | LOCUS_CONV_AVG_POOL);
+  }
+  /// Elements of the convolution's output and of y.
+  int64_t convElements() const { return n * o * oh * ow; }
+  int64_t yElements() const {
+    return pooled() ? n * o * poh * pow : n * o * oh * ow;
+  }
 };
 
 /// Scratch memory of the calling thread: grows, never shrinks, 64-byte
@@ -84,6 +102,44 @@ Workspace &workspace() {
   return space;
 }
 
+/// A second one, for the convolution's output of one image when it is
+/// pooled on the built-in path (the first holds the im2col columns).
+Workspace &imageWorkspace() {
+  thread_local Workspace space;
+  return space;
+}
+
+/// Pools `planes` planes of oh x ow (the convolution's output) into planes
+/// of poh x pow, as PyTorch does: max ignores padding (and a NaN wins),
+/// average counts it as zeros.
+void poolPlanes(const Shape &s, int64_t planes, const float *in, float *out) {
+  float scale = 1.0f / static_cast<float>(s.pkh * s.pkw);
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *plane = in + p * s.oh * s.ow;
+    float *dst = out + p * s.poh * s.pow;
+    for (int64_t i = 0; i < s.poh; ++i)
+      for (int64_t j = 0; j < s.pow; ++j) {
+        float acc = s.maxPool() ? -std::numeric_limits<float>::infinity() : 0;
+        for (int64_t a = 0; a < s.pkh; ++a) {
+          int64_t r = i * s.psh + a - s.pph;
+          if (r < 0 || r >= s.oh)
+            continue;
+          for (int64_t b = 0; b < s.pkw; ++b) {
+            int64_t col = j * s.psw + b - s.ppw;
+            if (col < 0 || col >= s.ow)
+              continue;
+            float v = plane[r * s.ow + col];
+            if (!s.maxPool())
+              acc += v;
+            else if (v > acc || std::isnan(v))
+              acc = std::isnan(acc) ? acc : v;
+          }
+        }
+        dst[i * s.pow + j] = s.maxPool() ? acc : acc * scale;
+      }
+  }
+}
+
 /// y[n, o] (+)= bias, + residual, then ReLU: the epilogue of the built-in
 /// paths.
 void epilogue(const Shape &s, const float *bias, const float *residual,
@@ -100,31 +156,64 @@ void epilogue(const Shape &s, const float *bias, const float *residual,
   }
 }
 
-/// The direct loop nest: needs no memory; what runs when the workspace
-/// cannot grow.
-void directConv(const Shape &s, const float *x, const float *w, float *y) {
-  int64_t cg = s.c / s.groups, og = s.o / s.groups;
+/// The convolution's output at (n, o, i, j), epilogue included.
+float convAt(const Shape &s, const float *x, const float *w, const float *bias,
+             const float *residual, int64_t n, int64_t o, int64_t i,
+             int64_t j) {
+  int64_t cg = s.c / s.groups, og = s.o / s.groups, g = o / og;
+  float acc = 0.0f;
+  for (int64_t c = 0; c < cg; ++c)
+    for (int64_t p = 0; p < s.kh; ++p) {
+      int64_t r = i * s.sh + p * s.dh - s.ph;
+      if (r < 0 || r >= s.h)
+        continue;
+      for (int64_t q = 0; q < s.kw; ++q) {
+        int64_t col = j * s.sw + q * s.dw - s.pw;
+        if (col < 0 || col >= s.w)
+          continue;
+        acc += x[((n * s.c + g * cg + c) * s.h + r) * s.w + col] *
+               w[((o * cg + c) * s.kh + p) * s.kw + q];
+      }
+    }
+  float v = acc + (s.bias() ? bias[o] : 0.0f) +
+            (residual ? residual[((n * s.o + o) * s.oh + i) * s.ow + j] : 0.0f);
+  return s.relu() && !(v > 0.0f) ? 0.0f : v;
+}
+
+/// The direct loop nest, epilogue and pooling included: needs no memory;
+/// what runs when the workspace cannot grow. A pooled output recomputes
+/// the convolution's values its windows share.
+void directConv(const Shape &s, const float *x, const float *w,
+                const float *bias, const float *residual, float *y) {
   for (int64_t n = 0; n < s.n; ++n)
-    for (int64_t o = 0; o < s.o; ++o)
-      for (int64_t i = 0; i < s.oh; ++i)
-        for (int64_t j = 0; j < s.ow; ++j) {
-          float acc = 0.0f;
-          int64_t g = o / og;
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t p = 0; p < s.kh; ++p) {
-              int64_t r = i * s.sh + p * s.dh - s.ph;
-              if (r < 0 || r >= s.h)
+    for (int64_t o = 0; o < s.o; ++o) {
+      if (!s.pooled()) {
+        for (int64_t i = 0; i < s.oh; ++i)
+          for (int64_t j = 0; j < s.ow; ++j)
+            y[((n * s.o + o) * s.oh + i) * s.ow + j] =
+                convAt(s, x, w, bias, residual, n, o, i, j);
+        continue;
+      }
+      // Each pooled value takes its window's values one by one.
+      for (int64_t i = 0; i < s.poh; ++i)
+        for (int64_t j = 0; j < s.pow; ++j) {
+          float acc =
+              s.maxPool() ? -std::numeric_limits<float>::infinity() : 0.0f;
+          for (int64_t a = 0; a < s.pkh; ++a)
+            for (int64_t b = 0; b < s.pkw; ++b) {
+              int64_t r = i * s.psh + a - s.pph, col = j * s.psw + b - s.ppw;
+              if (r < 0 || r >= s.oh || col < 0 || col >= s.ow)
                 continue;
-              for (int64_t q = 0; q < s.kw; ++q) {
-                int64_t col = j * s.sw + q * s.dw - s.pw;
-                if (col < 0 || col >= s.w)
-                  continue;
-                acc += x[((n * s.c + g * cg + c) * s.h + r) * s.w + col] *
-                       w[((o * cg + c) * s.kh + p) * s.kw + q];
-              }
+              float v = convAt(s, x, w, bias, residual, n, o, r, col);
+              if (!s.maxPool())
+                acc += v;
+              else if (v > acc || std::isnan(v))
+                acc = std::isnan(acc) ? acc : v;
             }
-          y[((n * s.o + o) * s.oh + i) * s.ow + j] = acc;
+          y[((n * s.o + o) * s.poh + i) * s.pow + j] =
+              s.maxPool() ? acc : acc / static_cast<float>(s.pkh * s.pkw);
         }
+    }
 }
 
 /// cols[(c, p, q), (i, j)] = x[c, i*sh + p*dh - ph, j*sw + q*dw - pw] for
@@ -158,28 +247,35 @@ void builtinConv(const Shape &s, const float *x, const float *w,
   int64_t k = cg * s.kh * s.kw;
   bool pointwise = s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 &&
                    s.ph == 0 && s.pw == 0 && s.oh == s.h && s.ow == s.w;
-  float *cols = nullptr;
-  if (!pointwise) {
+  float *cols = nullptr, *convImage = nullptr;
+  if (!pointwise)
     cols = reinterpret_cast<float *>(
         workspace().get(static_cast<size_t>(k * plane) * sizeof(float)));
-    if (!cols) {
-      directConv(s, x, w, y);
-      epilogue(s, bias, residual, y);
-      return;
-    }
+  if (s.pooled())
+    convImage = reinterpret_cast<float *>(
+        imageWorkspace().get(static_cast<size_t>(s.o * plane) * sizeof(float)));
+  if ((!pointwise && !cols) || (s.pooled() && !convImage)) {
+    directConv(s, x, w, bias, residual, y);
+    return;
   }
-  for (int64_t n = 0; n < s.n; ++n)
+  // One image at a time: its convolution, epilogue and pooling.
+  Shape image = s;
+  image.n = 1;
+  for (int64_t n = 0; n < s.n; ++n) {
+    float *out = s.pooled() ? convImage : y + n * s.o * plane;
     for (int64_t g = 0; g < s.groups; ++g) {
-      const float *image = x + (n * s.c + g * cg) * s.h * s.w;
+      const float *in = x + (n * s.c + g * cg) * s.h * s.w;
       if (!pointwise)
-        im2col(s, image, cg, cols);
-      const float *b = pointwise ? image : cols;
+        im2col(s, in, cg, cols);
+      const float *b = pointwise ? in : cols;
       locus_sgemm(1, og, plane, k, reinterpret_cast<uintptr_t>(w + g * og * k),
                   k, 0, 0, reinterpret_cast<uintptr_t>(b), plane, 0, 0, 0.0f,
-                  reinterpret_cast<uintptr_t>(y + (n * s.o + g * og) * plane),
-                  plane, 0);
+                  reinterpret_cast<uintptr_t>(out + g * og * plane), plane, 0);
     }
-  epilogue(s, bias, residual, y);
+    epilogue(image, bias, residual ? residual + n * s.o * plane : nullptr, out);
+    if (s.pooled())
+      poolPlanes(s, s.o, out, y + n * s.o * s.poh * s.pow);
+  }
 }
 
 #if LOCUS_HAVE_DNNL_H
@@ -195,6 +291,7 @@ struct Dnnl {
   X(dnnl_memory_desc_equal)                                                    \
   X(dnnl_memory_desc_get_size)                                                 \
   X(dnnl_dilated_convolution_forward_desc_init)                                \
+  X(dnnl_pooling_forward_desc_init)                                            \
   X(dnnl_primitive_attr_create)                                                \
   X(dnnl_primitive_attr_destroy)                                               \
   X(dnnl_primitive_attr_set_scratchpad_mode)                                   \
@@ -306,9 +403,59 @@ struct Primitives {
   dnnl_memory_desc_t userSrc{}, userWeights{}, userDst{}, bias{};
   dnnl_memory_desc_t src{}, weights{}, dst{}, scratch{};
   size_t srcBytes = 0, weightsBytes = 0, dstBytes = 0, scratchBytes = 0;
+  /// The pooling (when the shape is pooled): it reads the convolution's
+  /// output in oneDNN's layout, and only its (smaller) output is reordered
+  /// to NCHW.
+  dnnl_primitive_t pool = nullptr, pooledOut = nullptr;
+  dnnl_memory_desc_t userPooled{}, pooled{}, poolScratch{};
+  size_t pooledBytes = 0, poolScratchBytes = 0;
 };
 
 bool ok(dnnl_status_t status) { return status == dnnl_success; }
+
+/// The pooling of `s` over the convolution's output p.dst; false when
+/// oneDNN cannot run it.
+bool buildPool(const Dnnl &d, const Shape &s, Primitives &p) {
+  dnnl_dims_t dst = {s.n, s.o, s.poh, s.pow}, strides = {s.psh, s.psw},
+              kernel = {s.pkh, s.pkw}, pad = {s.pph, s.ppw};
+  dnnl_memory_desc_t anyDst;
+  dnnl_pooling_desc_t desc;
+  if (!ok(d.dnnl_memory_desc_init_by_tag(&p.userPooled, 4, dst, dnnl_f32,
+                                         dnnl_nchw)) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&anyDst, 4, dst, dnnl_f32,
+                                         dnnl_format_tag_any)) ||
+      !ok(d.dnnl_pooling_forward_desc_init(
+          &desc, dnnl_forward_inference,
+          s.maxPool() ? dnnl_pooling_max : dnnl_pooling_avg_include_padding,
+          &p.dst, &anyDst, strides, kernel, pad, pad)))
+    return false;
+  dnnl_primitive_attr_t attr = nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  bool built =
+      ok(d.dnnl_primitive_attr_create(&attr)) &&
+      ok(d.dnnl_primitive_attr_set_scratchpad_mode(
+          attr, dnnl_scratchpad_mode_user)) &&
+      ok(d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr));
+  if (attr)
+    d.dnnl_primitive_attr_destroy(attr);
+  const dnnl_memory_desc_t *out =
+      built ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)
+            : nullptr;
+  const dnnl_memory_desc_t *scratch =
+      built ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)
+            : nullptr;
+  built = out && scratch;
+  if (built) {
+    p.pooled = *out;
+    p.poolScratch = *scratch;
+    p.pooledBytes = d.dnnl_memory_desc_get_size(&p.pooled);
+    p.poolScratchBytes = d.dnnl_memory_desc_get_size(&p.poolScratch);
+    built = ok(d.dnnl_primitive_create(&p.pool, pd));
+  }
+  if (pd)
+    d.dnnl_primitive_desc_destroy(pd);
+  return built;
+}
 
 /// The primitives of `s`, or false when oneDNN cannot run it.
 bool build(const Dnnl &d, const Shape &s, Primitives &p) {
@@ -402,8 +549,10 @@ bool build(const Dnnl &d, const Shape &s, Primitives &p) {
   };
   return built && reorder(p.userSrc, p.src, p.srcIn) &&
          reorder(p.userWeights, p.weights, p.weightsIn) &&
-         reorder(p.dst, p.userDst, p.dstOut) &&
-         (!s.residual() || reorder(p.userDst, p.dst, p.dstIn));
+         (s.pooled() || reorder(p.dst, p.userDst, p.dstOut)) &&
+         (!s.residual() || reorder(p.userDst, p.dst, p.dstIn)) &&
+         (!s.pooled() ||
+          (buildPool(d, s, p) && reorder(p.pooled, p.userPooled, p.pooledOut)));
 }
 
 /// The primitives of each shape seen, kept for the process's life (a model
@@ -450,16 +599,21 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
   if (!stream)
     return false;
   auto round = [](size_t b) { return (b + 63) / 64 * 64; };
+  // The convolution writes y itself unless it is pooled or its layout is
+  // not NCHW; the pooling writes y unless its layout is not NCHW.
+  bool dstInSpace = s.pooled() || p->dstOut;
   size_t srcAt = 0, weightsAt = srcAt + (p->srcIn ? round(p->srcBytes) : 0),
          dstAt = weightsAt + (p->weightsIn ? round(p->weightsBytes) : 0),
-         scratchAt = dstAt + (p->dstOut ? round(p->dstBytes) : 0),
-         total = scratchAt + round(p->scratchBytes);
+         scratchAt = dstAt + (dstInSpace ? round(p->dstBytes) : 0),
+         pooledAt = scratchAt + round(p->scratchBytes),
+         poolScratchAt = pooledAt + (p->pooledOut ? round(p->pooledBytes) : 0),
+         total = poolScratchAt + round(p->poolScratchBytes);
   char *space = workspace().get(std::max<size_t>(total, 64));
   if (!space)
     return false;
   // Memory objects wrap the buffers of this call (creating one allocates
   // no data).
-  dnnl_memory_t objects[8] = {};
+  dnnl_memory_t objects[16] = {};
   int count = 0;
   auto wrap = [&](const dnnl_memory_desc_t &md, const void *data) {
     dnnl_memory_t m = nullptr;
@@ -468,17 +622,17 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
     objects[count++] = m;
     return m;
   };
+  void *convOut = dstInSpace ? static_cast<void *>(space + dstAt) : y;
   dnnl_memory_t userSrc = wrap(p->userSrc, x),
                 userWeights = wrap(p->userWeights, w),
-                userDst = wrap(p->userDst, y),
                 src = p->srcIn ? wrap(p->src, space + srcAt) : userSrc,
                 weights = p->weightsIn ? wrap(p->weights, space + weightsAt)
                                        : userWeights,
-                dst = p->dstOut ? wrap(p->dst, space + dstAt) : userDst,
+                dst = wrap(p->dst, convOut),
                 scratch = wrap(p->scratch, space + scratchAt),
                 biasMem = s.bias() ? wrap(p->bias, bias) : nullptr;
-  bool ran = userSrc && userWeights && userDst && src && weights && dst &&
-             scratch && (biasMem || !s.bias());
+  bool ran = userSrc && userWeights && src && weights && dst && scratch &&
+             (biasMem || !s.bias());
   auto run = [&](dnnl_primitive_t prim,
                  std::initializer_list<dnnl_exec_arg_t> args) {
     ran =
@@ -492,8 +646,8 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
       ran = res != nullptr;
       run(p->dstIn, {{DNNL_ARG_FROM, res}, {DNNL_ARG_TO, dst}});
     } else {
-      std::memcpy(y, residual,
-                  static_cast<size_t>(s.n * s.o * s.oh * s.ow) * sizeof(float));
+      std::memcpy(convOut, residual,
+                  static_cast<size_t>(s.convElements()) * sizeof(float));
     }
   }
   if (p->srcIn)
@@ -511,8 +665,23 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
                   {DNNL_ARG_WEIGHTS, weights},
                   {DNNL_ARG_DST, dst},
                   {DNNL_ARG_SCRATCHPAD, scratch}});
-  if (p->dstOut)
+  if (ran && p->dstOut) {
+    dnnl_memory_t userDst = wrap(p->userDst, y);
+    ran = userDst != nullptr;
     run(p->dstOut, {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, userDst}});
+  }
+  if (ran && s.pooled()) {
+    dnnl_memory_t userPooled = wrap(p->userPooled, y),
+                  pooled = p->pooledOut ? wrap(p->pooled, space + pooledAt)
+                                        : userPooled,
+                  poolScratch = wrap(p->poolScratch, space + poolScratchAt);
+    ran = userPooled && pooled && poolScratch;
+    run(p->pool, {{DNNL_ARG_SRC, dst},
+                  {DNNL_ARG_DST, pooled},
+                  {DNNL_ARG_SCRATCHPAD, poolScratch}});
+    if (p->pooledOut)
+      run(p->pooledOut, {{DNNL_ARG_FROM, pooled}, {DNNL_ARG_TO, userPooled}});
+  }
   ran = ran && ok(d.dnnl_stream_wait(stream));
   for (int i = 0; i < count; ++i)
     d.dnnl_memory_destroy(objects[i]);
@@ -539,7 +708,8 @@ extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
   Params p;
   std::copy(params, params + LOCUS_CONV_PARAM_COUNT, p.begin());
   Shape s(p);
-  if (s.n <= 0 || s.o <= 0 || s.oh <= 0 || s.ow <= 0)
+  if (s.n <= 0 || s.o <= 0 || s.oh <= 0 || s.ow <= 0 ||
+      (s.pooled() && (s.poh <= 0 || s.pow <= 0)))
     return; // nothing to compute
   const float *res = s.residual() ? residual : nullptr;
   // Never throws: oneDNN's failures (and running out of memory while

@@ -422,7 +422,32 @@ std::vector<double> convRef(const int64_t *p, const std::vector<float> &x,
             acc = std::max(acc, 0.0);
           y[at] = acc;
         }
-  return y;
+  if (!(flags & (LOCUS_CONV_MAX_POOL | LOCUS_CONV_AVG_POOL)))
+    return y;
+  // Then the pooling, as PyTorch's: max ignores padding, average counts it.
+  bool isMax = flags & LOCUS_CONV_MAX_POOL;
+  int64_t pkh = p[LOCUS_CONV_POOL_KH], pkw = p[LOCUS_CONV_POOL_KW],
+          poh = p[LOCUS_CONV_POOL_OH], pow = p[LOCUS_CONV_POOL_OW];
+  std::vector<double> pooled(n * o * poh * pow);
+  for (int64_t plane = 0; plane < n * o; ++plane)
+    for (int64_t i = 0; i < poh; ++i)
+      for (int64_t j = 0; j < pow; ++j) {
+        double acc = isMax ? -INFINITY : 0.0;
+        for (int64_t a = 0; a < pkh; ++a)
+          for (int64_t b = 0; b < pkw; ++b) {
+            int64_t r = i * p[LOCUS_CONV_POOL_STRIDE_H] + a -
+                        p[LOCUS_CONV_POOL_PAD_H],
+                    col = j * p[LOCUS_CONV_POOL_STRIDE_W] + b -
+                          p[LOCUS_CONV_POOL_PAD_W];
+            if (r < 0 || r >= oh || col < 0 || col >= ow)
+              continue;
+            double v = y[(plane * oh + r) * ow + col];
+            acc = isMax ? std::max(acc, v) : acc + v;
+          }
+        pooled[(plane * poh + i) * pow + j] =
+            isMax ? acc : acc / double(pkh * pkw);
+      }
+  return pooled;
 }
 
 TEST(Conv2d, MatchesADoubleReference) {
@@ -435,9 +460,11 @@ TEST(Conv2d, MatchesADoubleReference) {
       f = dist(rng);
     return v;
   };
-  // n, c, h, w, o, kh, kw, stride h/w, pad h/w, dilation h/w, groups, flags
+  // n, c, h, w, o, kh, kw, stride h/w, pad h/w, dilation h/w, groups, flags,
+  // and the pooling's window, stride and padding (when flags ask for one)
   struct Case {
     int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, g, flags;
+    int64_t pk = 0, ps = 0, pp = 0;
   } cases[] = {
       {2, 3, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, LOCUS_CONV_BIAS},
       {1, 64, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1,
@@ -447,19 +474,35 @@ TEST(Conv2d, MatchesADoubleReference) {
       {2, 16, 7, 7, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1, LOCUS_CONV_RESIDUAL},
       {1, 32, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32,
        LOCUS_CONV_BIAS | LOCUS_CONV_RELU},
-      {1, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0}};
+      {1, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0},
+      // A pooling after the epilogue: LeNet's and the seed CNN's, a
+      // ResNet stem's overlapping padded window, an average, and a
+      // residual block's output pooled.
+      {2, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2, 2, 0},
+      {3, 3, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2, 2, 0},
+      {1, 3, 17, 17, 16, 7, 7, 2, 2, 3, 3, 1, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 3, 2, 1},
+      {2, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2, LOCUS_CONV_AVG_POOL, 3, 2, 1},
+      {1, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+       LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2, 2, 0}};
   for (const Case &t : cases) {
     int64_t oh = (t.h + 2 * t.ph - t.dh * (t.kh - 1) - 1) / t.sh + 1;
     int64_t ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
-    int64_t p[LOCUS_CONV_PARAM_COUNT] = {t.n,  t.c,  t.h,  t.w,  t.o,    t.kh,
-                                         t.kw, oh,   ow,   t.sh, t.sw,   t.ph,
-                                         t.pw, t.dh, t.dw, t.g,  t.flags};
+    int64_t poh = t.pk ? (oh + 2 * t.pp - t.pk) / t.ps + 1 : 0;
+    int64_t pow = t.pk ? (ow + 2 * t.pp - t.pk) / t.ps + 1 : 0;
+    int64_t p[LOCUS_CONV_PARAM_COUNT] = {
+        t.n,  t.c,  t.h,  t.w,  t.o,  t.kh, t.kw, oh,      ow,
+        t.sh, t.sw, t.ph, t.pw, t.dh, t.dw, t.g,  t.flags, t.pk,
+        t.pk, t.ps, t.ps, t.pp, t.pp, poh,  pow};
     std::vector<float> x = random(t.n * t.c * t.h * t.w),
                        w = random(t.o * t.c / t.g * t.kh * t.kw),
                        bias = random(t.o),
                        residual = random(t.n * t.o * oh * ow);
     // The output's old contents (NaN) must not leak in.
-    std::vector<float> y(t.n * t.o * oh * ow, std::nanf(""));
+    std::vector<float> y(t.pk ? t.n * t.o * poh * pow : t.n * t.o * oh * ow,
+                         std::nanf(""));
     std::vector<double> want = convRef(p, x, w, bias, residual);
     for (int round = 0; round < 2; ++round) { // built, then cached
       locus_conv2d(address(p), address(x.data()), address(w.data()),

@@ -214,18 +214,33 @@ enum locus_conv_param_e {
   LOCUS_CONV_DILATION_H, /* 1: no dilation */
   LOCUS_CONV_DILATION_W,
   LOCUS_CONV_GROUPS,
-  LOCUS_CONV_FLAGS, /* LOCUS_CONV_BIAS | _RESIDUAL | _RELU */
+  LOCUS_CONV_FLAGS, /* LOCUS_CONV_BIAS | _RESIDUAL | _RELU | _*_POOL */
+  /* The pooling that follows, when a _POOL flag is set (0 otherwise):
+   * window, strides, padding (on each side) and its output's height and
+   * width. */
+  LOCUS_CONV_POOL_KH,
+  LOCUS_CONV_POOL_KW,
+  LOCUS_CONV_POOL_STRIDE_H,
+  LOCUS_CONV_POOL_STRIDE_W,
+  LOCUS_CONV_POOL_PAD_H,
+  LOCUS_CONV_POOL_PAD_W,
+  LOCUS_CONV_POOL_OH,
+  LOCUS_CONV_POOL_OW,
   LOCUS_CONV_PARAM_COUNT
 };
 enum locus_conv_flag_e {
   LOCUS_CONV_BIAS = 1,     /* add bias[o] */
   LOCUS_CONV_RESIDUAL = 2, /* then add residual (shaped like y) */
-  LOCUS_CONV_RELU = 4      /* then max(0, .) */
+  LOCUS_CONV_RELU = 4,     /* then max(0, .) */
+  LOCUS_CONV_MAX_POOL = 8, /* then max pooling (padding never wins) */
+  LOCUS_CONV_AVG_POOL = 16 /* or average pooling (padding counts as 0) */
 };
 
-/* y = relu(conv2d(x, w) + bias + residual), each part as the flags say, for
- * NCHW x and y and [O, C / groups, KH, KW] w, all contiguous f32; residual
- * may be x. A pointer a flag leaves out is not read. `params` points to
+/* y = pool(relu(conv2d(x, w) + bias + residual)), each part as the flags
+ * say, for NCHW x and y and [O, C / groups, KH, KW] w, all contiguous f32;
+ * residual (shaped like the convolution's output) may be x, and y has the
+ * pooling's output shape when a _POOL flag is set. A pointer a flag leaves
+ * out is not read. `params` points to
  * LOCUS_CONV_PARAM_COUNT int64 values; pointers are passed as integers, as
  * locus_sgemm's are. Through oneDNN (found with dlopen) where it can be
  * loaded, im2col and locus_sgemm otherwise; LOCUS_CONV=builtin in the

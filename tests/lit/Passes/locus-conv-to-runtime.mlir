@@ -6,10 +6,10 @@
 // Parameters: n c h w o kh kw oh ow, strides, pads, dilations, groups, flags
 // (bias 1 | residual 2 | relu 4 = 7).
 // CHECK-DAG: func.func private @locus_conv2d(i64, i64, i64, i64, i64, i64)
-// CHECK-DAG: memref.global "private" constant @[[P:__locus_conv2d_params_[0-9]+]] : memref<17xi64> = dense<[1, 4, 6, 6, 4, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 7]>
+// CHECK-DAG: memref.global "private" constant @[[P:__locus_conv2d_params_[0-9]+]] : memref<25xi64> = dense<[1, 4, 6, 6, 4, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 7, 0, 0, 0, 0, 0, 0, 0, 0]>
 // CHECK-LABEL: func.func @block
 // CHECK-SAME: (%[[X:.*]]: tensor<1x4x6x6xf32>, %[[W:.*]]: tensor<4x4x3x3xf32>, %[[B:.*]]: tensor<4xf32>)
-// CHECK:      %[[G:.*]] = memref.get_global @[[P]] : memref<17xi64>
+// CHECK:      %[[G:.*]] = memref.get_global @[[P]] : memref<25xi64>
 // CHECK:      %[[XM:.*]] = bufferization.to_memref %[[X]] read_only : memref<1x4x6x6xf32>
 // CHECK:      %[[WM:.*]] = bufferization.to_memref %[[W]] read_only : memref<4x4x3x3xf32>
 // CHECK:      %[[BM:.*]] = bufferization.to_memref %[[B]] read_only : memref<4xf32>
@@ -30,7 +30,7 @@ func.func @block(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: tensor<4x
 
 // No bias, stride 2, dilation 2, groups 2; the ReLU's operand has a second
 // use, so the ReLU stays (flags 0) and so does the other reader.
-// CHECK: memref.global "private" constant @[[P:.*]] : memref<17xi64> = dense<[2, 4, 9, 9, 6, 3, 3, 4, 4, 2, 2, 1, 1, 2, 2, 2, 0]>
+// CHECK: memref.global "private" constant @[[P:.*]] : memref<25xi64> = dense<[2, 4, 9, 9, 6, 3, 3, 4, 4, 2, 2, 1, 1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]>
 // CHECK-LABEL: func.func @shared
 // CHECK:      call @locus_conv2d(
 // CHECK:      %[[T:.*]] = bufferization.to_tensor
@@ -47,7 +47,7 @@ func.func @shared(%x: tensor<2x4x9x9xf32>, %w: tensor<6x2x3x3xf32>) -> (tensor<2
 
 // conv + conv is no residual: the convolution alone is called (flags:
 // bias 1), and the add stays.
-// CHECK: dense<[1, 2, 4, 4, 2, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 1, 1]>
+// CHECK: dense<[1, 2, 4, 4, 2, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0]>
 // CHECK-LABEL: func.func @broadcast
 // CHECK:      call @locus_conv2d(
 // CHECK:      locus.add
@@ -69,4 +69,33 @@ locus.graph @g {
   %w = locus.input "w" : tensor<1x1x3x3xf32>
   %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x4x4xf32>
   locus.output "y" = %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+// A max pooling after the ReLU joins the call (flags: bias 1 | relu 4 |
+// max pool 8 = 13; then window 2x2, strides 2, padding 0, output 3x3): the
+// call writes the pooled tensor. An average pooling right after a
+// convolution joins too (flags 16, padding 1 counted).
+// CHECK: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[1, 2, 4, 4, 3, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, 1, 16, 3, 3, 2, 2, 1, 1, 2, 2]>
+// CHECK: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[2, 3, 6, 6, 4, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 13, 2, 2, 2, 2, 0, 0, 3, 3]>
+// CHECK-LABEL: func.func @pooled
+// CHECK:      %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x4x3x3xf32>
+// CHECK:      call @locus_conv2d(
+// CHECK:      %[[T:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<2x4x3x3xf32>
+// CHECK-NOT:  locus.
+// CHECK:      return %[[T]]
+func.func @pooled(%x: tensor<2x3x6x6xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x3x3xf32> {
+  %0 = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x6x6xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x6x6xf32>
+  %1 = locus.relu %0 : tensor<2x4x6x6xf32>
+  %2 = locus.max_pool2d %1 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x4x6x6xf32> -> tensor<2x4x3x3xf32>
+  return %2 : tensor<2x4x3x3xf32>
+}
+// CHECK-LABEL: func.func @averaged
+// CHECK:      call @locus_conv2d(
+// CHECK-NOT:  locus.avg_pool2d
+func.func @averaged(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x2x2xf32> {
+  %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32> -> tensor<1x3x4x4xf32>
+  %1 = locus.avg_pool2d %0 kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<1x3x4x4xf32> -> tensor<1x3x2x2xf32>
+  return %1 : tensor<1x3x2x2xf32>
 }

@@ -109,3 +109,43 @@ locus.graph @transposed_operand {
   locus.output "p" = %p : tensor<6x4xf32>
   locus.output "xt" = %xt : tensor<6x8xf32>
 }
+
+// -----
+
+// A pooling joins the convolution it pools, with the epilogue between them;
+// one whose input is read elsewhere too (a training step's ReLU, which the
+// pooling's gradient reads) stays a kernel of its own, and a second pooling
+// never joins.
+// CHECK-LABEL: locus.graph @pooled_conv
+// CHECK-SAME: locus.kernels = 4
+// CHECK: locus.kernel on <cpu> -> tensor<1x4x4x4xf32> {
+// CHECK-NEXT: locus.conv2d
+// CHECK-NEXT: locus.relu
+// CHECK-NEXT: locus.max_pool2d
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<1x4x2x2xf32> {
+// CHECK-NEXT: locus.avg_pool2d
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<1x4x8x8xf32> {
+// CHECK-NEXT: locus.conv2d
+// CHECK-NEXT: locus.relu
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<1x4x4x4xf32> {
+// CHECK-NEXT: locus.max_pool2d
+// CHECK-NEXT: locus.yield
+// UNFUSED-LABEL: locus.graph @pooled_conv
+// UNFUSED-SAME: locus.kernels = 7
+locus.graph @pooled_conv {
+  %x = locus.input "x" : tensor<1x2x8x8xf32>
+  %w = locus.input "w" : tensor<4x2x3x3xf32>
+  %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x2x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x8x8xf32>
+  %1 = locus.relu %0 : tensor<1x4x8x8xf32>
+  %2 = locus.max_pool2d %1 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  %3 = locus.avg_pool2d %2 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x4x4x4xf32> -> tensor<1x4x2x2xf32>
+  locus.output "y" = %3 : tensor<1x4x2x2xf32>
+  %4 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x2x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x8x8xf32>
+  %5 = locus.relu %4 : tensor<1x4x8x8xf32>
+  %6 = locus.max_pool2d %5 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  locus.output "p" = %6 : tensor<1x4x4x4xf32>
+  locus.output "r" = %5 : tensor<1x4x8x8xf32>
+}

@@ -379,7 +379,11 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     takes in a lone matrix transpose of one operand that nothing else reads
     (a backward pass's `g^T x`): the lowering reads the operand transposed
     (`linalg.matmul_transpose_a`/`_b`, sgemm's transA/transB), so the
-    transpose is never written. Every other op is a kernel of its own.
+    transpose is never written. A `max_pool2d` or `avg_pool2d` joins the
+    kernel of the convolution it pools (with the convolution's elementwise
+    epilogue between them), when nothing else reads what it pools: on the
+    host the runtime's convolution then pools too (`--locus-conv-to-runtime`).
+    Every other op is a kernel of its own.
     Copies, sources, outputs and state updates stay in the graph; an op with
     several results (an optimizer step) gives its kernel several results.
     The graph's `locus.kernels` attribute says how many kernels there are.
@@ -545,7 +549,12 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
 
     - `locus.add` of the convolution (its only use) and a tensor of the
       same type: the residual, added after the bias;
-    - then `locus.relu` of that (its only use).
+    - then `locus.relu` of that (its only use);
+    - then `locus.max_pool2d` or `locus.avg_pool2d` of that (its only
+      use): the call returns the pooled tensor, and the convolution's own
+      output never leaves the runtime's workspace (with oneDNN, the pooling
+      reads it in oneDNN's blocked layout, where a window's maximum is one
+      vector operation over 16 channels).
 
     The call reads the operands through `bufferization.to_memref` and
     writes a fresh `memref.alloc`, which `bufferization.to_tensor
@@ -566,7 +575,7 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
     becomes
 
     ```mlir
-    %p = memref.get_global @__locus_conv2d_params_0 : memref<17xi64>
+    %p = memref.get_global @__locus_conv2d_params_0 : memref<25xi64>
     %xm = bufferization.to_memref %x read_only : memref<1x3x14x14xf32>
     %xi = memref.extract_aligned_pointer_as_index %xm : memref<1x3x14x14xf32> -> index
     %xp = arith.index_cast %xi : index to i64
@@ -583,7 +592,7 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numCalls", "conv-calls", "Convolutions turned into calls">,
     Statistic<"numEpilogues", "fused-epilogue-ops",
-              "Residual adds and ReLUs joined to a call">,
+              "Residual adds, ReLUs and poolings joined to a call">,
   ];
 }
 
