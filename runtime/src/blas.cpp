@@ -18,6 +18,7 @@
 // has no such shortcut; for 1x1024 by 1024x1024 (transposed) it took
 // 371 us against sgemv's 29 us on the build machine.
 
+#include "dnnl.h"
 #include "guard.h"
 #include "locus/abi.h"
 #include "openmp.h"
@@ -26,8 +27,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -229,6 +233,120 @@ bool vectorProducts(const Blas &impl, int64_t m, int64_t n, int64_t k,
   return true;
 }
 
+/// Products with at least this many multiply-adds go to oneDNN where it
+/// loads; smaller ones cost less in OpenBLAS on one thread than a
+/// primitive's lookup and launch.
+constexpr int64_t kDnnlMultiplyAdds = 32768;
+
+/// LOCUS_BLAS=openblas (or builtin) keeps oneDNN out of matrix products.
+bool dnnlChosen() {
+  static const bool chosen = [] {
+    const char *choice = std::getenv("LOCUS_BLAS");
+    return !choice || !*choice;
+  }();
+  return chosen;
+}
+
+#if LOCUS_HAVE_DNNL_H
+
+using locus::rt::Dnnl;
+using locus::rt::ok;
+
+/// What a matmul primitive is built for: shape, transposes, leading
+/// dimensions and whether C is added (beta, a sum post-op).
+using ProductKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t,
+                              int64_t, bool, bool, float>;
+
+/// A product's primitive and its operands' descriptions.
+struct Product {
+  dnnl_primitive_t matmul = nullptr;
+  dnnl_memory_desc_t a{}, b{}, c{};
+};
+
+/// The primitive of `key`, built on first use and kept (a model has a
+/// handful of product shapes); null when oneDNN refuses it.
+const Product *productFor(const Dnnl &d, const ProductKey &key) {
+  static std::mutex mutex;
+  static std::map<ProductKey, std::unique_ptr<Product>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = cache.try_emplace(key);
+  if (!inserted)
+    return it->second.get();
+  auto [m, n, k, lda, ldb, ldc, ta, tb, beta] = key;
+  auto p = std::make_unique<Product>();
+  // Row-major operands, each read as it lies: op(A) is [M, K], op(B)
+  // [K, N], with the strides their transposes give.
+  dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
+  dnnl_dims_t aStrides = {ta ? 1 : lda, ta ? lda : 1},
+              bStrides = {tb ? 1 : ldb, tb ? ldb : 1}, cStrides = {ldc, 1};
+  dnnl_matmul_desc_t desc;
+  if (!ok(d.dnnl_memory_desc_init_by_strides(&p->a, 2, aDims, dnnl_f32,
+                                             aStrides)) ||
+      !ok(d.dnnl_memory_desc_init_by_strides(&p->b, 2, bDims, dnnl_f32,
+                                             bStrides)) ||
+      !ok(d.dnnl_memory_desc_init_by_strides(&p->c, 2, cDims, dnnl_f32,
+                                             cStrides)) ||
+      !ok(d.dnnl_matmul_desc_init(&desc, &p->a, &p->b, nullptr, &p->c)))
+    return nullptr;
+  dnnl_primitive_attr_t attr = nullptr;
+  dnnl_post_ops_t ops = nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  bool built =
+      ok(d.dnnl_primitive_attr_create(&attr)) &&
+      ok(d.dnnl_post_ops_create(&ops)) &&
+      (beta == 0.0f || ok(d.dnnl_post_ops_append_sum(ops, beta))) &&
+      ok(d.dnnl_primitive_attr_set_post_ops(attr, ops)) &&
+      ok(d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr)) &&
+      ok(d.dnnl_primitive_create(&p->matmul, pd));
+  if (pd)
+    d.dnnl_primitive_desc_destroy(pd);
+  if (ops)
+    d.dnnl_post_ops_destroy(ops);
+  if (attr)
+    d.dnnl_primitive_attr_destroy(attr);
+  if (built)
+    it->second = std::move(p);
+  return it->second.get();
+}
+
+/// C = op(A) op(B) + beta C through oneDNN's matmul (its AVX-512 brgemm
+/// kernels where the CPU has them); false (nothing written) when it
+/// cannot.
+bool dnnlProduct(const Dnnl &d, int64_t m, int64_t n, int64_t k, const float *a,
+                 int64_t lda, bool ta, const float *b, int64_t ldb, bool tb,
+                 float beta, float *c, int64_t ldc) {
+  const Product *p =
+      productFor(d, ProductKey{m, n, k, lda, ldb, ldc, ta, tb, beta});
+  dnnl_stream_t stream = p ? locus::rt::dnnlStream(d) : nullptr;
+  if (!stream)
+    return false;
+  dnnl_memory_t am = nullptr, bm = nullptr, cm = nullptr;
+  bool ran =
+      ok(d.dnnl_memory_create(&am, &p->a, d.engine, const_cast<float *>(a))) &&
+      ok(d.dnnl_memory_create(&bm, &p->b, d.engine, const_cast<float *>(b))) &&
+      ok(d.dnnl_memory_create(&cm, &p->c, d.engine, c));
+  if (ran) {
+    dnnl_exec_arg_t args[] = {
+        {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+    ran = ok(d.dnnl_primitive_execute(p->matmul, stream, 3, args)) &&
+          ok(d.dnnl_stream_wait(stream));
+  }
+  for (dnnl_memory_t mem : {am, bm, cm})
+    if (mem)
+      d.dnnl_memory_destroy(mem);
+  return ran;
+}
+
+/// oneDNN when it loaded and no one chose otherwise, or null.
+const Dnnl *productDnnl() {
+  if (!dnnlChosen())
+    return nullptr;
+  const Dnnl &d = locus::rt::dnnl();
+  return d.engine ? &d : nullptr;
+}
+
+#endif // LOCUS_HAVE_DNNL_H
+
 } // namespace
 
 extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -242,6 +360,10 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
   // loop computes the product (and the search is tried again next call).
   static const Blas kNone{};
   const Blas &impl = *locus::rt::guardValue(&kNone, [] { return &blas(); });
+#if LOCUS_HAVE_DNNL_H
+  const Dnnl *dnnl = locus::rt::guardValue(static_cast<const Dnnl *>(nullptr),
+                                           [] { return productDnnl(); });
+#endif
   // Generated code has the buffers' addresses as integers
   // (memref.extract_aligned_pointer_as_index); this is where they become
   // pointers again.
@@ -260,6 +382,14 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
           pc[r * ldc + j] = beta == 0.0f ? 0.0f : pc[r * ldc + j] * beta;
       continue;
     }
+#if LOCUS_HAVE_DNNL_H
+    if (dnnl && m > kVectorRows && n > kVectorRows &&
+        m * n * k >= kDnnlMultiplyAdds && locus::rt::guardValue(false, [&] {
+          return dnnlProduct(*dnnl, m, n, k, pa, lda, transA, pb, ldb, transB,
+                             beta, pc, ldc);
+        }))
+      continue;
+#endif
     if (impl.sgemm) {
       // Small products on one thread. OpenBLAS's thread count is global:
       // a product running at the same moment in another thread may run on
@@ -285,6 +415,18 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
 
 /// Never throws: "unknown (out of memory)" when finding the BLAS ran out.
 extern "C" const char *locus_blas_name(void) {
-  return locus::rt::guardValue("unknown (out of memory)",
-                               [] { return blas().name.c_str(); });
+  return locus::rt::guardValue("unknown (out of memory)", [] {
+    static const std::string name = [] {
+#if LOCUS_HAVE_DNNL_H
+      if (blas().sgemm && productDnnl())
+        return "oneDNN's matmul (" + locus::rt::dnnl().name +
+               "); products with at most " + std::to_string(kVectorRows) +
+               " rows or columns, or under " +
+               std::to_string(kDnnlMultiplyAdds) +
+               " multiply-adds: " + blas().name;
+#endif
+      return blas().name;
+    }();
+    return name.c_str();
+  });
 }

@@ -16,11 +16,9 @@
 // per-thread workspace that grows to the largest convolution and is then
 // reused: no allocation per call once a model has run.
 
+#include "dnnl.h"
 #include "guard.h"
 #include "locus/abi.h"
-#include "openmp.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
@@ -33,10 +31,6 @@
 #include <mutex>
 #include <new>
 #include <string>
-
-#if LOCUS_HAVE_DNNL_H
-#include <oneapi/dnnl/dnnl.h>
-#endif
 
 namespace {
 
@@ -280,118 +274,8 @@ void builtinConv(const Shape &s, const float *x, const float *w,
 
 #if LOCUS_HAVE_DNNL_H
 
-/// The oneDNN functions used, found with dlsym.
-struct Dnnl {
-#define LOCUS_DNNL_FUNCTIONS(X)                                                \
-  X(dnnl_engine_create)                                                        \
-  X(dnnl_stream_create)                                                        \
-  X(dnnl_stream_wait)                                                          \
-  X(dnnl_stream_destroy)                                                       \
-  X(dnnl_memory_desc_init_by_tag)                                              \
-  X(dnnl_memory_desc_equal)                                                    \
-  X(dnnl_memory_desc_get_size)                                                 \
-  X(dnnl_dilated_convolution_forward_desc_init)                                \
-  X(dnnl_pooling_forward_desc_init)                                            \
-  X(dnnl_primitive_attr_create)                                                \
-  X(dnnl_primitive_attr_destroy)                                               \
-  X(dnnl_primitive_attr_set_scratchpad_mode)                                   \
-  X(dnnl_primitive_attr_set_post_ops)                                          \
-  X(dnnl_post_ops_create)                                                      \
-  X(dnnl_post_ops_destroy)                                                     \
-  X(dnnl_post_ops_append_eltwise)                                              \
-  X(dnnl_post_ops_append_sum)                                                  \
-  X(dnnl_primitive_desc_create)                                                \
-  X(dnnl_primitive_desc_destroy)                                               \
-  X(dnnl_primitive_desc_query)                                                 \
-  X(dnnl_primitive_desc_query_md)                                              \
-  X(dnnl_reorder_primitive_desc_create)                                        \
-  X(dnnl_primitive_create)                                                     \
-  X(dnnl_primitive_destroy)                                                    \
-  X(dnnl_memory_create)                                                        \
-  X(dnnl_memory_destroy)                                                       \
-  X(dnnl_primitive_execute)                                                    \
-  X(dnnl_version)                                                              \
-  X(dnnl_get_effective_cpu_isa)
-#define LOCUS_DNNL_FIELD(f) decltype(&::f) f = nullptr;
-  LOCUS_DNNL_FUNCTIONS(LOCUS_DNNL_FIELD)
-#undef LOCUS_DNNL_FIELD
-  dnnl_engine_t engine = nullptr;
-  std::string name;
-};
-
-const char *isaName(dnnl_cpu_isa_t isa) {
-  switch (isa) {
-  case dnnl_cpu_isa_sse41:
-    return "SSE4.1";
-  case dnnl_cpu_isa_avx:
-    return "AVX";
-  case dnnl_cpu_isa_avx2:
-    return "AVX2";
-  case dnnl_cpu_isa_avx512_core:
-    return "AVX-512";
-  case dnnl_cpu_isa_avx512_core_vnni:
-    return "AVX-512 VNNI";
-  case dnnl_cpu_isa_avx512_core_bf16:
-    return "AVX-512 BF16";
-  case dnnl_cpu_isa_avx512_core_amx:
-    return "AVX-512 AMX";
-  default:
-    return "its ISA";
-  }
-}
-
-/// Loads oneDNN once; dnnl.engine stays null when it cannot (dnnl.name
-/// says why).
-const Dnnl &dnnl() {
-  static Dnnl loaded;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (const char *choice = std::getenv("LOCUS_CONV");
-        choice && std::string(choice) == "builtin") {
-      loaded.name = "im2col and the matrix products above (LOCUS_CONV=builtin)";
-      return;
-    }
-    // oneDNN's OpenMP team, like OpenBLAS's, must not spin long beside the
-    // runtime's workers.
-    locus::rt::settleOpenMpTeams();
-    const char *chosen = std::getenv("LOCUS_DNNL");
-    std::string library = chosen && *chosen ? chosen : "libdnnl.so.2";
-    void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      const char *error = dlerror();
-      loaded.name = "im2col and the matrix products above (" +
-                    std::string(error ? error : library) + ")";
-      return;
-    }
-    Dnnl d;
-    bool complete = true;
-#define LOCUS_DNNL_LOOKUP(f)                                                   \
-  d.f = reinterpret_cast<decltype(&::f)>(dlsym(handle, #f));                   \
-  complete = complete && d.f;
-    LOCUS_DNNL_FUNCTIONS(LOCUS_DNNL_LOOKUP)
-#undef LOCUS_DNNL_LOOKUP
-    const dnnl_version_t *version = complete ? d.dnnl_version() : nullptr;
-    // The C API used here is oneDNN 2.x's (operation descriptors).
-    if (!version || version->major != 2) {
-      loaded.name = "im2col and the matrix products above (" + library +
-                    " is not oneDNN 2.x)";
-      return;
-    }
-    if (d.dnnl_engine_create(&d.engine, dnnl_cpu, 0) != dnnl_success) {
-      loaded.name = "im2col and the matrix products above (" + library +
-                    " has no CPU engine)";
-      return;
-    }
-    d.name =
-        "oneDNN " + std::to_string(version->major) + "." +
-        std::to_string(version->minor) + "." + std::to_string(version->patch) +
-        ", " + isaName(d.dnnl_get_effective_cpu_isa()) +
-        (version->cpu_runtime == DNNL_RUNTIME_OMP ? ", OpenMP threads" : "") +
-        " (" + library + ")";
-    loaded = d;
-  });
-  return loaded;
-}
+using locus::rt::Dnnl;
+using locus::rt::ok;
 
 /// A convolution's primitives for one shape: built once, run many times.
 /// The user's tensors are plain NCHW and OIHW; oneDNN picks its own
@@ -410,8 +294,6 @@ struct Primitives {
   dnnl_memory_desc_t userPooled{}, pooled{}, poolScratch{};
   size_t pooledBytes = 0, poolScratchBytes = 0;
 };
-
-bool ok(dnnl_status_t status) { return status == dnnl_success; }
 
 /// The pooling of `s` over the convolution's output p.dst; false when
 /// oneDNN cannot run it.
@@ -570,24 +452,6 @@ const Primitives *primitivesFor(const Dnnl &d, const Params &params) {
   return it->second.get();
 }
 
-/// The calling thread's stream on the engine (oneDNN streams are not
-/// shared between threads).
-dnnl_stream_t streamOf(const Dnnl &d) {
-  struct Stream {
-    const Dnnl *d = nullptr;
-    dnnl_stream_t s = nullptr;
-    ~Stream() {
-      if (s)
-        d->dnnl_stream_destroy(s);
-    }
-  };
-  thread_local Stream stream;
-  if (!stream.s &&
-      ok(d.dnnl_stream_create(&stream.s, d.engine, dnnl_stream_default_flags)))
-    stream.d = &d;
-  return stream.s;
-}
-
 /// Runs the convolution through oneDNN; false (nothing written) when it
 /// cannot.
 bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
@@ -595,7 +459,7 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
               float *y) {
   Shape s(params);
   const Primitives *p = primitivesFor(d, params);
-  dnnl_stream_t stream = p ? streamOf(d) : nullptr;
+  dnnl_stream_t stream = p ? locus::rt::dnnlStream(d) : nullptr;
   if (!stream)
     return false;
   auto round = [](size_t b) { return (b + 63) / 64 * 64; };
@@ -690,6 +554,12 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
 
 #endif // LOCUS_HAVE_DNNL_H
 
+/// LOCUS_CONV=builtin: the im2col path even where oneDNN loads.
+bool builtinChosen() {
+  const char *choice = std::getenv("LOCUS_CONV");
+  return choice && std::string(choice) == "builtin";
+}
+
 } // namespace
 
 extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
@@ -717,7 +587,8 @@ extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
   // direct loops when its workspace cannot grow.
 #if LOCUS_HAVE_DNNL_H
   static const Dnnl kNone{};
-  const Dnnl &d = *locus::rt::guardValue(&kNone, [] { return &dnnl(); });
+  const Dnnl &d = *locus::rt::guardValue(
+      &kNone, [] { return builtinChosen() ? &kNone : &locus::rt::dnnl(); });
   if (d.engine && locus::rt::guardValue(false, [&] {
         return dnnlConv(d, p, x, w, bias, res, y);
       }))
@@ -729,8 +600,13 @@ extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
 extern "C" const char *locus_conv_name(void) {
 #if LOCUS_HAVE_DNNL_H
   return locus::rt::guardValue("unknown (out of memory)", [] {
-    const Dnnl &d = dnnl();
-    return d.name.c_str();
+    static const std::string name =
+        builtinChosen()            ? "im2col and the matrix products above "
+                                     "(LOCUS_CONV=builtin)"
+        : locus::rt::dnnl().engine ? locus::rt::dnnl().name
+                                   : "im2col and the matrix products above (" +
+                                         locus::rt::dnnl().name + ")";
+    return name.c_str();
   });
 #else
   return "im2col and the matrix products above (built without oneDNN's "

@@ -1,0 +1,101 @@
+// dnnl.cpp - loads oneDNN for the runtime (dnnl.h).
+
+#include "dnnl.h"
+
+#if LOCUS_HAVE_DNNL_H
+
+#include "openmp.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+using locus::rt::Dnnl;
+
+namespace {
+
+const char *isaName(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+  case dnnl_cpu_isa_sse41:
+    return "SSE4.1";
+  case dnnl_cpu_isa_avx:
+    return "AVX";
+  case dnnl_cpu_isa_avx2:
+    return "AVX2";
+  case dnnl_cpu_isa_avx512_core:
+    return "AVX-512";
+  case dnnl_cpu_isa_avx512_core_vnni:
+    return "AVX-512 VNNI";
+  case dnnl_cpu_isa_avx512_core_bf16:
+    return "AVX-512 BF16";
+  case dnnl_cpu_isa_avx512_core_amx:
+    return "AVX-512 AMX";
+  default:
+    return "its ISA";
+  }
+}
+
+} // namespace
+
+const Dnnl &locus::rt::dnnl() {
+  static Dnnl loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // oneDNN's OpenMP team, like OpenBLAS's, must not spin long beside the
+    // runtime's workers.
+    locus::rt::settleOpenMpTeams();
+    const char *chosen = std::getenv("LOCUS_DNNL");
+    std::string library = chosen && *chosen ? chosen : "libdnnl.so.2";
+    void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *error = dlerror();
+      loaded.name = error ? error : library;
+      return;
+    }
+    Dnnl d;
+    bool complete = true;
+#define LOCUS_DNNL_LOOKUP(f)                                                   \
+  d.f = reinterpret_cast<decltype(&::f)>(dlsym(handle, #f));                   \
+  complete = complete && d.f;
+    LOCUS_DNNL_FUNCTIONS(LOCUS_DNNL_LOOKUP)
+#undef LOCUS_DNNL_LOOKUP
+    const dnnl_version_t *version = complete ? d.dnnl_version() : nullptr;
+    // The C API used here is oneDNN 2.x's (operation descriptors).
+    if (!version || version->major != 2) {
+      loaded.name = library + " is not oneDNN 2.x";
+      return;
+    }
+    if (d.dnnl_engine_create(&d.engine, dnnl_cpu, 0) != dnnl_success) {
+      loaded.name = library + " has no CPU engine";
+      return;
+    }
+    d.name =
+        "oneDNN " + std::to_string(version->major) + "." +
+        std::to_string(version->minor) + "." + std::to_string(version->patch) +
+        ", " + isaName(d.dnnl_get_effective_cpu_isa()) +
+        (version->cpu_runtime == DNNL_RUNTIME_OMP ? ", OpenMP threads" : "") +
+        " (" + library + ")";
+    loaded = d;
+  });
+  return loaded;
+}
+
+dnnl_stream_t locus::rt::dnnlStream(const Dnnl &d) {
+  struct Stream {
+    const Dnnl *d = nullptr;
+    dnnl_stream_t s = nullptr;
+    ~Stream() {
+      if (s)
+        d->dnnl_stream_destroy(s);
+    }
+  };
+  thread_local Stream stream;
+  if (!stream.s &&
+      ok(d.dnnl_stream_create(&stream.s, d.engine, dnnl_stream_default_flags)))
+    stream.d = &d;
+  return stream.s;
+}
+
+#endif // LOCUS_HAVE_DNNL_H

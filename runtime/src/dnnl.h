@@ -1,0 +1,68 @@
+// dnnl.h - oneDNN for the runtime's convolutions and matrix products:
+// found with dlopen (never linked, as OpenBLAS is), once per process.
+#ifndef LOCUS_RUNTIME_DNNL_H
+#define LOCUS_RUNTIME_DNNL_H
+
+#if LOCUS_HAVE_DNNL_H
+#include <oneapi/dnnl/dnnl.h>
+
+#include <string>
+
+namespace locus::rt {
+
+/// The oneDNN functions used, found with dlsym.
+struct Dnnl {
+#define LOCUS_DNNL_FUNCTIONS(X)                                                \
+  X(dnnl_engine_create)                                                        \
+  X(dnnl_stream_create)                                                        \
+  X(dnnl_stream_wait)                                                          \
+  X(dnnl_stream_destroy)                                                       \
+  X(dnnl_memory_desc_init_by_tag)                                              \
+  X(dnnl_memory_desc_init_by_strides)                                          \
+  X(dnnl_memory_desc_equal)                                                    \
+  X(dnnl_memory_desc_get_size)                                                 \
+  X(dnnl_dilated_convolution_forward_desc_init)                                \
+  X(dnnl_pooling_forward_desc_init)                                            \
+  X(dnnl_matmul_desc_init)                                                     \
+  X(dnnl_primitive_attr_create)                                                \
+  X(dnnl_primitive_attr_destroy)                                               \
+  X(dnnl_primitive_attr_set_scratchpad_mode)                                   \
+  X(dnnl_primitive_attr_set_post_ops)                                          \
+  X(dnnl_post_ops_create)                                                      \
+  X(dnnl_post_ops_destroy)                                                     \
+  X(dnnl_post_ops_append_eltwise)                                              \
+  X(dnnl_post_ops_append_sum)                                                  \
+  X(dnnl_primitive_desc_create)                                                \
+  X(dnnl_primitive_desc_destroy)                                               \
+  X(dnnl_primitive_desc_query)                                                 \
+  X(dnnl_primitive_desc_query_md)                                              \
+  X(dnnl_reorder_primitive_desc_create)                                        \
+  X(dnnl_primitive_create)                                                     \
+  X(dnnl_primitive_destroy)                                                    \
+  X(dnnl_memory_create)                                                        \
+  X(dnnl_memory_destroy)                                                       \
+  X(dnnl_primitive_execute)                                                    \
+  X(dnnl_version)                                                              \
+  X(dnnl_get_effective_cpu_isa)
+#define LOCUS_DNNL_FIELD(f) decltype(&::f) f = nullptr;
+  LOCUS_DNNL_FUNCTIONS(LOCUS_DNNL_FIELD)
+#undef LOCUS_DNNL_FIELD
+  dnnl_engine_t engine = nullptr;
+  /// "oneDNN <version>, <ISA>, ..." when it loaded; why not otherwise.
+  std::string name;
+};
+
+/// Loads oneDNN once ($LOCUS_DNNL when set, else libdnnl.so.2, Debian's
+/// libdnnl2); engine stays null when it cannot, and name says why.
+const Dnnl &dnnl();
+
+/// The calling thread's stream on the engine (oneDNN streams are not
+/// shared between threads); null when none can be made.
+dnnl_stream_t dnnlStream(const Dnnl &d);
+
+inline bool ok(dnnl_status_t status) { return status == dnnl_success; }
+
+} // namespace locus::rt
+
+#endif // LOCUS_HAVE_DNNL_H
+#endif
