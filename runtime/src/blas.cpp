@@ -22,6 +22,7 @@
 #include "guard.h"
 #include "locus/abi.h"
 #include "openmp.h"
+#include "workspace.h"
 
 #include <dlfcn.h>
 
@@ -260,7 +261,8 @@ using ProductKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t,
 /// A product's primitive and its operands' descriptions.
 struct Product {
   dnnl_primitive_t matmul = nullptr;
-  dnnl_memory_desc_t a{}, b{}, c{};
+  dnnl_memory_desc_t a{}, b{}, c{}, scratch{};
+  size_t scratchBytes = 0;
 };
 
 /// The primitive of `key`, built on first use and kept (a model has a
@@ -293,11 +295,23 @@ const Product *productFor(const Dnnl &d, const ProductKey &key) {
   dnnl_primitive_desc_t pd = nullptr;
   bool built =
       ok(d.dnnl_primitive_attr_create(&attr)) &&
+      // oneDNN's own scratchpad is shared by the primitives a thread runs
+      // and raced when two threads ran products at once: each thread
+      // brings its own.
+      ok(d.dnnl_primitive_attr_set_scratchpad_mode(
+          attr, dnnl_scratchpad_mode_user)) &&
       ok(d.dnnl_post_ops_create(&ops)) &&
       (beta == 0.0f || ok(d.dnnl_post_ops_append_sum(ops, beta))) &&
       ok(d.dnnl_primitive_attr_set_post_ops(attr, ops)) &&
-      ok(d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr)) &&
-      ok(d.dnnl_primitive_create(&p->matmul, pd));
+      ok(d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr));
+  const dnnl_memory_desc_t *scratch =
+      built ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)
+            : nullptr;
+  if (scratch) {
+    p->scratch = *scratch;
+    p->scratchBytes = d.dnnl_memory_desc_get_size(scratch);
+  }
+  built = scratch && ok(d.dnnl_primitive_create(&p->matmul, pd));
   if (pd)
     d.dnnl_primitive_desc_destroy(pd);
   if (ops)
@@ -320,18 +334,27 @@ bool dnnlProduct(const Dnnl &d, int64_t m, int64_t n, int64_t k, const float *a,
   dnnl_stream_t stream = p ? locus::rt::dnnlStream(d) : nullptr;
   if (!stream)
     return false;
-  dnnl_memory_t am = nullptr, bm = nullptr, cm = nullptr;
+  // The calling thread's scratchpad: grows to the largest product's, then
+  // is reused (no allocation per call).
+  thread_local locus::rt::Workspace scratchpad;
+  char *space = scratchpad.get(std::max<size_t>(p->scratchBytes, 64));
+  if (!space)
+    return false;
+  dnnl_memory_t am = nullptr, bm = nullptr, cm = nullptr, sm = nullptr;
   bool ran =
       ok(d.dnnl_memory_create(&am, &p->a, d.engine, const_cast<float *>(a))) &&
       ok(d.dnnl_memory_create(&bm, &p->b, d.engine, const_cast<float *>(b))) &&
-      ok(d.dnnl_memory_create(&cm, &p->c, d.engine, c));
+      ok(d.dnnl_memory_create(&cm, &p->c, d.engine, c)) &&
+      ok(d.dnnl_memory_create(&sm, &p->scratch, d.engine, space));
   if (ran) {
-    dnnl_exec_arg_t args[] = {
-        {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-    ran = ok(d.dnnl_primitive_execute(p->matmul, stream, 3, args)) &&
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, am},
+                              {DNNL_ARG_WEIGHTS, bm},
+                              {DNNL_ARG_DST, cm},
+                              {DNNL_ARG_SCRATCHPAD, sm}};
+    ran = ok(d.dnnl_primitive_execute(p->matmul, stream, 4, args)) &&
           ok(d.dnnl_stream_wait(stream));
   }
-  for (dnnl_memory_t mem : {am, bm, cm})
+  for (dnnl_memory_t mem : {am, bm, cm, sm})
     if (mem)
       d.dnnl_memory_destroy(mem);
   return ran;

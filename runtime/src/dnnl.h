@@ -44,6 +44,7 @@ struct Dnnl {
   X(dnnl_primitive_execute)                                                    \
   X(dnnl_version)                                                              \
   X(dnnl_get_effective_cpu_isa)
+// NOLINTNEXTLINE(bugprone-macro-parentheses): f names a member
 #define LOCUS_DNNL_FIELD(f) decltype(&::f) f = nullptr;
   LOCUS_DNNL_FUNCTIONS(LOCUS_DNNL_FIELD)
 #undef LOCUS_DNNL_FIELD

@@ -163,6 +163,7 @@ TEST(Compile, ResidualBlocksMatchADoubleReference) {
   g.manualSeed(11);
   auto x = g.input("x", {N, C, H, H});
   std::vector<nn::Conv2d> convs;
+  convs.reserve(4);
   for (int i = 0; i < 4; ++i)
     convs.emplace_back(
         g, C, C, std::vector<int64_t>{3},

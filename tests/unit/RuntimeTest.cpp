@@ -296,7 +296,12 @@ TEST(Sgemm, MatchesADoubleReference) {
                {50, 1, 30, false, false, 0},
                {40, 1, 20, true, true, 1},
                {60, 2, 33, false, true, 0},
-               {1, 1, 5, false, false, 0}};
+               {1, 1, 5, false, false, 0},
+               // At least 32K multiply-adds: oneDNN's matmul where it
+               // loads, every transpose and beta.
+               {48, 40, 64, true, true, 1},
+               {40, 48, 72, true, false, 0},
+               {96, 80, 50, false, false, 1}};
   for (const Case &c : cases) {
     std::vector<float> a = random(c.m * c.k), b = random(c.k * c.n),
                        out = random(c.m * c.n);
@@ -509,7 +514,8 @@ TEST(Conv2d, MatchesADoubleReference) {
                    t.flags & LOCUS_CONV_BIAS ? address(bias.data()) : 0,
                    t.flags & LOCUS_CONV_RESIDUAL ? address(residual.data()) : 0,
                    address(y.data()));
-      double tolerance = 1e-5 * double(t.c / t.g * t.kh * t.kw);
+      int64_t products = t.c / t.g * t.kh * t.kw; // per output element
+      double tolerance = 1e-5 * double(products);
       for (size_t i = 0; i < y.size(); ++i)
         ASSERT_NEAR(y[i], want[i], tolerance + 1e-5 * std::abs(want[i]))
             << "case c=" << t.c << " o=" << t.o << " groups=" << t.g

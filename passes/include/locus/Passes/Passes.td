@@ -646,8 +646,8 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
     buffer is freed between taking its address and the call):
     `linalg.matmul`, `linalg.matmul_transpose_b` and `linalg.batch_matmul`
     on f32 buffers with static shapes and identity layouts become calls to
-    the runtime's `locus_sgemm` (OpenBLAS's `cblas_sgemm` when it loads, a
-    blocked loop otherwise), with beta = 1: linalg's products accumulate
+    the runtime's `locus_sgemm` (oneDNN's matmul or OpenBLAS's
+    `cblas_sgemm` when they load, a blocked loop otherwise), with beta = 1: linalg's products accumulate
     into their output. When the output was just filled with zeros (nothing
     with memory effects in between), the fill goes and beta is 0. Buffers are passed as their aligned pointers. Other
     products stay, for the loops.
