@@ -9,10 +9,12 @@
 #
 # Each round runs Locus, then ONNX Runtime, then PyTorch; per case the
 # median over rounds of each side's median, and Locus's time over the best
-# peer's (below 1: Locus is faster). The machine's load (/proc/loadavg) is
-# noted before and after each round; a round that starts with a 1-minute
-# load above LOCUS_BENCH_MAX_LOAD (default 0.5: the benchmarks themselves
-# load it once running) or whose steal time exceeds 2% is flagged noisy.
+# peer's (below 1: Locus is faster). The machine's load is noted before and
+# after each round: /proc/loadavg, and the share of both cores that other
+# processes kept busy during 2 idle seconds (the load averages lag: they
+# still count the previous round's own work). A round whose idle-time
+# share busy exceeds LOCUS_BENCH_MAX_BUSY (default 0.10), before or after,
+# or whose steal time exceeds 2%, is flagged noisy.
 #
 # Needs: a build in build/ (LOCUS_BUILD_DIR), python3-torch, and node with
 # npm: onnxruntime-node is installed into bench/.cache (with
@@ -21,7 +23,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${LOCUS_BUILD_DIR:-$root/build}
 rounds=${1:-3}
-max_load=${LOCUS_BENCH_MAX_LOAD:-0.5}
+max_busy=${LOCUS_BENCH_MAX_BUSY:-0.10}
 cache=${LOCUS_BENCH_CACHE:-$root/bench/.cache}
 ort_version=1.30.0
 mkdir -p "$cache/models"
@@ -62,7 +64,16 @@ locus_round() {
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 steal() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+# The share of all cores busy over 2 s while this script sleeps: others' load.
+busy() {
+  local a b
+  a=$(awk '/^cpu /{print $5+$6, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
+  sleep 2
+  b=$(awk '/^cpu /{print $5+$6, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
+  echo "$a $b" | awk '{t = $4 - $2; printf "%.3f", t > 0 ? 1 - ($3 - $1) / t : 0}'
+}
 for ((r = 1; r <= rounds; r++)); do
+  busy_before=$(busy)
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   read -r steal0 total0 < <(steal)
   locus_round | sed "s/^/$r locus /" >> "$results"
@@ -72,10 +83,11 @@ for ((r = 1; r <= rounds; r++)); do
   "$py" "$root/bench/torch_train.py" | sed "s/^/$r torch /" >> "$results"
   read -r steal1 total1 < <(steal)
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-  echo "round $r load $load_before -> $load_after steal $steal0 $total0 $steal1 $total1" >> "$results"
+  busy_after=$(busy)
+  echo "round $r load $load_before -> $load_after busy $busy_before $busy_after steal $steal0 $total0 $steal1 $total1" >> "$results"
 done
 
-"$py" - "$results" "$max_load" <<'PY'
+"$py" - "$results" "$max_busy" <<'PY'
 import collections, statistics, sys
 times = collections.defaultdict(list)
 order = []
@@ -83,13 +95,13 @@ rounds = []
 for line in open(sys.argv[1]):
     f = line.split()
     if f[0] == "round":
-        load0 = float(f[3])
+        b0, b1 = float(f[11]), float(f[12])
         s0, t0, s1, t1 = map(int, f[-4:])
         steal = (s1 - s0) / max(1, t1 - t0)
-        noisy = load0 > float(sys.argv[2]) or steal > 0.02
-        rounds.append("round %s: load %s -> %s, steal %.1f%%%s" % (
-            f[1], " ".join(f[3:6]), " ".join(f[7:10]), 100 * steal,
-            "  NOISY" if noisy else ""))
+        noisy = max(b0, b1) > float(sys.argv[2]) or steal > 0.02
+        rounds.append("round %s: load %s -> %s, others busy %.0f%% -> %.0f%%, steal %.1f%%%s" % (
+            f[1], " ".join(f[3:6]), " ".join(f[7:10]), 100 * b0, 100 * b1,
+            100 * steal, "  NOISY" if noisy else ""))
         continue
     _, side, name, batch, us = f
     if (name, batch) not in order:

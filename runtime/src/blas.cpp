@@ -269,9 +269,10 @@ struct Product {
 /// handful of product shapes); null when oneDNN refuses it.
 const Product *productFor(const Dnnl &d, const ProductKey &key) {
   static std::mutex mutex;
-  static std::map<ProductKey, std::unique_ptr<Product>> cache;
+  // Never destroyed, as the convolutions' (conv.cpp).
+  static auto *cache = new std::map<ProductKey, std::unique_ptr<Product>>;
   std::lock_guard<std::mutex> lock(mutex);
-  auto [it, inserted] = cache.try_emplace(key);
+  auto [it, inserted] = cache->try_emplace(key);
   if (!inserted)
     return it->second.get();
   auto [m, n, k, lda, ldb, ldc, ta, tb, beta] = key;

@@ -416,17 +416,29 @@ bool build(const Dnnl &d, const Shape &s, Primitives &p) {
           (buildPool(d, s, p) && reorder(p.pooled, p.userPooled, p.pooledOut)));
 }
 
+/// Destroys what a failed build made.
+void destroy(const Dnnl &d, Primitives &p) {
+  for (dnnl_primitive_t prim :
+       {p.conv, p.srcIn, p.weightsIn, p.dstIn, p.dstOut, p.pool, p.pooledOut})
+    if (prim)
+      d.dnnl_primitive_destroy(prim);
+}
+
 /// The primitives of each shape seen, kept for the process's life (a model
 /// has a handful of convolution shapes). Null for a shape oneDNN refused.
 const Primitives *primitivesFor(const Dnnl &d, const Params &params) {
   static std::mutex mutex;
-  static std::map<Params, std::unique_ptr<Primitives>> cache;
+  // Never destroyed: kernels may run while the process exits, and oneDNN's
+  // own statics may be gone by then (the primitives stay reachable).
+  static auto *cache = new std::map<Params, std::unique_ptr<Primitives>>;
   std::lock_guard<std::mutex> lock(mutex);
-  auto [it, inserted] = cache.try_emplace(params);
+  auto [it, inserted] = cache->try_emplace(params);
   if (inserted) {
     auto p = std::make_unique<Primitives>();
     if (build(d, Shape(params), *p))
       it->second = std::move(p);
+    else
+      destroy(d, *p);
   }
   return it->second.get();
 }
