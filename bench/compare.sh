@@ -61,8 +61,9 @@ locus_round() {
     awk -F, '{split($1, a, "/"); sub("BM_", "", a[1]); sub("_median", "", a[2]); print a[1], a[2], $3}'
 }
 
-results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+# The raw times stay in the cache (the summary below reads them).
+results=$cache/last-run.txt
+: > "$results"
 steal() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 # The share of all cores busy over 2 s while this script sleeps: others' load.
 busy() {
@@ -70,7 +71,7 @@ busy() {
   a=$(awk '/^cpu /{print $5+$6, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
   sleep 2
   b=$(awk '/^cpu /{print $5+$6, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
-  echo "$a $b" | awk '{t = $4 - $2; printf "%.3f", t > 0 ? 1 - ($3 - $1) / t : 0}'
+  echo "$a $b" | awk '{t = $4 - $2; printf "%.3f", (t > 0 ? 1 - ($3 - $1) / t : 0)}'
 }
 for ((r = 1; r <= rounds; r++)); do
   busy_before=$(busy)
