@@ -95,15 +95,10 @@ public:
 
 private:
   func::FuncOp declaration(ModuleOp module) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(LOCUS_ABI_CONV2D))
-      return existing;
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPointToStart(module.getBody());
-    SmallVector<Type> pointers(6, b.getI64Type());
-    auto type = b.getFunctionType(pointers, TypeRange{});
-    auto func = b.create<func::FuncOp>(module.getLoc(), LOCUS_ABI_CONV2D, type);
-    func.setPrivate();
-    return func;
+    Builder b(module.getContext());
+    return declareRuntimeFunction(
+        module, LOCUS_ABI_CONV2D,
+        b.getFunctionType(SmallVector<Type>(6, b.getI64Type()), {}));
   }
 
   /// A private constant global holding `values`.

@@ -75,15 +75,10 @@ public:
 
 private:
   func::FuncOp declaration(ModuleOp module) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(kLaunch))
-      return existing;
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPointToStart(module.getBody());
-    Type i64 = b.getI64Type();
-    auto type = b.getFunctionType(SmallVector<Type>(10, i64), {});
-    auto func = b.create<func::FuncOp>(module.getLoc(), kLaunch, type);
-    func.setPrivate();
-    return func;
+    Builder b(module.getContext());
+    return declareRuntimeFunction(
+        module, kLaunch,
+        b.getFunctionType(SmallVector<Type>(10, b.getI64Type()), {}));
   }
 
   LogicalResult rewrite(ModuleOp module, gpu::LaunchFuncOp l, int64_t number) {

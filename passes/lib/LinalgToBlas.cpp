@@ -50,17 +50,13 @@ public:
 
 private:
   func::FuncOp declaration(ModuleOp module) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(callee))
-      return existing;
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPointToStart(module.getBody());
+    Builder b(module.getContext());
     Type i64 = b.getI64Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
-    auto type = b.getFunctionType({i64, i64, i64, i64, i64, i64, i64, i32, i64,
-                                   i64, i64, i32, f32, i64, i64, i64},
-                                  {});
-    auto func = b.create<func::FuncOp>(module.getLoc(), callee, type);
-    func.setPrivate();
-    return func;
+    return declareRuntimeFunction(
+        module, callee,
+        b.getFunctionType({i64, i64, i64, i64, i64, i64, i64, i32, i64, i64,
+                           i64, i32, f32, i64, i64, i64},
+                          {}));
   }
 
   /// The linalg.fill of zeros into `c` that is the last write before `op`
@@ -141,3 +137,14 @@ private:
 };
 
 } // namespace
+
+func::FuncOp locus::declareRuntimeFunction(ModuleOp module, StringRef name,
+                                           FunctionType type) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  auto func = b.create<func::FuncOp>(module.getLoc(), name, type);
+  func.setPrivate();
+  return func;
+}

@@ -291,34 +291,20 @@ const Product *productFor(const Dnnl &d, const ProductKey &key) {
                                              cStrides)) ||
       !ok(d.dnnl_matmul_desc_init(&desc, &p->a, &p->b, nullptr, &p->c)))
     return nullptr;
-  dnnl_primitive_attr_t attr = nullptr;
-  dnnl_post_ops_t ops = nullptr;
-  dnnl_primitive_desc_t pd = nullptr;
-  bool built =
-      ok(d.dnnl_primitive_attr_create(&attr)) &&
-      // oneDNN's own scratchpad is shared by the primitives a thread runs
-      // and raced when two threads ran products at once: each thread
-      // brings its own.
-      ok(d.dnnl_primitive_attr_set_scratchpad_mode(
-          attr, dnnl_scratchpad_mode_user)) &&
-      ok(d.dnnl_post_ops_create(&ops)) &&
-      (beta == 0.0f || ok(d.dnnl_post_ops_append_sum(ops, beta))) &&
-      ok(d.dnnl_primitive_attr_set_post_ops(attr, ops)) &&
-      ok(d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr));
+  // oneDNN's own scratchpad raced when two threads ran products at once:
+  // each thread brings its own.
+  dnnl_primitive_desc_t pd =
+      locus::rt::describePrimitive(d, &desc, beta, /*relu=*/false);
   const dnnl_memory_desc_t *scratch =
-      built ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)
-            : nullptr;
+      pd ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)
+         : nullptr;
   if (scratch) {
     p->scratch = *scratch;
     p->scratchBytes = d.dnnl_memory_desc_get_size(scratch);
   }
-  built = scratch && ok(d.dnnl_primitive_create(&p->matmul, pd));
+  bool built = scratch && ok(d.dnnl_primitive_create(&p->matmul, pd));
   if (pd)
     d.dnnl_primitive_desc_destroy(pd);
-  if (ops)
-    d.dnnl_post_ops_destroy(ops);
-  if (attr)
-    d.dnnl_primitive_attr_destroy(attr);
   if (built)
     it->second = std::move(p);
   return it->second.get();

@@ -290,22 +290,14 @@ bool buildPool(const Dnnl &d, const Shape &s, Primitives &p) {
           s.maxPool() ? dnnl_pooling_max : dnnl_pooling_avg_include_padding,
           &p.dst, &anyDst, strides, kernel, pad, pad)))
     return false;
-  dnnl_primitive_attr_t attr = nullptr;
-  dnnl_primitive_desc_t pd = nullptr;
-  bool built =
-      ok(d.dnnl_primitive_attr_create(&attr)) &&
-      ok(d.dnnl_primitive_attr_set_scratchpad_mode(
-          attr, dnnl_scratchpad_mode_user)) &&
-      ok(d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr));
-  if (attr)
-    d.dnnl_primitive_attr_destroy(attr);
+  dnnl_primitive_desc_t pd =
+      locus::rt::describePrimitive(d, &desc, /*sum=*/0.0f, /*relu=*/false);
   const dnnl_memory_desc_t *out =
-      built ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)
-            : nullptr;
+      pd ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0) : nullptr;
   const dnnl_memory_desc_t *scratch =
-      built ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)
-            : nullptr;
-  built = out && scratch;
+      pd ? d.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)
+         : nullptr;
+  bool built = out && scratch;
   if (built) {
     p.pooled = *out;
     p.poolScratch = *scratch;
@@ -355,28 +347,12 @@ bool build(const Dnnl &d, const Shape &s, Primitives &p) {
           &anyWeights, s.bias() ? &p.bias : nullptr, &anyDst, strides, dilates,
           pad, pad)))
     return false;
-  dnnl_primitive_attr_t attr = nullptr;
-  dnnl_post_ops_t ops = nullptr;
-  dnnl_primitive_desc_t pd = nullptr;
-  bool built =
-      ok(d.dnnl_primitive_attr_create(&attr)) &&
-      ok(d.dnnl_primitive_attr_set_scratchpad_mode(
-          attr, dnnl_scratchpad_mode_user)) &&
-      ok(d.dnnl_post_ops_create(&ops)) &&
-      (!s.residual() || ok(d.dnnl_post_ops_append_sum(ops, 1.0f))) &&
-      (!s.relu() || ok(d.dnnl_post_ops_append_eltwise(
-                        ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f))) &&
-      ok(d.dnnl_primitive_attr_set_post_ops(attr, ops)) &&
-      ok(d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr));
-  if (ops)
-    d.dnnl_post_ops_destroy(ops);
-  if (attr)
-    d.dnnl_primitive_attr_destroy(attr);
-  if (!built) {
-    if (pd)
-      d.dnnl_primitive_desc_destroy(pd);
+  // The residual is added by a sum post-op: dst holds it when the
+  // convolution starts.
+  dnnl_primitive_desc_t pd = locus::rt::describePrimitive(
+      d, &desc, s.residual() ? 1.0f : 0.0f, s.relu());
+  if (!pd)
     return false;
-  }
   auto query = [&](dnnl_query_t what, dnnl_memory_desc_t &out) {
     const dnnl_memory_desc_t *md = d.dnnl_primitive_desc_query_md(pd, what, 0);
     if (md)
@@ -394,7 +370,7 @@ bool build(const Dnnl &d, const Shape &s, Primitives &p) {
   p.weightsBytes = d.dnnl_memory_desc_get_size(&p.weights);
   p.dstBytes = d.dnnl_memory_desc_get_size(&p.dst);
   p.scratchBytes = d.dnnl_memory_desc_get_size(&p.scratch);
-  built = ok(d.dnnl_primitive_create(&p.conv, pd));
+  bool built = ok(d.dnnl_primitive_create(&p.conv, pd));
   d.dnnl_primitive_desc_destroy(pd);
   auto reorder = [&](const dnnl_memory_desc_t &from,
                      const dnnl_memory_desc_t &to, dnnl_primitive_t &out) {

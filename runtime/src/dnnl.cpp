@@ -82,6 +82,33 @@ const Dnnl &locus::rt::dnnl() {
   return loaded;
 }
 
+dnnl_primitive_desc_t locus::rt::describePrimitive(const Dnnl &d,
+                                                   const void *opDesc,
+                                                   float sum, bool relu) {
+  dnnl_primitive_attr_t attr = nullptr;
+  dnnl_post_ops_t ops = nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  bool built =
+      ok(d.dnnl_primitive_attr_create(&attr)) &&
+      ok(d.dnnl_primitive_attr_set_scratchpad_mode(
+          attr, dnnl_scratchpad_mode_user)) &&
+      ok(d.dnnl_post_ops_create(&ops)) &&
+      (sum == 0.0f || ok(d.dnnl_post_ops_append_sum(ops, sum))) &&
+      (!relu || ok(d.dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu,
+                                                  0.0f, 0.0f))) &&
+      ok(d.dnnl_primitive_attr_set_post_ops(attr, ops)) &&
+      ok(d.dnnl_primitive_desc_create(&pd, opDesc, attr, d.engine, nullptr));
+  if (ops)
+    d.dnnl_post_ops_destroy(ops);
+  if (attr)
+    d.dnnl_primitive_attr_destroy(attr);
+  if (!built && pd) {
+    d.dnnl_primitive_desc_destroy(pd);
+    pd = nullptr;
+  }
+  return pd;
+}
+
 dnnl_stream_t locus::rt::dnnlStream(const Dnnl &d) {
   struct Stream {
     const Dnnl *d = nullptr;

@@ -63,6 +63,14 @@ dnnl_stream_t dnnlStream(const Dnnl &d);
 
 inline bool ok(dnnl_status_t status) { return status == dnnl_success; }
 
+/// The primitive descriptor of `opDesc` (a dnnl_*_desc_t) with a user
+/// scratchpad, which every caller takes from the calling thread's
+/// workspace (oneDNN's own is shared between threads), and the post-ops
+/// asked for: C += `sum` * old C when `sum` is not 0, then ReLU when `relu`.
+/// Null when oneDNN refuses it; the caller destroys it.
+dnnl_primitive_desc_t describePrimitive(const Dnnl &d, const void *opDesc,
+                                        float sum, bool relu);
+
 } // namespace locus::rt
 
 #endif // LOCUS_HAVE_DNNL_H

@@ -36,6 +36,12 @@ bool isElementwise(mlir::Operation *op);
 /// kernels): what runs inside a kernel.
 bool isComputing(mlir::Operation *op);
 
+/// The private declaration of the runtime's function `name` in `module`:
+/// the one there, or a new one of `type` at the module's start.
+mlir::func::FuncOp declareRuntimeFunction(mlir::ModuleOp module,
+                                          llvm::StringRef name,
+                                          mlir::FunctionType type);
+
 } // namespace locus
 
 #endif // LOCUS_PASSES_PASSES_H
