@@ -8,7 +8,9 @@
 #      and run its tests there, with a bounded libFuzzer run over the
 #      loader and executor (tests/fuzz/, seeded with artifacts that step 3's
 #      tools compile);
-#   5. clang-tidy-19 over every translation unit of build/compile_commands.json.
+#   5. clang-tidy-19 over the translation units of build/compile_commands.json
+#      that changed since the last whole clean run (.ci/tidy-baseline; see
+#      scripts/tidy.sh: everything when that commit is unknown).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -29,5 +31,5 @@ LOCUS_BUILD_DIR="$root/build-runtime" "$root/scripts/build.sh" \
 ctest --test-dir "$root/build-runtime" --output-on-failure -j 2
 
 echo "== clang-tidy =="
-"$root/scripts/tidy.sh"
+"$root/scripts/tidy.sh" --since "$(tr -d '[:space:]' < "$root/.ci/tidy-baseline")"
 echo "all tests passed"

@@ -9,7 +9,11 @@ locus-dump, and (for one mutant in four) locus-compile, on each mutant. A
 run may fail with a diagnostic; it may not die of a signal, print LLVM's
 crash banner, or hang.
 
-  mutate_ir.py <build dir> <source dir> [mutants per input] [seed]
+The run is bounded by time, not by a count: the inputs are visited in a
+random order (the seed fixes it), a few mutants each, until the budget is
+spent, so the suite's length does not grow with the number of lit inputs.
+
+  mutate_ir.py <build dir> <source dir> [seconds] [seed] [mutants per input]
 """
 import glob
 import os
@@ -17,10 +21,12 @@ import random
 import re
 import subprocess
 import sys
+import time
 
 build, source = sys.argv[1], sys.argv[2]
-per_input = int(sys.argv[3]) if len(sys.argv) > 3 else 12
+budget = float(sys.argv[3]) if len(sys.argv) > 3 else 120.0
 rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 20261121)
+per_input = int(sys.argv[5]) if len(sys.argv) > 5 else 3
 
 opt = os.path.join(build, "tools", "locus-opt")
 dump = os.path.join(build, "tools", "locus-dump")
@@ -87,8 +93,14 @@ def crashed(result):
 
 
 def main():
-    runs = failures = rejected = 0
-    for text in inputs():
+    runs = failures = rejected = visited = 0
+    texts = inputs()
+    rng.shuffle(texts)
+    deadline = time.monotonic() + budget
+    for text in texts:
+        if time.monotonic() > deadline:
+            break
+        visited += 1
         for _ in range(per_input):
             mutant = mutate(text)
             policy = rng.choice(["strict", "prefer-gpu", "auto", "cpu"])
@@ -148,8 +160,9 @@ def main():
                     print("CRASH (%d): %s\n--- input ---\n%s\n--- stderr ---\n%s"
                           % (result.returncode, " ".join(command), given,
                              result.stderr[-3000:]))
-    print("%d runs, %d rejected with a diagnostic, %d crashed or hung" %
-          (runs, rejected, failures))
+    print("%d of %d inputs in %.0f s: %d runs, %d rejected with a diagnostic, "
+          "%d crashed or hung" % (visited, len(texts), budget, runs, rejected,
+                                  failures))
     print("%d passed, %d failed" % (runs - failures, failures))
     return 1 if failures else 0
 
