@@ -16,6 +16,7 @@
 // per-thread workspace that grows to the largest convolution and is then
 // reused: no allocation per call once a model has run.
 
+#include "constants.h"
 #include "dnnl.h"
 #include "guard.h"
 #include "locus/abi.h"
@@ -376,13 +377,8 @@ bool build(const Dnnl &d, const Shape &s, Primitives &p) {
                      const dnnl_memory_desc_t &to, dnnl_primitive_t &out) {
     if (d.dnnl_memory_desc_equal(&from, &to))
       return true;
-    dnnl_primitive_desc_t r = nullptr;
-    if (!ok(d.dnnl_reorder_primitive_desc_create(&r, &from, d.engine, &to,
-                                                 d.engine, nullptr)))
-      return false;
-    bool made = ok(d.dnnl_primitive_create(&out, r));
-    d.dnnl_primitive_desc_destroy(r);
-    return made;
+    out = locus::rt::makeReorder(d, from, to);
+    return out != nullptr;
   };
   return built && reorder(p.userSrc, p.src, p.srcIn) &&
          reorder(p.userWeights, p.weights, p.weightsIn) &&
@@ -429,12 +425,25 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
   dnnl_stream_t stream = p ? locus::rt::dnnlStream(d) : nullptr;
   if (!stream)
     return false;
+  // Weights no step writes are reordered once, into a copy the model
+  // keeps (constants.h), rather than on every call.
+  const void *keptWeights = nullptr;
+  if (locus::rt::Constants *constants = locus::rt::stepConstants();
+      constants && p->weightsIn &&
+      constants->contains(
+          w, static_cast<size_t>(s.o * (s.c / s.groups) * s.kh * s.kw) *
+                 sizeof(float)))
+    keptWeights = constants->derived(w, p, p->weightsBytes, [&](void *out) {
+      return locus::rt::reorderNow(d, p->weightsIn, p->userWeights, w,
+                                   p->weights, out);
+    });
+  bool reorderWeights = p->weightsIn && !keptWeights;
   auto round = [](size_t b) { return (b + 63) / 64 * 64; };
   // The convolution writes y itself unless it is pooled or its layout is
   // not NCHW; the pooling writes y unless its layout is not NCHW.
   bool dstInSpace = s.pooled() || p->dstOut;
   size_t srcAt = 0, weightsAt = srcAt + (p->srcIn ? round(p->srcBytes) : 0),
-         dstAt = weightsAt + (p->weightsIn ? round(p->weightsBytes) : 0),
+         dstAt = weightsAt + (reorderWeights ? round(p->weightsBytes) : 0),
          scratchAt = dstAt + (dstInSpace ? round(p->dstBytes) : 0),
          pooledAt = scratchAt + round(p->scratchBytes),
          poolScratchAt = pooledAt + (p->pooledOut ? round(p->pooledBytes) : 0),
@@ -457,8 +466,9 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
   dnnl_memory_t userSrc = wrap(p->userSrc, x),
                 userWeights = wrap(p->userWeights, w),
                 src = p->srcIn ? wrap(p->src, space + srcAt) : userSrc,
-                weights = p->weightsIn ? wrap(p->weights, space + weightsAt)
-                                       : userWeights,
+                weights = keptWeights      ? wrap(p->weights, keptWeights)
+                          : reorderWeights ? wrap(p->weights, space + weightsAt)
+                                           : userWeights,
                 dst = wrap(p->dst, convOut),
                 scratch = wrap(p->scratch, space + scratchAt),
                 biasMem = s.bias() ? wrap(p->bias, bias) : nullptr;
@@ -483,7 +493,7 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
   }
   if (p->srcIn)
     run(p->srcIn, {{DNNL_ARG_FROM, userSrc}, {DNNL_ARG_TO, src}});
-  if (p->weightsIn)
+  if (reorderWeights)
     run(p->weightsIn, {{DNNL_ARG_FROM, userWeights}, {DNNL_ARG_TO, weights}});
   if (biasMem)
     run(p->conv, {{DNNL_ARG_SRC, src},

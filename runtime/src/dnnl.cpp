@@ -109,6 +109,40 @@ dnnl_primitive_desc_t locus::rt::describePrimitive(const Dnnl &d,
   return pd;
 }
 
+dnnl_primitive_t locus::rt::makeReorder(const Dnnl &d,
+                                        const dnnl_memory_desc_t &from,
+                                        const dnnl_memory_desc_t &to) {
+  dnnl_primitive_desc_t pd = nullptr;
+  if (!ok(d.dnnl_reorder_primitive_desc_create(&pd, &from, d.engine, &to,
+                                               d.engine, nullptr)))
+    return nullptr;
+  dnnl_primitive_t reorder = nullptr;
+  if (!ok(d.dnnl_primitive_create(&reorder, pd)))
+    reorder = nullptr;
+  d.dnnl_primitive_desc_destroy(pd);
+  return reorder;
+}
+
+bool locus::rt::reorderNow(const Dnnl &d, dnnl_primitive_t reorder,
+                           const dnnl_memory_desc_t &from, const void *src,
+                           const dnnl_memory_desc_t &to, void *dst) {
+  dnnl_stream_t stream = dnnlStream(d);
+  dnnl_memory_t in = nullptr, out = nullptr;
+  bool ran =
+      stream &&
+      ok(d.dnnl_memory_create(&in, &from, d.engine, const_cast<void *>(src))) &&
+      ok(d.dnnl_memory_create(&out, &to, d.engine, dst));
+  if (ran) {
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}};
+    ran = ok(d.dnnl_primitive_execute(reorder, stream, 2, args)) &&
+          ok(d.dnnl_stream_wait(stream));
+  }
+  for (dnnl_memory_t mem : {in, out})
+    if (mem)
+      d.dnnl_memory_destroy(mem);
+  return ran;
+}
+
 dnnl_stream_t locus::rt::dnnlStream(const Dnnl &d) {
   struct Stream {
     const Dnnl *d = nullptr;

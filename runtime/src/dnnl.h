@@ -71,6 +71,17 @@ inline bool ok(dnnl_status_t status) { return status == dnnl_success; }
 dnnl_primitive_desc_t describePrimitive(const Dnnl &d, const void *opDesc,
                                         float sum, bool relu);
 
+/// A reorder from layout `from` to `to`; null when oneDNN refuses it.
+dnnl_primitive_t makeReorder(const Dnnl &d, const dnnl_memory_desc_t &from,
+                             const dnnl_memory_desc_t &to);
+
+/// Runs `reorder` (made by makeReorder for `from` and `to`) from `src` into
+/// `dst` on the calling thread's stream and waits for it; false when it
+/// fails.
+bool reorderNow(const Dnnl &d, dnnl_primitive_t reorder,
+                const dnnl_memory_desc_t &from, const void *src,
+                const dnnl_memory_desc_t &to, void *dst);
+
 } // namespace locus::rt
 
 #endif // LOCUS_HAVE_DNNL_H

@@ -7,6 +7,8 @@
 #include "status_impl.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace locus::rt {
 
@@ -152,6 +154,14 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
   ctx.step = step ? ctx.runs : Trace::kLoad;
   bool skipping = step && !ctx.skip.empty();
   bool checking = step && !m.checks.empty();
+  // A step's library calls may keep their own layouts of what it never
+  // writes (the load-time commands write persistent buffers), unless
+  // LOCUS_PACK_WEIGHTS=0 saves the memory those copies take.
+  static const bool packing = [] {
+    const char *env = std::getenv("LOCUS_PACK_WEIGHTS");
+    return !env || std::string(env) != "0";
+  }();
+  StepConstants constants(step && packing ? &m.constants : nullptr);
   for (size_t k = 0; k < commands.size(); ++k) {
     if (skipping && ctx.skip[k])
       continue;

@@ -245,6 +245,25 @@ locus_status_t initState(Device &device, const PlanBuffer &b, void *p) {
   return nullptr;
 }
 
+/// The persistent buffers no step command writes: what library calls may
+/// keep in their own layouts (constants.h).
+void findConstants(locus_model_t &m) {
+  std::vector<bool> written(m.plan.buffers.size(), false);
+  for (const PlanCommand &c : m.plan.step)
+    if (c.op == LOCUS_PLAN_LAUNCH) {
+      for (size_t i = c.args.size() - c.results; i < c.args.size(); ++i)
+        written[c.args[i]] = true;
+    } else if (c.op == LOCUS_PLAN_COPY) {
+      written[c.dst] = true;
+    }
+  std::vector<std::pair<uintptr_t, size_t>> ranges;
+  for (size_t i = 0; i < m.plan.buffers.size(); ++i)
+    if (m.persistent[i] && !written[i])
+      ranges.emplace_back(reinterpret_cast<uintptr_t>(m.persistent[i]),
+                          m.plan.buffers[i].bytes);
+  m.constants.setRanges(std::move(ranges));
+}
+
 /// Persistent buffers: state from its initialiser, constants from the plan.
 locus_status_t makePersistent(locus_model_t &m) {
   m.persistent.assign(m.plan.buffers.size(), nullptr);
@@ -376,6 +395,7 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   countStep(m);
   if (locus_status_t s = makePersistent(m))
     return s;
+  findConstants(m);
   makeInterface(m);
   // A step with index checks reads them back as it goes: no CUDA graph.
   if (m.checks.empty())

@@ -165,6 +165,9 @@ locus_status_t writeState(locus_model_t &m, const char *name, const void *data,
   if (locus_status_t s = lookup(m, LOCUS_TENSOR_STATE, name, bytes, i))
     return s;
   std::unique_lock lock(m.stateMutex);
+  // Copies derived from the old values (weights in a library's layout)
+  // are made again from the new ones.
+  m.constants.drop();
   uint32_t buffer = m.stateBuffers[i];
   const Plan &plan = m.plan;
   if (locus_status_t s = m.deviceOf[plan.buffers[buffer].device]->upload(

@@ -11,6 +11,7 @@
 #ifndef LOCUS_RUNTIME_MODEL_H
 #define LOCUS_RUNTIME_MODEL_H
 
+#include "constants.h"
 #include "devices/device.h"
 #include "host_code.h"
 #include "plan.h"
@@ -35,6 +36,9 @@ struct locus_model_s {
   std::vector<std::unique_ptr<locus::rt::Device>> devices; // used, one each
   std::vector<locus::rt::Device *> deviceOf;               // by plan device
   std::vector<void *> persistent; // by buffer; null if per-run
+  // The persistent buffers no step writes, and the copies library calls
+  // keep of them in their own layouts (constants.h).
+  locus::rt::Constants constants;
   std::vector<locus_tensor_info_t> inputs, outputs, states;
   std::vector<uint32_t> inputBuffers, outputBuffers, stateBuffers;
   // Index checks (LOCUS_ABI_CHECK_PREFIX outputs): each one's buffer and

@@ -284,6 +284,55 @@ TEST(Compile, StepsTouchNoFreshMemoryAfterWarmUp) {
   }
 }
 
+TEST(Compile, KeptWeightLayoutsFollowStateWrites) {
+  // Weights no step writes are packed into oneDNN's layouts once and kept
+  // (runtime constants.h): a convolution's and a product's large enough
+  // for oneDNN. After the user writes state (set, or a state dict loaded)
+  // the next run uses the new values: exactly what a model that had them
+  // from its first run computes.
+  auto build = [](Graph &g) {
+    g.manualSeed(21);
+    auto x = g.input("x", {8, 4, 10, 10});
+    nn::Conv2d conv(g, 4, 16, {3}, {.padding = {1, 1}});
+    nn::Linear fc(g, 16 * 10 * 10, 32);
+    g.output("y", fc(flatten(relu(conv(x)))));
+  };
+  Graph g("kept"), h("fresh");
+  build(g);
+  build(h);
+  CompiledModel model = compile(g, {.policy = "cpu"});
+  std::map<std::string, HostTensor> inputs = {
+      {"x", HostTensor::fromF32({8, 4, 10, 10}, randomValues(3200, 22))}};
+  std::vector<float> before = model.run(inputs).at("y").f32;
+  EXPECT_EQ(model.run(inputs).at("y").f32, before);
+
+  int seed = 30;
+  auto newState = [&] {
+    std::map<std::string, HostTensor> dict;
+    for (const std::string &name : model.stateNames()) {
+      const HostTensor &old = model.state(name);
+      dict[name] = HostTensor::fromF32(
+          old.shape, randomValues(static_cast<size_t>(old.numel()), ++seed));
+    }
+    return dict;
+  };
+  auto expectAsFresh = [&](const std::map<std::string, HostTensor> &dict) {
+    std::vector<float> got = model.run(inputs).at("y").f32;
+    CompiledModel fresh = compile(h, {.policy = "cpu"});
+    fresh.loadStateDict(dict);
+    EXPECT_EQ(got, fresh.run(inputs).at("y").f32);
+    EXPECT_NE(got, before);
+    before = got;
+  };
+  auto set = newState();
+  for (const auto &[name, value] : set)
+    model.setState(name, value);
+  expectAsFresh(set);
+  auto loaded = newState();
+  model.loadStateDict(loaded);
+  expectAsFresh(loaded);
+}
+
 TEST(Compile, IntegerAndMaskInputsAndOutputsRoundTrip) {
   // i32 ids pick embedding rows and come back widened; an i1 mask chooses;
   // i64 -> i32 wraps as PyTorch's .int() does. An id outside the table is

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -24,7 +26,21 @@ void addKernel(void *const *buffers) {
     out[i] = in[i] + w[i];
 }
 
+/// Rows, inner dimension and columns of productKernel: large enough for
+/// locus_sgemm to take oneDNN's matmul where it loads.
+constexpr int kRows = 16, kInner = 64, kCols = 48;
+
+/// y = x w^T through the kernel ABI: buffers x [kRows, kInner], w (a
+/// state, [kCols, kInner]) and y [kRows, kCols].
+void productKernel(void *const *buffers) {
+  locus_sgemm(1, kRows, kCols, kInner, reinterpret_cast<uintptr_t>(buffers[0]),
+              kInner, 0, 0, reinterpret_cast<uintptr_t>(buffers[1]), kInner, 0,
+              1, 0.0f, reinterpret_cast<uintptr_t>(buffers[2]), kCols, 0);
+}
+
 void *resolve(void *, const char *symbol) {
+  if (std::strcmp(symbol, "product") == 0)
+    return reinterpret_cast<void *>(&productKernel);
   return std::strcmp(symbol, "add") == 0 ? reinterpret_cast<void *>(&addKernel)
                                          : nullptr;
 }
@@ -193,6 +209,98 @@ TEST(Executor, InputMistakes) {
   EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
   locus_status_free(s);
   locus_context_release(ctx);
+}
+
+TEST(Executor, KeptLayoutsOfStateFollowItsWrites) {
+  // y = x w^T on the cpu, w a state no step writes: the product keeps w in
+  // its library's layout across steps (constants.h) and must see every
+  // write of w, from one thread and from several at once.
+  PlanBytes w;
+  w.u32(LOCUS_PLAN_MAGIC);
+  w.u32(LOCUS_PLAN_VERSION);
+  w.u32(1); // devices: cpu
+  w.u8(0);
+  w.u32(0);
+  w.u32(3); // buffers
+  w.f32Buffer(LOCUS_PLAN_INPUT, 0, kRows * kInner, 0, "x");
+  w.f32Buffer(LOCUS_PLAN_STATE, 0, kCols * kInner, 0, "w");
+  w.u8(0); // full(0.5)
+  w.f64(0.5);
+  w.f64(0.5);
+  w.u64(0);
+  w.f32Buffer(LOCUS_PLAN_ACTIVATION, 0, kRows * kCols, 4 * kRows * kInner, "");
+  w.u64(4 * (kRows * kInner + kRows * kCols)); // arena
+  w.u32(1);                                    // kernels
+  w.str("product");
+  w.u32(0);
+  w.u32(0); // imports
+  w.u32(0); // load commands
+  w.u32(1); // step
+  w.command(LOCUS_PLAN_LAUNCH, 0, 1, {0, 1, 2});
+  w.u32(1); // outputs
+  w.str("y");
+  w.u32(2);
+  w.u32(0); // events
+  Loaded m;
+  ASSERT_EQ(load(w.bytes, m), nullptr);
+
+  std::vector<float> x(kRows * kInner);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i * 7 % 13) - 6) / 8.0f;
+  auto expected = [&](const std::vector<float> &weights) {
+    std::vector<float> y(kRows * kCols);
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kCols; ++c) {
+        double acc = 0;
+        for (int k = 0; k < kInner; ++k)
+          acc += double(x[r * kInner + k]) * weights[c * kInner + k];
+        y[r * kCols + c] = static_cast<float>(acc);
+      }
+    return y;
+  };
+  auto run = [&] {
+    std::vector<float> y(kRows * kCols);
+    locus_context_t *ctx = nullptr;
+    locus_status_t s = locus_context_create(m.model, &ctx);
+    if (!s)
+      s = locus_context_set_input(ctx, "x", x.data(), 4 * x.size());
+    if (!s)
+      s = locus_context_run(ctx);
+    if (!s)
+      s = locus_context_read_output(ctx, "y", y.data(), 4 * y.size());
+    locus_context_release(ctx);
+    EXPECT_EQ(s, nullptr);
+    return y;
+  };
+  auto expectNear = [](const std::vector<float> &got,
+                       const std::vector<float> &want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::abs(want[i]))
+          << "element " << i;
+  };
+  std::vector<float> weights(kCols * kInner, 0.5f);
+  expectNear(run(), expected(weights));
+  expectNear(run(), expected(weights));
+  for (int version = 1; version <= 3; ++version) {
+    for (size_t i = 0; i < weights.size(); ++i)
+      weights[i] =
+          static_cast<float>(static_cast<int>((i + version) * 5 % 11) - 5) /
+          4.0f;
+    ASSERT_EQ(locus_model_write_state(m.model, "w", weights.data(),
+                                      4 * weights.size()),
+              nullptr);
+    std::vector<float> want = expected(weights);
+    expectNear(run(), want);
+    std::vector<std::thread> threads;
+    std::vector<std::vector<float>> got(4);
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] { got[t] = run(); });
+    for (std::thread &t : threads)
+      t.join();
+    for (const auto &y : got)
+      expectNear(y, want);
+  }
 }
 
 TEST(Executor, StateIsReadAndWrittenWhereItLives) {
