@@ -480,6 +480,11 @@ TEST(Conv2d, MatchesADoubleReference) {
       {1, 32, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32,
        LOCUS_CONV_BIAS | LOCUS_CONV_RELU},
       {1, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0},
+      // Fewer input channels than a vector has floats: the input is read
+      // as NCHW; with a residual, dilation and a stride too.
+      {2, 5, 12, 10, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU},
+      {2, 12, 11, 13, 20, 3, 3, 2, 1, 2, 2, 2, 2, 1, LOCUS_CONV_BIAS},
       // A pooling after the epilogue: LeNet's and the seed CNN's, a
       // ResNet stem's overlapping padded window, an average, and a
       // residual block's output pooled.
