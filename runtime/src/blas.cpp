@@ -153,6 +153,8 @@ const Blas &blas() {
         loaded.getThreads = reinterpret_cast<GetThreads>(
             dlsym(handle, "openblas_get_num_threads"));
         loaded.name = describe(handle, library);
+        // The runtime's parallel loops join OpenBLAS's OpenMP team.
+        locus::rt::adoptOpenMpTeam();
         if (avx512)
           loaded.name += ", AVX-512 kernels asked for (OPENBLAS_CORETYPE="
                          "SkylakeX: set it to choose others)";

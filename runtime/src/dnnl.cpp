@@ -78,6 +78,8 @@ const Dnnl &locus::rt::dnnl() {
         (version->cpu_runtime == DNNL_RUNTIME_OMP ? ", OpenMP threads" : "") +
         " (" + library + ")";
     loaded = d;
+    // The runtime's parallel loops join oneDNN's OpenMP team.
+    locus::rt::adoptOpenMpTeam();
   });
   return loaded;
 }

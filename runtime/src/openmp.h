@@ -16,6 +16,12 @@ namespace locus::rt {
 /// the environment once.
 void settleOpenMpTeams();
 
+/// Call after loading such a library: when libgomp came with it, the
+/// runtime's parallel loops (locus_parallel_for) run on libgomp's team from
+/// then on, so that one set of threads serves the process. Thread-safe;
+/// does nothing when libgomp is not loaded.
+void adoptOpenMpTeam();
+
 } // namespace locus::rt
 
 #endif

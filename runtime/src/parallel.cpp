@@ -5,10 +5,20 @@
 // publishes it, runs range 0, and waits for the workers' ranges. Workers spin
 // briefly between jobs (a kernel runs several loops back to back) and then
 // sleep on a condition variable, so an idle runtime costs nothing.
+//
+// Once a library that brings libgomp is loaded (oneDNN, OpenBLAS's OpenMP
+// build), jobs run on libgomp's team instead (GOMP_parallel, what
+// `#pragma omp parallel` compiles to): one team for the whole process, so
+// the runtime's workers never spin beside the libraries' threads on the
+// same cores. With both pools, the MLP at batch 64 took a median of about
+// 1080 us in some processes and 780 in others (the runtime's workers
+// spinning through oneDNN's products); on the one team, 710.
 
 #include "guard.h"
 #include "locus/abi.h"
 #include "openmp.h"
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +30,30 @@
 #include <vector>
 
 namespace {
+
+/// libgomp's entry points, once a library has loaded it.
+struct Gomp {
+  void (*parallel)(void (*)(void *), void *, unsigned, unsigned) = nullptr;
+  int (*threadNum)() = nullptr;
+  int (*numThreads)() = nullptr;
+};
+std::atomic<const Gomp *> gomp{nullptr};
+
+/// One job on libgomp's team: range i of n_ in equal parts per thread.
+struct GompJob {
+  locus_parallel_body_t body;
+  void *args;
+  int64_t n;
+  const Gomp *g;
+};
+
+void gompPart(void *data) {
+  const auto &job = *static_cast<const GompJob *>(data);
+  int64_t parts = job.g->numThreads(), index = job.g->threadNum();
+  int64_t lo = job.n * index / parts, hi = job.n * (index + 1) / parts;
+  if (lo < hi)
+    job.body(job.args, lo, hi);
+}
 
 class Pool {
 public:
@@ -37,6 +71,12 @@ public:
     std::unique_lock busy(runMutex_, std::try_to_lock);
     if (workers_ == 0 || n == 1 || !busy.owns_lock()) {
       body(args, 0, n);
+      return;
+    }
+    if (const Gomp *g = gomp.load(std::memory_order_acquire)) {
+      GompJob job{body, args, n, g};
+      g->parallel(gompPart, &job,
+                  static_cast<unsigned>(std::min<int64_t>(n, workers_ + 1)), 0);
       return;
     }
     // Every worker finished the previous job before it returned, so no one
@@ -138,9 +178,34 @@ extern "C" void locus_parallel_for(locus_parallel_body_t body, void *args,
     body(args, 0, n);
 }
 
+extern "C" const char *locus_parallel_name(void) {
+  return gomp.load(std::memory_order_acquire)
+             ? "libgomp's OpenMP team (shared with the libraries above)"
+             : "the runtime's own workers";
+}
+
 extern "C" int locus_parallel_threads(void) {
   Pool *p = pool();
   return p ? p->threads() : 1;
+}
+
+void locus::rt::adoptOpenMpTeam() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // Already loaded by the library (RTLD_NOLOAD); the handle is kept.
+    void *handle = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!handle)
+      return;
+    static Gomp g;
+    g.parallel =
+        reinterpret_cast<decltype(g.parallel)>(dlsym(handle, "GOMP_parallel"));
+    g.threadNum = reinterpret_cast<decltype(g.threadNum)>(
+        dlsym(handle, "omp_get_thread_num"));
+    g.numThreads = reinterpret_cast<decltype(g.numThreads)>(
+        dlsym(handle, "omp_get_num_threads"));
+    if (g.parallel && g.threadNum && g.numThreads)
+      gomp.store(&g, std::memory_order_release);
+  });
 }
 
 void locus::rt::settleOpenMpTeams() {

@@ -572,10 +572,9 @@ TEST(Conv2d, NamesItsImplementation) {
     EXPECT_EQ(name.rfind("oneDNN 2.", 0), 0u) << name;
 }
 
-TEST(ParallelFor, EveryIndexRunsExactlyOnce) {
-  std::printf("[  NOTE    ] locus_parallel_for uses %d threads\n",
-              locus_parallel_threads());
-  EXPECT_GE(locus_parallel_threads(), 1);
+namespace {
+
+void expectEveryIndexOnce() {
   for (int64_t n : {0, 1, 2, 3, 7, 64, 1000, 100003}) {
     Ranges r(static_cast<size_t>(n));
     for (int round = 0; round < 3; ++round)
@@ -586,7 +585,7 @@ TEST(ParallelFor, EveryIndexRunsExactlyOnce) {
   }
 }
 
-TEST(ParallelFor, CallersOnManyThreadsAtOnce) {
+void expectManyCallersAtOnce() {
   // One job at a time runs on the pool; the others run on their callers.
   std::vector<std::thread> threads;
   std::vector<int> wrong(4, 0);
@@ -604,4 +603,25 @@ TEST(ParallelFor, CallersOnManyThreadsAtOnce) {
     t.join();
   for (int t = 0; t < 4; ++t)
     EXPECT_EQ(wrong[t], 0) << "thread " << t;
+}
+
+} // namespace
+
+// ctest runs each test in a process of its own: these two see the
+// runtime's own workers (nothing has loaded libgomp yet) ...
+TEST(ParallelFor, EveryIndexRunsExactlyOnce) {
+  std::printf("[  NOTE    ] locus_parallel_for uses %d threads\n",
+              locus_parallel_threads());
+  EXPECT_GE(locus_parallel_threads(), 1);
+  expectEveryIndexOnce();
+}
+
+TEST(ParallelFor, CallersOnManyThreadsAtOnce) { expectManyCallersAtOnce(); }
+
+// ... and this one libgomp's team, which the runtime's loops join once
+// oneDNN or OpenBLAS's OpenMP build brought it (naming them loads them).
+TEST(ParallelFor, OnTheLibrariesOpenMpTeam) {
+  std::printf("[  NOTE    ] %s; %s\n", locus_blas_name(), locus_conv_name());
+  expectEveryIndexOnce();
+  expectManyCallersAtOnce();
 }

@@ -250,7 +250,9 @@ LOCUS_API void locus_conv2d(uintptr_t params, uintptr_t x, uintptr_t w,
 
 /* Runs body(args, lo, hi) over [0, n) split into ranges, on the calling
  * thread and the runtime's worker threads (all cores; LOCUS_THREADS=k in the
- * environment uses k threads in all, 1 runs everything on the caller).
+ * environment uses k threads in all, 1 runs everything on the caller); once
+ * oneDNN or OpenBLAS's OpenMP build has brought libgomp into the process,
+ * on libgomp's team instead, the same threads as theirs.
  * Returns when every range is done. What a kernel's outermost parallel loop
  * becomes. A call made while another is running (from another thread, or
  * from inside a body) runs on the calling thread alone. */
@@ -259,6 +261,9 @@ LOCUS_API void locus_parallel_for(locus_parallel_body_t body, void *args,
                                   int64_t n);
 /* How many threads locus_parallel_for uses. */
 LOCUS_API int locus_parallel_threads(void);
+/* Whose threads locus_parallel_for runs on now: "libgomp's OpenMP team
+ * (shared with the libraries above)" or "the runtime's own workers". */
+LOCUS_API const char *locus_parallel_name(void);
 
 /* What the launcher of a kernel on a CUDA device calls; each acts on the
  * device whose launch is in progress on the calling thread. A failure is
