@@ -109,7 +109,13 @@ public:
           // which then never writes its unpooled output to memory.
           bool poolIntoConv = isa<MaxPool2dOp, AvgPool2dOp>(op) &&
                               g->poolableConv && !anchorJoined;
-          if (!transposeIntoProduct && !poolIntoConv &&
+          // And any op takes in a lone reshape of an operand: in one
+          // kernel the reshape is a view of what it reads, where a kernel
+          // of its own copies (a reshape never joins its producer, whose
+          // kernel would then copy its result out through the view).
+          bool reshapeIntoReader =
+              g->ops.size() == 1 && isa<ReshapeOp>(producer);
+          if (!transposeIntoProduct && !poolIntoConv && !reshapeIntoReader &&
               (!elementwise || (g->anchored && anchorJoined)))
             continue;
           anchorJoined |= g->anchored;
@@ -139,7 +145,7 @@ public:
         target->poolableConv = &op;
       else if (!elementwise)
         target->poolableConv = nullptr;
-      target->anchored |= !elementwise;
+      target->anchored |= !elementwise && !isa<ReshapeOp>(op);
       target->root = &op;
       groupOf[&op] = target;
     }

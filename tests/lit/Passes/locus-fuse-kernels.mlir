@@ -149,3 +149,45 @@ locus.graph @pooled_conv {
   locus.output "p" = %6 : tensor<1x4x4x4xf32>
   locus.output "r" = %5 : tensor<1x4x8x8xf32>
 }
+
+// -----
+
+// A flatten is a view inside the kernel of what reads it: the linear takes
+// it in (as would an elementwise op), and it never joins the pooling that
+// produced it. A reshape read twice stays a kernel of its own.
+// CHECK-LABEL: locus.graph @flatten
+// CHECK-SAME: locus.kernels = 5
+// CHECK: locus.kernel on <cpu> -> tensor<2x2x2x2xf32> {
+// CHECK-NEXT: locus.max_pool2d
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<2x3xf32> {
+// CHECK-NEXT: locus.reshape
+// CHECK-NEXT: locus.linear
+// CHECK-NEXT: locus.relu
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<2x8xf32> {
+// CHECK-NEXT: locus.reshape
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<2x8xf32> {
+// CHECK-NEXT: locus.exp
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<2x8xf32> {
+// CHECK-NEXT: locus.neg
+// CHECK-NEXT: locus.yield
+// UNFUSED-LABEL: locus.graph @flatten
+// UNFUSED-SAME: locus.kernels = 7
+locus.graph @flatten {
+  %x = locus.input "x" : tensor<2x2x4x4xf32>
+  %w = locus.input "w" : tensor<3x8xf32>
+  %b = locus.input "b" : tensor<3xf32>
+  %0 = locus.max_pool2d %x kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x2x4x4xf32> -> tensor<2x2x2x2xf32>
+  %1 = locus.reshape %0 [2, 8] : tensor<2x2x2x2xf32> -> tensor<2x8xf32>
+  %2 = locus.linear %1, %w, %b : tensor<2x8xf32>, tensor<3x8xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %3 = locus.relu %2 : tensor<2x3xf32>
+  locus.output "y" = %3 : tensor<2x3xf32>
+  %4 = locus.reshape %0 [2, 8] : tensor<2x2x2x2xf32> -> tensor<2x8xf32>
+  %5 = locus.exp %4 : tensor<2x8xf32>
+  %6 = locus.neg %4 : tensor<2x8xf32>
+  locus.output "e" = %5 : tensor<2x8xf32>
+  locus.output "n" = %6 : tensor<2x8xf32>
+}

@@ -383,6 +383,10 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     kernel of the convolution it pools (with the convolution's elementwise
     epilogue between them), when nothing else reads what it pools: on the
     host the runtime's convolution then pools too (`--locus-conv-to-runtime`).
+    A `reshape` (a flatten) that nothing else reads joins the kernel of the
+    op that reads it, whatever that op is, and is then a view of its input
+    (a kernel of its own would copy it); it never joins its producer's
+    kernel, which would have to copy its result out through the view.
     Every other op is a kernel of its own.
     Copies, sources, outputs and state updates stay in the graph; an op with
     several results (an optimizer step) gives its kernel several results.
