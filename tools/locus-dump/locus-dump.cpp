@@ -64,9 +64,40 @@ static cl::opt<std::string>
                           "name, a name, or a source line (file.cpp:23)"),
                  cl::cat(toolOptions));
 
+static cl::opt<std::string> diffWith(
+    "diff", cl::ValueOptional,
+    cl::desc("Compare with another placement: --diff=<b.mlir or b.locus>, "
+             "or --diff alone for the input again, placed with the "
+             "--diff-* options"),
+    cl::value_desc("file"), cl::cat(toolOptions));
+static cl::opt<std::string>
+    diffPolicy("diff-policy",
+               cl::desc("The policy of --diff's side (default: --policy)"),
+               cl::cat(toolOptions));
+static cl::opt<std::string>
+    diffDevices("diff-devices",
+                cl::desc("The devices of --diff's side (default: --devices)"),
+                cl::cat(toolOptions));
+static cl::opt<std::string> diffProfile(
+    "diff-profile",
+    cl::desc("The cost profile of --diff's side (default: --profile)"),
+    cl::cat(toolOptions));
+
+/// One side of what is shown: a file, and how to place what it holds when
+/// it is not placed yet.
+struct Side {
+  std::string file, policy, devices, profile;
+  /// "cnn.mlir" or "cnn.mlir with profile p.json" (what the diff calls it;
+  /// it shows each side's policy and targets from its graph).
+  std::string name() const {
+    return profile.empty() ? file : file + " with profile " + profile;
+  }
+};
+
 /// Replaces the artifact in `input` by the placed graph it carries.
 /// Returns false after a message when it is no artifact of this runtime.
-static bool takeGraphSection(std::unique_ptr<llvm::MemoryBuffer> &input) {
+static bool takeGraphSection(std::unique_ptr<llvm::MemoryBuffer> &input,
+                             llvm::StringRef inputFile) {
   locus_artifact_t *artifact = nullptr;
   const void *data = nullptr;
   size_t size = 0;
@@ -88,22 +119,23 @@ static bool takeGraphSection(std::unique_ptr<llvm::MemoryBuffer> &input) {
   return true;
 }
 
-/// The module of the input file (an artifact: its placed graph), or null
+/// The module of `inputFile` (an artifact: its placed graph), or null
 /// after a message.
 static OwningOpRef<ModuleOp> parseInput(MLIRContext &context,
-                                        llvm::SourceMgr &sourceMgr) {
+                                        llvm::SourceMgr &sourceMgr,
+                                        llvm::StringRef inputFile) {
   std::string error;
   auto input = openInputFile(inputFile, &error);
   if (!input) {
     llvm::errs() << "locus-dump: " << error << "\n";
     return nullptr;
   }
-  if (input->getBuffer().starts_with("LOCUSART") && !takeGraphSection(input))
+  if (input->getBuffer().starts_with("LOCUSART") &&
+      !takeGraphSection(input, inputFile))
     return nullptr;
   std::string tooDeep = locus::checkNesting(input->getBuffer());
   if (!tooDeep.empty()) {
-    llvm::errs() << "locus-dump: " << inputFile.getValue() << ": " << tooDeep
-                 << "\n";
+    llvm::errs() << "locus-dump: " << inputFile << ": " << tooDeep << "\n";
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
@@ -111,14 +143,15 @@ static OwningOpRef<ModuleOp> parseInput(MLIRContext &context,
 }
 
 /// Places what is not placed yet, and inserts the transfers placement
-/// implies, with the options given.
-static LogicalResult place(MLIRContext &context, ModuleOp module) {
+/// implies, as `side` says.
+static LogicalResult place(MLIRContext &context, ModuleOp module,
+                           const Side &side) {
   PassManager pm(&context, ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
   locus::PlacementPipelineOptions placement;
-  placement.policy = policy.getValue();
-  placement.devices = locus::splitTargets(devices);
-  placement.profile = profilePath.getValue();
+  placement.policy = side.policy;
+  placement.devices = locus::splitTargets(side.devices);
+  placement.profile = side.profile;
   placement.allowSoftPlacement = allowSoftPlacement.getValue();
   locus::buildPlacementPipelineFor(module, pm, placement);
   return pm.run(module);
@@ -163,6 +196,86 @@ static bool dumpGraphs(ModuleOp module, const locus::CostProfile &profile,
   return ok;
 }
 
+/// The profile `path` names (built-in defaults for ""); false after a
+/// message.
+static bool loadProfile(const std::string &path, locus::CostProfile &profile) {
+  std::string error;
+  if (!path.empty() && !locus::CostProfile::load(path, profile, error)) {
+    llvm::errs() << "locus-dump: " << error << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// The one graph of `module`, or null after a message (--diff compares one
+/// graph with one graph).
+static locus::GraphOp onlyGraph(ModuleOp module, const std::string &file) {
+  SmallVector<locus::GraphOp> graphs;
+  module->walk([&](locus::GraphOp graph) { graphs.push_back(graph); });
+  if (graphs.size() != 1) {
+    llvm::errs() << "locus-dump: --diff compares one graph with one; " << file
+                 << " has " << graphs.size() << "\n";
+    return nullptr;
+  }
+  return graphs.front();
+}
+
+/// The placed module of `side`, or null after a message.
+static OwningOpRef<ModuleOp> placedModule(MLIRContext &context,
+                                          llvm::SourceMgr &sourceMgr,
+                                          const Side &side) {
+  if (std::string wrong = locus::checkPlacementOptions(
+          side.policy, locus::splitTargets(side.devices));
+      !wrong.empty()) {
+    llvm::errs() << "locus-dump: " << wrong << "\n";
+    return nullptr;
+  }
+  OwningOpRef<ModuleOp> module = parseInput(context, sourceMgr, side.file);
+  if (module && failed(place(context, *module, side)))
+    return nullptr;
+  return module;
+}
+
+/// --diff: the input's placement against the other side's, as text or
+/// JSON. Returns the exit code.
+static int diff(MLIRContext &context, llvm::SourceMgr &sourceMgr, const Side &a,
+                llvm::raw_ostream &os, bool &written) {
+  Side b{diffWith.empty() ? a.file : diffWith.getValue(),
+         diffPolicy.empty() ? a.policy : diffPolicy.getValue(),
+         diffDevices.empty() ? a.devices : diffDevices.getValue(),
+         diffProfile.empty() ? a.profile : diffProfile.getValue()};
+  locus::CostProfile profileA, profileB;
+  if (!loadProfile(a.profile, profileA) || !loadProfile(b.profile, profileB))
+    return 1;
+  OwningOpRef<ModuleOp> moduleA = placedModule(context, sourceMgr, a);
+  if (!moduleA)
+    return 1;
+  // A parse reads its source manager's first buffer: b has its own, and
+  // its own handler (the newest one answers) while it is parsed and placed.
+  llvm::SourceMgr sourceMgrB;
+  OwningOpRef<ModuleOp> moduleB;
+  {
+    SourceMgrDiagnosticHandler handlerB(sourceMgrB, &context);
+    moduleB = placedModule(context, sourceMgrB, b);
+  }
+  if (!moduleB)
+    return 1;
+  locus::GraphOp graphA = onlyGraph(*moduleA, a.file),
+                 graphB = onlyGraph(*moduleB, b.file);
+  if (!graphA || !graphB)
+    return 1;
+  FailureOr<locus::dump::Report> ra = locus::dump::analyze(graphA, profileA);
+  FailureOr<locus::dump::Report> rb = locus::dump::analyze(graphB, profileB);
+  if (failed(ra) || failed(rb))
+    return 1;
+  if (format == "json")
+    locus::dump::printDiffJson(*ra, a.name(), *rb, b.name(), os);
+  else
+    locus::dump::printDiff(*ra, a.name(), *rb, b.name(), os);
+  written = true;
+  return 0;
+}
+
 static int run(int argc, char **argv) {
   locus::showOnlyInHelp(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
@@ -173,37 +286,49 @@ static int run(int argc, char **argv) {
                  << "; expected text, table, summary, dot, json or html\n";
     return 2;
   }
-  if (std::string wrong =
-          locus::checkPlacementOptions(policy, locus::splitTargets(devices));
-      !wrong.empty()) {
-    llvm::errs() << "locus-dump: " << wrong << "\n";
+  bool diffing = diffWith.getNumOccurrences() > 0;
+  if (!diffing &&
+      (!diffPolicy.empty() || !diffDevices.empty() || !diffProfile.empty())) {
+    llvm::errs() << "locus-dump: --diff-policy, --diff-devices and "
+                    "--diff-profile describe --diff's side; add --diff\n";
     return 2;
   }
+  if (diffing &&
+      ((format != "text" && format != "json") || !explainQuery.empty())) {
+    llvm::errs() << "locus-dump: --diff prints text or --format=json (not "
+                 << (explainQuery.empty() ? "--format=" + format
+                                          : std::string("--explain"))
+                 << ")\n";
+    return 2;
+  }
+  Side side{inputFile, policy, devices, profilePath};
   MLIRContext context(MLIRContext::Threading::DISABLED);
   context.getOrLoadDialect<locus::LocusDialect>();
   // Diagnostics name the user's lines; the op in generic form is noise.
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseInput(context, sourceMgr);
-  if (!module)
-    return 1;
 
   std::string error;
-  locus::CostProfile profile;
-  if (!profilePath.empty() &&
-      !locus::CostProfile::load(profilePath, profile, error)) {
-    llvm::errs() << "locus-dump: " << error << "\n";
-    return 1;
-  }
-  if (failed(place(context, *module)))
-    return 1;
-
   auto output = openOutputFile(outputFile, &error);
   if (!output) {
     llvm::errs() << "locus-dump: " << error << "\n";
     return 1;
   }
+  if (diffing) {
+    bool written = false;
+    int code = diff(context, sourceMgr, side, output->os(), written);
+    if (written)
+      output->keep();
+    return code;
+  }
+
+  locus::CostProfile profile;
+  if (!loadProfile(profilePath, profile))
+    return 1;
+  OwningOpRef<ModuleOp> module = placedModule(context, sourceMgr, side);
+  if (!module)
+    return 1;
   int graphs = 0;
   bool ok = dumpGraphs(*module, profile, output->os(), graphs);
   if (graphs == 0) {

@@ -399,6 +399,14 @@ void locus::dump::printTable(const Report &report, llvm::raw_ostream &os) {
          row.reasonText, shortSource(row.source));
 }
 
+std::string locus::dump::formatSource(const Source &source) {
+  return shortSource(source);
+}
+
+std::string locus::dump::formatNanos(int64_t ns) { return nanos(ns); }
+
+std::string locus::dump::formatBytes(int64_t bytes) { return bytesText(bytes); }
+
 int64_t Report::stepNs() const {
   int64_t total = runNs + copyNsPerStep;
   for (const auto &entry : stepNsPerDevice)

@@ -91,6 +91,26 @@ void printDot(const Report &report, llvm::raw_ostream &os);
 void printJson(const Report &report, llvm::raw_ostream &os);
 void printHtml(const Report &report, llvm::raw_ostream &os);
 
+/// "seed_models.cpp:23 (called at :24)", "model.onnx: node 'fc1' (Gemm)",
+/// "-": a source as the table shows it.
+std::string formatSource(const Source &source);
+/// "444 ns", "30.4 us", "2.1 ms".
+std::string formatNanos(int64_t ns);
+/// "4804 B", "12.5 KiB", "3.1 MiB".
+std::string formatBytes(int64_t bytes);
+
+/// How `b` places the graph (or a changed graph) that `a` places: the ops
+/// that moved between devices, ops only one side has, the per-step copies
+/// added and removed, and the change in estimated step time. `aName` and
+/// `bName` say what each side is ("cnn.mlir, policy auto"). Ops are
+/// matched by op, name, shape and source line (the n-th such op of `a` with
+/// the n-th of `b`), so two compiles of one graph match op for op.
+void printDiff(const Report &a, llvm::StringRef aName, const Report &b,
+               llvm::StringRef bName, llvm::raw_ostream &os);
+/// The same as JSON (schema locus-dump-diff/1, docs/locus-dump.md).
+void printDiffJson(const Report &a, llvm::StringRef aName, const Report &b,
+                   llvm::StringRef bName, llvm::raw_ostream &os);
+
 /// Why the ops matching `query` are where they are, and what they would cost
 /// elsewhere. `query`: a row id ("#7" or "7"), an op name ("locus.linear" or
 /// "linear"), a source line ("model.cpp:23" or "23"), or a name ("x",
