@@ -368,9 +368,9 @@ void finishReport(locus_model_t &m) {
       break;
     }
   // After the libraries above: whether they brought libgomp decides.
-  m.report += "host parallel loops: " +
-              std::to_string(locus_parallel_threads()) + " threads, " +
-              locus_parallel_name() + "\n";
+  m.report +=
+      "host parallel loops: " + std::to_string(locus_parallel_threads()) +
+      " threads, " + locus_parallel_name() + "\n";
   if (m.graphDevice)
     m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
                 " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
