@@ -17,10 +17,10 @@ packages=(
   libopenblas0-openmp libdnnl-dev libsodium23
   # the Python module and its tests
   python3-dev pybind11-dev python3-numpy python3-pytest
-  # tests and style; chromium renders locus-dump's HTML page in a test;
-  # compiler-rt for the fuzzer and the sanitizer build
+  # tests and style; chromium renders locus-dump's HTML page in a test,
+  # graphviz its DOT; compiler-rt for the fuzzer and the sanitizer build
   googletest libgtest-dev libbenchmark-dev clang-format-19 clang-tidy-19
-  chromium libclang-rt-19-dev
+  chromium graphviz libclang-rt-19-dev
 )
 
 missing=()

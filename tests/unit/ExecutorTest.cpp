@@ -293,6 +293,7 @@ TEST(Executor, KeptLayoutsOfStateFollowItsWrites) {
     std::vector<float> want = expected(weights);
     expectNear(run(), want);
     std::vector<std::thread> threads;
+    threads.reserve(4);
     std::vector<std::vector<float>> got(4);
     for (int t = 0; t < 4; ++t)
       threads.emplace_back([&, t] { got[t] = run(); });

@@ -64,6 +64,11 @@ static cl::opt<std::string>
                           "name, a name, or a source line (file.cpp:23)"),
                  cl::cat(toolOptions));
 
+static cl::opt<int> maxNodes(
+    "max-nodes",
+    cl::desc("With --format=dot: above this many ops, draw each layer as one "
+             "node and copies as edges (0: always every op)"),
+    cl::init(300), cl::cat(toolOptions));
 static cl::opt<std::string> diffWith(
     "diff", cl::ValueOptional,
     cl::desc("Compare with another placement: --diff=<b.mlir or b.locus>, "
@@ -167,7 +172,7 @@ static void printReport(const locus::dump::Report &report,
   if (format == "text" || format == "summary")
     locus::dump::printSummary(report, os);
   if (format == "dot")
-    locus::dump::printDot(report, os);
+    locus::dump::printDot(report, os, maxNodes);
   if (format == "json")
     locus::dump::printJson(report, os);
   if (format == "html")
@@ -265,8 +270,10 @@ static int diff(MLIRContext &context, llvm::SourceMgr &sourceMgr, const Side &a,
   if (!graphA || !graphB)
     return 1;
   FailureOr<locus::dump::Report> ra = locus::dump::analyze(graphA, profileA);
+  if (failed(ra))
+    return 1;
   FailureOr<locus::dump::Report> rb = locus::dump::analyze(graphB, profileB);
-  if (failed(ra) || failed(rb))
+  if (failed(rb))
     return 1;
   if (format == "json")
     locus::dump::printDiffJson(*ra, a.name(), *rb, b.name(), os);
@@ -284,6 +291,11 @@ static int run(int argc, char **argv) {
       format != "dot" && format != "json" && format != "html") {
     llvm::errs() << "locus-dump: unknown --format=" << format
                  << "; expected text, table, summary, dot, json or html\n";
+    return 2;
+  }
+  if (maxNodes < 0) {
+    llvm::errs() << "locus-dump: --max-nodes=" << maxNodes
+                 << " is negative; give a node count, or 0 for every op\n";
     return 2;
   }
   bool diffing = diffWith.getNumOccurrences() > 0;

@@ -43,6 +43,12 @@ struct Row {
   std::string reasonKind;
   std::string reasonText; ///< "cost: cpu 444 ns, cuda:0 4002 ns"
   Source source;
+  /// The layer it belongs to, a dotted path: an imported op's ONNX scope
+  /// ("/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1"), a parameter's or
+  /// buffer's name without its last part ("layer1.0.conv1"), or for an op
+  /// a layer recorded, the line that called the layer ("model.cpp:24").
+  /// Empty for a copy and for what belongs to no layer.
+  std::string layer;
   int64_t cpuNs = 0, cudaNs = 0; ///< estimates on each kind of device
   int64_t bytes = 0;             ///< of the result
   bool isCopy = false, loadTime = false;
@@ -87,7 +93,12 @@ mlir::FailureOr<Report> analyze(GraphOp graph, const CostProfile &profile);
 
 void printTable(const Report &report, llvm::raw_ostream &os);
 void printSummary(const Report &report, llvm::raw_ostream &os);
-void printDot(const Report &report, llvm::raw_ostream &os);
+/// Graphviz DOT: one node per op, clustered by layer, copies as `cds`
+/// nodes. With `maxNodes` > 0 and more rows than that, layers collapse into
+/// one node each (ops, device mix, estimate; cut to shallower paths until
+/// they fit, then merged in order), and copies become edges labelled with
+/// their bytes: never more than `maxNodes` nodes.
+void printDot(const Report &report, llvm::raw_ostream &os, int maxNodes = 0);
 void printJson(const Report &report, llvm::raw_ostream &os);
 void printHtml(const Report &report, llvm::raw_ostream &os);
 

@@ -6,6 +6,10 @@ script; rerun with Debian's python3-onnx to remake them):
                     opset 14, 'batch' symbolic
   unsupported.onnx  Sign twice and Floor once: ops Locus does not import
   mlp_external.onnx the MLP with its weights in mlp_external.data
+  blocks.onnx       x [1, 4, 6, 6] -> stem conv, two residual blocks
+                    (layer1.0, layer1.1: conv, relu, conv, add, relu), flatten,
+                    fc -> y [1, 3], node names scoped as PyTorch's exporter
+                    scopes them ("/layer1/layer1.0/conv1/Conv")
 """
 import os
 
@@ -54,3 +58,42 @@ model = onnx.load(os.path.join(here, "mlp.onnx"))
 onnx.save_model(model, os.path.join(here, "mlp_external.onnx"),
                 save_as_external_data=True, all_tensors_to_one_file=True,
                 location="mlp_external.data", size_threshold=0)
+
+# Two ResNet-style blocks with PyTorch's node scopes: what the dump groups
+# into layers.
+nodes, inits = [], []
+
+
+def conv(scope, src, dst, name):
+    inits.extend([init(name + ".weight", (4, 4, 3, 3)),
+                  init(name + ".bias", (4,))])
+    nodes.append(helper.make_node(
+        "Conv", [src, name + ".weight", name + ".bias"], [dst],
+        name=scope + "/Conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+
+
+conv("/conv1", "x", "s", "conv1")
+src = "s"
+for b in range(2):
+    layer = "layer1.%d" % b
+    scope = "/layer1/" + layer
+    conv(scope + "/conv1", src, layer + "_c1", layer + ".conv1")
+    nodes.append(helper.make_node("Relu", [layer + "_c1"], [layer + "_r1"],
+                                  name=scope + "/relu/Relu"))
+    conv(scope + "/conv2", layer + "_r1", layer + "_c2", layer + ".conv2")
+    nodes.append(helper.make_node("Add", [layer + "_c2", src], [layer + "_a"],
+                                  name=scope + "/Add"))
+    nodes.append(helper.make_node("Relu", [layer + "_a"], [layer + "_out"],
+                                  name=scope + "/relu_1/Relu"))
+    src = layer + "_out"
+nodes.append(helper.make_node("Flatten", [src], ["flat"], name="/Flatten"))
+inits.extend([init("fc.weight", (3, 144)), init("fc.bias", (3,))])
+nodes.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"],
+                              name="/fc/Gemm", transB=1))
+blocks = helper.make_graph(
+    nodes, "blocks",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])], inits)
+model = helper.make_model(blocks, opset_imports=[helper.make_opsetid("", 14)])
+onnx.checker.check_model(model)
+onnx.save(model, os.path.join(here, "blocks.onnx"))
