@@ -29,6 +29,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <tuple>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -269,16 +271,20 @@ static int diff(MLIRContext &context, llvm::SourceMgr &sourceMgr, const Side &a,
                  graphB = onlyGraph(*moduleB, b.file);
   if (!graphA || !graphB)
     return 1;
-  FailureOr<locus::dump::Report> ra = locus::dump::analyze(graphA, profileA);
-  if (failed(ra))
-    return 1;
-  FailureOr<locus::dump::Report> rb = locus::dump::analyze(graphB, profileB);
-  if (failed(rb))
-    return 1;
+  locus::dump::Report ra, rb;
+  for (auto [graph, profile, out] : {std::tuple(graphA, &profileA, &ra),
+                                     std::tuple(graphB, &profileB, &rb)}) {
+    FailureOr<locus::dump::Report> report =
+        locus::dump::analyze(graph, *profile);
+    if (failed(report))
+      return 1;
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): failed() checked
+    *out = std::move(*report);
+  }
   if (format == "json")
-    locus::dump::printDiffJson(*ra, a.name(), *rb, b.name(), os);
+    locus::dump::printDiffJson(ra, a.name(), rb, b.name(), os);
   else
-    locus::dump::printDiff(*ra, a.name(), *rb, b.name(), os);
+    locus::dump::printDiff(ra, a.name(), rb, b.name(), os);
   written = true;
   return 0;
 }
