@@ -255,11 +255,12 @@ uint64_t sysvHashSymbols(const unsigned char *bytes,
 }
 
 /// The symbol table: `count` entries inside the file, each name inside the
-/// string table, which ends in NUL.
+/// string table, which ends in NUL. `slots` gets the names of the import
+/// slots the code defines (LOCUS_ABI_IMPORT_PREFIX<function>).
 locus_status_t checkSymbols(const unsigned char *bytes,
                             const std::vector<Elf64_Phdr> &loads,
                             uint64_t symtab, uint64_t count, uint64_t strtab,
-                            uint64_t strsz) {
+                            uint64_t strsz, std::vector<std::string> &slots) {
   uint64_t strings = fileOffsetOf(loads, strtab, strsz);
   uint64_t symbols = fileOffsetOf(loads, symtab, count * sizeof(Elf64_Sym));
   if (strsz == 0 || strings == UINT64_MAX || bytes[strings + strsz - 1] != 0 ||
@@ -269,6 +270,13 @@ locus_status_t checkSymbols(const unsigned char *bytes,
     auto sym = readAt<Elf64_Sym>(bytes, symbols + i * sizeof(Elf64_Sym));
     if (sym.st_name >= strsz)
       return malformed("its symbol or string table");
+    // NUL-terminated inside the table (its last byte is NUL).
+    const char *name =
+        reinterpret_cast<const char *>(bytes + strings + sym.st_name);
+    if (sym.st_shndx != SHN_UNDEF &&
+        std::strncmp(name, LOCUS_ABI_IMPORT_PREFIX,
+                     sizeof(LOCUS_ABI_IMPORT_PREFIX) - 1) == 0)
+      slots.emplace_back(name + sizeof(LOCUS_ABI_IMPORT_PREFIX) - 1);
   }
   return nullptr;
 }
@@ -315,7 +323,8 @@ locus_status_t checkRelocations(const unsigned char *bytes,
 /// are.
 locus_status_t checkDynamic(const unsigned char *bytes,
                             const std::vector<Elf64_Phdr> &loads,
-                            const Elf64_Phdr &dynamic) {
+                            const Elf64_Phdr &dynamic,
+                            std::vector<std::string> &slots) {
   std::map<int64_t, uint64_t> tags;
   bool ended = false;
   for (uint64_t at = 0; at < dynamic.p_filesz && !ended;
@@ -400,7 +409,7 @@ locus_status_t checkDynamic(const unsigned char *bytes,
     symbols = std::max(symbols, gnu);
   }
   if (locus_status_t s = checkSymbols(bytes, loads, tag(DT_SYMTAB), symbols,
-                                      tag(DT_STRTAB), tag(DT_STRSZ)))
+                                      tag(DT_STRTAB), tag(DT_STRSZ), slots))
     return s;
   if (locus_status_t s = checkRelocations(bytes, loads, dynamic, tag(DT_RELA),
                                           tag(DT_RELASZ), symbols))
@@ -422,7 +431,8 @@ locus_status_t checkDynamic(const unsigned char *bytes,
 }
 
 locus_status_t checkElf(const unsigned char *bytes, size_t size,
-                        std::vector<Elf64_Phdr> &loads, Elf64_Phdr &relro) {
+                        std::vector<Elf64_Phdr> &loads, Elf64_Phdr &relro,
+                        std::vector<std::string> &slots) {
   if (size < 64 || std::memcmp(bytes, "\177ELF", 4) != 0 || bytes[4] != 2 ||
       bytes[5] != 1)
     return makeStatus(LOCUS_STATUS_DATA_LOSS,
@@ -456,7 +466,7 @@ locus_status_t checkElf(const unsigned char *bytes, size_t size,
   if (locus_status_t s =
           checkSegments(bytes, size, header, loads, dynamic, relro))
     return s;
-  return checkDynamic(bytes, loads, dynamic);
+  return checkDynamic(bytes, loads, dynamic, slots);
 }
 
 /// dlopen()s the object from memory (a memfd), never from a file on disk.
@@ -548,9 +558,18 @@ locus_status_t checkCpu(const HostCode &code, std::string &note) {
   return nullptr;
 }
 
-/// Fills the code's import slot of each runtime function it calls.
+/// Fills the code's import slot of each runtime function it calls. Every
+/// slot the code has (`slots`) must be one the plan lists: a slot left
+/// empty would be a call of address 0.
 locus_status_t bindImports(const HostCode &code,
-                           const std::vector<std::string> &imports) {
+                           const std::vector<std::string> &imports,
+                           const std::vector<std::string> &slots) {
+  for (const std::string &slot : slots)
+    if (std::find(imports.begin(), imports.end(), slot) == imports.end())
+      return makeStatus(LOCUS_STATUS_DATA_LOSS,
+                        "the host code calls %s, which the plan does not "
+                        "list among its imports",
+                        slot.c_str());
   for (const std::string &name : imports) {
     void *fn = runtimeFunction(name.c_str());
     if (!fn)
@@ -577,7 +596,8 @@ locus_status_t HostCode::load(const void *data, size_t size,
   const auto *bytes = static_cast<const unsigned char *>(data);
   std::vector<Elf64_Phdr> loads;
   Elf64_Phdr relro{};
-  if (locus_status_t s = checkElf(bytes, size, loads, relro))
+  std::vector<std::string> slots;
+  if (locus_status_t s = checkElf(bytes, size, loads, relro, slots))
     return s;
   void *handle = nullptr;
   if (locus_status_t s = openFromMemory(bytes, size, handle))
@@ -621,7 +641,7 @@ locus_status_t HostCode::load(const void *data, size_t size,
   }
   if (locus_status_t s = checkCpu(*code, note))
     return s;
-  if (locus_status_t s = bindImports(*code, imports))
+  if (locus_status_t s = bindImports(*code, imports, slots))
     return s;
   out = std::move(code);
   return nullptr;

@@ -679,6 +679,25 @@ TEST(Compile, AnArtifactRunsOnlyItsOwnFunctionsAsKernels) {
   std::remove(path.c_str());
 }
 
+// Every import slot of the host code is filled at load: a plan that lists
+// another runtime function in place of one the code calls (the artifact
+// fuzzer's find: a GPU artifact's plan naming locus_cuda_free twice, so
+// that locus_host_free's slot stayed empty and the first step called
+// address 0) is refused, though the checksum is valid.
+TEST(Compile, EveryImportSlotOfTheHostCodeIsFilled) {
+  Graph g("imports");
+  auto x = g.input("x", {64, 32});
+  nn::Linear fc(g, 32, 64);
+  g.output("y", fc(x));
+  CompiledModel model = compile(g, {.policy = "cpu", .devices = {"cpu"}});
+  std::string path = ::testing::TempDir() + "locus-imports.locus";
+  model.save(path);
+  expectDamaged(renameKernel(path, LOCUS_ABI_SGEMM, LOCUS_ABI_CUDA_FREE),
+                "the host code calls " LOCUS_ABI_SGEMM
+                ", which the plan does not list among its imports");
+  std::remove(path.c_str());
+}
+
 // The host code's ELF structure is checked before the system loader sees
 // it. Random damage to its headers (which used to kill the process inside
 // dlopen in about half the cases) is refused or loads, never crashes; a
