@@ -42,9 +42,10 @@ def git(*args):
     return subprocess.run(["git", "-C", root, *args], capture_output=True,
                           text=True)
 
-units = [e for e in json.load(open(os.path.join(build,
-                                                "compile_commands.json")))]
-everything = [re.escape(os.path.realpath(e["file"])) + "$" for e in units]
+units = json.load(open(os.path.join(build, "compile_commands.json")))
+# Patterns match the paths as compile_commands.json has them (what
+# run-clang-tidy matches); comparisons with git's files use real paths.
+everything = [re.escape(e["file"]) + "$" for e in units]
 if git("cat-file", "-e", since + "^{commit}").returncode != 0:
     print("tidy: %s is not a commit here; checking everything" % since,
           file=sys.stderr)
@@ -83,7 +84,7 @@ for e in units:
     obj = os.path.realpath(os.path.join(e["directory"], obj)) if obj else None
     # No dependency record (never built): check it.
     if source in changed or obj not in deps or deps[obj] & changed:
-        print(re.escape(source) + "$")
+        print(re.escape(e["file"]) + "$")
 PY
   )
   if [ ${#patterns[@]} -eq 0 ]; then

@@ -340,8 +340,8 @@ bool dnnlProduct(const Dnnl &d, int64_t m, int64_t n, int64_t k, const float *a,
                  float beta, float *c, int64_t ldc) {
   // A B that no step writes (a layer's weights) is packed into oneDNN's
   // layout once, in a copy the model keeps (constants.h): 64x1024 by
-  // 1024x1024 (transposed) ran in 342-360 us so against 582-662 with B read
-  // as it lies, on the build machine. Weights written by the step (a
+  // 1024x1024 (transposed) ran in 342-360 us packed against 582-662 with B
+  // read as it lies, on the build machine. Weights written by the step (a
   // training step's) are read as they lie.
   const void *weights = b;
   const Product *p = nullptr;

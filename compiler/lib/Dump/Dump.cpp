@@ -191,10 +191,13 @@ std::string onnxLayer(llvm::StringRef node) {
   parts.pop_back(); // the node itself
   std::string path;
   for (llvm::StringRef part : parts) {
-    if (!path.empty() && part.starts_with(path + "."))
+    if (!path.empty() && part.starts_with(path + ".")) {
       path = part.str();
-    else
-      path = path.empty() ? part.str() : path + "." + part.str();
+    } else {
+      if (!path.empty())
+        path += ".";
+      path += part.str();
+    }
   }
   return path;
 }
@@ -205,13 +208,9 @@ std::string layerOf(const Row &row, Operation *op) {
     return "";
   if (!row.source.node.empty())
     return onnxLayer(row.source.node);
-  if (isa<StateOp>(op)) {
-    // `parameter "layer1.0.conv1.weight"`: the name up to its last dot.
-    llvm::StringRef label = row.label;
-    size_t open = label.find('"'), close = label.rfind('"');
-    if (open == llvm::StringRef::npos || close <= open)
-      return "";
-    llvm::StringRef name = label.slice(open + 1, close);
+  if (auto state = dyn_cast<StateOp>(op)) {
+    // "layer1.0.conv1.weight": the name up to its last dot.
+    llvm::StringRef name = state.getName();
     size_t dot = name.rfind('.');
     return dot == llvm::StringRef::npos ? "" : name.take_front(dot).str();
   }
@@ -264,7 +263,6 @@ void tally(Report &report, Row &row, Operation &op, DeviceAttr device,
         device.isCpu() ? row.cpuNs : row.cudaNs;
     return;
   }
-  row.isCopy = true;
   row.loadTime = copy.getLoadTime();
   if (row.loadTime) {
     ++report.copiesAtLoad;
