@@ -45,6 +45,24 @@ inline locus::CompileOptions compileOptions(int argc, char **argv) {
   return options;
 }
 
+/// --save-graph=FILE: write the recorded training step (forward, backward
+/// and optimizer, with source locations and layer paths) as locus IR, what
+/// locus-dump reads, and stop there. False (with a message) when it cannot
+/// write.
+inline bool saveGraph(const std::string &path, const locus::Graph &graph) {
+  std::string tmp = path + ".tmp";
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  std::string text = graph.str({.locations = true});
+  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = f && std::fclose(f) == 0 && ok;
+  ok = ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+  }
+  return ok;
+}
+
 /// With --summary=1, where the training step runs.
 inline void printSummary(int argc, char **argv,
                          const locus::CompiledModel &model) {

@@ -21,6 +21,7 @@
 //
 //   resnet18 [--policy=auto|cpu|prefer-gpu|strict] [--devices=cpu,cuda:0]
 //            [--steps=N] [--batch=N] [--summary=1] [--fuse=0]
+//            [--save-graph=FILE]
 
 #include "model_common.h"
 
@@ -65,12 +66,14 @@ nn::Conv2d conv(Graph &g, const std::string &name, int64_t in, int64_t out,
 }
 
 /// torchvision's BasicBlock: conv-bn-relu-conv-bn, plus the input (through
-/// a 1x1 conv and bn when the shape changes), then relu.
+/// a 1x1 conv and bn when the shape changes), then relu. Named by its path
+/// ("layer1.0"), so that its own ops (the relus and the add) group under it
+/// in locus-dump, as its layers' ops group under theirs.
 class BasicBlock : public nn::Module {
 public:
   BasicBlock(Graph &g, const std::string &name, int64_t in, int64_t out,
              int64_t stride)
-      : conv1_(conv(g, name + ".conv1", in, out, 3, stride)),
+      : Module(name), conv1_(conv(g, name + ".conv1", in, out, 3, stride)),
         bn1_(g, out, {.name = name + ".bn1"}),
         conv2_(conv(g, name + ".conv2", out, out, 3, 1)),
         bn2_(g, out, {.name = name + ".bn2"}) {
@@ -208,6 +211,8 @@ int main(int argc, char **argv) try {
   Tensor loss = nn::CrossEntropyLoss()(model(x), y);
   train.output("loss", loss);
   sgd.step(loss);
+  if (std::string path = option(argc, argv, "save-graph", ""); !path.empty())
+    return models::saveGraph(path, train) ? 0 : 1;
   CompiledModel trainer = compile(train, options);
   models::printSummary(argc, argv, trainer);
 

@@ -17,7 +17,7 @@
 // "eval V V ..." (the logits of the last position of each sequence).
 //
 //   transformer [--policy=...] [--devices=cpu,cuda:0] [--steps=N]
-//               [--summary=1]
+//               [--summary=1] [--save-graph=FILE]
 
 #include "model_common.h"
 
@@ -141,6 +141,8 @@ int main(int argc, char **argv) try {
   Tensor loss = nn::CrossEntropyLoss()(logits, targets);
   train.output("loss", loss);
   adamw.step(loss);
+  if (std::string path = option(argc, argv, "save-graph", ""); !path.empty())
+    return models::saveGraph(path, train) ? 0 : 1;
   CompiledModel trainer = compile(train, options);
   models::printSummary(argc, argv, trainer);
   for (int step = 0; step < steps; ++step) {

@@ -85,6 +85,58 @@ TEST(Locations, LayersRecordWhereTheyAreBuiltAndCalled) {
             std::string::npos);
 }
 
+namespace {
+/// A user's block named by its path, around a named Linear.
+class NamedBlock : public nn::Module {
+public:
+  NamedBlock(Graph &g, const std::string &name)
+      : Module(name), fc_(g, 4, 4, {.name = name + ".fc"}) {}
+  Tensor forward(const Tensor &x, Here loc) const override {
+    return relu(fc_(x, loc), loc);
+  }
+
+private:
+  nn::Linear fc_;
+};
+
+/// A user's module without a name around a named block.
+class UnnamedOuter : public nn::Module {
+public:
+  explicit UnnamedOuter(Graph &g) : block_(g, "blocks.0") {}
+  Tensor forward(const Tensor &x, Here loc) const override {
+    return tanh(block_(x, loc), loc);
+  }
+
+private:
+  NamedBlock block_;
+};
+} // namespace
+
+TEST(Locations, OpsCarryTheInnermostNamedLayersPath) {
+  Graph g("paths");
+  auto x = g.input("x", {2, 4});
+  UnnamedOuter outer(g);
+  EXPECT_EQ(outer.name(), "");
+  nn::Linear head(g, 4, 2, {.name = "head"});
+  EXPECT_EQ(head.name(), "head");
+  nn::Linear unnamed(g, 2, 2);
+  EXPECT_EQ(unnamed.name(), "linear0") << "named after its parameters";
+  auto y = unnamed(head(outer(x)));
+  g.output("y", y);
+  std::string text = g.str({.locations = true});
+  // linear inside blocks.0.fc, relu in blocks.0 itself; the outer module's
+  // tanh has no named layer around it: a plain call site.
+  for (const char *path : {"blocks.0.fc", "blocks.0", "head", "linear0"})
+    EXPECT_NE(text.find(std::string("loc(\"") + path + "\"(#loc"),
+              std::string::npos)
+        << path << " missing from\n" << text;
+  std::regex tanhOp("locus.tanh[^\n]*loc\\((#loc[0-9]+)\\)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, tanhOp)) << text;
+  std::regex plain(m[1].str() + " = loc\\(callsite\\(#loc[0-9]+ at ");
+  EXPECT_TRUE(std::regex_search(text, plain)) << text;
+}
+
 TEST(Locations, ErrorsInsideALayerNameTheLayer) {
   Graph g("inside");
   auto x = g.input("x", {16, 1, 28, 28});
@@ -99,7 +151,7 @@ TEST(Locations, ErrorsInsideALayerNameTheLayer) {
     EXPECT_EQ(e.line(), static_cast<unsigned>(__LINE__ - 5)) << e.what();
     EXPECT_NE(e.message().find("has 3456 features but weight [10, 4704]"),
               std::string::npos) << e.what();
-    EXPECT_NE(e.message().find("(in the layer built at " +
+    EXPECT_NE(e.message().find("(in layer 'linear0' built at " +
                                std::string(e.file()) + ":" +
                                std::to_string(fcLine) + ")"),
               std::string::npos) << e.what();

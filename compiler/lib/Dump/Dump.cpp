@@ -49,6 +49,11 @@ Source sourceOf(Location loc) {
       source.callerFile = caller.getFilename().str();
       source.callerLine = caller.getLine();
     }
+    // A named layer (detail::LayerScope): its path around where it was built.
+    if (auto named = dyn_cast<NameLoc>(callee)) {
+      source.layerPath = named.getName().str();
+      callee = named.getChildLoc();
+    }
   }
   if (auto name = dyn_cast<NameLoc>(callee)) { // an imported op
     if (auto file = dyn_cast<FileLineColLoc>(name.getChildLoc())) {
@@ -202,18 +207,43 @@ std::string onnxLayer(llvm::StringRef node) {
   return path;
 }
 
+/// The layer of a parameter or buffer: "layer1.0.conv1.weight" (and its
+/// optimizer's "layer1.0.conv1.weight.exp_avg") -> "layer1.0.conv1".
+std::string stateLayer(StateOp state) {
+  llvm::StringRef name = state.getName();
+  for (llvm::StringRef moment : {".momentum_buffer", ".exp_avg_sq", ".exp_avg"})
+    if (name.consume_back(moment))
+      break;
+  size_t dot = name.rfind('.');
+  return dot == llvm::StringRef::npos ? "" : name.take_front(dot).str();
+}
+
+/// The state `value` is (through the copies placement put in between), or
+/// null.
+StateOp stateBehind(Value value) {
+  Operation *def = value.getDefiningOp();
+  while (auto copy = dyn_cast_or_null<CopyOp>(def))
+    def = copy.getInput().getDefiningOp();
+  return dyn_cast_or_null<StateOp>(def);
+}
+
 /// Row::layer of `row` (of `op`).
 std::string layerOf(const Row &row, Operation *op) {
   if (row.isCopy)
     return "";
   if (!row.source.node.empty())
     return onnxLayer(row.source.node);
-  if (auto state = dyn_cast<StateOp>(op)) {
-    // "layer1.0.conv1.weight": the name up to its last dot.
-    llvm::StringRef name = state.getName();
-    size_t dot = name.rfind('.');
-    return dot == llvm::StringRef::npos ? "" : name.take_front(dot).str();
-  }
+  if (!row.source.layerPath.empty())
+    return row.source.layerPath;
+  if (auto state = dyn_cast<StateOp>(op))
+    return stateLayer(state);
+  // An optimizer's update and its writes belong to the parameter's layer.
+  if (auto assign = dyn_cast<AssignOp>(op))
+    if (StateOp state = stateBehind(assign.getState()))
+      return stateLayer(state);
+  if (isa<SgdOp, AdamOp>(op))
+    if (StateOp state = stateBehind(op->getOperand(0)))
+      return stateLayer(state);
   if (!row.source.callerLine)
     return "";
   std::string line = llvm::sys::path::filename(row.source.callerFile).str();

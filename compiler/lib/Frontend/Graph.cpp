@@ -155,20 +155,37 @@ mlir::Location GraphImpl::location(const Here &loc) {
   mlir::Location call = fileLineCol(context, loc);
   if (layerStack.empty())
     return call;
-  return mlir::CallSiteLoc::get(fileLineCol(context, layerStack.back()), call);
+  // callsite(<the layer's construction> at <the call>), the construction
+  // named by the layer's path when it has one: what locus-dump groups by.
+  mlir::Location callee = fileLineCol(context, layerStack.back().builtAt);
+  if (const std::string &path = layerPath(); !path.empty())
+    callee = mlir::NameLoc::get(mlir::StringAttr::get(&context, path), callee);
+  return mlir::CallSiteLoc::get(callee, call);
+}
+
+const std::string &GraphImpl::layerPath() const {
+  for (auto it = layerStack.rbegin(); it != layerStack.rend(); ++it)
+    if (!it->name.empty())
+      return it->name;
+  static const std::string none;
+  return none;
 }
 
 std::string GraphImpl::inLayer() const {
-  return layerStack.empty()
-             ? std::string()
-             : " (in the layer built at " + where(layerStack.back()) + ")";
+  if (layerStack.empty())
+    return "";
+  const ActiveLayer &layer = layerStack.back();
+  return (layer.name.empty() ? " (in the layer"
+                             : " (in layer '" + layer.name + "'") +
+         " built at " + where(layer.builtAt) + ")";
 }
 
-LayerScope::LayerScope(const Tensor &input, const Here &builtAt)
+LayerScope::LayerScope(const Tensor &input, const Here &builtAt,
+                       const std::string &name)
     : graph_(input.graph_) {
   if (!graph_)
     return; // the layer's first op reports the empty tensor
-  graph_->layerStack.push_back(builtAt);
+  graph_->layerStack.push_back({builtAt, name});
   last_ = graph_->lastOp();
   moved_ = graph_->movedAssigns.size();
 }

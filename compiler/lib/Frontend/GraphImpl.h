@@ -64,8 +64,16 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   /// is where the name was first used ("file:line").
   std::map<std::string, std::string> sourceNames, outputNames;
   std::map<std::string, int> nameCounters;
-  /// Where the layers now recording were built, innermost last.
-  std::vector<Here> layerStack;
+  /// A layer now recording: where it was built and its name ("" for a
+  /// layer without one, such as an unnamed user module).
+  struct ActiveLayer {
+    Here builtAt;
+    std::string name;
+  };
+  /// The layers now recording, innermost last.
+  std::vector<ActiveLayer> layerStack;
+  /// The name of the innermost named layer now recording, or "".
+  const std::string &layerPath() const;
   /// Where an importer's ops come from (OriginScope); null otherwise.
   std::optional<mlir::Location> origin;
   /// The values state given them starts from, by state name.
@@ -74,7 +82,8 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   mlir::Block &body();
   /// The user's call, within the innermost layer now recording if any.
   mlir::Location location(const Here &loc);
-  /// " (in the layer built at file:line)" inside a layer, "" outside.
+  /// " (in layer 'fc' built at file:line)" inside a layer ("in the layer"
+  /// for one without a name), "" outside.
   std::string inLayer() const;
   static std::string where(const Here &loc);
 

@@ -38,7 +38,7 @@ Tensor defaultParameter(Graph &graph, const std::string &name,
 } // namespace
 
 Tensor Module::operator()(const Tensor &x, Here loc) const {
-  detail::LayerScope scope(x, builtAt_);
+  detail::LayerScope scope(x, builtAt_, name_);
   Tensor y = forward(x, loc);
   scope.commit();
   return y;
@@ -57,6 +57,7 @@ Linear::Linear(Graph &graph, int64_t inFeatures, int64_t outFeatures,
                     std::to_string(outFeatures) +
                     "): feature counts must be positive");
   std::string name = layerName(graph, options.name, "linear");
+  setName(name);
   weight_ = defaultParameter(graph, name + ".weight", {outFeatures, inFeatures},
                              inFeatures, options.device, loc);
   if (options.bias)
@@ -99,6 +100,7 @@ Conv2d::Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
                " and out_channels " + std::to_string(outChannels));
   params_ = {options.stride, options.padding, options.dilation, options.groups};
   std::string name = layerName(graph, options.name, "conv");
+  setName(name);
   int64_t fanIn = inChannels / options.groups * kernelSize[0] * kernelSize[1];
   weight_ = defaultParameter(
       graph, name + ".weight",
@@ -213,6 +215,7 @@ BatchNorm::BatchNorm(Graph &graph, int64_t numFeatures,
   if (!(options.momentum >= 0 && options.momentum <= 1) || !(options.eps > 0))
     throw errorAt(loc, kind_ + ": momentum must be in [0, 1] and eps positive");
   std::string name = layerName(graph, options.name, "bn");
+  setName(name);
   if (options.affine) {
     weight_ = constantState(graph, name + ".weight", {numFeatures}, 1.0, true,
                             options.device, loc);
@@ -260,6 +263,7 @@ LayerNorm::LayerNorm(Graph &graph, Shape normalizedShape,
   if (!(options.eps > 0))
     throw errorAt(loc, "LayerNorm: eps must be positive");
   std::string name = layerName(graph, options.name, "ln");
+  setName(name);
   if (options.elementwiseAffine) {
     weight_ = constantState(graph, name + ".weight", shape_, 1.0, true,
                             options.device, loc);
@@ -289,6 +293,7 @@ GroupNorm::GroupNorm(Graph &graph, int64_t numGroups, int64_t numChannels,
                            std::to_string(numChannels) +
                            "): num_groups must divide num_channels");
   std::string name = layerName(graph, options.name, "gn");
+  setName(name);
   if (options.elementwiseAffine) {
     weight_ = constantState(graph, name + ".weight", {numChannels}, 1.0, true,
                             options.device, loc);
@@ -317,6 +322,7 @@ Embedding::Embedding(Graph &graph, int64_t numEmbeddings, int64_t embeddingDim,
                            std::to_string(embeddingDim) +
                            "): sizes must be positive");
   std::string name = layerName(graph, options.name, "embedding");
+  setName(name);
   weight_ =
       graph.parameter(name + ".weight", {numEmbeddings, embeddingDim},
                       Init::normal(0.0, 1.0, graph.seedFor(name + ".weight")),
@@ -354,6 +360,7 @@ MultiheadAttention::MultiheadAttention(Graph &graph, int64_t embedDim,
                            std::to_string(numHeads) +
                            "): num_heads must divide embed_dim");
   std::string name = layerName(graph, options.name, "attn");
+  setName(name);
   // xavier_uniform_ over [3E, E]: bound sqrt(6 / (fan_in + fan_out)).
   double xavier = std::sqrt(6.0 / static_cast<double>(4 * embedDim));
   inProjWeight_ = graph.parameter(
@@ -423,7 +430,7 @@ Tensor MultiheadAttention::operator()(const Tensor &query, const Tensor &key,
                                       const Tensor &value,
                                       const AttentionMasks &masks,
                                       Here loc) const {
-  detail::LayerScope scope(query, builtAt());
+  detail::LayerScope scope(query, builtAt(), name());
   Tensor y = attend(query, key, value, masks, loc);
   scope.commit();
   return y;
@@ -503,8 +510,9 @@ LSTMCell::LSTMCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
                    const RecurrentCellOptions &options, Here loc)
     : Module(loc), hidden_(hiddenSize) {
   checkCellSizes("LSTMCell", inputSize, hiddenSize, loc);
-  makeCell(graph, layerName(graph, options.name, "lstm"), 4, inputSize,
-           hiddenSize, options, loc, weightIh_, weightHh_, biasIh_, biasHh_);
+  setName(layerName(graph, options.name, "lstm"));
+  makeCell(graph, name(), 4, inputSize, hiddenSize, options, loc, weightIh_,
+           weightHh_, biasIh_, biasHh_);
 }
 
 std::pair<Tensor, Tensor> LSTMCell::step(const Tensor &x, const Tensor &h,
@@ -523,7 +531,7 @@ std::pair<Tensor, Tensor> LSTMCell::step(const Tensor &x, const Tensor &h,
 std::pair<Tensor, Tensor> LSTMCell::operator()(const Tensor &x, const Tensor &h,
                                                const Tensor &c,
                                                Here loc) const {
-  detail::LayerScope scope(x, builtAt());
+  detail::LayerScope scope(x, builtAt(), name());
   std::pair<Tensor, Tensor> y = step(x, h, c, loc);
   scope.commit();
   return y;
@@ -543,8 +551,9 @@ GRUCell::GRUCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
                  const RecurrentCellOptions &options, Here loc)
     : Module(loc), hidden_(hiddenSize) {
   checkCellSizes("GRUCell", inputSize, hiddenSize, loc);
-  makeCell(graph, layerName(graph, options.name, "gru"), 3, inputSize,
-           hiddenSize, options, loc, weightIh_, weightHh_, biasIh_, biasHh_);
+  setName(layerName(graph, options.name, "gru"));
+  makeCell(graph, name(), 3, inputSize, hiddenSize, options, loc, weightIh_,
+           weightHh_, biasIh_, biasHh_);
 }
 
 Tensor GRUCell::step(const Tensor &x, const Tensor &h, const Here &loc) const {
@@ -559,7 +568,7 @@ Tensor GRUCell::step(const Tensor &x, const Tensor &h, const Here &loc) const {
 }
 
 Tensor GRUCell::operator()(const Tensor &x, const Tensor &h, Here loc) const {
-  detail::LayerScope scope(x, builtAt());
+  detail::LayerScope scope(x, builtAt(), name());
   Tensor y = step(x, h, loc);
   scope.commit();
   return y;
@@ -660,7 +669,9 @@ TransformerEncoderLayer::TransformerEncoderLayer(
               .device = options.device},
              loc),
       dropout_(options.dropout), gelu_(geluActivation(options.activation, loc)),
-      normFirst_(options.normFirst) {}
+      normFirst_(options.normFirst) {
+  setName(name);
+}
 
 Tensor TransformerEncoderLayer::encode(const Tensor &src,
                                        const AttentionMasks &masks,
@@ -686,7 +697,7 @@ Tensor TransformerEncoderLayer::encode(const Tensor &src,
 Tensor TransformerEncoderLayer::operator()(const Tensor &src,
                                            const AttentionMasks &masks,
                                            Here loc) const {
-  detail::LayerScope scope(src, builtAt());
+  detail::LayerScope scope(src, builtAt(), name());
   Tensor y = encode(src, masks, loc);
   scope.commit();
   return y;

@@ -31,6 +31,9 @@ struct Source {
   /// For an imported op: its node in the model file, "node 'fc1' (Gemm)"
   /// (`file` is the model, `line` 0).
   std::string node;
+  /// For an op a named C++ layer recorded: the layer's path
+  /// ("layer1.0.conv1"; the NameLoc around the call site's callee).
+  std::string layerPath;
 };
 
 struct Row {
@@ -45,8 +48,10 @@ struct Row {
   Source source;
   /// The layer it belongs to, a dotted path: an imported op's ONNX scope
   /// ("/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1"), a parameter's or
-  /// buffer's name without its last part ("layer1.0.conv1"), or for an op
-  /// a layer recorded, the line that called the layer ("model.cpp:24").
+  /// buffer's name without its last part ("layer1.0.conv1"), for an op a
+  /// named C++ layer recorded, the layer's name ("layer1.0.conv1"), or for
+  /// an op an unnamed layer recorded, the line that called the layer
+  /// ("model.cpp:24").
   /// Empty for a copy and for what belongs to no layer.
   std::string layer;
   int64_t cpuNs = 0, cudaNs = 0; ///< estimates on each kind of device

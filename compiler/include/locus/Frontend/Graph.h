@@ -272,12 +272,15 @@ private:
 namespace detail {
 /// One call of a layer (nn::Module): while alive, ops recorded into
 /// `input`'s graph are located at callsite(<builtAt> at <the recording call>)
-/// (nested scopes name the innermost layer), and unless commit() is called,
+/// (nested scopes name the innermost layer), <builtAt> wrapped in a NameLoc
+/// of the innermost named layer's `name` ("layer1.0.conv1") when there is
+/// one: the layer path locus-dump groups by. Unless commit() is called,
 /// everything recorded during the scope is erased when it ends: a layer call
 /// that throws leaves the graph unchanged.
 class LayerScope {
 public:
-  LayerScope(const Tensor &input, const Here &builtAt);
+  LayerScope(const Tensor &input, const Here &builtAt,
+             const std::string &name = "");
   ~LayerScope();
   void commit() { committed_ = true; }
   LayerScope(const LayerScope &) = delete;

@@ -33,6 +33,12 @@ class Module {
 public:
   /// `builtAt` is where the layer is constructed; leave it to its default.
   explicit Module(Here builtAt = Here::current()) : builtAt_(builtAt) {}
+  /// A layer named by its path in the model ("layer1.0", as PyTorch's
+  /// named_modules()): the ops its calls record carry it, so locus-dump
+  /// groups them under it. Layers with parameters name themselves after
+  /// their parameters' prefix; a user's module names itself with this.
+  explicit Module(std::string name, Here builtAt = Here::current())
+      : builtAt_(builtAt), name_(std::move(name)) {}
   virtual ~Module() = default;
   Tensor operator()(const Tensor &x, Here loc = Here::current()) const;
   virtual Tensor forward(const Tensor &x, Here loc) const = 0;
@@ -51,14 +57,19 @@ public:
   virtual void train(bool on = true) { training_ = on; }
   void eval() { train(false); }
   bool isTraining() const { return training_; }
+  /// The layer's path ("" when it has none): the ops it records are
+  /// grouped under the innermost named layer calling them.
+  const std::string &name() const { return name_; }
 
 protected:
   /// Where the layer was built: layers with several inputs open their own
-  /// detail::LayerScope with it.
+  /// detail::LayerScope with it (and name()).
   const Here &builtAt() const { return builtAt_; }
+  void setName(std::string name) { name_ = std::move(name); }
 
 private:
   Here builtAt_;
+  std::string name_;
   bool training_ = true;
 };
 
