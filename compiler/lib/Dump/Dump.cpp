@@ -273,6 +273,8 @@ Row rowOf(Operation &op, DeviceAttr device, const Report &report,
   row.source = sourceOf(op.getLoc());
   row.isCopy = isa<CopyOp>(op);
   row.layer = layerOf(row, &op);
+  if (row.isCopy)
+    row.copyNs = copyCostNs(row.bytes, profile);
   OpWork work = estimateWork(&op);
   row.cpuNs = opCostNs(work, profile.cpu);
   row.cudaNs = opCostNs(work, profile.cuda);
@@ -387,10 +389,12 @@ void addOverruledPins(Report &report) {
 
 /// Warnings: what a user should look at first.
 void addWarnings(GraphOp graph, Report &report) {
-  int computeOnCuda = 0;
+  int computeOnCuda = 0, onCuda = 0;
   for (const Row &row : report.rows) {
-    bool compute = estimateWork(row.op).kernel;
-    if (compute && llvm::StringRef(row.device).starts_with("cuda"))
+    if (row.isCopy || !llvm::StringRef(row.device).starts_with("cuda"))
+      continue;
+    ++onCuda;
+    if (estimateWork(row.op).kernel)
       ++computeOnCuda;
   }
   bool cudaTarget = llvm::any_of(report.targets, [](const std::string &t) {
@@ -399,7 +403,12 @@ void addWarnings(GraphOp graph, Report &report) {
   // Under policy cpu an idle GPU is what the user asked for.
   if (cudaTarget && computeOnCuda == 0 && report.policy != "cpu")
     report.warnings.push_back(
-        {"a CUDA device is available but 0 ops are placed on it", {}});
+        {onCuda == 0
+             ? std::string("a CUDA device is available but 0 ops are "
+                           "placed on it")
+             : "a CUDA device is available but no op computes on it (" +
+                   std::to_string(onCuda) + " values only are kept there)",
+         {}});
   if (!report.softNote.empty())
     report.warnings.push_back(
         {"soft placement: " + report.softNote, firstSourceOf(report, "soft")});
@@ -582,8 +591,16 @@ struct DotGroup {
   int64_t ns = 0;
 };
 
+/// Whether a layer is a module path ("layer1.0.conv1"), not the line that
+/// called an unnamed layer ("model.cpp:24"), which is one name.
+bool isModulePath(llvm::StringRef layer) {
+  return !layer.contains(':') && !layer.contains('/') && !layer.contains(' ');
+}
+
 /// The first `depth` parts of a dotted path ("a.b.c", 2 -> "a.b").
 std::string truncatePath(const std::string &path, int depth) {
+  if (!isModulePath(path))
+    return path;
   size_t at = 0;
   for (int i = 0; i < depth; ++i) {
     at = path.find('.', at);
@@ -605,9 +622,10 @@ static void printCollapsedDot(const Report &report, llvm::raw_ostream &os,
   // parts; an op of no layer goes by its source line, or "(graph)".
   int deepest = 1;
   for (const Row &row : report.rows)
-    deepest = std::max<int>(
-        deepest, 1 + static_cast<int>(
-                         std::count(row.layer.begin(), row.layer.end(), '.')));
+    if (isModulePath(row.layer))
+      deepest = std::max<int>(
+          deepest, 1 + static_cast<int>(std::count(row.layer.begin(),
+                                                   row.layer.end(), '.')));
   auto keyAt = [&](const Row &row, int depth) -> std::string {
     if (!row.layer.empty())
       return truncatePath(row.layer, depth);
@@ -633,7 +651,7 @@ static void printCollapsedDot(const Report &report, llvm::raw_ostream &os,
   std::vector<DotGroup> groups;
   for (size_t i = 0; i < order.size(); ++i) {
     if (i % per == 0)
-      groups.push_back({order[i]});
+      groups.push_back(DotGroup{order[i], 0, {}, 0});
     else if (i % per == per - 1 || i + 1 == order.size())
       groups.back().name += " .. " + order[i];
     indexOf[order[i]] = groups.size() - 1;
@@ -661,8 +679,10 @@ static void printCollapsedDot(const Report &report, llvm::raw_ostream &os,
        << group.ops << (group.ops == 1 ? " op" : " ops") << ": " << mix
        << "\\nestimate " << nanos(group.ns) << "\"];\n";
   }
-  // An edge per pair of groups; through a copy, orange with the bytes.
+  // An edge per pair of groups; through a copy, orange with the bytes (a
+  // copy counted once per pair, however many readers it has there).
   std::map<std::pair<size_t, size_t>, int64_t> edges, copies;
+  std::set<std::pair<std::pair<size_t, size_t>, int>> counted;
   for (const Row &row : report.rows) {
     if (row.isCopy)
       continue;
@@ -676,10 +696,12 @@ static void printCollapsedDot(const Report &report, llvm::raw_ostream &os,
       if (from->isCopy)
         continue;
       auto key = std::make_pair(groupOf[from->id], groupOf[row.id]);
-      if (copied)
-        copies[key] += copied;
-      else if (key.first != key.second)
+      if (copied) {
+        if (counted.insert({key, operand}).second)
+          copies[key] += copied;
+      } else if (key.first != key.second) {
         edges[key] = 0;
+      }
     }
   }
   for (const auto &[key, unused] : edges)
@@ -752,7 +774,8 @@ static llvm::json::Value toJson(const Report &report) {
          llvm::json::Object{{"cpu", row.cpuNs}, {"cuda", row.cudaNs}}},
         {"operands", llvm::json::Array(row.operands)}};
     if (row.isCopy)
-      op["copy"] = llvm::json::Object{{"load_time", row.loadTime}};
+      op["copy"] = llvm::json::Object{{"load_time", row.loadTime},
+                                      {"estimate_ns", row.copyNs}};
     if (!row.layer.empty())
       op["layer"] = row.layer;
     ops.push_back(std::move(op));
@@ -788,167 +811,33 @@ void locus::dump::printJson(const Report &report, llvm::raw_ostream &os) {
 }
 
 //===----------------------------------------------------------------------===//
-// HTML: one self-contained page, the JSON inside, drawn as SVG
+// HTML: one self-contained page (page.html), the JSON inside
 //===----------------------------------------------------------------------===//
 
-/// The page up to its body: the style sheet.
-static const char *kHtmlStyle = R"html(<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>locus-dump</title>
-<style>
-body { font: 13px Helvetica, Arial, sans-serif; margin: 0; display: flex; height: 100vh; }
-#main { flex: 1; overflow: auto; }
-#side { width: 360px; border-left: 1px solid #ccc; padding: 12px; overflow: auto; background: #fafafa; }
-h1 { font-size: 16px; margin: 10px 14px 4px; }
-#summary { margin: 0 14px 8px; color: #333; }
-#legend span { display: inline-block; padding: 2px 8px; margin-right: 6px; border-radius: 3px; }
-.node rect, .node polygon { stroke: #555; stroke-width: 1; cursor: pointer; }
-.node.selected rect, .node.selected polygon { stroke: #d62728; stroke-width: 3; }
-.node text { font-size: 10px; pointer-events: none; }
-.edge { stroke: #999; fill: none; marker-end: url(#arrow); }
-.warn { color: #a63603; }
-table.details td { vertical-align: top; padding: 2px 6px 2px 0; }
-</style></head><body>
-)html";
-
-/// The body: the graph, the side panel, and the start of the JSON.
-static const char *kHtmlBody =
-    R"html(<div id="main"><h1 id="title"></h1><div id="summary"></div><svg id="graph"></svg></div>
-<div id="side"><div id="legend"></div><h3>Details</h3>
-<div id="details">Hover or click a node.</div></div>
-<script id="report" type="application/json">
-)html";
-
-/// After the JSON: the title, the summary with its warnings, the legend.
-static const char *kHtmlSummary = R"html(
-</script>
-<script>
-(function () {
-  const report = JSON.parse(document.getElementById('report').textContent);
-  const gpu = ['#a1d99b', '#c7e9c0', '#74c476', '#41ab5d'];
-  const color = d => d === 'cpu' ? '#9ecae1' : gpu[(parseInt(d.split(':')[1]) || 0) % 4];
-  const s = report.summary;
-  document.getElementById('title').textContent =
-    '@' + report.graph + ' - policy ' + report.policy + ' - targets ' + report.targets.join(', ');
-  const per = Object.entries(s.ops_per_device).map(([d, n]) => d + ': ' + n + ' ops').join(', ');
-  let summary = per + '. Copies: ' + s.copies_per_step + ' per step (' + s.bytes_per_step +
-    ' B), ' + s.copies_at_load + ' at load (' + s.bytes_at_load + ' B).';
-  summary += s.warnings.map(w => '<div class="warn">&#9888; ' + w.replace(/</g, '&lt;') + '</div>').join('');
-  document.getElementById('summary').innerHTML = summary;
-  document.getElementById('legend').innerHTML =
-    report.targets.map(d => '<span style="background:' + color(d) + '">' + d + '</span>').join('') +
-    '<span style="background:#fdae6b">copy</span>';
-)html";
-
-/// The layout: layers by longest path, ordered to cross less.
-static const char *kHtmlLayout = R"html(
-  // Layers: longest path from the sources.
-  const ops = report.ops, layer = [], rows = [];
-  ops.forEach(op => {
-    layer[op.id] = op.operands.reduce((m, o) => Math.max(m, layer[o] + 1), 0);
-    (rows[layer[op.id]] = rows[layer[op.id]] || []).push(op.id);
-  });
-  // Within a layer, order nodes by where their operands are (fewer crossings).
-  const slot = [];
-  rows.forEach((ids, l) => {
-    if (l > 0) {
-      const key = id => { const o = ops[id].operands;
-        return o.length ? o.reduce((a, p) => a + slot[p], 0) / o.length : 0; };
-      ids.sort((a, b) => key(a) - key(b));
-    }
-    ids.forEach((id, i) => slot[id] = i);
-  });
-  const W = 170, H = 44, GX = 30, GY = 34, pos = [];
-  rows.forEach((ids, l) => ids.forEach((id, i) => pos[id] = {x: 20 + i * (W + GX), y: 20 + l * (H + GY)}));
-  const width = 40 + Math.max(...rows.map(r => r.length)) * (W + GX);
-  const height = 40 + rows.length * (H + GY);
-)html";
-
-/// The SVG and its edges.
-static const char *kHtmlEdges =
-    R"html(  const svg = document.getElementById('graph');
-  svg.setAttribute('width', width); svg.setAttribute('height', height);
-  const NS = 'http://www.w3.org/2000/svg';
-  const el = (tag, attrs, parent) => {
-    const e = document.createElementNS(NS, tag);
-    for (const k in attrs) e.setAttribute(k, attrs[k]);
-    (parent || svg).appendChild(e); return e;
-  };
-  const defs = el('defs', {});
-  const marker = el('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5,
-    markerWidth: 6, markerHeight: 6, orient: 'auto'}, defs);
-  el('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#999'}, marker);
-  ops.forEach(op => op.operands.forEach(o => {
-    const a = pos[o], b = pos[op.id];
-    el('path', {class: 'edge', d: 'M' + (a.x + W / 2) + ',' + (a.y + H) + ' C' + (a.x + W / 2) + ',' +
-      (a.y + H + GY / 2) + ' ' + (b.x + W / 2) + ',' + (b.y - GY / 2) + ' ' + (b.x + W / 2) + ',' + b.y});
-  }));
-)html";
-
-/// The side panel's details of one op.
-static const char *kHtmlDetails =
-    R"html(  const details = document.getElementById('details');
-  const esc = t => String(t).replace(/&/g, '&amp;').replace(/</g, '&lt;');
-  const show = op => {
-    const src = op.source.node ? op.source.file + ': ' + op.source.node :
-      op.source.file ? op.source.file + ':' + op.source.line +
-      (op.source.called_from ? ' (called at line ' + op.source.called_from.line + ')' : '') : '-';
-    details.innerHTML = '<table class="details">' +
-      [['op', op.op], ['what', op.label], ['shape', op.shape], ['device', op.device],
-       ['why', op.reason.text], ['source', src],
-       ['estimate', 'cpu ' + op.estimate_ns.cpu + ' ns, cuda ' + op.estimate_ns.cuda + ' ns'],
-       ['reads', op.operands.map(o => '#' + o + ' ' + ops[o].label).join('<br>') || '-']]
-      .map(([k, v]) => '<tr><td><b>' + k + '</b></td><td>' + (k === 'reads' ? v : esc(v)) + '</td></tr>').join('') +
-      '</table>';
-  };
-)html";
-
-/// The nodes, hover and click, and a link to one node (#select=N).
-static const char *kHtmlNodes = R"html(  let selected = null;
-  ops.forEach(op => {
-    const p = pos[op.id];
-    const g = el('g', {class: 'node' + (op.copy ? ' copy' : ''), 'data-id': op.id, 'data-device': op.device});
-    if (op.copy)
-      el('polygon', {points: [[p.x + 12, p.y], [p.x + W - 12, p.y], [p.x + W, p.y + H / 2],
-        [p.x + W - 12, p.y + H], [p.x + 12, p.y + H], [p.x, p.y + H / 2]].join(' '), fill: '#fdae6b'}, g);
-    else
-      el('rect', {x: p.x, y: p.y, width: W, height: H, rx: 5, fill: color(op.device)}, g);
-    const t1 = el('text', {x: p.x + 8, y: p.y + 17}, g);
-    t1.textContent = '#' + op.id + ' ' + op.label;
-    const t2 = el('text', {x: p.x + 8, y: p.y + 33}, g);
-    t2.textContent = op.device + ' | ' + op.shape;
-    g.addEventListener('mouseenter', () => show(op));
-    g.addEventListener('click', () => {
-      if (selected) selected.classList.remove('selected');
-      selected = g; g.classList.add('selected'); show(op);
-    });
-  });
-  // A link to one node: page.html#select=12
-  const wanted = /select=(\d+)/.exec(location.hash);
-  if (wanted) {
-    const g = svg.querySelector('.node[data-id="' + wanted[1] + '"]');
-    if (g) g.dispatchEvent(new MouseEvent('click'));
-  }
-  document.body.setAttribute('data-rendered', ops.length);
-})();
-</script></body></html>
-)html";
+/// page.html as the build embedded it.
+static constexpr llvm::StringLiteral kHtmlPage =
+#include "DumpPage.inc"
+    ;
 
 void locus::dump::printHtml(const Report &report, llvm::raw_ostream &os) {
   std::string json;
   llvm::raw_string_ostream js(json);
   js << toJson(report);
   js.flush();
-  // Inside <script>, "</" would end the element.
+  // Inside <script>, "</" would end the element (and "<!--" open a comment).
   std::string safe;
+  safe.reserve(json.size());
   for (size_t i = 0; i < json.size(); ++i) {
-    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/')
-      safe += "<\\";
+    if (json[i] == '<' && i + 1 < json.size() &&
+        (json[i + 1] == '/' || json[i + 1] == '!'))
+      safe += "\\u003c";
     else
       safe += json[i];
   }
-  os << kHtmlStyle << kHtmlBody << safe << kHtmlSummary << kHtmlLayout
-     << kHtmlEdges << kHtmlDetails << kHtmlNodes;
+  constexpr llvm::StringLiteral marker = "REPORT_JSON";
+  size_t at = kHtmlPage.find(marker);
+  os << kHtmlPage.take_front(at) << safe
+     << kHtmlPage.drop_front(at + marker.size());
 }
 
 //===----------------------------------------------------------------------===//

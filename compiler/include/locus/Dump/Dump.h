@@ -57,6 +57,8 @@ struct Row {
   int64_t cpuNs = 0, cudaNs = 0; ///< estimates on each kind of device
   int64_t bytes = 0;             ///< of the result
   bool isCopy = false, loadTime = false;
+  /// For a copy: its estimated time (the cost profile's bandwidth).
+  int64_t copyNs = 0;
   std::vector<int> operands; ///< ids of the rows it reads
 };
 
