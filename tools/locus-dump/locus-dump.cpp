@@ -2,7 +2,7 @@
 //
 //   locus-dump graph.mlir|model.locus [--policy=auto] [--devices=cpu,cuda:0]
 //              [--profile=p.json] [--format=text|table|summary|dot|json|html]
-//              [--explain=<op, name or file:line>] [-o out]
+//              [--explain=<layer, op, name or file:line>] [-o out]
 //
 // A graph that is not placed yet is placed (--locus-place-devices) and its
 // transfers inserted first, with the options given. An artifact (from
@@ -62,8 +62,10 @@ static cl::opt<std::string>
            cl::init("text"), cl::cat(toolOptions));
 static cl::opt<std::string>
     explainQuery("explain",
-                 cl::desc("Explain the ops matching a row number (#7), an op "
-                          "name, a name, or a source line (file.cpp:23)"),
+                 cl::desc("Explain a layer (layer1.0: where its ops run, its "
+                          "copies, its cost moved whole to each device), or "
+                          "the ops matching a row number (#7), an op name, a "
+                          "name, or a source line (file.cpp:23)"),
                  cl::cat(toolOptions));
 
 static cl::opt<int> maxNodes(
