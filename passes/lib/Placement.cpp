@@ -89,6 +89,19 @@ std::string locus::userLine(Location loc) {
   return "unknown location";
 }
 
+std::string locus::layerPathOf(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      if (std::string path = layerPathOf(inner); !path.empty())
+        return path;
+    return "";
+  }
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    if (auto named = dyn_cast<NameLoc>(call.getCallee()))
+      return named.getName().str();
+  return "";
+}
+
 bool locus::isUpdatedState(Value value) {
   return isa_and_nonnull<StateOp>(value.getDefiningOp()) &&
          llvm::any_of(value.getUsers(),

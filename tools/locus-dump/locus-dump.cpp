@@ -26,6 +26,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -67,6 +68,13 @@ static cl::opt<std::string>
                           "the ops matching a row number (#7), an op name, a "
                           "name, or a source line (file.cpp:23)"),
                  cl::cat(toolOptions));
+
+static cl::opt<std::string> tracePath(
+    "trace",
+    cl::desc("A trace of a run of this graph (locus-run --trace, "
+             "LOCUS_TRACE): show measured kernel and copy times beside the "
+             "estimates, per layer"),
+    cl::value_desc("trace.json"), cl::cat(toolOptions));
 
 static cl::opt<int> maxNodes(
     "max-nodes",
@@ -183,8 +191,12 @@ static void printReport(const locus::dump::Report &report,
     locus::dump::printHtml(report, os);
 }
 
-/// Prints (or, with --explain, explains) each graph of `module`; `graphs`
-/// counts those analyzed. Returns false when one failed.
+/// The text of --trace's file, read before the graphs are placed.
+static std::string traceText;
+
+/// Prints (or, with --explain, explains; with --trace, measures) each graph
+/// of `module`; `graphs` counts those analyzed. Returns false when one
+/// failed.
 static bool dumpGraphs(ModuleOp module, const locus::CostProfile &profile,
                        llvm::raw_ostream &os, int &graphs) {
   bool ok = true;
@@ -196,6 +208,15 @@ static bool dumpGraphs(ModuleOp module, const locus::CostProfile &profile,
       return;
     }
     ++graphs;
+    if (!traceText.empty()) {
+      std::string error;
+      if (failed(locus::dump::printMeasured(*report, traceText, tracePath, os,
+                                            error))) {
+        llvm::errs() << "locus-dump: " << error << "\n";
+        ok = false;
+      }
+      return;
+    }
     if (!explainQuery.empty()) {
       ok &= succeeded(locus::dump::explain(*report, explainQuery, profile, os));
       return;
@@ -321,6 +342,26 @@ static int run(int argc, char **argv) {
                  << ")\n";
     return 2;
   }
+  if (!tracePath.empty() &&
+      (diffing || format != "text" || !explainQuery.empty())) {
+    llvm::errs() << "locus-dump: --trace prints its own table; it does not "
+                    "combine with --diff, --explain or --format\n";
+    return 2;
+  }
+  if (!tracePath.empty()) {
+    auto buffer = llvm::MemoryBuffer::getFile(tracePath, /*IsText=*/true);
+    if (!buffer) {
+      llvm::errs() << "locus-dump: cannot read " << tracePath << ": "
+                   << buffer.getError().message() << "\n";
+      return 1;
+    }
+    traceText = (*buffer)->getBuffer().str();
+    if (traceText.empty()) {
+      llvm::errs() << "locus-dump: " << tracePath
+                   << " is empty, not a Locus trace\n";
+      return 1;
+    }
+  }
   Side side{inputFile, policy, devices, profilePath};
   MLIRContext context(MLIRContext::Threading::DISABLED);
   context.getOrLoadDialect<locus::LocusDialect>();
@@ -355,8 +396,11 @@ static int run(int argc, char **argv) {
     llvm::errs() << "locus-dump: no locus.graph in " << inputFile << "\n";
     return 1;
   }
+  // A failure (an op --explain does not find, a bad trace) leaves no file.
+  if (!ok)
+    return 1;
   output->keep();
-  return ok ? 0 : 1;
+  return 0;
 }
 
 int main(int argc, char **argv) {

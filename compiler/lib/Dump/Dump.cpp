@@ -159,6 +159,29 @@ std::string dotEscape(llvm::StringRef text) {
 
 } // namespace
 
+std::string locus::dump::onnxLayer(llvm::StringRef node) {
+  size_t open = node.find('\''), close = node.rfind('\'');
+  if (open == llvm::StringRef::npos || close <= open)
+    return "";
+  llvm::StringRef name = node.slice(open + 1, close);
+  llvm::SmallVector<llvm::StringRef> parts;
+  name.split(parts, '/', -1, /*KeepEmpty=*/false);
+  if (parts.size() < 2)
+    return "";
+  parts.pop_back(); // the node itself
+  std::string path;
+  for (llvm::StringRef part : parts) {
+    if (!path.empty() && part.starts_with(path + ".")) {
+      path = part.str();
+    } else {
+      if (!path.empty())
+        path += ".";
+      path += part.str();
+    }
+  }
+  return path;
+}
+
 //===----------------------------------------------------------------------===//
 // Analysis
 //===----------------------------------------------------------------------===//
@@ -181,31 +204,6 @@ Report reportHeader(GraphOp graph) {
   return report;
 }
 
-/// The dotted module path of an ONNX node's scope: "/layer1/layer1.0/
-/// conv1/Conv" -> "layer1.0.conv1" (PyTorch's exporter names each level by
-/// its full path or its attribute); "" for a node without a scope.
-std::string onnxLayer(llvm::StringRef node) {
-  size_t open = node.find('\''), close = node.rfind('\'');
-  if (open == llvm::StringRef::npos || close <= open)
-    return "";
-  llvm::StringRef name = node.slice(open + 1, close);
-  llvm::SmallVector<llvm::StringRef> parts;
-  name.split(parts, '/', -1, /*KeepEmpty=*/false);
-  if (parts.size() < 2)
-    return "";
-  parts.pop_back(); // the node itself
-  std::string path;
-  for (llvm::StringRef part : parts) {
-    if (!path.empty() && part.starts_with(path + ".")) {
-      path = part.str();
-    } else {
-      if (!path.empty())
-        path += ".";
-      path += part.str();
-    }
-  }
-  return path;
-}
 
 /// The layer of a parameter or buffer: "layer1.0.conv1.weight" (and its
 /// optimizer's "layer1.0.conv1.weight.exp_avg") -> "layer1.0.conv1".
@@ -232,7 +230,7 @@ std::string layerOf(const Row &row, Operation *op) {
   if (row.isCopy)
     return "";
   if (!row.source.node.empty())
-    return onnxLayer(row.source.node);
+    return dump::onnxLayer(row.source.node);
   if (!row.source.layerPath.empty())
     return row.source.layerPath;
   if (auto state = dyn_cast<StateOp>(op))

@@ -39,6 +39,8 @@ std::string locus::describeKernelSource(func::FuncOp kernel) {
     std::string part = op->getName().getStringRef().str();
     if (line != "unknown location")
       part += " at " + line;
+    if (std::string layer = layerPathOf(op->getLoc()); !layer.empty())
+      part += " in " + layer;
     for (auto &[text, count] : parts)
       if (text == part) {
         ++count;

@@ -109,6 +109,21 @@ void printDot(const Report &report, llvm::raw_ostream &os, int maxNodes = 0);
 void printJson(const Report &report, llvm::raw_ostream &os);
 void printHtml(const Report &report, llvm::raw_ostream &os);
 
+/// The dotted module path of an ONNX node's scope: "node '/layer1/layer1.0/
+/// conv1/Conv' (Conv)" -> "layer1.0.conv1" (PyTorch's exporter names each
+/// level by its full path or its attribute); "" for a node without a scope.
+std::string onnxLayer(llvm::StringRef node);
+
+/// Measured next to predicted: the kernel and copy times of a trace
+/// (LOCUS_TRACE's Chrome trace JSON, `traceText`, named `traceName`) per
+/// layer, beside the cost model's estimates for the same ops. Steps after
+/// the first are averaged (the first warms up). Fails, writing nothing and
+/// saying why in `error`, when the text is not a Locus trace or has no step.
+mlir::LogicalResult printMeasured(const Report &report,
+                                  llvm::StringRef traceText,
+                                  llvm::StringRef traceName,
+                                  llvm::raw_ostream &os, std::string &error);
+
 /// "seed_models.cpp:23 (called at :24)", "model.onnx: node 'fc1' (Gemm)",
 /// "-": a source as the table shows it.
 std::string formatSource(const Source &source);

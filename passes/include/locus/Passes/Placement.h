@@ -62,6 +62,11 @@ bool isLoadTimeValue(mlir::Value value);
 /// callsite location), or "unknown location".
 std::string userLine(mlir::Location loc);
 
+/// The path of the named C++ layer that recorded the op at `loc`
+/// ("layer1.0.conv1": the NameLoc around a callsite's callee, see
+/// detail::LayerScope), through fused and backward locations; "" if none.
+std::string layerPathOf(mlir::Location loc);
+
 /// How diagnostics name a value: `input "x"`, `parameter "fc.weight"`, `the
 /// result of locus.linear`.
 std::string describeValue(mlir::Value value);
