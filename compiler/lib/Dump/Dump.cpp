@@ -204,7 +204,6 @@ Report reportHeader(GraphOp graph) {
   return report;
 }
 
-
 /// The layer of a parameter or buffer: "layer1.0.conv1.weight" (and its
 /// optimizer's "layer1.0.conv1.weight.exp_avg") -> "layer1.0.conv1".
 std::string stateLayer(StateOp state) {
