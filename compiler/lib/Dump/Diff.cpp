@@ -180,6 +180,104 @@ int64_t nsOn(const Report &r, const std::string &device) {
 
 } // namespace
 
+namespace {
+
+/// One layer whose ops moved: its path ("" for ops of no layer), how many
+/// of its paired ops moved, of how many, and where to ("cuda:0 -> cpu", or
+/// "mixed").
+struct MovedLayer {
+  std::string layer;
+  int moved = 0, ops = 0;
+  std::string direction;
+};
+
+/// The layers that moved, as a user names them: a layer all of whose ops
+/// moved is listed once (not its sublayers); a layer only some of whose
+/// ops moved is listed at its own path with the count.
+std::vector<MovedLayer>
+movedLayers(const std::vector<std::pair<const Row *, const Row *>> &pairs) {
+  struct Tally {
+    int moved = 0, ops = 0, ownMoved = 0, ownOps = 0, first = -1;
+    std::set<std::string> directions, ownDirections;
+  };
+  std::map<std::string, Tally> tally;
+  auto prefixes = [](const std::string &layer) {
+    std::vector<std::string> out;
+    bool module =
+        !layer.empty() && layer.find_first_of(":/ ") == std::string::npos;
+    for (size_t at = 0;
+         module && (at = layer.find('.', at)) != std::string::npos; ++at)
+      out.push_back(layer.substr(0, at));
+    out.push_back(layer);
+    return out;
+  };
+  for (const auto &[ra, rb] : pairs) {
+    if (ra->isCopy)
+      continue;
+    const std::string &layer = rb->layer.empty() ? ra->layer : rb->layer;
+    std::vector<std::string> chain = prefixes(layer);
+    Tally &own = tally[chain.back()];
+    ++own.ownOps;
+    if (ra->device != rb->device) {
+      ++own.ownMoved;
+      own.ownDirections.insert(ra->device + " -> " + rb->device);
+    }
+    for (const std::string &p : chain) {
+      Tally &t = tally[p];
+      if (t.first < 0)
+        t.first = rb->id;
+      ++t.ops;
+      if (ra->device != rb->device) {
+        ++t.moved;
+        t.directions.insert(ra->device + " -> " + rb->device);
+      }
+    }
+  }
+  auto parentOf = [](const std::string &layer) -> std::string {
+    size_t dot = layer.rfind('.');
+    if (layer.find_first_of(":/ ") != std::string::npos ||
+        dot == std::string::npos)
+      return "";
+    return layer.substr(0, dot);
+  };
+  auto fully = [&](const std::string &layer) {
+    auto it = tally.find(layer);
+    return !layer.empty() && it != tally.end() && it->second.ops &&
+           it->second.moved == it->second.ops;
+  };
+  auto underFully = [&](const std::string &layer) {
+    for (std::string p = parentOf(layer); !p.empty(); p = parentOf(p))
+      if (fully(p))
+        return true;
+    return false;
+  };
+  std::vector<std::pair<int, MovedLayer>> out;
+  for (const auto &[layer, t] : tally) {
+    if (!t.moved || underFully(layer))
+      continue;
+    if (fully(layer))
+      out.emplace_back(t.first, MovedLayer{layer, t.moved, t.ops,
+                                           t.directions.size() == 1
+                                               ? *t.directions.begin()
+                                               : "mixed"});
+    else if (t.ownMoved) // its own ops; moved sublayers list themselves
+      out.emplace_back(t.first, MovedLayer{layer, t.ownMoved, t.ownOps,
+                                           t.ownDirections.size() == 1
+                                               ? *t.ownDirections.begin()
+                                               : "mixed"});
+  }
+  // In graph order (of b).
+  llvm::sort(out,
+             [](const auto &x, const auto &y) { return x.first < y.first; });
+  std::vector<MovedLayer> layers;
+  layers.reserve(out.size());
+  for (auto &entry : out)
+    layers.push_back(std::move(entry.second));
+  return layers;
+}
+
+} // namespace
+
 void locus::dump::printDiff(const Report &a, llvm::StringRef aName,
                             const Report &b, llvm::StringRef bName,
                             llvm::raw_ostream &os) {
@@ -197,6 +295,23 @@ void locus::dump::printDiff(const Report &a, llvm::StringRef aName,
   for (const auto &pair : m.pairs)
     if (pair.first->device != pair.second->device)
       moved.push_back(pair);
+  std::vector<MovedLayer> layers = movedLayers(m.pairs);
+  if (!layers.empty()) {
+    os << "layers moved: " << layers.size() << "\n";
+    size_t shown = 0;
+    for (const MovedLayer &l : layers) {
+      if (++shown > 40) {
+        os << "  ... " << layers.size() - 40 << " more\n";
+        break;
+      }
+      os << llvm::formatv("  {0,-32} {1} {2}  {3}\n",
+                          l.layer.empty() ? "(no layer)" : l.layer,
+                          l.moved == l.ops ? "all " + std::to_string(l.ops)
+                                           : std::to_string(l.moved) + " of " +
+                                                 std::to_string(l.ops),
+                          l.ops == 1 ? "op " : "ops", l.direction);
+    }
+  }
   os << "ops moved: " << moved.size() << " of " << m.pairs.size() << "\n";
   for (const auto &[ra, rb] : moved)
     os << llvm::formatv("  #{0} -> #{1}  {2,-26} {3,-12} {4} -> {5}  {6}  "
@@ -261,7 +376,12 @@ void locus::dump::printDiffJson(const Report &a, llvm::StringRef aName,
                               {"kernel_ns_per_device", std::move(per)}};
   };
   auto source = [](const Row &row) { return formatSource(row.source); };
-  llvm::json::Array moved, onlyA, onlyB;
+  llvm::json::Array moved, onlyA, onlyB, layers;
+  for (const MovedLayer &l : movedLayers(m.pairs))
+    layers.push_back(llvm::json::Object{{"layer", l.layer},
+                                        {"moved", l.moved},
+                                        {"ops", l.ops},
+                                        {"direction", l.direction}});
   for (const auto &[ra, rb] : m.pairs)
     if (ra->device != rb->device)
       moved.push_back(llvm::json::Object{{"a", ra->id},
@@ -304,6 +424,7 @@ void locus::dump::printDiffJson(const Report &a, llvm::StringRef aName,
                           {"graph_b", b.graph},
                           {"a", side(a, aName)},
                           {"b", side(b, bName)},
+                          {"layers_moved", std::move(layers)},
                           {"moved", std::move(moved)},
                           {"only_in_a", std::move(onlyA)},
                           {"only_in_b", std::move(onlyB)},
