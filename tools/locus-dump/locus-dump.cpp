@@ -58,8 +58,8 @@ static cl::opt<std::string> profilePath("profile",
                                         cl::cat(toolOptions));
 static cl::opt<std::string>
     format("format",
-           cl::desc("text (table and summary), table, summary, dot, json or "
-                    "html"),
+           cl::desc("text (table and summary), table, layers (the table by "
+                    "layer), summary, dot, json or html"),
            cl::init("text"), cl::cat(toolOptions));
 static cl::opt<std::string>
     explainQuery("explain",
@@ -79,7 +79,8 @@ static cl::opt<std::string> tracePath(
 static cl::opt<int> maxNodes(
     "max-nodes",
     cl::desc("With --format=dot: above this many ops, draw each layer as one "
-             "node and copies as edges (0: always every op)"),
+             "node and copies as edges (0: always every op); with "
+             "--format=layers: at most this many rows"),
     cl::init(300), cl::cat(toolOptions));
 static cl::opt<std::string> diffWith(
     "diff", cl::ValueOptional,
@@ -183,6 +184,8 @@ static void printReport(const locus::dump::Report &report,
     os << "\n";
   if (format == "text" || format == "summary")
     locus::dump::printSummary(report, os);
+  if (format == "layers")
+    locus::dump::printLayers(report, os, maxNodes);
   if (format == "dot")
     locus::dump::printDot(report, os, maxNodes);
   if (format == "json")
@@ -316,10 +319,12 @@ static int run(int argc, char **argv) {
   locus::showOnlyInHelp(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "locus-dump: what runs where, and why\n");
-  if (format != "text" && format != "table" && format != "summary" &&
-      format != "dot" && format != "json" && format != "html") {
+  if (format != "text" && format != "table" && format != "layers" &&
+      format != "summary" && format != "dot" && format != "json" &&
+      format != "html") {
     llvm::errs() << "locus-dump: unknown --format=" << format
-                 << "; expected text, table, summary, dot, json or html\n";
+                 << "; expected text, table, layers, summary, dot, json or "
+                    "html\n";
     return 2;
   }
   if (maxNodes < 0) {

@@ -100,6 +100,10 @@ mlir::FailureOr<Report> analyze(GraphOp graph, const CostProfile &profile);
 
 void printTable(const Report &report, llvm::raw_ostream &os);
 void printSummary(const Report &report, llvm::raw_ostream &os);
+/// The table by layer: one row per layer (its path indented), its ops per
+/// device, estimate and per-step copies in and out; with `maxRows` > 0,
+/// deeper levels fold into their parents ("(+)") until the rows fit.
+void printLayers(const Report &report, llvm::raw_ostream &os, int maxRows);
 /// Graphviz DOT: one node per op, clustered by layer, copies as `cds`
 /// nodes. With `maxNodes` > 0 and more rows than that, layers collapse into
 /// one node each (ops, device mix, estimate; cut to shallower paths until
