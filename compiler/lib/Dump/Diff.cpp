@@ -201,21 +201,11 @@ movedLayers(const std::vector<std::pair<const Row *, const Row *>> &pairs) {
     std::set<std::string> directions, ownDirections;
   };
   std::map<std::string, Tally> tally;
-  auto prefixes = [](const std::string &layer) {
-    std::vector<std::string> out;
-    bool module =
-        !layer.empty() && layer.find_first_of(":/ ") == std::string::npos;
-    for (size_t at = 0;
-         module && (at = layer.find('.', at)) != std::string::npos; ++at)
-      out.push_back(layer.substr(0, at));
-    out.push_back(layer);
-    return out;
-  };
   for (const auto &[ra, rb] : pairs) {
     if (ra->isCopy)
       continue;
     const std::string &layer = rb->layer.empty() ? ra->layer : rb->layer;
-    std::vector<std::string> chain = prefixes(layer);
+    std::vector<std::string> chain = layerChain(layer);
     Tally &own = tally[chain.back()];
     ++own.ownOps;
     if (ra->device != rb->device) {
@@ -235,10 +225,9 @@ movedLayers(const std::vector<std::pair<const Row *, const Row *>> &pairs) {
   }
   auto parentOf = [](const std::string &layer) -> std::string {
     size_t dot = layer.rfind('.');
-    if (layer.find_first_of(":/ ") != std::string::npos ||
-        dot == std::string::npos)
-      return "";
-    return layer.substr(0, dot);
+    return isModulePath(layer) && dot != std::string::npos
+               ? layer.substr(0, dot)
+               : "";
   };
   auto fully = [&](const std::string &layer) {
     auto it = tally.find(layer);

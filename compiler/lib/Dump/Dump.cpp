@@ -159,6 +159,35 @@ std::string dotEscape(llvm::StringRef text) {
 
 } // namespace
 
+bool locus::dump::isModulePath(llvm::StringRef layer) {
+  return !layer.empty() && !layer.contains(':') && !layer.contains('/') &&
+         !layer.contains(' ');
+}
+
+std::string locus::dump::truncateLayer(llvm::StringRef layer, int depth) {
+  if (!isModulePath(layer))
+    return layer.str();
+  size_t at = 0;
+  for (int i = 0; i < depth; ++i) {
+    at = layer.find('.', at);
+    if (at == llvm::StringRef::npos)
+      return layer.str();
+    if (i + 1 < depth)
+      ++at;
+  }
+  return layer.take_front(at).str();
+}
+
+std::vector<std::string> locus::dump::layerChain(llvm::StringRef layer) {
+  std::vector<std::string> chain;
+  if (isModulePath(layer))
+    for (size_t at = 0; (at = layer.find('.', at)) != llvm::StringRef::npos;
+         ++at)
+      chain.push_back(layer.take_front(at).str());
+  chain.push_back(layer.str());
+  return chain;
+}
+
 std::string locus::dump::onnxLayer(llvm::StringRef node) {
   size_t open = node.find('\''), close = node.rfind('\'');
   if (open == llvm::StringRef::npos || close <= open)
@@ -588,27 +617,6 @@ struct DotGroup {
   int64_t ns = 0;
 };
 
-/// Whether a layer is a module path ("layer1.0.conv1"), not the line that
-/// called an unnamed layer ("model.cpp:24"), which is one name.
-bool isModulePath(llvm::StringRef layer) {
-  return !layer.contains(':') && !layer.contains('/') && !layer.contains(' ');
-}
-
-/// The first `depth` parts of a dotted path ("a.b.c", 2 -> "a.b").
-std::string truncatePath(const std::string &path, int depth) {
-  if (!isModulePath(path))
-    return path;
-  size_t at = 0;
-  for (int i = 0; i < depth; ++i) {
-    at = path.find('.', at);
-    if (at == std::string::npos)
-      return path;
-    if (i + 1 < depth)
-      ++at;
-  }
-  return path.substr(0, at);
-}
-
 } // namespace
 
 /// Layers as nodes (their ops, device mix and estimate), copies as edges
@@ -625,7 +633,7 @@ static void printCollapsedDot(const Report &report, llvm::raw_ostream &os,
                                                    row.layer.end(), '.')));
   auto keyAt = [&](const Row &row, int depth) -> std::string {
     if (!row.layer.empty())
-      return truncatePath(row.layer, depth);
+      return truncateLayer(row.layer, depth);
     if (row.opName == "locus.input" || row.opName == "locus.output")
       return "(inputs and outputs)";
     return "(other ops)";

@@ -22,21 +22,6 @@ using llvm::StringRef;
 
 namespace {
 
-bool isModulePath(StringRef layer) {
-  return !layer.empty() && !layer.contains(':') && !layer.contains('/') &&
-         !layer.contains(' ');
-}
-
-/// A layer's own path and those above it: "a.b.c" -> a, a.b, a.b.c.
-std::vector<std::string> chainOf(const std::string &layer) {
-  std::vector<std::string> chain;
-  if (isModulePath(layer))
-    for (size_t at = 0; (at = layer.find('.', at)) != std::string::npos; ++at)
-      chain.push_back(layer.substr(0, at));
-  chain.push_back(layer.empty() ? "(no layer)" : layer);
-  return chain;
-}
-
 struct Group {
   int first = -1, depth = 0, ops = 0, copiesIn = 0, copiesOut = 0;
   std::map<std::string, int> perDevice;
@@ -52,7 +37,9 @@ void locus::dump::printLayers(const Report &report, llvm::raw_ostream &os,
   for (const Row &row : report.rows) {
     if (row.isCopy)
       continue;
-    chains[row.id] = chainOf(row.layer);
+    chains[row.id] = layerChain(row.layer);
+    if (row.layer.empty())
+      chains[row.id].back() = "(no layer)";
     int depth = 0;
     for (const std::string &path : chains[row.id]) {
       Group &g = groups[path];

@@ -35,26 +35,6 @@ struct Line {
   double measuredUs = 0, measuredCopyUs = 0;
 };
 
-bool isModulePath(StringRef layer) {
-  return !layer.empty() && !layer.contains(':') && !layer.contains('/') &&
-         !layer.contains(' ');
-}
-
-/// `layer` cut to its first `depth` parts (module paths only).
-std::string cut(StringRef layer, int depth) {
-  if (!isModulePath(layer))
-    return layer.str();
-  size_t at = 0;
-  for (int i = 0; i < depth; ++i) {
-    at = layer.find('.', at);
-    if (at == StringRef::npos)
-      return layer.str();
-    if (i + 1 < depth)
-      ++at;
-  }
-  return layer.take_front(at).str();
-}
-
 /// The deepest cut that keeps the table to about 30 lines.
 int depthFor(const Report &report) {
   int best = 1;
@@ -62,7 +42,7 @@ int depthFor(const Report &report) {
     std::set<std::string> lines;
     for (const Row &row : report.rows)
       if (!row.isCopy)
-        lines.insert(cut(row.layer, depth));
+        lines.insert(truncateLayer(row.layer, depth));
     if (lines.size() > 30)
       break;
     best = depth;
@@ -141,7 +121,7 @@ mlir::LogicalResult locus::dump::printMeasured(const Report &report,
     known.insert(row.layer);
     if (row.isCopy)
       continue;
-    Line &line = lines[cut(row.layer, depth)];
+    Line &line = lines[truncateLayer(row.layer, depth)];
     ++line.ops;
     line.estimatedNs += row.device == "cpu" ? row.cpuNs : row.cudaNs;
   }
@@ -160,7 +140,7 @@ mlir::LogicalResult locus::dump::printMeasured(const Report &report,
     }
     for (int operand : row.operands)
       if (report.rows[operand].isCopy && readerLine[operand].empty())
-        readerLine[operand] = cut(row.layer, depth);
+        readerLine[operand] = truncateLayer(row.layer, depth);
   }
   for (const auto &[key, ids] : copiesByKey)
     for (int id : ids)
@@ -195,7 +175,7 @@ mlir::LogicalResult locus::dump::printMeasured(const Report &report,
           else
             n = 1;
         }
-        shares.emplace_back(cut(layerOfPart(part, known), depth), n);
+        shares.emplace_back(truncateLayer(layerOfPart(part, known), depth), n);
         total += n;
       }
       if (shares.empty())
@@ -235,9 +215,7 @@ mlir::LogicalResult locus::dump::printMeasured(const Report &report,
   os << llvm::formatv("{0}{1,6} {2,12} {3,12} {4,7}  {5,12} {6,12}\n",
                       llvm::left_justify("layer", width), "ops", "kernels est",
                       "measured", "x", "copies est", "measured");
-  Line all;
-  for (const auto &[name, line] : sorted) {
-    std::string shown = name.empty() ? "(no layer)" : name.substr(0, 48);
+  auto print = [&](StringRef name, const Line &line) {
     std::string ratio =
         line.estimatedNs > 0
             ? llvm::formatv("{0:F2}", line.measuredUs * 1000 /
@@ -245,26 +223,21 @@ mlir::LogicalResult locus::dump::printMeasured(const Report &report,
                   .str()
             : "-";
     os << llvm::formatv("{0}{1,6} {2,12} {3,12} {4,7}  {5,12} {6,12}\n",
-                        llvm::left_justify(shown, width), line.ops,
+                        llvm::left_justify(name, width), line.ops,
                         formatNanos(line.estimatedNs), us(line.measuredUs),
                         ratio, formatNanos(line.estimatedCopyNs),
                         us(line.measuredCopyUs));
+  };
+  Line all;
+  for (const auto &[name, line] : sorted) {
+    print(name.empty() ? "(no layer)" : StringRef(name).take_front(48), line);
     all.ops += line.ops;
     all.estimatedNs += line.estimatedNs;
     all.estimatedCopyNs += line.estimatedCopyNs;
     all.measuredUs += line.measuredUs;
     all.measuredCopyUs += line.measuredCopyUs;
   }
-  std::string ratio =
-      all.estimatedNs > 0
-          ? llvm::formatv("{0:F2}", all.measuredUs * 1000 /
-                                        static_cast<double>(all.estimatedNs))
-                .str()
-          : "-";
-  os << llvm::formatv("{0}{1,6} {2,12} {3,12} {4,7}  {5,12} {6,12}\n",
-                      llvm::left_justify("total", width), all.ops,
-                      formatNanos(all.estimatedNs), us(all.measuredUs), ratio,
-                      formatNanos(all.estimatedCopyNs), us(all.measuredCopyUs));
+  print("total", all);
   if (unmatched)
     os << "note: " << unmatched
        << " traced copies match no per-step copy of this graph (another "

@@ -113,6 +113,17 @@ void printDot(const Report &report, llvm::raw_ostream &os, int maxNodes = 0);
 void printJson(const Report &report, llvm::raw_ostream &os);
 void printHtml(const Report &report, llvm::raw_ostream &os);
 
+/// Whether a layer is a module path ("layer1.0.conv1"), not the line that
+/// called an unnamed layer ("model.cpp:24") or another name with ':', '/' or
+/// ' ' in it, which is one name and never cut at its dots.
+bool isModulePath(llvm::StringRef layer);
+/// A module path cut to its first `depth` parts ("a.b.c", 2 -> "a.b"); any
+/// other layer as it is.
+std::string truncateLayer(llvm::StringRef layer, int depth);
+/// The layers a layer is in, outermost first, and itself: "a.b.c" -> a,
+/// a.b, a.b.c ("model.cpp:24" and "" -> themselves).
+std::vector<std::string> layerChain(llvm::StringRef layer);
+
 /// The dotted module path of an ONNX node's scope: "node '/layer1/layer1.0/
 /// conv1/Conv' (Conv)" -> "layer1.0.conv1" (PyTorch's exporter names each
 /// level by its full path or its attribute); "" for a node without a scope.
