@@ -43,10 +43,16 @@ locus_status_t launch(locus_model_t &m, locus_context_t &ctx,
   }
   bool timed = m.profiler.on() || m.trace.on();
   auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
-  if (locus_status_t s =
-          device->launch(m.kernels[c.kernel], ctx.pointers.data()))
+  if (m.profiler.on()) { // the device's own time of the kernel
+    uint64_t ns = 0;
+    if (locus_status_t s =
+            device->launchTimed(m.kernels[c.kernel], ctx.pointers.data(), ns))
+      return s;
+    m.profiler.kernelTime(c.kernel, ns);
+  } else if (locus_status_t s =
+                 device->launch(m.kernels[c.kernel], ctx.pointers.data())) {
     return s;
-  m.profiler.kernelDone(c.kernel, start);
+  }
   if (m.trace.on()) {
     uint64_t bytes = 0;
     for (uint32_t b : c.args)
@@ -69,6 +75,10 @@ locus_status_t copy(locus_model_t &m, locus_context_t &ctx,
           *m.deviceOf[src.device], bufferPointer(m, ctx, c.src),
           bufferPointer(m, ctx, c.dst), src.bytes))
     return s;
+  // Profiled, a copy is waited for: its time, not the time to issue it.
+  if (m.profiler.on())
+    if (locus_status_t s = m.deviceOf[dst.device]->finish())
+      return s;
   m.profiler.copyDone(start);
   m.trace.copy(src.device, dst.device, src.bytes, ctx.id, ctx.step, start);
   ++stats.copies;

@@ -374,6 +374,7 @@ void finishReport(locus_model_t &m) {
   if (m.graphDevice)
     m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
                 " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
+  m.report += m.graphsOff;
   if (m.trace.on())
     m.report += "tracing every launch and copy to " + m.trace.path() +
                 " (written when the model is released; no CUDA graphs "
@@ -401,9 +402,15 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
     return s;
   findConstants(m);
   makeInterface(m);
+  findGraphDevice(m);
   // A step with index checks reads them back as it goes: no CUDA graph.
-  if (m.checks.empty())
-    findGraphDevice(m);
+  if (m.graphDevice && !m.checks.empty()) {
+    m.graphsOff = "steps run without a CUDA graph on " + m.graphDevice->name() +
+                  ": the step reads back its " +
+                  std::to_string(m.checks.size()) +
+                  " index check(s) (labels, ids) as it goes\n";
+    m.graphDevice = nullptr;
+  }
   if (locus_status_t s = runLoadCopies(m))
     return s;
   finishReport(m);

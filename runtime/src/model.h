@@ -54,6 +54,9 @@ struct locus_model_s {
   // CUDA graphs: the device a step runs on when it runs on one CUDA device
   // alone (null otherwise, or when graphs are off); what a step counts.
   locus::rt::Device *graphDevice = nullptr;
+  // Why a step that could replay as a CUDA graph does not (empty: it
+  // does, or no device could capture it).
+  std::string graphsOff;
   locus_run_stats_t stepCounts{};
   std::shared_mutex stateMutex; // runs share, state writes exclude
   bool writesState = false;     // a training step: its runs exclude too

@@ -51,10 +51,10 @@ void Profiler::start(size_t kernels) {
   on_ = kernelNs_ && kernelCalls_;
 }
 
-void Profiler::kernelDone(size_t kernel, Clock::time_point start) {
+void Profiler::kernelTime(size_t kernel, uint64_t ns) {
   if (!on_)
     return;
-  kernelNs_[kernel] += since(start);
+  kernelNs_[kernel] += ns;
   ++kernelCalls_[kernel];
 }
 
@@ -78,6 +78,10 @@ void Profiler::print(const Plan &plan, const std::vector<Device *> &deviceOf,
     }
     std::sort(order.begin(), order.end(),
               [&](size_t a, size_t b) { return kernelNs_[a] > kernelNs_[b]; });
+    std::fprintf(stderr,
+                 "locus profile: times on each kernel's device (CUDA events "
+                 "on a GPU, the host clock on cpu and sim); copies waited "
+                 "for\n");
     std::fprintf(stderr, "locus profile: %-40s %-8s %8s %10s %10s %6s  %s\n",
                  "kernel", "device", "calls", "total ms", "mean us", "share",
                  "source");

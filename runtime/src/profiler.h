@@ -16,6 +16,8 @@ namespace locus::rt {
 
 /// Times kernels and copies when LOCUS_PROFILE=1 is in the environment at
 /// load; does nothing otherwise. Thread-safe: contexts add to it at once.
+/// Kernel times are the device's own (Device::launchTimed: CUDA events on a
+/// GPU), so a profiled step runs each launch to its end before the next.
 class Profiler {
 public:
   using Clock = std::chrono::steady_clock;
@@ -27,7 +29,8 @@ public:
   Clock::time_point now() const {
     return on_ ? Clock::now() : Clock::time_point();
   }
-  void kernelDone(size_t kernel, Clock::time_point start);
+  /// Adds a launch of `kernel` that took `ns` on its device.
+  void kernelTime(size_t kernel, uint64_t ns);
   void copyDone(Clock::time_point start);
   /// The table, to stderr: one row per kernel, slowest first, with its
   /// source (ops and the user's lines), and copies. Never throws (it runs

@@ -262,6 +262,10 @@ TEST(Artifact, SignaturesBindTheBytesToTheirSigner) {
   std::string a = tempPath("key-a"), b = tempPath("key-b");
   for (const std::string &k : {a, b}) {
     Status s{locus_key_generate((k + ".key").c_str(), (k + ".pub").c_str())};
+    // Without libsodium (a machine that only runs artifacts) signing is
+    // UNAVAILABLE with the reason: the test has nothing to check there.
+    if (s.code() == LOCUS_STATUS_UNAVAILABLE)
+      GTEST_SKIP() << "[SKIP] " << s.message();
     ASSERT_EQ(s.s, nullptr) << s.message();
   }
   locus_public_key_t keyA{}, keyB{};

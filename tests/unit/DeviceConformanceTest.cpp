@@ -226,6 +226,29 @@ TEST_P(DeviceConformance, LaunchesAKernelOnItsBuffers) {
     EXPECT_EQ(out[i], 2 * in[i]) << i;
 }
 
+// LOCUS_PROFILE=1's launches: the kernel runs as with launch(), and the
+// time is the device's (CUDA events on cuda), above zero.
+TEST_P(DeviceConformance, TimedLaunchesRunTheKernelAndGiveItsTime) {
+  std::vector<float> in(64), out(64, 0);
+  for (int i = 0; i < 64; ++i)
+    in[i] = 0.25f * float(i) - 3;
+  void *pin = allocate(256), *pout = allocate(256);
+  ASSERT_TRUE(pin && pout);
+  ASSERT_EQ(device_->upload(in.data(), pin, 256), nullptr);
+  void *const buffers[2] = {pin, pout};
+  int before = seen.calls;
+  uint64_t ns = 0;
+  ASSERT_EQ(device_->launchTimed(&doubleKernel, buffers, ns), nullptr);
+  EXPECT_GT(ns, 0u);
+  EXPECT_EQ(seen.calls, before + 1);
+  if (!seen.hostMemory)
+    return; // cuda: the launcher ran with the CUDA imports bound
+  ASSERT_EQ(device_->download(pout, out.data(), 256), nullptr);
+  ASSERT_EQ(device_->finish(), nullptr);
+  for (int i = 0; i < 64; ++i)
+    EXPECT_EQ(out[i], 2 * in[i]) << i;
+}
+
 TEST_P(DeviceConformance, DoesNotOwnAnotherDevicesMemory) {
   // Both host devices keep host memory: ownership is by allocation.
   auto other = makeDevice(GetParam() == "cpu" ? "sim" : "cpu");

@@ -7,7 +7,20 @@
 #include "devices/sim/sim_device.h"
 #include "status_impl.h"
 
+#include <chrono>
+
 namespace locus::rt {
+
+locus_status_t Device::launchTimed(KernelFn kernel, void *const *buffers,
+                                   uint64_t &ns) {
+  auto start = std::chrono::steady_clock::now();
+  locus_status_t s = launch(kernel, buffers);
+  ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - start)
+          .count());
+  return s;
+}
 
 locus_status_t Device::beginCapture() {
   return makeStatus(LOCUS_STATUS_UNAVAILABLE, "%s cannot capture graphs",

@@ -11,6 +11,7 @@
 
 #include "locus/locus_runtime.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -54,6 +55,12 @@ public:
   /// Runs a kernel on buffers of this device: its host version on cpu and
   /// sim, its launcher on cuda.
   virtual locus_status_t launch(KernelFn kernel, void *const *buffers) = 0;
+  /// As launch, and the time the kernel took on the device in `ns`
+  /// (LOCUS_PROFILE=1): on cpu and sim the host clock around it; on cuda
+  /// CUDA events recorded around it on the stream, waited for, so the time
+  /// is the GPU's, not the launch's.
+  virtual locus_status_t launchTimed(KernelFn kernel, void *const *buffers,
+                                     uint64_t &ns);
   /// Waits until everything issued to this device is done (end of a run).
   virtual locus_status_t finish() { return nullptr; }
 

@@ -91,6 +91,7 @@ struct Driver {
   LOCUS_CU(cuEventDestroy, CUevent)
   LOCUS_CU(cuEventRecord, CUevent, CUstream)
   LOCUS_CU(cuEventSynchronize, CUevent)
+  LOCUS_CU(cuEventElapsedTime, float *, CUevent, CUevent)
   LOCUS_CU(cuModuleLoadData, CUmodule *, const void *)
   LOCUS_CU(cuModuleUnload, CUmodule)
   LOCUS_CU(cuModuleGetFunction, CUfunction *, CUmodule, const char *)
@@ -173,7 +174,11 @@ const Driver &driver() {
       d.why = std::string("the CUDA driver lacks ") + missing;
       return d;
     }
-    // Optional: stream-ordered allocation and graphs (CUDA 11.4 and later).
+    // Optional: kernel times for LOCUS_PROFILE=1 (cuda.h maps the name to
+    // _v2 from CUDA 12.8 on), stream-ordered allocation and graphs (CUDA
+    // 11.4 and later).
+    if (!bind(d.handle, d.cuEventElapsedTime, "cuEventElapsedTime_v2"))
+      bind(d.handle, d.cuEventElapsedTime, "cuEventElapsedTime");
     bind(d.handle, d.cuMemAllocAsync, "cuMemAllocAsync");
     bind(d.handle, d.cuMemFreeAsync, "cuMemFreeAsync");
     bind(d.handle, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
@@ -280,6 +285,9 @@ public:
     }
     if (computeDone_)
       d.cuEventDestroy(computeDone_);
+    for (CUevent e : timing_)
+      if (e)
+        d.cuEventDestroy(e);
     if (blas_)
       blas().destroy(blas_);
     for (CUmodule m : modules_)
@@ -465,6 +473,40 @@ public:
     std::lock_guard lock(mutex_);
     if (locus_status_t s = enter())
       return s;
+    return launchEntered(launcher, buffers);
+  }
+
+  /// The launch between two timing events on the compute stream, waited
+  /// for: what the GPU spent on the launcher's kernels and library calls.
+  locus_status_t launchTimed(KernelFn launcher, void *const *buffers,
+                             uint64_t &ns) override {
+    std::lock_guard lock(mutex_);
+    if (locus_status_t s = enter())
+      return s;
+    const Driver &d = driver();
+    if (!d.cuEventElapsedTime)
+      return Device::launchTimed(launcher, buffers, ns);
+    for (CUevent &e : timing_)
+      if (!e)
+        if (CUresult rc = d.cuEventCreate(&e, 0))
+          return fail("cuEventCreate", rc);
+    if (CUresult rc = d.cuEventRecord(timing_[0], compute_))
+      return fail("cuEventRecord", rc);
+    if (locus_status_t s = launchEntered(launcher, buffers))
+      return s;
+    if (CUresult rc = d.cuEventRecord(timing_[1], compute_))
+      return fail("cuEventRecord", rc);
+    if (CUresult rc = d.cuEventSynchronize(timing_[1]))
+      return fail("cuEventSynchronize", rc);
+    float ms = 0;
+    if (CUresult rc = d.cuEventElapsedTime(&ms, timing_[0], timing_[1]))
+      return fail("cuEventElapsedTime", rc);
+    ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+    return nullptr;
+  }
+
+  /// Runs the launcher, with the lock held and the context current.
+  locus_status_t launchEntered(KernelFn launcher, void *const *buffers) {
     current = this;
     launcher(buffers);
     current = nullptr;
@@ -492,6 +534,8 @@ public:
   }
 
   locus_status_t beginCapture() override {
+    if (!canCapture()) // graphs turned off, or a driver without them
+      return Device::beginCapture();
     mutex_.lock(); // held until endCapture: nothing else joins the graph
     if (locus_status_t s = enter()) {
       mutex_.unlock();
@@ -770,6 +814,7 @@ private:
   CUcontext context_ = nullptr;
   CUstream compute_ = nullptr, copy_ = nullptr;
   CUevent computeDone_ = nullptr;
+  CUevent timing_[2] = {nullptr, nullptr}; // LOCUS_PROFILE=1, made once
   std::vector<Staging> staging_ = std::vector<Staging>(2);
   size_t next_ = 0;
   cublasHandle_t blas_ = nullptr;
