@@ -6,6 +6,7 @@
 //             [--weights state.safetensors [--weights-partial]]
 //             [--save-state state.safetensors]
 //             [--trusted-key builder.pub ...] [--trace trace.json]
+//             [--host-io]
 //
 // Inputs are .npy files (little-endian f32, i64, i32 or bool, C order) or raw
 // little-endian bytes of the input's dtype. --random-inputs fills the inputs
@@ -16,7 +17,9 @@
 // of the model's, or with --weights-partial the names both have. --save-state
 // writes the state after the runs (a training artifact's trained weights).
 // --trace writes every launch, copy and step of the runs as Chrome trace
-// JSON (chrome://tracing, ui.perfetto.dev; docs/runtime.md).
+// JSON (chrome://tracing, ui.perfetto.dev; docs/runtime.md). --host-io
+// sets the inputs and reads the outputs at every run, and times them with
+// the step (a serving loop's time), each part's median said apart.
 
 #include "locus/runtime.hpp"
 
@@ -189,7 +192,8 @@ int usage() {
                "[--random-inputs] [--device-map MAP] [--runs N] "
                "[--save-outputs DIR] [--quiet] [--weights FILE "
                "[--weights-partial]] [--save-state FILE] "
-               "[--trusted-key FILE.pub ...] [--trace FILE.json]\n";
+               "[--trusted-key FILE.pub ...] [--trace FILE.json] "
+               "[--host-io]\n";
   return 2;
 }
 
@@ -199,7 +203,7 @@ struct Options {
   bool weightsPartial = false;
   std::map<std::string, std::string> inputFiles;
   std::vector<std::string> trustedKeys;
-  bool random = false, quiet = false;
+  bool random = false, quiet = false, hostIo = false;
   int runs = 1;
 };
 
@@ -248,6 +252,8 @@ int parseArgs(int argc, char **argv, Options &o) {
         o.random = true;
       } else if (arg == "--quiet") {
         o.quiet = true;
+      } else if (arg == "--host-io") {
+        o.hostIo = true;
       } else if (arg.rfind("--", 0) == 0 || !o.path.empty()) {
         return usage();
       } else {
@@ -263,16 +269,18 @@ int parseArgs(int argc, char **argv, Options &o) {
   return 0;
 }
 
-/// Sets the inputs given as files, then (with --random-inputs) the others.
+using Inputs = std::vector<std::pair<std::string, std::vector<char>>>;
+
+/// The inputs given as files, then (with --random-inputs) the others.
 /// Throws on a name the model has no input of.
-void setInputs(const locus::rt::Model &model, locus::rt::Context &context,
-               const Options &o) {
+Inputs readInputs(const locus::rt::Model &model, const Options &o) {
+  Inputs inputs;
   for (const auto &[name, file] : o.inputFiles) {
     bool known = false;
     for (const auto &info : model.inputs())
       if (info.name == name) {
         known = true;
-        context.setInput(name, readInput(file, info));
+        inputs.emplace_back(name, readInput(file, info));
       }
     if (!known) {
       std::string names;
@@ -284,7 +292,7 @@ void setInputs(const locus::rt::Model &model, locus::rt::Context &context,
     }
   }
   if (!o.random)
-    return;
+    return inputs;
   uint64_t seed = 1;
   for (const auto &info : model.inputs()) {
     if (o.inputFiles.count(info.name))
@@ -294,35 +302,84 @@ void setInputs(const locus::rt::Model &model, locus::rt::Context &context,
       locus::rt::check(locus_init_fill(
           LOCUS_INIT_UNIFORM, -1.0, 1.0, seed++, info.byteSize / 4,
           reinterpret_cast<float *>(bytes.data())));
-    context.setInput(info.name, bytes);
+    inputs.emplace_back(info.name, std::move(bytes));
+  }
+  return inputs;
+}
+
+void setInputs(locus::rt::Context &context, const Inputs &inputs) {
+  for (const auto &[name, bytes] : inputs)
+    context.setInput(name, bytes);
+}
+
+/// Reads every output into `into` (one buffer per output, reused).
+void readOutputs(const locus::rt::Model &model, locus::rt::Context &context,
+                 std::vector<std::vector<char>> &into) {
+  into.resize(model.outputs().size());
+  for (size_t i = 0; i < into.size(); ++i) {
+    into[i].resize(model.outputs()[i].byteSize);
+    context.readOutput(model.outputs()[i].name, into[i].data(), into[i].size());
   }
 }
 
+/// The median and the minimum of `micros` after the first two (load, warm
+/// caches, capture), as "median X us, min Y us".
+std::string steadyTimes(const std::vector<double> &micros) {
+  std::vector<double> steady(micros.begin() + 2, micros.end());
+  std::sort(steady.begin(), steady.end());
+  std::ostringstream text;
+  text << "median " << steady[steady.size() / 2] << " us, min "
+       << steady.front() << " us";
+  return text.str();
+}
+
+double microsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 /// Runs the step `runs` times and prints what a step did and, after more
-/// than two runs, its time.
-void runSteps(locus::rt::Context &context, int runs) {
-  std::vector<double> micros;
+/// than two runs, its time. With --host-io every run also sets the inputs
+/// and reads the outputs, as a serving loop does, and the time is theirs
+/// and the step's together, with each part's median.
+void runSteps(const locus::rt::Model &model, locus::rt::Context &context,
+              const Inputs &inputs, const Options &o) {
+  const int runs = o.runs;
+  std::vector<double> micros, in, step, out;
+  std::vector<std::vector<char>> outputs;
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
+    if (o.hostIo) {
+      setInputs(context, inputs);
+      in.push_back(microsSince(start));
+    }
+    auto stepStart = std::chrono::steady_clock::now();
     context.run();
-    micros.push_back(std::chrono::duration<double, std::micro>(
-                         std::chrono::steady_clock::now() - start)
-                         .count());
+    step.push_back(microsSince(stepStart));
+    if (o.hostIo) {
+      auto outStart = std::chrono::steady_clock::now();
+      readOutputs(model, context, outputs);
+      out.push_back(microsSince(outStart));
+    }
+    micros.push_back(microsSince(start));
   }
   locus_run_stats_t stats = context.stats();
   std::cout << "ran " << runs << " step" << (runs == 1 ? "" : "s") << ": "
             << stats.launches << " launches (" << stats.sim_launches
             << " on sim), " << stats.copies << " copies (" << stats.copy_bytes
             << " B) per step\n";
-  if (runs > 2) {
-    // The first two runs load, warm caches and (on a GPU) capture: the
-    // time of a step is the median of the others.
-    std::vector<double> steady(micros.begin() + 2, micros.end());
-    std::sort(steady.begin(), steady.end());
-    std::cout << "step time: median " << steady[steady.size() / 2]
-              << " us, min " << steady.front() << " us over " << steady.size()
-              << " runs (after 2 warm-up runs)\n";
-  }
+  if (runs <= 2)
+    return;
+  // The first two runs load, warm caches and (on a GPU) capture: the time
+  // of a step is the median of the others.
+  std::cout << "step time: " << steadyTimes(micros) << " over " << runs - 2
+            << " runs (after 2 warm-up runs)" << (o.hostIo ? ", host I/O" : "")
+            << "\n";
+  if (o.hostIo)
+    std::cout << "host I/O: inputs in " << steadyTimes(in) << "; step "
+              << steadyTimes(step) << "; outputs out " << steadyTimes(out)
+              << "\n";
 }
 
 /// Prints the first (up to 8) values of an output's `data`, and how many
@@ -398,8 +455,9 @@ static int runMain(int argc, char **argv) {
                 << " state tensors from " << o.weights << "\n";
     }
     locus::rt::Context context(model);
-    setInputs(model, context, o);
-    runSteps(context, o.runs);
+    Inputs inputs = readInputs(model, o);
+    setInputs(context, inputs);
+    runSteps(model, context, inputs, o);
     printOutputs(model, context, o);
     if (!o.saveState.empty()) {
       model.saveState(o.saveState);
