@@ -125,8 +125,10 @@ locus_status_t checkSegments(const unsigned char *bytes, size_t size,
         return malformed("an executable stack");
       break;
     case PT_PHDR:
+      // lld keeps room for a segment it dropped (no code: a model without
+      // kernels), so the table may be larger than the headers it holds.
       if (p.p_offset != header.e_phoff ||
-          p.p_filesz != uint64_t{header.e_phnum} * sizeof(Elf64_Phdr))
+          p.p_filesz < uint64_t{header.e_phnum} * sizeof(Elf64_Phdr))
         return malformed("program headers");
       others.push_back(p);
       break;
@@ -273,6 +275,13 @@ locus_status_t checkSymbols(const unsigned char *bytes,
     // NUL-terminated inside the table (its last byte is NUL).
     const char *name =
         reinterpret_cast<const char *>(bytes + strings + sym.st_name);
+    // The loader runs an IFUNC symbol's resolver (code of the artifact)
+    // when it binds it, and sets up storage for TLS and GNU-unique ones:
+    // Locus's code has none of them.
+    if (ELF64_ST_TYPE(sym.st_info) == STT_GNU_IFUNC ||
+        ELF64_ST_TYPE(sym.st_info) == STT_TLS ||
+        ELF64_ST_BIND(sym.st_info) == STB_GNU_UNIQUE)
+      return malformed("an IFUNC, TLS or GNU-unique symbol");
     if (sym.st_shndx != SHN_UNDEF &&
         std::strncmp(name, LOCUS_ABI_IMPORT_PREFIX,
                      sizeof(LOCUS_ABI_IMPORT_PREFIX) - 1) == 0)
