@@ -1,0 +1,203 @@
+"""tools/gpu-check prepare: everything the GPU machine needs, made here.
+
+Builds the compiler (build/) and the runtime alone without sanitizers
+(build-gpu/), then writes the bundle (git-ignored):
+  bin/        locus-run, runtime_tests, device_conformance_tests and
+              liblocus_runtime.so, which need no LLVM, MLIR or Boost;
+  cases/      every op configuration as an artifact for cuda:0, with inputs
+              and the double-precision reference (check_lowering.py);
+  grad_cases/ every gradient case likewise (check_gradients.py);
+  bench/      the artifacts of workloads.py;
+  numerics/   the example models' training steps for GPU-vs-host checks;
+  onnx/       ONNX test models compiled for cuda:0 with inputs and
+              expected outputs as .npy.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import graphs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.path.join(ROOT, "build")
+MAX_ONNX_ARTIFACT = 2 << 20
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def build():
+    sh([os.path.join(ROOT, "scripts", "build.sh")], stdout=subprocess.DEVNULL)
+    env = dict(os.environ, LOCUS_BUILD_DIR=os.path.join(ROOT, "build-gpu"))
+    sh([os.path.join(ROOT, "scripts", "build.sh"), "-DLOCUS_BUILD_COMPILER=OFF",
+        "-DLOCUS_SANITIZE=OFF"], env=env, stdout=subprocess.DEVNULL)
+
+
+def copy_binaries(bundle):
+    gpu = os.path.join(ROOT, "build-gpu")
+    os.makedirs(os.path.join(bundle, "bin"))
+    for f in ("runtime/liblocus_runtime.so", "tools/locus-run", "tests/runtime_tests",
+              "tests/device_conformance_tests"):
+        shutil.copy2(os.path.join(gpu, f), os.path.join(bundle, "bin"))
+
+
+def compile_graph(text, artifact, policy="strict", extra=()):
+    """Compiles locus IR `text` for cpu + cuda:0 into `artifact`; the error
+    text on failure."""
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(text)
+    try:
+        return compile_file(f.name, artifact, policy, extra)
+    finally:
+        os.unlink(f.name)
+
+
+def compile_file(path, artifact, policy, extra=()):
+    p = subprocess.run([os.path.join(BUILD, "tools", "locus-compile"), path, "-o", artifact,
+                        "--devices=cpu,cuda:0", "--policy=" + policy,
+                        "--progress=never"] + list(extra),
+                       capture_output=True, text=True)
+    return "" if p.returncode == 0 else (p.stderr or p.stdout).strip()[-400:]
+
+
+def with_optimizer(text, optimizer):
+    """`text` (a forward graph with a loss) with its backward pass and
+    `optimizer` added by locus-opt --locus-autodiff."""
+    p = subprocess.run([os.path.join(BUILD, "tools", "locus-opt"), "-",
+                        "--locus-autodiff=" + optimizer], input=text,
+                       capture_output=True, text=True, check=True)
+    return p.stdout
+
+
+def bench_artifacts(bench):
+    """The benchmark artifacts; failures as (artifact, why)."""
+    os.makedirs(bench)
+    jobs = [
+        ("launch_chain", graphs.launch_chain(), "strict", ["--no-fuse"]),
+        ("relu", graphs.elementwise(), "strict", []),
+        ("sum", graphs.reduce_sum([64 << 20], [0], [], "sum"), "strict", []),
+        ("softmax1024", graphs.softmax(16384, 1024), "strict", []),
+        ("softmax32", graphs.softmax(524288, 32), "strict", []),
+        ("colsum", graphs.reduce_sum([4096, 1000], [0], [1000], "colsum"), "strict", []),
+        ("layernorm", graphs.layer_norm(8192, 1024), "strict", []),
+        ("copies", graphs.to_gpu(), "strict", []),
+        ("conv_fwd", graphs.conv("fwd"), "strict", []),
+        ("conv_dgrad", graphs.conv("dgrad"), "strict", []),
+        ("conv_wgrad", graphs.conv("wgrad"), "strict", []),
+        ("mlp", graphs.mlp(), "strict", []),
+        ("mlp_train", with_optimizer(graphs.mlp(train=True),
+                                     "optimizer=sgd lr=0.01 momentum=0.9"), "strict", []),
+        ("cnn_train", with_optimizer(graphs.seed_cnn_loss(), "optimizer=adam lr=0.001"),
+         "strict", []),
+    ]
+    failed = []
+    for name, text, policy, extra in jobs:
+        why = compile_graph(text, os.path.join(bench, name + ".locus"), policy, extra)
+        if why:
+            failed.append((name, why))
+    return failed
+
+
+def example_artifacts(bundle, tmp):
+    """The example models' training steps: ResNet-18 (b128 to time, b16 for
+    numerics) and the tiny Transformer (prefer-gpu and auto)."""
+    failed = []
+    models = os.path.join(BUILD, "examples")
+    for model, batch, artifacts in (
+            ("resnet18", 128, [("bench/resnet18_train", "prefer-gpu")]),
+            ("resnet18", 16, [("numerics/resnet18", "prefer-gpu")]),
+            ("transformer", None, [("bench/transformer_gpu", "prefer-gpu"),
+                                   ("bench/transformer_auto", "auto"),
+                                   ("numerics/transformer", "prefer-gpu")])):
+        graph = os.path.join(tmp, "%s_%s.mlir" % (model, batch))
+        sh([os.path.join(models, model), "--save-graph=" + graph] +
+           (["--batch=%d" % batch] if batch else []))
+        for artifact, policy in artifacts:
+            os.makedirs(os.path.dirname(os.path.join(bundle, artifact)), exist_ok=True)
+            why = compile_file(graph, os.path.join(bundle, artifact + ".locus"), policy)
+            if why:
+                failed.append((artifact, why))
+    return failed
+
+
+def resnet_blocks(bench, tmp):
+    """bench/models.py's three ResNet-34 blocks through ONNX at batch 1, 8
+    and 64 (PyTorch exports them: python3-torch)."""
+    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "models.py"),
+                        "export", tmp], capture_output=True, text=True)
+    if p.returncode != 0:
+        return [("resnet_blocks", "bench/models.py export failed (python3-torch?): "
+                 + p.stderr.strip()[-200:])]
+    failed = []
+    for b in (1, 8, 64):
+        why = compile_file(os.path.join(tmp, "resnet_blocks_b%d.onnx" % b),
+                           os.path.join(bench, "resnet_blocks_b%d.locus" % b), "prefer-gpu")
+        if why:
+            failed.append(("resnet_blocks_b%d" % b, why))
+    return failed
+
+
+def onnx_cases(bundle):
+    """ONNX's test models for cuda:0 with their data as .npy, made by
+    onnx_cases.py under Debian's Python (python3-onnx and python3-numpy)."""
+    p = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "onnx_cases.py"),
+                        os.path.join(bundle, "onnx"),
+                        os.path.join(BUILD, "tools", "locus-compile")],
+                       capture_output=True, text=True)
+    last = (p.stdout.strip().splitlines() or [p.stderr.strip()[-300:]])[-1]
+    return (int(last.split()[0]), "") if p.returncode == 0 else (0, last)
+
+
+def export_cases(bundle):
+    for script, where, extra in (("check_lowering.py", "cases", ["--compiled"]),
+                                 ("check_gradients.py", "grad_cases", [])):
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "e2e", script),
+                            BUILD] + extra + ["--export", os.path.join(bundle, where)],
+                           capture_output=True, text=True)
+        print("  %s: %s" % (where, (p.stdout.strip().splitlines() or ["?"])[-1]))
+        if p.returncode != 0:
+            raise SystemExit("%s failed:\n%s" % (script, p.stdout[-2000:] + p.stderr[-2000:]))
+
+
+def size_mb(path):
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)
+    return total / 1e6
+
+
+def main(bundle):
+    start = time.monotonic()
+    print("== building (build/, and build-gpu/: the runtime alone)")
+    build()
+    built = time.monotonic()
+    shutil.rmtree(bundle, ignore_errors=True)
+    os.makedirs(bundle)
+    copy_binaries(bundle)
+    print("== op and gradient cases")
+    export_cases(bundle)
+    failed = []
+    with tempfile.TemporaryDirectory() as tmp:
+        print("== benchmark artifacts")
+        failed += bench_artifacts(os.path.join(bundle, "bench"))
+        print("== example models")
+        failed += example_artifacts(bundle, tmp)
+        print("== ResNet blocks from ONNX")
+        failed += resnet_blocks(os.path.join(bundle, "bench"), tmp)
+    print("== ONNX test models")
+    count, note = onnx_cases(bundle)
+    print("  %d models%s" % (count, " (" + note + ")" if note else ""))
+    for name, why in failed:
+        print("  could not make %s: %s" % (name, why))
+    mb = size_mb(bundle)
+    print("bundle: %s, %.1f MB; build %.0f s, the rest %.0f s" % (
+        bundle, mb, built - start, time.monotonic() - built))
+    if mb > 40:
+        print("the bundle is over 40 MB: the device tool carries 64 MiB in all")
+    print("carry %s and run: tools/gpu-check run" % os.path.relpath(bundle, ROOT))
+    return 1 if failed else 0

@@ -1,0 +1,77 @@
+"""What tools/gpu-check measures: one row per workload, shared by
+prepare.py (which compiles the artifacts), run.py (which runs them with
+locus-run) and peer.py (which runs the same work in PyTorch).
+
+A row: `name`; `title`; `artifact` (in bundle/bench); `args` and `env` for
+locus-run; `metric`, which part of locus-run's timing it reads ("step": the
+step's median; "in"/"step_io"/"out": the parts of a --host-io run); `per`,
+a divisor (a chain of launches: time per launch); `runs`; `peer`, the key
+of its PyTorch side in peer.py (None: no peer); `profile`: whether its
+per-kernel GPU profile is shown.
+"""
+
+LAUNCHES = 64
+
+
+def row(name, title, artifact, peer, runs=52, args=(), env=None,
+        metric="step", per=1, profile=False):
+    return dict(name=name, title=title, artifact=artifact, peer=peer,
+                runs=runs, args=list(args), env=env or {}, metric=metric,
+                per=per, profile=profile)
+
+
+BENCHES = [
+    row("launch_graph", "launch: chain of %d small kernels, CUDA graph (per launch)"
+        % LAUNCHES, "launch_chain.locus", "launch_chain", runs=202, per=LAUNCHES),
+    row("launch_plain", "launch: chain of %d small kernels, plain (per launch)"
+        % LAUNCHES, "launch_chain.locus", "launch_chain", runs=202,
+        env={"LOCUS_CUDA_GRAPHS": "0"}, per=LAUNCHES),
+    row("relu", "elementwise: relu over 64 Mi f32", "relu.locus", "relu"),
+    row("copy_d2d", "device-to-device copy of 256 MiB (reference)", None, "copy_d2d"),
+    row("sum", "reduction: full sum of 64 Mi f32", "sum.locus", "sum"),
+    row("softmax1024", "reduction: softmax, 16384 rows of 1024", "softmax1024.locus",
+        "softmax1024"),
+    row("softmax32", "reduction: softmax, 524288 rows of 32", "softmax32.locus",
+        "softmax32"),
+    row("colsum", "reduction: column sum 4096x1000 (a bias gradient)", "colsum.locus",
+        "colsum"),
+    row("layernorm", "reduction: layer norm, 8192 rows of 1024", "layernorm.locus",
+        "layernorm"),
+    row("h2d", "copy: host to device, 64 MiB (runtime; torch pinned)", "copies.locus",
+        "h2d_pinned", runs=22, args=["--host-io"], metric="step_io"),
+    row("h2d_pageable", "copy: host to device, 64 MiB (torch pageable)", None,
+        "h2d_pageable"),
+    row("d2h", "copy: device to host, 64 MiB (runtime; torch pinned)", "copies.locus",
+        "d2h_pinned", runs=22, args=["--host-io"], metric="out"),
+    row("d2h_pageable", "copy: device to host, 64 MiB (torch pageable)", None,
+        "d2h_pageable"),
+    row("conv_fwd", "conv 3x3 64ch 56x56 b32: forward", "conv_fwd.locus", "conv_fwd",
+        runs=22),
+    row("conv_dgrad", "conv 3x3 64ch 56x56 b32: input gradient", "conv_dgrad.locus",
+        "conv_dgrad", runs=12),
+    row("conv_wgrad", "conv 3x3 64ch 56x56 b32: weight gradient", "conv_wgrad.locus",
+        "conv_wgrad", runs=12),
+]
+
+MODELS = [
+    row("resnet18_train", "ResNet-18 training step, SGD, b128, data from host",
+        "resnet18_train.locus", "resnet18_train", runs=7, profile=True),
+    row("transformer_gpu", "tiny Transformer training step, AdamW, prefer-gpu",
+        "transformer_gpu.locus", "transformer_train", runs=22, profile=True),
+    row("transformer_auto", "tiny Transformer training step, AdamW, auto",
+        "transformer_auto.locus", "transformer_train", runs=22),
+    row("mlp_fwd", "MLP 784-1024-1024-10 forward b256, data on GPU", "mlp.locus",
+        "mlp_fwd", runs=202),
+    row("mlp_train", "MLP training step, SGD momentum, b256, data on GPU",
+        "mlp_train.locus", "mlp_train", runs=102, profile=True),
+    row("cnn_train", "seed CNN training step, Adam, b16, data on GPU",
+        "cnn_train.locus", "cnn_train", runs=102, profile=True),
+] + [
+    row("resnet_blocks_b%d" % b,
+        "3 ResNet-34 blocks from ONNX, b%d, host input and output" % b,
+        "resnet_blocks_b%d.locus" % b, "resnet_blocks_b%d" % b,
+        runs=22 if b == 64 else 52, args=["--host-io"], profile=b == 8)
+    for b in (1, 8, 64)
+]
+
+ALL = BENCHES + MODELS
