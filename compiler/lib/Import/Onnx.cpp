@@ -17,12 +17,19 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -170,7 +177,14 @@ private:
   // ---- reading the model ------------------------------------------------
   void load();
   Const tensorConst(const TensorProto &t) const;
-  std::string externalBytes(const TensorProto &t) const;
+  /// The raw bytes of an initializer whose data lies in a file beside the
+  /// model: `want` bytes, read from a regular file that resolves (symbolic
+  /// links followed) inside the model's folder; everything else fails with
+  /// the initializer's and the file's names.
+  std::string externalBytes(const TensorProto &t, size_t want) const;
+  /// An external_data offset or length: a decimal byte count, or a failure.
+  int64_t byteCount(const TensorProto &t, const std::string &key,
+                    const std::string &value) const;
   void checkSupported() const;
   void addInputs(Graph &g);
   void importNode(Graph &g, const NodeProto &node, size_t index);
@@ -266,38 +280,119 @@ void Importer::load() {
          " (re-export with torch.onnx.export(..., opset_version=17))");
 }
 
-std::string Importer::externalBytes(const TensorProto &t) const {
+namespace {
+
+/// Bytes of one element of an ONNX data type as raw data; 0 for types
+/// Locus does not read.
+size_t rawWidth(int dataType) {
+  switch (dataType) {
+  case TensorProto::DOUBLE:
+  case TensorProto::INT64:
+    return 8;
+  case TensorProto::FLOAT:
+  case TensorProto::INT32:
+    return 4;
+  case TensorProto::FLOAT16:
+  case TensorProto::INT16:
+    return 2;
+  case TensorProto::INT8:
+  case TensorProto::UINT8:
+  case TensorProto::BOOL:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/// A path that realpath() resolved (empty when it cannot be), freed here.
+std::string resolvedPath(const std::string &path) {
+  std::unique_ptr<char, decltype(&std::free)> r(realpath(path.c_str(), nullptr),
+                                                &std::free);
+  return r ? std::string(r.get()) : std::string();
+}
+
+/// Closes a file descriptor when it goes out of scope.
+struct FileCloser {
+  int fd;
+  ~FileCloser() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+} // namespace
+
+int64_t Importer::byteCount(const TensorProto &t, const std::string &key,
+                            const std::string &value) const {
+  int64_t v = -1;
+  auto [end, ec] =
+      std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc() ||
+      end != value.data() + value.size() || v < 0)
+    fail("initializer '" + t.name() + "': its external data " + key + " '" +
+         value + "' is not a byte count");
+  return v;
+}
+
+std::string Importer::externalBytes(const TensorProto &t, size_t want) const {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &entry : t.external_data()) {
     if (entry.key() == "location")
       location = entry.value();
     else if (entry.key() == "offset")
-      offset = std::stoll(entry.value());
+      offset = byteCount(t, "offset", entry.value());
     else if (entry.key() == "length")
-      length = std::stoll(entry.value());
+      length = byteCount(t, "length", entry.value());
   }
+  const std::string what = "initializer '" + t.name() + "': its external data";
   if (location.empty() || location[0] == '/' ||
-      location.find("..") != std::string::npos)
+      location.find("..") != std::string::npos ||
+      location.find('\0') != std::string::npos)
     fail("initializer '" + t.name() + "' has external data at '" + location +
          "': it must be a file beside the model");
   size_t slash = path_.rfind('/');
-  std::string dir =
-      slash == std::string::npos ? "" : path_.substr(0, slash + 1);
-  std::ifstream file(dir + location, std::ios::binary);
-  if (!file)
-    fail("initializer '" + t.name() + "': cannot open its external data " +
-         dir + location);
-  file.seekg(0, std::ios::end);
-  int64_t size = file.tellg();
-  if (offset < 0 || offset > size || (length >= 0 && length > size - offset))
-    fail("initializer '" + t.name() + "': its external data lies outside " +
-         dir + location);
+  std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash);
+  std::string file = dir + "/" + location;
+  // Symbolic links resolved: the file must still lie in the model's folder.
+  std::string folder = resolvedPath(dir), real = resolvedPath(file);
+  if (folder.empty() || real.empty())
+    fail(what + " " + file + " cannot be opened: " + std::strerror(errno));
+  if (real.compare(0, folder.size() + 1, folder + "/") != 0)
+    fail(what + " " + file + " is " + real + ", outside the model's folder " +
+         folder +
+         " (through a symbolic link); Locus reads only files in that folder");
+  // Non-blocking: a FIFO must not hang the import; then a regular file only.
+  FileCloser f{
+      ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
+  struct stat st{};
+  if (f.fd < 0 || ::fstat(f.fd, &st) != 0)
+    fail(what + " " + file + " cannot be opened: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    fail(what + " " + file +
+         " is not a regular file (a folder, a FIFO or a device)");
+  const int64_t size = st.st_size;
+  if (offset > size || (length >= 0 && length > size - offset))
+    fail(what + " lies outside " + file + " (" + std::to_string(size) +
+         " bytes; offset " + std::to_string(offset) + ", length " +
+         std::to_string(length) + ")");
   if (length < 0)
     length = size - offset;
-  std::string bytes(static_cast<size_t>(length), '\0');
-  file.seekg(offset);
-  file.read(bytes.data(), length);
+  if (static_cast<uint64_t>(length) != want)
+    fail(what + " in " + file + " has " + std::to_string(length) +
+         " bytes from offset " + std::to_string(offset) +
+         "; the tensor takes " + std::to_string(want));
+  std::string bytes(want, '\0');
+  for (size_t done = 0; done < want;) {
+    ssize_t n = ::pread(f.fd, bytes.data() + done, want - done,
+                        static_cast<off_t>(offset) + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      fail(what + " " + file + " could not be read: " +
+           (n < 0 ? std::strerror(errno) : "it ended early"));
+    done += static_cast<size_t>(n);
+  }
   return bytes;
 }
 
@@ -313,9 +408,13 @@ Const Importer::tensorConst(const TensorProto &t) const {
     n = d && n > std::numeric_limits<int32_t>::max() / d ? -1 : n * d;
   if (n < 0)
     fail("tensor '" + t.name() + "' is too large");
-  std::string raw = t.data_location() == TensorProto::EXTERNAL
-                        ? externalBytes(t)
-                        : t.raw_data();
+  if (t.data_location() == TensorProto::EXTERNAL && !rawWidth(t.data_type()))
+    fail("initializer '" + t.name() + "' has external data of ONNX data type " +
+         std::to_string(t.data_type()) + ", which Locus does not read");
+  std::string raw =
+      t.data_location() == TensorProto::EXTERNAL
+          ? externalBytes(t, static_cast<size_t>(n) * rawWidth(t.data_type()))
+          : t.raw_data();
   bool useRaw = t.has_raw_data() || t.data_location() == TensorProto::EXTERNAL;
   auto size = static_cast<size_t>(n);
   auto need = [&](size_t bytes, int given) {
