@@ -18,6 +18,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -730,6 +731,79 @@ py::dtype numpyDType(locus_dtype_t dtype) {
   }
 }
 
+/// The Locus dtype NumPy's `a` maps to (float64 is taken as float32, as
+/// the in-process run does); nullopt for others.
+std::optional<locus_dtype_t> locusDTypeOf(const py::array &a) {
+  char kind = a.dtype().kind();
+  py::ssize_t size = a.dtype().itemsize();
+  if (kind == 'f' && (size == 4 || size == 8))
+    return LOCUS_DTYPE_F32;
+  if (kind == 'i' && size == 8)
+    return LOCUS_DTYPE_I64;
+  if (kind == 'i' && size == 4)
+    return LOCUS_DTYPE_I32;
+  if (kind == 'b')
+    return LOCUS_DTYPE_I1;
+  return std::nullopt;
+}
+
+const char *dtypeText(locus_dtype_t dtype) {
+  switch (dtype) {
+  case LOCUS_DTYPE_I64:
+    return "int64";
+  case LOCUS_DTYPE_I32:
+    return "int32";
+  case LOCUS_DTYPE_I1:
+    return "bool";
+  case LOCUS_DTYPE_F32:
+  default:
+    return "float32";
+  }
+}
+
+/// A shape as Python writes a tuple: (8,), (100, 10).
+std::string tupleText(const std::vector<int64_t> &shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// Names joined with ", ".
+std::string joined(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &n : names)
+    text += (text.empty() ? "" : ", ") + n;
+  return text;
+}
+
+/// `value` as a C-ordered array of input `info`'s dtype, after checking
+/// its dtype and shape as PyTorch checks a tensor's (TypeError, ValueError).
+py::array runtimeInput(const rt::TensorInfo &info, const py::handle &value) {
+  py::array a = py::array::ensure(value);
+  if (!a)
+    throw py::type_error("input '" + info.name + "' is not an array");
+  std::optional<locus_dtype_t> dtype = locusDTypeOf(a);
+  if (!dtype || *dtype != info.dtype)
+    throw py::type_error("input '" + info.name + "' has dtype " +
+                         py::str(a.dtype()).cast<std::string>() +
+                         "; the model takes " + dtypeText(info.dtype));
+  std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+  if (shape != info.shape)
+    throw py::value_error("input '" + info.name + "' has shape " +
+                          tupleText(shape) + "; the model takes " +
+                          tupleText(info.shape));
+  return py::array::ensure(a.attr("astype")(numpyDType(info.dtype)),
+                           py::array::c_style);
+}
+
+/// Refuses a path with a NUL byte, which C would silently cut short.
+const std::string &checkedPath(const std::string &path, const char *what) {
+  if (path.find('\0') != std::string::npos)
+    throw py::value_error(std::string(what) + " contains a NUL byte");
+  return path;
+}
+
 std::vector<std::string> namesOf(const std::vector<rt::TensorInfo> &tensors) {
   std::vector<std::string> names;
   names.reserve(tensors.size());
@@ -759,22 +833,22 @@ void bindRuntime(py::module_ &m) {
             // time); the NumPy outputs are made with the GIL again.
             std::vector<rt::TensorInfo> ins = r.model.inputs();
             std::vector<rt::TensorInfo> outs = r.model.outputs();
+            std::vector<std::string> names = namesOf(ins);
+            for (auto [key, value] : inputs) {
+              std::string name = py::str(key);
+              if (std::find(names.begin(), names.end(), name) == names.end())
+                throw py::type_error("run() got an unexpected input '" + name +
+                                     "'; the model's inputs: " + joined(names));
+            }
             std::vector<py::array> arrays;
             arrays.reserve(ins.size());
             for (const auto &info : ins) {
               if (!inputs.contains(info.name))
                 throw py::key_error("input '" + info.name + "' was not given");
-              py::array a = py::array::ensure(inputs[info.name.c_str()]);
-              if (!a)
-                throw py::type_error("input '" + info.name +
-                                     "' is not an array");
-              py::array c = py::array::ensure(
-                  a.attr("astype")(numpyDType(info.dtype)), py::array::c_style);
+              py::array c = runtimeInput(info, inputs[info.name.c_str()]);
               if (!c || static_cast<size_t>(c.nbytes()) != info.byteSize)
-                throw py::value_error("input '" + info.name + "' has " +
-                                      std::to_string(c ? c.nbytes() : 0) +
-                                      " bytes; the model takes " +
-                                      std::to_string(info.byteSize));
+                throw py::value_error("input '" + info.name +
+                                      "' could not be converted");
               arrays.push_back(std::move(c));
             }
             std::vector<std::vector<unsigned char>> bytes(outs.size());
@@ -808,7 +882,7 @@ void bindRuntime(py::module_ &m) {
           "write_trace",
           [](const RuntimeModel &r, const std::string &path) {
             try {
-              r.model.writeTrace(path);
+              r.model.writeTrace(checkedPath(path, "the trace path"));
             } catch (const rt::Error &e) {
               raiseRuntime(e);
             }
@@ -820,11 +894,14 @@ void bindRuntime(py::module_ &m) {
          const std::vector<std::string> &trustedKeys,
          const std::string &trace) {
         rt::Model::LoadOptions o;
-        o.deviceMap = deviceMap;
+        o.deviceMap = checkedPath(deviceMap, "device_map");
         o.trustedKeys = trustedKeys;
-        o.tracePath = trace;
+        for (const std::string &key : trustedKeys)
+          checkedPath(key, "a trusted key's path");
+        o.tracePath = checkedPath(trace, "the trace path");
         try {
-          return std::make_unique<RuntimeModel>(rt::Model::load(path, o));
+          return std::make_unique<RuntimeModel>(
+              rt::Model::load(checkedPath(path, "the artifact's path"), o));
         } catch (const rt::Error &e) {
           raiseRuntime(e);
         }

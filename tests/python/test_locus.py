@@ -123,6 +123,22 @@ def test_save_then_the_runtime_alone(tmp_path):
                                atol=1e-7)
     with pytest.raises(ValueError):
         loaded.run(x=np.zeros((2, 2), np.float32))
+    # Shapes, dtypes and names are checked as PyTorch checks a tensor's,
+    # not only the byte count; a path with a NUL byte is refused.
+    with pytest.raises(ValueError) as info:
+        loaded.run(x=np.zeros((16, 8), np.float32))
+    assert "input 'x' has shape (16, 8); the model takes (8, 16)" in str(info.value)
+    with pytest.raises(TypeError) as info:
+        loaded.run(x=np.zeros((8, 16), np.int64))
+    assert "input 'x' has dtype int64; the model takes float32" in str(info.value)
+    with pytest.raises(TypeError) as info:
+        loaded.run(x=x, z=x)
+    assert "unexpected input 'z'; the model's inputs: x" in str(info.value)
+    np.testing.assert_allclose(loaded.run(x=x.astype(np.float64))["y"], want,
+                               rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError) as info:
+        locus.runtime.load(path + "\0.txt")
+    assert "NUL" in str(info.value)
     with pytest.raises(locus.Error) as info:
         locus.runtime.load(str(tmp_path / "missing.locus"))
     assert "not found" in str(info.value)
