@@ -8,6 +8,7 @@
 #include "status_impl.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <memory>
@@ -196,8 +197,20 @@ verifyDigest(const unsigned char digest[kDigestBytes],
 
 locus_status_t readSecretKey(const char *path,
                              unsigned char out[LOCUS_SECRET_KEY_BYTES]) {
-  return readKeyFile(path, kSecretHeader, "secret key", out,
-                     LOCUS_SECRET_KEY_BYTES);
+  if (locus_status_t s = readKeyFile(path, kSecretHeader, "secret key", out,
+                                     LOCUS_SECRET_KEY_BYTES))
+    return s;
+  // As ssh refuses a private key others can read: whoever could read it
+  // may have signed with it already.
+  struct stat st{};
+  if (::stat(path, &st) == 0 && (st.st_mode & 077)) {
+    std::memset(out, 0, LOCUS_SECRET_KEY_BYTES);
+    return makeStatus(LOCUS_STATUS_PERMISSION_DENIED,
+                      "the secret key %s can be read by others (mode %03o); "
+                      "make it private with chmod 600",
+                      path, static_cast<unsigned>(st.st_mode & 0777));
+  }
+  return nullptr;
 }
 
 std::string
@@ -217,6 +230,16 @@ locus_status_t locus_key_generate(const char *secret_key_path,
     if (!secret_key_path || !public_key_path)
       return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                         "locus_key_generate: NULL argument");
+    // A new key over an old one would leave every artifact signed with
+    // the old one unverifiable: never silently.
+    for (const char *path : {secret_key_path, public_key_path}) {
+      struct stat st{};
+      if (::lstat(path, &st) == 0)
+        return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                          "%s exists already; a new key pair does not replace "
+                          "a key (remove it first if that is what you want)",
+                          path);
+    }
     std::string why;
     const Sodium *na = sodium(why);
     if (!na)

@@ -698,6 +698,51 @@ TEST(Compile, EveryImportSlotOfTheHostCodeIsFilled) {
   std::remove(path.c_str());
 }
 
+namespace {
+
+/// The file offset of the first defined global function in the dynamic
+/// symbol table of ELF `code` (0 when there is none).
+size_t definedFunction(const std::string &code) {
+  Elf64_Ehdr header;
+  std::memcpy(&header, code.data(), sizeof header);
+  std::vector<Elf64_Phdr> loads;
+  uint64_t symtab = 0, strtab = 0;
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr p;
+    std::memcpy(&p, code.data() + header.e_phoff + i * sizeof p, sizeof p);
+    if (p.p_type == PT_LOAD)
+      loads.push_back(p);
+    if (p.p_type != PT_DYNAMIC)
+      continue;
+    for (size_t at = 0; at < p.p_filesz; at += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn d;
+      std::memcpy(&d, code.data() + p.p_offset + at, sizeof d);
+      if (d.d_tag == DT_SYMTAB)
+        symtab = d.d_un.d_ptr;
+      if (d.d_tag == DT_STRTAB)
+        strtab = d.d_un.d_ptr;
+    }
+  }
+  auto offsetOf = [&](uint64_t address) -> size_t {
+    for (const Elf64_Phdr &p : loads)
+      if (address >= p.p_vaddr && address < p.p_vaddr + p.p_filesz)
+        return address - p.p_vaddr + p.p_offset;
+    return 0;
+  };
+  size_t first = offsetOf(symtab), end = offsetOf(strtab);
+  for (size_t at = first; first && at + sizeof(Elf64_Sym) <= end;
+       at += sizeof(Elf64_Sym)) {
+    Elf64_Sym sym;
+    std::memcpy(&sym, code.data() + at, sizeof sym);
+    if (sym.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym.st_info) == STT_FUNC &&
+        ELF64_ST_BIND(sym.st_info) == STB_GLOBAL)
+      return at;
+  }
+  return 0;
+}
+
+} // namespace
+
 // The host code's ELF structure is checked before the system loader sees
 // it. Random damage to its headers (which used to kill the process inside
 // dlopen in about half the cases) is refused or loads, never crashes; a
@@ -788,6 +833,22 @@ TEST(Compile, HostCodeIsCheckedBeforeTheSystemLoaderSeesIt) {
   EXPECT_EQ(loadSections(sections, out),
             "the host code is not a shared object Locus made: a loadable "
             "segment that is not readable, or writable code");
+  // A defined function turned into an IFUNC (whose "resolver" the system
+  // loader would run at the first lookup, inside the load), a TLS symbol,
+  // a GNU-unique one: refused before dlopen.
+  size_t symbol = definedFunction(code);
+  ASSERT_NE(symbol, 0u);
+  for (unsigned char info :
+       {static_cast<unsigned char>(ELF64_ST_INFO(STB_GLOBAL, STT_GNU_IFUNC)),
+        static_cast<unsigned char>(ELF64_ST_INFO(STB_GLOBAL, STT_TLS)),
+        static_cast<unsigned char>(ELF64_ST_INFO(STB_GNU_UNIQUE, STT_FUNC))}) {
+    changed = code;
+    changed[symbol + offsetof(Elf64_Sym, st_info)] = static_cast<char>(info);
+    sections[LOCUS_SECTION_HOST_CODE] = changed;
+    EXPECT_EQ(loadSections(sections, out),
+              "the host code is not a shared object Locus made: an IFUNC, "
+              "TLS or GNU-unique symbol");
+  }
   std::remove(out.c_str());
   std::remove(path.c_str());
 }
@@ -844,6 +905,8 @@ TEST(Compile, TrustedKeysLoadOnlyWhatTheySigned) {
   g.output("y", relu(x));
   CompiledModel model = compile(g, {.policy = "cpu", .devices = {"cpu"}});
   std::string dir = ::testing::TempDir(), key = dir + "locus-builder";
+  std::remove((key + ".key").c_str());
+  std::remove((key + ".pub").c_str());
   ASSERT_EQ(locus_key_generate((key + ".key").c_str(), (key + ".pub").c_str()),
             nullptr);
   locus_public_key_t trusted{};
@@ -931,9 +994,12 @@ TEST(Compile, UntrustedCodeNeverRuns) {
   std::string marker = dir + "locus-payload-ran";
   std::string trustedKey = dir + "locus-trusted",
               otherKey = dir + "locus-other";
-  for (const std::string &k : {trustedKey, otherKey})
+  for (const std::string &k : {trustedKey, otherKey}) {
+    std::remove((k + ".key").c_str());
+    std::remove((k + ".pub").c_str());
     ASSERT_EQ(locus_key_generate((k + ".key").c_str(), (k + ".pub").c_str()),
               nullptr);
+  }
   locus_public_key_t trusted{};
   ASSERT_EQ(locus_key_read_public((trustedKey + ".pub").c_str(), &trusted),
             nullptr);

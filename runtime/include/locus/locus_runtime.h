@@ -202,6 +202,7 @@ typedef struct locus_public_key_s {
 
 /* Makes a new Ed25519 key pair: the secret key in `secret_key_path` (mode
  * 0600), the public key in `public_key_path`, one line of text each.
+ * INVALID_ARGUMENT when either file exists (a key is never replaced);
  * UNAVAILABLE without libsodium. */
 LOCUS_API locus_status_t locus_key_generate(const char *secret_key_path,
                                             const char *public_key_path);
@@ -210,7 +211,8 @@ LOCUS_API locus_status_t locus_key_read_public(const char *path,
                                                locus_public_key_t *out_key);
 
 /* As locus_artifact_write, signed with the secret key in `secret_key_path`:
- * the signature section comes last and covers every byte before it. */
+ * the signature section comes last and covers every byte before it.
+ * PERMISSION_DENIED when others may read the key file (mode & 077). */
 LOCUS_API locus_status_t locus_artifact_write_signed(
     const char *path, locus_arch_t arch, const locus_section_t *sections,
     size_t count, const char *secret_key_path);
