@@ -265,6 +265,26 @@ void findConstants(locus_model_t &m) {
 }
 
 /// Persistent buffers: state from its initialiser, constants from the plan.
+/// Refuses a plan whose persistent buffers and one context's arenas need
+/// more than `maxBytes` (0: no bound), before anything is allocated.
+locus_status_t checkLoadBytes(const locus_model_t &m, uint64_t maxBytes) {
+  if (!maxBytes)
+    return nullptr;
+  uint64_t need = 0;
+  for (const PlanBuffer &b : m.plan.buffers)
+    if (b.kind != LOCUS_PLAN_ACTIVATION && b.kind != LOCUS_PLAN_INPUT)
+      need += b.bytes; // each below 2^48 (the plan reader): no overflow
+  for (uint64_t arena : m.plan.arenaBytes)
+    need += arena;
+  if (need > maxBytes)
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                      "the model needs %llu bytes at load (state, constants "
+                      "and one context's arenas), more than max_bytes %llu",
+                      static_cast<unsigned long long>(need),
+                      static_cast<unsigned long long>(maxBytes));
+  return nullptr;
+}
+
 locus_status_t makePersistent(locus_model_t &m) {
   m.persistent.assign(m.plan.buffers.size(), nullptr);
   for (size_t i = 0; i < m.plan.buffers.size(); ++i) {
@@ -398,6 +418,8 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   if (locus_status_t s = placeDevices(m, p))
     return s;
   countStep(m);
+  if (locus_status_t s = checkLoadBytes(m, opts ? opts->max_bytes : 0))
+    return s;
   if (locus_status_t s = makePersistent(m))
     return s;
   findConstants(m);

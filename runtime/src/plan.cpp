@@ -375,6 +375,15 @@ locus_status_t checkCommands(const Plan &plan) {
       if (s)
         return s;
     }
+  // Each event is recorded by a command: a count beyond them is memory
+  // (per context) for nothing.
+  uint64_t records = 0;
+  for (const auto *commands : {&plan.load, &plan.step})
+    for (const PlanCommand &c : *commands)
+      records += c.op == LOCUS_PLAN_RECORD;
+  if (plan.events > records)
+    FAIL("the plan is damaged (%u events, but it records %llu)", plan.events,
+         static_cast<unsigned long long>(records));
   return nullptr;
 }
 

@@ -90,9 +90,12 @@ const std::set<std::string> &genuineCode() {
 /// Loads and runs a model whose host code is genuine; inputs from `fill`.
 void loadAndRun(const std::vector<uint8_t> &bytes, const uint8_t *fill,
                 size_t fillSize) {
+  // A service loading untrusted files bounds what a load may allocate.
+  locus_model_options_t options{};
+  options.max_bytes = uint64_t{1} << 28;
   locus_model_t *model = nullptr;
   if (locus_status_t s = locus_model_load_memory(bytes.data(), bytes.size(),
-                                                 nullptr, &model)) {
+                                                 &options, &model)) {
     locus_status_free(s);
     return;
   }

@@ -182,13 +182,17 @@ TEST(Executor, SimRefusesAKernelOnCpuMemory) {
   EXPECT_EQ(y[0], -1); // nothing was read out
 }
 
+// A plan whose event no command records is refused at load (before, its
+// wait failed at run time: "cuda:0 waits for event 0, which was never
+// recorded", which the executor still says should a step wait for an event
+// only the load records).
 TEST(Executor, WaitingForAnEventNeverRecordedFails) {
   Loaded m;
-  ASSERT_EQ(load(makePlan(false, /*skipRecord=*/true), m), nullptr);
-  float x[4] = {}, y[4];
-  locus_status_t s = runOnce(m.model, x, y);
+  locus_status_t s = load(makePlan(false, /*skipRecord=*/true), m);
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(messageOf(s), "cuda:0 waits for event 0, which was never recorded");
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
+  EXPECT_EQ(messageOf(s), "the plan is damaged (2 events, but it records 1)");
+  EXPECT_EQ(m.model, nullptr);
 }
 
 TEST(Executor, InputMistakes) {
@@ -417,7 +421,8 @@ TEST(Executor, EveryDamagedPlanFailsCleanlyOrRuns) {
 /// the output of buffer 2.
 static std::vector<uint8_t> copyPlan(uint64_t aAt, uint64_t bAt, uint64_t arena,
                                      uint32_t src, uint32_t dst,
-                                     uint32_t devices = 1) {
+                                     uint32_t devices = 1,
+                                     uint32_t events = 0) {
   PlanWriter w;
   w.u32(LOCUS_PLAN_MAGIC);
   w.u32(LOCUS_PLAN_VERSION);
@@ -441,7 +446,7 @@ static std::vector<uint8_t> copyPlan(uint64_t aAt, uint64_t bAt, uint64_t arena,
   w.u32(1);
   w.str("y");
   w.u32(2);
-  w.u32(0); // events
+  w.u32(events);
   return w.bytes;
 }
 
@@ -469,6 +474,9 @@ TEST(Executor, HostilePlansAreRefusedAtLoad) {
        "buffers need 192)"},
       {copyPlan(64, 128, 192, 1, 2, 2),
        "the plan is damaged (device cpu twice)"},
+      // 2^32 - 1 events cost 533 MB per context: only recorded ones count.
+      {copyPlan(64, 128, 192, 1, 2, 1, 0xFFFFFFFF),
+       "the plan is damaged (4294967295 events, but it records 0)"},
   };
   for (const Case &c : cases) {
     Loaded m;

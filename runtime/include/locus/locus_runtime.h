@@ -275,6 +275,12 @@ typedef struct locus_model_options_s {
    * trace. Tracing times each command, and steps no longer replay as CUDA
    * graphs. See locus_model_write_trace. */
   const char *trace_path;
+  /* The most bytes loading may allocate: state, constants and other
+   * persistent buffers on every device, plus one context's arenas; 0 for no
+   * bound. A plan that needs more is refused with OUT_OF_MEMORY before
+   * anything is allocated, so a small hostile file cannot make a service
+   * that loads models allocate gigabytes. */
+  uint64_t max_bytes;
 } locus_model_options_t;
 
 typedef enum locus_dtype_e {

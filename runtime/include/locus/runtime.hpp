@@ -62,6 +62,7 @@ public:
     std::vector<std::string> trustedKeys; ///< public key files
     std::string tracePath;                ///< Chrome trace JSON, at release
     bool disableCudaGraphs = false;
+    uint64_t maxBytes = 0; ///< locus_model_options_t::max_bytes (0: none)
   };
 
   static Model load(const std::string &path, const LoadOptions &opts) {
@@ -74,6 +75,7 @@ public:
     options.trusted_keys = keys.data();
     options.trusted_key_count = keys.size();
     options.trace_path = opts.tracePath.c_str();
+    options.max_bytes = opts.maxBytes;
     locus_model_t *model = nullptr;
     check(locus_model_load(path.c_str(), &options, &model));
     return Model(model);
