@@ -891,9 +891,10 @@ void bindRuntime(py::module_ &m) {
   runtime.def(
       "load",
       [](const std::string &path, const std::string &deviceMap,
-         const std::vector<std::string> &trustedKeys,
-         const std::string &trace) {
+         const std::vector<std::string> &trustedKeys, const std::string &trace,
+         uint64_t maxBytes) {
         rt::Model::LoadOptions o;
+        o.maxBytes = maxBytes;
         o.deviceMap = checkedPath(deviceMap, "device_map");
         o.trustedKeys = trustedKeys;
         for (const std::string &key : trustedKeys)
@@ -908,7 +909,7 @@ void bindRuntime(py::module_ &m) {
       },
       py::arg("path"), py::arg("device_map") = "",
       py::arg("trusted_keys") = std::vector<std::string>{},
-      py::arg("trace") = "",
+      py::arg("trace") = "", py::arg("max_bytes") = 0,
       "Loads an artifact and runs it as the runtime does: its own compiled "
       "code, no compile step.");
   // `import locus.runtime` works too.

@@ -140,6 +140,9 @@ def test_save_then_the_runtime_alone(tmp_path):
         locus.runtime.load(path + "\0.txt")
     assert "NUL" in str(info.value)
     with pytest.raises(locus.Error) as info:
+        locus.runtime.load(path, max_bytes=16)
+    assert "more than max_bytes 16" in str(info.value)
+    with pytest.raises(locus.Error) as info:
         locus.runtime.load(str(tmp_path / "missing.locus"))
     assert "not found" in str(info.value)
     with pytest.raises((TypeError, ValueError)):

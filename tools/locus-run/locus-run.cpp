@@ -6,7 +6,7 @@
 //             [--weights state.safetensors [--weights-partial]]
 //             [--save-state state.safetensors]
 //             [--trusted-key builder.pub ...] [--trace trace.json]
-//             [--host-io]
+//             [--host-io] [--max-bytes N]
 //
 // Inputs are .npy files (little-endian f32, i64, i32 or bool, C order) or raw
 // little-endian bytes of the input's dtype. --random-inputs fills the inputs
@@ -20,11 +20,13 @@
 // JSON (chrome://tracing, ui.perfetto.dev; docs/runtime.md). --host-io
 // sets the inputs and reads the outputs at every run, and times them with
 // the step (a serving loop's time), each part's median said apart.
+// --max-bytes refuses a model whose load would allocate more than N bytes.
 
 #include "locus/runtime.hpp"
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -149,9 +151,20 @@ std::vector<char> readInput(const std::string &path,
   shapeField = shapeField.substr(0, shapeField.find(')'));
   std::vector<int64_t> shape;
   std::stringstream ss(shapeField);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (item.find_first_of("0123456789") != std::string::npos)
-      shape.push_back(std::stoll(item));
+  for (std::string item; std::getline(ss, item, ',');) {
+    size_t first = item.find_first_not_of(" \t"),
+           last = item.find_last_not_of(" \t");
+    if (first == std::string::npos)
+      continue; // the empty item after a trailing comma: (8,)
+    std::string digits = item.substr(first, last - first + 1);
+    int64_t d = -1;
+    auto [end, ec] =
+        std::from_chars(digits.data(), digits.data() + digits.size(), d);
+    if (ec != std::errc() || end != digits.data() + digits.size() || d < 0)
+      throw std::runtime_error(path + ": .npy dimension '" + digits +
+                               "' is not a size");
+    shape.push_back(d);
+  }
   if (shape != info.shape)
     throw std::runtime_error(path + " has shape " + shapeText(shape) +
                              "; input '" + info.name + "' takes " +
@@ -193,7 +206,7 @@ int usage() {
                "[--save-outputs DIR] [--quiet] [--weights FILE "
                "[--weights-partial]] [--save-state FILE] "
                "[--trusted-key FILE.pub ...] [--trace FILE.json] "
-               "[--host-io]\n";
+               "[--host-io] [--max-bytes N]\n";
   return 2;
 }
 
@@ -204,6 +217,7 @@ struct Options {
   std::map<std::string, std::string> inputFiles;
   std::vector<std::string> trustedKeys;
   bool random = false, quiet = false, hostIo = false;
+  uint64_t maxBytes = 0;
   int runs = 1;
 };
 
@@ -254,6 +268,13 @@ int parseArgs(int argc, char **argv, Options &o) {
         o.quiet = true;
       } else if (arg == "--host-io") {
         o.hostIo = true;
+      } else if (arg == "--max-bytes") {
+        std::string v = value();
+        auto [end, ec] =
+            std::from_chars(v.data(), v.data() + v.size(), o.maxBytes);
+        if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+          throw std::runtime_error("--max-bytes takes a byte count, not '" + v +
+                                   "'");
       } else if (arg.rfind("--", 0) == 0 || !o.path.empty()) {
         return usage();
       } else {
@@ -447,6 +468,7 @@ static int runMain(int argc, char **argv) {
     load.deviceMap = o.deviceMap;
     load.trustedKeys = o.trustedKeys;
     load.tracePath = o.trace;
+    load.maxBytes = o.maxBytes;
     locus::rt::Model model = locus::rt::Model::load(o.path, load);
     std::cout << model.report();
     if (!o.weights.empty()) {
