@@ -10,6 +10,7 @@
 #include "status_impl.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -148,6 +149,16 @@ locus_status_t loadState(locus_model_t &m, const void *data, size_t size,
                         "tensor '%s' of %s is %s; the model's state is f32 "
                         "(F32, F64, F16 and BF16 load)",
                         t.name.c_str(), what, t.dtype.c_str());
+    // A weight that is NaN or infinite trains and predicts nothing: a
+    // checkpoint saved after a divergence is refused, not loaded silently.
+    for (size_t e = 0; e < values[k].size(); ++e)
+      if (!std::isfinite(values[k][e]))
+        return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                          "tensor '%s' of %s holds %s at element %zu (of "
+                          "%zu): the state would be lost, not loaded",
+                          t.name.c_str(), what,
+                          std::isnan(values[k][e]) ? "NaN" : "an infinity", e,
+                          values[k].size());
   }
   for (size_t k = 0; k < pairs.size(); ++k) {
     const locus_tensor_info_t &info = m.states[pairs[k].first];

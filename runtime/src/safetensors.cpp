@@ -8,6 +8,7 @@
 
 #include "status_impl.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_set>
 
@@ -307,6 +308,26 @@ std::string checkTensor(const SafeTensor &t, uint64_t begin, uint64_t end,
   return "";
 }
 
+/// No two tensors share a byte (the format's rule; one tensor's bytes
+/// read as another's would load silently).
+locus_status_t checkDisjoint(const std::vector<SafeTensor> &tensors,
+                             const char *what) {
+  std::vector<const SafeTensor *> order;
+  order.reserve(tensors.size());
+  for (const SafeTensor &t : tensors)
+    if (t.bytes)
+      order.push_back(&t);
+  std::sort(order.begin(), order.end(),
+            [](const SafeTensor *a, const SafeTensor *b) {
+              return a->data < b->data;
+            });
+  for (size_t i = 1; i < order.size(); ++i)
+    if (order[i]->data < order[i - 1]->data + order[i - 1]->bytes)
+      return bad(what, "tensors '" + order[i - 1]->name + "' and '" +
+                           order[i]->name + "' overlap in the data");
+  return nullptr;
+}
+
 } // namespace
 
 float halfToFloat(uint16_t h) {
@@ -382,7 +403,7 @@ locus_status_t parseSafetensors(const void *bytes, size_t size,
   }
   if (!h.atEnd())
     return bad(what, "text after the header's JSON object");
-  return nullptr;
+  return checkDisjoint(out, what);
 }
 
 std::string writeSafetensors(const std::vector<SafeTensorOut> &tensors) {

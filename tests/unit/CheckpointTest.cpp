@@ -274,7 +274,8 @@ TEST(Checkpoint, MismatchesNameTheTensorAndChangeNothing) {
   std::vector<float> v(kBig, 0.25f);
   std::vector<float> before = readState(m.m, "u", 6);
   auto fileWith = [&](const std::string &uShape, const std::string &uType,
-                      size_t uBytes, const std::string &extra = "") {
+                      size_t uBytes, const std::string &extra = "",
+                      size_t extraBytes = 0) {
     std::string header =
         "{\"w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
         "\"v\":{\"dtype\":\"F32\",\"shape\":[" +
@@ -284,7 +285,7 @@ TEST(Checkpoint, MismatchesNameTheTensorAndChangeNothing) {
         std::to_string(16 + kBig * 4) + "," +
         std::to_string(16 + kBig * 4 + uBytes) + "]}" + extra + "}";
     return safetensors(header, floatBytes(w) + floatBytes(v) +
-                                   std::string(uBytes, '\0'));
+                                   std::string(uBytes + extraBytes, '\0'));
   };
   std::vector<Case> cases = {
       {fileWith("[3,2]", "F32", 24),
@@ -293,8 +294,10 @@ TEST(Checkpoint, MismatchesNameTheTensorAndChangeNothing) {
       {fileWith("[2,3]", "I64", 48),
        "tensor 'u' of the state given is I64; the model's state is f32"},
       {fileWith("[2,3]", "F32", 24,
-                ",\"z\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,"
-                "4]}"),
+                ",\"z\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[" +
+                    std::to_string(16 + kBig * 4 + 24) + "," +
+                    std::to_string(16 + kBig * 4 + 28) + "]}",
+                4),
        "unexpected (in the file, not the model's): z"},
   };
   expectEachFails(m, cases, LOCUS_STATUS_INVALID_ARGUMENT);
@@ -321,6 +324,44 @@ TEST(Checkpoint, MismatchesNameTheTensorAndChangeNothing) {
                 .find("cannot load 'q' from the state given: the model has "
                       "no state of that name"),
             std::string::npos);
+}
+
+// Two tensors sharing bytes (one read as the other) are malformed; a NaN
+// or an infinity in a tensor is refused with its element; nothing changes.
+TEST(Checkpoint, OverlapsAndNonFiniteValuesAreRefused) {
+  Model m;
+  std::vector<float> w = {1, 2, 3, 4}, v(kBig, 0.5f), u = {1, 2, 3, 4, 5, 6};
+  std::vector<float> before = readState(m.m, "w", 4);
+  auto file = [&](uint64_t uBegin) {
+    std::string header =
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+        "\"v\":{\"dtype\":\"F32\",\"shape\":[" +
+        std::to_string(kBig) + "],\"data_offsets\":[16," +
+        std::to_string(16 + kBig * 4) +
+        "]},\"u\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[" +
+        std::to_string(uBegin) + "," + std::to_string(uBegin + 24) + "]}}";
+    return safetensors(header, floatBytes(w) + floatBytes(v) + floatBytes(u));
+  };
+  std::string overlapping = file(8);
+  EXPECT_EQ(messageOf(locus_model_load_state_memory(
+                m.m, overlapping.data(), overlapping.size(), nullptr, nullptr)),
+            "the state given is not a valid safetensors file: tensors 'w' and "
+            "'u' overlap in the data");
+  w[2] = std::nanf("");
+  std::string nan = file(16 + kBig * 4);
+  EXPECT_EQ(messageOf(locus_model_load_state_memory(m.m, nan.data(), nan.size(),
+                                                    nullptr, nullptr)),
+            "tensor 'w' of the state given holds NaN at element 2 (of 4): the "
+            "state would be lost, not loaded");
+  w[2] = 3;
+  v[7] = INFINITY;
+  std::string inf = file(16 + kBig * 4);
+  EXPECT_NE(messageOf(locus_model_load_state_memory(m.m, inf.data(), inf.size(),
+                                                    nullptr, nullptr))
+                .find("tensor 'v' of the state given holds an infinity at "
+                      "element 7"),
+            std::string::npos);
+  EXPECT_EQ(readState(m.m, "w", 4), before);
 }
 
 TEST(Checkpoint, MalformedFilesAreDataLossNeverACrash) {
