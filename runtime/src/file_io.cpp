@@ -50,11 +50,14 @@ locus_status_t writeFileAtomic(const char *path, const void *data, size_t size,
   if (fd < 0)
     return writeError(path, "creating a temporary file beside it", errno);
   // A new file gets the usual mode, a replaced one keeps its own, unless
-  // the caller says which (mkstemp made it 0600 already).
+  // the caller says which (mkstemp made it 0600 already). A symbolic link
+  // is replaced by the file, never followed: the new file does not take
+  // the mode of whatever the link pointed to.
   struct stat old{};
   if (mode < 0)
-    mode =
-        ::stat(path, &old) == 0 ? static_cast<int>(old.st_mode & 07777) : 0644;
+    mode = ::lstat(path, &old) == 0 && S_ISREG(old.st_mode)
+               ? static_cast<int>(old.st_mode & 07777)
+               : 0644;
   const char *step = nullptr;
   if (::fchmod(fd, static_cast<mode_t>(mode)) != 0)
     step = "setting its mode";

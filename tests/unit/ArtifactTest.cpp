@@ -338,3 +338,26 @@ TEST(Artifact, SignaturesBindTheBytesToTheirSigner) {
     std::remove((k + ".pub").c_str());
   }
 }
+
+// An atomic write over a symbolic link replaces the link with the new file
+// and leaves the link's target alone; the new file gets the usual mode, not
+// the target's (which the link could use to pass on any mode it liked).
+TEST(Artifact, AtomicWritesReplaceALinkWithoutFollowingIt) {
+  std::string target = tempPath("link-target"), link = tempPath("link");
+  {
+    std::ofstream(target) << "target";
+  }
+  ASSERT_EQ(::chmod(target.c_str(), 0755), 0);
+  std::remove(link.c_str());
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  const char data[] = "new";
+  ASSERT_EQ(locus_file_write_atomic(link.c_str(), data, 3), nullptr);
+  struct stat st{};
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  std::ifstream kept(target);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), {}), "target");
+  std::remove(link.c_str());
+  std::remove(target.c_str());
+}
