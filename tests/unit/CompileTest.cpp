@@ -11,6 +11,9 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -20,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -1145,4 +1149,43 @@ TEST(Compile, TracesShowEachStepsKernelsAtTheUsersLines) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A compile killed with SIGKILL leaves its scratch directory (no handler
+// runs); the next compile removes those of processes that are gone, and
+// only those.
+TEST(Compile, AKilledCompilesScratchIsSweptByTheNext) {
+  namespace fs = std::filesystem;
+  fs::path tmp = fs::path(::testing::TempDir()) /
+                 ("locus-sweep-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  pid_t child = ::fork();
+  if (child == 0)
+    ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  fs::path dead = tmp / ("locus-aot-" + std::to_string(child) + "-a1b2c3");
+  fs::path alive =
+      tmp / ("locus-aot-" + std::to_string(::getpid()) + "-d4e5f6");
+  for (const fs::path &d : {dead, alive}) {
+    fs::create_directories(d);
+    std::ofstream(d / "kernels.o") << "object";
+  }
+  const char *old = std::getenv("TMPDIR");
+  std::string saved = old ? old : "";
+  ASSERT_EQ(::setenv("TMPDIR", tmp.c_str(), 1), 0);
+  Graph g("sweep");
+  auto x = g.input("x", {4});
+  g.output("y", relu(x));
+  CompiledModel model = compile(g, {.policy = "cpu", .devices = {"cpu"}});
+  std::string path = (tmp / "m.locus").string();
+  model.save(path);
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(alive / "kernels.o"));
+  fs::remove_all(tmp);
 }

@@ -30,6 +30,12 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <csignal>
+#include <unistd.h>
+
 #ifndef LOCUS_LLD_PATH
 #define LOCUS_LLD_PATH ""
 #endif
@@ -184,6 +190,38 @@ std::string locus::checkCpuName(const std::string &cpu) {
 
 namespace {
 
+/// The scratch directories' prefix: locus-aot-<pid>-<random>.
+constexpr llvm::StringLiteral kScratchPrefix = "locus-aot-";
+/// The files a scratch directory holds.
+constexpr const char *kScratchFiles[] = {"kernels.o", "kernels.so", "lld.log"};
+
+/// Removes the scratch directories of this user's compiles whose process
+/// is gone (killed with SIGKILL, which no handler sees): only the files a
+/// compile writes, then the directory if that emptied it.
+void sweepScratch() {
+  llvm::SmallString<128> tmp;
+  llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, tmp);
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(tmp, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    int pid = 0;
+    if (!name.consume_front(kScratchPrefix) ||
+        name.split('-').first.getAsInteger(10, pid) || pid <= 0 ||
+        ::kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
+    struct stat st{};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != ::getuid())
+      continue;
+    for (const char *f : kScratchFiles)
+      if (std::error_code ignored = llvm::sys::fs::remove(it->path() + "/" + f))
+        continue;
+    if (std::error_code ignored = llvm::sys::fs::remove(it->path()))
+      continue;
+  }
+}
+
 /// The temporary files of the host code: its object, its shared object and
 /// the linker's log, in a fresh directory.
 struct Scratch {
@@ -192,14 +230,16 @@ struct Scratch {
 
   /// Makes the directory. Returns what is wrong, or "".
   std::string create() {
-    if (std::error_code ec =
-            llvm::sys::fs::createUniqueDirectory("locus-aot", dir))
+    sweepScratch();
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+            kScratchPrefix + llvm::Twine(::getpid()), dir))
       return "cannot make a temporary directory: " + ec.message();
-    object = (dir + "/kernels.o").str();
-    shared = (dir + "/kernels.so").str();
-    log = (dir + "/lld.log").str();
+    object = (dir + "/" + kScratchFiles[0]).str();
+    shared = (dir + "/" + kScratchFiles[1]).str();
+    log = (dir + "/" + kScratchFiles[2]).str();
     // An interrupted compile (Ctrl-C, SIGTERM) removes the files too
-    // (LLVM's signal handlers remove only files: the empty directory stays).
+    // (LLVM's signal handlers remove only files: the empty directory
+    // stays, and a SIGKILL leaves all: the next compile sweeps them).
     for (const std::string &f : {object, shared, log})
       llvm::sys::RemoveFileOnSignal(f);
     return "";
