@@ -19,6 +19,16 @@ using namespace mlir;
 
 namespace {
 
+/// The most ops one fused loop body holds.
+constexpr size_t kMaxFusedBody = 128;
+
+/// The ops in `op`'s body (its first region's block); 0 for none.
+size_t bodySize(Operation *op) {
+  if (op->getNumRegions() == 0 || op->getRegion(0).empty())
+    return 0;
+  return op->getRegion(0).front().getOperations().size();
+}
+
 class FuseElementwisePass
     : public locus::impl::LocusFuseElementwiseBase<FuseElementwisePass> {
 public:
@@ -27,10 +37,15 @@ public:
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     // A producer fuses into its only reader: nothing is computed twice.
+    // Each fusion makes a new op holding both bodies, so a chain of n
+    // elementwise ops fused one by one copies O(n^2) ops: a fused body
+    // stops growing at kMaxFusedBody ops (a 20,000-op chain took minutes).
     linalg::populateElementwiseOpsFusionPatterns(
         patterns, [](OpOperand *operand) {
           Operation *producer = operand->get().getDefiningOp();
-          return producer && producer->hasOneUse();
+          return producer && producer->hasOneUse() &&
+                 bodySize(producer) + bodySize(operand->getOwner()) <=
+                     kMaxFusedBody;
         });
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))

@@ -448,7 +448,10 @@ def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
     whose result only one other elementwise `linalg.generic` reads fuses into
     that reader (MLIR's elementwise fusion patterns, producer with one use),
     so a fused kernel's chain of elementwise ops is one loop nest, and
-    `linalg.fill` initial values fold into their readers. Unlike MLIR's
+    `linalg.fill` initial values fold into their readers. A fused body
+    stops growing at 128 ops: each fusion builds a new op holding both
+    bodies, so fusing a chain of n ops one by one would copy O(n^2) ops
+    (compile time would grow with the square of a long chain). Unlike MLIR's
     `linalg-fuse-elementwise-ops` it does not move reshapes through other
     ops: that would turn a `linalg.matmul` behind a reshape into a generic
     loop nest and take it away from BLAS.
