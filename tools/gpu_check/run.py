@@ -222,10 +222,15 @@ def benchmarks(r, rounds):
         for key, v in (got or {}).items():
             peer.setdefault(key, []).append(v)
     r.rows = summarize(locus, peer)
-    bad = [row for row, v in r.rows.items() if isinstance(v["locus"], str)]
+    bad = [row for row, v in r.rows.items() if isinstance(v["locus"], str)
+           and not v["locus"].startswith("no artifact")]
+    missing = [row for row, v in r.rows.items() if isinstance(v["locus"], str)
+               and v["locus"].startswith("no artifact")]
     r.record(name, "FAIL" if bad else "PASS",
-             "%d rounds; %s" % (len(peer.get("torch", [])) or rounds,
-                                "failed: " + ", ".join(bad) if bad else "every row ran"),
+             "%d rounds; %s%s" % (len(peer.get("torch", [])) or rounds,
+                                  "failed: " + ", ".join(bad) if bad else "no row failed",
+                                  "; not in the bundle: " + ", ".join(missing)
+                                  if missing else ""),
              time.monotonic() - start)
 
 
@@ -427,7 +432,7 @@ def fmt(v):
     if v is None:
         return "-"
     if isinstance(v, str):
-        return "error"
+        return "SKIP (no artifact)" if v.startswith("no artifact") else "error"
     return "%.1f" % v if v >= 10 else "%.2f" % v
 
 
