@@ -798,7 +798,7 @@ py::array runtimeInput(const rt::TensorInfo &info, const py::handle &value) {
 }
 
 /// Refuses a path with a NUL byte, which C would silently cut short.
-const std::string &checkedPath(const std::string &path, const char *what) {
+std::string checkedPath(const std::string &path, const char *what) {
   if (path.find('\0') != std::string::npos)
     throw py::value_error(std::string(what) + " contains a NUL byte");
   return path;

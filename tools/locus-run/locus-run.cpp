@@ -160,9 +160,11 @@ std::vector<char> readInput(const std::string &path,
     int64_t d = -1;
     auto [end, ec] =
         std::from_chars(digits.data(), digits.data() + digits.size(), d);
-    if (ec != std::errc() || end != digits.data() + digits.size() || d < 0)
-      throw std::runtime_error(path + ": .npy dimension '" + digits +
-                               "' is not a size");
+    if (ec != std::errc() || end != digits.data() + digits.size() || d < 0) {
+      std::string message = path;
+      message += ": .npy dimension '" + digits + "' is not a size";
+      throw std::runtime_error(message);
+    }
     shape.push_back(d);
   }
   if (shape != info.shape)

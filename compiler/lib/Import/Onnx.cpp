@@ -388,9 +388,12 @@ std::string Importer::externalBytes(const TensorProto &t, size_t want) const {
                         static_cast<off_t>(offset) + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
-      fail(what + " " + file + " could not be read: " +
-           (n < 0 ? std::strerror(errno) : "it ended early"));
+    if (n <= 0) {
+      std::string message = what;
+      message += " " + file + " could not be read: ";
+      message += n < 0 ? std::strerror(errno) : "it ended early";
+      fail(message);
+    }
     done += static_cast<size_t>(n);
   }
   return bytes;
