@@ -124,6 +124,22 @@ Shape shapeOf(const py::array &a) {
   return Shape(a.shape(), a.shape() + a.ndim());
 }
 
+/// The Locus dtype NumPy's `a` maps to (float64 is taken as float32, as
+/// the in-process run does); nullopt for others.
+std::optional<locus_dtype_t> locusDTypeOf(const py::array &a) {
+  char kind = a.dtype().kind();
+  py::ssize_t size = a.dtype().itemsize();
+  if (kind == 'f' && (size == 4 || size == 8))
+    return LOCUS_DTYPE_F32;
+  if (kind == 'i' && size == 8)
+    return LOCUS_DTYPE_I64;
+  if (kind == 'i' && size == 4)
+    return LOCUS_DTYPE_I32;
+  if (kind == 'b')
+    return LOCUS_DTYPE_I1;
+  return std::nullopt;
+}
+
 HostTensor toHost(const std::string &name, const py::handle &value) {
   py::array a = py::array::ensure(value);
   if (!a)
@@ -134,18 +150,20 @@ HostTensor toHost(const std::string &name, const py::handle &value) {
     auto c = py::array_t < T, py::array::c_style | py::array::forcecast > (a);
     return std::vector<T>(c.data(), c.data() + c.size());
   };
-  char kind = a.dtype().kind();
-  py::ssize_t size = a.dtype().itemsize();
-  if (kind == 'f' && (size == 4 || size == 8))
+  switch (locusDTypeOf(a).value_or(LOCUS_DTYPE_MAX_ENUM)) {
+  case LOCUS_DTYPE_F32:
     return HostTensor::fromF32(shape, copy(float{}));
-  if (kind == 'i' && size == 8)
+  case LOCUS_DTYPE_I64:
     return HostTensor::fromI64(shape, copy(int64_t{}));
-  if (kind == 'i' && size == 4)
+  case LOCUS_DTYPE_I32:
     return HostTensor::fromI32(shape, copy(int32_t{}));
-  if (kind == 'b') {
+  case LOCUS_DTYPE_I1: {
     std::vector<uint8_t> bytes = copy(uint8_t{});
     return HostTensor::fromBool(
         shape, std::vector<int64_t>(bytes.begin(), bytes.end()));
+  }
+  default:
+    break;
   }
   throw py::type_error("input '" + name + "' has dtype " +
                        py::str(a.dtype()).cast<std::string>() +
@@ -731,36 +749,6 @@ py::dtype numpyDType(locus_dtype_t dtype) {
   }
 }
 
-/// The Locus dtype NumPy's `a` maps to (float64 is taken as float32, as
-/// the in-process run does); nullopt for others.
-std::optional<locus_dtype_t> locusDTypeOf(const py::array &a) {
-  char kind = a.dtype().kind();
-  py::ssize_t size = a.dtype().itemsize();
-  if (kind == 'f' && (size == 4 || size == 8))
-    return LOCUS_DTYPE_F32;
-  if (kind == 'i' && size == 8)
-    return LOCUS_DTYPE_I64;
-  if (kind == 'i' && size == 4)
-    return LOCUS_DTYPE_I32;
-  if (kind == 'b')
-    return LOCUS_DTYPE_I1;
-  return std::nullopt;
-}
-
-const char *dtypeText(locus_dtype_t dtype) {
-  switch (dtype) {
-  case LOCUS_DTYPE_I64:
-    return "int64";
-  case LOCUS_DTYPE_I32:
-    return "int32";
-  case LOCUS_DTYPE_I1:
-    return "bool";
-  case LOCUS_DTYPE_F32:
-  default:
-    return "float32";
-  }
-}
-
 /// A shape as Python writes a tuple: (8,), (100, 10).
 std::string tupleText(const std::vector<int64_t> &shape) {
   std::string text = "(";
@@ -787,7 +775,8 @@ py::array runtimeInput(const rt::TensorInfo &info, const py::handle &value) {
   if (!dtype || *dtype != info.dtype)
     throw py::type_error("input '" + info.name + "' has dtype " +
                          py::str(a.dtype()).cast<std::string>() +
-                         "; the model takes " + dtypeText(info.dtype));
+                         "; the model takes " +
+                         py::str(numpyDType(info.dtype)).cast<std::string>());
   std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
   if (shape != info.shape)
     throw py::value_error("input '" + info.name + "' has shape " +
