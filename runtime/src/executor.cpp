@@ -14,6 +14,13 @@ namespace locus::rt {
 
 namespace {
 
+/// Whether LOCUS_PROFILE=1 times this command: steps after a context's
+/// first, whose time carries module loads, library handles and algorithm
+/// choices (warm-up), and never the load-time commands.
+bool profiling(const locus_model_t &m, const locus_context_t &ctx) {
+  return m.profiler.on() && ctx.step != Trace::kLoad && ctx.step > 1;
+}
+
 /// The failure of a kernel that touches memory of another device.
 locus_status_t foreignBuffer(const locus_model_t &m, const PlanCommand &c,
                              size_t arg, const Device &device) {
@@ -41,9 +48,10 @@ locus_status_t launch(locus_model_t &m, locus_context_t &ctx,
       return foreignBuffer(m, c, i, *device);
     ctx.pointers[i] = p;
   }
-  bool timed = m.profiler.on() || m.trace.on();
+  bool profiled = profiling(m, ctx);
+  bool timed = profiled || m.trace.on();
   auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
-  if (m.profiler.on()) { // the device's own time of the kernel
+  if (profiled) { // the device's own time of the kernel
     uint64_t ns = 0;
     if (locus_status_t s =
             device->launchTimed(m.kernels[c.kernel], ctx.pointers.data(), ns))
@@ -69,17 +77,19 @@ locus_status_t copy(locus_model_t &m, locus_context_t &ctx,
                     const PlanCommand &c, locus_run_stats_t &stats) {
   const PlanBuffer &src = m.plan.buffers[c.src];
   const PlanBuffer &dst = m.plan.buffers[c.dst];
-  bool timed = m.profiler.on() || m.trace.on();
+  bool profiled = profiling(m, ctx);
+  bool timed = profiled || m.trace.on();
   auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
   if (locus_status_t s = m.deviceOf[dst.device]->copyFrom(
           *m.deviceOf[src.device], bufferPointer(m, ctx, c.src),
           bufferPointer(m, ctx, c.dst), src.bytes))
     return s;
   // Profiled, a copy is waited for: its time, not the time to issue it.
-  if (m.profiler.on())
+  if (profiled) {
     if (locus_status_t s = m.deviceOf[dst.device]->finish())
       return s;
-  m.profiler.copyDone(start);
+    m.profiler.copyDone(start);
+  }
   m.trace.copy(src.device, dst.device, src.bytes, ctx.id, ctx.step, start);
   ++stats.copies;
   stats.copy_bytes += src.bytes;

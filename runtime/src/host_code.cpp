@@ -35,7 +35,10 @@ void *runtimeFunction(const char *name) {
       {LOCUS_ABI_CUDA_LAUNCH, reinterpret_cast<void *>(&locus_cuda_launch)},
       {LOCUS_ABI_CUDA_SGEMM, reinterpret_cast<void *>(&locus_cuda_sgemm)},
       {LOCUS_ABI_CUDA_ALLOC, reinterpret_cast<void *>(&locus_cuda_alloc)},
-      {LOCUS_ABI_CUDA_FREE, reinterpret_cast<void *>(&locus_cuda_free)}};
+      {LOCUS_ABI_CUDA_FREE, reinterpret_cast<void *>(&locus_cuda_free)},
+      {LOCUS_ABI_CUDA_CONV2D, reinterpret_cast<void *>(&locus_cuda_conv2d)},
+      {LOCUS_ABI_CUDA_DNN_READY,
+       reinterpret_cast<void *>(&locus_cuda_dnn_ready)}};
   for (const auto &[known, fn] : functions)
     if (std::strcmp(name, known) == 0)
       return fn;

@@ -113,7 +113,9 @@ locus_status_t chooseTarget(const locus_model_t &m, const Placement &p,
       absent = "the artifact has no CUDA code for its kernels";
     else if (cudaUsable(int(d.index), absent))
       target = d.name;
-    why = target == d.name ? "PTX kernels and cuBLAS through the driver"
+    why = target == d.name ? "PTX kernels and cuBLAS through the driver; "
+                             "convolutions through " +
+                                 convolutionPath()
                            : "host versions of its kernels: " + absent;
   } else {
     why = p.codeNote;

@@ -15,6 +15,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from . import workloads
@@ -31,6 +32,9 @@ class Runner:
         self.deadline = time.monotonic() + budget
         self.results, self.rows, self.profiles = [], {}, {}
         self.log = open(os.path.join(out_dir, "gpu-check.log"), "w")
+        # Outputs the checks compare, kept out of out_dir (the device tool
+        # brings back 8 files; the report is what matters).
+        self.scratch = tempfile.mkdtemp(prefix="gpu-check-")
         self.env = dict(os.environ)
         lib = os.path.join(bundle, "bin")
         self.env["LD_LIBRARY_PATH"] = lib + (":" + self.env["LD_LIBRARY_PATH"]
@@ -150,6 +154,14 @@ def environment(r):
             found[lib] = "absent"
     r.libraries = found
     r.say("libraries: " + ", ".join("%s %s" % kv for kv in found.items()))
+    # What the runtime itself found (its report's line for cuda:0): the
+    # driver, cuBLAS and whether convolutions go through cuDNN.
+    rc, out, _ = r.command([os.path.join(r.bundle, "bin", "locus-run"),
+                            os.path.join(r.bundle, "bench", "conv_dgrad.locus"),
+                            "--random-inputs"] + r.device_map, 60)
+    r.runtime_report = next((line for line in out.splitlines()
+                             if line.startswith("cuda:0 ->")), "exit %s" % rc)
+    r.say("runtime: " + r.runtime_report)
     r.sanitizer = shutil.which("compute-sanitizer") or next(
         (p for p in ("/usr/local/cuda/bin/compute-sanitizer",
                      "/usr/local/cuda/compute-sanitizer/compute-sanitizer")
@@ -306,7 +318,7 @@ def whole_models(r):
         losses, start = {}, time.monotonic()
         for where, extra in (("gpu", r.device_map),
                              ("host", ["--device-map", "cuda:0=cpu"])):
-            out_dir = os.path.join(r.out_dir, "numerics", model, where)
+            out_dir = os.path.join(r.scratch, "numerics", model, where)
             os.makedirs(out_dir, exist_ok=True)
             rc, out, _ = r.command([run, art, "--random-inputs", "--runs", str(runs),
                                     "--quiet", "--save-outputs", out_dir] + extra, 120)
@@ -342,7 +354,7 @@ def onnx_models(r):
         d = os.path.join(root, case)
         with open(os.path.join(d, "inputs.json")) as f:
             inputs = json.load(f)
-        out_dir = os.path.join(r.out_dir, "onnx", case)
+        out_dir = os.path.join(r.scratch, "onnx", case)
         os.makedirs(out_dir, exist_ok=True)
         args = sum((["--input", "%s=%s" % (n, os.path.join(d, fn))]
                     for n, fn in inputs.items()), [])
@@ -371,7 +383,7 @@ def sanitizers(r):
     """compute-sanitizer: memcheck over every op case, gradient case and
     training step; racecheck and synccheck over the reduction cases."""
     cases = os.path.join(r.bundle, "cases")
-    reductions = os.path.join(r.out_dir, "reduction_cases")
+    reductions = os.path.join(r.scratch, "reduction_cases")
     if os.path.isdir(cases) and not os.path.isdir(reductions):
         os.makedirs(reductions)
         for c in os.listdir(cases):
@@ -468,6 +480,7 @@ def write_report(r, started):
              "", "GPU: %s. Libraries: %s. compute-sanitizer: %s." % (
                  r.gpu_name, ", ".join("%s %s" % kv for kv in r.libraries.items()),
                  r.sanitizer or "absent"),
+             "", "Runtime: " + getattr(r, "runtime_report", "not asked"),
              "", "| step | result | reason | s |", "|---|---|---|---|"]
     lines += ["| %s | %s | %s | %s |" % (x["step"], x["status"], x["reason"].replace(
         "|", "/"), x["seconds"]) for x in r.results]
@@ -482,6 +495,7 @@ def write_report(r, started):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(r.out_dir, "gpu-check.json"), "w") as f:
         json.dump(dict(started=started, gpu=r.gpu_name, libraries=r.libraries,
+                       runtime=getattr(r, "runtime_report", ""),
                        sanitizer=r.sanitizer, steps=r.results, rows=r.rows,
                        profiles=r.profiles, seconds=round(time.time() - started, 1)),
                   f, indent=1)

@@ -43,7 +43,11 @@ constexpr const char *kCudaFeatures = "+ptx80";
 /// chains fused into one loop nest, tensors to buffers with identity
 /// layouts at function boundaries, results to out-parameters, temporaries
 /// freed.
-void buildBufferization(OpPassManager &pm) {
+/// Tensors to buffers. `staticLayouts`: a buffer whose layout cannot be
+/// inferred (an scf.if's result, whose branches --locus-conv-to-cudnn
+/// makes) gets the identity layout rather than a fully dynamic one, which
+/// CUDA kernels cannot take.
+void buildBufferization(OpPassManager &pm, bool staticLayouts = false) {
   pm.addPass(createLocusLowerToLinalg());
   pm.addPass(createLocusFuseElementwise());
   pm.addPass(createCanonicalizerPass());
@@ -52,6 +56,13 @@ void buildBufferization(OpPassManager &pm) {
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);
+  if (staticLayouts)
+    bufferize.unknownTypeConverterFn =
+        [](Value value, Attribute memorySpace,
+           const bufferization::BufferizationOptions &) {
+          return bufferization::getMemRefTypeWithStaticIdentityLayout(
+              cast<TensorType>(value.getType()), memorySpace);
+        };
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferResultsToOutParamsOpts outParams;
   outParams.hoistStaticAllocs = true;
@@ -150,7 +161,10 @@ void locus::buildCudaLoweringPipeline(OpPassManager &pm,
   LocusExtractKernelsOptions extract;
   extract.target = "cuda";
   pm.addPass(createLocusExtractKernels(extract));
-  buildBufferization(pm);
+  // Convolutions and their gradients through cuDNN where the runtime has
+  // it, their generated kernels where not.
+  pm.addPass(createLocusConvToCudnn());
+  buildBufferization(pm, /*staticLayouts=*/true);
   // Products to cuBLAS; every other op to one gpu.launch; kernels outlined
   // and lowered through NVVM to PTX; launches to runtime calls.
   LocusLinalgToBlasOptions blas;

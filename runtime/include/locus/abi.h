@@ -100,6 +100,8 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 #define LOCUS_ABI_CUDA_SGEMM "locus_cuda_sgemm"
 #define LOCUS_ABI_CUDA_ALLOC "locus_cuda_alloc"
 #define LOCUS_ABI_CUDA_FREE "locus_cuda_free"
+#define LOCUS_ABI_CUDA_CONV2D "locus_cuda_conv2d"
+#define LOCUS_ABI_CUDA_DNN_READY "locus_cuda_dnn_ready"
 
 /* Every artifact has an import slot for each host import; one with kernels
  * on a CUDA device also for each CUDA import. */
@@ -108,7 +110,7 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
       LOCUS_ABI_CONV2D, LOCUS_ABI_HOST_ALLOC, LOCUS_ABI_HOST_FREE
 #define LOCUS_ABI_CUDA_IMPORTS                                                 \
   LOCUS_ABI_CUDA_LAUNCH, LOCUS_ABI_CUDA_SGEMM, LOCUS_ABI_CUDA_ALLOC,           \
-      LOCUS_ABI_CUDA_FREE
+      LOCUS_ABI_CUDA_FREE, LOCUS_ABI_CUDA_CONV2D, LOCUS_ABI_CUDA_DNN_READY
 
 /* ---- The plan section --------------------------------------------------- *
  * The compiler writes a plan, the runtime reads it; docs/artifact.md has the
@@ -229,11 +231,19 @@ enum locus_conv_param_e {
   LOCUS_CONV_PARAM_COUNT
 };
 enum locus_conv_flag_e {
-  LOCUS_CONV_BIAS = 1,     /* add bias[o] */
-  LOCUS_CONV_RESIDUAL = 2, /* then add residual (shaped like y) */
-  LOCUS_CONV_RELU = 4,     /* then max(0, .) */
-  LOCUS_CONV_MAX_POOL = 8, /* then max pooling (padding never wins) */
-  LOCUS_CONV_AVG_POOL = 16 /* or average pooling (padding counts as 0) */
+  LOCUS_CONV_BIAS = 1,      /* add bias[o] */
+  LOCUS_CONV_RESIDUAL = 2,  /* then add residual (shaped like y) */
+  LOCUS_CONV_RELU = 4,      /* then max(0, .) */
+  LOCUS_CONV_MAX_POOL = 8,  /* then max pooling (padding never wins) */
+  LOCUS_CONV_AVG_POOL = 16, /* or average pooling (padding counts as 0) */
+  LOCUS_CONV_TF32 = 32      /* locus_cuda_conv2d may round to TF32 */
+};
+
+/* What locus_cuda_conv2d computes, with the operands it takes (a, b). */
+enum locus_conv_kind_e {
+  LOCUS_CONV_FORWARD = 0,    /* y = conv2d(a = x, b = w) + bias */
+  LOCUS_CONV_INPUT_GRAD = 1, /* y = dx from a = dy, b = w */
+  LOCUS_CONV_WEIGHT_GRAD = 2 /* y = dw from a = x, b = dy */
 };
 
 /* y = pool(relu(conv2d(x, w) + bias + residual)), each part as the flags
@@ -283,6 +293,18 @@ LOCUS_API void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                                 int32_t trans_a, uintptr_t b, int64_t ldb,
                                 int64_t stride_b, int32_t trans_b, float beta,
                                 uintptr_t c, int64_t ldc, int64_t stride_c);
+/* Nonzero when the device of the launch in progress runs convolutions
+ * through cuDNN (found with dlopen, its handle made); zero when it cannot,
+ * and the launcher runs its generated kernels instead. */
+LOCUS_API int32_t locus_cuda_dnn_ready(void);
+/* A convolution through cuDNN on the compute stream: `kind` is a
+ * locus_conv_kind_e, `params` points to LOCUS_CONV_PARAM_COUNT int64 values
+ * (the convolution's shapes, whatever the kind; of the flags only
+ * LOCUS_CONV_BIAS, for the forward, and LOCUS_CONV_TF32 count); pointers
+ * are device addresses passed as integers. Only after
+ * locus_cuda_dnn_ready() said yes. */
+LOCUS_API void locus_cuda_conv2d(int64_t kind, uintptr_t params, uintptr_t a,
+                                 uintptr_t b, uintptr_t bias, uintptr_t y);
 /* Device memory for a kernel's temporaries, stream-ordered; NULL (and the
  * launch fails with OUT_OF_MEMORY) when there is none. */
 LOCUS_API void *locus_cuda_alloc(size_t bytes);

@@ -603,6 +603,75 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
   ];
 }
 
+def LocusConvToCudnn : Pass<"locus-conv-to-cudnn", "::mlir::ModuleOp"> {
+  let summary = "Calls cuDNN for CUDA convolutions and their gradients.";
+  let description = [{
+    In the CUDA pipeline, before `--locus-lower-to-linalg`: each
+    `locus.conv2d`, `locus.conv2d_input_grad` and `locus.conv2d_weight_grad`
+    in a kernel function becomes an `scf.if` on whether the device has
+    cuDNN (`locus_cuda_dnn_ready`, asked once at the function's start). The
+    `then` branch calls the runtime's `locus_cuda_conv2d`, which runs
+    cuDNN's convolution, backward-data or backward-filter on the device's
+    compute stream (the forward adds its bias with `cudnnAddTensor`); the
+    `else` branch keeps the op, which lowers to the generated kernels as
+    before, so an artifact runs on a machine without cuDNN too; its result
+    is materialized in a fresh `tensor.empty`, so that both branches yield
+    buffers of the identity layout (CUDA kernels need static layouts).
+
+    The call takes the kind (`locus_conv_kind_e`: 0 forward, 1 input
+    gradient, 2 weight gradient), the convolution's shapes as a private
+    constant global in `locus_conv2d`'s parameter order (`locus_conv_param_e`
+    in `locus/abi.h`: the input's, the weight's and the output's shapes,
+    strides, padding, dilation, groups, flags), the two operands (forward:
+    input and weight; input gradient: the output's gradient and the weight;
+    weight gradient: the input and the output's gradient), the bias (the
+    first operand again when there is none, unread) and a fresh buffer for
+    the result, all as addresses. With `allow-tf32`, the flags let cuDNN
+    round operands to TF32; by default every algorithm computes in fp32.
+
+    ```mlir
+    %dx = locus.conv2d_input_grad %g, %w input_shape [2, 3, 8, 8] stride [1, 1]
+        padding [1, 1] dilation [1, 1] groups 1
+        : tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x8x8xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %r = call @locus_cuda_dnn_ready() : () -> i32
+    %yes = arith.cmpi ne, %r, %c0_i32 : i32
+    %dx = scf.if %yes -> (tensor<2x3x8x8xf32>) {
+      %p = memref.get_global @__locus_conv2d_params_0 : memref<25xi64>
+      ...
+      %y = memref.alloc() : memref<2x3x8x8xf32>
+      call @locus_cuda_conv2d(%c1_i64, %pp, %gp, %wp, %gp, %yp) : (i64, i64, i64, i64, i64, i64) -> ()
+      %t = bufferization.to_tensor %y restrict writable : memref<2x3x8x8xf32>
+      scf.yield %t : tensor<2x3x8x8xf32>
+    } else {
+      %0 = locus.conv2d_input_grad %g, %w ...
+      %e = tensor.empty() : tensor<2x3x8x8xf32>
+      %m = bufferization.materialize_in_destination %0 in %e : (tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+      scf.yield %m : tensor<2x3x8x8xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "Let cuDNN round convolution operands to TF32 (tensor cores); "
+           "fp32 otherwise">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+  let statistics = [
+    Statistic<"numCalls", "cudnn-calls",
+              "Convolutions and gradients given a cuDNN call">,
+  ];
+}
+
 def LocusUseRuntimeAllocator
     : Pass<"locus-use-runtime-allocator", "::mlir::ModuleOp"> {
   let summary = "Binds MLIR's generic allocation functions to the runtime's.";

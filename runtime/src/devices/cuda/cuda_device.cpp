@@ -1,6 +1,7 @@
 // cuda_device.cpp - the `cuda` device.
 //
-// The driver API and cuBLAS come from dlopen, never from linking: a binary
+// The driver API, cuBLAS and cuDNN (cudnn.cpp) come from dlopen, never
+// from linking: a binary
 // linked against the driver (or its stub libcuda.so) fails to start on a
 // machine without one, and the runtime must run on the CPU there. One
 // device object per model and GPU holds:
@@ -22,6 +23,8 @@
 // call on this device fails with the first error instead of running.
 
 #include "devices/cuda/cuda_device.h"
+
+#include "devices/cuda/cudnn.h"
 
 #include "guard.h"
 #include "locus/abi.h"
@@ -290,6 +293,7 @@ public:
         d.cuEventDestroy(e);
     if (blas_)
       blas().destroy(blas_);
+    dnn_.reset(); // while the context is current
     for (CUmodule m : modules_)
       d.cuModuleUnload(m);
     for (const Range &r : ranges_)
@@ -648,6 +652,32 @@ public:
            "cuBLAS sgemm failed with status " + std::to_string(status));
   }
 
+  /// Whether convolutions run through cuDNN here (the handle is made on
+  /// the first call, inside the first launch that asks).
+  bool dnnReady() {
+    if (!pending_.empty())
+      return false;
+    std::string why;
+    return dnn_->ready(why);
+  }
+
+  void conv(int64_t kind, const int64_t *params, uintptr_t a, uintptr_t b,
+            uintptr_t bias, uintptr_t y) {
+    if (!pending_.empty())
+      return;
+    std::string why;
+    if (!dnn_->ready(why)) { // a launcher asks dnnReady() first
+      pend(LOCUS_STATUS_INTERNAL, "convolution: " + why);
+      return;
+    }
+    cudnn::Workspace workspace{[this](size_t n) { return alloc(n); },
+                               [this](void *p) { free(p); }};
+    std::string failed =
+        dnn_->run(compute_, kind, params, a, b, bias, y, workspace);
+    if (!failed.empty())
+      pend(LOCUS_STATUS_INTERNAL, "convolution through cuDNN: " + failed);
+  }
+
   void *alloc(size_t bytes) {
     const Driver &d = driver();
     CUdeviceptr p = 0;
@@ -818,6 +848,8 @@ private:
   std::vector<Staging> staging_ = std::vector<Staging>(2);
   size_t next_ = 0;
   cublasHandle_t blas_ = nullptr;
+  std::unique_ptr<cudnn::Convolutions> dnn_ =
+      std::make_unique<cudnn::Convolutions>();
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;
   std::vector<std::string> kernelNames_;
@@ -847,6 +879,12 @@ bool cudaUsable(int ordinal, std::string &why) {
     return false;
   }
   return true;
+}
+
+std::string convolutionPath() {
+  if (cudnn::library())
+    return cudnn::describe();
+  return "generated kernels (" + cudnn::describe() + ")";
 }
 
 std::unique_ptr<Device> makeCudaDevice(int ordinal, const void *ptx,
@@ -905,6 +943,20 @@ void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
   onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
     d.sgemm(batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
             trans_b, beta, c, ldc, stride_c);
+  });
+}
+
+int32_t locus_cuda_dnn_ready(void) {
+  int32_t ready = 0;
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) { ready = d.dnnReady(); });
+  return ready;
+}
+
+void locus_cuda_conv2d(int64_t kind, uintptr_t params, uintptr_t a, uintptr_t b,
+                       uintptr_t bias, uintptr_t y) {
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    d.conv(kind, locus::rt::addressToPointer<const int64_t>(params), a, b, bias,
+           y);
   });
 }
 

@@ -14,6 +14,10 @@ namespace locus::rt {
 /// Whether cuda:`ordinal` can run here; `why` says why not.
 bool cudaUsable(int ordinal, std::string &why);
 
+/// How a CUDA device runs convolutions: "cuDNN 9.x.y (<path>)", or
+/// "generated kernels (no cuDNN (<why>))".
+std::string convolutionPath();
+
 /// The device cuda:`ordinal` with the kernels of a PTX section (locus/abi.h)
 /// loaded; null with `status` set when it cannot be made.
 std::unique_ptr<Device> makeCudaDevice(int ordinal, const void *ptx,

@@ -1,0 +1,490 @@
+// cudnn.cpp - convolutions through cuDNN 9's convolution API (cudnn_cnn),
+// found with dlopen. cudnn.h is not needed to build the runtime: the types
+// and entry points used are declared below, as cuDNN 9 defines them.
+//
+// Numerics: every descriptor asks for CUDNN_FMA_MATH, so no algorithm
+// rounds operands to TF32 (fp32 is Locus's contract; cuDNN's default math
+// would use TF32 on Ampere and later) unless the op's flags carry
+// LOCUS_CONV_TF32. Among the algorithms cuDNN's heuristics rank, the first
+// deterministic one is taken, so a training step gives the same result
+// on every run; LOCUS_CUDNN_BENCHMARK=1 times the candidates once instead
+// (as torch.backends.cudnn.benchmark), keeping the same preference.
+
+#include "devices/cuda/cudnn.h"
+
+#include <dlfcn.h>
+#include <glob.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+namespace locus::rt::cudnn {
+
+namespace {
+
+using Status = int;
+using Handle = struct cudnnContext *;
+using TensorDesc = struct cudnnTensorStruct *;
+using FilterDesc = struct cudnnFilterStruct *;
+using ConvDesc = struct cudnnConvolutionStruct *;
+
+constexpr int kNchw = 0, kFloat = 0, kCrossCorrelation = 1;
+constexpr int kDefaultMath = 0, kFmaMath = 3, kDeterministic = 1;
+constexpr size_t kMaxWorkspace = size_t(1) << 31;
+
+/// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t: the same layout.
+struct Perf {
+  int algo;
+  Status status;
+  float time;
+  size_t memory;
+  int determinism;
+  int mathType;
+  int reserved[3];
+};
+static_assert(sizeof(Perf) == 48, "cuDNN 9's algorithm perf struct");
+
+using AlgoFn = Status (*)(Handle, void *, void *, ConvDesc, void *, int, int *,
+                          Perf *);
+using WsFn = Status (*)(Handle, void *, void *, ConvDesc, void *, int,
+                        size_t *);
+
+} // namespace
+
+struct Library {
+  void *handle = nullptr;
+  std::string path;
+  size_t version = 0;
+#define LOCUS_DNN(name, ...) Status (*name)(__VA_ARGS__) = nullptr;
+  LOCUS_DNN(cudnnCreate, Handle *)
+  LOCUS_DNN(cudnnDestroy, Handle)
+  LOCUS_DNN(cudnnSetStream, Handle, void *)
+  LOCUS_DNN(cudnnCreateTensorDescriptor, TensorDesc *)
+  LOCUS_DNN(cudnnSetTensor4dDescriptor, TensorDesc, int, int, int, int, int,
+            int)
+  LOCUS_DNN(cudnnDestroyTensorDescriptor, TensorDesc)
+  LOCUS_DNN(cudnnCreateFilterDescriptor, FilterDesc *)
+  LOCUS_DNN(cudnnSetFilter4dDescriptor, FilterDesc, int, int, int, int, int,
+            int)
+  LOCUS_DNN(cudnnDestroyFilterDescriptor, FilterDesc)
+  LOCUS_DNN(cudnnCreateConvolutionDescriptor, ConvDesc *)
+  LOCUS_DNN(cudnnSetConvolution2dDescriptor, ConvDesc, int, int, int, int, int,
+            int, int, int)
+  LOCUS_DNN(cudnnSetConvolutionGroupCount, ConvDesc, int)
+  LOCUS_DNN(cudnnSetConvolutionMathType, ConvDesc, int)
+  LOCUS_DNN(cudnnDestroyConvolutionDescriptor, ConvDesc)
+  LOCUS_DNN(cudnnConvolutionForward, Handle, const void *, TensorDesc,
+            const void *, FilterDesc, const void *, ConvDesc, int, void *,
+            size_t, const void *, TensorDesc, void *)
+  LOCUS_DNN(cudnnConvolutionBackwardData, Handle, const void *, FilterDesc,
+            const void *, TensorDesc, const void *, ConvDesc, int, void *,
+            size_t, const void *, TensorDesc, void *)
+  LOCUS_DNN(cudnnConvolutionBackwardFilter, Handle, const void *, TensorDesc,
+            const void *, TensorDesc, const void *, ConvDesc, int, void *,
+            size_t, const void *, FilterDesc, void *)
+  LOCUS_DNN(cudnnAddTensor, Handle, const void *, TensorDesc, const void *,
+            const void *, TensorDesc, void *)
+#undef LOCUS_DNN
+  size_t (*cudnnGetVersion)() = nullptr;
+  const char *(*cudnnGetErrorString)(Status) = nullptr;
+  // Per kind (forward, input gradient, weight gradient): heuristics,
+  // timing, workspace size. Descriptors in cuDNN's order for the kind.
+  AlgoFn heuristic[3] = {}, find[3] = {};
+  WsFn workspace[3] = {};
+
+  std::string error(Status s) const {
+    const char *text = cudnnGetErrorString ? cudnnGetErrorString(s) : nullptr;
+    return text ? text : "cuDNN status " + std::to_string(s);
+  }
+};
+
+namespace {
+
+template <typename F> bool bind(void *handle, F &fn, const char *name) {
+  fn = reinterpret_cast<F>(dlsym(handle, name));
+  return fn != nullptr;
+}
+
+/// Binds every entry point; the first missing one's name, or "".
+std::string bindAll(Library &l) {
+  std::string missing;
+  auto need = [&](auto &fn, const char *name) {
+    if (!bind(l.handle, fn, name) && missing.empty())
+      missing = name;
+  };
+#define LOCUS_NEED(name) need(l.name, #name);
+  LOCUS_NEED(cudnnGetVersion)
+  LOCUS_NEED(cudnnGetErrorString)
+  LOCUS_NEED(cudnnCreate)
+  LOCUS_NEED(cudnnDestroy)
+  LOCUS_NEED(cudnnSetStream)
+  LOCUS_NEED(cudnnCreateTensorDescriptor)
+  LOCUS_NEED(cudnnSetTensor4dDescriptor)
+  LOCUS_NEED(cudnnDestroyTensorDescriptor)
+  LOCUS_NEED(cudnnCreateFilterDescriptor)
+  LOCUS_NEED(cudnnSetFilter4dDescriptor)
+  LOCUS_NEED(cudnnDestroyFilterDescriptor)
+  LOCUS_NEED(cudnnCreateConvolutionDescriptor)
+  LOCUS_NEED(cudnnSetConvolution2dDescriptor)
+  LOCUS_NEED(cudnnSetConvolutionGroupCount)
+  LOCUS_NEED(cudnnSetConvolutionMathType)
+  LOCUS_NEED(cudnnDestroyConvolutionDescriptor)
+  LOCUS_NEED(cudnnConvolutionForward)
+  LOCUS_NEED(cudnnConvolutionBackwardData)
+  LOCUS_NEED(cudnnConvolutionBackwardFilter)
+  LOCUS_NEED(cudnnAddTensor)
+#undef LOCUS_NEED
+  need(l.heuristic[LOCUS_CONV_FORWARD],
+       "cudnnGetConvolutionForwardAlgorithm_v7");
+  need(l.heuristic[LOCUS_CONV_INPUT_GRAD],
+       "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  need(l.heuristic[LOCUS_CONV_WEIGHT_GRAD],
+       "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  need(l.find[LOCUS_CONV_FORWARD], "cudnnFindConvolutionForwardAlgorithm");
+  need(l.find[LOCUS_CONV_INPUT_GRAD],
+       "cudnnFindConvolutionBackwardDataAlgorithm");
+  need(l.find[LOCUS_CONV_WEIGHT_GRAD],
+       "cudnnFindConvolutionBackwardFilterAlgorithm");
+  need(l.workspace[LOCUS_CONV_FORWARD],
+       "cudnnGetConvolutionForwardWorkspaceSize");
+  need(l.workspace[LOCUS_CONV_INPUT_GRAD],
+       "cudnnGetConvolutionBackwardDataWorkspaceSize");
+  need(l.workspace[LOCUS_CONV_WEIGHT_GRAD],
+       "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+  return missing;
+}
+
+/// The library files to try, in order (LOCUS_CUDNN alone when set).
+std::vector<std::string> candidates(const char *env) {
+  if (env && *env)
+    return {env};
+  std::vector<std::string> paths{"libcudnn.so.9",
+                                 "/usr/local/cuda/lib64/libcudnn.so.9"};
+  // pip's nvidia-cudnn wheels (what PyTorch installs) under the usual
+  // Python prefixes.
+  std::vector<std::string> prefixes{"/usr/local/lib", "/usr/lib", "/opt/*/lib",
+                                    "/opt/*/.venv/lib"};
+  for (const char *var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char *root = std::getenv(var); root && *root)
+      prefixes.insert(prefixes.begin(), std::string(root) + "/lib");
+  if (const char *home = std::getenv("HOME"); home && *home)
+    prefixes.push_back(std::string(home) + "/.local/lib");
+  for (const std::string &prefix : prefixes)
+    for (const char *packages : {"site-packages", "dist-packages"}) {
+      std::string pattern =
+          prefix + "/python3*/" + packages + "/nvidia/cudnn/lib/libcudnn.so.9";
+      glob_t found{};
+      if (glob(pattern.c_str(), 0, nullptr, &found) == 0)
+        for (size_t i = 0; i < found.gl_pathc; ++i)
+          paths.emplace_back(found.gl_pathv[i]);
+      globfree(&found);
+    }
+  return paths;
+}
+
+std::string versionText(size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) +
+         "." + std::to_string(v % 100);
+}
+
+} // namespace
+
+void LibraryDeleter::operator()(Library *library) const { delete library; }
+
+LibraryPtr load(const char *env, std::string &why) {
+  const bool named = env && *env;
+  std::vector<std::string> paths = candidates(env);
+  // A cuDNN the process has loaded already (a Python program that imported
+  // PyTorch) comes first: two copies in one process would not agree.
+  void *open =
+      named ? nullptr : dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+  std::string first;
+  for (size_t i = 0; !open && i < paths.size(); ++i) {
+    open = dlopen(paths[i].c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!open && i == 0) {
+      const char *e = dlerror();
+      first = e ? e : paths[i] + ": cannot be opened";
+    }
+  }
+  if (!open) {
+    why = named ? "LOCUS_CUDNN: " + first
+                : first + "; nor under /usr/local/cuda/lib64 or a Python's "
+                          "nvidia/cudnn/lib";
+    return nullptr;
+  }
+  LibraryPtr l(new Library);
+  l->handle = open;
+  if (void *sym = dlsym(open, "cudnnGetVersion")) {
+    Dl_info info{};
+    if (dladdr(sym, &info) && info.dli_fname)
+      l->path = info.dli_fname;
+  }
+  if (l->path.empty())
+    l->path = named ? env : "libcudnn.so.9";
+  if (std::string missing = bindAll(*l); !missing.empty()) {
+    why = l->path + " lacks " + missing + ": not cuDNN 9";
+    return nullptr;
+  }
+  l->version = l->cudnnGetVersion();
+  if (l->version / 10000 != 9) {
+    why = l->path + " is cuDNN " + versionText(l->version) +
+          "; Locus uses cuDNN 9";
+    return nullptr;
+  }
+  return l;
+}
+
+const Library *library(std::string *why) {
+  static std::once_flag once;
+  static LibraryPtr loaded;
+  static std::string failure;
+  std::call_once(once,
+                 [] { loaded = load(std::getenv("LOCUS_CUDNN"), failure); });
+  if (why)
+    *why = failure;
+  return loaded.get();
+}
+
+std::string describe(const Library *library, const std::string &why) {
+  if (!library)
+    return "no cuDNN (" + why + ")";
+  return "cuDNN " + versionText(library->version) + " (" + library->path + ")";
+}
+
+std::string describe() {
+  std::string why;
+  const Library *l = library(&why);
+  return describe(l, why);
+}
+
+struct Convolutions::Plan {
+  TensorDesc x = nullptr, y = nullptr, bias = nullptr;
+  FilterDesc w = nullptr;
+  ConvDesc conv = nullptr;
+  int algo = 0;
+  size_t workspace = 0;
+
+  void release(const Library &l) {
+    if (x)
+      l.cudnnDestroyTensorDescriptor(x);
+    if (y)
+      l.cudnnDestroyTensorDescriptor(y);
+    if (bias)
+      l.cudnnDestroyTensorDescriptor(bias);
+    if (w)
+      l.cudnnDestroyFilterDescriptor(w);
+    if (conv)
+      l.cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+Convolutions::~Convolutions() {
+  const Library *l = library();
+  if (!l)
+    return;
+  for (auto &[key, plan] : plans_) {
+    plan->release(*l);
+    delete plan;
+  }
+  if (handle_)
+    l->cudnnDestroy(static_cast<Handle>(handle_));
+}
+
+bool Convolutions::ready(std::string &why) {
+  if (!tried_) {
+    tried_ = true;
+    const Library *l = library(&why_);
+    Handle h = nullptr;
+    if (l) {
+      if (Status s = l->cudnnCreate(&h)) {
+        why_ = "cudnnCreate failed: " + l->error(s);
+        h = nullptr;
+      }
+    }
+    handle_ = h;
+  }
+  why = why_;
+  return handle_ != nullptr;
+}
+
+namespace {
+
+/// The descriptors' operands in cuDNN's order for `kind`: (input-side
+/// tensor or filter, other, result).
+std::array<void *, 3> operandsOf(int64_t kind, const Convolutions::Plan &p) {
+  if (kind == LOCUS_CONV_FORWARD)
+    return {p.x, p.w, p.y};
+  if (kind == LOCUS_CONV_INPUT_GRAD)
+    return {p.w, p.y, p.x};
+  return {p.x, p.y, p.w};
+}
+
+/// The first usable algorithm of `perf`, a deterministic one if any.
+const Perf *choose(const std::vector<Perf> &perf, int count) {
+  const Perf *first = nullptr;
+  for (int i = 0; i < count; ++i) {
+    const Perf &p = perf[size_t(i)];
+    if (p.status != 0 || p.memory > kMaxWorkspace)
+      continue;
+    if (p.determinism == kDeterministic)
+      return &p;
+    if (!first)
+      first = &p;
+  }
+  return first;
+}
+
+} // namespace
+
+std::string Convolutions::plan(const Key &key, Plan *&out) {
+  if (auto it = plans_.find(key); it != plans_.end()) {
+    out = it->second;
+    return "";
+  }
+  const Library &l = *library();
+  const int64_t kind = key[0];
+  const int64_t *p = key.data() + 1;
+  auto i = [&](int which) { return static_cast<int>(p[which]); };
+  const int groups = i(LOCUS_CONV_GROUPS);
+  auto *plan = new Plan;
+  auto check = [&](Status s, const char *what) {
+    return s ? std::string(what) + ": " + l.error(s) : std::string();
+  };
+  std::string e;
+  auto step = [&](Status s, const char *what) {
+    if (e.empty())
+      e = check(s, what);
+  };
+  step(l.cudnnCreateTensorDescriptor(&plan->x), "cudnnCreateTensorDescriptor");
+  step(l.cudnnCreateTensorDescriptor(&plan->y), "cudnnCreateTensorDescriptor");
+  step(l.cudnnCreateFilterDescriptor(&plan->w), "cudnnCreateFilterDescriptor");
+  step(l.cudnnCreateConvolutionDescriptor(&plan->conv),
+       "cudnnCreateConvolutionDescriptor");
+  if (e.empty()) {
+    step(l.cudnnSetTensor4dDescriptor(plan->x, kNchw, kFloat, i(LOCUS_CONV_N),
+                                      i(LOCUS_CONV_C), i(LOCUS_CONV_H),
+                                      i(LOCUS_CONV_W)),
+         "the input's descriptor");
+    step(l.cudnnSetTensor4dDescriptor(plan->y, kNchw, kFloat, i(LOCUS_CONV_N),
+                                      i(LOCUS_CONV_O), i(LOCUS_CONV_OH),
+                                      i(LOCUS_CONV_OW)),
+         "the output's descriptor");
+    step(l.cudnnSetFilter4dDescriptor(plan->w, kFloat, kNchw, i(LOCUS_CONV_O),
+                                      i(LOCUS_CONV_C) / std::max(groups, 1),
+                                      i(LOCUS_CONV_KH), i(LOCUS_CONV_KW)),
+         "the weight's descriptor");
+    step(l.cudnnSetConvolution2dDescriptor(
+             plan->conv, i(LOCUS_CONV_PAD_H), i(LOCUS_CONV_PAD_W),
+             i(LOCUS_CONV_STRIDE_H), i(LOCUS_CONV_STRIDE_W),
+             i(LOCUS_CONV_DILATION_H), i(LOCUS_CONV_DILATION_W),
+             kCrossCorrelation, kFloat),
+         "the convolution's descriptor");
+    step(l.cudnnSetConvolutionGroupCount(plan->conv, groups),
+         "cudnnSetConvolutionGroupCount");
+    const int math =
+        (p[LOCUS_CONV_FLAGS] & LOCUS_CONV_TF32) ? kDefaultMath : kFmaMath;
+    step(l.cudnnSetConvolutionMathType(plan->conv, math),
+         "cudnnSetConvolutionMathType");
+  }
+  if (e.empty() && kind == LOCUS_CONV_FORWARD &&
+      (p[LOCUS_CONV_FLAGS] & LOCUS_CONV_BIAS)) {
+    step(l.cudnnCreateTensorDescriptor(&plan->bias),
+         "cudnnCreateTensorDescriptor");
+    if (e.empty())
+      step(l.cudnnSetTensor4dDescriptor(plan->bias, kNchw, kFloat, 1,
+                                        i(LOCUS_CONV_O), 1, 1),
+           "the bias's descriptor");
+  }
+  if (e.empty())
+    e = chooseAlgorithm(kind, *plan);
+  if (!e.empty()) {
+    plan->release(l);
+    delete plan;
+    return e;
+  }
+  plans_.emplace(key, plan);
+  out = plan;
+  return "";
+}
+
+std::string Convolutions::chooseAlgorithm(int64_t kind, Plan &plan) {
+  const Library &l = *library();
+  auto h = static_cast<Handle>(handle_);
+  std::array<void *, 3> ops = operandsOf(kind, plan);
+  static const bool benchmark = [] {
+    const char *env = std::getenv("LOCUS_CUDNN_BENCHMARK");
+    return env && std::string(env) == "1";
+  }();
+  constexpr int kMaxAlgorithms = 16;
+  std::vector<Perf> perf(kMaxAlgorithms);
+  int count = 0;
+  AlgoFn fn = benchmark ? l.find[kind] : l.heuristic[kind];
+  if (Status s = fn(h, ops[0], ops[1], plan.conv, ops[2], kMaxAlgorithms,
+                    &count, perf.data()))
+    return std::string(benchmark ? "timing" : "ranking") +
+           " the algorithms: " + l.error(s);
+  const Perf *best = choose(perf, count);
+  if (!best)
+    return "no cuDNN algorithm supports this convolution";
+  plan.algo = best->algo;
+  if (Status s = l.workspace[kind](h, ops[0], ops[1], plan.conv, ops[2],
+                                   plan.algo, &plan.workspace))
+    return "the workspace's size: " + l.error(s);
+  return "";
+}
+
+std::string Convolutions::run(void *stream, int64_t kind, const int64_t *params,
+                              uintptr_t a, uintptr_t b, uintptr_t bias,
+                              uintptr_t y, const Workspace &workspace) {
+  if (kind < LOCUS_CONV_FORWARD || kind > LOCUS_CONV_WEIGHT_GRAD)
+    return "convolution kind " + std::to_string(kind) + " is unknown";
+  const Library &l = *library();
+  auto h = static_cast<Handle>(handle_);
+  if (Status s = l.cudnnSetStream(h, stream))
+    return "cudnnSetStream: " + l.error(s);
+  Key key{};
+  key[0] = kind;
+  std::copy(params, params + LOCUS_CONV_PARAM_COUNT, key.begin() + 1);
+  Plan *p = nullptr;
+  if (std::string e = plan(key, p); !e.empty())
+    return e;
+  void *ws = nullptr;
+  if (p->workspace && !(ws = workspace.alloc(p->workspace)))
+    return "no device memory for cuDNN's workspace of " +
+           std::to_string(p->workspace) + " bytes";
+  const float one = 1.0f, zero = 0.0f;
+  auto *A =
+      reinterpret_cast<const void *>(a); // NOLINT(performance-no-int-to-ptr)
+  auto *B =
+      reinterpret_cast<const void *>(b); // NOLINT(performance-no-int-to-ptr)
+  auto *Y = reinterpret_cast<void *>(y); // NOLINT(performance-no-int-to-ptr)
+  Status s = 0;
+  const char *what = "";
+  if (kind == LOCUS_CONV_FORWARD) {
+    what = "cudnnConvolutionForward";
+    s = l.cudnnConvolutionForward(h, &one, p->x, A, p->w, B, p->conv, p->algo,
+                                  ws, p->workspace, &zero, p->y, Y);
+    if (!s && p->bias) {
+      what = "cudnnAddTensor (the bias)";
+      s = l.cudnnAddTensor(h, &one, p->bias,
+                           reinterpret_cast<const void *>(bias), // NOLINT
+                           &one, p->y, Y);
+    }
+  } else if (kind == LOCUS_CONV_INPUT_GRAD) {
+    what = "cudnnConvolutionBackwardData";
+    s = l.cudnnConvolutionBackwardData(h, &one, p->w, B, p->y, A, p->conv,
+                                       p->algo, ws, p->workspace, &zero, p->x,
+                                       Y);
+  } else {
+    what = "cudnnConvolutionBackwardFilter";
+    s = l.cudnnConvolutionBackwardFilter(h, &one, p->x, A, p->y, B, p->conv,
+                                         p->algo, ws, p->workspace, &zero, p->w,
+                                         Y);
+  }
+  if (ws)
+    workspace.free(ws);
+  return s ? std::string(what) + ": " + l.error(s) : std::string();
+}
+
+} // namespace locus::rt::cudnn
