@@ -6,8 +6,10 @@
 // neighbouring threads touch neighbouring elements of row-major buffers); a
 // reduction with one combiner runs one block per output element, each
 // thread striding over the reduced elements and the block combining with
-// gpu.all_reduce (warp shuffles and shared memory); other reductions run
-// one thread per output element.
+// gpu.all_reduce (warp shuffles and shared memory), or, with too few
+// outputs to fill the GPU, several blocks per output and a second launch
+// that combines their partials; other reductions run one thread per output
+// element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,12 @@ namespace {
 constexpr int64_t kBlock = 256;
 /// The largest grid.x a launch may have.
 constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
+/// Blocks that fill a large GPU several times over (an H100 has 132
+/// multiprocessors, each running up to 8 blocks of 256 threads): a
+/// reduction with fewer outputs than this is split.
+constexpr int64_t kFillBlocks = 1056;
+/// The fewest elements a split block reduces (16 per thread).
+constexpr int64_t kMinSplit = 16 * kBlock;
 
 bool onCuda(func::FuncOp func) {
   auto device = func->getAttrOfType<DeviceAttr>(kDeviceAttrName);
@@ -125,10 +133,14 @@ public:
     if (reductionDims.empty())
       emitParallel(b);
     else if (std::optional<Combiner> c = matchCombiner(op);
-             c && cols >= 32 && rows <= kMaxGrid)
-      emitBlockReduction(b, *c);
-    else
+             c && cols >= 32 && rows <= kMaxGrid) {
+      if (int64_t splits = splitsOf(); splits > 1)
+        emitSplitReduction(b, *c, splits);
+      else
+        emitBlockReduction(b, *c);
+    } else {
       emitThreadPerRow(b);
+    }
     op.erase();
     return success();
   }
@@ -310,24 +322,28 @@ private:
       store(b, v, inputs + k, loops);
   }
 
-  void emitBlockReduction(OpBuilder &b, const Combiner &c) {
-    int64_t block = 32;
-    while (block < kBlock && block < cols)
-      block *= 2;
-    OpBuilder::InsertionGuard guard(b);
-    gpu::LaunchOp l = launch(b, rows, block);
-    Value tid = l.getThreadIds().x;
-    // Reduction dimensions are 0 where the output is addressed (its map
-    // does not use them).
-    SmallVector<Value> loops(ranges.size(), index(b, 0));
-    delinearize(b, l.getBlockIds().x, parallelDims, loops);
+  /// How many blocks share each output of a one-combiner reduction: 1
+  /// when there are outputs enough to fill the GPU or too few elements.
+  int64_t splitsOf() const {
+    if (rows >= kFillBlocks || cols < 2 * kMinSplit)
+      return 1;
+    int64_t byFill = (kFillBlocks + rows - 1) / rows;
+    int64_t bySize = cols / kMinSplit;
+    return std::min(byFill, bySize);
+  }
+
+  /// Folds the reduced elements [first, end) of the output at `loops`,
+  /// every `block`th (first: this thread's), into a partial result, then
+  /// combines the block's partials with gpu.all_reduce.
+  Value foldBlock(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops,
+                  Value first, Value end, int64_t block) {
     Value identity = b.create<arith::ConstantOp>(loc, c.identity);
-    auto loop = b.create<scf::ForOp>(loc, tid, index(b, cols), index(b, block),
+    auto loop = b.create<scf::ForOp>(loc, first, end, index(b, block),
                                      ValueRange{identity});
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(loop.getBody());
-      SmallVector<Value> at = loops;
+      SmallVector<Value> at(loops.begin(), loops.end());
       delinearize(b, loop.getInductionVar(), reductionDims, at);
       SmallVector<Value> args;
       for (unsigned i = 0; i < op.getNumDpsInputs(); ++i)
@@ -338,20 +354,107 @@ private:
       SmallVector<Value> next = body(b, args, at);
       b.create<scf::YieldOp>(loc, next);
     }
-    auto all = b.create<gpu::AllReduceOp>(
-        loc, loop.getResult(0),
-        gpu::AllReduceOperationAttr::get(b.getContext(), c.kind), true);
+    return b
+        .create<gpu::AllReduceOp>(
+            loc, loop.getResult(0),
+            gpu::AllReduceOperationAttr::get(b.getContext(), c.kind), true)
+        .getResult();
+  }
+
+  /// The combiner applied to `acc` (where the output was) and `value`.
+  Value combine(OpBuilder &b, const Combiner &c, Value acc, Value value) {
+    IRMapping mapping;
+    BlockArgument outArg = op.getRegionOutputArgs().front();
+    for (Value operand : c.op->getOperands())
+      mapping.map(operand, operand == outArg ? acc : value);
+    return b.clone(*c.op, mapping)->getResult(0);
+  }
+
+  /// In thread 0: the output at `loops` combined with `value`, stored.
+  void finish(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops, Value tid,
+              Value value) {
     Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid,
                                           index(b, 0));
     auto write = b.create<scf::IfOp>(loc, first, false);
     b.setInsertionPointToStart(&write.getThenRegion().front());
     unsigned out = op.getNumDpsInputs();
-    Value init = load(b, out, loops);
-    IRMapping mapping;
-    BlockArgument outArg = op.getRegionOutputArgs().front();
-    for (Value operand : c.op->getOperands())
-      mapping.map(operand, operand == outArg ? init : all.getResult());
-    store(b, b.clone(*c.op, mapping)->getResult(0), out, loops);
+    store(b, combine(b, c, load(b, out, loops), value), out, loops);
+  }
+
+  static int64_t blockFor(int64_t count) {
+    int64_t block = 32;
+    while (block < kBlock && block < count)
+      block *= 2;
+    return block;
+  }
+
+  void emitBlockReduction(OpBuilder &b, const Combiner &c) {
+    int64_t block = blockFor(cols);
+    OpBuilder::InsertionGuard guard(b);
+    gpu::LaunchOp l = launch(b, rows, block);
+    Value tid = l.getThreadIds().x;
+    // Reduction dimensions are 0 where the output is addressed (its map
+    // does not use them).
+    SmallVector<Value> loops(ranges.size(), index(b, 0));
+    delinearize(b, l.getBlockIds().x, parallelDims, loops);
+    Value all = foldBlock(b, c, loops, tid, index(b, cols), block);
+    finish(b, c, loops, tid, all);
+  }
+
+  /// Few outputs, many elements each: `splits` blocks per output each fold
+  /// a contiguous share into a partial (a temporary buffer), then one block
+  /// per output combines its partials in order. Deterministic: no atomics,
+  /// the same order every run.
+  void emitSplitReduction(OpBuilder &b, const Combiner &c, int64_t splits) {
+    int64_t share = (cols + splits - 1) / splits;
+    splits = (cols + share - 1) / share; // no empty share
+    Type element = op.getRegionOutputArgs().front().getType();
+    Value partials = b.create<memref::AllocOp>(
+        loc, MemRefType::get({rows * splits}, element));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      gpu::LaunchOp l = launch(b, rows * splits, kBlock);
+      Value id = l.getBlockIds().x, tid = l.getThreadIds().x;
+      Value row = b.create<arith::DivUIOp>(loc, id, index(b, splits));
+      Value part = b.create<arith::RemUIOp>(loc, id, index(b, splits));
+      SmallVector<Value> loops(ranges.size(), index(b, 0));
+      delinearize(b, row, parallelDims, loops);
+      Value begin = b.create<arith::MulIOp>(loc, part, index(b, share));
+      Value end = b.create<arith::MinUIOp>(
+          loc, b.create<arith::AddIOp>(loc, begin, index(b, share)),
+          index(b, cols));
+      Value all = foldBlock(
+          b, c, loops, b.create<arith::AddIOp>(loc, begin, tid), end, kBlock);
+      Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid,
+                                            index(b, 0));
+      auto write = b.create<scf::IfOp>(loc, first, false);
+      b.setInsertionPointToStart(&write.getThenRegion().front());
+      b.create<memref::StoreOp>(loc, all, partials, id);
+    }
+    {
+      OpBuilder::InsertionGuard guard(b);
+      int64_t block = blockFor(splits);
+      gpu::LaunchOp l = launch(b, rows, block);
+      Value row = l.getBlockIds().x, tid = l.getThreadIds().x;
+      SmallVector<Value> loops(ranges.size(), index(b, 0));
+      delinearize(b, row, parallelDims, loops);
+      Value identity = b.create<arith::ConstantOp>(loc, c.identity);
+      Value base = b.create<arith::MulIOp>(loc, row, index(b, splits));
+      auto loop = b.create<scf::ForOp>(loc, tid, index(b, splits),
+                                       index(b, block), ValueRange{identity});
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value at = b.create<arith::AddIOp>(loc, base, loop.getInductionVar());
+        Value p = b.create<memref::LoadOp>(loc, partials, at);
+        b.create<scf::YieldOp>(loc, combine(b, c, loop.getRegionIterArg(0), p));
+      }
+      Value all = b.create<gpu::AllReduceOp>(
+          loc, loop.getResult(0),
+          gpu::AllReduceOperationAttr::get(b.getContext(), c.kind), true);
+      finish(b, c, loops, tid, all);
+    }
+    b.create<memref::DeallocOp>(loc, partials);
   }
 
   void emitThreadPerRow(OpBuilder &b) {

@@ -427,6 +427,15 @@ def cases():
     lt = rand([3, 5, 70])
     yield "sum_long_rows", [("lt", lt)], "%r = locus.sum %lt axes [2] : tensor<3x5x70xf32> -> tensor<3x5xf32>", reduce(lt, [2], lambda p, q: p + q, 0.0)
     yield "max_long_middle", [("lt", lt)], "%r = locus.max %lt axes [0, 2] : tensor<3x5x70xf32> -> tensor<5xf32>", reduce(lt, [0, 2], max, -math.inf)
+    # Few outputs, many elements: on cuda, several blocks per output and a
+    # second launch over their partials (positive values, so that a sum's
+    # relative tolerance is meaningful).
+    st = rand([4, 9000], 0.0, 1.0)
+    yield "sum_split_full", [("st", st)], "%r = locus.sum %st axes [0, 1] : tensor<4x9000xf32> -> tensor<f32>", reduce(st, [0, 1], lambda p, q: p + q, 0.0)
+    mt = rand([2, 20000], 0.0, 1.0)
+    yield "mean_split_rows", [("mt", mt)], "%r = locus.mean %mt axes [1] : tensor<2x20000xf32> -> tensor<2xf32>", ew(lambda v: v / 20000, reduce(mt, [1], lambda p, q: p + q, 0.0))
+    bt = rand([6, 3, 40, 40])
+    yield "max_split_columns", [("bt", bt)], "%r = locus.max %bt axes [0, 2, 3] : tensor<6x3x40x40xf32> -> tensor<3xf32>", reduce(bt, [0, 2, 3], max, -math.inf)
     yield "min", [("t", t)], "%r = locus.min %t axes [1] : tensor<2x3x4xf32> -> tensor<2x4xf32>", reduce(t, [1], min, math.inf)
     yield "min_keepdim", [("t", t)], "%r = locus.min %t axes [0, 2] keepdim : tensor<2x3x4xf32> -> tensor<1x3x1xf32>", reduce(t, [0, 2], min, math.inf, True)
     yield "softmax_long", [("lt", lt)], "%r = locus.softmax %lt axis 2 : tensor<3x5x70xf32>", softmax(lt, 2)

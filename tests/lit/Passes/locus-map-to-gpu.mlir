@@ -51,6 +51,44 @@ func.func @sum_rows(%x: memref<4x300xf32>, %y: memref<4xf32>) attributes {locus.
   return
 }
 
+// Too few outputs to fill the GPU (2 sums of 40000 elements): split. The
+// first launch has 2 x 9 blocks (9 = 40000 / (16 x 256), rounded down),
+// each folding a share of 4445 elements into a temporary of partials; the
+// second has one block per output that folds its 9 partials in order (32
+// threads: 9 rounded up to a warp), adds the output's initial value and
+// stores. No atomics: the same result on every run.
+// CHECK-LABEL: func.func @split_sum
+// CHECK: %[[PARTS:.*]] = memref.alloc() : memref<18xf32>
+// CHECK: gpu.launch blocks(%[[B1:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c18{{[_0-9]*}}, {{.*}} threads(%[[T1:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}},
+// CHECK: %[[ROW:.*]] = arith.divui %[[B1]], %c9{{[_0-9]*}}
+// CHECK: %[[SHARE:.*]] = arith.remui %[[B1]], %c9{{[_0-9]*}}
+// CHECK: %[[BEGIN:.*]] = arith.muli %[[SHARE]], %c4445{{[_0-9]*}}
+// CHECK: %[[END0:.*]] = arith.addi %[[BEGIN]], %c4445{{[_0-9]*}}
+// CHECK: %[[END:.*]] = arith.minui %[[END0]], %c40000{{[_0-9]*}}
+// CHECK: %[[FIRST:.*]] = arith.addi %[[BEGIN]], %[[T1]]
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %[[FIRST]] to %[[END]] step %c256{{[_0-9]*}}
+// CHECK: %[[ALL1:.*]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK: scf.if
+// CHECK: memref.store %[[ALL1]], %[[PARTS]][%[[B1]]]
+// CHECK: gpu.launch blocks(%[[B2:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c2{{[_0-9]*}}, {{.*}} threads(%[[T2:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}},
+// CHECK: %[[BASE:.*]] = arith.muli %[[B2]], %c9{{[_0-9]*}}
+// CHECK: scf.for %[[K:.*]] = %[[T2]] to %c9{{[_0-9]*}} step %c32{{[_0-9]*}}
+// CHECK: %[[AT:.*]] = arith.addi %[[BASE]], %[[K]]
+// CHECK: memref.load %[[PARTS]][%[[AT]]]
+// CHECK: %[[ALL2:.*]] = gpu.all_reduce add
+// CHECK: %[[INIT:.*]] = memref.load %arg1
+// CHECK: arith.addf %[[ALL2]], %[[INIT]] : f32
+// CHECK: memref.store
+// CHECK: memref.dealloc %[[PARTS]]
+func.func @split_sum(%x: memref<2x40000xf32>, %y: memref<2xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<2x40000xf32>) outs(%y : memref<2xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
 // A max over 64 elements starts each thread at -inf and uses maximumf; the
 // block is 64 threads (the reduction's length rounded up to a power of 2).
 // CHECK-LABEL: func.func @max_rows

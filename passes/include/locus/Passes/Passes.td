@@ -774,6 +774,14 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
       thread folds every 256th element into a partial result, the block
       combines them with `gpu.all_reduce` (warp shuffles through shared
       memory), and thread 0 combines that with the output's initial value;
+    - the same reduction with fewer than 1056 outputs (too few blocks to
+      fill a large GPU) and at least 8192 elements each: split. Each output
+      gets up to 1056 / outputs blocks (and at least 4096 elements per
+      block), each folding a contiguous share into a temporary of partial
+      results; a second launch, one block per output, folds its partials in
+      order and combines them with the output's initial value. No atomics:
+      the result is the same on every run (a full sum of 64 Mi floats ran on
+      one block before);
     - other reductions: one thread per output element, looping over the
       reduced elements.
 
