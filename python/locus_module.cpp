@@ -670,7 +670,7 @@ void bindCompile(py::module_ &m) {
       [](const Graph &graph, const std::string &policy,
          std::optional<std::vector<std::string>> devices,
          const std::string &profile, bool fuse, const std::string &deviceMap,
-         const std::string &trace, bool allowSoftPlacement) {
+         const std::string &trace, bool allowSoftPlacement, bool allowTf32) {
         CompileOptions o;
         o.policy = policy;
         if (devices)
@@ -680,6 +680,7 @@ void bindCompile(py::module_ &m) {
         o.deviceMap = deviceMap;
         o.trace = trace;
         o.allowSoftPlacement = allowSoftPlacement;
+        o.allowTf32 = allowTf32;
         PyLine here = callerLine();
         try {
           return compile(graph, o);
@@ -692,10 +693,11 @@ void bindCompile(py::module_ &m) {
       py::arg("graph"), py::arg("policy") = "auto",
       py::arg("devices") = py::none(), py::arg("profile") = "",
       py::arg("fuse") = true, py::arg("device_map") = "", py::arg("trace") = "",
-      py::arg("allow_soft_placement") = false,
+      py::arg("allow_soft_placement") = false, py::arg("allow_tf32") = false,
       "Compiles a graph: places it (policy: strict, prefer-gpu, auto, cpu) "
       "on `devices` (default: this machine's), inserts the copies and "
-      "JIT-compiles the kernels.");
+      "JIT-compiles the kernels. allow_tf32: convolutions and matrix "
+      "products on a GPU may round their operands to TF32.");
 
   m.def(
       "import_onnx",

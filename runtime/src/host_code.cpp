@@ -34,6 +34,8 @@ void *runtimeFunction(const char *name) {
       {LOCUS_ABI_PARALLEL_FOR, reinterpret_cast<void *>(&locus_parallel_for)},
       {LOCUS_ABI_CUDA_LAUNCH, reinterpret_cast<void *>(&locus_cuda_launch)},
       {LOCUS_ABI_CUDA_SGEMM, reinterpret_cast<void *>(&locus_cuda_sgemm)},
+      {LOCUS_ABI_CUDA_SGEMM_TF32,
+       reinterpret_cast<void *>(&locus_cuda_sgemm_tf32)},
       {LOCUS_ABI_CUDA_ALLOC, reinterpret_cast<void *>(&locus_cuda_alloc)},
       {LOCUS_ABI_CUDA_FREE, reinterpret_cast<void *>(&locus_cuda_free)},
       {LOCUS_ABI_CUDA_CONV2D, reinterpret_cast<void *>(&locus_cuda_conv2d)},

@@ -167,6 +167,22 @@ def test_save_then_the_runtime_alone(tmp_path):
     assert not failures
 
 
+def test_allow_tf32_compiles_for_a_gpu_and_keeps_the_host_numerics():
+    # With TF32 allowed the CUDA code may round products' operands; the
+    # host versions (here, sim stands in for cuda:0) stay fp32, so the
+    # result is the fp32 one.
+    x = np.random.default_rng(3).uniform(-1, 1, (8, 16)).astype(np.float32)
+    runs = []
+    for tf32 in (False, True):
+        model = locus.compile(mlp_graph(), policy="prefer-gpu",
+                              devices=["cpu", "cuda:0"],
+                              device_map="cuda:0=sim", allow_tf32=tf32)
+        runs.append(model.run(x=x)["y"])
+        np.testing.assert_allclose(runs[-1], reference(model, x), rtol=1e-5,
+                                   atol=1e-6)
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
 def test_trace_of_a_run(tmp_path):
     trace = str(tmp_path / "trace.json")
     model = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"],

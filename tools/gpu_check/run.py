@@ -434,8 +434,32 @@ def profiles(r):
         if rc != 0 or len(rows) < 2:
             r.record(name, "FAIL", "exit %s, %d rows" % (rc, len(rows)), secs)
             continue
-        r.profiles[w["name"]] = rows[:22]
+        r.profiles[w["name"]] = rows[:22] + by_kind(rows[2:])
         r.record(name, "PASS", "%d kernels" % (len(rows) - 3), secs)
+
+
+def by_kind(rows):
+    """Every kernel's time summed by its first op (the name's last part,
+    e.g. conv2d_input_grad), largest first: where the rest of a step goes,
+    beyond the top 20."""
+    kinds, total = {}, 0.0
+    for row in rows:
+        fields = row.split()
+        if len(fields) < 4 or not fields[0].startswith("__locus_kernel_"):
+            continue
+        m = re.search(r"_k[0-9]+_([a-z0-9_]+)$", fields[0])
+        kind = m.group(1) if m else fields[0]
+        try:
+            ms = float(fields[3])
+        except ValueError:
+            continue
+        n, t = kinds.get(kind, (0, 0.0))
+        kinds[kind] = (n + 1, t + ms)
+        total += ms
+    out = ["", "by first op: kernels, total ms, share"]
+    for kind, (n, t) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):
+        out.append("%-40s %5d %10.3f %5.1f%%" % (kind, n, t, 100 * t / total if total else 0))
+    return out
 
 
 # --- the report -------------------------------------------------------------

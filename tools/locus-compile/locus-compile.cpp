@@ -2,7 +2,8 @@
 //
 //   locus-compile graph.mlir|model.onnx -o model.locus [--policy=auto]
 //                 [--devices=cpu,cuda:0] [--profile=p.json] [--cpu=x86-64-v3]
-//                 [--no-fuse] [--print-ir-after=placement,kernels,cuda,host]
+//                 [--no-fuse] [--allow-tf32]
+//                 [--print-ir-after=placement,kernels,cuda,host]
 //                 [--print-ir-after-all] [--sign-key=builder.key]
 //   locus-compile --generate-key builder
 //
@@ -88,6 +89,12 @@ static cl::opt<std::string>
             cl::desc("Also write each CUDA kernel's PTX module to "
                      "<dir>/<kernel>.<n>.ptx (what ptxas checks)"),
             cl::value_desc("dir"), cl::cat(toolOptions));
+static cl::opt<bool>
+    allowTf32("allow-tf32",
+              cl::desc("Let convolutions and matrix products on a GPU round "
+                       "their operands to TF32 (tensor cores; about 1e-3 "
+                       "relative error); fp32 otherwise"),
+              cl::cat(toolOptions));
 static cl::opt<bool> noFuse("no-fuse",
                             cl::desc("One kernel per op (for comparing)"),
                             cl::cat(toolOptions));
@@ -161,6 +168,7 @@ static int compileOnnx() {
     options.profile = profilePath;
     options.fuse = !noFuse;
     options.allowSoftPlacement = allowSoftPlacement;
+    options.allowTf32 = allowTf32;
     locus::CompiledModel model = locus::compile(graph, options);
     model.save(outputFile, cpu, signKey);
     llvm::outs() << model.placementSummary()
@@ -258,6 +266,7 @@ static int run(int argc, char **argv) {
   options.profile = profilePath;
   options.fuse = !noFuse;
   options.allowSoftPlacement = allowSoftPlacement;
+  options.allowTf32 = allowTf32;
   options.printIrAfterAll = printIrAfterAll;
   options.afterStage = printStage;
   locus::PipelineResult result;
@@ -289,7 +298,11 @@ static int run(int argc, char **argv) {
                  << s.stateCopies << " by a copy at the end of the step\n";
   if (!result.cudaFunctions.empty())
     llvm::outs() << "cuda: " << result.cudaFunctions.size()
-                 << " kernels with launchers and host versions\n";
+                 << " kernels with launchers and host versions"
+                 << (allowTf32 ? "; TF32 allowed in convolutions and matrix "
+                                 "products"
+                               : "")
+                 << "\n";
   if (!result.cudaNote.empty())
     llvm::outs() << "cuda: " << result.cudaNote << "\n";
   uint64_t arenas = 0;

@@ -75,6 +75,12 @@ struct CompileOptions {
   std::string profile;
   /// Fuse elementwise chains and epilogues (false: one op per kernel).
   bool fuse = true;
+  /// Let convolutions (cuDNN) and matrix products (cuBLAS) on a GPU round
+  /// their operands to TF32, which Hopper's tensor cores run several times
+  /// faster, with about 1e-3 relative error (PyTorch's
+  /// torch.backends.cudnn.allow_tf32 and matmul.allow_tf32). Off: fp32, the
+  /// contract every other result keeps.
+  bool allowTf32 = false;
   /// Where the devices run in-process, e.g. "cuda:0=sim" (the default for
   /// CUDA devices until the runtime has one); see locus_model_options_t.
   std::string deviceMap;

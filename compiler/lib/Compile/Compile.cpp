@@ -597,6 +597,7 @@ PipelineOptions pipelineOptions(const CompileOptions &options) {
   pipeline.profile = options.profile;
   pipeline.fuse = options.fuse;
   pipeline.allowSoftPlacement = options.allowSoftPlacement;
+  pipeline.allowTf32 = options.allowTf32;
   return pipeline;
 }
 

@@ -116,7 +116,7 @@ LogicalResult cudaStage(ModuleOp module, const PipelineOptions &options,
   }
   cuda = cast<ModuleOp>(module->clone());
   if (failed(runStage("cuda", *cuda, options, [&](OpPassManager &pm) {
-        buildCudaLoweringPipeline(pm, libdevice);
+        buildCudaLoweringPipeline(pm, libdevice, options.allowTf32);
       })))
     return failure();
   std::vector<std::pair<std::string, std::string>> kernels;

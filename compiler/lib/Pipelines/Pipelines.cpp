@@ -157,18 +157,21 @@ void locus::buildHostLoweringPipeline(OpPassManager &pm,
 }
 
 void locus::buildCudaLoweringPipeline(OpPassManager &pm,
-                                      const std::string &libdevice) {
+                                      const std::string &libdevice,
+                                      bool allowTf32) {
   LocusExtractKernelsOptions extract;
   extract.target = "cuda";
   pm.addPass(createLocusExtractKernels(extract));
   // Convolutions and their gradients through cuDNN where the runtime has
   // it, their generated kernels where not.
-  pm.addPass(createLocusConvToCudnn());
+  LocusConvToCudnnOptions cudnn;
+  cudnn.allowTf32 = allowTf32;
+  pm.addPass(createLocusConvToCudnn(cudnn));
   buildBufferization(pm, /*staticLayouts=*/true);
   // Products to cuBLAS; every other op to one gpu.launch; kernels outlined
   // and lowered through NVVM to PTX; launches to runtime calls.
   LocusLinalgToBlasOptions blas;
-  blas.callee = LOCUS_ABI_CUDA_SGEMM;
+  blas.callee = allowTf32 ? LOCUS_ABI_CUDA_SGEMM_TF32 : LOCUS_ABI_CUDA_SGEMM;
   pm.addPass(createLocusLinalgToBlas(blas));
   pm.addPass(createLocusMapToGpu());
   pm.addPass(createGpuKernelOutliningPass());
@@ -213,8 +216,8 @@ void locus::buildCudaPipeline(OpPassManager &pm,
                               const CudaPipelineOptions &options) {
   buildKernelPipeline(pm, options.fuse);
   std::string libdevice = options.libdevice;
-  buildCudaLoweringPipeline(pm,
-                            libdevice.empty() ? findLibdevice() : libdevice);
+  buildCudaLoweringPipeline(pm, libdevice.empty() ? findLibdevice() : libdevice,
+                            options.allowTf32);
 }
 
 std::string locus::findLibdevice() {

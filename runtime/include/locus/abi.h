@@ -98,6 +98,7 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 #define LOCUS_ABI_PARALLEL_FOR "locus_parallel_for"
 #define LOCUS_ABI_CUDA_LAUNCH "locus_cuda_launch"
 #define LOCUS_ABI_CUDA_SGEMM "locus_cuda_sgemm"
+#define LOCUS_ABI_CUDA_SGEMM_TF32 "locus_cuda_sgemm_tf32"
 #define LOCUS_ABI_CUDA_ALLOC "locus_cuda_alloc"
 #define LOCUS_ABI_CUDA_FREE "locus_cuda_free"
 #define LOCUS_ABI_CUDA_CONV2D "locus_cuda_conv2d"
@@ -110,7 +111,8 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
       LOCUS_ABI_CONV2D, LOCUS_ABI_HOST_ALLOC, LOCUS_ABI_HOST_FREE
 #define LOCUS_ABI_CUDA_IMPORTS                                                 \
   LOCUS_ABI_CUDA_LAUNCH, LOCUS_ABI_CUDA_SGEMM, LOCUS_ABI_CUDA_ALLOC,           \
-      LOCUS_ABI_CUDA_FREE, LOCUS_ABI_CUDA_CONV2D, LOCUS_ABI_CUDA_DNN_READY
+      LOCUS_ABI_CUDA_FREE, LOCUS_ABI_CUDA_CONV2D, LOCUS_ABI_CUDA_DNN_READY,    \
+      LOCUS_ABI_CUDA_SGEMM_TF32
 
 /* ---- The plan section --------------------------------------------------- *
  * The compiler writes a plan, the runtime reads it; docs/artifact.md has the
@@ -293,6 +295,15 @@ LOCUS_API void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                                 int32_t trans_a, uintptr_t b, int64_t ldb,
                                 int64_t stride_b, int32_t trans_b, float beta,
                                 uintptr_t c, int64_t ldc, int64_t stride_c);
+/* locus_cuda_sgemm, allowed to round its operands to TF32 (cuBLAS's
+ * CUBLAS_TF32_TENSOR_OP_MATH): what products call in an artifact compiled
+ * with TF32 allowed. */
+LOCUS_API void locus_cuda_sgemm_tf32(int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, uintptr_t a, int64_t lda,
+                                     int64_t stride_a, int32_t trans_a,
+                                     uintptr_t b, int64_t ldb, int64_t stride_b,
+                                     int32_t trans_b, float beta, uintptr_t c,
+                                     int64_t ldc, int64_t stride_c);
 /* Nonzero when the device of the launch in progress runs convolutions
  * through cuDNN (found with dlopen, its handle made); zero when it cannot,
  * and the launcher runs its generated kernels instead. */

@@ -38,6 +38,9 @@ struct PipelineOptions {
   /// With no CUDA target, ops pinned to CUDA run on the CPU (a warning)
   /// instead of failing at the pin.
   bool allowSoftPlacement = false;
+  /// Let CUDA convolutions (cuDNN) and matrix products (cuBLAS) round
+  /// their operands to TF32 (tensor cores); fp32 otherwise.
+  bool allowTf32 = false;
   /// Print the IR after every pass to stderr (MLIR's IR printer).
   bool printIrAfterAll = false;
   /// Called after each stage with its name ("placement", "kernels", "cuda",

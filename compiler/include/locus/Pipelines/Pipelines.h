@@ -76,6 +76,11 @@ struct CudaPipelineOptions
       *this, "libdevice",
       llvm::cl::desc("libdevice.10.bc of a CUDA toolkit (default: "
                      "findLibdevice())")};
+  Option<bool> allowTf32{
+      *this, "allow-tf32",
+      llvm::cl::desc("Let convolutions (cuDNN) and matrix products (cuBLAS) "
+                     "round their operands to TF32"),
+      llvm::cl::init(false)};
 };
 
 /// Places every op of each graph not placed yet (--locus-place-devices) and
@@ -104,9 +109,11 @@ void buildHostLoweringPipeline(mlir::OpPassManager &pm,
 /// After the plan: keeps the kernels placed on CUDA devices, renamed
 /// <f>__cuda, and lowers them to launchers in the LLVM dialect and sm_90
 /// PTX in the module's locus.cuda_kernels attribute. `libdevice` must name
-/// libdevice.10.bc.
+/// libdevice.10.bc. `allowTf32`: convolutions and matrix products may round
+/// their operands to TF32 (off: fp32, the default contract).
 void buildCudaLoweringPipeline(mlir::OpPassManager &pm,
-                               const std::string &libdevice);
+                               const std::string &libdevice,
+                               bool allowTf32 = false);
 
 /// buildKernelPipeline, then buildHostLoweringPipeline.
 void buildHostPipeline(mlir::OpPassManager &pm,

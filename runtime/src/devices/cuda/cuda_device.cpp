@@ -210,6 +210,7 @@ const Driver &driver() {
 using cublasHandle_t = struct cublasContext *;
 using cublasStatus_t = int;
 constexpr int kOpN = 0, kOpT = 1;
+constexpr int kDefaultMath = 0, kTf32Math = 3; // cublasMath_t
 
 struct Blas {
   void *handle = nullptr;
@@ -217,6 +218,8 @@ struct Blas {
   cublasStatus_t (*create)(cublasHandle_t *) = nullptr;
   cublasStatus_t (*destroy)(cublasHandle_t) = nullptr;
   cublasStatus_t (*setStream)(cublasHandle_t, CUstream) = nullptr;
+  // Optional (TF32 products; without it they run in fp32).
+  cublasStatus_t (*setMathMode)(cublasHandle_t, int) = nullptr;
   cublasStatus_t (*sgemm)(cublasHandle_t, int, int, int, int, int,
                           const float *, const float *, int, const float *, int,
                           const float *, float *, int) = nullptr;
@@ -248,6 +251,7 @@ const Blas &blas() {
         !bind(b.handle, b.sgemmStridedBatched, "cublasSgemmStridedBatched"))
       b.why = "cuBLAS lacks cublasCreate_v2/cublasSetStream_v2/"
               "cublasSgemm_v2/cublasSgemmStridedBatched";
+    bind(b.handle, b.setMathMode, "cublasSetMathMode");
     return b;
   }();
   return b;
@@ -612,7 +616,7 @@ public:
   void sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, uintptr_t a,
              int64_t lda, int64_t strideA, int32_t transA, uintptr_t b,
              int64_t ldb, int64_t strideB, int32_t transB, float beta,
-             uintptr_t c, int64_t ldc, int64_t strideC) {
+             uintptr_t c, int64_t ldc, int64_t strideC, bool tf32) {
     if (!pending_.empty())
       return;
     const Blas &cb = blas();
@@ -630,6 +634,13 @@ public:
     if (cb.setStream(blas_, compute_) != 0) {
       pend(LOCUS_STATUS_INTERNAL, "cublasSetStream failed");
       return;
+    }
+    if (cb.setMathMode && tf32 != blasTf32_) {
+      if (cb.setMathMode(blas_, tf32 ? kTf32Math : kDefaultMath) != 0) {
+        pend(LOCUS_STATUS_INTERNAL, "cublasSetMathMode failed");
+        return;
+      }
+      blasTf32_ = tf32;
     }
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
     // the operands swap, the transposes stay.
@@ -848,6 +859,7 @@ private:
   std::vector<Staging> staging_ = std::vector<Staging>(2);
   size_t next_ = 0;
   cublasHandle_t blas_ = nullptr;
+  bool blasTf32_ = false; // the handle's math mode: TF32 allowed
   std::unique_ptr<cudnn::Convolutions> dnn_ =
       std::make_unique<cudnn::Convolutions>();
   std::vector<CUmodule> modules_;
@@ -942,7 +954,18 @@ void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                       uintptr_t c, int64_t ldc, int64_t stride_c) {
   onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
     d.sgemm(batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
-            trans_b, beta, c, ldc, stride_c);
+            trans_b, beta, c, ldc, stride_c, /*tf32=*/false);
+  });
+}
+
+void locus_cuda_sgemm_tf32(int64_t batch, int64_t m, int64_t n, int64_t k,
+                           uintptr_t a, int64_t lda, int64_t stride_a,
+                           int32_t trans_a, uintptr_t b, int64_t ldb,
+                           int64_t stride_b, int32_t trans_b, float beta,
+                           uintptr_t c, int64_t ldc, int64_t stride_c) {
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    d.sgemm(batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
+            trans_b, beta, c, ldc, stride_c, /*tf32=*/true);
   });
 }
 
