@@ -105,21 +105,26 @@ def bench_artifacts(bench):
 
 def example_artifacts(bundle, tmp):
     """The example models' training steps: ResNet-18 (b128 to time, b16 for
-    numerics) and the tiny Transformer (prefer-gpu and auto)."""
+    numerics; each also with TF32 allowed) and the tiny Transformer
+    (prefer-gpu and auto)."""
     failed = []
     models = os.path.join(BUILD, "examples")
     for model, batch, artifacts in (
-            ("resnet18", 128, [("bench/resnet18_train", "prefer-gpu")]),
-            ("resnet18", 16, [("numerics/resnet18", "prefer-gpu")]),
+            ("resnet18", 128, [("bench/resnet18_train", "prefer-gpu"),
+                               ("bench/resnet18_train_tf32", "prefer-gpu tf32")]),
+            ("resnet18", 16, [("numerics/resnet18", "prefer-gpu"),
+                              ("numerics/resnet18_tf32", "prefer-gpu tf32")]),
             ("transformer", None, [("bench/transformer_gpu", "prefer-gpu"),
                                    ("bench/transformer_auto", "auto"),
                                    ("numerics/transformer", "prefer-gpu")])):
         graph = os.path.join(tmp, "%s_%s.mlir" % (model, batch))
         sh([os.path.join(models, model), "--save-graph=" + graph] +
            (["--batch=%d" % batch] if batch else []))
-        for artifact, policy in artifacts:
+        for artifact, how in artifacts:
+            policy, *flags = how.split()
             os.makedirs(os.path.dirname(os.path.join(bundle, artifact)), exist_ok=True)
-            why = compile_file(graph, os.path.join(bundle, artifact + ".locus"), policy)
+            why = compile_file(graph, os.path.join(bundle, artifact + ".locus"), policy,
+                               ["--allow-tf32"] if "tf32" in flags else [])
             if why:
                 failed.append((artifact, why))
     return failed

@@ -307,7 +307,10 @@ def whole_models(r):
     """The example models' training steps on the GPU against the same
     artifact on host kernels (--device-map cuda:0=cpu), a few steps each."""
     run = os.path.join(r.bundle, "bin", "locus-run")
-    for model, runs in (("transformer", 4), ("resnet18", 2)):
+    # TF32 rounds convolution and product operands (about 1e-3 relative):
+    # its loss is held to a looser tolerance than fp32's.
+    for model, runs, rtol in (("transformer", 4, 1e-4), ("resnet18", 2, 1e-4),
+                              ("resnet18_tf32", 2, 1e-2)):
         name = "numerics: %s steps, GPU vs host kernels" % model
         art = os.path.join(r.bundle, "numerics", model + ".locus")
         if not r.gpu_step(name, 20):
@@ -330,7 +333,7 @@ def whole_models(r):
             r.record(name, "FAIL", "the %s run failed: %s" % (
                 where, (out.strip().splitlines() or ["exit %s" % rc])[-1][:200]), secs)
             continue
-        err = worst_error(losses["gpu"], losses["host"], 1e-6, 1e-4)
+        err = worst_error(losses["gpu"], losses["host"], 1e-6, rtol)
         r.record(name, "PASS" if err <= 1 else "FAIL",
                  "loss after %d steps: GPU %.6g, host %.6g" % (
                      runs, losses["gpu"][0], losses["host"][0]), secs)

@@ -56,6 +56,9 @@ BENCHES = [
 MODELS = [
     row("resnet18_train", "ResNet-18 training step, SGD, b128, data from host",
         "resnet18_train.locus", "resnet18_train", runs=7, profile=True),
+    row("resnet18_train_tf32",
+        "ResNet-18 training step, SGD, b128, data from host, TF32 allowed",
+        "resnet18_train_tf32.locus", "resnet18_train", runs=7),
     row("transformer_gpu", "tiny Transformer training step, AdamW, prefer-gpu",
         "transformer_gpu.locus", "transformer_train", runs=22, profile=True),
     row("transformer_auto", "tiny Transformer training step, AdamW, auto",
