@@ -3,6 +3,7 @@
 
 #include "signing.h"
 
+#include "dl.h"
 #include "file_io.h"
 #include "guard.h"
 #include "status_impl.h"
@@ -49,11 +50,6 @@ struct SignedMessage {
   unsigned char bytes[sizeof kDomain + kDigestBytes];
 };
 
-template <typename F> bool bind(void *library, const char *name, F &out) {
-  out = reinterpret_cast<F>(dlsym(library, name));
-  return out != nullptr;
-}
-
 /// libsodium, loaded once; null (and `why`) when it cannot be.
 const Sodium *sodium(std::string &why) {
   static Sodium functions{};
@@ -73,14 +69,15 @@ const Sodium *sodium(std::string &why) {
       return;
     }
     Sodium s{};
-    if (!bind(library, "sodium_init", s.init) ||
-        !bind(library, "crypto_generichash_statebytes", s.hashStateBytes) ||
-        !bind(library, "crypto_generichash_init", s.hashInit) ||
-        !bind(library, "crypto_generichash_update", s.hashUpdate) ||
-        !bind(library, "crypto_generichash_final", s.hashFinal) ||
-        !bind(library, "crypto_sign_keypair", s.keyPair) ||
-        !bind(library, "crypto_sign_detached", s.sign) ||
-        !bind(library, "crypto_sign_verify_detached", s.verify) ||
+    if (!bindSymbol(library, s.init, "sodium_init") ||
+        !bindSymbol(library, s.hashStateBytes,
+                    "crypto_generichash_statebytes") ||
+        !bindSymbol(library, s.hashInit, "crypto_generichash_init") ||
+        !bindSymbol(library, s.hashUpdate, "crypto_generichash_update") ||
+        !bindSymbol(library, s.hashFinal, "crypto_generichash_final") ||
+        !bindSymbol(library, s.keyPair, "crypto_sign_keypair") ||
+        !bindSymbol(library, s.sign, "crypto_sign_detached") ||
+        !bindSymbol(library, s.verify, "crypto_sign_verify_detached") ||
         s.init() < 0) {
       failure = "the libsodium found lacks a function Locus needs";
       return;

@@ -1,13 +1,12 @@
 // probe.cpp - which devices this machine has (locus_device_probe).
 //
-// CUDA is looked up at run time: dlopen("libcuda.so.1") and the few driver
-// entry points needed to count and name devices. A binary that never links the
-// driver starts everywhere and reports why CUDA is absent.
+// CUDA is looked up at run time through the cuda device's driver table
+// (dlopen("libcuda.so.1"), devices/cuda/cuda_device.cpp). A binary that
+// never links the driver starts everywhere and reports why CUDA is absent.
 
+#include "devices/cuda/cuda_device.h"
 #include "guard.h"
 #include "status_impl.h"
-
-#include <dlfcn.h>
 
 #include <cstring>
 #include <memory>
@@ -24,70 +23,21 @@ struct locus_device_report_s {
 
 namespace {
 
-// The driver API's types, as far as the probe needs them.
-using CUresult = int;
-using CUdevice = int;
-using cuInit_t = CUresult (*)(unsigned);
-using cuDeviceGetCount_t = CUresult (*)(int *);
-using cuDeviceGet_t = CUresult (*)(CUdevice *, int);
-using cuDeviceGetName_t = CUresult (*)(char *, int, CUdevice);
-using cuGetErrorName_t = CUresult (*)(CUresult, const char **);
-
 void setName(locus_device_info_t &info, const std::string &name) {
   std::strncpy(info.name, name.c_str(), sizeof info.name - 1);
   info.name[sizeof info.name - 1] = '\0';
 }
 
-std::string errorName(cuGetErrorName_t getName, CUresult code) {
-  const char *name = nullptr;
-  if (getName && getName(code, &name) == 0 && name)
-    return name;
-  return "error " + std::to_string(code);
-}
-
-/// Appends the CUDA devices, or explains in `note` why there are none.
+/// Appends the CUDA devices, or explains in `note` why there are none:
+/// what the cuda device itself sees (one table of driver entry points, so
+/// the probe never lists a GPU the device could not use).
 void probeCuda(std::vector<locus_device_info_t> &devices, std::string &note) {
-  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!driver) {
-    const char *why = dlerror();
-    note = std::string("no CUDA driver (") + (why ? why : "libcuda.so.1") + ")";
-    return;
-  }
-  auto init = reinterpret_cast<cuInit_t>(dlsym(driver, "cuInit"));
-  auto getCount =
-      reinterpret_cast<cuDeviceGetCount_t>(dlsym(driver, "cuDeviceGetCount"));
-  auto get = reinterpret_cast<cuDeviceGet_t>(dlsym(driver, "cuDeviceGet"));
-  auto getName =
-      reinterpret_cast<cuDeviceGetName_t>(dlsym(driver, "cuDeviceGetName"));
-  auto getErrorName =
-      reinterpret_cast<cuGetErrorName_t>(dlsym(driver, "cuGetErrorName"));
-  if (!init || !getCount || !get || !getName) {
-    note = "the CUDA driver lacks cuInit/cuDeviceGetCount/cuDeviceGet/"
-           "cuDeviceGetName";
-    return; // keep the library loaded: unloading a driver is not safe
-  }
-  if (CUresult rc = init(0)) {
-    note = "cuInit failed: " + errorName(getErrorName, rc);
-    return;
-  }
-  int count = 0;
-  if (CUresult rc = getCount(&count)) {
-    note = "cuDeviceGetCount failed: " + errorName(getErrorName, rc);
-    return;
-  }
-  if (count == 0) {
-    note = "the CUDA driver reports no device";
-    return;
-  }
-  for (int i = 0; i < count; ++i) {
+  std::vector<std::string> names = locus::rt::cudaDeviceNames(note);
+  for (size_t i = 0; i < names.size(); ++i) {
     locus_device_info_t info{};
     info.kind = LOCUS_DEVICE_CUDA;
-    info.index = i;
-    CUdevice device = 0;
-    char name[128] = "unnamed CUDA device";
-    if (get(&device, i) == 0)
-      getName(name, sizeof name, device);
-    setName(info, name);
+    info.index = static_cast<int32_t>(i);
+    setName(info, names[i]);
     devices.push_back(info);
   }
 }

@@ -25,12 +25,11 @@
 #include "devices/cuda/cuda_device.h"
 
 #include "devices/cuda/cudnn.h"
+#include "dl.h"
 
 #include "guard.h"
 #include "locus/abi.h"
 #include "status_impl.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -120,11 +119,6 @@ struct Driver {
   }
 };
 
-template <typename F> bool bind(void *handle, F &fn, const char *name) {
-  fn = reinterpret_cast<F>(dlsym(handle, name));
-  return fn != nullptr;
-}
-
 const Driver &driver() {
   static const Driver d = [] {
     Driver d;
@@ -138,7 +132,7 @@ const Driver &driver() {
     bool ok = true;
     const char *missing = nullptr;
 #define LOCUS_BIND(field, symbol)                                              \
-  if (!bind(d.handle, d.field, symbol) && ok) {                                \
+  if (!bindSymbol(d.handle, d.field, symbol) && ok) {                          \
     ok = false;                                                                \
     missing = symbol;                                                          \
   }
@@ -180,17 +174,17 @@ const Driver &driver() {
     // Optional: kernel times for LOCUS_PROFILE=1 (cuda.h maps the name to
     // _v2 from CUDA 12.8 on), stream-ordered allocation and graphs (CUDA
     // 11.4 and later).
-    if (!bind(d.handle, d.cuEventElapsedTime, "cuEventElapsedTime_v2"))
-      bind(d.handle, d.cuEventElapsedTime, "cuEventElapsedTime");
-    bind(d.handle, d.cuMemAllocAsync, "cuMemAllocAsync");
-    bind(d.handle, d.cuMemFreeAsync, "cuMemFreeAsync");
-    bind(d.handle, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
-    bind(d.handle, d.cuStreamEndCapture, "cuStreamEndCapture");
-    bind(d.handle, d.cuGraphInstantiateWithFlags,
-         "cuGraphInstantiateWithFlags");
-    bind(d.handle, d.cuGraphLaunch, "cuGraphLaunch");
-    bind(d.handle, d.cuGraphExecDestroy, "cuGraphExecDestroy");
-    bind(d.handle, d.cuGraphDestroy, "cuGraphDestroy");
+    if (!bindSymbol(d.handle, d.cuEventElapsedTime, "cuEventElapsedTime_v2"))
+      bindSymbol(d.handle, d.cuEventElapsedTime, "cuEventElapsedTime");
+    bindSymbol(d.handle, d.cuMemAllocAsync, "cuMemAllocAsync");
+    bindSymbol(d.handle, d.cuMemFreeAsync, "cuMemFreeAsync");
+    bindSymbol(d.handle, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    bindSymbol(d.handle, d.cuStreamEndCapture, "cuStreamEndCapture");
+    bindSymbol(d.handle, d.cuGraphInstantiateWithFlags,
+               "cuGraphInstantiateWithFlags");
+    bindSymbol(d.handle, d.cuGraphLaunch, "cuGraphLaunch");
+    bindSymbol(d.handle, d.cuGraphExecDestroy, "cuGraphExecDestroy");
+    bindSymbol(d.handle, d.cuGraphDestroy, "cuGraphDestroy");
     if (CUresult rc = d.cuInit(0)) {
       d.why = "cuInit failed: " + d.error(rc);
       return d;
@@ -244,14 +238,15 @@ const Blas &blas() {
       b.why = std::string("no cuBLAS (") + (why ? why : "libcublas.so") + ")";
       return b;
     }
-    if (!bind(b.handle, b.create, "cublasCreate_v2") ||
-        !bind(b.handle, b.destroy, "cublasDestroy_v2") ||
-        !bind(b.handle, b.setStream, "cublasSetStream_v2") ||
-        !bind(b.handle, b.sgemm, "cublasSgemm_v2") ||
-        !bind(b.handle, b.sgemmStridedBatched, "cublasSgemmStridedBatched"))
+    if (!bindSymbol(b.handle, b.create, "cublasCreate_v2") ||
+        !bindSymbol(b.handle, b.destroy, "cublasDestroy_v2") ||
+        !bindSymbol(b.handle, b.setStream, "cublasSetStream_v2") ||
+        !bindSymbol(b.handle, b.sgemm, "cublasSgemm_v2") ||
+        !bindSymbol(b.handle, b.sgemmStridedBatched,
+                    "cublasSgemmStridedBatched"))
       b.why = "cuBLAS lacks cublasCreate_v2/cublasSetStream_v2/"
               "cublasSgemm_v2/cublasSgemmStridedBatched";
-    bind(b.handle, b.setMathMode, "cublasSetMathMode");
+    bindSymbol(b.handle, b.setMathMode, "cublasSetMathMode");
     return b;
   }();
   return b;
@@ -875,6 +870,23 @@ private:
 };
 
 } // namespace
+
+std::vector<std::string> cudaDeviceNames(std::string &why) {
+  const Driver &d = driver();
+  std::vector<std::string> names;
+  if (!d.why.empty()) {
+    why = d.why;
+    return names;
+  }
+  for (int i = 0; i < d.count; ++i) {
+    CUdevice device = 0;
+    char name[128] = "unnamed CUDA device";
+    if (d.cuDeviceGet(&device, i) == kSuccess)
+      d.cuDeviceGetName(name, sizeof name, device);
+    names.emplace_back(name);
+  }
+  return names;
+}
 
 bool cudaUsable(int ordinal, std::string &why) {
   const Driver &d = driver();

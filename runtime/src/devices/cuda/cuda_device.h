@@ -8,8 +8,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace locus::rt {
+
+/// The names of this machine's CUDA devices, in ordinal order; none, with
+/// `why`, when the driver is absent, lacks an entry point the device uses,
+/// fails to start or reports no device.
+std::vector<std::string> cudaDeviceNames(std::string &why);
 
 /// Whether cuda:`ordinal` can run here; `why` says why not.
 bool cudaUsable(int ordinal, std::string &why);

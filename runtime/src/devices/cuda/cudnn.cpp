@@ -11,8 +11,8 @@
 // (as torch.backends.cudnn.benchmark), keeping the same preference.
 
 #include "devices/cuda/cudnn.h"
+#include "dl.h"
 
-#include <dlfcn.h>
 #include <glob.h>
 
 #include <cstdlib>
@@ -101,16 +101,11 @@ struct Library {
 
 namespace {
 
-template <typename F> bool bind(void *handle, F &fn, const char *name) {
-  fn = reinterpret_cast<F>(dlsym(handle, name));
-  return fn != nullptr;
-}
-
 /// Binds every entry point; the first missing one's name, or "".
 std::string bindAll(Library &l) {
   std::string missing;
   auto need = [&](auto &fn, const char *name) {
-    if (!bind(l.handle, fn, name) && missing.empty())
+    if (!bindSymbol(l.handle, fn, name) && missing.empty())
       missing = name;
   };
 #define LOCUS_NEED(name) need(l.name, #name);
