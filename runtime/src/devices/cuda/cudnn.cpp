@@ -332,74 +332,80 @@ const Perf *choose(const std::vector<Perf> &perf, int count) {
 
 } // namespace
 
+namespace {
+
+/// Makes and sets `plan`'s descriptors for the convolution `key` names;
+/// "" or what failed.
+std::string describePlan(const Library &l, const Key &key,
+                         Convolutions::Plan &plan) {
+  const int64_t *p = key.data() + 1;
+  auto i = [&](int which) { return static_cast<int>(p[which]); };
+  const int groups = i(LOCUS_CONV_GROUPS);
+  const int64_t flags = p[LOCUS_CONV_FLAGS];
+  std::string e;
+  auto step = [&](Status s, const char *what) {
+    if (e.empty() && s)
+      e = std::string(what) + ": " + l.error(s);
+    return e.empty();
+  };
+  bool bias = key[0] == LOCUS_CONV_FORWARD && (flags & LOCUS_CONV_BIAS);
+  if (!step(l.cudnnCreateTensorDescriptor(&plan.x), "a tensor descriptor") ||
+      !step(l.cudnnCreateTensorDescriptor(&plan.y), "a tensor descriptor") ||
+      !step(l.cudnnCreateFilterDescriptor(&plan.w), "a filter descriptor") ||
+      !step(l.cudnnCreateConvolutionDescriptor(&plan.conv),
+            "a convolution descriptor") ||
+      (bias &&
+       !step(l.cudnnCreateTensorDescriptor(&plan.bias), "a tensor descriptor")))
+    return e;
+  step(l.cudnnSetTensor4dDescriptor(plan.x, kNchw, kFloat, i(LOCUS_CONV_N),
+                                    i(LOCUS_CONV_C), i(LOCUS_CONV_H),
+                                    i(LOCUS_CONV_W)),
+       "the input's descriptor");
+  step(l.cudnnSetTensor4dDescriptor(plan.y, kNchw, kFloat, i(LOCUS_CONV_N),
+                                    i(LOCUS_CONV_O), i(LOCUS_CONV_OH),
+                                    i(LOCUS_CONV_OW)),
+       "the output's descriptor");
+  step(l.cudnnSetFilter4dDescriptor(plan.w, kFloat, kNchw, i(LOCUS_CONV_O),
+                                    i(LOCUS_CONV_C) / std::max(groups, 1),
+                                    i(LOCUS_CONV_KH), i(LOCUS_CONV_KW)),
+       "the weight's descriptor");
+  step(l.cudnnSetConvolution2dDescriptor(
+           plan.conv, i(LOCUS_CONV_PAD_H), i(LOCUS_CONV_PAD_W),
+           i(LOCUS_CONV_STRIDE_H), i(LOCUS_CONV_STRIDE_W),
+           i(LOCUS_CONV_DILATION_H), i(LOCUS_CONV_DILATION_W),
+           kCrossCorrelation, kFloat),
+       "the convolution's descriptor");
+  step(l.cudnnSetConvolutionGroupCount(plan.conv, groups),
+       "cudnnSetConvolutionGroupCount");
+  step(l.cudnnSetConvolutionMathType(
+           plan.conv, (flags & LOCUS_CONV_TF32) ? kDefaultMath : kFmaMath),
+       "cudnnSetConvolutionMathType");
+  if (bias)
+    step(l.cudnnSetTensor4dDescriptor(plan.bias, kNchw, kFloat, 1,
+                                      i(LOCUS_CONV_O), 1, 1),
+         "the bias's descriptor");
+  return e;
+}
+
+} // namespace
+
 std::string Convolutions::plan(const Key &key, Plan *&out) {
   if (auto it = plans_.find(key); it != plans_.end()) {
     out = it->second;
     return "";
   }
   const Library &l = *library();
-  const int64_t kind = key[0];
-  const int64_t *p = key.data() + 1;
-  auto i = [&](int which) { return static_cast<int>(p[which]); };
-  const int groups = i(LOCUS_CONV_GROUPS);
-  auto *plan = new Plan;
-  auto check = [&](Status s, const char *what) {
-    return s ? std::string(what) + ": " + l.error(s) : std::string();
-  };
-  std::string e;
-  auto step = [&](Status s, const char *what) {
-    if (e.empty())
-      e = check(s, what);
-  };
-  step(l.cudnnCreateTensorDescriptor(&plan->x), "cudnnCreateTensorDescriptor");
-  step(l.cudnnCreateTensorDescriptor(&plan->y), "cudnnCreateTensorDescriptor");
-  step(l.cudnnCreateFilterDescriptor(&plan->w), "cudnnCreateFilterDescriptor");
-  step(l.cudnnCreateConvolutionDescriptor(&plan->conv),
-       "cudnnCreateConvolutionDescriptor");
-  if (e.empty()) {
-    step(l.cudnnSetTensor4dDescriptor(plan->x, kNchw, kFloat, i(LOCUS_CONV_N),
-                                      i(LOCUS_CONV_C), i(LOCUS_CONV_H),
-                                      i(LOCUS_CONV_W)),
-         "the input's descriptor");
-    step(l.cudnnSetTensor4dDescriptor(plan->y, kNchw, kFloat, i(LOCUS_CONV_N),
-                                      i(LOCUS_CONV_O), i(LOCUS_CONV_OH),
-                                      i(LOCUS_CONV_OW)),
-         "the output's descriptor");
-    step(l.cudnnSetFilter4dDescriptor(plan->w, kFloat, kNchw, i(LOCUS_CONV_O),
-                                      i(LOCUS_CONV_C) / std::max(groups, 1),
-                                      i(LOCUS_CONV_KH), i(LOCUS_CONV_KW)),
-         "the weight's descriptor");
-    step(l.cudnnSetConvolution2dDescriptor(
-             plan->conv, i(LOCUS_CONV_PAD_H), i(LOCUS_CONV_PAD_W),
-             i(LOCUS_CONV_STRIDE_H), i(LOCUS_CONV_STRIDE_W),
-             i(LOCUS_CONV_DILATION_H), i(LOCUS_CONV_DILATION_W),
-             kCrossCorrelation, kFloat),
-         "the convolution's descriptor");
-    step(l.cudnnSetConvolutionGroupCount(plan->conv, groups),
-         "cudnnSetConvolutionGroupCount");
-    const int math =
-        (p[LOCUS_CONV_FLAGS] & LOCUS_CONV_TF32) ? kDefaultMath : kFmaMath;
-    step(l.cudnnSetConvolutionMathType(plan->conv, math),
-         "cudnnSetConvolutionMathType");
-  }
-  if (e.empty() && kind == LOCUS_CONV_FORWARD &&
-      (p[LOCUS_CONV_FLAGS] & LOCUS_CONV_BIAS)) {
-    step(l.cudnnCreateTensorDescriptor(&plan->bias),
-         "cudnnCreateTensorDescriptor");
-    if (e.empty())
-      step(l.cudnnSetTensor4dDescriptor(plan->bias, kNchw, kFloat, 1,
-                                        i(LOCUS_CONV_O), 1, 1),
-           "the bias's descriptor");
-  }
+  auto *made = new Plan;
+  std::string e = describePlan(l, key, *made);
   if (e.empty())
-    e = chooseAlgorithm(kind, *plan);
+    e = chooseAlgorithm(key[0], *made);
   if (!e.empty()) {
-    plan->release(l);
-    delete plan;
+    made->release(l);
+    delete made;
     return e;
   }
-  plans_.emplace(key, plan);
-  out = plan;
+  plans_.emplace(key, made);
+  out = made;
   return "";
 }
 
@@ -429,6 +435,50 @@ std::string Convolutions::chooseAlgorithm(int64_t kind, Plan &plan) {
   return "";
 }
 
+namespace {
+
+/// A device address passed as an integer (what generated code has).
+void *addressOf(uintptr_t address) {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr)
+  return reinterpret_cast<void *>(address);
+}
+
+/// The buffers of one call: `a` and `b` as locus_conv_kind_e says.
+struct Operands {
+  const void *a, *b, *bias;
+  void *y, *workspace;
+};
+
+/// Issues convolution `kind` of `p` on the handle's stream; `what` names
+/// the cuDNN call a failure came from.
+Status execute(const Library &l, Handle h, int64_t kind,
+               const Convolutions::Plan &p, const Operands &o,
+               const char *&what) {
+  const float one = 1.0f, zero = 0.0f;
+  if (kind == LOCUS_CONV_INPUT_GRAD) {
+    what = "cudnnConvolutionBackwardData";
+    return l.cudnnConvolutionBackwardData(h, &one, p.w, o.b, p.y, o.a, p.conv,
+                                          p.algo, o.workspace, p.workspace,
+                                          &zero, p.x, o.y);
+  }
+  if (kind == LOCUS_CONV_WEIGHT_GRAD) {
+    what = "cudnnConvolutionBackwardFilter";
+    return l.cudnnConvolutionBackwardFilter(h, &one, p.x, o.a, p.y, o.b, p.conv,
+                                            p.algo, o.workspace, p.workspace,
+                                            &zero, p.w, o.y);
+  }
+  what = "cudnnConvolutionForward";
+  Status s =
+      l.cudnnConvolutionForward(h, &one, p.x, o.a, p.w, o.b, p.conv, p.algo,
+                                o.workspace, p.workspace, &zero, p.y, o.y);
+  if (s || !p.bias)
+    return s;
+  what = "cudnnAddTensor (the bias)";
+  return l.cudnnAddTensor(h, &one, p.bias, o.bias, &one, p.y, o.y);
+}
+
+} // namespace
+
 std::string Convolutions::run(void *stream, int64_t kind, const int64_t *params,
                               uintptr_t a, uintptr_t b, uintptr_t bias,
                               uintptr_t y, const Workspace &workspace) {
@@ -445,38 +495,16 @@ std::string Convolutions::run(void *stream, int64_t kind, const int64_t *params,
   if (std::string e = plan(key, p); !e.empty())
     return e;
   void *ws = nullptr;
-  if (p->workspace && !(ws = workspace.alloc(p->workspace)))
-    return "no device memory for cuDNN's workspace of " +
-           std::to_string(p->workspace) + " bytes";
-  const float one = 1.0f, zero = 0.0f;
-  auto *A =
-      reinterpret_cast<const void *>(a); // NOLINT(performance-no-int-to-ptr)
-  auto *B =
-      reinterpret_cast<const void *>(b); // NOLINT(performance-no-int-to-ptr)
-  auto *Y = reinterpret_cast<void *>(y); // NOLINT(performance-no-int-to-ptr)
-  Status s = 0;
-  const char *what = "";
-  if (kind == LOCUS_CONV_FORWARD) {
-    what = "cudnnConvolutionForward";
-    s = l.cudnnConvolutionForward(h, &one, p->x, A, p->w, B, p->conv, p->algo,
-                                  ws, p->workspace, &zero, p->y, Y);
-    if (!s && p->bias) {
-      what = "cudnnAddTensor (the bias)";
-      s = l.cudnnAddTensor(h, &one, p->bias,
-                           reinterpret_cast<const void *>(bias), // NOLINT
-                           &one, p->y, Y);
-    }
-  } else if (kind == LOCUS_CONV_INPUT_GRAD) {
-    what = "cudnnConvolutionBackwardData";
-    s = l.cudnnConvolutionBackwardData(h, &one, p->w, B, p->y, A, p->conv,
-                                       p->algo, ws, p->workspace, &zero, p->x,
-                                       Y);
-  } else {
-    what = "cudnnConvolutionBackwardFilter";
-    s = l.cudnnConvolutionBackwardFilter(h, &one, p->x, A, p->y, B, p->conv,
-                                         p->algo, ws, p->workspace, &zero, p->w,
-                                         Y);
+  if (p->workspace) {
+    ws = workspace.alloc(p->workspace);
+    if (!ws)
+      return "no device memory for cuDNN's workspace of " +
+             std::to_string(p->workspace) + " bytes";
   }
+  Operands operands{addressOf(a), addressOf(b), addressOf(bias), addressOf(y),
+                    ws};
+  const char *what = nullptr;
+  Status s = execute(l, h, kind, *p, operands, what);
   if (ws)
     workspace.free(ws);
   return s ? std::string(what) + ": " + l.error(s) : std::string();
