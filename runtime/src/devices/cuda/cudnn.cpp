@@ -130,23 +130,22 @@ std::string bindAll(Library &l) {
   LOCUS_NEED(cudnnConvolutionBackwardFilter)
   LOCUS_NEED(cudnnAddTensor)
 #undef LOCUS_NEED
-  need(l.heuristic[LOCUS_CONV_FORWARD],
-       "cudnnGetConvolutionForwardAlgorithm_v7");
-  need(l.heuristic[LOCUS_CONV_INPUT_GRAD],
-       "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  need(l.heuristic[LOCUS_CONV_WEIGHT_GRAD],
-       "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  need(l.find[LOCUS_CONV_FORWARD], "cudnnFindConvolutionForwardAlgorithm");
-  need(l.find[LOCUS_CONV_INPUT_GRAD],
-       "cudnnFindConvolutionBackwardDataAlgorithm");
-  need(l.find[LOCUS_CONV_WEIGHT_GRAD],
-       "cudnnFindConvolutionBackwardFilterAlgorithm");
-  need(l.workspace[LOCUS_CONV_FORWARD],
-       "cudnnGetConvolutionForwardWorkspaceSize");
-  need(l.workspace[LOCUS_CONV_INPUT_GRAD],
-       "cudnnGetConvolutionBackwardDataWorkspaceSize");
-  need(l.workspace[LOCUS_CONV_WEIGHT_GRAD],
-       "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+  // Per kind (locus_conv_kind_e): heuristics, timing, workspace size.
+  static const char *const kPerKind[3][3] = {
+      {"cudnnGetConvolutionForwardAlgorithm_v7",
+       "cudnnFindConvolutionForwardAlgorithm",
+       "cudnnGetConvolutionForwardWorkspaceSize"},
+      {"cudnnGetConvolutionBackwardDataAlgorithm_v7",
+       "cudnnFindConvolutionBackwardDataAlgorithm",
+       "cudnnGetConvolutionBackwardDataWorkspaceSize"},
+      {"cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+       "cudnnFindConvolutionBackwardFilterAlgorithm",
+       "cudnnGetConvolutionBackwardFilterWorkspaceSize"}};
+  for (int kind = 0; kind < 3; ++kind) {
+    need(l.heuristic[kind], kPerKind[kind][0]);
+    need(l.find[kind], kPerKind[kind][1]);
+    need(l.workspace[kind], kPerKind[kind][2]);
+  }
   return missing;
 }
 
