@@ -4,16 +4,26 @@
 Run with Debian's /usr/bin/python3 (python3-torch) and OpenBLAS's OpenMP
 build on the library path; torch.set_num_threads(2). A step is zero_grad,
 forward, CrossEntropyLoss, backward and optimizer.step(), as in the seed
-programs. Prints `name batch median_us` per model: the median of 7
+programs; ResNet-18 is examples/models' (CIFAR variant, BatchNorm in
+training mode, SGD with weight decay). Prints `name batch median_us` per model: the median of 7
 repetitions, each the mean over enough steps to take ~0.05 s, after a
 warm-up.
 """
+import os
 import statistics
+import sys
 import time
 
 import torch
 import torch.nn as nn
 
+# The model example's ResNet-18 (its module sets float64 for its own
+# reference runs: back to float32 here).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "examples", "models"))
+from torch_models import ResNet18  # noqa: E402
+
+torch.set_default_dtype(torch.float32)
 torch.set_num_threads(2)
 torch.manual_seed(0)
 
@@ -65,6 +75,13 @@ def main():
     y = torch.randint(0, 10, (256,))
     print("mlp_sgd 256 %.1f" % time_training(
         net, torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9), x, y))
+    for batch in (8, 32):
+        net = ResNet18()
+        x = torch.randn(batch, 3, 32, 32)
+        y = torch.randint(0, 10, (batch,))
+        print("resnet18_sgd %d %.1f" % (batch, time_training(
+            net, torch.optim.SGD(net.parameters(), lr=1e-4, weight_decay=5e-4),
+            x, y)))
     fc = nn.Linear(10, 2)
     x = torch.randn(100, 10)
     y = torch.randint(0, 2, (100,))

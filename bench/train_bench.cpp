@@ -8,10 +8,13 @@
 //                      MaxPool(2), Linear(784, 10)), CrossEntropy, Adam
 //   mlp_sgd/256:       MLP 784-1024-1024-10, CrossEntropy, SGD momentum 0.9
 //   linear_sgd/100:    Linear(10, 2), CrossEntropy, SGD (seed 001's size)
+//   resnet18_sgd/8,32: examples/models' ResNet-18 on 3x32x32 images,
+//                      CrossEntropy, SGD with weight decay
 
 #include "locus/Compile.h"
 #include "locus/locus.h"
 
+#include "../examples/models/resnet18_model.h"
 #include "bench_inputs.h"
 
 #include <benchmark/benchmark.h>
@@ -81,9 +84,35 @@ void BM_linear_sgd(benchmark::State &state) {
       });
 }
 
+void BM_resnet18_sgd(benchmark::State &state) {
+  int64_t batch = state.range(0);
+  Graph g("train_step");
+  auto x = g.input("x", {batch, 3, 32, 32});
+  auto y = g.input("y", {batch}, {.dtype = DType::i64});
+  models::ResNet18 model(g);
+  model.train();
+  optim::SGD optimizer(model.parameters(), {.lr = 1e-4, .weightDecay = 5e-4});
+  auto loss = nn::CrossEntropyLoss()(model(x), y);
+  g.output("loss", loss);
+  optimizer.step(loss);
+  CompiledModel compiled = compile(g, {.policy = "cpu"});
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32({batch, 3, 32, 32},
+                                bench::randomValues(batch * 3 * 32 * 32))},
+      {"y", HostTensor::fromI64({batch}, bench::randomLabels(batch, 10))}};
+  for (auto _ : state)
+    benchmark::DoNotOptimize(compiled.run(inputs));
+  state.counters["batch"] = static_cast<double>(batch);
+}
+
 } // namespace
 
 BENCHMARK(BM_seed_cnn_adam)->Arg(16)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_mlp_sgd)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_linear_sgd)->Arg(100)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_resnet18_sgd)
+    ->Arg(8)
+    ->Arg(32)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(2.0);
 BENCHMARK_MAIN();

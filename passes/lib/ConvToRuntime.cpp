@@ -1,9 +1,10 @@
 //===- ConvToRuntime.cpp - --locus-conv-to-runtime, --locus-conv-to-cudnn -===//
 //
 // Host convolutions, with their residual add and ReLU, become calls to the
-// runtime's locus_conv2d; CUDA convolutions and their gradients become
-// calls to locus_cuda_conv2d (cuDNN) where the runtime has cuDNN, their
-// generated kernels where not. See Passes.td.
+// runtime's locus_conv2d, their gradients calls to locus_conv2d_grad; CUDA
+// convolutions and their gradients become calls to locus_cuda_conv2d (cuDNN)
+// where the runtime has cuDNN, their generated kernels where not. See
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -162,6 +163,46 @@ std::array<ArrayRef<int64_t>, 3> poolingOf(Operation *op) {
   return {pool.getKernelSize(), pool.getStride(), pool.getPadding()};
 }
 
+/// A convolution or gradient as locus_cuda_conv2d and locus_conv2d_grad
+/// take it.
+struct ConvCall {
+  int64_t kind;
+  std::array<int64_t, LOCUS_CONV_PARAM_COUNT> params;
+  Value a, b, bias; // bias: null when none
+};
+
+template <typename Op>
+ConvCall describe(Op op, int64_t kind, Value a, Value b, ArrayRef<int64_t> in,
+                  ArrayRef<int64_t> w, ArrayRef<int64_t> out, int64_t flags) {
+  return {kind,
+          convParams(in, w, out, op.getStride(), op.getPadding(),
+                     op.getDilation(), op.getGroups(), flags),
+          a, b, Value()};
+}
+
+/// The call's view of `op`, a conv2d or one of its gradients.
+ConvCall describe(Operation *op, int64_t tf32) {
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  if (auto c = dyn_cast<Conv2dOp>(op)) {
+    ConvCall d = describe(c, LOCUS_CONV_FORWARD, c.getInput(), c.getWeight(),
+                          shape(c.getInput()), shape(c.getWeight()),
+                          shape(c.getResult()),
+                          tf32 | (c.getBias() ? LOCUS_CONV_BIAS : 0));
+    d.bias = c.getBias();
+    return d;
+  }
+  if (auto g = dyn_cast<Conv2dInputGradOp>(op))
+    return describe(g, LOCUS_CONV_INPUT_GRAD, g.getGrad(), g.getWeight(),
+                    shape(g.getResult()), shape(g.getWeight()),
+                    shape(g.getGrad()), tf32);
+  auto g = cast<Conv2dWeightGradOp>(op);
+  return describe(g, LOCUS_CONV_WEIGHT_GRAD, g.getInput(), g.getGrad(),
+                  shape(g.getInput()), shape(g.getResult()), shape(g.getGrad()),
+                  tf32);
+}
+
 class ConvToRuntimePass
     : public locus::impl::LocusConvToRuntimeBase<ConvToRuntimePass> {
 public:
@@ -170,11 +211,19 @@ public:
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<Conv2dOp> convs;
+    SmallVector<Operation *> grads;
     // Kernel functions only: a graph's ops are the plan's.
     for (auto func : module.getOps<func::FuncOp>())
-      func.walk([&](Conv2dOp op) { convs.push_back(op); });
+      func.walk([&](Operation *op) {
+        if (auto conv = dyn_cast<Conv2dOp>(op))
+          convs.push_back(conv);
+        else if (isa<Conv2dInputGradOp, Conv2dWeightGradOp>(op))
+          grads.push_back(op);
+      });
     for (Conv2dOp conv : convs)
       rewrite(module, match(conv));
+    for (Operation *grad : grads)
+      rewriteGrad(module, grad);
   }
 
 private:
@@ -247,47 +296,37 @@ private:
     numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
   }
 
+  func::FuncOp gradDeclaration(ModuleOp module) {
+    Builder b(module.getContext());
+    return declareRuntimeFunction(
+        module, LOCUS_ABI_CONV2D_GRAD,
+        b.getFunctionType(SmallVector<Type>(5, b.getI64Type()), {}));
+  }
+
+  /// A gradient becomes locus_conv2d_grad(kind, params, a, b, y).
+  void rewriteGrad(ModuleOp module, Operation *op) {
+    ConvCall d = describe(op, /*tf32=*/0);
+    auto yType = cast<RankedTensorType>(op->getResult(0).getType());
+    Location loc = op->getLoc();
+    OpBuilder b(op);
+    Addresses at{b, loc};
+    Value params = at.global(globals.get(module, d.params));
+    Value x = at.read(d.a), w = at.read(d.b);
+    Value y = b.create<memref::AllocOp>(
+        loc, MemRefType::get(yType.getShape(), yType.getElementType()),
+        b.getI64IntegerAttr(64));
+    Value kind = b.create<arith::ConstantIntOp>(loc, d.kind, 64);
+    b.create<func::CallOp>(loc, gradDeclaration(module),
+                           ValueRange{kind, params, x, w, at.pointer(y)});
+    Value result = b.create<bufferization::ToTensorOp>(
+        loc, yType, y, /*restrict=*/true, /*writable=*/true);
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+    ++numGradCalls;
+  }
+
   ParamGlobals globals;
 };
-
-/// A convolution or gradient as locus_cuda_conv2d takes it.
-struct CudaConv {
-  int64_t kind;
-  std::array<int64_t, LOCUS_CONV_PARAM_COUNT> params;
-  Value a, b, bias; // bias: null when none
-};
-
-template <typename Op>
-CudaConv describe(Op op, int64_t kind, Value a, Value b, ArrayRef<int64_t> in,
-                  ArrayRef<int64_t> w, ArrayRef<int64_t> out, int64_t flags) {
-  return {kind,
-          convParams(in, w, out, op.getStride(), op.getPadding(),
-                     op.getDilation(), op.getGroups(), flags),
-          a, b, Value()};
-}
-
-/// The call's view of `op`, a conv2d or one of its gradients.
-CudaConv describe(Operation *op, int64_t tf32) {
-  auto shape = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getShape();
-  };
-  if (auto c = dyn_cast<Conv2dOp>(op)) {
-    CudaConv d = describe(c, LOCUS_CONV_FORWARD, c.getInput(), c.getWeight(),
-                          shape(c.getInput()), shape(c.getWeight()),
-                          shape(c.getResult()),
-                          tf32 | (c.getBias() ? LOCUS_CONV_BIAS : 0));
-    d.bias = c.getBias();
-    return d;
-  }
-  if (auto g = dyn_cast<Conv2dInputGradOp>(op))
-    return describe(g, LOCUS_CONV_INPUT_GRAD, g.getGrad(), g.getWeight(),
-                    shape(g.getResult()), shape(g.getWeight()),
-                    shape(g.getGrad()), tf32);
-  auto g = cast<Conv2dWeightGradOp>(op);
-  return describe(g, LOCUS_CONV_WEIGHT_GRAD, g.getInput(), g.getGrad(),
-                  shape(g.getInput()), shape(g.getResult()), shape(g.getGrad()),
-                  tf32);
-}
 
 class ConvToCudnnPass
     : public locus::impl::LocusConvToCudnnBase<ConvToCudnnPass> {
@@ -334,7 +373,7 @@ private:
 
   /// `op` becomes scf.if (cuDNN) { the call } else { `op` as it was }.
   void rewrite(ModuleOp module, Operation *op, Value yes) {
-    CudaConv d = describe(op, allowTf32 ? LOCUS_CONV_TF32 : 0);
+    ConvCall d = describe(op, allowTf32 ? LOCUS_CONV_TF32 : 0);
     auto yType = cast<RankedTensorType>(op->getResult(0).getType());
     Location loc = op->getLoc();
     OpBuilder b(op);

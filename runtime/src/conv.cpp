@@ -16,6 +16,7 @@
 // per-thread workspace that grows to the largest convolution and is then
 // reused: no allocation per call once a model has run.
 
+#include "conv.h"
 #include "constants.h"
 #include "dnnl.h"
 #include "guard.h"
@@ -36,45 +37,12 @@
 
 namespace {
 
-using Params = std::array<int64_t, LOCUS_CONV_PARAM_COUNT>;
-
-/// The dimensions of one call, named.
-struct Shape {
-  int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups, flags;
-  /// The pooling's window, strides, padding and output (when pooled()).
-  int64_t pkh, pkw, psh, psw, pph, ppw, poh, pow;
-  explicit Shape(const Params &p)
-      : n(p[LOCUS_CONV_N]), c(p[LOCUS_CONV_C]), h(p[LOCUS_CONV_H]),
-        w(p[LOCUS_CONV_W]), o(p[LOCUS_CONV_O]), kh(p[LOCUS_CONV_KH]),
-        kw(p[LOCUS_CONV_KW]), oh(p[LOCUS_CONV_OH]), ow(p[LOCUS_CONV_OW]),
-        sh(p[LOCUS_CONV_STRIDE_H]), sw(p[LOCUS_CONV_STRIDE_W]),
-        ph(p[LOCUS_CONV_PAD_H]), pw(p[LOCUS_CONV_PAD_W]),
-        dh(p[LOCUS_CONV_DILATION_H]), dw(p[LOCUS_CONV_DILATION_W]),
-        groups(p[LOCUS_CONV_GROUPS]), flags(p[LOCUS_CONV_FLAGS]),
-        pkh(p[LOCUS_CONV_POOL_KH]), pkw(p[LOCUS_CONV_POOL_KW]),
-        psh(p[LOCUS_CONV_POOL_STRIDE_H]), psw(p[LOCUS_CONV_POOL_STRIDE_W]),
-        pph(p[LOCUS_CONV_POOL_PAD_H]), ppw(p[LOCUS_CONV_POOL_PAD_W]),
-        poh(p[LOCUS_CONV_POOL_OH]), pow(p[LOCUS_CONV_POOL_OW]) {}
-  bool bias() const { return flags & LOCUS_CONV_BIAS; }
-  bool residual() const { return flags & LOCUS_CONV_RESIDUAL; }
-  bool relu() const { return flags & LOCUS_CONV_RELU; }
-  bool maxPool() const { return flags & LOCUS_CONV_MAX_POOL; }
-  bool pooled() const {
-    return flags & (LOCUS_CONV_MAX_POOL | LOCUS_CONV_AVG_POOL);
-  }
-  /// Elements of the convolution's output and of y.
-  int64_t convElements() const { return n * o * oh * ow; }
-  int64_t yElements() const {
-    return pooled() ? n * o * poh * pow : n * o * oh * ow;
-  }
-};
+using locus::rt::conv::im2col;
+using locus::rt::conv::Params;
+using locus::rt::conv::Shape;
+using locus::rt::conv::workspace;
 
 using locus::rt::Workspace;
-
-Workspace &workspace() {
-  thread_local Workspace space;
-  return space;
-}
 
 /// A second one, for the convolution's output of one image when it is
 /// pooled on the built-in path (the first holds the im2col columns).
@@ -188,30 +156,6 @@ void directConv(const Shape &s, const float *x, const float *w,
               s.maxPool() ? acc : acc / static_cast<float>(s.pkh * s.pkw);
         }
     }
-}
-
-/// cols[(c, p, q), (i, j)] = x[c, i*sh + p*dh - ph, j*sw + q*dw - pw] for
-/// one image and group (zero outside the image), rows along j.
-void im2col(const Shape &s, const float *x, int64_t channels, float *cols) {
-  int64_t plane = s.oh * s.ow;
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t p = 0; p < s.kh; ++p)
-      for (int64_t q = 0; q < s.kw; ++q) {
-        float *out = cols + ((c * s.kh + p) * s.kw + q) * plane;
-        for (int64_t i = 0; i < s.oh; ++i) {
-          int64_t r = i * s.sh + p * s.dh - s.ph;
-          float *row = out + i * s.ow;
-          if (r < 0 || r >= s.h) {
-            std::fill(row, row + s.ow, 0.0f);
-            continue;
-          }
-          const float *in = x + (c * s.h + r) * s.w;
-          for (int64_t j = 0; j < s.ow; ++j) {
-            int64_t col = j * s.sw + q * s.dw - s.pw;
-            row[j] = col >= 0 && col < s.w ? in[col] : 0.0f;
-          }
-        }
-      }
 }
 
 /// Per image and group, im2col into the workspace and one product into y.
@@ -557,21 +501,65 @@ bool builtinChosen() {
 
 } // namespace
 
+locus::rt::conv::Params locus::rt::conv::readParams(uintptr_t address) {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): generated code's address
+  const auto *values = reinterpret_cast<const int64_t *>(address);
+  Params p;
+  std::copy(values, values + LOCUS_CONV_PARAM_COUNT, p.begin());
+  return p;
+}
+
+locus::rt::Workspace &locus::rt::conv::workspace() {
+  thread_local Workspace space;
+  return space;
+}
+
+/// cols[(c, p, q), (i, j)] = x[c, i*sh + p*dh - ph, j*sw + q*dw - pw] for
+/// one image and group (zero outside the image), rows along j.
+void locus::rt::conv::im2col(const Shape &s, const float *x, int64_t channels,
+                             float *cols) {
+  int64_t plane = s.oh * s.ow;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t p = 0; p < s.kh; ++p)
+      for (int64_t q = 0; q < s.kw; ++q) {
+        float *out = cols + ((c * s.kh + p) * s.kw + q) * plane;
+        for (int64_t i = 0; i < s.oh; ++i) {
+          int64_t r = i * s.sh + p * s.dh - s.ph;
+          float *row = out + i * s.ow;
+          if (r < 0 || r >= s.h) {
+            std::fill(row, row + s.ow, 0.0f);
+            continue;
+          }
+          const float *in = x + (c * s.h + r) * s.w;
+          for (int64_t j = 0; j < s.ow; ++j) {
+            int64_t col = j * s.sw + q * s.dw - s.pw;
+            row[j] = col >= 0 && col < s.w ? in[col] : 0.0f;
+          }
+        }
+      }
+}
+
+#if LOCUS_HAVE_DNNL_H
+const Dnnl *locus::rt::conv::chosenDnnl() {
+  const Dnnl *d = locus::rt::guardValue<const Dnnl *>(
+      nullptr, [] { return builtinChosen() ? nullptr : &locus::rt::dnnl(); });
+  return d && d->engine ? d : nullptr;
+}
+#endif
+
 extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
                              uintptr_t wAddress, uintptr_t biasAddress,
                              uintptr_t residualAddress, uintptr_t yAddress) {
   // Generated code has the buffers' addresses as integers; this is where
   // they become pointers again.
   // NOLINTBEGIN(performance-no-int-to-ptr)
-  const auto *params = reinterpret_cast<const int64_t *>(paramsAddress);
   const auto *x = reinterpret_cast<const float *>(xAddress);
   const auto *w = reinterpret_cast<const float *>(wAddress);
   const auto *bias = reinterpret_cast<const float *>(biasAddress);
   const auto *residual = reinterpret_cast<const float *>(residualAddress);
   auto *y = reinterpret_cast<float *>(yAddress);
   // NOLINTEND(performance-no-int-to-ptr)
-  Params p;
-  std::copy(params, params + LOCUS_CONV_PARAM_COUNT, p.begin());
+  Params p = locus::rt::conv::readParams(paramsAddress);
   Shape s(p);
   if (s.n <= 0 || s.o <= 0 || s.oh <= 0 || s.ow <= 0 ||
       (s.pooled() && (s.poh <= 0 || s.pow <= 0)))
@@ -581,12 +569,9 @@ extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
   // finding it) fall back to the built-in path, which falls back to the
   // direct loops when its workspace cannot grow.
 #if LOCUS_HAVE_DNNL_H
-  static const Dnnl kNone{};
-  const Dnnl &d = *locus::rt::guardValue(
-      &kNone, [] { return builtinChosen() ? &kNone : &locus::rt::dnnl(); });
-  if (d.engine && locus::rt::guardValue(false, [&] {
-        return dnnlConv(d, p, x, w, bias, res, y);
-      }))
+  const Dnnl *d = locus::rt::conv::chosenDnnl();
+  if (d && locus::rt::guardValue(
+               false, [&] { return dnnlConv(*d, p, x, w, bias, res, y); }))
     return;
 #endif
   builtinConv(s, x, w, bias, res, y);

@@ -84,9 +84,9 @@ const Dnnl &locus::rt::dnnl() {
   return loaded;
 }
 
-dnnl_primitive_desc_t locus::rt::describePrimitive(const Dnnl &d,
-                                                   const void *opDesc,
-                                                   float sum, bool relu) {
+dnnl_primitive_desc_t
+locus::rt::describePrimitive(const Dnnl &d, const void *opDesc, float sum,
+                             bool relu, const_dnnl_primitive_desc_t hint) {
   dnnl_primitive_attr_t attr = nullptr;
   dnnl_post_ops_t ops = nullptr;
   dnnl_primitive_desc_t pd = nullptr;
@@ -99,7 +99,7 @@ dnnl_primitive_desc_t locus::rt::describePrimitive(const Dnnl &d,
       (!relu || ok(d.dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu,
                                                   0.0f, 0.0f))) &&
       ok(d.dnnl_primitive_attr_set_post_ops(attr, ops)) &&
-      ok(d.dnnl_primitive_desc_create(&pd, opDesc, attr, d.engine, nullptr));
+      ok(d.dnnl_primitive_desc_create(&pd, opDesc, attr, d.engine, hint));
   if (ops)
     d.dnnl_post_ops_destroy(ops);
   if (attr)

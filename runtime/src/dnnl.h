@@ -22,6 +22,8 @@ struct Dnnl {
   X(dnnl_memory_desc_equal)                                                    \
   X(dnnl_memory_desc_get_size)                                                 \
   X(dnnl_dilated_convolution_forward_desc_init)                                \
+  X(dnnl_dilated_convolution_backward_data_desc_init)                          \
+  X(dnnl_dilated_convolution_backward_weights_desc_init)                       \
   X(dnnl_pooling_forward_desc_init)                                            \
   X(dnnl_matmul_desc_init)                                                     \
   X(dnnl_primitive_attr_create)                                                \
@@ -67,9 +69,11 @@ inline bool ok(dnnl_status_t status) { return status == dnnl_success; }
 /// scratchpad, which every caller takes from the calling thread's
 /// workspace (oneDNN's own is shared between threads), and the post-ops
 /// asked for: C += `sum` * old C when `sum` is not 0, then ReLU when `relu`.
-/// Null when oneDNN refuses it; the caller destroys it.
-dnnl_primitive_desc_t describePrimitive(const Dnnl &d, const void *opDesc,
-                                        float sum, bool relu);
+/// A backward primitive names its forward one as `hint`. Null when oneDNN
+/// refuses it; the caller destroys it.
+dnnl_primitive_desc_t
+describePrimitive(const Dnnl &d, const void *opDesc, float sum, bool relu,
+                  const_dnnl_primitive_desc_t hint = nullptr);
 
 /// A reorder from layout `from` to `to`; null when oneDNN refuses it.
 dnnl_primitive_t makeReorder(const Dnnl &d, const dnnl_memory_desc_t &from,

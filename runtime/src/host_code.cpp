@@ -28,6 +28,7 @@ void *runtimeFunction(const char *name) {
   const std::pair<const char *, void *> functions[] = {
       {LOCUS_ABI_SGEMM, reinterpret_cast<void *>(&locus_sgemm)},
       {LOCUS_ABI_CONV2D, reinterpret_cast<void *>(&locus_conv2d)},
+      {LOCUS_ABI_CONV2D_GRAD, reinterpret_cast<void *>(&locus_conv2d_grad)},
       {LOCUS_ABI_HOST_ALLOC, reinterpret_cast<void *>(&locus_host_alloc)},
       {LOCUS_ABI_HOST_FREE, reinterpret_cast<void *>(&locus_host_free)},
       {LOCUS_ABI_MEMREF_COPY, reinterpret_cast<void *>(&locus_memref_copy)},

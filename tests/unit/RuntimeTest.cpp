@@ -574,6 +574,108 @@ TEST(Conv2d, NamesItsImplementation) {
 
 namespace {
 
+/// A convolution's shapes, as the gradient cases give them.
+struct GradCase {
+  int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, g;
+};
+
+/// The input gradient (input = true) or the weight gradient of the
+/// convolution `p` in double: dx from dy and w, or dw from x and dy.
+std::vector<double> convGradRef(const int64_t *p, bool input,
+                                const std::vector<float> &a,
+                                const std::vector<float> &b) {
+  int64_t n = p[LOCUS_CONV_N], c = p[LOCUS_CONV_C], h = p[LOCUS_CONV_H],
+          wd = p[LOCUS_CONV_W], o = p[LOCUS_CONV_O], kh = p[LOCUS_CONV_KH],
+          kw = p[LOCUS_CONV_KW], oh = p[LOCUS_CONV_OH], ow = p[LOCUS_CONV_OW],
+          g = p[LOCUS_CONV_GROUPS];
+  int64_t cg = c / g, og = o / g;
+  std::vector<double> y(input ? n * c * h * wd : o * cg * kh * kw, 0.0);
+  for (int64_t b0 = 0; b0 < n; ++b0)
+    for (int64_t k = 0; k < o; ++k)
+      for (int64_t q = 0; q < cg; ++q)
+        for (int64_t r = 0; r < kh; ++r)
+          for (int64_t s = 0; s < kw; ++s)
+            for (int64_t i = 0; i < oh; ++i)
+              for (int64_t j = 0; j < ow; ++j) {
+                int64_t row = i * p[LOCUS_CONV_STRIDE_H] +
+                              r * p[LOCUS_CONV_DILATION_H] -
+                              p[LOCUS_CONV_PAD_H];
+                int64_t col = j * p[LOCUS_CONV_STRIDE_W] +
+                              s * p[LOCUS_CONV_DILATION_W] -
+                              p[LOCUS_CONV_PAD_W];
+                if (row < 0 || row >= h || col < 0 || col >= wd)
+                  continue;
+                int64_t xAt = ((b0 * c + k / og * cg + q) * h + row) * wd + col;
+                int64_t wAt = ((k * cg + q) * kh + r) * kw + s;
+                int64_t dyAt = ((b0 * o + k) * oh + i) * ow + j;
+                if (input)
+                  y[xAt] += double(a[dyAt]) * b[wAt];
+                else
+                  y[wAt] += double(a[xAt]) * b[dyAt];
+              }
+  return y;
+}
+
+} // namespace
+
+TEST(Conv2dGrad, MatchesADoubleReference) {
+  std::printf("[  NOTE    ] locus_conv2d_grad uses %s\n", locus_conv_name());
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  auto random = [&](int64_t count) {
+    std::vector<float> v(count);
+    for (float &f : v)
+      f = dist(rng);
+    return v;
+  };
+  // n, c, h, w, o, kh, kw, stride h/w, pad h/w, dilation h/w, groups
+  GradCase cases[] = {{2, 3, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                      {1, 64, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                      // A ResNet stage's first conv and its downsample: stride
+                      // 2 on an even size, so the last row and column get no
+                      // gradient from the last output.
+                      {2, 16, 16, 16, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+                      {2, 16, 16, 16, 32, 1, 1, 2, 2, 0, 0, 1, 1, 1},
+                      {3, 6, 13, 11, 16, 5, 5, 2, 1, 0, 2, 1, 1, 1},
+                      {1, 8, 9, 9, 12, 3, 3, 1, 2, 2, 1, 2, 2, 4},
+                      {2, 16, 7, 7, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+                      {2, 32, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32},
+                      {1, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1},
+                      {2, 12, 11, 13, 20, 3, 3, 2, 1, 2, 2, 2, 2, 1}};
+  for (const GradCase &t : cases) {
+    int64_t oh = (t.h + 2 * t.ph - t.dh * (t.kh - 1) - 1) / t.sh + 1;
+    int64_t ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
+    int64_t p[LOCUS_CONV_PARAM_COUNT] = {t.n,  t.c,  t.h,  t.w,  t.o,  t.kh,
+                                         t.kw, oh,   ow,   t.sh, t.sw, t.ph,
+                                         t.pw, t.dh, t.dw, t.g,  0};
+    std::vector<float> x = random(t.n * t.c * t.h * t.w),
+                       w = random(t.o * t.c / t.g * t.kh * t.kw),
+                       dy = random(t.n * t.o * oh * ow);
+    for (int64_t kind : {LOCUS_CONV_INPUT_GRAD, LOCUS_CONV_WEIGHT_GRAD}) {
+      bool input = kind == LOCUS_CONV_INPUT_GRAD;
+      const std::vector<float> &a = input ? dy : x, &b = input ? w : dy;
+      std::vector<double> want = convGradRef(p, input, a, b);
+      // Terms summed per element: over output channels and the window for
+      // dx, over images and output positions for dw.
+      int64_t terms = input ? t.o / t.g * t.kh * t.kw : t.n * oh * ow;
+      double tolerance = 1e-5 * double(terms);
+      for (int round = 0; round < 2; ++round) { // built, then cached
+        // The output's old contents (NaN) must not leak in.
+        std::vector<float> y(want.size(), std::nanf(""));
+        locus_conv2d_grad(kind, address(p), address(a.data()),
+                          address(b.data()), address(y.data()));
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_NEAR(y[i], want[i], tolerance + 1e-5 * std::abs(want[i]))
+              << (input ? "input" : "weight") << " gradient, case c=" << t.c
+              << " o=" << t.o << " groups=" << t.g << " stride=" << t.sh
+              << " element " << i << " round " << round;
+      }
+    }
+  }
+}
+
+namespace {
+
 void expectEveryIndexOnce() {
   for (int64_t n : {0, 1, 2, 3, 7, 64, 1000, 100003}) {
     Ranges r(static_cast<size_t>(n));

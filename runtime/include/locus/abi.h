@@ -91,6 +91,7 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 
 #define LOCUS_ABI_SGEMM "locus_sgemm"
 #define LOCUS_ABI_CONV2D "locus_conv2d"
+#define LOCUS_ABI_CONV2D_GRAD "locus_conv2d_grad"
 #define LOCUS_ABI_HOST_ALLOC "locus_host_alloc"
 #define LOCUS_ABI_HOST_FREE "locus_host_free"
 /* What MLIR's lowering of a non-contiguous memref.copy calls. */
@@ -108,7 +109,8 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
  * on a CUDA device also for each CUDA import. */
 #define LOCUS_ABI_HOST_IMPORTS                                                 \
   LOCUS_ABI_SGEMM, LOCUS_ABI_MEMREF_COPY, LOCUS_ABI_PARALLEL_FOR,              \
-      LOCUS_ABI_CONV2D, LOCUS_ABI_HOST_ALLOC, LOCUS_ABI_HOST_FREE
+      LOCUS_ABI_CONV2D, LOCUS_ABI_CONV2D_GRAD, LOCUS_ABI_HOST_ALLOC,           \
+      LOCUS_ABI_HOST_FREE
 #define LOCUS_ABI_CUDA_IMPORTS                                                 \
   LOCUS_ABI_CUDA_LAUNCH, LOCUS_ABI_CUDA_SGEMM, LOCUS_ABI_CUDA_ALLOC,           \
       LOCUS_ABI_CUDA_FREE, LOCUS_ABI_CUDA_CONV2D, LOCUS_ABI_CUDA_DNN_READY,    \
@@ -241,7 +243,8 @@ enum locus_conv_flag_e {
   LOCUS_CONV_TF32 = 32      /* locus_cuda_conv2d may round to TF32 */
 };
 
-/* What locus_cuda_conv2d computes, with the operands it takes (a, b). */
+/* What locus_conv2d_grad and locus_cuda_conv2d compute, with the operands
+ * they take (a, b). */
 enum locus_conv_kind_e {
   LOCUS_CONV_FORWARD = 0,    /* y = conv2d(a = x, b = w) + bias */
   LOCUS_CONV_INPUT_GRAD = 1, /* y = dx from a = dy, b = w */
@@ -259,6 +262,17 @@ enum locus_conv_kind_e {
  * environment forces the latter. */
 LOCUS_API void locus_conv2d(uintptr_t params, uintptr_t x, uintptr_t w,
                             uintptr_t bias, uintptr_t residual, uintptr_t y);
+
+/* A convolution's gradient for generated host code: `kind` is
+ * LOCUS_CONV_INPUT_GRAD (y = dx [N, C, H, W] from a = dy [N, O, OH, OW] and
+ * b = w) or LOCUS_CONV_WEIGHT_GRAD (y = dw [O, C / groups, KH, KW] from
+ * a = x and b = dy); `params` points to LOCUS_CONV_PARAM_COUNT int64 values,
+ * the forward convolution's shapes (the flags are not read). y is
+ * overwritten. All contiguous f32, pointers passed as integers. Through
+ * oneDNN's backward primitives where it loads, im2col (col2im) and
+ * locus_sgemm otherwise, as locus_conv2d chooses. */
+LOCUS_API void locus_conv2d_grad(int64_t kind, uintptr_t params, uintptr_t a,
+                                 uintptr_t b, uintptr_t y);
 
 /* Runs body(args, lo, hi) over [0, n) split into ranges, on the calling
  * thread and the runtime's worker threads (all cores; LOCUS_THREADS=k in the

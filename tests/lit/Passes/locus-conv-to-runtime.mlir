@@ -99,3 +99,37 @@ func.func @averaged(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<
   %1 = locus.avg_pool2d %0 kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<1x3x4x4xf32> -> tensor<1x3x2x2xf32>
   return %1 : tensor<1x3x2x2xf32>
 }
+
+// -----
+
+// Both gradients call locus_conv2d_grad: the kind (1 input, 2 weight), the
+// forward's shapes (flags 0; stride 2, so the input's 9x9 is named, not
+// derived), the two operands and a fresh result buffer. The product that
+// follows the input gradient (a ReLU's gradient) stays a generated op.
+// CHECK-DAG: func.func private @locus_conv2d_grad(i64, i64, i64, i64, i64)
+// CHECK-DAG: memref.global "private" constant @[[D:__locus_conv2d_params_[0-9]+]] : memref<25xi64> = dense<[2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-LABEL: func.func @grads
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x9x9xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>, %[[G:.*]]: tensor<2x4x5x5xf32>, %[[M:.*]]: tensor<2x3x9x9xf32>)
+// CHECK:      memref.get_global @[[D]]
+// CHECK:      bufferization.to_memref %[[G]] read_only : memref<2x4x5x5xf32>
+// CHECK:      bufferization.to_memref %[[W]] read_only : memref<4x3x3x3xf32>
+// CHECK:      %[[DXM:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3x9x9xf32>
+// CHECK:      %[[K1:.*]] = arith.constant 1 : i64
+// CHECK:      call @locus_conv2d_grad(%[[K1]],
+// CHECK:      %[[DX:.*]] = bufferization.to_tensor %[[DXM]] restrict writable
+// CHECK:      memref.get_global @[[D]]
+// CHECK:      bufferization.to_memref %[[X]] read_only : memref<2x3x9x9xf32>
+// CHECK:      bufferization.to_memref %[[G]] read_only : memref<2x4x5x5xf32>
+// CHECK:      %[[DWM:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x3x3x3xf32>
+// CHECK:      %[[K2:.*]] = arith.constant 2 : i64
+// CHECK:      call @locus_conv2d_grad(%[[K2]],
+// CHECK:      %[[DW:.*]] = bufferization.to_tensor %[[DWM]] restrict writable
+// CHECK:      %[[R:.*]] = locus.mul %[[DX]], %[[M]]
+// CHECK-NOT:  locus.conv2d
+// CHECK:      return %[[R]], %[[DW]]
+func.func @grads(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<2x4x5x5xf32>, %m: tensor<2x3x9x9xf32>) -> (tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32>) {
+  %dx = locus.conv2d_input_grad %g, %w input_shape [2, 3, 9, 9] stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x9x9xf32>
+  %dw = locus.conv2d_weight_grad %x, %g weight_shape [4, 3, 3, 3] stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x9x9xf32>, tensor<2x4x5x5xf32> -> tensor<4x3x3x3xf32>
+  %r = locus.mul %dx, %m : tensor<2x3x9x9xf32>
+  return %r, %dw : tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32>
+}

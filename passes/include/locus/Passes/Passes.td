@@ -546,12 +546,17 @@ def LocusGraphToFunc : Pass<"locus-graph-to-func", "::mlir::ModuleOp"> {
 }
 
 def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
-  let summary = "Calls the runtime's locus_conv2d for host convolutions.";
+  let summary =
+      "Calls the runtime's locus_conv2d and locus_conv2d_grad for host "
+      "convolutions and their gradients.";
   let description = [{
     In the host pipeline, before `--locus-lower-to-linalg`: each
     `locus.conv2d` in a kernel function becomes a call to the runtime's
     `locus_conv2d` (oneDNN's convolutions when the runtime can load oneDNN,
-    per-image im2col and sgemm otherwise). What follows the convolution
+    per-image im2col and sgemm otherwise), and each
+    `locus.conv2d_input_grad` and `locus.conv2d_weight_grad` a call to
+    `locus_conv2d_grad` (oneDNN's backward-data and backward-weights
+    primitives, or im2col, col2im and sgemm). What follows a convolution
     joins the call as its epilogue, so that the result is written once:
 
     - `locus.add` of the convolution (its only use) and a tensor of the
@@ -573,6 +578,18 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
     block, after the call). Convolutions outside kernel functions (in a
     `locus.graph`) are left alone, and so are those of the CUDA pipeline,
     which does not run this pass.
+
+    A gradient's call takes the kind (`locus_conv_kind_e`: 1 input
+    gradient, 2 weight gradient), the forward convolution's shapes in the
+    same parameter order (a convolution and its gradients share one
+    global), its two operands (input gradient: the output's gradient and
+    the weight; weight gradient: the input and the output's gradient) and a
+    fresh buffer for the result, which the call overwrites:
+
+    ```mlir
+    %k = arith.constant 1 : i64
+    func.call @locus_conv2d_grad(%k, %pp, %gp, %wp, %yp) : (i64, i64, i64, i64, i64) -> ()
+    ```
 
     ```mlir
     %0 = locus.conv2d %x, %w, %b {stride = array<i64: 1, 1>, ...}
@@ -598,6 +615,8 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
                            "::mlir::bufferization::BufferizationDialect"];
   let statistics = [
     Statistic<"numCalls", "conv-calls", "Convolutions turned into calls">,
+    Statistic<"numGradCalls", "conv-grad-calls",
+              "Convolution gradients turned into calls">,
     Statistic<"numEpilogues", "fused-epilogue-ops",
               "Residual adds, ReLUs and poolings joined to a call">,
   ];

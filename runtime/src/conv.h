@@ -1,0 +1,76 @@
+// conv.h - what the runtime's convolution calls share: locus_conv2d
+// (conv.cpp) and locus_conv2d_grad (conv_grad.cpp).
+#ifndef LOCUS_RUNTIME_CONV_H
+#define LOCUS_RUNTIME_CONV_H
+
+#include "dnnl.h"
+#include "workspace.h"
+
+#include "locus/abi.h"
+
+#include <array>
+#include <cstdint>
+
+namespace locus::rt::conv {
+
+using Params = std::array<int64_t, LOCUS_CONV_PARAM_COUNT>;
+
+/// The dimensions of one call, named.
+struct Shape {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups, flags;
+  /// The pooling's window, strides, padding and output (when pooled()).
+  int64_t pkh, pkw, psh, psw, pph, ppw, poh, pow;
+  explicit Shape(const Params &p)
+      : n(p[LOCUS_CONV_N]), c(p[LOCUS_CONV_C]), h(p[LOCUS_CONV_H]),
+        w(p[LOCUS_CONV_W]), o(p[LOCUS_CONV_O]), kh(p[LOCUS_CONV_KH]),
+        kw(p[LOCUS_CONV_KW]), oh(p[LOCUS_CONV_OH]), ow(p[LOCUS_CONV_OW]),
+        sh(p[LOCUS_CONV_STRIDE_H]), sw(p[LOCUS_CONV_STRIDE_W]),
+        ph(p[LOCUS_CONV_PAD_H]), pw(p[LOCUS_CONV_PAD_W]),
+        dh(p[LOCUS_CONV_DILATION_H]), dw(p[LOCUS_CONV_DILATION_W]),
+        groups(p[LOCUS_CONV_GROUPS]), flags(p[LOCUS_CONV_FLAGS]),
+        pkh(p[LOCUS_CONV_POOL_KH]), pkw(p[LOCUS_CONV_POOL_KW]),
+        psh(p[LOCUS_CONV_POOL_STRIDE_H]), psw(p[LOCUS_CONV_POOL_STRIDE_W]),
+        pph(p[LOCUS_CONV_POOL_PAD_H]), ppw(p[LOCUS_CONV_POOL_PAD_W]),
+        poh(p[LOCUS_CONV_POOL_OH]), pow(p[LOCUS_CONV_POOL_OW]) {}
+  bool bias() const { return flags & LOCUS_CONV_BIAS; }
+  bool residual() const { return flags & LOCUS_CONV_RESIDUAL; }
+  bool relu() const { return flags & LOCUS_CONV_RELU; }
+  bool maxPool() const { return flags & LOCUS_CONV_MAX_POOL; }
+  bool pooled() const {
+    return flags & (LOCUS_CONV_MAX_POOL | LOCUS_CONV_AVG_POOL);
+  }
+  /// Elements of the convolution's output and of y.
+  int64_t convElements() const { return n * o * oh * ow; }
+  int64_t yElements() const {
+    return pooled() ? n * o * poh * pow : n * o * oh * ow;
+  }
+  /// Elements of the input and of the weights.
+  int64_t inputElements() const { return n * c * h * w; }
+  int64_t weightElements() const { return o * (c / groups) * kh * kw; }
+  /// Whether there is nothing to compute (an empty dimension).
+  bool empty() const {
+    return n <= 0 || c <= 0 || o <= 0 || oh <= 0 || ow <= 0 || h <= 0 ||
+           w <= 0 || groups <= 0;
+  }
+};
+
+/// The LOCUS_CONV_PARAM_COUNT values generated code passes by address.
+Params readParams(uintptr_t address);
+
+/// The calling thread's scratch memory for im2col columns, blocked copies
+/// and oneDNN's scratchpads.
+Workspace &workspace();
+
+/// cols[(c, p, q), (i, j)] = x[c, i*sh + p*dh - ph, j*sw + q*dw - pw] for
+/// one image and group of `channels` channels (zero outside the image).
+void im2col(const Shape &s, const float *x, int64_t channels, float *cols);
+
+#if LOCUS_HAVE_DNNL_H
+/// oneDNN when the convolutions may use it (loaded, and LOCUS_CONV is not
+/// "builtin"); null otherwise. Never throws.
+const Dnnl *chosenDnnl();
+#endif
+
+} // namespace locus::rt::conv
+
+#endif
