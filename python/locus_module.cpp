@@ -357,7 +357,9 @@ void bindOps(py::module_ &m) {
         U{"sqrt", &locus::sqrt}, U{"relu", &relu}, U{"sigmoid", &sigmoid},
         U{"tanh", &locus::tanh}, U{"erf", &locus::erf}, U{"sin", &locus::sin},
         U{"cos", &locus::cos}, U{"abs", &locus::abs}, U{"rsqrt", &rsqrt},
-        U{"reciprocal", &reciprocal}, U{"silu", &silu}})
+        U{"reciprocal", &reciprocal}, U{"silu", &silu}, U{"relu6", &relu6},
+        U{"hardsigmoid", &hardsigmoid}, U{"hardswish", &hardswish},
+        U{"mish", &mish}})
     defUnary(m, u.name, u.f);
   struct B {
     const char *name;
@@ -390,6 +392,25 @@ void bindOps(py::module_ &m) {
           return at(x, [&] { return leakyRelu(x, slope, Here::current()); });
         },
         py::arg("x"), py::arg("negative_slope") = 0.01);
+  m.def(
+      "hardtanh",
+      [at](const Tensor &x, double lo, double hi) {
+        return at(x, [&] { return hardtanh(x, lo, hi, Here::current()); });
+      },
+      py::arg("x"), py::arg("min_val") = -1.0, py::arg("max_val") = 1.0);
+  m.def(
+      "softplus",
+      [at](const Tensor &x, double beta, double threshold) {
+        return at(
+            x, [&] { return softplus(x, beta, threshold, Here::current()); });
+      },
+      py::arg("x"), py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
+  m.def(
+      "elu",
+      [at](const Tensor &x, double alpha) {
+        return at(x, [&] { return elu(x, alpha, Here::current()); });
+      },
+      py::arg("x"), py::arg("alpha") = 1.0);
   m.def(
       "cast",
       [at](const Tensor &x, const std::string &dtype) {
@@ -517,6 +538,50 @@ void bindOps(py::module_ &m) {
         py::arg("logits"), py::arg("labels"), py::arg("reduction") = "mean");
 }
 
+/// A torch.nn layer class without state or arguments.
+template <typename Layer>
+void defPlainLayer(py::module_ &nn, const char *name) {
+  py::class_<Layer, nn::Module, std::shared_ptr<Layer>>(nn, name).def(
+      py::init([] { return std::make_shared<Layer>(); }));
+}
+
+/// torch.nn's activation layers.
+void bindActivationLayers(py::module_ &nn) {
+  defPlainLayer<nn::Tanh>(nn, "Tanh");
+  defPlainLayer<nn::Sigmoid>(nn, "Sigmoid");
+  defPlainLayer<nn::SiLU>(nn, "SiLU");
+  defPlainLayer<nn::ReLU6>(nn, "ReLU6");
+  defPlainLayer<nn::Hardsigmoid>(nn, "Hardsigmoid");
+  defPlainLayer<nn::Hardswish>(nn, "Hardswish");
+  defPlainLayer<nn::Mish>(nn, "Mish");
+  py::class_<nn::GELU, nn::Module, std::shared_ptr<nn::GELU>>(nn, "GELU")
+      .def(py::init([](const std::string &approximate) {
+             return std::make_shared<nn::GELU>(approximate);
+           }),
+           py::arg("approximate") = "none");
+  py::class_<nn::LeakyReLU, nn::Module, std::shared_ptr<nn::LeakyReLU>>(
+      nn, "LeakyReLU")
+      .def(py::init([](double slope) {
+             return std::make_shared<nn::LeakyReLU>(slope);
+           }),
+           py::arg("negative_slope") = 0.01);
+  py::class_<nn::Hardtanh, nn::Module, std::shared_ptr<nn::Hardtanh>>(
+      nn, "Hardtanh")
+      .def(py::init([](double lo, double hi) {
+             return std::make_shared<nn::Hardtanh>(lo, hi);
+           }),
+           py::arg("min_val") = -1.0, py::arg("max_val") = 1.0);
+  py::class_<nn::Softplus, nn::Module, std::shared_ptr<nn::Softplus>>(
+      nn, "Softplus")
+      .def(py::init([](double beta, double threshold) {
+             return std::make_shared<nn::Softplus>(beta, threshold);
+           }),
+           py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
+  py::class_<nn::ELU, nn::Module, std::shared_ptr<nn::ELU>>(nn, "ELU").def(
+      py::init([](double alpha) { return std::make_shared<nn::ELU>(alpha); }),
+      py::arg("alpha") = 1.0);
+}
+
 void bindNn(py::module_ &m) {
   py::module_ nn = m.def_submodule("nn", "layers, losses and optimizers");
   py::class_<nn::Module, std::shared_ptr<nn::Module>>(nn, "Module")
@@ -570,6 +635,7 @@ void bindNn(py::module_ &m) {
   py::class_<nn::Flatten, nn::Module, std::shared_ptr<nn::Flatten>>(nn,
                                                                     "Flatten")
       .def(py::init([] { return std::make_shared<nn::Flatten>(); }));
+  bindActivationLayers(nn);
 
   py::module_ optim = m.def_submodule("optim", "optimizers");
   py::class_<optim::Optimizer>(optim, "Optimizer")

@@ -253,6 +253,18 @@ std::map<std::string, Builder> cases() {
                    0);
     return r;
   };
+  all["mobile_activations"] = [](Graph &g) {
+    Recorded r;
+    Tensor x = in(g, r, "x", {6, 7});
+    // Scaled so that every piece of each activation is reached: [-8, 8].
+    Tensor v = x * 8.0f;
+    r.out =
+        concat({relu6(v), hardsigmoid(v * 0.5f), hardswish(v * 0.5f),
+                softplus(v), softplus(v * 4.0f, 2.0, 5.0), mish(v * 0.5f),
+                elu(v * 0.5f), elu(v * 0.5f, 0.7), nn::Hardtanh(-2.0, 3.0)(v)},
+               0);
+    return r;
+  };
   all["shapes"] = [](Graph &g) {
     Recorded r;
     Tensor x = in(g, r, "x", {2, 3, 4});

@@ -216,6 +216,17 @@ def activations():
                                F.hardtanh(x, -0.3, 0.6), torch.minimum(x, x * 0.5)], 0))
 
 
+def mobile_activations():
+    c = Case("mobile_activations")
+    x = c.x("x", [6, 7])
+    # Scaled so that every piece of each activation is reached: [-8, 8].
+    v = x * 8.0
+    return c.finish(torch.cat([F.relu6(v), F.hardsigmoid(v * 0.5), F.hardswish(v * 0.5),
+                               F.softplus(v), F.softplus(v * 4.0, beta=2.0, threshold=5.0),
+                               F.mish(v * 0.5), F.elu(v * 0.5), F.elu(v * 0.5, alpha=0.7),
+                               torch.nn.Hardtanh(-2.0, 3.0)(v)], 0))
+
+
 def shapes():
     c = Case("shapes")
     x = c.x("x", [2, 3, 4])
@@ -249,7 +260,7 @@ CASES = [basic_block_eval, layer_norm, layer_norm_2d, group_norm, batch_norm_tra
          batch_norm_twice,
          batch_norm1d_train, embedding, gather_axis1, gather_last_sliced, lstm_cell, gru_cell, mha_causal,
          mha_cross_bool_mask, sdpa_additive, matmul_broadcast, reductions,
-         activations, shapes, adaptive_pool, masked_fill_where_i64]
+         activations, mobile_activations, shapes, adaptive_pool, masked_fill_where_i64]
 
 if __name__ == "__main__":
     out = {case.__name__: case() for case in CASES}

@@ -243,3 +243,56 @@ def test_the_pytorch_flow(tmp_path):
                               "--random-inputs", "--quiet"],
                              capture_output=True, text=True, check=True)
         assert "y [4, 3] f32" in run.stdout
+
+
+def test_mobile_activations_functions_and_layers():
+    """ReLU6, Hardsigmoid, Hardswish, Softplus, Mish, ELU and Hardtanh, as
+    functions and as torch.nn-style layers, against their definitions."""
+    g = locus.Graph("act")
+    x = g.input("x", [4, 16])
+    nn = locus.nn
+    outs = {
+        "relu6": locus.relu6(x), "relu6_layer": nn.ReLU6()(x),
+        "hardsigmoid": nn.Hardsigmoid()(x), "hardswish": locus.hardswish(x),
+        "hardswish_layer": nn.Hardswish()(x),
+        "softplus": locus.softplus(x, beta=2.0, threshold=3.0),
+        "softplus_layer": nn.Softplus()(x), "mish": nn.Mish()(x),
+        "elu": locus.elu(x, alpha=0.5), "elu_layer": nn.ELU()(x),
+        "hardtanh": nn.Hardtanh(-2.0, 3.0)(x),
+        "leaky": nn.LeakyReLU(0.1)(x), "gelu": nn.GELU("tanh")(x),
+    }
+    for name, t in outs.items():
+        g.output(name, t)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    v = np.linspace(-8, 8, 64, dtype=np.float32).reshape(4, 16) + 0.013
+    got = model.run(x=v)
+    d = v.astype(np.float64)
+    sp = lambda z: np.log1p(np.exp(z))  # noqa: E731
+    want = {
+        "relu6": np.clip(d, 0, 6), "relu6_layer": np.clip(d, 0, 6),
+        "hardsigmoid": np.clip(d + 3, 0, 6) / 6,
+        "hardswish": d * np.clip(d + 3, 0, 6) / 6,
+        "hardswish_layer": d * np.clip(d + 3, 0, 6) / 6,
+        "softplus": np.where(2 * d > 3, d, sp(2 * d) / 2),
+        "softplus_layer": sp(d), "mish": d * np.tanh(sp(d)),
+        "elu": np.where(d > 0, d, 0.5 * np.expm1(d)),
+        "elu_layer": np.where(d > 0, d, np.expm1(d)),
+        "hardtanh": np.clip(d, -2, 3), "leaky": np.where(d > 0, d, 0.1 * d),
+        "gelu": 0.5 * d * (1 + np.tanh(np.sqrt(2 / np.pi) *
+                                       (d + 0.044715 * d ** 3))),
+    }
+    for name, w in want.items():
+        np.testing.assert_allclose(got[name], w, rtol=1e-5, atol=2e-6,
+                                   err_msg=name)
+
+
+def test_activation_arguments_are_checked_at_the_python_line():
+    g = locus.Graph("bad")
+    x = g.input("x", [3])
+    with pytest.raises(locus.Error) as info:
+        locus.softplus(x, beta=0.0)  # @softplus-beta
+    assert "beta 0" in str(info.value)
+    assert "%s:%d" % (HERE, line_of("# @softplus-beta")) in str(info.value)
+    with pytest.raises(locus.Error) as info:
+        locus.nn.Hardtanh(2.0, 1.0)(x)
+    assert "min_val 2 is above max_val 1" in str(info.value)

@@ -284,6 +284,12 @@ TEST(Errors, ActivationsNormsAndAttention) {
                   "clamp needs at least one of min and max");
   expectUserError(g, [&] { clamp(x, 2.0, 1.0); }, __LINE__,
                   "clamp: min 2 is above max 1");
+  expectUserError(g, [&] { hardtanh(x, 2.0, 1.0); }, __LINE__,
+                  "hardtanh: min_val 2 is above max_val 1");
+  expectUserError(g, [&] { nn::Hardtanh(3.0, -3.0)(x); }, __LINE__,
+                  "hardtanh: min_val 3 is above max_val -3");
+  expectUserError(g, [&] { softplus(x, 0.0); }, __LINE__,
+                  "softplus: beta 0 must be a finite number other than 0");
   expectUserError(g, [&] { groupNorm(x, 4); }, __LINE__,
                   "group_norm: 4 groups do not divide 6 channels");
   auto one = g.input("one", {1, 6, 1});

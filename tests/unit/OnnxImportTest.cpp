@@ -8,12 +8,17 @@
 #include "locus/locus.h"
 #include "locus/runtime.hpp"
 
+#include <onnx/onnx_pb.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 using namespace locus;
 
@@ -131,5 +136,110 @@ TEST(OnnxImport, ErrorsNameTheFileAndTheNode) {
                   "model's is 2"),
               std::string::npos)
         << e.what();
+  }
+}
+
+namespace {
+
+/// A one-input model of opset 17 whose nodes each read x [3, 8] and give
+/// one output, built with ONNX's own protobuf classes and written to a
+/// file of this test's own.
+class ActivationModel {
+public:
+  ActivationModel() {
+    model_.set_ir_version(8);
+    model_.add_opset_import()->set_version(17);
+    graph()->set_name("activations");
+    value(graph()->add_input(), "x");
+    // Clip's upper bound: a graph input, not an initializer.
+    value(graph()->add_input(), "cap", {});
+  }
+  onnx::GraphProto *graph() { return model_.mutable_graph(); }
+  onnx::NodeProto *node(const std::string &op, const std::string &out,
+                        std::vector<std::string> inputs = {"x"}) {
+    onnx::NodeProto *n = graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const std::string &in : inputs)
+      n->add_input(in);
+    n->add_output(out);
+    value(graph()->add_output(), out);
+    return n;
+  }
+  static void attribute(onnx::NodeProto *n, const char *name, float v) {
+    onnx::AttributeProto *a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  void constant(const std::string &name, float v) {
+    onnx::TensorProto *t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(v);
+  }
+  std::string write() {
+    std::string path = ::testing::TempDir() + "/locus_activations_" +
+                       std::to_string(::getpid()) + ".onnx";
+    std::string bytes;
+    model_.SerializeToString(&bytes);
+    FILE *f = std::fopen(path.c_str(), "wb");
+    EXPECT_TRUE(f &&
+                std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+    if (f)
+      std::fclose(f);
+    return path;
+  }
+
+private:
+  static void value(onnx::ValueInfoProto *v, const std::string &name,
+                    std::vector<int64_t> dims = {3, 8}) {
+    v->set_name(name);
+    auto *type = v->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    auto *shape = type->mutable_shape();
+    for (int64_t d : dims)
+      shape->add_dim()->set_dim_value(d);
+  }
+  onnx::ModelProto model_;
+};
+
+} // namespace
+
+TEST(OnnxImport, ActivationsMatchTheirDefinitions) {
+  ActivationModel m;
+  auto *hs = m.node("HardSigmoid", "hard_sigmoid");
+  ActivationModel::attribute(hs, "alpha", 0.3f);
+  ActivationModel::attribute(hs, "beta", 0.4f);
+  m.node("HardSwish", "hard_swish");
+  ActivationModel::attribute(m.node("Elu", "elu"), "alpha", 0.7f);
+  m.node("Softplus", "softplus");
+  m.constant("lo", -2.5f);
+  m.node("Clip", "clip", {"x", "lo", "cap"});
+  std::string path = m.write();
+  Graph g = importOnnx(path);
+  std::remove(path.c_str());
+  CompiledModel model = compile(g, {.policy = "cpu"});
+  std::vector<float> x(24);
+  for (size_t i = 0; i < x.size(); ++i) // -8 .. 8, no value on a kink
+    x[i] = -8.0f + 16.0f * (static_cast<float>(i) + 0.37f) / 24.0f;
+  float cap = 1.75f;
+  auto out = model.run({{"x", HostTensor::fromF32({3, 8}, x)},
+                        {"cap", HostTensor::fromF32({}, {cap})}});
+  using Fn = double (*)(double);
+  std::pair<const char *, Fn> expected[] = {
+      {"hard_sigmoid",
+       [](double v) { return std::clamp(0.3 * v + 0.4, 0.0, 1.0); }},
+      {"hard_swish",
+       [](double v) { return v * std::clamp(v + 3.0, 0.0, 6.0) / 6.0; }},
+      {"elu", [](double v) { return v > 0 ? v : 0.7 * std::expm1(v); }},
+      {"softplus", [](double v) { return std::log1p(std::exp(v)); }},
+      {"clip", [](double v) { return std::clamp(v, -2.5, 1.75); }}};
+  for (const auto &[name, fn] : expected) {
+    std::vector<float> y = out.at(name).f32;
+    ASSERT_EQ(y.size(), x.size()) << name;
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_NEAR(y[i], fn(x[i]), 1e-5 + 1e-5 * std::abs(fn(x[i])))
+          << name << " at x = " << x[i];
   }
 }

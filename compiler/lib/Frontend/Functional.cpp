@@ -96,7 +96,66 @@ Tensor locus::clamp(const Tensor &x, std::optional<double> lo,
 
 Tensor locus::hardtanh(const Tensor &x, double minVal, double maxVal,
                        Here loc) {
-  return clamp(x, minVal, maxVal, loc);
+  if (minVal > maxVal)
+    throw errorAt(loc, "hardtanh: min_val " + numberText(minVal) +
+                           " is above max_val " + numberText(maxVal));
+  return transaction(x, loc, [&] {
+    // At a bound the output is the bound: no gradient reaches x there.
+    Tensor lo = scalarLike(x, minVal, loc), hi = scalarLike(x, maxVal, loc);
+    return where(le(x, lo, loc), lo, where(ge(x, hi, loc), hi, x, loc), loc);
+  });
+}
+
+Tensor locus::relu6(const Tensor &x, Here loc) {
+  return hardtanh(x, 0.0, 6.0, loc);
+}
+
+Tensor locus::hardsigmoid(const Tensor &x, Here loc) {
+  return transaction(x, loc, [&] {
+    return scaled(hardtanh(shifted(x, 3.0, loc), 0.0, 6.0, loc), 1.0 / 6.0,
+                  loc);
+  });
+}
+
+Tensor locus::hardswish(const Tensor &x, Here loc) {
+  return transaction(x, loc, [&] {
+    Tensor gate = hardtanh(shifted(x, 3.0, loc), 0.0, 6.0, loc);
+    return scaled(mul(x, gate, loc), 1.0 / 6.0, loc);
+  });
+}
+
+Tensor locus::softplus(const Tensor &x, double beta, double threshold,
+                       Here loc) {
+  if (!(beta != 0.0) || !std::isfinite(beta))
+    throw errorAt(loc, "softplus: beta " + numberText(beta) +
+                           " must be a finite number other than 0");
+  return transaction(x, loc, [&] {
+    Tensor bx = scaled(x, beta, loc);
+    Tensor limit = scalarLike(x, threshold, loc);
+    // The soft branch sees at most the threshold, so that exp never
+    // overflows where the linear branch is taken (an infinite exp would
+    // send NaN back through where's other side).
+    Tensor soft =
+        scaled(log(shifted(exp(minimum(bx, limit, loc), loc), 1.0, loc), loc),
+               1.0 / beta, loc);
+    return where(gt(bx, limit, loc), x, soft, loc);
+  });
+}
+
+Tensor locus::mish(const Tensor &x, Here loc) {
+  return transaction(x, loc, [&] {
+    return mul(x, tanh(softplus(x, 1.0, 20.0, loc), loc), loc);
+  });
+}
+
+Tensor locus::elu(const Tensor &x, double alpha, Here loc) {
+  return transaction(x, loc, [&] {
+    Tensor zero = scalarLike(x, 0.0, loc);
+    // exp of the negative part only: no overflow where x is taken.
+    Tensor negative =
+        scaled(shifted(exp(minimum(x, zero, loc), loc), -1.0, loc), alpha, loc);
+    return where(gt(x, zero, loc), x, negative, loc);
+  });
 }
 
 //===----------------------------------------------------------------------===//

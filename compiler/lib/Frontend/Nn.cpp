@@ -344,6 +344,23 @@ Tensor Tanh::forward(const Tensor &x, Here loc) const { return tanh(x, loc); }
 Tensor Sigmoid::forward(const Tensor &x, Here loc) const {
   return sigmoid(x, loc);
 }
+Tensor Hardtanh::forward(const Tensor &x, Here loc) const {
+  return hardtanh(x, min_, max_, loc);
+}
+Tensor ReLU6::forward(const Tensor &x, Here loc) const { return relu6(x, loc); }
+Tensor Hardsigmoid::forward(const Tensor &x, Here loc) const {
+  return hardsigmoid(x, loc);
+}
+Tensor Hardswish::forward(const Tensor &x, Here loc) const {
+  return hardswish(x, loc);
+}
+Tensor Softplus::forward(const Tensor &x, Here loc) const {
+  return softplus(x, beta_, threshold_, loc);
+}
+Tensor Mish::forward(const Tensor &x, Here loc) const { return mish(x, loc); }
+Tensor ELU::forward(const Tensor &x, Here loc) const {
+  return elu(x, alpha_, loc);
+}
 
 //===----------------------------------------------------------------------===//
 // Attention

@@ -224,6 +224,8 @@ private:
   // ---- ops ----------------------------------------------------------------
   using Handler = std::function<void(Importer &, Graph &, const NodeProto &)>;
   static const std::map<std::string, Handler> &handlers();
+  /// The activations beyond the unary ops, and Clip.
+  static void addActivations(std::map<std::string, Handler> &t);
 
   void binary(const NodeProto &n, const std::string &op);
   void compare(const NodeProto &n, const std::string &op);
@@ -1377,6 +1379,58 @@ Const castConst(const Const &c, DType to) {
 
 using UnaryFn = Tensor (*)(const Tensor &, Here);
 
+void Importer::addActivations(std::map<std::string, Handler> &t) {
+  t["LeakyRelu"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, leakyRelu(im.in(n, 0), attrFloat(n, "alpha", 0.01)));
+  };
+  t["Elu"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, elu(im.in(n, 0), attrFloat(n, "alpha", 1.0)));
+  };
+  t["HardSigmoid"] = [](Importer &im, Graph &, const NodeProto &n) {
+    // max(0, min(1, alpha x + beta)).
+    auto alpha = static_cast<float>(attrFloat(n, "alpha", 0.2));
+    auto beta = static_cast<float>(attrFloat(n, "beta", 0.5));
+    im.out(n, 0, hardtanh(im.in(n, 0) * alpha + beta, 0.0, 1.0));
+  };
+  t["HardSwish"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, hardswish(im.in(n, 0)));
+  };
+  t["Softplus"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, softplus(im.in(n, 0)));
+  };
+  t["Clip"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Tensor x = im.in(n, 0);
+    if (im.opset_ < 11) {
+      std::optional<double> lo, hi;
+      if (attr(n, "min"))
+        lo = attrFloat(n, "min", 0);
+      if (attr(n, "max"))
+        hi = attrFloat(n, "max", 0);
+      im.out(n, 0, lo || hi ? clamp(x, lo, hi) : x);
+      return;
+    }
+    // min(max(x, min), max), each bound a constant or a computed scalar.
+    for (int k : {1, 2}) {
+      if (!im.has(n, k))
+        continue;
+      if (const Const *c = im.constOf(n, k)) {
+        if (c->numel() != 1)
+          fail("Clip's bounds must be single numbers");
+        x = k == 1 ? clamp(x, c->at(0), std::nullopt)
+                   : clamp(x, std::nullopt, c->at(0));
+        continue;
+      }
+      Tensor bound = im.in(n, k);
+      if (bound.numel() != 1)
+        fail("Clip's bounds must be single numbers");
+      bound = locus::reshape(bound, {});
+      x = k == 1 ? where(lt(x, bound), bound, x)
+                 : where(gt(x, bound), bound, x);
+    }
+    im.out(n, 0, x);
+  };
+}
+
 const std::map<std::string, Importer::Handler> &Importer::handlers() {
   static const std::map<std::string, Handler> table = [] {
     std::map<std::string, Handler> t;
@@ -1424,24 +1478,7 @@ const std::map<std::string, Importer::Handler> &Importer::handlers() {
         fail("exponents other than one number are not supported");
       im.out(n, 0, locus::pow(im.in(n, 0), e.at(0)));
     };
-    t["LeakyRelu"] = [](Importer &im, Graph &, const NodeProto &n) {
-      im.out(n, 0, leakyRelu(im.in(n, 0), attrFloat(n, "alpha", 0.01)));
-    };
-    t["Clip"] = [](Importer &im, Graph &, const NodeProto &n) {
-      std::optional<double> lo, hi;
-      if (im.opset_ >= 11) {
-        if (im.has(n, 1))
-          lo = im.needConst(n, 1, "min").at(0);
-        if (im.has(n, 2))
-          hi = im.needConst(n, 2, "max").at(0);
-      } else {
-        if (attr(n, "min"))
-          lo = attrFloat(n, "min", 0);
-        if (attr(n, "max"))
-          hi = attrFloat(n, "max", 0);
-      }
-      im.out(n, 0, clamp(im.in(n, 0), lo, hi));
-    };
+    addActivations(t);
     auto variadic = [&](const char *name, int kind) {
       t[name] = [kind](Importer &im, Graph &, const NodeProto &n) {
         Tensor acc = im.in(n, 0);

@@ -422,9 +422,25 @@ Tensor leakyRelu(const Tensor &x, double negativeSlope = 0.01,
 /// the gradient passes where x is inside the bounds.
 Tensor clamp(const Tensor &x, std::optional<double> min,
              std::optional<double> max, Here loc = Here::current());
-/// clamp(x, minVal, maxVal), as torch.nn.functional.hardtanh.
+/// x limited to [minVal, maxVal], as torch.nn.functional.hardtanh: like
+/// clamp, but the gradient passes strictly inside the bounds only (PyTorch's
+/// hardtanh_backward).
 Tensor hardtanh(const Tensor &x, double minVal = -1.0, double maxVal = 1.0,
                 Here loc = Here::current());
+/// hardtanh(x, 0, 6), as torch.nn.functional.relu6.
+Tensor relu6(const Tensor &x, Here loc = Here::current());
+/// relu6(x + 3) / 6, as torch.nn.functional.hardsigmoid.
+Tensor hardsigmoid(const Tensor &x, Here loc = Here::current());
+/// x * hardsigmoid(x), as torch.nn.functional.hardswish.
+Tensor hardswish(const Tensor &x, Here loc = Here::current());
+/// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as
+/// torch.nn.functional.softplus.
+Tensor softplus(const Tensor &x, double beta = 1.0, double threshold = 20.0,
+                Here loc = Here::current());
+/// x * tanh(softplus(x)), as torch.nn.functional.mish.
+Tensor mish(const Tensor &x, Here loc = Here::current());
+/// x where x > 0, alpha * (exp(x) - 1) elsewhere, as torch.nn.functional.elu.
+Tensor elu(const Tensor &x, double alpha = 1.0, Here loc = Here::current());
 
 Tensor eq(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor ne(const Tensor &a, const Tensor &b, Here loc = Here::current());

@@ -313,6 +313,69 @@ public:
   Tensor forward(const Tensor &x, Here loc) const override;
 };
 
+/// torch.nn.Hardtanh: x limited to [minVal, maxVal].
+class Hardtanh : public Module {
+public:
+  explicit Hardtanh(double minVal = -1.0, double maxVal = 1.0,
+                    Here loc = Here::current())
+      : Module(loc), min_(minVal), max_(maxVal) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  double min_, max_;
+};
+
+/// torch.nn.ReLU6: min(max(x, 0), 6).
+class ReLU6 : public Module {
+public:
+  explicit ReLU6(Here loc = Here::current()) : Module(loc) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
+/// torch.nn.Hardsigmoid: relu6(x + 3) / 6.
+class Hardsigmoid : public Module {
+public:
+  explicit Hardsigmoid(Here loc = Here::current()) : Module(loc) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
+/// torch.nn.Hardswish: x * relu6(x + 3) / 6.
+class Hardswish : public Module {
+public:
+  explicit Hardswish(Here loc = Here::current()) : Module(loc) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
+/// torch.nn.Softplus: log(1 + exp(beta x)) / beta, x above the threshold.
+class Softplus : public Module {
+public:
+  explicit Softplus(double beta = 1.0, double threshold = 20.0,
+                    Here loc = Here::current())
+      : Module(loc), beta_(beta), threshold_(threshold) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  double beta_, threshold_;
+};
+
+/// torch.nn.Mish: x * tanh(softplus(x)).
+class Mish : public Module {
+public:
+  explicit Mish(Here loc = Here::current()) : Module(loc) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
+/// torch.nn.ELU: x where x > 0, alpha * (exp(x) - 1) elsewhere.
+class ELU : public Module {
+public:
+  explicit ELU(double alpha = 1.0, Here loc = Here::current())
+      : Module(loc), alpha_(alpha) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  double alpha_;
+};
+
 struct MultiheadAttentionOptions {
   /// Biases of the input and output projections.
   bool bias = true;
