@@ -526,6 +526,15 @@ void bindOps(py::module_ &m) {
           });
         },
         py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
+  m.def(
+      "grad",
+      [](const Tensor &loss, const std::vector<Tensor> &wrt) {
+        return recorded(graphOf(loss), [&] {
+          return locus::grad(loss, wrt, Here::current());
+        });
+      },
+      py::arg("loss"), py::arg("wrt"),
+      "torch.autograd.grad(loss, wrt): the gradients, recorded in the graph.");
   for (const char *name : {"crossEntropy", "cross_entropy"})
     m.def(
         name,
@@ -582,6 +591,55 @@ void bindActivationLayers(py::module_ &nn) {
       py::arg("alpha") = 1.0);
 }
 
+/// The tensors of a Python list of gradients.
+std::vector<Tensor> gradsOf(const py::list &grads) {
+  if (grads.empty())
+    throw py::value_error("expected a list of gradients, got an empty one");
+  std::vector<Tensor> out;
+  for (const py::handle &g : grads)
+    out.push_back(g.cast<Tensor>());
+  return out;
+}
+
+/// Writes clipped gradients back into the caller's list, as PyTorch's
+/// in-place clipping changes .grad.
+void writeBack(py::list &grads, const std::vector<Tensor> &clipped) {
+  for (size_t i = 0; i < clipped.size(); ++i)
+    grads[i] = py::cast(clipped[i]);
+}
+
+/// torch.nn.utils' clip_grad_norm_ and clip_grad_value_ on locus.grad's
+/// gradients.
+void bindClipping(py::module_ &nn) {
+  py::module_ utils = nn.def_submodule("utils", "gradient clipping");
+  utils.def(
+      "clip_grad_norm_",
+      [](py::list grads, double maxNorm, double normType) {
+        std::vector<Tensor> g = gradsOf(grads);
+        Tensor norm = recorded(graphOf(g[0]), [&] {
+          return nn::utils::clipGradNorm_(g, maxNorm, normType,
+                                          Here::current());
+        });
+        writeBack(grads, g);
+        return norm;
+      },
+      py::arg("grads"), py::arg("max_norm"), py::arg("norm_type") = 2.0,
+      "Scales the gradients in the list (locus.grad's) so that their total "
+      "norm is at most max_norm, in place; returns the total norm.");
+  utils.def(
+      "clip_grad_value_",
+      [](py::list grads, double clipValue) {
+        std::vector<Tensor> g = gradsOf(grads);
+        recorded(graphOf(g[0]), [&] {
+          nn::utils::clipGradValue_(g, clipValue, Here::current());
+        });
+        writeBack(grads, g);
+      },
+      py::arg("grads"), py::arg("clip_value"),
+      "Clamps each gradient in the list to [-clip_value, clip_value], in "
+      "place.");
+}
+
 void bindNn(py::module_ &m) {
   py::module_ nn = m.def_submodule("nn", "layers, losses and optimizers");
   py::class_<nn::Module, std::shared_ptr<nn::Module>>(nn, "Module")
@@ -636,6 +694,7 @@ void bindNn(py::module_ &m) {
                                                                     "Flatten")
       .def(py::init([] { return std::make_shared<nn::Flatten>(); }));
   bindActivationLayers(nn);
+  bindClipping(nn);
 
   py::module_ optim = m.def_submodule("optim", "optimizers");
   py::class_<optim::Optimizer>(optim, "Optimizer")
@@ -646,7 +705,19 @@ void bindNn(py::module_ &m) {
           },
           py::arg("loss"),
           "Records the backward pass of `loss` and one update of every "
-          "parameter: each run of the compiled graph is a training step.");
+          "parameter: each run of the compiled graph is a training step.")
+      .def(
+          "step",
+          [](optim::Optimizer &o, const std::vector<Tensor> &grads) {
+            if (grads.empty())
+              throw py::value_error("step() takes one gradient per "
+                                    "parameter, got an empty list");
+            recorded(graphOf(grads[0]),
+                     [&] { o.step(grads, Here::current()); });
+          },
+          py::arg("grads"),
+          "Records one update of every parameter from these gradients "
+          "(locus.grad's, perhaps clipped), one per parameter.");
   auto first = [](const std::vector<Tensor> &params) {
     if (params.empty())
       throw py::value_error("an optimizer needs parameters");

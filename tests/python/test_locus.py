@@ -296,3 +296,44 @@ def test_activation_arguments_are_checked_at_the_python_line():
     with pytest.raises(locus.Error) as info:
         locus.nn.Hardtanh(2.0, 1.0)(x)
     assert "min_val 2 is above max_val 1" in str(info.value)
+
+
+def test_clipping_between_grad_and_step_matches_pytorch():
+    """locus.grad, nn.utils.clip_grad_norm_ (in place on the list, the
+    norm returned) and Optimizer.step(grads), three steps, against
+    PyTorch's clip_grad_norm_ and SGD where torch is installed (against
+    the formula otherwise)."""
+    rng = np.random.default_rng(3)
+    w0 = rng.uniform(-1, 1, (4, 6)).astype(np.float32)
+    xs = [rng.uniform(-2, 2, (5, 6)).astype(np.float32) for _ in range(3)]
+    g = locus.Graph("clip")
+    x = g.input("x", [5, 6])
+    w = g.parameter("w", [4, 6], w0.flatten().tolist())
+    loss = locus.sum(locus.mul(locus.matmul(x, locus.transpose(w, 0, 1)),
+                               locus.matmul(x, locus.transpose(w, 0, 1))),
+                     [0, 1])
+    grads = locus.grad(loss, [w])
+    first = grads[0]
+    norm = locus.nn.utils.clip_grad_norm_(grads, 1.5)
+    assert grads[0] is not first  # the list now holds the clipped gradient
+    g.output("norm", norm)
+    locus.optim.SGD([w], lr=0.05, momentum=0.9).step(grads)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    norms = [float(model.run(x=xb)["norm"]) for xb in xs]
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None:
+        return
+    tw = torch.nn.Parameter(torch.tensor(w0, dtype=torch.float64))
+    opt = torch.optim.SGD([tw], lr=0.05, momentum=0.9)
+    for xb, got in zip(xs, norms):
+        opt.zero_grad()
+        xt = torch.tensor(xb, dtype=torch.float64)
+        ((xt @ tw.T) ** 2).sum().backward()
+        want = torch.nn.utils.clip_grad_norm_([tw], 1.5)
+        assert abs(got - float(want)) <= 1e-4 * float(want)
+        opt.step()
+    np.testing.assert_allclose(model.state("w"), tw.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)

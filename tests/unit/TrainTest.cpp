@@ -578,3 +578,122 @@ TEST(Train, ALabelOutsideTheClassesIsAnErrorAtTheUsersLine) {
       }
     }
 }
+
+namespace {
+
+/// One SGD step (lr 0.1) on w [2, 3] and b [3] of loss = sum(w * x) +
+/// sum(b * y), whose gradients are x and y, after clipping them with
+/// `clip`; returns the outputs ("norm" when clip gives one) and the state.
+struct ClipRun {
+  std::map<std::string, HostTensor> out;
+  std::vector<float> w, b;
+};
+template <typename Clip>
+ClipRun clippedStep(Clip clip, const std::vector<float> &xs,
+                    const std::vector<float> &ys) {
+  Graph g("clip");
+  auto x = g.input("x", {2, 3});
+  auto y = g.input("y", {3});
+  auto w = g.parameter("w", {2, 3}, Init::full(1.0));
+  auto b = g.parameter("b", {3}, Init::full(-1.0));
+  auto loss = add(sum(w * x, {0, 1}), sum(b * y, {0}));
+  g.output("loss", loss);
+  std::vector<Tensor> grads = grad(loss, {w, b});
+  if (Tensor norm = clip(grads))
+    g.output("norm", norm);
+  optim::SGD({w, b}, {.lr = 0.1}).step(grads);
+  CompiledModel m = compile(g);
+  ClipRun r;
+  r.out = m.run({{"x", HostTensor::fromF32({2, 3}, xs)},
+                 {"y", HostTensor::fromF32({3}, ys)}});
+  r.w = m.state("w").f32;
+  r.b = m.state("b").f32;
+  return r;
+}
+
+} // namespace
+
+TEST(Train, ClipGradNormScalesEveryGradientByTheTotalNorm) {
+  std::vector<float> xs{3, -4, 1, 0.5f, 2, -2}, ys{-1, 6, 0.25f};
+  std::vector<float> all(xs);
+  all.insert(all.end(), ys.begin(), ys.end());
+  for (double p : {2.0, 1.0, 3.0, std::numeric_limits<double>::infinity()}) {
+    double total = 0; // PyTorch's total norm over both gradients
+    for (float v : all)
+      total = std::isinf(p) ? std::max(total, double(std::abs(v)))
+                            : total + std::pow(std::abs(double(v)), p);
+    if (!std::isinf(p))
+      total = std::pow(total, 1.0 / p);
+    double maxNorm = 2.5, coef = std::min(1.0, maxNorm / (total + 1e-6));
+    ClipRun r = clippedStep(
+        [&](std::vector<Tensor> &grads) {
+          return nn::utils::clipGradNorm_(grads, maxNorm, p);
+        },
+        xs, ys);
+    EXPECT_NEAR(r.out.at("norm").scalar(), total, 1e-5 * total) << "p " << p;
+    for (size_t i = 0; i < xs.size(); ++i)
+      EXPECT_NEAR(r.w[i], 1.0 - 0.1 * coef * xs[i], 1e-6) << "p " << p;
+    for (size_t i = 0; i < ys.size(); ++i)
+      EXPECT_NEAR(r.b[i], -1.0 - 0.1 * coef * ys[i], 1e-6) << "p " << p;
+  }
+  // Below max_norm nothing changes: the plain SGD step.
+  ClipRun loose = clippedStep(
+      [](std::vector<Tensor> &grads) {
+        return nn::utils::clipGradNorm_(grads, 100.0);
+      },
+      xs, ys);
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(loose.w[i], 1.0 - 0.1 * xs[i], 1e-6);
+}
+
+TEST(Train, ClipGradValueClampsEachGradient) {
+  std::vector<float> xs{3, -4, 1, 0.5f, 2, -2}, ys{-1, 6, 0.25f};
+  ClipRun r = clippedStep(
+      [](std::vector<Tensor> &grads) {
+        nn::utils::clipGradValue_(grads, 1.5);
+        return Tensor();
+      },
+      xs, ys);
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(r.w[i], 1.0 - 0.1 * std::clamp(xs[i], -1.5f, 1.5f), 1e-6);
+  for (size_t i = 0; i < ys.size(); ++i)
+    EXPECT_NEAR(r.b[i], -1.0 - 0.1 * std::clamp(ys[i], -1.5f, 1.5f), 1e-6);
+}
+
+TEST(Train, StepFromGradientsChecksThemAtTheUsersLine) {
+  Graph g("bad_grads");
+  auto x = g.input("x", {3});
+  auto w = g.parameter("w", {3}, Init::full(1.0));
+  auto b = g.parameter("b", {2}, Init::full(1.0));
+  auto loss = add(sum(w * x, {0}), sum(b, {0}));
+  std::vector<Tensor> grads = grad(loss, {w, b});
+  optim::SGD sgd({w, b}, {.lr = 0.1});
+  unsigned line = 0;
+  std::string message =
+      errorOf([&] { sgd.step(std::vector<Tensor>{grads[0]}); }, &line);
+  EXPECT_EQ(line, __LINE__ - 1u);
+  EXPECT_NE(message.find("one gradient per parameter: 2 parameters, 1 "
+                         "gradients"),
+            std::string::npos)
+      << message;
+  message = errorOf([&] { sgd.step({grads[1], grads[0]}); });
+  EXPECT_NE(message.find("gradient 0 is f32 [2], but parameter 'w' is f32 "
+                         "[3]"),
+            std::string::npos)
+      << message;
+  std::vector<Tensor> none;
+  EXPECT_NE(errorOf([&] {
+              nn::utils::clipGradNorm_(none, 1.0);
+            }).find("needs at least one gradient"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] {
+              nn::utils::clipGradNorm_(grads, 1.0, 0.0);
+            }).find("norm_type 0 must be positive"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] {
+              nn::utils::clipGradNorm_(grads, -1.0);
+            }).find("max_norm -1 must be a finite number"),
+            std::string::npos);
+  // Nothing was recorded by the failures: the step still records.
+  sgd.step(grads);
+}

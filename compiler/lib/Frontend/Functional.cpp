@@ -9,6 +9,8 @@
 
 #include "UserText.h"
 
+#include "locus/Frontend/Nn.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -671,4 +673,90 @@ Tensor locus::scaledDotProductAttention(const Tensor &q, const Tensor &k,
     }
     return matmul(softmax(scores, -1, loc), v, loc);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient clipping
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Every axis of x, for a full reduction.
+std::vector<int64_t> allAxes(const Tensor &x) {
+  std::vector<int64_t> axes(static_cast<size_t>(x.rank()));
+  for (size_t i = 0; i < axes.size(); ++i)
+    axes[i] = static_cast<int64_t>(i);
+  return axes;
+}
+
+/// sum |g|^p over g (the largest |g| for p = infinity), a scalar.
+Tensor normPart(const Tensor &g, double p, const Here &loc) {
+  Tensor magnitude = p == 2.0 ? mul(g, g, loc) : abs(g, loc);
+  if (std::isinf(p))
+    return g.rank() ? max(magnitude, allAxes(g), false, loc) : magnitude;
+  if (p != 2.0 && p != 1.0)
+    magnitude = locus::pow(magnitude, p, loc);
+  return g.rank() ? sum(magnitude, allAxes(g), false, loc) : magnitude;
+}
+
+} // namespace
+
+Tensor locus::nn::utils::clipGradNorm_(std::vector<Tensor> &grads,
+                                       double maxNorm, double normType,
+                                       Here loc) {
+  if (grads.empty())
+    throw errorAt(loc, "clip_grad_norm_ needs at least one gradient");
+  if (!(normType > 0.0))
+    throw errorAt(loc, "clip_grad_norm_: norm_type " + numberText(normType) +
+                           " must be positive (or infinity)");
+  if (!std::isfinite(maxNorm) || maxNorm < 0.0)
+    throw errorAt(loc, "clip_grad_norm_: max_norm " + numberText(maxNorm) +
+                           " must be a finite number, 0 or more");
+  for (const Tensor &g : grads)
+    if (g.dtype() != DType::f32)
+      throw errorAt(loc, std::string("clip_grad_norm_ takes f32 gradients, "
+                                     "got ") +
+                             dtypeName(g.dtype()) + " " + shapeText(g.shape()));
+  std::vector<Tensor> clipped;
+  Tensor norm = transaction(grads.front(), loc, [&] {
+    Tensor total;
+    for (const Tensor &g : grads) {
+      Tensor part = normPart(g, normType, loc);
+      if (!total)
+        total = part;
+      else
+        total = std::isinf(normType) ? maximum(total, part, loc)
+                                     : add(total, part, loc);
+    }
+    if (normType == 2.0)
+      total = sqrt(total, loc);
+    else if (!std::isinf(normType) && normType != 1.0)
+      total = locus::pow(total, 1.0 / normType, loc);
+    // PyTorch's: max_norm / (total + 1e-6), at most 1.
+    Graph g = graphOf(total, loc);
+    Tensor coef = minimum(div(g.full({}, maxNorm, DType::f32, loc),
+                              shifted(total, 1e-6, loc), loc),
+                          g.full({}, 1.0, DType::f32, loc), loc);
+    for (const Tensor &grad : grads)
+      clipped.push_back(mul(grad, coef, loc));
+    return total;
+  });
+  grads = std::move(clipped);
+  return norm;
+}
+
+void locus::nn::utils::clipGradValue_(std::vector<Tensor> &grads,
+                                      double clipValue, Here loc) {
+  if (!(clipValue >= 0.0))
+    throw errorAt(loc, "clip_grad_value_: clip_value " + numberText(clipValue) +
+                           " must be 0 or more");
+  if (grads.empty())
+    return;
+  std::vector<Tensor> clipped = transaction(grads.front(), loc, [&] {
+    std::vector<Tensor> out;
+    for (const Tensor &g : grads)
+      out.push_back(clamp(g, -clipValue, clipValue, loc));
+    return out;
+  });
+  grads = std::move(clipped);
 }

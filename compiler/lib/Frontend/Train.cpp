@@ -132,19 +132,46 @@ optim::Optimizer::Optimizer(std::vector<Tensor> params, Here loc)
 }
 
 void optim::Optimizer::step(const Tensor &loss, Here loc) {
+  record({}, &loss, loc);
+}
+
+void optim::Optimizer::step(const std::vector<Tensor> &grads, Here loc) {
+  if (grads.size() != params_.size())
+    throw userError(loc, "step() takes one gradient per parameter: " +
+                             std::to_string(params_.size()) + " parameters, " +
+                             std::to_string(grads.size()) + " gradients");
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (grads[i].shape() != params_[i].shape() ||
+        grads[i].dtype() != params_[i].dtype())
+      throw userError(loc, "step(): gradient " + std::to_string(i) + " is " +
+                               dtypeName(grads[i].dtype()) + " " +
+                               shapeText(grads[i].shape()) +
+                               ", but parameter '" +
+                               stateName(params_[i], loc) + "' is " +
+                               dtypeName(params_[i].dtype()) + " " +
+                               shapeText(params_[i].shape()));
+  record(grads, nullptr, loc);
+}
+
+/// The update of every parameter from `grads`, or from the gradients of
+/// `*loss` when it is given.
+void optim::Optimizer::record(const std::vector<Tensor> &grads,
+                              const Tensor *loss, const Here &loc) {
   if (stepped_)
     throw userError(loc, "step() records the training step once; every run "
                          "of the compiled model then performs it");
-  GraphImpl &g = graphOf(loss, params_, loc);
+  GraphImpl &g = graphOf(loss ? *loss : grads.front(), params_, loc);
   Transaction tx(g);
   std::vector<mlir::Value> params = valuesOf(g, params_, loc);
-  std::vector<mlir::Value> grads =
-      differentiateAt(g, g.value(loss, loc), params, loc);
+  std::vector<mlir::Value> gradValues =
+      loss ? differentiateAt(g, g.value(*loss, loc), params, loc)
+           : valuesOf(g, grads, loc);
   Config config;
   configure(config);
   DiagnosticCapture capture(&g.context);
-  if (mlir::failed(recordOptimizerStep(g.graph, params, grads, config.value,
-                                       "optimizer.", g.location(loc))))
+  if (mlir::failed(recordOptimizerStep(g.graph, params, gradValues,
+                                       config.value, "optimizer.",
+                                       g.location(loc))))
     throw userError(loc, capture.take());
   if (mlir::failed(mlir::verify(g.graph)))
     LOCUS_INTERNAL_ERROR("the training step does not verify: " +

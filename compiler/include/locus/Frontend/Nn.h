@@ -588,6 +588,23 @@ private:
   Reduction reduction_;
 };
 
+namespace utils {
+
+/// torch.nn.utils.clip_grad_norm_ on gradients (locus::grad's): the total
+/// norm of all of them together (`normType` 2 by default; any p > 0, or
+/// infinity for the largest magnitude), then each gradient scaled by
+/// min(1, maxNorm / (norm + 1e-6)), in place. Returns the total norm, a
+/// scalar the step may output. Recorded as graph ops: nothing leaves the
+/// step. Pass the clipped gradients to Optimizer::step(grads).
+Tensor clipGradNorm_(std::vector<Tensor> &grads, double maxNorm,
+                     double normType = 2.0, Here loc = Here::current());
+/// torch.nn.utils.clip_grad_value_: each gradient clamped to
+/// [-clipValue, clipValue], in place.
+void clipGradValue_(std::vector<Tensor> &grads, double clipValue,
+                    Here loc = Here::current());
+
+} // namespace utils
+
 } // namespace locus::nn
 
 namespace locus::optim {
@@ -622,6 +639,10 @@ public:
   virtual ~Optimizer() = default;
   /// Records the backward pass and the update; once per optimizer.
   void step(const Tensor &loss, Here loc = Here::current());
+  /// Records the update from gradients the caller computed (locus::grad,
+  /// perhaps clipped with nn::utils::clipGradNorm_), one per parameter in
+  /// parameters()' order; once per optimizer.
+  void step(const std::vector<Tensor> &grads, Here loc = Here::current());
   const std::vector<Tensor> &parameters() const { return params_; }
 
 protected:
@@ -629,6 +650,9 @@ protected:
   virtual void configure(Config &config) const = 0;
 
 private:
+  void record(const std::vector<Tensor> &grads, const Tensor *loss,
+              const Here &loc);
+
   std::vector<Tensor> params_;
   bool stepped_ = false;
 };
