@@ -266,16 +266,37 @@ void findConstants(locus_model_t &m) {
   m.constants.setRanges(std::move(ranges));
 }
 
+/// State that no command reads or writes: a plan may name any amount of
+/// it in a few bytes, so it is made only when a caller writes it.
+void findLazyState(locus_model_t &m) {
+  std::vector<bool> used(m.plan.buffers.size(), false);
+  for (const auto *commands : {&m.plan.step, &m.plan.load})
+    for (const PlanCommand &c : *commands)
+      if (c.op == LOCUS_PLAN_LAUNCH) {
+        for (uint32_t b : c.args)
+          used[b] = true;
+      } else if (c.op == LOCUS_PLAN_COPY) {
+        used[c.src] = used[c.dst] = true;
+      }
+  m.lazyState.assign(m.plan.buffers.size(), false);
+  for (size_t i = 0; i < m.plan.buffers.size(); ++i)
+    m.lazyState[i] = m.plan.buffers[i].kind == LOCUS_PLAN_STATE && !used[i];
+}
+
 /// Persistent buffers: state from its initialiser, constants from the plan.
-/// Refuses a plan whose persistent buffers and one context's arenas need
-/// more than `maxBytes` (0: no bound), before anything is allocated.
+/// Refuses a plan whose persistent buffers made at load and one context's
+/// arenas need more than `maxBytes` (0: no bound), before anything is
+/// allocated.
 locus_status_t checkLoadBytes(const locus_model_t &m, uint64_t maxBytes) {
   if (!maxBytes)
     return nullptr;
   uint64_t need = 0;
-  for (const PlanBuffer &b : m.plan.buffers)
-    if (b.kind != LOCUS_PLAN_ACTIVATION && b.kind != LOCUS_PLAN_INPUT)
+  for (size_t i = 0; i < m.plan.buffers.size(); ++i) {
+    const PlanBuffer &b = m.plan.buffers[i];
+    if (b.kind != LOCUS_PLAN_ACTIVATION && b.kind != LOCUS_PLAN_INPUT &&
+        !m.lazyState[i])
       need += b.bytes; // each below 2^48 (the plan reader): no overflow
+  }
   for (uint64_t arena : m.plan.arenaBytes)
     need += arena;
   if (need > maxBytes)
@@ -287,25 +308,36 @@ locus_status_t checkLoadBytes(const locus_model_t &m, uint64_t maxBytes) {
   return nullptr;
 }
 
+} // namespace
+
+locus_status_t makeBuffer(locus_model_t &m, uint32_t i) {
+  const PlanBuffer &b = m.plan.buffers[i];
+  Device &device = *m.deviceOf[b.device];
+  void *p = device.allocate(b.bytes);
+  if (!p)
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                      "out of memory for %zu bytes of %s", size_t(b.bytes),
+                      b.name.empty() ? "constants" : b.name.c_str());
+  m.persistent[i] = p;
+  m.persistentBytes += b.bytes;
+  locus_status_t s = nullptr;
+  if (b.kind == LOCUS_PLAN_STATE)
+    s = initState(device, b, p);
+  else if (b.kind == LOCUS_PLAN_CONSTANT)
+    s = device.upload(b.data.data(), p, b.bytes);
+  return s;
+}
+
+namespace {
+
 locus_status_t makePersistent(locus_model_t &m) {
   m.persistent.assign(m.plan.buffers.size(), nullptr);
   for (size_t i = 0; i < m.plan.buffers.size(); ++i) {
     const PlanBuffer &b = m.plan.buffers[i];
-    if (b.kind == LOCUS_PLAN_ACTIVATION || b.kind == LOCUS_PLAN_INPUT)
+    if (b.kind == LOCUS_PLAN_ACTIVATION || b.kind == LOCUS_PLAN_INPUT ||
+        m.lazyState[i])
       continue;
-    Device &device = *m.deviceOf[b.device];
-    void *p = device.allocate(b.bytes);
-    if (!p)
-      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
-                        "out of memory for %zu bytes of %s", size_t(b.bytes),
-                        b.name.empty() ? "constants" : b.name.c_str());
-    m.persistent[i] = p;
-    locus_status_t s = nullptr;
-    if (b.kind == LOCUS_PLAN_STATE)
-      s = initState(device, b, p);
-    else if (b.kind == LOCUS_PLAN_CONSTANT)
-      s = device.upload(b.data.data(), p, b.bytes);
-    if (s)
+    if (locus_status_t s = makeBuffer(m, static_cast<uint32_t>(i)))
       return s;
   }
   return nullptr;
@@ -420,7 +452,9 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   if (locus_status_t s = placeDevices(m, p))
     return s;
   countStep(m);
-  if (locus_status_t s = checkLoadBytes(m, opts ? opts->max_bytes : 0))
+  findLazyState(m);
+  m.maxBytes = opts ? opts->max_bytes : 0;
+  if (locus_status_t s = checkLoadBytes(m, m.maxBytes))
     return s;
   if (locus_status_t s = makePersistent(m))
     return s;

@@ -155,9 +155,30 @@ locus_status_t readState(const locus_model_t &model, const char *name,
   auto &m = const_cast<locus_model_t &>(model);
   std::shared_lock lock(m.stateMutex);
   uint32_t buffer = m.stateBuffers[i];
-  return m.deviceOf[m.plan.buffers[buffer].device]->download(
-      m.persistent[buffer], out, bytes);
+  const PlanBuffer &b = m.plan.buffers[buffer];
+  // State never made holds its initialiser's values: made into `out`.
+  if (!m.persistent[buffer])
+    return initChunk(b, 0, bytes / 4, static_cast<float *>(out));
+  return m.deviceOf[b.device]->download(m.persistent[buffer], out, bytes);
 }
+
+namespace {
+
+/// State no command uses is made when it is first written, within the
+/// load's max_bytes.
+locus_status_t makeLazyState(locus_model_t &m, uint32_t buffer) {
+  uint64_t bytes = m.plan.buffers[buffer].bytes;
+  if (m.maxBytes && m.persistentBytes + bytes > m.maxBytes)
+    return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                      "writing state '%s' needs %llu more bytes, beyond the "
+                      "load's max_bytes %llu",
+                      m.plan.buffers[buffer].name.c_str(),
+                      static_cast<unsigned long long>(bytes),
+                      static_cast<unsigned long long>(m.maxBytes));
+  return makeBuffer(m, buffer);
+}
+
+} // namespace
 
 locus_status_t writeState(locus_model_t &m, const char *name, const void *data,
                           size_t bytes) {
@@ -170,6 +191,9 @@ locus_status_t writeState(locus_model_t &m, const char *name, const void *data,
   m.constants.drop();
   uint32_t buffer = m.stateBuffers[i];
   const Plan &plan = m.plan;
+  if (!m.persistent[buffer])
+    if (locus_status_t s = makeLazyState(m, buffer))
+      return s;
   if (locus_status_t s = m.deviceOf[plan.buffers[buffer].device]->upload(
           data, m.persistent[buffer], bytes))
     return s;

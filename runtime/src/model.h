@@ -36,6 +36,11 @@ struct locus_model_s {
   std::vector<std::unique_ptr<locus::rt::Device>> devices; // used, one each
   std::vector<locus::rt::Device *> deviceOf;               // by plan device
   std::vector<void *> persistent; // by buffer; null if per-run
+  // By buffer: state no command uses, made only when written (a read
+  // gives its initialiser's values without making it); and the bound on
+  // what persistent buffers may take (0: none) with what they take now.
+  std::vector<bool> lazyState;
+  uint64_t maxBytes = 0, persistentBytes = 0;
   // The persistent buffers no step writes, and the copies library calls
   // keep of them in their own layouts (constants.h).
   locus::rt::Constants constants;
@@ -110,6 +115,9 @@ locus_status_t createModelFromPlan(const void *plan, size_t planSize,
 /// on: the same values however a buffer is cut into chunks.
 locus_status_t initChunk(const PlanBuffer &b, size_t first, size_t count,
                          float *out);
+/// Allocates persistent buffer `i` on its device and fills it: state from
+/// its initialiser, constants from the plan.
+locus_status_t makeBuffer(locus_model_t &m, uint32_t i);
 
 // ---- model.cpp -----------------------------------------------------------
 

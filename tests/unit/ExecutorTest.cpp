@@ -57,9 +57,11 @@ struct PlanWriter : PlanBytes {
 /// `foreign` launches the kernel on the cpu input directly instead.
 /// `skipRecord` leaves out the first event's record. `seedAt`, when given,
 /// is set to the offset of w's seed (8 bytes a full() initialiser ignores).
+/// `unused`, when not 0, adds a state of that many elements ("unused", on
+/// the cpu, uniform(-1, 1) with seed 7) that no command reads or writes.
 std::vector<uint8_t> makePlan(bool foreign = false, bool skipRecord = false,
                               uint32_t version = LOCUS_PLAN_VERSION,
-                              size_t *seedAt = nullptr) {
+                              size_t *seedAt = nullptr, uint64_t unused = 0) {
   PlanWriter w;
   w.u32(LOCUS_PLAN_MAGIC);
   w.u32(version);
@@ -68,7 +70,7 @@ std::vector<uint8_t> makePlan(bool foreign = false, bool skipRecord = false,
   w.u32(0);
   w.u8(1);
   w.u32(0);
-  w.u32(5);                               // buffers
+  w.u32(unused ? 6 : 5);                  // buffers
   w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");  // 0
   w.buffer(LOCUS_PLAN_ACTIVATION, 1, 0);  // 1: x on cuda:0
   w.buffer(LOCUS_PLAN_ACTIVATION, 1, 64); // 2: the sum
@@ -80,6 +82,13 @@ std::vector<uint8_t> makePlan(bool foreign = false, bool skipRecord = false,
   if (seedAt)
     *seedAt = w.bytes.size();
   w.u64(0);
+  if (unused) {
+    w.f32Buffer(LOCUS_PLAN_STATE, 0, unused, 0, "unused"); // 5
+    w.u8(LOCUS_INIT_UNIFORM);
+    w.f64(-1.0);
+    w.f64(1.0);
+    w.u64(7);
+  }
   w.u64(128); // arenas
   w.u64(128);
   w.u32(1); // kernels
@@ -322,6 +331,47 @@ TEST(Executor, StateIsReadAndWrittenWhereItLives) {
   locus_status_t s = locus_model_write_state(m.model, "w", w2, 8);
   EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
   locus_status_free(s);
+}
+
+TEST(Executor, StateNoCommandUsesIsMadeOnlyWhenWritten) {
+  // 2^31 floats (8 GiB) that no command touches: the load neither makes
+  // nor fills them, so a small max_bytes admits it, and it is quick.
+  Loaded big;
+  locus_model_options_t options{};
+  options.max_bytes = 1 << 20;
+  std::vector<uint8_t> plan =
+      makePlan(false, false, LOCUS_PLAN_VERSION, nullptr, uint64_t{1} << 31);
+  ASSERT_EQ(locus_model_create_from_plan(plan.data(), plan.size(), nullptr, 0,
+                                         resolve, nullptr, &options,
+                                         &big.model),
+            nullptr);
+  float x[4] = {1, 2, 3, 4}, y[4];
+  ASSERT_EQ(runOnce(big.model, x, y), nullptr);
+  EXPECT_EQ(y[0], 3.0f);
+  // Writing it would make it: beyond max_bytes, a clean refusal.
+  locus_status_t s =
+      locus_model_write_state(big.model, "unused", x, size_t{4} << 31);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_OUT_OF_MEMORY);
+  EXPECT_NE(messageOf(s).find("beyond the load's max_bytes"),
+            std::string::npos);
+
+  // A small one reads as its initialiser's values before it is made, and
+  // as what was written after.
+  Loaded small;
+  plan = makePlan(false, false, LOCUS_PLAN_VERSION, nullptr, 6);
+  ASSERT_EQ(load(plan, small), nullptr);
+  float want[6], got[6];
+  ASSERT_EQ(locus_init_fill(LOCUS_INIT_UNIFORM, -1.0, 1.0, 7, 6, want),
+            nullptr);
+  ASSERT_EQ(locus_model_read_state(small.model, "unused", got, 24), nullptr);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(got[i], want[i]) << i;
+  float written[6] = {1, 2, 3, 4, 5, 6};
+  ASSERT_EQ(locus_model_write_state(small.model, "unused", written, 24),
+            nullptr);
+  ASSERT_EQ(locus_model_read_state(small.model, "unused", got, 24), nullptr);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(got[i], written[i]) << i;
 }
 
 TEST(Executor, BadDeviceMaps) {

@@ -279,7 +279,9 @@ typedef struct locus_model_options_s {
    * persistent buffers on every device, plus one context's arenas; 0 for no
    * bound. A plan that needs more is refused with OUT_OF_MEMORY before
    * anything is allocated, so a small hostile file cannot make a service
-   * that loads models allocate gigabytes. */
+   * that loads models allocate gigabytes. State that no command of the
+   * plan reads or writes is not made at load (reading it gives its
+   * initialiser's values); writing it makes it, within the same bound. */
   uint64_t max_bytes;
 } locus_model_options_t;
 
