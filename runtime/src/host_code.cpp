@@ -242,6 +242,14 @@ uint64_t gnuHashSymbols(const unsigned char *bytes,
   return symbols;
 }
 
+/// Whether the string at `address` is `name` (its NUL included).
+bool namedAs(const unsigned char *bytes, const std::vector<Elf64_Phdr> &loads,
+             uint64_t address, const char *name) {
+  size_t length = std::strlen(name) + 1;
+  uint64_t at = fileOffsetOf(loads, address, length);
+  return at != UINT64_MAX && std::memcmp(bytes + at, name, length) == 0;
+}
+
 /// The number of symbols of a SysV hash table at `address`, its buckets
 /// and chains inside it; 0 if malformed.
 uint64_t sysvHashSymbols(const unsigned char *bytes,
@@ -412,6 +420,10 @@ locus_status_t checkDynamic(const unsigned char *bytes,
   if (!tags.count(DT_STRTAB) || !tags.count(DT_SYMTAB) ||
       (!tags.count(DT_HASH) && !tags.count(DT_GNU_HASH)))
     return malformed("no symbol table");
+  if (tags.count(DT_SONAME) &&
+      !namedAs(bytes, loads, tag(DT_STRTAB) + tag(DT_SONAME),
+               LOCUS_ABI_HOST_SONAME))
+    return malformed("a shared-object name other than " LOCUS_ABI_HOST_SONAME);
   // The symbols the loader can reach: through either hash table.
   uint64_t symbols =
       tags.count(DT_HASH) ? sysvHashSymbols(bytes, loads, tag(DT_HASH)) : 0;

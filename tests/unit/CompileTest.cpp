@@ -853,6 +853,31 @@ TEST(Compile, HostCodeIsCheckedBeforeTheSystemLoaderSeesIt) {
               "the host code is not a shared object Locus made: an IFUNC, "
               "TLS or GNU-unique symbol");
   }
+  // The object's name (DT_SONAME) made a library's: the system loader
+  // hands a loaded object to any later dlopen() of its soname, so this
+  // code would stand in for cuDNN when the runtime looks for it (and the
+  // runtime calls what it finds there). Only Locus's own name loads.
+  size_t name = code.find(std::string("locus-host-code") + '\0');
+  ASSERT_NE(name, std::string::npos);
+  changed = code;
+  changed.replace(name, 16, std::string("libcudnn.so.9\0\0\0", 16));
+  sections[LOCUS_SECTION_HOST_CODE] = changed;
+  {
+    writeSections(sections, out);
+    locus_model_t *model = nullptr;
+    locus_status_t s = locus_model_load(out.c_str(), nullptr, &model);
+    std::string message = s ? locus_status_message(s) : "";
+    void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+    bool hijacked = lib != nullptr;
+
+    if (lib)
+      dlclose(lib);
+    locus_status_free(s);
+    locus_model_release(model);
+    EXPECT_FALSE(hijacked) << "dlopen(\"libcudnn.so.9\") found the artifact";
+    EXPECT_EQ(message, "the host code is not a shared object Locus made: a "
+                       "shared-object name other than locus-host-code");
+  }
   std::remove(out.c_str());
   std::remove(path.c_str());
 }

@@ -288,7 +288,7 @@ std::string linkSharedObject(const Scratch &scratch,
   llvm::SmallVector<llvm::StringRef> args{
       lld,   "-shared",      "--build-id=none",
       "-z",  "noexecstack",  "-z",
-      "now", "-soname",      "locus-host-code",
+      "now", "-soname",      LOCUS_ABI_HOST_SONAME,
       "-o",  scratch.shared, scratch.object};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, scratch.log,
                                                 scratch.log};

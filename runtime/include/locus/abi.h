@@ -45,6 +45,11 @@
 /* Pointer slot of import <name> in an ahead-of-time object: the runtime
  * stores the function there at load, so the object needs only libc/libm. */
 #define LOCUS_ABI_IMPORT_PREFIX "__locus_import_"
+/* The host code's shared-object name (DT_SONAME), and the only one the
+ * runtime loads: the system loader hands an object to any later
+ * dlopen() of its soname, so host code named like a library (libcudnn.so.9,
+ * libcuda.so.1) would stand in for it. */
+#define LOCUS_ABI_HOST_SONAME "locus-host-code"
 /* const char * globals of an ahead-of-time object: the LLVM CPU name it was
  * compiled for and the comma-separated CPU features it needs. */
 #define LOCUS_ABI_CPU_SYMBOL "__locus_cpu"
