@@ -146,7 +146,8 @@ struct Value {
 };
 
 int64_t normalizeAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  // A scalar has no axis: callers index the shape with the result.
+  if (axis < -rank || axis >= rank)
     fail("axis " + std::to_string(axis) + " is out of range for rank " +
          std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
@@ -1106,6 +1107,8 @@ void Importer::split(const NodeProto &n) {
       normalizeAxis(attrInt(n, "axis", 0), static_cast<int64_t>(shape.size()));
   auto sizes = intsFromInputOrAttr(n, 1, "split");
   int outputs = n.output_size();
+  if (outputs < 1)
+    fail("Split has no outputs");
   int64_t dim = shape[size_t(axis)];
   if (!sizes) {
     if (dim % outputs)
@@ -1260,6 +1263,17 @@ void Importer::concat(const NodeProto &n) {
   Shape first = shapeOf(n, 0);
   int64_t axis =
       normalizeAxis(attrInt(n, "axis", 0), static_cast<int64_t>(first.size()));
+  // One rank, and the same size in every dimension but the axis.
+  for (int k = 1; k < n.input_size(); ++k) {
+    Shape shape = shapeOf(n, k);
+    bool same = shape.size() == first.size();
+    for (size_t d = 0; same && d < shape.size(); ++d)
+      same = int64_t(d) == axis || shape[d] == first[d];
+    if (!same)
+      fail("concatenates " + shapeText(first) + " and " + shapeText(shape) +
+           " on axis " + std::to_string(axis) +
+           ": the other dimensions must match");
+  }
   bool known = true;
   for (int k = 0; k < n.input_size(); ++k)
     known &= constOf(n, k) != nullptr;
