@@ -77,6 +77,12 @@ public:
       }
     }
 
+    if (maxOps < 1) {
+      graph.emitError() << "--locus-fuse-kernels: max-ops must be at least "
+                           "1, got "
+                        << static_cast<int64_t>(maxOps);
+      return signalPassFailure();
+    }
     // Group ids in graph order; groups[i] is null once merged away.
     std::vector<std::unique_ptr<Group>> groups;
     DenseMap<Operation *, Group *> groupOf;
@@ -87,6 +93,8 @@ public:
       bool elementwise = isElementwise(&op);
       SmallVector<Group *> joins;
       bool anchorJoined = false;
+      int64_t size = 1; // this op and the groups it joins
+
       if (fuse)
         for (Value operand : op.getOperands()) {
           Operation *producer = operand.getDefiningOp();
@@ -118,6 +126,9 @@ public:
           if (!transposeIntoProduct && !poolIntoConv && !reshapeIntoReader &&
               (!elementwise || (g->anchored && anchorJoined)))
             continue;
+          if (size + static_cast<int64_t>(g->ops.size()) > maxOps)
+            continue;
+          size += static_cast<int64_t>(g->ops.size());
           anchorJoined |= g->anchored;
           joins.push_back(g);
         }

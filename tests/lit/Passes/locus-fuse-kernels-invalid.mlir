@@ -29,3 +29,4 @@ locus.graph @badyield {
   }
   locus.output "y" = %0 : tensor<4xf32>
 }
+
