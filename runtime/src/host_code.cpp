@@ -396,6 +396,14 @@ locus_status_t checkDynamic(const unsigned char *bytes,
   if (!ended)
     return malformed("an unterminated dynamic section");
   auto tag = [&](int64_t t) { return tags.count(t) ? tags[t] : 0; };
+  // The loader reads an entry's partner without looking: DT_PLTREL without
+  // DT_JMPREL (the fuzzer's find), a table without its size or entry size,
+  // is a NULL read inside dlopen.
+  auto has = [&](int64_t t) { return tags.count(t) != 0; };
+  if (has(DT_RELA) != has(DT_RELASZ) || has(DT_RELA) != has(DT_RELAENT) ||
+      has(DT_PLTREL) != has(DT_JMPREL) || has(DT_JMPREL) != has(DT_PLTRELSZ) ||
+      (has(DT_RELACOUNT) && !has(DT_RELA)))
+    return malformed("a dynamic entry without its partner");
   if ((tags.count(DT_RELAENT) && tag(DT_RELAENT) != sizeof(Elf64_Rela)) ||
       (tags.count(DT_SYMENT) && tag(DT_SYMENT) != sizeof(Elf64_Sym)) ||
       ((tags.count(DT_PLTREL) || tags.count(DT_JMPREL)) &&
