@@ -100,6 +100,7 @@ void BM_resnet18_sgd(benchmark::State &state) {
       {"x", HostTensor::fromF32({batch, 3, 32, 32},
                                 bench::randomValues(batch * 3 * 32 * 32))},
       {"y", HostTensor::fromI64({batch}, bench::randomLabels(batch, 10))}};
+  // NOLINTNEXTLINE(clang-analyzer-deadcode.DeadStores): Google Benchmark's loop
   for (auto _ : state)
     benchmark::DoNotOptimize(compiled.run(inputs));
   state.counters["batch"] = static_cast<double>(batch);

@@ -156,7 +156,7 @@ public:
   }
   onnx::GraphProto *graph() { return model_.mutable_graph(); }
   onnx::NodeProto *node(const std::string &op, const std::string &out,
-                        std::vector<std::string> inputs = {"x"}) {
+                        const std::vector<std::string> &inputs = {"x"}) {
     onnx::NodeProto *n = graph()->add_node();
     n->set_op_type(op);
     n->set_name(out);
@@ -193,7 +193,7 @@ public:
 
 private:
   static void value(onnx::ValueInfoProto *v, const std::string &name,
-                    std::vector<int64_t> dims = {3, 8}) {
+                    const std::vector<int64_t> &dims = {3, 8}) {
     v->set_name(name);
     auto *type = v->mutable_type()->mutable_tensor_type();
     type->set_elem_type(onnx::TensorProto::FLOAT);

@@ -718,6 +718,7 @@ Tensor locus::nn::utils::clipGradNorm_(std::vector<Tensor> &grads,
                                      "got ") +
                              dtypeName(g.dtype()) + " " + shapeText(g.shape()));
   std::vector<Tensor> clipped;
+  clipped.reserve(grads.size());
   Tensor norm = transaction(grads.front(), loc, [&] {
     Tensor total;
     for (const Tensor &g : grads) {
@@ -754,6 +755,7 @@ void locus::nn::utils::clipGradValue_(std::vector<Tensor> &grads,
     return;
   std::vector<Tensor> clipped = transaction(grads.front(), loc, [&] {
     std::vector<Tensor> out;
+    out.reserve(grads.size());
     for (const Tensor &g : grads)
       out.push_back(clamp(g, -clipValue, clipValue, loc));
     return out;
