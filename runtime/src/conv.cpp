@@ -163,8 +163,7 @@ void builtinConv(const Shape &s, const float *x, const float *w,
                  const float *bias, const float *residual, float *y) {
   int64_t cg = s.c / s.groups, og = s.o / s.groups, plane = s.oh * s.ow;
   int64_t k = cg * s.kh * s.kw;
-  bool pointwise = s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 &&
-                   s.ph == 0 && s.pw == 0 && s.oh == s.h && s.ow == s.w;
+  bool pointwise = s.pointwise();
   float *cols = nullptr, *convImage = nullptr;
   if (!pointwise)
     cols = reinterpret_cast<float *>(
@@ -413,16 +412,9 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
   char *space = workspace().get(std::max<size_t>(total, 64));
   if (!space)
     return false;
-  // Memory objects wrap the buffers of this call (creating one allocates
-  // no data).
-  dnnl_memory_t objects[16] = {};
-  int count = 0;
+  locus::rt::CallMemory memory(d);
   auto wrap = [&](const dnnl_memory_desc_t &md, const void *data) {
-    dnnl_memory_t m = nullptr;
-    if (!ok(d.dnnl_memory_create(&m, &md, d.engine, const_cast<void *>(data))))
-      return static_cast<dnnl_memory_t>(nullptr);
-    objects[count++] = m;
-    return m;
+    return memory.wrap(md, data);
   };
   void *convOut = dstInSpace ? static_cast<void *>(space + dstAt) : y;
   dnnl_memory_t userSrc = wrap(p->userSrc, x),
@@ -485,10 +477,7 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
     if (p->pooledOut)
       run(p->pooledOut, {{DNNL_ARG_FROM, pooled}, {DNNL_ARG_TO, userPooled}});
   }
-  ran = ran && ok(d.dnnl_stream_wait(stream));
-  for (int i = 0; i < count; ++i)
-    d.dnnl_memory_destroy(objects[i]);
-  return ran;
+  return ran && ok(d.dnnl_stream_wait(stream));
 }
 
 #endif // LOCUS_HAVE_DNNL_H

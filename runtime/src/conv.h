@@ -47,6 +47,12 @@ struct Shape {
   /// Elements of the input and of the weights.
   int64_t inputElements() const { return n * c * h * w; }
   int64_t weightElements() const { return o * (c / groups) * kh * kw; }
+  /// A 1x1 convolution of stride 1 without padding: a product of the
+  /// input as it lies, no im2col.
+  bool pointwise() const {
+    return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 &&
+           oh == h && ow == w;
+  }
   /// Whether there is nothing to compute (an empty dimension).
   bool empty() const {
     return n <= 0 || c <= 0 || o <= 0 || oh <= 0 || ow <= 0 || h <= 0 ||

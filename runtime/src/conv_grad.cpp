@@ -33,9 +33,11 @@ struct Group {
         k(s.c / s.groups * s.kh * s.kw) {}
 };
 
-bool pointwise(const Shape &s) {
-  return s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.ph == 0 &&
-         s.pw == 0 && s.oh == s.h && s.ow == s.w;
+/// One image and group's im2col columns in the workspace; null when it
+/// cannot grow.
+float *columns(const Group &g) {
+  return reinterpret_cast<float *>(
+      workspace().get(static_cast<size_t>(g.k * g.plane) * sizeof(float)));
 }
 
 uintptr_t address(const float *p) { return reinterpret_cast<uintptr_t>(p); }
@@ -75,15 +77,12 @@ void col2im(const Shape &s, const float *cols, int64_t channels, float *x) {
 bool builtinInputGrad(const Shape &s, const float *dy, const float *w,
                       float *dx) {
   Group g(s);
-  bool direct = pointwise(s);
-  float *cols = nullptr;
-  if (!direct) {
-    cols = reinterpret_cast<float *>(
-        workspace().get(static_cast<size_t>(g.k * g.plane) * sizeof(float)));
-    if (!cols)
-      return false;
+  bool direct = s.pointwise();
+  float *cols = direct ? nullptr : columns(g);
+  if (!direct && !cols)
+    return false;
+  if (!direct)
     std::fill(dx, dx + s.inputElements(), 0.0f);
-  }
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t grp = 0; grp < s.groups; ++grp) {
       const float *dyg = dy + (n * s.o + grp * g.og) * g.plane;
@@ -102,14 +101,10 @@ bool builtinInputGrad(const Shape &s, const float *dy, const float *w,
 bool builtinWeightGrad(const Shape &s, const float *x, const float *dy,
                        float *dw) {
   Group g(s);
-  bool direct = pointwise(s);
-  float *cols = nullptr;
-  if (!direct) {
-    cols = reinterpret_cast<float *>(
-        workspace().get(static_cast<size_t>(g.k * g.plane) * sizeof(float)));
-    if (!cols)
-      return false;
-  }
+  bool direct = s.pointwise();
+  float *cols = direct ? nullptr : columns(g);
+  if (!direct && !cols)
+    return false;
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t grp = 0; grp < s.groups; ++grp) {
       const float *xg = x + (n * s.c + grp * g.cg) * s.h * s.w;
@@ -323,14 +318,9 @@ bool dnnlGrad(const Dnnl &d, int64_t kind, const Params &params, const float *a,
   if (!space)
     return false;
   const void *user[3] = {a, b, y};
-  dnnl_memory_t objects[7] = {};
-  int count = 0;
+  locus::rt::CallMemory memory(d);
   auto wrap = [&](const dnnl_memory_desc_t &md, const void *data) {
-    dnnl_memory_t m = nullptr;
-    if (!ok(d.dnnl_memory_create(&m, &md, d.engine, const_cast<void *>(data))))
-      return static_cast<dnnl_memory_t>(nullptr);
-    objects[count++] = m;
-    return m;
+    return memory.wrap(md, data);
   };
   dnnl_memory_t userMem[3], libMem[3];
   bool ran = true;
@@ -358,10 +348,7 @@ bool dnnlGrad(const Dnnl &d, int64_t kind, const Params &params, const float *a,
   if (p->out.reorder)
     run(p->out.reorder,
         {{DNNL_ARG_FROM, libMem[2]}, {DNNL_ARG_TO, userMem[2]}});
-  ran = ran && ok(d.dnnl_stream_wait(stream));
-  for (int i = 0; i < count; ++i)
-    d.dnnl_memory_destroy(objects[i]);
-  return ran;
+  return ran && ok(d.dnnl_stream_wait(stream));
 }
 
 #endif // LOCUS_HAVE_DNNL_H

@@ -75,6 +75,34 @@ dnnl_primitive_desc_t
 describePrimitive(const Dnnl &d, const void *opDesc, float sum, bool relu,
                   const_dnnl_primitive_desc_t hint = nullptr);
 
+/// The memory objects of one primitive call, each wrapping a buffer of
+/// the call (making one allocates no data); destroyed with this.
+class CallMemory {
+public:
+  explicit CallMemory(const Dnnl &d) : d_(d) {}
+  CallMemory(const CallMemory &) = delete;
+  CallMemory &operator=(const CallMemory &) = delete;
+  ~CallMemory() {
+    for (int i = 0; i < count_; ++i)
+      d_.dnnl_memory_destroy(objects_[i]);
+  }
+  /// `data` described by `md`; null when oneDNN refuses it.
+  dnnl_memory_t wrap(const dnnl_memory_desc_t &md, const void *data) {
+    dnnl_memory_t m = nullptr;
+    if (count_ == kMax || !ok(d_.dnnl_memory_create(&m, &md, d_.engine,
+                                                    const_cast<void *>(data))))
+      return nullptr;
+    objects_[count_++] = m;
+    return m;
+  }
+
+private:
+  static constexpr int kMax = 16;
+  const Dnnl &d_;
+  dnnl_memory_t objects_[kMax] = {};
+  int count_ = 0;
+};
+
 /// A reorder from layout `from` to `to`; null when oneDNN refuses it.
 dnnl_primitive_t makeReorder(const Dnnl &d, const dnnl_memory_desc_t &from,
                              const dnnl_memory_desc_t &to);

@@ -128,7 +128,7 @@ Tensor locus::hardswish(const Tensor &x, Here loc) {
 
 Tensor locus::softplus(const Tensor &x, double beta, double threshold,
                        Here loc) {
-  if (!(beta != 0.0) || !std::isfinite(beta))
+  if (beta == 0.0 || !std::isfinite(beta))
     throw errorAt(loc, "softplus: beta " + numberText(beta) +
                            " must be a finite number other than 0");
   return transaction(x, loc, [&] {
