@@ -13,6 +13,8 @@
 #include "locus/locus.h"
 #include "locus/runtime.hpp"
 
+#include "common.h"
+
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -27,74 +29,9 @@
 
 namespace py = pybind11;
 using namespace locus;
+using namespace locus::python;
 
 namespace {
-
-// ---- Python locations and errors -------------------------------------------
-
-struct PyLine {
-  std::string file = "<python>";
-  unsigned line = 0;
-};
-
-/// The Python caller's file and line (no frame: "<python>", 0).
-PyLine callerLine() {
-  PyLine here;
-  PyFrameObject *frame = PyEval_GetFrame(); // borrowed
-  if (!frame)
-    return here;
-  here.line = static_cast<unsigned>(PyFrame_GetLineNumber(frame));
-  PyCodeObject *code = PyFrame_GetCode(frame); // new reference
-  py::object name = py::reinterpret_steal<py::object>(PyObject_GetAttrString(
-      reinterpret_cast<PyObject *>(code), "co_filename"));
-  Py_DECREF(code);
-  if (name && py::isinstance<py::str>(name))
-    here.file = name.cast<std::string>();
-  else
-    PyErr_Clear();
-  return here;
-}
-
-/// locus.Error: its file, line and message are attributes too.
-PyObject *errorType = nullptr;
-
-[[noreturn]] void raise(const std::string &file, unsigned line,
-                        const std::string &message, const std::string &text) {
-  py::object error = py::reinterpret_borrow<py::object>(errorType)(text);
-  error.attr("file") = file;
-  error.attr("line") = line;
-  error.attr("message") = message;
-  PyErr_SetObject(errorType, error.ptr());
-  throw py::error_already_set();
-}
-
-/// A recording Error as a locus.Error at the user's Python line.
-[[noreturn]] void raiseAt(const PyLine &here, const Error &e) {
-  raise(here.file, here.line, e.message(),
-        here.file + ":" + std::to_string(here.line) +
-            ": error: " + e.message());
-}
-
-/// Runs `record` with its ops located at the Python caller's line; an
-/// Error becomes a locus.Error at that line.
-template <typename F>
-auto recorded(const Graph &graph, F record) -> decltype(record()) {
-  PyLine here = callerLine();
-  try {
-    detail::OriginScope origin(graph, here.file, here.line, 0);
-    return record();
-  } catch (const Error &e) {
-    raiseAt(here, e);
-  }
-}
-
-Graph graphOf(const Tensor &t) {
-  try {
-    return t.graph();
-  } catch (const Error &e) {
-    raiseAt(callerLine(), e);
-  }
-}
 
 DType parseDType(const std::string &name) {
   if (name == "f32" || name == "float32")
@@ -641,7 +578,7 @@ void bindClipping(py::module_ &nn) {
 }
 
 void bindNn(py::module_ &m) {
-  py::module_ nn = m.def_submodule("nn", "layers, losses and optimizers");
+  py::module_ nn = m.def_submodule("nn", "layers and losses");
   py::class_<nn::Module, std::shared_ptr<nn::Module>>(nn, "Module")
       .def("__call__",
            [](const nn::Module &layer, const Tensor &x) {
@@ -695,58 +632,6 @@ void bindNn(py::module_ &m) {
       .def(py::init([] { return std::make_shared<nn::Flatten>(); }));
   bindActivationLayers(nn);
   bindClipping(nn);
-
-  py::module_ optim = m.def_submodule("optim", "optimizers");
-  py::class_<optim::Optimizer>(optim, "Optimizer")
-      .def(
-          "step",
-          [](optim::Optimizer &o, const Tensor &loss) {
-            recorded(graphOf(loss), [&] { o.step(loss, Here::current()); });
-          },
-          py::arg("loss"),
-          "Records the backward pass of `loss` and one update of every "
-          "parameter: each run of the compiled graph is a training step.")
-      .def(
-          "step",
-          [](optim::Optimizer &o, const std::vector<Tensor> &grads) {
-            if (grads.empty())
-              throw py::value_error("step() takes one gradient per "
-                                    "parameter, got an empty list");
-            recorded(graphOf(grads[0]),
-                     [&] { o.step(grads, Here::current()); });
-          },
-          py::arg("grads"),
-          "Records one update of every parameter from these gradients "
-          "(locus.grad's, perhaps clipped), one per parameter.");
-  auto first = [](const std::vector<Tensor> &params) {
-    if (params.empty())
-      throw py::value_error("an optimizer needs parameters");
-    return graphOf(params[0]);
-  };
-  py::class_<optim::SGD, optim::Optimizer>(optim, "SGD")
-      .def(
-          py::init([first](std::vector<Tensor> params, double lr,
-                           double momentum, double weightDecay, bool nesterov) {
-            optim::SGDOptions o{lr, momentum, weightDecay, nesterov};
-            Graph g = first(params);
-            return recorded(g, [&] {
-              return new optim::SGD(std::move(params), o, Here::current());
-            });
-          }),
-          py::arg("params"), py::arg("lr") = 0.01, py::arg("momentum") = 0.0,
-          py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
-  py::class_<optim::Adam, optim::Optimizer>(optim, "Adam")
-      .def(py::init([first](std::vector<Tensor> params, double lr, double beta1,
-                            double beta2, double eps, double weightDecay) {
-             optim::AdamOptions o{lr, beta1, beta2, eps, weightDecay};
-             Graph g = first(params);
-             return recorded(g, [&] {
-               return new optim::Adam(std::move(params), o, Here::current());
-             });
-           }),
-           py::arg("params"), py::arg("lr") = 1e-3, py::arg("beta1") = 0.9,
-           py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
-           py::arg("weight_decay") = 0.0);
 }
 
 // ---- compile() and CompiledModel -------------------------------------------
@@ -1043,7 +928,6 @@ void bindRuntime(py::module_ &m) {
   // `import locus.runtime` works too.
   py::module_::import("sys").attr("modules")["locus.runtime"] = runtime;
   py::module_::import("sys").attr("modules")["locus.nn"] = m.attr("nn");
-  py::module_::import("sys").attr("modules")["locus.optim"] = m.attr("optim");
 }
 
 } // namespace
@@ -1075,5 +959,6 @@ PYBIND11_MODULE(locus, m) {
   bindOps(m);
   bindNn(m);
   bindCompile(m);
+  bindOptim(m);
   bindRuntime(m);
 }

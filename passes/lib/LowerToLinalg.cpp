@@ -896,28 +896,28 @@ SmallVector<Value> elementwiseMulti(
 
 SmallVector<Value> lowerSgd(Lowering &l, SgdOp op) {
   bool hasBuffer = static_cast<bool>(op.getBuffer());
-  SmallVector<Value> inputs{op.getParam(), op.getGrad()};
+  SmallVector<Value> inputs{op.getParam(), op.getGrad(), op.getLr()};
   if (hasBuffer)
     inputs.push_back(op.getBuffer());
-  double lr = op.getLr().convertToDouble(),
-         momentum = op.getMomentum().convertToDouble(),
+  double momentum = op.getMomentum().convertToDouble(),
          decay = op.getWeightDecay().convertToDouble();
   bool nesterov = op.getNesterov();
-  SmallVector<bool> scalar(inputs.size(), false);
+  SmallVector<bool> scalar{false, false, true};
+  scalar.resize(inputs.size(), false);
   return elementwiseMulti(
       l, op.getParam().getType(), inputs, scalar, hasBuffer ? 2 : 1,
       [&](OpBuilder &nb, Location nl, ValueRange a) {
         BodyMath f{nb, nl};
-        Value d = a[1];
+        Value d = a[1], lr = a[2];
         if (decay != 0)
           d = f.add(d, f.mul(a[0], f.cst(decay)));
         SmallVector<Value> results;
         Value buf;
         if (hasBuffer) {
-          buf = f.add(f.mul(a[2], f.cst(momentum)), d);
+          buf = f.add(f.mul(a[3], f.cst(momentum)), d);
           d = nesterov ? f.add(d, f.mul(buf, f.cst(momentum))) : buf;
         }
-        results.push_back(f.sub(a[0], f.mul(d, f.cst(lr))));
+        results.push_back(f.sub(a[0], f.mul(d, lr)));
         if (hasBuffer)
           results.push_back(buf);
         return results;
@@ -926,39 +926,51 @@ SmallVector<Value> lowerSgd(Lowering &l, SgdOp op) {
 
 /// torch.optim.Adam's (or, `decoupled`, AdamW's) single-tensor update
 /// (PyTorch 1.13), in its order of operations. The bias corrections lr / (1 -
-/// beta1^t) and sqrt(1 - beta2^t) are scalars: one scalar generic computes them
-/// from the step count, once, not per element (PyTorch computes them in double
-/// and passes them as f32 scalars; in f32 here they differ by ~1e-7 relative).
+/// beta1^t) and sqrt(1 - beta2^t), and AdamW's factor 1 - lr * weight_decay,
+/// are scalars: one scalar generic computes them from the step count and the
+/// learning rate, once, not per element (PyTorch computes them in double and
+/// passes them as f32 scalars; in f32 here they differ by ~1e-7 relative).
 SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
   OpBuilder &b = l.b;
-  double lr = op.getLr().convertToDouble(), b1 = op.getBetas()[0],
-         b2 = op.getBetas()[1], eps = op.getEps().convertToDouble(),
+  double b1 = op.getBetas()[0], b2 = op.getBetas()[1],
+         eps = op.getEps().convertToDouble(),
          decay = op.getWeightDecay().convertToDouble();
   bool decoupled = op.getDecoupled();
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   AffineMap none = AffineMap::get(0, 0, {}, b.getContext());
   auto corrections = b.create<linalg::GenericOp>(
-      l.loc, TypeRange{scalar, scalar}, ValueRange{op.getStep()},
-      ValueRange{l.empty(scalar), l.empty(scalar)},
-      ArrayRef<AffineMap>{none, none, none}, ArrayRef<IteratorType>{},
-      [&](OpBuilder &nb, Location nl, ValueRange a) {
+      l.loc, TypeRange{scalar, scalar, scalar},
+      ValueRange{op.getStep(), op.getLr()},
+      ValueRange{l.empty(scalar), l.empty(scalar), l.empty(scalar)},
+      ArrayRef<AffineMap>{none, none, none, none, none},
+      ArrayRef<IteratorType>{}, [&](OpBuilder &nb, Location nl, ValueRange a) {
         BodyMath f{nb, nl};
-        Value t = a[0];
+        Value t = a[0], lr = a[1];
         Value bc1 = f.sub(f.cst(1), nb.create<math::PowFOp>(nl, f.cst(b1), t));
         Value bc2 = f.sub(f.cst(1), nb.create<math::PowFOp>(nl, f.cst(b2), t));
+        // 1 - lr * decay in double, as PyTorch computes it on the host.
+        Value lr64 = nb.create<arith::ExtFOp>(nl, nb.getF64Type(), lr);
+        Value shrink64 = nb.create<arith::SubFOp>(
+            nl, nb.create<arith::ConstantOp>(nl, nb.getF64FloatAttr(1)),
+            nb.create<arith::MulFOp>(
+                nl, lr64,
+                nb.create<arith::ConstantOp>(nl, nb.getF64FloatAttr(decay))));
+        Value shrink =
+            nb.create<arith::TruncFOp>(nl, nb.getF32Type(), shrink64);
         nb.create<linalg::YieldOp>(
-            nl, ValueRange{f.div(f.cst(lr), bc1), f.sqrt(bc2)});
+            nl, ValueRange{f.div(lr, bc1), f.sqrt(bc2), shrink});
       });
   return elementwiseMulti(
       l, op.getParam().getType(),
       ValueRange{op.getParam(), op.getGrad(), op.getM(), op.getV(),
-                 corrections.getResult(0), corrections.getResult(1)},
-      {false, false, false, false, true, true}, 3,
+                 corrections.getResult(0), corrections.getResult(1),
+                 corrections.getResult(2)},
+      {false, false, false, false, true, true, true}, 3,
       [&](OpBuilder &nb, Location nl, ValueRange a) {
         BodyMath f{nb, nl};
         Value p = a[0], g = a[1], stepSize = a[4], bc2Sqrt = a[5];
         if (decay != 0 && decoupled) // AdamW: param.mul_(1 - lr * decay)
-          p = f.mul(p, f.cst(1 - lr * decay));
+          p = f.mul(p, a[6]);
         else if (decay != 0)
           g = f.add(g, f.mul(p, f.cst(decay)));
         // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1), and so on.

@@ -55,6 +55,20 @@ void Constants::drop() {
   copies_.clear();
 }
 
+void Constants::drop(const void *begin, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto from = reinterpret_cast<uintptr_t>(begin);
+  for (auto it = copies_.begin(); it != copies_.end();) {
+    auto source = reinterpret_cast<uintptr_t>(it->first.first);
+    if (source >= from && source - from < bytes) {
+      release(it->second);
+      it = copies_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 size_t Constants::copies() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return copies_.size();

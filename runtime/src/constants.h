@@ -70,6 +70,10 @@ public:
   /// Drops every derived copy: the user wrote state. The caller holds the
   /// model's exclusive state lock.
   void drop();
+  /// Drops the copies derived from memory in [begin, begin + bytes): the
+  /// user wrote that state (a learning rate leaves the weights' copies).
+  /// The caller holds the model's exclusive state lock.
+  void drop(const void *begin, size_t bytes);
 
   /// How many derived copies are kept (tests).
   size_t copies() const;

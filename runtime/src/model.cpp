@@ -186,23 +186,25 @@ locus_status_t writeState(locus_model_t &m, const char *name, const void *data,
   if (locus_status_t s = lookup(m, LOCUS_TENSOR_STATE, name, bytes, i))
     return s;
   std::unique_lock lock(m.stateMutex);
-  // Copies derived from the old values (weights in a library's layout)
-  // are made again from the new ones.
-  m.constants.drop();
   uint32_t buffer = m.stateBuffers[i];
   const Plan &plan = m.plan;
   if (!m.persistent[buffer])
     if (locus_status_t s = makeLazyState(m, buffer))
       return s;
+  // Copies derived from the old values (weights in a library's layout)
+  // are made again from the new ones; those of other state stay.
+  m.constants.drop(m.persistent[buffer], bytes);
   if (locus_status_t s = m.deviceOf[plan.buffers[buffer].device]->upload(
           data, m.persistent[buffer], bytes))
     return s;
   // Copies of this state on other devices are refreshed too.
   for (const PlanCommand &c : plan.load)
-    if (c.op == LOCUS_PLAN_COPY && c.src == buffer)
+    if (c.op == LOCUS_PLAN_COPY && c.src == buffer) {
+      m.constants.drop(m.persistent[c.dst], bytes);
       if (locus_status_t s = m.deviceOf[plan.buffers[c.dst].device]->upload(
               data, m.persistent[c.dst], bytes))
         return s;
+    }
   return nullptr;
 }
 

@@ -526,8 +526,9 @@ def cases():
     ap, ag, am = rand([3, 5]), rand([3, 5]), rand([3, 5])
     av = rand([3, 5], 0.0, 2.0)
     for name, decoupled in [("adam_l2", False), ("adam_decoupled", True)]:
-        yield name, [("ap", ap), ("ag", ag), ("am", am), ("av", av), ("t", ([], [3.0]))], (
-            "%%o:3 = locus.adam %%ap, %%ag, %%am, %%av, %%t lr 0.05 betas [0.8, 0.99] "
+        yield name, [("ap", ap), ("ag", ag), ("am", am), ("av", av), ("t", ([], [3.0])),
+                     ("lr", ([], [0.05]))], (
+            "%%o:3 = locus.adam %%ap, %%ag, %%am, %%av, %%t lr %%lr betas [0.8, 0.99] "
             "eps 1.0e-06 weight_decay 0.1%s : tensor<3x5xf32>, tensor<f32>\n"
             "%%r = locus.concat %%o#0, %%o#1, %%o#2 axis 0 : (tensor<3x5xf32>, "
             "tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<9x5xf32>" % (

@@ -337,3 +337,152 @@ def test_clipping_between_grad_and_step_matches_pytorch():
         opt.step()
     np.testing.assert_allclose(model.state("w"), tw.detach().numpy(),
                                rtol=1e-4, atol=1e-5)
+
+
+def _two_layer_step(name):
+    """A graph whose loss is sum(((x w1^T) w2^T)^2) over two parameters."""
+    rng = np.random.default_rng(11)
+    w1 = rng.uniform(-1, 1, (3, 6)).astype(np.float32)
+    w2 = rng.uniform(-1, 1, (3, 3)).astype(np.float32)
+    g = locus.Graph(name)
+    x = g.input("x", [5, 6])
+    p1 = g.parameter("w1", [3, 6], w1.flatten().tolist())
+    p2 = g.parameter("w2", [3, 3], w2.flatten().tolist())
+    h = locus.matmul(locus.matmul(x, locus.transpose(p1, 0, 1)),
+                     locus.transpose(p2, 0, 1))
+    loss = locus.sum(locus.mul(h, h), [0, 1])
+    g.output("loss", loss)
+    return g, p1, p2, loss, (w1, w2)
+
+
+def test_adamw_groups_clipping_and_a_warmup_cosine_schedule_match_pytorch():
+    """The GPT recipe: AdamW with a decayed and an undecayed group (the
+    second at twice the rate), clip_grad_norm_(1.0), LinearLR warm-up then
+    CosineAnnealingLR through SequentialLR, stepped once per batch; losses
+    and weights against PyTorch in float64 over 12 steps."""
+    torch = pytest.importorskip("torch")
+    g, p1, p2, loss, (w1, w2) = _two_layer_step("gpt_recipe")
+    grads = locus.grad(loss, [p1, p2])
+    locus.nn.utils.clip_grad_norm_(grads, 1.0)
+    opt = locus.optim.AdamW([{"params": [p1], "weight_decay": 0.1},
+                             {"params": [p2], "weight_decay": 0.0,
+                              "lr": 0.02}], lr=0.01, betas=(0.9, 0.95))
+    opt.step(grads)
+    assert opt.group_count == 2
+    assert opt.lr_state_name(1) == "optimizer.param_groups.1.lr"
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    S = locus.optim.lr_scheduler
+    sched = S.SequentialLR(opt, model, [
+        S.LinearLR(opt, model, start_factor=0.1, total_iters=3),
+        S.CosineAnnealingLR(opt, model, T_max=9)], milestones=[3])
+
+    t1 = torch.nn.Parameter(torch.tensor(w1, dtype=torch.float64))
+    t2 = torch.nn.Parameter(torch.tensor(w2, dtype=torch.float64))
+    topt = torch.optim.AdamW([{"params": [t1], "weight_decay": 0.1},
+                              {"params": [t2], "weight_decay": 0.0,
+                               "lr": 0.02}], lr=0.01, betas=(0.9, 0.95))
+    TS = torch.optim.lr_scheduler
+    tsched = TS.SequentialLR(topt, [
+        TS.LinearLR(topt, start_factor=0.1, total_iters=3),
+        TS.CosineAnnealingLR(topt, T_max=9)], milestones=[3])
+    rng = np.random.default_rng(12)
+    for step in range(12):
+        xb = rng.uniform(-1, 1, (5, 6)).astype(np.float32)
+        got = float(model.run(x=xb)["loss"])
+        topt.zero_grad()
+        xt = torch.tensor(xb, dtype=torch.float64)
+        want = ((xt @ t1.T @ t2.T) ** 2).sum()
+        want.backward()
+        torch.nn.utils.clip_grad_norm_([t1, t2], 1.0)
+        topt.step()
+        assert abs(got - float(want)) <= 1e-4 * abs(float(want)) + 1e-5, step
+        sched.step()
+        tsched.step()
+        np.testing.assert_allclose(sched.get_last_lr(), tsched.get_last_lr(),
+                                   rtol=1e-12)
+        assert abs(locus.optim.get_lr(model, opt, 1) -
+                   tsched.get_last_lr()[1]) <= 1e-7 * tsched.get_last_lr()[1]
+    np.testing.assert_allclose(model.state("w1"), t1.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(model.state("w2"), t2.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_every_scheduler_follows_pytorch():
+    """Each scheduler's rates over 10 steps against torch.optim's."""
+    torch = pytest.importorskip("torch")
+    S, TS = locus.optim.lr_scheduler, torch.optim.lr_scheduler
+    cases = [
+        (lambda o, m: S.StepLR(o, m, step_size=3, gamma=0.5),
+         lambda o: TS.StepLR(o, step_size=3, gamma=0.5)),
+        (lambda o, m: S.MultiStepLR(o, m, milestones=[2, 6], gamma=0.2),
+         lambda o: TS.MultiStepLR(o, milestones=[2, 6], gamma=0.2)),
+        (lambda o, m: S.ExponentialLR(o, m, gamma=0.8),
+         lambda o: TS.ExponentialLR(o, gamma=0.8)),
+        (lambda o, m: S.CosineAnnealingLR(o, m, T_max=4, eta_min=0.001),
+         lambda o: TS.CosineAnnealingLR(o, T_max=4, eta_min=0.001)),
+        (lambda o, m: S.LinearLR(o, m),
+         lambda o: TS.LinearLR(o)),
+        (lambda o, m: S.LambdaLR(o, m, lambda e: 1.0 / (1 + e)),
+         lambda o: TS.LambdaLR(o, lambda e: 1.0 / (1 + e))),
+        (lambda o, m: S.OneCycleLR(o, m, max_lr=0.5, total_steps=10,
+                                   cycle_momentum=False),
+         lambda o: TS.OneCycleLR(o, max_lr=0.5, total_steps=10,
+                                 cycle_momentum=False)),
+        (lambda o, m: S.OneCycleLR(o, m, max_lr=[0.5, 0.1], epochs=2,
+                                   steps_per_epoch=5, cycle_momentum=False,
+                                   anneal_strategy="linear",
+                                   three_phase=True),
+         lambda o: TS.OneCycleLR(o, max_lr=[0.5, 0.1], epochs=2,
+                                 steps_per_epoch=5, cycle_momentum=False,
+                                 anneal_strategy="linear", three_phase=True)),
+    ]
+    for ours, theirs in cases:
+        g, p1, p2, loss, _ = _two_layer_step("sched")
+        opt = locus.optim.SGD([{"params": [p1]}, {"params": p2, "lr": 0.05}],
+                              lr=0.1, momentum=0.9)
+        opt.step(loss)
+        model = locus.compile(g, policy="cpu", devices=["cpu"])
+        s = ours(opt, model)
+        tp = [torch.nn.Parameter(torch.zeros(1)) for _ in range(2)]
+        topt = torch.optim.SGD([{"params": [tp[0]]},
+                                {"params": [tp[1]], "lr": 0.05}],
+                               lr=0.1, momentum=0.9)
+        ts = theirs(topt)
+        for epoch in range(10):
+            if epoch:
+                s.step()
+                topt.step()
+                ts.step()
+            assert s.last_epoch == epoch
+            np.testing.assert_allclose(s.get_last_lr(), ts.get_last_lr(),
+                                       rtol=1e-12, atol=1e-15)
+            assert locus.optim.get_lr(model, opt, 0) == \
+                np.float32(ts.get_last_lr()[0])
+
+
+def test_learning_rate_mistakes_are_errors_at_the_python_line():
+    g, p1, p2, loss, _ = _two_layer_step("lr_errors")
+    opt = locus.optim.SGD([p1, p2], lr=0.1)
+    opt.step(loss)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    with pytest.raises(locus.Error) as info:
+        locus.optim.set_lr(model, opt, -0.5)  # @negative-lr
+    assert "%s:%d" % (HERE, line_of("# @negative-lr")) in str(info.value)
+    assert "non-negative number, got -0.5" in str(info.value)
+    assert locus.optim.get_lr(model, opt) == np.float32(0.1)
+    with pytest.raises(locus.Error) as info:
+        locus.optim.lr_scheduler.OneCycleLR(opt, model, max_lr=1.0,
+                                            total_steps=5)
+    assert "cycle_momentum=False" in str(info.value)
+    with pytest.raises(locus.Error) as info:
+        opt.lr_state_name(3)
+    assert "parameter group 3 of an optimizer with 1 group" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        locus.optim.SGD([{"params": [p1], "momentun": 0.9}], lr=0.1)
+    assert "'momentun' is not one of this optimizer's" in str(info.value)
+    # A rate set between runs changes the next step.
+    locus.optim.set_lr(model, opt, 0.0)
+    before = model.state("w1").copy()
+    model.run(x=np.ones((5, 6), np.float32))
+    np.testing.assert_array_equal(model.state("w1"), before)

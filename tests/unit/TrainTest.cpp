@@ -104,7 +104,7 @@ TEST(Train, MistakesAreErrorsAtTheCallAndRecordNothing) {
       << message;
   EXPECT_EQ(g.numOps(), before);
 
-  message = errorOf([&] { optim::SGD({}, {.lr = 0.1}); });
+  message = errorOf([&] { optim::SGD(std::vector<Tensor>{}, {.lr = 0.1}); });
   EXPECT_NE(message.find("at least one parameter"), std::string::npos);
   message = errorOf([&] { optim::SGD({y}, {.lr = 0.1}); });
   EXPECT_NE(message.find("one of these is a computed tensor"),

@@ -774,11 +774,33 @@ LogicalResult parameterStates(GraphOp graph, ArrayRef<Value> params,
   return success();
 }
 
-/// The names of the optimizer's own state (momentum buffers, Adam's
-/// averages and step count) are free in `graph`.
-LogicalResult claimStateNames(GraphOp graph, ArrayRef<StateOp> states, bool sgd,
-                              const OptimizerConfig &config,
-                              const std::string &stepName, Location loc) {
+/// The optimizer's scalars (a group's learning rate, Adam's step count) are
+/// kept once per device its parameters are made on, so that no update reads
+/// a scalar across devices: `base` on the device of the first of `states`,
+/// "<base>@<device>" on each other one. The devices in order, with names.
+SmallVector<std::pair<Attribute, std::string>>
+scalarStates(ArrayRef<StateOp> states, const std::string &base) {
+  SmallVector<std::pair<Attribute, std::string>> out;
+  for (StateOp state : states) {
+    Attribute device = state.getDeviceAttr();
+    if (llvm::any_of(out, [&](auto &d) { return d.first == device; }))
+      continue;
+    if (out.empty())
+      out.push_back({device, base});
+    else
+      out.push_back({device, base + "@" +
+                                 (device ? cast<DeviceAttr>(device).str()
+                                         : std::string("unpinned"))});
+  }
+  return out;
+}
+
+/// The names of the optimizer's own state are free in `graph`: each
+/// group's learning rate, momentum buffers, Adam's averages and its step
+/// count.
+LogicalResult claimStateNames(GraphOp graph, ArrayRef<StateOp> states,
+                              ArrayRef<OptimizerGroup> groups, StringRef prefix,
+                              Location loc) {
   llvm::StringSet<> names;
   for (Operation &op : graph.getBodyBlock())
     if (auto state = dyn_cast<StateOp>(op))
@@ -791,16 +813,28 @@ LogicalResult claimStateNames(GraphOp graph, ArrayRef<StateOp> states, bool sgd,
                             << "\" clashes with a name in use";
     return success();
   };
-  for (StateOp state : states) {
-    std::string base = state.getName().str();
-    if (sgd && config.momentum != 0 && failed(claim(base + ".momentum_buffer")))
-      return failure();
-    if (!sgd && (failed(claim(base + ".exp_avg")) ||
-                 failed(claim(base + ".exp_avg_sq"))))
-      return failure();
+  bool sgd = groups.front().config.kind == OptimizerConfig::Kind::sgd;
+  size_t first = 0;
+  for (auto [i, group] : llvm::enumerate(groups)) {
+    for (auto &[device, name] : scalarStates(states.slice(first, group.count),
+                                             learningRateStateName(prefix, i)))
+      if (failed(claim(name)))
+        return failure();
+    for (StateOp state : states.slice(first, group.count)) {
+      std::string base = state.getName().str();
+      if (sgd && group.config.momentum != 0 &&
+          failed(claim(base + ".momentum_buffer")))
+        return failure();
+      if (!sgd && (failed(claim(base + ".exp_avg")) ||
+                   failed(claim(base + ".exp_avg_sq"))))
+        return failure();
+    }
+    first += group.count;
   }
-  if (!sgd && !states.empty() && failed(claim(stepName)))
-    return failure();
+  if (!sgd)
+    for (auto &[device, name] : scalarStates(states, (prefix + "step").str()))
+      if (failed(claim(name)))
+        return failure();
   return success();
 }
 
@@ -808,11 +842,18 @@ LogicalResult claimStateNames(GraphOp graph, ArrayRef<StateOp> states, bool sgd,
 /// (zeros, on each parameter's device), the update and the assignments.
 class OptimizerRecorder {
 public:
-  OptimizerRecorder(GraphOp graph, const OptimizerConfig &config, Location loc)
-      : b(graph.getContext()), config(config), loc(backwardLoc(loc)),
-        zeros(InitAttr::get(graph.getContext(), InitKind::full,
-                            llvm::APFloat(0.0), llvm::APFloat(0.0), 0)) {
+  OptimizerRecorder(GraphOp graph, Location loc)
+      : b(graph.getContext()), loc(backwardLoc(loc)),
+        zeros(full(graph.getContext(), 0.0)) {
     b.setInsertionPointToEnd(&graph.getBodyBlock());
+  }
+
+  /// A group's learning rate: scalar state that starts at `lr`.
+  Value learningRate(StateOp like, const std::string &name, double lr) {
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    return b.create<StateOp>(loc, scalar, b.getStringAttr(name),
+                             StateRole::buffer, full(b.getContext(), lr),
+                             like.getDeviceAttr());
   }
 
   /// Adam's step count, one more at every run.
@@ -826,13 +867,13 @@ public:
     return step;
   }
 
-  void sgd(StateOp state, Value grad) {
+  void sgd(const OptimizerConfig &config, StateOp state, Value grad, Value lr) {
     Value p = state.getResult();
     Value buf;
     if (config.momentum != 0)
       buf = buffer(state, state.getName().str() + ".momentum_buffer",
                    p.getType());
-    auto op = b.create<SgdOp>(loc, p, grad, buf, b.getF64FloatAttr(config.lr),
+    auto op = b.create<SgdOp>(loc, p, grad, buf, lr,
                               b.getF64FloatAttr(config.momentum),
                               b.getF64FloatAttr(config.weightDecay),
                               config.nesterov ? b.getUnitAttr() : nullptr);
@@ -841,13 +882,14 @@ public:
       b.create<AssignOp>(loc, buf, op.getResult(1));
   }
 
-  void adam(StateOp state, Value grad, Value step) {
+  void adam(const OptimizerConfig &config, StateOp state, Value grad,
+            Value step, Value lr) {
     Value p = state.getResult();
     std::string base = state.getName().str();
     Value m = buffer(state, base + ".exp_avg", p.getType());
     Value v = buffer(state, base + ".exp_avg_sq", p.getType());
     auto op = b.create<AdamOp>(
-        loc, p, grad, m, v, step, b.getF64FloatAttr(config.lr),
+        loc, p, grad, m, v, step, lr,
         b.getDenseF64ArrayAttr({config.beta1, config.beta2}),
         b.getF64FloatAttr(config.eps), b.getF64FloatAttr(config.weightDecay),
         config.decoupled ? b.getUnitAttr() : nullptr);
@@ -857,43 +899,111 @@ public:
   }
 
 private:
+  static InitAttr full(MLIRContext *context, double value) {
+    return InitAttr::get(context, InitKind::full, llvm::APFloat(value),
+                         llvm::APFloat(0.0), 0);
+  }
+
   Value buffer(StateOp like, const std::string &name, Type type) {
     return b.create<StateOp>(loc, type, b.getStringAttr(name),
                              StateRole::buffer, zeros, like.getDeviceAttr());
   }
 
   OpBuilder b;
-  const OptimizerConfig &config;
   Location loc;
   InitAttr zeros;
 };
 
 } // namespace
 
+namespace {
+
+/// The groups are alike, well set, and split the parameters.
+LogicalResult checkGroups(ArrayRef<OptimizerGroup> groups, size_t params,
+                          size_t grads, Location loc) {
+  size_t counted = 0;
+  for (const OptimizerGroup &group : groups) {
+    if (failed(checkOptimizerConfig(group.config, loc)))
+      return failure();
+    if (group.count == 0)
+      return emitError(loc) << "a parameter group has no parameters";
+    if (group.config.kind != groups.front().config.kind ||
+        group.config.decoupled != groups.front().config.decoupled)
+      return emitError(loc) << "the parameter groups of one optimizer differ "
+                               "in kind";
+    counted += group.count;
+  }
+  if (params != grads || counted != params)
+    return emitError(loc) << params << " parameters, " << grads
+                          << " gradients and " << counted
+                          << " in parameter groups";
+  return success();
+}
+
+} // namespace
+
+std::string locus::learningRateStateName(StringRef prefix, size_t group) {
+  return (prefix + "param_groups." + std::to_string(group) + ".lr").str();
+}
+
+LogicalResult locus::recordOptimizerStep(
+    GraphOp graph, ArrayRef<Value> params, ArrayRef<Value> grads,
+    ArrayRef<OptimizerGroup> groups, StringRef prefix, Location loc,
+    std::vector<std::vector<std::string>> *lrStates) {
+  if (failed(checkGroups(groups, params.size(), grads.size(), loc)))
+    return failure();
+  SmallVector<StateOp> states;
+  if (params.empty())
+    return success();
+  bool sgd = groups.front().config.kind == OptimizerConfig::Kind::sgd;
+  if (failed(parameterStates(graph, params, loc, states)) ||
+      failed(claimStateNames(graph, states, groups, prefix, loc)))
+    return failure();
+  OptimizerRecorder record(graph, loc);
+  // Adam's step count, and each group's learning rate, per device.
+  llvm::SmallDenseMap<Attribute, Value> steps;
+  if (!sgd)
+    for (auto &[device, name] : scalarStates(states, (prefix + "step").str()))
+      steps[device] = record.stepCount(
+          *llvm::find_if(
+              states, [&](StateOp s) { return s.getDeviceAttr() == device; }),
+          name);
+  if (lrStates)
+    lrStates->assign(groups.size(), {});
+  size_t first = 0;
+  for (auto [i, group] : llvm::enumerate(groups)) {
+    ArrayRef<StateOp> members =
+        ArrayRef<StateOp>(states).slice(first, group.count);
+    llvm::SmallDenseMap<Attribute, Value> lrs;
+    for (auto &[device, name] :
+         scalarStates(members, learningRateStateName(prefix, i))) {
+      StateOp like = *llvm::find_if(
+          members, [&](StateOp s) { return s.getDeviceAttr() == device; });
+      lrs[device] = record.learningRate(like, name, group.config.lr);
+      if (lrStates)
+        (*lrStates)[i].push_back(name);
+    }
+    for (size_t k = first; k < first + group.count; ++k) {
+      StateOp state = states[k];
+      Attribute device = state.getDeviceAttr();
+      Value grad = grads[k];
+      if (sgd)
+        record.sgd(group.config, state, grad, lrs[device]);
+      else
+        record.adam(group.config, state, grad, steps[device], lrs[device]);
+    }
+    first += group.count;
+  }
+  return success();
+}
+
 LogicalResult locus::recordOptimizerStep(GraphOp graph, ArrayRef<Value> params,
                                          ArrayRef<Value> grads,
                                          const OptimizerConfig &config,
                                          StringRef prefix, Location loc) {
-  bool sgd = config.kind == OptimizerConfig::Kind::sgd;
-  if (failed(checkOptimizerConfig(config, loc)))
-    return failure();
-  if (params.size() != grads.size())
-    return emitError(loc) << params.size() << " parameters but " << grads.size()
-                          << " gradients";
-  SmallVector<StateOp> states;
-  std::string stepName = (prefix + "step").str();
-  if (failed(parameterStates(graph, params, loc, states)) ||
-      failed(claimStateNames(graph, states, sgd, config, stepName, loc)))
-    return failure();
-  OptimizerRecorder record(graph, config, loc);
-  Value step;
-  if (!sgd && !states.empty())
-    step = record.stepCount(states.front(), stepName);
-  for (auto [state, grad] : llvm::zip(states, grads)) {
-    if (sgd)
-      record.sgd(state, grad);
-    else
-      record.adam(state, grad, step);
-  }
-  return success();
+  OptimizerGroup group{config, params.size()};
+  return recordOptimizerStep(graph, params, grads,
+                             params.empty() ? ArrayRef<OptimizerGroup>{}
+                                            : ArrayRef<OptimizerGroup>(group),
+                             prefix, loc);
 }

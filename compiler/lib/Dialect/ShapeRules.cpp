@@ -789,6 +789,16 @@ LogicalResult checkLikeParam(const RuleError &fail, RankedTensorType param,
   return success();
 }
 
+/// An optimizer's learning rate is a tensor<f32>.
+LogicalResult checkScalarLr(const RuleError &fail, Value lr) {
+  RankedTensorType type = tensorOperand(fail, lr, "lr");
+  if (!type)
+    return failure();
+  if (type.getRank() != 0 || !type.getElementType().isF32())
+    return fail("lr must be a tensor<f32>, got " + str(type.getShape()));
+  return success();
+}
+
 } // namespace
 
 LogicalResult SgdOp::inferReturnTypes(MLIRContext *,
@@ -799,9 +809,10 @@ LogicalResult SgdOp::inferReturnTypes(MLIRContext *,
   RankedTensorType param = tensorOperand(fail, adaptor.getParam(), "param");
   if (!param || failed(checkLikeParam(fail, param, adaptor.getGrad(), "grad")))
     return failure();
-  if (!adaptor.getLrAttr() || !adaptor.getMomentumAttr() ||
-      !adaptor.getWeightDecayAttr())
-    return fail("requires attributes 'lr', 'momentum' and 'weight_decay'");
+  if (failed(checkScalarLr(fail, adaptor.getLr())))
+    return failure();
+  if (!adaptor.getMomentumAttr() || !adaptor.getWeightDecayAttr())
+    return fail("requires attributes 'momentum' and 'weight_decay'");
   double momentum = adaptor.getMomentumAttr().getValueAsDouble();
   if (momentum < 0)
     return fail("momentum must not be negative, got " +
@@ -837,6 +848,8 @@ LogicalResult AdamOp::inferReturnTypes(MLIRContext *,
     return failure();
   if (step.getRank() != 0)
     return fail("step must be a scalar, got " + str(step.getShape()));
+  if (failed(checkScalarLr(fail, adaptor.getLr())))
+    return failure();
   if (!adaptor.getBetasAttr() || adaptor.getBetas().size() != 2)
     return fail("betas must hold two values");
   for (double beta : adaptor.getBetas())

@@ -13,10 +13,15 @@
 #include "locus/Dialect/Autodiff.h"
 #include "locus/Frontend/Nn.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 using namespace locus;
 using namespace locus::detail;
 
 namespace {
+
+/// The prefix of the optimizer's own state names ("optimizer.step").
+constexpr const char *kPrefix = "optimizer.";
 
 /// The graph of all of `tensors` (the first's), checked.
 GraphImpl &graphOf(const Tensor &first, const std::vector<Tensor> &tensors,
@@ -119,16 +124,98 @@ struct optim::Optimizer::Config {
   OptimizerConfig value;
 };
 
-optim::Optimizer::Optimizer(std::vector<Tensor> params, Here loc)
-    : params_(std::move(params)) {
-  if (params_.empty())
-    throw userError(loc, "an optimizer needs at least one parameter");
+namespace {
+
+/// The parameters of each group.
+template <typename Options>
+std::vector<std::vector<Tensor>>
+groupParams(const std::vector<optim::ParamGroup<Options>> &groups) {
+  std::vector<std::vector<Tensor>> params;
+  params.reserve(groups.size());
+  for (const optim::ParamGroup<Options> &group : groups)
+    params.push_back(group.params);
+  return params;
+}
+
+/// Each group's options: its own, or `defaults`.
+template <typename Options>
+std::vector<Options>
+groupOptions(const std::vector<optim::ParamGroup<Options>> &groups,
+             const Options &defaults) {
+  std::vector<Options> options;
+  options.reserve(groups.size());
+  for (const optim::ParamGroup<Options> &group : groups)
+    options.push_back(group.options.value_or(defaults));
+  return options;
+}
+
+} // namespace
+
+optim::Optimizer::Optimizer(std::vector<std::vector<Tensor>> groups, Here loc) {
+  if (groups.empty())
+    throw userError(loc, "an optimizer needs at least one parameter group");
+  for (std::vector<Tensor> &group : groups) {
+    if (group.empty())
+      throw userError(loc, groups.size() == 1
+                               ? "an optimizer needs at least one parameter"
+                               : "parameter group " +
+                                     std::to_string(groupSizes_.size()) +
+                                     " has no parameters");
+    groupSizes_.push_back(group.size());
+    params_.insert(params_.end(), group.begin(), group.end());
+  }
   GraphImpl &g = graphOf(params_.front(), params_, loc);
-  for (const Tensor &p : params_)
-    if (!g.value(p, loc).getDefiningOp<StateOp>())
+  llvm::DenseSet<mlir::Value> seen;
+  for (const Tensor &p : params_) {
+    mlir::Value v = g.value(p, loc);
+    if (!v.getDefiningOp<StateOp>())
       throw userError(loc, "an optimizer updates parameters (state made "
                            "with Graph::parameter or a layer); one of these "
                            "is a computed tensor");
+    if (!seen.insert(v).second)
+      throw userError(loc, "parameter '" + stateName(p, loc) +
+                               "' is given to the optimizer twice");
+  }
+}
+
+std::vector<Tensor> optim::Optimizer::groupParameters(size_t group,
+                                                      Here loc) const {
+  checkGroup(group, "groupParameters", loc);
+  size_t first = 0;
+  for (size_t i = 0; i < group; ++i)
+    first += groupSizes_[i];
+  return {params_.begin() + static_cast<std::ptrdiff_t>(first),
+          params_.begin() +
+              static_cast<std::ptrdiff_t>(first + groupSizes_[group])};
+}
+
+std::string optim::Optimizer::lrStateName(size_t group, Here loc) const {
+  checkGroup(group, "lrStateName", loc);
+  return learningRateStateName(kPrefix, group);
+}
+
+std::vector<std::string> optim::Optimizer::lrStateNames(size_t group,
+                                                        Here loc) const {
+  checkGroup(group, "lrStateNames", loc);
+  if (!stepped_)
+    return {learningRateStateName(kPrefix, group)};
+  return lrStates_[group];
+}
+
+double optim::Optimizer::initialLr(size_t group, Here loc) const {
+  checkGroup(group, "initialLr", loc);
+  Config config;
+  configure(config, group);
+  return config.value.lr;
+}
+
+void optim::Optimizer::checkGroup(size_t group, const char *what,
+                                  const Here &loc) const {
+  if (group >= groupSizes_.size())
+    throw userError(loc, std::string(what) + "(): parameter group " +
+                             std::to_string(group) + " of an optimizer with " +
+                             std::to_string(groupSizes_.size()) + " group" +
+                             (groupSizes_.size() == 1 ? "" : "s"));
 }
 
 void optim::Optimizer::step(const Tensor &loss, Here loc) {
@@ -166,12 +253,16 @@ void optim::Optimizer::record(const std::vector<Tensor> &grads,
   std::vector<mlir::Value> gradValues =
       loss ? differentiateAt(g, g.value(*loss, loc), params, loc)
            : valuesOf(g, grads, loc);
-  Config config;
-  configure(config);
+  std::vector<OptimizerGroup> groups;
+  for (size_t i = 0; i < groupSizes_.size(); ++i) {
+    Config config;
+    configure(config, i);
+    groups.push_back({config.value, groupSizes_[i]});
+  }
   DiagnosticCapture capture(&g.context);
-  if (mlir::failed(recordOptimizerStep(g.graph, params, gradValues,
-                                       config.value, "optimizer.",
-                                       g.location(loc))))
+  std::vector<std::vector<std::string>> lrStates;
+  if (mlir::failed(recordOptimizerStep(g.graph, params, gradValues, groups,
+                                       kPrefix, g.location(loc), &lrStates)))
     throw userError(loc, capture.take());
   if (mlir::failed(mlir::verify(g.graph)))
     LOCUS_INTERNAL_ERROR("the training step does not verify: " +
@@ -180,43 +271,62 @@ void optim::Optimizer::record(const std::vector<Tensor> &grads,
     if (auto state = mlir::dyn_cast<StateOp>(op))
       g.sourceNames.try_emplace(state.getName().str(), GraphImpl::where(loc));
   tx.commit();
+  lrStates_ = std::move(lrStates);
   stepped_ = true;
 }
 
 optim::SGD::SGD(std::vector<Tensor> params, const SGDOptions &options, Here loc)
-    : Optimizer(std::move(params), loc), options_(options) {}
+    : Optimizer({std::move(params)}, loc), options_{options} {}
 
-void optim::SGD::configure(Config &config) const {
+optim::SGD::SGD(const std::vector<ParamGroup<SGDOptions>> &groups,
+                const SGDOptions &defaults, Here loc)
+    : Optimizer(groupParams(groups), loc),
+      options_(groupOptions(groups, defaults)) {}
+
+void optim::SGD::configure(Config &config, size_t group) const {
+  const SGDOptions &o = options_[group];
   config.value.kind = OptimizerConfig::Kind::sgd;
-  config.value.lr = options_.lr;
-  config.value.momentum = options_.momentum;
-  config.value.weightDecay = options_.weightDecay;
-  config.value.nesterov = options_.nesterov;
+  config.value.lr = o.lr;
+  config.value.momentum = o.momentum;
+  config.value.weightDecay = o.weightDecay;
+  config.value.nesterov = o.nesterov;
 }
 
 optim::Adam::Adam(std::vector<Tensor> params, const AdamOptions &options,
                   Here loc)
-    : Optimizer(std::move(params), loc), options_(options) {}
+    : Optimizer({std::move(params)}, loc), options_{options} {}
 
-void optim::Adam::configure(Config &config) const {
+optim::Adam::Adam(const std::vector<ParamGroup<AdamOptions>> &groups,
+                  const AdamOptions &defaults, Here loc)
+    : Optimizer(groupParams(groups), loc),
+      options_(groupOptions(groups, defaults)) {}
+
+void optim::Adam::configure(Config &config, size_t group) const {
+  const AdamOptions &o = options_[group];
   config.value.kind = OptimizerConfig::Kind::adam;
-  config.value.lr = options_.lr;
-  config.value.beta1 = options_.beta1;
-  config.value.beta2 = options_.beta2;
-  config.value.eps = options_.eps;
-  config.value.weightDecay = options_.weightDecay;
+  config.value.lr = o.lr;
+  config.value.beta1 = o.beta1;
+  config.value.beta2 = o.beta2;
+  config.value.eps = o.eps;
+  config.value.weightDecay = o.weightDecay;
 }
 
 optim::AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions &options,
                     Here loc)
-    : Optimizer(std::move(params), loc), options_(options) {}
+    : Optimizer({std::move(params)}, loc), options_{options} {}
 
-void optim::AdamW::configure(Config &config) const {
+optim::AdamW::AdamW(const std::vector<ParamGroup<AdamWOptions>> &groups,
+                    const AdamWOptions &defaults, Here loc)
+    : Optimizer(groupParams(groups), loc),
+      options_(groupOptions(groups, defaults)) {}
+
+void optim::AdamW::configure(Config &config, size_t group) const {
+  const AdamWOptions &o = options_[group];
   config.value.kind = OptimizerConfig::Kind::adam;
   config.value.decoupled = true;
-  config.value.lr = options_.lr;
-  config.value.beta1 = options_.beta1;
-  config.value.beta2 = options_.beta2;
-  config.value.eps = options_.eps;
-  config.value.weightDecay = options_.weightDecay;
+  config.value.lr = o.lr;
+  config.value.beta1 = o.beta1;
+  config.value.beta2 = o.beta2;
+  config.value.eps = o.eps;
+  config.value.weightDecay = o.weightDecay;
 }

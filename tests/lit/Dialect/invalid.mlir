@@ -386,9 +386,21 @@ locus.graph @g {
 locus.graph @g {
   %w = locus.state "w" parameter : tensor<4xf32> init <full(0.0)>
   %d = locus.input "d" : tensor<4xf32>
+  %lr = locus.input "lr" : tensor<f32>
   // expected-error@+2 {{with momentum needs a momentum buffer operand}}
   // expected-error@+1 {{failed to infer returned types}}
-  %0 = locus.sgd %w, %d lr 0.1 momentum 0.9 weight_decay 0.0 : tensor<4xf32> -> tensor<4xf32>
+  %0 = locus.sgd %w, %d lr %lr momentum 0.9 weight_decay 0.0 : tensor<4xf32> -> tensor<4xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %w = locus.state "w" parameter : tensor<4xf32> init <full(0.0)>
+  // expected-note@+1 {{prior use here}}
+  %d = locus.input "d" : tensor<4xf32>
+  // The learning rate is a tensor<f32>; the parser says so.
+  // expected-error@+1 {{use of value '%d' expects different type than prior uses: 'tensor<f32>' vs 'tensor<4xf32>'}}
+  %0 = locus.sgd %w, %d lr %d momentum 0.0 weight_decay 0.0 : tensor<4xf32> -> tensor<4xf32>
 }
 
 // -----
@@ -399,7 +411,7 @@ locus.graph @g {
   %t = locus.input "t" : tensor<f32>
   // The results are inferred while parsing: the rule's message alone.
   // expected-error@+1 {{betas must be in [0, 1), got 1.000000}}
-  %0:3 = locus.adam %w, %d, %w, %w, %t lr 0.1 betas [0.9, 1.0] eps 1.0e-8 weight_decay 0.0 : tensor<4xf32>, tensor<f32>
+  %0:3 = locus.adam %w, %d, %w, %w, %t lr %t betas [0.9, 1.0] eps 1.0e-8 weight_decay 0.0 : tensor<4xf32>, tensor<f32>
 }
 
 // -----

@@ -178,6 +178,7 @@ locus.graph @training {
   %l = locus.input "l" : tensor<4xi64>
   %w = locus.state "w" parameter : tensor<4x3x3x3xf32> init <uniform(-0.1, 0.1), seed = 1>
   %t = locus.state "t" buffer : tensor<f32> init <full(0.0)>
+  %lr = locus.state "lr" buffer : tensor<f32> init <full(0.01)>
   %buf = locus.state "buf" buffer : tensor<4x3x3x3xf32> init <full(0.0)>
   %m = locus.state "m" buffer : tensor<4x3x3x3xf32> init <full(0.0)>
   %v = locus.state "v" buffer : tensor<4x3x3x3xf32> init <full(0.0)>
@@ -191,12 +192,12 @@ locus.graph @training {
   %3 = locus.conv2d_weight_grad %x, %g weight_shape [4, 3, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x6x6xf32>, tensor<2x4x6x6xf32> -> tensor<4x3x3x3xf32>
   // CHECK: locus.max_pool2d_grad %x, %p kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32> -> tensor<2x3x6x6xf32>
   %4 = locus.max_pool2d_grad %x, %p kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32> -> tensor<2x3x6x6xf32>
-  // CHECK: %[[P:.*]]:2 = locus.sgd %w, %3, %buf lr 1.000000e-02 momentum 9.000000e-01 weight_decay 0.000000e+00 nesterov : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
-  %5:2 = locus.sgd %w, %3, %buf lr 0.01 momentum 0.9 weight_decay 0.0 nesterov : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
-  // CHECK: locus.sgd %w, %3 lr 1.000000e-01 momentum 0.000000e+00 weight_decay 1.000000e-04 : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>
-  %6 = locus.sgd %w, %3 lr 0.1 momentum 0.0 weight_decay 0.0001 : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>
-  // CHECK: locus.adam %w, %3, %m, %v, %t lr 1.000000e-03 betas [9.000000e-01, 9.990000e-01] eps 1.000000e-08 weight_decay 0.000000e+00 : tensor<4x3x3x3xf32>, tensor<f32>
-  %7:3 = locus.adam %w, %3, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-8 weight_decay 0.0 : tensor<4x3x3x3xf32>, tensor<f32>
+  // CHECK: %[[P:.*]]:2 = locus.sgd %w, %3, %buf lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 nesterov : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
+  %5:2 = locus.sgd %w, %3, %buf lr %lr momentum 0.9 weight_decay 0.0 nesterov : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
+  // CHECK: locus.sgd %w, %3 lr %lr momentum 0.000000e+00 weight_decay 1.000000e-04 : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>
+  %6 = locus.sgd %w, %3 lr %lr momentum 0.0 weight_decay 0.0001 : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>
+  // CHECK: locus.adam %w, %3, %m, %v, %t lr %lr betas [9.000000e-01, 9.990000e-01] eps 1.000000e-08 weight_decay 0.000000e+00 : tensor<4x3x3x3xf32>, tensor<f32>
+  %7:3 = locus.adam %w, %3, %m, %v, %t lr %lr betas [0.9, 0.999] eps 1.0e-8 weight_decay 0.0 : tensor<4x3x3x3xf32>, tensor<f32>
   // CHECK: locus.assign %w = %[[P]]#0 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
   locus.assign %w = %5#0 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
   // CHECK: locus.assign %buf = %[[P]]#1

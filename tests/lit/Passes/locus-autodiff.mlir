@@ -21,9 +21,11 @@
 // CHECK: locus.output "fc.weight.grad" = %[[DW]]
 // CHECK: locus.output "fc.bias.grad" = %[[DB]]
 
+// The learning rate is state, so a schedule can change it between runs.
 // SGD-LABEL: locus.graph @linear_mse
+// SGD: %[[LR:.*]] = locus.state "optimizer.param_groups.0.lr" buffer : tensor<f32> init <full(0.10000000000000001)>
 // SGD: %[[BUF:.*]] = locus.state "fc.weight.momentum_buffer" buffer : tensor<2x10xf32> init <full(0.0)>
-// SGD: %[[S:.*]]:2 = locus.sgd %fc.weight, %{{.*}}, %[[BUF]] lr 1.000000e-01 momentum 9.000000e-01
+// SGD: %[[S:.*]]:2 = locus.sgd %fc.weight, %{{.*}}, %[[BUF]] lr %[[LR]] momentum 9.000000e-01
 // SGD: locus.assign %fc.weight = %[[S]]#0
 // SGD: locus.assign %[[BUF]] = %[[S]]#1
 // SGD: locus.sgd %fc.bias
@@ -33,9 +35,10 @@
 // ADAM: %[[T:.*]] = locus.state "optimizer.step" buffer : tensor<f32> init <full(0.0)>
 // ADAM: %[[T1:.*]] = locus.add %[[T]], %{{.*}} : tensor<f32>
 // ADAM: locus.assign %[[T]] = %[[T1]]
+// ADAM: %[[LR:.*]] = locus.state "optimizer.param_groups.0.lr" buffer : tensor<f32>
 // ADAM: locus.state "fc.weight.exp_avg" buffer
 // ADAM: locus.state "fc.weight.exp_avg_sq" buffer
-// ADAM: %{{.*}}, %{{.*}}, %{{.*}} = locus.adam %fc.weight, %{{.*}}, %{{.*}}, %{{.*}}, %[[T1]] lr 1.000000e-03 betas [9.000000e-01, 9.990000e-01] eps 1.000000e-08
+// ADAM: %{{.*}}, %{{.*}}, %{{.*}} = locus.adam %fc.weight, %{{.*}}, %{{.*}}, %{{.*}}, %[[T1]] lr %[[LR]] betas [9.000000e-01, 9.990000e-01] eps 1.000000e-08
 // ADAM-COUNT-3: locus.assign
 // ADAM: locus.adam %fc.bias
 

@@ -74,24 +74,26 @@ func.func @max_pool_grad_overlap(%x: tensor<2x3x6x6xf32>, %g: tensor<2x3x3x3xf32
 
 // SGD with momentum: one elementwise generic with two results.
 // CHECK-LABEL: func.func @sgd
-// CHECK: %[[S:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>)
+// The learning rate is a scalar operand, read by every element.
+// CHECK: %[[S:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %arg3, %{{.*}} : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<8xf32>) outs(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>)
 // CHECK: return %[[S]]#0, %[[S]]#1
-func.func @sgd(%p: tensor<8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
-  %0:2 = locus.sgd %p, %g, %b lr 0.01 momentum 0.9 weight_decay 0.0 : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>
+func.func @sgd(%p: tensor<8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %lr: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %0:2 = locus.sgd %p, %g, %b lr %lr momentum 0.9 weight_decay 0.0 : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>
   return %0#0, %0#1 : tensor<8xf32>, tensor<8xf32>
 }
 
-// Adam: the bias corrections once (a scalar generic with math.powf), then
-// one elementwise generic with three results.
+// Adam: the bias corrections once (a scalar generic with math.powf, from
+// the step count and the learning rate), then one elementwise generic with
+// three results.
 // CHECK-LABEL: func.func @adam
-// CHECK: %[[C:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}} : tensor<f32>) outs(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>)
+// CHECK: %[[C:.*]]:3 = linalg.generic {{.*}} ins(%arg4, %arg5 : tensor<f32>, tensor<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>, tensor<f32>)
 // CHECK: math.powf
-// CHECK: %[[A:.*]]:3 = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C]]#0, %[[C]]#1 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>)
+// CHECK: %[[A:.*]]:3 = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C]]#0, %[[C]]#1, %[[C]]#2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>)
 // CHECK-NOT: math.powf
 // CHECK: math.sqrt
 // CHECK: return %[[A]]#0, %[[A]]#1, %[[A]]#2
-func.func @adam(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %t: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
-  %0:3 = locus.adam %p, %g, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-8 weight_decay 0.0 : tensor<8xf32>, tensor<f32>
+func.func @adam(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %t: tensor<f32>, %lr: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %0:3 = locus.adam %p, %g, %m, %v, %t lr %lr betas [0.9, 0.999] eps 1.0e-8 weight_decay 0.0 : tensor<8xf32>, tensor<f32>
   return %0#0, %0#1, %0#2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 

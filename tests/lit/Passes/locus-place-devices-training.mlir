@@ -14,10 +14,11 @@
 locus.graph @sgd {
   %x = locus.input "x" : tensor<4xf32>
   %w = locus.state "w" parameter : tensor<4xf32> init <full(1.0)>
+  %lr = locus.state "lr" buffer : tensor<f32> init <full(0.1)>
   %m = locus.mul %x, %w : tensor<4xf32>
   %s = locus.sum %m axes [0] : tensor<4xf32> -> tensor<f32>
   locus.output "loss" = %s : tensor<f32>
-  %n = locus.sgd %w, %x lr 0.1 momentum 0.0 weight_decay 0.0 : tensor<4xf32> -> tensor<4xf32>
+  %n = locus.sgd %w, %x lr %lr momentum 0.0 weight_decay 0.0 : tensor<4xf32> -> tensor<4xf32>
   locus.assign %w = %n : tensor<4xf32>, tensor<4xf32>
 }
 
@@ -37,8 +38,9 @@ locus.graph @sgd {
 locus.graph @pinned {
   %x = locus.input "x" : tensor<4xf32> on <cuda:0>
   %w = locus.state "w" parameter : tensor<4xf32> init <full(1.0)> on <cpu>
+  %lr = locus.state "lr" buffer : tensor<f32> init <full(0.1)>
   %wg = locus.to <cuda:0>, %w : tensor<4xf32>
-  %n = locus.sgd %wg, %x lr 0.1 momentum 0.0 weight_decay 0.0 : tensor<4xf32> -> tensor<4xf32>
+  %n = locus.sgd %wg, %x lr %lr momentum 0.0 weight_decay 0.0 : tensor<4xf32> -> tensor<4xf32>
   %s = locus.sum %n axes [0] : tensor<4xf32> -> tensor<f32>
   locus.output "loss" = %s : tensor<f32>
   locus.assign %w = %n : tensor<4xf32>, tensor<4xf32>

@@ -10,6 +10,9 @@
 
 #include "locus/Dialect/LocusDialect.h"
 
+#include <string>
+#include <vector>
+
 namespace locus {
 
 /// Appends to `graph` the ops that compute the gradient of `loss` (a scalar
@@ -47,15 +50,41 @@ struct OptimizerConfig {
   bool decoupled = false;
 };
 
+/// One parameter group of an optimizer: `count` consecutive parameters and
+/// their settings (torch.optim's param_groups).
+struct OptimizerGroup {
+  OptimizerConfig config;
+  size_t count = 0;
+};
+
+/// The name of parameter group `group`'s learning-rate state:
+/// "<prefix>param_groups.<group>.lr".
+std::string learningRateStateName(llvm::StringRef prefix, size_t group);
+
 /// Appends one optimizer step to `graph`: for each parameter (the result of
 /// a locus.state) and its gradient, a locus.sgd or locus.adam and the
 /// locus.assign ops that write the parameter and the optimizer's state back.
-/// The optimizer's state is new locus.state buffers, zeros at first, made
-/// where the parameter is made: "<param>.momentum_buffer" (SGD with
-/// momentum), "<param>.exp_avg" and "<param>.exp_avg_sq" (Adam), and one
-/// "<prefix>step" count for Adam. Ops carry `loc`. Emits an error and
+/// `groups` split `params` in order; every group has the same kind. The
+/// optimizer's state is new locus.state buffers, made where the parameter is
+/// made: "<param>.momentum_buffer" (SGD with momentum), "<param>.exp_avg" and
+/// "<param>.exp_avg_sq" (Adam), zeros at first; one "<prefix>step" count for
+/// Adam; and each group's learning rate, a tensor<f32> that starts at its
+/// `lr` (learningRateStateName), so a schedule changes it between runs. The
+/// step count and each learning rate are kept once per device the
+/// parameters are made on (pinned), so no update reads a scalar from
+/// another device: the name above on the first parameter's device,
+/// "<name>@<device>" on the others. `lrStates`, when given, receives each
+/// group's learning-rate state names. Ops carry `loc`. Emits an error and
 /// records nothing on failure (a parameter that is no state, or is assigned
 /// already; a name taken; a bad setting).
+mlir::LogicalResult
+recordOptimizerStep(GraphOp graph, llvm::ArrayRef<mlir::Value> params,
+                    llvm::ArrayRef<mlir::Value> grads,
+                    llvm::ArrayRef<OptimizerGroup> groups,
+                    llvm::StringRef prefix, mlir::Location loc,
+                    std::vector<std::vector<std::string>> *lrStates = nullptr);
+
+/// The same with one group of every parameter.
 mlir::LogicalResult recordOptimizerStep(GraphOp graph,
                                         llvm::ArrayRef<mlir::Value> params,
                                         llvm::ArrayRef<mlir::Value> grads,

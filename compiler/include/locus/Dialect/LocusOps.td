@@ -25,6 +25,10 @@ def Locus_LabelTensor : StaticShapeTensorOf<[I64]>;
 def Locus_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Locus_AnyTensor : StaticShapeTensorOf<[F32, I64, I32, I1]>;
 def Locus_ScalarF32 : 0DTensorOf<[F32]>;
+/// A tensor<f32> operand whose type the assembly format need not spell.
+def Locus_ScalarF32Operand : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
 
 class Locus_Op<string mnemonic, list<Trait> traits = []>
     : Op<Locus_Dialect, mnemonic, traits>;
@@ -725,15 +729,19 @@ def Locus_SgdOp : Locus_InferOp<"sgd", [AllTypesMatch<["param", "grad"]>]> {
     are `param'` and, with momentum, `buf'`; `locus.assign` writes them back.
     Dampening is not offered.
 
+    The learning rate `lr` is an operand, a `tensor<f32>` (the optimizer
+    keeps it as state, so a schedule changes it between runs without a
+    recompile).
+
     ```mlir
-    %p2, %b2 = locus.sgd %w, %dw, %buf lr 0.01 momentum 0.9 weight_decay 0.0
+    %p2, %b2 = locus.sgd %w, %dw, %buf lr %lr momentum 0.9 weight_decay 0.0
         : tensor<2x10xf32>, tensor<2x10xf32> -> tensor<2x10xf32>, tensor<2x10xf32>
     ```
   }];
   let arguments = (ins Locus_F32Tensor:$param, Locus_F32Tensor:$grad,
-                       Optional<Locus_F32Tensor>:$buffer, F64Attr:$lr,
-                       F64Attr:$momentum, F64Attr:$weight_decay,
-                       UnitAttr:$nesterov);
+                       Optional<Locus_F32Tensor>:$buffer,
+                       Locus_ScalarF32Operand:$lr, F64Attr:$momentum,
+                       F64Attr:$weight_decay, UnitAttr:$nesterov);
   let results = (outs Variadic<Locus_F32Tensor>:$results);
   let assemblyFormat = [{
     $param `,` $grad (`,` $buffer^)? `lr` $lr `momentum` $momentum
@@ -757,16 +765,19 @@ def Locus_AdamOp : Locus_InferOp<"adam",
     With `decoupled`, torch.optim.AdamW's decoupled weight decay instead:
     `param` is first scaled by `1 - lr * weight_decay`, and `g = grad`.
 
+    The learning rate `lr` is an operand, a `tensor<f32>`, as in
+    `locus.sgd`.
+
     ```mlir
-    %p2, %m2, %v2 = locus.adam %w, %dw, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.0
+    %p2, %m2, %v2 = locus.adam %w, %dw, %m, %v, %t lr %lr betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.0
         : tensor<2x10xf32>, tensor<f32>
-    %p3, %m3, %v3 = locus.adam %w, %dw, %m, %v, %t lr 0.001 betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.01 decoupled
+    %p3, %m3, %v3 = locus.adam %w, %dw, %m, %v, %t lr %lr betas [0.9, 0.999] eps 1.0e-08 weight_decay 0.01 decoupled
         : tensor<2x10xf32>, tensor<f32>
     ```
   }];
   let arguments = (ins Locus_F32Tensor:$param, Locus_F32Tensor:$grad,
                        Locus_F32Tensor:$m, Locus_F32Tensor:$v,
-                       Locus_ScalarF32:$step, F64Attr:$lr,
+                       Locus_ScalarF32:$step, Locus_ScalarF32Operand:$lr,
                        DenseF64ArrayAttr:$betas, F64Attr:$eps,
                        F64Attr:$weight_decay, UnitAttr:$decoupled);
   let results = (outs Locus_F32Tensor:$new_param, Locus_F32Tensor:$new_m,

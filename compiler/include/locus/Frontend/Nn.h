@@ -17,6 +17,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -625,6 +626,13 @@ struct AdamOptions {
   double weightDecay = 0.0;
 };
 
+/// A parameter group, as in torch.optim: parameters with settings of their
+/// own. Without `options`, the optimizer's settings apply.
+template <typename Options> struct ParamGroup {
+  std::vector<Tensor> params;
+  std::optional<Options> options;
+};
+
 /// An optimizer over parameters of one graph. step(loss) records, at the
 /// caller's line, the backward pass of `loss` and one update of every
 /// parameter (locus.sgd / locus.adam and locus.assign): the graph becomes a
@@ -632,10 +640,12 @@ struct AdamOptions {
 /// optimizer.step() in PyTorch. The optimizer's state (momentum buffers,
 /// Adam's and AdamW's moments and step count) is new buffer state, zeros at
 /// first, made where each parameter is made, so it stays on the parameter's
-/// device.
+/// device. Each parameter group's learning rate is state too, a scalar named
+/// lrStateName(group) that starts at the group's lr: setLr() and the
+/// schedulers of locus/Compile/LrScheduler.h change it in a compiled model
+/// between runs, with no recompile, and checkpoints keep it.
 class Optimizer {
 public:
-  Optimizer(std::vector<Tensor> params, Here loc);
   virtual ~Optimizer() = default;
   /// Records the backward pass and the update; once per optimizer.
   void step(const Tensor &loss, Here loc = Here::current());
@@ -643,17 +653,40 @@ public:
   /// perhaps clipped with nn::utils::clipGradNorm_), one per parameter in
   /// parameters()' order; once per optimizer.
   void step(const std::vector<Tensor> &grads, Here loc = Here::current());
+  /// Every parameter, group after group.
   const std::vector<Tensor> &parameters() const { return params_; }
+  /// How many parameter groups there are (1 for an optimizer made from a
+  /// list of parameters).
+  size_t groupCount() const { return groupSizes_.size(); }
+  /// The parameters of group `group`.
+  std::vector<Tensor> groupParameters(size_t group,
+                                      Here loc = Here::current()) const;
+  /// The name of group `group`'s learning-rate state in the recorded graph
+  /// and its compiled models: "optimizer.param_groups.<group>.lr".
+  std::string lrStateName(size_t group = 0, Here loc = Here::current()) const;
+  /// Every state holding group `group`'s learning rate once step() has
+  /// recorded: lrStateName(group), and "<it>@<device>" for each further
+  /// device the group's parameters are pinned to (each device reads its
+  /// own copy, so no update reads a scalar across devices).
+  std::vector<std::string> lrStateNames(size_t group = 0,
+                                        Here loc = Here::current()) const;
+  /// Group `group`'s learning rate as constructed (a scheduler's base lr).
+  double initialLr(size_t group = 0, Here loc = Here::current()) const;
 
 protected:
+  /// One group per element of `groups`, none empty.
+  Optimizer(std::vector<std::vector<Tensor>> groups, Here loc);
   struct Config;
-  virtual void configure(Config &config) const = 0;
+  virtual void configure(Config &config, size_t group) const = 0;
+  void checkGroup(size_t group, const char *what, const Here &loc) const;
 
 private:
   void record(const std::vector<Tensor> &grads, const Tensor *loss,
               const Here &loc);
 
   std::vector<Tensor> params_;
+  std::vector<size_t> groupSizes_;
+  std::vector<std::vector<std::string>> lrStates_; // per group, once stepped
   bool stepped_ = false;
 };
 
@@ -661,24 +694,29 @@ class SGD : public Optimizer {
 public:
   SGD(std::vector<Tensor> params, const SGDOptions &options,
       Here loc = Here::current());
+  /// torch.optim.SGD([{'params': ...}, {'params': ..., 'lr': ...}], ...).
+  SGD(const std::vector<ParamGroup<SGDOptions>> &groups,
+      const SGDOptions &defaults, Here loc = Here::current());
 
 protected:
-  void configure(Config &config) const override;
+  void configure(Config &config, size_t group) const override;
 
 private:
-  SGDOptions options_;
+  std::vector<SGDOptions> options_;
 };
 
 class Adam : public Optimizer {
 public:
   Adam(std::vector<Tensor> params, const AdamOptions &options = {},
        Here loc = Here::current());
+  Adam(const std::vector<ParamGroup<AdamOptions>> &groups,
+       const AdamOptions &defaults = {}, Here loc = Here::current());
 
 protected:
-  void configure(Config &config) const override;
+  void configure(Config &config, size_t group) const override;
 
 private:
-  AdamOptions options_;
+  std::vector<AdamOptions> options_;
 };
 
 /// torch.optim.AdamW's settings (weight decay 0.01 by default).
@@ -696,12 +734,14 @@ class AdamW : public Optimizer {
 public:
   AdamW(std::vector<Tensor> params, const AdamWOptions &options = {},
         Here loc = Here::current());
+  AdamW(const std::vector<ParamGroup<AdamWOptions>> &groups,
+        const AdamWOptions &defaults = {}, Here loc = Here::current());
 
 protected:
-  void configure(Config &config) const override;
+  void configure(Config &config, size_t group) const override;
 
 private:
-  AdamWOptions options_;
+  std::vector<AdamWOptions> options_;
 };
 
 } // namespace locus::optim

@@ -1,0 +1,68 @@
+// common.h - what the `locus` Python module's files share: the Python
+// caller's line, locus.Error raised there, and recording located at it.
+
+#ifndef LOCUS_PYTHON_COMMON_H
+#define LOCUS_PYTHON_COMMON_H
+
+#include "locus/locus.h"
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+namespace locus::python {
+
+namespace py = pybind11;
+
+struct PyLine {
+  std::string file = "<python>";
+  unsigned line = 0;
+};
+
+/// The Python caller's file and line (no frame: "<python>", 0).
+PyLine callerLine();
+
+/// locus.Error, made by the module's init; its file, line and message are
+/// attributes too.
+extern PyObject *errorType;
+
+/// Raises locus.Error with these attributes and `text` as its message.
+[[noreturn]] void raise(const std::string &file, unsigned line,
+                        const std::string &message, const std::string &text);
+
+/// A recording Error as a locus.Error at the user's Python line.
+[[noreturn]] void raiseAt(const PyLine &here, const Error &e);
+
+/// Runs `record` with its ops located at the Python caller's line; an
+/// Error becomes a locus.Error at that line.
+template <typename F>
+auto recorded(const Graph &graph, F record) -> decltype(record()) {
+  PyLine here = callerLine();
+  try {
+    detail::OriginScope origin(graph, here.file, here.line, 0);
+    return record();
+  } catch (const Error &e) {
+    raiseAt(here, e);
+  }
+}
+
+/// Runs `call`, which records nothing; an Error becomes a locus.Error at
+/// the Python caller's line.
+template <typename F> auto atCaller(F call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const Error &e) {
+    raiseAt(callerLine(), e);
+  }
+}
+
+/// The graph of `t`; a locus.Error at the caller's line for a tensor of no
+/// graph.
+Graph graphOf(const Tensor &t);
+
+/// The bindings of each area, called by the module's init.
+void bindOptim(py::module_ &m);
+
+} // namespace locus::python
+
+#endif // LOCUS_PYTHON_COMMON_H
