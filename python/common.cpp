@@ -46,3 +46,25 @@ Graph python::graphOf(const Tensor &t) {
     raiseAt(callerLine(), e);
   }
 }
+
+DType python::parseDType(const std::string &name) {
+  if (name == "f32" || name == "float32")
+    return DType::f32;
+  if (name == "i64" || name == "int64")
+    return DType::i64;
+  if (name == "i32" || name == "int32")
+    return DType::i32;
+  if (name == "i1" || name == "bool")
+    return DType::i1;
+  throw py::value_error("unknown dtype '" + name +
+                        "'; expected f32, i64, i32 or bool");
+}
+
+Reduction python::parseReduction(const std::string &name) {
+  if (name == "mean")
+    return Reduction::mean;
+  if (name == "sum")
+    return Reduction::sum;
+  throw py::value_error("unknown reduction '" + name +
+                        "'; expected mean or sum");
+}

@@ -60,7 +60,15 @@ template <typename F> auto atCaller(F call) -> decltype(call()) {
 /// graph.
 Graph graphOf(const Tensor &t);
 
+/// "f32"/"float32", "i64"/"int64", "i32"/"int32", "i1"/"bool"; else
+/// ValueError.
+DType parseDType(const std::string &name);
+/// "mean" or "sum"; else ValueError.
+Reduction parseReduction(const std::string &name);
+
 /// The bindings of each area, called by the module's init.
+void bindFunctional(py::module_ &m);
+void bindNn(py::module_ &m);
 void bindOptim(py::module_ &m);
 
 } // namespace locus::python

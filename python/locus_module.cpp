@@ -33,28 +33,6 @@ using namespace locus::python;
 
 namespace {
 
-DType parseDType(const std::string &name) {
-  if (name == "f32" || name == "float32")
-    return DType::f32;
-  if (name == "i64" || name == "int64")
-    return DType::i64;
-  if (name == "i32" || name == "int32")
-    return DType::i32;
-  if (name == "i1" || name == "bool")
-    return DType::i1;
-  throw py::value_error("unknown dtype '" + name +
-                        "'; expected f32, i64, i32 or bool");
-}
-
-Reduction parseReduction(const std::string &name) {
-  if (name == "mean")
-    return Reduction::mean;
-  if (name == "sum")
-    return Reduction::sum;
-  throw py::value_error("unknown reduction '" + name +
-                        "'; expected mean or sum");
-}
-
 // ---- NumPy <-> HostTensor ---------------------------------------------------
 
 Shape shapeOf(const py::array &a) {
@@ -167,21 +145,25 @@ void defUnary(py::module_ &m, const char *name, Unary f) {
       py::arg("x"));
 }
 
-void defBinary(py::module_ &m, const char *name, Binary f) {
-  m.def(
-      name,
-      [f](const Tensor &a, const Tensor &b) {
-        return recorded(graphOf(a), [&] { return f(a, b, Here::current()); });
-      },
-      py::arg("a"), py::arg("b"));
-}
-
 /// A tensor or a Python number as a tensor of `like`'s graph.
 Tensor operand(const Tensor &like, const py::object &value) {
   if (py::isinstance<Tensor>(value))
     return value.cast<Tensor>();
   Graph g = graphOf(like);
   return recorded(g, [&] { return g.constant(value.cast<float>()); });
+}
+
+/// A binary op whose second operand may be a Python number
+/// (locus.maximum(x, 0.0)).
+void defBinary(py::module_ &m, const char *name, Binary f) {
+  m.def(
+      name,
+      [f](const Tensor &a, const py::object &b) {
+        Tensor other = operand(a, b);
+        return recorded(graphOf(a),
+                        [&] { return f(a, other, Here::current()); });
+      },
+      py::arg("a"), py::arg("b"));
 }
 
 void bindTensor(py::module_ &m) {
@@ -485,155 +467,6 @@ void bindOps(py::module_ &m) {
 }
 
 /// A torch.nn layer class without state or arguments.
-template <typename Layer>
-void defPlainLayer(py::module_ &nn, const char *name) {
-  py::class_<Layer, nn::Module, std::shared_ptr<Layer>>(nn, name).def(
-      py::init([] { return std::make_shared<Layer>(); }));
-}
-
-/// torch.nn's activation layers.
-void bindActivationLayers(py::module_ &nn) {
-  defPlainLayer<nn::Tanh>(nn, "Tanh");
-  defPlainLayer<nn::Sigmoid>(nn, "Sigmoid");
-  defPlainLayer<nn::SiLU>(nn, "SiLU");
-  defPlainLayer<nn::ReLU6>(nn, "ReLU6");
-  defPlainLayer<nn::Hardsigmoid>(nn, "Hardsigmoid");
-  defPlainLayer<nn::Hardswish>(nn, "Hardswish");
-  defPlainLayer<nn::Mish>(nn, "Mish");
-  py::class_<nn::GELU, nn::Module, std::shared_ptr<nn::GELU>>(nn, "GELU")
-      .def(py::init([](const std::string &approximate) {
-             return std::make_shared<nn::GELU>(approximate);
-           }),
-           py::arg("approximate") = "none");
-  py::class_<nn::LeakyReLU, nn::Module, std::shared_ptr<nn::LeakyReLU>>(
-      nn, "LeakyReLU")
-      .def(py::init([](double slope) {
-             return std::make_shared<nn::LeakyReLU>(slope);
-           }),
-           py::arg("negative_slope") = 0.01);
-  py::class_<nn::Hardtanh, nn::Module, std::shared_ptr<nn::Hardtanh>>(
-      nn, "Hardtanh")
-      .def(py::init([](double lo, double hi) {
-             return std::make_shared<nn::Hardtanh>(lo, hi);
-           }),
-           py::arg("min_val") = -1.0, py::arg("max_val") = 1.0);
-  py::class_<nn::Softplus, nn::Module, std::shared_ptr<nn::Softplus>>(
-      nn, "Softplus")
-      .def(py::init([](double beta, double threshold) {
-             return std::make_shared<nn::Softplus>(beta, threshold);
-           }),
-           py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
-  py::class_<nn::ELU, nn::Module, std::shared_ptr<nn::ELU>>(nn, "ELU").def(
-      py::init([](double alpha) { return std::make_shared<nn::ELU>(alpha); }),
-      py::arg("alpha") = 1.0);
-}
-
-/// The tensors of a Python list of gradients.
-std::vector<Tensor> gradsOf(const py::list &grads) {
-  if (grads.empty())
-    throw py::value_error("expected a list of gradients, got an empty one");
-  std::vector<Tensor> out;
-  for (const py::handle &g : grads)
-    out.push_back(g.cast<Tensor>());
-  return out;
-}
-
-/// Writes clipped gradients back into the caller's list, as PyTorch's
-/// in-place clipping changes .grad.
-void writeBack(py::list &grads, const std::vector<Tensor> &clipped) {
-  for (size_t i = 0; i < clipped.size(); ++i)
-    grads[i] = py::cast(clipped[i]);
-}
-
-/// torch.nn.utils' clip_grad_norm_ and clip_grad_value_ on locus.grad's
-/// gradients.
-void bindClipping(py::module_ &nn) {
-  py::module_ utils = nn.def_submodule("utils", "gradient clipping");
-  utils.def(
-      "clip_grad_norm_",
-      [](py::list grads, double maxNorm, double normType) {
-        std::vector<Tensor> g = gradsOf(grads);
-        Tensor norm = recorded(graphOf(g[0]), [&] {
-          return nn::utils::clipGradNorm_(g, maxNorm, normType,
-                                          Here::current());
-        });
-        writeBack(grads, g);
-        return norm;
-      },
-      py::arg("grads"), py::arg("max_norm"), py::arg("norm_type") = 2.0,
-      "Scales the gradients in the list (locus.grad's) so that their total "
-      "norm is at most max_norm, in place; returns the total norm.");
-  utils.def(
-      "clip_grad_value_",
-      [](py::list grads, double clipValue) {
-        std::vector<Tensor> g = gradsOf(grads);
-        recorded(graphOf(g[0]), [&] {
-          nn::utils::clipGradValue_(g, clipValue, Here::current());
-        });
-        writeBack(grads, g);
-      },
-      py::arg("grads"), py::arg("clip_value"),
-      "Clamps each gradient in the list to [-clip_value, clip_value], in "
-      "place.");
-}
-
-void bindNn(py::module_ &m) {
-  py::module_ nn = m.def_submodule("nn", "layers and losses");
-  py::class_<nn::Module, std::shared_ptr<nn::Module>>(nn, "Module")
-      .def("__call__",
-           [](const nn::Module &layer, const Tensor &x) {
-             return recorded(graphOf(x),
-                             [&] { return layer(x, Here::current()); });
-           })
-      .def("parameters", &nn::Module::parameters)
-      .def("train", &nn::Module::train, py::arg("on") = true)
-      .def("eval", &nn::Module::eval);
-  py::class_<nn::Linear, nn::Module, std::shared_ptr<nn::Linear>>(nn, "Linear")
-      .def(py::init([](Graph &g, int64_t in, int64_t out, bool bias,
-                       const std::string &name) {
-             nn::LinearOptions o;
-             o.bias = bias;
-             o.name = name;
-             return recorded(g, [&] {
-               return std::make_shared<nn::Linear>(g, in, out, o,
-                                                   Here::current());
-             });
-           }),
-           py::arg("graph"), py::arg("in_features"), py::arg("out_features"),
-           py::arg("bias") = true, py::arg("name") = "")
-      .def_property_readonly("weight", &nn::Linear::weight)
-      .def_property_readonly("bias", &nn::Linear::bias);
-  py::class_<nn::Conv2d, nn::Module, std::shared_ptr<nn::Conv2d>>(nn, "Conv2d")
-      .def(py::init([](Graph &g, int64_t in, int64_t out,
-                       std::vector<int64_t> kernel, std::vector<int64_t> stride,
-                       std::vector<int64_t> padding, bool bias,
-                       const std::string &name) {
-             nn::Conv2dOptions o;
-             o.stride = std::move(stride);
-             o.padding = std::move(padding);
-             o.bias = bias;
-             o.name = name;
-             return recorded(g, [&] {
-               return std::make_shared<nn::Conv2d>(g, in, out, kernel, o,
-                                                   Here::current());
-             });
-           }),
-           py::arg("graph"), py::arg("in_channels"), py::arg("out_channels"),
-           py::arg("kernel_size"),
-           py::arg("stride") = std::vector<int64_t>{1, 1},
-           py::arg("padding") = std::vector<int64_t>{0, 0},
-           py::arg("bias") = true, py::arg("name") = "")
-      .def_property_readonly("weight", &nn::Conv2d::weight)
-      .def_property_readonly("bias", &nn::Conv2d::bias);
-  py::class_<nn::ReLU, nn::Module, std::shared_ptr<nn::ReLU>>(nn, "ReLU")
-      .def(py::init([] { return std::make_shared<nn::ReLU>(); }));
-  py::class_<nn::Flatten, nn::Module, std::shared_ptr<nn::Flatten>>(nn,
-                                                                    "Flatten")
-      .def(py::init([] { return std::make_shared<nn::Flatten>(); }));
-  bindActivationLayers(nn);
-  bindClipping(nn);
-}
-
 // ---- compile() and CompiledModel -------------------------------------------
 
 void bindCompile(py::module_ &m) {
@@ -957,6 +790,7 @@ PYBIND11_MODULE(locus, m) {
   bindTensor(m);
   bindGraph(m);
   bindOps(m);
+  bindFunctional(m);
   bindNn(m);
   bindCompile(m);
   bindOptim(m);

@@ -486,3 +486,106 @@ def test_learning_rate_mistakes_are_errors_at_the_python_line():
     before = model.state("w1").copy()
     model.run(x=np.ones((5, 6), np.float32))
     np.testing.assert_array_equal(model.state("w1"), before)
+
+
+def test_a_gpt_block_and_a_mobile_cnn_written_as_in_pytorch():
+    """Layers, functions and Tensor methods with PyTorch's names: an
+    embedding, a causal pre-LN attention block and a head; a depthwise
+    conv, BatchNorm, ReLU6 and pooling through nn.Sequential. Outputs
+    against torch with the same weights."""
+    torch = pytest.importorskip("torch")
+    g = locus.Graph("gpt_block")
+    ids = g.input("ids", [2, 5], dtype="i64")
+    emb = locus.nn.Embedding(g, 11, 8, name="wte")
+    ln = locus.nn.LayerNorm(g, 8, name="ln")
+    attn = locus.nn.MultiheadAttention(g, 8, 2, batch_first=True, name="attn")
+    head = locus.nn.Linear(g, 8, 11, bias=False, name="head")
+    x = emb(ids)
+    h = ln(x)
+    mask = locus.triu(g.ones([5, 5], dtype="bool"), 1)
+    x = x + attn(h, h, h, attn_mask=mask)
+    logits = head(locus.nn.GELU()(x))
+    g.output("last", logits[:, -1])
+    g.output("first_two", logits[..., 0:2].sum(-1))
+    g.output("scaled", locus.maximum(logits.reshape(2, -1), 0.0) * 0.5)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+
+    tg = torch.nn.ModuleDict({
+        "wte": torch.nn.Embedding(11, 8), "ln": torch.nn.LayerNorm(8),
+        "attn": torch.nn.MultiheadAttention(8, 2, batch_first=True),
+        "head": torch.nn.Linear(8, 11, bias=False)})
+    for name, value in tg.state_dict().items():
+        model.set_state(name, value.numpy())
+    idv = np.array([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]], np.int64)
+    out = model.run(ids=idv)
+    with torch.no_grad():
+        tx = tg["wte"](torch.tensor(idv))
+        th = tg["ln"](tx)
+        tmask = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+        tx = tx + tg["attn"](th, th, th, attn_mask=tmask)[0]
+        tl = tg["head"](torch.nn.functional.gelu(tx))
+    np.testing.assert_allclose(out["last"], tl[:, -1].numpy(), atol=1e-5)
+    np.testing.assert_allclose(out["first_two"], tl[..., 0:2].sum(-1).numpy(),
+                               atol=1e-5)
+    np.testing.assert_allclose(out["scaled"],
+                               tl.reshape(2, -1).clamp(min=0).numpy() * 0.5,
+                               atol=1e-5)
+
+    g = locus.Graph("mobile")
+    img = g.input("x", [2, 4, 8, 8])
+    net = locus.nn.Sequential(
+        locus.nn.Conv2d(g, 4, 4, 3, padding=1, groups=4, bias=False,
+                        name="dw"),
+        locus.nn.BatchNorm2d(g, 4, name="bn"),
+        locus.nn.ReLU6(),
+        locus.nn.Conv2d(g, 4, 6, 1, name="pw"),
+        locus.nn.Hardswish(),
+        locus.nn.AdaptiveAvgPool2d(1),
+        locus.nn.Flatten())
+    assert len(net) == 7
+    net.eval()
+    g.output("y", net(img))
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    tnet = torch.nn.Sequential(
+        torch.nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False),
+        torch.nn.BatchNorm2d(4), torch.nn.ReLU6(), torch.nn.Conv2d(4, 6, 1),
+        torch.nn.Hardswish(), torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten()).eval()
+    names = {"0": "dw", "1": "bn", "3": "pw"}
+    for name, value in tnet.state_dict().items():
+        layer, field = name.split(".", 1)
+        if field != "num_batches_tracked":
+            model.set_state(names[layer] + "." + field,
+                            value.numpy().astype(np.float32))
+    xs = np.random.default_rng(5).uniform(-1, 1, (2, 4, 8, 8))
+    with torch.no_grad():
+        want = tnet(torch.tensor(xs, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(model.run(x=xs.astype(np.float32))["y"], want,
+                               atol=1e-5)
+
+
+def test_shape_functions_and_indexing_mistakes():
+    g = locus.Graph("shapes")
+    x = g.input("x", [4, 6])
+    a, b = locus.chunk(x, 2, dim=1)
+    parts = locus.split(x, 4, dim=1)
+    assert [p.shape for p in parts] == [[4, 4], [4, 2]]
+    s = locus.stack([a, b], dim=0)
+    assert s.shape == [2, 4, 3]
+    assert x[1].shape == [6] and x[:, ::2].shape == [4, 3]
+    assert x.size(-1) == 6 and x.dim() == 2
+    with pytest.raises(IndexError):
+        x[4]
+    with pytest.raises(IndexError):
+        x[0, 0, 0]
+    with pytest.raises(locus.Error) as info:
+        x.reshape(5, -1)  # @bad-reshape
+    assert "%s:%d" % (HERE, line_of("# @bad-reshape")) in str(info.value)
+    g.output("y", locus.masked_fill(s, s > 0.5, 0.0).sum())
+    ones = g.arange(4).float()
+    g.output("z", ones)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    xv = np.linspace(0, 1, 24, dtype=np.float32).reshape(4, 6)
+    out = model.run(x=xv)
+    assert abs(float(out["y"]) - xv[xv <= 0.5].sum()) < 1e-5
+    np.testing.assert_array_equal(out["z"], [0, 1, 2, 3])

@@ -533,6 +533,9 @@ public:
                             std::is_base_of_v<Module, std::decay_t<M>>>>
   AnyModule(M &&module)
       : module_(std::make_shared<std::decay_t<M>>(std::forward<M>(module))) {}
+  /// A module held by reference (the Python module's layers).
+  explicit AnyModule(std::shared_ptr<Module> module)
+      : module_(std::move(module)) {}
   const std::shared_ptr<Module> &get() const { return module_; }
 
 private:
@@ -551,6 +554,8 @@ public:
   Sequential(std::initializer_list<AnyModule> layers,
              Here loc = Here::current())
       : Module(loc), layers_(layers.begin(), layers.end()) {}
+  explicit Sequential(std::vector<AnyModule> layers, Here loc = Here::current())
+      : Module(loc), layers_(std::move(layers)) {}
   Tensor forward(const Tensor &x, Here loc) const override;
   std::vector<Tensor> parameters() const override;
   std::vector<Tensor> buffers() const override;
