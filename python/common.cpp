@@ -68,3 +68,16 @@ Reduction python::parseReduction(const std::string &name) {
   throw py::value_error("unknown reduction '" + name +
                         "'; expected mean or sum");
 }
+
+Tensor python::operand(const Tensor &like, const py::object &value) {
+  if (py::isinstance<Tensor>(value))
+    return value.cast<Tensor>();
+  Graph g = graphOf(like);
+  DType dtype = like.dtype();
+  auto number = value.cast<double>();
+  return recorded(g, [&] {
+    if (dtype == DType::f32)
+      return g.constant(static_cast<float>(number), Here::current());
+    return g.full({}, number, dtype, Here::current());
+  });
+}

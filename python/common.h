@@ -66,6 +66,10 @@ DType parseDType(const std::string &name);
 /// "mean" or "sum"; else ValueError.
 Reduction parseReduction(const std::string &name);
 
+/// A tensor, or a Python number as a scalar constant of `like`'s graph and
+/// dtype (x < 3 on i64 compares with an i64 3).
+Tensor operand(const Tensor &like, const py::object &value);
+
 /// The bindings of each area, called by the module's init.
 void bindFunctional(py::module_ &m);
 void bindNn(py::module_ &m);

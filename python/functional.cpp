@@ -44,14 +44,6 @@ Shape shapeArgs(const py::args &args) {
   return args.cast<Shape>();
 }
 
-/// A tensor or a Python number as a tensor of `like`'s graph.
-Tensor operand(const Tensor &like, const py::object &value) {
-  if (py::isinstance<Tensor>(value))
-    return value.cast<Tensor>();
-  Graph g = graphOf(like);
-  return recorded(g, [&] { return g.constant(value.cast<float>()); });
-}
-
 void bindShapeFunctions(py::module_ &m) {
   m.def(
       "clamp",
@@ -327,19 +319,28 @@ void bindFactories(py::module_ &m) {
           "to put a loss on).");
 }
 
-/// x[...]: integers, slices with a positive step and one Ellipsis, as
-/// PyTorch indexes.
-Tensor index(const Tensor &x, const py::object &key) {
+/// One index of x[...] on one dimension: an integer picks (and drops the
+/// dimension), a slice keeps [start, start + step * length).
+struct IndexStep {
+  int64_t dim, start, length, step;
+  bool drop;
+};
+
+/// The steps of x[key], all checked before anything is recorded: integers
+/// (Python's or NumPy's), slices with a positive step and at most one
+/// Ellipsis, as PyTorch indexes.
+std::vector<IndexStep> indexSteps(const Tensor &x, const py::object &key) {
   py::tuple keys =
       py::isinstance<py::tuple>(key) ? py::tuple(key) : py::make_tuple(key);
-  size_t given = 0;
+  size_t given = 0, ellipses = 0;
   for (const py::handle &k : keys)
-    given += k.is(py::ellipsis()) ? 0 : 1;
+    (k.is(py::ellipsis()) ? ellipses : given) += 1;
+  if (ellipses > 1)
+    throw py::index_error("an index can only have a single ellipsis");
   if (given > static_cast<size_t>(x.rank()))
     throw py::index_error("too many indices for a tensor of rank " +
                           std::to_string(x.rank()));
-  Tensor y = x;
-  std::vector<int64_t> dropped;
+  std::vector<IndexStep> steps;
   int64_t dim = 0;
   for (const py::handle &k : keys) {
     if (k.is(py::ellipsis())) {
@@ -347,35 +348,44 @@ Tensor index(const Tensor &x, const py::object &key) {
       continue;
     }
     int64_t size = x.shape()[dim];
-    if (py::isinstance<py::int_>(k)) {
-      int64_t i = k.cast<int64_t>();
+    if (py::isinstance<py::slice>(k)) {
+      py::ssize_t start = 0, stop = 0, step = 0, length = 0;
+      if (!py::reinterpret_borrow<py::slice>(k).compute(size, &start, &stop,
+                                                        &step, &length))
+        throw py::error_already_set();
+      if (step < 1)
+        throw py::index_error("a slice's step must be positive");
+      steps.push_back({dim, start, length, step, false});
+    } else if (!py::isinstance<py::bool_>(k) && PyIndex_Check(k.ptr())) {
+      auto i = py::int_(py::reinterpret_borrow<py::object>(k)).cast<int64_t>();
       if (i < -size || i >= size)
         throw py::index_error(
             "index " + std::to_string(i) + " is out of bounds for dimension " +
             std::to_string(dim) + " of size " + std::to_string(size));
-      i = i < 0 ? i + size : i;
-      y = on(y, [&] { return slice(y, dim, i, i + 1, 1, Here::current()); });
-      dropped.push_back(dim);
-    } else if (py::isinstance<py::slice>(k)) {
-      py::ssize_t start = 0, stop = 0, step = 0, length = 0;
-      if (!py::slice(k, true).compute(size, &start, &stop, &step, &length))
-        throw py::error_already_set();
-      if (step < 1)
-        throw py::index_error("a slice's step must be positive");
-      if (length != size)
-        y = on(y, [&] {
-          return slice(y, dim, start, start + step * length, step,
-                       Here::current());
-        });
+      steps.push_back({dim, i < 0 ? i + size : i, 1, 1, true});
     } else {
       throw py::type_error("a tensor is indexed by integers, slices and "
                            "... only");
     }
     ++dim;
   }
-  for (auto it = dropped.rbegin(); it != dropped.rend(); ++it)
-    y = on(y, [&] { return squeeze(y, *it, Here::current()); });
-  return y;
+  return steps;
+}
+
+/// x[key], recorded once every index is checked.
+Tensor index(const Tensor &x, const py::object &key) {
+  std::vector<IndexStep> steps = indexSteps(x, key);
+  return on(x, [&] {
+    Tensor y = x;
+    for (const IndexStep &s : steps)
+      if (s.length != y.shape()[s.dim] || s.drop)
+        y = slice(y, s.dim, s.start, s.start + s.step * s.length, s.step,
+                  Here::current());
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+      if (it->drop)
+        y = squeeze(y, it->dim, Here::current());
+    return y;
+  });
 }
 
 void bindTensorMethods(py::module_ &m) {

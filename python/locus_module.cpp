@@ -145,14 +145,6 @@ void defUnary(py::module_ &m, const char *name, Unary f) {
       py::arg("x"));
 }
 
-/// A tensor or a Python number as a tensor of `like`'s graph.
-Tensor operand(const Tensor &like, const py::object &value) {
-  if (py::isinstance<Tensor>(value))
-    return value.cast<Tensor>();
-  Graph g = graphOf(like);
-  return recorded(g, [&] { return g.constant(value.cast<float>()); });
-}
-
 /// A binary op whose second operand may be a Python number
 /// (locus.maximum(x, 0.0)).
 void defBinary(py::module_ &m, const char *name, Binary f) {

@@ -238,6 +238,14 @@ void bindSchedulers(py::module_ &optim) {
       .def(
           "step", [](sched::LRScheduler &s) { atCaller([&] { s.step(); }); },
           "Moves to the next epoch and writes its rates into the model.")
+      .def(
+          "resume_at",
+          [](sched::LRScheduler &s, int64_t epoch) {
+            atCaller([&] { s.resumeAt(epoch); });
+          },
+          py::arg("epoch"),
+          "Writes that epoch's rates and goes on from there (after a "
+          "checkpoint is loaded).")
       .def("get_last_lr", &sched::LRScheduler::getLastLr)
       .def_property_readonly("last_epoch", &sched::LRScheduler::lastEpoch)
       .def_property_readonly("base_lrs", &sched::LRScheduler::baseLrs);

@@ -948,15 +948,8 @@ SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
         Value t = a[0], lr = a[1];
         Value bc1 = f.sub(f.cst(1), nb.create<math::PowFOp>(nl, f.cst(b1), t));
         Value bc2 = f.sub(f.cst(1), nb.create<math::PowFOp>(nl, f.cst(b2), t));
-        // 1 - lr * decay in double, as PyTorch computes it on the host.
-        Value lr64 = nb.create<arith::ExtFOp>(nl, nb.getF64Type(), lr);
-        Value shrink64 = nb.create<arith::SubFOp>(
-            nl, nb.create<arith::ConstantOp>(nl, nb.getF64FloatAttr(1)),
-            nb.create<arith::MulFOp>(
-                nl, lr64,
-                nb.create<arith::ConstantOp>(nl, nb.getF64FloatAttr(decay))));
-        Value shrink =
-            nb.create<arith::TruncFOp>(nl, nb.getF32Type(), shrink64);
+        // 1 - lr * decay (f32: GPU kernels take no f64 constants).
+        Value shrink = f.sub(f.cst(1), f.mul(lr, f.cst(decay)));
         nb.create<linalg::YieldOp>(
             nl, ValueRange{f.div(lr, bc1), f.sqrt(bc2), shrink});
       });

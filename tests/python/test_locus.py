@@ -503,7 +503,7 @@ def test_a_gpt_block_and_a_mobile_cnn_written_as_in_pytorch():
     x = emb(ids)
     h = ln(x)
     mask = locus.triu(g.ones([5, 5], dtype="bool"), 1)
-    x = x + attn(h, h, h, attn_mask=mask)
+    x = x + attn(h, h, h, attn_mask=mask)[0]
     logits = head(locus.nn.GELU()(x))
     g.output("last", logits[:, -1])
     g.output("first_two", logits[..., 0:2].sum(-1))
@@ -578,6 +578,18 @@ def test_shape_functions_and_indexing_mistakes():
         x[4]
     with pytest.raises(IndexError):
         x[0, 0, 0]
+    with pytest.raises(IndexError):
+        x[..., ..., 0]
+    with pytest.raises(TypeError):
+        x[True]
+    before = g.num_ops()
+    with pytest.raises(IndexError):
+        x[0, 99]
+    assert g.num_ops() == before  # nothing recorded by a failed index
+    assert x[np.int64(1)].shape == [6]
+    other = locus.Graph("ints")
+    ids = other.input("ids", [3], dtype="i64")
+    assert (ids < 2).dtype == "i1"
     with pytest.raises(locus.Error) as info:
         x.reshape(5, -1)  # @bad-reshape
     assert "%s:%d" % (HERE, line_of("# @bad-reshape")) in str(info.value)
@@ -589,3 +601,32 @@ def test_shape_functions_and_indexing_mistakes():
     out = model.run(x=xv)
     assert abs(float(out["y"]) - xv[xv <= 0.5].sum()) < 1e-5
     np.testing.assert_array_equal(out["z"], [0, 1, 2, 3])
+
+
+def test_lstm_and_gru_load_a_pytorch_state_dict():
+    """nn.LSTM (two layers, bidirectional, batch_first) and nn.GRU with
+    PyTorch's parameter names: a torch state_dict loads as it is and the
+    outputs and final states match torch's."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    for kind in ("LSTM", "GRU"):
+        g = locus.Graph(kind.lower())
+        x = g.input("x", [2, 5, 3])
+        layer = getattr(locus.nn, kind)(g, 3, 4, num_layers=2,
+                                        batch_first=True, bidirectional=True,
+                                        name="rnn")
+        y, state = layer(x)
+        g.output("y", y)
+        g.output("h", state[0] if kind == "LSTM" else state)
+        model = locus.compile(g, policy="cpu", devices=["cpu"])
+        ref = getattr(torch.nn, kind)(3, 4, num_layers=2, batch_first=True,
+                                      bidirectional=True)
+        for name, value in ref.state_dict().items():
+            model.set_state("rnn." + name, value.numpy())
+        xs = np.random.default_rng(7).uniform(-1, 1, (2, 5, 3))
+        out = model.run(x=xs.astype(np.float32))
+        with torch.no_grad():
+            ty, th = ref(torch.tensor(xs, dtype=torch.float32))
+        th = th[0] if kind == "LSTM" else th
+        np.testing.assert_allclose(out["y"], ty.numpy(), atol=1e-5)
+        np.testing.assert_allclose(out["h"], th.numpy(), atol=1e-5)

@@ -337,6 +337,32 @@ TEST(Compile, KeptWeightLayoutsFollowStateWrites) {
   expectAsFresh(loaded);
 }
 
+TEST(Compile, NumbersOnTheLeftOfOperators) {
+  Graph g("left");
+  auto x = g.input("x", {3});
+  g.output("sub", 1.0f - x);
+  g.output("mul", 2.0f * x);
+  g.output("div", 6.0f / x);
+  g.output("add", 0.5f + x);
+  CompiledModel m = compile(g, {.policy = "cpu"});
+  auto out = m.run({{"x", HostTensor::fromF32({3}, {1, 2, 4})}});
+  EXPECT_EQ(out.at("sub").f32, (std::vector<float>{0, -1, -3}));
+  EXPECT_EQ(out.at("mul").f32, (std::vector<float>{2, 4, 8}));
+  EXPECT_EQ(out.at("div").f32, (std::vector<float>{6, 3, 1.5f}));
+  EXPECT_EQ(out.at("add").f32, (std::vector<float>{1.5f, 2.5f, 4.5f}));
+  EXPECT_EQ(
+      m.run({{"x", HostTensor::fromF32({3}, {1, 1, 1})}}).at("mul").f32.front(),
+      2.0f);
+  Graph one("item");
+  auto s = one.input("s", {});
+  one.output("t", 3.0f * s);
+  EXPECT_EQ(compile(one, {.policy = "cpu"})
+                .run({{"s", HostTensor::fromF32({}, {2})}})
+                .at("t")
+                .item(),
+            6.0f);
+}
+
 TEST(Compile, IntegerAndMaskInputsAndOutputsRoundTrip) {
   // i32 ids pick embedding rows and come back widened; an i1 mask chooses;
   // i64 -> i32 wraps as PyTorch's .int() does. An id outside the table is

@@ -42,6 +42,8 @@ struct HostTensor {
   int64_t numel() const;
   /// The value of a one-element f32 tensor.
   float scalar() const;
+  /// The same, as torch.Tensor.item() (f32).
+  float item() const { return scalar(); }
 };
 
 /// A mistake found when running: a missing or unknown input, a wrong shape
@@ -167,6 +169,10 @@ public:
   /// copies per step and at load.
   std::string runtimeReport() const;
   size_t kernelCount() const;
+  /// Whether both are handles of one compiled model (copies share it).
+  bool operator==(const CompiledModel &other) const {
+    return impl_ == other.impl_;
+  }
   /// What runs where and why, with copies and warnings (locus-dump's
   /// summary of the placed graph).
   const std::string &placementSummary() const;

@@ -44,11 +44,11 @@ std::vector<std::string> lrStates(const CompiledModel &model,
   return wanted;
 }
 
-/// Writes `lr` into every state of group `group`'s rate.
-void writeLr(CompiledModel &model, const Optimizer &optimizer, double lr,
-             size_t group, const Here &loc) {
+/// Writes `lr` into each of `states`.
+void writeLr(CompiledModel &model, const std::vector<std::string> &states,
+             double lr) {
   HostTensor value = HostTensor::fromF32({}, {static_cast<float>(lr)});
-  for (const std::string &name : lrStates(model, optimizer, group, loc))
+  for (const std::string &name : states)
     model.setState(name, value);
 }
 
@@ -78,9 +78,9 @@ double optim::getLr(const CompiledModel &model, const Optimizer &optimizer,
 
 void optim::setLr(CompiledModel &model, const Optimizer &optimizer, double lr,
                   size_t group, Here loc) {
-  (void)lrStates(model, optimizer, group, loc);
+  std::vector<std::string> states = lrStates(model, optimizer, group, loc);
   checkRate(lr, loc, "a learning rate");
-  writeLr(model, optimizer, lr, group, loc);
+  writeLr(model, states, lr);
 }
 
 //===----------------------------------------------------------------------===//
@@ -89,9 +89,9 @@ void optim::setLr(CompiledModel &model, const Optimizer &optimizer, double lr,
 
 LRScheduler::LRScheduler(const Optimizer &optimizer, CompiledModel &model,
                          const Here &loc)
-    : optimizer_(&optimizer), model_(&model) {
+    : model_(model) {
   for (size_t i = 0; i < optimizer.groupCount(); ++i) {
-    (void)lrStates(model, optimizer, i, loc);
+    lrStates_.push_back(lrStates(model, optimizer, i, loc));
     baseLrs_.push_back(optimizer.initialLr(i, loc));
   }
 }
@@ -100,23 +100,30 @@ std::string LRScheduler::refuse(int64_t) const { return ""; }
 
 void LRScheduler::step(Here loc) { moveTo(epoch_ + 1, loc); }
 
+void LRScheduler::resumeAt(int64_t epoch, Here loc) {
+  if (epoch < 0)
+    throw errorAt(loc, "a scheduler resumes at an epoch >= 0, got " +
+                           std::to_string(epoch));
+  moveTo(epoch, loc);
+}
+
+bool LRScheduler::sameRates(const LRScheduler &other) const {
+  return model_ == other.model_ && lrStates_ == other.lrStates_;
+}
+
 void LRScheduler::moveTo(int64_t epoch, const Here &loc) {
   std::string why = refuse(epoch);
   if (!why.empty())
     throw errorAt(loc, why);
-  // A schedule may pass below zero where PyTorch's does (OneCycleLR's
-  // linear three phases one step past the end); only finite rates are kept.
   std::vector<double> rates;
   for (size_t i = 0; i < baseLrs_.size(); ++i) {
     rates.push_back(lrAt(i, baseLrs_[i], epoch));
-    checkFinite(rates.back(), loc,
-                "the scheduled learning rate of group " + std::to_string(i) +
-                    " at epoch " + std::to_string(epoch));
+    checkRate(rates.back(), loc,
+              "the scheduled learning rate of group " + std::to_string(i) +
+                  " at epoch " + std::to_string(epoch));
   }
   for (size_t i = 0; i < rates.size(); ++i)
-    (void)lrStates(*model_, *optimizer_, i, loc);
-  for (size_t i = 0; i < rates.size(); ++i)
-    writeLr(*model_, *optimizer_, rates[i], i, loc);
+    writeLr(model_, lrStates_[i], rates[i]);
   lastLr_ = std::move(rates);
   epoch_ = epoch;
 }
@@ -129,7 +136,7 @@ StepLR::StepLR(const Optimizer &optimizer, CompiledModel &model,
                int64_t stepSize, double gamma, Here loc)
     : LRScheduler(optimizer, model, loc), stepSize_(stepSize), gamma_(gamma) {
   checkPositive(stepSize, loc, "StepLR's step_size");
-  checkFinite(gamma, loc, "StepLR's gamma");
+  checkRate(gamma, loc, "StepLR's gamma");
   start(loc);
 }
 
@@ -142,7 +149,7 @@ MultiStepLR::MultiStepLR(const Optimizer &optimizer, CompiledModel &model,
                          Here loc)
     : LRScheduler(optimizer, model, loc), milestones_(std::move(milestones)),
       gamma_(gamma) {
-  checkFinite(gamma, loc, "MultiStepLR's gamma");
+  checkRate(gamma, loc, "MultiStepLR's gamma");
   std::sort(milestones_.begin(), milestones_.end());
   start(loc);
 }
@@ -157,7 +164,7 @@ double MultiStepLR::lrAt(size_t, double base, int64_t epoch) const {
 ExponentialLR::ExponentialLR(const Optimizer &optimizer, CompiledModel &model,
                              double gamma, Here loc)
     : LRScheduler(optimizer, model, loc), gamma_(gamma) {
-  checkFinite(gamma, loc, "ExponentialLR's gamma");
+  checkRate(gamma, loc, "ExponentialLR's gamma");
   start(loc);
 }
 
@@ -265,7 +272,10 @@ int64_t oneCycleSteps(const OneCycleOptions &o, size_t groups,
                        "steps_per_epoch");
   checkPositive(o.epochs, loc, "OneCycleLR's epochs");
   checkPositive(o.stepsPerEpoch, loc, "OneCycleLR's steps_per_epoch");
-  return o.epochs * o.stepsPerEpoch;
+  int64_t total = 0;
+  if (__builtin_mul_overflow(o.epochs, o.stepsPerEpoch, &total))
+    throw errorAt(loc, "OneCycleLR's epochs * steps_per_epoch overflows");
+  return total;
 }
 
 } // namespace
@@ -305,9 +315,14 @@ double OneCycleLR::lrAt(size_t group, double base, int64_t epoch) const {
     if (step <= phase.endStep || i + 1 == phases_.size()) {
       double pct = (step - startStep) / (phase.endStep - startStep);
       double from = rates[phase.startLr], to = rates[phase.endLr];
-      if (options_.annealStrategy == "linear")
-        return (to - from) * pct + from;
-      return to + (from - to) / 2.0 * (std::cos(std::numbers::pi * pct) + 1);
+      double lr =
+          options_.annealStrategy == "linear"
+              ? (to - from) * pct + from
+              : to + (from - to) / 2.0 * (std::cos(std::numbers::pi * pct) + 1);
+      // The one step PyTorch allows past the end extrapolates, below zero
+      // for linear three phases; the step after the schedule learns nothing
+      // instead of ascending.
+      return epoch >= totalSteps_ ? std::max(lr, 0.0) : lr;
     }
     startStep = phase.endStep;
   }
@@ -332,11 +347,13 @@ SequentialLR::SequentialLR(const Optimizer &optimizer, CompiledModel &model,
                            " schedulers, " +
                            std::to_string(milestones_.size()) + " milestones");
   for (const std::shared_ptr<LRScheduler> &s : schedulers_)
-    if (!s || &s->optimizer() != &optimizer || &s->model() != &model)
+    if (!s || !s->sameRates(*this))
       throw errorAt(loc, "SequentialLR's schedulers must all be over its "
                          "optimizer and model");
-  if (!std::is_sorted(milestones_.begin(), milestones_.end()))
-    throw errorAt(loc, "SequentialLR's milestones must be in order");
+  if (!std::is_sorted(milestones_.begin(), milestones_.end()) ||
+      (!milestones_.empty() && milestones_.front() <= 0))
+    throw errorAt(loc, "SequentialLR's milestones must be positive and in "
+                       "order");
   start(loc);
 }
 

@@ -6,6 +6,7 @@
 
 #include "locus/Frontend/Nn.h"
 
+#include "LayerParams.h"
 #include "UserText.h"
 
 #include <algorithm>
@@ -13,29 +14,11 @@
 
 using namespace locus;
 using namespace locus::nn;
+using locus::detail::defaultParameter;
 using locus::detail::errorAt;
+using locus::detail::layerName;
 using locus::detail::numberText;
 using locus::detail::shapeText;
-
-namespace {
-
-std::string layerName(Graph &graph, const std::string &given,
-                      const char *stem) {
-  return given.empty() ? graph.freshName(stem) : given;
-}
-
-/// A parameter with PyTorch's default for Linear and Conv2d:
-/// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), seeded by its name.
-Tensor defaultParameter(Graph &graph, const std::string &name,
-                        const Shape &shape, int64_t fanIn,
-                        const std::optional<Device> &device, const Here &loc) {
-  double bound = fanIn > 0 ? 1.0 / std::sqrt(static_cast<double>(fanIn)) : 0;
-  return graph.parameter(name, shape,
-                         Init::uniform(-bound, bound, graph.seedFor(name)),
-                         {device}, loc);
-}
-
-} // namespace
 
 Tensor Module::operator()(const Tensor &x, Here loc) const {
   detail::LayerScope scope(x, builtAt_, name_);
@@ -464,141 +447,6 @@ std::vector<Tensor> MultiheadAttention::parameters() const {
     if (t)
       all.push_back(t);
   return all;
-}
-
-//===----------------------------------------------------------------------===//
-// Recurrent cells
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// weight_ih, weight_hh and the biases of a cell with `gates` gates, all
-/// from U(-1/sqrt(H), 1/sqrt(H)) as PyTorch's RNNCellBase.
-void makeCell(Graph &graph, const std::string &name, int64_t gates,
-              int64_t input, int64_t hidden,
-              const RecurrentCellOptions &options, const Here &loc,
-              Tensor &weightIh, Tensor &weightHh, Tensor &biasIh,
-              Tensor &biasHh) {
-  weightIh =
-      defaultParameter(graph, name + ".weight_ih", {gates * hidden, input},
-                       hidden, options.device, loc);
-  weightHh =
-      defaultParameter(graph, name + ".weight_hh", {gates * hidden, hidden},
-                       hidden, options.device, loc);
-  if (options.bias) {
-    biasIh = defaultParameter(graph, name + ".bias_ih", {gates * hidden},
-                              hidden, options.device, loc);
-    biasHh = defaultParameter(graph, name + ".bias_hh", {gates * hidden},
-                              hidden, options.device, loc);
-  }
-}
-
-void checkCellSizes(const char *kind, int64_t input, int64_t hidden,
-                    const Here &loc) {
-  if (input < 1 || hidden < 1)
-    throw errorAt(loc, std::string(kind) + "(" + std::to_string(input) + ", " +
-                           std::to_string(hidden) +
-                           "): sizes must be positive");
-}
-
-void checkCellInputs(const char *kind, const Tensor &x,
-                     std::initializer_list<const Tensor *> states,
-                     int64_t input, int64_t hidden, const Here &loc) {
-  if (x.rank() != 2 || x.dim(1) != input)
-    throw errorAt(loc, std::string(kind) + " takes x [N, " +
-                           std::to_string(input) + "], got " +
-                           shapeText(x.shape()));
-  for (const Tensor *s : states)
-    if (s->shape() != Shape{x.dim(0), hidden})
-      throw errorAt(loc, std::string(kind) + " takes a state [" +
-                             std::to_string(x.dim(0)) + ", " +
-                             std::to_string(hidden) + "], got " +
-                             shapeText(s->shape()));
-}
-
-std::vector<Tensor> cellParameters(const Tensor &wi, const Tensor &wh,
-                                   const Tensor &bi, const Tensor &bh) {
-  return bi ? std::vector<Tensor>{wi, wh, bi, bh} : std::vector<Tensor>{wi, wh};
-}
-
-} // namespace
-
-LSTMCell::LSTMCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
-                   const RecurrentCellOptions &options, Here loc)
-    : Module(loc), hidden_(hiddenSize) {
-  checkCellSizes("LSTMCell", inputSize, hiddenSize, loc);
-  setName(layerName(graph, options.name, "lstm"));
-  makeCell(graph, name(), 4, inputSize, hiddenSize, options, loc, weightIh_,
-           weightHh_, biasIh_, biasHh_);
-}
-
-std::pair<Tensor, Tensor> LSTMCell::step(const Tensor &x, const Tensor &h,
-                                         const Tensor &c,
-                                         const Here &loc) const {
-  checkCellInputs("LSTMCell", x, {&h, &c}, weightIh_.dim(1), hidden_, loc);
-  Tensor gates = add(linear(x, weightIh_, biasIh_, loc),
-                     linear(h, weightHh_, biasHh_, loc), loc);
-  std::vector<Tensor> g = chunk(gates, 4, 1, loc);
-  Tensor i = sigmoid(g[0], loc), f = sigmoid(g[1], loc), cand = tanh(g[2], loc),
-         o = sigmoid(g[3], loc);
-  Tensor c2 = add(mul(f, c, loc), mul(i, cand, loc), loc);
-  return {mul(o, tanh(c2, loc), loc), c2};
-}
-
-std::pair<Tensor, Tensor> LSTMCell::operator()(const Tensor &x, const Tensor &h,
-                                               const Tensor &c,
-                                               Here loc) const {
-  detail::LayerScope scope(x, builtAt(), name());
-  std::pair<Tensor, Tensor> y = step(x, h, c, loc);
-  scope.commit();
-  return y;
-}
-
-Tensor LSTMCell::forward(const Tensor &x, Here loc) const {
-  Tensor zero = x.graph(loc).zeros({x.rank() == 2 ? x.dim(0) : 1, hidden_},
-                                   DType::f32, loc);
-  return step(x, zero, zero, loc).first;
-}
-
-std::vector<Tensor> LSTMCell::parameters() const {
-  return cellParameters(weightIh_, weightHh_, biasIh_, biasHh_);
-}
-
-GRUCell::GRUCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
-                 const RecurrentCellOptions &options, Here loc)
-    : Module(loc), hidden_(hiddenSize) {
-  checkCellSizes("GRUCell", inputSize, hiddenSize, loc);
-  setName(layerName(graph, options.name, "gru"));
-  makeCell(graph, name(), 3, inputSize, hiddenSize, options, loc, weightIh_,
-           weightHh_, biasIh_, biasHh_);
-}
-
-Tensor GRUCell::step(const Tensor &x, const Tensor &h, const Here &loc) const {
-  checkCellInputs("GRUCell", x, {&h}, weightIh_.dim(1), hidden_, loc);
-  std::vector<Tensor> gi = chunk(linear(x, weightIh_, biasIh_, loc), 3, 1, loc);
-  std::vector<Tensor> gh = chunk(linear(h, weightHh_, biasHh_, loc), 3, 1, loc);
-  Tensor r = sigmoid(add(gi[0], gh[0], loc), loc);
-  Tensor z = sigmoid(add(gi[1], gh[1], loc), loc);
-  Tensor n = tanh(add(gi[2], mul(r, gh[2], loc), loc), loc);
-  // (1 - z) * n + z * h = n + z * (h - n)
-  return add(n, mul(z, sub(h, n, loc), loc), loc);
-}
-
-Tensor GRUCell::operator()(const Tensor &x, const Tensor &h, Here loc) const {
-  detail::LayerScope scope(x, builtAt(), name());
-  Tensor y = step(x, h, loc);
-  scope.commit();
-  return y;
-}
-
-Tensor GRUCell::forward(const Tensor &x, Here loc) const {
-  Tensor zero = x.graph(loc).zeros({x.rank() == 2 ? x.dim(0) : 1, hidden_},
-                                   DType::f32, loc);
-  return step(x, zero, loc);
-}
-
-std::vector<Tensor> GRUCell::parameters() const {
-  return cellParameters(weightIh_, weightHh_, biasIh_, biasHh_);
 }
 
 //===----------------------------------------------------------------------===//

@@ -198,6 +198,18 @@ Tensor locus::operator/(const Operand &a, float b) {
 Tensor locus::operator-(const Operand &a) {
   return unary<NegOp>(a.tensor, a.loc);
 }
+Tensor locus::operator+(float a, const Operand &b) {
+  return withScalar<AddOp>(b.tensor, a, true, b.loc);
+}
+Tensor locus::operator-(float a, const Operand &b) {
+  return withScalar<SubOp>(b.tensor, a, true, b.loc);
+}
+Tensor locus::operator*(float a, const Operand &b) {
+  return withScalar<MulOp>(b.tensor, a, true, b.loc);
+}
+Tensor locus::operator/(float a, const Operand &b) {
+  return withScalar<DivOp>(b.tensor, a, true, b.loc);
+}
 
 Tensor locus::neg(const Tensor &x, Here loc) { return unary<NegOp>(x, loc); }
 Tensor locus::exp(const Tensor &x, Here loc) { return unary<ExpOp>(x, loc); }

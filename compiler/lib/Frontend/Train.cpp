@@ -14,14 +14,29 @@
 #include "locus/Frontend/Nn.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace locus;
 using namespace locus::detail;
 
 namespace {
 
-/// The prefix of the optimizer's own state names ("optimizer.step").
-constexpr const char *kPrefix = "optimizer.";
+/// The prefix of an optimizer's own state names: "optimizer." for the
+/// graph's first optimizer ("optimizer.step"), "optimizer1." for a second
+/// one (a GAN's), and so on: the first whose names are free.
+std::string freePrefix(GraphImpl &g) {
+  llvm::StringSet<> names;
+  for (mlir::Operation &op : g.body())
+    if (auto state = mlir::dyn_cast<StateOp>(op))
+      names.insert(state.getName());
+  for (int i = 0;; ++i) {
+    std::string prefix =
+        i ? "optimizer" + std::to_string(i) + "." : std::string("optimizer.");
+    if (!names.contains(learningRateStateName(prefix, 0)) &&
+        !names.contains(prefix + "step"))
+      return prefix;
+  }
+}
 
 /// The graph of all of `tensors` (the first's), checked.
 GraphImpl &graphOf(const Tensor &first, const std::vector<Tensor> &tensors,
@@ -191,14 +206,14 @@ std::vector<Tensor> optim::Optimizer::groupParameters(size_t group,
 
 std::string optim::Optimizer::lrStateName(size_t group, Here loc) const {
   checkGroup(group, "lrStateName", loc);
-  return learningRateStateName(kPrefix, group);
+  return learningRateStateName(prefix_, group);
 }
 
 std::vector<std::string> optim::Optimizer::lrStateNames(size_t group,
                                                         Here loc) const {
   checkGroup(group, "lrStateNames", loc);
   if (!stepped_)
-    return {learningRateStateName(kPrefix, group)};
+    return {learningRateStateName(prefix_, group)};
   return lrStates_[group];
 }
 
@@ -261,8 +276,9 @@ void optim::Optimizer::record(const std::vector<Tensor> &grads,
   }
   DiagnosticCapture capture(&g.context);
   std::vector<std::vector<std::string>> lrStates;
+  std::string prefix = freePrefix(g);
   if (mlir::failed(recordOptimizerStep(g.graph, params, gradValues, groups,
-                                       kPrefix, g.location(loc), &lrStates)))
+                                       prefix, g.location(loc), &lrStates)))
     throw userError(loc, capture.take());
   if (mlir::failed(mlir::verify(g.graph)))
     LOCUS_INTERNAL_ERROR("the training step does not verify: " +
@@ -272,6 +288,7 @@ void optim::Optimizer::record(const std::vector<Tensor> &grads,
       g.sourceNames.try_emplace(state.getName().str(), GraphImpl::where(loc));
   tx.commit();
   lrStates_ = std::move(lrStates);
+  prefix_ = std::move(prefix);
   stepped_ = true;
 }
 

@@ -11,7 +11,9 @@
 // closed forms do; PyTorch's chained forms give the same numbers up to
 // double rounding. The state holds the rate as f32, as PyTorch's kernels
 // use it. A rate set by hand with setLr() lasts until the scheduler's next
-// step().
+// step(). Constructing a scheduler writes epoch 0's rates; resumeAt(k)
+// continues a schedule after a checkpoint is loaded. A scheduled rate below
+// zero (a negative gamma or lambda) is an Error, and nothing is written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +55,10 @@ public:
 
   /// The next epoch's rates, written into the model.
   void step(Here loc = Here::current());
+  /// Writes epoch `epoch`'s rates and goes on from there: resuming from a
+  /// checkpoint (constructing a scheduler writes epoch 0's rates over
+  /// whatever the model held).
+  void resumeAt(int64_t epoch, Here loc = Here::current());
   /// The rates written last, one per group (get_last_lr()).
   const std::vector<double> &getLastLr() const { return lastLr_; }
   /// The epoch of getLastLr(): 0 after construction (last_epoch).
@@ -63,8 +69,9 @@ public:
   virtual std::string refuse(int64_t epoch) const;
   /// The base rates, one per group (base_lrs).
   const std::vector<double> &baseLrs() const { return baseLrs_; }
-  const Optimizer &optimizer() const { return *optimizer_; }
-  const CompiledModel &model() const { return *model_; }
+  /// Whether `other` writes the same learning-rate states of the same
+  /// compiled model.
+  bool sameRates(const LRScheduler &other) const;
 
 protected:
   LRScheduler(const Optimizer &optimizer, CompiledModel &model,
@@ -76,8 +83,8 @@ protected:
   std::vector<double> &bases() { return baseLrs_; }
 
 private:
-  const Optimizer *optimizer_;
-  CompiledModel *model_;
+  CompiledModel model_; // a handle: copies share the model
+  std::vector<std::vector<std::string>> lrStates_; // per group
   std::vector<double> baseLrs_;
   std::vector<double> lastLr_;
   int64_t epoch_ = 0;
@@ -184,7 +191,9 @@ struct OneCycleOptions {
 /// OneCycleLR: from maxLr / divFactor up to maxLr over pctStart of the
 /// steps, then down to maxLr / divFactor / finalDivFactor (three phases
 /// with threePhase). Stepped once per batch; stepping past totalSteps is an
-/// Error, as in PyTorch. Its base rates are maxLr / divFactor.
+/// Error, as in PyTorch. Its base rates are maxLr / divFactor. The one
+/// step past totalSteps that PyTorch allows extrapolates; a rate below zero
+/// there (linear three phases) is written as 0.
 class OneCycleLR : public LRScheduler {
 public:
   OneCycleLR(const Optimizer &optimizer, CompiledModel &model,

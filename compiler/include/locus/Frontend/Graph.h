@@ -380,6 +380,11 @@ Tensor operator-(const Operand &a, float b);
 Tensor operator*(const Operand &a, float b);
 Tensor operator/(const Operand &a, float b);
 Tensor operator-(const Operand &a);
+/// A number on the left: 1.0f - t, 2.0f * t (located where `b` is).
+Tensor operator+(float a, const Operand &b);
+Tensor operator-(float a, const Operand &b);
+Tensor operator*(float a, const Operand &b);
+Tensor operator/(float a, const Operand &b);
 
 Tensor add(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor sub(const Tensor &a, const Tensor &b, Here loc = Here::current());

@@ -470,6 +470,85 @@ private:
   Tensor weightIh_, weightHh_, biasIh_, biasHh_;
 };
 
+/// torch.nn.LSTM's and torch.nn.GRU's settings.
+struct RecurrentOptions {
+  int64_t numLayers = 1;
+  bool bias = true;
+  /// x and the output are [N, T, ...] instead of [T, N, ...].
+  bool batchFirst = false;
+  /// Dropout on the output of every layer but the last, in training mode.
+  double dropout = 0.0;
+  bool bidirectional = false;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// One layer and direction's weights: weight_ih [G*H, in], weight_hh
+/// [G*H, H] and, with bias, bias_ih and bias_hh [G*H].
+struct RecurrentWeights {
+  Tensor wi, wh, bi, bh;
+};
+
+/// What LSTM and GRU return, as PyTorch's (output, h_n) or (output, (h_n,
+/// c_n)): the last layer's output at every step [T, N, D*H] ([N, T, D*H]
+/// with batchFirst), D directions concatenated, and the final states
+/// [D*L, N, H] (c for an LSTM only).
+struct RecurrentOutput {
+  Tensor output, h, c;
+};
+
+/// torch.nn.LSTM and torch.nn.GRU over a sequence of fixed length:
+/// numLayers layers of one or two directions, unrolled into the graph (a
+/// step is a few products and elementwise ops), with PyTorch's parameter
+/// names ("<name>.weight_ih_l0", "..._l1_reverse") and initialisation, so
+/// a PyTorch state_dict loads as it is.
+class Recurrent : public Module {
+public:
+  using Module::operator();
+  /// x [T, N, I] ([N, T, I] with batchFirst) from the states h0 (and c0
+  /// for an LSTM) [D*L, N, H]; an empty state is zeros.
+  RecurrentOutput operator()(const Tensor &x, const Tensor &h0,
+                             const Tensor &c0 = {},
+                             Here loc = Here::current()) const;
+  /// The output from zero states.
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+
+protected:
+  Recurrent(Graph &graph, const char *kind, int64_t inputSize,
+            int64_t hiddenSize, const RecurrentOptions &options, Here loc);
+
+private:
+  RecurrentOutput run(const Tensor &x, const Tensor &h0, const Tensor &c0,
+                      const Here &loc) const;
+  std::vector<std::vector<Tensor>>
+  runLayer(int64_t layer, const std::vector<Tensor> &steps,
+           const std::vector<Tensor> &h0, const std::vector<Tensor> &c0,
+           std::vector<Tensor> &hOut, std::vector<Tensor> &cOut,
+           const Here &loc) const;
+  std::vector<Tensor> initial(const Tensor &x, const Tensor &given,
+                              const char *what, int64_t batch,
+                              const Here &loc) const;
+  const char *kind_;
+  bool lstm_;
+  int64_t input_, hidden_, layers_, directions_;
+  bool batchFirst_;
+  double dropout_;
+  std::vector<RecurrentWeights> weights_; // layer * directions + direction
+};
+
+class LSTM : public Recurrent {
+public:
+  LSTM(Graph &graph, int64_t inputSize, int64_t hiddenSize,
+       const RecurrentOptions &options = {}, Here loc = Here::current());
+};
+
+class GRU : public Recurrent {
+public:
+  GRU(Graph &graph, int64_t inputSize, int64_t hiddenSize,
+      const RecurrentOptions &options = {}, Here loc = Here::current());
+};
+
 /// torch.nn.Dropout: in training mode zeroes each element with probability
 /// p and scales the others by 1 / (1 - p), a new mask at every run (see
 /// locus::dropout); in evaluation mode (eval()) the identity. A p outside
@@ -632,7 +711,10 @@ struct AdamOptions {
 };
 
 /// A parameter group, as in torch.optim: parameters with settings of their
-/// own. Without `options`, the optimizer's settings apply.
+/// own. Without `options`, the optimizer's settings apply. With them, they
+/// replace the optimizer's settings whole, as libtorch's groups do (a
+/// field not set in them has the options struct's default, not the
+/// optimizer's); Python's group dicts override key by key, as torch.optim.
 template <typename Options> struct ParamGroup {
   std::vector<Tensor> params;
   std::optional<Options> options;
@@ -667,12 +749,15 @@ public:
   std::vector<Tensor> groupParameters(size_t group,
                                       Here loc = Here::current()) const;
   /// The name of group `group`'s learning-rate state in the recorded graph
-  /// and its compiled models: "optimizer.param_groups.<group>.lr".
+  /// and its compiled models: "optimizer.param_groups.<group>.lr" (a
+  /// second optimizer of the same graph, a GAN's, names its state
+  /// "optimizer1.", and so on).
   std::string lrStateName(size_t group = 0, Here loc = Here::current()) const;
   /// Every state holding group `group`'s learning rate once step() has
-  /// recorded: lrStateName(group), and "<it>@<device>" for each further
-  /// device the group's parameters are pinned to (each device reads its
-  /// own copy, so no update reads a scalar across devices).
+  /// recorded: lrStateName(group) on the device of the group's first
+  /// parameter, and "<it>@<device>" for each further device its parameters
+  /// are pinned to ("@unpinned" for parameters placement puts), so no
+  /// update reads a scalar across devices.
   std::vector<std::string> lrStateNames(size_t group = 0,
                                         Here loc = Here::current()) const;
   /// Group `group`'s learning rate as constructed (a scheduler's base lr).
@@ -692,6 +777,7 @@ private:
   std::vector<Tensor> params_;
   std::vector<size_t> groupSizes_;
   std::vector<std::vector<std::string>> lrStates_; // per group, once stepped
+  std::string prefix_ = "optimizer.";
   bool stepped_ = false;
 };
 
