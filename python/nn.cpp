@@ -165,7 +165,8 @@ void bindSequenceLayers(py::module_ &nn) {
                                 bidirectional, name, std::nullopt};
   };
   py::class_<nn::Recurrent, nn::Module, std::shared_ptr<nn::Recurrent>>(
-      nn, "_Recurrent");
+      nn, "_Recurrent")
+      .def("parameters", &nn::Recurrent::parameters);
   py::class_<nn::LSTM, nn::Recurrent, std::shared_ptr<nn::LSTM>>(nn, "LSTM")
       .def(py::init([recurrent](Graph &g, int64_t in, int64_t hidden,
                                 int64_t layers, bool bias, bool batchFirst,

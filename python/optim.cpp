@@ -115,6 +115,7 @@ Opt *makeOptimizer(const PyGroups &groups, const Options &defaults, Read read) {
     if (!groups.grouped)
       return new Opt(groups.params.front(), defaults, Here::current());
     std::vector<optim::ParamGroup<Options>> list;
+    list.reserve(groups.params.size());
     for (size_t i = 0; i < groups.params.size(); ++i)
       list.push_back({groups.params[i], read(groups.settings[i], defaults)});
     return new Opt(list, defaults, Here::current());

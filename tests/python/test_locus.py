@@ -630,3 +630,122 @@ def test_lstm_and_gru_load_a_pytorch_state_dict():
         th = th[0] if kind == "LSTM" else th
         np.testing.assert_allclose(out["y"], ty.numpy(), atol=1e-5)
         np.testing.assert_allclose(out["h"], th.numpy(), atol=1e-5)
+
+
+def _tiny_gpt(torch, vocab=13, dim=16, heads=2, blocks=2, seq=8):
+    """The same pre-LN decoder in torch (float64) and recorded in Locus
+    with torch's state_dict names."""
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1 = torch.nn.LayerNorm(dim)
+            self.attn = torch.nn.MultiheadAttention(dim, heads,
+                                                    batch_first=True)
+            self.ln2 = torch.nn.LayerNorm(dim)
+            self.fc = torch.nn.Linear(dim, 4 * dim)
+            self.proj = torch.nn.Linear(4 * dim, dim)
+
+        def forward(self, x, mask):
+            h = self.ln1(x)
+            x = x + self.attn(h, h, h, attn_mask=mask)[0]
+            return x + self.proj(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+
+    class Gpt(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = torch.nn.Embedding(vocab, dim)
+            self.wpe = torch.nn.Embedding(seq, dim)
+            self.blocks = torch.nn.ModuleList(Block() for _ in range(blocks))
+            self.ln_f = torch.nn.LayerNorm(dim)
+            self.head = torch.nn.Linear(dim, vocab, bias=False)
+
+        def forward(self, ids):
+            mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1)
+            x = self.wte(ids) + self.wpe(torch.arange(seq))
+            for block in self.blocks:
+                x = block(x, mask)
+            return self.head(self.ln_f(x))
+
+    torch.manual_seed(3)
+    ref = Gpt().double()
+
+    g = locus.Graph("gpt")
+    ids = g.input("ids", [4, seq], dtype="i64")
+    targets = g.input("targets", [4 * seq], dtype="i64")
+    nn = locus.nn
+    wte = nn.Embedding(g, vocab, dim, name="wte")
+    wpe = nn.Embedding(g, seq, dim, name="wpe")
+    mask = locus.triu(g.ones([seq, seq], dtype="bool"), 1)
+    x = wte(ids) + wpe(g.arange(seq))
+    for i in range(blocks):
+        p = "blocks.%d." % i
+        ln1 = nn.LayerNorm(g, dim, name=p + "ln1")
+        attn = nn.MultiheadAttention(g, dim, heads, batch_first=True,
+                                     name=p + "attn")
+        ln2 = nn.LayerNorm(g, dim, name=p + "ln2")
+        fc = nn.Linear(g, dim, 4 * dim, name=p + "fc")
+        proj = nn.Linear(g, 4 * dim, dim, name=p + "proj")
+        h = ln1(x)
+        x = x + attn(h, h, h, attn_mask=mask)[0]
+        x = x + proj(nn.GELU()(fc(ln2(x))))
+    logits = nn.Linear(g, dim, vocab, bias=False, name="head")(
+        nn.LayerNorm(g, dim, name="ln_f")(x))
+    loss = locus.cross_entropy(logits.reshape(-1, vocab), targets)
+    return ref, g, loss
+
+
+def test_a_gpt_trains_as_pytorch_with_adamw_clipping_and_a_schedule():
+    """A 2-block GPT decoder: AdamW with decayed and undecayed groups,
+    clip_grad_norm_(1.0), a LinearLR warm-up then cosine, 50 steps; every
+    loss against PyTorch in float64 from the same weights."""
+    torch = pytest.importorskip("torch")
+    ref, g, loss = _tiny_gpt(torch)
+    params = g.parameters()
+    decayed = [p for p in params if len(p.shape) == 2]
+    others = [p for p in params if len(p.shape) != 2]
+    grads = locus.grad(loss, decayed + others)
+    norm = locus.nn.utils.clip_grad_norm_(grads, 1.0)
+    g.output("loss", loss)
+    g.output("norm", norm)
+    opt = locus.optim.AdamW([{"params": decayed, "weight_decay": 0.1},
+                             {"params": others, "weight_decay": 0.0}],
+                            lr=3e-3, betas=(0.9, 0.95))
+    opt.step(grads)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    for name, value in ref.state_dict().items():
+        model.set_state(name, value.numpy().astype(np.float32))
+    S = locus.optim.lr_scheduler
+    sched = S.SequentialLR(opt, model, [
+        S.LinearLR(opt, model, start_factor=0.1, total_iters=5),
+        S.CosineAnnealingLR(opt, model, T_max=45)], milestones=[5])
+
+    tdec = [p for n, p in ref.named_parameters() if p.dim() == 2]
+    tother = [p for n, p in ref.named_parameters() if p.dim() != 2]
+    topt = torch.optim.AdamW([{"params": tdec, "weight_decay": 0.1},
+                              {"params": tother, "weight_decay": 0.0}],
+                             lr=3e-3, betas=(0.9, 0.95))
+    TS = torch.optim.lr_scheduler
+    tsched = TS.SequentialLR(topt, [
+        TS.LinearLR(topt, start_factor=0.1, total_iters=5),
+        TS.CosineAnnealingLR(topt, T_max=45)], milestones=[5])
+    rng = np.random.default_rng(4)
+    idv = rng.integers(0, 13, (4, 8))  # one batch, learned by heart
+    tv = rng.integers(0, 13, (4 * 8,))
+    worst = 0.0
+    for step in range(50):
+        out = model.run(ids=idv, targets=tv)
+        topt.zero_grad()
+        want = torch.nn.functional.cross_entropy(
+            ref(torch.tensor(idv)).reshape(-1, 13), torch.tensor(tv))
+        want.backward()
+        wnorm = torch.nn.utils.clip_grad_norm_(ref.parameters(), 1.0)
+        topt.step()
+        sched.step()
+        tsched.step()
+        worst = max(worst, abs(float(out["loss"]) - float(want)) /
+                    float(want))
+        assert abs(float(out["norm"]) - float(wnorm)) <= 1e-3 * float(wnorm)
+    print("gpt: 50 losses within %.1e relative of PyTorch float64" % worst)
+    assert worst <= 1e-4, worst
+    assert float(out["loss"]) < 2.0  # it learned (log(13) = 2.56 at start)

@@ -141,7 +141,8 @@ StepLR::StepLR(const Optimizer &optimizer, CompiledModel &model,
 }
 
 double StepLR::lrAt(size_t, double base, int64_t epoch) const {
-  return base * std::pow(gamma_, static_cast<double>(epoch / stepSize_));
+  int64_t decays = epoch / stepSize_; // PyTorch's last_epoch // step_size
+  return base * std::pow(gamma_, static_cast<double>(decays));
 }
 
 MultiStepLR::MultiStepLR(const Optimizer &optimizer, CompiledModel &model,
@@ -210,7 +211,7 @@ double LinearLR::lrAt(size_t, double base, int64_t epoch) const {
 }
 
 LambdaLR::LambdaLR(const Optimizer &optimizer, CompiledModel &model,
-                   Lambda lambda, Here loc)
+                   const Lambda &lambda, Here loc)
     : LambdaLR(optimizer, model,
                std::vector<Lambda>(optimizer.groupCount(), lambda), loc) {}
 

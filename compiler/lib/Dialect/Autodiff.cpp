@@ -774,23 +774,31 @@ LogicalResult parameterStates(GraphOp graph, ArrayRef<Value> params,
   return success();
 }
 
+/// One of the optimizer's scalars on one device: made like `like` (the
+/// first parameter there), named `name`.
+struct ScalarState {
+  Attribute device;
+  StateOp like;
+  std::string name;
+};
+
 /// The optimizer's scalars (a group's learning rate, Adam's step count) are
 /// kept once per device its parameters are made on, so that no update reads
 /// a scalar across devices: `base` on the device of the first of `states`,
-/// "<base>@<device>" on each other one. The devices in order, with names.
-SmallVector<std::pair<Attribute, std::string>>
-scalarStates(ArrayRef<StateOp> states, const std::string &base) {
-  SmallVector<std::pair<Attribute, std::string>> out;
+/// "<base>@<device>" on each other one. The devices in order.
+SmallVector<ScalarState> scalarStates(ArrayRef<StateOp> states,
+                                      const std::string &base) {
+  SmallVector<ScalarState> out;
   for (StateOp state : states) {
     Attribute device = state.getDeviceAttr();
-    if (llvm::any_of(out, [&](auto &d) { return d.first == device; }))
+    if (llvm::any_of(out,
+                     [&](const ScalarState &s) { return s.device == device; }))
       continue;
-    if (out.empty())
-      out.push_back({device, base});
-    else
-      out.push_back({device, base + "@" +
-                                 (device ? cast<DeviceAttr>(device).str()
-                                         : std::string("unpinned"))});
+    std::string name = base;
+    if (!out.empty())
+      name += "@" + (device ? cast<DeviceAttr>(device).str()
+                            : std::string("unpinned"));
+    out.push_back({device, state, name});
   }
   return out;
 }
@@ -816,9 +824,9 @@ LogicalResult claimStateNames(GraphOp graph, ArrayRef<StateOp> states,
   bool sgd = groups.front().config.kind == OptimizerConfig::Kind::sgd;
   size_t first = 0;
   for (auto [i, group] : llvm::enumerate(groups)) {
-    for (auto &[device, name] : scalarStates(states.slice(first, group.count),
-                                             learningRateStateName(prefix, i)))
-      if (failed(claim(name)))
+    for (const ScalarState &lr : scalarStates(states.slice(first, group.count),
+                                              learningRateStateName(prefix, i)))
+      if (failed(claim(lr.name)))
         return failure();
     for (StateOp state : states.slice(first, group.count)) {
       std::string base = state.getName().str();
@@ -832,8 +840,9 @@ LogicalResult claimStateNames(GraphOp graph, ArrayRef<StateOp> states,
     first += group.count;
   }
   if (!sgd)
-    for (auto &[device, name] : scalarStates(states, (prefix + "step").str()))
-      if (failed(claim(name)))
+    for (const ScalarState &step :
+         scalarStates(states, (prefix + "step").str()))
+      if (failed(claim(step.name)))
         return failure();
   return success();
 }
@@ -963,25 +972,20 @@ LogicalResult locus::recordOptimizerStep(
   // Adam's step count, and each group's learning rate, per device.
   llvm::SmallDenseMap<Attribute, Value> steps;
   if (!sgd)
-    for (auto &[device, name] : scalarStates(states, (prefix + "step").str()))
-      steps[device] = record.stepCount(
-          *llvm::find_if(
-              states, [&](StateOp s) { return s.getDeviceAttr() == device; }),
-          name);
+    for (const ScalarState &step :
+         scalarStates(states, (prefix + "step").str()))
+      steps[step.device] = record.stepCount(step.like, step.name);
   if (lrStates)
     lrStates->assign(groups.size(), {});
   size_t first = 0;
   for (auto [i, group] : llvm::enumerate(groups)) {
-    ArrayRef<StateOp> members =
-        ArrayRef<StateOp>(states).slice(first, group.count);
     llvm::SmallDenseMap<Attribute, Value> lrs;
-    for (auto &[device, name] :
-         scalarStates(members, learningRateStateName(prefix, i))) {
-      StateOp like = *llvm::find_if(
-          members, [&](StateOp s) { return s.getDeviceAttr() == device; });
-      lrs[device] = record.learningRate(like, name, group.config.lr);
+    for (const ScalarState &lr :
+         scalarStates(ArrayRef<StateOp>(states).slice(first, group.count),
+                      learningRateStateName(prefix, i))) {
+      lrs[lr.device] = record.learningRate(lr.like, lr.name, group.config.lr);
       if (lrStates)
-        (*lrStates)[i].push_back(name);
+        (*lrStates)[i].push_back(lr.name);
     }
     for (size_t k = first; k < first + group.count; ++k) {
       StateOp state = states[k];

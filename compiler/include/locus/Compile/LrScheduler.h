@@ -159,8 +159,8 @@ private:
 class LambdaLR : public LRScheduler {
 public:
   using Lambda = std::function<double(int64_t)>;
-  LambdaLR(const Optimizer &optimizer, CompiledModel &model, Lambda lambda,
-           Here loc = Here::current());
+  LambdaLR(const Optimizer &optimizer, CompiledModel &model,
+           const Lambda &lambda, Here loc = Here::current());
   LambdaLR(const Optimizer &optimizer, CompiledModel &model,
            std::vector<Lambda> lambdas, Here loc = Here::current());
   double lrAt(size_t group, double base, int64_t epoch) const override;
