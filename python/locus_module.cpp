@@ -763,6 +763,10 @@ PYBIND11_MODULE(locus, m) {
   // Never destroyed: it must outlive the interpreter's finalisation.
   auto *error = new py::exception<Error>(m, "Error");
   errorType = error->ptr();
+  // locus.RunError: a compiled model's run, state or save failed (a
+  // RuntimeError, as before it had a type of its own).
+  static PyObject *runErrorType =
+      (new py::exception<RunError>(m, "RunError", PyExc_RuntimeError))->ptr();
   // An Error no binding turned into one at a Python line (one raised by a
   // call that records nothing) keeps its own location.
   // NOLINTNEXTLINE(performance-unnecessary-value-param): pybind11's type
@@ -777,6 +781,8 @@ PYBIND11_MODULE(locus, m) {
       value.attr("line") = e.line();
       value.attr("message") = e.message();
       PyErr_SetObject(errorType, value.ptr());
+    } catch (const RunError &e) {
+      PyErr_SetString(runErrorType, e.what());
     }
   });
   bindTensor(m);

@@ -749,3 +749,18 @@ def test_a_gpt_trains_as_pytorch_with_adamw_clipping_and_a_schedule():
     print("gpt: 50 losses within %.1e relative of PyTorch float64" % worst)
     assert worst <= 1e-4, worst
     assert float(out["loss"]) < 2.0  # it learned (log(13) = 2.56 at start)
+
+
+def test_a_failed_run_is_a_run_error():
+    """A compiled model's RunError arrives as locus.RunError, a
+    RuntimeError."""
+    g = locus.Graph("run_error")
+    x = g.input("x", [3])
+    g.output("y", x * 2.0)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    with pytest.raises(locus.RunError) as info:
+        model.run(x=np.zeros(4, np.float32))
+    assert isinstance(info.value, RuntimeError)
+    assert "input 'x'" in str(info.value)
+    with pytest.raises(locus.RunError):
+        model.state("nothing")
