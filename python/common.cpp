@@ -2,6 +2,8 @@
 
 #include "common.h"
 
+#include <cmath>
+
 using namespace locus;
 
 PyObject *locus::python::errorType = nullptr;
@@ -75,6 +77,13 @@ Tensor python::operand(const Tensor &like, const py::object &value) {
   Graph g = graphOf(like);
   DType dtype = like.dtype();
   auto number = value.cast<double>();
+  // An integer tensor takes only an integral number that fits: ids < 2.5
+  // must not silently compare with 2.
+  if (dtype != DType::f32 &&
+      (std::floor(number) != number || std::fabs(number) > 9.0e15))
+    throw py::type_error("a " + std::string(dtypeName(dtype)) +
+                         " tensor takes an integral number here, got " +
+                         py::str(value).cast<std::string>());
   return recorded(g, [&] {
     if (dtype == DType::f32)
       return g.constant(static_cast<float>(number), Here::current());

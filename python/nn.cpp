@@ -148,14 +148,19 @@ void bindSequenceLayers(py::module_ &nn) {
       .def(
           "__call__",
           [](const nn::MultiheadAttention &a, const Tensor &q, const Tensor &k,
-             const Tensor &v, const std::optional<Tensor> &mask, bool causal) {
+             const Tensor &v, const std::optional<Tensor> &mask, bool causal,
+             bool needWeights) {
+            if (needWeights)
+              throw py::value_error("MultiheadAttention returns no attention "
+                                    "weights; pass need_weights=False");
             nn::AttentionMasks masks{mask.value_or(Tensor()), causal};
             Tensor out = recorded(
                 graphOf(q), [&] { return a(q, k, v, masks, Here::current()); });
             return py::make_tuple(out, py::none());
           },
-          py::arg("query"), py::arg("key"), py::arg("value"),
+          py::arg("query"), py::arg("key"), py::arg("value"), py::kw_only(),
           py::arg("attn_mask") = py::none(), py::arg("is_causal") = false,
+          py::arg("need_weights") = false,
           "(output, None), as PyTorch's with need_weights=False: Locus "
           "returns no attention weights.");
   auto recurrent = [](int64_t layers, bool bias, bool batchFirst,

@@ -590,6 +590,9 @@ def test_shape_functions_and_indexing_mistakes():
     other = locus.Graph("ints")
     ids = other.input("ids", [3], dtype="i64")
     assert (ids < 2).dtype == "i1"
+    with pytest.raises(TypeError) as info:
+        ids < 2.5
+    assert "i64 tensor takes an integral number" in str(info.value)
     with pytest.raises(locus.Error) as info:
         x.reshape(5, -1)  # @bad-reshape
     assert "%s:%d" % (HERE, line_of("# @bad-reshape")) in str(info.value)

@@ -413,6 +413,9 @@ TEST(LrScheduler, OptimizerGroupsAreChecked) {
         .step(t.loss);
   });
   EXPECT_NE(e.find("must be non-negative numbers"), std::string::npos) << e;
+  // Before its step() is recorded an optimizer has no learning-rate state.
+  e = errorOf([&] { (void)optim::SGD({t.a}, {.lr = 0.1}).lrStateName(); });
+  EXPECT_NE(e.find("call step() first"), std::string::npos) << e;
   // Nothing was recorded by the failed step: the graph trains afterwards.
   optim::SGD ok({t.a, t.b}, {.lr = 0.1});
   ok.step(t.loss);

@@ -321,8 +321,8 @@ double OneCycleLR::lrAt(size_t group, double base, int64_t epoch) const {
               ? (to - from) * pct + from
               : to + (from - to) / 2.0 * (std::cos(std::numbers::pi * pct) + 1);
       // The one step PyTorch allows past the end extrapolates, below zero
-      // for linear three phases; the step after the schedule learns nothing
-      // instead of ascending.
+      // with linear annealing; a negative rate there is written as 0, so
+      // the step after the schedule learns nothing instead of ascending.
       return epoch >= totalSteps_ ? std::max(lr, 0.0) : lr;
     }
     startStep = phase.endStep;

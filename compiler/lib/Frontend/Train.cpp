@@ -205,15 +205,17 @@ std::vector<Tensor> optim::Optimizer::groupParameters(size_t group,
 }
 
 std::string optim::Optimizer::lrStateName(size_t group, Here loc) const {
-  checkGroup(group, "lrStateName", loc);
-  return learningRateStateName(prefix_, group);
+  return lrStateNames(group, loc).front();
 }
 
 std::vector<std::string> optim::Optimizer::lrStateNames(size_t group,
                                                         Here loc) const {
   checkGroup(group, "lrStateNames", loc);
+  // Before step() the names are not known: a graph's second optimizer
+  // takes "optimizer1." when it records.
   if (!stepped_)
-    return {learningRateStateName(prefix_, group)};
+    throw userError(loc, "the optimizer's learning rate is state once its "
+                         "step() is recorded; call step() first");
   return lrStates_[group];
 }
 

@@ -192,8 +192,8 @@ struct OneCycleOptions {
 /// steps, then down to maxLr / divFactor / finalDivFactor (three phases
 /// with threePhase). Stepped once per batch; stepping past totalSteps is an
 /// Error, as in PyTorch. Its base rates are maxLr / divFactor. The one
-/// step past totalSteps that PyTorch allows extrapolates; a rate below zero
-/// there (linear three phases) is written as 0.
+/// step past totalSteps that PyTorch allows extrapolates, below zero with
+/// linear annealing; a negative rate there is written as 0.
 class OneCycleLR : public LRScheduler {
 public:
   OneCycleLR(const Optimizer &optimizer, CompiledModel &model,

@@ -750,8 +750,8 @@ public:
                                       Here loc = Here::current()) const;
   /// The name of group `group`'s learning-rate state in the recorded graph
   /// and its compiled models: "optimizer.param_groups.<group>.lr" (a
-  /// second optimizer of the same graph, a GAN's, names its state
-  /// "optimizer1.", and so on).
+  /// second optimizer to record its step() in the same graph, a GAN's,
+  /// names its state "optimizer1.", and so on). An Error before step().
   std::string lrStateName(size_t group = 0, Here loc = Here::current()) const;
   /// Every state holding group `group`'s learning rate once step() has
   /// recorded: lrStateName(group) on the device of the group's first
