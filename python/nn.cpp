@@ -123,6 +123,22 @@ void bindNormsAndPools(py::module_ &nn) {
       .def_property_readonly("p", &nn::Dropout::p);
 }
 
+/// torch.nn.LSTM's and GRU's constructor, for `Layer`.
+template <typename Layer, typename Class> void defRecurrentInit(Class &cls) {
+  cls.def(py::init([](Graph &g, int64_t in, int64_t hidden, int64_t layers,
+                      bool bias, bool batchFirst, double dropout,
+                      bool bidirectional, const std::string &name) {
+            return made<Layer>(g, in, hidden,
+                               nn::RecurrentOptions{layers, bias, batchFirst,
+                                                    dropout, bidirectional,
+                                                    name, std::nullopt});
+          }),
+          py::arg("graph"), py::arg("input_size"), py::arg("hidden_size"),
+          py::arg("num_layers") = 1, py::arg("bias") = true,
+          py::arg("batch_first") = false, py::arg("dropout") = 0.0,
+          py::arg("bidirectional") = false, py::arg("name") = "");
+}
+
 void bindSequenceLayers(py::module_ &nn) {
   py::class_<nn::Embedding, nn::Module, std::shared_ptr<nn::Embedding>>(
       nn, "Embedding")
@@ -163,64 +179,37 @@ void bindSequenceLayers(py::module_ &nn) {
           py::arg("need_weights") = false,
           "(output, None), as PyTorch's with need_weights=False: Locus "
           "returns no attention weights.");
-  auto recurrent = [](int64_t layers, bool bias, bool batchFirst,
-                      double dropout, bool bidirectional,
-                      const std::string &name) {
-    return nn::RecurrentOptions{layers,        bias, batchFirst,  dropout,
-                                bidirectional, name, std::nullopt};
-  };
   py::class_<nn::Recurrent, nn::Module, std::shared_ptr<nn::Recurrent>>(
       nn, "_Recurrent")
       .def("parameters", &nn::Recurrent::parameters);
-  py::class_<nn::LSTM, nn::Recurrent, std::shared_ptr<nn::LSTM>>(nn, "LSTM")
-      .def(py::init([recurrent](Graph &g, int64_t in, int64_t hidden,
-                                int64_t layers, bool bias, bool batchFirst,
-                                double dropout, bool bidirectional,
-                                const std::string &name) {
-             return made<nn::LSTM>(g, in, hidden,
-                                   recurrent(layers, bias, batchFirst, dropout,
-                                             bidirectional, name));
-           }),
-           py::arg("graph"), py::arg("input_size"), py::arg("hidden_size"),
-           py::arg("num_layers") = 1, py::arg("bias") = true,
-           py::arg("batch_first") = false, py::arg("dropout") = 0.0,
-           py::arg("bidirectional") = false, py::arg("name") = "")
-      .def(
-          "__call__",
-          [](const nn::LSTM &lstm, const Tensor &x,
-             const std::optional<std::pair<Tensor, Tensor>> &hx) {
-            nn::RecurrentOutput out = recorded(graphOf(x), [&] {
-              return lstm(x, hx ? hx->first : Tensor(),
-                          hx ? hx->second : Tensor(), Here::current());
-            });
-            return py::make_tuple(out.output, py::make_tuple(out.h, out.c));
-          },
-          py::arg("x"), py::arg("hx") = py::none(),
-          "(output, (h_n, c_n)), as torch.nn.LSTM.");
-  py::class_<nn::GRU, nn::Recurrent, std::shared_ptr<nn::GRU>>(nn, "GRU")
-      .def(py::init([recurrent](Graph &g, int64_t in, int64_t hidden,
-                                int64_t layers, bool bias, bool batchFirst,
-                                double dropout, bool bidirectional,
-                                const std::string &name) {
-             return made<nn::GRU>(g, in, hidden,
-                                  recurrent(layers, bias, batchFirst, dropout,
-                                            bidirectional, name));
-           }),
-           py::arg("graph"), py::arg("input_size"), py::arg("hidden_size"),
-           py::arg("num_layers") = 1, py::arg("bias") = true,
-           py::arg("batch_first") = false, py::arg("dropout") = 0.0,
-           py::arg("bidirectional") = false, py::arg("name") = "")
-      .def(
-          "__call__",
-          [](const nn::GRU &gru, const Tensor &x,
-             const std::optional<Tensor> &hx) {
-            nn::RecurrentOutput out = recorded(graphOf(x), [&] {
-              return gru(x, hx.value_or(Tensor()), Tensor(), Here::current());
-            });
-            return py::make_tuple(out.output, out.h);
-          },
-          py::arg("x"), py::arg("hx") = py::none(),
-          "(output, h_n), as torch.nn.GRU.");
+  auto lstm = py::class_<nn::LSTM, nn::Recurrent, std::shared_ptr<nn::LSTM>>(
+      nn, "LSTM");
+  defRecurrentInit<nn::LSTM>(lstm);
+  lstm.def(
+      "__call__",
+      [](const nn::LSTM &lstm, const Tensor &x,
+         const std::optional<std::pair<Tensor, Tensor>> &hx) {
+        nn::RecurrentOutput out = recorded(graphOf(x), [&] {
+          return lstm(x, hx ? hx->first : Tensor(), hx ? hx->second : Tensor(),
+                      Here::current());
+        });
+        return py::make_tuple(out.output, py::make_tuple(out.h, out.c));
+      },
+      py::arg("x"), py::arg("hx") = py::none(),
+      "(output, (h_n, c_n)), as torch.nn.LSTM.");
+  auto gru =
+      py::class_<nn::GRU, nn::Recurrent, std::shared_ptr<nn::GRU>>(nn, "GRU");
+  defRecurrentInit<nn::GRU>(gru);
+  gru.def(
+      "__call__",
+      [](const nn::GRU &gru, const Tensor &x, const std::optional<Tensor> &hx) {
+        nn::RecurrentOutput out = recorded(graphOf(x), [&] {
+          return gru(x, hx.value_or(Tensor()), Tensor(), Here::current());
+        });
+        return py::make_tuple(out.output, out.h);
+      },
+      py::arg("x"), py::arg("hx") = py::none(),
+      "(output, h_n), as torch.nn.GRU.");
   py::class_<nn::Sequential, nn::Module, std::shared_ptr<nn::Sequential>>(
       nn, "Sequential")
       .def(py::init([](const py::args &layers) {

@@ -126,6 +126,23 @@ const std::set<std::string> kSgdKeys{"lr", "momentum", "weight_decay",
                                      "nesterov"};
 const std::set<std::string> kAdamKeys{"lr", "betas", "eps", "weight_decay"};
 
+/// torch.optim.Adam's and AdamW's constructor (their default weight decays
+/// differ).
+template <typename Opt, typename Options>
+void defAdamInit(py::class_<Opt, optim::Optimizer> &cls, double weightDecay) {
+  cls.def(
+      py::init([](const py::iterable &params, double lr,
+                  std::pair<double, double> betas, double eps, double decay) {
+        return makeOptimizer<Opt>(
+            readGroups(params, kAdamKeys),
+            Options{lr, betas.first, betas.second, eps, decay},
+            adamOptions<Options>);
+      }),
+      py::arg("params"), py::arg("lr") = 1e-3,
+      py::arg("betas") = std::pair<double, double>{0.9, 0.999},
+      py::arg("eps") = 1e-8, py::arg("weight_decay") = weightDecay);
+}
+
 void bindOptimizers(py::module_ &optim) {
   py::class_<optim::Optimizer>(optim, "Optimizer")
       .def(
@@ -172,32 +189,10 @@ void bindOptimizers(py::module_ &optim) {
            }),
            py::arg("params"), py::arg("lr") = 0.01, py::arg("momentum") = 0.0,
            py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
-  py::class_<optim::Adam, optim::Optimizer>(optim, "Adam")
-      .def(py::init([](const py::iterable &params, double lr,
-                       std::pair<double, double> betas, double eps,
-                       double weightDecay) {
-             return makeOptimizer<optim::Adam>(
-                 readGroups(params, kAdamKeys),
-                 optim::AdamOptions{lr, betas.first, betas.second, eps,
-                                    weightDecay},
-                 adamOptions<optim::AdamOptions>);
-           }),
-           py::arg("params"), py::arg("lr") = 1e-3,
-           py::arg("betas") = std::pair<double, double>{0.9, 0.999},
-           py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
-  py::class_<optim::AdamW, optim::Optimizer>(optim, "AdamW")
-      .def(py::init([](const py::iterable &params, double lr,
-                       std::pair<double, double> betas, double eps,
-                       double weightDecay) {
-             return makeOptimizer<optim::AdamW>(
-                 readGroups(params, kAdamKeys),
-                 optim::AdamWOptions{lr, betas.first, betas.second, eps,
-                                     weightDecay},
-                 adamOptions<optim::AdamWOptions>);
-           }),
-           py::arg("params"), py::arg("lr") = 1e-3,
-           py::arg("betas") = std::pair<double, double>{0.9, 0.999},
-           py::arg("eps") = 1e-8, py::arg("weight_decay") = 1e-2);
+  py::class_<optim::Adam, optim::Optimizer> adam(optim, "Adam");
+  defAdamInit<optim::Adam, optim::AdamOptions>(adam, 0.0);
+  py::class_<optim::AdamW, optim::Optimizer> adamW(optim, "AdamW");
+  defAdamInit<optim::AdamW, optim::AdamWOptions>(adamW, 1e-2);
   optim.def(
       "get_lr",
       [](const CompiledModel &model, const optim::Optimizer &o, size_t group) {

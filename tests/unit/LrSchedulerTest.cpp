@@ -5,6 +5,7 @@
 // with nothing written.
 
 #include "locus/Compile/LrScheduler.h"
+#include "ErrorOf.h"
 #include "locus/locus.h"
 
 #include <gtest/gtest.h>
@@ -16,21 +17,10 @@
 #include <vector>
 
 using namespace locus;
+using locus::test::errorOf;
 namespace sched = locus::optim::lr_scheduler;
 
 namespace {
-
-/// The message of the locus::Error `fn` throws (and its line), or "".
-template <typename Fn> std::string errorOf(Fn fn, unsigned *line = nullptr) {
-  try {
-    fn();
-  } catch (const Error &e) {
-    if (line)
-      *line = e.line();
-    return e.message();
-  }
-  return "";
-}
 
 /// loss = sum(a * x) + sum(b * x) over two parameters of 4, so each
 /// gradient is x; SGD's step is then p -= lr * x exactly.

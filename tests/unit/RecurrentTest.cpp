@@ -5,6 +5,7 @@
 // holds float(cos(0.5 * i))). The expected numbers were printed by torch
 // with %.17g. Also the layer's mistakes, at the user's line.
 
+#include "ErrorOf.h"
 #include "locus/Compile.h"
 #include "locus/locus.h"
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 using namespace locus;
+using locus::test::errorOf;
 
 namespace {
 
@@ -180,27 +182,18 @@ TEST(Recurrent, BatchFirstIsTheTransposedLayout) {
 TEST(Recurrent, MistakesAreErrorsAtTheUsersLine) {
   Graph g("bad");
   Tensor x = g.input("x", {kT, kN, kI});
-  auto message = [](auto fn, unsigned *line) -> std::string {
-    try {
-      fn();
-    } catch (const Error &e) {
-      *line = e.line();
-      return e.message();
-    }
-    return "";
-  };
   unsigned line = 0, here = __LINE__ + 2;
   std::string e =
-      message([&] { nn::LSTM(g, kI, kH, {.numLayers = 0}); }, &line);
+      errorOf([&] { nn::LSTM(g, kI, kH, {.numLayers = 0}); }, &line);
   EXPECT_EQ(e, "LSTM: num_layers must be positive, got 0");
   EXPECT_EQ(line, here);
   nn::LSTM lstm(g, kI, kH, {.numLayers = 2});
-  e = message([&] { lstm(g.input("y", {kT, kN, 5})); }, &line);
+  e = errorOf([&] { lstm(g.input("y", {kT, kN, 5})); }, &line);
   EXPECT_EQ(e, "LSTM takes x [T, N, 3] ([N, T, 3] with batch_first), got "
                "[4, 2, 5]");
-  e = message([&] { lstm(x, g.zeros({1, kN, kH})); }, &line);
+  e = errorOf([&] { lstm(x, g.zeros({1, kN, kH})); }, &line);
   EXPECT_EQ(e, "LSTM takes h0 [2, 2, 2], got [1, 2, 2]");
   nn::GRU gru(g, kI, kH);
-  e = message([&] { gru(x, Tensor(), g.zeros({1, kN, kH})); }, &line);
+  e = errorOf([&] { gru(x, Tensor(), g.zeros({1, kN, kH})); }, &line);
   EXPECT_EQ(e, "GRU has no cell state; pass h0 alone");
 }

@@ -4,6 +4,7 @@
 // against PyTorch's own numbers.
 
 #include "AdamWReference.h"
+#include "ErrorOf.h"
 #include "locus/Compile.h"
 #include "locus/locus.h"
 #include "locus/runtime.hpp"
@@ -19,20 +20,9 @@
 #include <unistd.h>
 
 using namespace locus;
+using locus::test::errorOf;
 
 namespace {
-
-/// The message of the locus::Error `fn` throws (and its line), or "".
-template <typename Fn> std::string errorOf(Fn fn, unsigned *line = nullptr) {
-  try {
-    fn();
-  } catch (const Error &e) {
-    if (line)
-      *line = e.line();
-    return e.message();
-  }
-  return "";
-}
 
 /// Batch `step` of a Linear(3, 1) regression: x [8, 3], y [8, 1].
 std::map<std::string, HostTensor> linearBatch(uint64_t step) {

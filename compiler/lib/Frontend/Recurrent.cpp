@@ -97,11 +97,6 @@ Tensor gruStep(const CellWeights &w, const Tensor &x, const Tensor &h,
   return add(n, mul(z, sub(h, n, loc), loc), loc);
 }
 
-CellWeights weightsOf(const Tensor &wi, const Tensor &wh, const Tensor &bi,
-                      const Tensor &bh) {
-  return {wi, wh, bi, bh};
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -113,17 +108,15 @@ LSTMCell::LSTMCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
     : Module(loc), hidden_(hiddenSize) {
   checkCellSizes("LSTMCell", inputSize, hiddenSize, loc);
   setName(layerName(graph, options.name, "lstm"));
-  CellWeights w = makeCell(graph, name(), "", 4, inputSize, hiddenSize,
-                           options.bias, options.device, loc);
-  weightIh_ = w.wi, weightHh_ = w.wh, biasIh_ = w.bi, biasHh_ = w.bh;
+  weights_ = makeCell(graph, name(), "", 4, inputSize, hiddenSize, options.bias,
+                      options.device, loc);
 }
 
 std::pair<Tensor, Tensor> LSTMCell::step(const Tensor &x, const Tensor &h,
                                          const Tensor &c,
                                          const Here &loc) const {
-  checkCellInputs("LSTMCell", x, {&h, &c}, weightIh_.dim(1), hidden_, loc);
-  return lstmStep(weightsOf(weightIh_, weightHh_, biasIh_, biasHh_), x, h, c,
-                  loc);
+  checkCellInputs("LSTMCell", x, {&h, &c}, weights_.wi.dim(1), hidden_, loc);
+  return lstmStep(weights_, x, h, c, loc);
 }
 
 std::pair<Tensor, Tensor> LSTMCell::operator()(const Tensor &x, const Tensor &h,
@@ -142,7 +135,7 @@ Tensor LSTMCell::forward(const Tensor &x, Here loc) const {
 }
 
 std::vector<Tensor> LSTMCell::parameters() const {
-  return cellParameters(weightsOf(weightIh_, weightHh_, biasIh_, biasHh_));
+  return cellParameters(weights_);
 }
 
 GRUCell::GRUCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
@@ -150,14 +143,13 @@ GRUCell::GRUCell(Graph &graph, int64_t inputSize, int64_t hiddenSize,
     : Module(loc), hidden_(hiddenSize) {
   checkCellSizes("GRUCell", inputSize, hiddenSize, loc);
   setName(layerName(graph, options.name, "gru"));
-  CellWeights w = makeCell(graph, name(), "", 3, inputSize, hiddenSize,
-                           options.bias, options.device, loc);
-  weightIh_ = w.wi, weightHh_ = w.wh, biasIh_ = w.bi, biasHh_ = w.bh;
+  weights_ = makeCell(graph, name(), "", 3, inputSize, hiddenSize, options.bias,
+                      options.device, loc);
 }
 
 Tensor GRUCell::step(const Tensor &x, const Tensor &h, const Here &loc) const {
-  checkCellInputs("GRUCell", x, {&h}, weightIh_.dim(1), hidden_, loc);
-  return gruStep(weightsOf(weightIh_, weightHh_, biasIh_, biasHh_), x, h, loc);
+  checkCellInputs("GRUCell", x, {&h}, weights_.wi.dim(1), hidden_, loc);
+  return gruStep(weights_, x, h, loc);
 }
 
 Tensor GRUCell::operator()(const Tensor &x, const Tensor &h, Here loc) const {
@@ -174,7 +166,7 @@ Tensor GRUCell::forward(const Tensor &x, Here loc) const {
 }
 
 std::vector<Tensor> GRUCell::parameters() const {
-  return cellParameters(weightsOf(weightIh_, weightHh_, biasIh_, biasHh_));
+  return cellParameters(weights_);
 }
 
 //===----------------------------------------------------------------------===//

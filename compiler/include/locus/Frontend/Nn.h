@@ -428,6 +428,12 @@ struct RecurrentCellOptions {
   std::optional<Device> device = std::nullopt;
 };
 
+/// One layer and direction's weights: weight_ih [G*H, in], weight_hh
+/// [G*H, H] and, with bias, bias_ih and bias_hh [G*H].
+struct RecurrentWeights {
+  Tensor wi, wh, bi, bh;
+};
+
 /// torch.nn.LSTMCell: gates i, f, g, o from weight_ih [4H, I] and
 /// weight_hh [4H, H] (and two biases), every tensor drawn from
 /// U(-1/sqrt(H), 1/sqrt(H)).
@@ -448,7 +454,7 @@ private:
   std::pair<Tensor, Tensor> step(const Tensor &x, const Tensor &h,
                                  const Tensor &c, const Here &loc) const;
   int64_t hidden_;
-  Tensor weightIh_, weightHh_, biasIh_, biasHh_;
+  RecurrentWeights weights_;
 };
 
 /// torch.nn.GRUCell: gates r, z, n from weight_ih [3H, I] and weight_hh
@@ -467,7 +473,7 @@ public:
 private:
   Tensor step(const Tensor &x, const Tensor &h, const Here &loc) const;
   int64_t hidden_;
-  Tensor weightIh_, weightHh_, biasIh_, biasHh_;
+  RecurrentWeights weights_;
 };
 
 /// torch.nn.LSTM's and torch.nn.GRU's settings.
@@ -481,12 +487,6 @@ struct RecurrentOptions {
   bool bidirectional = false;
   std::string name = {};
   std::optional<Device> device = std::nullopt;
-};
-
-/// One layer and direction's weights: weight_ih [G*H, in], weight_hh
-/// [G*H, H] and, with bias, bias_ih and bias_hh [G*H].
-struct RecurrentWeights {
-  Tensor wi, wh, bi, bh;
 };
 
 /// What LSTM and GRU return, as PyTorch's (output, h_n) or (output, (h_n,
