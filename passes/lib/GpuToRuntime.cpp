@@ -54,7 +54,7 @@ public:
             ptx = o.getObject().getValue();
         if (!ptx) {
           binary.emitOpError("has no PTX object; expected "
-                             "gpu-module-to-binary{format=isa}");
+                             "locus-gpu-modules-to-ptx");
           return signalPassFailure();
         }
         Builder b(context);

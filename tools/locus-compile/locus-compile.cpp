@@ -108,6 +108,11 @@ static cl::opt<bool>
                     cl::desc("Print the IR to stderr after every pass and "
                              "every stage"),
                     cl::cat(toolOptions));
+static cl::opt<bool>
+    passTiming("pass-timing",
+               cl::desc("Print each stage's time per pass to stderr (where a "
+                        "compile spends its time)"),
+               cl::cat(toolOptions));
 
 static cl::opt<std::string>
     progress("progress",
@@ -268,6 +273,7 @@ static int run(int argc, char **argv) {
   options.allowSoftPlacement = allowSoftPlacement;
   options.allowTf32 = allowTf32;
   options.printIrAfterAll = printIrAfterAll;
+  options.passTiming = passTiming;
   options.afterStage = printStage;
   locus::PipelineResult result;
   if (failed(locus::runPipeline(*module, options, result)))

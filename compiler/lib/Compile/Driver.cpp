@@ -31,8 +31,11 @@ using namespace locus;
 
 namespace {
 
-/// Prints the IR after every pass of `pm` when the options ask for it.
+/// Prints the IR after every pass of `pm`, and the passes' times, when the
+/// options ask for it.
 void configurePrinting(PassManager &pm, const PipelineOptions &options) {
+  if (options.passTiming)
+    pm.enableTiming();
   if (options.printIrAfterAll)
     pm.enableIRPrinting(
         /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
@@ -182,9 +185,34 @@ void locus::preparePipeline(MLIRContext &context) {
   registerCudaKernels(context);
 }
 
+namespace {
+
+/// Turns the context's threads on for one compile and off again after it:
+/// nested pipelines (one per kernel) and the PTX of the GPU modules run in
+/// parallel, while a recording context keeps no thread pool. Results do
+/// not depend on it: the same graph gives the same artifact either way.
+/// MLIR prints the IR after each pass only without threads.
+class ThreadsForOneCompile {
+public:
+  ThreadsForOneCompile(MLIRContext *context, const PipelineOptions &options)
+      : context(context), was(context->isMultithreadingEnabled()) {
+    context->enableMultithreading(!options.printIrAfterAll);
+  }
+  ~ThreadsForOneCompile() { context->enableMultithreading(was); }
+  ThreadsForOneCompile(const ThreadsForOneCompile &) = delete;
+  ThreadsForOneCompile &operator=(const ThreadsForOneCompile &) = delete;
+
+private:
+  MLIRContext *context;
+  bool was;
+};
+
+} // namespace
+
 LogicalResult locus::runPipeline(ModuleOp module,
                                  const PipelineOptions &options,
                                  PipelineResult &result) {
+  ThreadsForOneCompile threads(module.getContext(), options);
   SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
   if (graphs.size() != 1)
     return module.emitError()

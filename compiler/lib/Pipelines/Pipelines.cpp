@@ -192,9 +192,7 @@ void locus::buildCudaLoweringPipeline(OpPassManager &pm,
   nvvm.useBarePtrCallConv = true;
   gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   pm.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = "isa"; // PTX
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createLocusGpuModulesToPtx());
   pm.addPass(createLocusGpuToRuntime());
   // The launchers' temporaries are device memory, from the runtime's
   // device allocator.

@@ -42,7 +42,7 @@ module attributes {gpu.container_module} {
   gpu.binary @bin [#gpu.object<#nvvm.target<chip = "sm_90">, bin = "cubin">]
   func.func @no_ptx() {
     %c1 = arith.constant 1 : index
-    // expected-error @-3 {{has no PTX object; expected gpu-module-to-binary{format=isa}}}
+    // expected-error @-3 {{has no PTX object; expected locus-gpu-modules-to-ptx}}
     gpu.launch_func @bin::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
     return
   }

@@ -43,6 +43,8 @@ struct PipelineOptions {
   bool allowTf32 = false;
   /// Print the IR after every pass to stderr (MLIR's IR printer).
   bool printIrAfterAll = false;
+  /// Print each stage's time per pass to stderr (MLIR's pass timing).
+  bool passTiming = false;
   /// Called after each stage with its name ("placement", "kernels", "cuda",
   /// "host") and the module it ran on (the CUDA kernels' own module for
   /// "cuda").
