@@ -3,6 +3,8 @@
 
 #include "model.h"
 
+#include "devices/cpu/host_device.h"
+
 #include "status_impl.h"
 
 #include <memory>
@@ -11,15 +13,37 @@ namespace locus::rt {
 
 namespace {
 
+/// The arena of plan device `d`: host memory in pages of its own, pinned
+/// by the model's pinner where it has one (copies to and from the GPU then
+/// run at link speed, and a CUDA graph may hold them).
+void *makeArena(locus_model_t &m, locus_context_t &ctx, size_t d) {
+  uint64_t bytes = m.plan.arenaBytes[d];
+  auto *host = dynamic_cast<HostDevice *>(m.deviceOf[d]);
+  if (!m.pinner || !host || host->simulated())
+    return m.deviceOf[d]->allocate(bytes);
+  void *arena = host->allocatePages(bytes);
+  ctx.pinned[d] =
+      arena && m.pinner->pinHost(arena, HostDevice::pageBytes(bytes));
+  ctx.hostPinned = ctx.hostPinned && ctx.pinned[d];
+  return arena;
+}
+
+void releaseArena(locus_model_t &m, locus_context_t &ctx, size_t d) {
+  if (ctx.pinned[d])
+    m.pinner->unpinHost(ctx.arenas[d]);
+  m.deviceOf[d]->release(ctx.arenas[d]);
+}
+
 /// An arena per plan device; on failure the ones made are released.
 locus_status_t makeArenas(locus_model_t &m, locus_context_t &ctx) {
   ctx.arenas.assign(m.plan.devices.size(), nullptr);
+  ctx.pinned.assign(m.plan.devices.size(), false);
   for (size_t d = 0; d < m.plan.devices.size(); ++d) {
-    ctx.arenas[d] = m.deviceOf[d]->allocate(m.plan.arenaBytes[d]);
+    ctx.arenas[d] = makeArena(m, ctx, d);
     if (ctx.arenas[d])
       continue;
     for (size_t e = 0; e < d; ++e)
-      m.deviceOf[e]->release(ctx.arenas[e]);
+      releaseArena(m, ctx, e);
     ctx.arenas.clear();
     return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
                       "out of memory for a %llu-byte arena on %s",
@@ -53,8 +77,8 @@ void releaseContext(locus_context_t *ctx) noexcept {
   if (!ctx)
     return;
   locus_model_t &m = *ctx->model;
-  if (ctx->graph)
-    m.graphDevice->releaseGraph(ctx->graph);
+  for (void *graph : ctx->graphs)
+    m.graphDevice->releaseGraph(graph);
   // Releasing: the arenas go whether or not the devices finish cleanly.
   try {
     if (!ctx->arenas.empty())
@@ -63,7 +87,7 @@ void releaseContext(locus_context_t *ctx) noexcept {
   } catch (...) { // NOLINT(bugprone-empty-catch): the arenas go regardless
   }
   for (size_t d = 0; d < ctx->arenas.size(); ++d)
-    m.deviceOf[d]->release(ctx->arenas[d]);
+    releaseArena(m, *ctx, d);
   delete ctx;
 }
 

@@ -38,6 +38,14 @@ locus_status_t foreignBuffer(const locus_model_t &m, const PlanCommand &c,
       m.deviceOf[b.device]->name().c_str());
 }
 
+/// The launch's buffer array: the context's scratch, or while capturing a
+/// copy that lives as long as the graph (a device may keep it).
+void *const *buffersOf(locus_context_t &ctx) {
+  if (!ctx.capturing)
+    return ctx.pointers.data();
+  return ctx.graphArgs.emplace_back(ctx.pointers).data();
+}
+
 locus_status_t launch(locus_model_t &m, locus_context_t &ctx,
                       const PlanCommand &c, locus_run_stats_t &stats) {
   Device *device = m.deviceOf[m.plan.kernels[c.kernel].device];
@@ -58,7 +66,7 @@ locus_status_t launch(locus_model_t &m, locus_context_t &ctx,
       return s;
     m.profiler.kernelTime(c.kernel, ns);
   } else if (locus_status_t s =
-                 device->launch(m.kernels[c.kernel], ctx.pointers.data())) {
+                 device->launch(m.kernels[c.kernel], buffersOf(ctx))) {
     return s;
   }
   if (m.trace.on()) {
@@ -137,12 +145,23 @@ locus_status_t runChecks(locus_model_t &m, locus_context_t &ctx,
   return nullptr;
 }
 
-/// Captures the step as a graph on the model's graph device (nothing runs).
-locus_status_t capture(locus_model_t &m, locus_context_t &ctx) {
+/// Releases the graphs captured so far (a capture that failed part way).
+void dropGraphs(locus_model_t &m, locus_context_t &ctx) {
+  for (void *graph : ctx.graphs)
+    m.graphDevice->releaseGraph(graph);
+  ctx.graphs.clear();
+  ctx.graphArgs.clear();
+}
+
+/// Captures segment [begin, end) of the step as one graph (nothing runs).
+locus_status_t captureSegment(locus_model_t &m, locus_context_t &ctx,
+                              size_t begin, size_t end) {
   if (locus_status_t s = m.graphDevice->beginCapture())
     return s;
   locus_run_stats_t counted{};
-  locus_status_t s = execute(m, ctx, m.plan.step, counted);
+  ctx.capturing = true;
+  locus_status_t s = executeRange(m, ctx, m.plan.step, begin, end, counted);
+  ctx.capturing = false;
   void *graph = nullptr;
   locus_status_t e = m.graphDevice->endCapture(&graph);
   if (s || e) {
@@ -150,7 +169,35 @@ locus_status_t capture(locus_model_t &m, locus_context_t &ctx) {
       locus_status_free(e);
     return s ? s : e;
   }
-  ctx.graph = graph;
+  ctx.graphs.push_back(graph);
+  return nullptr;
+}
+
+/// Captures the step on the model's graph device, a graph per segment.
+locus_status_t capture(locus_model_t &m, locus_context_t &ctx) {
+  std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
+  size_t begin = 0;
+  for (size_t end : m.segmentEnds) {
+    if (locus_status_t s = captureSegment(m, ctx, begin, end)) {
+      dropGraphs(m, ctx);
+      return s;
+    }
+    begin = end;
+  }
+  return nullptr;
+}
+
+/// Replays the captured step: each segment, then the index checks its
+/// last command computed (waited for by their read).
+locus_status_t replay(locus_model_t &m, locus_context_t &ctx) {
+  for (size_t i = 0; i < ctx.graphs.size(); ++i) {
+    if (locus_status_t s = m.graphDevice->replay(ctx.graphs[i]))
+      return s;
+    size_t last = m.segmentEnds[i] - 1;
+    if (last < m.checksAfter.size())
+      if (locus_status_t s = runChecks(m, ctx, m.checksAfter[last]))
+        return s;
+  }
   return nullptr;
 }
 
@@ -170,10 +217,18 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
                        const std::vector<PlanCommand> &commands,
                        locus_run_stats_t &stats) {
   std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
+  return executeRange(m, ctx, commands, 0, commands.size(), stats);
+}
+
+locus_status_t executeRange(locus_model_t &m, locus_context_t &ctx,
+                            const std::vector<PlanCommand> &commands,
+                            size_t begin, size_t end,
+                            locus_run_stats_t &stats) {
   bool step = &commands == &m.plan.step;
   ctx.step = step ? ctx.runs : Trace::kLoad;
   bool skipping = step && !ctx.skip.empty();
-  bool checking = step && !m.checks.empty();
+  // A capture reads no checks back: the replay does, between segments.
+  bool checking = step && !m.checks.empty() && !ctx.capturing;
   // A step's library calls may keep their own layouts of what it never
   // writes (the load-time commands write persistent buffers), unless
   // LOCUS_PACK_WEIGHTS=0 saves the memory those copies take.
@@ -182,7 +237,7 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
     return !env || std::string(env) != "0";
   }();
   StepConstants constants(step && packing ? &m.constants : nullptr);
-  for (size_t k = 0; k < commands.size(); ++k) {
+  for (size_t k = begin; k < end; ++k) {
     if (skipping && ctx.skip[k])
       continue;
     if (locus_status_t s = command(m, ctx, commands[k], stats))
@@ -207,11 +262,13 @@ namespace {
 /// finish.
 locus_status_t runCommands(locus_model_t &m, locus_context_t &ctx,
                            locus_run_stats_t &stats) {
-  if (m.graphDevice && !ctx.graph && ctx.runs >= 2 && ctx.override.empty())
+  bool replayable = m.graphDevice && ctx.override.empty() &&
+                    (ctx.hostPinned || !m.graphHostCopies);
+  if (replayable && ctx.graphs.empty() && ctx.runs >= 2)
     if (locus_status_t s = capture(m, ctx))
       return s;
-  if (ctx.graph && m.graphDevice && ctx.override.empty()) {
-    if (locus_status_t s = m.graphDevice->replay(ctx.graph))
+  if (replayable && !ctx.graphs.empty()) {
+    if (locus_status_t s = replay(m, ctx))
       return s;
     stats.launches = m.stepCounts.launches;
     stats.sim_launches = m.stepCounts.sim_launches;

@@ -4,7 +4,9 @@
 
 #include "model.h"
 
+#include "devices/cpu/host_device.h"
 #include "devices/cuda/cuda_device.h"
+#include "devices/sim/sim_device.h"
 #include "status_impl.h"
 
 #include "locus/abi.h"
@@ -134,6 +136,8 @@ locus_status_t deviceFor(locus_model_t &m, Placement &p,
       made = makeCudaDevice(ordinal, p.ptx, p.ptxSize, p.graphs, status);
       if (status)
         return status;
+    } else if (target == "sim") {
+      made = makeSimDevice(p.graphs);
     } else {
       made = makeDevice(target);
     }
@@ -178,25 +182,65 @@ locus_status_t placeDevices(locus_model_t &m, Placement &p) {
   return nullptr;
 }
 
-/// A step on one CUDA device alone is captured as a CUDA graph.
+/// Whether a device's memory is the host's own (cpu; not sim, which
+/// stands in for a GPU).
+bool hostMemory(const Device *d) {
+  return dynamic_cast<const HostDevice *>(d) && !d->simulated();
+}
+
+/// A step whose launches all run on one CUDA device is captured as a CUDA
+/// graph there, with its copies to and from the host (whose arenas that
+/// device pins) but none from persistent host memory.
 void findGraphDevice(locus_model_t &m) {
   Device *only = nullptr;
   bool one = true;
-  for (const PlanCommand &c : m.plan.step) {
-    Device *on = nullptr;
-    if (c.op == LOCUS_PLAN_LAUNCH) {
-      on = m.deviceOf[m.plan.kernels[c.kernel].device];
-    } else if (c.op == LOCUS_PLAN_COPY) {
-      on = m.deviceOf[m.plan.buffers[c.dst].device];
-      one &= m.deviceOf[m.plan.buffers[c.src].device] == on;
-    } else {
-      continue;
-    }
+  auto join = [&](Device *on) {
     one &= !only || only == on;
     only = on;
+  };
+  for (const PlanCommand &c : m.plan.step) {
+    if (c.op == LOCUS_PLAN_LAUNCH) {
+      join(m.deviceOf[m.plan.kernels[c.kernel].device]);
+    } else if (c.op == LOCUS_PLAN_COPY) {
+      Device *to = m.deviceOf[m.plan.buffers[c.dst].device];
+      Device *from = m.deviceOf[m.plan.buffers[c.src].device];
+      if (hostMemory(to) || hostMemory(from)) {
+        bool toHost = hostMemory(to);
+        uint32_t host = toHost ? c.dst : c.src;
+        one &= !m.persistent[host] && !(toHost && hostMemory(from));
+        m.graphHostCopies = true;
+        join(toHost ? from : to);
+      } else {
+        one &= from == to;
+        join(to);
+      }
+    }
   }
   if (one && only && only->canCapture())
     m.graphDevice = only;
+}
+
+/// A step with index checks (labels, ids) replays in segments: each ends
+/// after a command whose checks are read back before the next one runs,
+/// so a bad label stops the step before it writes anything, as without a
+/// graph.
+void findSegments(locus_model_t &m) {
+  m.segmentEnds.clear();
+  for (size_t k = 0; k < m.checksAfter.size(); ++k)
+    if (!m.checksAfter[k].empty())
+      m.segmentEnds.push_back(k + 1);
+  if (m.segmentEnds.empty() || m.segmentEnds.back() != m.plan.step.size())
+    m.segmentEnds.push_back(m.plan.step.size());
+}
+
+/// The device that pins the host arenas of a model's contexts: its graph
+/// device, else its first GPU (a CUDA device's pinned memory serves every
+/// other).
+void findPinner(locus_model_t &m) {
+  m.pinner = m.graphDevice;
+  for (Device *d : m.deviceOf)
+    if (!m.pinner && !dynamic_cast<HostDevice *>(d))
+      m.pinner = d;
 }
 
 /// Whether a step writes state (a training step), and what it counts.
@@ -427,8 +471,13 @@ void finishReport(locus_model_t &m) {
       " threads, " + locus_parallel_name() + "\n";
   if (m.graphDevice)
     m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
-                " from the second run (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
-  m.report += m.graphsOff;
+                " from the second run" +
+                (m.segmentEnds.size() > 1
+                     ? " in " + std::to_string(m.segmentEnds.size()) +
+                           " parts (its " + std::to_string(m.checks.size()) +
+                           " index check(s) are read back between them)"
+                     : std::string()) +
+                " (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
   if (m.trace.on())
     m.report += "tracing every launch and copy to " + m.trace.path() +
                 " (written when the model is released; no CUDA graphs "
@@ -461,14 +510,8 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   findConstants(m);
   makeInterface(m);
   findGraphDevice(m);
-  // A step with index checks reads them back as it goes: no CUDA graph.
-  if (m.graphDevice && !m.checks.empty()) {
-    m.graphsOff = "steps run without a CUDA graph on " + m.graphDevice->name() +
-                  ": the step reads back its " +
-                  std::to_string(m.checks.size()) +
-                  " index check(s) (labels, ids) as it goes\n";
-    m.graphDevice = nullptr;
-  }
+  findPinner(m);
+  findSegments(m);
   if (locus_status_t s = runLoadCopies(m))
     return s;
   finishReport(m);

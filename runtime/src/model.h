@@ -59,9 +59,14 @@ struct locus_model_s {
   // CUDA graphs: the device a step runs on when it runs on one CUDA device
   // alone (null otherwise, or when graphs are off); what a step counts.
   locus::rt::Device *graphDevice = nullptr;
-  // Why a step that could replay as a CUDA graph does not (empty: it
-  // does, or no device could capture it).
-  std::string graphsOff;
+  bool graphHostCopies = false; // a step copies to or from host memory
+  // Where the graphs of a step end (by step command, one past the last):
+  // after each command whose index checks are read back before the rest
+  // runs, and at the end.
+  std::vector<size_t> segmentEnds;
+  // The device that pins the host arenas of contexts (Device::pinHost), or
+  // null: copies between them and it run at link speed.
+  locus::rt::Device *pinner = nullptr;
   locus_run_stats_t stepCounts{};
   std::shared_mutex stateMutex; // runs share, state writes exclude
   bool writesState = false;     // a training step: its runs exclude too
@@ -87,7 +92,17 @@ struct locus_context_s {
   std::vector<void *> pointers; // scratch: a launch's buffers
   std::vector<bool> recorded;   // events of this step
   uint64_t runs = 0;
-  void *graph = nullptr; // the captured step, on the model's graphDevice
+  // The captured step on the model's graphDevice: one graph per segment
+  // (locus_model_t::segmentEnds), empty before the capture.
+  std::vector<void *> graphs;
+  // By plan device: whether its arena is host memory the model's pinner
+  // pinned; and whether every host arena is (a graph may copy from them).
+  std::vector<bool> pinned;
+  bool hostPinned = true;
+  // The launches' buffer arrays of the captured step (they live as long as
+  // its graph: a device may keep them).
+  std::vector<std::vector<void *>> graphArgs;
+  bool capturing = false;
   // Batch mode (locus_context_run_batches): the memory standing for a
   // buffer this step (by buffer; empty or null: the plan's), and the step's
   // commands the runner did ahead (by command).
@@ -182,8 +197,13 @@ void *bufferPointer(const locus_model_t &m, const locus_context_t &ctx,
 locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
                        const std::vector<PlanCommand> &commands,
                        locus_run_stats_t &stats);
-/// One step: issued command by command, or, on a step that runs on one
-/// CUDA device alone, captured on the second run and replayed after.
+/// Runs commands [begin, end) of a list (the events as they are).
+locus_status_t executeRange(locus_model_t &m, locus_context_t &ctx,
+                            const std::vector<PlanCommand> &commands,
+                            size_t begin, size_t end, locus_run_stats_t &stats);
+/// One step: issued command by command, or, on a step whose launches run
+/// on one CUDA device, captured on the second run (a graph per segment
+/// between index checks) and replayed after.
 locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
                        locus_run_stats_t &stats);
 /// Waits for every device of the model; the first failure.

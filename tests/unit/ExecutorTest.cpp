@@ -167,6 +167,61 @@ TEST(Executor, RunsOnSimAndCountsCopies) {
   EXPECT_EQ(stats.copy_bytes, 32u);
 }
 
+// A step that copies its input from the host, runs on the GPU and copies
+// its output back is captured as a graph from its second run, copies
+// included (the context's host arena is pinned), and every replay reads
+// the memory as it is then: new inputs, a state written between runs.
+TEST(Executor, AStepWithHostCopiesReplaysAsAGraph) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m), nullptr);
+  std::string report = locus_model_report(m.model);
+  EXPECT_NE(report.find("steps replay as a CUDA graph on sim"),
+            std::string::npos)
+      << report;
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  for (int run = 0; run < 5; ++run) {
+    float x[4] = {1.0f * run, 2, 3, -4.0f * run}, y[4] = {};
+    float w = 2.0f + static_cast<float>(run >= 3);
+    if (run == 3) {
+      float four[4] = {w, w, w, w};
+      ASSERT_EQ(locus_model_write_state(m.model, "w", four, sizeof four),
+                nullptr);
+    }
+    ASSERT_EQ(locus_context_set_input(ctx, "x", x, sizeof x), nullptr);
+    ASSERT_EQ(locus_context_run(ctx), nullptr);
+    ASSERT_EQ(locus_context_read_output(ctx, "y", y, sizeof y), nullptr);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(y[i], x[i] + w) << "run " << run << ", element " << i;
+    locus_run_stats_t stats{};
+    locus_context_stats(ctx, &stats);
+    EXPECT_EQ(stats.launches, 1u);
+    EXPECT_EQ(stats.sim_launches, 1u);
+    EXPECT_EQ(stats.copies, 2u);
+    EXPECT_EQ(stats.copy_bytes, 32u);
+  }
+  locus_context_release(ctx);
+}
+
+// Without graphs (an option), the report says nothing of them and the
+// step runs command by command with the same results.
+TEST(Executor, GraphsCanBeTurnedOff) {
+  Loaded m;
+  locus_model_options_t options{};
+  options.disable_cuda_graphs = 1;
+  std::vector<uint8_t> plan = makePlan();
+  ASSERT_EQ(locus_model_create_from_plan(plan.data(), plan.size(), nullptr, 0,
+                                         resolve, nullptr, &options, &m.model),
+            nullptr);
+  EXPECT_EQ(std::string(locus_model_report(m.model)).find("CUDA graph"),
+            std::string::npos);
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  for (int run = 0; run < 3; ++run) {
+    ASSERT_EQ(runOnce(m.model, x, y), nullptr);
+    EXPECT_EQ(y[3], 6);
+  }
+}
+
 TEST(Executor, DeviceMapRunsTheGpuPartOnTheCpu) {
   Loaded m;
   ASSERT_EQ(load(makePlan(), m, "cuda:0=cpu"), nullptr);

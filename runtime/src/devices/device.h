@@ -64,9 +64,23 @@ public:
   /// Waits until everything issued to this device is done (end of a run).
   virtual locus_status_t finish() { return nullptr; }
 
+  /// Page-locks host memory [p, p + bytes) (page-aligned, whole pages) for
+  /// copies between it and this device: they go straight to the device at
+  /// link speed, without staging, and a CUDA graph may hold them. False
+  /// where the device cannot; then nothing changed, and copies stage.
+  virtual bool pinHost(void *p, size_t bytes) {
+    (void)p;
+    (void)bytes;
+    return false;
+  }
+  /// Undoes pinHost, before the memory is released.
+  virtual void unpinHost(void *p) { (void)p; }
+
   /// CUDA graphs: whether this device can record a step's launches and
   /// copies once and replay them. Between beginCapture and endCapture the
-  /// executor issues the step as usual; nothing runs until replay.
+  /// executor issues the step as usual; nothing runs until replay. A
+  /// launch's `buffers` array stays valid as long as its graph does, and a
+  /// copy's host memory is pinned (pinHost).
   virtual bool canCapture() const { return false; }
   virtual locus_status_t beginCapture();
   virtual locus_status_t endCapture(void **graph);

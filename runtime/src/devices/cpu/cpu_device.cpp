@@ -11,11 +11,36 @@
 #include <mutex>
 #include <new>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace locus::rt {
 
 HostDevice::~HostDevice() {
   for (const Range &r : ranges_)
+    giveBack(r);
+}
+
+void HostDevice::giveBack(const Range &r) {
+  if (r.mapped)
+    ::munmap(r.raw, r.mapped);
+  else
     std::free(r.raw);
+}
+
+/// Records [start, start + bytes) as this device's memory; gives the block
+/// back (never leaked) and returns null when there is no room to record it.
+void *HostDevice::record(char *start, size_t bytes, void *raw, size_t mapped) {
+  std::unique_lock lock(mutex_);
+  Range range{start, start + bytes, raw, mapped};
+  try {
+    ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), range),
+                   range);
+  } catch (const std::bad_alloc &) {
+    giveBack(range);
+    return nullptr;
+  }
+  return start;
 }
 
 void *HostDevice::allocate(size_t bytes) {
@@ -28,23 +53,31 @@ void *HostDevice::allocate(size_t bytes) {
     return nullptr;
   char *start = static_cast<char *>(raw) +
                 (64 - reinterpret_cast<uintptr_t>(raw) % 64) % 64;
-  std::unique_lock lock(mutex_);
-  Range range{start, start + bytes, raw};
-  try {
-    ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), range),
-                   range);
-  } catch (const std::bad_alloc &) {
-    // No room to record it: the block is given back, never leaked.
-    std::free(raw);
+  return record(start, bytes, raw, 0);
+}
+
+size_t HostDevice::pageBytes(size_t bytes) {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return std::max<size_t>(1, (bytes + page - 1) / page) * page;
+}
+
+void *HostDevice::allocatePages(size_t bytes) {
+  if (bytes > (size_t(1) << 46))
     return nullptr;
-  }
-  return start;
+  size_t length = pageBytes(bytes);
+  // Anonymous pages: zeroed, aligned, mapped as touched, shared with no
+  // other block (pinning works on whole pages).
+  void *raw = ::mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED)
+    return nullptr;
+  return record(static_cast<char *>(raw), bytes, raw, length);
 }
 
 void HostDevice::release(void *p) {
   if (!p)
     return;
-  void *raw = nullptr;
+  Range gone{};
   {
     std::unique_lock lock(mutex_);
     auto it = std::find_if(ranges_.begin(), ranges_.end(), [&](const Range &r) {
@@ -52,10 +85,10 @@ void HostDevice::release(void *p) {
     });
     if (it == ranges_.end())
       return;
-    raw = it->raw;
+    gone = *it;
     ranges_.erase(it);
   }
-  std::free(raw);
+  giveBack(gone);
 }
 
 bool HostDevice::owns(const void *p, size_t bytes) const {
@@ -73,8 +106,9 @@ bool HostDevice::owns(const void *p, size_t bytes) const {
 
 locus_status_t HostDevice::copyFrom(Device &from, const void *src, void *dst,
                                     size_t bytes) {
-  // Host memory on both sides; a CUDA source would copy to the host itself.
-  if (!dynamic_cast<HostDevice *>(&from))
+  // Host memory on both sides; a GPU source (and sim, which stands in for
+  // one and may be capturing a graph) copies to the host itself.
+  if (!dynamic_cast<HostDevice *>(&from) || (&from != this && from.simulated()))
     return from.download(src, dst, bytes);
   if (bytes)
     std::memcpy(dst, src, bytes);

@@ -18,6 +18,11 @@ public:
   ~HostDevice() override;
 
   void *allocate(size_t bytes) override;
+  /// As allocate, in whole pages of its own (page-aligned, the size rounded
+  /// up to pages): memory another device may pin (Device::pinHost).
+  void *allocatePages(size_t bytes);
+  /// The size allocatePages gives `bytes`.
+  static size_t pageBytes(size_t bytes);
   void release(void *p) override;
   bool owns(const void *p, size_t bytes) const override;
   locus_status_t copyFrom(Device &from, const void *src, void *dst,
@@ -29,11 +34,15 @@ public:
 private:
   struct Range {
     const char *begin, *end;
-    void *raw; // what calloc returned
+    void *raw;         // what calloc or mmap returned
+    size_t mapped = 0; // mmap's length (0: calloc's)
     bool operator<(const Range &o) const {
       return begin < o.begin || (begin == o.begin && end < o.end);
     }
   };
+  void *record(char *start, size_t bytes, void *raw, size_t mapped);
+  static void giveBack(const Range &r);
+
   mutable std::shared_mutex mutex_;
   std::vector<Range> ranges_;
 };

@@ -59,6 +59,7 @@ constexpr CUresult kNotSupported = 801;
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr unsigned kEventDisableTiming = 2;
 constexpr int kCaptureThreadLocal = 1;
+constexpr unsigned kHostRegisterPortable = 1;
 
 struct Driver {
   void *handle = nullptr;
@@ -82,6 +83,8 @@ struct Driver {
   LOCUS_CU(cuMemsetD8Async, CUdeviceptr, unsigned char, size_t, CUstream)
   LOCUS_CU(cuMemHostAlloc, void **, size_t, unsigned)
   LOCUS_CU(cuMemFreeHost, void *)
+  LOCUS_CU(cuMemHostRegister, void *, size_t, unsigned)
+  LOCUS_CU(cuMemHostUnregister, void *)
   LOCUS_CU(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, size_t, CUstream)
   LOCUS_CU(cuMemcpyHtoDAsync, CUdeviceptr, const void *, size_t, CUstream)
   LOCUS_CU(cuMemcpyDtoHAsync, void *, CUdeviceptr, size_t, CUstream)
@@ -118,6 +121,51 @@ struct Driver {
            (text ? std::string(": ") + text : "");
   }
 };
+
+/// Host memory pinned by any CUDA device of the process (portable: every
+/// context's copies may go straight from it), by address.
+class PinnedHost {
+public:
+  void add(const void *p, size_t bytes) {
+    std::lock_guard lock(mutex_);
+    const char *at = static_cast<const char *>(p);
+    ranges_.insert(
+        std::upper_bound(ranges_.begin(), ranges_.end(), Range{at, at + bytes}),
+        Range{at, at + bytes});
+  }
+  void remove(const void *p) {
+    std::lock_guard lock(mutex_);
+    auto it = std::find_if(ranges_.begin(), ranges_.end(),
+                           [&](const Range &r) { return r.begin == p; });
+    if (it != ranges_.end())
+      ranges_.erase(it);
+  }
+  /// Whether [p, p + bytes) lies in one pinned range.
+  bool holds(const void *p, size_t bytes) const {
+    std::lock_guard lock(mutex_);
+    const char *at = static_cast<const char *>(p);
+    auto it = std::upper_bound(
+        ranges_.begin(), ranges_.end(), at,
+        [](const char *v, const Range &r) { return v < r.begin; });
+    if (it == ranges_.begin())
+      return false;
+    --it;
+    return at >= it->begin && at + bytes <= it->end;
+  }
+
+private:
+  struct Range {
+    const char *begin, *end;
+    bool operator<(const Range &o) const { return begin < o.begin; }
+  };
+  mutable std::mutex mutex_;
+  std::vector<Range> ranges_;
+};
+
+PinnedHost &pinnedHost() {
+  static PinnedHost pinned;
+  return pinned;
+}
 
 const Driver &driver() {
   static const Driver d = [] {
@@ -185,6 +233,8 @@ const Driver &driver() {
     bindSymbol(d.handle, d.cuGraphLaunch, "cuGraphLaunch");
     bindSymbol(d.handle, d.cuGraphExecDestroy, "cuGraphExecDestroy");
     bindSymbol(d.handle, d.cuGraphDestroy, "cuGraphDestroy");
+    bindSymbol(d.handle, d.cuMemHostRegister, "cuMemHostRegister_v2");
+    bindSymbol(d.handle, d.cuMemHostUnregister, "cuMemHostUnregister");
     if (CUresult rc = d.cuInit(0)) {
       d.why = "cuInit failed: " + d.error(rc);
       return d;
@@ -331,6 +381,28 @@ public:
            d.cuGraphExecDestroy && d.cuGraphDestroy;
   }
 
+  /// Registers the pages with the driver (portable, so every CUDA device
+  /// copies straight from them); false, and nothing lost, if it refuses.
+  bool pinHost(void *p, size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    const Driver &d = driver();
+    if (!d.cuMemHostRegister || !d.cuMemHostUnregister || !bytes || !ready())
+      return false;
+    if (d.cuMemHostRegister(p, bytes, kHostRegisterPortable) != kSuccess)
+      return false;
+    pinnedHost().add(p, bytes);
+    return true;
+  }
+
+  void unpinHost(void *p) override {
+    std::lock_guard lock(mutex_);
+    pinnedHost().remove(p);
+    if (driver().cuCtxSetCurrent(context_) == kSuccess) {
+      driver().cuStreamSynchronize(compute_);
+      driver().cuMemHostUnregister(p);
+    }
+  }
+
   void *allocate(size_t bytes) override {
     std::lock_guard lock(mutex_);
     const Driver &d = driver();
@@ -415,6 +487,13 @@ public:
     const Driver &d = driver();
     const char *from = static_cast<const char *>(host);
     auto to = reinterpret_cast<CUdeviceptr>(dst);
+    // Pinned host memory: one copy on the compute stream, in order with
+    // the work around it, at link speed (a CUDA graph may hold it).
+    if (afterCompute && bytes && pinnedHost().holds(host, bytes)) {
+      if (CUresult rc = d.cuMemcpyHtoDAsync(to, host, bytes, compute_))
+        return fail("cuMemcpyHtoDAsync", rc);
+      return nullptr;
+    }
     while (bytes) {
       Staging &s = staging_[next_];
       next_ = (next_ + 1) % staging_.size();
@@ -452,6 +531,16 @@ public:
     const Driver &d = driver();
     char *to = static_cast<char *>(host);
     auto from = reinterpret_cast<CUdeviceptr>(src);
+    // Into pinned host memory: straight there; waited for, unless a graph
+    // is being captured (the run waits for the whole step).
+    if (bytes && pinnedHost().holds(host, bytes)) {
+      if (CUresult rc = d.cuMemcpyDtoHAsync(host, from, bytes, compute_))
+        return fail("cuMemcpyDtoHAsync", rc);
+      if (!capturing_)
+        if (CUresult rc = d.cuStreamSynchronize(compute_))
+          return fail("cuStreamSynchronize", rc);
+      return nullptr;
+    }
     Staging &s = staging_[0];
     if (CUresult rc = d.cuEventSynchronize(s.done))
       return fail("cuEventSynchronize", rc);
@@ -549,12 +638,14 @@ public:
       mutex_.unlock();
       return fail("cuStreamBeginCapture", rc);
     }
+    capturing_ = true;
     return nullptr;
   }
 
   locus_status_t endCapture(void **graph) override {
     const Driver &d = driver();
     CUgraph g = nullptr;
+    capturing_ = false;
     CUresult rc = d.cuStreamEndCapture(compute_, &g);
     CUgraphExec exec = nullptr;
     if (rc == kSuccess)
@@ -846,6 +937,7 @@ private:
 
   int ordinal_;
   bool graphs_;
+  bool capturing_ = false; // between beginCapture and endCapture
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream compute_ = nullptr, copy_ = nullptr;
