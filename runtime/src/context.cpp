@@ -29,15 +29,15 @@ void *makeArena(locus_model_t &m, locus_context_t &ctx, size_t d) {
 }
 
 void releaseArena(locus_model_t &m, locus_context_t &ctx, size_t d) {
-  if (ctx.pinned[d])
+  if (d < ctx.pinned.size() && ctx.pinned[d])
     m.pinner->unpinHost(ctx.arenas[d]);
   m.deviceOf[d]->release(ctx.arenas[d]);
 }
 
 /// An arena per plan device; on failure the ones made are released.
 locus_status_t makeArenas(locus_model_t &m, locus_context_t &ctx) {
-  ctx.arenas.assign(m.plan.devices.size(), nullptr);
   ctx.pinned.assign(m.plan.devices.size(), false);
+  ctx.arenas.assign(m.plan.devices.size(), nullptr);
   for (size_t d = 0; d < m.plan.devices.size(); ++d) {
     ctx.arenas[d] = makeArena(m, ctx, d);
     if (ctx.arenas[d])

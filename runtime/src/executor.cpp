@@ -153,20 +153,52 @@ void dropGraphs(locus_model_t &m, locus_context_t &ctx) {
   ctx.graphArgs.clear();
 }
 
+/// A capture in progress: ended (its graph dropped) if it is left by an
+/// exception, so the device and the context never stay capturing.
+class Capturing {
+public:
+  Capturing(locus_context_t &ctx, Device &device) : ctx(ctx), device(device) {
+    ctx.capturing = true;
+  }
+  ~Capturing() {
+    ctx.capturing = false;
+    if (!open)
+      return;
+    void *graph = nullptr;
+    locus_status_free(device.endCapture(&graph));
+    if (graph)
+      device.releaseGraph(graph);
+  }
+  /// Ends the capture; its graph in `graph`.
+  locus_status_t end(void **graph) {
+    ctx.capturing = false;
+    open = false;
+    return device.endCapture(graph);
+  }
+  Capturing(const Capturing &) = delete;
+  Capturing &operator=(const Capturing &) = delete;
+
+private:
+  locus_context_t &ctx;
+  Device &device;
+  bool open = true;
+};
+
 /// Captures segment [begin, end) of the step as one graph (nothing runs).
 locus_status_t captureSegment(locus_model_t &m, locus_context_t &ctx,
                               size_t begin, size_t end) {
   if (locus_status_t s = m.graphDevice->beginCapture())
     return s;
+  Capturing capturing(ctx, *m.graphDevice);
   locus_run_stats_t counted{};
-  ctx.capturing = true;
   locus_status_t s = executeRange(m, ctx, m.plan.step, begin, end, counted);
-  ctx.capturing = false;
   void *graph = nullptr;
-  locus_status_t e = m.graphDevice->endCapture(&graph);
+  locus_status_t e = capturing.end(&graph);
   if (s || e) {
     if (s && e)
       locus_status_free(e);
+    if (graph)
+      m.graphDevice->releaseGraph(graph);
     return s ? s : e;
   }
   ctx.graphs.push_back(graph);
@@ -176,13 +208,19 @@ locus_status_t captureSegment(locus_model_t &m, locus_context_t &ctx,
 /// Captures the step on the model's graph device, a graph per segment.
 locus_status_t capture(locus_model_t &m, locus_context_t &ctx) {
   std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
+  ctx.graphs.reserve(m.segmentEnds.size()); // no graph lost to a push
   size_t begin = 0;
-  for (size_t end : m.segmentEnds) {
-    if (locus_status_t s = captureSegment(m, ctx, begin, end)) {
-      dropGraphs(m, ctx);
-      return s;
+  try {
+    for (size_t end : m.segmentEnds) {
+      if (locus_status_t s = captureSegment(m, ctx, begin, end)) {
+        dropGraphs(m, ctx);
+        return s;
+      }
+      begin = end;
     }
-    begin = end;
+  } catch (...) { // out of memory: no part of a capture is kept
+    dropGraphs(m, ctx);
+    throw;
   }
   return nullptr;
 }

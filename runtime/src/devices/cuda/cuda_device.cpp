@@ -541,22 +541,44 @@ public:
           return fail("cuStreamSynchronize", rc);
       return nullptr;
     }
-    Staging &s = staging_[0];
-    if (CUresult rc = d.cuEventSynchronize(s.done))
-      return fail("cuEventSynchronize", rc);
-    if (bytes)
-      if (locus_status_t st = pin(s))
-        return st;
-    while (bytes) {
-      size_t n = std::min(bytes, kStagingBytes);
-      if (CUresult rc = d.cuMemcpyDtoHAsync(s.host, from, n, compute_))
+    return downloadStaged(from, to, bytes);
+  }
+
+  /// Device to pageable host memory through both staging buffers: while
+  /// the host copies one chunk out of one, the next chunk's DMA fills the
+  /// other (before, each chunk's DMA and memcpy ran one after the other).
+  locus_status_t downloadStaged(CUdeviceptr from, char *to, size_t bytes) {
+    const Driver &d = driver();
+    for (Staging &s : staging_) { // an upload may still read it
+      if (CUresult rc = d.cuEventSynchronize(s.done))
+        return fail("cuEventSynchronize", rc);
+      if (bytes)
+        if (locus_status_t st = pin(s))
+          return st;
+    }
+    size_t chunks = (bytes + kStagingBytes - 1) / kStagingBytes;
+    auto issue = [&](size_t i) -> locus_status_t {
+      Staging &s = staging_[i % staging_.size()];
+      size_t at = i * kStagingBytes;
+      if (CUresult rc = d.cuMemcpyDtoHAsync(
+              s.host, from + at, std::min(kStagingBytes, bytes - at), compute_))
         return fail("cuMemcpyDtoHAsync", rc);
-      if (CUresult rc = d.cuStreamSynchronize(compute_))
-        return fail("cuStreamSynchronize", rc);
-      std::memcpy(to, s.host, n);
-      from += n;
-      to += n;
-      bytes -= n;
+      if (CUresult rc = d.cuEventRecord(s.done, compute_))
+        return fail("cuEventRecord", rc);
+      return nullptr;
+    };
+    if (chunks)
+      if (locus_status_t st = issue(0))
+        return st;
+    for (size_t i = 0; i < chunks; ++i) {
+      if (i + 1 < chunks)
+        if (locus_status_t st = issue(i + 1))
+          return st;
+      Staging &s = staging_[i % staging_.size()];
+      if (CUresult rc = d.cuEventSynchronize(s.done))
+        return fail("cuEventSynchronize", rc);
+      size_t at = i * kStagingBytes;
+      std::memcpy(to + at, s.host, std::min(kStagingBytes, bytes - at));
     }
     return nullptr;
   }
