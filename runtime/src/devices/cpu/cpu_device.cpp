@@ -3,6 +3,8 @@
 
 #include "devices/cpu/host_device.h"
 
+#include "devices/ranges.h"
+
 #include "status_impl.h"
 
 #include <algorithm>
@@ -92,16 +94,8 @@ void HostDevice::release(void *p) {
 }
 
 bool HostDevice::owns(const void *p, size_t bytes) const {
-  const char *c = static_cast<const char *>(p);
   std::shared_lock lock(mutex_);
-  // The last range starting at or before p; allocations never overlap.
-  auto it = std::upper_bound(
-      ranges_.begin(), ranges_.end(), c,
-      [](const char *v, const Range &r) { return v < r.begin; });
-  if (it == ranges_.begin())
-    return false;
-  --it;
-  return it->begin <= c && c + bytes <= it->end;
+  return holdsRange(ranges_, static_cast<const char *>(p), bytes);
 }
 
 locus_status_t HostDevice::copyFrom(Device &from, const void *src, void *dst,

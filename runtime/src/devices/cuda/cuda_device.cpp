@@ -25,6 +25,7 @@
 #include "devices/cuda/cuda_device.h"
 
 #include "devices/cuda/cudnn.h"
+#include "devices/ranges.h"
 #include "dl.h"
 
 #include "guard.h"
@@ -143,14 +144,7 @@ public:
   /// Whether [p, p + bytes) lies in one pinned range.
   bool holds(const void *p, size_t bytes) const {
     std::lock_guard lock(mutex_);
-    const char *at = static_cast<const char *>(p);
-    auto it = std::upper_bound(
-        ranges_.begin(), ranges_.end(), at,
-        [](const char *v, const Range &r) { return v < r.begin; });
-    if (it == ranges_.begin())
-      return false;
-    --it;
-    return at >= it->begin && at + bytes <= it->end;
+    return holdsRange(ranges_, static_cast<const char *>(p), bytes);
   }
 
 private:
@@ -436,14 +430,7 @@ public:
 
   bool owns(const void *p, size_t bytes) const override {
     std::lock_guard lock(mutex_);
-    auto at = reinterpret_cast<CUdeviceptr>(p);
-    auto it = std::upper_bound(
-        ranges_.begin(), ranges_.end(), at,
-        [](CUdeviceptr v, const Range &r) { return v < r.begin; });
-    if (it == ranges_.begin())
-      return false;
-    --it;
-    return at >= it->begin && at + bytes <= it->end;
+    return holdsRange(ranges_, reinterpret_cast<CUdeviceptr>(p), bytes);
   }
 
   locus_status_t copyFrom(Device &from, const void *src, void *dst,
