@@ -7,7 +7,7 @@ The layers (docs/architecture.md), each with the layers it may include:
   runtime    runtime/                                   abi
   support    compiler/*/Support                         (nothing)
   dialect    compiler/*/Dialect                         support abi
-  passes     passes/                                    dialect support abi
+  passes     compiler/*/Passes                          dialect support abi
   frontend   compiler/*/Frontend, locus/locus.h         dialect support abi
   import     compiler/*/Import                          frontend support abi
   pipelines  compiler/*/Pipelines                       passes dialect ...
@@ -22,7 +22,11 @@ CMake target_link_libraries of each library are checked against the table.
 
 A file's layer comes from its path; an included header's from its path
 under include/ (locus/Passes/... is the passes layer) or, for a quoted
-relative include, from the file it names. System and LLVM/MLIR headers are
+relative include, from the file it names.
+
+A header under a lib/ folder is private to its part: only files of that
+part (compiler/lib/<Part>/..., runtime/src/...) may include it. Another
+layer reaches what a part shares through its include/ folder. System and LLVM/MLIR headers are
 not Locus's and are not checked here (the runtime's link check is
 tests/check_runtime_deps.cmake).
 
@@ -73,15 +77,13 @@ def file_layer(rel):
     top = parts[0]
     if top == "runtime":
         return "abi" if "/".join(parts[-2:]) in ABI_HEADERS else "runtime"
-    if top == "passes":
-        return "passes"
     if top == "compiler":
         # compiler/include/locus/<Part>/..., compiler/lib/<Part>/...
         if parts[1] == "include":
             return header_layer("/".join(parts[2:])) or "compile"
         part = parts[2] if len(parts) > 3 else ""
         return {"Support": "support", "Dialect": "dialect",
-                "Frontend": "frontend", "Pipelines": "pipelines",
+                "Passes": "passes", "Frontend": "frontend", "Pipelines": "pipelines",
                 "Plan": "plan", "Dump": "dump", "Import": "import",
                 "Compile": "compile"}.get(part, "compile")
     return "tools"
@@ -96,9 +98,20 @@ TARGETS = {"locus_abi": "abi", "locus_runtime": "runtime",
 LINK = re.compile(r"target_link_libraries\(\s*(\w+)([^)]*)\)", re.S)
 
 
+def private_part(rel):
+    """The part a private header belongs to ("compiler/lib/Frontend"), or
+    None for a public one."""
+    parts = rel.split("/")
+    if len(parts) > 3 and parts[0] == "compiler" and parts[1] == "lib":
+        return "/".join(parts[:3])
+    if len(parts) > 2 and parts[0] == "runtime" and parts[1] == "src":
+        return "runtime/src"
+    return None
+
+
 def check_links(root, problems):
     """Each library links only the layers below its own."""
-    for folder in ("runtime", "compiler", "passes"):
+    for folder in ("runtime", "compiler"):
         with open(os.path.join(root, folder, "CMakeLists.txt")) as f:
             text = f.read()
         for target, deps in LINK.findall(text):
@@ -119,7 +132,7 @@ def main():
     root = os.path.abspath(sys.argv[1])
     problems, checked = [], 0
     check_links(root, problems)
-    for top in ("runtime", "compiler", "passes"):
+    for top in ("runtime", "compiler"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
                 if not f.endswith((".h", ".hpp", ".cpp", ".c", ".td")):
@@ -137,6 +150,12 @@ def main():
                         target = os.path.relpath(
                             os.path.normpath(os.path.join(dirpath, name)), root)
                         used = file_layer(target)
+                        part = private_part(target)
+                        if part and not rel.startswith(part + "/"):
+                            problems.append(
+                                "%s reaches into %s, private to %s"
+                                % (rel, name, part))
+                            continue
                     else:
                         used = header_layer(name)
                     if used is None or used == layer:
@@ -147,8 +166,8 @@ def main():
     for p in problems:
         print("layering: " + p)
     if problems:
-        print("layering: %d includes or links go up a layer "
-              "(docs/architecture.md)"
+        print("layering: %d includes or links go up a layer or reach "
+              "into another part's private headers (docs/architecture.md)"
               % len(problems))
         return 1
     print("layering ok: %d files" % checked)

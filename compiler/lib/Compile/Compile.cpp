@@ -8,8 +8,8 @@
 
 #include "locus/Compile.h"
 
-#include "../Frontend/GraphImpl.h"
 #include "locus/Compile/Driver.h"
+#include "locus/Frontend/Recorded.h"
 #include "locus/Passes/Passes.h"
 #include "locus/Support/Errors.h"
 #include "locus/abi.h"
@@ -533,9 +533,9 @@ namespace {
 /// a zero-size shape: MLIR 19's bare-pointer calling convention cannot pass
 /// such a buffer. Refused at the graph's interface, at the user's line;
 /// inside the graph they run.
-void checkInterface(GraphImpl &g, const Here &loc) {
+void checkInterface(const RecordedGraph &g, const Here &loc) {
   bool hasOutput = false;
-  for (mlir::Operation &op : g.body()) {
+  for (mlir::Operation &op : g.body) {
     hasOutput |= mlir::isa<OutputOp>(op);
     mlir::Value value = mlir::isa<InputOp, StateOp>(op) ? op.getResult(0)
                         : mlir::isa<OutputOp>(op)       ? op.getOperand(0)
@@ -630,8 +630,8 @@ void report(const std::vector<dump::Warning> &warnings,
 }
 
 /// The graph's interface (inputs, state, outputs), from the original graph.
-void recordInterface(GraphImpl &g, CompiledModel::Impl &impl) {
-  for (mlir::Operation &op : g.body()) {
+void recordInterface(const RecordedGraph &g, CompiledModel::Impl &impl) {
+  for (mlir::Operation &op : g.body) {
     if (auto input = mlir::dyn_cast<InputOp>(op)) {
       impl.inputs.push_back(slotOf(input.getName().str(), input.getType()));
       impl.inputNames.push_back(input.getName().str());
@@ -776,13 +776,13 @@ std::vector<std::string> locus::machineTargets() {
 
 CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
                              Here loc) {
-  GraphImpl &g = graph.impl();
+  RecordedGraph g = recorded(graph);
   mlir::MLIRContext &context = g.context;
   preparePipeline(context);
   checkInterface(g, loc);
 
   // Work on a copy: the user's graph never changes.
-  mlir::OwningOpRef<mlir::ModuleOp> module(g.module->clone());
+  mlir::OwningOpRef<mlir::ModuleOp> module(g.module.clone());
   CompileErrors errors{{}, loc};
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
     errors.record(d);

@@ -144,6 +144,11 @@ GraphImpl::GraphImpl(std::string graphName, const Here &loc)
 
 mlir::Block &GraphImpl::body() { return graph.getBodyBlock(); }
 
+RecordedGraph locus::detail::recorded(const Graph &graph) {
+  GraphImpl &g = graph.impl();
+  return {g.name, g.context, *g.module, g.body(), g.stateValues};
+}
+
 static mlir::Location fileLineCol(mlir::MLIRContext &context, const Here &loc) {
   return mlir::FileLineColLoc::get(&context, loc.file_name(), loc.line(),
                                    loc.column());

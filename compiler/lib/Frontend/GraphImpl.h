@@ -5,6 +5,7 @@
 
 #include "locus/Dialect/LocusDialect.h"
 #include "locus/Frontend/Graph.h"
+#include "locus/Frontend/Recorded.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -17,12 +18,6 @@
 #include <optional>
 
 namespace locus::detail {
-
-/// A locus::Error at `loc`.
-Error userError(const Here &loc, std::string message);
-
-/// The DType of an element type of the dialect (f32, i64 or i1).
-DType dtypeOf(mlir::Type element);
 
 /// Collects the first diagnostic emitted while it lives (with its notes).
 class DiagnosticCapture {

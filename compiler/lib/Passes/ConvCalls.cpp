@@ -1,0 +1,108 @@
+//===- ConvCalls.cpp - convolutions as runtime calls ----------------------===//
+//
+// What the host and cuDNN convolution passes share (ConvCalls.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvCalls.h"
+
+using namespace mlir;
+using namespace locus;
+using namespace locus::conv;
+
+Params conv::convParams(ArrayRef<int64_t> in, ArrayRef<int64_t> w,
+                        ArrayRef<int64_t> out, ArrayRef<int64_t> stride,
+                        ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                        int64_t groups, int64_t flags) {
+  Params params{};
+  params[LOCUS_CONV_N] = in[0];
+  params[LOCUS_CONV_C] = in[1];
+  params[LOCUS_CONV_H] = in[2];
+  params[LOCUS_CONV_W] = in[3];
+  params[LOCUS_CONV_O] = out[1];
+  params[LOCUS_CONV_KH] = w[2];
+  params[LOCUS_CONV_KW] = w[3];
+  params[LOCUS_CONV_OH] = out[2];
+  params[LOCUS_CONV_OW] = out[3];
+  params[LOCUS_CONV_STRIDE_H] = stride[0];
+  params[LOCUS_CONV_STRIDE_W] = stride[1];
+  params[LOCUS_CONV_PAD_H] = padding[0];
+  params[LOCUS_CONV_PAD_W] = padding[1];
+  params[LOCUS_CONV_DILATION_H] = dilation[0];
+  params[LOCUS_CONV_DILATION_W] = dilation[1];
+  params[LOCUS_CONV_GROUPS] = groups;
+  params[LOCUS_CONV_FLAGS] = flags;
+  return params;
+}
+
+memref::GlobalOp ParamGlobals::get(ModuleOp module, ArrayRef<int64_t> values) {
+  std::vector<int64_t> key(values.begin(), values.end());
+  if (auto it = made.find(key); it != made.end())
+    return it->second;
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  auto type =
+      MemRefType::get({static_cast<int64_t>(values.size())}, b.getI64Type());
+  auto data = DenseIntElementsAttr::get(
+      RankedTensorType::get(type.getShape(), b.getI64Type()), values);
+  std::string name;
+  do
+    name = "__locus_conv2d_params_" + std::to_string(next++);
+  while (module.lookupSymbol(name));
+  auto global = b.create<memref::GlobalOp>(
+      module.getLoc(), name, b.getStringAttr("private"), type, data,
+      /*constant=*/true, /*alignment=*/IntegerAttr());
+  made.emplace(std::move(key), global);
+  return global;
+}
+
+Value Addresses::pointer(Value buffer) {
+  Value index = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
+  return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+}
+
+Value Addresses::read(Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  return pointer(b.create<bufferization::ToMemrefOp>(
+      loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+      /*read_only=*/true));
+}
+
+Value Addresses::global(memref::GlobalOp g) {
+  return pointer(b.create<memref::GetGlobalOp>(loc, g.getType(), g.getName()));
+}
+
+namespace {
+
+template <typename Op>
+ConvCall describeAs(Op op, int64_t kind, Value a, Value b, ArrayRef<int64_t> in,
+                    ArrayRef<int64_t> w, ArrayRef<int64_t> out, int64_t flags) {
+  return {kind,
+          convParams(in, w, out, op.getStride(), op.getPadding(),
+                     op.getDilation(), op.getGroups(), flags),
+          a, b, Value()};
+}
+
+} // namespace
+
+ConvCall conv::describe(Operation *op, int64_t tf32) {
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  if (auto c = dyn_cast<Conv2dOp>(op)) {
+    ConvCall d = describeAs(c, LOCUS_CONV_FORWARD, c.getInput(), c.getWeight(),
+                            shape(c.getInput()), shape(c.getWeight()),
+                            shape(c.getResult()),
+                            tf32 | (c.getBias() ? LOCUS_CONV_BIAS : 0));
+    d.bias = c.getBias();
+    return d;
+  }
+  if (auto g = dyn_cast<Conv2dInputGradOp>(op))
+    return describeAs(g, LOCUS_CONV_INPUT_GRAD, g.getGrad(), g.getWeight(),
+                      shape(g.getResult()), shape(g.getWeight()),
+                      shape(g.getGrad()), tf32);
+  auto g = cast<Conv2dWeightGradOp>(op);
+  return describeAs(g, LOCUS_CONV_WEIGHT_GRAD, g.getInput(), g.getGrad(),
+                    shape(g.getInput()), shape(g.getResult()),
+                    shape(g.getGrad()), tf32);
+}

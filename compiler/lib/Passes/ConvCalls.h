@@ -1,0 +1,70 @@
+//===- ConvCalls.h - convolutions as runtime calls (private) ----*- C++ -*-===//
+//
+// What --locus-conv-to-runtime and --locus-conv-to-cudnn share: a
+// convolution's parameters in the runtime's order (abi.h's LOCUS_CONV_*),
+// the constant globals that hold them, and the addresses a call passes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_PASSES_CONVCALLS_H
+#define LOCUS_PASSES_CONVCALLS_H
+
+#include "locus/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <array>
+#include <map>
+#include <vector>
+
+namespace locus::conv {
+
+using Params = std::array<int64_t, LOCUS_CONV_PARAM_COUNT>;
+
+/// The shapes of a convolution (forward or gradient) in locus_conv2d's
+/// parameter order: `in` the input's shape, `w` the weight's, `out` the
+/// result's.
+Params convParams(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> w,
+                  llvm::ArrayRef<int64_t> out, llvm::ArrayRef<int64_t> stride,
+                  llvm::ArrayRef<int64_t> padding,
+                  llvm::ArrayRef<int64_t> dilation, int64_t groups,
+                  int64_t flags);
+
+/// Private constant globals of convolution parameters, one per distinct
+/// set of values (a convolution and its gradients share theirs).
+class ParamGlobals {
+public:
+  mlir::memref::GlobalOp get(mlir::ModuleOp module,
+                             llvm::ArrayRef<int64_t> values);
+
+private:
+  std::map<std::vector<int64_t>, mlir::memref::GlobalOp> made;
+  int64_t next = 0;
+};
+
+/// Builds what a call of the runtime reads: buffers' addresses as integers
+/// (as with locus_sgemm), tensors' buffers read only.
+struct Addresses {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Value pointer(mlir::Value buffer);
+  mlir::Value read(mlir::Value tensor);
+  mlir::Value global(mlir::memref::GlobalOp g);
+};
+
+/// A convolution or gradient as locus_cuda_conv2d and locus_conv2d_grad
+/// take it.
+struct ConvCall {
+  int64_t kind;
+  Params params;
+  mlir::Value a, b, bias; // bias: null when none
+};
+
+/// The call's view of `op`, a conv2d or one of its gradients; `tf32` is
+/// LOCUS_CONV_TF32 or 0.
+ConvCall describe(mlir::Operation *op, int64_t tf32);
+
+} // namespace locus::conv
+
+#endif // LOCUS_PASSES_CONVCALLS_H

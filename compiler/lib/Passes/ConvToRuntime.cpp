@@ -1,0 +1,204 @@
+//===- ConvToRuntime.cpp - --locus-conv-to-runtime -----------------------===//
+//
+// Host convolutions, with their residual add, ReLU and pooling, become calls
+// to the runtime's locus_conv2d, their gradients calls to locus_conv2d_grad.
+// See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvCalls.h"
+
+#include <array>
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSCONVTORUNTIME
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+using namespace locus::conv;
+
+namespace {
+
+/// A convolution and the ops that join its call.
+struct Fused {
+  Conv2dOp conv;
+  Value residual; // null: none
+  Operation *add = nullptr, *relu = nullptr;
+  /// A max_pool2d or avg_pool2d of the result, or null.
+  Operation *pool = nullptr;
+  /// The op whose result the call replaces (the last one fused).
+  Operation *last() {
+    if (pool)
+      return pool;
+    return relu ? relu : add ? add : conv.getOperation();
+  }
+};
+
+/// The single user of `value`, in the same block as its definition, or
+/// null.
+Operation *onlyUser(Value value) {
+  if (!value.hasOneUse())
+    return nullptr;
+  Operation *user = *value.getUsers().begin();
+  return user->getBlock() == value.getParentBlock() ? user : nullptr;
+}
+
+Fused match(Conv2dOp conv) {
+  Fused f;
+  f.conv = conv;
+  Value result = conv.getResult();
+  if (auto add = dyn_cast_or_null<AddOp>(onlyUser(result))) {
+    Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+    // Same type on both sides (no broadcast), and not the convolution twice.
+    if (other != result && other.getType() == result.getType() &&
+        add.getType() == result.getType()) {
+      f.add = add;
+      f.residual = other;
+      result = add.getResult();
+    }
+  }
+  if (auto relu = dyn_cast_or_null<ReluOp>(onlyUser(result))) {
+    f.relu = relu;
+    result = relu.getResult();
+  }
+  Operation *user = onlyUser(result);
+  if (isa_and_nonnull<MaxPool2dOp, AvgPool2dOp>(user))
+    f.pool = user;
+  return f;
+}
+
+/// The window, strides and padding of a pooling op.
+template <typename PoolOp>
+std::array<ArrayRef<int64_t>, 3> poolingOf(Operation *op) {
+  auto pool = cast<PoolOp>(op);
+  return {pool.getKernelSize(), pool.getStride(), pool.getPadding()};
+}
+
+class ConvToRuntimePass
+    : public locus::impl::LocusConvToRuntimeBase<ConvToRuntimePass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Conv2dOp> convs;
+    SmallVector<Operation *> grads;
+    // Kernel functions only: a graph's ops are the plan's.
+    for (auto func : module.getOps<func::FuncOp>())
+      func.walk([&](Operation *op) {
+        if (auto conv = dyn_cast<Conv2dOp>(op))
+          convs.push_back(conv);
+        else if (isa<Conv2dInputGradOp, Conv2dWeightGradOp>(op))
+          grads.push_back(op);
+      });
+    for (Conv2dOp conv : convs)
+      rewrite(module, match(conv));
+    for (Operation *grad : grads)
+      rewriteGrad(module, grad);
+  }
+
+private:
+  func::FuncOp declaration(ModuleOp module) {
+    Builder b(module.getContext());
+    return declareRuntimeFunction(
+        module, LOCUS_ABI_CONV2D,
+        b.getFunctionType(SmallVector<Type>(6, b.getI64Type()), {}));
+  }
+
+  void rewrite(ModuleOp module, Fused f) {
+    Conv2dOp conv = f.conv;
+    RankedTensorType in = conv.getInput().getType(),
+                     w = conv.getWeight().getType(), out = conv.getType();
+    ArrayRef<int64_t> stride = conv.getStride(), padding = conv.getPadding(),
+                      dilation = conv.getDilation();
+    int64_t flags =
+        (conv.getBias() ? LOCUS_CONV_BIAS : 0) |
+        (f.residual ? LOCUS_CONV_RESIDUAL : 0) |
+        (f.relu ? LOCUS_CONV_RELU : 0) |
+        (isa_and_nonnull<MaxPool2dOp>(f.pool) ? LOCUS_CONV_MAX_POOL : 0) |
+        (isa_and_nonnull<AvgPool2dOp>(f.pool) ? LOCUS_CONV_AVG_POOL : 0);
+    Params params =
+        convParams(in.getShape(), w.getShape(), out.getShape(), stride, padding,
+                   dilation, conv.getGroups(), flags);
+    if (f.pool) {
+      auto [window, poolStride, poolPadding] =
+          isa<MaxPool2dOp>(f.pool) ? poolingOf<MaxPool2dOp>(f.pool)
+                                   : poolingOf<AvgPool2dOp>(f.pool);
+      auto pooled = cast<RankedTensorType>(f.pool->getResult(0).getType());
+      params[LOCUS_CONV_POOL_KH] = window[0];
+      params[LOCUS_CONV_POOL_KW] = window[1];
+      params[LOCUS_CONV_POOL_STRIDE_H] = poolStride[0];
+      params[LOCUS_CONV_POOL_STRIDE_W] = poolStride[1];
+      params[LOCUS_CONV_POOL_PAD_H] = poolPadding[0];
+      params[LOCUS_CONV_POOL_PAD_W] = poolPadding[1];
+      params[LOCUS_CONV_POOL_OH] = pooled.getDimSize(2);
+      params[LOCUS_CONV_POOL_OW] = pooled.getDimSize(3);
+    }
+
+    Operation *last = f.last();
+    OpBuilder b(last);
+    Location loc = conv.getLoc();
+    Addresses at{b, loc};
+    Value paramAddress = at.global(globals.get(module, params));
+    Value x = at.read(conv.getInput());
+    Value weight = at.read(conv.getWeight());
+    // Absent operands: the input's pointer, which the flags say not to read.
+    Value bias = conv.getBias() ? at.read(conv.getBias()) : x;
+    Value residual = f.residual ? at.read(f.residual) : x;
+    // The call's result: the pooling's when one is fused.
+    auto yType = cast<RankedTensorType>(last->getResult(0).getType());
+    auto resultType = MemRefType::get(yType.getShape(), yType.getElementType());
+    Value y =
+        b.create<memref::AllocOp>(loc, resultType, b.getI64IntegerAttr(64));
+    b.create<func::CallOp>(
+        loc, declaration(module),
+        ValueRange{paramAddress, x, weight, bias, residual, at.pointer(y)});
+    Value result = b.create<bufferization::ToTensorOp>(
+        loc, yType, y, /*restrict=*/true, /*writable=*/true);
+    last->getResult(0).replaceAllUsesWith(result);
+    if (f.pool)
+      f.pool->erase();
+    if (f.relu)
+      f.relu->erase();
+    if (f.add)
+      f.add->erase();
+    conv.erase();
+    ++numCalls;
+    numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
+  }
+
+  func::FuncOp gradDeclaration(ModuleOp module) {
+    Builder b(module.getContext());
+    return declareRuntimeFunction(
+        module, LOCUS_ABI_CONV2D_GRAD,
+        b.getFunctionType(SmallVector<Type>(5, b.getI64Type()), {}));
+  }
+
+  /// A gradient becomes locus_conv2d_grad(kind, params, a, b, y).
+  void rewriteGrad(ModuleOp module, Operation *op) {
+    ConvCall d = describe(op, /*tf32=*/0);
+    auto yType = cast<RankedTensorType>(op->getResult(0).getType());
+    Location loc = op->getLoc();
+    OpBuilder b(op);
+    Addresses at{b, loc};
+    Value params = at.global(globals.get(module, d.params));
+    Value x = at.read(d.a), w = at.read(d.b);
+    Value y = b.create<memref::AllocOp>(
+        loc, MemRefType::get(yType.getShape(), yType.getElementType()),
+        b.getI64IntegerAttr(64));
+    Value kind = b.create<arith::ConstantIntOp>(loc, d.kind, 64);
+    b.create<func::CallOp>(loc, gradDeclaration(module),
+                           ValueRange{kind, params, x, w, at.pointer(y)});
+    Value result = b.create<bufferization::ToTensorOp>(
+        loc, yType, y, /*restrict=*/true, /*writable=*/true);
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+    ++numGradCalls;
+  }
+
+  ParamGlobals globals;
+};
+
+} // namespace

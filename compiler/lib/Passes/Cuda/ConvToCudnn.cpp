@@ -1,0 +1,108 @@
+//===- ConvToCudnn.cpp - --locus-conv-to-cudnn ----------------------------===//
+//
+// CUDA convolutions and their gradients become calls to locus_cuda_conv2d
+// (cuDNN) where the runtime has cuDNN, their generated kernels where not.
+// See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../ConvCalls.h"
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSCONVTOCUDNN
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+using namespace locus::conv;
+
+namespace {
+
+class ConvToCudnnPass
+    : public locus::impl::LocusConvToCudnnBase<ConvToCudnnPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto func : module.getOps<func::FuncOp>()) {
+      SmallVector<Operation *> convs;
+      func.walk([&](Operation *op) {
+        if (isa<Conv2dOp, Conv2dInputGradOp, Conv2dWeightGradOp>(op))
+          convs.push_back(op);
+      });
+      if (convs.empty() || func.isExternal())
+        continue;
+      // Asked once per launch: whether this device has cuDNN.
+      OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+      Location loc = func.getLoc();
+      Value ready =
+          b.create<func::CallOp>(loc, readyDeclaration(module), ValueRange{})
+              .getResult(0);
+      Value zero = b.create<arith::ConstantIntOp>(loc, 0, 32);
+      Value yes =
+          b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, ready, zero);
+      for (Operation *op : convs)
+        rewrite(module, op, yes);
+    }
+  }
+
+private:
+  func::FuncOp readyDeclaration(ModuleOp module) {
+    Builder b(module.getContext());
+    return declareRuntimeFunction(module, LOCUS_ABI_CUDA_DNN_READY,
+                                  b.getFunctionType({}, {b.getI32Type()}));
+  }
+
+  func::FuncOp convDeclaration(ModuleOp module) {
+    Builder b(module.getContext());
+    return declareRuntimeFunction(
+        module, LOCUS_ABI_CUDA_CONV2D,
+        b.getFunctionType(SmallVector<Type>(6, b.getI64Type()), {}));
+  }
+
+  /// `op` becomes scf.if (cuDNN) { the call } else { `op` as it was }.
+  void rewrite(ModuleOp module, Operation *op, Value yes) {
+    ConvCall d = describe(op, allowTf32 ? LOCUS_CONV_TF32 : 0);
+    auto yType = cast<RankedTensorType>(op->getResult(0).getType());
+    Location loc = op->getLoc();
+    OpBuilder b(op);
+    auto callCudnn = [&](OpBuilder &t, Location at) {
+      Addresses addr{t, at};
+      Value params = addr.global(globals.get(module, d.params));
+      Value a = addr.read(d.a), w = addr.read(d.b);
+      Value bias = d.bias ? addr.read(d.bias) : a; // unread without the flag
+      Value y = t.create<memref::AllocOp>(
+          at, MemRefType::get(yType.getShape(), yType.getElementType()));
+      Value kind = t.create<arith::ConstantIntOp>(at, d.kind, 64);
+      t.create<func::CallOp>(
+          at, convDeclaration(module),
+          ValueRange{kind, params, a, w, bias, addr.pointer(y)});
+      Value result = t.create<bufferization::ToTensorOp>(
+          at, yType, y, /*restrict=*/true, /*writable=*/true);
+      t.create<scf::YieldOp>(at, result);
+    };
+    // The generated path's result is placed in a fresh tensor, so that
+    // both branches yield buffers of the identity layout (CUDA kernels
+    // need static layouts; a lowering that ends in a slice, as the input
+    // gradient's does, would give the scf.if a dynamic one).
+    auto generated = [&](OpBuilder &e, Location at) {
+      Value result = e.clone(*op)->getResult(0);
+      Value into = e.create<tensor::EmptyOp>(at, yType.getShape(),
+                                             yType.getElementType());
+      e.create<scf::YieldOp>(
+          at,
+          e.create<bufferization::MaterializeInDestinationOp>(at, result, into)
+              .getResult());
+    };
+    auto branch = b.create<scf::IfOp>(loc, yes, callCudnn, generated);
+    op->getResult(0).replaceAllUsesWith(branch.getResult(0));
+    op->erase();
+    ++numCalls;
+  }
+
+  ParamGlobals globals;
+};
+
+} // namespace
