@@ -13,6 +13,7 @@
 
 #include "locus/Compile/Calibrate.h"
 #include "locus/Frontend/Graph.h"
+#include "locus/Support/ToolMain.h"
 #include "locus/locus_runtime.h"
 
 #include <charconv>
@@ -112,13 +113,8 @@ bool parse(int argc, char **argv, Options &o, bool &done) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  Options options;
-  bool done = false;
-  if (!parse(argc, argv, options, done))
-    return 2;
-  if (done)
-    return 0;
+/// Calibrates and writes the profile; the tool's exit code.
+static int calibrateAndWrite(Options &options) {
   options.calibrate.progress = [](const std::string &line) {
     std::cerr << line << "\n";
   };
@@ -127,9 +123,6 @@ int main(int argc, char **argv) {
     calibration = locus::calibrate(options.calibrate);
   } catch (const locus::Error &error) {
     std::cerr << "locus-calibrate: " << error.message() << "\n";
-    return 1;
-  } catch (const std::exception &error) {
-    std::cerr << "locus-calibrate: " << error.what() << "\n";
     return 1;
   }
   if (options.output.empty()) {
@@ -146,4 +139,15 @@ int main(int argc, char **argv) {
   }
   std::cerr << "wrote " << options.output << "\n";
   return 0;
+}
+
+int main(int argc, char **argv) {
+  Options options;
+  bool done = false;
+  if (!parse(argc, argv, options, done))
+    return 2;
+  if (done)
+    return 0;
+  return locus::runTool("locus-calibrate", std::cerr,
+                        [&] { return calibrateAndWrite(options); });
 }

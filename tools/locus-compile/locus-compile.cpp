@@ -23,6 +23,7 @@
 #include "locus/Support/Errors.h"
 #include "locus/Support/InputLimits.h"
 #include "locus/Support/ToolHelp.h"
+#include "locus/Support/ToolMain.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -183,9 +184,6 @@ static int compileOnnx() {
   } catch (const locus::Error &e) {
     llvm::errs() << e.what() << "\n";
     return 1;
-  } catch (const std::exception &e) {
-    llvm::errs() << "locus-compile: " << e.what() << "\n";
-    return 1;
   }
   return 0;
 }
@@ -324,10 +322,6 @@ static int run(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  try {
-    return run(argc, argv);
-  } catch (const locus::InternalError &e) {
-    llvm::errs() << "locus-compile: " << e.what() << "\n";
-    return 70; // EX_SOFTWARE
-  }
+  return locus::runTool("locus-compile", llvm::errs(),
+                        [&] { return run(argc, argv); });
 }

@@ -16,6 +16,7 @@
 #include "locus/Pipelines/Pipelines.h"
 #include "locus/Support/InputLimits.h"
 #include "locus/Support/ToolHelp.h"
+#include "locus/Support/ToolMain.h"
 #include "locus/locus_runtime.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -410,10 +411,6 @@ static int run(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  try {
-    return run(argc, argv);
-  } catch (const locus::InternalError &e) {
-    llvm::errs() << "locus-dump: " << e.what() << "\n";
-    return 70; // EX_SOFTWARE
-  }
+  return locus::runTool("locus-dump", llvm::errs(),
+                        [&] { return run(argc, argv); });
 }

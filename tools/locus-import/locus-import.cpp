@@ -11,6 +11,7 @@
 #include "OnnxShapes.h"
 
 #include "locus/Import/Onnx.h"
+#include "locus/Support/ToolMain.h"
 #include "locus/locus_runtime.h"
 
 #include <cstdio>
@@ -51,7 +52,7 @@ int main(int argc, char **argv) {
   }
   if (input.empty())
     return usage();
-  try {
+  return locus::runTool("locus-import", std::cerr, [&] {
     locus::OnnxImportOptions options;
     locus::tools::parseShapes(shapes, options);
     locus::Graph graph = locus::importOnnx(input, options);
@@ -66,9 +67,6 @@ int main(int argc, char **argv) {
       locus_status_free(s);
       return 1;
     }
-  } catch (const std::exception &e) {
-    std::cerr << "locus-import: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

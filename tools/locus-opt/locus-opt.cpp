@@ -13,6 +13,7 @@
 #include "locus/Pipelines/Pipelines.h"
 #include "locus/Support/InputLimits.h"
 #include "locus/Support/ToolHelp.h"
+#include "locus/Support/ToolMain.h"
 
 #include "mlir/Debug/Counter.h"
 #include "mlir/IR/AsmState.h"
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<locus::LocusDialect>();
   locus::registerPipelineDialects(registry);
-  try {
+  return locus::runTool("locus-opt", llvm::errs(), [&] {
     auto [inputFile, outputFile] = parseOptions(argc, argv, registry);
     mlir::MlirOptMainConfig config =
         mlir::MlirOptMainConfig::createFromCLOptions();
@@ -99,8 +100,5 @@ int main(int argc, char **argv) {
       return 1;
     output->keep();
     return 0;
-  } catch (const locus::InternalError &e) {
-    llvm::errs() << "locus-opt: " << e.what() << "\n";
-    return 70; // EX_SOFTWARE
-  }
+  });
 }

@@ -496,7 +496,8 @@ static int runMain(int argc, char **argv) {
   } catch (const locus::rt::Error &e) {
     std::cerr << "locus-run: " << locus_status_code_name(e.code()) << ": "
               << e.what() << "\n";
-    return 1;
+    // A bug of Locus (sysexits.h's EX_SOFTWARE), as the compiler's tools.
+    return e.code() == LOCUS_STATUS_INTERNAL ? 70 : 1;
   } catch (const std::exception &e) {
     std::cerr << "locus-run: " << e.what() << "\n";
     return 1;
