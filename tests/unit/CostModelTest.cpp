@@ -201,4 +201,31 @@ TEST_F(Work, SourcesViewsAndMovesAreNoKernels) {
             3);
 }
 
+TEST_F(Work, EveryOpOfTheDialectHasACostRule) {
+  context.getOrLoadDialect<LocusDialect>();
+  int ops = 0;
+  for (mlir::RegisteredOperationName name : context.getRegisteredOperations()) {
+    if (name.getDialectNamespace() != LocusDialect::getDialectNamespace())
+      continue;
+    ++ops;
+    EXPECT_TRUE(hasCostRule(name))
+        << "the cost model has no rule for '" << name.getStringRef().str()
+        << "': add one to CostRules (CostModel.cpp), or mark the op "
+           "Locus_Structural if no kernel computes it";
+  }
+  EXPECT_GT(ops, 60);
+  // Another dialect's op has none (estimateWork counts its traffic).
+  EXPECT_FALSE(hasCostRule(mlir::OperationName("test.unknown", &context)));
+}
+
+TEST_F(Work, StateWritesAreNoKernels) {
+  // A structural op needs no rule: it is no kernel.
+  EXPECT_FALSE(workOf(R"(
+    %x = locus.input "x" : tensor<4xf32>
+    %s = locus.state "s" buffer : tensor<4xf32> init <full(0.0)>
+    locus.assign %s = %x : tensor<4xf32>, tensor<4xf32>)")
+                   .kernel);
+  EXPECT_TRUE(hasCostRule(mlir::OperationName("locus.assign", &context)));
+}
+
 } // namespace

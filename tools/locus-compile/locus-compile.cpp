@@ -175,6 +175,16 @@ static int compileOnnx() {
     options.fuse = !noFuse;
     options.allowSoftPlacement = allowSoftPlacement;
     options.allowTf32 = allowTf32;
+    // A remark on the whole graph is the model file's, not this tool's
+    // line that called compile().
+    options.diagnostics = [](const locus::Diagnostic &d) {
+      locus::Diagnostic shown = d;
+      if (shown.file == __FILE__) {
+        shown.file = inputFile;
+        shown.line = shown.column = 0;
+      }
+      llvm::errs() << shown.str() << "\n";
+    };
     locus::CompiledModel model = locus::compile(graph, options);
     model.save(outputFile, cpu, signKey);
     llvm::outs() << model.placementSummary()

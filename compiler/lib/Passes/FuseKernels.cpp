@@ -14,6 +14,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "locus-fuse-kernels"
 
 namespace locus {
 #define GEN_PASS_DEF_LOCUSFUSEKERNELS
@@ -24,16 +27,12 @@ using namespace mlir;
 using namespace locus;
 
 bool locus::isElementwise(Operation *op) {
-  return isa<NegOp, ExpOp, LogOp, SqrtOp, ReluOp, SigmoidOp, TanhOp, ErfOp,
-             SinOp, CosOp, AbsOp, RsqrtOp, ReciprocalOp, SiluOp, GeluOp, PowOp,
-             AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, CmpOp, SelectOp,
-             CastOp, BroadcastOp>(op);
+  return op->hasTrait<locus::OpTrait::Elementwise>();
 }
 
 bool locus::isComputing(Operation *op) {
   return op->getDialect() && isa<LocusDialect>(op->getDialect()) &&
-         !isa<GraphOp, InputOp, StateOp, ConstantOp, OutputOp, AssignOp, ToOp,
-              CopyOp, KernelOp, YieldOp>(op);
+         !op->hasTrait<locus::OpTrait::Structural>();
 }
 
 namespace {
@@ -151,6 +150,12 @@ public:
           other->root = nullptr;
         }
       }
+      LLVM_DEBUG(llvm::dbgs()
+                 << DEBUG_TYPE << ": " << op.getName() << " at " << op.getLoc()
+                 << (joins.empty() ? " starts a kernel" : " joins ")
+                 << (joins.empty() ? "" : std::to_string(joins.size()))
+                 << (joins.empty() ? "" : " group(s)") << " (" << size
+                 << " ops)\n");
       target->ops.push_back(&op);
       if (isa<Conv2dOp>(op) && !target->anchored)
         target->poolableConv = &op;

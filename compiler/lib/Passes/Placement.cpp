@@ -164,13 +164,10 @@ void locus::registerCudaKernels(MLIRContext &context) {
     for (RegisteredOperationName op : context.getRegisteredOperations()) {
       if (op.getDialectNamespace() != LocusDialect::getDialectNamespace())
         continue;
-      // Structural ops (graph, sources, outputs, moves, kernels) are no
-      // kernel; everything else the CUDA code generator lowers.
-      if (op.hasTrait<OpTrait::IsTerminator>() ||
-          llvm::is_contained({"locus.graph", "locus.input", "locus.output",
-                              "locus.state", "locus.constant", "locus.to",
-                              "locus.copy", "locus.kernel"},
-                             op.getStringRef()))
+      // Structural ops (graph, sources, outputs, moves, state writes,
+      // kernels) are no kernel; everything else the CUDA code generator
+      // lowers.
+      if (op.hasTrait<locus::OpTrait::Structural>())
         continue;
       CudaKernelRegistry::instance().add(op.getStringRef());
     }

@@ -104,6 +104,26 @@ def Locus_Distribution : I32EnumAttr<"Distribution",
 }
 
 //===----------------------------------------------------------------------===//
+// Kinds of op: one fact each, declared with the op and read by the fuser,
+// placement, the CUDA kernel registry and the cost model (no list of op
+// names in C++).
+//===----------------------------------------------------------------------===//
+
+// Computed element by element (after numpy broadcasting): joins any kernel
+// of its device under --locus-fuse-kernels.
+def Locus_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::locus::OpTrait";
+}
+
+// Not a computation of its own: the graph's structure (graphs, and kernels
+// with their yields), its sources and outputs, moves between devices and
+// writes of state. The plan does its work; it is never fused into a
+// kernel, given a CUDA kernel or costed as one.
+def Locus_Structural : NativeOpTrait<"Structural"> {
+  let cppNamespace = "::locus::OpTrait";
+}
+
+//===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
 

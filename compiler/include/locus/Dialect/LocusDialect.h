@@ -23,6 +23,19 @@
 #define GET_ATTRDEF_CLASSES
 #include "locus/Dialect/LocusOpsAttrs.h.inc"
 
+// The kinds of op (LocusBase.td): traits without methods, asked with
+// op->hasTrait<locus::OpTrait::Elementwise>().
+namespace locus::OpTrait {
+/// Computed element by element, after numpy broadcasting.
+template <typename ConcreteType>
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
+};
+/// Not a computation of its own: structure, sources, outputs, moves, state
+/// writes.
+template <typename ConcreteType>
+class Structural : public mlir::OpTrait::TraitBase<ConcreteType, Structural> {};
+} // namespace locus::OpTrait
+
 #define GET_OP_CLASSES
 #include "locus/Dialect/LocusOps.h.inc"
 

@@ -47,8 +47,8 @@ class Locus_SameTypeOp<string mnemonic, list<Trait> traits = []>
 // The graph and its outputs
 //===----------------------------------------------------------------------===//
 
-def Locus_GraphOp : Locus_Op<"graph", [Symbol, IsolatedFromAbove, NoTerminator,
-                                       SingleBlock, NoRegionArguments]> {
+def Locus_GraphOp : Locus_Op<"graph", [Locus_Structural, Symbol,
+    IsolatedFromAbove, NoTerminator, SingleBlock, NoRegionArguments]> {
   let summary = "A recorded dataflow graph.";
   let description = [{
     Holds one recorded graph, in recording order (which is a topological
@@ -75,7 +75,8 @@ def Locus_GraphOp : Locus_Op<"graph", [Symbol, IsolatedFromAbove, NoTerminator,
   }];
 }
 
-def Locus_OutputOp : Locus_Op<"output", [HasParent<"GraphOp">]> {
+def Locus_OutputOp : Locus_Op<"output", [Locus_Structural,
+                                         HasParent<"GraphOp">]> {
   let summary = "Names a value as an output of the graph.";
   let description = [{
     ```mlir
@@ -92,7 +93,7 @@ def Locus_OutputOp : Locus_Op<"output", [HasParent<"GraphOp">]> {
 //===----------------------------------------------------------------------===//
 
 def Locus_InputOp : Locus_Op<"input",
-    [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+    [Locus_Structural, DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "A value fed to the graph at each run.";
   let description = [{
     A named graph input. With `on`, the input is created on that device and
@@ -114,7 +115,7 @@ def Locus_InputOp : Locus_Op<"input",
 }
 
 def Locus_StateOp : Locus_Op<"state",
-    [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+    [Locus_Structural, DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "Persistent state: a parameter or an optimizer buffer.";
   let description = [{
     A named tensor that persists across runs. `parameter` marks trainable
@@ -137,7 +138,7 @@ def Locus_StateOp : Locus_Op<"state",
   let hasVerifier = 1;
 }
 
-def Locus_ConstantOp : Locus_Op<"constant", [ConstantLike, Pure,
+def Locus_ConstantOp : Locus_Op<"constant", [Locus_Structural, ConstantLike, Pure,
                                              InferTypeOpAdaptor]> {
   let summary = "A constant tensor.";
   let description = [{
@@ -157,7 +158,7 @@ def Locus_ConstantOp : Locus_Op<"constant", [ConstantLike, Pure,
 //===----------------------------------------------------------------------===//
 
 class Locus_UnaryOp<string mnemonic, string formula>
-    : Locus_SameTypeOp<mnemonic> {
+    : Locus_SameTypeOp<mnemonic, [Locus_Elementwise]> {
   let summary = "Elementwise " # formula # ".";
   let description = [{
     Applies `}] # formula # [{` to every element of an f32 tensor.
@@ -186,7 +187,7 @@ def Locus_RsqrtOp : Locus_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def Locus_ReciprocalOp : Locus_UnaryOp<"reciprocal", "1 / x">;
 def Locus_SiluOp : Locus_UnaryOp<"silu", "x * sigmoid(x)">;
 
-def Locus_GeluOp : Locus_SameTypeOp<"gelu"> {
+def Locus_GeluOp : Locus_SameTypeOp<"gelu", [Locus_Elementwise]> {
   let summary = "Elementwise GELU, exact or with PyTorch's tanh form.";
   let description = [{
     `x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))` for every element, as
@@ -203,7 +204,7 @@ def Locus_GeluOp : Locus_SameTypeOp<"gelu"> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Locus_PowOp : Locus_SameTypeOp<"pow"> {
+def Locus_PowOp : Locus_SameTypeOp<"pow", [Locus_Elementwise]> {
   let summary = "Elementwise power by a scalar exponent.";
   let description = [{
     `x ^ exponent` for every element.
@@ -218,7 +219,7 @@ def Locus_PowOp : Locus_SameTypeOp<"pow"> {
 }
 
 class Locus_BinaryOp<string mnemonic, string formula>
-    : Locus_SameTypeOp<mnemonic> {
+    : Locus_SameTypeOp<mnemonic, [Locus_Elementwise]> {
   let summary = "Elementwise " # formula # ".";
   let description = [{
     `}] # formula # [{` of two f32 tensors of the same shape. Broadcasting is
@@ -240,7 +241,7 @@ def Locus_DivOp : Locus_BinaryOp<"div", "a / b">;
 def Locus_MaximumOp : Locus_BinaryOp<"maximum", "max(a, b)">;
 def Locus_MinimumOp : Locus_BinaryOp<"minimum", "min(a, b)">;
 
-def Locus_CmpOp : Locus_InferOp<"cmp", [SameTypeOperands]> {
+def Locus_CmpOp : Locus_InferOp<"cmp", [Locus_Elementwise, SameTypeOperands]> {
   let summary = "Elementwise comparison, giving an i1 tensor.";
   let description = [{
     Compares two tensors of one type (f32, i64, i32 or i1). Floats compare
@@ -260,7 +261,7 @@ def Locus_CmpOp : Locus_InferOp<"cmp", [SameTypeOperands]> {
 }
 
 def Locus_SelectOp : Locus_Op<"select",
-    [Pure, AllTypesMatch<["true_value", "false_value", "result"]>,
+    [Locus_Elementwise, Pure, AllTypesMatch<["true_value", "false_value", "result"]>,
      DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Elementwise choice by an i1 mask.";
   let description = [{
@@ -282,7 +283,7 @@ def Locus_SelectOp : Locus_Op<"select",
   let hasVerifier = 1;
 }
 
-def Locus_CastOp : Locus_InferOp<"cast"> {
+def Locus_CastOp : Locus_InferOp<"cast", [Locus_Elementwise]> {
   let summary = "Converts the elements to another type, as Tensor.to(dtype).";
   let description = [{
     Between f32, i64, i32 and i1, with PyTorch's rules: f32 to an integer
@@ -305,7 +306,7 @@ def Locus_CastOp : Locus_InferOp<"cast"> {
   }];
 }
 
-def Locus_BroadcastOp : Locus_InferOp<"broadcast"> {
+def Locus_BroadcastOp : Locus_InferOp<"broadcast", [Locus_Elementwise]> {
   let summary = "Broadcasts a tensor to a shape, by numpy's rules.";
   let description = [{
     Dimensions are aligned from the right; each input dimension is 1 or equal
@@ -789,7 +790,8 @@ def Locus_AdamOp : Locus_InferOp<"adam",
   }];
 }
 
-def Locus_AssignOp : Locus_Op<"assign", [HasParent<"GraphOp">]> {
+def Locus_AssignOp : Locus_Op<"assign", [Locus_Structural,
+                                         HasParent<"GraphOp">]> {
   let summary = "Writes a new value into persistent state, once per run.";
   let description = [{
     `state` is the result of a `locus.state`; after the run, the state holds
@@ -812,7 +814,7 @@ def Locus_AssignOp : Locus_Op<"assign", [HasParent<"GraphOp">]> {
 // Moving values between devices
 //===----------------------------------------------------------------------===//
 
-def Locus_ToOp : Locus_SameTypeOp<"to"> {
+def Locus_ToOp : Locus_SameTypeOp<"to", [Locus_Structural]> {
   let summary = "The user's explicit move of a value to a device; a pin.";
   let description = [{
     Recorded by `t.to(locus::cuda(0))`. The result lives on `device` under
@@ -827,7 +829,7 @@ def Locus_ToOp : Locus_SameTypeOp<"to"> {
   let assemblyFormat = "$device `,` $input attr-dict `:` type($result)";
 }
 
-def Locus_ToDeviceOfOp : Locus_SameTypeOp<"to_device_of"> {
+def Locus_ToDeviceOfOp : Locus_SameTypeOp<"to_device_of", [Locus_Structural]> {
   let summary = "The gradient of a `locus.to`: a move back to where `ref` is.";
   let description = [{
     Autodiff records it for the gradient of `input.to(d)` when the device of
@@ -849,7 +851,7 @@ def Locus_ToDeviceOfOp : Locus_SameTypeOp<"to_device_of"> {
   let assemblyFormat = "$input `,` $ref attr-dict `:` type($result)";
 }
 
-def Locus_CopyOp : Locus_SameTypeOp<"copy"> {
+def Locus_CopyOp : Locus_SameTypeOp<"copy", [Locus_Structural]> {
   let summary = "A transfer the compiler inserted.";
   let description = [{
     Copies a value from device `from` to device `to`. Inserted by
@@ -912,7 +914,7 @@ def Locus_RandomOp : Locus_InferOp<"random"> {
 // Kernels (made by --locus-fuse-kernels)
 //===----------------------------------------------------------------------===//
 
-def Locus_KernelOp : Locus_Op<"kernel", [SingleBlock,
+def Locus_KernelOp : Locus_Op<"kernel", [Locus_Structural, SingleBlock,
                                          RecursiveMemoryEffects]> {
   let summary = "Ops that run as one kernel on one device.";
   let description = [{
@@ -941,7 +943,7 @@ def Locus_KernelOp : Locus_Op<"kernel", [SingleBlock,
   }];
 }
 
-def Locus_YieldOp : Locus_Op<"yield", [Pure, Terminator,
+def Locus_YieldOp : Locus_Op<"yield", [Locus_Structural, Pure, Terminator,
                                        HasParent<"KernelOp">]> {
   let summary = "The results of a kernel.";
   let arguments = (ins Variadic<Locus_AnyTensor>:$values);

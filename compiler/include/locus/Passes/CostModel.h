@@ -94,7 +94,13 @@ struct OpWork {
   OpClass opClass = OpClass::other;
 };
 
+/// The work of `op` by its kind's rule; zero for a structural op. An op
+/// of the locus dialect without a rule is an internal error.
 OpWork estimateWork(mlir::Operation *op);
+
+/// Whether estimateWork has a rule for ops named `name` (structural ops
+/// need none).
+bool hasCostRule(mlir::OperationName name);
 
 /// Bytes of a value of this (statically shaped) tensor type; i1 counts 1.
 int64_t bytesOf(mlir::Type type);

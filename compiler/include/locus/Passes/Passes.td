@@ -367,10 +367,11 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
 def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
   let summary = "Groups the computing ops of a placed graph into kernels.";
   let description = [{
-    After `--locus-insert-transfers`: every computing op moves into a
-    `locus.kernel` that runs as one launch on the op's device. An
-    elementwise op (unary and binary arithmetic, `pow`, `cmp`, `select`,
-    `broadcast`) joins the kernel of an operand's producer when that producer
+    After `--locus-insert-transfers`: every computing op (one without the
+    dialect's `Locus_Structural` trait) moves into a `locus.kernel` that
+    runs as one launch on the op's device. An elementwise op (one with the
+    `Locus_Elementwise` trait: unary and binary arithmetic, `gelu`, `pow`,
+    `cmp`, `select`, `cast`, `broadcast`) joins the kernel of an operand's producer when that producer
     is on the same device, is the kernel's last op, and is read by nothing
     else. A kernel therefore holds a chain or tree of elementwise ops,
     optionally after one anchor: a matrix product, `linear`, convolution,

@@ -24,6 +24,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/Debug.h"
 
 #include <limits>
 
@@ -31,6 +32,8 @@ namespace locus {
 #define GEN_PASS_DEF_LOCUSMAPTOGPU
 #include "locus/Passes/Passes.h.inc"
 } // namespace locus
+
+#define DEBUG_TYPE "locus-map-to-gpu"
 
 using namespace mlir;
 using namespace locus;
@@ -130,15 +133,23 @@ public:
       op.erase();
       return success();
     }
-    if (reductionDims.empty())
+    if (reductionDims.empty()) {
+      LLVM_DEBUG(debugStrategy("a thread per element"));
       emitParallel(b);
-    else if (std::optional<Combiner> c = matchCombiner(op);
-             c && cols >= 32 && rows <= kMaxGrid) {
-      if (int64_t splits = splitsOf(); splits > 1)
+    } else if (std::optional<Combiner> c = matchCombiner(op);
+               c && cols >= 32 && rows <= kMaxGrid) {
+      if (int64_t splits = splitsOf(); splits > 1) {
+        LLVM_DEBUG(debugStrategy("split over " + std::to_string(splits) +
+                                 " blocks per output"));
         emitSplitReduction(b, *c, splits);
-      else
+      } else {
+        LLVM_DEBUG(debugStrategy("a block per output"));
         emitBlockReduction(b, *c);
+      }
     } else {
+      LLVM_DEBUG(debugStrategy(c ? "a thread per output (too few columns "
+                                   "or too many rows)"
+                                 : "a thread per output (no block combiner)"));
       emitThreadPerRow(b);
     }
     op.erase();
@@ -146,6 +157,12 @@ public:
   }
 
 private:
+  /// The strategy chosen, for -debug-only=locus-map-to-gpu.
+  void debugStrategy(const std::string &what) const {
+    llvm::dbgs() << DEBUG_TYPE << ": " << loc << " " << rows << " output(s) x "
+                 << cols << " element(s): " << what << "\n";
+  }
+
   int64_t product(ArrayRef<unsigned> dims) const {
     int64_t p = 1;
     for (unsigned d : dims)
