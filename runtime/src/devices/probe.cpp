@@ -1,7 +1,7 @@
 // probe.cpp - which devices this machine has (locus_device_probe).
 //
 // CUDA is looked up at run time through the cuda device's driver table
-// (dlopen("libcuda.so.1"), devices/cuda/cuda_device.cpp). A binary that
+// (dlopen("libcuda.so.1"), devices/cuda/driver.cpp). A binary that
 // never links the driver starts everywhere and reports why CUDA is absent.
 
 #include "devices/cuda/cuda_device.h"

@@ -1,0 +1,42 @@
+// cublas.h - cuBLAS, found with dlopen, as far as the cuda device's matrix
+// products need it.
+#ifndef LOCUS_RUNTIME_CUDA_CUBLAS_H
+#define LOCUS_RUNTIME_CUDA_CUBLAS_H
+
+#include "devices/cuda/driver.h"
+
+#include <string>
+
+namespace locus::rt {
+
+// cuBLAS, as far as sgemm needs it.
+using cublasHandle_t = struct cublasContext *;
+using cublasStatus_t = int;
+constexpr int kOpN = 0, kOpT = 1;
+constexpr int kDefaultMath = 0, kTf32Math = 3; // cublasMath_t
+
+struct Blas {
+  void *handle = nullptr;
+  std::string why;
+  cublasStatus_t (*create)(cublasHandle_t *) = nullptr;
+  cublasStatus_t (*destroy)(cublasHandle_t) = nullptr;
+  cublasStatus_t (*setStream)(cublasHandle_t, CUstream) = nullptr;
+  // Optional (TF32 products; without it they run in fp32).
+  cublasStatus_t (*setMathMode)(cublasHandle_t, int) = nullptr;
+  cublasStatus_t (*sgemm)(cublasHandle_t, int, int, int, int, int,
+                          const float *, const float *, int, const float *, int,
+                          const float *, float *, int) = nullptr;
+  cublasStatus_t (*sgemmStridedBatched)(cublasHandle_t, int, int, int, int, int,
+                                        const float *, const float *, int,
+                                        long long, const float *, int,
+                                        long long, const float *, float *, int,
+                                        long long, int) = nullptr;
+};
+
+/// cuBLAS, loaded once per process (the first of libcublas.so.13, .12, .11
+/// and libcublas.so that opens); `why` says why it is unusable.
+const Blas &blas();
+
+} // namespace locus::rt
+
+#endif

@@ -1,0 +1,350 @@
+// launches.cpp - running launchers on the cuda device (timed for
+// LOCUS_PROFILE=1, or captured into CUDA graphs and replayed) and what
+// they call.
+//
+// A kernel's launcher (host code) calls locus_cuda_launch / _sgemm / _alloc
+// / _free below, which act on the device of the launch in progress on this
+// thread.
+
+#include "devices/cuda/device.h"
+
+#include "guard.h"
+#include "locus/abi.h"
+#include "status_impl.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace locus::rt {
+
+namespace {
+
+/// The launch in progress on this thread: what the launcher's calls act on.
+thread_local CudaDevice *current = nullptr;
+
+} // namespace
+
+locus_status_t CudaDevice::launch(KernelFn launcher, void *const *buffers) {
+  std::lock_guard lock(mutex_);
+  if (locus_status_t s = enter())
+    return s;
+  return launchEntered(launcher, buffers);
+}
+
+locus_status_t CudaDevice::launchTimed(KernelFn launcher, void *const *buffers,
+                                       uint64_t &ns) {
+  std::lock_guard lock(mutex_);
+  if (locus_status_t s = enter())
+    return s;
+  const Driver &d = driver();
+  if (!d.cuEventElapsedTime)
+    return Device::launchTimed(launcher, buffers, ns);
+  for (CUevent &e : timing_)
+    if (!e)
+      if (CUresult rc = d.cuEventCreate(&e, 0))
+        return fail("cuEventCreate", rc);
+  if (CUresult rc = d.cuEventRecord(timing_[0], compute_))
+    return fail("cuEventRecord", rc);
+  if (locus_status_t s = launchEntered(launcher, buffers))
+    return s;
+  if (CUresult rc = d.cuEventRecord(timing_[1], compute_))
+    return fail("cuEventRecord", rc);
+  if (CUresult rc = d.cuEventSynchronize(timing_[1]))
+    return fail("cuEventSynchronize", rc);
+  float ms = 0;
+  if (CUresult rc = d.cuEventElapsedTime(&ms, timing_[0], timing_[1]))
+    return fail("cuEventElapsedTime", rc);
+  ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+  return nullptr;
+}
+
+locus_status_t CudaDevice::launchEntered(KernelFn launcher,
+                                         void *const *buffers) {
+  current = this;
+  launcher(buffers);
+  current = nullptr;
+  if (kept_) { // an exception in a locus_cuda_* call of the launcher
+    locus_status_t s = kept_;
+    kept_ = nullptr;
+    pending_.clear();
+    return s;
+  }
+  if (!pending_.empty()) {
+    std::string what = std::move(pending_);
+    pending_.clear();
+    return makeStatus(pendingCode_, "%s: %s", name().c_str(), what.c_str());
+  }
+  return nullptr;
+}
+
+locus_status_t CudaDevice::finish() {
+  std::lock_guard lock(mutex_);
+  if (locus_status_t s = enter())
+    return s;
+  if (CUresult rc = driver().cuStreamSynchronize(compute_))
+    return fail("cuStreamSynchronize", rc);
+  return nullptr;
+}
+
+bool CudaDevice::canCapture() const {
+  const Driver &d = driver();
+  return graphs_ && d.cuStreamBeginCapture && d.cuStreamEndCapture &&
+         d.cuGraphInstantiateWithFlags && d.cuGraphLaunch &&
+         d.cuGraphExecDestroy && d.cuGraphDestroy;
+}
+
+locus_status_t CudaDevice::beginCapture() {
+  if (!canCapture()) // graphs turned off, or a driver without them
+    return Device::beginCapture();
+  mutex_.lock(); // held until endCapture: nothing else joins the graph
+  if (locus_status_t s = enter()) {
+    mutex_.unlock();
+    return s;
+  }
+  if (CUresult rc =
+          driver().cuStreamBeginCapture(compute_, kCaptureThreadLocal)) {
+    mutex_.unlock();
+    return fail("cuStreamBeginCapture", rc);
+  }
+  capturing_ = true;
+  return nullptr;
+}
+
+locus_status_t CudaDevice::endCapture(void **graph) {
+  const Driver &d = driver();
+  CUgraph g = nullptr;
+  capturing_ = false;
+  CUresult rc = d.cuStreamEndCapture(compute_, &g);
+  CUgraphExec exec = nullptr;
+  if (rc == kSuccess)
+    rc = d.cuGraphInstantiateWithFlags(&exec, g, 0);
+  if (g)
+    d.cuGraphDestroy(g);
+  mutex_.unlock();
+  if (rc != kSuccess)
+    return fail("capturing a CUDA graph", rc);
+  *graph = exec;
+  return nullptr;
+}
+
+locus_status_t CudaDevice::replay(void *graph) {
+  std::lock_guard lock(mutex_);
+  if (locus_status_t s = enter())
+    return s;
+  if (CUresult rc =
+          driver().cuGraphLaunch(static_cast<CUgraphExec>(graph), compute_))
+    return fail("cuGraphLaunch", rc);
+  return nullptr;
+}
+
+void CudaDevice::releaseGraph(void *graph) {
+  if (graph) {
+    driver().cuCtxSetCurrent(context_);
+    driver().cuGraphExecDestroy(static_cast<CUgraphExec>(graph));
+  }
+}
+
+void CudaDevice::kernel(int64_t number, const int64_t *grid,
+                        const int64_t *block, int64_t shared, int64_t *slots,
+                        int64_t count) {
+  if (!pending_.empty())
+    return;
+  if (number < 0 || static_cast<size_t>(number) >= functions_.size()) {
+    pend(LOCUS_STATUS_INTERNAL, "launch of kernel " + std::to_string(number) +
+                                    ", which the " +
+                                    "artifact's PTX section does not have");
+    return;
+  }
+  params_.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  for (size_t i = 0; i < params_.size(); ++i)
+    params_[i] = &slots[i];
+  CUresult rc = driver().cuLaunchKernel(
+      functions_[number], unsigned(grid[0]), unsigned(grid[1]),
+      unsigned(grid[2]), unsigned(block[0]), unsigned(block[1]),
+      unsigned(block[2]), unsigned(shared), compute_, params_.data(), nullptr);
+  if (rc != kSuccess)
+    pendDriver("launching " + kernelNames_[number], rc);
+}
+
+void CudaDevice::sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                       uintptr_t a, int64_t lda, int64_t strideA,
+                       int32_t transA, uintptr_t b, int64_t ldb,
+                       int64_t strideB, int32_t transB, float beta, uintptr_t c,
+                       int64_t ldc, int64_t strideC, bool tf32) {
+  if (!pending_.empty())
+    return;
+  const Blas &cb = blas();
+  if (!cb.why.empty()) {
+    pend(LOCUS_STATUS_UNAVAILABLE, "matrix product: " + cb.why);
+    return;
+  }
+  if (!blas_) {
+    if (cb.create(&blas_) != 0) {
+      blas_ = nullptr;
+      pend(LOCUS_STATUS_INTERNAL, "cublasCreate failed");
+      return;
+    }
+  }
+  if (cb.setStream(blas_, compute_) != 0) {
+    pend(LOCUS_STATUS_INTERNAL, "cublasSetStream failed");
+    return;
+  }
+  if (cb.setMathMode && tf32 != blasTf32_) {
+    if (cb.setMathMode(blas_, tf32 ? kTf32Math : kDefaultMath) != 0) {
+      pend(LOCUS_STATUS_INTERNAL, "cublasSetMathMode failed");
+      return;
+    }
+    blasTf32_ = tf32;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
+  // the operands swap, the transposes stay.
+  const float one = 1.0f;
+  int opB = transB ? kOpT : kOpN, opA = transA ? kOpT : kOpN;
+  int status;
+  if (batch == 1)
+    status = cb.sgemm(blas_, opB, opA, int(n), int(m), int(k), &one,
+                      addressToPointer<const float>(b), int(ldb),
+                      addressToPointer<const float>(a), int(lda), &beta,
+                      addressToPointer<float>(c), int(ldc));
+  else
+    status = cb.sgemmStridedBatched(
+        blas_, opB, opA, int(n), int(m), int(k), &one,
+        addressToPointer<const float>(b), int(ldb), strideB,
+        addressToPointer<const float>(a), int(lda), strideA, &beta,
+        addressToPointer<float>(c), int(ldc), strideC, int(batch));
+  if (status != 0)
+    pend(LOCUS_STATUS_INTERNAL,
+         "cuBLAS sgemm failed with status " + std::to_string(status));
+}
+
+bool CudaDevice::dnnReady() {
+  if (!pending_.empty())
+    return false;
+  std::string why;
+  return dnn_->ready(why);
+}
+
+void CudaDevice::conv(int64_t kind, const int64_t *params, uintptr_t a,
+                      uintptr_t b, uintptr_t bias, uintptr_t y) {
+  if (!pending_.empty())
+    return;
+  std::string why;
+  if (!dnn_->ready(why)) { // a launcher asks dnnReady() first
+    pend(LOCUS_STATUS_INTERNAL, "convolution: " + why);
+    return;
+  }
+  cudnn::Workspace workspace{[this](size_t n) { return alloc(n); },
+                             [this](void *p) { free(p); }};
+  std::string failed =
+      dnn_->run(compute_, kind, params, a, b, bias, y, workspace);
+  if (!failed.empty())
+    pend(LOCUS_STATUS_INTERNAL, "convolution through cuDNN: " + failed);
+}
+
+void *CudaDevice::alloc(size_t bytes) {
+  const Driver &d = driver();
+  CUdeviceptr p = 0;
+  CUresult rc =
+      d.cuMemAllocAsync
+          ? d.cuMemAllocAsync(&p, std::max<size_t>(bytes, 1), compute_)
+          : d.cuMemAlloc(&p, std::max<size_t>(bytes, 1));
+  if (rc != kSuccess) {
+    if (pending_.empty())
+      pendDriver("allocating " + std::to_string(bytes) +
+                     " bytes of kernel temporaries",
+                 rc);
+    return nullptr;
+  }
+  return addressToPointer(p);
+}
+
+void CudaDevice::free(void *p) {
+  if (!p)
+    return;
+  const Driver &d = driver();
+  auto at = reinterpret_cast<CUdeviceptr>(p);
+  if (d.cuMemFreeAsync)
+    d.cuMemFreeAsync(at, compute_);
+  else
+    d.cuMemFree(at);
+}
+
+} // namespace locus::rt
+
+using locus::rt::current;
+
+namespace {
+
+/// Runs `body` on the device of the launch in progress. Never throws: the
+/// status of an exception is kept and returned by that launch.
+template <typename Body> void onCurrent(const char *entry, Body &&body) {
+  if (!current)
+    std::abort(); // only launchers call this, and only inside launch()
+  locus::rt::guardVoid(
+      entry, [&] { body(*current); },
+      [](locus_status_t s) { current->keep(s); });
+}
+
+} // namespace
+
+extern "C" {
+
+void locus_cuda_launch(int64_t kernel, int64_t gx, int64_t gy, int64_t gz,
+                       int64_t bx, int64_t by, int64_t bz, int64_t shared,
+                       int64_t args, int64_t count) {
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    int64_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    d.kernel(kernel, grid, block, shared,
+             locus::rt::addressToPointer<int64_t>(static_cast<uint64_t>(args)),
+             count);
+  });
+}
+
+void locus_cuda_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                      uintptr_t a, int64_t lda, int64_t stride_a,
+                      int32_t trans_a, uintptr_t b, int64_t ldb,
+                      int64_t stride_b, int32_t trans_b, float beta,
+                      uintptr_t c, int64_t ldc, int64_t stride_c) {
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    d.sgemm(batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
+            trans_b, beta, c, ldc, stride_c, /*tf32=*/false);
+  });
+}
+
+void locus_cuda_sgemm_tf32(int64_t batch, int64_t m, int64_t n, int64_t k,
+                           uintptr_t a, int64_t lda, int64_t stride_a,
+                           int32_t trans_a, uintptr_t b, int64_t ldb,
+                           int64_t stride_b, int32_t trans_b, float beta,
+                           uintptr_t c, int64_t ldc, int64_t stride_c) {
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    d.sgemm(batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
+            trans_b, beta, c, ldc, stride_c, /*tf32=*/true);
+  });
+}
+
+int32_t locus_cuda_dnn_ready(void) {
+  int32_t ready = 0;
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) { ready = d.dnnReady(); });
+  return ready;
+}
+
+void locus_cuda_conv2d(int64_t kind, uintptr_t params, uintptr_t a, uintptr_t b,
+                       uintptr_t bias, uintptr_t y) {
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    d.conv(kind, locus::rt::addressToPointer<const int64_t>(params), a, b, bias,
+           y);
+  });
+}
+
+/// NULL, and the launch fails, on an exception too.
+void *locus_cuda_alloc(size_t bytes) {
+  void *p = nullptr;
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) { p = d.alloc(bytes); });
+  return p;
+}
+
+void locus_cuda_free(void *p) {
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) { d.free(p); });
+}
+
+} // extern "C"
