@@ -148,7 +148,7 @@ locus_status_t BatchRunner::step(uint64_t i, uint64_t steps,
   ahead = {};
   locus_status_t status = nullptr;
   {
-    StepLock lock(m_);
+    StepLock lock(m_, ctx_);
     ++ctx_.runs;
     auto begin =
         m_.trace.on() ? Trace::Clock::now() : Trace::Clock::time_point();

@@ -67,8 +67,13 @@ locus_status_t createContext(locus_model_t &m, locus_context_t **out) {
   ctx->id = ++m.contextsMade;
   ctx->inputSet.assign(m.inputs.size(), false);
   ctx->recorded.assign(m.plan.events, false);
-  if (locus_status_t s = makeArenas(m, *ctx))
-    return s;
+  {
+    // Not inside another context's capture (StepLock). On failure the
+    // lock goes before `ctx`, whose release takes it again.
+    std::shared_lock lock(m.stateMutex);
+    if (locus_status_t s = makeArenas(m, *ctx))
+      return s;
+  }
   *out = ctx.release();
   return nullptr;
 }
@@ -77,6 +82,7 @@ void releaseContext(locus_context_t *ctx) noexcept {
   if (!ctx)
     return;
   locus_model_t &m = *ctx->model;
+  std::shared_lock lock(m.stateMutex); // not inside another's capture
   for (void *graph : ctx->graphs)
     m.graphDevice->releaseGraph(graph);
   // Releasing: the arenas go whether or not the devices finish cleanly.
@@ -97,6 +103,7 @@ locus_status_t setInput(locus_context_t &ctx, const char *name,
   size_t i = 0;
   if (locus_status_t s = lookup(m, LOCUS_TENSOR_INPUT, name, bytes, i))
     return s;
+  std::shared_lock lock(m.stateMutex); // not inside another's capture
   uint32_t buffer = m.inputBuffers[i];
   if (locus_status_t s = m.deviceOf[m.plan.buffers[buffer].device]->upload(
           data, bufferPointer(m, ctx, buffer), bytes))
@@ -116,7 +123,7 @@ locus_status_t runContext(locus_context_t &ctx) {
                         dtypeName(m.inputs[i].dtype));
   locus_run_stats_t stats{};
   stats.input_bytes = ctx.stats.input_bytes;
-  StepLock lock(m);
+  StepLock lock(m, ctx);
   locus_status_t s = runStep(m, ctx, stats);
   ctx.stats = stats;
   return s;

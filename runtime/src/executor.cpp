@@ -296,16 +296,21 @@ locus_status_t finishDevices(locus_model_t &m) {
 
 namespace {
 
+/// Whether `ctx`'s steps may replay as graphs on the model's graph device.
+bool replayable(const locus_model_t &m, const locus_context_t &ctx) {
+  return m.graphDevice && ctx.override.empty() &&
+         (ctx.hostPinned || !m.graphHostCopies);
+}
+
 /// A step's commands, or its replay as a CUDA graph, then the devices
 /// finish.
 locus_status_t runCommands(locus_model_t &m, locus_context_t &ctx,
                            locus_run_stats_t &stats) {
-  bool replayable = m.graphDevice && ctx.override.empty() &&
-                    (ctx.hostPinned || !m.graphHostCopies);
-  if (replayable && ctx.graphs.empty() && ctx.runs >= 2)
+  bool canReplay = replayable(m, ctx);
+  if (canReplay && ctx.graphs.empty() && ctx.runs >= 2)
     if (locus_status_t s = capture(m, ctx))
       return s;
-  if (replayable && !ctx.graphs.empty()) {
+  if (canReplay && !ctx.graphs.empty()) {
     if (locus_status_t s = replay(m, ctx))
       return s;
     stats.launches = m.stepCounts.launches;
@@ -319,6 +324,10 @@ locus_status_t runCommands(locus_model_t &m, locus_context_t &ctx,
 }
 
 } // namespace
+
+bool capturesNextStep(const locus_model_t &m, const locus_context_t &ctx) {
+  return replayable(m, ctx) && ctx.graphs.empty() && ctx.runs + 1 >= 2;
+}
 
 locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
                        locus_run_stats_t &stats) {

@@ -209,14 +209,20 @@ locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,
 /// Waits for every device of the model; the first failure.
 locus_status_t finishDevices(locus_model_t &m);
 
-/// The model's state lock for one step: shared, or exclusive when the
-/// model's steps write state (a training step).
+/// Whether `ctx`'s next step captures a graph on the model's graph device.
+bool capturesNextStep(const locus_model_t &m, const locus_context_t &ctx);
+
+/// The model's state lock for one step of `ctx`: shared, or exclusive when
+/// the model's steps write state (a training step) or this step captures a
+/// graph. A capture records whatever is issued to its device while it is
+/// open, whichever thread issues it: no other context's step, input, output
+/// or state copy may run then.
 class StepLock {
 public:
-  explicit StepLock(locus_model_t &m)
+  StepLock(locus_model_t &m, const locus_context_t &ctx)
       : shared_(m.stateMutex, std::defer_lock),
         exclusive_(m.stateMutex, std::defer_lock) {
-    if (m.writesState)
+    if (m.writesState || capturesNextStep(m, ctx))
       exclusive_.lock();
     else
       shared_.lock();
