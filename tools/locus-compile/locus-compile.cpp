@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxShapes.h"
+#include "PlacementFlags.h"
 
 #include "locus/Compile.h"
 #include "locus/Compile/Driver.h"
@@ -63,23 +64,13 @@ static cl::opt<std::string> generateKey(
     cl::desc("Make a new signing key pair, NAME.key (secret, mode 0600) and "
              "NAME.pub (for locus-run --trusted-key), and stop"),
     cl::value_desc("NAME"), cl::cat(toolOptions));
-static cl::opt<std::string> policy("policy",
-                                   cl::desc("strict, prefer-gpu, auto or cpu"),
-                                   cl::init("auto"), cl::cat(toolOptions));
-static cl::opt<std::string>
-    devices("devices",
-            cl::desc("Target devices (default: cpu,cuda:0: the artifact "
-                     "carries GPU code and runs anywhere)"),
-            cl::init(llvm::join(locus::defaultTargets(), ",")),
-            cl::cat(toolOptions));
-static cl::opt<bool> allowSoftPlacement(
-    "allow-soft-placement",
-    cl::desc("With no CUDA target, run ops pinned to CUDA on the CPU (a "
-             "warning) instead of failing at the pin"),
-    cl::cat(toolOptions));
-static cl::opt<std::string> profilePath("profile",
-                                        cl::desc("A JSON cost profile"),
-                                        cl::cat(toolOptions));
+static locus::tools::PlacementFlags
+    placement(toolOptions, "Target devices (default: cpu,cuda:0: the "
+                           "artifact carries GPU code and runs anywhere)");
+static cl::opt<std::string> &policy = placement.policy;
+static cl::opt<std::string> &devices = placement.devices;
+static cl::opt<bool> &allowSoftPlacement = placement.allowSoftPlacement;
+static cl::opt<std::string> &profilePath = placement.profile;
 static cl::opt<std::string>
     cpu("cpu",
         cl::desc("The CPU the host code is for: x86-64, x86-64-v2, "

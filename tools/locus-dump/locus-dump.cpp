@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PlacementFlags.h"
+
 #include "locus/Dump/Dump.h"
 #include "locus/Passes/Passes.h"
 #include "locus/Passes/Placement.h"
@@ -42,21 +44,12 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<graph.mlir>"),
                                       cl::init("-"), cl::cat(toolOptions));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::init("-"), cl::cat(toolOptions));
-static cl::opt<std::string> policy("policy",
-                                   cl::desc("strict, prefer-gpu, auto or cpu"),
-                                   cl::init("auto"), cl::cat(toolOptions));
-static cl::opt<std::string>
-    devices("devices", cl::desc("Target devices (default: cpu,cuda:0)"),
-            cl::init(llvm::join(locus::defaultTargets(), ",")),
-            cl::cat(toolOptions));
-static cl::opt<bool> allowSoftPlacement(
-    "allow-soft-placement",
-    cl::desc("With no CUDA target, run ops pinned to CUDA on the CPU (a "
-             "warning) instead of failing at the pin"),
-    cl::cat(toolOptions));
-static cl::opt<std::string> profilePath("profile",
-                                        cl::desc("A JSON cost profile"),
-                                        cl::cat(toolOptions));
+static locus::tools::PlacementFlags
+    placement(toolOptions, "Target devices (default: cpu,cuda:0)");
+static cl::opt<std::string> &policy = placement.policy;
+static cl::opt<std::string> &devices = placement.devices;
+static cl::opt<bool> &allowSoftPlacement = placement.allowSoftPlacement;
+static cl::opt<std::string> &profilePath = placement.profile;
 static cl::opt<std::string>
     format("format",
            cl::desc("text (table and summary), table, layers (the table by "

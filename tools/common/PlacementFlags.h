@@ -1,0 +1,46 @@
+//===- PlacementFlags.h - the placement flags of the tools ------*- C++ -*-===//
+//
+// --policy, --devices, --allow-soft-placement and --profile, which
+// locus-compile and locus-dump take alike: defined once, here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_TOOLS_PLACEMENTFLAGS_H
+#define LOCUS_TOOLS_PLACEMENTFLAGS_H
+
+#include "locus/Passes/Placement.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace locus::tools {
+
+/// The placement flags, registered in `category`; `devicesHelp` says what
+/// the tool does with its targets.
+struct PlacementFlags {
+  PlacementFlags(llvm::cl::OptionCategory &category,
+                 llvm::StringRef devicesHelp)
+      : policy("policy", llvm::cl::desc("strict, prefer-gpu, auto or cpu"),
+               llvm::cl::init("auto"), llvm::cl::cat(category)),
+        devices("devices", llvm::cl::desc(devicesHelp),
+                llvm::cl::init(llvm::join(defaultTargets(), ",")),
+                llvm::cl::cat(category)),
+        allowSoftPlacement(
+            "allow-soft-placement",
+            llvm::cl::desc("With no CUDA target, run ops pinned to CUDA on "
+                           "the CPU (a warning) instead of failing at the pin"),
+            llvm::cl::cat(category)),
+        profile("profile", llvm::cl::desc("A JSON cost profile"),
+                llvm::cl::cat(category)) {}
+
+  llvm::cl::opt<std::string> policy;
+  llvm::cl::opt<std::string> devices;
+  llvm::cl::opt<bool> allowSoftPlacement;
+  llvm::cl::opt<std::string> profile;
+};
+
+} // namespace locus::tools
+
+#endif // LOCUS_TOOLS_PLACEMENTFLAGS_H
