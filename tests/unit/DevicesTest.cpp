@@ -201,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(Seeds, SeedOnDevices,
 // Bytes of a real artifact flipped, truncated, or its version changed: every
 // load fails with a clear status, or (never, given the checksum) loads and
 // gives the same loss.
-TEST(Artifact, DamagedRealArtifactsFailCleanly) {
+TEST(CompiledArtifact, DamagedRealArtifactsFailCleanly) {
   Seed seed = linearMse();
   CompiledModel model = compile(
       *seed.graph, {.policy = "prefer-gpu", .devices = {"cpu", "cuda:0"}});

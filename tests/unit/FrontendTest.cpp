@@ -403,7 +403,7 @@ TEST(Errors, NamesShapesAndHandles) {
       "needs a lower bound that is not above the upper");
 }
 
-TEST(Devices, ParseAndPrint) {
+TEST(RecordedDevices, ParseAndPrint) {
   EXPECT_EQ(Device::parse("cpu"), cpu());
   EXPECT_EQ(Device::parse("cuda"), cuda(0));
   EXPECT_EQ(Device::parse("cuda:3").index(), 3);
@@ -421,7 +421,7 @@ TEST(Devices, ParseAndPrint) {
   EXPECT_THROW(cuda(-1), Error);
 }
 
-TEST(Devices, MovesAndPinsAreRecorded) {
+TEST(RecordedDevices, MovesAndPinsAreRecorded) {
   Graph g("devices");
   auto x = g.input("x", {100, 10});
   auto y = g.input("y", {100, 2}, {.device = cuda(0)});
@@ -560,7 +560,7 @@ TEST(Nn, LayerErrorsNameTheUsersLine) {
                   "input [8, 3] has 3 features but weight [2, 4] expects 4");
 }
 
-TEST(Devices, OneIndexRangeEverywhere) {
+TEST(RecordedDevices, OneIndexRangeEverywhere) {
   // cuda:N parses the same way in the frontend, the dialect, the placement
   // options and the runtime: N from 0 to 65535.
   EXPECT_EQ(Device::parse("cuda:65535").index(), 65535);
@@ -589,7 +589,7 @@ TEST(Nn, ActivationsRecordTheirOps) {
                   "gelu: approximate is 'none' or 'tanh', not 'fast'");
 }
 
-TEST(Random, OneRunCounterPerGraphAndErrorsAtTheUsersLine) {
+TEST(RecordedRandom, OneRunCounterPerGraphAndErrorsAtTheUsersLine) {
   Graph g("rng");
   auto x = g.input("x", {4, 8});
   auto labels = g.input("l", {4}, {.dtype = DType::i64});
@@ -634,7 +634,7 @@ TEST(Random, OneRunCounterPerGraphAndErrorsAtTheUsersLine) {
                   "buffer name 'rng.step' is already used");
 }
 
-TEST(Random, AFailedLayerCallTakesItsNewCounterWithIt) {
+TEST(RecordedRandom, AFailedLayerCallTakesItsNewCounterWithIt) {
   Graph g("rollback");
   auto x = g.input("x", {4, 8});
   nn::Sequential net{nn::Dropout(0.5), nn::Linear(g, 3, 2)};

@@ -154,7 +154,7 @@ TEST(InitFill, BadArgumentsFailAndWriteNothing) {
   EXPECT_EQ(empty.status, nullptr);
 }
 
-TEST(Devices, CpuIsAlwaysDeviceZeroAndCudaAbsenceIsExplained) {
+TEST(DeviceProbe, CpuIsAlwaysDeviceZeroAndCudaAbsenceIsExplained) {
   locus_device_report_t *report = nullptr;
   StatusGuard guard{locus_device_probe(&report)};
   ASSERT_EQ(guard.status, nullptr) << locus_status_message(guard.status);
@@ -189,7 +189,7 @@ TEST(Devices, CpuIsAlwaysDeviceZeroAndCudaAbsenceIsExplained) {
   locus_device_report_release(report);
 }
 
-TEST(Devices, NullArgumentsAreErrorsNotCrashes) {
+TEST(DeviceProbe, NullArgumentsAreErrorsNotCrashes) {
   StatusGuard probe{locus_device_probe(nullptr)};
   EXPECT_EQ(locus_status_code(probe.status), LOCUS_STATUS_INVALID_ARGUMENT);
   locus_device_info_t info;

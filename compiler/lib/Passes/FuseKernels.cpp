@@ -151,7 +151,7 @@ public:
         }
       }
       LLVM_DEBUG(llvm::dbgs()
-                 << DEBUG_TYPE << ": " << op.getName() << " at " << op.getLoc()
+                 << "[" DEBUG_TYPE "] " << op.getName() << " at " << op.getLoc()
                  << (joins.empty() ? " starts a kernel" : " joins ")
                  << (joins.empty() ? "" : std::to_string(joins.size()))
                  << (joins.empty() ? "" : " group(s)") << " (" << size

@@ -11,11 +11,14 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/Support/Debug.h"
 
 namespace locus {
 #define GEN_PASS_DEF_LOCUSPARALLELIZE
 #include "locus/Passes/Passes.h.inc"
 } // namespace locus
+
+#define DEBUG_TYPE "locus-parallelize"
 
 using namespace mlir;
 using namespace locus;
@@ -96,8 +99,15 @@ private:
          ub = constantIndex(loop.getUpperBound()[0]),
          step = constantIndex(loop.getStep()[0]);
     if (!lb || !ub || !step || *lb != 0 || *step != 1 || *ub < 2 ||
-        loop.getNumResults() != 0 || work(loop) < minWork)
+        loop.getNumResults() != 0)
       return std::nullopt;
+    if (work(loop) < minWork) {
+      LLVM_DEBUG(llvm::dbgs()
+                 << "[" DEBUG_TYPE "] " << func.getName() << ": " << *ub
+                 << " iterations stay serial (work " << work(loop)
+                 << " < min-work " << minWork << ")\n");
+      return std::nullopt;
+    }
     llvm::SetVector<Value> captured;
     getUsedValuesDefinedAbove(loop->getRegions(), captured);
     for (Value bound : loop->getOperands())

@@ -159,7 +159,7 @@ public:
 private:
   /// The strategy chosen, for -debug-only=locus-map-to-gpu.
   void debugStrategy(const std::string &what) const {
-    llvm::dbgs() << DEBUG_TYPE << ": " << loc << " " << rows << " output(s) x "
+    llvm::dbgs() << "[" DEBUG_TYPE "] " << loc << " " << rows << " output(s) x "
                  << cols << " element(s): " << what << "\n";
   }
 
