@@ -258,7 +258,13 @@ void bindGraph(py::module_ &m) {
       .def("__str__", [](const Graph &g) { return g.str(); });
 }
 
-void bindOps(py::module_ &m) {
+/// Runs `f`, which records an op on `x`'s graph, as recorded() does.
+template <typename F> auto at(const Tensor &x, F f) {
+  return recorded(graphOf(x), f);
+}
+
+/// Unary and binary arithmetic, activations, casts and where.
+void bindElementwiseOps(py::module_ &m) {
   struct U {
     const char *name;
     Unary f;
@@ -283,87 +289,82 @@ void bindOps(py::module_ &m) {
         B{"matmul", &matmul}, B{"bmm", &bmm}})
     defBinary(m, b.name, b.f);
 
-  auto at = [](const Tensor &x, auto f) { return recorded(graphOf(x), f); };
   m.def(
       "gelu",
-      [at](const Tensor &x, const std::string &approximate) {
+      [](const Tensor &x, const std::string &approximate) {
         return at(x, [&] { return gelu(x, approximate, Here::current()); });
       },
       py::arg("x"), py::arg("approximate") = "none");
   m.def(
       "pow",
-      [at](const Tensor &x, double e) {
+      [](const Tensor &x, double e) {
         return at(x, [&] { return locus::pow(x, e, Here::current()); });
       },
       py::arg("x"), py::arg("exponent"));
   for (const char *name : {"leakyRelu", "leaky_relu"})
     m.def(
         name,
-        [at](const Tensor &x, double slope) {
+        [](const Tensor &x, double slope) {
           return at(x, [&] { return leakyRelu(x, slope, Here::current()); });
         },
         py::arg("x"), py::arg("negative_slope") = 0.01);
   m.def(
       "hardtanh",
-      [at](const Tensor &x, double lo, double hi) {
+      [](const Tensor &x, double lo, double hi) {
         return at(x, [&] { return hardtanh(x, lo, hi, Here::current()); });
       },
       py::arg("x"), py::arg("min_val") = -1.0, py::arg("max_val") = 1.0);
   m.def(
       "softplus",
-      [at](const Tensor &x, double beta, double threshold) {
+      [](const Tensor &x, double beta, double threshold) {
         return at(
             x, [&] { return softplus(x, beta, threshold, Here::current()); });
       },
       py::arg("x"), py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
   m.def(
       "elu",
-      [at](const Tensor &x, double alpha) {
+      [](const Tensor &x, double alpha) {
         return at(x, [&] { return elu(x, alpha, Here::current()); });
       },
       py::arg("x"), py::arg("alpha") = 1.0);
   m.def(
       "cast",
-      [at](const Tensor &x, const std::string &dtype) {
+      [](const Tensor &x, const std::string &dtype) {
         return at(x,
                   [&] { return cast(x, parseDType(dtype), Here::current()); });
       },
       py::arg("x"), py::arg("dtype"));
   m.def(
       "where",
-      [at](const Tensor &c, const Tensor &a, const Tensor &b) {
+      [](const Tensor &c, const Tensor &a, const Tensor &b) {
         return at(c, [&] { return where(c, a, b, Here::current()); });
       },
       py::arg("cond"), py::arg("a"), py::arg("b"));
-  m.def(
-      "linear",
-      [at](const Tensor &x, const Tensor &w, std::optional<Tensor> b) {
-        return at(x, [&] {
-          return linear(x, w, b.value_or(Tensor()), Here::current());
-        });
-      },
-      py::arg("x"), py::arg("weight"), py::arg("bias") = py::none());
+}
+
+/// Reshapes, permutations and concatenation.
+void bindShapeOps(py::module_ &m) {
   m.def(
       "reshape",
-      [at](const Tensor &x, const Shape &shape) {
+      [](const Tensor &x, const Shape &shape) {
         return at(x, [&] { return reshape(x, shape, Here::current()); });
       },
       py::arg("x"), py::arg("shape"));
   m.def(
       "permute",
-      [at](const Tensor &x, const std::vector<int64_t> &dims) {
+      [](const Tensor &x, const std::vector<int64_t> &dims) {
         return at(x, [&] { return permute(x, dims, Here::current()); });
       },
       py::arg("x"), py::arg("dims"));
   m.def(
       "transpose",
-      [at](const Tensor &x, int64_t d0, int64_t d1) {
+      [](const Tensor &x, int64_t d0, int64_t d1) {
         return at(x, [&] { return transpose(x, d0, d1, Here::current()); });
       },
       py::arg("x"), py::arg("dim0"), py::arg("dim1"));
   m.def(
       "flatten",
-      [at](const Tensor &x, int64_t start, int64_t end) {
+      [](const Tensor &x, int64_t start, int64_t end) {
         return at(x, [&] { return flatten(x, start, end, Here::current()); });
       },
       py::arg("x"), py::arg("start_dim") = 1, py::arg("end_dim") = -1);
@@ -376,6 +377,10 @@ void bindOps(py::module_ &m) {
                         [&] { return concat(xs, axis, Here::current()); });
       },
       py::arg("xs"), py::arg("axis"));
+}
+
+/// Reductions over axes, softmax and log-softmax.
+void bindReductionOps(py::module_ &m) {
   using Reduce =
       Tensor (*)(const Tensor &, const std::vector<int64_t> &, bool, Here);
   struct R {
@@ -386,8 +391,8 @@ void bindOps(py::module_ &m) {
                      R{"max", &locus::max}, R{"min", &locus::min}})
     m.def(
         r.name,
-        [at, f = r.f](const Tensor &x, const std::vector<int64_t> &axes,
-                      bool keepdim) {
+        [f = r.f](const Tensor &x, const std::vector<int64_t> &axes,
+                  bool keepdim) {
           return at(x, [&] { return f(x, axes, keepdim, Here::current()); });
         },
         py::arg("x"), py::arg("axes"), py::arg("keepdim") = false);
@@ -397,15 +402,27 @@ void bindOps(py::module_ &m) {
                          {"log_softmax", &logSoftmax}})
     m.def(
         name,
-        [at, f = f](const Tensor &x, int64_t axis) {
+        [f = f](const Tensor &x, int64_t axis) {
           return at(x, [&] { return f(x, axis, Here::current()); });
         },
         py::arg("x"), py::arg("axis"));
+}
+
+/// Layers' ops (linear, convolution, pooling), losses and gradients.
+void bindNnOps(py::module_ &m) {
+  m.def(
+      "linear",
+      [](const Tensor &x, const Tensor &w, std::optional<Tensor> b) {
+        return at(x, [&] {
+          return linear(x, w, b.value_or(Tensor()), Here::current());
+        });
+      },
+      py::arg("x"), py::arg("weight"), py::arg("bias") = py::none());
   m.def(
       "conv2d",
-      [at](const Tensor &x, const Tensor &w, std::optional<Tensor> b,
-           std::vector<int64_t> stride, std::vector<int64_t> padding,
-           std::vector<int64_t> dilation, int64_t groups) {
+      [](const Tensor &x, const Tensor &w, std::optional<Tensor> b,
+         std::vector<int64_t> stride, std::vector<int64_t> padding,
+         std::vector<int64_t> dilation, int64_t groups) {
         Conv2dParams p{std::move(stride), std::move(padding),
                        std::move(dilation), groups};
         return at(x, [&] {
@@ -419,8 +436,8 @@ void bindOps(py::module_ &m) {
   for (const char *name : {"maxPool2d", "max_pool2d"})
     m.def(
         name,
-        [at](const Tensor &x, std::vector<int64_t> kernel,
-             std::vector<int64_t> stride, std::vector<int64_t> padding) {
+        [](const Tensor &x, std::vector<int64_t> kernel,
+           std::vector<int64_t> stride, std::vector<int64_t> padding) {
           Pool2dParams p{std::move(kernel), std::move(stride),
                          std::move(padding)};
           return at(x, [&] { return maxPool2d(x, p, Here::current()); });
@@ -431,7 +448,7 @@ void bindOps(py::module_ &m) {
   for (const char *name : {"mseLoss", "mse_loss"})
     m.def(
         name,
-        [at](const Tensor &x, const Tensor &t, const std::string &reduction) {
+        [](const Tensor &x, const Tensor &t, const std::string &reduction) {
           return at(x, [&] {
             return mseLoss(x, t, parseReduction(reduction), Here::current());
           });
@@ -449,13 +466,20 @@ void bindOps(py::module_ &m) {
   for (const char *name : {"crossEntropy", "cross_entropy"})
     m.def(
         name,
-        [at](const Tensor &x, const Tensor &t, const std::string &reduction) {
+        [](const Tensor &x, const Tensor &t, const std::string &reduction) {
           return at(x, [&] {
             return crossEntropy(x, t, parseReduction(reduction),
                                 Here::current());
           });
         },
         py::arg("logits"), py::arg("labels"), py::arg("reduction") = "mean");
+}
+
+void bindOps(py::module_ &m) {
+  bindElementwiseOps(m);
+  bindShapeOps(m);
+  bindReductionOps(m);
+  bindNnOps(m);
 }
 
 /// A torch.nn layer class without state or arguments.
