@@ -3,8 +3,9 @@
 // what external-data locations may name (a data file, a symbolic link out
 // of the folder, a FIFO, a subfolder), then imported. Any crash, hang,
 // sanitizer report or exception other than locus::Error is a finding; a
-// refusal with a message is fine. The importer (Onnx.cpp) is compiled into
-// this fuzzer with coverage; the frontend it records through is not.
+// refusal with a message is fine. The importer (compiler/lib/Import) is
+// compiled into this fuzzer with coverage; the frontend it records through
+// is not.
 
 #include "locus/Import/Onnx.h"
 #include "locus/locus.h"

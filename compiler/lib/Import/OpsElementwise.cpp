@@ -1,0 +1,260 @@
+//===- OpsElementwise.cpp - ONNX elementwise ops --------------------------===//
+//
+// Unary math, arithmetic and comparisons (folded when both operands are
+// known), activations and Clip, Not, Pow, the variadic Min/Max/Sum/Mean,
+// Where and Cast.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Importer.h"
+
+namespace locus::onnx_import {
+
+namespace {
+
+/// ONNX's TensorProto data type as a Locus dtype.
+DType dtypeOfOnnx(int64_t type) {
+  switch (type) {
+  case TensorProto::FLOAT:
+  case TensorProto::DOUBLE:
+  case TensorProto::FLOAT16:
+    return DType::f32;
+  case TensorProto::INT64:
+    return DType::i64;
+  case TensorProto::INT32:
+    return DType::i32;
+  case TensorProto::BOOL:
+    return DType::i1;
+  default:
+    fail("casts to ONNX data type " + std::to_string(type) +
+         ", which Locus does not have (float, int64, int32, bool)");
+  }
+}
+
+Const castConst(const Const &c, DType to) {
+  Const r;
+  r.dtype = to;
+  r.shape = c.shape;
+  for (size_t k = 0; k < static_cast<size_t>(c.numel()); ++k) {
+    double v = c.at(k);
+    if (to == DType::f32)
+      r.f.push_back(static_cast<float>(v));
+    else if (to == DType::i1)
+      r.i.push_back(v != 0);
+    else
+      r.i.push_back(static_cast<int64_t>(v));
+  }
+  return r;
+}
+
+using UnaryFn = Tensor (*)(const Tensor &, Here);
+
+} // namespace
+
+void Importer::binary(const NodeProto &n, const std::string &op) {
+  const Const *a = constOf(n, 0), *b = constOf(n, 1);
+  if (a && b && a->dtype == b->dtype) {
+    Shape shape = broadcastShapes(a->shape, b->shape);
+    Const c;
+    c.dtype = a->dtype;
+    c.shape = shape;
+    for (size_t k = 0; k < static_cast<size_t>(product(shape)); ++k) {
+      size_t ia = a->broadcastIndex(shape, k), ib = b->broadcastIndex(shape, k);
+      if (a->isFloat()) {
+        double x = a->f[ia], y = b->f[ib];
+        c.f.push_back(static_cast<float>(op == "Add"   ? x + y
+                                         : op == "Sub" ? x - y
+                                         : op == "Mul" ? x * y
+                                                       : x / y));
+      } else {
+        int64_t x = a->i[ia], y = b->i[ib];
+        if (op == "Div" && y == 0)
+          fail("divides by zero");
+        c.i.push_back(op == "Add"   ? x + y
+                      : op == "Sub" ? x - y
+                      : op == "Mul" ? x * y
+                                    : x / y);
+      }
+    }
+    outConst(n, 0, std::move(c));
+    return;
+  }
+  Tensor x = in(n, 0), y = in(n, 1);
+  out(n, 0,
+      op == "Add"   ? add(x, y)
+      : op == "Sub" ? sub(x, y)
+      : op == "Mul" ? mul(x, y)
+                    : div(x, y));
+}
+
+void Importer::compare(const NodeProto &n, const std::string &op) {
+  const Const *a = constOf(n, 0), *b = constOf(n, 1);
+  auto test = [&](double x, double y) {
+    return op == "Equal"         ? x == y
+           : op == "Less"        ? x < y
+           : op == "Greater"     ? x > y
+           : op == "LessOrEqual" ? x <= y
+                                 : x >= y;
+  };
+  if (a && b) {
+    Shape shape = broadcastShapes(a->shape, b->shape);
+    Const c = Const::ofInts(DType::i1, shape, {});
+    for (size_t k = 0; k < static_cast<size_t>(product(shape)); ++k)
+      c.i.push_back(test(a->at(a->broadcastIndex(shape, k)),
+                         b->at(b->broadcastIndex(shape, k))));
+    outConst(n, 0, std::move(c));
+    return;
+  }
+  Tensor x = in(n, 0), y = in(n, 1);
+  out(n, 0,
+      op == "Equal"         ? eq(x, y)
+      : op == "Less"        ? lt(x, y)
+      : op == "Greater"     ? gt(x, y)
+      : op == "LessOrEqual" ? le(x, y)
+                            : ge(x, y));
+}
+
+void Importer::addActivations(Handlers &t) {
+  t["LeakyRelu"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, leakyRelu(im.in(n, 0), attrFloat(n, "alpha", 0.01)));
+  };
+  t["Elu"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, elu(im.in(n, 0), attrFloat(n, "alpha", 1.0)));
+  };
+  t["HardSigmoid"] = [](Importer &im, Graph &, const NodeProto &n) {
+    // max(0, min(1, alpha x + beta)).
+    auto alpha = static_cast<float>(attrFloat(n, "alpha", 0.2));
+    auto beta = static_cast<float>(attrFloat(n, "beta", 0.5));
+    im.out(n, 0, hardtanh(im.in(n, 0) * alpha + beta, 0.0, 1.0));
+  };
+  t["HardSwish"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, hardswish(im.in(n, 0)));
+  };
+  t["Softplus"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, softplus(im.in(n, 0)));
+  };
+  t["Clip"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Tensor x = im.in(n, 0);
+    if (im.opset_ < 11) {
+      std::optional<double> lo, hi;
+      if (attr(n, "min"))
+        lo = attrFloat(n, "min", 0);
+      if (attr(n, "max"))
+        hi = attrFloat(n, "max", 0);
+      im.out(n, 0, lo || hi ? clamp(x, lo, hi) : x);
+      return;
+    }
+    // min(max(x, min), max), each bound a constant or a computed scalar.
+    for (int k : {1, 2}) {
+      if (!im.has(n, k))
+        continue;
+      if (const Const *c = im.constOf(n, k)) {
+        if (c->numel() != 1)
+          fail("Clip's bounds must be single numbers");
+        x = k == 1 ? clamp(x, c->at(0), std::nullopt)
+                   : clamp(x, std::nullopt, c->at(0));
+        continue;
+      }
+      Tensor bound = im.in(n, k);
+      if (bound.numel() != 1)
+        fail("Clip's bounds must be single numbers");
+      bound = locus::reshape(bound, {});
+      x = k == 1 ? where(lt(x, bound), bound, x)
+                 : where(gt(x, bound), bound, x);
+    }
+    im.out(n, 0, x);
+  };
+}
+
+void Importer::addElementwiseHandlers(Handlers &t) {
+  auto unary = [&](const char *name, UnaryFn fn) {
+    t[name] = [fn](Importer &im, Graph &, const NodeProto &n) {
+      im.out(n, 0, fn(im.in(n, 0), Here::current()));
+    };
+  };
+  unary("Relu", &relu);
+  unary("Sigmoid", &sigmoid);
+  unary("Tanh", &locus::tanh);
+  unary("Exp", &locus::exp);
+  unary("Log", &locus::log);
+  unary("Sqrt", &locus::sqrt);
+  unary("Neg", &neg);
+  unary("Abs", &locus::abs);
+  unary("Erf", &locus::erf);
+  unary("Sin", &locus::sin);
+  unary("Cos", &locus::cos);
+  unary("Reciprocal", &reciprocal);
+  for (const char *op : {"Add", "Sub", "Mul", "Div"})
+    t[op] = [op = std::string(op)](Importer &im, Graph &, const NodeProto &n) {
+      im.binary(n, op);
+    };
+  for (const char *op :
+       {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
+    t[op] = [op = std::string(op)](Importer &im, Graph &, const NodeProto &n) {
+      im.compare(n, op);
+    };
+  t["Not"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    if (const Const *c = im.constOf(n, 0)) {
+      Const r = castConst(*c, DType::i1);
+      for (int64_t &v : r.i)
+        v = !v;
+      im.outConst(n, 0, std::move(r));
+      return;
+    }
+    Tensor x = im.in(n, 0);
+    im.out(n, 0, eq(x, g.full(x.shape(), 0.0, DType::i1)));
+  };
+  t["Pow"] = [](Importer &im, Graph &, const NodeProto &n) {
+    const Const &e = im.needConst(n, 1, "the exponent");
+    if (e.numel() != 1)
+      fail("exponents other than one number are not supported");
+    im.out(n, 0, locus::pow(im.in(n, 0), e.at(0)));
+  };
+  auto variadic = [&](const char *name, int kind) {
+    t[name] = [kind](Importer &im, Graph &, const NodeProto &n) {
+      Tensor acc = im.in(n, 0);
+      for (int k = 1; k < n.input_size(); ++k)
+        acc = kind == 0   ? minimum(acc, im.in(n, k))
+              : kind == 1 ? maximum(acc, im.in(n, k))
+                          : add(acc, im.in(n, k));
+      if (kind == 3)
+        acc = acc * (1.0f / static_cast<float>(n.input_size()));
+      im.out(n, 0, acc);
+    };
+  };
+  variadic("Min", 0);
+  variadic("Max", 1);
+  variadic("Sum", 2);
+  variadic("Mean", 3);
+  t["Where"] = [](Importer &im, Graph &, const NodeProto &n) {
+    const Const *c = im.constOf(n, 0), *a = im.constOf(n, 1),
+                *b = im.constOf(n, 2);
+    if (c && a && b && a->dtype == b->dtype) {
+      Shape shape =
+          broadcastShapes(c->shape, broadcastShapes(a->shape, b->shape));
+      Const r;
+      r.dtype = a->dtype;
+      r.shape = shape;
+      for (size_t k = 0; k < static_cast<size_t>(product(shape)); ++k) {
+        bool pick = c->at(c->broadcastIndex(shape, k)) != 0;
+        const Const &src = pick ? *a : *b;
+        size_t at = src.broadcastIndex(shape, k);
+        r.append(src, at);
+      }
+      im.outConst(n, 0, std::move(r));
+      return;
+    }
+    im.out(n, 0, where(im.in(n, 0), im.in(n, 1), im.in(n, 2)));
+  };
+  t["Cast"] = [](Importer &im, Graph &, const NodeProto &n) {
+    DType to = dtypeOfOnnx(attrInt(n, "to", TensorProto::FLOAT));
+    if (const Const *c = im.constOf(n, 0)) {
+      im.outConst(n, 0, castConst(*c, to));
+      return;
+    }
+    Tensor x = im.in(n, 0);
+    im.out(n, 0, x.dtype() == to ? x : cast(x, to));
+  };
+}
+
+} // namespace locus::onnx_import

@@ -1,0 +1,318 @@
+//===- OpsNn.cpp - ONNX neural-network ops --------------------------------===//
+//
+// Convolution and pooling (2-D, with ONNX's explicit or automatic padding),
+// Gemm and MatMul, BatchNormalization and LayerNormalization, Dropout and
+// Identity, reductions, Softmax and LogSoftmax, ArgMax.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Importer.h"
+
+#include <limits>
+
+namespace locus::onnx_import {
+
+namespace {
+
+/// The begin and end padding of one spatial dimension under `autoPad`.
+std::pair<int64_t, int64_t> autoPadding(const std::string &autoPad,
+                                        int64_t size, int64_t kernel,
+                                        int64_t stride, int64_t dilation) {
+  if (autoPad == "VALID")
+    return {0, 0};
+  int64_t out = (size + stride - 1) / stride;
+  int64_t total = std::max<int64_t>(
+      (out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0);
+  int64_t small = total / 2;
+  return autoPad == "SAME_LOWER" ? std::pair{total - small, small}
+                                 : std::pair{small, total - small};
+}
+
+/// Spatial pads [top, left, bottom, right] of a 2-D conv or pool node.
+std::vector<int64_t> spatialPads(const NodeProto &n, const Shape &input,
+                                 const std::vector<int64_t> &kernel,
+                                 const std::vector<int64_t> &strides,
+                                 const std::vector<int64_t> &dilations) {
+  std::string autoPad;
+  for (const auto &a : n.attribute())
+    if (a.name() == "auto_pad")
+      autoPad = a.s();
+  std::vector<int64_t> pads(4, 0);
+  if (autoPad == "NOTSET" || autoPad.empty()) {
+    for (const auto &a : n.attribute())
+      if (a.name() == "pads") {
+        if (a.ints_size() != 4)
+          fail("has " + std::to_string(a.ints_size()) +
+               " pads; a 2-D op takes 4");
+        pads.assign(a.ints().begin(), a.ints().end());
+      }
+  } else {
+    for (int d = 0; d < 2; ++d) {
+      auto [begin, end] = autoPadding(autoPad, input[2 + d], kernel[d],
+                                      strides[d], dilations[d]);
+      pads[d] = begin;
+      pads[2 + d] = end;
+    }
+  }
+  for (int64_t p : pads)
+    if (p < 0)
+      fail("has negative pads");
+  return pads;
+}
+
+} // namespace
+
+void Importer::conv(const NodeProto &n) {
+  Shape xs = shapeOf(n, 0), ws = shapeOf(n, 1);
+  if (xs.size() != 4 || ws.size() != 4)
+    fail("Locus imports 2-D convolutions (input rank 4); this one has input " +
+         shapeText(xs) + " and weight " + shapeText(ws));
+  std::vector<int64_t> kernel =
+      attrInts(n, "kernel_shape").value_or(std::vector<int64_t>{ws[2], ws[3]});
+  std::vector<int64_t> strides =
+      attrInts(n, "strides").value_or(std::vector<int64_t>{1, 1});
+  std::vector<int64_t> dilations =
+      attrInts(n, "dilations").value_or(std::vector<int64_t>{1, 1});
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2)
+    fail("kernel_shape, strides and dilations must have 2 entries");
+  std::vector<int64_t> pads = spatialPads(n, xs, kernel, strides, dilations);
+  Tensor x = in(n, 0);
+  Conv2dParams params;
+  params.stride = strides;
+  params.dilation = dilations;
+  params.groups = attrInt(n, "group", 1);
+  if (pads[0] == pads[2] && pads[1] == pads[3]) {
+    params.padding = {pads[0], pads[1]};
+  } else {
+    x = locus::pad(x, {pads[1], pads[3], pads[0], pads[2]});
+    params.padding = {0, 0};
+  }
+  out(n, 0, conv2d(x, in(n, 1), has(n, 2) ? in(n, 2) : Tensor(), params));
+}
+
+void Importer::pool(const NodeProto &n, bool max) {
+  Shape xs = shapeOf(n, 0);
+  if (xs.size() != 4)
+    fail("Locus imports 2-D pooling (input rank 4); the input is " +
+         shapeText(xs));
+  if (n.output_size() > 1 && !n.output(1).empty())
+    fail("the Indices output is not supported");
+  auto kernel = attrInts(n, "kernel_shape");
+  if (!kernel || kernel->size() != 2)
+    fail("needs a kernel_shape of 2 entries");
+  std::vector<int64_t> strides =
+      attrInts(n, "strides").value_or(std::vector<int64_t>{1, 1});
+  std::vector<int64_t> dilations =
+      attrInts(n, "dilations").value_or(std::vector<int64_t>{1, 1});
+  if (dilations != std::vector<int64_t>{1, 1})
+    fail("dilations other than 1 are not supported");
+  if (attrInt(n, "ceil_mode", 0))
+    fail("ceil_mode = 1 is not supported");
+  std::vector<int64_t> pads = spatialPads(n, xs, *kernel, strides, dilations);
+  bool padded =
+      std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
+  if (!max && padded && !attrInt(n, "count_include_pad", 0))
+    fail("padding with count_include_pad = 0 is not supported (PyTorch "
+         "exports count_include_pad = 1)");
+  Tensor x = in(n, 0);
+  Pool2dParams params;
+  params.kernelSize = *kernel;
+  params.stride = strides;
+  // Locus's pools take PyTorch's padding (at most half the kernel, the
+  // same on both sides); other padding is made explicit.
+  if (pads[0] == pads[2] && pads[1] == pads[3] && 2 * pads[0] <= (*kernel)[0] &&
+      2 * pads[1] <= (*kernel)[1]) {
+    params.padding = {pads[0], pads[1]};
+  } else {
+    x = locus::pad(x, {pads[1], pads[3], pads[0], pads[2]},
+                   max ? -std::numeric_limits<float>::infinity() : 0.0);
+    params.padding = {0, 0};
+  }
+  out(n, 0, max ? maxPool2d(x, params) : avgPool2d(x, params));
+}
+
+void Importer::reduce(const NodeProto &n, const std::string &op) {
+  Shape shape = shapeOf(n, 0);
+  auto rank = static_cast<int64_t>(shape.size());
+  std::optional<std::vector<int64_t>> axes;
+  if (op == "ReduceSum" && opset_ >= 13)
+    axes = has(n, 1) ? std::optional(needConst(n, 1, "axes").ints())
+                     : std::nullopt;
+  else
+    axes = attrInts(n, "axes");
+  bool keep = attrInt(n, "keepdims", 1) != 0;
+  if (!axes || axes->empty()) {
+    if (attrInt(n, "noop_with_empty_axes", 0)) {
+      out(n, 0, in(n, 0));
+      return;
+    }
+    axes = std::vector<int64_t>();
+    for (int64_t d = 0; d < rank; ++d)
+      axes->push_back(d);
+  }
+  for (int64_t &a : *axes)
+    a = normalizeAxis(a, rank);
+  Tensor x = in(n, 0);
+  out(n, 0,
+      op == "ReduceSum"    ? sum(x, *axes, keep)
+      : op == "ReduceMean" ? mean(x, *axes, keep)
+      : op == "ReduceMax"  ? max(x, *axes, keep)
+                           : min(x, *axes, keep));
+}
+
+void Importer::softmax(const NodeProto &n, bool log) {
+  Shape shape = shapeOf(n, 0);
+  auto rank = static_cast<int64_t>(shape.size());
+  int64_t axis = normalizeAxis(attrInt(n, "axis", opset_ >= 13 ? -1 : 1), rank);
+  Tensor x = in(n, 0);
+  if (opset_ >= 13 || axis == rank - 1) {
+    out(n, 0, log ? logSoftmax(x, axis) : locus::softmax(x, axis));
+    return;
+  }
+  // Before opset 13: over all dimensions from `axis` on, as one.
+  Tensor flat = locus::reshape(
+      x, {product(shape, 0, size_t(axis)), product(shape, size_t(axis))});
+  Tensor y = log ? logSoftmax(flat, 1) : locus::softmax(flat, 1);
+  out(n, 0, locus::reshape(y, shape));
+}
+
+void Importer::gemm(const NodeProto &n) {
+  double alpha = attrFloat(n, "alpha", 1.0), beta = attrFloat(n, "beta", 1.0);
+  bool transA = attrInt(n, "transA", 0) != 0,
+       transB = attrInt(n, "transB", 0) != 0;
+  Tensor a = in(n, 0), b = in(n, 1);
+  if (!transA && transB && alpha == 1.0 && (!has(n, 2) || beta == 1.0) &&
+      (!has(n, 2) || shapeOf(n, 2).size() <= 1)) {
+    out(n, 0, linear(a, b, has(n, 2) ? in(n, 2) : Tensor())); // nn.Linear
+    return;
+  }
+  Tensor y =
+      matmul(transA ? transpose(a, 0, 1) : a, transB ? transpose(b, 0, 1) : b);
+  if (alpha != 1.0)
+    y = y * static_cast<float>(alpha);
+  if (has(n, 2) && beta != 0.0) {
+    Tensor c = in(n, 2);
+    y = add(y, beta == 1.0 ? c : c * static_cast<float>(beta));
+  }
+  out(n, 0, y);
+}
+
+void Importer::batchNorm(const NodeProto &n) {
+  double eps = attrFloat(n, "epsilon", 1e-5);
+  double momentum = attrFloat(n, "momentum", 0.9);
+  bool training = attrInt(n, "training_mode", 0) != 0;
+  for (int k = 1; k < n.output_size(); ++k)
+    if (!n.output(k).empty() && !training)
+      fail("outputs beyond Y exist only in training mode");
+  if (training) {
+    if (!constOf(n, 3) || !constOf(n, 4) || !value(n.input(3)).initializer ||
+        !value(n.input(4)).initializer)
+      fail("training mode updates the running mean and variance, which must "
+           "then be initializers (state), not computed values");
+    for (int k = 1; k < n.output_size(); ++k)
+      if (!n.output(k).empty())
+        fail("the running_mean and running_var outputs are not supported; "
+             "Locus updates the state in place");
+  }
+  // ONNX keeps momentum of the old value; PyTorch the new one's weight.
+  out(n, 0,
+      ::locus::batchNorm(in(n, 0), in(n, 3, true), in(n, 4, true), in(n, 1),
+                         in(n, 2), training, 1.0 - momentum, eps));
+}
+
+void Importer::addNnHandlers(Handlers &t) {
+  t["MatMul"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.out(n, 0, matmul(im.in(n, 0), im.in(n, 1)));
+  };
+  t["Gemm"] = [](Importer &im, Graph &, const NodeProto &n) { im.gemm(n); };
+  t["Conv"] = [](Importer &im, Graph &, const NodeProto &n) { im.conv(n); };
+  t["MaxPool"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.pool(n, true);
+  };
+  t["AveragePool"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.pool(n, false);
+  };
+  t["GlobalAveragePool"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Shape shape = im.shapeOf(n, 0);
+    std::vector<int64_t> axes;
+    for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
+      axes.push_back(d);
+    im.out(n, 0,
+           shape.size() == 4 ? adaptiveAvgPool2d(im.in(n, 0), {1, 1})
+                             : mean(im.in(n, 0), axes, true));
+  };
+  t["GlobalMaxPool"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Shape shape = im.shapeOf(n, 0);
+    std::vector<int64_t> axes;
+    for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
+      axes.push_back(d);
+    im.out(n, 0, max(im.in(n, 0), axes, true));
+  };
+  t["BatchNormalization"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.batchNorm(n);
+  };
+  t["LayerNormalization"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Shape shape = im.shapeOf(n, 0);
+    int64_t axis = normalizeAxis(attrInt(n, "axis", -1),
+                                 static_cast<int64_t>(shape.size()));
+    double eps = attrFloat(n, "epsilon", 1e-5);
+    Tensor x = im.in(n, 0);
+    im.out(n, 0,
+           layerNorm(x, Shape(shape.begin() + axis, shape.end()),
+                     im.has(n, 1) ? im.in(n, 1) : Tensor(),
+                     im.has(n, 2) ? im.in(n, 2) : Tensor(), eps));
+    // The statistics, when asked for, kept over the normalised axes.
+    std::vector<int64_t> axes;
+    for (auto d = axis; d < static_cast<int64_t>(shape.size()); ++d)
+      axes.push_back(d);
+    if (n.output_size() > 1 && !n.output(1).empty())
+      im.out(n, 1, mean(x, axes, true));
+    if (n.output_size() > 2 && !n.output(2).empty())
+      im.out(n, 2,
+             rsqrt(var(x, axes, /*unbiased=*/false, true) +
+                   static_cast<float>(eps)));
+  };
+  auto identity = [](Importer &im, Graph &g, const NodeProto &n) {
+    Value v = im.value(n.input(0));
+    im.values_[n.output(0)] = v;
+    if (n.op_type() == "Dropout" && n.output_size() > 1 && !n.output(1).empty())
+      im.out(n, 1, g.full(im.shapeOf(n, 0), 1.0, DType::i1));
+  };
+  t["Identity"] = identity;
+  t["Dropout"] = [identity](Importer &im, Graph &g, const NodeProto &n) {
+    // Opset 12 on: ratio and training_mode inputs. Training draws a new
+    // mask each run from Locus's generator (not the exporter's).
+    bool training =
+        im.has(n, 2) && im.needConst(n, 2, "training_mode").at(0) != 0;
+    if (!training) {
+      identity(im, g, n);
+      return;
+    }
+    double ratio = im.has(n, 1) ? im.needConst(n, 1, "ratio").at(0) : 0.5;
+    if (n.output_size() > 1 && !n.output(1).empty())
+      fail("the mask output of a training-mode Dropout is not supported");
+    im.out(n, 0, dropout(im.in(n, 0), ratio, true));
+  };
+}
+
+void Importer::addReductionHandlers(Handlers &t) {
+  for (const char *op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"})
+    t[op] = [op = std::string(op)](Importer &im, Graph &, const NodeProto &n) {
+      im.reduce(n, op);
+    };
+  t["Softmax"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.softmax(n, false);
+  };
+  t["LogSoftmax"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.softmax(n, true);
+  };
+  t["ArgMax"] = [](Importer &im, Graph &, const NodeProto &n) {
+    if (attrInt(n, "select_last_index", 0))
+      fail("select_last_index = 1 is not supported");
+    im.out(n, 0,
+           argmax(im.in(n, 0), attrInt(n, "axis", 0),
+                  attrInt(n, "keepdims", 1) != 0));
+  };
+}
+
+} // namespace locus::onnx_import

@@ -1,0 +1,491 @@
+//===- OpsShape.cpp - ONNX shape and data-movement ops --------------------===//
+//
+// Reshape, Flatten, Transpose, Concat, Split, Slice, Gather, Squeeze,
+// Unsqueeze, Expand, Pad and Trilu, and the ops that make values known
+// while importing (Shape, Constant, ConstantOfShape, Range). Each folds on
+// the host when its data input is known.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Importer.h"
+
+#include <cmath>
+#include <numeric>
+
+namespace locus::onnx_import {
+
+namespace {
+
+/// ONNX's Reshape target: 0 copies the input's dimension (unless
+/// allowzero), -1 is inferred.
+Shape reshapeTarget(const Shape &input, std::vector<int64_t> target,
+                    bool allowZero) {
+  int64_t known = 1, infer = -1;
+  for (size_t d = 0; d < target.size(); ++d) {
+    if (target[d] == 0 && !allowZero) {
+      if (d >= input.size())
+        fail("shape entry 0 at " + std::to_string(d) +
+             " copies a dimension the input does not have");
+      target[d] = input[d];
+    }
+    if (target[d] == -1) {
+      if (infer >= 0)
+        fail("the shape has two -1 entries");
+      infer = static_cast<int64_t>(d);
+    } else if (target[d] < 0) {
+      fail("the shape has the entry " + std::to_string(target[d]));
+    } else {
+      known *= target[d];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || product(input) % known)
+      fail("cannot reshape " + shapeText(input) + " to " + shapeText(target));
+    target[static_cast<size_t>(infer)] = product(input) / known;
+  }
+  if (product(target) != product(input))
+    fail("cannot reshape " + shapeText(input) + " to " + shapeText(target));
+  return target;
+}
+
+/// ONNX's clamping of one Slice range to a dimension of `size`, for a
+/// positive step.
+std::pair<int64_t, int64_t> sliceRange(int64_t start, int64_t end,
+                                       int64_t size) {
+  auto clampIndex = [&](int64_t i) {
+    if (i < 0)
+      i += size;
+    return std::clamp<int64_t>(i, 0, size);
+  };
+  return {clampIndex(start), clampIndex(end)};
+}
+
+} // namespace
+
+void Importer::reshape(const NodeProto &n) {
+  Shape input = shapeOf(n, 0);
+  Shape target;
+  if (n.op_type() == "Flatten") {
+    auto rank = static_cast<int64_t>(input.size());
+    int64_t axis = attrInt(n, "axis", 1);
+    axis = axis < 0 ? axis + rank : axis;
+    if (axis < 0 || axis > rank)
+      fail("axis out of range");
+    target = {product(input, 0, size_t(axis)), product(input, size_t(axis))};
+  } else {
+    target = reshapeTarget(input, needConst(n, 1, "the shape").ints(),
+                           attrInt(n, "allowzero", 0) != 0);
+  }
+  if (const Const *c = constOf(n, 0)) {
+    Const r = *c;
+    r.shape = target;
+    outConst(n, 0, std::move(r));
+    return;
+  }
+  out(n, 0, locus::reshape(in(n, 0), target));
+}
+
+void Importer::slice(const NodeProto &n) {
+  Shape shape = shapeOf(n, 0);
+  auto rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset_ >= 10) {
+    starts = needConst(n, 1, "starts").ints();
+    ends = needConst(n, 2, "ends").ints();
+    if (has(n, 3))
+      axes = needConst(n, 3, "axes").ints();
+    if (has(n, 4))
+      steps = needConst(n, 4, "steps").ints();
+  } else {
+    starts = attrInts(n, "starts").value_or(std::vector<int64_t>{});
+    ends = attrInts(n, "ends").value_or(std::vector<int64_t>{});
+    axes = attrInts(n, "axes").value_or(std::vector<int64_t>{});
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k)
+      axes.push_back(static_cast<int64_t>(k));
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    fail("starts, ends, axes and steps differ in length");
+  struct Range {
+    int64_t axis, start, end, step;
+  };
+  std::vector<Range> ranges;
+  Shape outShape = shape;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t axis = normalizeAxis(axes[k], rank);
+    if (steps[k] <= 0)
+      fail("steps other than positive ones are not supported");
+    auto [start, end] = sliceRange(starts[k], ends[k], shape[size_t(axis)]);
+    end = std::max(end, start);
+    ranges.push_back({axis, start, end, steps[k]});
+    outShape[size_t(axis)] = (end - start + steps[k] - 1) / steps[k];
+  }
+  if (const Const *c = constOf(n, 0)) {
+    Const r;
+    r.dtype = c->dtype;
+    r.shape = outShape;
+    for (size_t k = 0; k < static_cast<size_t>(product(outShape)); ++k) {
+      // Output coordinates back to input ones.
+      size_t index = 0, rem = k;
+      std::vector<int64_t> coord(shape.size());
+      for (size_t d = shape.size(); d-- > 0;) {
+        coord[d] = static_cast<int64_t>(rem % size_t(outShape[d]));
+        rem /= size_t(outShape[d]);
+      }
+      for (const Range &range : ranges)
+        coord[size_t(range.axis)] =
+            range.start + coord[size_t(range.axis)] * range.step;
+      for (size_t d = 0; d < shape.size(); ++d)
+        index = index * size_t(shape[d]) + size_t(coord[d]);
+      r.append(*c, index);
+    }
+    outConst(n, 0, std::move(r));
+    return;
+  }
+  Tensor x = in(n, 0);
+  for (const Range &range : ranges)
+    if (range.start != 0 || range.end != shape[size_t(range.axis)] ||
+        range.step != 1)
+      x = locus::slice(x, range.axis, range.start, range.end, range.step);
+  out(n, 0, x);
+}
+
+void Importer::gather(Graph &g, const NodeProto &n) {
+  Shape shape = shapeOf(n, 0), indexShape = shapeOf(n, 1);
+  int64_t axis =
+      normalizeAxis(attrInt(n, "axis", 0), static_cast<int64_t>(shape.size()));
+  int64_t size = shape[size_t(axis)];
+  Shape outShape(shape.begin(), shape.begin() + axis);
+  outShape.insert(outShape.end(), indexShape.begin(), indexShape.end());
+  outShape.insert(outShape.end(), shape.begin() + axis + 1, shape.end());
+  const Const *data = constOf(n, 0), *index = constOf(n, 1);
+  std::vector<int64_t> indices;
+  if (index) {
+    indices = index->ints();
+    for (int64_t &i : indices) {
+      if (i < -size || i >= size)
+        fail("index " + std::to_string(i) +
+             " is out of range for a dimension "
+             "of " +
+             std::to_string(size));
+      i = i < 0 ? i + size : i;
+    }
+  }
+  if (data && index) {
+    Const r;
+    r.dtype = data->dtype;
+    r.shape = outShape;
+    int64_t outer = product(shape, 0, size_t(axis)),
+            inner = product(shape, size_t(axis) + 1);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i : indices)
+        for (int64_t k = 0; k < inner; ++k) {
+          size_t at = size_t((o * size + i) * inner + k);
+          r.append(*data, at);
+        }
+    outConst(n, 0, std::move(r));
+    return;
+  }
+  Tensor x = in(n, 0);
+  if (index && indexShape.empty()) { // one index: a slice without the axis
+    out(n, 0, squeeze(locus::slice(x, axis, indices[0], indices[0] + 1), axis));
+    return;
+  }
+  Tensor idx;
+  if (index) {
+    idx = g.constantI64({static_cast<int64_t>(indices.size())}, indices);
+  } else {
+    idx = in(n, 1);
+    if (idx.dtype() != DType::i64 && idx.dtype() != DType::i32)
+      fail("indices must be int64 or int32");
+    // Negative indices count from the end, as ONNX says (exact in f32 for
+    // any dimension below 2^24).
+    Tensor f = cast(idx, DType::f32);
+    idx = cast(where(lt(f, g.constant(0.0f)), f + static_cast<float>(size), f),
+               idx.dtype());
+    if (axis == 0 && shape.size() == 2) { // an embedding lookup
+      out(n, 0, embedding(idx, x));
+      return;
+    }
+    idx = locus::reshape(idx, {product(indexShape)});
+  }
+  Tensor picked = indexSelect(x, axis, idx);
+  out(n, 0,
+      picked.shape() == outShape ? picked : locus::reshape(picked, outShape));
+}
+
+void Importer::split(const NodeProto &n) {
+  Shape shape = shapeOf(n, 0);
+  int64_t axis =
+      normalizeAxis(attrInt(n, "axis", 0), static_cast<int64_t>(shape.size()));
+  auto sizes = intsFromInputOrAttr(n, 1, "split");
+  int outputs = n.output_size();
+  if (outputs < 1)
+    fail("Split has no outputs");
+  int64_t dim = shape[size_t(axis)];
+  if (!sizes) {
+    if (dim % outputs)
+      fail("cannot split " + std::to_string(dim) + " into " +
+           std::to_string(outputs) + " equal parts");
+    sizes = std::vector<int64_t>(size_t(outputs), dim / outputs);
+  }
+  if (static_cast<int>(sizes->size()) != outputs ||
+      std::accumulate(sizes->begin(), sizes->end(), int64_t(0)) != dim)
+    fail("split sizes do not match the outputs or the dimension");
+  Tensor x = in(n, 0);
+  int64_t start = 0;
+  for (int k = 0; k < outputs; ++k) {
+    int64_t end = start + (*sizes)[size_t(k)];
+    out(n, k, locus::slice(x, axis, start, end));
+    start = end;
+  }
+}
+
+void Importer::squeezeOrUnsqueeze(const NodeProto &n, bool isSqueeze) {
+  Shape shape = shapeOf(n, 0);
+  auto axes = intsFromInputOrAttr(n, 1, "axes");
+  Shape result;
+  if (isSqueeze) {
+    std::vector<bool> drop(shape.size(), false);
+    if (!axes) {
+      for (size_t d = 0; d < shape.size(); ++d)
+        drop[d] = shape[d] == 1;
+    } else {
+      for (int64_t a : *axes) {
+        int64_t axis = normalizeAxis(a, static_cast<int64_t>(shape.size()));
+        if (shape[size_t(axis)] != 1)
+          fail("squeezes axis " + std::to_string(a) + " of size " +
+               std::to_string(shape[size_t(axis)]));
+        drop[size_t(axis)] = true;
+      }
+    }
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (!drop[d])
+        result.push_back(shape[d]);
+  } else {
+    if (!axes)
+      fail("needs axes");
+    auto rank = static_cast<int64_t>(shape.size() + axes->size());
+    std::vector<bool> added(size_t(rank), false);
+    for (int64_t a : *axes)
+      added[size_t(normalizeAxis(a, rank))] = true;
+    size_t next = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      result.push_back(added[size_t(d)] ? 1 : shape[next++]);
+  }
+  if (const Const *c = constOf(n, 0)) {
+    Const r = *c;
+    r.shape = result;
+    outConst(n, 0, std::move(r));
+    return;
+  }
+  out(n, 0, locus::reshape(in(n, 0), result));
+}
+
+void Importer::pad(const NodeProto &n) {
+  std::string mode = attrString(n, "mode", "constant");
+  if (mode != "constant")
+    fail("mode '" + mode + "' is not supported (only constant)");
+  Shape shape = shapeOf(n, 0);
+  std::vector<int64_t> pads =
+      opset_ >= 11 ? needConst(n, 1, "pads").ints()
+                   : attrInts(n, "pads").value_or(std::vector<int64_t>{});
+  double value =
+      opset_ >= 11 ? (has(n, 2) ? needConst(n, 2, "constant_value").at(0) : 0.0)
+                   : attrFloat(n, "value", 0.0);
+  if (pads.size() != 2 * shape.size())
+    fail("has " + std::to_string(pads.size()) + " pads for rank " +
+         std::to_string(shape.size()));
+  std::vector<int64_t> pairs; // from the last dimension, as torch's pad
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (pads[d] < 0 || pads[d + shape.size()] < 0)
+      fail("negative pads are not supported");
+    pairs.push_back(pads[d]);
+    pairs.push_back(pads[d + shape.size()]);
+  }
+  out(n, 0, locus::pad(in(n, 0), pairs, value));
+}
+
+void Importer::concat(const NodeProto &n) {
+  Shape first = shapeOf(n, 0);
+  int64_t axis =
+      normalizeAxis(attrInt(n, "axis", 0), static_cast<int64_t>(first.size()));
+  // One rank, and the same size in every dimension but the axis.
+  for (int k = 1; k < n.input_size(); ++k) {
+    Shape shape = shapeOf(n, k);
+    bool same = shape.size() == first.size();
+    for (size_t d = 0; same && d < shape.size(); ++d)
+      same = int64_t(d) == axis || shape[d] == first[d];
+    if (!same)
+      fail("concatenates " + shapeText(first) + " and " + shapeText(shape) +
+           " on axis " + std::to_string(axis) +
+           ": the other dimensions must match");
+  }
+  bool known = true;
+  for (int k = 0; k < n.input_size(); ++k)
+    known &= constOf(n, k) != nullptr;
+  if (known) {
+    Const r;
+    r.dtype = constOf(n, 0)->dtype;
+    r.shape = first;
+    r.shape[size_t(axis)] = 0;
+    int64_t outer = product(first, 0, size_t(axis));
+    for (int k = 0; k < n.input_size(); ++k) {
+      const Const &c = *constOf(n, k);
+      if (c.shape.size() != first.size() || c.dtype != r.dtype)
+        fail("concatenates values of different ranks or types");
+      r.shape[size_t(axis)] += c.shape[size_t(axis)];
+    }
+    for (int64_t o = 0; o < outer; ++o)
+      for (int k = 0; k < n.input_size(); ++k) {
+        const Const &c = *constOf(n, k);
+        int64_t chunk = product(c.shape, size_t(axis));
+        for (int64_t e = 0; e < chunk; ++e) {
+          size_t at = size_t(o * chunk + e);
+          r.append(c, at);
+        }
+      }
+    outConst(n, 0, std::move(r));
+    return;
+  }
+  std::vector<Tensor> parts;
+  for (int k = 0; k < n.input_size(); ++k)
+    if (shapeOf(n, k)[size_t(axis)] != 0)
+      parts.push_back(in(n, k));
+  out(n, 0, parts.size() == 1 ? parts[0] : locus::concat(parts, axis));
+}
+
+void Importer::constantNode(const NodeProto &n) {
+  const auto &a = n.attribute();
+  if (a.size() != 1)
+    fail("needs exactly one value attribute");
+  const auto &v = a[0];
+  if (v.name() == "value")
+    outConst(n, 0, tensorConst(v.t()));
+  else if (v.name() == "value_float")
+    outConst(n, 0, Const::ofFloats({}, {v.f()}));
+  else if (v.name() == "value_floats")
+    outConst(n, 0,
+             Const::ofFloats(
+                 {v.floats_size()},
+                 std::vector<double>(v.floats().begin(), v.floats().end())));
+  else if (v.name() == "value_int")
+    outConst(n, 0, Const::ofInts(DType::i64, {}, {v.i()}));
+  else if (v.name() == "value_ints")
+    outConst(
+        n, 0,
+        Const::ofInts(DType::i64, {v.ints_size()},
+                      std::vector<int64_t>(v.ints().begin(), v.ints().end())));
+  else
+    fail("the value attribute '" + v.name() + "' is not supported");
+}
+
+void Importer::addShapeHandlers(Handlers &t) {
+  t["Flatten"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.reshape(n);
+  };
+  t["Reshape"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.reshape(n);
+  };
+  t["Transpose"] = [](Importer &im, Graph &, const NodeProto &n) {
+    auto rank = static_cast<int64_t>(im.shapeOf(n, 0).size());
+    std::vector<int64_t> perm;
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+    im.out(n, 0, permute(im.in(n, 0), attrInts(n, "perm").value_or(perm)));
+  };
+  t["Concat"] = [](Importer &im, Graph &, const NodeProto &n) { im.concat(n); };
+  t["Split"] = [](Importer &im, Graph &, const NodeProto &n) { im.split(n); };
+  t["Slice"] = [](Importer &im, Graph &, const NodeProto &n) { im.slice(n); };
+  t["Gather"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    im.gather(g, n);
+  };
+  t["Squeeze"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.squeezeOrUnsqueeze(n, true);
+  };
+  t["Unsqueeze"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.squeezeOrUnsqueeze(n, false);
+  };
+  t["Expand"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Shape target = broadcastShapes(im.shapeOf(n, 0),
+                                   im.needConst(n, 1, "the shape").ints());
+    if (const Const *c = im.constOf(n, 0)) {
+      Const r;
+      r.dtype = c->dtype;
+      r.shape = target;
+      for (size_t k = 0; k < static_cast<size_t>(product(target)); ++k) {
+        size_t at = c->broadcastIndex(target, k);
+        r.append(*c, at);
+      }
+      im.outConst(n, 0, std::move(r));
+      return;
+    }
+    im.out(n, 0, expand(im.in(n, 0), target));
+  };
+  t["Trilu"] = [](Importer &im, Graph &, const NodeProto &n) {
+    int64_t k = im.has(n, 1) ? im.needConst(n, 1, "k").ints()[0] : 0;
+    Tensor x = im.in(n, 0);
+    im.out(n, 0, attrInt(n, "upper", 1) ? triu(x, k) : tril(x, k));
+  };
+  t["Pad"] = [](Importer &im, Graph &, const NodeProto &n) { im.pad(n); };
+}
+
+void Importer::addConstantHandlers(Handlers &t) {
+  t["Shape"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Shape shape = im.shapeOf(n, 0);
+    auto rank = static_cast<int64_t>(shape.size());
+    auto clampAxis = [&](int64_t a) {
+      return std::clamp<int64_t>(a < 0 ? a + rank : a, 0, rank);
+    };
+    int64_t start = clampAxis(attrInt(n, "start", 0));
+    int64_t end = clampAxis(attrInt(n, "end", rank));
+    std::vector<int64_t> dims(shape.begin() + start,
+                              shape.begin() + std::max(start, end));
+    im.outConst(n, 0, Const::ofInts(DType::i64, {int64_t(dims.size())}, dims));
+  };
+  t["Constant"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.constantNode(n);
+  };
+  t["ConstantOfShape"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Shape shape = im.needConst(n, 0, "the shape").ints();
+    Const fill = Const::ofFloats({}, {0.0});
+    if (const auto *v = attr(n, "value"))
+      fill = im.tensorConst(v->t());
+    if (fill.numel() != 1)
+      fail("value must hold one element");
+    Const r;
+    r.dtype = fill.dtype;
+    r.shape = shape;
+    auto count = static_cast<size_t>(product(shape));
+    if (r.isFloat())
+      r.f.assign(count, fill.f[0]);
+    else
+      r.i.assign(count, fill.i[0]);
+    im.outConst(n, 0, std::move(r));
+  };
+  t["Range"] = [](Importer &im, Graph &, const NodeProto &n) {
+    const Const &start = im.needConst(n, 0, "start"),
+                &limit = im.needConst(n, 1, "limit"),
+                &delta = im.needConst(n, 2, "delta");
+    double s = start.at(0), l = limit.at(0), d = delta.at(0);
+    if (d == 0)
+      fail("delta is 0");
+    auto count = static_cast<int64_t>(std::max(std::ceil((l - s) / d), 0.0));
+    Const r;
+    r.dtype = start.dtype;
+    r.shape = {count};
+    for (int64_t k = 0; k < count; ++k) {
+      double v = s + static_cast<double>(k) * d;
+      if (r.isFloat())
+        r.f.push_back(static_cast<float>(v));
+      else
+        r.i.push_back(static_cast<int64_t>(v));
+    }
+    im.outConst(n, 0, std::move(r));
+  };
+}
+
+} // namespace locus::onnx_import
