@@ -19,13 +19,12 @@
 // 371 us against sgemv's 29 us on the build machine.
 
 #include "constants.h"
+#include "dl.h"
 #include "dnnl.h"
 #include "guard.h"
 #include "locus/abi.h"
 #include "openmp.h"
 #include "workspace.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -35,6 +34,10 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+using locus::rt::bindSymbol;
+using locus::rt::Library;
+using locus::rt::openFirst;
 
 namespace {
 
@@ -69,10 +72,10 @@ constexpr int64_t kThreadedElements = 256 << 10;
 /// "OpenBLAS 0.3.21 ... Haswell ..., OpenMP threads (path)": its build, as
 /// openblas_get_config and openblas_get_parallel say, and where it is.
 std::string describe(void *handle, const char *library) {
-  auto config =
-      reinterpret_cast<GetConfig>(dlsym(handle, "openblas_get_config"));
-  auto parallel =
-      reinterpret_cast<GetParallel>(dlsym(handle, "openblas_get_parallel"));
+  GetConfig config = nullptr;
+  GetParallel parallel = nullptr;
+  bindSymbol(handle, config, "openblas_get_config");
+  bindSymbol(handle, parallel, "openblas_get_parallel");
   const char *text = config ? config() : nullptr;
   std::string name = text && *text ? text : "OpenBLAS";
   if (parallel) {
@@ -139,19 +142,16 @@ const Blas &blas() {
     candidates.emplace_back("libopenblas.so");
     for (const std::string &candidate : candidates) {
       const char *library = candidate.c_str();
-      void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+      Library opened = openFirst({library});
+      void *handle = opened.handle;
       if (!handle) {
-        const char *error = dlerror();
-        why = error ? error : library;
+        why = opened.why;
         continue;
       }
-      if (auto fn = reinterpret_cast<Sgemm>(dlsym(handle, "cblas_sgemm"))) {
-        loaded.sgemm = fn;
-        loaded.sgemv = reinterpret_cast<Sgemv>(dlsym(handle, "cblas_sgemv"));
-        loaded.setThreads = reinterpret_cast<SetThreads>(
-            dlsym(handle, "openblas_set_num_threads"));
-        loaded.getThreads = reinterpret_cast<GetThreads>(
-            dlsym(handle, "openblas_get_num_threads"));
+      if (bindSymbol(handle, loaded.sgemm, "cblas_sgemm")) {
+        bindSymbol(handle, loaded.sgemv, "cblas_sgemv");
+        bindSymbol(handle, loaded.setThreads, "openblas_set_num_threads");
+        bindSymbol(handle, loaded.getThreads, "openblas_get_num_threads");
         loaded.name = describe(handle, library);
         // The runtime's parallel loops join OpenBLAS's OpenMP team.
         locus::rt::adoptOpenMpTeam();

@@ -1,12 +1,48 @@
 // dl.h - the runtime's optional libraries (the CUDA driver, cuBLAS, cuDNN,
-// libsodium, OpenBLAS, oneDNN) are found with dlopen, never linked, so a
-// binary starts where they are absent; this binds their entry points.
+// libsodium, OpenBLAS, oneDNN, libgomp) are found with dlopen, never linked,
+// so a binary starts where they are absent; this opens them and binds their
+// entry points, the one way every library is loaded.
 #ifndef LOCUS_RUNTIME_DL_H
 #define LOCUS_RUNTIME_DL_H
 
 #include <dlfcn.h>
 
+#include <initializer_list>
+#include <string>
+
 namespace locus::rt {
+
+/// A library dlopen opened (`handle` non-null, `name` the candidate that
+/// opened), or why none did (`why`: the loader's reason for the last
+/// candidate, or its name when the loader gives none).
+struct Library {
+  void *handle = nullptr;
+  std::string name;
+  std::string why;
+};
+
+/// The first of `candidates` (names the loader searches for, or paths)
+/// that opens with `flags`.
+template <typename Names>
+Library openFirst(const Names &candidates, int flags = RTLD_NOW | RTLD_LOCAL) {
+  Library library;
+  for (const auto &candidate : candidates) {
+    std::string name(candidate);
+    if (void *handle = dlopen(name.c_str(), flags)) {
+      library.handle = handle;
+      library.name = name;
+      library.why.clear();
+      return library;
+    }
+    const char *error = dlerror();
+    library.why = error ? error : name;
+  }
+  return library;
+}
+inline Library openFirst(std::initializer_list<const char *> candidates,
+                         int flags = RTLD_NOW | RTLD_LOCAL) {
+  return openFirst<std::initializer_list<const char *>>(candidates, flags);
+}
 
 /// Sets `fn` to the entry point `name` of the library `handle` (dlopen's);
 /// false, and `fn` null, when the library has none.

@@ -4,9 +4,8 @@
 
 #if LOCUS_HAVE_DNNL_H
 
+#include "dl.h"
 #include "openmp.h"
-
-#include <dlfcn.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -48,17 +47,15 @@ const Dnnl &locus::rt::dnnl() {
     locus::rt::settleOpenMpTeams();
     const char *chosen = std::getenv("LOCUS_DNNL");
     std::string library = chosen && *chosen ? chosen : "libdnnl.so.2";
-    void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    Library opened = openFirst({library.c_str()});
+    void *handle = opened.handle;
     if (!handle) {
-      const char *error = dlerror();
-      loaded.name = error ? error : library;
+      loaded.name = opened.why;
       return;
     }
     Dnnl d;
     bool complete = true;
-#define LOCUS_DNNL_LOOKUP(f)                                                   \
-  d.f = reinterpret_cast<decltype(&::f)>(dlsym(handle, #f));                   \
-  complete = complete && d.f;
+#define LOCUS_DNNL_LOOKUP(f) complete = bindSymbol(handle, d.f, #f) && complete;
     LOCUS_DNNL_FUNCTIONS(LOCUS_DNNL_LOOKUP)
 #undef LOCUS_DNNL_LOOKUP
     const dnnl_version_t *version = complete ? d.dnnl_version() : nullptr;

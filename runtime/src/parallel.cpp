@@ -14,11 +14,10 @@
 // 1080 us in some processes and 780 in others (the runtime's workers
 // spinning through oneDNN's products); on the one team, 806-866 in six.
 
+#include "dl.h"
 #include "guard.h"
 #include "locus/abi.h"
 #include "openmp.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -193,17 +192,13 @@ void locus::rt::adoptOpenMpTeam() {
   static std::once_flag once;
   std::call_once(once, [] {
     // Already loaded by the library (RTLD_NOLOAD); the handle is kept.
-    void *handle = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *handle = openFirst({"libgomp.so.1"}, RTLD_NOW | RTLD_NOLOAD).handle;
     if (!handle)
       return;
     static Gomp g;
-    g.parallel =
-        reinterpret_cast<decltype(g.parallel)>(dlsym(handle, "GOMP_parallel"));
-    g.threadNum = reinterpret_cast<decltype(g.threadNum)>(
-        dlsym(handle, "omp_get_thread_num"));
-    g.numThreads = reinterpret_cast<decltype(g.numThreads)>(
-        dlsym(handle, "omp_get_num_threads"));
-    if (g.parallel && g.threadNum && g.numThreads)
+    if (bindSymbol(handle, g.parallel, "GOMP_parallel") &&
+        bindSymbol(handle, g.threadNum, "omp_get_thread_num") &&
+        bindSymbol(handle, g.numThreads, "omp_get_num_threads"))
       gomp.store(&g, std::memory_order_release);
   });
 }

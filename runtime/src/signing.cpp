@@ -8,7 +8,6 @@
 #include "guard.h"
 #include "status_impl.h"
 
-#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <cstring>
@@ -57,12 +56,7 @@ const Sodium *sodium(std::string &why) {
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
-    void *library = nullptr;
-    for (const char *name : {"libsodium.so.23", "libsodium.so"}) {
-      library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (library)
-        break;
-    }
+    void *library = openFirst({"libsodium.so.23", "libsodium.so"}).handle;
     if (!library) {
       failure = "signatures need libsodium, which is not installed (on "
                 "Debian: apt install libsodium23)";

@@ -10,15 +10,11 @@ namespace locus::rt {
 const Blas &blas() {
   static const Blas b = [] {
     Blas b;
-    for (const char *name : {"libcublas.so.13", "libcublas.so.12",
-                             "libcublas.so.11", "libcublas.so"})
-      if (void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
-        b.handle = handle;
-        break;
-      }
+    Library cublas = openFirst({"libcublas.so.13", "libcublas.so.12",
+                                "libcublas.so.11", "libcublas.so"});
+    b.handle = cublas.handle;
     if (!b.handle) {
-      const char *why = dlerror();
-      b.why = std::string("no cuBLAS (") + (why ? why : "libcublas.so") + ")";
+      b.why = "no cuBLAS (" + cublas.why + ")";
       return b;
     }
     if (!bindSymbol(b.handle, b.create, "cublasCreate_v2") ||

@@ -54,11 +54,10 @@ PinnedHost &pinnedHost() {
 const Driver &driver() {
   static const Driver d = [] {
     Driver d;
-    d.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    Library cuda = openFirst({"libcuda.so.1"});
+    d.handle = cuda.handle;
     if (!d.handle) {
-      const char *why = dlerror();
-      d.why =
-          std::string("no CUDA driver (") + (why ? why : "libcuda.so.1") + ")";
+      d.why = "no CUDA driver (" + cuda.why + ")";
       return d;
     }
     bool ok = true;
