@@ -24,15 +24,19 @@
 #include "locus/Dialect/LocusOpsAttrs.h.inc"
 
 // The kinds of op (LocusBase.td): traits without methods, asked with
-// op->hasTrait<locus::OpTrait::Elementwise>().
+// op->hasTrait<locus::OpTrait::Elementwise>(). They follow MLIR's trait
+// pattern (mlir::Op<...> derives from them and makes them), so their
+// constructors stay public.
 namespace locus::OpTrait {
 /// Computed element by element, after numpy broadcasting.
 template <typename ConcreteType>
+// NOLINTNEXTLINE(bugprone-crtp-constructor-accessibility)
 class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
 };
 /// Not a computation of its own: structure, sources, outputs, moves, state
 /// writes.
 template <typename ConcreteType>
+// NOLINTNEXTLINE(bugprone-crtp-constructor-accessibility)
 class Structural : public mlir::OpTrait::TraitBase<ConcreteType, Structural> {};
 } // namespace locus::OpTrait
 
