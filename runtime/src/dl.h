@@ -23,25 +23,20 @@ struct Library {
 
 /// The first of `candidates` (names the loader searches for, or paths)
 /// that opens with `flags`.
-template <typename Names>
-Library openFirst(const Names &candidates, int flags = RTLD_NOW | RTLD_LOCAL) {
+inline Library openFirst(std::initializer_list<const char *> candidates,
+                         int flags = RTLD_NOW | RTLD_LOCAL) {
   Library library;
-  for (const auto &candidate : candidates) {
-    std::string name(candidate);
-    if (void *handle = dlopen(name.c_str(), flags)) {
+  for (const char *candidate : candidates) {
+    if (void *handle = dlopen(candidate, flags)) {
       library.handle = handle;
-      library.name = name;
+      library.name = candidate;
       library.why.clear();
       return library;
     }
     const char *error = dlerror();
-    library.why = error ? error : name;
+    library.why = error ? error : candidate;
   }
   return library;
-}
-inline Library openFirst(std::initializer_list<const char *> candidates,
-                         int flags = RTLD_NOW | RTLD_LOCAL) {
-  return openFirst<std::initializer_list<const char *>>(candidates, flags);
 }
 
 /// Sets `fn` to the entry point `name` of the library `handle` (dlopen's);
