@@ -460,8 +460,7 @@ void finishReport(locus_model_t &m) {
   // whose host kernels run one, as their sources say.
   for (size_t k = 0; k < m.plan.kernels.size(); ++k)
     if (m.plan.kernels[k].symbol.rfind(LOCUS_ABI_KERNEL_PREFIX, 0) == 0 &&
-        k < m.kernelSources.size() &&
-        m.kernelSources[k].find("locus.conv2d at") != std::string::npos) {
+        k < m.kernelSources.size() && m.kernelSources[k].has("locus.conv2d")) {
       m.report += std::string("host convolutions: ") + locus_conv_name() + "\n";
       break;
     }
@@ -611,16 +610,13 @@ locus_status_t checkSignatures(const locus_model_t &m) {
 }
 
 /// Each kernel's source (LOCUS_ABI_SOURCE_PREFIX<f>) as `read` finds it by
-/// symbol name: "" where there is none, and at most
-/// LOCUS_ABI_MAX_SOURCE_BYTES - 1 bytes of any.
+/// symbol name, read by parseKernelSource (none where there is none).
 template <typename Read> void readSources(locus_model_t &m, Read read) {
   m.kernelSources.reserve(m.plan.kernels.size());
   for (const PlanKernel &k : m.plan.kernels) {
     std::string name = kernelSymbol(k.symbol, LOCUS_ABI_SOURCE_PREFIX);
     std::string text = name.empty() ? std::string() : read(name);
-    if (text.size() >= LOCUS_ABI_MAX_SOURCE_BYTES)
-      text.resize(LOCUS_ABI_MAX_SOURCE_BYTES - 1);
-    m.kernelSources.push_back(std::move(text));
+    m.kernelSources.push_back(parseKernelSource(text));
   }
 }
 

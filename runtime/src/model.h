@@ -74,9 +74,9 @@ struct locus_model_s {
   locus::rt::Trace trace;
   bool loaded =
       false; // set when a load succeeded: only then is a trace written
-  // By plan kernel: its ops and the user's lines (LOCUS_ABI_SOURCE_PREFIX),
-  // or "" when the code has none.
-  std::vector<std::string> kernelSources;
+  // By plan kernel: its ops, the user's lines and layers
+  // (LOCUS_ABI_SOURCE_PREFIX), none when the code has none.
+  std::vector<locus::rt::KernelSource> kernelSources;
   std::atomic<uint64_t> contextsMade{0}; // numbers contexts in traces
 
   ~locus_model_s();

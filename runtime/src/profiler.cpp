@@ -66,7 +66,7 @@ void Profiler::copyDone(Clock::time_point start) {
 }
 
 void Profiler::print(const Plan &plan, const std::vector<Device *> &deviceOf,
-                     const std::vector<std::string> &sources) const noexcept {
+                     const std::vector<KernelSource> &sources) const noexcept {
   if (!on_ || deviceOf.size() < plan.devices.size()) // a failed load
     return;
   try {
@@ -89,7 +89,7 @@ void Profiler::print(const Plan &plan, const std::vector<Device *> &deviceOf,
       printRow(plan.kernels[i].symbol.c_str(),
                deviceOf[plan.kernels[i].device]->name().c_str(),
                kernelCalls_[i], kernelNs_[i], total,
-               i < sources.size() ? printable(sources[i]).c_str() : "");
+               i < sources.size() ? printable(sources[i].text).c_str() : "");
     printRow("(copies)", "", copyCalls_, copyNs_, total, "");
   } catch (...) { // NOLINT(bugprone-empty-catch): said below
     // Out of memory for the order: the profile is lost, the release goes on.

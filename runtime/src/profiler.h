@@ -3,6 +3,7 @@
 #define LOCUS_RUNTIME_PROFILER_H
 
 #include "devices/device.h"
+#include "kernel_source.h"
 #include "plan.h"
 
 #include <atomic>
@@ -36,7 +37,7 @@ public:
   /// source (ops and the user's lines), and copies. Never throws (it runs
   /// while a model is released).
   void print(const Plan &plan, const std::vector<Device *> &deviceOf,
-             const std::vector<std::string> &sources) const noexcept;
+             const std::vector<KernelSource> &sources) const noexcept;
 
 private:
   bool on_ = false;

@@ -42,6 +42,23 @@ std::string plainKernelName(const std::string &symbol) {
              : symbol;
 }
 
+/// A kernel's ops as JSON: [{"op":..,"count":..,"at":..,"layer":..,
+/// "layer_kind":..}], the records of its source (an unreadable line with
+/// its text as "op" and count 0).
+std::string opsJson(const KernelSource &source) {
+  std::string out = "[";
+  for (const SourceOp &op : source.ops) {
+    if (out.size() > 1)
+      out += ",";
+    out += "{\"op\":" + jsonQuoted(op.op) +
+           ",\"count\":" + std::to_string(op.count) +
+           ",\"at\":" + jsonQuoted(op.at) +
+           ",\"layer\":" + jsonQuoted(op.layer) +
+           ",\"layer_kind\":" + jsonQuoted(op.kind) + "}";
+  }
+  return out + "]";
+}
+
 } // namespace
 
 void Trace::start(const char *path) {
@@ -124,12 +141,14 @@ std::string Trace::json(const TraceNames &names) const {
       name = plainKernelName(k.symbol);
       cat = "kernel";
       tid = 1 + k.device;
-      const std::string &source =
-          e.a < names.kernelSources.size() ? names.kernelSources[e.a] : "";
+      static const KernelSource none;
+      const KernelSource &source =
+          e.a < names.kernelSources.size() ? names.kernelSources[e.a] : none;
       args = ",\"device\":" + jsonQuoted(plan.devices[k.device].name) +
              ",\"runs_on\":" + jsonQuoted(where(k.device)) +
              ",\"stream\":\"compute\",\"bytes\":" + std::to_string(e.bytes) +
-             ",\"source\":" + jsonQuoted(source);
+             ",\"source\":" + jsonQuoted(source.text) +
+             ",\"ops\":" + opsJson(source);
     } else if (e.kind == Kind::copy && e.a < devices && e.b < devices) {
       name = "copy " + plan.devices[e.a].name + " -> " + plan.devices[e.b].name;
       cat = "copy";

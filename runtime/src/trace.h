@@ -6,6 +6,7 @@
 #define LOCUS_RUNTIME_TRACE_H
 
 #include "devices/device.h"
+#include "kernel_source.h"
 #include "plan.h"
 
 #include "locus/locus_runtime.h"
@@ -23,7 +24,7 @@ namespace locus::rt {
 struct TraceNames {
   const Plan &plan;
   const std::vector<Device *> &deviceOf;
-  const std::vector<std::string> &kernelSources;
+  const std::vector<KernelSource> &kernelSources;
 };
 
 /// Records timed events while on; thread-safe (contexts run at once). At

@@ -104,29 +104,6 @@ std::vector<std::string> locus::dump::layerChain(llvm::StringRef layer) {
   return chain;
 }
 
-std::string locus::dump::onnxLayer(llvm::StringRef node) {
-  size_t open = node.find('\''), close = node.rfind('\'');
-  if (open == llvm::StringRef::npos || close <= open)
-    return "";
-  llvm::StringRef name = node.slice(open + 1, close);
-  llvm::SmallVector<llvm::StringRef> parts;
-  name.split(parts, '/', -1, /*KeepEmpty=*/false);
-  if (parts.size() < 2)
-    return "";
-  parts.pop_back(); // the node itself
-  std::string path;
-  for (llvm::StringRef part : parts) {
-    if (!path.empty() && part.starts_with(path + ".")) {
-      path = part.str();
-    } else {
-      if (!path.empty())
-        path += ".";
-      path += part.str();
-    }
-  }
-  return path;
-}
-
 //===----------------------------------------------------------------------===//
 // Analysis
 //===----------------------------------------------------------------------===//
@@ -144,41 +121,6 @@ std::string shapeOf(Type type) {
   os << tensor.getElementType();
   os.flush();
   return text;
-}
-
-Source sourceOf(Location loc) {
-  Source source;
-  // A gradient's op (autodiff's backwardLoc) or a fused kernel: the first
-  // op's location.
-  if (auto fused = dyn_cast<FusedLoc>(loc);
-      fused && !fused.getLocations().empty())
-    loc = fused.getLocations().front();
-  Location callee = loc;
-  if (auto call = dyn_cast<CallSiteLoc>(loc)) {
-    callee = call.getCallee();
-    if (auto caller = dyn_cast<FileLineColLoc>(call.getCaller())) {
-      source.callerFile = caller.getFilename().str();
-      source.callerLine = caller.getLine();
-    }
-    // A named layer (detail::LayerScope): its path around where it was built.
-    if (auto named = dyn_cast<NameLoc>(callee)) {
-      source.layerPath = named.getName().str();
-      callee = named.getChildLoc();
-    }
-  }
-  if (auto name = dyn_cast<NameLoc>(callee)) { // an imported op
-    if (auto file = dyn_cast<FileLineColLoc>(name.getChildLoc())) {
-      source.file = file.getFilename().str();
-      source.node = name.getName().str();
-    }
-    return source;
-  }
-  if (auto file = dyn_cast<FileLineColLoc>(callee)) {
-    source.file = file.getFilename().str();
-    source.line = file.getLine();
-    source.column = file.getColumn();
-  }
-  return source;
 }
 
 std::string labelOf(Operation *op) {
@@ -269,10 +211,9 @@ StateOp stateBehind(Value value) {
 std::string layerOf(const Row &row, Operation *op) {
   if (row.isCopy)
     return "";
-  if (!row.source.node.empty())
-    return dump::onnxLayer(row.source.node);
-  if (!row.source.layerPath.empty())
-    return row.source.layerPath;
+  Layer layer = locus::layerOf(row.source);
+  if (layer.kind == LayerKind::onnx || layer.kind == LayerKind::named)
+    return layer.path;
   if (auto state = dyn_cast<StateOp>(op))
     return stateLayer(state);
   // An optimizer's update and its writes belong to the parameter's layer.
@@ -282,12 +223,7 @@ std::string layerOf(const Row &row, Operation *op) {
   if (isa<SgdOp, AdamOp>(op))
     if (StateOp state = stateBehind(op->getOperand(0)))
       return stateLayer(state);
-  if (!row.source.callerLine)
-    return "";
-  std::string line = llvm::sys::path::filename(row.source.callerFile).str();
-  line += ":";
-  line += std::to_string(row.source.callerLine);
-  return line;
+  return layer.path;
 }
 
 /// The row of `op`, placed on `device`: what it is, why it runs there,
@@ -308,11 +244,14 @@ Row rowOf(Operation &op, DeviceAttr device, const Report &report,
   auto reason = op.getAttrOfType<PlacementAttr>(kPlacementAttrName);
   row.reasonKind = reason ? stringifyPlacementKind(reason.getKind()).str() : "";
   row.reasonText = reasonText(&op, reason, row.device, report.policy);
-  row.source = sourceOf(op.getLoc());
+  row.source = userSourceOf(op.getLoc());
   row.isCopy = isa<CopyOp>(op);
   row.layer = layerOf(row, &op);
-  if (row.isCopy)
+  if (auto copy = dyn_cast<CopyOp>(op)) {
     row.copyNs = copyCostNs(row.bytes, profile);
+    row.copyFrom = copy.getFrom().str();
+    row.copyTo = copy.getTo().str();
+  }
   OpWork work = estimateWork(&op);
   row.cpuNs = opCostNs(work, profile.cpu);
   row.cudaNs = opCostNs(work, profile.cuda);

@@ -2,10 +2,10 @@
 //
 // locus-dump --trace=trace.json: the kernels and copies of a run, as the
 // runtime traced them (docs/runtime.md, "Traces"), summed per layer and put
-// beside the estimates the placement used. A kernel's source names its ops
-// with their lines and named layers ("locus.conv2d at m.cpp:61 in
-// layer1.0.conv1; locus.relu at m.cpp:76 in layer1.0 (x2)"); a fused kernel's
-// time is shared among its ops' layers by op count. Copies carry no op, so
+// beside the estimates the placement used. A kernel's event lists its ops
+// with their counts and layers, as the compiler wrote them (locus/abi.h)
+// and the dump's rows name them; a fused kernel's time is shared among its
+// ops' layers by op count. Copies carry no op, so
 // a traced copy goes to the per-step copies of the report with the same
 // devices and bytes, shared among them, and counts for the layer that reads
 // it.
@@ -48,24 +48,6 @@ int depthFor(const Report &report) {
     best = depth;
   }
   return best;
-}
-
-/// The layer of one part of a kernel's source: its named layer, its ONNX
-/// node's scope, or the line of an unnamed layer's call when the report has
-/// a layer of that name.
-std::string layerOfPart(StringRef part, const std::set<std::string> &known) {
-  size_t in = part.rfind(" in ");
-  size_t at = part.find(" at ");
-  if (in != StringRef::npos && (at == StringRef::npos || in > at))
-    return part.drop_front(in + 4).str();
-  if (size_t node = part.find(": node '"); node != StringRef::npos)
-    return onnxLayer(part.drop_front(node + 2));
-  if (at != StringRef::npos) {
-    std::string line = llvm::sys::path::filename(part.drop_front(at + 4)).str();
-    if (known.count(line))
-      return line;
-  }
-  return "";
 }
 
 std::string us(double value) {
@@ -115,10 +97,8 @@ mlir::LogicalResult locus::dump::printMeasured(const Report &report,
 
   int depth = depthFor(report);
   std::map<std::string, Line> lines;
-  std::set<std::string> known;
   std::vector<std::string> readerLine(report.rows.size());
   for (const Row &row : report.rows) {
-    known.insert(row.layer);
     if (row.isCopy)
       continue;
     Line &line = lines[truncateLayer(row.layer, depth)];
@@ -132,10 +112,7 @@ mlir::LogicalResult locus::dump::printMeasured(const Report &report,
     if (row.isCopy) {
       if (row.loadTime)
         continue;
-      StringRef label = row.label; // "copy cpu -> cuda:0"
-      auto [fromDevice, toDevice] = label.drop_front(5).split(" -> ");
-      copiesByKey[{fromDevice.str(), toDevice.str(), row.bytes}].push_back(
-          row.id);
+      copiesByKey[{row.copyFrom, row.copyTo, row.bytes}].push_back(row.id);
       continue;
     }
     for (int operand : row.operands)
@@ -159,29 +136,24 @@ mlir::LogicalResult locus::dump::printMeasured(const Report &report,
     StringRef cat = event->getString("cat").value_or("");
     if (cat == "kernel") {
       ++kernels;
-      StringRef source = args->getString("source").value_or("");
-      // The parts and their op counts.
-      llvm::SmallVector<StringRef> parts;
-      source.split(parts, "; ", -1, /*KeepEmpty=*/false);
-      std::vector<std::pair<std::string, int>> shares;
-      int total = 0;
-      for (StringRef part : parts) {
-        int n = 1;
-        if (part.ends_with(")")) {
-          size_t open = part.rfind(" (x");
-          if (open != StringRef::npos &&
-              !part.slice(open + 3, part.size() - 1).getAsInteger(10, n))
-            part = part.take_front(open);
-          else
-            n = 1;
+      // The ops and their counts (the "ops" of docs/runtime.md's traces).
+      std::vector<std::pair<std::string, int64_t>> shares;
+      int64_t total = 0;
+      if (const llvm::json::Array *ops = args->getArray("ops"))
+        for (const llvm::json::Value &entry : *ops) {
+          const llvm::json::Object *op = entry.getAsObject();
+          int64_t n = op ? op->getInteger("count").value_or(0) : 0;
+          if (n <= 0)
+            continue;
+          StringRef layer = op->getString("layer").value_or("");
+          shares.emplace_back(truncateLayer(layer, depth), n);
+          total += n;
         }
-        shares.emplace_back(truncateLayer(layerOfPart(part, known), depth), n);
-        total += n;
-      }
       if (shares.empty())
         shares.emplace_back("", total = 1);
       for (const auto &[layer, n] : shares)
-        lines[layer].measuredUs += perStep * n / total;
+        lines[layer].measuredUs +=
+            perStep * static_cast<double>(n) / static_cast<double>(total);
     } else if (cat == "copy") {
       ++copies;
       auto key = std::make_tuple(args->getString("from").value_or("").str(),

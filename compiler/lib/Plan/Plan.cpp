@@ -2,6 +2,7 @@
 
 #include "locus/Plan/Plan.h"
 
+#include "locus/Dialect/UserSource.h"
 #include "locus/Passes/Passes.h"
 #include "locus/Plan/MemoryPlan.h"
 #include "locus/abi.h"
@@ -28,42 +29,82 @@ std::string locus::kernelSourceName(llvm::StringRef function) {
   return (LOCUS_ABI_SOURCE_PREFIX + function).str();
 }
 
+namespace {
+
+/// One record of a kernel's source (locus/abi.h).
+struct SourceRecord {
+  std::string op, at, layer;
+  LayerKind kind = LayerKind::none;
+  unsigned count = 1;
+
+  bool sameOp(const SourceRecord &o) const {
+    return op == o.op && at == o.at && layer == o.layer && kind == o.kind;
+  }
+};
+
+llvm::StringRef kindName(LayerKind kind) {
+  switch (kind) {
+  case LayerKind::none:
+    return "";
+  case LayerKind::onnx:
+    return "onnx";
+  case LayerKind::named:
+    return "named";
+  case LayerKind::caller:
+    return "caller";
+  }
+  return "";
+}
+
+/// A field as the format allows it: a file name may not bring a tab, a
+/// newline or a NUL into it.
+std::string field(llvm::StringRef text) {
+  std::string out = text.str();
+  for (char &c : out)
+    if (c == '\t' || c == '\n' || c == '\r' || c == '\0')
+      c = ' ';
+  return out;
+}
+
+std::string serialise(const SourceRecord &r) {
+  return std::to_string(r.count) + "\t" + field(r.op) + "\t" + field(r.at) +
+         "\t" + field(r.layer) + "\t" + kindName(r.kind).str() + "\n";
+}
+
+} // namespace
+
 std::string locus::describeKernelSource(func::FuncOp kernel) {
-  // Each (op, line) once, in the order the ops appear, with its count.
-  std::vector<std::pair<std::string, unsigned>> parts;
+  // Each op of a kind at a line once, in the order the ops appear, counted.
+  std::vector<SourceRecord> records;
   kernel.walk([&](Operation *op) {
     if (op->getDialect() == nullptr ||
         op->getDialect()->getNamespace() != "locus" || isa<ConstantOp>(op))
       return;
-    std::string line = userLine(op->getLoc());
-    std::string part = op->getName().getStringRef().str();
-    if (line != "unknown location")
-      part += " at " + line;
-    if (std::string layer = layerPathOf(op->getLoc()); !layer.empty())
-      part += " in " + layer;
-    for (auto &[text, count] : parts)
-      if (text == part) {
-        ++count;
+    SourceRecord record;
+    record.op = op->getName().getStringRef().str();
+    if (std::string line = userLine(op->getLoc()); line != "unknown location")
+      record.at = line;
+    Layer layer = layerOf(userSourceOf(op->getLoc()));
+    record.layer = layer.path;
+    record.kind = layer.kind;
+    for (SourceRecord &seen : records)
+      if (seen.sameOp(record)) {
+        ++seen.count;
         return;
       }
-    parts.emplace_back(std::move(part), 1);
+    records.push_back(std::move(record));
   });
   std::string out;
   const size_t limit = LOCUS_ABI_MAX_SOURCE_BYTES - 1;
-  for (const auto &[text, count] : parts) {
-    std::string piece = (out.empty() ? "" : "; ") + text;
-    if (count > 1)
-      piece += " (x" + std::to_string(count) + ")";
-    if (out.size() + piece.size() > limit - 5) {
-      out += "; ...";
+  const std::string cut = "...\n";
+  for (const SourceRecord &record : records) {
+    std::string line = serialise(record);
+    if (out.size() + line.size() > limit - cut.size()) {
+      out += cut;
       break;
     }
-    out += piece;
+    out += line;
   }
-  // One line: a file name may not bring a newline or a NUL into it.
-  for (char &c : out)
-    if (c == '\n' || c == '\r' || c == '\0')
-      c = ' ';
   return out;
 }
 

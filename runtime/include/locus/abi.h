@@ -29,10 +29,22 @@
  * the code reads or writes. */
 #define LOCUS_ABI_SIGNATURE_PREFIX "__locus_signature_"
 /* Where kernel <f> comes from (optional): const char __locus_source_<f>[],
- * NUL-terminated, the user's ops in it with their source lines, e.g.
- * "locus.linear at model.cpp:14; locus.relu at model.cpp:15". Traces and
- * profiles show it; nothing runs differently without it. */
+ * NUL-terminated: one record per kind of user op in it, in the order the
+ * ops appear, each ended by '\n', of five fields separated by '\t':
+ *   count   how many such ops (decimal, at least 1)
+ *   op      the op ("locus.linear")
+ *   at      the user's line ("/src/model.cpp:14", "m.onnx: node 'fc' (Gemm)")
+ *           or empty
+ *   layer   the layer it belongs to ("layer1.0.conv1", for an unnamed C++
+ *           layer the line that called it, "model.cpp:24") or empty
+ *   kind    how the layer was found: "named" (a named C++ layer), "onnx"
+ *           (the node's scope), "caller" (an unnamed layer) or empty
+ * e.g. "2\tlocus.relu\t/src/m.cpp:15\tblock.0\tnamed\n". No field holds a
+ * tab, a newline or a NUL. A line of another form is shown as it is: "...\n"
+ * ends a list cut to LOCUS_ABI_MAX_SOURCE_BYTES. Traces and profiles show
+ * it; nothing runs differently without it. */
 #define LOCUS_ABI_SOURCE_PREFIX "__locus_source_"
+#define LOCUS_ABI_SOURCE_FIELDS 5
 /* The longest source string the runtime reads. */
 #define LOCUS_ABI_MAX_SOURCE_BYTES 4096u
 /* The most buffers a kernel takes. */

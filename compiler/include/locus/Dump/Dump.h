@@ -12,6 +12,7 @@
 #define LOCUS_DUMP_DUMP_H
 
 #include "locus/Dialect/LocusDialect.h"
+#include "locus/Dialect/UserSource.h"
 #include "locus/Passes/CostModel.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -22,19 +23,8 @@
 
 namespace locus::dump {
 
-struct Source {
-  std::string file; ///< as recorded (absolute for C++ programs)
-  int line = 0, column = 0;
-  /// For an op a layer recorded: the line that called the layer.
-  std::string callerFile;
-  int callerLine = 0;
-  /// For an imported op: its node in the model file, "node 'fc1' (Gemm)"
-  /// (`file` is the model, `line` 0).
-  std::string node;
-  /// For an op a named C++ layer recorded: the layer's path
-  /// ("layer1.0.conv1"; the NameLoc around the call site's callee).
-  std::string layerPath;
-};
+/// Where the user wrote an op (locus/Dialect/UserSource.h).
+using Source = UserSource;
 
 struct Row {
   int id = 0;
@@ -57,8 +47,10 @@ struct Row {
   int64_t cpuNs = 0, cudaNs = 0; ///< estimates on each kind of device
   int64_t bytes = 0;             ///< of the result
   bool isCopy = false, loadTime = false;
-  /// For a copy: its estimated time (the cost profile's bandwidth).
+  /// For a copy: its estimated time (the cost profile's bandwidth), and
+  /// the devices it moves between ("cpu", "cuda:0").
   int64_t copyNs = 0;
+  std::string copyFrom, copyTo;
   std::vector<int> operands; ///< ids of the rows it reads
 };
 
@@ -123,11 +115,6 @@ std::string truncateLayer(llvm::StringRef layer, int depth);
 /// The layers a layer is in, outermost first, and itself: "a.b.c" -> a,
 /// a.b, a.b.c ("model.cpp:24" and "" -> themselves).
 std::vector<std::string> layerChain(llvm::StringRef layer);
-
-/// The dotted module path of an ONNX node's scope: "node '/layer1/layer1.0/
-/// conv1/Conv' (Conv)" -> "layer1.0.conv1" (PyTorch's exporter names each
-/// level by its full path or its attribute); "" for a node without a scope.
-std::string onnxLayer(llvm::StringRef node);
 
 /// Measured next to predicted: the kernel and copy times of a trace
 /// (LOCUS_TRACE's Chrome trace JSON, `traceText`, named `traceName`) per

@@ -54,10 +54,9 @@ std::string kernelEntryName(llvm::StringRef function);
 std::string kernelSignatureName(llvm::StringRef function);
 /// The source of a kernel function: "__locus_source_<function>".
 std::string kernelSourceName(llvm::StringRef function);
-/// The ops of kernel function `kernel` with their source lines and the named
-/// layer that recorded them, duplicates counted: "locus.add at a.cpp:3 (x2);
-/// locus.relu at a.cpp:4 in block.0", at most
-/// LOCUS_ABI_MAX_SOURCE_BYTES - 1 bytes.
+/// The ops of kernel function `kernel` with their source lines and layers,
+/// duplicates counted, as the records of LOCUS_ABI_SOURCE_PREFIX
+/// (locus/abi.h): at most LOCUS_ABI_MAX_SOURCE_BYTES - 1 bytes.
 std::string describeKernelSource(mlir::func::FuncOp kernel);
 /// The entry point of a CUDA kernel's launcher: "__locus_cuda_<function>".
 std::string cudaEntryName(llvm::StringRef function);

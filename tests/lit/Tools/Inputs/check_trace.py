@@ -41,6 +41,15 @@ def main():
             a = e["args"]
             if not source.match(a["source"]):
                 fail("kernel %s has source %r" % (e["name"], a["source"]))
+            # The typed records behind the text: each op counted, with the
+            # user's line the text names first.
+            ops = a.get("ops") or []
+            if not ops or any(o["count"] < 1 or not o["op"].startswith(
+                    "locus.") for o in ops):
+                fail("kernel %s has ops %r" % (e["name"], ops))
+            if not a["source"].startswith(ops[0]["op"] + " at " + ops[0]["at"]):
+                fail("kernel %s: source %r and ops %r differ"
+                     % (e["name"], a["source"], ops))
             if a["bytes"] <= 0 or not a["device"] or not a["runs_on"]:
                 fail("kernel without device or bytes: %r" % e)
         elif e["cat"] == "copy":
