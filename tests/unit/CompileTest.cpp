@@ -1240,3 +1240,29 @@ TEST(Compile, AKilledCompilesScratchIsSweptByTheNext) {
   EXPECT_TRUE(fs::exists(alive / "kernels.o"));
   fs::remove_all(tmp);
 }
+
+TEST(Compile, AMisspelledPolicyOrDeviceIsAnErrorAtTheCall) {
+  Graph g("options");
+  g.output("y", relu(g.input("x", {2, 3})));
+  struct Case {
+    CompileOptions options;
+    std::string message;
+  };
+  for (const Case &c :
+       {Case{{.policy = "fastest"},
+             "CompileOptions: unknown placement policy 'fastest'; expected "
+             "strict, prefer-gpu, auto or cpu"},
+        Case{{.devices = {"cpu", "gpu0"}},
+             "CompileOptions: unknown device 'gpu0' in devices=; expected "
+             "cpu or cuda:N"},
+        Case{{.devices = {"cuda:0"}}, "devices= must include cpu"}}) {
+    int line = __LINE__ + 2;
+    try {
+      compile(g, c.options);
+      ADD_FAILURE() << "expected an error: " << c.message;
+    } catch (const Error &err) {
+      EXPECT_EQ(err.line(), static_cast<unsigned>(line)) << err.what();
+      EXPECT_NE(err.message().find(c.message), std::string::npos) << err.what();
+    }
+  }
+}

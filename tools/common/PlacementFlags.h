@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <optional>
 #include <string>
 
 namespace locus::tools {
@@ -39,6 +40,18 @@ struct PlacementFlags {
   llvm::cl::opt<std::string> devices;
   llvm::cl::opt<bool> allowSoftPlacement;
   llvm::cl::opt<std::string> profile;
+
+  /// The placement options the flags say, or what is wrong with them in
+  /// `error` (checked before a graph is read).
+  std::optional<PlacementOptions> read(std::string &error) const {
+    std::optional<PlacementOptions> options =
+        PlacementOptions::read(policy, splitTargets(devices), error);
+    if (options) {
+      options->profile = profile;
+      options->allowSoftPlacement = allowSoftPlacement;
+    }
+    return options;
+  }
 };
 
 } // namespace locus::tools

@@ -217,8 +217,9 @@ static int run(int argc, char **argv) {
                  << "; expected auto, always or never\n";
     return 2;
   }
-  std::string wrong =
-      locus::checkPlacementOptions(policy, locus::splitTargets(devices));
+  std::string wrong;
+  std::optional<locus::PlacementOptions> placementOptions =
+      placement.read(wrong);
   if (wrong.empty())
     wrong = locus::checkCpuName(cpu);
   if (!wrong.empty()) {
@@ -265,11 +266,8 @@ static int run(int argc, char **argv) {
     return 1;
 
   locus::PipelineOptions options;
-  options.policy = policy;
-  options.devices = locus::splitTargets(devices);
-  options.profile = profilePath;
-  options.fuse = !noFuse;
-  options.allowSoftPlacement = allowSoftPlacement;
+  options.placement = *placementOptions;
+  options.placement.fuse = !noFuse;
   options.allowTf32 = allowTf32;
   options.printIrAfterAll = printIrAfterAll;
   options.passTiming = passTiming;

@@ -155,16 +155,11 @@ static OwningOpRef<ModuleOp> parseInput(MLIRContext &context,
 }
 
 /// Places what is not placed yet, and inserts the transfers placement
-/// implies, as `side` says.
+/// implies.
 static LogicalResult place(MLIRContext &context, ModuleOp module,
-                           const Side &side) {
+                           const locus::PlacementOptions &placement) {
   PassManager pm(&context, ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
-  locus::PlacementPipelineOptions placement;
-  placement.policy = side.policy;
-  placement.devices = locus::splitTargets(side.devices);
-  placement.profile = side.profile;
-  placement.allowSoftPlacement = allowSoftPlacement.getValue();
   locus::buildPlacementPipelineFor(module, pm, placement);
   return pm.run(module);
 }
@@ -251,14 +246,18 @@ static locus::GraphOp onlyGraph(ModuleOp module, const std::string &file) {
 static OwningOpRef<ModuleOp> placedModule(MLIRContext &context,
                                           llvm::SourceMgr &sourceMgr,
                                           const Side &side) {
-  if (std::string wrong = locus::checkPlacementOptions(
-          side.policy, locus::splitTargets(side.devices));
-      !wrong.empty()) {
+  std::string wrong;
+  std::optional<locus::PlacementOptions> placement =
+      locus::PlacementOptions::read(side.policy,
+                                    locus::splitTargets(side.devices), wrong);
+  if (!placement) {
     llvm::errs() << "locus-dump: " << wrong << "\n";
     return nullptr;
   }
+  placement->profile = side.profile;
+  placement->allowSoftPlacement = allowSoftPlacement.getValue();
   OwningOpRef<ModuleOp> module = parseInput(context, sourceMgr, side.file);
-  if (module && failed(place(context, *module, side)))
+  if (module && failed(place(context, *module, *placement)))
     return nullptr;
   return module;
 }

@@ -588,15 +588,21 @@ struct CompileErrors {
   }
 };
 
-/// The pipeline's options from the user's.
-PipelineOptions pipelineOptions(const CompileOptions &options) {
+/// The pipeline's options from the user's: a policy or device they
+/// misspelled is their error at `loc`.
+PipelineOptions pipelineOptions(const CompileOptions &options,
+                                const Here &loc) {
+  std::string wrong;
+  std::optional<PlacementOptions> placement = PlacementOptions::read(
+      options.policy,
+      options.devices.empty() ? machineTargets() : options.devices, wrong);
+  if (!placement)
+    throw userError(loc, "CompileOptions: " + wrong);
+  placement->profile = options.profile;
+  placement->fuse = options.fuse;
+  placement->allowSoftPlacement = options.allowSoftPlacement;
   PipelineOptions pipeline;
-  pipeline.policy = options.policy;
-  pipeline.devices =
-      options.devices.empty() ? machineTargets() : options.devices;
-  pipeline.profile = options.profile;
-  pipeline.fuse = options.fuse;
-  pipeline.allowSoftPlacement = options.allowSoftPlacement;
+  pipeline.placement = std::move(*placement);
   pipeline.allowTf32 = options.allowTf32;
   return pipeline;
 }
@@ -791,7 +797,7 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
 
   auto impl = std::make_shared<CompiledModel::Impl>();
   if (mlir::failed(
-          runPipeline(*module, pipelineOptions(options), impl->parts))) {
+          runPipeline(*module, pipelineOptions(options, loc), impl->parts))) {
     explainMachineTargets(options, errors);
     throw errors.error();
   }

@@ -62,13 +62,7 @@ LogicalResult runStage(llvm::StringRef stage, ModuleOp module,
 /// inserts its transfers unless they are inserted already.
 LogicalResult placeStage(ModuleOp module, const PipelineOptions &options) {
   return runStage("placement", module, options, [&](OpPassManager &pm) {
-    PlacementPipelineOptions placement;
-    placement.policy = options.policy;
-    placement.devices = options.devices;
-    placement.profile = options.profile;
-    placement.fuse = options.fuse;
-    placement.allowSoftPlacement = options.allowSoftPlacement;
-    buildPlacementPipelineFor(module, pm, placement);
+    buildPlacementPipelineFor(module, pm, options.placement);
   });
 }
 
@@ -82,8 +76,8 @@ LogicalResult summarize(ModuleOp module, GraphOp graph,
   }
   CostProfile profile;
   std::string error;
-  if (!options.profile.empty() &&
-      !CostProfile::load(options.profile, profile, error))
+  if (!options.placement.profile.empty() &&
+      !CostProfile::load(options.placement.profile, profile, error))
     return module.emitError() << error;
   FailureOr<dump::Report> report = dump::analyze(graph, profile);
   if (failed(report))
@@ -222,7 +216,7 @@ LogicalResult locus::runPipeline(ModuleOp module,
   if (failed(placeStage(module, options)) ||
       failed(summarize(module, graph, options, result)) ||
       failed(runStage("kernels", module, options, [&](OpPassManager &pm) {
-        buildKernelPipeline(pm, options.fuse);
+        buildKernelPipeline(pm, options.placement.fuse);
       })))
     return failure();
   OwningOpRef<ModuleOp> cuda;
@@ -237,7 +231,7 @@ LogicalResult locus::runPipeline(ModuleOp module,
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   result.plan = std::move(*plan);
   HostPipelineOptions host;
-  host.fuse = options.fuse;
+  host.fuse = options.placement.fuse;
   if (failed(runStage("host", module, options, [&](OpPassManager &pm) {
         buildHostLoweringPipeline(pm, host);
       })))

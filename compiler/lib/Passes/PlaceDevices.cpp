@@ -29,19 +29,7 @@ using namespace locus;
 
 namespace {
 
-enum class Policy { strict, preferGpu, automatic, cpu };
-
-std::optional<Policy> parsePolicy(StringRef text) {
-  if (text == "strict")
-    return Policy::strict;
-  if (text == "prefer-gpu")
-    return Policy::preferGpu;
-  if (text == "auto")
-    return Policy::automatic;
-  if (text == "cpu")
-    return Policy::cpu;
-  return std::nullopt;
-}
+using Policy = PlacementPolicy;
 
 /// The pin of an op, if it has one: a locus.to, or a source created `on` a
 /// device.
@@ -144,7 +132,7 @@ private:
 LogicalResult PlaceDevicesPass::readOptions(GraphOp graph) {
   std::string wrong = checkPlacementOptions(
       policy, std::vector<std::string>(devices.begin(), devices.end()));
-  std::optional<Policy> parsed = parsePolicy(policy);
+  std::optional<Policy> parsed = parsePlacementPolicy(policy);
   if (!wrong.empty() || !parsed)
     return graph.emitError() << wrong;
   policyKind = *parsed;

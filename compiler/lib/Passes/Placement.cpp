@@ -59,6 +59,46 @@ locus::checkPlacementOptions(StringRef policy,
   return "";
 }
 
+std::optional<PlacementPolicy> locus::parsePlacementPolicy(StringRef text) {
+  if (text == "strict")
+    return PlacementPolicy::strict;
+  if (text == "prefer-gpu")
+    return PlacementPolicy::preferGpu;
+  if (text == "auto")
+    return PlacementPolicy::automatic;
+  if (text == "cpu")
+    return PlacementPolicy::cpu;
+  return std::nullopt;
+}
+
+StringRef locus::placementPolicyName(PlacementPolicy policy) {
+  switch (policy) {
+  case PlacementPolicy::strict:
+    return "strict";
+  case PlacementPolicy::preferGpu:
+    return "prefer-gpu";
+  case PlacementPolicy::automatic:
+    return "auto";
+  case PlacementPolicy::cpu:
+    return "cpu";
+  }
+  return "auto";
+}
+
+std::optional<PlacementOptions>
+PlacementOptions::read(StringRef policy,
+                       const std::vector<std::string> &devices,
+                       std::string &error) {
+  error = checkPlacementOptions(policy, devices);
+  std::optional<PlacementPolicy> parsed = parsePlacementPolicy(policy);
+  if (!error.empty() || !parsed)
+    return std::nullopt;
+  PlacementOptions options;
+  options.policy = *parsed;
+  options.devices = devices;
+  return options;
+}
+
 //===----------------------------------------------------------------------===//
 // Placed ops and moved values
 //===----------------------------------------------------------------------===//

@@ -96,26 +96,43 @@ void buildToLlvm(OpPassManager &pm, bool barePointers, bool math,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-} // namespace
-
-void locus::buildPlacementPipeline(OpPassManager &pm,
-                                   const PlacementPipelineOptions &options) {
-  std::vector<std::string> devices(options.devices.begin(),
-                                   options.devices.end());
+/// The placement pass and the transfers, with the pass's own options on
+/// `devices` (none: defaultTargets()).
+void addPlacement(OpPassManager &pm, LocusPlaceDevicesOptions placement,
+                  std::vector<std::string> devices) {
   if (devices.empty())
     devices = defaultTargets();
-  LocusPlaceDevicesOptions placement;
-  placement.policy = options.policy;
-  placement.devices = devices;
-  placement.profile = options.profile;
-  placement.fuse = options.fuse;
-  placement.allowSoftPlacement = options.allowSoftPlacement;
+  placement.devices = devices; // a view: the pass copies it
   pm.addNestedPass<GraphOp>(createLocusPlaceDevices(placement));
   pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
 }
 
+/// --locus-placement-pipeline: its options as locus-opt reads them, an
+/// unknown policy left for the pass to report at the graph.
+void buildTextualPlacementPipeline(OpPassManager &pm,
+                                   const PlacementPipelineOptions &options) {
+  LocusPlaceDevicesOptions placement;
+  placement.policy = options.policy;
+  placement.profile = options.profile;
+  placement.fuse = options.fuse;
+  placement.allowSoftPlacement = options.allowSoftPlacement;
+  addPlacement(pm, placement, {options.devices.begin(), options.devices.end()});
+}
+
+} // namespace
+
+void locus::buildPlacementPipeline(OpPassManager &pm,
+                                   const PlacementOptions &options) {
+  LocusPlaceDevicesOptions placement;
+  placement.policy = placementPolicyName(options.policy).str();
+  placement.profile = options.profile;
+  placement.fuse = options.fuse;
+  placement.allowSoftPlacement = options.allowSoftPlacement;
+  addPlacement(pm, placement, options.devices);
+}
+
 void locus::buildPlacementPipelineFor(ModuleOp module, OpPassManager &pm,
-                                      const PlacementPipelineOptions &options) {
+                                      const PlacementOptions &options) {
   bool unplaced = false, untransferred = false;
   module->walk([&](GraphOp graph) {
     unplaced |= !graph->hasAttr(kPolicyAttrName);
@@ -241,7 +258,7 @@ void locus::registerLocusPipelines() {
       "locus-placement-pipeline",
       "Places every op of a graph and inserts the transfers (what "
       "compile() runs first)",
-      buildPlacementPipeline);
+      buildTextualPlacementPipeline);
   PassPipelineRegistration<HostPipelineOptions>(
       "locus-host-pipeline",
       "A placed graph's kernels as host code in the LLVM dialect (what "

@@ -31,13 +31,8 @@ class Module;
 namespace locus {
 
 struct PipelineOptions {
-  std::string policy = "auto";
-  std::vector<std::string> devices = defaultTargets();
-  std::string profile; ///< A JSON cost profile, or empty.
-  bool fuse = true;
-  /// With no CUDA target, ops pinned to CUDA run on the CPU (a warning)
-  /// instead of failing at the pin.
-  bool allowSoftPlacement = false;
+  /// Placement's options; `fuse` says whether kernels are fused too.
+  PlacementOptions placement;
   /// Let CUDA convolutions (cuDNN) and matrix products (cuBLAS) round
   /// their operands to TF32 (tensor cores); fp32 otherwise.
   bool allowTf32 = false;

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Value.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,34 @@ std::vector<std::string> splitTargets(llvm::StringRef list);
 /// placement pass and the tools (before they parse a graph) say the same.
 std::string checkPlacementOptions(llvm::StringRef policy,
                                   const std::vector<std::string> &targets);
+
+/// A placement policy (docs/placement.md).
+enum class PlacementPolicy { strict, preferGpu, automatic, cpu };
+/// "strict", "prefer-gpu", "auto" or "cpu"; none for anything else.
+std::optional<PlacementPolicy> parsePlacementPolicy(llvm::StringRef text);
+/// The policy as users spell it.
+llvm::StringRef placementPolicyName(PlacementPolicy policy);
+
+/// What placement is asked to do: the one struct from a tool's flags, the
+/// user's CompileOptions or a textual pipeline to the placement pass.
+struct PlacementOptions {
+  PlacementPolicy policy = PlacementPolicy::automatic;
+  /// The target devices ("cpu", "cuda:N"); empty: defaultTargets().
+  std::vector<std::string> devices;
+  std::string profile; ///< a JSON cost profile's path, or empty
+  /// Ops are fused into kernels, and placement costs them as the fuser
+  /// will group them (false: one launch per op).
+  bool fuse = true;
+  /// With no CUDA target, ops pinned to CUDA run on the CPU (a warning)
+  /// instead of failing at the pin.
+  bool allowSoftPlacement = false;
+
+  /// The options with `policy` and `devices` as users spell them, or what
+  /// is wrong with those (checkPlacementOptions) in `error`.
+  static std::optional<PlacementOptions>
+  read(llvm::StringRef policy, const std::vector<std::string> &devices,
+       std::string &error);
+};
 
 /// The device an op was placed on (its locus.device), or null.
 DeviceAttr placedDevice(mlir::Operation *op);

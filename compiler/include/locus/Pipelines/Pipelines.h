@@ -16,6 +16,8 @@
 #ifndef LOCUS_PIPELINES_PIPELINES_H
 #define LOCUS_PIPELINES_PIPELINES_H
 
+#include "locus/Passes/Placement.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -86,14 +88,14 @@ struct CudaPipelineOptions
 /// Places every op of each graph not placed yet (--locus-place-devices) and
 /// inserts the transfers (--locus-insert-transfers).
 void buildPlacementPipeline(mlir::OpPassManager &pm,
-                            const PlacementPipelineOptions &options);
+                            const PlacementOptions &options);
 
 /// What of the placement pipeline `module` still needs: all of it when a
 /// graph is not placed yet, the transfers alone when the graphs are placed
 /// without them, nothing otherwise (locus-dump and compile() take graphs
 /// placed by locus-opt as they are).
 void buildPlacementPipelineFor(mlir::ModuleOp module, mlir::OpPassManager &pm,
-                               const PlacementPipelineOptions &options);
+                               const PlacementOptions &options);
 
 /// Adds the index checks (--locus-check-indices), groups a placed graph's
 /// ops into kernels and outlines each into a function (--locus-fuse-kernels,
