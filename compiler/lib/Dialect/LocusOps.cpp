@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ShapeRules.h"
+
 #include "locus/Dialect/LocusDialect.h"
 #include "locus/Support/InputLimits.h"
 

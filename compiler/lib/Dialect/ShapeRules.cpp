@@ -1,13 +1,16 @@
 //===- ShapeRules.cpp - result types of the locus ops ---------------------===//
 //
 // One function per op whose result type follows from its operands and
-// attributes. The verifier calls these (InferTypeOpInterface), and so does the
-// C++ frontend before it records an op, so a rule is written once and every
-// message names the shapes involved.
+// attributes; an op family that shares a rule (reductions, pooling) calls
+// it from ODS (ShapeRules.h). The verifier calls these (InferTypeOpInterface),
+// and so does the C++ frontend before it records an op, so a rule is written
+// once and every message names the shapes involved.
 //
 // Every rule checks what it reads: it may run on unverified IR.
 //
 //===----------------------------------------------------------------------===//
+
+#include "ShapeRules.h"
 
 #include "locus/Dialect/LocusDialect.h"
 
@@ -118,24 +121,24 @@ std::optional<size_t> windowOutside(ArrayRef<int64_t> dims,
   return std::nullopt;
 }
 
-template <typename PoolOp>
-LogicalResult poolRule(std::optional<Location> loc,
-                       typename PoolOp::Adaptor adaptor,
+LogicalResult poolRule(const RuleError &fail, Value inputValue,
+                       DenseI64ArrayAttr kernelAttr,
+                       DenseI64ArrayAttr strideAttr,
+                       DenseI64ArrayAttr paddingAttr,
                        SmallVectorImpl<Type> &results) {
-  RuleError fail = errorsOf<PoolOp>(loc);
-  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  RankedTensorType input = tensorOperand(fail, inputValue, "input");
   if (!input)
     return failure();
   if (input.getRank() != 4)
     return fail("expects an NCHW input of rank 4, got " +
                 str(input.getShape()));
-  if (failed(checkArray(fail, adaptor.getKernelSizeAttr(), "kernel_size", 2)) ||
-      failed(checkArray(fail, adaptor.getStrideAttr(), "stride", 2)) ||
-      failed(checkArray(fail, adaptor.getPaddingAttr(), "padding", 2)))
+  if (failed(checkArray(fail, kernelAttr, "kernel_size", 2)) ||
+      failed(checkArray(fail, strideAttr, "stride", 2)) ||
+      failed(checkArray(fail, paddingAttr, "padding", 2)))
     return failure();
-  ArrayRef<int64_t> kernel = adaptor.getKernelSize();
-  ArrayRef<int64_t> stride = adaptor.getStride();
-  ArrayRef<int64_t> padding = adaptor.getPadding();
+  ArrayRef<int64_t> kernel = kernelAttr.asArrayRef();
+  ArrayRef<int64_t> stride = strideAttr.asArrayRef();
+  ArrayRef<int64_t> padding = paddingAttr.asArrayRef();
   SmallVector<int64_t> shape(input.getShape().take_front(2));
   for (int i = 0; i < 2; ++i) {
     if (kernel[i] < 1 || stride[i] < 1)
@@ -161,6 +164,27 @@ LogicalResult lossRule(Builder builder, SmallVectorImpl<Type> &results) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Rules op families share (ShapeRules.h; their ops call them from ODS)
+//===----------------------------------------------------------------------===//
+
+LogicalResult locus::rules::reduce(StringRef opName,
+                                   std::optional<Location> loc, Value input,
+                                   DenseI64ArrayAttr axes, bool keepdim,
+                                   SmallVectorImpl<Type> &results) {
+  return reduceRule(RuleError{loc, opName}, input, axes, keepdim, results);
+}
+
+LogicalResult locus::rules::pool2d(StringRef opName,
+                                   std::optional<Location> loc, Value input,
+                                   DenseI64ArrayAttr kernel,
+                                   DenseI64ArrayAttr stride,
+                                   DenseI64ArrayAttr padding,
+                                   SmallVectorImpl<Type> &results) {
+  return poolRule(RuleError{loc, opName}, input, kernel, stride, padding,
+                  results);
+}
 
 //===----------------------------------------------------------------------===//
 // Sources and elementwise
@@ -472,38 +496,6 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
 // Reductions and normalisations
 //===----------------------------------------------------------------------===//
 
-LogicalResult SumOp::inferReturnTypes(MLIRContext *,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
-  return reduceRule(errorsOf<SumOp>(loc), adaptor.getInput(),
-                    adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
-}
-
-LogicalResult MeanOp::inferReturnTypes(MLIRContext *,
-                                       std::optional<Location> loc,
-                                       Adaptor adaptor,
-                                       SmallVectorImpl<Type> &results) {
-  return reduceRule(errorsOf<MeanOp>(loc), adaptor.getInput(),
-                    adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
-}
-
-LogicalResult MaxOp::inferReturnTypes(MLIRContext *,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
-  return reduceRule(errorsOf<MaxOp>(loc), adaptor.getInput(),
-                    adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
-}
-
-LogicalResult MinOp::inferReturnTypes(MLIRContext *,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
-  return reduceRule(errorsOf<MinOp>(loc), adaptor.getInput(),
-                    adaptor.getAxesAttr(), adaptor.getKeepdim(), results);
-}
-
 static LogicalResult verifySoftmaxAxis(Operation *op, RankedTensorType type,
                                        int64_t axis) {
   if (axis < 0 || axis >= type.getRank())
@@ -656,27 +648,15 @@ Conv2dWeightGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
-LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  return poolRule<MaxPool2dOp>(loc, adaptor, results);
-}
-
-LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  return poolRule<AvgPool2dOp>(loc, adaptor, results);
-}
-
 LogicalResult
 MaxPool2dGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<MaxPool2dGradOp>(loc);
   SmallVector<Type, 1> pooled;
-  if (failed(poolRule<MaxPool2dGradOp>(loc, adaptor, pooled)))
+  if (failed(poolRule(fail, adaptor.getInput(), adaptor.getKernelSizeAttr(),
+                      adaptor.getStrideAttr(), adaptor.getPaddingAttr(),
+                      pooled)))
     return failure();
   RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
   if (!grad || failed(checkGradShape(

@@ -477,6 +477,16 @@ class Locus_ReduceOp<string mnemonic, string what>
     $input `axes` $axes (`keepdim` $keepdim^)? attr-dict `:` type($input)
     `->` type($result)
   }];
+  // One shape rule for the family (lib/Dialect/ShapeRules.h).
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &results) {
+      return ::locus::rules::reduce(getOperationName(), loc,
+                                    adaptor.getInput(), adaptor.getAxesAttr(),
+                                    adaptor.getKeepdim(), results);
+    }
+  }];
 }
 
 def Locus_SumOp : Locus_ReduceOp<"sum", "sum">;
@@ -553,6 +563,18 @@ class Locus_Pool2dOp<string mnemonic, string what>
   let assemblyFormat = [{
     $input `kernel` $kernel_size `stride` $stride `padding` $padding attr-dict
     `:` type($input) `->` type($result)
+  }];
+  // One shape rule for the family (lib/Dialect/ShapeRules.h).
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &results) {
+      return ::locus::rules::pool2d(getOperationName(), loc,
+                                    adaptor.getInput(),
+                                    adaptor.getKernelSizeAttr(),
+                                    adaptor.getStrideAttr(),
+                                    adaptor.getPaddingAttr(), results);
+    }
   }];
 }
 
