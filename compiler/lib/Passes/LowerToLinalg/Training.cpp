@@ -1,0 +1,260 @@
+//===- Training.cpp - optimizers and random numbers -----------------------===//
+//
+// The lowerings of --locus-lower-to-linalg for the training ops: the SGD and
+// Adam updates (one generic with several results each) and locus.random
+// (Philox4x32-10).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace locus::lowering {
+
+namespace {
+
+/// f32 arithmetic inside a generic's body, for the optimizers' formulas.
+struct BodyMath {
+  OpBuilder &b;
+  Location loc;
+  Value cst(double v) const {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v));
+  }
+  Value mul(Value x, Value y) const {
+    return b.create<arith::MulFOp>(loc, x, y);
+  }
+  Value add(Value x, Value y) const {
+    return b.create<arith::AddFOp>(loc, x, y);
+  }
+  Value sub(Value x, Value y) const {
+    return b.create<arith::SubFOp>(loc, x, y);
+  }
+  Value div(Value x, Value y) const {
+    return b.create<arith::DivFOp>(loc, x, y);
+  }
+  Value sqrt(Value x) const { return b.create<math::SqrtOp>(loc, x); }
+};
+
+/// One elementwise generic with several results (the optimizers): `body`
+/// gets the inputs' elements and returns the results' in order.
+SmallVector<Value> elementwiseMulti(
+    Lowering &l, RankedTensorType type, ValueRange inputs,
+    ArrayRef<bool> scalar, unsigned numResults,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
+  OpBuilder &b = l.b;
+  unsigned rank = type.getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  SmallVector<AffineMap> maps;
+  for (bool s : scalar)
+    maps.push_back(s ? AffineMap::get(rank, 0, {}, b.getContext()) : id);
+  SmallVector<Value> inits;
+  for (unsigned i = 0; i < numResults; ++i) {
+    inits.push_back(l.empty(type));
+    maps.push_back(id);
+  }
+  auto op = b.create<linalg::GenericOp>(
+      l.loc, SmallVector<Type>(numResults, type), inputs, inits, maps,
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        nb.create<linalg::YieldOp>(
+            nl, body(nb, nl, args.take_front(inputs.size())));
+      });
+  return SmallVector<Value>(op.getResults());
+}
+
+} // namespace
+
+SmallVector<Value> lowerSgd(Lowering &l, SgdOp op) {
+  bool hasBuffer = static_cast<bool>(op.getBuffer());
+  SmallVector<Value> inputs{op.getParam(), op.getGrad(), op.getLr()};
+  if (hasBuffer)
+    inputs.push_back(op.getBuffer());
+  double momentum = op.getMomentum().convertToDouble(),
+         decay = op.getWeightDecay().convertToDouble();
+  bool nesterov = op.getNesterov();
+  SmallVector<bool> scalar{false, false, true};
+  scalar.resize(inputs.size(), false);
+  return elementwiseMulti(
+      l, op.getParam().getType(), inputs, scalar, hasBuffer ? 2 : 1,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        BodyMath f{nb, nl};
+        Value d = a[1], lr = a[2];
+        if (decay != 0)
+          d = f.add(d, f.mul(a[0], f.cst(decay)));
+        SmallVector<Value> results;
+        Value buf;
+        if (hasBuffer) {
+          buf = f.add(f.mul(a[3], f.cst(momentum)), d);
+          d = nesterov ? f.add(d, f.mul(buf, f.cst(momentum))) : buf;
+        }
+        results.push_back(f.sub(a[0], f.mul(d, lr)));
+        if (hasBuffer)
+          results.push_back(buf);
+        return results;
+      });
+}
+
+/// torch.optim.Adam's (or, `decoupled`, AdamW's) single-tensor update
+/// (PyTorch 1.13), in its order of operations. The bias corrections lr / (1 -
+/// beta1^t) and sqrt(1 - beta2^t), and AdamW's factor 1 - lr * weight_decay,
+/// are scalars: one scalar generic computes them from the step count and the
+/// learning rate, once, not per element (PyTorch computes them in double and
+/// passes them as f32 scalars; in f32 here they differ by ~1e-7 relative).
+SmallVector<Value> lowerAdam(Lowering &l, AdamOp op) {
+  OpBuilder &b = l.b;
+  double b1 = op.getBetas()[0], b2 = op.getBetas()[1],
+         eps = op.getEps().convertToDouble(),
+         decay = op.getWeightDecay().convertToDouble();
+  bool decoupled = op.getDecoupled();
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  AffineMap none = AffineMap::get(0, 0, {}, b.getContext());
+  auto corrections = b.create<linalg::GenericOp>(
+      l.loc, TypeRange{scalar, scalar, scalar},
+      ValueRange{op.getStep(), op.getLr()},
+      ValueRange{l.empty(scalar), l.empty(scalar), l.empty(scalar)},
+      ArrayRef<AffineMap>{none, none, none, none, none},
+      ArrayRef<IteratorType>{}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        BodyMath f{nb, nl};
+        Value t = a[0], lr = a[1];
+        Value bc1 = f.sub(f.cst(1), nb.create<math::PowFOp>(nl, f.cst(b1), t));
+        Value bc2 = f.sub(f.cst(1), nb.create<math::PowFOp>(nl, f.cst(b2), t));
+        // 1 - lr * decay (f32: GPU kernels take no f64 constants).
+        Value shrink = f.sub(f.cst(1), f.mul(lr, f.cst(decay)));
+        nb.create<linalg::YieldOp>(
+            nl, ValueRange{f.div(lr, bc1), f.sqrt(bc2), shrink});
+      });
+  return elementwiseMulti(
+      l, op.getParam().getType(),
+      ValueRange{op.getParam(), op.getGrad(), op.getM(), op.getV(),
+                 corrections.getResult(0), corrections.getResult(1),
+                 corrections.getResult(2)},
+      {false, false, false, false, true, true, true}, 3,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        BodyMath f{nb, nl};
+        Value p = a[0], g = a[1], stepSize = a[4], bc2Sqrt = a[5];
+        if (decay != 0 && decoupled) // AdamW: param.mul_(1 - lr * decay)
+          p = f.mul(p, a[6]);
+        else if (decay != 0)
+          g = f.add(g, f.mul(p, f.cst(decay)));
+        // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1), and so on.
+        Value m = f.add(f.mul(a[2], f.cst(b1)), f.mul(g, f.cst(1 - b1)));
+        Value v =
+            f.add(f.mul(a[3], f.cst(b2)), f.mul(f.mul(g, g), f.cst(1 - b2)));
+        Value denom = f.add(f.div(f.sqrt(v), bc2Sqrt), f.cst(eps));
+        // param.addcdiv_(exp_avg, denom, value=-step_size)
+        Value newP = f.sub(p, f.mul(stepSize, f.div(m, denom)));
+        return SmallVector<Value>{newP, m, v};
+      });
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Random numbers: Philox4x32-10
+//===----------------------------------------------------------------------===//
+
+/// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+/// 3", SC'11; the generator of cuRAND and of PyTorch on CUDA) in integer
+/// arith ops inside a generic's body: 32-bit products are 64-bit multiplies
+/// and shifts, so the host and NVVM compute the same bits. The key schedule
+/// is folded: the seed is an attribute, so each round's key is a constant.
+class Philox {
+public:
+  Philox(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  Value i32(uint32_t v) {
+    return b.create<arith::ConstantOp>(
+        loc, b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  }
+  Value i64(uint64_t v) {
+    return b.create<arith::ConstantOp>(
+        loc, b.getI64IntegerAttr(static_cast<int64_t>(v)));
+  }
+  /// The low and high 32 bits of a 64-bit value.
+  std::pair<Value, Value> split(Value v) {
+    Type t = b.getI32Type();
+    Value lo = b.create<arith::TruncIOp>(loc, t, v);
+    Value hi = b.create<arith::TruncIOp>(
+        loc, t, b.create<arith::ShRUIOp>(loc, v, i64(32)));
+    return {lo, hi};
+  }
+  Value bitXor(Value x, Value y) { return b.create<arith::XOrIOp>(loc, x, y); }
+
+  /// The four outputs for a counter and a key.
+  std::array<Value, 4> run(std::array<Value, 4> c, uint64_t key) {
+    auto k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+    for (int round = 0; round < 10; ++round) {
+      auto [lo0, hi0] = mulhilo(0xD2511F53u, c[0]);
+      auto [lo1, hi1] = mulhilo(0xCD9E8D57u, c[2]);
+      c = {bitXor(bitXor(hi1, c[1]), i32(k0)), lo1,
+           bitXor(bitXor(hi0, c[3]), i32(k1)), lo0};
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    return c;
+  }
+
+  /// (x >> 8) * 2^-24: the top 24 bits as an f32 in [0, 1), exactly.
+  Value unit(Value x) {
+    Value top = b.create<arith::ShRUIOp>(loc, x, i32(8));
+    Value f = b.create<arith::UIToFPOp>(loc, b.getF32Type(), top);
+    return b.create<arith::MulFOp>(
+        loc, f, b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0x1p-24)));
+  }
+
+private:
+  /// The low and high halves of m * x (x a 32-bit value).
+  std::pair<Value, Value> mulhilo(uint32_t m, Value x) {
+    Value wide = b.create<arith::ExtUIOp>(loc, b.getI64Type(), x);
+    return split(b.create<arith::MulIOp>(loc, wide, i64(m)));
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+} // namespace
+
+/// One generic over the result: each element's row-major index and the
+/// step make the counter; see locus.random.
+Value lowerRandom(Lowering &l, RandomOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType type = op.getType();
+  unsigned rank = type.getRank();
+  auto seed = static_cast<uint64_t>(op.getSeed());
+  bool normal = op.getDistribution() == Distribution::normal;
+  AffineMap scalar = AffineMap::get(rank, 0, {}, b.getContext());
+  return l.generic(
+      type, ValueRange{op.getStep()}, {scalar}, l.empty(type),
+      b.getMultiDimIdentityMap(rank),
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Philox p(nb, nl);
+        Value flat = p.i64(0);
+        for (unsigned d = 0; d < rank; ++d) {
+          Value i = nb.create<arith::IndexCastUIOp>(
+              nl, nb.getI64Type(), nb.create<linalg::IndexOp>(nl, d));
+          flat = nb.create<arith::AddIOp>(
+              nl, nb.create<arith::MulIOp>(nl, flat, p.i64(type.getDimSize(d))),
+              i);
+        }
+        Value step = nb.create<arith::FPToSIOp>(nl, nb.getI64Type(), a[0]);
+        auto [i0, i1] = p.split(flat);
+        auto [s0, s1] = p.split(step);
+        std::array<Value, 4> x = p.run({i0, i1, s0, s1}, seed);
+        if (!normal)
+          return p.unit(x[0]);
+        // Box-Muller: sqrt(-2 ln(1 - u0)) cos(2 pi u1).
+        BodyMath f{nb, nl};
+        Value radius = f.sqrt(
+            f.mul(f.cst(-2.0),
+                  nb.create<math::LogOp>(nl, f.sub(f.cst(1.0), p.unit(x[0])))));
+        Value angle = f.mul(f.cst(2 * M_PI), p.unit(x[1]));
+        return f.mul(radius, nb.create<math::CosOp>(nl, angle));
+      });
+}
+
+} // namespace locus::lowering
