@@ -8,7 +8,11 @@
 
 #include "ConvCalls.h"
 
+#include "llvm/Support/Debug.h"
+
 #include <array>
+
+#define DEBUG_TYPE "locus-conv-to-runtime"
 
 namespace locus {
 #define GEN_PASS_DEF_LOCUSCONVTORUNTIME
@@ -109,6 +113,11 @@ private:
 
   void rewrite(ModuleOp module, Fused f) {
     Conv2dOp conv = f.conv;
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] conv2d at " << conv.getLoc()
+                            << ": a runtime call"
+                            << (f.residual ? ", residual add fused" : "")
+                            << (f.relu ? ", relu fused" : "")
+                            << (f.pool ? ", pooling fused" : "") << "\n");
     RankedTensorType in = conv.getInput().getType(),
                      w = conv.getWeight().getType(), out = conv.getType();
     ArrayRef<int64_t> stride = conv.getStride(), padding = conv.getPadding(),
@@ -178,6 +187,8 @@ private:
 
   /// A gradient becomes locus_conv2d_grad(kind, params, a, b, y).
   void rewriteGrad(ModuleOp module, Operation *op) {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
+                            << op->getLoc() << ": a runtime call\n");
     ConvCall d = describe(op, /*tf32=*/0);
     auto yType = cast<RankedTensorType>(op->getResult(0).getType());
     Location loc = op->getLoc();

@@ -11,6 +11,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "locus-linalg-to-blas"
 
 namespace locus {
 #define GEN_PASS_DEF_LOCUSLINALGTOBLAS
@@ -81,12 +84,19 @@ private:
 
   void rewrite(ModuleOp module, Operation *op) {
     auto linalgOp = cast<linalg::LinalgOp>(op);
-    if (!linalgOp.hasPureBufferSemantics())
+    if (!linalgOp.hasPureBufferSemantics()) {
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
+                              << op->getLoc() << ": loops (on tensors)\n");
       return;
+    }
     Value a = op->getOperand(0), bv = op->getOperand(1), c = op->getOperand(2);
     MemRefType ta = plainBuffer(a), tb = plainBuffer(bv), tc = plainBuffer(c);
-    if (!ta || !tb || !tc)
+    if (!ta || !tb || !tc) {
+      LLVM_DEBUG(llvm::dbgs()
+                 << "[" DEBUG_TYPE "] " << op->getName() << " at "
+                 << op->getLoc() << ": loops (a buffer is not plain f32)\n");
       return;
+    }
     bool batched = isa<linalg::BatchMatmulOp>(op);
     bool transA = isa<linalg::MatmulTransposeAOp>(op);
     bool transB = isa<linalg::MatmulTransposeBOp>(op);
@@ -103,6 +113,10 @@ private:
       fill->erase();
       beta = 0.0f;
     }
+    LLVM_DEBUG(llvm::dbgs()
+               << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
+               << ": " << callee << " batch " << batch << " m " << m << " n "
+               << n << " k " << k << " beta " << beta << "\n");
     OpBuilder b(op);
     Location loc = op->getLoc();
     auto i64 = [&](int64_t v) -> Value {
