@@ -6,15 +6,20 @@
 #define LOCUS_RUNTIME_DL_H
 
 #include <dlfcn.h>
+#include <glob.h>
 
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace locus::rt {
 
 /// A library dlopen opened (`handle` non-null, `name` the candidate that
-/// opened), or why none did (`why`: the loader's reason for the last
-/// candidate, or its name when the loader gives none).
+/// opened), or why none did (`why`: the loader's reason for the first
+/// candidate, the name a user installs, or its name when the loader gives
+/// none).
 struct Library {
   void *handle = nullptr;
   std::string name;
@@ -23,20 +28,72 @@ struct Library {
 
 /// The first of `candidates` (names the loader searches for, or paths)
 /// that opens with `flags`.
-inline Library openFirst(std::initializer_list<const char *> candidates,
-                         int flags = RTLD_NOW | RTLD_LOCAL) {
+template <typename Names>
+Library openFirstOf(const Names &candidates,
+                    int flags = RTLD_NOW | RTLD_LOCAL) {
   Library library;
-  for (const char *candidate : candidates) {
-    if (void *handle = dlopen(candidate, flags)) {
+  bool first = true;
+  for (const auto &candidate : candidates) {
+    const char *name = std::string_view(candidate).data();
+    if (void *handle = dlopen(name, flags)) {
       library.handle = handle;
-      library.name = candidate;
+      library.name = name;
       library.why.clear();
       return library;
     }
     const char *error = dlerror();
-    library.why = error ? error : candidate;
+    if (first)
+      library.why = error ? error : name;
+    first = false;
   }
   return library;
+}
+
+inline Library openFirst(std::initializer_list<const char *> candidates,
+                         int flags = RTLD_NOW | RTLD_LOCAL) {
+  return openFirstOf(candidates, flags);
+}
+
+inline Library openFirst(const std::vector<std::string> &candidates,
+                         int flags = RTLD_NOW | RTLD_LOCAL) {
+  return openFirstOf(candidates, flags);
+}
+
+/// The file the library holding `symbol` (an address dlsym gave) was
+/// loaded from, or "" when the loader does not say.
+inline std::string libraryFileOf(void *symbol) {
+  Dl_info info{};
+  if (symbol && dladdr(symbol, &info) && info.dli_fname)
+    return info.dli_fname;
+  return "";
+}
+
+/// Where pip's NVIDIA wheels (what PyTorch installs) put `file` of
+/// `package` ("cudnn", "nccl"): nvidia/<package>/lib/<file> under the
+/// site-packages and dist-packages of the active virtual environment or
+/// Conda prefix, /usr/local/lib, /usr/lib, /opt/*/lib, /opt/*/.venv/lib and
+/// ~/.local/lib, in that order; those that exist.
+inline std::vector<std::string> pythonWheelFiles(const char *package,
+                                                 const char *file) {
+  std::vector<std::string> prefixes{"/usr/local/lib", "/usr/lib", "/opt/*/lib",
+                                    "/opt/*/.venv/lib"};
+  for (const char *var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char *root = std::getenv(var); root && *root)
+      prefixes.insert(prefixes.begin(), std::string(root) + "/lib");
+  if (const char *home = std::getenv("HOME"); home && *home)
+    prefixes.push_back(std::string(home) + "/.local/lib");
+  std::vector<std::string> paths;
+  for (const std::string &prefix : prefixes)
+    for (const char *packages : {"site-packages", "dist-packages"}) {
+      std::string pattern = prefix + "/python3*/" + packages + "/nvidia/" +
+                            package + "/lib/" + file;
+      glob_t found{};
+      if (glob(pattern.c_str(), 0, nullptr, &found) == 0)
+        for (size_t i = 0; i < found.gl_pathc; ++i)
+          paths.emplace_back(found.gl_pathv[i]);
+      globfree(&found);
+    }
+  return paths;
 }
 
 /// Sets `fn` to the entry point `name` of the library `handle` (dlopen's);

@@ -13,8 +13,6 @@
 #include "devices/cuda/cudnn.h"
 #include "dl.h"
 
-#include <glob.h>
-
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -149,31 +147,15 @@ std::string bindAll(Library &l) {
   return missing;
 }
 
-/// The library files to try, in order (LOCUS_CUDNN alone when set).
+/// The library files to try, in order (LOCUS_CUDNN alone when set): the
+/// loader's search, the CUDA toolkit, pip's nvidia-cudnn wheels.
 std::vector<std::string> candidates(const char *env) {
   if (env && *env)
     return {env};
   std::vector<std::string> paths{"libcudnn.so.9",
                                  "/usr/local/cuda/lib64/libcudnn.so.9"};
-  // pip's nvidia-cudnn wheels (what PyTorch installs) under the usual
-  // Python prefixes.
-  std::vector<std::string> prefixes{"/usr/local/lib", "/usr/lib", "/opt/*/lib",
-                                    "/opt/*/.venv/lib"};
-  for (const char *var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
-    if (const char *root = std::getenv(var); root && *root)
-      prefixes.insert(prefixes.begin(), std::string(root) + "/lib");
-  if (const char *home = std::getenv("HOME"); home && *home)
-    prefixes.push_back(std::string(home) + "/.local/lib");
-  for (const std::string &prefix : prefixes)
-    for (const char *packages : {"site-packages", "dist-packages"}) {
-      std::string pattern =
-          prefix + "/python3*/" + packages + "/nvidia/cudnn/lib/libcudnn.so.9";
-      glob_t found{};
-      if (glob(pattern.c_str(), 0, nullptr, &found) == 0)
-        for (size_t i = 0; i < found.gl_pathc; ++i)
-          paths.emplace_back(found.gl_pathv[i]);
-      globfree(&found);
-    }
+  for (std::string &wheel : pythonWheelFiles("cudnn", "libcudnn.so.9"))
+    paths.push_back(std::move(wheel));
   return paths;
 }
 
@@ -188,32 +170,22 @@ void LibraryDeleter::operator()(Library *library) const { delete library; }
 
 LibraryPtr load(const char *env, std::string &why) {
   const bool named = env && *env;
-  std::vector<std::string> paths = candidates(env);
   // A cuDNN the process has loaded already (a Python program that imported
   // PyTorch) comes first: two copies in one process would not agree.
-  void *open =
-      named ? nullptr : dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
-  std::string first;
-  for (size_t i = 0; !open && i < paths.size(); ++i) {
-    open = dlopen(paths[i].c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!open && i == 0) {
-      const char *e = dlerror();
-      first = e ? e : paths[i] + ": cannot be opened";
-    }
-  }
-  if (!open) {
-    why = named ? "LOCUS_CUDNN: " + first
-                : first + "; nor under /usr/local/cuda/lib64 or a Python's "
-                          "nvidia/cudnn/lib";
+  rt::Library opened;
+  if (!named)
+    opened = openFirst({"libcudnn.so.9"}, RTLD_NOW | RTLD_NOLOAD);
+  if (!opened.handle)
+    opened = openFirst(candidates(env));
+  if (!opened.handle) {
+    why = named ? "LOCUS_CUDNN: " + opened.why
+                : opened.why + "; nor under /usr/local/cuda/lib64 or a "
+                               "Python's nvidia/cudnn/lib";
     return nullptr;
   }
   LibraryPtr l(new Library);
-  l->handle = open;
-  if (void *sym = dlsym(open, "cudnnGetVersion")) {
-    Dl_info info{};
-    if (dladdr(sym, &info) && info.dli_fname)
-      l->path = info.dli_fname;
-  }
+  l->handle = opened.handle;
+  l->path = libraryFileOf(dlsym(opened.handle, "cudnnGetVersion"));
   if (l->path.empty())
     l->path = named ? env : "libcudnn.so.9";
   if (std::string missing = bindAll(*l); !missing.empty()) {
