@@ -39,8 +39,8 @@ TEST(Dl, SaysWhyTheFirstCandidateDidNotOpen) {
 }
 
 TEST(Dl, FindsAWheelOfTheActiveVirtualEnvironmentFirst) {
-  fs::path root = fs::temp_directory_path() /
-                  ("locus-dl-" + std::to_string(::getpid()));
+  fs::path root =
+      fs::temp_directory_path() / ("locus-dl-" + std::to_string(::getpid()));
   fs::path lib =
       root / "lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2";
   fs::create_directories(lib.parent_path());
