@@ -436,6 +436,18 @@ def cases():
     yield "mean_split_rows", [("mt", mt)], "%r = locus.mean %mt axes [1] : tensor<2x20000xf32> -> tensor<2xf32>", ew(lambda v: v / 20000, reduce(mt, [1], lambda p, q: p + q, 0.0))
     bt = rand([6, 3, 40, 40])
     yield "max_split_columns", [("bt", bt)], "%r = locus.max %bt axes [0, 2, 3] : tensor<6x3x40x40xf32> -> tensor<3xf32>", reduce(bt, [0, 2, 3], max, -math.inf)
+    # Outputs contiguous (a bias gradient, a sum over rows): on cuda, a
+    # thread per output; with few outputs, the rows split over grid.y into
+    # partials and a second launch (prime sizes: a short last share).
+    ct = rand([1000, 37], 0.0, 1.0)
+    yield "sum_columns_split", [("ct", ct)], "%r = locus.sum %ct axes [0] : tensor<1000x37xf32> -> tensor<37xf32>", reduce(ct, [0], lambda p, q: p + q, 0.0)
+    c3 = rand([64, 3, 50])
+    yield "max_columns_3d", [("c3", c3)], "%r = locus.max %c3 axes [0] : tensor<64x3x50xf32> -> tensor<3x50xf32>", reduce(c3, [0], max, -math.inf)
+    # Many short rows: on cuda, a warp per row, 8 per block (1100 rows: the
+    # last block half empty).
+    wt = rand([1100, 45])
+    yield "sum_warp_rows", [("wt", wt)], "%r = locus.sum %wt axes [1] : tensor<1100x45xf32> -> tensor<1100xf32>", reduce(wt, [1], lambda p, q: p + q, 0.0)
+    yield "min_warp_rows", [("wt", wt)], "%r = locus.min %wt axes [1] keepdim : tensor<1100x45xf32> -> tensor<1100x1xf32>", reduce(wt, [1], min, math.inf, True)
     yield "min", [("t", t)], "%r = locus.min %t axes [1] : tensor<2x3x4xf32> -> tensor<2x4xf32>", reduce(t, [1], min, math.inf)
     yield "min_keepdim", [("t", t)], "%r = locus.min %t axes [0, 2] keepdim : tensor<2x3x4xf32> -> tensor<1x3x1xf32>", reduce(t, [0, 2], min, math.inf, True)
     yield "softmax_long", [("lt", lt)], "%r = locus.softmax %lt axis 2 : tensor<3x5x70xf32>", softmax(lt, 2)

@@ -2,6 +2,7 @@
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
 #t = affine_map<(d0, d1) -> (d1, d0)>
 
 // A parallel op: one thread per element, 256 per block, the last loop
@@ -89,14 +90,86 @@ func.func @split_sum(%x: memref<2x40000xf32>, %y: memref<2xf32>) attributes {loc
   return
 }
 
-// A max over 64 elements starts each thread at -inf and uses maximumf; the
-// block is 64 threads (the reduction's length rounded up to a power of 2).
+// Short rows (64 elements): a warp per output, 8 per block of 256 threads
+// (one block for the 8 rows). Each lane starts at -inf and folds every
+// 32nd element with maximumf; five butterfly shuffles (xor 16 .. 1) combine
+// the lanes, and lane 0 stores. The bounds check is per warp.
 // CHECK-LABEL: func.func @max_rows
-// CHECK: threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c64,
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256,
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c32
+// CHECK: %[[ROW0:.*]] = arith.muli %[[B]], %c8
+// CHECK: %[[WARP:.*]] = arith.divui %[[T]], %c32
+// CHECK: %[[ROW:.*]] = arith.addi %[[ROW0]], %[[WARP]]
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %c8
+// CHECK: scf.if %[[IN]]
 // CHECK: arith.constant 0xFF800000 : f32
-// CHECK: gpu.all_reduce maximumf
+// CHECK: %[[P0:.*]] = scf.for %{{.*}} = %[[LANE]] to %c64{{[_0-9]*}} step %c32
+// CHECK: %[[S1:.*]], %{{.*}} = gpu.shuffle  xor %[[P0]], %c16_i32, %c32_i32 : f32
+// CHECK: %[[P1:.*]] = arith.maximumf %[[S1]], %[[P0]] : f32
+// CHECK-COUNT-4: gpu.shuffle  xor
+// CHECK: %[[L0:.*]] = arith.cmpi eq, %[[LANE]], %{{.*}} : index
+// CHECK: scf.if %[[L0]]
+// CHECK: arith.maximumf
+// CHECK: memref.store
+// CHECK-NOT: gpu.all_reduce
 func.func @max_rows(%x: memref<8x64xf32>, %y: memref<8xf32>) attributes {locus.device = #locus.device<cuda:0>} {
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<8x64xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.maximumf %a, %b : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// A sum over the rows of a row-major matrix (a bias gradient): the outputs
+// lie next to each other, so a thread per output, neighbours reading
+// neighbours. 40 outputs cannot fill the GPU: the 2000 rows split into 125
+// shares of 16 over grid.y, each thread folding its share into partials
+// [125][40]; a second launch (64 threads: 40 rounded up to warps) folds each
+// output's 125 partials in order into the output.
+// CHECK-LABEL: func.func @sum_columns
+// CHECK: %[[PARTS:.*]] = memref.alloc() : memref<5000xf32>
+// CHECK: gpu.launch blocks(%[[BX:.*]], %[[BY:.*]], %{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c125{{[_0-9]*}}, {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256,
+// CHECK: %[[ID0:.*]] = arith.muli %[[BX]], %c256
+// CHECK: %[[ID:.*]] = arith.addi %[[ID0]], %[[TX]]
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[ID]], %c40
+// CHECK: scf.if %[[IN]]
+// CHECK: %[[BEGIN:.*]] = arith.muli %[[BY]], %c16
+// CHECK: %[[END0:.*]] = arith.addi %[[BEGIN]], %c16
+// CHECK: %[[END:.*]] = arith.minui %[[END0]], %c2000
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %[[BEGIN]] to %[[END]] step %c1
+// CHECK: arith.addf
+// CHECK: %[[AT0:.*]] = arith.muli %[[BY]], %c40
+// CHECK: %[[AT:.*]] = arith.addi %[[AT0]], %[[ID]]
+// CHECK: memref.store %[[PART]], %[[PARTS]][%[[AT]]]
+// CHECK-NOT: gpu.all_reduce
+// CHECK: gpu.launch blocks({{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c64,
+// CHECK: %[[INIT:.*]] = memref.load %arg1
+// CHECK: scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c125{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args(%{{.*}} = %[[INIT]]) -> (f32)
+// CHECK: memref.load %[[PARTS]]
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: memref.dealloc %[[PARTS]]
+func.func @sum_columns(%x: memref<2000x40xf32>, %y: memref<40xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<2000x40xf32>) outs(%y : memref<40xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// Outputs enough to fill the GPU (300000 columns): a thread per output
+// folds its whole column, no split and no partials.
+// CHECK-LABEL: func.func @max_columns
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch
+// CHECK: %[[INIT:.*]] = memref.load %arg1
+// CHECK: scf.for %{{.*}} = %c0{{[_0-9]*}} to %c4{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args(%{{.*}} = %[[INIT]]) -> (f32)
+// CHECK: arith.maximumf
+// CHECK-NOT: gpu.all_reduce
+func.func @max_columns(%x: memref<4x300000xf32>, %y: memref<300000xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<4x300000xf32>) outs(%y : memref<300000xf32>) {
   ^bb0(%a: f32, %b: f32):
     %m = arith.maximumf %a, %b : f32
     linalg.yield %m : f32

@@ -798,10 +798,25 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
       neighbouring elements of row-major buffers (coalesced);
     - a reduction with one output whose body ends in one combiner
       (`addf`, `mulf`, `maximumf`, `maxnumf`, `minimumf`, `minnumf`, `addi`
-      on i64) over 32 or more elements: one block per output element; each
-      thread folds every 256th element into a partial result, the block
-      combines them with `gpu.all_reduce` (warp shuffles through shared
-      memory), and thread 0 combines that with the output's initial value;
+      on i64) whose innermost loop is parallel (the outputs lie next to
+      each other: a bias gradient, a sum over the rows of a matrix): one
+      thread per output, neighbouring threads on neighbouring outputs
+      (coalesced), each folding its column. With too few outputs to fill
+      the GPU (fewer than 1056 x 256 threads) and 32 or more elements each,
+      the reduced elements split into shares of at least 16 over
+      `grid.y`; each thread folds its share into a temporary of partials
+      `[shares][outputs]`, and a second launch, a thread per output, folds
+      its partials in order into the output;
+    - the same reduction with its reduced elements innermost, over 32 or
+      more elements: one block per output element; each thread folds every
+      256th element into a partial result, the block combines them with
+      `gpu.all_reduce` (warp shuffles through shared memory), and thread 0
+      combines that with the output's initial value;
+    - the same with f32 and rows of at most 256 elements, when they are not
+      split (below): a warp per output, 8 per block; each lane folds every
+      32nd element, five butterfly `gpu.shuffle xor` (16 to 1) combine the
+      lanes, and lane 0 combines the result with the output's initial
+      value. No barrier, and no idle lanes on short rows;
     - the same reduction with fewer than 1056 outputs (too few blocks to
       fill a large GPU) and at least 8192 elements each: split. Each output
       gets up to 1056 / outputs blocks (and at least 4096 elements per
@@ -812,6 +827,9 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
       one block before);
     - other reductions: one thread per output element, looping over the
       reduced elements.
+
+    The strategy chosen for each op is logged under `-debug-only=
+    locus-map-to-gpu` in an LLVM built with assertions.
 
     Buffers with a strided layout (slices) are indexed through a flat view
     of their base pointer; constant globals are read from the kernel

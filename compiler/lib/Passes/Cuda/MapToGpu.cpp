@@ -3,13 +3,16 @@
 // The linalg ops of a kernel placed on a CUDA device become gpu.launch ops;
 // see Passes.td. One launch per op: a parallel op runs one thread per
 // element of its iteration space, the last loop dimension fastest (so
-// neighbouring threads touch neighbouring elements of row-major buffers); a
-// reduction with one combiner runs one block per output element, each
-// thread striding over the reduced elements and the block combining with
-// gpu.all_reduce (warp shuffles and shared memory), or, with too few
-// outputs to fill the GPU, several blocks per output and a second launch
-// that combines their partials; other reductions run one thread per output
-// element.
+// neighbouring threads touch neighbouring elements of row-major buffers).
+// A reduction with one combiner takes one of these strategies, chosen in
+// run() from the static shapes:
+// - columns (outputs contiguous): a thread per output, split over grid.y
+//   into partials when the outputs cannot fill the GPU;
+// - rows (reduced elements contiguous): a block per output, each thread
+//   striding and the block combining with gpu.all_reduce; a warp per output
+//   for short f32 rows; several blocks per output and a second launch over
+//   their partials when the outputs cannot fill the GPU.
+// Other reductions run one thread per output element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +53,12 @@ constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
 constexpr int64_t kFillBlocks = 1056;
 /// The fewest elements a split block reduces (16 per thread).
 constexpr int64_t kMinSplit = 16 * kBlock;
+/// Threads that fill a large GPU several times over.
+constexpr int64_t kFillThreads = kFillBlocks * kBlock;
+/// The fewest elements a thread of a split column reduction folds.
+constexpr int64_t kMinColumnShare = 16;
+/// The longest rows a warp reduces alone (8 elements per lane).
+constexpr int64_t kMaxWarpRow = 8 * 32;
 
 bool onCuda(func::FuncOp func) {
   auto device = func->getAttrOfType<DeviceAttr>(kDeviceAttrName);
@@ -133,19 +142,15 @@ public:
       op.erase();
       return success();
     }
+    std::optional<Combiner> c =
+        reductionDims.empty() ? std::nullopt : matchCombiner(op);
     if (reductionDims.empty()) {
       LLVM_DEBUG(debugStrategy("a thread per element"));
       emitParallel(b);
-    } else if (std::optional<Combiner> c = matchCombiner(op);
-               c && cols >= 32 && rows <= kMaxGrid) {
-      if (int64_t splits = splitsOf(); splits > 1) {
-        LLVM_DEBUG(debugStrategy("split over " + std::to_string(splits) +
-                                 " blocks per output"));
-        emitSplitReduction(b, *c, splits);
-      } else {
-        LLVM_DEBUG(debugStrategy("a block per output"));
-        emitBlockReduction(b, *c);
-      }
+    } else if (c && columnWise()) {
+      emitColumnReduction(b, *c);
+    } else if (c && cols >= 32 && rows <= kMaxGrid) {
+      emitRowReduction(b, *c);
     } else {
       LLVM_DEBUG(debugStrategy(c ? "a thread per output (too few columns "
                                    "or too many rows)"
@@ -253,11 +258,13 @@ private:
     b.create<memref::StoreOp>(loc, v, memref, at);
   }
 
-  /// A launch of grid x block threads; the builder is left inside its body.
-  gpu::LaunchOp launch(OpBuilder &b, int64_t grid, int64_t block) {
+  /// A launch of grid (x gridY) x block threads; the builder is left
+  /// inside its body.
+  gpu::LaunchOp launch(OpBuilder &b, int64_t grid, int64_t block,
+                       int64_t gridY = 1) {
     Value one = index(b, 1);
-    auto launch = b.create<gpu::LaunchOp>(loc, index(b, grid), one, one,
-                                          index(b, block), one, one);
+    auto launch = b.create<gpu::LaunchOp>(loc, index(b, grid), index(b, gridY),
+                                          one, index(b, block), one, one);
     b.setInsertionPointToStart(&launch.getBody().front());
     b.create<gpu::TerminatorOp>(loc);
     b.setInsertionPointToStart(&launch.getBody().front());
@@ -313,8 +320,8 @@ private:
 
   /// A launch of one thread per point of the parallel loops (`rows`);
   /// leaves the builder inside the bounds check, with `loops` set at the
-  /// parallel dimensions (0 at the others).
-  void threadPerRow(OpBuilder &b, SmallVectorImpl<Value> &loops) {
+  /// parallel dimensions (0 at the others). Returns the thread's point.
+  Value threadPerRow(OpBuilder &b, SmallVectorImpl<Value> &loops) {
     int64_t block = std::min(kBlock, (rows + 31) / 32 * 32);
     int64_t grid = (rows + block - 1) / block;
     gpu::LaunchOp l = launch(b, grid, block);
@@ -327,6 +334,7 @@ private:
     b.setInsertionPointToStart(&guardIf.getThenRegion().front());
     loops.assign(ranges.size(), index(b, 0));
     delinearize(b, id, parallelDims, loops);
+    return id;
   }
 
   void emitParallel(OpBuilder &b) {
@@ -337,6 +345,54 @@ private:
     unsigned inputs = op.getNumDpsInputs();
     for (auto [k, v] : llvm::enumerate(results))
       store(b, v, inputs + k, loops);
+  }
+
+  /// Whether the outputs, not the reduced elements, lie next to each other
+  /// in memory: the innermost loop is parallel (a bias gradient, a sum over
+  /// the rows of a row-major matrix). Then neighbouring threads must take
+  /// neighbouring outputs, each folding its own column.
+  bool columnWise() const {
+    return !parallelDims.empty() &&
+           parallelDims.back() == static_cast<unsigned>(ranges.size() - 1);
+  }
+
+  /// Reduced elements contiguous, one combiner: several blocks per output
+  /// when there are too few outputs to fill the GPU, a warp per output when
+  /// rows are short (no block-wide barrier, all lanes busy), a block per
+  /// output otherwise.
+  void emitRowReduction(OpBuilder &b, const Combiner &c) {
+    if (int64_t splits = splitsOf(); splits > 1) {
+      LLVM_DEBUG(debugStrategy("split over " + std::to_string(splits) +
+                               " blocks per output"));
+      emitSplitReduction(b, c, splits);
+    } else if (cols <= kMaxWarpRow && isa<FloatAttr>(c.identity)) {
+      LLVM_DEBUG(debugStrategy("a warp per output, " +
+                               std::to_string(kBlock / 32) + " per block"));
+      emitWarpReduction(b, c);
+    } else {
+      LLVM_DEBUG(debugStrategy("a block per output"));
+      emitBlockReduction(b, c);
+    }
+  }
+
+  /// Outputs contiguous: a thread per output, coalesced across the warp;
+  /// with too few outputs to fill the GPU, the reduced elements split into
+  /// shares over a second grid dimension and a second launch folding each
+  /// output's partials in order.
+  void emitColumnReduction(OpBuilder &b, const Combiner &c) {
+    int64_t splits =
+        std::min((kFillThreads + rows - 1) / rows, cols / kMinColumnShare);
+    if (splits <= 1 || rows > kMaxGrid) {
+      LLVM_DEBUG(debugStrategy("columns: a thread per output"));
+      emitThreadPerRow(b);
+      return;
+    }
+    int64_t share = (cols + splits - 1) / splits;
+    splits = (cols + share - 1) / share; // no empty share
+    LLVM_DEBUG(debugStrategy("columns: a thread per output, split over " +
+                             std::to_string(splits) + " shares of " +
+                             std::to_string(share)));
+    emitColumnSplit(b, c, splits, share);
   }
 
   /// How many blocks share each output of a one-combiner reduction: 1
@@ -354,8 +410,19 @@ private:
   /// combines the block's partials with gpu.all_reduce.
   Value foldBlock(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops,
                   Value first, Value end, int64_t block) {
+    return b
+        .create<gpu::AllReduceOp>(
+            loc, foldStrided(b, c, loops, first, end, block),
+            gpu::AllReduceOperationAttr::get(b.getContext(), c.kind), true)
+        .getResult();
+  }
+
+  /// Folds the reduced elements [first, end) of the output at `loops`,
+  /// every `step`th, into a partial result that starts at the identity.
+  Value foldStrided(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops,
+                    Value first, Value end, int64_t step) {
     Value identity = b.create<arith::ConstantOp>(loc, c.identity);
-    auto loop = b.create<scf::ForOp>(loc, first, end, index(b, block),
+    auto loop = b.create<scf::ForOp>(loc, first, end, index(b, step),
                                      ValueRange{identity});
     {
       OpBuilder::InsertionGuard inner(b);
@@ -371,11 +438,7 @@ private:
       SmallVector<Value> next = body(b, args, at);
       b.create<scf::YieldOp>(loc, next);
     }
-    return b
-        .create<gpu::AllReduceOp>(
-            loc, loop.getResult(0),
-            gpu::AllReduceOperationAttr::get(b.getContext(), c.kind), true)
-        .getResult();
+    return loop.getResult(0);
   }
 
   /// The combiner applied to `acc` (where the output was) and `value`.
@@ -470,6 +533,92 @@ private:
           loc, loop.getResult(0),
           gpu::AllReduceOperationAttr::get(b.getContext(), c.kind), true);
       finish(b, c, loops, tid, all);
+    }
+    b.create<memref::DeallocOp>(loc, partials);
+  }
+
+  /// A warp per output, kBlock / 32 outputs per block: each lane folds
+  /// every 32nd element, then five butterfly shuffles combine the lanes and
+  /// lane 0 stores. The bounds check is the same for a whole warp, so every
+  /// lane of a warp that shuffles is there.
+  void emitWarpReduction(OpBuilder &b, const Combiner &c) {
+    constexpr int64_t warps = kBlock / 32;
+    OpBuilder::InsertionGuard guard(b);
+    gpu::LaunchOp l = launch(b, (rows + warps - 1) / warps, kBlock);
+    Value tid = l.getThreadIds().x;
+    Value lane = b.create<arith::RemUIOp>(loc, tid, index(b, 32));
+    Value row = b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, warps)),
+        b.create<arith::DivUIOp>(loc, tid, index(b, 32)));
+    Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row,
+                                           index(b, rows));
+    auto guardIf = b.create<scf::IfOp>(loc, inside, false);
+    b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+    SmallVector<Value> loops(ranges.size(), index(b, 0));
+    delinearize(b, row, parallelDims, loops);
+    Value partial = foldStrided(b, c, loops, lane, index(b, cols), 32);
+    for (int32_t offset = 16; offset >= 1; offset /= 2) {
+      Value other = b.create<gpu::ShuffleOp>(loc, partial, offset, 32,
+                                             gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      partial = combine(b, c, partial, other);
+    }
+    finish(b, c, loops, lane, partial);
+  }
+
+  /// The split of a column reduction: launch (rows / kBlock) x `splits`
+  /// threads fold their share of their output's column into partials
+  /// ([splits][rows], so neighbouring threads write neighbours), then a
+  /// thread per output folds its partials in order into the output.
+  void emitColumnSplit(OpBuilder &b, const Combiner &c, int64_t splits,
+                       int64_t share) {
+    Type element = op.getRegionOutputArgs().front().getType();
+    Value partials = b.create<memref::AllocOp>(
+        loc, MemRefType::get({rows * splits}, element));
+    int64_t grid = (rows + kBlock - 1) / kBlock;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      gpu::LaunchOp l = launch(b, grid, kBlock, splits);
+      Value id = b.create<arith::AddIOp>(
+          loc,
+          b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, kBlock)),
+          l.getThreadIds().x);
+      Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, id,
+                                             index(b, rows));
+      auto guardIf = b.create<scf::IfOp>(loc, inside, false);
+      b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+      SmallVector<Value> loops(ranges.size(), index(b, 0));
+      delinearize(b, id, parallelDims, loops);
+      Value part = l.getBlockIds().y;
+      Value begin = b.create<arith::MulIOp>(loc, part, index(b, share));
+      Value end = b.create<arith::MinUIOp>(
+          loc, b.create<arith::AddIOp>(loc, begin, index(b, share)),
+          index(b, cols));
+      Value folded = foldStrided(b, c, loops, begin, end, 1);
+      Value at = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, part, index(b, rows)), id);
+      b.create<memref::StoreOp>(loc, folded, partials, at);
+    }
+    {
+      OpBuilder::InsertionGuard guard(b);
+      SmallVector<Value> loops;
+      Value id = threadPerRow(b, loops);
+      unsigned out = op.getNumDpsInputs();
+      auto loop =
+          b.create<scf::ForOp>(loc, index(b, 0), index(b, splits), index(b, 1),
+                               ValueRange{load(b, out, loops)});
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value at = b.create<arith::AddIOp>(
+            loc,
+            b.create<arith::MulIOp>(loc, loop.getInductionVar(),
+                                    index(b, rows)),
+            id);
+        Value p = b.create<memref::LoadOp>(loc, partials, at);
+        b.create<scf::YieldOp>(loc, combine(b, c, loop.getRegionIterArg(0), p));
+      }
+      store(b, loop.getResult(0), out, loops);
     }
     b.create<memref::DeallocOp>(loc, partials);
   }
