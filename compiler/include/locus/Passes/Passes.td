@@ -792,7 +792,15 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     (named ops are generalized, `memref.copy` becomes a copy op) becomes one
     `gpu.launch` of 256-thread blocks:
 
-    - all loops parallel: one thread per point of the iteration space, the
+    - all loops parallel, every buffer read and written whole and in order
+      (identity maps and layouts, no constant global) by a body that does
+      not ask for its indices: the buffers as flat 1-D views, assumed
+      16-byte aligned (plan buffers are 64-byte aligned, temporaries come
+      from the driver's allocator); each thread takes 4 consecutive
+      elements, loading them all, then computing, then storing, which the
+      NVPTX backend turns into 16-byte vector accesses; the last thread's
+      elements one by one with a bounds check. No division per element;
+    - other parallel ops: one thread per point of the iteration space, the
       point's index split from the thread's global id with the last loop
       dimension fastest, so neighbouring threads read and write
       neighbouring elements of row-major buffers (coalesced);

@@ -59,6 +59,10 @@ constexpr int64_t kFillThreads = kFillBlocks * kBlock;
 constexpr int64_t kMinColumnShare = 16;
 /// The longest rows a warp reduces alone (8 elements per lane).
 constexpr int64_t kMaxWarpRow = 8 * 32;
+/// Consecutive elements each thread of a plain elementwise launch takes:
+/// 16 bytes of f32, which the NVPTX backend loads and stores as one vector
+/// where the buffers are aligned (plan buffers are 64-byte aligned).
+constexpr int64_t kPerThread = 4;
 
 bool onCuda(func::FuncOp func) {
   auto device = func->getAttrOfType<DeviceAttr>(kDeviceAttrName);
@@ -144,7 +148,11 @@ public:
     }
     std::optional<Combiner> c =
         reductionDims.empty() ? std::nullopt : matchCombiner(op);
-    if (reductionDims.empty()) {
+    if (reductionDims.empty() && plainElementwise()) {
+      LLVM_DEBUG(debugStrategy(std::to_string(kPerThread) +
+                               " consecutive elements per thread, flat"));
+      emitFlatParallel(b);
+    } else if (reductionDims.empty()) {
       LLVM_DEBUG(debugStrategy("a thread per element"));
       emitParallel(b);
     } else if (c && columnWise()) {
@@ -345,6 +353,121 @@ private:
     unsigned inputs = op.getNumDpsInputs();
     for (auto [k, v] : llvm::enumerate(results))
       store(b, v, inputs + k, loops);
+  }
+
+  /// Whether every buffer is read and written whole and in order (identity
+  /// maps, identity layouts, no constant global) by a body that does not
+  /// ask for its indices, over at least one dimension: then one flat index
+  /// addresses them all, with no division per element.
+  bool plainElementwise() {
+    if (ranges.empty() || !op.getRegion().getOps<linalg::IndexOp>().empty())
+      return false;
+    for (OpOperand &operand : op->getOpOperands()) {
+      const Access &a = accesses[operand.getOperandNumber()];
+      if (a.scalar)
+        continue;
+      if (a.flat || a.global ||
+          !op.getMatchingIndexingMap(&operand).isIdentity())
+        return false;
+    }
+    return true;
+  }
+
+  /// A buffer of identity layout as its 1-D view (built on the host side).
+  Value flatView(OpBuilder &b, Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (type.getRank() == 1)
+      return memref;
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      all.front().push_back(d);
+    return b.create<memref::CollapseShapeOp>(loc, memref, all);
+  }
+
+  /// A plain elementwise op: each thread takes kPerThread consecutive
+  /// elements of the flat buffers, unchecked when all of them are in range
+  /// (every thread but the last), one by one with a check otherwise.
+  void emitFlatParallel(OpBuilder &b) {
+    SmallVector<Value> flat;
+    for (const Access &a : accesses)
+      flat.push_back(a.scalar ? a.memref : flatView(b, a.memref));
+    OpBuilder::InsertionGuard guard(b);
+    int64_t threads = (rows + kPerThread - 1) / kPerThread;
+    gpu::LaunchOp l = launch(b, (threads + kBlock - 1) / kBlock, kBlock);
+    for (auto [a, v] : llvm::zip(accesses, flat))
+      if (!a.scalar)
+        b.create<memref::AssumeAlignmentOp>(loc, v, 16);
+    Value id = b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, kBlock)),
+        l.getThreadIds().x);
+    Value base = b.create<arith::MulIOp>(loc, id, index(b, kPerThread));
+    Value whole = b.create<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::ule,
+        b.create<arith::AddIOp>(loc, base, index(b, kPerThread)),
+        index(b, rows));
+    auto branch = b.create<scf::IfOp>(loc, whole, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(&branch.getThenRegion().front());
+    wholeElements(b, flat, base);
+    b.setInsertionPointToStart(&branch.getElseRegion().front());
+    flatElements(b, flat, base, /*checked=*/true);
+  }
+
+  /// The body at elements base .. base + kPerThread - 1, all in range,
+  /// written out: every load first, then the bodies, then every store, so
+  /// that the backend can merge each buffer's accesses into one vector.
+  void wholeElements(OpBuilder &b, ArrayRef<Value> flat, Value base) {
+    SmallVector<Value> at;
+    for (int64_t k = 0; k < kPerThread; ++k)
+      at.push_back(k ? b.create<arith::AddIOp>(loc, base, index(b, k)) : base);
+    SmallVector<SmallVector<Value>> args(kPerThread);
+    for (OpOperand &operand : op->getOpOperands()) {
+      unsigned i = operand.getOperandNumber();
+      bool used = !op.getMatchingBlockArgument(&operand).use_empty();
+      for (int64_t k = 0; k < kPerThread; ++k)
+        args[k].push_back(
+            !used ? Value()
+            : accesses[i].scalar
+                ? flat[i]
+                : b.create<memref::LoadOp>(loc, flat[i], at[k]).getResult());
+    }
+    SmallVector<SmallVector<Value>> results;
+    for (int64_t k = 0; k < kPerThread; ++k)
+      results.push_back(body(b, args[k], {}));
+    unsigned inputs = op.getNumDpsInputs();
+    for (unsigned r = 0; r < op.getNumDpsInits(); ++r)
+      for (int64_t k = 0; k < kPerThread; ++k)
+        b.create<memref::StoreOp>(loc, results[k][r], flat[inputs + r], at[k]);
+  }
+
+  /// The body at elements base .. base + kPerThread - 1 of the flat
+  /// buffers, one after the other; with `checked`, only those below
+  /// `rows`.
+  void flatElements(OpBuilder &b, ArrayRef<Value> flat, Value base,
+                    bool checked) {
+    OpBuilder::InsertionGuard guard(b);
+    auto loop = b.create<scf::ForOp>(loc, index(b, 0), index(b, kPerThread),
+                                     index(b, 1));
+    b.setInsertionPointToStart(loop.getBody());
+    Value at = b.create<arith::AddIOp>(loc, base, loop.getInductionVar());
+    if (checked) {
+      Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, at,
+                                             index(b, rows));
+      auto guardIf = b.create<scf::IfOp>(loc, inside, false);
+      b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+    }
+    SmallVector<Value> args;
+    for (OpOperand &operand : op->getOpOperands()) {
+      unsigned i = operand.getOperandNumber();
+      if (op.getMatchingBlockArgument(&operand).use_empty())
+        args.push_back(Value());
+      else if (accesses[i].scalar)
+        args.push_back(flat[i]);
+      else
+        args.push_back(b.create<memref::LoadOp>(loc, flat[i], at));
+    }
+    unsigned inputs = op.getNumDpsInputs();
+    for (auto [k, v] : llvm::enumerate(body(b, args, {})))
+      b.create<memref::StoreOp>(loc, v, flat[inputs + k], at);
   }
 
   /// Whether the outputs, not the reduced elements, lie next to each other
