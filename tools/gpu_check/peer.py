@@ -245,6 +245,7 @@ MAKERS = {
     "softmax1024": unary(lambda x: torch.softmax(x, 1), (16384, 1024)),
     "softmax32": unary(lambda x: torch.softmax(x, 1), (524288, 32)),
     "colsum": unary(lambda x: x.sum(0), (4096, 1000)),
+    "bnstats": unary(lambda x: x.sum((0, 2, 3)), (128, 64, 32, 32)),
     "layernorm": layernorm,
     "h2d_pinned": host_to_device(True),
     "h2d_pageable": host_to_device(False),

@@ -84,6 +84,8 @@ def bench_artifacts(bench):
         ("softmax1024", graphs.softmax(16384, 1024), "strict", []),
         ("softmax32", graphs.softmax(524288, 32), "strict", []),
         ("colsum", graphs.reduce_sum([4096, 1000], [0], [1000], "colsum"), "strict", []),
+        ("bnstats", graphs.reduce_sum([128, 64, 32, 32], [0, 2, 3], [64], "bnstats"),
+         "strict", []),
         ("layernorm", graphs.layer_norm(8192, 1024), "strict", []),
         ("copies", graphs.to_gpu(), "strict", []),
         ("conv_fwd", graphs.conv("fwd"), "strict", []),

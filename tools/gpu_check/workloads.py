@@ -35,6 +35,8 @@ BENCHES = [
         "softmax32"),
     row("colsum", "reduction: column sum 4096x1000 (a bias gradient)", "colsum.locus",
         "colsum"),
+    row("bnstats", "reduction: per-channel sum of 128x64x32x32 (BatchNorm statistics)",
+        "bnstats.locus", "bnstats"),
     row("layernorm", "reduction: layer norm, 8192 rows of 1024", "layernorm.locus",
         "layernorm"),
     row("h2d", "copy: host to device, 64 MiB (runtime; torch pinned)", "copies.locus",
