@@ -122,6 +122,26 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
   return std::nullopt;
 }
 
+/// How one linalg op runs on the GPU.
+enum class Strategy {
+  flatElementwise,  ///< plain elementwise: 4 consecutive elements a thread
+  threadPerElement, ///< any other parallel op
+  columnThreads,    ///< outputs contiguous: a thread per output
+  columnSplit,      ///< the same, the reduced elements split over grid.y
+  rowSplit,         ///< reduced elements contiguous, few outputs: several
+                    ///< blocks per output, then a launch over the partials
+  rowWarp,          ///< short f32 rows: a warp per output
+  rowBlock,         ///< a block per output
+  threadPerOutput,  ///< any other reduction: a thread per output, looping
+};
+
+/// A strategy, its split (shares per output, elements per share), and why.
+struct Choice {
+  Strategy strategy;
+  std::string why;
+  int64_t splits = 1, share = 0;
+};
+
 class Emitter {
 public:
   Emitter(linalg::GenericOp op) : op(op), loc(op.getLoc()) {}
@@ -148,25 +168,73 @@ public:
     }
     std::optional<Combiner> c =
         reductionDims.empty() ? std::nullopt : matchCombiner(op);
-    if (reductionDims.empty() && plainElementwise()) {
-      LLVM_DEBUG(debugStrategy(std::to_string(kPerThread) +
-                               " consecutive elements per thread, flat"));
+    Choice choice = choose(c);
+    LLVM_DEBUG(debugStrategy(choice.why));
+    switch (choice.strategy) {
+    case Strategy::flatElementwise:
       emitFlatParallel(b);
-    } else if (reductionDims.empty()) {
-      LLVM_DEBUG(debugStrategy("a thread per element"));
+      break;
+    case Strategy::threadPerElement:
       emitParallel(b);
-    } else if (c && columnWise()) {
-      emitColumnReduction(b, *c);
-    } else if (c && cols >= 32 && rows <= kMaxGrid) {
-      emitRowReduction(b, *c);
-    } else {
-      LLVM_DEBUG(debugStrategy(c ? "a thread per output (too few columns "
-                                   "or too many rows)"
-                                 : "a thread per output (no block combiner)"));
+      break;
+    case Strategy::columnThreads:
+    case Strategy::threadPerOutput:
       emitThreadPerRow(b);
+      break;
+    case Strategy::columnSplit:
+      emitColumnSplit(b, *c, choice.splits, choice.share);
+      break;
+    case Strategy::rowSplit:
+      emitSplitReduction(b, *c, choice.splits);
+      break;
+    case Strategy::rowWarp:
+      emitWarpReduction(b, *c);
+      break;
+    case Strategy::rowBlock:
+      emitBlockReduction(b, *c);
+      break;
     }
     op.erase();
     return success();
+  }
+
+  /// The rules, in order: the first that applies decides. `c` is the op's
+  /// one combiner, if it has one.
+  Choice choose(const std::optional<Combiner> &c) {
+    if (reductionDims.empty())
+      return plainElementwise()
+                 ? Choice{Strategy::flatElementwise,
+                          std::to_string(kPerThread) +
+                              " consecutive elements per thread, flat"}
+                 : Choice{Strategy::threadPerElement, "a thread per element"};
+    if (!c)
+      return {Strategy::threadPerOutput,
+              "a thread per output (no block combiner)"};
+    if (columnWise()) {
+      int64_t splits =
+          std::min((kFillThreads + rows - 1) / rows, cols / kMinColumnShare);
+      if (splits <= 1 || rows > kMaxGrid)
+        return {Strategy::columnThreads, "columns: a thread per output"};
+      int64_t share = (cols + splits - 1) / splits;
+      splits = (cols + share - 1) / share; // no empty share
+      return {Strategy::columnSplit,
+              "columns: a thread per output, split over " +
+                  std::to_string(splits) + " shares of " +
+                  std::to_string(share),
+              splits, share};
+    }
+    if (cols < 32 || rows > kMaxGrid)
+      return {Strategy::threadPerOutput,
+              "a thread per output (too few columns or too many rows)"};
+    if (int64_t splits = splitsOf(); splits > 1)
+      return {Strategy::rowSplit,
+              "split over " + std::to_string(splits) + " blocks per output",
+              splits};
+    if (cols <= kMaxWarpRow && isa<FloatAttr>(c->identity))
+      return {Strategy::rowWarp, "a warp per output, " +
+                                     std::to_string(kBlock / 32) +
+                                     " per block"};
+    return {Strategy::rowBlock, "a block per output"};
   }
 
 private:
@@ -477,45 +545,6 @@ private:
   bool columnWise() const {
     return !parallelDims.empty() &&
            parallelDims.back() == static_cast<unsigned>(ranges.size() - 1);
-  }
-
-  /// Reduced elements contiguous, one combiner: several blocks per output
-  /// when there are too few outputs to fill the GPU, a warp per output when
-  /// rows are short (no block-wide barrier, all lanes busy), a block per
-  /// output otherwise.
-  void emitRowReduction(OpBuilder &b, const Combiner &c) {
-    if (int64_t splits = splitsOf(); splits > 1) {
-      LLVM_DEBUG(debugStrategy("split over " + std::to_string(splits) +
-                               " blocks per output"));
-      emitSplitReduction(b, c, splits);
-    } else if (cols <= kMaxWarpRow && isa<FloatAttr>(c.identity)) {
-      LLVM_DEBUG(debugStrategy("a warp per output, " +
-                               std::to_string(kBlock / 32) + " per block"));
-      emitWarpReduction(b, c);
-    } else {
-      LLVM_DEBUG(debugStrategy("a block per output"));
-      emitBlockReduction(b, c);
-    }
-  }
-
-  /// Outputs contiguous: a thread per output, coalesced across the warp;
-  /// with too few outputs to fill the GPU, the reduced elements split into
-  /// shares over a second grid dimension and a second launch folding each
-  /// output's partials in order.
-  void emitColumnReduction(OpBuilder &b, const Combiner &c) {
-    int64_t splits =
-        std::min((kFillThreads + rows - 1) / rows, cols / kMinColumnShare);
-    if (splits <= 1 || rows > kMaxGrid) {
-      LLVM_DEBUG(debugStrategy("columns: a thread per output"));
-      emitThreadPerRow(b);
-      return;
-    }
-    int64_t share = (cols + splits - 1) / splits;
-    splits = (cols + share - 1) / share; // no empty share
-    LLVM_DEBUG(debugStrategy("columns: a thread per output, split over " +
-                             std::to_string(splits) + " shares of " +
-                             std::to_string(share)));
-    emitColumnSplit(b, c, splits, share);
   }
 
   /// How many blocks share each output of a one-combiner reduction: 1
