@@ -11,20 +11,22 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace locus::rt {
 
 /// A library dlopen opened (`handle` non-null, `name` the candidate that
 /// opened), or why none did (`why`: the loader's reason for the first
-/// candidate, the name a user installs, or its name when the loader gives
-/// none).
+/// candidate that exists but would not load, else for the first candidate,
+/// the name a user installs; its name when the loader gives none).
 struct Library {
   void *handle = nullptr;
   std::string name;
   std::string why;
 };
+
+inline const char *cName(const char *name) { return name; }
+inline const char *cName(const std::string &name) { return name.c_str(); }
 
 /// The first of `candidates` (names the loader searches for, or paths)
 /// that opens with `flags`.
@@ -32,9 +34,9 @@ template <typename Names>
 Library openFirstOf(const Names &candidates,
                     int flags = RTLD_NOW | RTLD_LOCAL) {
   Library library;
-  bool first = true;
+  bool missingOnly = true; // every reason so far: no such file
   for (const auto &candidate : candidates) {
-    const char *name = std::string_view(candidate).data();
+    const char *name = cName(candidate);
     if (void *handle = dlopen(name, flags)) {
       library.handle = handle;
       library.name = name;
@@ -42,9 +44,11 @@ Library openFirstOf(const Names &candidates,
       return library;
     }
     const char *error = dlerror();
-    if (first)
-      library.why = error ? error : name;
-    first = false;
+    std::string why = error ? error : name;
+    bool missing = why.find("No such file") != std::string::npos;
+    if (library.why.empty() || (missingOnly && !missing))
+      library.why = why;
+    missingOnly = missingOnly && missing;
   }
   return library;
 }

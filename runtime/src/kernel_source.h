@@ -27,7 +27,8 @@ struct KernelSource {
   /// m.cpp:15 (x2)" (the layer is said when a named layer recorded it).
   std::string text;
 
-  /// Whether an op of this name is in the kernel.
+  /// Whether an op of this name is in the kernel (in an older artifact's
+  /// text: named with its line, "locus.conv2d at m.cpp:3").
   bool has(std::string_view op) const;
 };
 

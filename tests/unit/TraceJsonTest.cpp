@@ -122,6 +122,10 @@ TEST(KernelSource, ShowsALineOfAnotherFormAsItIs) {
   EXPECT_EQ(source.ops[0].op, "locus.linear at m.cpp:7; locus.relu at m.cpp:8");
   EXPECT_EQ(source.ops.back().op, "...");
   EXPECT_FALSE(source.has("locus.add"));
+  // An older artifact's text still says which ops its kernel runs.
+  EXPECT_TRUE(source.has("locus.relu"));
+  EXPECT_TRUE(source.has("locus.linear"));
+  EXPECT_FALSE(source.has("locus.lin"));
 }
 
 TEST(KernelSource, ReadsAtMostTheLongestSource) {

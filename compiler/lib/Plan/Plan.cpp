@@ -84,6 +84,8 @@ std::string locus::describeKernelSource(func::FuncOp kernel) {
     record.op = op->getName().getStringRef().str();
     if (std::string line = userLine(op->getLoc()); line != "unknown location")
       record.at = line;
+    // The layer of the op's first location, as the dump's rows take it (a
+    // gradient's op: its forward op's).
     Layer layer = layerOf(userSourceOf(op->getLoc()));
     record.layer = layer.path;
     record.kind = layer.kind;

@@ -196,6 +196,21 @@ func.func @sum_columns(%x: memref<2000x40xf32>, %y: memref<40xf32>) attributes {
   return
 }
 
+// Four outputs of 2,000,000 elements: the shares would be 67,584, past
+// grid.y's 65,535; they are capped there (shares of 31: 64,517 of them).
+// CHECK-LABEL: func.func @sum_columns_capped
+// CHECK: memref.alloc() : memref<258068xf32>
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c64517{{[_0-9]*}},
+// CHECK: arith.muli %{{.*}}, %c31
+func.func @sum_columns_capped(%x: memref<2000000x4xf32>, %y: memref<4xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<2000000x4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
 // Outputs enough to fill the GPU (300000 columns): a thread per output
 // folds its whole column, no split and no partials.
 // CHECK-LABEL: func.func @max_columns

@@ -4,8 +4,8 @@
 // see Passes.td. One launch per op: a parallel op runs one thread per
 // element of its iteration space, the last loop dimension fastest (so
 // neighbouring threads touch neighbouring elements of row-major buffers).
-// A reduction with one combiner takes one of these strategies, chosen in
-// run() from the static shapes:
+// A reduction with one combiner takes one of these strategies, chosen by
+// the rules of choose() from the static shapes:
 // - columns (outputs contiguous): a thread per output, split over grid.y
 //   into partials when the outputs cannot fill the GPU;
 // - rows (reduced elements contiguous): a block per output, each thread
@@ -57,6 +57,8 @@ constexpr int64_t kMinSplit = 16 * kBlock;
 constexpr int64_t kFillThreads = kFillBlocks * kBlock;
 /// The fewest elements a thread of a split column reduction folds.
 constexpr int64_t kMinColumnShare = 16;
+/// The largest grid.y a launch may have.
+constexpr int64_t kMaxGridY = 65535;
 /// The longest rows a warp reduces alone (8 elements per lane).
 constexpr int64_t kMaxWarpRow = 8 * 32;
 /// Consecutive elements each thread of a plain elementwise launch takes:
@@ -211,8 +213,8 @@ public:
       return {Strategy::threadPerOutput,
               "a thread per output (no block combiner)"};
     if (columnWise()) {
-      int64_t splits =
-          std::min((kFillThreads + rows - 1) / rows, cols / kMinColumnShare);
+      int64_t splits = std::min({(kFillThreads + rows - 1) / rows,
+                                 cols / kMinColumnShare, kMaxGridY});
       if (splits <= 1 || rows > kMaxGrid)
         return {Strategy::columnThreads, "columns: a thread per output"};
       int64_t share = (cols + splits - 1) / splits;
@@ -230,7 +232,7 @@ public:
       return {Strategy::rowSplit,
               "split over " + std::to_string(splits) + " blocks per output",
               splits};
-    if (cols <= kMaxWarpRow && isa<FloatAttr>(c->identity))
+    if (cols <= kMaxWarpRow && c->identity.getType().isF32())
       return {Strategy::rowWarp, "a warp per output, " +
                                      std::to_string(kBlock / 32) +
                                      " per block"};

@@ -22,8 +22,12 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 
+#include <limits>
+
 namespace locus::lowering {
 
+// The lowerings read as MLIR code: its names, unqualified, inside this
+// namespace only (the header is private to the pass).
 using namespace mlir;
 using utils::IteratorType;
 using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
