@@ -1,0 +1,126 @@
+//===- Elementwise.cpp - parallel ops
+//---------------------------------------===//
+//
+// The parallel ops of --locus-map-to-gpu: plain elementwise ops as flat
+// buffers, four consecutive elements a thread; any other, a thread per
+// point of the iteration space.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emitter.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace locus::gpu_mapping {
+
+void Emitter::emitParallel(OpBuilder &b) {
+  OpBuilder::InsertionGuard guard(b);
+  SmallVector<Value> loops;
+  threadPerRow(b, loops);
+  SmallVector<Value> results = body(b, operandsAt(b, loops), loops);
+  unsigned inputs = op.getNumDpsInputs();
+  for (auto [k, v] : llvm::enumerate(results))
+    store(b, v, inputs + k, loops);
+}
+
+bool Emitter::plainElementwise() {
+  if (ranges.empty() || !op.getRegion().getOps<linalg::IndexOp>().empty())
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    const Access &a = accesses[operand.getOperandNumber()];
+    if (a.scalar)
+      continue;
+    if (a.flat || a.global || !op.getMatchingIndexingMap(&operand).isIdentity())
+      return false;
+  }
+  return true;
+}
+
+Value Emitter::flatView(OpBuilder &b, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (type.getRank() == 1)
+    return memref;
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.front().push_back(d);
+  return b.create<memref::CollapseShapeOp>(loc, memref, all);
+}
+
+void Emitter::emitFlatParallel(OpBuilder &b) {
+  SmallVector<Value> flat;
+  for (const Access &a : accesses)
+    flat.push_back(a.scalar ? a.memref : flatView(b, a.memref));
+  OpBuilder::InsertionGuard guard(b);
+  int64_t threads = (rows + kPerThread - 1) / kPerThread;
+  gpu::LaunchOp l = launch(b, (threads + kBlock - 1) / kBlock, kBlock);
+  for (auto [a, v] : llvm::zip(accesses, flat))
+    if (!a.scalar)
+      b.create<memref::AssumeAlignmentOp>(loc, v, 16);
+  Value id = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, kBlock)),
+      l.getThreadIds().x);
+  Value base = b.create<arith::MulIOp>(loc, id, index(b, kPerThread));
+  Value whole = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::ule,
+      b.create<arith::AddIOp>(loc, base, index(b, kPerThread)), index(b, rows));
+  auto branch = b.create<scf::IfOp>(loc, whole, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(&branch.getThenRegion().front());
+  wholeElements(b, flat, base);
+  b.setInsertionPointToStart(&branch.getElseRegion().front());
+  flatElements(b, flat, base, /*checked=*/true);
+}
+
+void Emitter::wholeElements(OpBuilder &b, ArrayRef<Value> flat, Value base) {
+  SmallVector<Value> at;
+  for (int64_t k = 0; k < kPerThread; ++k)
+    at.push_back(k ? b.create<arith::AddIOp>(loc, base, index(b, k)) : base);
+  SmallVector<SmallVector<Value>> args(kPerThread);
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    bool used = !op.getMatchingBlockArgument(&operand).use_empty();
+    for (int64_t k = 0; k < kPerThread; ++k)
+      args[k].push_back(
+          !used ? Value()
+          : accesses[i].scalar
+              ? flat[i]
+              : b.create<memref::LoadOp>(loc, flat[i], at[k]).getResult());
+  }
+  SmallVector<SmallVector<Value>> results;
+  for (int64_t k = 0; k < kPerThread; ++k)
+    results.push_back(body(b, args[k], {}));
+  unsigned inputs = op.getNumDpsInputs();
+  for (unsigned r = 0; r < op.getNumDpsInits(); ++r)
+    for (int64_t k = 0; k < kPerThread; ++k)
+      b.create<memref::StoreOp>(loc, results[k][r], flat[inputs + r], at[k]);
+}
+
+void Emitter::flatElements(OpBuilder &b, ArrayRef<Value> flat, Value base,
+                           bool checked) {
+  OpBuilder::InsertionGuard guard(b);
+  auto loop =
+      b.create<scf::ForOp>(loc, index(b, 0), index(b, kPerThread), index(b, 1));
+  b.setInsertionPointToStart(loop.getBody());
+  Value at = b.create<arith::AddIOp>(loc, base, loop.getInductionVar());
+  if (checked) {
+    Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, at,
+                                           index(b, rows));
+    auto guardIf = b.create<scf::IfOp>(loc, inside, false);
+    b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+  }
+  SmallVector<Value> args;
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    if (op.getMatchingBlockArgument(&operand).use_empty())
+      args.push_back(Value());
+    else if (accesses[i].scalar)
+      args.push_back(flat[i]);
+    else
+      args.push_back(b.create<memref::LoadOp>(loc, flat[i], at));
+  }
+  unsigned inputs = op.getNumDpsInputs();
+  for (auto [k, v] : llvm::enumerate(body(b, args, {})))
+    b.create<memref::StoreOp>(loc, v, flat[inputs + k], at);
+}
+
+} // namespace locus::gpu_mapping

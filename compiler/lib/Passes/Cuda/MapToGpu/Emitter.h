@@ -1,0 +1,243 @@
+//===- Emitter.h - how --locus-map-to-gpu maps one linalg op ---*- C++ -*-===//
+//
+// What the files of --locus-map-to-gpu share: the launch geometry, the
+// strategies and the rules that choose among them (Emitter::choose), and
+// the Emitter that writes one linalg op as gpu.launch ops. MapToGpu.cpp
+// holds the rules, the addressing and the pass; Elementwise.cpp the
+// parallel ops; Reductions.cpp the reduction strategies. Private to the
+// pass.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOCUS_LIB_PASSES_CUDA_MAPTOGPU_EMITTER_H
+#define LOCUS_LIB_PASSES_CUDA_MAPTOGPU_EMITTER_H
+
+#include "locus/Dialect/LocusDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <optional>
+#include <string>
+
+namespace locus::gpu_mapping {
+
+// The mapping reads as MLIR code: its names, unqualified, inside this
+// namespace only.
+using namespace mlir;
+
+/// Threads per block of every launch this pass makes.
+inline constexpr int64_t kBlock = 256;
+/// The largest grid.x a launch may have.
+inline constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
+/// Blocks that fill a large GPU several times over (an H100 has 132
+/// multiprocessors, each running up to 8 blocks of 256 threads): a
+/// reduction with fewer outputs than this is split.
+inline constexpr int64_t kFillBlocks = 1056;
+/// The fewest elements a split block reduces (16 per thread).
+inline constexpr int64_t kMinSplit = 16 * kBlock;
+/// Threads that fill a large GPU several times over.
+inline constexpr int64_t kFillThreads = kFillBlocks * kBlock;
+/// The fewest elements a thread of a split column reduction folds.
+inline constexpr int64_t kMinColumnShare = 16;
+/// The largest grid.y a launch may have.
+inline constexpr int64_t kMaxGridY = 65535;
+/// The longest rows a warp reduces alone (8 elements per lane).
+inline constexpr int64_t kMaxWarpRow = 8 * 32;
+/// Consecutive elements each thread of a plain elementwise launch takes:
+/// 16 bytes of f32, which the NVPTX backend loads and stores as one vector
+/// where the buffers are aligned (plan buffers are 64-byte aligned).
+inline constexpr int64_t kPerThread = 4;
+
+/// How a kernel reads and writes one buffer operand: the memref it indexes
+/// and, for a buffer with a strided layout, the offset and strides of the
+/// flat view it indexes instead.
+struct Access {
+  Value memref;
+  bool flat = false;
+  int64_t offset = 0;
+  SmallVector<int64_t> strides;
+  memref::GetGlobalOp global; // cloned into the launch instead of captured
+  bool scalar = false;        // a scalar operand, passed as it is
+};
+
+/// The combiner of a one-output reduction that gpu.all_reduce can do, with
+/// the value that starts each thread's partial result.
+struct Combiner {
+  Operation *op = nullptr;
+  gpu::AllReduceOperation kind;
+  TypedAttr identity;
+};
+
+/// How one linalg op runs on the GPU.
+enum class Strategy {
+  flatElementwise,  ///< plain elementwise: 4 consecutive elements a thread
+  threadPerElement, ///< any other parallel op
+  columnThreads,    ///< outputs contiguous: a thread per output
+  columnSplit,      ///< the same, the reduced elements split over grid.y
+  rowSplit,         ///< reduced elements contiguous, few outputs: several
+                    ///< blocks per output, then a launch over the partials
+  rowWarp,          ///< short f32 rows: a warp per output
+  rowBlock,         ///< a block per output
+  threadPerOutput,  ///< any other reduction: a thread per output, looping
+};
+
+/// A strategy, its split (shares per output, elements per share), and why.
+struct Choice {
+  Strategy strategy;
+  std::string why;
+  int64_t splits = 1, share = 0;
+};
+
+/// The combiner of a one-output reduction that gpu.all_reduce can do, if
+/// the op has one.
+std::optional<Combiner> matchCombiner(linalg::GenericOp op);
+
+/// Writes one linalg op of a CUDA kernel as gpu.launch ops.
+class Emitter {
+public:
+  explicit Emitter(linalg::GenericOp op) : op(op), loc(op.getLoc()) {}
+  /// Chooses the op's strategy, emits its launches before it and erases
+  /// it; fails, saying why at the op, on a dynamic shape or layout.
+  LogicalResult run();
+
+  /// The rules, in order: the first that applies decides. `c` is the op's
+  /// one combiner, if it has one.
+  Choice choose(const std::optional<Combiner> &c);
+
+private:
+  /// The strategy chosen, for -debug-only=locus-map-to-gpu.
+  void debugStrategy(const std::string &what) const;
+
+  int64_t product(ArrayRef<unsigned> dims) const;
+
+  LogicalResult access(OpBuilder &b, Value value, Access &a);
+
+  Value index(OpBuilder &b, int64_t v);
+
+  /// Splits `linear` into indices over `dims` (row-major, last fastest);
+  /// writes them into `indices` at those dimensions.
+  void delinearize(OpBuilder &b, Value linear, ArrayRef<unsigned> dims,
+                   SmallVectorImpl<Value> &indices);
+
+  /// The memref and the indices of operand `i` at loop indices `loops`.
+  std::pair<Value, SmallVector<Value>> address(OpBuilder &b, unsigned i,
+                                               ArrayRef<Value> loops);
+
+  Value load(OpBuilder &b, unsigned i, ArrayRef<Value> loops);
+
+  void store(OpBuilder &b, Value v, unsigned i, ArrayRef<Value> loops);
+
+  /// A launch of grid (x gridY) x block threads; the builder is left
+  /// inside its body.
+  gpu::LaunchOp launch(OpBuilder &b, int64_t grid, int64_t block,
+                       int64_t gridY = 1);
+
+  /// Clones the body with its block arguments bound to `args`; returns the
+  /// yielded values.
+  SmallVector<Value> body(OpBuilder &b, ArrayRef<Value> args,
+                          ArrayRef<Value> loops);
+
+  /// Inputs loaded at `loops`; outputs loaded where the body reads them.
+  SmallVector<Value> operandsAt(OpBuilder &b, ArrayRef<Value> loops);
+
+  /// A launch of one thread per point of the parallel loops (`rows`);
+  /// leaves the builder inside the bounds check, with `loops` set at the
+  /// parallel dimensions (0 at the others). Returns the thread's point.
+  Value threadPerRow(OpBuilder &b, SmallVectorImpl<Value> &loops);
+
+  void emitParallel(OpBuilder &b);
+
+  /// Whether every buffer is read and written whole and in order (identity
+  /// maps, identity layouts, no constant global) by a body that does not
+  /// ask for its indices, over at least one dimension: then one flat index
+  /// addresses them all, with no division per element.
+  bool plainElementwise();
+
+  /// A buffer of identity layout as its 1-D view (built on the host side).
+  Value flatView(OpBuilder &b, Value memref);
+
+  /// A plain elementwise op: each thread takes kPerThread consecutive
+  /// elements of the flat buffers, unchecked when all of them are in range
+  /// (every thread but the last), one by one with a check otherwise.
+  void emitFlatParallel(OpBuilder &b);
+
+  /// The body at elements base .. base + kPerThread - 1, all in range,
+  /// written out: every load first, then the bodies, then every store, so
+  /// that the backend can merge each buffer's accesses into one vector.
+  void wholeElements(OpBuilder &b, ArrayRef<Value> flat, Value base);
+
+  /// The body at elements base .. base + kPerThread - 1 of the flat
+  /// buffers, one after the other; with `checked`, only those below
+  /// `rows`.
+  void flatElements(OpBuilder &b, ArrayRef<Value> flat, Value base,
+                    bool checked);
+
+  /// Whether the outputs, not the reduced elements, lie next to each other
+  /// in memory: the innermost loop is parallel (a bias gradient, a sum over
+  /// the rows of a row-major matrix). Then neighbouring threads must take
+  /// neighbouring outputs, each folding its own column.
+  bool columnWise() const;
+
+  /// How many blocks share each output of a one-combiner reduction: 1
+  /// when there are outputs enough to fill the GPU or too few elements.
+  int64_t splitsOf() const;
+
+  /// Folds the reduced elements [first, end) of the output at `loops`,
+  /// every `block`th (first: this thread's), into a partial result, then
+  /// combines the block's partials with gpu.all_reduce.
+  Value foldBlock(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops,
+                  Value first, Value end, int64_t block);
+
+  /// Folds the reduced elements [first, end) of the output at `loops`,
+  /// every `step`th, into a partial result that starts at the identity.
+  Value foldStrided(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops,
+                    Value first, Value end, int64_t step);
+
+  /// The combiner applied to `acc` (where the output was) and `value`.
+  Value combine(OpBuilder &b, const Combiner &c, Value acc, Value value);
+
+  /// In thread 0: the output at `loops` combined with `value`, stored.
+  void finish(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops, Value tid,
+              Value value);
+
+  static int64_t blockFor(int64_t count);
+
+  void emitBlockReduction(OpBuilder &b, const Combiner &c);
+
+  /// Few outputs, many elements each: `splits` blocks per output each fold
+  /// a contiguous share into a partial (a temporary buffer), then one block
+  /// per output combines its partials in order. Deterministic: no atomics,
+  /// the same order every run.
+  void emitSplitReduction(OpBuilder &b, const Combiner &c, int64_t splits);
+
+  /// A warp per output, kBlock / 32 outputs per block: each lane folds
+  /// every 32nd element, then five butterfly shuffles combine the lanes and
+  /// lane 0 stores. The bounds check is the same for a whole warp, so every
+  /// lane of a warp that shuffles is there.
+  void emitWarpReduction(OpBuilder &b, const Combiner &c);
+
+  /// The split of a column reduction: launch (rows / kBlock) x `splits`
+  /// threads fold their share of their output's column into partials
+  /// ([splits][rows], so neighbouring threads write neighbours), then a
+  /// thread per output folds its partials in order into the output.
+  void emitColumnSplit(OpBuilder &b, const Combiner &c, int64_t splits,
+                       int64_t share);
+
+  void emitThreadPerRow(OpBuilder &b);
+
+  linalg::GenericOp op;
+  Location loc;
+  SmallVector<int64_t> ranges;
+  SmallVector<unsigned> parallelDims, reductionDims;
+  int64_t rows = 1, cols = 1;
+  SmallVector<Access> accesses;
+  IRMapping globals;
+};
+
+} // namespace locus::gpu_mapping
+
+#endif // LOCUS_LIB_PASSES_CUDA_MAPTOGPU_EMITTER_H

@@ -1,0 +1,433 @@
+//===- MapToGpu.cpp - --locus-map-to-gpu ----------------------------------===//
+//
+// The linalg ops of a kernel placed on a CUDA device become gpu.launch ops;
+// see Passes.td. One launch per op: a parallel op runs one thread per
+// element of its iteration space, the last loop dimension fastest (so
+// neighbouring threads touch neighbouring elements of row-major buffers).
+// A reduction with one combiner takes one of these strategies, chosen by
+// the rules of choose() from the static shapes:
+// - columns (outputs contiguous): a thread per output, split over grid.y
+//   into partials when the outputs cannot fill the GPU;
+// - rows (reduced elements contiguous): a block per output, each thread
+//   striding and the block combining with gpu.all_reduce; a warp per output
+//   for short f32 rows; several blocks per output and a second launch over
+//   their partials when the outputs cannot fill the GPU.
+// Other reductions run one thread per output element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emitter.h"
+
+#include "locus/Passes/Passes.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/Debug.h"
+
+#include <limits>
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSMAPTOGPU
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+#define DEBUG_TYPE "locus-map-to-gpu"
+
+using namespace mlir;
+using namespace locus;
+using namespace locus::gpu_mapping;
+
+namespace locus::gpu_mapping {
+
+std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1)
+    return std::nullopt;
+  SmallVector<Operation *> combiners;
+  BlockArgument out = op.getRegionOutputArgs().front();
+  if (!matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
+      combiners.size() != 1)
+    return std::nullopt;
+  Operation *c = combiners.front();
+  if (c->getNumOperands() != 2 || c->getNumResults() != 1 ||
+      !llvm::is_contained(c->getOperands(), out))
+    return std::nullopt;
+  Type type = out.getType();
+  Builder b(op.getContext());
+  auto f = [&](double v) -> TypedAttr { return b.getFloatAttr(type, v); };
+  const double inf = std::numeric_limits<double>::infinity();
+  if (isa<arith::AddFOp>(c))
+    return Combiner{c, gpu::AllReduceOperation::ADD, f(0.0)};
+  if (isa<arith::MulFOp>(c))
+    return Combiner{c, gpu::AllReduceOperation::MUL, f(1.0)};
+  if (isa<arith::MaximumFOp>(c))
+    return Combiner{c, gpu::AllReduceOperation::MAXIMUMF, f(-inf)};
+  if (isa<arith::MaxNumFOp>(c))
+    return Combiner{c, gpu::AllReduceOperation::MAXNUMF, f(-inf)};
+  if (isa<arith::MinimumFOp>(c))
+    return Combiner{c, gpu::AllReduceOperation::MINIMUMF, f(inf)};
+  if (isa<arith::MinNumFOp>(c))
+    return Combiner{c, gpu::AllReduceOperation::MINNUMF, f(inf)};
+  if (isa<arith::AddIOp>(c) && type.isInteger(64))
+    return Combiner{c, gpu::AllReduceOperation::ADD, b.getI64IntegerAttr(0)};
+  return std::nullopt;
+}
+
+LogicalResult Emitter::run() {
+  ranges = op.getStaticLoopRanges();
+  for (int64_t r : ranges)
+    if (ShapedType::isDynamic(r))
+      return op.emitOpError("has a dynamic loop range; CUDA kernels need "
+                            "static shapes");
+  for (auto [d, type] : llvm::enumerate(op.getIteratorTypesArray()))
+    (type == utils::IteratorType::parallel ? parallelDims : reductionDims)
+        .push_back(d);
+  rows = product(parallelDims);
+  cols = product(reductionDims);
+  OpBuilder b(op);
+  for (OpOperand &operand : op->getOpOperands())
+    if (failed(access(b, operand.get(), accesses.emplace_back())))
+      return failure();
+  if (rows == 0 || cols == 0) {
+    // Nothing to compute; a reduction over nothing leaves its init.
+    op.erase();
+    return success();
+  }
+  std::optional<Combiner> c =
+      reductionDims.empty() ? std::nullopt : matchCombiner(op);
+  Choice choice = choose(c);
+  LLVM_DEBUG(debugStrategy(choice.why));
+  switch (choice.strategy) {
+  case Strategy::flatElementwise:
+    emitFlatParallel(b);
+    break;
+  case Strategy::threadPerElement:
+    emitParallel(b);
+    break;
+  case Strategy::columnThreads:
+  case Strategy::threadPerOutput:
+    emitThreadPerRow(b);
+    break;
+  case Strategy::columnSplit:
+    emitColumnSplit(b, *c, choice.splits, choice.share);
+    break;
+  case Strategy::rowSplit:
+    emitSplitReduction(b, *c, choice.splits);
+    break;
+  case Strategy::rowWarp:
+    emitWarpReduction(b, *c);
+    break;
+  case Strategy::rowBlock:
+    emitBlockReduction(b, *c);
+    break;
+  }
+  op.erase();
+  return success();
+}
+
+Choice Emitter::choose(const std::optional<Combiner> &c) {
+  if (reductionDims.empty())
+    return plainElementwise()
+               ? Choice{Strategy::flatElementwise,
+                        std::to_string(kPerThread) +
+                            " consecutive elements per thread, flat"}
+               : Choice{Strategy::threadPerElement, "a thread per element"};
+  if (!c)
+    return {Strategy::threadPerOutput,
+            "a thread per output (no block combiner)"};
+  if (columnWise()) {
+    int64_t splits = std::min(
+        {(kFillThreads + rows - 1) / rows, cols / kMinColumnShare, kMaxGridY});
+    if (splits <= 1 || rows > kMaxGrid)
+      return {Strategy::columnThreads, "columns: a thread per output"};
+    int64_t share = (cols + splits - 1) / splits;
+    splits = (cols + share - 1) / share; // no empty share
+    return {Strategy::columnSplit,
+            "columns: a thread per output, split over " +
+                std::to_string(splits) + " shares of " + std::to_string(share),
+            splits, share};
+  }
+  if (cols < 32 || rows > kMaxGrid)
+    return {Strategy::threadPerOutput,
+            "a thread per output (too few columns or too many rows)"};
+  if (int64_t splits = splitsOf(); splits > 1)
+    return {Strategy::rowSplit,
+            "split over " + std::to_string(splits) + " blocks per output",
+            splits};
+  if (cols <= kMaxWarpRow && c->identity.getType().isF32())
+    return {Strategy::rowWarp,
+            "a warp per output, " + std::to_string(kBlock / 32) + " per block"};
+  return {Strategy::rowBlock, "a block per output"};
+}
+
+void Emitter::debugStrategy(const std::string &what) const {
+  llvm::dbgs() << "[" DEBUG_TYPE "] " << loc << " " << rows << " output(s) x "
+               << cols << " element(s): " << what << "\n";
+}
+
+int64_t Emitter::product(ArrayRef<unsigned> dims) const {
+  int64_t p = 1;
+  for (unsigned d : dims)
+    p *= ranges[d];
+  return p;
+}
+
+LogicalResult Emitter::access(OpBuilder &b, Value value, Access &a) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type && value.getType().isIntOrIndexOrFloat()) {
+    a.memref = value;
+    a.scalar = true;
+    return success();
+  }
+  if (!type)
+    return op.emitOpError("has an operand of type ")
+           << value.getType() << "; expected buffers and scalars";
+  if (auto global = value.getDefiningOp<memref::GetGlobalOp>()) {
+    a.global = global;
+    a.memref = value;
+    return success();
+  }
+  a.memref = value;
+  if (type.getLayout().isIdentity())
+    return success();
+  if (failed(getStridesAndOffset(type, a.strides, a.offset)) ||
+      ShapedType::isDynamic(a.offset) ||
+      llvm::any_of(a.strides, ShapedType::isDynamic) || !type.hasStaticShape())
+    return op.emitOpError("has a buffer with a dynamic layout; CUDA "
+                          "kernels need static ones");
+  // A 1-D view from the base pointer covering every element it indexes.
+  int64_t span = a.offset + 1;
+  for (auto [size, stride] : llvm::zip(type.getShape(), a.strides))
+    span += (size - 1) * stride;
+  auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, value);
+  auto flatType = MemRefType::get({span}, type.getElementType());
+  a.memref = b.create<memref::ReinterpretCastOp>(
+      loc, flatType, meta.getBaseBuffer(), 0, ArrayRef<int64_t>{span},
+      ArrayRef<int64_t>{1});
+  a.flat = true;
+  return success();
+}
+
+Value Emitter::index(OpBuilder &b, int64_t v) {
+  return b.create<arith::ConstantIndexOp>(loc, v);
+}
+
+void Emitter::delinearize(OpBuilder &b, Value linear, ArrayRef<unsigned> dims,
+                          SmallVectorImpl<Value> &indices) {
+  for (unsigned d : llvm::reverse(dims)) {
+    Value size = index(b, ranges[d]);
+    indices[d] = b.create<arith::RemUIOp>(loc, linear, size);
+    linear = b.create<arith::DivUIOp>(loc, linear, size);
+  }
+}
+
+std::pair<Value, SmallVector<Value>> Emitter::address(OpBuilder &b, unsigned i,
+                                                      ArrayRef<Value> loops) {
+  Access &a = accesses[i];
+  AffineMap map = op.getMatchingIndexingMap(&op->getOpOperand(i));
+  SmallVector<Value> at;
+  for (unsigned r = 0; r < map.getNumResults(); ++r)
+    at.push_back(
+        b.create<affine::AffineApplyOp>(loc, map.getSubMap({r}), loops));
+  Value memref = a.global ? globals.lookup(a.memref) : a.memref;
+  if (!a.flat)
+    return {memref, at};
+  Value linear = index(b, a.offset);
+  for (auto [v, stride] : llvm::zip(at, a.strides))
+    linear = b.create<arith::AddIOp>(
+        loc, linear, b.create<arith::MulIOp>(loc, v, index(b, stride)));
+  return {memref, {linear}};
+}
+
+Value Emitter::load(OpBuilder &b, unsigned i, ArrayRef<Value> loops) {
+  if (accesses[i].scalar)
+    return accesses[i].memref;
+  auto [memref, at] = address(b, i, loops);
+  return b.create<memref::LoadOp>(loc, memref, at);
+}
+
+void Emitter::store(OpBuilder &b, Value v, unsigned i, ArrayRef<Value> loops) {
+  auto [memref, at] = address(b, i, loops);
+  b.create<memref::StoreOp>(loc, v, memref, at);
+}
+
+gpu::LaunchOp Emitter::launch(OpBuilder &b, int64_t grid, int64_t block,
+                              int64_t gridY) {
+  Value one = index(b, 1);
+  auto launch = b.create<gpu::LaunchOp>(loc, index(b, grid), index(b, gridY),
+                                        one, index(b, block), one, one);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  b.create<gpu::TerminatorOp>(loc);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  // Constant buffers are globals: the kernel module gets its own copy.
+  globals.clear();
+  for (Access &a : accesses)
+    if (a.global && !globals.contains(a.memref))
+      globals.map(a.memref, b.clone(*a.global)->getResult(0));
+  op.getRegion().walk([&](Operation *inner) {
+    for (Value v : inner->getOperands())
+      if (auto global = v.getDefiningOp<memref::GetGlobalOp>();
+          global && !globals.contains(v))
+        globals.map(global.getResult(), b.clone(*global)->getResult(0));
+  });
+  return launch;
+}
+
+SmallVector<Value> Emitter::body(OpBuilder &b, ArrayRef<Value> args,
+                                 ArrayRef<Value> loops) {
+  IRMapping mapping = globals;
+  Block &block = op.getRegion().front();
+  for (auto [arg, v] : llvm::zip(block.getArguments(), args))
+    if (v)
+      mapping.map(arg, v);
+  SmallVector<Value> yielded;
+  for (Operation &inner : block) {
+    if (auto yield = dyn_cast<linalg::YieldOp>(inner)) {
+      for (Value v : yield.getValues())
+        yielded.push_back(mapping.lookupOrDefault(v));
+      break;
+    }
+    if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(idx.getResult(), loops[idx.getDim()]);
+      continue;
+    }
+    b.clone(inner, mapping);
+  }
+  return yielded;
+}
+
+SmallVector<Value> Emitter::operandsAt(OpBuilder &b, ArrayRef<Value> loops) {
+  SmallVector<Value> args;
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    bool used = !op.getMatchingBlockArgument(&operand).use_empty();
+    args.push_back(used ? load(b, i, loops) : Value());
+  }
+  return args;
+}
+
+Value Emitter::threadPerRow(OpBuilder &b, SmallVectorImpl<Value> &loops) {
+  int64_t block = std::min(kBlock, (rows + 31) / 32 * 32);
+  int64_t grid = (rows + block - 1) / block;
+  gpu::LaunchOp l = launch(b, grid, block);
+  Value id = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, block)),
+      l.getThreadIds().x);
+  Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, id,
+                                         index(b, rows));
+  auto guardIf = b.create<scf::IfOp>(loc, inside, false);
+  b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+  loops.assign(ranges.size(), index(b, 0));
+  delinearize(b, id, parallelDims, loops);
+  return id;
+}
+
+} // namespace locus::gpu_mapping
+
+namespace {
+
+bool onCuda(func::FuncOp func) {
+  auto device = func->getAttrOfType<DeviceAttr>(kDeviceAttrName);
+  return device && device.getKind() == DeviceKind::cuda;
+}
+
+/// Whether `op` reads or writes a buffer: what must not stay on the host
+/// in a CUDA kernel.
+bool touchesMemory(Operation *op) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return false;
+  return effects.hasEffect<MemoryEffects::Read>() ||
+         effects.hasEffect<MemoryEffects::Write>();
+}
+
+/// linalg.map as the generic op it is (generalizeNamedOp does not take
+/// it): identity maps, all loops parallel, the output as an unused
+/// block argument.
+void generalizeMap(IRRewriter &rewriter, linalg::MapOp map) {
+  Value init = map.getInit();
+  auto type = cast<ShapedType>(init.getType());
+  unsigned rank = type.getRank();
+  SmallVector<AffineMap> maps(map.getInputs().size() + 1,
+                              rewriter.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = rewriter.create<linalg::GenericOp>(
+      map.getLoc(), TypeRange{}, map.getInputs(), ValueRange{init}, maps,
+      iterators);
+  Region &region = generic.getRegion();
+  rewriter.inlineRegionBefore(map.getMapper(), region, region.end());
+  Block &body = region.front();
+  body.addArgument(type.getElementType(), map.getLoc());
+  Operation *yield = body.getTerminator();
+  rewriter.setInsertionPoint(yield);
+  rewriter.replaceOpWithNewOp<linalg::YieldOp>(yield, yield->getOperands());
+  rewriter.eraseOp(map);
+}
+
+class MapToGpuPass : public locus::impl::LocusMapToGpuBase<MapToGpuPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (onCuda(func) && !func.isExternal() && failed(map(func)))
+        return signalPassFailure();
+  }
+
+private:
+  LogicalResult map(func::FuncOp func) {
+    IRRewriter rewriter(func.getContext());
+    // Copies become linalg copies, named ops generic ones.
+    SmallVector<memref::CopyOp> copies;
+    func.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    for (memref::CopyOp copy : copies) {
+      rewriter.setInsertionPoint(copy);
+      rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                  copy.getTarget());
+    }
+    SmallVector<linalg::LinalgOp> named;
+    func.walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::GenericOp>(op))
+        named.push_back(op);
+    });
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      if (auto map = dyn_cast<linalg::MapOp>(op.getOperation())) {
+        generalizeMap(rewriter, map);
+        continue;
+      }
+      if (failed(linalg::generalizeNamedOp(rewriter, op)))
+        return op.emitOpError("has no CUDA lowering");
+    }
+    SmallVector<linalg::GenericOp> generics;
+    func.walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    for (linalg::GenericOp op : generics) {
+      if (!op.hasPureBufferSemantics())
+        return op.emitOpError("expected bufferized IR");
+      if (failed(Emitter(op).run()))
+        return failure();
+      ++numLaunches;
+    }
+    // What is left on the host may compute addresses, allocate and call the
+    // runtime, but never touch a buffer: those are device pointers.
+    WalkResult left = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<gpu::LaunchOp>(op))
+        return WalkResult::skip();
+      if (touchesMemory(op)) {
+        op->emitOpError("would read or write device memory on the host; it "
+                        "has no CUDA lowering");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return failure(left.wasInterrupted());
+  }
+};
+
+} // namespace
