@@ -222,7 +222,7 @@ static int run(int argc, char **argv) {
       placement.read(wrong);
   if (wrong.empty())
     wrong = locus::checkCpuName(cpu);
-  if (!wrong.empty()) {
+  if (!wrong.empty() || !placementOptions) {
     llvm::errs() << "locus-compile: " << wrong << "\n";
     return 2;
   }

@@ -102,6 +102,9 @@ LogicalResult Emitter::run() {
       reductionDims.empty() ? std::nullopt : matchCombiner(op);
   Choice choice = choose(c);
   LLVM_DEBUG(debugStrategy(choice.why));
+  // choose() takes the strategies that combine for a one-combiner
+  // reduction only.
+  Combiner combiner = c.value_or(Combiner{});
   switch (choice.strategy) {
   case Strategy::flatElementwise:
     emitFlatParallel(b);
@@ -114,16 +117,16 @@ LogicalResult Emitter::run() {
     emitThreadPerRow(b);
     break;
   case Strategy::columnSplit:
-    emitColumnSplit(b, *c, choice.splits, choice.share);
+    emitColumnSplit(b, combiner, choice.splits, choice.share);
     break;
   case Strategy::rowSplit:
-    emitSplitReduction(b, *c, choice.splits);
+    emitSplitReduction(b, combiner, choice.splits);
     break;
   case Strategy::rowWarp:
-    emitWarpReduction(b, *c);
+    emitWarpReduction(b, combiner);
     break;
   case Strategy::rowBlock:
-    emitBlockReduction(b, *c);
+    emitBlockReduction(b, combiner);
     break;
   }
   op.erase();
