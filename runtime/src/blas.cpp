@@ -237,6 +237,8 @@ bool vectorProducts(const Blas &impl, int64_t m, int64_t n, int64_t k,
   return true;
 }
 
+#if LOCUS_HAVE_DNNL_H
+
 /// Products with at least this many multiply-adds go to oneDNN where it
 /// loads; smaller ones cost less in OpenBLAS on one thread than a
 /// primitive's lookup and launch.
@@ -250,8 +252,6 @@ bool dnnlChosen() {
   }();
   return chosen;
 }
-
-#if LOCUS_HAVE_DNNL_H
 
 using locus::rt::Dnnl;
 using locus::rt::ok;

@@ -480,13 +480,13 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
   return ran && ok(d.dnnl_stream_wait(stream));
 }
 
-#endif // LOCUS_HAVE_DNNL_H
-
 /// LOCUS_CONV=builtin: the im2col path even where oneDNN loads.
 bool builtinChosen() {
   const char *choice = std::getenv("LOCUS_CONV");
   return choice && std::string(choice) == "builtin";
 }
+
+#endif // LOCUS_HAVE_DNNL_H
 
 } // namespace
 
