@@ -57,9 +57,7 @@ void Emitter::emitFlatParallel(OpBuilder &b) {
   for (auto [a, v] : llvm::zip(accesses, flat))
     if (!a.scalar)
       b.create<memref::AssumeAlignmentOp>(loc, v, 16);
-  Value id = b.create<arith::AddIOp>(
-      loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, kBlock)),
-      l.getThreadIds().x);
+  Value id = globalId(b, l, kBlock);
   Value base = b.create<arith::MulIOp>(loc, id, index(b, kPerThread));
   Value whole = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::ule,
@@ -102,12 +100,8 @@ void Emitter::flatElements(OpBuilder &b, ArrayRef<Value> flat, Value base,
       b.create<scf::ForOp>(loc, index(b, 0), index(b, kPerThread), index(b, 1));
   b.setInsertionPointToStart(loop.getBody());
   Value at = b.create<arith::AddIOp>(loc, base, loop.getInductionVar());
-  if (checked) {
-    Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, at,
-                                           index(b, rows));
-    auto guardIf = b.create<scf::IfOp>(loc, inside, false);
-    b.setInsertionPointToStart(&guardIf.getThenRegion().front());
-  }
+  if (checked)
+    guardBelow(b, at, rows);
   SmallVector<Value> args;
   for (OpOperand &operand : op->getOpOperands()) {
     unsigned i = operand.getOperandNumber();

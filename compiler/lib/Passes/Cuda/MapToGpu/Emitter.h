@@ -144,6 +144,12 @@ private:
   /// Inputs loaded at `loops`; outputs loaded where the body reads them.
   SmallVector<Value> operandsAt(OpBuilder &b, ArrayRef<Value> loops);
 
+  /// blockIdx.x * `block` + threadIdx.x in launch `l`.
+  Value globalId(OpBuilder &b, gpu::LaunchOp l, int64_t block);
+
+  /// Leaves the builder inside `if (value < limit)`.
+  void guardBelow(OpBuilder &b, Value value, int64_t limit);
+
   /// A launch of one thread per point of the parallel loops (`rows`);
   /// leaves the builder inside the bounds check, with `loops` set at the
   /// parallel dimensions (0 at the others). Returns the thread's point.

@@ -314,17 +314,24 @@ SmallVector<Value> Emitter::operandsAt(OpBuilder &b, ArrayRef<Value> loops) {
   return args;
 }
 
+Value Emitter::globalId(OpBuilder &b, gpu::LaunchOp l, int64_t block) {
+  return b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, block)),
+      l.getThreadIds().x);
+}
+
+void Emitter::guardBelow(OpBuilder &b, Value value, int64_t limit) {
+  Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, value,
+                                         index(b, limit));
+  auto guardIf = b.create<scf::IfOp>(loc, inside, false);
+  b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+}
+
 Value Emitter::threadPerRow(OpBuilder &b, SmallVectorImpl<Value> &loops) {
   int64_t block = std::min(kBlock, (rows + 31) / 32 * 32);
   int64_t grid = (rows + block - 1) / block;
-  gpu::LaunchOp l = launch(b, grid, block);
-  Value id = b.create<arith::AddIOp>(
-      loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, block)),
-      l.getThreadIds().x);
-  Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, id,
-                                         index(b, rows));
-  auto guardIf = b.create<scf::IfOp>(loc, inside, false);
-  b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+  Value id = globalId(b, launch(b, grid, block), block);
+  guardBelow(b, id, rows);
   loops.assign(ranges.size(), index(b, 0));
   delinearize(b, id, parallelDims, loops);
   return id;

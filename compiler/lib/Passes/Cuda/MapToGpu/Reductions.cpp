@@ -160,10 +160,7 @@ void Emitter::emitWarpReduction(OpBuilder &b, const Combiner &c) {
   Value row = b.create<arith::AddIOp>(
       loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, warps)),
       b.create<arith::DivUIOp>(loc, tid, index(b, 32)));
-  Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row,
-                                         index(b, rows));
-  auto guardIf = b.create<scf::IfOp>(loc, inside, false);
-  b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+  guardBelow(b, row, rows);
   SmallVector<Value> loops(ranges.size(), index(b, 0));
   delinearize(b, row, parallelDims, loops);
   Value partial = foldStrided(b, c, loops, lane, index(b, cols), 32);
@@ -185,13 +182,8 @@ void Emitter::emitColumnSplit(OpBuilder &b, const Combiner &c, int64_t splits,
   {
     OpBuilder::InsertionGuard guard(b);
     gpu::LaunchOp l = launch(b, grid, kBlock, splits);
-    Value id = b.create<arith::AddIOp>(
-        loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, kBlock)),
-        l.getThreadIds().x);
-    Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, id,
-                                           index(b, rows));
-    auto guardIf = b.create<scf::IfOp>(loc, inside, false);
-    b.setInsertionPointToStart(&guardIf.getThenRegion().front());
+    Value id = globalId(b, l, kBlock);
+    guardBelow(b, id, rows);
     SmallVector<Value> loops(ranges.size(), index(b, 0));
     delinearize(b, id, parallelDims, loops);
     Value part = l.getBlockIds().y;
