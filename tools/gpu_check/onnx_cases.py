@@ -61,11 +61,11 @@ def export(case, out, compiler):
         return False
     inputs = {}
     for k, (name, t) in enumerate(zip(names, ins)):
-        numpy.save(os.path.join(d, "in%d.npy" % k), numpy.ascontiguousarray(t))
+        numpy.save(os.path.join(d, "in%d.npy" % k), t.copy(order="C"))
         inputs[name] = "in%d.npy" % k
     for o, t in zip(m.graph.output, outs):
         numpy.save(os.path.join(d, "expected", o.name + ".npy"),
-                   numpy.ascontiguousarray(t))
+                   t.copy(order="C"))
     with open(os.path.join(d, "inputs.json"), "w") as f:
         json.dump(inputs, f)
     return True
