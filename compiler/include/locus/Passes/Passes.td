@@ -788,9 +788,31 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
   let description = [{
     In every function whose `locus.device` is a CUDA device (what
     `--locus-outline-kernels` makes), after bufferization and
-    `--locus-linalg-to-blas{callee=locus_cuda_sgemm}`: each linalg op
-    (named ops are generalized, `memref.copy` becomes a copy op) becomes one
-    `gpu.launch` of 256-thread blocks:
+    `--locus-linalg-to-blas{callee=locus_cuda_sgemm}`, named ops are
+    generalized and `memref.copy` becomes a copy op. Then, first, row
+    groups: a run of linalg ops (with only buffers, views, constants and
+    frees between them) that all go row by row over the same `[rows,
+    cols]` space, with a reduction among them, becomes one launch. Its ops
+    are `[rows, cols]` ops with every loop parallel, `[rows, cols]` to
+    `[rows]` reductions with one f32 combiner (as below), and `[rows]` ops
+    (fills, the scale of a sum); each reads and writes buffers of static
+    shape and identity layout whole (`[row, col]`), by row (`[row]`,
+    `[row, 0]`), or by column (`[col]`, a weight every row reads, which no
+    op of the group may write). A softmax, a log-softmax or the end of a
+    layer norm is such a run. Rows of at most 512 elements go to a warp
+    each (8 rows a block), rows of at most 16 to the fewest lanes that
+    cover them (a power of two; 16 lanes for rows of 10), longer rows of at
+    most 4096 to a block each. Each lane holds the elements `lane + k *
+    lanes` of its row in registers from op to op: an input is read from
+    memory once, a reduction combines its lanes with butterfly `gpu.shuffle
+    xor` (or `gpu.all_reduce` for a block), and only buffers read after
+    the run are written, each once; temporaries that nothing else reads
+    are removed with their frees. Lanes past a row's end read its last
+    column and add the identity; rows past the last read the last row; all
+    lanes take part in every shuffle, and neither writes. A softmax was six
+    launches and three times the bytes of one pass.
+
+    Every other linalg op becomes one `gpu.launch` of 256-thread blocks:
 
     - all loops parallel, every buffer read and written whole and in order
       (identity maps and layouts, no constant global) by a body that does

@@ -4,8 +4,8 @@
 // strategies and the rules that choose among them (Emitter::choose), and
 // the Emitter that writes one linalg op as gpu.launch ops. MapToGpu.cpp
 // holds the rules, the addressing and the pass; Elementwise.cpp the
-// parallel ops; Reductions.cpp the reduction strategies. Private to the
-// pass.
+// parallel ops; Reductions.cpp the reduction strategies; Rows.cpp the
+// row groups, several ops in one launch. Private to the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +95,11 @@ struct Choice {
 /// The combiner of a one-output reduction that gpu.all_reduce can do, if
 /// the op has one.
 std::optional<Combiner> matchCombiner(linalg::GenericOp op);
+
+/// Writes each row group of `block` (Rows.cpp: a run of ops that go row by
+/// row over the same rows, with a reduction among them) as one launch and
+/// erases its ops; returns how many launches it made.
+int64_t mapRowGroups(Block &block);
 
 /// Writes one linalg op of a CUDA kernel as gpu.launch ops.
 class Emitter {

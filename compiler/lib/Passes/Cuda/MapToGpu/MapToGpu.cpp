@@ -1,9 +1,11 @@
 //===- MapToGpu.cpp - --locus-map-to-gpu ----------------------------------===//
 //
 // The linalg ops of a kernel placed on a CUDA device become gpu.launch ops;
-// see Passes.td. One launch per op: a parallel op runs one thread per
-// element of its iteration space, the last loop dimension fastest (so
-// neighbouring threads touch neighbouring elements of row-major buffers).
+// see Passes.td. A run of ops that go row by row over the same rows (a
+// softmax) is one launch (Rows.cpp). Otherwise one launch per op: a
+// parallel op runs one thread per element of its iteration space, the last
+// loop dimension fastest (so neighbouring threads touch neighbouring
+// elements of row-major buffers).
 // A reduction with one combiner takes one of these strategies, chosen by
 // the rules of choose() from the static shapes:
 // - columns (outputs contiguous): a thread per output, split over grid.y
@@ -415,6 +417,7 @@ private:
       if (failed(linalg::generalizeNamedOp(rewriter, op)))
         return op.emitOpError("has no CUDA lowering");
     }
+    numLaunches += mapRowGroups(func.getBody().front());
     SmallVector<linalg::GenericOp> generics;
     func.walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics) {

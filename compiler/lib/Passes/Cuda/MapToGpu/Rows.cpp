@@ -1,0 +1,625 @@
+//===- Rows.cpp - row groups: whole rows in one launch --------------------===//
+//
+// A run of linalg ops in a CUDA kernel that all go row by row over the same
+// rows (a softmax: the row maxima, exp of the differences, the row sums,
+// the quotients) becomes one launch: a warp (or a few lanes, or a block)
+// per row holds the row in registers from op to op, combines it with
+// shuffles or gpu.all_reduce where an op reduces, and writes to memory only
+// what is read after the run. One read of the input and one write of the
+// output where the ops one by one made a launch and a pass over memory
+// each. Ops that do not fit stay with the one-op strategies of Emitter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emitter.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "locus-map-to-gpu"
+
+namespace locus::gpu_mapping {
+namespace {
+
+/// The longest rows a group takes: 16 elements a thread of a block.
+constexpr int64_t kMaxGroupRow = 16 * kBlock;
+/// Rows up to this long go to a warp each (16 elements a lane).
+constexpr int64_t kMaxWarpGroupRow = 16 * 32;
+
+/// How an op of a group addresses one operand, by the row and the column
+/// of the group's [rows, cols] space.
+enum class Mode { scalar, full, row, column };
+
+/// What an op of a group does with each row.
+enum class Kind {
+  elementwise, ///< [rows, cols], all loops parallel
+  reduce,      ///< [rows, cols] to [rows], the last loop reduced
+  rowwise,     ///< [rows], all loops parallel (a fill, a scale of a sum)
+};
+
+struct Member {
+  mutable linalg::GenericOp op; // an op handle: its methods are not const
+  Kind kind;
+  SmallVector<Mode> modes; // one per operand
+  Combiner combiner;       // for a reduction
+};
+
+struct Group {
+  int64_t rows = 0, cols = 0;
+  SmallVector<Member> members;
+};
+
+int64_t product(ArrayRef<int64_t> v) {
+  int64_t p = 1;
+  for (int64_t x : v)
+    p *= x;
+  return p;
+}
+
+SmallVector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The buffer a view was made from, through expand and collapse shapes.
+Value rootOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto e = dyn_cast<memref::ExpandShapeOp>(def))
+      v = e.getSrc();
+    else if (auto c = dyn_cast<memref::CollapseShapeOp>(def))
+      v = c.getSrc();
+    else
+      break;
+  }
+  return v;
+}
+
+/// Per loop, how many elements of `operand`'s buffer one step of that loop
+/// moves; none unless the buffer is a static, identity-layout one indexed
+/// by loops and zeros.
+std::optional<SmallVector<int64_t>> stepsOf(linalg::GenericOp op,
+                                            OpOperand &operand) {
+  auto type = dyn_cast<MemRefType>(operand.get().getType());
+  if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+      operand.get().getDefiningOp<memref::GetGlobalOp>())
+    return std::nullopt;
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  SmallVector<int64_t> strides = rowMajor(type.getShape());
+  SmallVector<int64_t> steps(map.getNumDims(), 0);
+  for (auto [r, e] : llvm::enumerate(map.getResults())) {
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      steps[d.getPosition()] += strides[r];
+    else if (auto c = dyn_cast<AffineConstantExpr>(e); !c || c.getValue())
+      return std::nullopt;
+  }
+  return steps;
+}
+
+/// How `operand` of an op over `ranges` is addressed in a group of `cols`
+/// columns: the op's points are [row..., col], or [row...] for a rowwise op.
+std::optional<Mode> modeOf(linalg::GenericOp op, OpOperand &operand,
+                           ArrayRef<int64_t> ranges, bool rowwise,
+                           int64_t cols) {
+  if (!isa<MemRefType>(operand.get().getType()))
+    return operand.get().getType().isIntOrIndexOrFloat()
+               ? std::optional<Mode>(Mode::scalar)
+               : std::nullopt;
+  std::optional<SmallVector<int64_t>> steps = stepsOf(op, operand);
+  if (!steps)
+    return std::nullopt;
+  int64_t elements = cast<MemRefType>(operand.get().getType()).getNumElements();
+  if (rowwise)
+    return *steps == rowMajor(ranges) && elements == product(ranges)
+               ? std::optional<Mode>(Mode::row)
+               : std::nullopt;
+  ArrayRef<int64_t> lead = ranges.drop_back();
+  SmallVector<int64_t> row = rowMajor(lead), column(ranges.size(), 0);
+  row.push_back(0);
+  column.back() = 1;
+  if (*steps == rowMajor(ranges) && elements == product(ranges))
+    return Mode::full;
+  if (*steps == row && elements == product(lead))
+    return Mode::row;
+  if (*steps == column && elements == cols)
+    return Mode::column;
+  return std::nullopt;
+}
+
+/// Whether the body can be cloned into a launch as it is.
+bool plainBody(linalg::GenericOp op) {
+  WalkResult r = op.getRegion().walk([](Operation *inner) {
+    if (isa<linalg::IndexOp>(inner))
+      return WalkResult::interrupt();
+    for (Value v : inner->getOperands())
+      if (v.getDefiningOp<memref::GetGlobalOp>())
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !r.wasInterrupted();
+}
+
+/// `op` as a member of a group over [rows, cols], if it can be one.
+std::optional<Member> classify(linalg::GenericOp op, int64_t rows,
+                               int64_t cols) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      !plainBody(op))
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
+    return std::nullopt;
+  auto iterators = op.getIteratorTypesArray();
+  auto parallel = [](utils::IteratorType t) {
+    return t == utils::IteratorType::parallel;
+  };
+  Member m{op, Kind::elementwise, {}, {}};
+  if (ranges.back() == cols && product(ArrayRef(ranges).drop_back()) == rows &&
+      llvm::all_of(ArrayRef(iterators).drop_back(), parallel)) {
+    if (!parallel(iterators.back())) {
+      std::optional<Combiner> c = matchCombiner(op);
+      if (!c || !c->identity.getType().isF32())
+        return std::nullopt;
+      m.kind = Kind::reduce;
+      m.combiner = *c;
+    }
+  } else if (llvm::all_of(iterators, parallel) && product(ranges) == rows) {
+    m.kind = Kind::rowwise;
+  } else {
+    return std::nullopt;
+  }
+  // A parallel op that reads what its output held is not one the group
+  // keeps in registers.
+  if (m.kind != Kind::reduce && !op.getRegionOutputArgs().front().use_empty())
+    return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands()) {
+    std::optional<Mode> mode =
+        modeOf(op, operand, ranges, m.kind == Kind::rowwise, cols);
+    if (!mode)
+      return std::nullopt;
+    m.modes.push_back(*mode);
+  }
+  Mode out = m.modes.back();
+  if (out != (m.kind == Kind::elementwise ? Mode::full : Mode::row))
+    return std::nullopt;
+  return m;
+}
+
+/// Ops that may stand between the members of a group: they only make
+/// buffers, views and constants, or free buffers.
+bool transparent(Operation *op) {
+  return isa<memref::AllocOp, memref::DeallocOp, memref::ExpandShapeOp,
+             memref::CollapseShapeOp, arith::ConstantOp>(op);
+}
+
+/// Whether the group is worth a launch of its own and safe to run row by
+/// row: a reduction and another op, and no buffer that it reads by column
+/// (shared by every row) written by one of its ops.
+bool acceptable(const Group &g) {
+  if (g.members.size() < 2 || llvm::none_of(g.members, [](const Member &m) {
+        return m.kind == Kind::reduce;
+      }))
+    return false;
+  llvm::DenseSet<Value> written;
+  for (const Member &m : g.members)
+    written.insert(rootOf(m.op.getDpsInits().front()));
+  for (const Member &m : g.members)
+    for (auto [operand, mode] : llvm::zip(m.op->getOperands(), m.modes))
+      if (mode == Mode::column && written.contains(rootOf(operand)))
+        return false;
+  return true;
+}
+
+/// The longest group around the first reduction of `run` at or after
+/// `from`, if there is one; `from` moves past what was looked at.
+std::optional<Group> groupAt(MutableArrayRef<linalg::GenericOp> run,
+                             size_t &from) {
+  size_t r = from;
+  while (r < run.size() &&
+         (run[r].getNumReductionLoops() != 1 || run[r].getNumDpsInits() != 1))
+    ++r;
+  if (r == run.size()) {
+    from = r;
+    return std::nullopt;
+  }
+  SmallVector<int64_t> ranges = run[r].getStaticLoopRanges();
+  Group g;
+  g.cols = ranges.back();
+  g.rows = product(ArrayRef(ranges).drop_back());
+  if (g.cols > kMaxGroupRow || g.cols < 2 || g.rows < 2 ||
+      llvm::any_of(ranges, ShapedType::isDynamic) ||
+      !classify(run[r], g.rows, g.cols)) {
+    from = r + 1;
+    return std::nullopt;
+  }
+  size_t first = r, last = r;
+  while (first > from && classify(run[first - 1], g.rows, g.cols))
+    --first;
+  while (last + 1 < run.size() && classify(run[last + 1], g.rows, g.cols))
+    ++last;
+  for (size_t k = first; k <= last; ++k)
+    g.members.push_back(*classify(run[k], g.rows, g.cols));
+  from = last + 1;
+  if (!acceptable(g))
+    return std::nullopt;
+  return g;
+}
+
+/// Writes one group as one launch.
+class RowEmitter {
+public:
+  explicit RowEmitter(Group &g)
+      : g(g), loc(g.members.front().op.getLoc()), b(g.members.back().op) {
+    // Long rows take a block, others a warp, short ones the fewest lanes
+    // (a power of two) that cover them.
+    width = g.cols > kMaxWarpGroupRow ? kBlock : 2;
+    while (width < std::min<int64_t>(g.cols, 32))
+      width *= 2;
+    perThread = (g.cols + width - 1) / width;
+  }
+
+  void run();
+
+private:
+  Value index(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
+  void gather();
+  void hoist();
+  Value flat(Value memref);
+  Value load(Value operand, Mode mode, int64_t k);
+  /// The row values `m` reads that no member has computed yet, from
+  /// memory.
+  void loadRows(const Member &m);
+  SmallVector<Value> args(const Member &m, int64_t k, Value acc);
+  SmallVector<Value> body(const Member &m, ArrayRef<Value> values);
+  Value combine(const Member &m, Value acc, Value value);
+  /// Leaves the builder inside `if (cond)`; with no `cond`, where it is.
+  void onlyIf(Value cond);
+  void elementwise(const Member &m);
+  void reduce(const Member &m);
+  void rowwise(const Member &m);
+  void storeRow(const Member &m, Value v);
+  bool liveOut(Value root);
+  /// Whether `m` writes its output to memory: it is read after the group,
+  /// and no later member writes it again.
+  bool stores(const Member &m) {
+    Value root = rootOf(m.op.getDpsInits().front());
+    return lastWriter.lookup(root) == m.op && liveOut(root);
+  }
+  void eraseDead();
+
+  Group &g;
+  Location loc;
+  OpBuilder b;
+  int64_t width = 32, perThread = 1;
+  Value row, safeRow, active, lane;
+  /// Per element of a lane: its column, the column it reads (the last
+  /// one past the row's end, so that every read is in bounds), and whether
+  /// it is inside the row (null where every lane's is).
+  SmallVector<Value> cols, readCols, valid;
+  llvm::DenseMap<Value, Value> views, rowValues;
+  llvm::DenseMap<Value, SmallVector<Value>> fullValues, columnValues;
+  llvm::DenseSet<Operation *> memberOps;
+  llvm::DenseSet<Value> written;
+  llvm::DenseMap<Value, Operation *> lastWriter;
+};
+
+bool RowEmitter::liveOut(Value root) {
+  if (!root.getDefiningOp<memref::AllocOp>())
+    return true;
+  SmallVector<Value> work{root};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(user))
+        work.push_back(user->getResult(0));
+      else if (!isa<memref::DeallocOp>(user) && !memberOps.contains(user))
+        return true;
+    }
+  }
+  return false;
+}
+
+void RowEmitter::hoist() {
+  // What stands between the members moves out of the way of one launch
+  // where the last member was: buffers, views and constants before the
+  // first member, frees after the last.
+  Operation *first = g.members.front().op, *last = g.members.back().op;
+  SmallVector<Operation *> between;
+  for (Operation *op = first->getNextNode(); op != last; op = op->getNextNode())
+    if (!memberOps.contains(op))
+      between.push_back(op);
+  for (Operation *op : between)
+    if (!isa<memref::DeallocOp>(op))
+      op->moveBefore(first);
+  // Each free goes right after the last member: the last one first keeps
+  // their order.
+  for (Operation *op : llvm::reverse(between))
+    if (isa<memref::DeallocOp>(op))
+      op->moveAfter(last);
+}
+
+Value RowEmitter::flat(Value memref) { return views.lookup(memref); }
+
+void RowEmitter::gather() {
+  for (const Member &m : g.members)
+    memberOps.insert(m.op);
+  for (const Member &m : g.members) {
+    written.insert(rootOf(m.op.getDpsInits().front()));
+    lastWriter[rootOf(m.op.getDpsInits().front())] = m.op;
+  }
+  // 1-D views of every buffer the launch reads or writes in memory, made
+  // on the host side where the launch goes.
+  for (const Member &m : g.members)
+    for (auto [operand, mode] : llvm::zip(m.op->getOperands(), m.modes)) {
+      Value root = rootOf(operand);
+      if (mode == Mode::scalar || views.count(operand) ||
+          (written.contains(root) && !liveOut(root)))
+        continue;
+      auto type = cast<MemRefType>(operand.getType());
+      SmallVector<ReassociationIndices> all(1);
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.front().push_back(d);
+      views[operand] =
+          type.getRank() == 1
+              ? operand
+              : b.create<memref::CollapseShapeOp>(loc, operand, all)
+                    .getResult();
+    }
+}
+
+Value RowEmitter::load(Value operand, Mode mode, int64_t k) {
+  Value root = rootOf(operand);
+  if (mode == Mode::row)
+    return rowValues.lookup(root); // loaded by loadRows
+  // Each element is read from memory once; what a member wrote replaces
+  // it.
+  auto &values = (mode == Mode::full ? fullValues : columnValues)[root];
+  values.resize(perThread);
+  if (values[k])
+    return values[k];
+  Value at =
+      mode == Mode::column
+          ? readCols[k]
+          : b.create<arith::AddIOp>(
+                loc, b.create<arith::MulIOp>(loc, safeRow, index(g.cols)),
+                readCols[k]);
+  return values[k] = b.create<memref::LoadOp>(loc, flat(operand), at);
+}
+
+void RowEmitter::loadRows(const Member &m) {
+  for (OpOperand &operand : m.op->getOpOperands()) {
+    Value root = rootOf(operand.get());
+    bool init = m.kind == Kind::reduce &&
+                operand.getOperandNumber() == m.op.getNumDpsInputs();
+    if (m.modes[operand.getOperandNumber()] != Mode::row ||
+        rowValues.count(root) ||
+        (m.op.getMatchingBlockArgument(&operand).use_empty() && !init))
+      continue;
+    // Once per row, outside any branch: every lane uses it.
+    rowValues[root] =
+        b.create<memref::LoadOp>(loc, flat(operand.get()), safeRow);
+  }
+}
+
+SmallVector<Value> RowEmitter::args(const Member &m, int64_t k, Value acc) {
+  SmallVector<Value> values;
+  for (OpOperand &operand : m.op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    Mode mode = m.modes[i];
+    bool isInit = i == m.op.getNumDpsInputs();
+    if (m.op.getMatchingBlockArgument(&operand).use_empty())
+      values.push_back(Value());
+    else if (isInit && acc)
+      values.push_back(acc);
+    else if (mode == Mode::scalar)
+      values.push_back(operand.get());
+    else
+      values.push_back(load(operand.get(), mode, k));
+  }
+  return values;
+}
+
+SmallVector<Value> RowEmitter::body(const Member &m, ArrayRef<Value> values) {
+  IRMapping mapping;
+  Block &block = m.op.getRegion().front();
+  for (auto [arg, v] : llvm::zip(block.getArguments(), values))
+    if (v)
+      mapping.map(arg, v);
+  SmallVector<Value> yielded;
+  for (Operation &inner : block) {
+    if (auto yield = dyn_cast<linalg::YieldOp>(inner)) {
+      for (Value v : yield.getValues())
+        yielded.push_back(mapping.lookupOrDefault(v));
+      break;
+    }
+    b.clone(inner, mapping);
+  }
+  return yielded;
+}
+
+Value RowEmitter::combine(const Member &m, Value acc, Value value) {
+  IRMapping mapping;
+  BlockArgument out = m.op.getRegionOutputArgs().front();
+  for (Value operand : m.combiner.op->getOperands())
+    mapping.map(operand, operand == out ? acc : value);
+  return b.clone(*m.combiner.op, mapping)->getResult(0);
+}
+
+void RowEmitter::onlyIf(Value cond) {
+  if (!cond)
+    return;
+  auto branch = b.create<scf::IfOp>(loc, cond, false);
+  b.setInsertionPointToStart(&branch.getThenRegion().front());
+}
+
+void RowEmitter::elementwise(const Member &m) {
+  // Lanes past the row's end compute on the last column's values and
+  // store nothing.
+  SmallVector<Value> values;
+  for (int64_t k = 0; k < perThread; ++k)
+    values.push_back(body(m, args(m, k, Value())).front());
+  Value out = m.op.getDpsInits().front();
+  Value root = rootOf(out);
+  if (stores(m))
+    for (int64_t k = 0; k < perThread; ++k) {
+      OpBuilder::InsertionGuard guard(b);
+      Value ok =
+          valid[k] ? b.create<arith::AndIOp>(loc, active, valid[k]) : active;
+      onlyIf(ok);
+      Value at = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, row, index(g.cols)), cols[k]);
+      b.create<memref::StoreOp>(loc, values[k], flat(out), at);
+    }
+  fullValues[root] = values;
+}
+
+void RowEmitter::reduce(const Member &m) {
+  Value partial = b.create<arith::ConstantOp>(loc, m.combiner.identity);
+  for (int64_t k = 0; k < perThread; ++k) {
+    Value next = body(m, args(m, k, partial)).front();
+    partial = valid[k] ? b.create<arith::SelectOp>(loc, valid[k], next, partial)
+                             .getResult()
+                       : next;
+  }
+  if (width == kBlock) {
+    partial = b.create<gpu::AllReduceOp>(
+        loc, partial,
+        gpu::AllReduceOperationAttr::get(b.getContext(), m.combiner.kind),
+        true);
+  } else {
+    for (int32_t offset = width / 2; offset >= 1; offset /= 2) {
+      Value other = b.create<gpu::ShuffleOp>(loc, partial, offset, 32,
+                                             gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      partial = combine(m, partial, other);
+    }
+  }
+  Value root = rootOf(m.op.getDpsInits().front());
+  Value total = combine(m, rowValues.lookup(root), partial);
+  rowValues[root] = total;
+  storeRow(m, total);
+}
+
+void RowEmitter::rowwise(const Member &m) {
+  Value v = body(m, args(m, 0, Value())).front();
+  rowValues[rootOf(m.op.getDpsInits().front())] = v;
+  storeRow(m, v);
+}
+
+void RowEmitter::storeRow(const Member &m, Value v) {
+  Value out = m.op.getDpsInits().front();
+  if (!stores(m))
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  Value first =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane, index(0));
+  onlyIf(b.create<arith::AndIOp>(loc, active, first));
+  b.create<memref::StoreOp>(loc, v, flat(out), row);
+}
+
+void RowEmitter::eraseDead() {
+  llvm::DenseSet<Value> dead;
+  for (Value root : written)
+    if (!liveOut(root))
+      dead.insert(root);
+  for (const Member &m : g.members)
+    m.op.erase();
+  memberOps.clear();
+  // A buffer only this launch used, through registers: its views, its
+  // free and itself go.
+  for (Value root : dead) {
+    SmallVector<Operation *> users;
+    SmallVector<Value> work{root};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        users.push_back(user);
+        if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(user))
+          work.push_back(user->getResult(0));
+      }
+    }
+    for (Operation *user : llvm::reverse(users))
+      user->erase();
+    root.getDefiningOp()->erase();
+  }
+}
+
+void RowEmitter::run() {
+  memberOps.clear();
+  for (const Member &m : g.members)
+    memberOps.insert(m.op);
+  hoist();
+  b.setInsertionPoint(g.members.back().op);
+  gather();
+  int64_t perBlock = kBlock / width;
+  Value one = index(1);
+  auto l =
+      b.create<gpu::LaunchOp>(loc, index((g.rows + perBlock - 1) / perBlock),
+                              one, one, index(kBlock), one, one);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&l.getBody().front());
+    b.create<gpu::TerminatorOp>(loc);
+    b.setInsertionPointToStart(&l.getBody().front());
+    Value tid = l.getThreadIds().x;
+    lane = b.create<arith::RemUIOp>(loc, tid, index(width));
+    row = b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(perBlock)),
+        b.create<arith::DivUIOp>(loc, tid, index(width)));
+    // Every lane takes part in the shuffles; those past the last row read
+    // the last row again and write nothing.
+    active = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row,
+                                     index(g.rows));
+    safeRow = b.create<arith::MinUIOp>(loc, row, index(g.rows - 1));
+    for (int64_t k = 0; k < perThread; ++k) {
+      cols.push_back(b.create<arith::AddIOp>(loc, lane, index(k * width)));
+      bool whole = (k + 1) * width <= g.cols;
+      valid.push_back(
+          whole ? Value()
+                : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult,
+                                          cols.back(), index(g.cols))
+                      .getResult());
+      readCols.push_back(
+          whole ? cols.back()
+                : b.create<arith::MinUIOp>(loc, cols.back(), index(g.cols - 1))
+                      .getResult());
+    }
+    for (const Member &m : g.members) {
+      loadRows(m);
+      if (m.kind == Kind::elementwise)
+        elementwise(m);
+      else if (m.kind == Kind::reduce)
+        reduce(m);
+      else
+        rowwise(m);
+    }
+  }
+  LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << loc << " " << g.rows
+                          << " row(s) x " << g.cols << ": " << g.members.size()
+                          << " ops in one launch, " << width
+                          << " lanes per row\n");
+  eraseDead();
+}
+
+} // namespace
+
+int64_t mapRowGroups(Block &block) {
+  SmallVector<SmallVector<linalg::GenericOp>> runs(1);
+  for (Operation &op : block) {
+    if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      runs.back().push_back(generic);
+    else if (!transparent(&op) && !runs.back().empty())
+      runs.emplace_back();
+  }
+  SmallVector<Group> groups;
+  for (MutableArrayRef<linalg::GenericOp> run : runs)
+    for (size_t from = 0; from < run.size();)
+      if (std::optional<Group> g = groupAt(run, from))
+        groups.push_back(std::move(*g));
+  for (Group &g : groups)
+    RowEmitter(g).run();
+  return static_cast<int64_t>(groups.size());
+}
+
+} // namespace locus::gpu_mapping
