@@ -66,33 +66,41 @@ func.func @softmax(%x: memref<6x1024xf32>, %y: memref<6x1024xf32>) attributes {l
   return
 }
 
-// Rows of 10: 16 lanes per row, 16 rows per block (37 rows: 3 blocks).
-// A lane past the row's end reads the last column (minui, so every read
-// is in bounds), adds the identity to the reductions (select), and stores
-// nothing; rows past the last read the last row (minui) and store nothing.
-// Four butterfly shuffles (8 to 1) combine a row's 16 lanes.
+// Rows of 10: 4 lanes per row (at most 4 elements a lane: columns lane,
+// lane + 4 and lane + 8), 64 rows per block (37 rows: one block). A lane's
+// element past the row's end (lane + 8 >= 10) reads the last column (minui,
+// so every read is in bounds), adds the identity to the reductions
+// (select), and stores nothing; rows past the last read the last row
+// (minui) and store nothing. Two butterfly shuffles (2, 1) combine a row's
+// lanes.
 // CHECK-LABEL: func.func @short_rows
-// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c3{{[_0-9]*}}, {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256,
-// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c16
-// CHECK: %[[ROW0:.*]] = arith.muli %[[B]], %c16
-// CHECK: %[[SUB:.*]] = arith.divui %[[T]], %c16
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256,
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c4
+// CHECK: %[[ROW0:.*]] = arith.muli %[[B]], %c64
+// CHECK: %[[SUB:.*]] = arith.divui %[[T]], %c4
 // CHECK: %[[ROW:.*]] = arith.addi %[[ROW0]], %[[SUB]]
 // CHECK: %[[ACTIVE:.*]] = arith.cmpi ult, %[[ROW]], %c37
 // CHECK: %[[SAFE:.*]] = arith.minui %[[ROW]], %c36
-// CHECK: %[[COL:.*]] = arith.addi %[[LANE]], %c0
-// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[COL]], %c10
-// CHECK: %[[READ:.*]] = arith.minui %[[COL]], %c9
+// CHECK: %[[COL0:.*]] = arith.addi %[[LANE]], %c0
+// CHECK: %[[COL1:.*]] = arith.addi %[[LANE]], %c4
+// CHECK: %[[COL2:.*]] = arith.addi %[[LANE]], %c8
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[COL2]], %c10
+// CHECK: %[[READ:.*]] = arith.minui %[[COL2]], %c9
+// CHECK-COUNT-2: memref.load
 // CHECK: %[[AT0:.*]] = arith.muli %[[SAFE]], %c10
 // CHECK: %[[AT:.*]] = arith.addi %[[AT0]], %[[READ]]
 // CHECK: memref.load %{{.*}}[%[[AT]]]
 // CHECK: arith.select %[[IN]]
-// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
-// CHECK-COUNT-3: gpu.shuffle  xor
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32{{[_0-9]*}} : f32
+// CHECK-NOT: gpu.shuffle  xor %{{.*}}, %c4_i32
 // CHECK: math.log
+// CHECK: scf.if %[[ACTIVE]]
+// CHECK: scf.if %[[ACTIVE]]
 // CHECK: %[[OK:.*]] = arith.andi %[[ACTIVE]], %[[IN]] : i1
 // CHECK: scf.if %[[OK]]
 // CHECK: %[[TO0:.*]] = arith.muli %[[ROW]], %c10
-// CHECK: %[[TO:.*]] = arith.addi %[[TO0]], %[[COL]]
+// CHECK: %[[TO:.*]] = arith.addi %[[TO0]], %[[COL2]]
 // CHECK: memref.store %{{.*}}[%[[TO]]]
 // CHECK-NOT: gpu.all_reduce
 // CHECK-NOT: gpu.launch

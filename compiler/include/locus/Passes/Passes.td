@@ -799,10 +799,11 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     shape and identity layout whole (`[row, col]`), by row (`[row]`,
     `[row, 0]`), or by column (`[col]`, a weight every row reads, which no
     op of the group may write). A softmax, a log-softmax or the end of a
-    layer norm is such a run. Rows of at most 512 elements go to a warp
-    each (8 rows a block), rows of at most 16 to the fewest lanes that
-    cover them (a power of two; 16 lanes for rows of 10), longer rows of at
-    most 4096 to a block each. Each lane holds the elements `lane + k *
+    layer norm is such a run. Rows of at most 512 elements go to the
+    fewest lanes (a power of two, 4 to 32) that leave each lane at most 4
+    elements, or to a warp (up to 16 elements a lane): 8 lanes for rows of
+    32, 4 for rows of 10, so that each lane has several loads in flight;
+    longer rows, up to 4096, to a block each. Each lane holds the elements `lane + k *
     lanes` of its row in registers from op to op: an input is read from
     memory once, a reduction combines its lanes with butterfly `gpu.shuffle
     xor` (or `gpu.all_reduce` for a block), and only buffers read after

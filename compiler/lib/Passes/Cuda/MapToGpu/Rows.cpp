@@ -24,7 +24,7 @@ namespace {
 
 /// The longest rows a group takes: 16 elements a thread of a block.
 constexpr int64_t kMaxGroupRow = 16 * kBlock;
-/// Rows up to this long go to a warp each (16 elements a lane).
+/// Rows up to this long go to a warp at most (16 elements a lane).
 constexpr int64_t kMaxWarpGroupRow = 16 * 32;
 
 /// How an op of a group addresses one operand, by the row and the column
@@ -251,10 +251,11 @@ class RowEmitter {
 public:
   explicit RowEmitter(Group &g)
       : g(g), loc(g.members.front().op.getLoc()), b(g.members.back().op) {
-    // Long rows take a block, others a warp, short ones the fewest lanes
-    // (a power of two) that cover them.
-    width = g.cols > kMaxWarpGroupRow ? kBlock : 2;
-    while (width < std::min<int64_t>(g.cols, 32))
+    // Long rows take a block; others the fewest lanes (a power of two, 4
+    // to 32) that leave each lane at most 4 elements, so that every lane
+    // has several loads in flight (rows of 32: 8 lanes, 4 elements each).
+    width = g.cols > kMaxWarpGroupRow ? kBlock : 4;
+    while (g.cols <= kMaxWarpGroupRow && width < 32 && width * 4 < g.cols)
       width *= 2;
     perThread = (g.cols + width - 1) / width;
   }
