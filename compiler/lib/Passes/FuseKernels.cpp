@@ -3,7 +3,8 @@
 // Groups the computing ops of a placed graph into locus.kernel ops, one per
 // launch: chains (and trees) of elementwise ops, and an elementwise
 // epilogue after one anchor (a matrix product, convolution, reduction,
-// pooling, softmax or loss). See Passes.td.
+// pooling, softmax or loss); on a GPU, row-by-row kernels merged when one
+// reads another's result alone (mergeRows). See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,31 @@ namespace {
 bool isTransposed2d(Operation *op) {
   auto t = dyn_cast_or_null<TransposeOp>(op);
   return t && t.getPermutation() == ArrayRef<int64_t>{1, 0};
+}
+
+/// The last axis of `op`'s input, if `op` reduces over it alone or takes a
+/// softmax along it: an op that goes row by row.
+bool overLastAxis(Operation *op) {
+  auto last = [](Value input, int64_t axis) {
+    auto rank = cast<RankedTensorType>(input.getType()).getRank();
+    return axis == rank - 1 || axis == -1;
+  };
+  auto reduces = [&](auto r) {
+    return r.getAxes().size() == 1 && last(r.getInput(), r.getAxes()[0]);
+  };
+  if (auto r = dyn_cast<SumOp>(op))
+    return reduces(r);
+  if (auto r = dyn_cast<MeanOp>(op))
+    return reduces(r);
+  if (auto r = dyn_cast<MaxOp>(op))
+    return reduces(r);
+  if (auto r = dyn_cast<MinOp>(op))
+    return reduces(r);
+  if (auto s = dyn_cast<SoftmaxOp>(op))
+    return last(s.getInput(), s.getAxis());
+  if (auto s = dyn_cast<LogSoftmaxOp>(op))
+    return last(s.getInput(), s.getAxis());
+  return false;
 }
 
 /// A group under construction: its ops in graph order, its device, the op
@@ -166,6 +192,8 @@ public:
       groupOf[&op] = target;
     }
 
+    if (fuse)
+      mergeRows(groups, groupOf);
     int64_t kernels = 0;
     for (auto &group : groups)
       if (!group->ops.empty()) {
@@ -178,6 +206,55 @@ public:
   }
 
 private:
+  /// Whether `g` runs on a GPU and goes row by row: elementwise ops,
+  /// reductions over the last axis and softmaxes along it.
+  static bool rowGroup(const Group &g) {
+    return g.device.getKind() == DeviceKind::cuda &&
+           llvm::all_of(g.ops, [](Operation *op) {
+             return isElementwise(op) || overLastAxis(op);
+           });
+  }
+
+  /// On a GPU, a row-by-row kernel whose result only one other such kernel
+  /// reads joins that kernel (a layer norm's centred input, which its
+  /// variance and its output both read, kept three kernels apart):
+  /// --locus-map-to-gpu then runs the rows in one launch. Merging never
+  /// makes a cycle: a group's result is the only value read outside it.
+  void mergeRows(std::vector<std::unique_ptr<Group>> &groups,
+                 DenseMap<Operation *, Group *> &groupOf) {
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (auto &a : groups) {
+        if (a->ops.empty() || !rowGroup(*a) || a->root->use_empty())
+          continue;
+        Group *into = nullptr;
+        for (Operation *user : a->root->getUsers()) {
+          Group *g = groupOf.lookup(user);
+          if (!g || g == a.get() || (into && g != into)) {
+            into = nullptr;
+            break;
+          }
+          into = g;
+        }
+        if (!into || into->device != a->device || !rowGroup(*into) ||
+            static_cast<int64_t>(a->ops.size() + into->ops.size()) > maxOps)
+          continue;
+        LLVM_DEBUG(llvm::dbgs()
+                   << "[" DEBUG_TYPE "] the rows of " << a->root->getName()
+                   << " at " << a->root->getLoc() << " join "
+                   << into->root->getName() << "'s kernel\n");
+        for (Operation *member : a->ops) {
+          into->ops.push_back(member);
+          groupOf[member] = into;
+        }
+        into->anchored |= a->anchored;
+        a->ops.clear();
+        a->root = nullptr;
+        merged = true;
+      }
+    }
+  }
+
   static DeviceAttr deviceOf(Operation *op) {
     if (DeviceAttr device = placedDevice(op))
       return device;

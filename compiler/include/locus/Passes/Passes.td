@@ -388,7 +388,14 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     op that reads it, whatever that op is, and is then a view of its input
     (a kernel of its own would copy it); it never joins its producer's
     kernel, which would have to copy its result out through the view.
-    Every other op is a kernel of its own.
+    Every other op is a kernel of its own. Then, on a CUDA device, kernels
+    that go row by row (elementwise ops, reductions over the last axis
+    alone, `softmax` and `log_softmax` along it) merge when one kernel's
+    result is read by one other such kernel alone: a layer norm, whose
+    centred input its variance and its output both read, is one kernel
+    there instead of three, and `--locus-map-to-gpu` runs its rows in one
+    launch. A merge makes no cycle (a kernel's result is the only value
+    read outside it); on the CPU kernels stay as the tree rule makes them.
     Copies, sources, outputs and state updates stay in the graph; an op with
     several results (an optimizer step) gives its kernel several results.
     The graph's `locus.kernels` attribute says how many kernels there are.

@@ -3,6 +3,8 @@
 
 #include "devices/cpu/host_device.h"
 
+#include "locus/abi.h"
+
 #include "devices/ranges.h"
 
 #include "status_impl.h"
@@ -98,26 +100,53 @@ bool HostDevice::owns(const void *p, size_t bytes) const {
   return holdsRange(ranges_, static_cast<const char *>(p), bytes);
 }
 
+namespace {
+
+/// What each thread of a large host copy moves.
+constexpr size_t kCopyChunk = size_t(2) << 20;
+
+} // namespace
+
+// One thread copied about 7 GB/s on an H100's host: 9 ms of the 10.9 a
+// 64 MiB input took to reach the GPU (2026-11-27).
+void copyHostBytes(void *dst, const void *src, size_t bytes) {
+  if (bytes < 4 * kCopyChunk || locus_parallel_threads() < 2) {
+    if (bytes)
+      std::memcpy(dst, src, bytes);
+    return;
+  }
+  struct Copy {
+    char *dst;
+    const char *src;
+    size_t bytes;
+  } copy{static_cast<char *>(dst), static_cast<const char *>(src), bytes};
+  auto body = [](void *p, int64_t lo, int64_t hi) {
+    auto *c = static_cast<Copy *>(p);
+    size_t begin = static_cast<size_t>(lo) * kCopyChunk;
+    size_t end = std::min(c->bytes, static_cast<size_t>(hi) * kCopyChunk);
+    std::memcpy(c->dst + begin, c->src + begin, end - begin);
+  };
+  locus_parallel_for(
+      body, &copy, static_cast<int64_t>((bytes + kCopyChunk - 1) / kCopyChunk));
+}
+
 locus_status_t HostDevice::copyFrom(Device &from, const void *src, void *dst,
                                     size_t bytes) {
   // Host memory on both sides; a GPU source (and sim, which stands in for
   // one and may be capturing a graph) copies to the host itself.
   if (!dynamic_cast<HostDevice *>(&from) || (&from != this && from.simulated()))
     return from.download(src, dst, bytes);
-  if (bytes)
-    std::memcpy(dst, src, bytes);
+  copyHostBytes(dst, src, bytes);
   return nullptr;
 }
 
 locus_status_t HostDevice::upload(const void *host, void *dst, size_t bytes) {
-  if (bytes)
-    std::memcpy(dst, host, bytes);
+  copyHostBytes(dst, host, bytes);
   return nullptr;
 }
 
 locus_status_t HostDevice::download(const void *src, void *host, size_t bytes) {
-  if (bytes)
-    std::memcpy(host, src, bytes);
+  copyHostBytes(host, src, bytes);
   return nullptr;
 }
 

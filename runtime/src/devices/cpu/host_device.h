@@ -50,6 +50,10 @@ private:
 /// The `cpu` device: host kernels on host memory.
 std::unique_ptr<Device> makeCpuDevice();
 
+/// memcpy between host buffers, over the runtime's threads when it is
+/// large (8 MiB or more, 2 MiB a thread).
+void copyHostBytes(void *dst, const void *src, size_t bytes);
+
 } // namespace locus::rt
 
 #endif

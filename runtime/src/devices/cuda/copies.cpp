@@ -2,6 +2,7 @@
 // the host and the device through pinned staging buffers (double buffered,
 // on the copy stream) or straight from pinned host memory.
 
+#include "devices/cpu/host_device.h"
 #include "devices/cuda/device.h"
 
 #include <algorithm>
@@ -58,7 +59,7 @@ locus_status_t CudaDevice::copyIn(const void *host, void *dst, size_t bytes,
     size_t n = std::min(bytes, kStagingBytes);
     if (locus_status_t st = pin(s))
       return st;
-    std::memcpy(s.host, from, n);
+    copyHostBytes(s.host, from, n);
     if (afterCompute) {
       if (CUresult rc = d.cuEventRecord(computeDone_, compute_))
         return fail("cuEventRecord", rc);
@@ -130,7 +131,7 @@ locus_status_t CudaDevice::downloadStaged(CUdeviceptr from, char *to,
     if (CUresult rc = d.cuEventSynchronize(s.done))
       return fail("cuEventSynchronize", rc);
     size_t at = i * kStagingBytes;
-    std::memcpy(to + at, s.host, std::min(kStagingBytes, bytes - at));
+    copyHostBytes(to + at, s.host, std::min(kStagingBytes, bytes - at));
   }
   return nullptr;
 }
