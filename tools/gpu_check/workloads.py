@@ -43,6 +43,14 @@ BENCHES = [
         "h2d_pinned", runs=22, args=["--host-io"], metric="step_io"),
     row("h2d_pageable", "copy: host to device, 64 MiB (torch pageable)", None,
         "h2d_pageable"),
+    # Where the h2d row's time goes: the step's copy replayed without a
+    # CUDA graph (cuMemcpyHtoDAsync from the registered arena), and
+    # set_input's host copy of the user's data into that arena.
+    row("h2d_plain", "copy: host to device, 64 MiB (runtime, no CUDA graph; torch pinned)",
+        "copies.locus", "h2d_pinned", runs=22, args=["--host-io"], metric="step_io",
+        env={"LOCUS_CUDA_GRAPHS": "0"}),
+    row("h2d_set_input", "copy: a 64 MiB input into the runtime's pinned arena (set_input)",
+        "copies.locus", None, runs=22, args=["--host-io"], metric="in"),
     row("d2h", "copy: device to host, 64 MiB (runtime; torch pinned)", "copies.locus",
         "d2h_pinned", runs=22, args=["--host-io"], metric="out"),
     row("d2h_pageable", "copy: device to host, 64 MiB (torch pageable)", None,
