@@ -546,6 +546,43 @@ def cases():
             "tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<9x5xf32>" % (
                 " decoupled" if decoupled else "")), \
             adam_ref(ap, ag, am, av, 3, 0.05, 0.8, 0.99, 1e-6, 0.1, decoupled)
+    # Rows in one launch on cuda (--locus-map-to-gpu's row groups): rows
+    # longer than a warp's 512 on a block (1500: the last of 6 elements a
+    # thread past the end), exactly 16 a thread (4096), one past the
+    # longest group (4097: the one-op strategies), rows of one; a layer
+    # norm over the last axis of a 3-D tensor, one kernel on cuda.
+    br = rand([5, 1500], -4, 4)
+    yield "softmax_block_rows", [("br", br)], "%r = locus.softmax %br axis 1 : tensor<5x1500xf32>", softmax(br, 1)
+    fr = rand([3, 4096], -4, 4)
+    yield "log_softmax_rows_4096", [("fr", fr)], "%r = locus.log_softmax %fr axis 1 : tensor<3x4096xf32>", softmax(fr, 1, log=True)
+    pr = rand([2, 4097], -4, 4)
+    yield "softmax_rows_4097", [("pr", pr)], "%r = locus.softmax %pr axis 1 : tensor<2x4097xf32>", softmax(pr, 1)
+    one = rand([7, 1])
+    yield "softmax_rows_of_one", [("one", one)], "%r = locus.softmax %one axis 1 : tensor<7x1xf32>", softmax(one, 1)
+    lx, le = rand([3, 13, 96]), rand([3, 13, 1], 1e-3, 1e-2)
+    lg, lbe = rand([96], 0.5, 1.5), rand([96])
+    mean = reduce(lx, [2], lambda p, q: p + q, 0.0, keep=True)
+    mean = ([3, 13, 1], [v / 96 for v in mean[1]])
+    cen = ew(lambda x, m: x - m, lx, broadcast(mean, [3, 13, 96]))
+    var = reduce(ew(lambda c: c * c, cen), [2], lambda p, q: p + q, 0.0, keep=True)
+    inv = ([3, 13, 1], [1 / math.sqrt(v / 96 + e) for v, e in zip(var[1], le[1])])
+    norm = ew(lambda c, s: c * s, cen, broadcast(inv, [3, 13, 96]))
+    t3, r3 = "tensor<3x13x96xf32>", "tensor<3x13x1xf32>"
+    yield "layer_norm_rows", [("lx", lx), ("le", le), ("lg", lg), ("lbe", lbe)], "\n".join([
+        "%m = locus.mean %lx axes [2] keepdim : {t} -> {r}",
+        "%mb = locus.broadcast %m [3, 13, 96] : {r} -> {t}",
+        "%c = locus.sub %lx, %mb : {t}",
+        "%c2 = locus.mul %c, %c : {t}",
+        "%v = locus.mean %c2 axes [2] keepdim : {t} -> {r}",
+        "%ve = locus.add %v, %le : {r}",
+        "%rs = locus.rsqrt %ve : {r}",
+        "%rb = locus.broadcast %rs [3, 13, 96] : {r} -> {t}",
+        "%n = locus.mul %c, %rb : {t}",
+        "%gb = locus.broadcast %lg [3, 13, 96] : tensor<96xf32> -> {t}",
+        "%bb = locus.broadcast %lbe [3, 13, 96] : tensor<96xf32> -> {t}",
+        "%s = locus.mul %n, %gb : {t}",
+        "%r = locus.add %s, %bb : {t}"]).format(t=t3, r=r3), \
+        ew(lambda n, g, b: n * g + b, norm, broadcast(lg, [3, 13, 96]), broadcast(lbe, [3, 13, 96]))
 
 
 def run(name, inputs, ir, ref):
