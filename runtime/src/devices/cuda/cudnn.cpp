@@ -31,7 +31,8 @@ using FilterDesc = struct cudnnFilterStruct *;
 using ConvDesc = struct cudnnConvolutionStruct *;
 
 constexpr int kNchw = 0, kFloat = 0, kCrossCorrelation = 1;
-constexpr int kDefaultMath = 0, kFmaMath = 3, kDeterministic = 1;
+constexpr int kDefaultMath = 0, kAllowConversion = 2, kFmaMath = 3;
+constexpr int kDeterministic = 1;
 constexpr size_t kMaxWorkspace = size_t(1) << 31;
 
 /// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t: the same layout.
@@ -289,14 +290,17 @@ std::array<void *, 3> operandsOf(int64_t kind, const Convolutions::Plan &p) {
   return {p.x, p.y, p.w};
 }
 
-/// The first usable algorithm of `perf`, a deterministic one if any.
-const Perf *choose(const std::vector<Perf> &perf, int count) {
+/// The first usable algorithm of `perf` (ranked or timed, best first): a
+/// deterministic one if any, unless `anyOrder` (LOCUS_CUDNN_DETERMINISTIC=0,
+/// as PyTorch's default). Never one that converts fp32 operands to fp16.
+const Perf *choose(const std::vector<Perf> &perf, int count, bool anyOrder) {
   const Perf *first = nullptr;
   for (int i = 0; i < count; ++i) {
     const Perf &p = perf[size_t(i)];
-    if (p.status != 0 || p.memory > kMaxWorkspace)
+    if (p.status != 0 || p.memory > kMaxWorkspace ||
+        p.mathType == kAllowConversion)
       continue;
-    if (p.determinism == kDeterministic)
+    if (anyOrder || p.determinism == kDeterministic)
       return &p;
     if (!first)
       first = &p;
@@ -372,7 +376,8 @@ std::string Convolutions::plan(const Key &key, Plan *&out) {
   auto *made = new Plan;
   std::string e = describePlan(l, key, *made);
   if (e.empty())
-    e = chooseAlgorithm(key[0], *made);
+    e = chooseAlgorithm(
+        key[0], (key[1 + LOCUS_CONV_FLAGS] & LOCUS_CONV_TF32) != 0, *made);
   if (!e.empty()) {
     made->release(l);
     delete made;
@@ -383,7 +388,7 @@ std::string Convolutions::plan(const Key &key, Plan *&out) {
   return "";
 }
 
-std::string Convolutions::chooseAlgorithm(int64_t kind, Plan &plan) {
+std::string Convolutions::chooseAlgorithm(int64_t kind, bool tf32, Plan &plan) {
   const Library &l = *library();
   auto h = static_cast<Handle>(handle_);
   std::array<void *, 3> ops = operandsOf(kind, plan);
@@ -399,10 +404,20 @@ std::string Convolutions::chooseAlgorithm(int64_t kind, Plan &plan) {
                     &count, perf.data()))
     return std::string(benchmark ? "timing" : "ranking") +
            " the algorithms: " + l.error(s);
-  const Perf *best = choose(perf, count);
+  static const bool anyOrder = [] {
+    const char *env = std::getenv("LOCUS_CUDNN_DETERMINISTIC");
+    return env && std::string(env) == "0";
+  }();
+  const Perf *best = choose(perf, count, anyOrder);
   if (!best)
     return "no cuDNN algorithm supports this convolution";
   plan.algo = best->algo;
+  // With TF32 allowed, the math the algorithm was ranked or timed with
+  // (the descriptor's default may have run as tensor-op math), as cuDNN
+  // asks; otherwise the descriptor's FMA math stays, whatever is reported.
+  if (tf32 && best->mathType != kDefaultMath)
+    if (Status s = l.cudnnSetConvolutionMathType(plan.conv, best->mathType))
+      return "setting the math type: " + l.error(s);
   if (Status s = l.workspace[kind](h, ops[0], ops[1], plan.conv, ops[2],
                                    plan.algo, &plan.workspace))
     return "the workspace's size: " + l.error(s);

@@ -70,7 +70,9 @@ public:
 
 private:
   std::string plan(const Key &key, Plan *&out);
-  std::string chooseAlgorithm(int64_t kind, Plan &plan);
+  /// Ranks or times convolution `kind`'s algorithms and takes one; `tf32`:
+  /// the op allows TF32 (the math cuDNN reports may then be kept).
+  std::string chooseAlgorithm(int64_t kind, bool tf32, Plan &plan);
 
   void *handle_ = nullptr;
   bool tried_ = false;
