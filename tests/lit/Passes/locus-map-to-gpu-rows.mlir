@@ -258,3 +258,28 @@ func.func @long_rows(%x: memref<4x5000xf32>, %s: memref<4xf32>, %y: memref<4x500
   }
   return
 }
+
+// Not a group: rows of 1024 share a block, and the [rows] op would store
+// the caller's row buffer (lane 0, no barrier) that the quotient before it
+// reads from memory in every warp. Each op keeps its own launch.
+// CHECK-LABEL: func.func @row_overwritten
+// CHECK-COUNT-3: gpu.launch
+// CHECK-NOT: gpu.launch
+func.func @row_overwritten(%x: memref<4x1024xf32>, %s: memref<4xf32>, %m: memref<4xf32>, %y: memref<4x1024xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x1024xf32>) outs(%m : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : memref<4x1024xf32>, memref<4xf32>) outs(%y : memref<4x1024xf32>) {
+  ^bb0(%in: f32, %d: f32, %out: f32):
+    %0 = arith.divf %in, %d : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#vec, #vec], iterator_types = ["parallel"]} ins(%m : memref<4xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %in : f32
+    linalg.yield %0 : f32
+  }
+  return
+}

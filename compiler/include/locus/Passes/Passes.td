@@ -805,7 +805,9 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     (fills, the scale of a sum); each reads and writes buffers of static
     shape and identity layout whole (`[row, col]`), by row (`[row]`,
     `[row, 0]`), or by column (`[col]`, a weight every row reads, which no
-    op of the group may write). A softmax, a log-softmax or the end of a
+    op of the group may write). Where a block shares a row, no `[rows]` op
+    may write a row buffer that an op before it read from memory (its lane
+    0 stores with no barrier between). A softmax, a log-softmax or the end of a
     layer norm is such a run. Rows of at most 512 elements go to the
     fewest lanes (a power of two, 4 to 32) that leave each lane at most 4
     elements, or to a warp (up to 16 elements a lane): 8 lanes for rows of

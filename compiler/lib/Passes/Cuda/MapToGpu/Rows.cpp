@@ -208,6 +208,27 @@ bool acceptable(const Group &g) {
     for (auto [operand, mode] : llvm::zip(m.op->getOperands(), m.modes))
       if (mode == Mode::column && written.contains(rootOf(operand)))
         return false;
+  // A row that a block shares: lane 0 stores a [rows] op's result with no
+  // barrier before it, so no other warp of the block may still have to
+  // read that buffer's old value from memory.
+  if (g.cols <= kMaxWarpGroupRow)
+    return true;
+  llvm::DenseSet<Value> before, readOld;
+  for (const Member &m : g.members) {
+    Value out = rootOf(m.op.getDpsInits().front());
+    for (OpOperand &operand : m.op->getOpOperands()) {
+      bool init = operand.getOperandNumber() == m.op.getNumDpsInputs();
+      bool read = init ? m.kind == Kind::reduce
+                       : !m.op.getMatchingBlockArgument(&operand).use_empty();
+      Value root = rootOf(operand.get());
+      if (read && m.modes[operand.getOperandNumber()] == Mode::row &&
+          !before.contains(root))
+        readOld.insert(root);
+    }
+    if (m.kind == Kind::rowwise && readOld.contains(out))
+      return false;
+    before.insert(out);
+  }
   return true;
 }
 
