@@ -557,6 +557,10 @@ def cases():
     yield "log_softmax_rows_4096", [("fr", fr)], "%r = locus.log_softmax %fr axis 1 : tensor<3x4096xf32>", softmax(fr, 1, log=True)
     pr = rand([2, 4097], -4, 4)
     yield "softmax_rows_4097", [("pr", pr)], "%r = locus.softmax %pr axis 1 : tensor<2x4097xf32>", softmax(pr, 1)
+    # Rows past 4096, and 128 of them: a block each, looping over the
+    # columns and computing exp again where it is read.
+    lr = rand([128, 4100], -4, 4)
+    yield "softmax_looped_rows", [("lr", lr)], "%r = locus.softmax %lr axis 1 : tensor<128x4100xf32>", softmax(lr, 1)
     one = rand([7, 1])
     yield "softmax_rows_of_one", [("one", one)], "%r = locus.softmax %one axis 1 : tensor<7x1xf32>", softmax(one, 1)
     lx, le = rand([3, 13, 96]), rand([3, 13, 1], 1e-3, 1e-2)

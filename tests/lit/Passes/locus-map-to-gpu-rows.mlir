@@ -240,8 +240,9 @@ func.func @column_written(%x: memref<8x8xf32>, %s: memref<8xf32>, %y: memref<8x8
 }
 
 // Not a group: rows of 5000 are longer than 16 elements a thread of a
-// block (4096). The reduction keeps its own strategy and the quotient its
-// own launch.
+// block (4096), and 4 of them (fewer than 128) would not fill the GPU
+// looping a block each. The reduction keeps its own strategy and the
+// quotient its own launch.
 // CHECK-LABEL: func.func @long_rows
 // CHECK-COUNT-2: gpu.launch
 // CHECK-NOT: gpu.launch
@@ -281,5 +282,67 @@ func.func @row_overwritten(%x: memref<4x1024xf32>, %s: memref<4xf32>, %m: memref
     %0 = arith.addf %in, %in : f32
     linalg.yield %0 : f32
   }
+  return
+}
+
+// Rows longer than registers hold (5000 > 4096), and rows enough (200, a
+// block each) to fill the GPU: one launch still. Each lane loops over its
+// columns (20 chunks of 256) once per reduction and once for the output;
+// exp(x - max) is computed again where the sum and the quotient read it,
+// from x re-read through the caches, so nothing but the output is
+// written and no temporary is allocated.
+// CHECK-LABEL: func.func @long_softmax
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c200{{[_0-9]*}}, {{.*}} threads
+// CHECK: scf.for %{{.*}} = %c0{{[_0-9]*}} to %c20{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args
+// CHECK: arith.minui %{{.*}}, %c4999
+// CHECK: memref.load
+// CHECK: arith.maximumf
+// CHECK: arith.select
+// CHECK: gpu.all_reduce  maximumf
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: math.exp
+// CHECK: gpu.all_reduce  add
+// CHECK: scf.for
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: scf.if
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+func.func @long_softmax(%x: memref<200x5000xf32>, %y: memref<200x5000xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %max = memref.alloc() : memref<200xf32>
+  linalg.fill ins(%ninf : f32) outs(%max : memref<200xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<200x5000xf32>) outs(%max : memref<200xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  }
+  %maxv = memref.expand_shape %max [[0, 1]] output_shape [200, 1] : memref<200xf32> into memref<200x1xf32>
+  %e = memref.alloc() : memref<200x5000xf32>
+  linalg.generic {indexing_maps = [#id, #row2, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %maxv : memref<200x5000xf32>, memref<200x1xf32>) outs(%e : memref<200x5000xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %0 = arith.subf %in, %m : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  }
+  %sum = memref.alloc() : memref<200xf32>
+  linalg.fill ins(%zero : f32) outs(%sum : memref<200xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%e : memref<200x5000xf32>) outs(%sum : memref<200xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  }
+  %sumv = memref.expand_shape %sum [[0, 1]] output_shape [200, 1] : memref<200xf32> into memref<200x1xf32>
+  linalg.generic {indexing_maps = [#id, #row2, #id], iterator_types = ["parallel", "parallel"]} ins(%e, %sumv : memref<200x5000xf32>, memref<200x1xf32>) outs(%y : memref<200x5000xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %0 = arith.divf %in, %s : f32
+    linalg.yield %0 : f32
+  }
+  memref.dealloc %max : memref<200xf32>
+  memref.dealloc %e : memref<200x5000xf32>
+  memref.dealloc %sum : memref<200xf32>
   return
 }

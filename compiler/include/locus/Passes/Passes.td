@@ -812,7 +812,15 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     fewest lanes (a power of two, 4 to 32) that leave each lane at most 4
     elements, or to a warp (up to 16 elements a lane): 8 lanes for rows of
     32, 4 for rows of 10, so that each lane has several loads in flight;
-    longer rows, up to 4096, to a block each. Each lane holds the elements `lane + k *
+    longer rows, up to 4096, to a block each. Rows longer still, when
+    there are 128 or more of them and an elementwise op among the run, go
+    to a block each that loops over its columns: once per reduction and
+    once per op whose result is read after the run, computing an
+    elementwise op's values again wherever they are read (its inputs come
+    back from the caches), so that still only the output is written. That
+    needs nothing an elementwise op reads to change after it (a whole
+    buffer written once and not read before, no row buffer it reads
+    written later); otherwise the ops keep their own launches. Each lane holds the elements `lane + k *
     lanes` of its row in registers from op to op: an input is read from
     memory once, a reduction combines its lanes with butterfly `gpu.shuffle
     xor` (or `gpu.all_reduce` for a block), and only buffers read after

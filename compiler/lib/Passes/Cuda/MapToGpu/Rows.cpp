@@ -22,8 +22,12 @@
 namespace locus::gpu_mapping {
 namespace {
 
-/// The longest rows a group takes: 16 elements a thread of a block.
+/// The longest rows a group keeps in registers: 16 elements a thread of a
+/// block. Longer rows loop over their columns (see RowEmitter::looped).
 constexpr int64_t kMaxGroupRow = 16 * kBlock;
+/// The fewest rows a looped group takes (a block each): fewer, long rows
+/// are left to the split strategies, which fill the GPU.
+constexpr int64_t kMinLoopedRows = 128;
 /// Rows up to this long go to a warp at most (16 elements a lane).
 constexpr int64_t kMaxWarpGroupRow = 16 * 32;
 
@@ -193,6 +197,41 @@ bool transparent(Operation *op) {
              memref::CollapseShapeOp, arith::ConstantOp>(op);
 }
 
+/// Whether a group of rows too long for registers can loop over its
+/// columns, computing an elementwise op's values again wherever they are
+/// read: rows enough to fill the GPU, an elementwise op (a lone reduction
+/// is the split strategies' to run), and nothing an elementwise op reads
+/// changed after it (so that computing it again reads what it read): a
+/// whole buffer is written once and never read before, and a row buffer an
+/// elementwise op reads is not written after it.
+bool loopable(const Group &g) {
+  if (g.rows < kMinLoopedRows ||
+      llvm::none_of(
+          g.members,
+          [](const Member &m) { return m.kind == Kind::elementwise; }))
+    return false;
+  llvm::DenseSet<Value> written, readOld, rowsRead;
+  for (const Member &m : g.members) {
+    for (OpOperand &operand : m.op->getOpOperands()) {
+      Mode mode = m.modes[operand.getOperandNumber()];
+      Value root = rootOf(operand.get());
+      if (m.op.getMatchingBlockArgument(&operand).use_empty() ||
+          mode == Mode::scalar)
+        continue;
+      if (mode == Mode::full && !written.contains(root))
+        readOld.insert(root);
+      if (mode == Mode::row && m.kind == Kind::elementwise)
+        rowsRead.insert(root);
+    }
+    Value out = rootOf(m.op.getDpsInits().front());
+    bool full = m.kind == Kind::elementwise;
+    if (rowsRead.contains(out) ||
+        (full && (!written.insert(out).second || readOld.contains(out))))
+      return false;
+  }
+  return true;
+}
+
 /// Whether the group is worth a launch of its own and safe to run row by
 /// row: a reduction and another op, and no buffer that it reads by column
 /// (shared by every row) written by one of its ops.
@@ -208,6 +247,8 @@ bool acceptable(const Group &g) {
     for (auto [operand, mode] : llvm::zip(m.op->getOperands(), m.modes))
       if (mode == Mode::column && written.contains(rootOf(operand)))
         return false;
+  if (g.cols > kMaxGroupRow && !loopable(g))
+    return false;
   // A row that a block shares: lane 0 stores a [rows] op's result with no
   // barrier before it, so no other warp of the block may still have to
   // read that buffer's old value from memory.
@@ -248,8 +289,7 @@ std::optional<Group> groupAt(MutableArrayRef<linalg::GenericOp> run,
   Group g;
   g.cols = ranges.back();
   g.rows = product(ArrayRef(ranges).drop_back());
-  if (g.cols > kMaxGroupRow || g.cols < 2 || g.rows < 2 ||
-      llvm::any_of(ranges, ShapedType::isDynamic) ||
+  if (g.cols < 2 || g.rows < 2 || llvm::any_of(ranges, ShapedType::isDynamic) ||
       !classify(run[r], g.rows, g.cols)) {
     from = r + 1;
     return std::nullopt;
@@ -278,7 +318,8 @@ public:
     width = g.cols > kMaxWarpGroupRow ? kBlock : 4;
     while (g.cols <= kMaxWarpGroupRow && width < 32 && width * 4 < g.cols)
       width *= 2;
-    perThread = (g.cols + width - 1) / width;
+    looped = g.cols > kMaxGroupRow;
+    perThread = looped ? 1 : (g.cols + width - 1) / width;
   }
 
   void run();
@@ -310,10 +351,23 @@ private:
   }
   void eraseDead();
 
+  /// Looped rows: sets this lane's column of chunk `k` (cols[0],
+  /// readCols[0], valid[0]) inside an scf.for over the chunks, and runs
+  /// `each` there with the loop's values; returns them after the loop.
+  SmallVector<Value>
+  overColumns(ValueRange init,
+              llvm::function_ref<SmallVector<Value>(ValueRange)> each);
+  void setColumn(Value col, bool whole);
+
   Group &g;
   Location loc;
   OpBuilder b;
   int64_t width = 32, perThread = 1;
+  /// Rows longer than registers hold: each lane loops over its columns,
+  /// and an elementwise op's values are computed again where they are read
+  /// (recipes), not kept: the row's re-reads come from the caches.
+  bool looped = false;
+  llvm::DenseMap<Value, const Member *> recipes;
   Value row, safeRow, active, lane;
   /// Per element of a lane: its column, the column it reads (the last
   /// one past the row's end, so that every read is in bounds), and whether
@@ -394,6 +448,17 @@ Value RowEmitter::load(Value operand, Mode mode, int64_t k) {
   Value root = rootOf(operand);
   if (mode == Mode::row)
     return rowValues.lookup(root); // loaded by loadRows
+  if (looped) {
+    if (const Member *p = recipes.lookup(root); p && mode == Mode::full)
+      return body(*p, args(*p, 0, Value())).front();
+    Value at =
+        mode == Mode::column
+            ? readCols[0]
+            : b.create<arith::AddIOp>(
+                  loc, b.create<arith::MulIOp>(loc, safeRow, index(g.cols)),
+                  readCols[0]);
+    return b.create<memref::LoadOp>(loc, flat(operand), at);
+  }
   // Each element is read from memory once; what a member wrote replaces
   // it.
   auto &values = (mode == Mode::full ? fullValues : columnValues)[root];
@@ -468,6 +533,34 @@ Value RowEmitter::combine(const Member &m, Value acc, Value value) {
   return b.clone(*m.combiner.op, mapping)->getResult(0);
 }
 
+void RowEmitter::setColumn(Value col, bool whole) {
+  cols.assign({col});
+  valid.assign({whole ? Value()
+                      : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult,
+                                                col, index(g.cols))
+                            .getResult()});
+  readCols.assign({whole ? col
+                         : b.create<arith::MinUIOp>(loc, col, index(g.cols - 1))
+                               .getResult()});
+}
+
+SmallVector<Value> RowEmitter::overColumns(
+    ValueRange init, llvm::function_ref<SmallVector<Value>(ValueRange)> each) {
+  int64_t chunks = (g.cols + width - 1) / width;
+  auto loop =
+      b.create<scf::ForOp>(loc, index(0), index(chunks), index(1), init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value col = b.create<arith::AddIOp>(
+      loc, lane,
+      b.create<arith::MulIOp>(loc, loop.getInductionVar(), index(width)));
+  setColumn(col, g.cols % width == 0);
+  SmallVector<Value> next = each(loop.getRegionIterArgs());
+  if (!init.empty()) // with none, the builder made the loop's yield
+    b.create<scf::YieldOp>(loc, next);
+  return loop.getResults();
+}
+
 void RowEmitter::onlyIf(Value cond) {
   if (!cond)
     return;
@@ -476,6 +569,21 @@ void RowEmitter::onlyIf(Value cond) {
 }
 
 void RowEmitter::elementwise(const Member &m) {
+  if (looped) {
+    Value out = m.op.getDpsInits().front();
+    if (stores(m))
+      overColumns({}, [&](ValueRange) {
+        Value v = body(m, args(m, 0, Value())).front();
+        OpBuilder::InsertionGuard guard(b);
+        onlyIf(valid[0]);
+        Value at = b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, row, index(g.cols)), cols[0]);
+        b.create<memref::StoreOp>(loc, v, flat(out), at);
+        return SmallVector<Value>{};
+      });
+    recipes[rootOf(out)] = &m;
+    return;
+  }
   // Lanes past the row's end compute on the last column's values and
   // store nothing.
   SmallVector<Value> values;
@@ -498,7 +606,16 @@ void RowEmitter::elementwise(const Member &m) {
 
 void RowEmitter::reduce(const Member &m) {
   Value partial = b.create<arith::ConstantOp>(loc, m.combiner.identity);
-  for (int64_t k = 0; k < perThread; ++k) {
+  if (looped)
+    partial =
+        overColumns(partial, [&](ValueRange acc) {
+          Value next = body(m, args(m, 0, acc[0])).front();
+          return SmallVector<Value>{
+              valid[0] ? b.create<arith::SelectOp>(loc, valid[0], next, acc[0])
+                             .getResult()
+                       : next};
+        }).front();
+  for (int64_t k = 0; !looped && k < perThread; ++k) {
     Value next = body(m, args(m, k, partial)).front();
     partial = valid[k] ? b.create<arith::SelectOp>(loc, valid[k], next, partial)
                              .getResult()
@@ -594,7 +711,7 @@ void RowEmitter::run() {
     active = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row,
                                      index(g.rows));
     safeRow = b.create<arith::MinUIOp>(loc, row, index(g.rows - 1));
-    for (int64_t k = 0; k < perThread; ++k) {
+    for (int64_t k = 0; !looped && k < perThread; ++k) {
       cols.push_back(b.create<arith::AddIOp>(loc, lane, index(k * width)));
       bool whole = (k + 1) * width <= g.cols;
       valid.push_back(
