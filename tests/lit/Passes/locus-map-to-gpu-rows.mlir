@@ -1,4 +1,13 @@
 // RUN: locus-opt %s --locus-map-to-gpu | FileCheck %s
+// RUN: locus-opt %s --locus-map-to-gpu=explain=true 2>&1 >/dev/null | FileCheck %s --check-prefix=EXPLAIN
+
+// With explain=true each group, and each op left to the one-op
+// strategies, says what it got and why.
+// EXPLAIN: remark: a row group: 6 ops over 6 row(s) of 1024 in one launch, a block per row
+// EXPLAIN: remark: a row group: 5 ops over 37 row(s) of 10 in one launch, a few lanes per row
+// EXPLAIN: remark: 8 output(s) x 8 element(s): a thread per output (too few columns or too many rows)
+// EXPLAIN: remark: 4 output(s) x 5000 element(s): a block per output
+// EXPLAIN: remark: a row group: 6 ops over 200 row(s) of 5000 in one launch, a block per row, looping over its columns
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

@@ -877,7 +877,9 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
       reduced elements.
 
     The strategy chosen for each op is logged under `-debug-only=
-    locus-map-to-gpu` in an LLVM built with assertions.
+    locus-map-to-gpu` in an LLVM built with assertions, and given as a
+    remark at the op (a row group's at its first op) with `explain=true`,
+    in any build: `locus-opt --locus-map-to-gpu=explain=true`.
 
     Buffers with a strided layout (slices) are indexed through a flat view
     of their base pointer; constant globals are read from the kernel
@@ -908,6 +910,11 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::linalg::LinalgDialect"];
+  let options = [
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "A remark at each linalg op, or row group, with the strategy it "
+           "gets and why">,
+  ];
   let statistics = [
     Statistic<"numLaunches", "launches", "Linalg ops turned into launches">,
   ];

@@ -99,12 +99,14 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp op);
 /// Writes each row group of `block` (Rows.cpp: a run of ops that go row by
 /// row over the same rows, with a reduction among them) as one launch and
 /// erases its ops; returns how many launches it made.
-int64_t mapRowGroups(Block &block);
+int64_t mapRowGroups(Block &block, bool explain);
 
 /// Writes one linalg op of a CUDA kernel as gpu.launch ops.
 class Emitter {
 public:
-  explicit Emitter(linalg::GenericOp op) : op(op), loc(op.getLoc()) {}
+  /// With `explain`, run() gives the strategy as a remark at the op.
+  explicit Emitter(linalg::GenericOp op, bool explain = false)
+      : op(op), loc(op.getLoc()), explain(explain) {}
   /// Chooses the op's strategy, emits its launches before it and erases
   /// it; fails, saying why at the op, on a dynamic shape or layout.
   LogicalResult run();
@@ -242,6 +244,7 @@ private:
 
   linalg::GenericOp op;
   Location loc;
+  bool explain = false;
   SmallVector<int64_t> ranges;
   SmallVector<unsigned> parallelDims, reductionDims;
   int64_t rows = 1, cols = 1;

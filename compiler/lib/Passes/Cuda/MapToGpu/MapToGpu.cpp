@@ -104,6 +104,9 @@ LogicalResult Emitter::run() {
       reductionDims.empty() ? std::nullopt : matchCombiner(op);
   Choice choice = choose(c);
   LLVM_DEBUG(debugStrategy(choice.why));
+  if (explain)
+    op.emitRemark() << rows << " output(s) x " << cols
+                    << " element(s): " << choice.why;
   // choose() takes the strategies that combine for a one-combiner
   // reduction only.
   Combiner combiner = c.value_or(Combiner{});
@@ -417,13 +420,13 @@ private:
       if (failed(linalg::generalizeNamedOp(rewriter, op)))
         return op.emitOpError("has no CUDA lowering");
     }
-    numLaunches += mapRowGroups(func.getBody().front());
+    numLaunches += mapRowGroups(func.getBody().front(), explain);
     SmallVector<linalg::GenericOp> generics;
     func.walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics) {
       if (!op.hasPureBufferSemantics())
         return op.emitOpError("expected bufferized IR");
-      if (failed(Emitter(op).run()))
+      if (failed(Emitter(op, explain).run()))
         return failure();
       ++numLaunches;
     }

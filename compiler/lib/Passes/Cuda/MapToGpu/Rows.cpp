@@ -743,7 +743,7 @@ void RowEmitter::run() {
 
 } // namespace
 
-int64_t mapRowGroups(Block &block) {
+int64_t mapRowGroups(Block &block, bool explain) {
   SmallVector<SmallVector<linalg::GenericOp>> runs(1);
   for (Operation &op : block) {
     if (auto generic = dyn_cast<linalg::GenericOp>(op))
@@ -756,8 +756,16 @@ int64_t mapRowGroups(Block &block) {
     for (size_t from = 0; from < run.size();)
       if (std::optional<Group> g = groupAt(run, from))
         groups.push_back(std::move(*g));
-  for (Group &g : groups)
+  for (Group &g : groups) {
+    if (explain)
+      g.members.front().op.emitRemark()
+          << "a row group: " << g.members.size() << " ops over " << g.rows
+          << " row(s) of " << g.cols << " in one launch, "
+          << (g.cols > kMaxWarpGroupRow ? "a block" : "a few lanes")
+          << " per row"
+          << (g.cols > kMaxGroupRow ? ", looping over its columns" : "");
     RowEmitter(g).run();
+  }
   return static_cast<int64_t>(groups.size());
 }
 
