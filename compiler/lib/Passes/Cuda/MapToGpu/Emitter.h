@@ -96,6 +96,18 @@ struct Choice {
 /// the op has one.
 std::optional<Combiner> matchCombiner(linalg::GenericOp op);
 
+/// Clones `op`'s body with its block arguments bound to `args` (a null
+/// one: unused) on top of `mapping`, and linalg.index ops to `loops`;
+/// returns the yielded values.
+SmallVector<Value> cloneBody(OpBuilder &b, linalg::GenericOp op,
+                             ArrayRef<Value> args, IRMapping mapping,
+                             ArrayRef<Value> loops = {});
+
+/// `c`'s combiner of `op` cloned on `acc` (where the output was) and
+/// `value`.
+Value cloneCombiner(OpBuilder &b, linalg::GenericOp op, const Combiner &c,
+                    Value acc, Value value);
+
 /// Writes each row group of `block` (Rows.cpp: a run of ops that go row by
 /// row over the same rows, with a reduction among them) as one launch and
 /// erases its ops; returns how many launches it made.

@@ -286,9 +286,9 @@ gpu::LaunchOp Emitter::launch(OpBuilder &b, int64_t grid, int64_t block,
   return launch;
 }
 
-SmallVector<Value> Emitter::body(OpBuilder &b, ArrayRef<Value> args,
-                                 ArrayRef<Value> loops) {
-  IRMapping mapping = globals;
+SmallVector<Value> cloneBody(OpBuilder &b, linalg::GenericOp op,
+                             ArrayRef<Value> args, IRMapping mapping,
+                             ArrayRef<Value> loops) {
   Block &block = op.getRegion().front();
   for (auto [arg, v] : llvm::zip(block.getArguments(), args))
     if (v)
@@ -307,6 +307,20 @@ SmallVector<Value> Emitter::body(OpBuilder &b, ArrayRef<Value> args,
     b.clone(inner, mapping);
   }
   return yielded;
+}
+
+Value cloneCombiner(OpBuilder &b, linalg::GenericOp op, const Combiner &c,
+                    Value acc, Value value) {
+  IRMapping mapping;
+  BlockArgument outArg = op.getRegionOutputArgs().front();
+  for (Value operand : c.op->getOperands())
+    mapping.map(operand, operand == outArg ? acc : value);
+  return b.clone(*c.op, mapping)->getResult(0);
+}
+
+SmallVector<Value> Emitter::body(OpBuilder &b, ArrayRef<Value> args,
+                                 ArrayRef<Value> loops) {
+  return cloneBody(b, op, args, globals, loops);
 }
 
 SmallVector<Value> Emitter::operandsAt(OpBuilder &b, ArrayRef<Value> loops) {

@@ -61,11 +61,7 @@ Value Emitter::foldStrided(OpBuilder &b, const Combiner &c,
 
 Value Emitter::combine(OpBuilder &b, const Combiner &c, Value acc,
                        Value value) {
-  IRMapping mapping;
-  BlockArgument outArg = op.getRegionOutputArgs().front();
-  for (Value operand : c.op->getOperands())
-    mapping.map(operand, operand == outArg ? acc : value);
-  return b.clone(*c.op, mapping)->getResult(0);
+  return cloneCombiner(b, op, c, acc, value);
 }
 
 void Emitter::finish(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops,

@@ -376,7 +376,7 @@ private:
   llvm::DenseMap<Value, Value> views, rowValues;
   llvm::DenseMap<Value, SmallVector<Value>> fullValues, columnValues;
   llvm::DenseSet<Operation *> memberOps;
-  llvm::DenseSet<Value> written;
+  /// Each buffer a member writes, and the last member that writes it.
   llvm::DenseMap<Value, Operation *> lastWriter;
 };
 
@@ -419,18 +419,14 @@ Value RowEmitter::flat(Value memref) { return views.lookup(memref); }
 
 void RowEmitter::gather() {
   for (const Member &m : g.members)
-    memberOps.insert(m.op);
-  for (const Member &m : g.members) {
-    written.insert(rootOf(m.op.getDpsInits().front()));
     lastWriter[rootOf(m.op.getDpsInits().front())] = m.op;
-  }
   // 1-D views of every buffer the launch reads or writes in memory, made
   // on the host side where the launch goes.
   for (const Member &m : g.members)
     for (auto [operand, mode] : llvm::zip(m.op->getOperands(), m.modes)) {
       Value root = rootOf(operand);
       if (mode == Mode::scalar || views.count(operand) ||
-          (written.contains(root) && !liveOut(root)))
+          (lastWriter.count(root) && !liveOut(root)))
         continue;
       auto type = cast<MemRefType>(operand.getType());
       SmallVector<ReassociationIndices> all(1);
@@ -508,29 +504,11 @@ SmallVector<Value> RowEmitter::args(const Member &m, int64_t k, Value acc) {
 }
 
 SmallVector<Value> RowEmitter::body(const Member &m, ArrayRef<Value> values) {
-  IRMapping mapping;
-  Block &block = m.op.getRegion().front();
-  for (auto [arg, v] : llvm::zip(block.getArguments(), values))
-    if (v)
-      mapping.map(arg, v);
-  SmallVector<Value> yielded;
-  for (Operation &inner : block) {
-    if (auto yield = dyn_cast<linalg::YieldOp>(inner)) {
-      for (Value v : yield.getValues())
-        yielded.push_back(mapping.lookupOrDefault(v));
-      break;
-    }
-    b.clone(inner, mapping);
-  }
-  return yielded;
+  return cloneBody(b, m.op, values, IRMapping()); // no linalg.index here
 }
 
 Value RowEmitter::combine(const Member &m, Value acc, Value value) {
-  IRMapping mapping;
-  BlockArgument out = m.op.getRegionOutputArgs().front();
-  for (Value operand : m.combiner.op->getOperands())
-    mapping.map(operand, operand == out ? acc : value);
-  return b.clone(*m.combiner.op, mapping)->getResult(0);
+  return cloneCombiner(b, m.op, m.combiner, acc, value);
 }
 
 void RowEmitter::setColumn(Value col, bool whole) {
@@ -659,7 +637,7 @@ void RowEmitter::storeRow(const Member &m, Value v) {
 
 void RowEmitter::eraseDead() {
   llvm::DenseSet<Value> dead;
-  for (Value root : written)
+  for (auto &[root, writer] : lastWriter)
     if (!liveOut(root))
       dead.insert(root);
   for (const Member &m : g.members)
