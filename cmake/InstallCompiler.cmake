@@ -11,7 +11,7 @@ set(LOCUS_COMPILER_LIBS LocusFrontend LocusImport LocusCompile)
 set(LOCUS_COMPILER_PRIVATE_LIBS LocusDialect LocusPasses LocusPipelines
                                 LocusDump)
 set(LOCUS_COMPILER_TOOLS locus-compile locus-dump locus-opt locus-import
-                         locus-calibrate)
+                         locus-calibrate locus-cache)
 
 foreach(_lib IN LISTS LOCUS_COMPILER_LIBS LOCUS_COMPILER_PRIVATE_LIBS)
   set_target_properties(${_lib} PROPERTIES

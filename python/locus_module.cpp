@@ -534,14 +534,18 @@ void bindCompile(py::module_ &m) {
       .def("save_state", &CompiledModel::saveState, py::arg("path"))
       .def("load_state", &CompiledModel::loadState, py::arg("path"),
            py::arg("strict") = true)
-      .def("write_trace", &CompiledModel::writeTrace, py::arg("path"));
+      .def("write_trace", &CompiledModel::writeTrace, py::arg("path"))
+      .def_property_readonly("from_cache", &CompiledModel::fromCache,
+                             "Whether compile() took it from the compile "
+                             "cache.");
 
   m.def(
       "compile",
       [](const Graph &graph, const std::string &policy,
          std::optional<std::vector<std::string>> devices,
          const std::string &profile, bool fuse, const std::string &deviceMap,
-         const std::string &trace, bool allowSoftPlacement, bool allowTf32) {
+         const std::string &trace, bool allowSoftPlacement, bool allowTf32,
+         bool cache, const std::string &cacheDir) {
         CompileOptions o;
         o.policy = policy;
         if (devices)
@@ -552,6 +556,8 @@ void bindCompile(py::module_ &m) {
         o.trace = trace;
         o.allowSoftPlacement = allowSoftPlacement;
         o.allowTf32 = allowTf32;
+        o.cache = cache;
+        o.cacheDir = cacheDir;
         PyLine here = callerLine();
         try {
           return compile(graph, o);
@@ -565,10 +571,15 @@ void bindCompile(py::module_ &m) {
       py::arg("devices") = py::none(), py::arg("profile") = "",
       py::arg("fuse") = true, py::arg("device_map") = "", py::arg("trace") = "",
       py::arg("allow_soft_placement") = false, py::arg("allow_tf32") = false,
+      py::arg("cache") = true, py::arg("cache_dir") = "",
       "Compiles a graph: places it (policy: strict, prefer-gpu, auto, cpu) "
       "on `devices` (default: this machine's), inserts the copies and "
-      "JIT-compiles the kernels. allow_tf32: convolutions and matrix "
-      "products on a GPU may round their operands to TF32.");
+      "compiles the kernels for this CPU. allow_tf32: convolutions and "
+      "matrix products on a GPU may round their operands to TF32. cache: "
+      "keep the result in the compile cache (cache_dir, else "
+      "LOCUS_CACHE_DIR, $XDG_CACHE_HOME/locus or ~/.cache/locus) and take "
+      "it from there when the same graph was compiled before with the same "
+      "options.");
 
   m.def(
       "import_onnx",

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -298,6 +299,32 @@ locus_status_t locus_artifact_write(const char *path, locus_arch_t arch,
     if (locus_status_t s = build(arch, sections, count, nullptr, buffer, size))
       return s;
     return locus::rt::writeFileAtomic(path, buffer.get(), size);
+  });
+}
+
+locus_status_t locus_artifact_write_memory(locus_arch_t arch,
+                                           const locus_section_t *sections,
+                                           size_t count, void **out_data,
+                                           size_t *out_size) {
+  LOCUS_GUARD({
+    if ((count && !sections) || !out_data || !out_size)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "locus_artifact_write_memory: NULL argument");
+    *out_data = nullptr;
+    *out_size = 0;
+    std::unique_ptr<unsigned char[]> buffer;
+    uint64_t size = 0;
+    if (locus_status_t s = build(arch, sections, count, nullptr, buffer, size))
+      return s;
+    void *copy = std::malloc(size);
+    if (!copy)
+      return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY,
+                        "locus_artifact_write_memory: %llu bytes",
+                        static_cast<unsigned long long>(size));
+    std::memcpy(copy, buffer.get(), size);
+    *out_data = copy;
+    *out_size = size;
+    return nullptr;
   });
 }
 

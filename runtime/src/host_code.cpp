@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <set>
 #include <vector>
 
 namespace locus::rt {
@@ -64,10 +66,18 @@ bool cpuHas(const std::string &feature) {
   return false;
 }
 
+/// The handles of the host code loaded now: the system loader must give
+/// each load an object of its own.
+std::mutex liveMutex;
+std::set<void *> liveHandles;
+
 /// dlopen()s the object from memory (a memfd), never from a file on disk.
+/// The memfd stays open (`fd`) as long as the object is loaded: glibc hands
+/// an object already loaded under the same path to a later dlopen(), and a
+/// closed memfd's number, so its path /proc/self/fd/N, is soon reused.
 locus_status_t openFromMemory(const unsigned char *bytes, size_t size,
-                              void *&handle) {
-  int fd = memfd_create("locus-host-code", MFD_CLOEXEC);
+                              void *&handle, int &fd) {
+  fd = memfd_create("locus-host-code", MFD_CLOEXEC);
   if (fd < 0)
     return makeStatus(LOCUS_STATUS_UNAVAILABLE, "memfd_create failed: %s",
                       std::strerror(errno));
@@ -76,6 +86,7 @@ locus_status_t openFromMemory(const unsigned char *bytes, size_t size,
     ssize_t n = write(fd, bytes + written, size - written);
     if (n <= 0) {
       close(fd);
+      fd = -1;
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                         "writing the host code to memory failed: %s",
                         std::strerror(errno));
@@ -85,13 +96,35 @@ locus_status_t openFromMemory(const unsigned char *bytes, size_t size,
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  close(fd);
   if (!handle) {
+    close(fd);
+    fd = -1;
     const char *why = dlerror();
     return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                       "the host code does not load: %s", why ? why : "?");
   }
+  std::lock_guard<std::mutex> lock(liveMutex);
+  if (!liveHandles.insert(handle).second) {
+    dlclose(handle); // the other load's reference
+    close(fd);
+    fd = -1;
+    handle = nullptr;
+    return makeStatus(LOCUS_STATUS_INTERNAL,
+                      "the system loader gave this host code an object "
+                      "loaded before");
+  }
   return nullptr;
+}
+
+/// Unloads what openFromMemory loaded.
+void closeLoaded(void *handle, int fd) {
+  if (handle) {
+    std::lock_guard<std::mutex> lock(liveMutex);
+    liveHandles.erase(handle);
+    dlclose(handle);
+  }
+  if (fd >= 0)
+    close(fd);
 }
 
 /// The string the pointer `name` of the code holds (`present` false when
@@ -195,14 +228,16 @@ locus_status_t HostCode::load(const void *data, size_t size,
   if (locus_status_t s = checkElf(bytes, size, loads, relro, slots))
     return s;
   void *handle = nullptr;
-  if (locus_status_t s = openFromMemory(bytes, size, handle))
+  int fd = -1;
+  if (locus_status_t s = openFromMemory(bytes, size, handle, fd))
     return s;
   auto code = std::unique_ptr<HostCode>(new (std::nothrow) HostCode);
   if (!code) {
-    dlclose(handle);
+    closeLoaded(handle, fd);
     return makeStatus(LOCUS_STATUS_OUT_OF_MEMORY, "out of memory");
   }
   code->handle = handle;
+  code->fd = fd;
   // Where the segments were mapped: every address the runtime takes from
   // the code (a kernel, an import slot, a string) must lie in one.
   void *mapped = nullptr;
@@ -242,10 +277,7 @@ locus_status_t HostCode::load(const void *data, size_t size,
   return nullptr;
 }
 
-HostCode::~HostCode() {
-  if (handle)
-    dlclose(handle);
-}
+HostCode::~HostCode() { closeLoaded(handle, fd); }
 
 void *HostCode::symbol(const char *name) const { return dlsym(handle, name); }
 

@@ -47,6 +47,7 @@ private:
     uint32_t flags;
   };
   void *handle = nullptr;
+  int fd = -1; ///< the memfd the object was loaded from
   std::vector<Segment> segments;
 };
 

@@ -767,3 +767,18 @@ def test_a_failed_run_is_a_run_error():
     assert "input 'x'" in str(info.value)
     with pytest.raises(locus.RunError):
         model.state("nothing")
+
+
+def test_a_second_compile_comes_from_the_cache(tmp_path):
+    folder = str(tmp_path / "cache")
+    x = np.random.default_rng(3).standard_normal((8, 16)).astype(np.float32)
+    cold = locus.compile(mlp_graph(), policy="cpu", cache_dir=folder)
+    warm = locus.compile(mlp_graph(), policy="cpu", cache_dir=folder)
+    assert not cold.from_cache and warm.from_cache
+    np.testing.assert_array_equal(cold.run(x=x)["y"], warm.run(x=x)["y"])
+    assert cold.placement_summary() == warm.placement_summary()
+    assert len(os.listdir(folder)) == 1
+    # Off for one compile: nothing read, nothing written.
+    off = locus.compile(mlp_graph(), policy="cpu", cache=False,
+                        cache_dir=str(tmp_path / "unused"))
+    assert not off.from_cache and not os.path.exists(tmp_path / "unused")

@@ -361,3 +361,32 @@ TEST(Artifact, AtomicWritesReplaceALinkWithoutFollowingIt) {
   std::remove(link.c_str());
   std::remove(target.c_str());
 }
+
+TEST(Artifact, WrittenToMemoryIsTheFileByteForByte) {
+  locus_section_t sections[] = {
+      {LOCUS_SECTION_GRAPH, kGraph.data(), kGraph.size()},
+      {LOCUS_SECTION_PLAN, kPlan.data(), kPlan.size()},
+      {LOCUS_SECTION_HOST_CODE, kCode.data(), kCode.size()},
+  };
+  void *data = nullptr;
+  size_t size = 0;
+  Status status{locus_artifact_write_memory(LOCUS_ARCH_X86_64, sections, 3,
+                                            &data, &size)};
+  ASSERT_EQ(status.s, nullptr) << status.message();
+  const auto *bytes = static_cast<const unsigned char *>(data);
+  EXPECT_EQ(std::vector<unsigned char>(bytes, bytes + size),
+            writeSample(LOCUS_ARCH_X86_64));
+  locus_free(data);
+  // The file writer's checks, and nothing returned on failure.
+  locus_section_t twice[] = {{LOCUS_SECTION_PLAN, "a", 1},
+                             {LOCUS_SECTION_PLAN, "b", 1}};
+  data = &size;
+  Status dup{
+      locus_artifact_write_memory(LOCUS_ARCH_ANY, twice, 2, &data, &size)};
+  EXPECT_EQ(dup.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(data, nullptr);
+  EXPECT_EQ(size, 0u);
+  Status null{
+      locus_artifact_write_memory(LOCUS_ARCH_ANY, sections, 3, nullptr, &size)};
+  EXPECT_EQ(null.code(), LOCUS_STATUS_INVALID_ARGUMENT);
+}

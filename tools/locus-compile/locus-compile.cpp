@@ -19,6 +19,7 @@
 #include "PlacementFlags.h"
 
 #include "locus/Compile.h"
+#include "locus/Compile/Cache.h"
 #include "locus/Compile/Driver.h"
 #include "locus/Import/Onnx.h"
 #include "locus/Support/Errors.h"
@@ -106,6 +107,12 @@ static cl::opt<bool>
                         "compile spends its time)"),
                cl::cat(toolOptions));
 
+static cl::opt<bool>
+    noCache("no-cache",
+            cl::desc("Neither read nor write the compile cache "
+                     "(LOCUS_CACHE=0 does the same; locus-cache lists it)"),
+            cl::cat(toolOptions));
+
 static cl::opt<std::string>
     progress("progress",
              cl::desc("Progress on stderr after each stage: auto (once the "
@@ -152,6 +159,56 @@ static bool checkStages() {
   return true;
 }
 
+/// The compile cache as the flags and the environment set it: off with
+/// --no-cache and when the IR is printed or passes timed (the pipeline must
+/// run for those).
+static locus::cache::Settings cacheSettings() {
+  if (noCache || !printIrAfter.empty() || printIrAfterAll || passTiming)
+    return {};
+  locus::cache::Settings settings = locus::cache::Settings::resolve();
+  if (!settings.problem.empty())
+    llvm::errs() << "locus-compile: warning: compile cache off: "
+                 << settings.problem << "\n";
+  return settings;
+}
+
+/// `module` compiled into `result` and host code for --cpu: taken from the
+/// compile cache, or run through the pipeline and compiled, then kept
+/// there. False when the compile failed (the diagnostics are out).
+static bool compileThroughCache(ModuleOp module,
+                                const locus::PipelineOptions &options,
+                                locus::PipelineResult &result,
+                                locus::HostCode &code) {
+  namespace cache = locus::cache;
+  cache::Settings settings = cacheSettings();
+  std::string key = cache::keyFor(
+      settings.enabled ? cache::graphKeyOf(module, options) : "", cpu);
+  std::string note;
+  std::optional<cache::Entry> hit = cache::lookup(settings, key, &note);
+  if (!note.empty())
+    llvm::errs() << "locus-compile: warning: " << note << "\n";
+  if (hit) {
+    result = std::move(hit->result);
+    code = std::move(hit->code);
+    reportProgress("taken from the compile cache");
+    return true;
+  }
+  if (failed(locus::runPipeline(module, options, result)))
+    return false;
+  reportProgress("compiling and linking the host code of " +
+                 llvm::Twine(result.summary.kernelFunctions.size()) +
+                 " kernels");
+  std::string error = locus::compileHostCode(result, cpu, code);
+  if (!error.empty()) {
+    llvm::errs() << "locus-compile: " << error << "\n";
+    return false;
+  }
+  error = cache::store(settings, key, {result, code});
+  if (!error.empty())
+    llvm::errs() << "locus-compile: warning: compile cache: " << error << "\n";
+  return true;
+}
+
 /// An ONNX model: imported, compiled in-process (so that the initializers'
 /// values start the model) and saved with them.
 static int compileOnnx() {
@@ -166,6 +223,7 @@ static int compileOnnx() {
     options.fuse = !noFuse;
     options.allowSoftPlacement = allowSoftPlacement;
     options.allowTf32 = allowTf32;
+    options.cache = !noCache;
     // A remark on the whole graph is the model file's, not this tool's
     // line that called compile().
     options.diagnostics = [](const locus::Diagnostic &d) {
@@ -273,12 +331,10 @@ static int run(int argc, char **argv) {
   options.passTiming = passTiming;
   options.afterStage = printStage;
   locus::PipelineResult result;
-  if (failed(locus::runPipeline(*module, options, result)))
+  locus::HostCode code;
+  if (!compileThroughCache(*module, options, result, code))
     return 1;
-  reportProgress("compiling and linking the host code of " +
-                 llvm::Twine(result.summary.kernelFunctions.size()) +
-                 " kernels");
-  error = locus::writeArtifact(result, cpu, outputFile, "", signKey);
+  error = locus::writeArtifact(result, code, outputFile, "", signKey);
   if (!error.empty()) {
     llvm::errs() << "locus-compile: " << error << "\n";
     return 1;

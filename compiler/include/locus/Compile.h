@@ -90,6 +90,14 @@ struct CompileOptions {
   /// lines, copies, steps), written when the model is destroyed; empty for
   /// LOCUS_TRACE's value, or none (docs/runtime.md, "Traces").
   std::string trace;
+  /// Keep the compiled graph in the compile cache, and take it from there
+  /// when this graph was compiled before with the same options on this
+  /// machine, by this or another process (docs/compile-cache.md): a hit
+  /// skips placement and code generation. LOCUS_CACHE=0 turns it off too.
+  bool cache = true;
+  /// The cache's folder; empty for LOCUS_CACHE_DIR, $XDG_CACHE_HOME/locus
+  /// or ~/.cache/locus.
+  std::string cacheDir;
 };
 
 /// What one run did (the runtime's counters).
@@ -169,6 +177,8 @@ public:
   /// copies per step and at load.
   std::string runtimeReport() const;
   size_t kernelCount() const;
+  /// Whether compile() took this model from the compile cache.
+  bool fromCache() const;
   /// Whether both are handles of one compiled model (copies share it).
   bool operator==(const CompiledModel &other) const {
     return impl_ == other.impl_;

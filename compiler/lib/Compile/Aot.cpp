@@ -305,24 +305,23 @@ std::string linkSharedObject(const Scratch &scratch,
   return "";
 }
 
-/// Writes the artifact's sections (placed graph, plan, host code `so`,
-/// metadata, any PTX and any state values) to `path`. Returns the runtime's
-/// message, or "".
-std::string writeSections(const PipelineResult &result, const std::string &cpu,
-                          const std::string &features,
-                          const llvm::MemoryBuffer &so, const std::string &path,
-                          const std::string &state,
-                          const std::string &signKey) {
-  std::string metadata =
-      "locus-artifact/1\ngraph=" + result.graphName + "\ncpu=" + cpu +
-      "\ncpu_features=" + features +
+/// The artifact's sections (placed graph, plan, host code `so`, metadata,
+/// any PTX and any state values); they point into `result`, `so`, `state`
+/// and `metadata`, which must outlive them.
+std::vector<locus_section_t> sectionsOf(const PipelineResult &result,
+                                        const HostCode &code,
+                                        const std::string &state,
+                                        std::string &metadata) {
+  metadata =
+      "locus-artifact/1\ngraph=" + result.graphName + "\ncpu=" + code.cpu +
+      "\ncpu_features=" + code.features +
       "\nkernels=" + std::to_string(result.summary.kernelFunctions.size()) +
       "\ncuda_kernels=" + std::to_string(result.cudaFunctions.size()) + "\n";
   std::vector<locus_section_t> sections = {
       {LOCUS_SECTION_GRAPH, result.placedGraph.data(),
        result.placedGraph.size()},
       {LOCUS_SECTION_PLAN, result.plan.data(), result.plan.size()},
-      {LOCUS_SECTION_HOST_CODE, so.getBufferStart(), so.getBufferSize()},
+      {LOCUS_SECTION_HOST_CODE, code.object.data(), code.object.size()},
       {LOCUS_SECTION_METADATA, metadata.data(), metadata.size()},
   };
   if (!result.cudaKernels.empty())
@@ -330,13 +329,11 @@ std::string writeSections(const PipelineResult &result, const std::string &cpu,
                         result.cudaKernels.size()});
   if (!state.empty())
     sections.push_back({LOCUS_SECTION_STATE, state.data(), state.size()});
-  locus_status_t status =
-      signKey.empty()
-          ? locus_artifact_write(path.c_str(), locus_host_arch(),
-                                 sections.data(), sections.size())
-          : locus_artifact_write_signed(path.c_str(), locus_host_arch(),
-                                        sections.data(), sections.size(),
-                                        signKey.c_str());
+  return sections;
+}
+
+/// The runtime's message of `status` (freed), or "" for none.
+std::string messageOf(locus_status_t status) {
   if (!status)
     return "";
   std::string why = locus_status_message(status);
@@ -346,15 +343,13 @@ std::string writeSections(const PipelineResult &result, const std::string &cpu,
 
 } // namespace
 
-std::string locus::writeArtifact(const PipelineResult &result,
-                                 const std::string &cpu,
-                                 const std::string &path,
-                                 const std::string &state,
-                                 const std::string &signKey) {
+std::string locus::compileHostCode(const PipelineResult &result,
+                                   const std::string &cpu, HostCode &code) {
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = loadKernels(result, context);
-  std::string features = requiredFeatures(cpu);
-  addCpuGlobals(*module, cpu, features);
+  code.cpu = cpu;
+  code.features = requiredFeatures(cpu);
+  addCpuGlobals(*module, cpu, code.features);
 
   std::string triple = llvm::sys::getDefaultTargetTriple();
   std::unique_ptr<llvm::TargetMachine> machine;
@@ -376,8 +371,49 @@ std::string locus::writeArtifact(const PipelineResult &result,
   if (error.empty())
     error = linkSharedObject(scratch, so);
   if (error.empty())
-    error = writeSections(result, cpu, features, *so, path, state, signKey);
+    code.object = so->getBuffer().str();
   scratch.cleanup();
+  return error;
+}
+
+std::string locus::writeArtifact(const PipelineResult &result,
+                                 const HostCode &code, const std::string &path,
+                                 const std::string &state,
+                                 const std::string &signKey) {
+  std::string metadata;
+  std::vector<locus_section_t> sections =
+      sectionsOf(result, code, state, metadata);
+  return messageOf(signKey.empty()
+                       ? locus_artifact_write(path.c_str(), locus_host_arch(),
+                                              sections.data(), sections.size())
+                       : locus_artifact_write_signed(
+                             path.c_str(), locus_host_arch(), sections.data(),
+                             sections.size(), signKey.c_str()));
+}
+
+std::string locus::writeArtifact(const PipelineResult &result,
+                                 const std::string &cpu,
+                                 const std::string &path,
+                                 const std::string &state,
+                                 const std::string &signKey) {
+  HostCode code;
+  std::string error = compileHostCode(result, cpu, code);
+  return error.empty() ? writeArtifact(result, code, path, state, signKey)
+                       : error;
+}
+
+std::string locus::artifactBytes(const PipelineResult &result,
+                                 const HostCode &code, std::string &bytes) {
+  std::string metadata;
+  std::vector<locus_section_t> sections =
+      sectionsOf(result, code, "", metadata);
+  void *data = nullptr;
+  size_t size = 0;
+  std::string error = messageOf(locus_artifact_write_memory(
+      locus_host_arch(), sections.data(), sections.size(), &data, &size));
+  if (error.empty())
+    bytes.assign(static_cast<const char *>(data), size);
+  locus_free(data);
   return error;
 }
 

@@ -1,13 +1,16 @@
 //===- Compile.cpp - compile a recorded graph and run it in-process -------===//
 //
 // locus::compile(): the driver (Driver.cpp) on a copy of the graph, the
-// kernels JIT-compiled by mlir::ExecutionEngine, and the plan run by the
-// runtime (the same executor that runs artifacts).
+// kernels compiled ahead of time for this CPU and kept in the compile cache
+// (Cache.cpp), then loaded as an artifact is; with the cache off, the
+// kernels JIT-compiled by mlir::ExecutionEngine. Either way the plan runs
+// on the runtime (the same executor that runs artifacts).
 //
 //===----------------------------------------------------------------------===//
 
 #include "locus/Compile.h"
 
+#include "locus/Compile/Cache.h"
 #include "locus/Compile/Driver.h"
 #include "locus/Frontend/Recorded.h"
 #include "locus/Passes/Passes.h"
@@ -25,6 +28,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <set>
 
 using namespace locus;
 using namespace locus::detail;
@@ -157,6 +161,10 @@ struct CompiledModel::Impl {
   std::mutex mutex; // guards pool and stateCache
   std::vector<locus_context_t *> pool;
   std::map<std::string, HostTensor> stateCache;
+  bool fromCache = false;
+  /// The compile cache, and the graph's key in it ("" when not cached).
+  cache::Settings cache;
+  std::string graphKey;
 
   Impl() = default;
   Impl(const Impl &) = delete;
@@ -194,6 +202,8 @@ const std::vector<std::string> &CompiledModel::outputNames() const {
 const std::vector<std::string> &CompiledModel::stateNames() const {
   return impl_->stateNames;
 }
+
+bool CompiledModel::fromCache() const { return impl_->fromCache; }
 
 size_t CompiledModel::kernelCount() const {
   return impl_->parts.summary.kernelFunctions.size();
@@ -518,7 +528,19 @@ void CompiledModel::save(const std::string &path, const std::string &cpu,
     throw RunError(take(s));
   std::string state(static_cast<const char *>(data), size);
   locus_free(data);
-  std::string error = writeArtifact(impl_->parts, cpu, path, state, signKey);
+  // The host code for `cpu` from the compile cache, or compiled and kept
+  // there.
+  const Impl &m = *impl_;
+  std::string key = cache::keyFor(m.graphKey, cpu), error;
+  std::optional<cache::Entry> hit = cache::lookup(m.cache, key);
+  HostCode code = hit ? std::move(hit->code) : HostCode{};
+  if (!hit) {
+    error = compileHostCode(m.parts, cpu, code);
+    if (error.empty() && !key.empty())
+      (void)cache::store(m.cache, key, {m.parts, code}); // best effort
+  }
+  if (error.empty())
+    error = writeArtifact(m.parts, code, path, state, signKey);
   if (!error.empty())
     throw RunError("saving '" + path + "': " + error);
 }
@@ -702,13 +724,19 @@ void compileKernels(mlir::ModuleOp module, CompiledModel::Impl &impl,
   registerRuntimeSymbols(*impl.engine);
 }
 
+/// The runtime's options for a model of `options`; the strings it points
+/// into are `options`'.
+locus_model_options_t modelOptionsOf(const CompileOptions &options) {
+  locus_model_options_t modelOptions{};
+  modelOptions.device_map = options.deviceMap.c_str();
+  modelOptions.trace_path = options.trace.c_str();
+  return modelOptions;
+}
+
 /// The runtime's model of the plan, its kernels resolved in the JIT.
 void createRuntimeModel(CompiledModel::Impl &impl,
                         const CompileOptions &options, const Here &loc) {
-  locus_model_options_t modelOptions{};
-  std::string deviceMap = options.deviceMap;
-  modelOptions.device_map = deviceMap.c_str();
-  modelOptions.trace_path = options.trace.c_str();
+  locus_model_options_t modelOptions = modelOptionsOf(options);
   auto resolve = [](void *user, const char *symbol) -> void * {
     auto *engine = static_cast<mlir::ExecutionEngine *>(user);
     auto found = engine->lookup(symbol);
@@ -723,6 +751,89 @@ void createRuntimeModel(CompiledModel::Impl &impl,
           impl.parts.cudaKernels.data(), impl.parts.cudaKernels.size(), resolve,
           impl.engine.get(), &modelOptions, &impl.model))
     throw userError(loc, take(s));
+}
+
+/// The runtime's model of the artifact of impl.parts and `code`, loaded
+/// as locus-run loads one: the path of every cached compile.
+void loadRuntimeModel(CompiledModel::Impl &impl, const HostCode &code,
+                      const CompileOptions &options, const Here &loc) {
+  std::string bytes;
+  std::string error = artifactBytes(impl.parts, code, bytes);
+  if (!error.empty())
+    LOCUS_INTERNAL_ERROR("making the artifact in memory: " + error);
+  locus_model_options_t modelOptions = modelOptionsOf(options);
+  if (locus_status_t s = locus_model_load_memory(bytes.data(), bytes.size(),
+                                                 &modelOptions, &impl.model))
+    throw userError(loc, take(s));
+}
+
+//===----------------------------------------------------------------------===//
+// The compile cache
+//===----------------------------------------------------------------------===//
+
+/// Tells the user about the cache: through their handler when they gave
+/// one, else on stderr; `once` says it at most once per process (a folder
+/// that cannot be used would otherwise be said at every compile).
+void cacheNotice(const CompileOptions &options, const Here &loc,
+                 const std::string &text, bool once = false) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  if (once) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!said.insert(text).second)
+      return;
+  }
+  Diagnostic d{Diagnostic::Severity::warning, loc.file_name(), loc.line(),
+               loc.column(), "compile cache: " + text};
+  if (options.diagnostics)
+    options.diagnostics(d);
+  else
+    llvm::errs() << d.str() << "\n";
+}
+
+/// The cache as `options` and the environment set it up; a folder that
+/// cannot be used is said once.
+cache::Settings cacheSettings(const CompileOptions &options, const Here &loc) {
+  if (!options.cache)
+    return {};
+  cache::Settings settings = cache::Settings::resolve(options.cacheDir);
+  if (!settings.problem.empty())
+    cacheNotice(options, loc,
+                "off: " + settings.problem + " (LOCUS_CACHE=0 turns it off)",
+                /*once=*/true);
+  return settings;
+}
+
+/// The entry of `key`, when the cache has it.
+std::optional<cache::Entry> lookupCached(const cache::Settings &settings,
+                                         const std::string &key,
+                                         const CompileOptions &options,
+                                         const Here &loc) {
+  if (key.empty())
+    return std::nullopt;
+  std::string note;
+  std::optional<cache::Entry> entry = cache::lookup(settings, key, &note);
+  if (!note.empty())
+    cacheNotice(options, loc, note);
+  return entry;
+}
+
+/// The host code of the pipeline's `parts` for this CPU, stored under
+/// `key`; an empty object when it cannot be compiled ahead of time (no
+/// linker), and the caller JIT-compiles instead.
+HostCode compileAndStore(const cache::Settings &settings,
+                         const std::string &key, const PipelineResult &parts,
+                         const CompileOptions &options, const Here &loc) {
+  HostCode code;
+  std::string error = compileHostCode(parts, "native", code);
+  if (!error.empty()) {
+    cacheNotice(options, loc, "not used: " + error, /*once=*/true);
+    return {};
+  }
+  error = cache::store(settings, key, {parts, code});
+  if (!error.empty())
+    cacheNotice(options, loc, "not stored: " + error, /*once=*/true);
+  return code;
 }
 
 } // namespace
@@ -796,15 +907,35 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   });
 
   auto impl = std::make_shared<CompiledModel::Impl>();
-  if (mlir::failed(
-          runPipeline(*module, pipelineOptions(options, loc), impl->parts))) {
-    explainMachineTargets(options, errors);
-    throw errors.error();
+  PipelineOptions pipeline = pipelineOptions(options, loc);
+  cache::Settings settings = cacheSettings(options, loc);
+  std::string graphKey =
+      settings.enabled ? cache::graphKeyOf(*module, pipeline) : "";
+  std::string key = cache::keyFor(graphKey, "native");
+  HostCode code;
+  if (std::optional<cache::Entry> hit =
+          lookupCached(settings, key, options, loc)) {
+    impl->parts = std::move(hit->result);
+    code = std::move(hit->code);
+    impl->fromCache = true;
+  } else {
+    if (mlir::failed(runPipeline(*module, pipeline, impl->parts))) {
+      explainMachineTargets(options, errors);
+      throw errors.error();
+    }
+    if (!key.empty())
+      code = compileAndStore(settings, key, impl->parts, options, loc);
   }
+  impl->cache = settings;
+  impl->graphKey = graphKey;
   report(impl->parts.warnings, options.diagnostics, loc);
   recordInterface(g, *impl);
-  compileKernels(*module, *impl, errors.firstMessage());
-  createRuntimeModel(*impl, options, loc);
+  if (code.object.empty()) {
+    compileKernels(*module, *impl, errors.firstMessage());
+    createRuntimeModel(*impl, options, loc);
+  } else {
+    loadRuntimeModel(*impl, code, options, loc);
+  }
   // State given values (imported or pretrained weights) starts from them.
   for (const std::string &name : impl->stateNames)
     if (auto given = g.stateValues.find(name); given != g.stateValues.end())

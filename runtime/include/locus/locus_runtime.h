@@ -171,6 +171,12 @@ LOCUS_API locus_status_t locus_artifact_write(const char *path,
                                               const locus_section_t *sections,
                                               size_t count);
 
+/* As locus_artifact_write, into memory: *out_data (free it with locus_free)
+ * holds the *out_size bytes locus_artifact_write would write. */
+LOCUS_API locus_status_t
+locus_artifact_write_memory(locus_arch_t arch, const locus_section_t *sections,
+                            size_t count, void **out_data, size_t *out_size);
+
 /*===------------------------------------------------------------------===*
  * Trust: an artifact is code
  *

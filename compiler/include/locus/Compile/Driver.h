@@ -98,21 +98,42 @@ translateKernels(mlir::Operation *module, llvm::LLVMContext &context,
 /// launchers when `cuda`.
 std::vector<std::string> runtimeImports(bool cuda);
 
-/// Compiles the kernels (result.bitcode) ahead of time into a shared object
-/// for `cpu` (an LLVM CPU name such as x86-64-v3, or "native") and writes
-/// the artifact, with `state` (safetensors bytes: the state values that
-/// differ from their initialisers) when not empty, signed with the secret
-/// key file `signKey` when not empty. Returns an error message, empty on
-/// success. No MLIR.
 /// What is wrong with `cpu` as writeArtifact's CPU (an LLVM CPU name of
 /// this machine's target, or "native"); "" when nothing is. Says it before
 /// anything is compiled, and without LLVM's own warnings.
 std::string checkCpuName(const std::string &cpu);
 
+/// The kernels compiled ahead of time for one CPU: a linked shared object.
+struct HostCode {
+  std::string cpu;      ///< an LLVM CPU name, or "native"
+  std::string features; ///< what the runtime checks before loading it
+  std::string object;   ///< the shared object's bytes
+};
+
+/// Compiles the kernels (result.bitcode) into `code` for `cpu`. Returns an
+/// error message, empty on success. No MLIR.
+std::string compileHostCode(const PipelineResult &result,
+                            const std::string &cpu, HostCode &code);
+
+/// Writes the artifact of `result` and its compiled `code`, with `state`
+/// (safetensors bytes: the state values that differ from their
+/// initialisers) when not empty, signed with the secret key file `signKey`
+/// when not empty. Returns an error message, empty on success.
+std::string writeArtifact(const PipelineResult &result, const HostCode &code,
+                          const std::string &path,
+                          const std::string &state = "",
+                          const std::string &signKey = "");
+
+/// compileHostCode for `cpu`, then writeArtifact.
 std::string writeArtifact(const PipelineResult &result, const std::string &cpu,
                           const std::string &path,
                           const std::string &state = "",
                           const std::string &signKey = "");
+
+/// The artifact of `result` and `code` (unsigned, no state) in memory, for
+/// locus_model_load_memory. Returns an error message, empty on success.
+std::string artifactBytes(const PipelineResult &result, const HostCode &code,
+                          std::string &bytes);
 
 /// Writes each PTX module of a PTX section to <dir>/<kernel>.<n>.ptx
 /// (n: its number), without
