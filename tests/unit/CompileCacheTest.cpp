@@ -135,12 +135,15 @@ TEST(CompileCache, EachChangedInputMisses) {
 TEST(CompileCache, ConcurrentWritersLeaveOneWholeEntry) {
   std::string dir = freshFolder("concurrent");
   // One graph each: compile() of one Graph is not for several threads.
+  constexpr size_t kThreads = 4;
   std::vector<Graph> graphs;
-  for (int i = 0; i < 4; ++i)
+  graphs.reserve(kThreads);
+  for (size_t i = 0; i < kThreads; ++i)
     graphs.push_back(smallGraph());
-  std::vector<std::vector<float>> results(4);
-  std::vector<std::string> failures(4);
+  std::vector<std::vector<float>> results(kThreads);
+  std::vector<std::string> failures(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (size_t i = 0; i < results.size(); ++i)
     threads.emplace_back([&, i] {
       try {
