@@ -15,6 +15,7 @@
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -29,11 +30,15 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <thread>
 #include <unistd.h>
 
 #ifndef LOCUS_LLD_PATH
@@ -192,8 +197,15 @@ namespace {
 
 /// The scratch directories' prefix: locus-aot-<pid>-<random>.
 constexpr llvm::StringLiteral kScratchPrefix = "locus-aot-";
-/// The files a scratch directory holds.
-constexpr const char *kScratchFiles[] = {"kernels.o", "kernels.so", "lld.log"};
+/// The files a scratch directory holds: the shared object, the linker's
+/// log, and an object per part of the kernels, kernels.<part>.o.
+constexpr const char *kScratchFiles[] = {"kernels.so", "lld.log"};
+/// The most parts the kernels are compiled in, side by side.
+constexpr unsigned kMaxParts = 8;
+
+std::string partObjectName(unsigned part) {
+  return "kernels." + std::to_string(part) + ".o";
+}
 
 /// Removes the scratch directories of this user's compiles whose process
 /// is gone (killed with SIGKILL, which no handler sees): only the files a
@@ -214,7 +226,11 @@ void sweepScratch() {
     if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
         st.st_uid != ::getuid())
       continue;
-    for (const char *f : kScratchFiles)
+    std::vector<std::string> files(std::begin(kScratchFiles),
+                                   std::end(kScratchFiles));
+    for (unsigned part = 0; part < kMaxParts; ++part)
+      files.push_back(partObjectName(part));
+    for (const std::string &f : files)
       if (std::error_code ignored = llvm::sys::fs::remove(it->path() + "/" + f))
         continue;
     if (std::error_code ignored = llvm::sys::fs::remove(it->path()))
@@ -222,36 +238,46 @@ void sweepScratch() {
   }
 }
 
-/// The temporary files of the host code: its object, its shared object and
-/// the linker's log, in a fresh directory.
+/// The temporary files of the host code: an object per part of the
+/// kernels, the shared object and the linker's log, in a fresh directory.
 struct Scratch {
   llvm::SmallString<128> dir;
-  std::string object, shared, log;
+  std::vector<std::string> objects;
+  std::string shared, log;
 
-  /// Makes the directory. Returns what is wrong, or "".
-  std::string create() {
+  /// Makes the directory for `parts` objects. Returns what is wrong, or "".
+  std::string create(unsigned parts) {
     sweepScratch();
     if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
             kScratchPrefix + llvm::Twine(::getpid()), dir))
       return "cannot make a temporary directory: " + ec.message();
-    object = (dir + "/" + kScratchFiles[0]).str();
-    shared = (dir + "/" + kScratchFiles[1]).str();
-    log = (dir + "/" + kScratchFiles[2]).str();
+    for (unsigned part = 0; part < parts; ++part)
+      objects.push_back((dir + "/" + partObjectName(part)).str());
+    shared = (dir + "/" + kScratchFiles[0]).str();
+    log = (dir + "/" + kScratchFiles[1]).str();
     // An interrupted compile (Ctrl-C, SIGTERM) removes the files too
     // (LLVM's signal handlers remove only files: the empty directory
     // stays, and a SIGKILL leaves all: the next compile sweeps them).
-    for (const std::string &f : {object, shared, log})
+    for (const std::string &f : files())
       llvm::sys::RemoveFileOnSignal(f);
     return "";
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> all = objects;
+    all.push_back(shared);
+    all.push_back(log);
+    return all;
   }
   /// Removes the files and the directory.
   void cleanup() const {
     // Best effort: a temporary file left behind is no error.
-    for (const std::string &f : {object, shared, log})
+    for (const std::string &f : files()) {
       llvm::sys::DontRemoveFileOnSignal(f);
-    for (const std::string &f : {object, shared, log, std::string(dir)})
       if (std::error_code ignored = llvm::sys::fs::remove(f))
         continue;
+    }
+    if (std::error_code ignored = llvm::sys::fs::remove(dir))
+      return;
   }
 };
 
@@ -286,10 +312,9 @@ std::string linkSharedObject(const Scratch &scratch,
   if (lld.empty())
     return "no linker: install lld-19 (ld.lld links the host code)";
   llvm::SmallVector<llvm::StringRef> args{
-      lld,   "-shared",      "--build-id=none",
-      "-z",  "noexecstack",  "-z",
-      "now", "-soname",      LOCUS_ABI_HOST_SONAME,
-      "-o",  scratch.shared, scratch.object};
+      lld,   "-shared", "--build-id=none",     "-z", "noexecstack", "-z",
+      "now", "-soname", LOCUS_ABI_HOST_SONAME, "-o", scratch.shared};
+  args.append(scratch.objects.begin(), scratch.objects.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, scratch.log,
                                                 scratch.log};
   std::string message;
@@ -302,6 +327,80 @@ std::string linkSharedObject(const Scratch &scratch,
     return "linking the host code failed: " + why;
   }
   so = std::move(*file);
+  return "";
+}
+
+/// The kernels in parts of about 16 functions, at most kMaxParts, each
+/// as bitcode to be parsed again in a context of its own (one per thread).
+/// The count depends on the module alone, so an artifact is the same bytes
+/// on any machine.
+std::vector<std::string> splitIntoParts(llvm::Module &module) {
+  size_t functions = llvm::count_if(
+      module, [](const llvm::Function &f) { return !f.isDeclaration(); });
+  unsigned parts =
+      static_cast<unsigned>(std::clamp<size_t>(functions / 16, 1, kMaxParts));
+  std::vector<std::string> out;
+  auto keep = [&](const llvm::Module &part) {
+    std::string bytes;
+    llvm::raw_string_ostream os(bytes);
+    llvm::WriteBitcodeToFile(part, os);
+    os.flush();
+    out.push_back(std::move(bytes));
+  };
+  if (parts == 1)
+    keep(module);
+  else
+    llvm::SplitModule(module, parts,
+                      [&](std::unique_ptr<llvm::Module> part) { keep(*part); });
+  return out;
+}
+
+/// Optimises one part for `cpu` and compiles it into the object file
+/// `object`. Returns what is wrong, or "".
+std::string compilePart(llvm::StringRef bitcode, const std::string &cpu,
+                        const std::string &triple, const std::string &object) {
+  llvm::LLVMContext context;
+  auto parsed =
+      llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "part"), context);
+  if (!parsed)
+    return "a part of the kernels does not parse: " +
+           llvm::toString(parsed.takeError());
+  llvm::Module &module = **parsed;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::string error = makeTargetMachine(triple, cpu, machine);
+  if (!error.empty())
+    return error;
+  module.setDataLayout(machine->createDataLayout());
+  module.setTargetTriple(triple);
+  if (llvm::Error e =
+          mlir::makeOptimizingTransformer(3, 0, machine.get())(&module))
+    return "LLVM's optimiser failed: " + llvm::toString(std::move(e));
+  return emitObject(module, *machine, object, triple);
+}
+
+/// Compiles parts[i] into objects[i], side by side on up to one thread
+/// per core. Returns the first part's error, or "".
+std::string compileParts(const std::vector<std::string> &parts,
+                         const std::string &cpu, const std::string &triple,
+                         const std::vector<std::string> &objects) {
+  std::vector<std::string> errors(parts.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < parts.size(); i = next++)
+      errors[i] = compilePart(parts[i], cpu, triple, objects[i]);
+  };
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  size_t helpers = std::min<size_t>(parts.size(), cores) - 1;
+  std::vector<std::thread> threads;
+  threads.reserve(helpers);
+  for (size_t t = 0; t < helpers; ++t)
+    threads.emplace_back(work);
+  work();
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &e : errors)
+    if (!e.empty())
+      return e;
   return "";
 }
 
@@ -350,24 +449,18 @@ std::string locus::compileHostCode(const PipelineResult &result,
   code.cpu = cpu;
   code.features = requiredFeatures(cpu);
   addCpuGlobals(*module, cpu, code.features);
-
   std::string triple = llvm::sys::getDefaultTargetTriple();
   std::unique_ptr<llvm::TargetMachine> machine;
   std::string error = makeTargetMachine(triple, cpu, machine);
   if (!error.empty())
     return error;
-  module->setDataLayout(machine->createDataLayout());
-  module->setTargetTriple(triple);
-  if (llvm::Error e =
-          mlir::makeOptimizingTransformer(3, 0, machine.get())(module.get()))
-    LOCUS_INTERNAL_ERROR(llvm::toString(std::move(e)));
-
+  std::vector<std::string> parts = splitIntoParts(*module);
   Scratch scratch;
-  error = scratch.create();
+  error = scratch.create(static_cast<unsigned>(parts.size()));
   if (!error.empty())
     return error;
+  error = compileParts(parts, cpu, triple, scratch.objects);
   std::unique_ptr<llvm::MemoryBuffer> so;
-  error = emitObject(*module, *machine, scratch.object, triple);
   if (error.empty())
     error = linkSharedObject(scratch, so);
   if (error.empty())
