@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Time to a ready model: each example program from start to exit (its graphs
-# compiled, one training step run), with the compile cache off, cold (an
-# empty cache) and warm (the cache the cold run filled), in turn for
+# compiled, one training step run), with the compile cache off (compiled
+# but not stored), cold (an empty cache) and warm (the cache the cold run filled), in turn for
 # `rounds` rounds; prints the median of each. Usage:
 #   bench/ready_time.sh [build-dir] [rounds]
 set -euo pipefail

@@ -6,8 +6,9 @@
 //
 // The pipeline: place, insert transfers, fuse kernels, outline them, plan
 // (commands over buffers in per-device arenas), lower the kernels to LLVM;
-// JIT them with mlir::ExecutionEngine and run the plan with the runtime's
-// executor, or save() an artifact that runs with the runtime alone.
+// compile them for this CPU (kept in the compile cache) and run the plan
+// with the runtime's executor, or save() an artifact that runs with the
+// runtime alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -202,9 +203,10 @@ private:
 /// and "cuda:N" for every GPU the runtime's device probe finds.
 std::vector<std::string> machineTargets();
 
-/// Compiles `graph` for `options.devices` and JIT-compiles its kernels for
-/// this machine's CPU (CUDA devices run on the runtime's sim device until it
-/// has a CUDA one). Placement errors (strict mode)
+/// Compiles `graph` for `options.devices` and its kernels for this machine's
+/// CPU, or takes both from the compile cache (CompileOptions::cache; CUDA
+/// devices run on the runtime's sim device until it has a CUDA one).
+/// Placement errors (strict mode)
 /// and anything the compiler cannot do throw locus::Error at the user's
 /// line; the graph itself is never changed.
 CompiledModel compile(const Graph &graph, const CompileOptions &options = {},

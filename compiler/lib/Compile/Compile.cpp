@@ -1,10 +1,11 @@
 //===- Compile.cpp - compile a recorded graph and run it in-process -------===//
 //
 // locus::compile(): the driver (Driver.cpp) on a copy of the graph, the
-// kernels compiled ahead of time for this CPU and kept in the compile cache
-// (Cache.cpp), then loaded as an artifact is; with the cache off, the
-// kernels JIT-compiled by mlir::ExecutionEngine. Either way the plan runs
-// on the runtime (the same executor that runs artifacts).
+// kernels compiled ahead of time for this CPU (in parts, side by side) and
+// kept in the compile cache (Cache.cpp), then loaded as an artifact is;
+// only when that cannot be done (no linker), the kernels JIT-compiled by
+// mlir::ExecutionEngine. Either way the plan runs on the runtime (the same
+// executor that runs artifacts).
 //
 //===----------------------------------------------------------------------===//
 
@@ -771,11 +772,12 @@ void loadRuntimeModel(CompiledModel::Impl &impl, const HostCode &code,
 // The compile cache
 //===----------------------------------------------------------------------===//
 
-/// Tells the user about the cache: through their handler when they gave
-/// one, else on stderr; `once` says it at most once per process (a folder
-/// that cannot be used would otherwise be said at every compile).
-void cacheNotice(const CompileOptions &options, const Here &loc,
-                 const std::string &text, bool once = false) {
+/// Tells the user a warning about the compile itself: through their
+/// handler when they gave one, else on stderr; `once` says it at most once
+/// per process (a folder that cannot be used would otherwise be said at
+/// every compile).
+void notice(const CompileOptions &options, const Here &loc,
+            const std::string &text, bool once = false) {
   static std::mutex mutex;
   static std::set<std::string> said;
   if (once) {
@@ -784,7 +786,7 @@ void cacheNotice(const CompileOptions &options, const Here &loc,
       return;
   }
   Diagnostic d{Diagnostic::Severity::warning, loc.file_name(), loc.line(),
-               loc.column(), "compile cache: " + text};
+               loc.column(), text};
   if (options.diagnostics)
     options.diagnostics(d);
   else
@@ -798,9 +800,10 @@ cache::Settings cacheSettings(const CompileOptions &options, const Here &loc) {
     return {};
   cache::Settings settings = cache::Settings::resolve(options.cacheDir);
   if (!settings.problem.empty())
-    cacheNotice(options, loc,
-                "off: " + settings.problem + " (LOCUS_CACHE=0 turns it off)",
-                /*once=*/true);
+    notice(options, loc,
+           "compile cache: off: " + settings.problem +
+               " (LOCUS_CACHE=0 turns it off)",
+           /*once=*/true);
   return settings;
 }
 
@@ -814,25 +817,32 @@ std::optional<cache::Entry> lookupCached(const cache::Settings &settings,
   std::string note;
   std::optional<cache::Entry> entry = cache::lookup(settings, key, &note);
   if (!note.empty())
-    cacheNotice(options, loc, note);
+    notice(options, loc, "compile cache: " + note);
   return entry;
 }
 
 /// The host code of the pipeline's `parts` for this CPU, stored under
-/// `key`; an empty object when it cannot be compiled ahead of time (no
-/// linker), and the caller JIT-compiles instead.
-HostCode compileAndStore(const cache::Settings &settings,
-                         const std::string &key, const PipelineResult &parts,
-                         const CompileOptions &options, const Here &loc) {
+/// `key` when there is one; an empty object when it cannot be compiled
+/// ahead of time (no linker), and the caller JIT-compiles instead.
+HostCode compileForThisCpu(const cache::Settings &settings,
+                           const std::string &key, const PipelineResult &parts,
+                           const CompileOptions &options, const Here &loc) {
   HostCode code;
   std::string error = compileHostCode(parts, "native", code);
   if (!error.empty()) {
-    cacheNotice(options, loc, "not used: " + error, /*once=*/true);
+    notice(options, loc,
+           "the kernels were JIT-compiled on one thread, since compiling "
+           "them ahead of time failed: " +
+               error,
+           /*once=*/true);
     return {};
   }
+  if (key.empty())
+    return code;
   error = cache::store(settings, key, {parts, code});
   if (!error.empty())
-    cacheNotice(options, loc, "not stored: " + error, /*once=*/true);
+    notice(options, loc, "compile cache: not stored: " + error,
+           /*once=*/true);
   return code;
 }
 
@@ -923,8 +933,7 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
       explainMachineTargets(options, errors);
       throw errors.error();
     }
-    if (!key.empty())
-      code = compileAndStore(settings, key, impl->parts, options, loc);
+    code = compileForThisCpu(settings, key, impl->parts, options, loc);
   }
   impl->cache = settings;
   impl->graphKey = graphKey;
