@@ -769,7 +769,8 @@ def test_a_failed_run_is_a_run_error():
         model.state("nothing")
 
 
-def test_a_second_compile_comes_from_the_cache(tmp_path):
+def test_a_second_compile_comes_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOCUS_CACHE", raising=False)
     folder = str(tmp_path / "cache")
     x = np.random.default_rng(3).standard_normal((8, 16)).astype(np.float32)
     cold = locus.compile(mlp_graph(), policy="cpu", cache_dir=folder)

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <thread>
 
 using namespace locus;
@@ -72,7 +73,31 @@ std::vector<float> outputOf(const CompiledModel &m) {
 
 } // namespace
 
-TEST(CompileCache, AHitGivesTheSameModelWithoutCompiling) {
+/// The cache as a test expects it whatever the caller's environment: on,
+/// with the default bound.
+class CompileCache : public ::testing::Test {
+protected:
+  void SetUp() override {
+    for (std::string name : {"LOCUS_CACHE", "LOCUS_CACHE_MAX_BYTES"}) {
+      const char *value = std::getenv(name.c_str());
+      saved_.emplace_back(name, value ? std::optional<std::string>(value)
+                                      : std::nullopt);
+      ::unsetenv(name.c_str());
+    }
+  }
+  void TearDown() override {
+    for (const auto &[name, value] : saved_)
+      if (value)
+        ::setenv(name.c_str(), value->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
+  }
+
+private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST_F(CompileCache, AHitGivesTheSameModelWithoutCompiling) {
   std::string dir = freshFolder("hit");
   Graph g = smallGraph();
   std::vector<Diagnostic> cold, warm;
@@ -101,7 +126,7 @@ TEST(CompileCache, AHitGivesTheSameModelWithoutCompiling) {
   EXPECT_EQ(entries(dir).size(), 1u);
 }
 
-TEST(CompileCache, EachChangedInputMisses) {
+TEST_F(CompileCache, EachChangedInputMisses) {
   std::string dir = freshFolder("miss");
   std::string profile = dir + "-profile.json";
   fs::copy_file(LOCUS_TEST_PROFILE, profile,
@@ -132,7 +157,7 @@ TEST(CompileCache, EachChangedInputMisses) {
         << "variant " << i;
 }
 
-TEST(CompileCache, ConcurrentWritersLeaveOneWholeEntry) {
+TEST_F(CompileCache, ConcurrentWritersLeaveOneWholeEntry) {
   std::string dir = freshFolder("concurrent");
   // One graph each: compile() of one Graph is not for several threads.
   constexpr size_t kThreads = 4;
@@ -167,7 +192,7 @@ TEST(CompileCache, ConcurrentWritersLeaveOneWholeEntry) {
   EXPECT_TRUE(compile(smallGraph(), cached(dir)).fromCache());
 }
 
-TEST(CompileCache, ADamagedEntryIsRebuilt) {
+TEST_F(CompileCache, ADamagedEntryIsRebuilt) {
   std::string dir = freshFolder("damaged");
   Graph g = smallGraph();
   std::vector<float> want = outputOf(compile(g, cached(dir)));
@@ -200,7 +225,7 @@ TEST(CompileCache, ADamagedEntryIsRebuilt) {
   }
 }
 
-TEST(CompileCache, TheSwitchesKeepItOut) {
+TEST_F(CompileCache, TheSwitchesKeepItOut) {
   std::string dir = freshFolder("off");
   Graph g = smallGraph();
   CompileOptions off = cached(dir);
@@ -214,7 +239,7 @@ TEST(CompileCache, TheSwitchesKeepItOut) {
   EXPECT_FALSE(fs::exists(dir));
 }
 
-TEST(CompileCache, AFolderOthersMayWriteIsNotUsed) {
+TEST_F(CompileCache, AFolderOthersMayWriteIsNotUsed) {
   std::string dir = freshFolder("unsafe");
   fs::create_directories(dir);
   fs::permissions(dir, fs::perms::all);
@@ -231,7 +256,7 @@ TEST(CompileCache, AFolderOthersMayWriteIsNotUsed) {
       << seen[0].message;
 }
 
-TEST(CompileCache, TheBoundEvictsTheLeastRecentlyUsed) {
+TEST_F(CompileCache, TheBoundEvictsTheLeastRecentlyUsed) {
   std::string dir = freshFolder("bound");
   CompiledModel a = compile(smallGraph("relu", 6), cached(dir));
   fs::path first = entries(dir).at(0);
@@ -249,7 +274,7 @@ TEST(CompileCache, TheBoundEvictsTheLeastRecentlyUsed) {
   EXPECT_FALSE(compile(smallGraph("relu", 6), cached(dir)).fromCache());
 }
 
-TEST(CompileCache, SaveKeepsItsHostCodeToo) {
+TEST_F(CompileCache, SaveKeepsItsHostCodeToo) {
   std::string dir = freshFolder("save");
   Graph g = smallGraph();
   std::string one = dir + "-1.locus", two = dir + "-2.locus";
@@ -269,7 +294,7 @@ TEST(CompileCache, SaveKeepsItsHostCodeToo) {
 // glibc hands an object already loaded under the same path to a later
 // dlopen(): two models whose host code came through memfds of one number
 // once shared the first one's code.
-TEST(CompileCache, ModelsLoadedAtOnceRunTheirOwnCode) {
+TEST_F(CompileCache, ModelsLoadedAtOnceRunTheirOwnCode) {
   std::string dir = freshFolder("two");
   std::vector<CompiledModel> models;
   for (const char *act : {"relu", "tanh", "relu"})
