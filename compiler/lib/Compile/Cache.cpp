@@ -451,7 +451,7 @@ Read readEntryFile(const std::string &path, uint64_t maxBytes,
     size_t done = 0;
     while (done < bytes.size()) {
       ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-      if (n <= 0 && errno == EINTR)
+      if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
         break;
@@ -576,8 +576,9 @@ std::string writeTemporary(const std::string &dir, llvm::StringRef bytes,
         break;
       done += static_cast<size_t>(n);
     }
-    bool whole = done == bytes.size() && ::close(fd) == 0;
-    if (whole)
+    bool written = done == bytes.size();
+    bool closed = ::close(fd) == 0;
+    if (written && closed)
       return path;
     why = "cannot write " + path + ": " + std::strerror(errno);
     ::unlink(path.c_str());
