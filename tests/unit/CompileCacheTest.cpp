@@ -43,7 +43,8 @@ std::vector<fs::path> entries(const std::string &dir,
   for (const fs::directory_entry &e : fs::directory_iterator(dir)) {
     if (e.path().extension() == ".lcc")
       out.push_back(e.path());
-    else if (temporaries && e.path().filename().string().rfind(".tmp-", 0) == 0)
+    else if (temporaries &&
+             e.path().filename().string().find(".tmp-") != std::string::npos)
       *temporaries = true;
   }
   return out;

@@ -484,17 +484,6 @@ std::string locus::writeArtifact(const PipelineResult &result,
                              sections.size(), signKey.c_str()));
 }
 
-std::string locus::writeArtifact(const PipelineResult &result,
-                                 const std::string &cpu,
-                                 const std::string &path,
-                                 const std::string &state,
-                                 const std::string &signKey) {
-  HostCode code;
-  std::string error = compileHostCode(result, cpu, code);
-  return error.empty() ? writeArtifact(result, code, path, state, signKey)
-                       : error;
-}
-
 std::string locus::artifactBytes(const PipelineResult &result,
                                  const HostCode &code, std::string &bytes) {
   std::string metadata;

@@ -3,14 +3,16 @@
 // An entry file: "LOCUSCC\0", the format, the key, the graph's name and the
 // CPU (what locus-cache lists), then the pipeline's result and the host
 // code, each field as a little-endian u64 length or value, and last a
-// SHA-256 of every byte before it. Written to a temporary file and renamed
-// into place; read whole, checked, then parsed with bounds on every field.
+// SHA-256 of every byte before it. Written as the runtime writes artifacts
+// (locus_file_write_atomic: a temporary file beside it, flushed and renamed
+// into place); read whole, checked, then parsed with bounds on every field.
 //
 //===----------------------------------------------------------------------===//
 
 #include "locus/Compile/Cache.h"
 
 #include "locus/Pipelines/Pipelines.h"
+#include "locus/locus_runtime.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OperationSupport.h"
@@ -30,10 +32,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <random>
+#include <ctime>
 
 using namespace locus;
 using namespace locus::cache;
@@ -45,7 +46,12 @@ constexpr char kMagicText[] = "LOCUSCC";
 const llvm::StringRef kMagic(kMagicText, sizeof kMagicText);
 constexpr uint64_t kFormat = 1;
 constexpr llvm::StringLiteral kSuffix = ".lcc";
-constexpr llvm::StringLiteral kTempPrefix = ".tmp-";
+/// What locus_file_write_atomic names its temporary file after: the
+/// entry's name, then ".tmp-" and six characters.
+constexpr llvm::StringLiteral kTempInfix = ".lcc.tmp-";
+/// A temporary file this old is a dead writer's (a live one renames its
+/// file within the seconds an entry takes to write).
+constexpr int64_t kStaleTemporarySeconds = 3600;
 constexpr size_t kKeyChars = 64;
 constexpr size_t kDigestBytes = 32;
 
@@ -510,7 +516,7 @@ std::vector<FolderFile> folderFiles(const std::string &dir) {
     llvm::StringRef name(f.name);
     f.entry = name.ends_with(kSuffix) && isKey(name.drop_back(kSuffix.size()));
     struct stat st{};
-    if ((!f.entry && !name.starts_with(kTempPrefix)) ||
+    if ((!f.entry && !name.contains(kTempInfix)) ||
         ::lstat(f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
       continue;
     f.bytes = static_cast<uint64_t>(st.st_size);
@@ -520,21 +526,16 @@ std::vector<FolderFile> folderFiles(const std::string &dir) {
   return files;
 }
 
-/// Whether a temporary file's writer (".tmp-<pid>-...") is gone.
-bool writerGone(llvm::StringRef name) {
-  int pid = 0;
-  name.consume_front(kTempPrefix);
-  return !name.split('-').first.getAsInteger(10, pid) && pid > 0 &&
-         ::kill(pid, 0) != 0 && errno == ESRCH;
-}
-
-/// Removes the temporary files of writers that died, then the least
-/// recently used entries (never `keep`) until the entries fit `maxBytes`.
+/// Removes the temporary files of writers that died (killed mid-write),
+/// then the least recently used entries (never `keep`) until the entries
+/// fit `maxBytes`.
 void evict(const Settings &s, const std::string &keep) {
   std::vector<FolderFile> files = folderFiles(s.dir);
   uint64_t total = 0;
+  int64_t stale =
+      static_cast<int64_t>(std::time(nullptr)) - kStaleTemporarySeconds;
   for (const FolderFile &f : files) {
-    if (!f.entry && writerGone(f.name))
+    if (!f.entry && f.modified < stale)
       ::unlink(f.path.c_str());
     total += f.entry ? f.bytes : 0;
   }
@@ -550,44 +551,6 @@ void evict(const Settings &s, const std::string &keep) {
   }
 }
 
-/// Writes `bytes` to a new temporary file in `dir`; its path, or "" with
-/// `why` set.
-std::string writeTemporary(const std::string &dir, llvm::StringRef bytes,
-                           std::string &why) {
-  std::random_device random;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    std::string path = dir + "/" + kTempPrefix.str() +
-                       std::to_string(::getpid()) + "-" +
-                       llvm::utohexstr(random(), /*LowerCase=*/true);
-    int fd = ::open(path.c_str(),
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == EEXIST)
-      continue;
-    if (fd < 0) {
-      why = "cannot write in " + dir + ": " + std::strerror(errno);
-      return "";
-    }
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      done += static_cast<size_t>(n);
-    }
-    bool written = done == bytes.size();
-    bool closed = ::close(fd) == 0;
-    if (written && closed)
-      return path;
-    why = "cannot write " + path + ": " + std::strerror(errno);
-    ::unlink(path.c_str());
-    return "";
-  }
-  why = "no free temporary name in " + dir;
-  return "";
-}
-
 } // namespace
 
 std::string locus::cache::store(const Settings &settings,
@@ -598,13 +561,11 @@ std::string locus::cache::store(const Settings &settings,
   if (bytes.size() > settings.maxBytes)
     return "the entry (" + std::to_string(bytes.size()) +
            " bytes) is larger than the cache's bound";
-  std::string temporary = writeTemporary(settings.dir, bytes, why);
-  if (temporary.empty())
-    return why;
   std::string path = entryPath(settings, key);
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    why = "cannot rename into " + path + ": " + std::strerror(errno);
-    ::unlink(temporary.c_str());
+  if (locus_status_t s =
+          locus_file_write_atomic(path.c_str(), bytes.data(), bytes.size())) {
+    why = locus_status_message(s);
+    locus_status_free(s);
     return why;
   }
   evict(settings, path);

@@ -98,7 +98,7 @@ translateKernels(mlir::Operation *module, llvm::LLVMContext &context,
 /// launchers when `cuda`.
 std::vector<std::string> runtimeImports(bool cuda);
 
-/// What is wrong with `cpu` as writeArtifact's CPU (an LLVM CPU name of
+/// What is wrong with `cpu` as compileHostCode's CPU (an LLVM CPU name of
 /// this machine's target, or "native"); "" when nothing is. Says it before
 /// anything is compiled, and without LLVM's own warnings.
 std::string checkCpuName(const std::string &cpu);
@@ -120,12 +120,6 @@ std::string compileHostCode(const PipelineResult &result,
 /// initialisers) when not empty, signed with the secret key file `signKey`
 /// when not empty. Returns an error message, empty on success.
 std::string writeArtifact(const PipelineResult &result, const HostCode &code,
-                          const std::string &path,
-                          const std::string &state = "",
-                          const std::string &signKey = "");
-
-/// compileHostCode for `cpu`, then writeArtifact.
-std::string writeArtifact(const PipelineResult &result, const std::string &cpu,
                           const std::string &path,
                           const std::string &state = "",
                           const std::string &signKey = "");
