@@ -537,7 +537,26 @@ void bindCompile(py::module_ &m) {
       .def("write_trace", &CompiledModel::writeTrace, py::arg("path"))
       .def_property_readonly("from_cache", &CompiledModel::fromCache,
                              "Whether compile() took it from the compile "
-                             "cache.");
+                             "cache.")
+      .def("join_data_parallel", &CompiledModel::joinDataParallel,
+           py::arg("comm"),
+           "Joins a data-parallel job (compiled with data_parallel=True): "
+           "every rank calls it once before its first step; rank 0's state "
+           "goes to every rank.");
+
+  py::class_<Communicator>(
+      m, "Communicator",
+      "This process's place in a data-parallel job, from mpirun or srun "
+      "(Open MPI), or world size 1 without a launcher.")
+      .def_static("from_environment", &Communicator::fromEnvironment)
+      .def_property_readonly("rank", &Communicator::rank)
+      .def_property_readonly("size", &Communicator::size)
+      .def_property_readonly("local_rank", &Communicator::localRank)
+      .def_property_readonly("backend", &Communicator::backend)
+      .def("shard", &Communicator::shard, py::arg("count"),
+           py::arg("drop_last") = false,
+           "This rank's sample indices, as torch's DistributedSampler "
+           "(shuffle=False) gives them.");
 
   m.def(
       "compile",
@@ -545,7 +564,8 @@ void bindCompile(py::module_ &m) {
          std::optional<std::vector<std::string>> devices,
          const std::string &profile, bool fuse, const std::string &deviceMap,
          const std::string &trace, bool allowSoftPlacement, bool allowTf32,
-         bool cache, const std::string &cacheDir) {
+         bool cache, const std::string &cacheDir, bool dataParallel,
+         double bucketMb) {
         CompileOptions o;
         o.policy = policy;
         if (devices)
@@ -558,6 +578,11 @@ void bindCompile(py::module_ &m) {
         o.allowTf32 = allowTf32;
         o.cache = cache;
         o.cacheDir = cacheDir;
+        o.dataParallel = dataParallel;
+        if (!(bucketMb > 0))
+          throw py::value_error("bucket_mb must be above 0");
+        o.bucketBytes =
+            std::max<uint64_t>(1, static_cast<uint64_t>(bucketMb * (1 << 20)));
         PyLine here = callerLine();
         try {
           return compile(graph, o);
@@ -572,6 +597,7 @@ void bindCompile(py::module_ &m) {
       py::arg("fuse") = true, py::arg("device_map") = "", py::arg("trace") = "",
       py::arg("allow_soft_placement") = false, py::arg("allow_tf32") = false,
       py::arg("cache") = true, py::arg("cache_dir") = "",
+      py::arg("data_parallel") = false, py::arg("bucket_mb") = 25.0,
       "Compiles a graph: places it (policy: strict, prefer-gpu, auto, cpu) "
       "on `devices` (default: this machine's), inserts the copies and "
       "compiles the kernels for this CPU. allow_tf32: convolutions and "
@@ -579,7 +605,8 @@ void bindCompile(py::module_ &m) {
       "keep the result in the compile cache (cache_dir, else "
       "LOCUS_CACHE_DIR, $XDG_CACHE_HOME/locus or ~/.cache/locus) and take "
       "it from there when the same graph was compiled before with the same "
-      "options.");
+      "options. data_parallel: average the parameters' gradients over the "
+      "ranks of a job (DistributedDataParallel; buckets of bucket_mb MiB).");
 
   m.def(
       "import_onnx",

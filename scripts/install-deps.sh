@@ -15,6 +15,9 @@ packages=(
   # for the function types; libdnnl2 comes with it), and Ed25519 for signed
   # artifacts (all three loaded with dlopen)
   libopenblas0-openmp libdnnl-dev libsodium23
+  # data-parallel training: Open MPI's mpirun and libmpi (loaded with
+  # dlopen; the tests launch ranks with mpirun)
+  openmpi-bin
   # the Python module and its tests
   python3-dev pybind11-dev python3-numpy python3-pytest
   # tests and style; chromium renders locus-dump's HTML page in a test,

@@ -2,6 +2,7 @@
 // checks, then the work in loader.cpp, model.cpp, context.cpp and
 // batch_runner.cpp, each through an exception guard (guard.h).
 
+#include "comm.h"
 #include "guard.h"
 #include "model.h"
 #include "status_impl.h"
@@ -227,3 +228,38 @@ locus_status_t locus_context_run_batches(locus_context_t *context,
 }
 
 } // extern "C"
+
+locus_status_t locus_comm_create(locus_comm_t **out_comm) {
+  LOCUS_GUARD({
+    if (!out_comm)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    *out_comm = nullptr;
+    Comm *comm = nullptr;
+    if (locus_status_t s = createComm(comm))
+      return s;
+    *out_comm = static_cast<locus_comm_t *>(comm);
+    return nullptr;
+  });
+}
+
+void locus_comm_release(locus_comm_t *comm) { delete comm; }
+
+int locus_comm_rank(const locus_comm_t *comm) { return comm ? comm->rank : 0; }
+
+int locus_comm_size(const locus_comm_t *comm) { return comm ? comm->size : 1; }
+
+int locus_comm_local_rank(const locus_comm_t *comm) {
+  return comm ? comm->localRank : 0;
+}
+
+const char *locus_comm_backend(const locus_comm_t *comm) {
+  return comm ? comm->backend.c_str() : "none";
+}
+
+locus_status_t locus_model_join(locus_model_t *model, locus_comm_t *comm) {
+  LOCUS_GUARD({
+    if (!model || !comm)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return joinJob(*model, *comm);
+  });
+}

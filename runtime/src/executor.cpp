@@ -111,6 +111,8 @@ locus_status_t command(locus_model_t &m, locus_context_t &ctx,
     return launch(m, ctx, c, stats);
   case LOCUS_PLAN_COPY:
     return copy(m, ctx, c, stats);
+  case LOCUS_PLAN_ALL_REDUCE:
+    return allReduce(m, ctx, c);
   case LOCUS_PLAN_RECORD:
     // Host and sim devices run in order: an event is done when recorded.
     ctx.recorded[c.event] = true;

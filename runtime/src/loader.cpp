@@ -199,6 +199,8 @@ void findGraphDevice(locus_model_t &m) {
     only = on;
   };
   for (const PlanCommand &c : m.plan.step) {
+    // A collective is a host call between ranks: no graph holds it.
+    one &= c.op != LOCUS_PLAN_ALL_REDUCE;
     if (c.op == LOCUS_PLAN_LAUNCH) {
       join(m.deviceOf[m.plan.kernels[c.kernel].device]);
     } else if (c.op == LOCUS_PLAN_COPY) {
@@ -316,7 +318,7 @@ void findLazyState(locus_model_t &m) {
   std::vector<bool> used(m.plan.buffers.size(), false);
   for (const auto *commands : {&m.plan.step, &m.plan.load})
     for (const PlanCommand &c : *commands)
-      if (c.op == LOCUS_PLAN_LAUNCH) {
+      if (c.op == LOCUS_PLAN_LAUNCH || c.op == LOCUS_PLAN_ALL_REDUCE) {
         for (uint32_t b : c.args)
           used[b] = true;
       } else if (c.op == LOCUS_PLAN_COPY) {

@@ -27,6 +27,10 @@
 #include <string>
 #include <vector>
 
+namespace locus::rt {
+class Comm;
+} // namespace locus::rt
+
 struct locus_model_s {
   locus::rt::Plan plan;
   std::unique_ptr<locus::rt::HostCode> code; // null for a JIT model
@@ -78,6 +82,9 @@ struct locus_model_s {
   // (LOCUS_ABI_SOURCE_PREFIX), none when the code has none.
   std::vector<locus::rt::KernelSource> kernelSources;
   std::atomic<uint64_t> contextsMade{0}; // numbers contexts in traces
+  // The data-parallel job the model joined (locus_model_join), or null: its
+  // all-reduces then average over one rank.
+  locus::rt::Comm *comm = nullptr;
 
   ~locus_model_s();
 };
@@ -108,6 +115,8 @@ struct locus_context_s {
   // commands the runner did ahead (by command).
   std::vector<void *> override;
   std::vector<bool> skip;
+  // An all-reduce's bucket on the host (data_parallel.cpp).
+  std::vector<float> reduceStaging;
 };
 
 namespace locus::rt {
@@ -133,6 +142,15 @@ locus_status_t initChunk(const PlanBuffer &b, size_t first, size_t count,
 /// Allocates persistent buffer `i` on its device and fills it: state from
 /// its initialiser, constants from the plan.
 locus_status_t makeBuffer(locus_model_t &m, uint32_t i);
+
+// ---- data_parallel.cpp ---------------------------------------------------
+
+/// Joins `comm`'s job: every rank must run the same plan, and rank 0's state
+/// is copied to every rank.
+locus_status_t joinJob(locus_model_t &m, Comm &comm);
+/// An ALL_REDUCE command: the bucket summed (or averaged) over the job.
+locus_status_t allReduce(locus_model_t &m, locus_context_t &ctx,
+                         const PlanCommand &c);
 
 // ---- model.cpp -----------------------------------------------------------
 

@@ -94,9 +94,15 @@ bool readCommands(Reader &r, std::vector<PlanCommand> &out) {
   for (PlanCommand &c : out) {
     c.op = r.u8();
     switch (c.op) {
-    case LOCUS_PLAN_LAUNCH: {
-      c.kernel = r.u32();
-      c.results = r.u32();
+    case LOCUS_PLAN_LAUNCH:
+    case LOCUS_PLAN_ALL_REDUCE: {
+      if (c.op == LOCUS_PLAN_LAUNCH) {
+        c.kernel = r.u32();
+        c.results = r.u32();
+      } else {
+        c.device = r.u32();
+        c.reduction = r.u32();
+      }
       uint32_t args = r.count(4);
       c.args.resize(args);
       for (uint32_t &a : c.args)
@@ -332,6 +338,28 @@ locus_status_t checkLaunch(const Plan &plan, const PlanCommand &c, bool step) {
   return nullptr;
 }
 
+/// An all-reduce, per step: n f32 operands and n results of their sizes,
+/// all on its device, the results activations.
+locus_status_t checkAllReduce(const Plan &plan, const PlanCommand &c,
+                              bool step) {
+  size_t n = c.args.size() / 2;
+  if (!step || c.device >= plan.devices.size() || n == 0 ||
+      c.args.size() % 2 != 0 ||
+      (c.reduction != LOCUS_PLAN_REDUCE_SUM &&
+       c.reduction != LOCUS_PLAN_REDUCE_MEAN))
+    FAIL("the plan is damaged (an all-reduce)");
+  for (size_t i = 0; i < n; ++i) {
+    const PlanBuffer *in = bufferAt(plan, c.args[i]);
+    const PlanBuffer *out = bufferAt(plan, c.args[n + i]);
+    if (!in || !out || in->dtype != LOCUS_PLAN_F32 ||
+        out->dtype != LOCUS_PLAN_F32 || in->bytes != out->bytes ||
+        in->device != c.device || out->device != c.device ||
+        out->kind != LOCUS_PLAN_ACTIVATION)
+      FAIL("the plan is damaged (an all-reduce's buffers)");
+  }
+  return nullptr;
+}
+
 /// A copy between buffers of one size: per step into activations or
 /// state, at load time from constants or state into persistent buffers.
 locus_status_t checkCopy(const Plan &plan, const PlanCommand &c, bool step) {
@@ -367,6 +395,9 @@ locus_status_t checkCommands(const Plan &plan) {
         break;
       case LOCUS_PLAN_COPY:
         s = checkCopy(plan, c, phase != 0);
+        break;
+      case LOCUS_PLAN_ALL_REDUCE:
+        s = checkAllReduce(plan, c, phase != 0);
         break;
       default:
         if (c.device >= plan.devices.size() || c.event >= plan.events)

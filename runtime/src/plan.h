@@ -41,7 +41,9 @@ struct PlanCommand {
   uint32_t kernel = 0, results = 0; // LAUNCH: kernel number, result count
   uint32_t src = 0, dst = 0;        // COPY: source and destination buffers
   uint32_t device = 0, event = 0;   // RECORD, WAIT: device and event numbers
-  std::vector<uint32_t> args;       // LAUNCH: reads, then `results` results
+  uint32_t reduction = 0;           // ALL_REDUCE (and its `device`)
+  std::vector<uint32_t> args;       // LAUNCH: reads, then `results` results;
+                                    // ALL_REDUCE: operands, then results
 };
 
 struct PlanKernel {

@@ -783,3 +783,32 @@ def test_a_second_compile_comes_from_the_cache(tmp_path, monkeypatch):
     off = locus.compile(mlp_graph(), policy="cpu", cache=False,
                         cache_dir=str(tmp_path / "unused"))
     assert not off.from_cache and not os.path.exists(tmp_path / "unused")
+
+
+def test_data_parallel_at_world_size_one_is_the_plain_step():
+    def record():
+        g = locus.Graph("dp")
+        x = g.input("x", [16, 3])
+        y = g.input("y", [16, 1])
+        fc = locus.nn.Linear(g, 3, 1, name="fc")
+        loss = locus.mse_loss(fc(x), y)
+        g.output("loss", loss)
+        locus.optim.SGD(fc.parameters(), lr=0.1, momentum=0.9).step(loss)
+        return g
+
+    comm = locus.Communicator.from_environment()
+    assert (comm.rank, comm.size, comm.backend) == (0, 1, "none")
+    assert comm.shard(5) == [0, 1, 2, 3, 4]
+    dp = locus.compile(record(), policy="cpu", devices=["cpu"],
+                       data_parallel=True, bucket_mb=0.001, cache=False)
+    dp.join_data_parallel(comm)
+    plain = locus.compile(record(), policy="cpu", devices=["cpu"], cache=False)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        xs = rng.uniform(-1, 1, (16, 3)).astype(np.float32)
+        ys = rng.uniform(-1, 1, (16, 1)).astype(np.float32)
+        assert dp.run(x=xs, y=ys)["loss"] == plain.run(x=xs, y=ys)["loss"]
+    np.testing.assert_array_equal(dp.state("fc.weight"),
+                                  plain.state("fc.weight"))
+    with pytest.raises(ValueError, match="bucket_mb"):
+        locus.compile(record(), data_parallel=True, bucket_mb=0)

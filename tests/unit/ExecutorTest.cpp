@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -725,4 +726,79 @@ TEST(Executor, RunBatchesStopsOnACallbackStatus) {
             nullptr);
   EXPECT_TRUE(none.ys.empty());
   locus_context_release(ctx);
+}
+
+namespace {
+
+/// x (cpu input) -> ALL_REDUCE mean -> y; `resultKind` is y's buffer kind
+/// (an activation in a good plan), `odd` drops the result from the command.
+std::vector<uint8_t> allReducePlan(uint8_t resultKind = LOCUS_PLAN_ACTIVATION,
+                                   bool odd = false) {
+  PlanWriter w;
+  w.u32(LOCUS_PLAN_MAGIC);
+  w.u32(LOCUS_PLAN_VERSION);
+  w.u32(1); // devices
+  w.u8(0);
+  w.u32(0);
+  w.u32(2);                                // buffers
+  w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");   // 0
+  w.buffer(resultKind, 0, 64, "y_buffer"); // 1
+  w.u64(128);                              // arena
+  w.u32(0);                                // kernels
+  w.u32(0);                                // imports
+  w.u32(0);                                // load commands
+  w.u32(1);
+  w.command(LOCUS_PLAN_ALL_REDUCE, 0, LOCUS_PLAN_REDUCE_MEAN,
+            odd ? std::vector<uint32_t>{0} : std::vector<uint32_t>{0, 1});
+  w.u32(1); // outputs
+  w.str("y");
+  w.u32(1);
+  w.u32(0); // events
+  return w.bytes;
+}
+
+} // namespace
+
+TEST(Executor, AnAllReduceOfOneRankIsItsOperand) {
+  Loaded m;
+  ASSERT_EQ(load(allReducePlan(), m), nullptr);
+  const float x[4] = {1.5f, -2.0f, 3.25f, 0.0f};
+  float y[4] = {};
+  // No job joined: world size 1.
+  ASSERT_EQ(runOnce(m.model, x, y), nullptr);
+  EXPECT_EQ(std::vector<float>(y, y + 4), std::vector<float>(x, x + 4));
+  // Joined to the job of a process no launcher started: world size 1 too.
+  locus_comm_t *comm = nullptr;
+  ASSERT_EQ(locus_comm_create(&comm), nullptr);
+  EXPECT_EQ(locus_comm_size(comm), 1);
+  EXPECT_EQ(locus_comm_rank(comm), 0);
+  EXPECT_STREQ(locus_comm_backend(comm), "none");
+  ASSERT_EQ(locus_model_join(m.model, comm), nullptr);
+  std::fill(y, y + 4, 0.0f);
+  ASSERT_EQ(runOnce(m.model, x, y), nullptr);
+  EXPECT_EQ(std::vector<float>(y, y + 4), std::vector<float>(x, x + 4));
+  locus_model_release(m.model);
+  m.model = nullptr;
+  locus_comm_release(comm);
+}
+
+TEST(Executor, ADamagedAllReduceIsRefused) {
+  for (bool odd : {false, true}) {
+    Loaded m;
+    locus_status_t s = load(
+        allReducePlan(odd ? LOCUS_PLAN_ACTIVATION : LOCUS_PLAN_INPUT, odd), m);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
+    std::string message = messageOf(s);
+    EXPECT_NE(message.find("all-reduce"), std::string::npos) << message;
+  }
+}
+
+TEST(Executor, TorchrunVariablesWithoutMpirunAreRefused) {
+  ASSERT_EQ(setenv("WORLD_SIZE", "2", 1), 0);
+  locus_comm_t *comm = nullptr;
+  locus_status_t s = locus_comm_create(&comm);
+  unsetenv("WORLD_SIZE");
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_UNAVAILABLE);
+  EXPECT_NE(messageOf(s).find("mpirun -np 2"), std::string::npos);
 }

@@ -44,13 +44,14 @@ struct PlanBytes {
     u64(offset);
     str(name);
   }
-  /// A command: op and its two fields; a launch also its buffers.
+  /// A command: op and its two fields; a launch and an all-reduce also
+  /// their buffers.
   void command(uint8_t op, uint32_t first, uint32_t second,
                const std::vector<uint32_t> &buffers = {}) {
     u8(op);
     u32(first);
     u32(second);
-    if (op == LOCUS_PLAN_LAUNCH) {
+    if (op == LOCUS_PLAN_LAUNCH || op == LOCUS_PLAN_ALL_REDUCE) {
       u32(static_cast<uint32_t>(buffers.size()));
       for (uint32_t b : buffers)
         u32(b);

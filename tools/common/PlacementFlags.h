@@ -34,22 +34,43 @@ struct PlacementFlags {
                            "the CPU (a warning) instead of failing at the pin"),
             llvm::cl::cat(category)),
         profile("profile", llvm::cl::desc("A JSON cost profile"),
-                llvm::cl::cat(category)) {}
+                llvm::cl::cat(category)),
+        dataParallel(
+            "data-parallel",
+            llvm::cl::desc("Data-parallel training: average the parameters' "
+                           "gradients over the ranks of the job, in buckets "
+                           "(docs/distributed.md)"),
+            llvm::cl::cat(category)),
+        bucketMb("bucket-mb",
+                 llvm::cl::desc("With --data-parallel: MiB of gradients per "
+                                "all-reduce (default 25, as DDP)"),
+                 llvm::cl::init(25), llvm::cl::cat(category)) {}
 
   llvm::cl::opt<std::string> policy;
   llvm::cl::opt<std::string> devices;
   llvm::cl::opt<bool> allowSoftPlacement;
   llvm::cl::opt<std::string> profile;
+  llvm::cl::opt<bool> dataParallel;
+  llvm::cl::opt<double> bucketMb;
 
   /// The placement options the flags say, or what is wrong with them in
   /// `error` (checked before a graph is read).
   std::optional<PlacementOptions> read(std::string &error) const {
     std::optional<PlacementOptions> options =
         PlacementOptions::read(policy, splitTargets(devices), error);
-    if (options) {
-      options->profile = profile;
-      options->allowSoftPlacement = allowSoftPlacement;
+    if (!options)
+      return options;
+    options->profile = profile;
+    options->allowSoftPlacement = allowSoftPlacement;
+    options->dataParallel = dataParallel;
+    if (!(bucketMb > 0) || bucketMb > 1024 * 1024) {
+      error = "--bucket-mb must be above 0 and at most 1048576, got " +
+              std::to_string(bucketMb.getValue());
+      return std::nullopt;
     }
+    options->bucketBytes = static_cast<uint64_t>(bucketMb * (1 << 20));
+    if (options->bucketBytes == 0)
+      options->bucketBytes = 1;
     return options;
   }
 };

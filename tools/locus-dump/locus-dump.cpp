@@ -256,6 +256,9 @@ static OwningOpRef<ModuleOp> placedModule(MLIRContext &context,
   }
   placement->profile = side.profile;
   placement->allowSoftPlacement = allowSoftPlacement.getValue();
+  placement->dataParallel = ::placement.dataParallel.getValue();
+  placement->bucketBytes = static_cast<uint64_t>(
+      std::max(1.0, ::placement.bucketMb.getValue() * (1 << 20)));
   OwningOpRef<ModuleOp> module = parseInput(context, sourceMgr, side.file);
   if (module && failed(place(context, *module, *placement)))
     return nullptr;

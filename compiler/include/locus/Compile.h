@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+struct locus_comm_s;
+
 namespace locus {
 
 /// A tensor in host memory: f32 data or i64 labels, row-major.
@@ -84,6 +86,14 @@ struct CompileOptions {
   /// torch.backends.cudnn.allow_tf32 and matmul.allow_tf32). Off: fp32, the
   /// contract every other result keeps.
   bool allowTf32 = false;
+  /// Data-parallel training (PyTorch's DistributedDataParallel): every
+  /// parameter's gradient is averaged over the ranks of the job before the
+  /// optimizer reads it, in buckets of about `bucketBytes`. Each rank runs
+  /// the same compiled step on its own shard of the batch, joined by a
+  /// communicator (CompiledModel::joinDataParallel, docs/distributed.md);
+  /// without one the step runs as world size 1.
+  bool dataParallel = false;
+  uint64_t bucketBytes = 25ull << 20;
   /// Where the devices run in-process, e.g. "cuda:0=sim" (the default for
   /// CUDA devices until the runtime has one); see locus_model_options_t.
   std::string deviceMap;
@@ -99,6 +109,33 @@ struct CompileOptions {
   /// The cache's folder; empty for LOCUS_CACHE_DIR, $XDG_CACHE_HOME/locus
   /// or ~/.cache/locus.
   std::string cacheDir;
+};
+
+/// This process's place in a data-parallel job (docs/distributed.md): its
+/// rank and the job's world size, from the launcher (Open MPI's mpirun or
+/// srun), or world size 1 when none launched it. Copies share one.
+class Communicator {
+public:
+  /// The job this process was launched in. Throws RunError (no Open MPI
+  /// under mpirun, or torchrun's WORLD_SIZE without mpirun).
+  static Communicator fromEnvironment();
+  int rank() const;
+  int size() const;
+  /// The rank among those of this machine (the GPU it binds to).
+  int localRank() const;
+  /// "Open MPI v4.1.4 (libmpi.so.40)", or "none" at world size 1.
+  std::string backend() const;
+  /// This rank's sample indices of a dataset of `count` samples, as
+  /// PyTorch's DistributedSampler (shuffle off) gives them: every
+  /// size()-th index from rank(), the dataset padded with its first
+  /// samples to a multiple of size() (or, with `dropLast`, cut to one), so
+  /// every rank gets the same number.
+  std::vector<size_t> shard(size_t count, bool dropLast = false) const;
+  /// The runtime's handle (locus_comm_t).
+  locus_comm_s *handle() const { return comm_.get(); }
+
+private:
+  std::shared_ptr<locus_comm_s> comm_;
 };
 
 /// What one run did (the runtime's counters).
@@ -180,6 +217,14 @@ public:
   size_t kernelCount() const;
   /// Whether compile() took this model from the compile cache.
   bool fromCache() const;
+  /// Joins a data-parallel job (a model compiled with
+  /// CompileOptions::dataParallel): every rank calls it once, before its
+  /// first step. Checks that every rank runs the same step, then copies
+  /// rank 0's state (its initial weights, or a checkpoint it loaded) to
+  /// every rank. Later steps average the gradients over the job. Throws
+  /// RunError (another rank runs another graph; a rank that never joins,
+  /// after LOCUS_COMM_TIMEOUT seconds).
+  void joinDataParallel(const Communicator &comm);
   /// Whether both are handles of one compiled model (copies share it).
   bool operator==(const CompiledModel &other) const {
     return impl_ == other.impl_;

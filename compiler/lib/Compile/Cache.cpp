@@ -150,6 +150,7 @@ std::string locus::cache::graphKeyOf(mlir::ModuleOp module,
   field(hash, "flags",
         std::string(p.fuse ? "fuse" : "no-fuse") +
             (p.allowSoftPlacement ? " soft" : "") +
+            (p.dataParallel ? " dp=" + std::to_string(p.bucketBytes) : "") +
             (options.allowTf32 ? " tf32" : ""));
   field(hash, "libdevice", hasCudaTarget(p) ? libdeviceIdentity() : "");
   hash.update("graph\n");

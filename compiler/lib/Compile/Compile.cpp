@@ -163,6 +163,8 @@ struct CompiledModel::Impl {
   std::vector<locus_context_t *> pool;
   std::map<std::string, HostTensor> stateCache;
   bool fromCache = false;
+  /// The data-parallel job the model joined (it outlives the model).
+  Communicator comm;
   /// The compile cache, and the graph's key in it ("" when not cached).
   cache::Settings cache;
   std::string graphKey;
@@ -205,6 +207,50 @@ const std::vector<std::string> &CompiledModel::stateNames() const {
 }
 
 bool CompiledModel::fromCache() const { return impl_->fromCache; }
+
+Communicator Communicator::fromEnvironment() {
+  locus_comm_t *comm = nullptr;
+  if (locus_status_t s = locus_comm_create(&comm))
+    throw RunError(take(s));
+  Communicator c;
+  c.comm_ = std::shared_ptr<locus_comm_s>(comm, locus_comm_release);
+  return c;
+}
+
+int Communicator::rank() const { return locus_comm_rank(comm_.get()); }
+int Communicator::size() const { return locus_comm_size(comm_.get()); }
+int Communicator::localRank() const {
+  return locus_comm_local_rank(comm_.get());
+}
+std::string Communicator::backend() const {
+  return locus_comm_backend(comm_.get());
+}
+
+std::vector<size_t> Communicator::shard(size_t count, bool dropLast) const {
+  auto world = static_cast<size_t>(size());
+  auto me = static_cast<size_t>(rank());
+  size_t perRank = dropLast ? count / world : (count + world - 1) / world;
+  std::vector<size_t> indices;
+  if (count == 0)
+    return indices;
+  indices.reserve(perRank);
+  for (size_t k = 0; k < perRank; ++k)
+    indices.push_back((me + k * world) % count);
+  return indices;
+}
+
+void CompiledModel::joinDataParallel(const Communicator &comm) {
+  if (!comm.handle())
+    throw RunError("joinDataParallel: the communicator is empty (make it "
+                   "with Communicator::fromEnvironment())");
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stateCache.clear();
+  }
+  if (locus_status_t s = locus_model_join(impl_->model, comm.handle()))
+    throw RunError(take(s));
+  impl_->comm = comm;
+}
 
 size_t CompiledModel::kernelCount() const {
   return impl_->parts.summary.kernelFunctions.size();
@@ -624,6 +670,10 @@ PipelineOptions pipelineOptions(const CompileOptions &options,
   placement->profile = options.profile;
   placement->fuse = options.fuse;
   placement->allowSoftPlacement = options.allowSoftPlacement;
+  placement->dataParallel = options.dataParallel;
+  if (options.bucketBytes == 0)
+    throw userError(loc, "CompileOptions: bucketBytes must be at least 1");
+  placement->bucketBytes = options.bucketBytes;
   PipelineOptions pipeline;
   pipeline.placement = std::move(*placement);
   pipeline.allowTf32 = options.allowTf32;

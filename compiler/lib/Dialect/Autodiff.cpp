@@ -228,6 +228,8 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
   for (Value v : wrt) {
     loc = backwardLoc(v.getLoc());
     Value g = grads.lookup(v);
+    if (g && v.getDefiningOp<StateOp>())
+      markGradient(g, lastForward);
     result.push_back(g ? g : splatLike(0.0, v));
   }
   return result;
@@ -727,6 +729,18 @@ bool locus::isBackwardLoc(Location loc) {
   auto tag =
       fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata()) : StringAttr();
   return tag && tag.getValue() == kBackwardTag;
+}
+
+void locus::markGradient(Value grad, Operation *lastForward) {
+  Operation *def = grad.getDefiningOp();
+  if (def && def->getNumResults() == 1 && def->getBlock() &&
+      lastForward->getBlock() == def->getBlock() &&
+      lastForward->isBeforeInBlock(def))
+    def->setAttr(kGradientAttrName, UnitAttr::get(def->getContext()));
+}
+
+bool locus::isParameterGradient(Operation *op) {
+  return op->hasAttr(kGradientAttrName);
 }
 
 FailureOr<SmallVector<Value>> locus::differentiate(GraphOp graph, Value loss,

@@ -125,6 +125,24 @@ LogicalResult CopyOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            ValueRange operands, DictionaryAttr,
+                                            OpaqueProperties, RegionRange,
+                                            SmallVectorImpl<Type> &inferred) {
+  for (Value operand : operands)
+    inferred.push_back(operand.getType());
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "reduces no tensors";
+  if (getInputs().getTypes() != getResults().getTypes())
+    return emitOpError() << "results must have the types of its operands";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//

@@ -98,6 +98,13 @@ void buildToLlvm(OpPassManager &pm, bool barePointers, bool math,
 
 /// The placement pass and the transfers, with the pass's own options on
 /// `devices` (none: defaultTargets()).
+/// --locus-data-parallel on every graph.
+void addDataParallel(OpPassManager &pm, int64_t bucketBytes) {
+  LocusDataParallelOptions options;
+  options.bucketBytes = bucketBytes;
+  pm.addNestedPass<GraphOp>(createLocusDataParallel(options));
+}
+
 void addPlacement(OpPassManager &pm, LocusPlaceDevicesOptions placement,
                   std::vector<std::string> devices) {
   if (devices.empty())
@@ -117,6 +124,8 @@ void buildTextualPlacementPipeline(OpPassManager &pm,
   placement.fuse = options.fuse;
   placement.allowSoftPlacement = options.allowSoftPlacement;
   addPlacement(pm, placement, {options.devices.begin(), options.devices.end()});
+  if (options.dataParallel)
+    addDataParallel(pm, options.bucketBytes);
 }
 
 } // namespace
@@ -129,19 +138,28 @@ void locus::buildPlacementPipeline(OpPassManager &pm,
   placement.fuse = options.fuse;
   placement.allowSoftPlacement = options.allowSoftPlacement;
   addPlacement(pm, placement, options.devices);
+  if (options.dataParallel)
+    addDataParallel(pm, static_cast<int64_t>(options.bucketBytes));
 }
 
 void locus::buildPlacementPipelineFor(ModuleOp module, OpPassManager &pm,
                                       const PlacementOptions &options) {
-  bool unplaced = false, untransferred = false;
-  module->walk([&](GraphOp graph) {
-    unplaced |= !graph->hasAttr(kPolicyAttrName);
-    untransferred |= !graph->hasAttr(kTransfersAttrName);
+  bool unplaced = false, untransferred = false, reduced = false;
+  module->walk([&](Operation *op) {
+    if (auto graph = dyn_cast<GraphOp>(op)) {
+      unplaced |= !graph->hasAttr(kPolicyAttrName);
+      untransferred |= !graph->hasAttr(kTransfersAttrName);
+    }
+    reduced |= isa<AllReduceOp>(op);
   });
-  if (unplaced)
+  if (unplaced) {
     buildPlacementPipeline(pm, options);
-  else if (untransferred)
+    return;
+  }
+  if (untransferred)
     pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
+  if (options.dataParallel && !reduced)
+    addDataParallel(pm, static_cast<int64_t>(options.bucketBytes));
 }
 
 void locus::buildKernelPipeline(OpPassManager &pm, bool fuse) {

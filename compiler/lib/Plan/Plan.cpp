@@ -154,8 +154,9 @@ struct Command {
   uint8_t op = LOCUS_PLAN_LAUNCH;
   uint32_t kernel = 0, results = 0; // LAUNCH
   uint32_t src = 0, dst = 0;        // COPY
-  uint32_t device = 0, event = 0;   // RECORD, WAIT
-  /// LAUNCH: the buffers the kernel reads, then those it writes.
+  uint32_t device = 0, event = 0;   // RECORD, WAIT; ALL_REDUCE: reduction
+  /// LAUNCH: the buffers the kernel reads, then those it writes;
+  /// ALL_REDUCE: its operands, then its results.
   std::vector<uint32_t> buffers;
 
   static Command launch(uint32_t kernel, uint32_t results) {
@@ -169,6 +170,14 @@ struct Command {
     c.op = LOCUS_PLAN_COPY;
     c.src = src;
     c.dst = dst;
+    return c;
+  }
+  /// An ALL_REDUCE on `device`; its buffers are added after.
+  static Command allReduce(uint32_t device, bool mean) {
+    Command c;
+    c.op = LOCUS_PLAN_ALL_REDUCE;
+    c.device = device;
+    c.event = mean ? LOCUS_PLAN_REDUCE_MEAN : LOCUS_PLAN_REDUCE_SUM;
     return c;
   }
   /// A RECORD or WAIT.
@@ -363,6 +372,8 @@ private:
       return planCopy(copy);
     if (auto call = dyn_cast<func::CallOp>(op))
       return planLaunch(call);
+    if (auto reduce = dyn_cast<AllReduceOp>(op))
+      return planAllReduce(reduce);
     if (auto assign = dyn_cast<AssignOp>(op))
       return planAssign(assign);
     if (auto output = dyn_cast<OutputOp>(op))
@@ -449,6 +460,27 @@ private:
     summary.kernelSources.push_back(callee ? describeKernelSource(callee)
                                            : std::string());
     step.push_back(std::move(launch));
+    return success();
+  }
+
+  /// An all-reduce of a gradient bucket: its operands' buffers, then new
+  /// buffers for its results, all on the bucket's device.
+  LogicalResult planAllReduce(AllReduceOp reduce) {
+    DeviceAttr device = placedDevice(reduce);
+    Command c = Command::allReduce(deviceIndex(device), reduce.getMean());
+    for (Value operand : reduce.getInputs()) {
+      int64_t b = use(operand);
+      if (b < 0)
+        return reduce.emitOpError() << "reads a value the plan has no buffer "
+                                       "for";
+      c.buffers.push_back(static_cast<uint32_t>(b));
+      summary.allReduceBytes +=
+          bytesOf(cast<RankedTensorType>(operand.getType()));
+    }
+    for (Value result : reduce.getResults())
+      c.buffers.push_back(add(result, LOCUS_PLAN_ACTIVATION, device));
+    ++summary.allReduces;
+    step.push_back(std::move(c));
     return success();
   }
 
@@ -592,7 +624,7 @@ private:
       w.u8(c.op);
       w.u32(first);
       w.u32(second);
-      if (c.op == LOCUS_PLAN_LAUNCH) {
+      if (c.op == LOCUS_PLAN_LAUNCH || c.op == LOCUS_PLAN_ALL_REDUCE) {
         w.u32(static_cast<uint32_t>(c.buffers.size()));
         for (uint32_t b : c.buffers)
           w.u32(b);

@@ -139,8 +139,9 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
  * bytes. The runtime checks every field before it uses it. */
 
 #define LOCUS_PLAN_MAGIC 0x4E4C504Cu /* "LPLN" */
-/* 2: launches and per-step copies may write state (training steps). */
-#define LOCUS_PLAN_VERSION 2u
+/* 2: launches and per-step copies may write state (training steps).
+ * 3: all-reduce commands (data-parallel training). */
+#define LOCUS_PLAN_VERSION 3u
 /* Offsets in an arena are multiples of this. */
 #define LOCUS_PLAN_ALIGNMENT 64u
 
@@ -155,16 +156,26 @@ enum locus_plan_buffer_kind_e {
 };
 
 /* A command is u8 op and two u32 fields whose meaning depends on op; a
- * launch then has a u32 count and that many u32 buffer numbers:
- *   LAUNCH  kernel number, result count; buffers: reads, then results
- *   COPY    source buffer, destination buffer
- *   RECORD  device number, event number
- *   WAIT    device number, event number */
+ * launch and an all-reduce then have a u32 count and that many u32 buffer
+ * numbers:
+ *   LAUNCH      kernel number, result count; buffers: reads, then results
+ *   COPY        source buffer, destination buffer
+ *   RECORD      device number, event number
+ *   WAIT        device number, event number
+ *   ALL_REDUCE  device number, reduction (locus_plan_reduction_e); buffers:
+ *               n f32 operands, then their n results, all on the device */
 enum locus_plan_command_e {
-  LOCUS_PLAN_LAUNCH = 0, /* kernel, then its buffers: reads, then writes */
-  LOCUS_PLAN_COPY = 1,   /* source buffer to destination buffer */
-  LOCUS_PLAN_RECORD = 2, /* device records event */
-  LOCUS_PLAN_WAIT = 3,   /* device waits for event */
+  LOCUS_PLAN_LAUNCH = 0,     /* kernel, then its buffers: reads, then writes */
+  LOCUS_PLAN_COPY = 1,       /* source buffer to destination buffer */
+  LOCUS_PLAN_RECORD = 2,     /* device records event */
+  LOCUS_PLAN_WAIT = 3,       /* device waits for event */
+  LOCUS_PLAN_ALL_REDUCE = 4, /* operands reduced over the job's ranks */
+};
+
+/* How an all-reduce combines the ranks' values. */
+enum locus_plan_reduction_e {
+  LOCUS_PLAN_REDUCE_SUM = 0,
+  LOCUS_PLAN_REDUCE_MEAN = 1, /* the sum divided by the world size */
 };
 
 enum locus_plan_dtype_e {

@@ -503,6 +503,36 @@ LOCUS_API locus_status_t locus_context_run_batches(locus_context_t *context,
                                                    locus_step_done_fn done,
                                                    void *user);
 
+/* ---- Data-parallel jobs (docs/distributed.md) ----------------------------
+ * Every rank (process) of a job loads the same artifact, compiled with
+ * data-parallel training on, joins the job and runs steps on its own shard
+ * of the data: each step averages the parameters' gradients over the ranks
+ * (its ALL_REDUCE commands), so every rank's weights stay the same. */
+typedef struct locus_comm_s locus_comm_t;
+
+/* The job this process was launched in: Open MPI's mpirun or srun (its
+ * OMPI_COMM_WORLD_* variables; Open MPI's libmpi.so.40 is found with
+ * dlopen), or world size 1 when no launcher set them. UNAVAILABLE without
+ * Open MPI, or for torchrun's WORLD_SIZE above 1 without mpirun. A
+ * collective that waits longer than LOCUS_COMM_TIMEOUT seconds (default
+ * 600) for the other ranks fails with UNAVAILABLE, naming this rank. */
+LOCUS_API locus_status_t locus_comm_create(locus_comm_t **out_comm);
+/* Release it after every model that joined it. */
+LOCUS_API void locus_comm_release(locus_comm_t *comm);
+LOCUS_API int locus_comm_rank(const locus_comm_t *comm);
+LOCUS_API int locus_comm_size(const locus_comm_t *comm);
+/* The rank among those of this machine (the GPU a rank binds to). */
+LOCUS_API int locus_comm_local_rank(const locus_comm_t *comm);
+/* "Open MPI v4.1.4 (libmpi.so.40)", or "none" at world size 1. */
+LOCUS_API const char *locus_comm_backend(const locus_comm_t *comm);
+/* Joins the job: a collective call every rank makes once, before its first
+ * step. INVALID_ARGUMENT when another rank loaded another step (its plan
+ * differs). Then rank 0's state (its initial weights, or the checkpoint
+ * it loaded) is copied to every rank. Run no context of the model while it
+ * joins. A model that joined no job runs its all-reduces as world size 1. */
+LOCUS_API locus_status_t locus_model_join(locus_model_t *model,
+                                          locus_comm_t *comm);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -487,3 +487,18 @@ locus.graph @g {
   // expected-error@+1 {{failed to infer returned types}}
   %0 = locus.random uniform [4, 8] seed 1 step %t : tensor<f32> -> tensor<4x7xf32>
 }
+
+// -----
+
+locus.graph @g {
+  // expected-error@+1 {{'locus.all_reduce' op reduces no tensors}}
+  "locus.all_reduce"() {bucket = 0 : i64} : () -> ()
+}
+
+// -----
+
+locus.graph @g {
+  %a = locus.input "a" : tensor<4xf32>
+  // expected-error@+1 {{'locus.all_reduce' op results must have the types of its operands}}
+  %0 = "locus.all_reduce"(%a) {bucket = 0 : i64} : (tensor<4xf32>) -> tensor<5xf32>
+}

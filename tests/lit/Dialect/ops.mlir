@@ -252,3 +252,16 @@ locus.graph @move_back {
   %b = locus.to_device_of %g, %x : tensor<4xf32>
   locus.output "b" = %b : tensor<4xf32>
 }
+
+// A gradient bucket averaged over the ranks of a data-parallel job.
+// CHECK-LABEL: locus.graph @all_reduce
+locus.graph @all_reduce {
+  %a = locus.input "a" : tensor<2x3xf32>
+  %b = locus.input "b" : tensor<4xf32>
+  // CHECK: %{{.*}}:2 = locus.all_reduce mean bucket 3, %a, %b : tensor<2x3xf32>, tensor<4xf32>
+  %r:2 = locus.all_reduce mean bucket 3, %a, %b : tensor<2x3xf32>, tensor<4xf32>
+  // CHECK: locus.all_reduce bucket 0, %b : tensor<4xf32>
+  %s = locus.all_reduce bucket 0, %b : tensor<4xf32>
+  locus.output "a" = %r#0 : tensor<2x3xf32>
+  locus.output "s" = %s : tensor<4xf32>
+}

@@ -15,7 +15,7 @@
 // CHECK: %[[NB:.*]] = locus.broadcast %[[N]] [100, 2]
 // CHECK: %[[G:.*]] = locus.mul %[[D]], %[[NB]] : tensor<100x2xf32>
 // CHECK: %[[GT:.*]] = locus.transpose %[[G]] [1, 0]
-// CHECK: %[[DW:.*]] = locus.matmul %[[GT]], %x : tensor<2x100xf32>, tensor<100x10xf32> -> tensor<2x10xf32>
+// CHECK: %[[DW:.*]] = locus.matmul %[[GT]], %x {locus.gradient} : tensor<2x100xf32>, tensor<100x10xf32> -> tensor<2x10xf32>
 // CHECK: %[[DB:.*]] = locus.sum %[[G]] axes [0]
 // CHECK-NOT: locus.matmul
 // CHECK: locus.output "fc.weight.grad" = %[[DW]]
@@ -69,7 +69,7 @@ locus.graph @linear_mse {
 // CHECK: locus.select %[[POS]]
 // CHECK-NOT: locus.conv2d_input_grad
 // CHECK: locus.conv2d_weight_grad %x, %{{.*}} weight_shape [8, 3, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
-// CHECK: locus.sum %{{.*}} axes [0, 2, 3] : tensor<4x8x6x6xf32> -> tensor<8xf32>
+// CHECK: locus.sum %{{.*}} axes [0, 2, 3] {locus.gradient} : tensor<4x8x6x6xf32> -> tensor<8xf32>
 // CHECK: locus.output "conv.weight.grad"
 // CHECK: locus.output "conv.bias.grad"
 // CHECK: locus.output "fc.weight.grad"

@@ -35,6 +35,19 @@ mlir::Location backwardLoc(mlir::Location forward);
 /// Whether `loc` is one of backwardLoc's: its op was recorded by autodiff.
 bool isBackwardLoc(mlir::Location loc);
 
+/// The unit attribute differentiate() puts on the op that computes the
+/// gradient of a parameter (a locus.state it differentiates with respect
+/// to): what --locus-data-parallel all-reduces, as DDP does a parameter's
+/// .grad. Gradients with respect to computed values are not marked.
+inline constexpr llvm::StringLiteral kGradientAttrName = "locus.gradient";
+
+/// Marks `grad` (defined by an op recorded after `lastForward`, the graph's
+/// last op before the backward pass) as a parameter's gradient.
+void markGradient(mlir::Value grad, mlir::Operation *lastForward);
+
+/// Whether `op` computes a parameter's gradient (kGradientAttrName).
+bool isParameterGradient(mlir::Operation *op);
+
 /// An optimizer, with PyTorch's defaults.
 struct OptimizerConfig {
   enum class Kind { sgd, adam };

@@ -897,6 +897,35 @@ def Locus_CopyOp : Locus_SameTypeOp<"copy", [Locus_Structural]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives (data-parallel training)
+//===----------------------------------------------------------------------===//
+
+def Locus_AllReduceOp : Locus_Op<"all_reduce", [Locus_Structural,
+    HasParent<"GraphOp">, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Sums (or averages) tensors over every rank of a job.";
+  let description = [{
+    Each result is its operand summed over the ranks of a data-parallel
+    job, or averaged (`mean`): a gradient bucket of DDP. Inserted by
+    `--locus-data-parallel` after placement, on the device its operands
+    were placed on (`locus.device`). The runtime makes it one collective
+    call over the bucket; in a process without a communicator (world size
+    1) each result is its operand. `bucket` numbers the op's bucket.
+
+    ```mlir
+    %g:2 = locus.all_reduce mean bucket 0, %gw, %gb
+        : tensor<2x10xf32>, tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Locus_F32Tensor>:$inputs, UnitAttr:$mean,
+                       I64Attr:$bucket);
+  let results = (outs Variadic<Locus_F32Tensor>:$results);
+  let assemblyFormat = [{
+    (`mean` $mean^)? `bucket` $bucket `,` $inputs attr-dict `:` type($inputs)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Random numbers
 //===----------------------------------------------------------------------===//
 

@@ -220,6 +220,58 @@ def LocusInsertTransfers : Pass<"locus-insert-transfers", "::locus::GraphOp"> {
   ];
 }
 
+def LocusDataParallel : Pass<"locus-data-parallel", "::locus::GraphOp"> {
+  let summary = "Averages parameter gradients over the ranks of a job, in "
+                "buckets.";
+  let description = [{
+    Data-parallel training, as PyTorch's DistributedDataParallel does it:
+    every rank runs the same step on its own shard of the batch, and each
+    parameter's gradient is averaged over the ranks before anything reads
+    it, so every rank's optimizer makes the same update. The gradients are
+    those autodiff marked (`locus.gradient`: the gradient of a
+    `locus.state` it differentiated with respect to); gradients with
+    respect to computed values are left alone.
+
+    The pass walks the placed graph in order and gathers the gradients of
+    each device into buckets of about `bucket-bytes` (25 MiB, DDP's
+    default). A bucket's `locus.all_reduce mean` is put right after the op
+    that computes its last gradient (as early as its gradients allow), or
+    before the first op that reads one of its gradients if that comes
+    first; every use of a gradient reads the averaged value (a gradient
+    nothing reads is left alone). A gradient larger than a bucket is a
+    bucket of its own. Each `locus.all_reduce` is placed on its
+    gradients' device.
+
+    It runs after `--locus-insert-transfers` (the compiler runs it last in
+    the placement stage when data-parallel training is asked for), and it
+    refuses a graph that is not placed.
+
+    Before:
+
+    ```mlir
+    %gw = locus.matmul %gt, %x {locus.device = #locus.device<cpu>, locus.gradient} : ...
+    %w2 = locus.sgd %w, %gw, %lr ...
+    ```
+
+    After:
+
+    ```mlir
+    %gw = locus.matmul %gt, %x {locus.device = #locus.device<cpu>, locus.gradient} : ...
+    %r = locus.all_reduce mean bucket 0, %gw {locus.device = #locus.device<cpu>} : tensor<2x10xf32>
+    %w2 = locus.sgd %w, %r, %lr ...
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"26214400",
+           "Bytes of gradients per all-reduce (at least 1)">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "All-reduce buckets">,
+    Statistic<"numGradients", "gradients", "Gradients averaged">,
+  ];
+}
+
 def LocusCheckIndices : Pass<"locus-check-indices", "::locus::GraphOp"> {
   let summary = "Counts out-of-range indices, for the run to report.";
   let description = [{

@@ -64,6 +64,13 @@ struct PlacementOptions {
   /// With no CUDA target, ops pinned to CUDA run on the CPU (a warning)
   /// instead of failing at the pin.
   bool allowSoftPlacement = false;
+  /// Data-parallel training: after the transfers, --locus-data-parallel
+  /// averages the parameters' gradients over the ranks of the job, in
+  /// buckets of about `bucketBytes`.
+  bool dataParallel = false;
+  uint64_t bucketBytes = kDefaultBucketBytes;
+  /// DDP's default bucket: 25 MiB.
+  static constexpr uint64_t kDefaultBucketBytes = 25ull << 20;
 
   /// The options with `policy` and `devices` as users spell them, or what
   /// is wrong with those (checkPlacementOptions) in `error`.

@@ -46,6 +46,16 @@ struct PlacementPipelineOptions
       llvm::cl::desc("With no CUDA target, run ops pinned to CUDA on the CPU "
                      "with a warning instead of failing"),
       llvm::cl::init(false)};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Average the parameters' gradients over the ranks of a "
+                     "data-parallel job (--locus-data-parallel)"),
+      llvm::cl::init(false)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Bytes of gradients per all-reduce"),
+      llvm::cl::init(
+          static_cast<int64_t>(PlacementOptions::kDefaultBucketBytes))};
 };
 
 /// Options of --locus-host-pipeline.
@@ -86,7 +96,8 @@ struct CudaPipelineOptions
 };
 
 /// Places every op of each graph not placed yet (--locus-place-devices) and
-/// inserts the transfers (--locus-insert-transfers).
+/// inserts the transfers (--locus-insert-transfers); for data-parallel
+/// training, then averages the gradients (--locus-data-parallel).
 void buildPlacementPipeline(mlir::OpPassManager &pm,
                             const PlacementOptions &options);
 

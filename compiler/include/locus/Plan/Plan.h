@@ -33,6 +33,9 @@ struct PlanSummary {
   /// kernelFunctions): kernelSourceName(function) in the host code.
   std::vector<std::string> kernelSources;
   unsigned stepCopies = 0, loadCopies = 0;
+  /// Data-parallel gradient buckets: all-reduces per step and their bytes.
+  unsigned allReduces = 0;
+  uint64_t allReduceBytes = 0;
   uint64_t stepCopyBytes = 0, loadCopyBytes = 0;
   /// State updates (locus.assign): written in place by the kernel that
   /// computes them, or copied into the state at the end of the step.

@@ -1,0 +1,45 @@
+// comm.h - a data-parallel job's communicator (locus_comm_t): rank, world
+// size and the collectives a step's all-reduces and a join need, over Open
+// MPI found with dlopen (docs/distributed.md).
+#ifndef LOCUS_RUNTIME_COMM_H
+#define LOCUS_RUNTIME_COMM_H
+
+#include "locus/locus_runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace locus::rt {
+
+/// The collectives of one job. World size 1 needs no library.
+class Comm {
+public:
+  int rank = 0, size = 1, localRank = 0;
+  /// How long a collective waits for the other ranks before it fails.
+  double timeoutSeconds = 600;
+  /// "Open MPI 4.1.4 (libmpi.so.40)", or "none" for world size 1.
+  std::string backend = "none";
+
+  /// Sums `count` floats over the ranks, in place.
+  locus_status_t allReduceSum(float *data, size_t count);
+  /// Rank 0's `bytes` bytes into every rank's `data`.
+  locus_status_t broadcast(void *data, size_t bytes);
+  /// Every rank's `bytes` bytes of `mine`, by rank, into `all`.
+  locus_status_t allGather(const void *mine, void *all, size_t bytes);
+
+  /// One collective at a time (contexts of several models may share it).
+  std::mutex mutex;
+};
+
+/// The communicator of the process's launcher: Open MPI's variables
+/// (OMPI_COMM_WORLD_*, what mpirun and srun set) or torchrun's (RANK,
+/// WORLD_SIZE, LOCAL_RANK); world size 1 when neither is set.
+locus_status_t createComm(Comm *&out);
+
+} // namespace locus::rt
+
+struct locus_comm_s : locus::rt::Comm {};
+
+#endif
