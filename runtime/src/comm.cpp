@@ -46,6 +46,8 @@ struct Mpi {
   int (*abort)(Handle, int);
   int (*errorString)(int, char *, int *);
   int (*libraryVersion)(char *, int *);
+  int (*queryThread)(int *);
+  int threadLevel = 0; // what MPI_Init_thread provided
   Handle world, floatType, byteType, sum, errorsReturn;
   std::string why; // empty when it loaded
 };
@@ -80,7 +82,8 @@ Mpi &mpi() {
               bind(h, "MPI_Iallgather", m.iallgather) &&
               bind(h, "MPI_Test", m.test) && bind(h, "MPI_Abort", m.abort) &&
               bind(h, "MPI_Error_string", m.errorString) &&
-              bind(h, "MPI_Get_library_version", m.libraryVersion);
+              bind(h, "MPI_Get_library_version", m.libraryVersion) &&
+              bind(h, "MPI_Query_thread", m.queryThread);
     m.world = dlsym(h, "ompi_mpi_comm_world");
     m.floatType = dlsym(h, "ompi_mpi_float");
     m.byteType = dlsym(h, "ompi_mpi_byte");
@@ -128,12 +131,14 @@ locus_status_t startMpi(Mpi &m) {
   int started = 0;
   m.initialized(&started);
   if (!started) {
-    int provided = 0;
-    if (int e = m.initThread(nullptr, nullptr, kThreadSerialized, &provided))
+    if (int e =
+            m.initThread(nullptr, nullptr, kThreadSerialized, &m.threadLevel))
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                         "data-parallel job: MPI_Init_thread failed: %s",
                         mpiError(m, e).c_str());
     std::atexit(finalizeAtExit);
+  } else {
+    m.queryThread(&m.threadLevel);
   }
   m.commSetErrhandler(m.world, m.errorsReturn);
   return nullptr;
@@ -151,11 +156,11 @@ double envSeconds(const char *name, double fallback) {
 } // namespace
 
 /// Waits for `request` until the communicator's deadline.
-static locus_status_t wait(Comm &c, Handle request, const char *what) {
+static locus_status_t waitFor(Comm &c, Handle request, const char *what) {
   Mpi &m = mpi();
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration<double>(c.timeoutSeconds);
-  for (unsigned spins = 0;; ++spins) {
+  for (;;) {
     int done = 0;
     if (int e = m.test(&request, &done, nullptr))
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
@@ -169,11 +174,11 @@ static locus_status_t wait(Comm &c, Handle request, const char *what) {
                         "(LOCUS_COMM_TIMEOUT): a rank died, hangs or never "
                         "joined",
                         c.rank, c.size, what, c.timeoutSeconds);
-    // Other ranks may share these cores (mpirun --oversubscribe).
-    if (spins < 64)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // MPI moves a large bucket in many fragments, each needing a call to
+    // progress: poll, but yield the core to compute threads and to other
+    // ranks that may share it (mpirun --oversubscribe), as Open MPI's own
+    // blocking calls do when oversubscribed.
+    std::this_thread::yield();
   }
 }
 
@@ -193,7 +198,7 @@ locus_status_t Comm::allReduceSum(float *data, size_t count) {
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                         "rank %d of %d: all-reduce failed: %s", rank, size,
                         mpiError(m, e).c_str());
-    if (locus_status_t s = wait(*this, request, "a gradient all-reduce"))
+    if (locus_status_t s = waitFor(*this, request, "a gradient all-reduce"))
       return s;
   }
   return nullptr;
@@ -213,7 +218,8 @@ locus_status_t Comm::broadcast(void *data, size_t bytes) {
       return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                         "rank %d of %d: broadcast failed: %s", rank, size,
                         mpiError(m, e).c_str());
-    if (locus_status_t s = wait(*this, request, "the broadcast of the state"))
+    if (locus_status_t s =
+            waitFor(*this, request, "the broadcast of the state"))
       return s;
   }
   return nullptr;
@@ -233,7 +239,55 @@ locus_status_t Comm::allGather(const void *mine, void *all, size_t bytes) {
     return makeStatus(LOCUS_STATUS_UNAVAILABLE,
                       "rank %d of %d: all-gather failed: %s", rank, size,
                       mpiError(m, e).c_str());
-  return wait(*this, request, "the join");
+  return waitFor(*this, request, "the join");
+}
+
+Comm::~Comm() {
+  {
+    std::lock_guard<std::mutex> lock(queueMutex);
+    stopping = true;
+  }
+  queueChanged.notify_all();
+  if (worker.joinable())
+    worker.join();
+}
+
+void Comm::submit(const std::shared_ptr<ReduceJob> &job) {
+  if (!threaded || size == 1) {
+    job->status = allReduceSum(job->data.data(), job->data.size());
+    job->done = true;
+    return;
+  }
+  std::lock_guard<std::mutex> lock(queueMutex);
+  if (!worker.joinable())
+    worker = std::thread([this] { work(); });
+  queue.push_back(job);
+  queueChanged.notify_all();
+}
+
+void Comm::work() {
+  std::unique_lock<std::mutex> lock(queueMutex);
+  for (;;) {
+    queueChanged.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty())
+      return;
+    std::shared_ptr<ReduceJob> job = queue.front();
+    lock.unlock();
+    locus_status_t status = allReduceSum(job->data.data(), job->data.size());
+    lock.lock();
+    queue.pop_front();
+    job->status = status;
+    job->done = true;
+    queueChanged.notify_all();
+  }
+}
+
+locus_status_t Comm::wait(ReduceJob &job) {
+  std::unique_lock<std::mutex> lock(queueMutex);
+  queueChanged.wait(lock, [&] { return job.done; });
+  locus_status_t status = job.status;
+  job.status = nullptr;
+  return status;
 }
 
 locus_status_t createComm(Comm *&out) {
@@ -252,6 +306,7 @@ locus_status_t createComm(Comm *&out) {
       return s;
     m.commRank(m.world, &comm->rank);
     m.commSize(m.world, &comm->size);
+    comm->threaded = m.threadLevel >= kThreadSerialized;
     int local = envInt("OMPI_COMM_WORLD_LOCAL_RANK");
     comm->localRank = local >= 0 ? local : 0;
     char version[256] = {};

@@ -6,16 +6,34 @@
 
 #include "locus/locus_runtime.h"
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace locus::rt {
+
+/// A sum of floats over the ranks that the communicator's thread runs
+/// while the step goes on; its bytes are the job's until it is done.
+struct ReduceJob {
+  std::vector<float> data;
+  bool done = false;
+  locus_status_t status = nullptr; // owned by the waiter once done
+};
 
 /// The collectives of one job. World size 1 needs no library.
 class Comm {
 public:
+  Comm() = default;
+  Comm(const Comm &) = delete;
+  Comm &operator=(const Comm &) = delete;
+  virtual ~Comm();
+
   int rank = 0, size = 1, localRank = 0;
   /// How long a collective waits for the other ranks before it fails.
   double timeoutSeconds = 600;
@@ -29,8 +47,25 @@ public:
   /// Every rank's `bytes` bytes of `mine`, by rank, into `all`.
   locus_status_t allGather(const void *mine, void *all, size_t bytes);
 
+  /// Starts `job`'s sum on the communicator's thread (in order of
+  /// submission, which is the same on every rank), so it runs while the
+  /// caller computes; or runs it now where MPI gives no thread support.
+  void submit(const std::shared_ptr<ReduceJob> &job);
+  /// Waits for `job`; its status (the caller owns it).
+  locus_status_t wait(ReduceJob &job);
+  /// Whether MPI lets the communicator's thread call it.
+  bool threaded = false;
+
   /// One collective at a time (contexts of several models may share it).
   std::mutex mutex;
+
+private:
+  void work();
+  std::thread worker;
+  std::mutex queueMutex;
+  std::condition_variable queueChanged;
+  std::deque<std::shared_ptr<ReduceJob>> queue;
+  bool stopping = false;
 };
 
 /// The communicator of the process's launcher: Open MPI's variables

@@ -6,7 +6,9 @@
 
 #include "status_impl.h"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace locus::rt {
@@ -76,42 +78,120 @@ locus_status_t joinJob(locus_model_t &m, Comm &comm) {
   return nullptr;
 }
 
-locus_status_t allReduce(locus_model_t &m, locus_context_t &ctx,
-                         const PlanCommand &c) {
+locus_status_t startAllReduce(locus_model_t &m, locus_context_t &ctx,
+                              size_t index) {
+  const PlanCommand &c = m.plan.step[index];
   Device &device = *m.deviceOf[c.device];
   size_t n = c.args.size() / 2;
+  if (!m.comm || m.comm->size == 1) { // the average of one rank: itself
+    for (size_t i = 0; i < n; ++i)
+      if (locus_status_t s =
+              device.copyFrom(device, bufferPointer(m, ctx, c.args[i]),
+                              bufferPointer(m, ctx, c.args[n + i]),
+                              m.plan.buffers[c.args[i]].bytes))
+        return s;
+    return nullptr;
+  }
   size_t floats = 0;
   for (size_t i = 0; i < n; ++i)
     floats += m.plan.buffers[c.args[i]].bytes / sizeof(float);
-  // The bucket in one host buffer: one collective call for all of it.
-  std::vector<float> &bucket = ctx.reduceStaging;
-  bucket.resize(floats);
+  // The bucket in one host buffer: one collective call for all of it. A
+  // new one per start: the communicator's thread may still hold the last.
+  ctx.reduces.resize(m.plan.step.size());
+  auto begin = m.trace.on() ? Trace::Clock::now() : Trace::Clock::time_point();
+  auto job = std::make_shared<ReduceJob>();
+  job->data.resize(floats);
   size_t at = 0;
   for (size_t i = 0; i < n; ++i) {
     size_t bytes = m.plan.buffers[c.args[i]].bytes;
     if (locus_status_t s = device.download(bufferPointer(m, ctx, c.args[i]),
-                                           bucket.data() + at, bytes))
+                                           job->data.data() + at, bytes))
       return s;
     at += bytes / sizeof(float);
   }
-  int world = m.comm ? m.comm->size : 1;
-  if (m.comm)
-    if (locus_status_t s = m.comm->allReduceSum(bucket.data(), floats))
-      return s;
-  if (c.reduction == LOCUS_PLAN_REDUCE_MEAN && world > 1) {
-    float scale = 1.0f / static_cast<float>(world);
-    for (float &v : bucket)
+  m.comm->submit(job);
+  ctx.reduces[index] = std::move(job);
+  m.trace.allReduce(c.device, floats * sizeof(float), false, ctx.id, ctx.step,
+                    begin);
+  return nullptr;
+}
+
+locus_status_t finishAllReduce(locus_model_t &m, locus_context_t &ctx,
+                               size_t index) {
+  // World size 1 starts no job: the results are written already.
+  if (index >= ctx.reduces.size() || !ctx.reduces[index])
+    return nullptr;
+  std::shared_ptr<ReduceJob> job = std::move(ctx.reduces[index]);
+  auto begin = m.trace.on() ? Trace::Clock::now() : Trace::Clock::time_point();
+  if (locus_status_t s = m.comm->wait(*job))
+    return s;
+  const PlanCommand &c = m.plan.step[index];
+  if (c.reduction == LOCUS_PLAN_REDUCE_MEAN) {
+    float scale = 1.0f / static_cast<float>(m.comm->size);
+    for (float &v : job->data)
       v *= scale;
   }
-  at = 0;
+  Device &device = *m.deviceOf[c.device];
+  size_t n = c.args.size() / 2;
+  size_t at = 0;
   for (size_t i = 0; i < n; ++i) {
     size_t bytes = m.plan.buffers[c.args[n + i]].bytes;
     if (locus_status_t s = device.upload(
-            bucket.data() + at, bufferPointer(m, ctx, c.args[n + i]), bytes))
+            job->data.data() + at, bufferPointer(m, ctx, c.args[n + i]), bytes))
       return s;
     at += bytes / sizeof(float);
   }
+  m.trace.allReduce(c.device, job->data.size() * sizeof(float), true, ctx.id,
+                    ctx.step, begin);
   return nullptr;
+}
+
+locus_status_t finishAllReduces(locus_model_t &m, locus_context_t &ctx) {
+  locus_status_t first = nullptr;
+  for (size_t k = 0; k < ctx.reduces.size(); ++k) {
+    if (!ctx.reduces[k])
+      continue;
+    // Every job is waited for, even after a failure: none outlives the
+    // step while the communicator's thread may write it.
+    locus_status_t s = finishAllReduce(m, ctx, k);
+    if (s && !first)
+      first = s;
+    else
+      locus_status_free(s);
+  }
+  return first;
+}
+
+void findReduceWaits(locus_model_t &m) {
+  const std::vector<PlanCommand> &step = m.plan.step;
+  m.reduceWaits.assign(step.size(), {});
+  std::vector<int64_t> resultOf(m.plan.buffers.size(), -1);
+  for (size_t k = 0; k < step.size(); ++k) {
+    const PlanCommand &c = step[k];
+    // The first command that reads a result waits for its all-reduce.
+    std::vector<uint32_t> reads;
+    if (c.op == LOCUS_PLAN_LAUNCH)
+      reads.assign(c.args.begin(), c.args.end() - c.results);
+    else if (c.op == LOCUS_PLAN_COPY)
+      reads.push_back(c.src);
+    else if (c.op == LOCUS_PLAN_ALL_REDUCE)
+      reads.assign(c.args.begin(), c.args.begin() + c.args.size() / 2);
+    for (uint32_t b : reads) {
+      int64_t from = resultOf[b];
+      if (from < 0)
+        continue;
+      std::vector<uint32_t> &waits = m.reduceWaits[k];
+      if (std::find(waits.begin(), waits.end(), from) == waits.end())
+        waits.push_back(static_cast<uint32_t>(from));
+      // Waited for here: later readers find the result in place.
+      for (int64_t &r : resultOf)
+        if (r == from)
+          r = -1;
+    }
+    if (c.op == LOCUS_PLAN_ALL_REDUCE)
+      for (size_t i = c.args.size() / 2; i < c.args.size(); ++i)
+        resultOf[c.args[i]] = static_cast<int64_t>(k);
+  }
 }
 
 } // namespace locus::rt

@@ -111,8 +111,6 @@ locus_status_t command(locus_model_t &m, locus_context_t &ctx,
     return launch(m, ctx, c, stats);
   case LOCUS_PLAN_COPY:
     return copy(m, ctx, c, stats);
-  case LOCUS_PLAN_ALL_REDUCE:
-    return allReduce(m, ctx, c);
   case LOCUS_PLAN_RECORD:
     // Host and sim devices run in order: an event is done when recorded.
     ctx.recorded[c.event] = true;
@@ -257,7 +255,14 @@ locus_status_t execute(locus_model_t &m, locus_context_t &ctx,
                        const std::vector<PlanCommand> &commands,
                        locus_run_stats_t &stats) {
   std::fill(ctx.recorded.begin(), ctx.recorded.end(), false);
-  return executeRange(m, ctx, commands, 0, commands.size(), stats);
+  locus_status_t s = executeRange(m, ctx, commands, 0, commands.size(), stats);
+  if (&commands != &m.plan.step)
+    return s;
+  // The step's all-reduces end with it, whatever stopped it.
+  locus_status_t r = finishAllReduces(m, ctx);
+  if (s && r)
+    locus_status_free(r);
+  return s ? s : r;
 }
 
 locus_status_t executeRange(locus_model_t &m, locus_context_t &ctx,
@@ -280,6 +285,15 @@ locus_status_t executeRange(locus_model_t &m, locus_context_t &ctx,
   for (size_t k = begin; k < end; ++k) {
     if (skipping && ctx.skip[k])
       continue;
+    if (step)
+      for (uint32_t j : m.reduceWaits[k])
+        if (locus_status_t s = finishAllReduce(m, ctx, j))
+          return s;
+    if (commands[k].op == LOCUS_PLAN_ALL_REDUCE) {
+      if (locus_status_t s = startAllReduce(m, ctx, k))
+        return s;
+      continue;
+    }
     if (locus_status_t s = command(m, ctx, commands[k], stats))
       return s;
     if (checking)

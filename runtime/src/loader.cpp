@@ -502,6 +502,7 @@ locus_status_t finishLoad(locus_model_t &m, const locus_model_options_t *opts,
   if (locus_status_t s = placeDevices(m, p))
     return s;
   countStep(m);
+  findReduceWaits(m);
   findLazyState(m);
   m.maxBytes = opts ? opts->max_bytes : 0;
   if (locus_status_t s = checkLoadBytes(m, m.maxBytes))

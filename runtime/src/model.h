@@ -29,6 +29,7 @@
 
 namespace locus::rt {
 class Comm;
+struct ReduceJob;
 } // namespace locus::rt
 
 struct locus_model_s {
@@ -85,6 +86,9 @@ struct locus_model_s {
   // The data-parallel job the model joined (locus_model_join), or null: its
   // all-reduces then average over one rank.
   locus::rt::Comm *comm = nullptr;
+  // By step command: the all-reduces (their command numbers) whose results
+  // it is the first to read, finished before it runs.
+  std::vector<std::vector<uint32_t>> reduceWaits;
 
   ~locus_model_s();
 };
@@ -115,8 +119,9 @@ struct locus_context_s {
   // commands the runner did ahead (by command).
   std::vector<void *> override;
   std::vector<bool> skip;
-  // An all-reduce's bucket on the host (data_parallel.cpp).
-  std::vector<float> reduceStaging;
+  // By step command: the bucket of an all-reduce started and not yet
+  // finished (data_parallel.cpp), else null.
+  std::vector<std::shared_ptr<locus::rt::ReduceJob>> reduces;
 };
 
 namespace locus::rt {
@@ -148,9 +153,18 @@ locus_status_t makeBuffer(locus_model_t &m, uint32_t i);
 /// Joins `comm`'s job: every rank must run the same plan, and rank 0's state
 /// is copied to every rank.
 locus_status_t joinJob(locus_model_t &m, Comm &comm);
-/// An ALL_REDUCE command: the bucket summed (or averaged) over the job.
-locus_status_t allReduce(locus_model_t &m, locus_context_t &ctx,
-                         const PlanCommand &c);
+/// Step command `index`, an ALL_REDUCE: its bucket copied to the host and
+/// handed to the job's communicator, which sums it while the step goes on.
+locus_status_t startAllReduce(locus_model_t &m, locus_context_t &ctx,
+                              size_t index);
+/// Waits for the all-reduce of step command `index`, then writes its
+/// results (averaged for a mean).
+locus_status_t finishAllReduce(locus_model_t &m, locus_context_t &ctx,
+                               size_t index);
+/// Finishes every all-reduce of the step still open (its end).
+locus_status_t finishAllReduces(locus_model_t &m, locus_context_t &ctx);
+/// Each step command's all-reduces to finish first (reduceWaits).
+void findReduceWaits(locus_model_t &m);
 
 // ---- model.cpp -----------------------------------------------------------
 

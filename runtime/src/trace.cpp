@@ -108,6 +108,13 @@ void Trace::step(uint64_t context, uint64_t step, Clock::time_point begin) {
     add({Kind::step, 0, 0, 0, context, step}, begin);
 }
 
+void Trace::allReduce(uint32_t device, uint64_t bytes, bool wait,
+                      uint64_t context, uint64_t step,
+                      Clock::time_point begin) {
+  if (on_)
+    add({Kind::allReduce, device, wait ? 1u : 0u, bytes, context, step}, begin);
+}
+
 std::string Trace::json(const TraceNames &names) const {
   const Plan &plan = names.plan;
   const auto devices = static_cast<uint32_t>(plan.devices.size());
@@ -125,6 +132,7 @@ std::string Trace::json(const TraceNames &names) const {
                     plan.devices[d].name + " kernels (on " + where(d) + ")");
     out += laneName(1 + devices + d, "copies to " + plan.devices[d].name);
   }
+  out += laneName(1 + 2 * devices, "all-reduces");
   // A snapshot: runs go on adding while the text is made.
   std::vector<Event> events;
   uint64_t dropped = 0;
@@ -156,6 +164,12 @@ std::string Trace::json(const TraceNames &names) const {
       args = ",\"from\":" + jsonQuoted(plan.devices[e.a].name) +
              ",\"to\":" + jsonQuoted(plan.devices[e.b].name) +
              ",\"stream\":\"copy\",\"bytes\":" + std::to_string(e.bytes);
+    } else if (e.kind == Kind::allReduce && e.a < devices) {
+      name = e.b ? "all-reduce wait" : "all-reduce start";
+      cat = "all_reduce";
+      tid = 1 + 2 * devices;
+      args = ",\"device\":" + jsonQuoted(plan.devices[e.a].name) +
+             ",\"bytes\":" + std::to_string(e.bytes);
     } else if (e.kind == Kind::step) {
       name = stepName(e.step);
       cat = "step";

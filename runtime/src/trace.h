@@ -49,6 +49,11 @@ public:
   void copy(uint32_t from, uint32_t to, uint64_t bytes, uint64_t context,
             uint64_t step, Clock::time_point begin);
   void step(uint64_t context, uint64_t step, Clock::time_point begin);
+  /// A data-parallel bucket of `bytes` on plan device `device`: its start
+  /// (copied out and handed to the communicator), or the wait for its sum
+  /// and the copy back (`wait`): the communication the step did not hide.
+  void allReduce(uint32_t device, uint64_t bytes, bool wait, uint64_t context,
+                 uint64_t step, Clock::time_point begin);
 
   /// The JSON of every event so far.
   std::string json(const TraceNames &names) const;
@@ -56,10 +61,11 @@ public:
   locus_status_t write(const char *path, const TraceNames &names) const;
 
 private:
-  enum class Kind : uint8_t { kernel, copy, step };
+  enum class Kind : uint8_t { kernel, copy, step, allReduce };
   struct Event {
     Kind kind;
-    uint32_t a = 0, b = 0; // kernel; or copy's source and target devices
+    uint32_t a = 0, b = 0; // kernel; or copy's source and target devices;
+                           // or all-reduce's device and whether a wait
     uint64_t bytes = 0, context = 0, step = 0;
     int64_t beginNs = 0, durationNs = 0;
   };

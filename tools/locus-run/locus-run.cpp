@@ -6,7 +6,7 @@
 //             [--weights state.safetensors [--weights-partial]]
 //             [--save-state state.safetensors]
 //             [--trusted-key builder.pub ...] [--trace trace.json]
-//             [--host-io] [--max-bytes N]
+//             [--host-io] [--max-bytes N] [--distributed]
 //
 // Inputs are .npy files (little-endian f32, i64, i32 or bool, C order) or raw
 // little-endian bytes of the input's dtype. --random-inputs fills the inputs
@@ -21,6 +21,10 @@
 // sets the inputs and reads the outputs at every run, and times them with
 // the step (a serving loop's time), each part's median said apart.
 // --max-bytes refuses a model whose load would allocate more than N bytes.
+// --distributed joins the data-parallel job mpirun or srun launched this
+// process in (an artifact compiled with --data-parallel): rank 0's state,
+// after --weights, goes to every rank, and each step averages the
+// gradients over the ranks (docs/distributed.md).
 
 #include "locus/runtime.hpp"
 
@@ -35,6 +39,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -208,7 +213,7 @@ int usage() {
                "[--save-outputs DIR] [--quiet] [--weights FILE "
                "[--weights-partial]] [--save-state FILE] "
                "[--trusted-key FILE.pub ...] [--trace FILE.json] "
-               "[--host-io] [--max-bytes N]\n";
+               "[--host-io] [--max-bytes N] [--distributed]\n";
   return 2;
 }
 
@@ -218,7 +223,7 @@ struct Options {
   bool weightsPartial = false;
   std::map<std::string, std::string> inputFiles;
   std::vector<std::string> trustedKeys;
-  bool random = false, quiet = false, hostIo = false;
+  bool random = false, quiet = false, hostIo = false, distributed = false;
   uint64_t maxBytes = 0;
   int runs = 1;
 };
@@ -270,6 +275,8 @@ int parseArgs(int argc, char **argv, Options &o) {
         o.quiet = true;
       } else if (arg == "--host-io") {
         o.hostIo = true;
+      } else if (arg == "--distributed") {
+        o.distributed = true;
       } else if (arg == "--max-bytes") {
         std::string v = value();
         auto [end, ec] =
@@ -471,12 +478,20 @@ static int runMain(int argc, char **argv) {
     load.trustedKeys = o.trustedKeys;
     load.tracePath = o.trace;
     load.maxBytes = o.maxBytes;
+    std::optional<locus::rt::Comm> comm;
+    if (o.distributed)
+      comm.emplace();
     locus::rt::Model model = locus::rt::Model::load(o.path, load);
     std::cout << model.report();
     if (!o.weights.empty()) {
       size_t loaded = model.loadState(o.weights, o.weightsPartial);
       std::cout << "loaded " << loaded << " of " << model.states().size()
                 << " state tensors from " << o.weights << "\n";
+    }
+    if (comm) {
+      comm->join(model);
+      std::cout << "joined as rank " << comm->rank() << " of " << comm->size()
+                << " (" << comm->backend() << ")\n";
     }
     locus::rt::Context context(model);
     Inputs inputs = readInputs(model, o);

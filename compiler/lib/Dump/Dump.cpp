@@ -265,6 +265,14 @@ Row rowOf(Operation &op, DeviceAttr device, const Report &report,
 /// bytes at load or per step, or an op and its estimate on its device.
 void tally(Report &report, Row &row, Operation &op, DeviceAttr device,
            const CostProfile &profile) {
+  if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    Report::Bucket bucket{static_cast<int64_t>(reduce.getBucket()), row.device,
+                          static_cast<int>(reduce.getInputs().size()), 0};
+    for (Value v : reduce.getInputs())
+      bucket.bytes += bytesOf(v.getType());
+    report.buckets.push_back(bucket);
+    return;
+  }
   auto copy = dyn_cast<CopyOp>(op);
   if (!copy) {
     ++report.opsPerDevice[row.device];
@@ -434,6 +442,13 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
     report.opsPerDevice.try_emplace(target, 0);
   addWarnings(graph, report);
   return report;
+}
+
+int64_t Report::bucketBytes() const {
+  int64_t total = 0;
+  for (const Bucket &b : buckets)
+    total += b.bytes;
+  return total;
 }
 
 int64_t Report::stepNs() const {

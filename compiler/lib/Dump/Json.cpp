@@ -23,6 +23,17 @@ static llvm::json::Array warningTexts(const Report &report) {
   return texts;
 }
 
+/// The data-parallel gradient buckets: number, device, gradients, bytes.
+static llvm::json::Array bucketsOf(const Report &report) {
+  llvm::json::Array out;
+  for (const Report::Bucket &b : report.buckets)
+    out.push_back(llvm::json::Object{{"bucket", b.number},
+                                     {"device", b.device},
+                                     {"gradients", b.gradients},
+                                     {"bytes", b.bytes}});
+  return out;
+}
+
 llvm::json::Value locus::dump::detail::toJson(const Report &report) {
   llvm::json::Array ops;
   for (const Row &row : report.rows) {
@@ -85,6 +96,7 @@ llvm::json::Value locus::dump::detail::toJson(const Report &report) {
                                      {"bytes_per_step", report.bytesPerStep},
                                      {"bytes_at_load", report.bytesAtLoad},
                                      {"step_ns", std::move(stepNs)},
+                                     {"buckets", bucketsOf(report)},
                                      {"cost_profile", report.costProfile},
                                      {"warnings", warningTexts(report)}}}};
 }

@@ -49,6 +49,14 @@ void locus::dump::printSummary(const Report &report, llvm::raw_ostream &os) {
   os << "copies: " << report.copiesPerStep << " per step ("
      << bytesText(report.bytesPerStep) << "), " << report.copiesAtLoad
      << " at load (" << bytesText(report.bytesAtLoad) << ")\n";
+  if (!report.buckets.empty()) {
+    os << "data-parallel: " << report.buckets.size()
+       << " gradient buckets averaged over the ranks per step ("
+       << bytesText(report.bucketBytes()) << ")\n";
+    for (const Report::Bucket &b : report.buckets)
+      os << "  bucket " << b.number << " on " << b.device << ": " << b.gradients
+         << " gradients, " << bytesText(b.bytes) << "\n";
+  }
   os << "estimated step time:";
   for (const auto &[device, ns] : report.stepNsPerDevice)
     os << " " << device << " " << nanos(ns) << ";";

@@ -162,6 +162,29 @@ private:
   locus_model_t *model_;
 };
 
+/// This process's place in a data-parallel job (locus_comm_t): mpirun's or
+/// srun's ranks, or world size 1 without a launcher.
+class Comm {
+public:
+  Comm() {
+    locus_comm_t *comm = nullptr;
+    check(locus_comm_create(&comm));
+    comm_ = comm;
+  }
+  ~Comm() { locus_comm_release(comm_); }
+  Comm(const Comm &) = delete;
+  Comm &operator=(const Comm &) = delete;
+  int rank() const { return locus_comm_rank(comm_); }
+  int size() const { return locus_comm_size(comm_); }
+  int localRank() const { return locus_comm_local_rank(comm_); }
+  std::string backend() const { return locus_comm_backend(comm_); }
+  /// Joins `model` (loaded with this Comm outliving it) to the job.
+  void join(Model &model) { check(locus_model_join(model.get(), comm_)); }
+
+private:
+  locus_comm_t *comm_ = nullptr;
+};
+
 /// One run's activations; use one per thread.
 class Context {
 public:

@@ -81,6 +81,16 @@ struct Report {
   /// and the copies, one after another.
   int64_t stepNs() const;
   std::vector<std::string> crossingValues; ///< labels of per-step copies
+  /// Data-parallel training: the gradient buckets averaged over the ranks
+  /// every step (locus.all_reduce), in order, and their bytes.
+  struct Bucket {
+    int64_t number = 0;
+    std::string device;
+    int gradients = 0;
+    int64_t bytes = 0;
+  };
+  std::vector<Bucket> buckets;
+  int64_t bucketBytes() const;
   /// What the summary lists under "warnings", and compile() gives its
   /// diagnostics handler: one list.
   std::vector<Warning> warnings;
