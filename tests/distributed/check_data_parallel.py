@@ -62,6 +62,10 @@ def main():
         (4, ["--model=mlp", "--optimizer=adam"]),
         (2, ["--model=cnn"]),
         (4, ["--model=cnn", "--optimizer=adam", "--steps=3"]),
+        # Gradients on cuda:0 (the sim device without a GPU): buckets go
+        # through host memory.
+        (2, ["--model=mlp", "--devices=gpu"]),
+        (2, ["--model=cnn", "--devices=gpu", "--optimizer=adam"]),
     ]
     for ranks, args in cases:
         code, out, seconds = run([mpirun, "-np", str(ranks), binary] + args)

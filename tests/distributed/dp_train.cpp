@@ -2,6 +2,7 @@
 // one process that trains the same model on the whole batch.
 //
 //   mpirun -np N dp_train --model=mlp|cnn [--optimizer=sgd|adam]
+//       [--devices=cpu|gpu]
 //       [--steps=K] [--batch=B] [--save=F] [--resume=F] [--die-at=K]
 //
 // Every rank trains the model compiled with CompileOptions::dataParallel on
@@ -31,6 +32,9 @@ namespace {
 
 struct Args {
   std::string model = "mlp", optimizer = "sgd", save, resume;
+  /// "cpu", or "gpu": placed with prefer-gpu on cpu and cuda:0 (the sim
+  /// device where there is no GPU), so the buckets are on cuda:0.
+  std::string devices = "cpu";
   int steps = 5, batch = 4, dieAt = -1;
 };
 
@@ -44,6 +48,8 @@ Args parse(int argc, char **argv) {
     };
     if (const char *v = value("--model="))
       a.model = v;
+    else if (const char *v = value("--devices="))
+      a.devices = v;
     else if (const char *v = value("--optimizer="))
       a.optimizer = v;
     else if (const char *v = value("--steps="))
@@ -135,9 +141,19 @@ int main(int argc, char **argv) {
     int rank = comm.rank(), world = comm.size();
     CompileOptions options;
     options.devices = {"cpu"};
+    if (a.devices == "gpu") {
+      options.devices = {"cpu", "cuda:0"};
+      options.policy = "prefer-gpu";
+    }
     options.dataParallel = true;
     options.bucketBytes = 1024; // several buckets even for these models
     CompiledModel dp = compile(record(a, a.batch), options);
+    if (a.devices == "gpu" &&
+        dp.placementSummary().find("bucket 0 on cuda:0") == std::string::npos) {
+      std::fprintf(stderr, "dp_train: the buckets are not on cuda:0:\n%s",
+                   dp.placementSummary().c_str());
+      return 1;
+    }
     if (!a.resume.empty() && rank == 0)
       dp.loadState(a.resume);
     dp.joinDataParallel(comm);
