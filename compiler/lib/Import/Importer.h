@@ -238,7 +238,8 @@ private:
   /// ReduceSum/Mean/Max/Min, Softmax, LogSoftmax and ArgMax (OpsNn.cpp).
   static void addReductionHandlers(Handlers &t);
   /// Flatten, Reshape, Transpose, Concat, Split, Slice, Gather, Squeeze,
-  /// Unsqueeze, Expand, Trilu and Pad (OpsShape.cpp).
+  /// Unsqueeze, Expand, Trilu and Pad (OpsShape.cpp); Resize and Upsample
+  /// (OpsResize.cpp).
   static void addShapeHandlers(Handlers &t);
   /// Shape, Constant, ConstantOfShape and Range: values known while
   /// importing (OpsShape.cpp).
@@ -263,6 +264,8 @@ private:
   void pad(const NodeProto &n);
   void concat(const NodeProto &n);
   void constantNode(const NodeProto &n);
+  // OpsResize.cpp: Resize (opsets 10-17) or Upsample (7-9).
+  void resize(Graph &g, const NodeProto &n, bool upsample);
 
   std::string path_;
   OnnxImportOptions options_;

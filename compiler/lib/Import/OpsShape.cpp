@@ -431,6 +431,12 @@ void Importer::addShapeHandlers(Handlers &t) {
     im.out(n, 0, attrInt(n, "upper", 1) ? triu(x, k) : tril(x, k));
   };
   t["Pad"] = [](Importer &im, Graph &, const NodeProto &n) { im.pad(n); };
+  t["Resize"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    im.resize(g, n, /*upsample=*/false);
+  };
+  t["Upsample"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    im.resize(g, n, /*upsample=*/true);
+  };
 }
 
 void Importer::addConstantHandlers(Handlers &t) {
