@@ -178,6 +178,18 @@ public:
     t->set_data_type(onnx::TensorProto::FLOAT);
     t->add_float_data(v);
   }
+  void constant(const std::string &name, int64_t v) {
+    onnx::TensorProto *t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(v);
+  }
+  static void attribute(onnx::NodeProto *n, const char *name, int64_t v) {
+    onnx::AttributeProto *a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
   std::string write() {
     std::string path = ::testing::TempDir() + "/locus_activations_" +
                        std::to_string(::getpid()) + ".onnx";
@@ -241,5 +253,59 @@ TEST(OnnxImport, ActivationsMatchTheirDefinitions) {
     for (size_t i = 0; i < x.size(); ++i)
       EXPECT_NEAR(y[i], fn(x[i]), 1e-5 + 1e-5 * std::abs(fn(x[i])))
           << name << " at x = " << x[i];
+  }
+}
+
+TEST(OnnxImport, CumSumMatchesItsDefinition) {
+  ActivationModel m;
+  m.constant("axis1", int64_t{1});
+  m.constant("axis0", int64_t{0});
+  m.constant("axis_last", int64_t{-1});
+  m.node("CumSum", "inclusive", {"x", "axis1"});
+  ActivationModel::attribute(m.node("CumSum", "exclusive", {"x", "axis1"}),
+                             "exclusive", int64_t{1});
+  ActivationModel::attribute(m.node("CumSum", "reverse", {"x", "axis0"}),
+                             "reverse", int64_t{1});
+  auto *both = m.node("CumSum", "reverse_exclusive", {"x", "axis_last"});
+  ActivationModel::attribute(both, "reverse", int64_t{1});
+  ActivationModel::attribute(both, "exclusive", int64_t{1});
+  std::string path = m.write();
+  Graph g = importOnnx(path);
+  std::remove(path.c_str());
+  CompiledModel model = compile(g, {.policy = "cpu"});
+  std::vector<float> x(24);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(1.7f * static_cast<float>(i) + 0.3f) * 3.0f;
+  auto out = model.run({{"x", HostTensor::fromF32({3, 8}, x)},
+                        {"cap", HostTensor::fromF32({}, {0.0f})}});
+  // The sum of x[r][k] over the k before (or after) c along the axis.
+  auto want = [&](int r, int c, bool rows, bool exclusive, bool reverse) {
+    int n = rows ? 3 : 8, at = rows ? r : c;
+    double s = 0;
+    for (int k = 0; k < n; ++k) {
+      bool in = reverse ? (exclusive ? k > at : k >= at)
+                        : (exclusive ? k < at : k <= at);
+      if (in)
+        s += x[static_cast<size_t>(rows ? k * 8 + c : r * 8 + k)];
+    }
+    return s;
+  };
+  struct Case {
+    const char *name;
+    bool rows, exclusive, reverse;
+  } cases[] = {{"inclusive", false, false, false},
+               {"exclusive", false, true, false},
+               {"reverse", true, false, true},
+               {"reverse_exclusive", false, true, true}};
+  for (const Case &c : cases) {
+    const std::vector<float> &y = out.at(c.name).f32;
+    ASSERT_EQ(y.size(), x.size()) << c.name;
+    for (int r = 0; r < 3; ++r)
+      for (int k = 0; k < 8; ++k) {
+        double w = want(r, k, c.rows, c.exclusive, c.reverse);
+        EXPECT_NEAR(y[static_cast<size_t>(r * 8 + k)], w,
+                    1e-5 + 1e-5 * std::abs(w))
+            << c.name << " at [" << r << "][" << k << "]";
+      }
   }
 }

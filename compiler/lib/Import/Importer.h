@@ -238,8 +238,8 @@ private:
   /// ReduceSum/Mean/Max/Min, Softmax, LogSoftmax and ArgMax (OpsNn.cpp).
   static void addReductionHandlers(Handlers &t);
   /// Flatten, Reshape, Transpose, Concat, Split, Slice, Gather, Squeeze,
-  /// Unsqueeze, Expand, Trilu and Pad (OpsShape.cpp); Resize and Upsample
-  /// (OpsResize.cpp).
+  /// Unsqueeze, Expand, Trilu and Pad (OpsShape.cpp); Resize, Upsample and
+  /// CumSum (OpsResize.cpp).
   static void addShapeHandlers(Handlers &t);
   /// Shape, Constant, ConstantOfShape and Range: values known while
   /// importing (OpsShape.cpp).
@@ -264,8 +264,9 @@ private:
   void pad(const NodeProto &n);
   void concat(const NodeProto &n);
   void constantNode(const NodeProto &n);
-  // OpsResize.cpp: Resize (opsets 10-17) or Upsample (7-9).
+  // OpsResize.cpp: Resize (opsets 10-17) or Upsample (7-9); CumSum.
   void resize(Graph &g, const NodeProto &n, bool upsample);
+  void cumsum(Graph &g, const NodeProto &n);
 
   std::string path_;
   OnnxImportOptions options_;

@@ -1,5 +1,4 @@
-//===- OpsResize.cpp - Resize and Upsample
-//---------------------------------===//
+//===- OpsResize.cpp - Resize, Upsample and CumSum ------------------------===//
 //
 // ONNX's Resize (opsets 10-17) and Upsample (7-9), nearest and linear, as
 // gathers along each resized axis: shapes and scales are known while
@@ -7,6 +6,7 @@
 // constants, computed here in double precision as ONNX's reference does.
 // Linear interpolation is separable: an N-d resize is one 1-d resize per
 // axis. Cubic, tf_crop_and_resize and antialiasing are refused by name.
+// CumSum is a scan of shifted adds along its axis.
 //
 //===----------------------------------------------------------------------===//
 
@@ -163,4 +163,35 @@ void Importer::resize(Graph &g, const NodeProto &n, bool upsample) {
         b * expand(g.constant(weightShape, wHi), current);
   }
   out(n, 0, x);
+}
+
+void Importer::cumsum(Graph &g, const NodeProto &n) {
+  Tensor x = in(n, 0);
+  Shape shape = shapeOf(n, 0);
+  auto rank = static_cast<int64_t>(shape.size());
+  const Const &axisConst = needConst(n, 1, "the axis");
+  if (axisConst.numel() != 1)
+    fail("the axis must hold one value");
+  int64_t axis = normalizeAxis(axisConst.ints()[0], rank);
+  bool exclusive = attrInt(n, "exclusive", 0) != 0;
+  bool reverse = attrInt(n, "reverse", 0) != 0;
+  int64_t length = shape[static_cast<size_t>(axis)];
+  // `t` moved `by` places along the axis (toward its end, or its start
+  // when reversed), zeros where nothing moved in.
+  auto shifted = [&](const Tensor &t, int64_t by) {
+    Shape zeroShape = shape;
+    zeroShape[static_cast<size_t>(axis)] = std::min(by, length);
+    Tensor zeros = g.full(zeroShape, 0.0, t.dtype());
+    if (by >= length)
+      return zeros;
+    return reverse
+               ? locus::concat({locus::slice(t, axis, by, length), zeros}, axis)
+               : locus::concat({zeros, locus::slice(t, axis, 0, length - by)},
+                               axis);
+  };
+  // Hillis and Steele's scan: log2(length) shifted adds, each element the
+  // sum of the 2^k before it after step k.
+  for (int64_t by = 1; by < length; by *= 2)
+    x = x + shifted(x, by);
+  out(n, 0, exclusive ? shifted(x, 1) : x);
 }

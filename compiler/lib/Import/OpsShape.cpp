@@ -437,6 +437,9 @@ void Importer::addShapeHandlers(Handlers &t) {
   t["Upsample"] = [](Importer &im, Graph &g, const NodeProto &n) {
     im.resize(g, n, /*upsample=*/true);
   };
+  t["CumSum"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    im.cumsum(g, n);
+  };
 }
 
 void Importer::addConstantHandlers(Handlers &t) {
