@@ -63,9 +63,9 @@ bool oneOf(const std::string &s, std::initializer_list<const char *> names) {
 
 /// The scale of each axis as floats of constant input `c`.
 std::vector<double> floatsOf(const Const &c) {
-  std::vector<double> out;
-  for (size_t k = 0; k < static_cast<size_t>(c.numel()); ++k)
-    out.push_back(c.at(k));
+  std::vector<double> out(static_cast<size_t>(c.numel()));
+  for (size_t k = 0; k < out.size(); ++k)
+    out[k] = c.at(k);
   return out;
 }
 
