@@ -558,6 +558,29 @@ void bindCompile(py::module_ &m) {
            "This rank's sample indices, as torch's DistributedSampler "
            "(shuffle=False) gives them.");
 
+  // torch.no_grad(): ops recorded inside carry no gradient.
+  struct NoGrad {
+    std::unique_ptr<NoGradGuard> guard;
+  };
+  py::class_<NoGrad>(m, "no_grad",
+                     "with locus.no_grad(): ops recorded inside carry no "
+                     "gradient (autodiff treats them as constants), as "
+                     "torch.no_grad().")
+      .def(py::init<>())
+      .def(
+          "__enter__",
+          [](NoGrad &self) {
+            self.guard = std::make_unique<NoGradGuard>();
+            return &self;
+          },
+          py::return_value_policy::reference)
+      .def("__exit__", [](NoGrad &self, const py::args &) {
+        self.guard.reset();
+        return false;
+      });
+  m.def("is_grad_enabled", &isGradEnabled,
+        "False inside `with locus.no_grad():`.");
+
   m.def(
       "compile",
       [](const Graph &graph, const std::string &policy,

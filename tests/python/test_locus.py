@@ -812,3 +812,19 @@ def test_data_parallel_at_world_size_one_is_the_plain_step():
                                   plain.state("fc.weight"))
     with pytest.raises(ValueError, match="bucket_mb"):
         locus.compile(record(), data_parallel=True, bucket_mb=0)
+
+
+def test_no_grad_makes_constants_autodiff_does_not_differentiate():
+    g = locus.Graph("no_grad")
+    x = g.input("x", [4])
+    w = g.parameter("w", [4], [2.0, 2.0, 2.0, 2.0])
+    assert locus.is_grad_enabled()
+    with locus.no_grad():
+        assert not locus.is_grad_enabled()
+        frozen = locus.mul(w, x)
+    assert locus.is_grad_enabled()
+    (dw,) = locus.grad(locus.sum(locus.mul(w, frozen), [0]), [w])
+    g.output("dw", dw)
+    xs = np.array([1, -2, 3, 0.5], np.float32)
+    out = locus.compile(g, policy="cpu", devices=["cpu"]).run(x=xs)
+    np.testing.assert_array_equal(out["dw"], 2 * xs)

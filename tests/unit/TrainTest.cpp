@@ -700,3 +700,28 @@ TEST(Train, StepFromGradientsChecksThemAtTheUsersLine) {
   // Nothing was recorded by the failures: the step still records.
   sgd.step(grads);
 }
+
+TEST(Train, NoGradMakesConstantsAutodiffDoesNotDifferentiate) {
+  Graph g("no_grad");
+  Tensor x = g.input("x", {4});
+  Tensor w = g.parameter("w", {4}, Init::full(2.0));
+  Tensor frozen;
+  EXPECT_TRUE(isGradEnabled());
+  {
+    NoGradGuard outer;
+    NoGradGuard inner; // guards nest
+    EXPECT_FALSE(isGradEnabled());
+    frozen = w * x;
+  }
+  EXPECT_TRUE(isGradEnabled());
+  // d/dw of sum(w * frozen) with frozen a constant is frozen = 2x; through
+  // frozen as well it would be 2wx = 4x.
+  Tensor loss = sum(w * frozen, {0});
+  std::vector<Tensor> grads = grad(loss, {w});
+  g.output("dw", grads[0]);
+  CompiledModel m = compile(g, {.policy = "cpu"});
+  const std::vector<float> xs{1, -2, 3, 0.5f};
+  auto out = m.run({{"x", HostTensor::fromF32({4}, xs)}});
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_FLOAT_EQ(out.at("dw").f32[i], 2 * xs[i]) << i;
+}

@@ -195,8 +195,11 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
   // Values that depend on a differentiated one, in graph order.
   for (Value v : wrt)
     dependent.insert(v);
+  // An op recorded under no_grad gives constants: nothing flows back
+  // through it.
   for (Operation &op : body)
-    if (llvm::any_of(op.getOperands(), [&](Value v) { return needs(v); }))
+    if (!op.hasAttr(kNoGradAttrName) &&
+        llvm::any_of(op.getOperands(), [&](Value v) { return needs(v); }))
       for (Value r : op.getResults())
         if (cast<RankedTensorType>(r.getType()).getElementType().isF32())
           dependent.insert(r);

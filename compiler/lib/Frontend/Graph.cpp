@@ -10,6 +10,7 @@
 
 #include "GraphImpl.h"
 
+#include "locus/Dialect/Autodiff.h"
 #include "locus/Support/InputLimits.h"
 #include "locus/abi.h"
 #include "locus/locus_runtime.h"
@@ -308,12 +309,23 @@ void GraphImpl::requireDType(mlir::Value value, DType want, llvm::StringRef op,
                            dtypeName(want) + ")");
 }
 
+namespace {
+/// This thread's NoGradGuards.
+thread_local int noGradDepth = 0;
+} // namespace
+
+NoGradGuard::NoGradGuard() { ++noGradDepth; }
+NoGradGuard::~NoGradGuard() { --noGradDepth; }
+bool locus::isGradEnabled() { return noGradDepth == 0; }
+
 mlir::Operation *GraphImpl::finish(mlir::Operation *op, const Here &loc,
                                    DiagnosticCapture &capture) {
   if (mlir::failed(mlir::verify(op))) {
     op->erase();
     throw userError(loc, capture.take() + inLayer());
   }
+  if (noGradDepth > 0)
+    op->setAttr(kNoGradAttrName, mlir::UnitAttr::get(&context));
   return op;
 }
 

@@ -41,6 +41,10 @@ bool isBackwardLoc(mlir::Location loc);
 /// .grad. Gradients with respect to computed values are not marked.
 inline constexpr llvm::StringLiteral kGradientAttrName = "locus.gradient";
 
+/// The unit attribute of an op recorded under no_grad (NoGradGuard):
+/// differentiate() treats its results as constants.
+inline constexpr llvm::StringLiteral kNoGradAttrName = "locus.no_grad";
+
 /// Marks `grad` (defined by an op recorded after `lastForward`, the graph's
 /// last op before the backward pass) as a parameter's gradient.
 void markGradient(mlir::Value grad, mlir::Operation *lastForward);

@@ -344,6 +344,20 @@ struct Operand {
   Here loc;
 };
 
+/// torch::NoGradGuard / `with torch.no_grad():`: while one lives, the ops
+/// this thread records carry no gradient. Autodiff treats their results as
+/// constants (as PyTorch's tensors made under no_grad, which do not require
+/// grad): no gradient flows through them to what they read. Guards nest.
+class NoGradGuard {
+public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard &) = delete;
+  NoGradGuard &operator=(const NoGradGuard &) = delete;
+};
+/// torch.is_grad_enabled(): false while a NoGradGuard lives on this thread.
+bool isGradEnabled();
+
 /// Reverse-mode gradients of `loss` (a scalar f32 tensor) with respect to
 /// each of `wrt` (f32 tensors of the same graph), recorded into the graph
 /// (the backward ops carry the lines of the forward ops they differentiate);
