@@ -509,8 +509,40 @@ void bindTensorMethods(py::module_ &m) {
           py::arg("dim") = py::none())
       .def("dim", [](const Tensor &x) { return x.rank(); })
       .def("__getitem__", &index)
-      .def("__pow__", [](const Tensor &x, double e) {
-        return on(x, [&] { return pow(x, e, Here::current()); });
+      .def("__pow__",
+           [](const Tensor &x, double e) {
+             return on(x, [&] { return pow(x, e, Here::current()); });
+           })
+      .def("pow",
+           [](const Tensor &x, double e) {
+             return on(x, [&] { return pow(x, e, Here::current()); });
+           })
+      .def("__abs__",
+           [](const Tensor &x) {
+             return on(x, [&] { return abs(x, Here::current()); });
+           })
+      // torch.Tensor.t() and .T: a matrix's transpose (a 0-d or 1-d tensor
+      // is itself, as in PyTorch; .T of more dimensions reverses them).
+      .def("t",
+           [](const Tensor &x) {
+             if (x.rank() > 2)
+               throw py::value_error("t() expects a tensor with at most 2 "
+                                     "dimensions; use transpose(a, b)");
+             return x.rank() < 2
+                        ? x
+                        : on(
+                              x,
+                              [&] {
+                                return transpose(x, 0, 1, Here::current());
+                              });
+           })
+      .def_property_readonly("T", [](const Tensor &x) {
+        if (x.rank() < 2)
+          return x;
+        std::vector<int64_t> order;
+        for (int64_t d = x.rank() - 1; d >= 0; --d)
+          order.push_back(d);
+        return on(x, [&] { return permute(x, order, Here::current()); });
       });
   using Binary = Tensor (*)(const Tensor &, const Tensor &, Here);
   auto compare = [&](const char *name, Binary f) {

@@ -828,3 +828,22 @@ def test_no_grad_makes_constants_autodiff_does_not_differentiate():
     xs = np.array([1, -2, 3, 0.5], np.float32)
     out = locus.compile(g, policy="cpu", devices=["cpu"]).run(x=xs)
     np.testing.assert_array_equal(out["dw"], 2 * xs)
+
+
+def test_transpose_pow_and_abs_as_torch_tensors_spell_them():
+    g = locus.Graph("methods")
+    x = g.input("x", [2, 3])
+    cube = g.input("cube", [2, 3, 4])
+    g.output("t", x.t())
+    g.output("T", cube.T)
+    g.output("pow", x.pow(3))
+    g.output("abs", abs(x))
+    with pytest.raises(ValueError, match="at most 2 dimensions"):
+        cube.t()
+    xs = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    cs = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    out = locus.compile(g, policy="cpu", devices=["cpu"]).run(x=xs, cube=cs)
+    np.testing.assert_array_equal(out["t"], xs.T)
+    np.testing.assert_array_equal(out["T"], cs.transpose(2, 1, 0))
+    np.testing.assert_allclose(out["pow"], xs ** 3, rtol=1e-6)
+    np.testing.assert_array_equal(out["abs"], np.abs(xs))
