@@ -256,6 +256,10 @@ const char *locus_comm_backend(const locus_comm_t *comm) {
   return comm ? comm->backend.c_str() : "none";
 }
 
+const char *locus_comm_device_map(const locus_comm_t *comm) {
+  return comm ? comm->deviceMap.c_str() : "";
+}
+
 locus_status_t locus_model_join(locus_model_t *model, locus_comm_t *comm) {
   LOCUS_GUARD({
     if (!model || !comm)

@@ -6,6 +6,7 @@
 // ends the job, not a hang.
 #include "comm.h"
 
+#include "devices/cuda/cuda_device.h"
 #include "dl.h"
 #include "status_impl.h"
 
@@ -290,6 +291,12 @@ locus_status_t Comm::wait(ReduceJob &job) {
   return status;
 }
 
+std::string localDeviceMap(int localRank, size_t gpus) {
+  if (gpus < 2 || localRank < 0)
+    return "";
+  return "cuda:0=cuda:" + std::to_string(static_cast<size_t>(localRank) % gpus);
+}
+
 locus_status_t createComm(Comm *&out) {
   out = nullptr;
   int ompiSize = envInt("OMPI_COMM_WORLD_SIZE");
@@ -321,6 +328,11 @@ locus_status_t createComm(Comm *&out) {
         "mpirun or srun: Locus joins ranks through MPI, so launch with "
         "`mpirun -np %d` (a torchrun TCP rendezvous is not supported)",
         torchSize, torchSize);
+  }
+  if (comm->size > 1) {
+    std::string whyNoCuda;
+    comm->deviceMap =
+        localDeviceMap(comm->localRank, cudaDeviceNames(whyNoCuda).size());
   }
   out = comm.release();
   return nullptr;

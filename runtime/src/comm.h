@@ -39,6 +39,10 @@ public:
   double timeoutSeconds = 600;
   /// "Open MPI 4.1.4 (libmpi.so.40)", or "none" for world size 1.
   std::string backend = "none";
+  /// Where this rank's artifact runs: "cuda:0=cuda:K", K its local rank
+  /// modulo the GPUs of this machine, when it has two or more (one GPU per
+  /// rank, as DDP binds them); "" otherwise (localDeviceMap).
+  std::string deviceMap;
 
   /// Sums `count` floats over the ranks, in place.
   locus_status_t allReduceSum(float *data, size_t count);
@@ -67,6 +71,9 @@ private:
   std::deque<std::shared_ptr<ReduceJob>> queue;
   bool stopping = false;
 };
+
+/// The device map of local rank `localRank` on a machine of `gpus` GPUs.
+std::string localDeviceMap(int localRank, size_t gpus);
 
 /// The communicator of the process's launcher: Open MPI's variables
 /// (OMPI_COMM_WORLD_*, what mpirun and srun set) or torchrun's (RANK,

@@ -479,8 +479,12 @@ static int runMain(int argc, char **argv) {
     load.tracePath = o.trace;
     load.maxBytes = o.maxBytes;
     std::optional<locus::rt::Comm> comm;
-    if (o.distributed)
+    if (o.distributed) {
       comm.emplace();
+      // One GPU per rank, unless --device-map says otherwise.
+      if (load.deviceMap.empty())
+        load.deviceMap = comm->deviceMap();
+    }
     locus::rt::Model model = locus::rt::Model::load(o.path, load);
     std::cout << model.report();
     if (!o.weights.empty()) {

@@ -96,6 +96,9 @@ struct CompileOptions {
   uint64_t bucketBytes = 25ull << 20;
   /// Where the devices run in-process, e.g. "cuda:0=sim" (the default for
   /// CUDA devices until the runtime has one); see locus_model_options_t.
+  /// Data-parallel training under mpirun or srun, left empty: the rank's
+  /// own GPU (Communicator::deviceMap), and with `devices` empty the
+  /// targets are the CPU and cuda:0 alone.
   std::string deviceMap;
   /// A file for a Chrome trace JSON of every run (kernels with the user's
   /// lines, copies, steps), written when the model is destroyed; empty for
@@ -125,6 +128,10 @@ public:
   int localRank() const;
   /// "Open MPI v4.1.4 (libmpi.so.40)", or "none" at world size 1.
   std::string backend() const;
+  /// The device map that gives this rank its own GPU: "cuda:0=cuda:K", K
+  /// the local rank modulo this machine's GPUs, when it has two or more;
+  /// "" otherwise (CompileOptions::deviceMap).
+  std::string deviceMap() const;
   /// This rank's sample indices of a dataset of `count` samples, as
   /// PyTorch's DistributedSampler (shuffle off) gives them: every
   /// size()-th index from rank(), the dataset padded with its first

@@ -27,6 +27,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -224,6 +225,9 @@ int Communicator::localRank() const {
 }
 std::string Communicator::backend() const {
   return locus_comm_backend(comm_.get());
+}
+std::string Communicator::deviceMap() const {
+  return locus_comm_device_map(comm_.get());
 }
 
 std::vector<size_t> Communicator::shard(size_t count, bool dropLast) const {
@@ -657,6 +661,17 @@ struct CompileErrors {
   }
 };
 
+/// This machine's devices; for data-parallel training the CPU and the first
+/// GPU alone: each rank runs on one GPU, its own (rankOptions).
+std::vector<std::string> compileTargets(const CompileOptions &options) {
+  std::vector<std::string> targets = machineTargets();
+  if (options.dataParallel)
+    std::erase_if(targets, [](const std::string &t) {
+      return t != "cpu" && t != "cuda:0";
+    });
+  return targets;
+}
+
 /// The pipeline's options from the user's: a policy or device they
 /// misspelled is their error at `loc`.
 PipelineOptions pipelineOptions(const CompileOptions &options,
@@ -664,7 +679,8 @@ PipelineOptions pipelineOptions(const CompileOptions &options,
   std::string wrong;
   std::optional<PlacementOptions> placement = PlacementOptions::read(
       options.policy,
-      options.devices.empty() ? machineTargets() : options.devices, wrong);
+      options.devices.empty() ? compileTargets(options) : options.devices,
+      wrong);
   if (!placement)
     throw userError(loc, "CompileOptions: " + wrong);
   placement->profile = options.profile;
@@ -946,6 +962,22 @@ void explainMachineTargets(const CompileOptions &options,
 
 } // namespace
 
+namespace {
+
+/// The options a model loads with: for a data-parallel rank that mpirun or
+/// srun launched, with no device map given, the map that gives it its own
+/// GPU (Communicator::deviceMap).
+CompileOptions rankOptions(const CompileOptions &options) {
+  CompileOptions out = options;
+  const char *world = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (options.dataParallel && options.deviceMap.empty() && world &&
+      std::string(world) != "1")
+    out.deviceMap = Communicator::fromEnvironment().deviceMap();
+  return out;
+}
+
+} // namespace
+
 std::vector<std::string> locus::machineTargets() {
   std::string whyNoCuda;
   return probeTargets(whyNoCuda);
@@ -989,11 +1021,12 @@ CompiledModel locus::compile(const Graph &graph, const CompileOptions &options,
   impl->graphKey = graphKey;
   report(impl->parts.warnings, options.diagnostics, loc);
   recordInterface(g, *impl);
+  CompileOptions loading = rankOptions(options);
   if (code.object.empty()) {
     compileKernels(*module, *impl, errors.firstMessage());
-    createRuntimeModel(*impl, options, loc);
+    createRuntimeModel(*impl, loading, loc);
   } else {
-    loadRuntimeModel(*impl, code, options, loc);
+    loadRuntimeModel(*impl, code, loading, loc);
   }
   // State given values (imported or pretrained weights) starts from them.
   for (const std::string &name : impl->stateNames)

@@ -525,6 +525,11 @@ LOCUS_API int locus_comm_size(const locus_comm_t *comm);
 LOCUS_API int locus_comm_local_rank(const locus_comm_t *comm);
 /* "Open MPI v4.1.4 (libmpi.so.40)", or "none" at world size 1. */
 LOCUS_API const char *locus_comm_backend(const locus_comm_t *comm);
+/* The device map (locus_model_options_t::device_map) that gives this rank
+ * its own GPU, as DDP binds one GPU per rank: "cuda:0=cuda:K" with K the
+ * local rank modulo this machine's GPUs when it has two or more; "" (the
+ * default map) otherwise. */
+LOCUS_API const char *locus_comm_device_map(const locus_comm_t *comm);
 /* Joins the job: a collective call every rank makes once, before its first
  * step. INVALID_ARGUMENT when another rank loaded another step (its plan
  * differs). Then rank 0's state (its initial weights, or the checkpoint

@@ -178,6 +178,8 @@ public:
   int size() const { return locus_comm_size(comm_); }
   int localRank() const { return locus_comm_local_rank(comm_); }
   std::string backend() const { return locus_comm_backend(comm_); }
+  /// The device map that gives this rank its own GPU (or "").
+  std::string deviceMap() const { return locus_comm_device_map(comm_); }
   /// Joins `model` (loaded with this Comm outliving it) to the job.
   void join(Model &model) { check(locus_model_join(model.get(), comm_)); }
 
