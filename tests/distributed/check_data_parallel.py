@@ -74,6 +74,23 @@ def main():
         print(f"ok: {ranks} ranks {' '.join(args)} in {seconds:.1f} s")
         print("   " + out.strip().splitlines()[0])
 
+    # The same from Python, as a DDP user launches it.
+    module = os.path.join(os.path.dirname(os.path.abspath(binary)), "..",
+                          "python")
+    if os.path.isdir(module) and any(f.startswith("locus")
+                                     for f in os.listdir(module)):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "dp_train.py")
+        os.environ["PYTHONPATH"] = module
+        code, out, seconds = run([mpirun, "-np", "2", "/usr/bin/python3",
+                                  script])
+        if code != 0 or out.count("worst relative difference") != 2:
+            fail("2 ranks from Python", out)
+        print(f"ok: 2 ranks from Python in {seconds:.1f} s")
+        print("   " + out.strip().splitlines()[0])
+    else:
+        print("skipped: Python, no locus module in " + module)
+
     # One process without a launcher is world size 1.
     code, out, _ = run([binary, "--model=mlp", "--steps=2"])
     if code != 0 or "rank 0 of 1 (none)" not in out:
