@@ -183,26 +183,38 @@ static locus_status_t waitFor(Comm &c, Handle request, const char *what) {
   }
 }
 
+/// Starts `start(at, n, &request)` over [0, total) in parts of at most 2^30
+/// elements (MPI counts are ints), each waited for; `what` names the
+/// collective in errors.
+template <typename Start>
+static locus_status_t inParts(Comm &c, size_t total, const char *what,
+                              Start start) {
+  Mpi &m = mpi();
+  constexpr size_t kPart = size_t{1} << 30;
+  for (size_t at = 0; at < total; at += kPart) {
+    int n = static_cast<int>(std::min(kPart, total - at));
+    Handle request = nullptr;
+    if (int e = start(at, n, &request))
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                        "rank %d of %d: %s failed: %s", c.rank, c.size, what,
+                        mpiError(m, e).c_str());
+    if (locus_status_t s = waitFor(c, request, what))
+      return s;
+  }
+  return nullptr;
+}
+
 locus_status_t Comm::allReduceSum(float *data, size_t count) {
   if (size == 1)
     return nullptr;
   Mpi &m = mpi();
   std::lock_guard<std::mutex> lock(mutex);
-  // MPI counts are ints: a bucket goes in parts of at most 2^30 floats.
-  constexpr size_t kPart = size_t{1} << 30;
-  for (size_t at = 0; at < count; at += kPart) {
-    int n = static_cast<int>(std::min(kPart, count - at));
-    Handle request = nullptr;
-    // MPI_IN_PLACE is (void *)1 in Open MPI.
-    if (int e = m.iallreduce(reinterpret_cast<void *>(1), data + at, n,
-                             m.floatType, m.sum, m.world, &request))
-      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
-                        "rank %d of %d: all-reduce failed: %s", rank, size,
-                        mpiError(m, e).c_str());
-    if (locus_status_t s = waitFor(*this, request, "a gradient all-reduce"))
-      return s;
-  }
-  return nullptr;
+  return inParts(*this, count, "a gradient all-reduce",
+                 [&](size_t at, int n, Handle *request) {
+                   // MPI_IN_PLACE is (void *)1 in Open MPI.
+                   return m.iallreduce(reinterpret_cast<void *>(1), data + at,
+                                       n, m.floatType, m.sum, m.world, request);
+                 });
 }
 
 locus_status_t Comm::broadcast(void *data, size_t bytes) {
@@ -210,20 +222,11 @@ locus_status_t Comm::broadcast(void *data, size_t bytes) {
     return nullptr;
   Mpi &m = mpi();
   std::lock_guard<std::mutex> lock(mutex);
-  constexpr size_t kPart = size_t{1} << 30;
-  for (size_t at = 0; at < bytes; at += kPart) {
-    int n = static_cast<int>(std::min(kPart, bytes - at));
-    Handle request = nullptr;
-    if (int e = m.ibcast(static_cast<char *>(data) + at, n, m.byteType, 0,
-                         m.world, &request))
-      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
-                        "rank %d of %d: broadcast failed: %s", rank, size,
-                        mpiError(m, e).c_str());
-    if (locus_status_t s =
-            waitFor(*this, request, "the broadcast of the state"))
-      return s;
-  }
-  return nullptr;
+  return inParts(*this, bytes, "the broadcast of the state",
+                 [&](size_t at, int n, Handle *request) {
+                   return m.ibcast(static_cast<char *>(data) + at, n,
+                                   m.byteType, 0, m.world, request);
+                 });
 }
 
 locus_status_t Comm::allGather(const void *mine, void *all, size_t bytes) {

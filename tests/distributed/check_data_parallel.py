@@ -34,11 +34,11 @@ def mpi_env():
     return env
 
 
-def run(cmd, timeout=300):
+def run(cmd, timeout=300, **extra_env):
     start = time.monotonic()
     try:
-        p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True,
-                           timeout=timeout)
+        p = subprocess.run(cmd, env=dict(mpi_env(), **extra_env),
+                           capture_output=True, text=True, timeout=timeout)
         code, out = p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
         code = None
@@ -81,9 +81,8 @@ def main():
                                      for f in os.listdir(module)):
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               "dp_train.py")
-        os.environ["PYTHONPATH"] = module
         code, out, seconds = run([mpirun, "-np", "2", "/usr/bin/python3",
-                                  script])
+                                  script], PYTHONPATH=module)
         if code != 0 or out.count("worst relative difference") != 2:
             fail("2 ranks from Python", out)
         print(f"ok: 2 ranks from Python in {seconds:.1f} s")

@@ -1268,3 +1268,19 @@ TEST(Compile, AMisspelledPolicyOrDeviceIsAnErrorAtTheCall) {
     }
   }
 }
+
+TEST(Compile, AZeroBucketSizeIsAnErrorAtTheCall) {
+  Graph g("buckets");
+  g.output("y", relu(g.input("x", {2, 3})));
+  int line = __LINE__ + 2;
+  try {
+    compile(g, {.dataParallel = true, .bucketBytes = 0});
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error &err) {
+    EXPECT_EQ(err.line(), static_cast<unsigned>(line)) << err.what();
+    EXPECT_NE(err.message().find("CompileOptions: bucketBytes must be at "
+                                 "least 1"),
+              std::string::npos)
+        << err.what();
+  }
+}

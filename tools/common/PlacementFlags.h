@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -53,6 +54,18 @@ struct PlacementFlags {
   llvm::cl::opt<bool> dataParallel;
   llvm::cl::opt<double> bucketMb;
 
+  /// What is wrong with --bucket-mb, or "".
+  std::string checkBucketMb() const {
+    if (bucketMb > 0 && bucketMb <= 1024 * 1024)
+      return "";
+    return "--bucket-mb must be above 0 and at most 1048576, got " +
+           std::to_string(bucketMb.getValue());
+  }
+  /// --bucket-mb in bytes (at least 1), once checkBucketMb passed.
+  uint64_t bucketBytes() const {
+    return std::max<uint64_t>(1, static_cast<uint64_t>(bucketMb * (1 << 20)));
+  }
+
   /// The placement options the flags say, or what is wrong with them in
   /// `error` (checked before a graph is read).
   std::optional<PlacementOptions> read(std::string &error) const {
@@ -60,17 +73,13 @@ struct PlacementFlags {
         PlacementOptions::read(policy, splitTargets(devices), error);
     if (!options)
       return options;
+    error = checkBucketMb();
+    if (!error.empty())
+      return std::nullopt;
     options->profile = profile;
     options->allowSoftPlacement = allowSoftPlacement;
     options->dataParallel = dataParallel;
-    if (!(bucketMb > 0) || bucketMb > 1024 * 1024) {
-      error = "--bucket-mb must be above 0 and at most 1048576, got " +
-              std::to_string(bucketMb.getValue());
-      return std::nullopt;
-    }
-    options->bucketBytes = static_cast<uint64_t>(bucketMb * (1 << 20));
-    if (options->bucketBytes == 0)
-      options->bucketBytes = 1;
+    options->bucketBytes = bucketBytes();
     return options;
   }
 };

@@ -223,8 +223,7 @@ static int compileOnnx() {
     options.fuse = !noFuse;
     options.allowSoftPlacement = allowSoftPlacement;
     options.dataParallel = placement.dataParallel;
-    options.bucketBytes =
-        static_cast<uint64_t>(std::max(1.0, placement.bucketMb * (1 << 20)));
+    options.bucketBytes = placement.bucketBytes();
     options.allowTf32 = allowTf32;
     options.cache = !noCache;
     // A remark on the whole graph is the model file's, not this tool's

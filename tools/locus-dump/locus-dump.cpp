@@ -250,15 +250,16 @@ static OwningOpRef<ModuleOp> placedModule(MLIRContext &context,
   std::optional<locus::PlacementOptions> placement =
       locus::PlacementOptions::read(side.policy,
                                     locus::splitTargets(side.devices), wrong);
-  if (!placement) {
+  if (placement)
+    wrong = ::placement.checkBucketMb();
+  if (!placement || !wrong.empty()) {
     llvm::errs() << "locus-dump: " << wrong << "\n";
     return nullptr;
   }
   placement->profile = side.profile;
   placement->allowSoftPlacement = allowSoftPlacement.getValue();
   placement->dataParallel = ::placement.dataParallel.getValue();
-  placement->bucketBytes = static_cast<uint64_t>(
-      std::max(1.0, ::placement.bucketMb.getValue() * (1 << 20)));
+  placement->bucketBytes = ::placement.bucketBytes();
   OwningOpRef<ModuleOp> module = parseInput(context, sourceMgr, side.file);
   if (module && failed(place(context, *module, *placement)))
     return nullptr;

@@ -22,6 +22,16 @@ using namespace locus;
 
 namespace {
 
+/// Marks `grad` (defined by an op recorded after `lastForward`, the graph's
+/// last op before the backward pass) as a parameter's gradient.
+void markGradient(Value grad, Operation *lastForward) {
+  Operation *def = grad.getDefiningOp();
+  if (def && def->getNumResults() == 1 && def->getBlock() &&
+      lastForward->getBlock() == def->getBlock() &&
+      lastForward->isBeforeInBlock(def))
+    def->setAttr(kGradientAttrName, UnitAttr::get(def->getContext()));
+}
+
 class Differentiator {
 public:
   Differentiator(GraphOp graph) : graph(graph), b(graph.getContext()) {
@@ -732,14 +742,6 @@ bool locus::isBackwardLoc(Location loc) {
   auto tag =
       fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata()) : StringAttr();
   return tag && tag.getValue() == kBackwardTag;
-}
-
-void locus::markGradient(Value grad, Operation *lastForward) {
-  Operation *def = grad.getDefiningOp();
-  if (def && def->getNumResults() == 1 && def->getBlock() &&
-      lastForward->getBlock() == def->getBlock() &&
-      lastForward->isBeforeInBlock(def))
-    def->setAttr(kGradientAttrName, UnitAttr::get(def->getContext()));
 }
 
 bool locus::isParameterGradient(Operation *op) {

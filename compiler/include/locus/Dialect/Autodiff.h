@@ -45,10 +45,6 @@ inline constexpr llvm::StringLiteral kGradientAttrName = "locus.gradient";
 /// differentiate() treats its results as constants.
 inline constexpr llvm::StringLiteral kNoGradAttrName = "locus.no_grad";
 
-/// Marks `grad` (defined by an op recorded after `lastForward`, the graph's
-/// last op before the backward pass) as a parameter's gradient.
-void markGradient(mlir::Value grad, mlir::Operation *lastForward);
-
 /// Whether `op` computes a parameter's gradient (kGradientAttrName).
 bool isParameterGradient(mlir::Operation *op);
 
