@@ -181,6 +181,7 @@ void locus::buildHostLoweringPipeline(OpPassManager &pm,
   // Matrix products through the runtime's sgemm: after deallocation, so no
   // buffer dies between taking its address and the call.
   pm.addPass(createLocusLinalgToBlas());
+  pm.addPass(createLocusLowerReductions());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   if (options.parallelize)
     pm.addPass(createLocusParallelize());
