@@ -135,6 +135,20 @@ std::map<std::string, Builder> cases() {
     r.state = m.stateDict();
     return r;
   };
+  all["batch_norm_no_affine"] = [](Graph &g) {
+    Recorded r;
+    nn::BatchNorm2d m(g, 3, {.affine = false, .name = "m"});
+    r.out = m(in(g, r, "x", {4, 3, 5, 5}));
+    r.state = m.stateDict();
+    return r;
+  };
+  all["batch_norm1d_seq"] = [](Graph &g) {
+    Recorded r;
+    nn::BatchNorm1d m(g, 4, {.momentum = 0.3, .name = "m"});
+    r.out = relu(m(in(g, r, "x", {3, 4, 7})));
+    r.state = m.stateDict();
+    return r;
+  };
   // A ResNet BasicBlock in eval mode: convolutions feeding BatchNorm's
   // running statistics, a residual sum and ReLUs.
   all["basic_block_eval"] = [](Graph &g) {

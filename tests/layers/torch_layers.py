@@ -112,6 +112,18 @@ def batch_norm1d_train():
     return c.finish(m(c.x("x", [8, 5])))
 
 
+def batch_norm_no_affine():
+    c = Case("batch_norm_no_affine")
+    m = c.use(torch.nn.BatchNorm2d(3, affine=False))
+    return c.finish(m(c.x("x", [4, 3, 5, 5])))
+
+
+def batch_norm1d_seq():
+    c = Case("batch_norm1d_seq")
+    m = c.use(torch.nn.BatchNorm1d(4, momentum=0.3))
+    return c.finish(torch.relu(m(c.x("x", [3, 4, 7]))))
+
+
 class Block(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -257,8 +269,8 @@ def masked_fill_where_i64():
 
 
 CASES = [basic_block_eval, layer_norm, layer_norm_2d, group_norm, batch_norm_train, batch_norm_eval,
-         batch_norm_twice,
-         batch_norm1d_train, embedding, gather_axis1, gather_last_sliced, lstm_cell, gru_cell, mha_causal,
+         batch_norm_twice, batch_norm1d_train, batch_norm_no_affine, batch_norm1d_seq,
+         embedding, gather_axis1, gather_last_sliced, lstm_cell, gru_cell, mha_causal,
          mha_cross_bool_mask, sdpa_additive, matmul_broadcast, reductions,
          activations, mobile_activations, shapes, adaptive_pool, masked_fill_where_i64]
 

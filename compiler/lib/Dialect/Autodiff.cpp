@@ -26,10 +26,22 @@ namespace {
 /// last op before the backward pass) as a parameter's gradient.
 void markGradient(Value grad, Operation *lastForward) {
   Operation *def = grad.getDefiningOp();
-  if (def && def->getNumResults() == 1 && def->getBlock() &&
-      lastForward->getBlock() == def->getBlock() &&
-      lastForward->isBeforeInBlock(def))
+  if (!def || !def->getBlock() || lastForward->getBlock() != def->getBlock() ||
+      !lastForward->isBeforeInBlock(def))
+    return;
+  if (def->getNumResults() == 1) {
     def->setAttr(kGradientAttrName, UnitAttr::get(def->getContext()));
+    return;
+  }
+  SmallVector<int64_t> results;
+  if (auto marked = def->getAttrOfType<DenseI64ArrayAttr>(kGradientAttrName))
+    results.assign(marked.asArrayRef().begin(), marked.asArrayRef().end());
+  int64_t number = cast<OpResult>(grad).getResultNumber();
+  if (!llvm::is_contained(results, number))
+    results.push_back(number);
+  llvm::sort(results);
+  def->setAttr(kGradientAttrName,
+               DenseI64ArrayAttr::get(def->getContext(), results));
 }
 
 class Differentiator {
@@ -131,6 +143,11 @@ private:
 
   /// Records the gradients of `op`'s operands from `g`, its result's.
   LogicalResult backward(Operation *op, Value g);
+  /// Erases what the backward pass recorded after `lastForward`; fails.
+  LogicalResult undo(Operation *lastForward);
+  /// Fails when a gradient reaches a result of `op` past its first (a
+  /// batch norm's statistics).
+  LogicalResult checkStatisticsUnread(Operation *op);
   /// Accumulates `make()` into the gradient of `operand` when it needs one.
   void give(Value operand, function_ref<Value()> make) {
     if (needs(operand))
@@ -220,18 +237,16 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
     seed = splat(1.0, {});
     grads[loss] = seed;
     for (Operation *op = loss.getDefiningOp(); op; op = op->getPrevNode()) {
-      if (op->getNumResults() != 1)
+      if (op->getNumResults() != 1 && !isa<BatchNormTrainOp>(op))
         continue;
+      if (failed(checkStatisticsUnread(op)))
+        return undo(lastForward);
       auto it = grads.find(op->getResult(0));
       if (it == grads.end() || isa<InputOp, StateOp, ConstantOp>(op))
         continue;
       loc = backwardLoc(op->getLoc());
-      if (failed(backward(op, it->second))) {
-        // Nothing recorded survives a failure.
-        while (&body.back() != lastForward)
-          body.back().erase();
-        return failure();
-      }
+      if (failed(backward(op, it->second)))
+        return undo(lastForward);
     }
   }
   // The seed is multiplied in nowhere when the loss is a loss op's result.
@@ -268,6 +283,24 @@ Value Differentiator::gatherGrad(GatherOp o, Value g) {
     sum = b.create<MatmulOp>(loc, batched, reshape(g, {outer, count, inner}));
   }
   return reshape(sum, in.getShape());
+}
+
+LogicalResult Differentiator::undo(Operation *lastForward) {
+  // Nothing recorded survives a failure.
+  Block &body = graph.getBodyBlock();
+  while (&body.back() != lastForward)
+    body.back().erase();
+  return failure();
+}
+
+LogicalResult Differentiator::checkStatisticsUnread(Operation *op) {
+  for (Value statistic : op->getResults().drop_front())
+    if (grads.count(statistic))
+      return op->emitOpError()
+             << "has no gradient through its batch statistics: the loss "
+                "reads the batch mean or variance (only the normalized "
+                "result is differentiated)";
+  return success();
 }
 
 LogicalResult Differentiator::backward(Operation *op, Value g) {
@@ -631,6 +664,20 @@ bool Differentiator::backwardConvPool(Operation *op, Value g) {
           give(bias, [&] { return sum(g, {0, 2, 3}, false); });
         return true;
       })
+      .Case<BatchNormTrainOp>([&](BatchNormTrainOp o) {
+        BatchNormTrainGradOp grad;
+        auto make = [&] {
+          if (!grad)
+            grad = b.create<BatchNormTrainGradOp>(
+                loc, g, o.getInput(), o.getMean(), o.getVar(), o.getWeight(),
+                o.getEpsAttr());
+          return grad;
+        };
+        give(o.getInput(), [&] { return make().getInputGrad(); });
+        give(o.getWeight(), [&] { return make().getWeightGrad(); });
+        give(o.getBias(), [&] { return make().getBiasGrad(); });
+        return true;
+      })
       .Case<MaxPool2dOp>([&](MaxPool2dOp o) {
         give(o.getInput(), [&]() -> Value {
           return b.create<MaxPool2dGradOp>(loc, o.getInput(), g,
@@ -746,6 +793,18 @@ bool locus::isBackwardLoc(Location loc) {
 
 bool locus::isParameterGradient(Operation *op) {
   return op->hasAttr(kGradientAttrName);
+}
+
+SmallVector<Value> locus::parameterGradients(Operation *op) {
+  Attribute marked = op->getAttr(kGradientAttrName);
+  if (isa_and_nonnull<UnitAttr>(marked) && op->getNumResults() == 1)
+    return {op->getResult(0)};
+  SmallVector<Value> grads;
+  if (auto results = dyn_cast_or_null<DenseI64ArrayAttr>(marked))
+    for (int64_t number : results.asArrayRef())
+      if (number >= 0 && number < op->getNumResults())
+        grads.push_back(op->getResult(number));
+  return grads;
 }
 
 FailureOr<SmallVector<Value>> locus::differentiate(GraphOp graph, Value loss,

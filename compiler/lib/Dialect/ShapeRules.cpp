@@ -667,6 +667,81 @@ MaxPool2dGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 }
 
 //===----------------------------------------------------------------------===//
+// BatchNorm in training
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// BatchNorm's input [N, C, ...] and its per-channel operands [C]; the
+/// per-channel type, or null after reporting.
+RankedTensorType batchNormRule(const RuleError &fail, Value input,
+                               ArrayRef<std::pair<Value, StringRef>> channels,
+                               Attribute eps) {
+  RankedTensorType in = tensorOperand(fail, input, "input");
+  if (!in)
+    return nullptr;
+  if (in.getRank() < 2) {
+    (void)fail("input must be [N, C, ...], got " + str(in.getShape()));
+    return nullptr;
+  }
+  auto perChannel =
+      RankedTensorType::get({in.getDimSize(1)}, in.getElementType());
+  for (auto [value, what] : channels) {
+    RankedTensorType type = tensorOperand(fail, value, what);
+    if (!type)
+      return nullptr;
+    if (type != perChannel) {
+      (void)fail(Twine(what) + " " + str(type.getShape()) + " does not match " +
+                 num(in.getDimSize(1)) + " channels of input " +
+                 str(in.getShape()));
+      return nullptr;
+    }
+  }
+  auto epsAttr = dyn_cast_or_null<FloatAttr>(eps);
+  if (!epsAttr || !(epsAttr.getValueAsDouble() > 0)) {
+    (void)fail("eps must be positive");
+    return nullptr;
+  }
+  return perChannel;
+}
+
+} // namespace
+
+LogicalResult
+BatchNormTrainOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<BatchNormTrainOp>(loc);
+  RankedTensorType perChannel = batchNormRule(
+      fail, adaptor.getInput(),
+      {{adaptor.getWeight(), "weight"}, {adaptor.getBias(), "bias"}},
+      adaptor.getEpsAttr());
+  if (!perChannel)
+    return failure();
+  results.append({adaptor.getInput().getType(), perChannel, perChannel});
+  return success();
+}
+
+LogicalResult BatchNormTrainGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<BatchNormTrainGradOp>(loc);
+  RankedTensorType perChannel = batchNormRule(fail, adaptor.getInput(),
+                                              {{adaptor.getMean(), "mean"},
+                                               {adaptor.getVar(), "var"},
+                                               {adaptor.getWeight(), "weight"}},
+                                              adaptor.getEpsAttr());
+  if (!perChannel)
+    return failure();
+  RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!grad || failed(checkGradShape(fail, grad, input.getShape())))
+    return failure();
+  results.append({input, perChannel, perChannel});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 

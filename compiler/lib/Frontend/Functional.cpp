@@ -587,12 +587,9 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
   checkChannelParam(bias, channels, "bias", "batch_norm", loc);
   checkChannelParam(runningMean, channels, "running_mean", "batch_norm", loc);
   checkChannelParam(runningVar, channels, "running_var", "batch_norm", loc);
-  std::vector<int64_t> axes = {0};
   int64_t count = x.dim(0);
-  for (int64_t d = 2; d < x.rank(); ++d) {
-    axes.push_back(d);
+  for (int64_t d = 2; d < x.rank(); ++d)
     count *= x.dim(d);
-  }
   if (training && count < 2)
     throw errorAt(loc, "batch_norm in training needs more than one value "
                        "per channel, got input " +
@@ -602,17 +599,18 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
   return transaction(x, loc, [&] {
     Shape perChannel(x.rank(), 1);
     perChannel[1] = channels;
-    Tensor y;
     if (training) {
-      Tensor batchMean = mean(x, axes, true, loc);
-      Tensor centred = sub(x, batchMean, loc);
-      Tensor biased = mean(mul(centred, centred, loc), axes, true, loc);
-      y = mul(centred, rsqrt(shifted(biased, eps, loc), loc), loc);
+      // One op, whose gradient is one op too; without an affine transform,
+      // a weight of ones and a bias of zeros (constants: no gradient).
+      Graph graph = x.graph(loc);
+      detail::BatchNormTrainResults batch = detail::batchNormTrain(
+          x, weight ? weight : graph.full({channels}, 1.0, DType::f32, loc),
+          bias ? bias : graph.full({channels}, 0.0, DType::f32, loc), eps, loc);
       if (runningMean && runningVar) {
         double unbias =
             static_cast<double>(count) / static_cast<double>(count - 1);
-        Tensor mean1 = reshape(batchMean, {channels}, loc);
-        Tensor var1 = scaled(reshape(biased, {channels}, loc), unbias, loc);
+        Tensor mean1 = batch.mean;
+        Tensor var1 = scaled(batch.var, unbias, loc);
         // From the value an earlier call in this graph left (as PyTorch's
         // in-place updates chain), or the state's at the run's start.
         auto blend = [&](const Tensor &running, const Tensor &batch) {
@@ -622,14 +620,15 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
         assign(runningMean, blend(runningMean, mean1), loc);
         assign(runningVar, blend(runningVar, var1), loc);
       }
-    } else {
-      if (!runningMean || !runningVar)
-        throw errorAt(loc, "batch_norm in eval mode needs running_mean and "
-                           "running_var");
-      Tensor scale =
-          reshape(rsqrt(shifted(runningVar, eps, loc), loc), perChannel, loc);
-      y = mul(sub(x, reshape(runningMean, perChannel, loc), loc), scale, loc);
+      return batch.result;
     }
+    if (!runningMean || !runningVar)
+      throw errorAt(loc, "batch_norm in eval mode needs running_mean and "
+                         "running_var");
+    Tensor scale =
+        reshape(rsqrt(shifted(runningVar, eps, loc), loc), perChannel, loc);
+    Tensor y =
+        mul(sub(x, reshape(runningMean, perChannel, loc), loc), scale, loc);
     return channelAffine(y, weight, bias, loc);
   });
 }

@@ -139,6 +139,12 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   /// and records nothing. `args` are those of OpT's TypeRange builder.
   template <typename OpT, typename... Args>
   mlir::Value record(const Here &loc, Args &&...args) {
+    return recordOp<OpT>(loc, std::forward<Args>(args)...)->getResult(0);
+  }
+
+  /// record() for an op of several results.
+  template <typename OpT, typename... Args>
+  mlir::Operation *recordOp(const Here &loc, Args &&...args) {
     mlir::Location at = location(loc);
     mlir::OperationState state(at, OpT::getOperationName());
     OpT::build(builder, state, mlir::TypeRange{}, std::forward<Args>(args)...);
@@ -150,7 +156,7 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
             state.regions, types)))
       throw userError(loc, capture.take() + inLayer());
     state.addTypes(types);
-    return finish(builder.create(state), loc, capture)->getResult(0);
+    return finish(builder.create(state), loc, capture);
   }
 
   // ---- Random numbers (locus.random) --------------------------------------

@@ -560,6 +560,20 @@ Tensor locus::conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias,
   return g.wrap(result);
 }
 
+detail::BatchNormTrainResults
+locus::detail::batchNormTrain(const Tensor &x, const Tensor &weight,
+                              const Tensor &bias, double eps, const Here &loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  requireF32<BatchNormTrainOp>(g.value(x, loc), "its input", loc);
+  mlir::Operation *op = g.recordOp<BatchNormTrainOp>(
+      loc, g.value(x, loc), g.value(weight, loc), g.value(bias, loc),
+      g.builder.getF64FloatAttr(eps));
+  tx.commit();
+  return {g.wrap(op->getResult(0)), g.wrap(op->getResult(1)),
+          g.wrap(op->getResult(2))};
+}
+
 Tensor locus::maxPool2d(const Tensor &x, const Pool2dParams &params, Here loc) {
   return pool<MaxPool2dOp>(x, params, loc);
 }

@@ -16,6 +16,16 @@
 
 namespace locus::detail {
 
+/// BatchNorm in training as one op (locus.batch_norm_train, recorded in
+/// Ops.cpp): the normalized and affine-transformed input, then the batch
+/// mean [C] and biased variance [C].
+struct BatchNormTrainResults {
+  Tensor result, mean, var;
+};
+BatchNormTrainResults batchNormTrain(const Tensor &x, const Tensor &weight,
+                                     const Tensor &bias, double eps,
+                                     const Here &loc);
+
 /// A locus::Error at the user's `loc`.
 inline Error errorAt(const Here &loc, const std::string &message) {
   return Error(loc.file_name(), loc.line(), loc.column(), message);

@@ -382,6 +382,12 @@ void CostRules::addTrainingRules() {
     ArrayRef<int64_t> k = m.getKernelSize();
     return kernelWork(o, 3.0 * numel(m.getGrad()) * k[0] * k[1]);
   });
+  // Two reading passes and one writing pass over the activations.
+  add<BatchNormTrainOp, BatchNormTrainGradOp>([](Operation *o) {
+    Value input =
+        isa<BatchNormTrainOp>(o) ? o->getOperand(0) : o->getOperand(1);
+    return reductionWork(o, 8 * numel(input));
+  });
   add<SgdOp>([](Operation *o) {
     return elementwiseWork(o, 5 * numel(cast<SgdOp>(o).getParam()));
   });

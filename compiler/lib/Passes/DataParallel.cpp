@@ -77,17 +77,19 @@ private:
       OpBuilder b(op);
       flush(it->second, b);
     }
-    if (!isParameterGradient(op) || op->getNumResults() != 1 ||
-        !cast<RankedTensorType>(op->getResult(0).getType())
-             .getElementType()
-             .isF32())
+    SmallVector<Value> grads = parameterGradients(op);
+    llvm::erase_if(grads, [](Value grad) {
+      return !cast<RankedTensorType>(grad.getType()).getElementType().isF32();
+    });
+    if (grads.empty())
       return;
-    Value grad = op->getResult(0);
     Attribute device = placedDevice(op);
     Bucket &bucket = open[device];
-    bucket.grads.push_back(grad);
-    bucket.bytes += bytesOf(grad);
-    pending[grad] = device;
+    for (Value grad : grads) {
+      bucket.grads.push_back(grad);
+      bucket.bytes += bytesOf(grad);
+      pending[grad] = device;
+    }
     if (bucket.bytes >= static_cast<uint64_t>(bucketBytes)) {
       OpBuilder b(op->getContext());
       b.setInsertionPointAfter(op);

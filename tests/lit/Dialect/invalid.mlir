@@ -502,3 +502,50 @@ locus.graph @g {
   // expected-error@+1 {{'locus.all_reduce' op results must have the types of its operands}}
   %0 = "locus.all_reduce"(%a) {bucket = 0 : i64} : (tensor<4xf32>) -> tensor<5xf32>
 }
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<6xf32>
+  %c = locus.input "c" : tensor<6xf32>
+  // expected-error@+1 {{'locus.batch_norm_train' op input must be [N, C, ...], got [6]}}
+  %y, %m, %v = locus.batch_norm_train %x, %c, %c eps 1.0e-05 : tensor<6xf32>, tensor<6xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<2x3x4x4xf32>
+  %c = locus.input "c" : tensor<4xf32>
+  // expected-error@+1 {{'locus.batch_norm_train' op weight [4] does not match 3 channels of input [2, 3, 4, 4]}}
+  %y, %m, %v = locus.batch_norm_train %x, %c, %c eps 1.0e-05 : tensor<2x3x4x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<2x3x4x4xf32>
+  %c = locus.input "c" : tensor<3xf32>
+  // expected-error@+1 {{'locus.batch_norm_train' op eps must be positive}}
+  %y, %m, %v = locus.batch_norm_train %x, %c, %c eps 0.0 : tensor<2x3x4x4xf32>, tensor<3xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<2x3x4x4xf32>
+  %c = locus.input "c" : tensor<3xf32>
+  %v = locus.input "v" : tensor<2xf32>
+  // expected-error@+1 {{'locus.batch_norm_train_grad' op failed to verify that all of {mean, var, weight} have same type}}
+  %0:3 = "locus.batch_norm_train_grad"(%x, %x, %c, %v, %c) {eps = 1.0e-05 : f64} : (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<2xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<2x3x4x4xf32>
+  %g = locus.input "g" : tensor<2x3x4x5xf32>
+  %c = locus.input "c" : tensor<3xf32>
+  // expected-error@+1 {{'locus.batch_norm_train_grad' op failed to verify that all of {grad, input} have same type}}
+  %0:3 = "locus.batch_norm_train_grad"(%g, %x, %c, %c, %c) {eps = 1.0e-05 : f64} : (tensor<2x3x4x5xf32>, tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+}

@@ -176,6 +176,7 @@ locus.graph @training {
   %p = locus.input "p" : tensor<2x3x3x3xf32>
   %s = locus.input "s" : tensor<4x3xf32>
   %l = locus.input "l" : tensor<4xi64>
+  %c = locus.input "c" : tensor<3xf32>
   %w = locus.state "w" parameter : tensor<4x3x3x3xf32> init <uniform(-0.1, 0.1), seed = 1>
   %t = locus.state "t" buffer : tensor<f32> init <full(0.0)>
   %lr = locus.state "lr" buffer : tensor<f32> init <full(0.01)>
@@ -192,6 +193,10 @@ locus.graph @training {
   %3 = locus.conv2d_weight_grad %x, %g weight_shape [4, 3, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x6x6xf32>, tensor<2x4x6x6xf32> -> tensor<4x3x3x3xf32>
   // CHECK: locus.max_pool2d_grad %x, %p kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32> -> tensor<2x3x6x6xf32>
   %4 = locus.max_pool2d_grad %x, %p kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32> -> tensor<2x3x6x6xf32>
+  // CHECK: %{{.*}}, %[[MEAN:.*]], %[[VAR:.*]] = locus.batch_norm_train %x, %c, %c eps 1.000000e-05 : tensor<2x3x6x6xf32>, tensor<3xf32>
+  %y, %mean, %var = locus.batch_norm_train %x, %c, %c eps 1.0e-05 : tensor<2x3x6x6xf32>, tensor<3xf32>
+  // CHECK: locus.batch_norm_train_grad %x, %x, %[[MEAN]], %[[VAR]], %c eps 1.000000e-05 : tensor<2x3x6x6xf32>, tensor<3xf32>
+  %dx, %dw, %db = locus.batch_norm_train_grad %x, %x, %mean, %var, %c eps 1.0e-05 : tensor<2x3x6x6xf32>, tensor<3xf32>
   // CHECK: %[[P:.*]]:2 = locus.sgd %w, %3, %buf lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 nesterov : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
   %5:2 = locus.sgd %w, %3, %buf lr %lr momentum 0.9 weight_decay 0.0 nesterov : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
   // CHECK: locus.sgd %w, %3 lr %lr momentum 0.000000e+00 weight_decay 1.000000e-04 : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>

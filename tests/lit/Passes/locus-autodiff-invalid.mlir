@@ -52,3 +52,17 @@ locus.graph @g {
   locus.output "loss" = %s : tensor<f32>
   locus.output "w.grad" = %w : tensor<4xf32>
 }
+
+// -----
+
+// A loss that reads a batch norm's batch statistics has no gradient
+// through them.
+locus.graph @g {
+  %x = locus.input "x" : tensor<4x3x2x2xf32>
+  %w = locus.state "w" parameter : tensor<3xf32> init <full(1.0)>
+  %b = locus.state "b" parameter : tensor<3xf32> init <full(0.0)>
+  // expected-error@+1 {{'locus.batch_norm_train' op has no gradient through its batch statistics: the loss reads the batch mean or variance (only the normalized result is differentiated)}}
+  %y, %mean, %var = locus.batch_norm_train %x, %w, %b eps 1.0e-05 : tensor<4x3x2x2xf32>, tensor<3xf32>
+  %s = locus.sum %mean axes [0] : tensor<3xf32> -> tensor<f32>
+  locus.output "loss" = %s : tensor<f32>
+}

@@ -87,3 +87,26 @@ locus.graph @cnn {
   %l = locus.cross_entropy %o, %labels mean : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
   locus.output "loss" = %l : tensor<f32>
 }
+
+// -----
+
+// BatchNorm in training: one gradient op for the input, weight and bias;
+// its weight and bias gradients are marked as parameters' (results 1 and
+// 2) for --locus-data-parallel. The statistics feed no loss.
+// CHECK-LABEL: locus.graph @batch_norm
+// CHECK: %[[Y:.*]], %[[MEAN:.*]], %[[VAR:.*]] = locus.batch_norm_train %x, %bn.weight, %bn.bias eps 1.000000e-05 : tensor<4x3x2x2xf32>, tensor<3xf32>
+// CHECK: %[[DX:.*]], %[[DW:.*]], %[[DB:.*]] = locus.batch_norm_train_grad %{{.*}}, %x, %[[MEAN]], %[[VAR]], %bn.weight eps 1.000000e-05 {locus.gradient = array<i64: 1, 2>} : tensor<4x3x2x2xf32>, tensor<3xf32>
+// CHECK: locus.output "bn.weight.grad" = %[[DW]]
+// CHECK: locus.output "bn.bias.grad" = %[[DB]]
+// WRT-LABEL: locus.graph @batch_norm
+// WRT: %[[DX:.*]], %{{.*}}, %{{.*}} = locus.batch_norm_train_grad
+// WRT-NOT: locus.gradient
+// WRT: locus.output "x.grad" = %[[DX]]
+locus.graph @batch_norm {
+  %x = locus.input "x" : tensor<4x3x2x2xf32>
+  %w = locus.state "bn.weight" parameter : tensor<3xf32> init <full(1.0)>
+  %b = locus.state "bn.bias" parameter : tensor<3xf32> init <full(0.0)>
+  %y, %mean, %var = locus.batch_norm_train %x, %w, %b eps 1.0e-05 : tensor<4x3x2x2xf32>, tensor<3xf32>
+  %s = locus.sum %y axes [0, 1, 2, 3] : tensor<4x3x2x2xf32> -> tensor<f32>
+  locus.output "loss" = %s : tensor<f32>
+}

@@ -112,3 +112,33 @@ func.func @product_transposed(%g: tensor<8x4xf32>, %w: tensor<6x4xf32>) -> tenso
   %0 = locus.matmul %g, %wt : tensor<8x4xf32>, tensor<4x6xf32> -> tensor<8x6xf32>
   return %0 : tensor<8x6xf32>
 }
+
+// BatchNorm in training: the mean (a per-channel sum over N, H and W),
+// then the centred squares' sum, then one elementwise pass for the result.
+// CHECK-LABEL: func.func @batch_norm_train
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]{{.*}} ins(%{{.*}} : tensor<4x3x2x2xf32>) outs(%{{.*}} : tensor<3xf32>)
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]{{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x3x2x2xf32>, tensor<3xf32>) outs(%{{.*}} : tensor<3xf32>)
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: math.sqrt
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]{{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) outs(%{{.*}} : tensor<4x3x2x2xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @batch_norm_train(%x: tensor<4x3x2x2xf32>, %w: tensor<3xf32>, %b: tensor<3xf32>) -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %y, %mean, %var = locus.batch_norm_train %x, %w, %b eps 1.0e-05 : tensor<4x3x2x2xf32>, tensor<3xf32>
+  return %y, %mean, %var : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// Its gradients: two per-channel sums (of the gradient, and of it times
+// the normalized input), then the input's gradient in one pass.
+// CHECK-LABEL: func.func @batch_norm_train_grad
+// CHECK: math.sqrt
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]{{.*}} ins(%{{.*}} : tensor<4x3x2x2xf32>) outs(%{{.*}} : tensor<3xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]{{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x3x2x2xf32>, tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>) outs(%{{.*}} : tensor<3xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]{{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x3x2x2xf32>, tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) outs(%{{.*}} : tensor<4x3x2x2xf32>)
+func.func @batch_norm_train_grad(%g: tensor<4x3x2x2xf32>, %x: tensor<4x3x2x2xf32>, %mean: tensor<3xf32>, %var: tensor<3xf32>, %w: tensor<3xf32>) -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %dx, %dw, %db = locus.batch_norm_train_grad %g, %x, %mean, %var, %w eps 1.0e-05 : tensor<4x3x2x2xf32>, tensor<3xf32>
+  return %dx, %dw, %db : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>
+}

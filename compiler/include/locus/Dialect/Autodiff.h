@@ -35,10 +35,12 @@ mlir::Location backwardLoc(mlir::Location forward);
 /// Whether `loc` is one of backwardLoc's: its op was recorded by autodiff.
 bool isBackwardLoc(mlir::Location loc);
 
-/// The unit attribute differentiate() puts on the op that computes the
-/// gradient of a parameter (a locus.state it differentiates with respect
-/// to): what --locus-data-parallel all-reduces, as DDP does a parameter's
-/// .grad. Gradients with respect to computed values are not marked.
+/// The attribute differentiate() puts on the op that computes the gradient
+/// of a parameter (a locus.state it differentiates with respect to): what
+/// --locus-data-parallel all-reduces, as DDP does a parameter's .grad. A
+/// unit attribute on an op of one result; on an op of several (a batch
+/// norm's gradients), the array of the results that are parameters'
+/// gradients. Gradients with respect to computed values are not marked.
 inline constexpr llvm::StringLiteral kGradientAttrName = "locus.gradient";
 
 /// The unit attribute of an op recorded under no_grad (NoGradGuard):
@@ -47,6 +49,9 @@ inline constexpr llvm::StringLiteral kNoGradAttrName = "locus.no_grad";
 
 /// Whether `op` computes a parameter's gradient (kGradientAttrName).
 bool isParameterGradient(mlir::Operation *op);
+
+/// The results of `op` that are parameters' gradients (kGradientAttrName).
+llvm::SmallVector<mlir::Value> parameterGradients(mlir::Operation *op);
 
 /// An optimizer, with PyTorch's defaults.
 struct OptimizerConfig {

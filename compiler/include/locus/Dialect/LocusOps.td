@@ -716,6 +716,67 @@ def Locus_Conv2dWeightGradOp : Locus_InferOp<"conv2d_weight_grad"> {
   }];
 }
 
+def Locus_BatchNormTrainOp : Locus_InferOp<"batch_norm_train",
+    [AllTypesMatch<["weight", "bias"]>]> {
+  let summary = "BatchNorm in training: normalization by the batch's "
+                "statistics, with its affine transform.";
+  let description = [{
+    `input` is [N, C, ...]; `weight` and `bias` are [C]. The statistics are
+    over every axis but 1: `mean` [C] and the biased variance `var` [C] (as
+    PyTorch normalizes; the running variance it keeps is the unbiased one,
+    which the frontend derives). The result is
+    `(input - mean) / sqrt(var + eps) * weight + bias`.
+
+    One op rather than its arithmetic, so that its gradient is one op too
+    (`locus.batch_norm_train_grad`): the decomposed form's gradient read the
+    activations a dozen times. Only the first result carries a gradient;
+    the statistics feed the running averages, which no loss reads.
+
+    ```mlir
+    %y, %mean, %var = locus.batch_norm_train %x, %w, %b eps 1.0e-05
+        : tensor<8x4x6x6xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$weight,
+                       Locus_F32Tensor:$bias, F64Attr:$eps);
+  let results = (outs Locus_F32Tensor:$result, Locus_F32Tensor:$mean,
+                      Locus_F32Tensor:$var);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $eps attr-dict `:` type($input) `,`
+    type($weight)
+  }];
+}
+
+def Locus_BatchNormTrainGradOp : Locus_InferOp<"batch_norm_train_grad",
+    [AllTypesMatch<["grad", "input"]>,
+     AllTypesMatch<["mean", "var", "weight"]>]> {
+  let summary = "The gradients of locus.batch_norm_train.";
+  let description = [{
+    From `grad` (the gradient of the result), the forward's `input`, batch
+    `mean` and `var` and `weight`, with `xhat = (input - mean) / sqrt(var +
+    eps)` and `M` values per channel: `bias_grad = sum(grad)`, `weight_grad
+    = sum(grad * xhat)` (over every axis but 1), and `input_grad = weight /
+    sqrt(var + eps) * (grad - bias_grad / M - xhat * weight_grad / M)`,
+    which counts the statistics' dependence on the input. Three passes over
+    the activations: the two sums, then the input's gradient.
+
+    ```mlir
+    %dx, %dw, %db = locus.batch_norm_train_grad %g, %x, %mean, %var, %w eps 1.0e-05
+        : tensor<8x4x6x6xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$grad, Locus_F32Tensor:$input,
+                       Locus_F32Tensor:$mean, Locus_F32Tensor:$var,
+                       Locus_F32Tensor:$weight, F64Attr:$eps);
+  let results = (outs Locus_F32Tensor:$input_grad,
+                      Locus_F32Tensor:$weight_grad,
+                      Locus_F32Tensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $mean `,` $var `,` $weight `eps` $eps attr-dict `:`
+    type($input) `,` type($weight)
+  }];
+}
+
 def Locus_MaxPool2dGradOp : Locus_InferOp<"max_pool2d_grad"> {
   let summary = "The gradient of locus.max_pool2d with respect to its input.";
   let description = [{

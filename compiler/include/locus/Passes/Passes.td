@@ -229,8 +229,9 @@ def LocusDataParallel : Pass<"locus-data-parallel", "::locus::GraphOp"> {
     parameter's gradient is averaged over the ranks before anything reads
     it, so every rank's optimizer makes the same update. The gradients are
     those autodiff marked (`locus.gradient`: the gradient of a
-    `locus.state` it differentiated with respect to); gradients with
-    respect to computed values are left alone.
+    `locus.state` it differentiated with respect to; on an op of several
+    results, such as `locus.batch_norm_train_grad`, the array of those that
+    are); gradients with respect to computed values are left alone.
 
     The pass walks the placed graph in order and gathers the gradients of
     each device into buckets of about `bucket-bytes` (25 MiB, DDP's

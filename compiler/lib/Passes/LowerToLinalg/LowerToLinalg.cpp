@@ -469,6 +469,8 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
            LowerOp<Conv2dInputGradOp, lowerConvInputGrad>,
            LowerOp<Conv2dWeightGradOp, lowerConvWeightGrad>,
            LowerOp<MaxPool2dGradOp, lowerMaxPoolGrad>, LowerOp<SgdOp, lowerSgd>,
+           LowerOp<BatchNormTrainOp, lowerBatchNormTrain>,
+           LowerOp<BatchNormTrainGradOp, lowerBatchNormTrainGrad>,
            LowerOp<AdamOp, lowerAdam>>(ctx);
   patterns.add<LowerOp<RandomOp, lowerRandom>>(ctx);
 }

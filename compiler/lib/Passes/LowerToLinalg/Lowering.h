@@ -275,6 +275,9 @@ Value lowerSliceGrad(Lowering &l, SliceGradOp op);
 // Training.cpp
 SmallVector<Value> lowerSgd(Lowering &l, SgdOp op);
 SmallVector<Value> lowerAdam(Lowering &l, AdamOp op);
+SmallVector<Value> lowerBatchNormTrain(Lowering &l, BatchNormTrainOp op);
+SmallVector<Value> lowerBatchNormTrainGrad(Lowering &l,
+                                           BatchNormTrainGradOp op);
 Value lowerRandom(Lowering &l, RandomOp op);
 
 } // namespace locus::lowering

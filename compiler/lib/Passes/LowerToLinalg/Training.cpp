@@ -1,8 +1,9 @@
 //===- Training.cpp - optimizers and random numbers -----------------------===//
 //
 // The lowerings of --locus-lower-to-linalg for the training ops: the SGD and
-// Adam updates (one generic with several results each) and locus.random
-// (Philox4x32-10).
+// Adam updates (one generic with several results each), BatchNorm in
+// training and its gradients (per-channel sums and one elementwise pass),
+// and locus.random (Philox4x32-10).
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +96,140 @@ SmallVector<Value> lowerSgd(Lowering &l, SgdOp op) {
           results.push_back(buf);
         return results;
       });
+}
+
+namespace {
+
+/// The loops of a BatchNorm over its [N, C, ...] input: maps and iterators
+/// for per-channel sums and for elementwise passes.
+struct ChannelLoops {
+  RankedTensorType input, perChannel;
+  AffineMap all, channel;
+  SmallVector<IteratorType> reduceAllButC, parallel;
+  double count; // values per channel
+
+  ChannelLoops(Lowering &l, Value x) : input(l.typeOf(x)) {
+    unsigned rank = input.getRank();
+    perChannel =
+        RankedTensorType::get({input.getDimSize(1)}, input.getElementType());
+    all = l.b.getMultiDimIdentityMap(rank);
+    channel =
+        AffineMap::get(rank, 0, l.b.getAffineDimExpr(1), l.b.getContext());
+    for (unsigned d = 0; d < rank; ++d)
+      reduceAllButC.push_back(d == 1 ? IteratorType::parallel
+                                     : IteratorType::reduction);
+    parallel.assign(rank, IteratorType::parallel);
+    count = static_cast<double>(input.getNumElements() / input.getDimSize(1));
+  }
+
+  /// sum over every axis but 1 of `body(elements...)`, for inputs read
+  /// through `maps`.
+  Value sum(Lowering &l, ValueRange inputs, ArrayRef<AffineMap> maps,
+            function_ref<Value(BodyMath &, ValueRange)> body) const {
+    return l.generic(perChannel, inputs, maps, l.filled(perChannel, 0.0),
+                     channel, reduceAllButC,
+                     [&](OpBuilder &nb, Location nl, ValueRange a) {
+                       BodyMath f{nb, nl};
+                       return f.add(body(f, a.drop_back()), a.back());
+                     });
+  }
+
+  /// An elementwise pass over the input's shape.
+  Value map(Lowering &l, ValueRange inputs, ArrayRef<AffineMap> maps,
+            function_ref<Value(BodyMath &, ValueRange)> body) const {
+    return l.generic(input, inputs, maps, l.empty(input), all, parallel,
+                     [&](OpBuilder &nb, Location nl, ValueRange a) {
+                       BodyMath f{nb, nl};
+                       return body(f, a.drop_back());
+                     });
+  }
+
+  /// A per-channel elementwise op.
+  Value perChannelMap(Lowering &l, ValueRange inputs,
+                      function_ref<Value(BodyMath &, ValueRange)> body) const {
+    return l.elementwise(perChannel, inputs,
+                         [&](OpBuilder &nb, Location nl, ValueRange a) {
+                           BodyMath f{nb, nl};
+                           return body(f, a.drop_back());
+                         });
+  }
+};
+
+/// 1 / sqrt(var + eps), per channel, as PyTorch's invstd.
+Value inverseStd(Lowering &l, const ChannelLoops &c, Value var, double eps) {
+  return c.perChannelMap(l, var, [&](BodyMath &f, ValueRange a) {
+    return f.div(f.cst(1.0), f.sqrt(f.add(a[0], f.cst(eps))));
+  });
+}
+
+} // namespace
+
+/// Two passes for the statistics (the mean, then the centred squares, as
+/// PyTorch's CPU kernel; no cancellation), one for the result.
+SmallVector<Value> lowerBatchNormTrain(Lowering &l, BatchNormTrainOp op) {
+  ChannelLoops c(l, op.getInput());
+  Value x = op.getInput();
+  double inv = 1.0 / c.count, eps = op.getEps().convertToDouble();
+  Value sum =
+      c.sum(l, x, {c.all}, [](BodyMath &, ValueRange a) { return a[0]; });
+  Value mean = c.perChannelMap(l, sum, [&](BodyMath &f, ValueRange a) {
+    return f.mul(a[0], f.cst(inv));
+  });
+  Value squares =
+      c.sum(l, {x, mean}, {c.all, c.channel}, [](BodyMath &f, ValueRange a) {
+        Value d = f.sub(a[0], a[1]);
+        return f.mul(d, d);
+      });
+  Value var = c.perChannelMap(l, squares, [&](BodyMath &f, ValueRange a) {
+    return f.mul(a[0], f.cst(inv));
+  });
+  Value scale = c.perChannelMap(
+      l, {inverseStd(l, c, var, eps), op.getWeight()},
+      [](BodyMath &f, ValueRange a) { return f.mul(a[0], a[1]); });
+  Value y = c.map(l, {x, mean, scale, op.getBias()},
+                  {c.all, c.channel, c.channel, c.channel},
+                  [](BodyMath &f, ValueRange a) {
+                    return f.add(f.mul(f.sub(a[0], a[1]), a[2]), a[3]);
+                  });
+  return {y, mean, var};
+}
+
+/// Two per-channel sums (of the gradient, and of it times the normalized
+/// input, which each reads again rather than keeping), then one pass for
+/// the input's gradient.
+SmallVector<Value> lowerBatchNormTrainGrad(Lowering &l,
+                                           BatchNormTrainGradOp op) {
+  ChannelLoops c(l, op.getInput());
+  Value g = op.getGrad(), x = op.getInput();
+  double inv = 1.0 / c.count;
+  Value invstd = inverseStd(l, c, op.getVar(), op.getEps().convertToDouble());
+  Value biasGrad =
+      c.sum(l, g, {c.all}, [](BodyMath &, ValueRange a) { return a[0]; });
+  Value weightGrad = c.sum(l, {g, x, op.getMean(), invstd},
+                           {c.all, c.all, c.channel, c.channel},
+                           [](BodyMath &f, ValueRange a) {
+                             return f.mul(a[0], f.mul(f.sub(a[1], a[2]), a[3]));
+                           });
+  // dx = w * invstd * (g - db / M - xhat * dw / M)
+  Value scale = c.perChannelMap(
+      l, {invstd, op.getWeight()},
+      [](BodyMath &f, ValueRange a) { return f.mul(a[0], a[1]); });
+  Value meanGrad = c.perChannelMap(l, biasGrad, [&](BodyMath &f, ValueRange a) {
+    return f.mul(a[0], f.cst(inv));
+  });
+  Value meanDot =
+      c.perChannelMap(l, weightGrad, [&](BodyMath &f, ValueRange a) {
+        return f.mul(a[0], f.cst(inv));
+      });
+  Value inputGrad = c.map(
+      l, {g, x, op.getMean(), invstd, scale, meanGrad, meanDot},
+      {c.all, c.all, c.channel, c.channel, c.channel, c.channel, c.channel},
+      [](BodyMath &f, ValueRange a) {
+        Value xhat = f.mul(f.sub(a[1], a[2]), a[3]);
+        Value centred = f.sub(f.sub(a[0], a[5]), f.mul(xhat, a[6]));
+        return f.mul(a[4], centred);
+      });
+  return {inputGrad, weightGrad, biasGrad};
 }
 
 /// torch.optim.Adam's (or, `decoupled`, AdamW's) single-tensor update
