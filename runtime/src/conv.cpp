@@ -38,6 +38,7 @@
 namespace {
 
 using locus::rt::conv::im2col;
+using locus::rt::conv::offsetOf;
 using locus::rt::conv::Params;
 using locus::rt::conv::Shape;
 using locus::rt::conv::workspace;
@@ -113,12 +114,15 @@ float convAt(const Shape &s, const float *x, const float *w, const float *bias,
         int64_t col = j * s.sw + q * s.dw - s.pw;
         if (col < 0 || col >= s.w)
           continue;
-        acc += x[((n * s.c + g * cg + c) * s.h + r) * s.w + col] *
+        acc += x[offsetOf(s.xNhwc(), s.c, s.h, s.w, n, g * cg + c, r, col)] *
                w[((o * cg + c) * s.kh + p) * s.kw + q];
       }
     }
-  float v = acc + (s.bias() ? bias[o] : 0.0f) +
-            (residual ? residual[((n * s.o + o) * s.oh + i) * s.ow + j] : 0.0f);
+  float v =
+      acc + (s.bias() ? bias[o] : 0.0f) +
+      (residual
+           ? residual[offsetOf(s.residualNhwc(), s.o, s.oh, s.ow, n, o, i, j)]
+           : 0.0f);
   return s.relu() && !(v > 0.0f) ? 0.0f : v;
 }
 
@@ -132,7 +136,7 @@ void directConv(const Shape &s, const float *x, const float *w,
       if (!s.pooled()) {
         for (int64_t i = 0; i < s.oh; ++i)
           for (int64_t j = 0; j < s.ow; ++j)
-            y[((n * s.o + o) * s.oh + i) * s.ow + j] =
+            y[offsetOf(s.yNhwc(), s.o, s.oh, s.ow, n, o, i, j)] =
                 convAt(s, x, w, bias, residual, n, o, i, j);
         continue;
       }
@@ -152,7 +156,7 @@ void directConv(const Shape &s, const float *x, const float *w,
               else if (v > acc || std::isnan(v))
                 acc = std::isnan(acc) ? acc : v;
             }
-          y[((n * s.o + o) * s.poh + i) * s.pow + j] =
+          y[offsetOf(s.yNhwc(), s.o, s.poh, s.pow, n, o, i, j)] =
               s.maxPool() ? acc : acc / static_cast<float>(s.pkh * s.pkw);
         }
     }
@@ -195,6 +199,55 @@ void builtinConv(const Shape &s, const float *x, const float *w,
   }
 }
 
+/// Copies `n` images of `channels` x `plane` values between NHWC and NCHW
+/// (`toNhwc`: from NCHW).
+void relayout(const float *in, int64_t n, int64_t channels, int64_t plane,
+              bool toNhwc, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t p = 0; p < plane; ++p) {
+        int64_t nchw = (i * channels + c) * plane + p,
+                nhwc = (i * plane + p) * channels + c;
+        out[toNhwc ? nhwc : nchw] = in[toNhwc ? nchw : nhwc];
+      }
+}
+
+/// The built-in path for any layout: NHWC operands are copied to NCHW
+/// (and y back) around builtinConv; the direct loops, which index either
+/// layout, when the copies' memory cannot be had.
+void builtinAnyLayout(const Shape &s, const float *x, const float *w,
+                      const float *bias, const float *residual, float *y) {
+  if (!s.anyNhwc()) {
+    builtinConv(s, x, w, bias, residual, y);
+    return;
+  }
+  thread_local Workspace xs, rs, ys;
+  auto floats = [](Workspace &space, int64_t count) {
+    return reinterpret_cast<float *>(
+        space.get(static_cast<size_t>(count) * sizeof(float)));
+  };
+  float *xPlain = s.xNhwc() ? floats(xs, s.inputElements()) : nullptr;
+  float *rPlain =
+      residual && s.residualNhwc() ? floats(rs, s.convElements()) : nullptr;
+  float *yPlain = s.yNhwc() ? floats(ys, s.yElements()) : nullptr;
+  if ((s.xNhwc() && !xPlain) || (residual && s.residualNhwc() && !rPlain) ||
+      (s.yNhwc() && !yPlain)) {
+    directConv(s, x, w, bias, residual, y);
+    return;
+  }
+  if (xPlain)
+    relayout(x, s.n, s.c, s.h * s.w, /*toNhwc=*/false, xPlain);
+  if (rPlain)
+    relayout(residual, s.n, s.o, s.oh * s.ow, /*toNhwc=*/false, rPlain);
+  Shape plain = s;
+  plain.flags &=
+      ~(LOCUS_CONV_X_NHWC | LOCUS_CONV_RESIDUAL_NHWC | LOCUS_CONV_Y_NHWC);
+  builtinConv(plain, xPlain ? xPlain : x, w, bias, rPlain ? rPlain : residual,
+              yPlain ? yPlain : y);
+  if (yPlain)
+    relayout(yPlain, s.n, s.o, s.yElements() / (s.n * s.o), /*toNhwc=*/true, y);
+}
+
 #if LOCUS_HAVE_DNNL_H
 
 using locus::rt::Dnnl;
@@ -207,7 +260,8 @@ struct Primitives {
   dnnl_primitive_t conv = nullptr;
   dnnl_primitive_t srcIn = nullptr, weightsIn = nullptr, dstIn = nullptr,
                    dstOut = nullptr; // null: the user's layout is oneDNN's
-  dnnl_memory_desc_t userSrc{}, userWeights{}, userDst{}, bias{};
+  dnnl_memory_desc_t userSrc{}, userWeights{}, userDst{}, userResidual{},
+      bias{};
   dnnl_memory_desc_t src{}, weights{}, dst{}, scratch{};
   size_t srcBytes = 0, weightsBytes = 0, dstBytes = 0, scratchBytes = 0;
   /// The pooling (when the shape is pooled): it reads the convolution's
@@ -226,7 +280,7 @@ bool buildPool(const Dnnl &d, const Shape &s, Primitives &p) {
   dnnl_memory_desc_t anyDst;
   dnnl_pooling_desc_t desc;
   if (!ok(d.dnnl_memory_desc_init_by_tag(&p.userPooled, 4, dst, dnnl_f32,
-                                         dnnl_nchw)) ||
+                                         s.yNhwc() ? dnnl_nhwc : dnnl_nchw)) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&anyDst, 4, dst, dnnl_f32,
                                          dnnl_format_tag_any)) ||
       !ok(d.dnnl_pooling_forward_desc_init(
@@ -288,16 +342,19 @@ bool build(const Dnnl &d, const Shape &s, Primitives &p) {
   int wdims = grouped ? 5 : 4;
   dnnl_format_tag_t wtag = grouped ? dnnl_goihw : dnnl_oihw;
   dnnl_memory_desc_t anySrc, anyWeights, anyDst;
+  auto tag = [](bool nhwc) { return nhwc ? dnnl_nhwc : dnnl_nchw; };
   if (!ok(d.dnnl_memory_desc_init_by_tag(&p.userSrc, 4, src, dnnl_f32,
-                                         dnnl_nchw)) ||
+                                         tag(s.xNhwc()))) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&p.userWeights, wdims, weights,
                                          dnnl_f32, wtag)) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&p.userDst, 4, dst, dnnl_f32,
-                                         dnnl_nchw)) ||
+                                         tag(s.yNhwc()))) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&p.userResidual, 4, dst, dnnl_f32,
+                                         tag(s.residualNhwc()))) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&p.bias, 1, bias, dnnl_f32, dnnl_x)) ||
       !ok(d.dnnl_memory_desc_init_by_tag(
           &anySrc, 4, src, dnnl_f32,
-          readsNchw(d, s) ? dnnl_nchw : dnnl_format_tag_any)) ||
+          readsNchw(d, s) ? tag(s.xNhwc()) : dnnl_format_tag_any)) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&anyWeights, wdims, weights, dnnl_f32,
                                          dnnl_format_tag_any)) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&anyDst, 4, dst, dnnl_f32,
@@ -344,7 +401,7 @@ bool build(const Dnnl &d, const Shape &s, Primitives &p) {
   return built && reorder(p.userSrc, p.src, p.srcIn) &&
          reorder(p.userWeights, p.weights, p.weightsIn) &&
          (s.pooled() || reorder(p.dst, p.userDst, p.dstOut)) &&
-         (!s.residual() || reorder(p.userDst, p.dst, p.dstIn)) &&
+         (!s.residual() || reorder(p.userResidual, p.dst, p.dstIn)) &&
          (!s.pooled() ||
           (buildPool(d, s, p) && reorder(p.pooled, p.userPooled, p.pooledOut)));
 }
@@ -437,7 +494,7 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
   if (ran && residual) {
     // The sum post-op adds what dst holds: the residual, in dst's layout.
     if (p->dstIn) {
-      dnnl_memory_t res = wrap(p->userDst, residual);
+      dnnl_memory_t res = wrap(p->userResidual, residual);
       ran = res != nullptr;
       run(p->dstIn, {{DNNL_ARG_FROM, res}, {DNNL_ARG_TO, dst}});
     } else {
@@ -563,7 +620,7 @@ extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
                false, [&] { return dnnlConv(*d, p, x, w, bias, res, y); }))
     return;
 #endif
-  builtinConv(s, x, w, bias, res, y);
+  builtinAnyLayout(s, x, w, bias, res, y);
 }
 
 extern "C" const char *locus_conv_name(void) {

@@ -39,6 +39,13 @@ struct Shape {
   bool pooled() const {
     return flags & (LOCUS_CONV_MAX_POOL | LOCUS_CONV_AVG_POOL);
   }
+  bool xNhwc() const { return flags & LOCUS_CONV_X_NHWC; }
+  bool residualNhwc() const { return flags & LOCUS_CONV_RESIDUAL_NHWC; }
+  bool yNhwc() const { return flags & LOCUS_CONV_Y_NHWC; }
+  bool anyNhwc() const {
+    return flags &
+           (LOCUS_CONV_X_NHWC | LOCUS_CONV_RESIDUAL_NHWC | LOCUS_CONV_Y_NHWC);
+  }
   /// Elements of the convolution's output and of y.
   int64_t convElements() const { return n * o * oh * ow; }
   int64_t yElements() const {
@@ -59,6 +66,15 @@ struct Shape {
            w <= 0 || groups <= 0;
   }
 };
+
+/// The offset of element (n, c, i, j) of a [images, channels, height,
+/// width] tensor, laid out NCHW or (`nhwc`) NHWC.
+inline int64_t offsetOf(bool nhwc, int64_t channels, int64_t height,
+                        int64_t width, int64_t n, int64_t c, int64_t i,
+                        int64_t j) {
+  return nhwc ? ((n * height + i) * width + j) * channels + c
+              : ((n * channels + c) * height + i) * width + j;
+}
 
 /// The LOCUS_CONV_PARAM_COUNT values generated code passes by address.
 Params readParams(uintptr_t address);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -527,6 +528,86 @@ TEST(Conv2d, MatchesADoubleReference) {
             << " element " << i << " round " << round;
     }
   }
+}
+
+/// `v`, n images of `channels` x `plane` values, from NCHW to NHWC or
+/// (`back`) from NHWC to NCHW.
+std::vector<float> relayout(const std::vector<float> &v, int64_t n,
+                            int64_t channels, int64_t plane, bool back) {
+  std::vector<float> out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t p = 0; p < plane; ++p) {
+        size_t nchw = static_cast<size_t>((i * channels + c) * plane + p),
+               nhwc = static_cast<size_t>((i * plane + p) * channels + c);
+        out[back ? nchw : nhwc] = v[back ? nhwc : nchw];
+      }
+  return out;
+}
+
+TEST(Conv2d, NhwcOperandsMatchTheReference) {
+  // What --locus-conv-layouts makes: any of x, the residual and y NHWC;
+  // through oneDNN and through the built-in path.
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  auto random = [&](int64_t count) {
+    std::vector<float> v(count);
+    for (float &f : v)
+      f = dist(rng);
+    return v;
+  };
+  struct Case {
+    int64_t n, c, h, o, k, pad, groups, flags, pool;
+  } cases[] = {
+      {2, 32, 9, 32, 3, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU, 0},
+      {1, 4, 10, 16, 3, 1, 1, LOCUS_CONV_BIAS | LOCUS_CONV_RESIDUAL, 0},
+      {2, 16, 8, 24, 3, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2},
+      {1, 8, 7, 8, 3, 1, 2, LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU, 0}};
+  const char *saved = std::getenv("LOCUS_CONV");
+  for (const char *path : {"default", "builtin"}) {
+    if (std::string(path) == "builtin")
+      setenv("LOCUS_CONV", "builtin", 1);
+    for (const Case &t : cases)
+      for (int64_t layouts = 1; layouts < 8; ++layouts) {
+        int64_t flags = t.flags | (layouts & 1 ? LOCUS_CONV_X_NHWC : 0) |
+                        (layouts & 2 ? LOCUS_CONV_RESIDUAL_NHWC : 0) |
+                        (layouts & 4 ? LOCUS_CONV_Y_NHWC : 0);
+        int64_t oh = t.h + 2 * t.pad - t.k + 1;
+        int64_t ph = t.pool ? oh / t.pool : 0;
+        int64_t p[LOCUS_CONV_PARAM_COUNT] = {
+            t.n,    t.c,    t.h,    t.h,   t.o, t.k, t.k,      oh,    oh,
+            1,      1,      t.pad,  t.pad, 1,   1,   t.groups, flags, t.pool,
+            t.pool, t.pool, t.pool, 0,     0,   ph,  ph};
+        std::vector<float> x = random(t.n * t.c * t.h * t.h),
+                           w = random(t.o * t.c / t.groups * t.k * t.k),
+                           bias = random(t.o),
+                           residual = random(t.n * t.o * oh * oh);
+        std::vector<double> want = convRef(p, x, w, bias, residual);
+        if (layouts & 1)
+          x = relayout(x, t.n, t.c, t.h * t.h, false);
+        if (layouts & 2)
+          residual = relayout(residual, t.n, t.o, oh * oh, false);
+        int64_t side = t.pool ? ph : oh;
+        std::vector<float> y(static_cast<size_t>(t.n * t.o * side * side),
+                             std::nanf(""));
+        locus_conv2d(address(p), address(x.data()), address(w.data()),
+                     address(bias.data()), address(residual.data()),
+                     address(y.data()));
+        if (layouts & 4)
+          y = relayout(y, t.n, t.o, side * side, true);
+        double tolerance = 1e-5 * double(t.c / t.groups * t.k * t.k);
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_NEAR(y[i], want[i], tolerance + 1e-5 * std::abs(want[i]))
+              << path << " c=" << t.c << " layouts " << layouts << " element "
+              << i;
+      }
+  }
+  if (saved)
+    setenv("LOCUS_CONV", saved, 1);
+  else
+    unsetenv("LOCUS_CONV");
 }
 
 TEST(Conv2d, ResidualMayBeTheInput) {

@@ -106,3 +106,40 @@ ConvCall conv::describe(Operation *op, int64_t tf32) {
                     shape(g.getInput()), shape(g.getResult()),
                     shape(g.getGrad()), tf32);
 }
+
+namespace {
+
+/// The single user of `value`, in the same block as its definition, or
+/// null.
+Operation *onlyUser(Value value) {
+  if (!value.hasOneUse())
+    return nullptr;
+  Operation *user = *value.getUsers().begin();
+  return user->getBlock() == value.getParentBlock() ? user : nullptr;
+}
+
+} // namespace
+
+Fused locus::conv::matchFused(Conv2dOp conv) {
+  Fused f;
+  f.conv = conv;
+  Value result = conv.getResult();
+  if (auto add = dyn_cast_or_null<AddOp>(onlyUser(result))) {
+    Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+    // Same type on both sides (no broadcast), and not the convolution twice.
+    if (other != result && other.getType() == result.getType() &&
+        add.getType() == result.getType()) {
+      f.add = add;
+      f.residual = other;
+      result = add.getResult();
+    }
+  }
+  if (auto relu = dyn_cast_or_null<ReluOp>(onlyUser(result))) {
+    f.relu = relu;
+    result = relu.getResult();
+  }
+  Operation *user = onlyUser(result);
+  if (isa_and_nonnull<MaxPool2dOp, AvgPool2dOp>(user))
+    f.pool = user;
+  return f;
+}

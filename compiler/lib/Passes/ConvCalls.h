@@ -65,6 +65,34 @@ struct ConvCall {
 /// LOCUS_CONV_TF32 or 0.
 ConvCall describe(mlir::Operation *op, int64_t tf32);
 
+/// A host convolution and the ops that join its locus_conv2d call: a
+/// residual add, a ReLU, then a pooling, each the only user of what comes
+/// before it, in the same block.
+struct Fused {
+  Conv2dOp conv;
+  mlir::Value residual; // null: none
+  mlir::Operation *add = nullptr, *relu = nullptr;
+  /// A max_pool2d or avg_pool2d of the result, or null.
+  mlir::Operation *pool = nullptr;
+  /// The op whose result the call replaces (the last one fused).
+  mlir::Operation *last() {
+    if (pool)
+      return pool;
+    return relu ? relu : add ? add : conv.getOperation();
+  }
+};
+
+/// What joins `conv`'s call (--locus-conv-to-runtime; --locus-conv-layouts
+/// predicts the calls with it).
+Fused matchFused(Conv2dOp conv);
+
+/// Unit attributes --locus-conv-layouts puts on a host convolution whose
+/// input, residual or call result is laid out NHWC in memory
+/// (LOCUS_CONV_X_NHWC, _RESIDUAL_NHWC, _Y_NHWC).
+inline constexpr llvm::StringLiteral kNhwcInputAttr = "locus.nhwc_input";
+inline constexpr llvm::StringLiteral kNhwcResidualAttr = "locus.nhwc_residual";
+inline constexpr llvm::StringLiteral kNhwcResultAttr = "locus.nhwc_result";
+
 } // namespace locus::conv
 
 #endif // LOCUS_PASSES_CONVCALLS_H

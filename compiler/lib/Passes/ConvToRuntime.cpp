@@ -25,54 +25,6 @@ using namespace locus::conv;
 
 namespace {
 
-/// A convolution and the ops that join its call.
-struct Fused {
-  Conv2dOp conv;
-  Value residual; // null: none
-  Operation *add = nullptr, *relu = nullptr;
-  /// A max_pool2d or avg_pool2d of the result, or null.
-  Operation *pool = nullptr;
-  /// The op whose result the call replaces (the last one fused).
-  Operation *last() {
-    if (pool)
-      return pool;
-    return relu ? relu : add ? add : conv.getOperation();
-  }
-};
-
-/// The single user of `value`, in the same block as its definition, or
-/// null.
-Operation *onlyUser(Value value) {
-  if (!value.hasOneUse())
-    return nullptr;
-  Operation *user = *value.getUsers().begin();
-  return user->getBlock() == value.getParentBlock() ? user : nullptr;
-}
-
-Fused match(Conv2dOp conv) {
-  Fused f;
-  f.conv = conv;
-  Value result = conv.getResult();
-  if (auto add = dyn_cast_or_null<AddOp>(onlyUser(result))) {
-    Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
-    // Same type on both sides (no broadcast), and not the convolution twice.
-    if (other != result && other.getType() == result.getType() &&
-        add.getType() == result.getType()) {
-      f.add = add;
-      f.residual = other;
-      result = add.getResult();
-    }
-  }
-  if (auto relu = dyn_cast_or_null<ReluOp>(onlyUser(result))) {
-    f.relu = relu;
-    result = relu.getResult();
-  }
-  Operation *user = onlyUser(result);
-  if (isa_and_nonnull<MaxPool2dOp, AvgPool2dOp>(user))
-    f.pool = user;
-  return f;
-}
-
 /// The window, strides and padding of a pooling op.
 template <typename PoolOp>
 std::array<ArrayRef<int64_t>, 3> poolingOf(Operation *op) {
@@ -98,7 +50,7 @@ public:
           grads.push_back(op);
       });
     for (Conv2dOp conv : convs)
-      rewrite(module, match(conv));
+      rewrite(module, matchFused(conv));
     for (Operation *grad : grads)
       rewriteGrad(module, grad);
   }
@@ -127,7 +79,12 @@ private:
         (f.residual ? LOCUS_CONV_RESIDUAL : 0) |
         (f.relu ? LOCUS_CONV_RELU : 0) |
         (isa_and_nonnull<MaxPool2dOp>(f.pool) ? LOCUS_CONV_MAX_POOL : 0) |
-        (isa_and_nonnull<AvgPool2dOp>(f.pool) ? LOCUS_CONV_AVG_POOL : 0);
+        (isa_and_nonnull<AvgPool2dOp>(f.pool) ? LOCUS_CONV_AVG_POOL : 0) |
+        (conv->hasAttr(kNhwcInputAttr) ? LOCUS_CONV_X_NHWC : 0) |
+        (f.residual && conv->hasAttr(kNhwcResidualAttr)
+             ? LOCUS_CONV_RESIDUAL_NHWC
+             : 0) |
+        (conv->hasAttr(kNhwcResultAttr) ? LOCUS_CONV_Y_NHWC : 0);
     Params params =
         convParams(in.getShape(), w.getShape(), out.getShape(), stride, padding,
                    dilation, conv.getGroups(), flags);

@@ -168,6 +168,8 @@ void locus::buildKernelPipeline(OpPassManager &pm, bool fuse) {
   // Out-of-range indices become a run's error (placed like their reader).
   pm.addNestedPass<GraphOp>(createLocusCheckIndices());
   pm.addNestedPass<GraphOp>(createLocusFuseKernels(fusion));
+  // Values that convolution calls alone write and read stay NHWC.
+  pm.addNestedPass<GraphOp>(createLocusConvLayouts());
   pm.addPass(createLocusOutlineKernels());
 }
 

@@ -140,8 +140,10 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 
 #define LOCUS_PLAN_MAGIC 0x4E4C504Cu /* "LPLN" */
 /* 2: launches and per-step copies may write state (training steps).
- * 3: all-reduce commands (data-parallel training). */
-#define LOCUS_PLAN_VERSION 3u
+ * 3: all-reduce commands (data-parallel training).
+ * 4: host convolutions may pass NHWC tensors (LOCUS_CONV_*_NHWC), which an
+ *    older runtime would read as NCHW. */
+#define LOCUS_PLAN_VERSION 4u
 /* Offsets in an arena are multiples of this. */
 #define LOCUS_PLAN_ALIGNMENT 64u
 
@@ -268,7 +270,13 @@ enum locus_conv_flag_e {
   LOCUS_CONV_RELU = 4,      /* then max(0, .) */
   LOCUS_CONV_MAX_POOL = 8,  /* then max pooling (padding never wins) */
   LOCUS_CONV_AVG_POOL = 16, /* or average pooling (padding counts as 0) */
-  LOCUS_CONV_TF32 = 32      /* locus_cuda_conv2d may round to TF32 */
+  LOCUS_CONV_TF32 = 32,     /* locus_cuda_conv2d may round to TF32 */
+  /* locus_conv2d only: a tensor laid out [N, H, W, C] in memory (NHWC)
+   * rather than NCHW, as the compiler keeps a value that convolutions
+   * alone produce and read (--locus-conv-layouts). */
+  LOCUS_CONV_X_NHWC = 64,
+  LOCUS_CONV_RESIDUAL_NHWC = 128,
+  LOCUS_CONV_Y_NHWC = 256 /* the pooled output when a _POOL flag is set */
 };
 
 /* What locus_conv2d_grad and locus_cuda_conv2d compute, with the operands

@@ -133,3 +133,17 @@ func.func @grads(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<2x
   %r = locus.mul %dx, %m : tensor<2x3x9x9xf32>
   return %r, %dw : tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32>
 }
+
+// -----
+
+// --locus-conv-layouts' marks become the call's layout flags: x, the
+// residual and y NHWC (64 | 128 | 256), with bias, residual and ReLU (7).
+// CHECK: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[1, 4, 6, 6, 4, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 455, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-LABEL: func.func @nhwc
+// CHECK: call @locus_conv2d(
+func.func @nhwc(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.nhwc_input, locus.nhwc_residual, locus.nhwc_result} : tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>, tensor<4xf32> -> tensor<1x4x6x6xf32>
+  %1 = locus.add %x, %0 : tensor<1x4x6x6xf32>
+  %2 = locus.relu %1 : tensor<1x4x6x6xf32>
+  return %2 : tensor<1x4x6x6xf32>
+}

@@ -1,0 +1,96 @@
+//===- ConvLayouts.cpp - --locus-conv-layouts -----------------------------===//
+//
+// A value that host convolution calls alone produce and read stays NHWC in
+// memory between them: no reorders to NCHW and back around each call. See
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvCalls.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "locus-conv-layouts"
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSCONVLAYOUTS
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+using namespace locus::conv;
+
+namespace {
+
+/// The convolution of a CPU kernel that is one locus_conv2d call and
+/// nothing else (--locus-conv-to-runtime will make exactly that call), or
+/// null.
+Conv2dOp callOf(KernelOp kernel) {
+  DeviceAttr device = kernel.getDevice();
+  if (!device || device.getKind() != DeviceKind::cpu ||
+      kernel->getNumResults() != 1)
+    return nullptr;
+  Block &body = kernel.getBody().front();
+  auto convs = body.getOps<Conv2dOp>();
+  if (std::distance(convs.begin(), convs.end()) != 1)
+    return nullptr;
+  Conv2dOp conv = *convs.begin();
+  Fused f = matchFused(conv);
+  size_t fused = 1 + (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (body.getOperations().size() != fused + 1 ||
+      yield->getOperand(0) != f.last()->getResult(0))
+    return nullptr;
+  return conv;
+}
+
+class ConvLayoutsPass
+    : public locus::impl::LocusConvLayoutsBase<ConvLayoutsPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    GraphOp graph = getOperation();
+    DenseMap<Operation *, Conv2dOp> calls; // kernel -> its call
+    for (auto kernel : graph.getBodyBlock().getOps<KernelOp>())
+      if (Conv2dOp conv = callOf(kernel))
+        calls[kernel] = conv;
+    for (auto [kernel, conv] : calls)
+      relayout(kernel->getResult(0), conv, calls);
+  }
+
+private:
+  /// Marks `value` (the result of `producer`'s call) NHWC when every read
+  /// of it is a call's input or residual.
+  void relayout(Value value, Conv2dOp producer,
+                const DenseMap<Operation *, Conv2dOp> &calls) {
+    SmallVector<std::pair<Conv2dOp, StringRef>> reads;
+    for (OpOperand &use : value.getUses()) {
+      auto kernel = use.getOwner()->getParentOfType<KernelOp>();
+      Conv2dOp conv = kernel ? calls.lookup(kernel) : nullptr;
+      if (!conv)
+        return;
+      Fused f = matchFused(conv);
+      if (use.getOwner() == conv && use.getOperandNumber() == 0)
+        reads.emplace_back(conv, kNhwcInputAttr);
+      else if (use.getOwner() == f.add && value == f.residual)
+        reads.emplace_back(conv, kNhwcResidualAttr);
+      else
+        return;
+    }
+    if (reads.empty())
+      return;
+    LLVM_DEBUG(llvm::dbgs()
+               << "[" DEBUG_TYPE "] the call at " << producer.getLoc()
+               << " writes NHWC for " << reads.size() << " read(s)\n");
+    UnitAttr unit = UnitAttr::get(&getContext());
+    producer->setAttr(kNhwcResultAttr, unit);
+    for (auto [conv, attr] : reads)
+      conv->setAttr(attr, unit);
+    ++numValues;
+  }
+};
+
+} // namespace
