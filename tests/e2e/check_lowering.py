@@ -501,18 +501,19 @@ def cases():
     # Convolutions that alone read each other's results: compiled, those
     # values stay NHWC between the calls (--locus-conv-layouts), the first
     # read as input and residual, the second pooled.
-    w2, w3 = rand([4, 4, 3, 3], -0.5, 0.5), rand([5, 4, 3, 3], -0.5, 0.5)
-    h1 = ew(relu, conv2d(cx, cw, cb, [1, 1], [1, 1], [1, 1], 1))
+    w1, b1 = rand([16, 3, 3, 3], -0.5, 0.5), rand([16])
+    w2, w3 = rand([16, 16, 3, 3], -0.2, 0.2), rand([5, 16, 3, 3], -0.2, 0.2)
+    h1 = ew(relu, conv2d(cx, w1, b1, [1, 1], [1, 1], [1, 1], 1))
     h2 = pool(ew(lambda a, b: relu(a + b), conv2d(h1, w2, None, [1, 1], [1, 1], [1, 1], 1), h1),
               [2, 2], [2, 2], [0, 0], True)
-    yield "fused_conv_chain", [("cx", cx), ("cw", cw), ("cb", cb), ("w2", w2), ("w3", w3)], (
-        "%0 = locus.conv2d %cx, %cw, %cb stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x7x7xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x7x7xf32>\n"
-        "%1 = locus.relu %0 : tensor<2x4x7x7xf32>\n"
-        "%2 = locus.conv2d %1, %w2 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x7x7xf32>, tensor<4x4x3x3xf32> -> tensor<2x4x7x7xf32>\n"
-        "%3 = locus.add %2, %1 : tensor<2x4x7x7xf32>\n"
-        "%4 = locus.relu %3 : tensor<2x4x7x7xf32>\n"
-        "%5 = locus.max_pool2d %4 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x4x7x7xf32> -> tensor<2x4x3x3xf32>\n"
-        "%r = locus.conv2d %5, %w3 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x3x3xf32>, tensor<5x4x3x3xf32> -> tensor<2x5x3x3xf32>"), \
+    yield "fused_conv_chain", [("cx", cx), ("w1", w1), ("b1", b1), ("w2", w2), ("w3", w3)], (
+        "%0 = locus.conv2d %cx, %w1, %b1 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x7x7xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<2x16x7x7xf32>\n"
+        "%1 = locus.relu %0 : tensor<2x16x7x7xf32>\n"
+        "%2 = locus.conv2d %1, %w2 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x16x7x7xf32>, tensor<16x16x3x3xf32> -> tensor<2x16x7x7xf32>\n"
+        "%3 = locus.add %2, %1 : tensor<2x16x7x7xf32>\n"
+        "%4 = locus.relu %3 : tensor<2x16x7x7xf32>\n"
+        "%5 = locus.max_pool2d %4 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x16x7x7xf32> -> tensor<2x16x3x3xf32>\n"
+        "%r = locus.conv2d %5, %w3 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x16x3x3xf32>, tensor<5x16x3x3xf32> -> tensor<2x5x3x3xf32>"), \
         conv2d(h2, w3, None, [1, 1], [1, 1], [1, 1], 1)
     yield "fused_reduce_epilogue", [("t", t)], (
         "%0 = locus.sum %t axes [2] : tensor<2x3x4xf32> -> tensor<2x3xf32>\n"

@@ -503,7 +503,10 @@ def LocusConvLayouts : Pass<"locus-conv-layouts", "::locus::GraphOp"> {
     input or residual. The producing convolution gets `locus.nhwc_result`,
     each reader `locus.nhwc_input` or `locus.nhwc_residual`;
     `--locus-conv-to-runtime` turns them into the call's
-    `LOCUS_CONV_*_NHWC` flags. Types do not change (the tensor is still
+    `LOCUS_CONV_*_NHWC` flags. A value of fewer than 16 channels stays
+    NCHW: the runtime reads such an input as NCHW with oneDNN's direct
+    kernel, faster there (LeNet's 6-channel value NHWC made its step 20%
+    slower). Types do not change (the tensor is still
     [N, C, H, W]); only these calls see the memory. A value read by
     anything else (a graph output, a copy to another device, a generated
     kernel, a gradient) stays NCHW, as do convolutions on other devices.
