@@ -152,6 +152,27 @@ def cases():
     yield "max_pool2d", [("px", px)], "%r = locus.max_pool2d %px kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", lambda px: cl.pool(px, [2, 2], [2, 2], [0, 0], True)
     yield "max_pool2d_overlap_pad", [("px", px)], "%r = locus.max_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", lambda px: cl.pool(px, [3, 3], [2, 2], [1, 1], True)
     yield "avg_pool2d_pad", [("px", px)], "%r = locus.avg_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", lambda px: cl.pool(px, [3, 3], [2, 2], [1, 1], False)
+    # BatchNorm in training: the input's gradient counts the batch
+    # statistics' dependence on it (locus.batch_norm_train_grad).
+    def batch_norm(x, wt, bt, eps=1e-5):
+        shape = x[0]
+        axes = [d for d in range(len(shape)) if d != 1]
+        count = cl.numel(shape) // shape[1]
+        mean = cl.reduce(x, axes, lambda p, q: p + q, 0.0)
+        mean = ew(lambda v: v / count, mean)
+        sq = cl.make(shape, lambda i: (cl.at(x, i) - cl.at(mean, [i[1]])) ** 2)
+        var = ew(lambda v: v / count, cl.reduce(sq, axes, lambda p, q: p + q, 0.0))
+        return cl.make(shape, lambda i: (cl.at(x, i) - cl.at(mean, [i[1]])) /
+                       math.sqrt(cl.at(var, [i[1]]) + eps) * cl.at(wt, [i[1]]) + cl.at(bt, [i[1]]))
+    bnx, bnw, bnb = rand([3, 2, 2, 3]), rand([2], 0.5, 2.0), rand([2])
+    yield "batch_norm_train", [("bnx", bnx), ("bnw", bnw), ("bnb", bnb)], (
+        "%r, %mean, %var = locus.batch_norm_train %bnx, %bnw, %bnb eps 1.0e-05 : tensor<3x2x2x3xf32>, tensor<2xf32>"), \
+        batch_norm
+    bnl = rand([4, 3, 5])
+    bnw3, bnb3 = rand([3], 0.5, 2.0), rand([3])
+    yield "batch_norm_train_3d", [("bnl", bnl), ("bnw3", bnw3), ("bnb3", bnb3)], (
+        "%r, %mean, %var = locus.batch_norm_train %bnl, %bnw3, %bnb3 eps 1.0e-05 : tensor<4x3x5xf32>, tensor<3xf32>"), \
+        batch_norm
     # A chain through several ops: contributions to one value are summed.
     yield "chain_shared", [("a", a), ("b", b)], (
         "%0 = locus.mul %a, %b : tensor<3x5xf32>\n"

@@ -466,6 +466,18 @@ def cases():
     gx, gw = rand([1, 4, 9, 8]), rand([6, 2, 3, 2])
     yield "conv2d_groups_stride_dilation", [("gx", gx), ("gw", gw)], "%r = locus.conv2d %gx, %gw stride [2, 1] padding [1, 0] dilation [1, 2] groups 2 : tensor<1x4x9x8xf32>, tensor<6x2x3x2xf32> -> tensor<1x6x5x6xf32>", conv2d(gx, gw, None, [2, 1], [1, 0], [1, 2], 2)
     px = rand([2, 3, 6, 6])
+    bx, bw, bb2 = rand([3, 4, 2, 5]), rand([4], 0.5, 2.0), rand([4])
+
+    def batch_norm(x, wt, bt, eps=1e-5):
+        count = numel(x[0]) // x[0][1]
+        mean = ew(lambda v: v / count, reduce(x, [0, 2, 3], lambda p, q: p + q, 0.0))
+        sq = make(x[0], lambda i: (at(x, i) - at(mean, [i[1]])) ** 2)
+        var = ew(lambda v: v / count, reduce(sq, [0, 2, 3], lambda p, q: p + q, 0.0))
+        return make(x[0], lambda i: (at(x, i) - at(mean, [i[1]])) /
+                    math.sqrt(at(var, [i[1]]) + eps) * at(wt, [i[1]]) + at(bt, [i[1]]))
+    yield "batch_norm_train", [("bx", bx), ("bw", bw), ("bb2", bb2)], (
+        "%r, %mean, %var = locus.batch_norm_train %bx, %bw, %bb2 eps 1.0e-05 : tensor<3x4x2x5xf32>, tensor<4xf32>"), \
+        batch_norm(bx, bw, bb2)
     yield "max_pool2d", [("px", px)], "%r = locus.max_pool2d %px kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [2, 2], [2, 2], [0, 0], True)
     yield "max_pool2d_pad", [("px", px)], "%r = locus.max_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [3, 3], [2, 2], [1, 1], True)
     yield "avg_pool2d_pad", [("px", px)], "%r = locus.avg_pool2d %px kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32> -> tensor<2x3x3x3xf32>", pool(px, [3, 3], [2, 2], [1, 1], False)
