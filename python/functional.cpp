@@ -138,6 +138,16 @@ void bindShapeFunctions(py::module_ &m) {
       py::arg("x"), py::arg("pad"), py::arg("value") = 0.0);
 }
 
+/// torch.topk: (values, indices) as a named tuple; always sorted, which
+/// sorted=False also allows.
+py::object topkTuple(const Tensor &x, int64_t k, int64_t dim, bool largest,
+                     bool /*sorted*/) {
+  TopK top = on(x, [&] { return topk(x, k, dim, largest, Here::current()); });
+  static py::object type = py::module_::import("collections")
+                               .attr("namedtuple")("topk", "values indices");
+  return type(top.values, top.indices);
+}
+
 void bindIndexFunctions(py::module_ &m) {
   m.def(
       "embedding",
@@ -165,6 +175,8 @@ void bindIndexFunctions(py::module_ &m) {
         return on(x, [&] { return argmax(x, dim, keepdim, Here::current()); });
       },
       py::arg("x"), py::arg("dim"), py::arg("keepdim") = false);
+  m.def("topk", &topkTuple, py::arg("x"), py::arg("k"), py::arg("dim") = -1,
+        py::arg("largest") = true, py::arg("sorted") = true);
   m.def(
       "var",
       [](const Tensor &x, const py::object &d, bool unbiased, bool keepdim) {
@@ -407,6 +419,8 @@ void bindTensorMethods(py::module_ &m) {
   unary("neg", &neg);
   unary("sin", &sin);
   unary("cos", &cos);
+  tensor.def("topk", &topkTuple, py::arg("k"), py::arg("dim") = -1,
+             py::arg("largest") = true, py::arg("sorted") = true);
   tensor
       .def(
           "softmax",

@@ -847,3 +847,41 @@ def test_transpose_pow_and_abs_as_torch_tensors_spell_them():
     np.testing.assert_array_equal(out["T"], cs.transpose(2, 1, 0))
     np.testing.assert_allclose(out["pow"], xs ** 3, rtol=1e-6)
     np.testing.assert_array_equal(out["abs"], np.abs(xs))
+
+
+def test_topk_matches_pytorch_with_its_gradient():
+    """locus.topk and Tensor.topk (largest and smallest, any dim) against
+    torch.topk: values, indices, and the gradient of a weighted sum of the
+    values; k beyond the dimension is an error at the caller's line."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    v = rng.permutation(60).reshape(3, 4, 5).astype(np.float32) / 7 - 4
+    r = rng.uniform(-1, 1, (3, 2, 5)).astype(np.float32)
+    g = locus.Graph("topk")
+    x = g.parameter("x", [3, 4, 5], v.flatten().tolist())
+    weights = g.input("r", [3, 2, 5])
+    top = locus.topk(x, 2, dim=1)
+    low = x.topk(3, dim=-1, largest=False)
+    loss = locus.sum(locus.mul(top.values, weights), [0, 1, 2])
+    g.output("values", top.values)
+    g.output("indices", top.indices)
+    g.output("low_values", low.values)
+    g.output("low_indices", low.indices)
+    g.output("grad", locus.grad(loss, [x])[0])
+    got = locus.compile(g, policy="cpu", devices=["cpu"]).run(r=r)
+    tx = torch.tensor(v, dtype=torch.float64, requires_grad=True)
+    want = torch.topk(tx, 2, dim=1)
+    (want.values * torch.tensor(r, dtype=torch.float64)).sum().backward()
+    want_low = torch.topk(tx.detach(), 3, dim=-1, largest=False)
+    np.testing.assert_allclose(got["values"], want.values.detach().numpy(),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(got["indices"], want.indices.numpy())
+    np.testing.assert_allclose(got["low_values"], want_low.values.numpy(),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(got["low_indices"], want_low.indices.numpy())
+    np.testing.assert_allclose(got["grad"], tx.grad.numpy(), rtol=1e-6)
+    with pytest.raises(locus.Error) as info:
+        locus.topk(x, 6, dim=1)  # @topk-too-many
+    assert info.value.line == line_of("# @topk-too-many")
+    assert "topk: k = 6 must be in [1, 4] for input [3, 4, 5] along axis 1" \
+        in str(info.value)

@@ -22,6 +22,9 @@ using locus::detail::shapeText;
 
 namespace {
 
+/// The largest k topk records (k rounds of about ten ops each).
+constexpr int64_t kMaxTopK = 64;
+
 /// An Error for an empty handle, before anything reads the tensor.
 void requireTensor(const Tensor &x, const Here &loc) { (void)x.graph(loc); }
 
@@ -364,6 +367,55 @@ Tensor locus::argmax(const Tensor &x, int64_t axis, bool keepdim, Here loc) {
               g.full({}, static_cast<double>(n), DType::f32, loc), loc);
     return cast(min(candidate, {a}, keepdim, loc), DType::i64, loc);
   });
+}
+
+TopK locus::topk(const Tensor &x, int64_t k, int64_t axis, bool largest,
+                 Here loc) {
+  requireTensor(x, loc);
+  int64_t a = axisOf(x, axis, x.rank(), loc, "topk");
+  if (x.dtype() != DType::f32)
+    throw errorAt(loc, std::string("topk takes an f32 input, got ") +
+                           dtypeName(x.dtype()) + " " + shapeText(x.shape()));
+  int64_t n = x.dim(a);
+  if (k < 1 || k > n || k > kMaxTopK)
+    throw errorAt(
+        loc, "topk: k = " + std::to_string(k) + " must be in [1, " +
+                 std::to_string(std::min(n, kMaxTopK)) + "] for input " +
+                 shapeText(x.shape()) + " along axis " + std::to_string(a) +
+                 (n > kMaxTopK ? " (at most " + std::to_string(kMaxTopK) +
+                                     ": k rounds of a masked maximum)"
+                               : ""));
+  TopK result;
+  transaction(x, loc, [&] {
+    Graph g = graphOf(x, loc);
+    Shape along(x.rank(), 1);
+    along[a] = n;
+    Tensor index = reshape(g.arange(n, DType::f32, loc), along, loc);
+    Tensor past = g.full({}, static_cast<double>(n), DType::f32, loc);
+    Tensor lowest =
+        g.full({}, -std::numeric_limits<double>::infinity(), DType::f32, loc);
+    Tensor work = largest ? x : neg(x, loc);
+    Tensor taken = g.full(x.shape(), 0.0, DType::f32, loc);
+    std::vector<Tensor> values, indices;
+    for (int64_t round = 0; round < k; ++round) {
+      // The best value not taken yet, and the first position holding it.
+      Tensor open = where(gt(taken, g.full({}, 0.0, DType::f32, loc), loc),
+                          lowest, work, loc);
+      Tensor best = max(open, {a}, true, loc);
+      Tensor candidate = maximum(where(eq(open, best, loc), index, past, loc),
+                                 mul(taken, past, loc), loc);
+      Tensor at = min(candidate, {a}, true, loc);
+      values.push_back(largest ? best : neg(best, loc));
+      indices.push_back(at);
+      taken = maximum(taken, cast(eq(index, at, loc), DType::f32, loc), loc);
+    }
+    result.values = values.size() == 1 ? values[0] : concat(values, a, loc);
+    result.indices =
+        cast(indices.size() == 1 ? indices[0] : concat(indices, a, loc),
+             DType::i64, loc);
+    return result.values;
+  });
+  return result;
 }
 
 Tensor locus::gather(const Tensor &x, int64_t axis, const Tensor &index,

@@ -2,7 +2,7 @@
 //
 // Convolution and pooling (2-D, with ONNX's explicit or automatic padding),
 // Gemm and MatMul, BatchNormalization and LayerNormalization, Dropout and
-// Identity, reductions, Softmax and LogSoftmax, ArgMax.
+// Identity, reductions, Softmax and LogSoftmax, ArgMax, TopK.
 //
 //===----------------------------------------------------------------------===//
 
@@ -305,6 +305,17 @@ void Importer::addReductionHandlers(Handlers &t) {
   };
   t["LogSoftmax"] = [](Importer &im, Graph &, const NodeProto &n) {
     im.softmax(n, true);
+  };
+  t["TopK"] = [](Importer &im, Graph &, const NodeProto &n) {
+    // Opset 10 on: k is a constant input; before, an attribute. The values
+    // come sorted whatever `sorted` asks (any order is allowed then).
+    int64_t k = im.has(n, 1) ? im.needConst(n, 1, "K").ints().at(0)
+                             : attrInt(n, "k", 0);
+    TopK top = topk(im.in(n, 0), k, attrInt(n, "axis", -1),
+                    attrInt(n, "largest", 1) != 0);
+    im.out(n, 0, top.values);
+    if (n.output_size() > 1 && !n.output(1).empty())
+      im.out(n, 1, top.indices);
   };
   t["ArgMax"] = [](Importer &im, Graph &, const NodeProto &n) {
     if (attrInt(n, "select_last_index", 0))

@@ -551,6 +551,15 @@ Tensor min(const Tensor &x, const std::vector<int64_t> &axes,
 /// The index (i64) of the first maximum along `axis`, as torch.argmax.
 Tensor argmax(const Tensor &x, int64_t axis, bool keepdim = false,
               Here loc = Here::current());
+/// The k largest (or, !largest, smallest) values along `axis` and their
+/// indices (i64), as torch.topk: sorted, the lower index first among equal
+/// values. Recorded as k rounds of a masked maximum (about ten ops a
+/// round), so k is at most 64; the gradient flows to the chosen values.
+struct TopK {
+  Tensor values, indices;
+};
+TopK topk(const Tensor &x, int64_t k, int64_t axis = -1, bool largest = true,
+          Here loc = Here::current());
 /// out[i][j][k] = x[i][index[i][j][k]][k] for axis 1 (and so on), as
 /// torch.gather: `index` (i64 or i32) has x's rank and is no larger than x
 /// in the other dimensions; an index outside [0, x.dim(axis)) gives 0. The
