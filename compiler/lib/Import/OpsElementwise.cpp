@@ -1,8 +1,9 @@
 //===- OpsElementwise.cpp - ONNX elementwise ops --------------------------===//
 //
 // Unary math, arithmetic and comparisons (folded when both operands are
-// known), activations and Clip, Not, Pow, the variadic Min/Max/Sum/Mean,
-// Where and Cast.
+// known), activations (PRelu, ThresholdedRelu, Celu, Shrink) and Clip,
+// Not, And, Or, Xor, Pow, the variadic Min/Max/Sum/Mean, Where, Cast and
+// CastLike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,6 +134,30 @@ void Importer::addActivations(Handlers &t) {
   t["Softplus"] = [](Importer &im, Graph &, const NodeProto &n) {
     im.out(n, 0, softplus(im.in(n, 0)));
   };
+  t["PRelu"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    Tensor x = im.in(n, 0);
+    Tensor below = mul(x, im.in(n, 1));
+    im.out(n, 0, where(lt(x, g.full({}, 0.0)), below, x));
+  };
+  t["ThresholdedRelu"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    Tensor x = im.in(n, 0);
+    im.out(n, 0,
+           where(gt(x, g.full({}, attrFloat(n, "alpha", 1.0))), x,
+                 g.full({}, 0.0)));
+  };
+  t["Celu"] = [](Importer &im, Graph &, const NodeProto &n) {
+    // alpha * elu(x / alpha).
+    auto alpha = static_cast<float>(attrFloat(n, "alpha", 1.0));
+    im.out(n, 0, elu(im.in(n, 0) * (1.0f / alpha)) * alpha);
+  };
+  t["Shrink"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    Tensor x = im.in(n, 0);
+    auto bias = static_cast<float>(attrFloat(n, "bias", 0.0));
+    double lambd = attrFloat(n, "lambd", 0.5);
+    im.out(n, 0,
+           where(lt(x, g.full({}, -lambd)), x + bias,
+                 where(gt(x, g.full({}, lambd)), x - bias, g.full({}, 0.0))));
+  };
   t["Clip"] = [](Importer &im, Graph &, const NodeProto &n) {
     Tensor x = im.in(n, 0);
     if (im.opset_ < 11) {
@@ -204,6 +229,21 @@ void Importer::addElementwiseHandlers(Handlers &t) {
     Tensor x = im.in(n, 0);
     im.out(n, 0, eq(x, g.full(x.shape(), 0.0, DType::i1)));
   };
+  // Boolean And, Or and Xor, as selections.
+  for (int kind : {0, 1, 2})
+    t[kind == 0   ? "And"
+      : kind == 1 ? "Or"
+                  : "Xor"] = [kind](Importer &im, Graph &g,
+                                    const NodeProto &n) {
+      Tensor a = im.in(n, 0), b = im.in(n, 1);
+      if (a.dtype() != DType::i1 || b.dtype() != DType::i1)
+        fail("logical ops take bool tensors");
+      Tensor constant = g.full({}, kind == 0 ? 0.0 : 1.0, DType::i1);
+      im.out(n, 0,
+             kind == 0   ? where(a, b, constant)
+             : kind == 1 ? where(a, constant, b)
+                         : ne(a, b));
+    };
   t["Pow"] = [](Importer &im, Graph &, const NodeProto &n) {
     const Const &e = im.needConst(n, 1, "the exponent");
     if (e.numel() != 1)
@@ -245,6 +285,16 @@ void Importer::addElementwiseHandlers(Handlers &t) {
       return;
     }
     im.out(n, 0, where(im.in(n, 0), im.in(n, 1), im.in(n, 2)));
+  };
+  t["CastLike"] = [](Importer &im, Graph &, const NodeProto &n) {
+    DType to = im.has(n, 1) && im.constOf(n, 1) ? im.constOf(n, 1)->dtype
+                                                : im.in(n, 1).dtype();
+    if (const Const *c = im.constOf(n, 0)) {
+      im.outConst(n, 0, castConst(*c, to));
+      return;
+    }
+    Tensor x = im.in(n, 0);
+    im.out(n, 0, x.dtype() == to ? x : cast(x, to));
   };
   t["Cast"] = [](Importer &im, Graph &, const NodeProto &n) {
     DType to = dtypeOfOnnx(attrInt(n, "to", TensorProto::FLOAT));

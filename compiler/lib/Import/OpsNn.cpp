@@ -135,7 +135,8 @@ void Importer::reduce(const NodeProto &n, const std::string &op) {
   Shape shape = shapeOf(n, 0);
   auto rank = static_cast<int64_t>(shape.size());
   std::optional<std::vector<int64_t>> axes;
-  if (op == "ReduceSum" && opset_ >= 13)
+  // Axes are an input from opset 13 for ReduceSum, 18 for the others.
+  if ((op == "ReduceSum" && opset_ >= 13) || opset_ >= 18)
     axes = has(n, 1) ? std::optional(needConst(n, 1, "axes").ints())
                      : std::nullopt;
   else
@@ -153,11 +154,20 @@ void Importer::reduce(const NodeProto &n, const std::string &op) {
   for (int64_t &a : *axes)
     a = normalizeAxis(a, rank);
   Tensor x = in(n, 0);
-  out(n, 0,
-      op == "ReduceSum"    ? sum(x, *axes, keep)
-      : op == "ReduceMean" ? mean(x, *axes, keep)
-      : op == "ReduceMax"  ? max(x, *axes, keep)
-                           : min(x, *axes, keep));
+  if (op == "ReduceL1")
+    x = locus::abs(x);
+  if (op == "ReduceL2" || op == "ReduceSumSquare")
+    x = mul(x, x);
+  Tensor y = op == "ReduceMean"        ? mean(x, *axes, keep)
+             : op == "ReduceMax"       ? max(x, *axes, keep)
+             : op == "ReduceMin"       ? min(x, *axes, keep)
+             : op == "ReduceLogSumExp" ? logsumexp(x, *axes, keep)
+                                       : sum(x, *axes, keep);
+  if (op == "ReduceL2")
+    y = locus::sqrt(y);
+  if (op == "ReduceLogSum")
+    y = locus::log(y);
+  out(n, 0, y);
 }
 
 void Importer::softmax(const NodeProto &n, bool log) {
@@ -296,7 +306,9 @@ void Importer::addNnHandlers(Handlers &t) {
 }
 
 void Importer::addReductionHandlers(Handlers &t) {
-  for (const char *op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"})
+  for (const char *op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1",
+        "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     t[op] = [op = std::string(op)](Importer &im, Graph &, const NodeProto &n) {
       im.reduce(n, op);
     };
@@ -317,13 +329,17 @@ void Importer::addReductionHandlers(Handlers &t) {
     if (n.output_size() > 1 && !n.output(1).empty())
       im.out(n, 1, top.indices);
   };
-  t["ArgMax"] = [](Importer &im, Graph &, const NodeProto &n) {
-    if (attrInt(n, "select_last_index", 0))
-      fail("select_last_index = 1 is not supported");
-    im.out(n, 0,
-           argmax(im.in(n, 0), attrInt(n, "axis", 0),
-                  attrInt(n, "keepdims", 1) != 0));
-  };
+  for (bool isMax : {true, false})
+    t[isMax ? "ArgMax" : "ArgMin"] = [isMax](Importer &im, Graph &,
+                                             const NodeProto &n) {
+      if (attrInt(n, "select_last_index", 0))
+        fail("select_last_index = 1 is not supported");
+      // The first minimum is the first maximum of the negation.
+      Tensor x = im.in(n, 0);
+      im.out(n, 0,
+             argmax(isMax ? x : neg(x), attrInt(n, "axis", 0),
+                    attrInt(n, "keepdims", 1) != 0));
+    };
 }
 
 } // namespace locus::onnx_import

@@ -403,6 +403,28 @@ void Importer::addShapeHandlers(Handlers &t) {
   t["Gather"] = [](Importer &im, Graph &g, const NodeProto &n) {
     im.gather(g, n);
   };
+  t["GatherElements"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    // torch.gather, once negative indices (ONNX allows [-n, n)) count from
+    // the end.
+    Shape shape = im.shapeOf(n, 0);
+    int64_t axis = normalizeAxis(attrInt(n, "axis", 0),
+                                 static_cast<int64_t>(shape.size()));
+    int64_t extent = shape[static_cast<size_t>(axis)];
+    Tensor index;
+    if (const Const *c = im.constOf(n, 1)) {
+      std::vector<int64_t> values = c->ints();
+      for (int64_t &v : values)
+        v = v < 0 ? v + extent : v;
+      index = g.constantI64(c->shape, values);
+    } else {
+      // In f32 (exact below 2^24), where the arithmetic is.
+      Tensor f = cast(im.in(n, 1), DType::f32);
+      index = cast(where(lt(f, g.full({}, 0.0)),
+                         add(f, g.full({}, static_cast<double>(extent))), f),
+                   DType::i64);
+    }
+    im.out(n, 0, locus::gather(im.in(n, 0), axis, index));
+  };
   t["Squeeze"] = [](Importer &im, Graph &, const NodeProto &n) {
     im.squeezeOrUnsqueeze(n, true);
   };
@@ -454,6 +476,10 @@ void Importer::addConstantHandlers(Handlers &t) {
     std::vector<int64_t> dims(shape.begin() + start,
                               shape.begin() + std::max(start, end));
     im.outConst(n, 0, Const::ofInts(DType::i64, {int64_t(dims.size())}, dims));
+  };
+  t["Size"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.outConst(n, 0,
+                Const::ofInts(DType::i64, {}, {product(im.shapeOf(n, 0))}));
   };
   t["Constant"] = [](Importer &im, Graph &, const NodeProto &n) {
     im.constantNode(n);
