@@ -597,7 +597,8 @@ TEST(Conv2d, NhwcOperandsMatchTheReference) {
                      address(y.data()));
         if (layouts & 4)
           y = relayout(y, t.n, t.o, side * side, true);
-        double tolerance = 1e-5 * double(t.c / t.groups * t.k * t.k);
+        int64_t products = t.c / t.groups * t.k * t.k; // per output element
+        double tolerance = 1e-5 * double(products);
         for (size_t i = 0; i < y.size(); ++i)
           ASSERT_NEAR(y[i], want[i], tolerance + 1e-5 * std::abs(want[i]))
               << path << " c=" << t.c << " layouts " << layouts << " element "

@@ -119,7 +119,8 @@ struct ChannelLoops {
       reduceAllButC.push_back(d == 1 ? IteratorType::parallel
                                      : IteratorType::reduction);
     parallel.assign(rank, IteratorType::parallel);
-    count = static_cast<double>(input.getNumElements() / input.getDimSize(1));
+    int64_t perChannelCount = input.getNumElements() / input.getDimSize(1);
+    count = static_cast<double>(perChannelCount);
   }
 
   /// sum over every axis but 1 of `body(elements...)`, for inputs read
