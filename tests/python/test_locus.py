@@ -868,18 +868,23 @@ def test_topk_matches_pytorch_with_its_gradient():
     g.output("low_values", low.values)
     g.output("low_indices", low.indices)
     g.output("grad", locus.grad(loss, [x])[0])
-    got = locus.compile(g, policy="cpu", devices=["cpu"]).run(r=r)
     tx = torch.tensor(v, dtype=torch.float64, requires_grad=True)
     want = torch.topk(tx, 2, dim=1)
     (want.values * torch.tensor(r, dtype=torch.float64)).sum().backward()
     want_low = torch.topk(tx.detach(), 3, dim=-1, largest=False)
-    np.testing.assert_allclose(got["values"], want.values.detach().numpy(),
-                               rtol=1e-6)
-    np.testing.assert_array_equal(got["indices"], want.indices.numpy())
-    np.testing.assert_allclose(got["low_values"], want_low.values.numpy(),
-                               rtol=1e-6)
-    np.testing.assert_array_equal(got["low_indices"], want_low.indices.numpy())
-    np.testing.assert_allclose(got["grad"], tx.grad.numpy(), rtol=1e-6)
+    # On the CPU, and with every op on cuda:0, which sim stands in for.
+    for options in ({"policy": "cpu", "devices": ["cpu"]},
+                    {"policy": "prefer-gpu", "devices": ["cpu", "cuda:0"],
+                     "device_map": "cuda:0=sim"}):
+        got = locus.compile(g, **options).run(r=r)
+        np.testing.assert_allclose(got["values"],
+                                   want.values.detach().numpy(), rtol=1e-6)
+        np.testing.assert_array_equal(got["indices"], want.indices.numpy())
+        np.testing.assert_allclose(got["low_values"],
+                                   want_low.values.numpy(), rtol=1e-6)
+        np.testing.assert_array_equal(got["low_indices"],
+                                      want_low.indices.numpy())
+        np.testing.assert_allclose(got["grad"], tx.grad.numpy(), rtol=1e-6)
     with pytest.raises(locus.Error) as info:
         locus.topk(x, 6, dim=1)  # @topk-too-many
     assert info.value.line == line_of("# @topk-too-many")
