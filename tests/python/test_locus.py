@@ -890,3 +890,17 @@ def test_topk_matches_pytorch_with_its_gradient():
     assert info.value.line == line_of("# @topk-too-many")
     assert "topk: k = 6 must be in [1, 4] for input [3, 4, 5] along axis 1" \
         in str(info.value)
+
+
+def test_a_layer_error_names_the_python_lines_that_built_and_called_it():
+    """A mistake inside a layer is at the caller's line and names the
+    Python line that built the layer (not the binding's C++ line)."""
+    g = locus.Graph("layer_lines")
+    conv = locus.nn.Conv2d(g, 3, 4, 3)  # @built
+    z = g.input("z", [1, 5, 8, 8])
+    with pytest.raises(locus.Error) as info:
+        conv(z)  # @called
+    assert info.value.line == line_of("# @called")
+    assert "(in layer 'conv0' built at %s:%d)" % (__file__, line_of("# @built")) \
+        in str(info.value)
+    assert "nn.cpp" not in str(info.value)

@@ -155,6 +155,24 @@ static mlir::Location fileLineCol(mlir::MLIRContext &context, const Here &loc) {
                                    loc.column());
 }
 
+static mlir::Location fileLineCol(mlir::MLIRContext &context,
+                                  const SourcePlace &place) {
+  return mlir::FileLineColLoc::get(&context, place.file, place.line,
+                                   place.column);
+}
+
+namespace {
+/// The Python caller's line while a binding records (OriginScope at a file
+/// and line), for the layers it builds.
+thread_local const SourcePlace *pythonPlace = nullptr;
+} // namespace
+
+SourcePlace locus::detail::placeOf(const Here &loc) {
+  if (pythonPlace)
+    return *pythonPlace;
+  return {loc.file_name(), loc.line(), loc.column()};
+}
+
 mlir::Location GraphImpl::location(const Here &loc) {
   if (origin)
     return *origin;
@@ -188,6 +206,10 @@ std::string GraphImpl::inLayer() const {
 
 LayerScope::LayerScope(const Tensor &input, const Here &builtAt,
                        const std::string &name)
+    : LayerScope(input, placeOf(builtAt), name) {}
+
+LayerScope::LayerScope(const Tensor &input, const SourcePlace &builtAt,
+                       const std::string &name)
     : graph_(input.graph_) {
   if (!graph_)
     return; // the layer's first op reports the empty tensor
@@ -215,12 +237,19 @@ OriginScope::OriginScope(const Graph &graph, const std::string &file,
 
 OriginScope::OriginScope(const Graph &graph, const std::string &file,
                          unsigned line, unsigned column)
-    : graph_(graph.impl().shared_from_this()) {
+    : graph_(graph.impl().shared_from_this()),
+      place_(std::make_unique<SourcePlace>(SourcePlace{file, line, column})),
+      outerPlace_(pythonPlace) {
   graph_->origin =
       mlir::FileLineColLoc::get(&graph_->context, file, line, column);
+  pythonPlace = place_.get();
 }
 
-OriginScope::~OriginScope() { graph_->origin.reset(); }
+OriginScope::~OriginScope() {
+  graph_->origin.reset();
+  if (place_)
+    pythonPlace = outerPlace_;
+}
 
 Recording::Recording(const Tensor &anchor, const Here &loc)
     : graph_(GraphImpl::of(anchor, loc).shared_from_this()),
@@ -233,6 +262,10 @@ Recording::~Recording() {
 
 std::string GraphImpl::where(const Here &loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
+}
+
+std::string GraphImpl::where(const SourcePlace &place) {
+  return place.file + ":" + std::to_string(place.line);
 }
 
 GraphImpl &GraphImpl::of(const Tensor &tensor, const Here &loc) {

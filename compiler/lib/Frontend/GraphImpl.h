@@ -62,7 +62,7 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   /// A layer now recording: where it was built and its name ("" for a
   /// layer without one, such as an unnamed user module).
   struct ActiveLayer {
-    Here builtAt;
+    SourcePlace builtAt;
     std::string name;
   };
   /// The layers now recording, innermost last.
@@ -81,6 +81,7 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   /// for one without a name), "" outside.
   std::string inLayer() const;
   static std::string where(const Here &loc);
+  static std::string where(const SourcePlace &place);
 
   /// The graph of a tensor; an Error for an empty handle.
   static GraphImpl &of(const Tensor &tensor, const Here &loc);

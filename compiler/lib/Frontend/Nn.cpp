@@ -21,7 +21,7 @@ using locus::detail::numberText;
 using locus::detail::shapeText;
 
 Tensor Module::operator()(const Tensor &x, Here loc) const {
-  detail::LayerScope scope(x, builtAt_, name_);
+  detail::LayerScope scope(x, builtPlace_, name_);
   Tensor y = forward(x, loc);
   scope.commit();
   return y;
@@ -430,7 +430,7 @@ Tensor MultiheadAttention::operator()(const Tensor &query, const Tensor &key,
                                       const Tensor &value,
                                       const AttentionMasks &masks,
                                       Here loc) const {
-  detail::LayerScope scope(query, builtAt(), name());
+  detail::LayerScope scope(query, builtPlace(), name());
   Tensor y = attend(query, key, value, masks, loc);
   scope.commit();
   return y;
@@ -562,7 +562,7 @@ Tensor TransformerEncoderLayer::encode(const Tensor &src,
 Tensor TransformerEncoderLayer::operator()(const Tensor &src,
                                            const AttentionMasks &masks,
                                            Here loc) const {
-  detail::LayerScope scope(src, builtAt(), name());
+  detail::LayerScope scope(src, builtPlace(), name());
   Tensor y = encode(src, masks, loc);
   scope.commit();
   return y;

@@ -122,7 +122,7 @@ std::pair<Tensor, Tensor> LSTMCell::step(const Tensor &x, const Tensor &h,
 std::pair<Tensor, Tensor> LSTMCell::operator()(const Tensor &x, const Tensor &h,
                                                const Tensor &c,
                                                Here loc) const {
-  detail::LayerScope scope(x, builtAt(), name());
+  detail::LayerScope scope(x, builtPlace(), name());
   std::pair<Tensor, Tensor> y = step(x, h, c, loc);
   scope.commit();
   return y;
@@ -153,7 +153,7 @@ Tensor GRUCell::step(const Tensor &x, const Tensor &h, const Here &loc) const {
 }
 
 Tensor GRUCell::operator()(const Tensor &x, const Tensor &h, Here loc) const {
-  detail::LayerScope scope(x, builtAt(), name());
+  detail::LayerScope scope(x, builtPlace(), name());
   Tensor y = step(x, h, loc);
   scope.commit();
   return y;
@@ -212,7 +212,7 @@ Tensor Recurrent::forward(const Tensor &x, Here loc) const {
 
 RecurrentOutput Recurrent::operator()(const Tensor &x, const Tensor &h0,
                                       const Tensor &c0, Here loc) const {
-  detail::LayerScope scope(x, builtAt(), name());
+  detail::LayerScope scope(x, builtPlace(), name());
   RecurrentOutput y = run(x, h0, c0, loc);
   scope.commit();
   return y;

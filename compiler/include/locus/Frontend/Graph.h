@@ -270,6 +270,18 @@ private:
 };
 
 namespace detail {
+/// Where something was written: a C++ line, or a Python caller's.
+struct SourcePlace {
+  std::string file;
+  unsigned line = 0;
+  unsigned column = 0;
+};
+
+/// `loc`, or the Python caller's line while an OriginScope at a file and
+/// line is active on this thread (a binding records for Python): where a
+/// layer built now was built, in the user's terms.
+SourcePlace placeOf(const Here &loc);
+
 /// One call of a layer (nn::Module): while alive, ops recorded into
 /// `input`'s graph are located at callsite(<builtAt> at <the recording call>)
 /// (nested scopes name the innermost layer), <builtAt> wrapped in a NameLoc
@@ -280,6 +292,8 @@ namespace detail {
 class LayerScope {
 public:
   LayerScope(const Tensor &input, const Here &builtAt,
+             const std::string &name = "");
+  LayerScope(const Tensor &input, const SourcePlace &builtAt,
              const std::string &name = "");
   ~LayerScope();
   void commit() { committed_ = true; }
@@ -309,6 +323,9 @@ public:
 
 private:
   std::shared_ptr<GraphImpl> graph_;
+  /// A Python line: where layers built in the scope were built.
+  std::unique_ptr<SourcePlace> place_;
+  const SourcePlace *outerPlace_ = nullptr;
 };
 
 /// One call of a function made of other recording calls: unless commit()

@@ -33,13 +33,15 @@ namespace locus::nn {
 class Module {
 public:
   /// `builtAt` is where the layer is constructed; leave it to its default.
-  explicit Module(Here builtAt = Here::current()) : builtAt_(builtAt) {}
+  explicit Module(Here builtAt = Here::current())
+      : builtAt_(builtAt), builtPlace_(detail::placeOf(builtAt)) {}
   /// A layer named by its path in the model ("layer1.0", as PyTorch's
   /// named_modules()): the ops its calls record carry it, so locus-dump
   /// groups them under it. Layers with parameters name themselves after
   /// their parameters' prefix; a user's module names itself with this.
   explicit Module(std::string name, Here builtAt = Here::current())
-      : builtAt_(builtAt), name_(std::move(name)) {}
+      : builtAt_(builtAt), builtPlace_(detail::placeOf(builtAt)),
+        name_(std::move(name)) {}
   virtual ~Module() = default;
   Tensor operator()(const Tensor &x, Here loc = Here::current()) const;
   virtual Tensor forward(const Tensor &x, Here loc) const = 0;
@@ -66,10 +68,14 @@ protected:
   /// Where the layer was built: layers with several inputs open their own
   /// detail::LayerScope with it (and name()).
   const Here &builtAt() const { return builtAt_; }
+  /// The same in the user's terms: the Python line that built the layer
+  /// when a binding built it.
+  const detail::SourcePlace &builtPlace() const { return builtPlace_; }
   void setName(std::string name) { name_ = std::move(name); }
 
 private:
   Here builtAt_;
+  detail::SourcePlace builtPlace_;
   std::string name_;
   bool training_ = true;
 };
