@@ -904,3 +904,7 @@ def test_a_layer_error_names_the_python_lines_that_built_and_called_it():
     assert "(in layer 'conv0' built at %s:%d)" % (__file__, line_of("# @built")) \
         in str(info.value)
     assert "nn.cpp" not in str(info.value)
+    # The op as a call names it, not the dialect's 'locus.conv2d' op.
+    assert "error: conv2d: weight [4, 3, 3, 3] expects 3 input channels " \
+        "but input [1, 5, 8, 8] has 5" in str(info.value)
+    assert "'locus." not in str(info.value)

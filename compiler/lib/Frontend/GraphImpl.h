@@ -36,9 +36,20 @@ public:
           return mlir::success();
         }) {}
 
-  /// The captured message, or a generic one if nothing was emitted.
+  /// The captured message, or a generic one if nothing was emitted; the
+  /// dialect's "'locus.linear' op input ..." as "linear: input ...", the op
+  /// named as the user's call names it.
   std::string take() {
-    return text.empty() ? std::string("invalid operation") : std::move(text);
+    if (text.empty())
+      return "invalid operation";
+    llvm::StringRef message(text);
+    constexpr llvm::StringLiteral prefix = "'locus.", suffix = "' op ";
+    size_t end = message.find(suffix);
+    if (!message.starts_with(prefix) || end == llvm::StringRef::npos)
+      return std::move(text);
+    return (message.slice(prefix.size(), end) + ": " +
+            message.drop_front(end + suffix.size()))
+        .str();
   }
 
 private:
