@@ -143,9 +143,11 @@ void bindShapeFunctions(py::module_ &m) {
 py::object topkTuple(const Tensor &x, int64_t k, int64_t dim, bool largest,
                      bool /*sorted*/) {
   TopK top = on(x, [&] { return topk(x, k, dim, largest, Here::current()); });
-  static py::object type = py::module_::import("collections")
-                               .attr("namedtuple")("topk", "values indices");
-  return type(top.values, top.indices);
+  // Never destroyed: a py::object must not outlive the interpreter.
+  static auto *type =
+      new py::object(py::module_::import("collections")
+                         .attr("namedtuple")("topk", "values indices"));
+  return (*type)(top.values, top.indices);
 }
 
 void bindIndexFunctions(py::module_ &m) {
@@ -402,6 +404,9 @@ Tensor index(const Tensor &x, const py::object &key) {
 
 void bindTensorMethods(py::module_ &m) {
   auto tensor = py::class_<Tensor>(m.attr("Tensor"));
+  auto power = [](const Tensor &x, double e) {
+    return on(x, [&] { return pow(x, e, Here::current()); });
+  };
   using Unary = Tensor (*)(const Tensor &, Here);
   auto unary = [&](const char *name, Unary f) {
     tensor.def(name, [f](const Tensor &x) {
@@ -523,14 +528,8 @@ void bindTensorMethods(py::module_ &m) {
           py::arg("dim") = py::none())
       .def("dim", [](const Tensor &x) { return x.rank(); })
       .def("__getitem__", &index)
-      .def("__pow__",
-           [](const Tensor &x, double e) {
-             return on(x, [&] { return pow(x, e, Here::current()); });
-           })
-      .def("pow",
-           [](const Tensor &x, double e) {
-             return on(x, [&] { return pow(x, e, Here::current()); });
-           })
+      .def("__pow__", power)
+      .def("pow", power)
       .def("__abs__",
            [](const Tensor &x) {
              return on(x, [&] { return abs(x, Here::current()); });

@@ -271,16 +271,22 @@ TEST(Sgemm, NamesTheBlasBuildAndItsThreading) {
   }
 }
 
+/// Uniform floats in [-1, 1) from a seeded generator: random(n) gives n.
+struct RandomFloats {
+  explicit RandomFloats(unsigned seed) : rng(seed) {}
+  std::vector<float> operator()(int64_t count) {
+    std::vector<float> v(static_cast<size_t>(count));
+    for (float &f : v)
+      f = dist(rng);
+    return v;
+  }
+  std::mt19937 rng;
+  std::uniform_real_distribution<float> dist{-1, 1};
+};
+
 TEST(Sgemm, MatchesADoubleReference) {
   std::printf("[  NOTE    ] locus_sgemm uses %s\n", locus_blas_name());
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  auto random = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float &x : v)
-      x = dist(rng);
-    return v;
-  };
+  RandomFloats random(5);
   struct Case {
     int m, n, k;
     bool ta, tb;
@@ -458,14 +464,7 @@ std::vector<double> convRef(const int64_t *p, const std::vector<float> &x,
 
 TEST(Conv2d, MatchesADoubleReference) {
   std::printf("[  NOTE    ] locus_conv2d uses %s\n", locus_conv_name());
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  auto random = [&](int64_t count) {
-    std::vector<float> v(count);
-    for (float &f : v)
-      f = dist(rng);
-    return v;
-  };
+  RandomFloats random(7);
   // n, c, h, w, o, kh, kw, stride h/w, pad h/w, dilation h/w, groups, flags,
   // and the pooling's window, stride and padding (when flags ask for one)
   struct Case {
@@ -548,14 +547,7 @@ std::vector<float> relayout(const std::vector<float> &v, int64_t n,
 TEST(Conv2d, NhwcOperandsMatchTheReference) {
   // What --locus-conv-layouts makes: any of x, the residual and y NHWC;
   // through oneDNN and through the built-in path.
-  std::mt19937 rng(9);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  auto random = [&](int64_t count) {
-    std::vector<float> v(count);
-    for (float &f : v)
-      f = dist(rng);
-    return v;
-  };
+  RandomFloats random(9);
   struct Case {
     int64_t n, c, h, o, k, pad, groups, flags, pool;
   } cases[] = {
@@ -702,14 +694,7 @@ std::vector<double> convGradRef(const int64_t *p, bool input,
 
 TEST(Conv2dGrad, MatchesADoubleReference) {
   std::printf("[  NOTE    ] locus_conv2d_grad uses %s\n", locus_conv_name());
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  auto random = [&](int64_t count) {
-    std::vector<float> v(count);
-    for (float &f : v)
-      f = dist(rng);
-    return v;
-  };
+  RandomFloats random(11);
   // n, c, h, w, o, kh, kw, stride h/w, pad h/w, dilation h/w, groups
   GradCase cases[] = {{2, 3, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
                       {1, 64, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1},

@@ -238,11 +238,10 @@ OriginScope::OriginScope(const Graph &graph, const std::string &file,
 OriginScope::OriginScope(const Graph &graph, const std::string &file,
                          unsigned line, unsigned column)
     : graph_(graph.impl().shared_from_this()),
-      place_(std::make_unique<SourcePlace>(SourcePlace{file, line, column})),
-      outerPlace_(pythonPlace) {
+      place_(SourcePlace{file, line, column}), outerPlace_(pythonPlace) {
   graph_->origin =
       mlir::FileLineColLoc::get(&graph_->context, file, line, column);
-  pythonPlace = place_.get();
+  pythonPlace = &*place_;
 }
 
 OriginScope::~OriginScope() {

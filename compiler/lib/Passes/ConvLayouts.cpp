@@ -11,6 +11,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Debug.h"
 
+#include <optional>
+
 #define DEBUG_TYPE "locus-conv-layouts"
 
 namespace locus {
@@ -30,26 +32,24 @@ namespace {
 /// 437 us a step with its 6-channel value NHWC against 362 with it NCHW.
 constexpr int64_t kMinChannels = 16;
 
-/// The convolution of a CPU kernel that is one locus_conv2d call and
-/// nothing else (--locus-conv-to-runtime will make exactly that call), or
-/// null.
-Conv2dOp callOf(KernelOp kernel) {
+/// The call a CPU kernel is when it is one locus_conv2d call and nothing
+/// else (--locus-conv-to-runtime will make exactly that call), or none.
+std::optional<Fused> callOf(KernelOp kernel) {
   DeviceAttr device = kernel.getDevice();
   if (!device || device.getKind() != DeviceKind::cpu ||
       kernel->getNumResults() != 1)
-    return nullptr;
+    return std::nullopt;
   Block &body = kernel.getBody().front();
   auto convs = body.getOps<Conv2dOp>();
   if (std::distance(convs.begin(), convs.end()) != 1)
-    return nullptr;
-  Conv2dOp conv = *convs.begin();
-  Fused f = matchFused(conv);
+    return std::nullopt;
+  Fused f = matchFused(*convs.begin());
   size_t fused = 1 + (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
   auto yield = cast<YieldOp>(body.getTerminator());
   if (body.getOperations().size() != fused + 1 ||
       yield->getOperand(0) != f.last()->getResult(0))
-    return nullptr;
-  return conv;
+    return std::nullopt;
+  return f;
 }
 
 class ConvLayoutsPass
@@ -59,32 +59,32 @@ public:
 
   void runOnOperation() override {
     GraphOp graph = getOperation();
-    DenseMap<Operation *, Conv2dOp> calls; // kernel -> its call
+    DenseMap<Operation *, Fused> calls; // kernel -> its call
     for (auto kernel : graph.getBodyBlock().getOps<KernelOp>())
-      if (Conv2dOp conv = callOf(kernel))
-        calls[kernel] = conv;
-    for (auto [kernel, conv] : calls)
-      relayout(kernel->getResult(0), conv, calls);
+      if (std::optional<Fused> call = callOf(kernel))
+        calls[kernel] = *call;
+    for (auto &[kernel, call] : calls)
+      relayout(kernel->getResult(0), call.conv, calls);
   }
 
 private:
   /// Marks `value` (the result of `producer`'s call) NHWC when every read
   /// of it is a call's input or residual.
   void relayout(Value value, Conv2dOp producer,
-                const DenseMap<Operation *, Conv2dOp> &calls) {
+                const DenseMap<Operation *, Fused> &calls) {
     if (cast<RankedTensorType>(value.getType()).getDimSize(1) < kMinChannels)
       return;
     SmallVector<std::pair<Conv2dOp, StringRef>> reads;
     for (OpOperand &use : value.getUses()) {
       auto kernel = use.getOwner()->getParentOfType<KernelOp>();
-      Conv2dOp conv = kernel ? calls.lookup(kernel) : nullptr;
-      if (!conv)
+      auto it = kernel ? calls.find(kernel) : calls.end();
+      if (it == calls.end())
         return;
-      Fused f = matchFused(conv);
-      if (use.getOwner() == conv && use.getOperandNumber() == 0)
-        reads.emplace_back(conv, kNhwcInputAttr);
+      const Fused &f = it->second;
+      if (use.getOwner() == f.conv && use.getOperandNumber() == 0)
+        reads.emplace_back(f.conv, kNhwcInputAttr);
       else if (use.getOwner() == f.add && value == f.residual)
-        reads.emplace_back(conv, kNhwcResidualAttr);
+        reads.emplace_back(f.conv, kNhwcResidualAttr);
       else
         return;
     }

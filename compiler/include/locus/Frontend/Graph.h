@@ -324,7 +324,7 @@ public:
 private:
   std::shared_ptr<GraphImpl> graph_;
   /// A Python line: where layers built in the scope were built.
-  std::unique_ptr<SourcePlace> place_;
+  std::optional<SourcePlace> place_;
   const SourcePlace *outerPlace_ = nullptr;
 };
 

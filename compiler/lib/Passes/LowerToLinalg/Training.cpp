@@ -173,17 +173,13 @@ SmallVector<Value> lowerBatchNormTrain(Lowering &l, BatchNormTrainOp op) {
   double inv = 1.0 / c.count, eps = op.getEps().convertToDouble();
   Value sum =
       c.sum(l, x, {c.all}, [](BodyMath &, ValueRange a) { return a[0]; });
-  Value mean = c.perChannelMap(l, sum, [&](BodyMath &f, ValueRange a) {
-    return f.mul(a[0], f.cst(inv));
-  });
+  Value mean = l.scale(sum, inv);
   Value squares =
       c.sum(l, {x, mean}, {c.all, c.channel}, [](BodyMath &f, ValueRange a) {
         Value d = f.sub(a[0], a[1]);
         return f.mul(d, d);
       });
-  Value var = c.perChannelMap(l, squares, [&](BodyMath &f, ValueRange a) {
-    return f.mul(a[0], f.cst(inv));
-  });
+  Value var = l.scale(squares, inv);
   Value scale = c.perChannelMap(
       l, {inverseStd(l, c, var, eps), op.getWeight()},
       [](BodyMath &f, ValueRange a) { return f.mul(a[0], a[1]); });
@@ -215,13 +211,8 @@ SmallVector<Value> lowerBatchNormTrainGrad(Lowering &l,
   Value scale = c.perChannelMap(
       l, {invstd, op.getWeight()},
       [](BodyMath &f, ValueRange a) { return f.mul(a[0], a[1]); });
-  Value meanGrad = c.perChannelMap(l, biasGrad, [&](BodyMath &f, ValueRange a) {
-    return f.mul(a[0], f.cst(inv));
-  });
-  Value meanDot =
-      c.perChannelMap(l, weightGrad, [&](BodyMath &f, ValueRange a) {
-        return f.mul(a[0], f.cst(inv));
-      });
+  Value meanGrad = l.scale(biasGrad, inv);
+  Value meanDot = l.scale(weightGrad, inv);
   Value inputGrad = c.map(
       l, {g, x, op.getMean(), invstd, scale, meanGrad, meanDot},
       {c.all, c.all, c.channel, c.channel, c.channel, c.channel, c.channel},
