@@ -86,13 +86,18 @@ struct Placement {
 };
 
 /// Whether every kernel of plan device `device` has a launcher (CUDA code).
+/// A device with no kernels (one that only holds buffers and copies) needs
+/// none, and runs on the GPU like any other.
 bool hasCudaCode(const locus_model_t &m, const Placement &p, uint32_t device) {
-  if (!p.ptx || !p.ptxSize)
-    return false;
-  for (size_t i = 0; i < m.plan.kernels.size(); ++i)
-    if (m.plan.kernels[i].device == device && !m.launchers[i])
+  bool any = false;
+  for (size_t i = 0; i < m.plan.kernels.size(); ++i) {
+    if (m.plan.kernels[i].device != device)
+      continue;
+    if (!m.launchers[i])
       return false;
-  return true;
+    any = true;
+  }
+  return !any || (p.ptx && p.ptxSize);
 }
 
 /// The target plan device `index` runs on here, and why.

@@ -142,16 +142,22 @@ TEST_P(DeviceConformance, UploadThenDownloadGivesTheSameBytes) {
 // Large copies go over several threads (2 MiB each) and, on a GPU, 8 MiB
 // staging buffers: an odd size from an odd address keeps every byte.
 TEST_P(DeviceConformance, LargeCopiesKeepEveryByte) {
-  const size_t bytes = (size_t(17) << 20) + 12345;
-  std::vector<unsigned char> data = randomBytes(bytes + 3, 2),
-                             back(bytes + 3, 0);
-  void *p = allocate(bytes);
-  ASSERT_NE(p, nullptr);
-  ASSERT_EQ(device_->upload(data.data() + 3, p, bytes), nullptr);
-  ASSERT_EQ(device_->download(p, back.data() + 3, bytes), nullptr);
-  ASSERT_EQ(device_->finish(), nullptr);
-  EXPECT_TRUE(std::equal(data.begin() + 3, data.end(), back.begin() + 3));
-  EXPECT_EQ(back[0], 0);
+  // Sizes around the host copies' split over threads (1 MiB, shares of
+  // 256 KiB or more), from an odd address, the bytes around untouched.
+  for (size_t bytes : {(size_t(17) << 20) + 12345, (size_t(1) << 20) + 7,
+                       (size_t(3) << 20) - 1, size_t(1) << 20}) {
+    std::vector<unsigned char> data = randomBytes(bytes + 3, 2),
+                               back(bytes + 4, 0);
+    void *p = allocate(bytes);
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(device_->upload(data.data() + 3, p, bytes), nullptr);
+    ASSERT_EQ(device_->download(p, back.data() + 3, bytes), nullptr);
+    ASSERT_EQ(device_->finish(), nullptr);
+    EXPECT_TRUE(std::equal(data.begin() + 3, data.end(), back.begin() + 3))
+        << bytes << " bytes";
+    EXPECT_EQ(back[0], 0);
+    EXPECT_EQ(back.back(), 0) << bytes << " bytes";
+  }
 }
 
 TEST_P(DeviceConformance, CopiesWithinTheDevice) {

@@ -126,18 +126,18 @@ LogicalResult cudaStage(ModuleOp module, const PipelineOptions &options,
   return success();
 }
 
-/// Moves the ops of `from` (in the LLVM dialect) into `into`, but for
-/// declarations `into` has already.
-void mergeModules(ModuleOp from, ModuleOp into) {
-  for (Operation &op :
-       llvm::make_early_inc_range(from.getBody()->getOperations())) {
-    if (auto symbol = dyn_cast<SymbolOpInterface>(op))
-      if (into.lookupSymbol(symbol.getNameAttr())) {
-        if (symbol.isDeclaration())
-          continue;
-      }
-    op.moveBefore(into.getBody(), into.getBody()->end());
-  }
+/// Whether `op` is a definition only its own module sees: private, or
+/// with LLVM's private or internal linkage.
+bool isLocal(Operation &op) {
+  auto linkage = [](LLVM::Linkage l) {
+    return l == LLVM::Linkage::Private || l == LLVM::Linkage::Internal;
+  };
+  if (auto global = dyn_cast<LLVM::GlobalOp>(op))
+    return linkage(global.getLinkage());
+  if (auto func = dyn_cast<LLVM::LLVMFuncOp>(op))
+    return linkage(func.getLinkage());
+  auto symbol = dyn_cast<SymbolOpInterface>(op);
+  return symbol && symbol.isPrivate();
 }
 
 /// The kernels of `module` (host code, and the CUDA launchers of `cuda`) as
@@ -156,6 +156,37 @@ LogicalResult writeBitcode(ModuleOp module, OwningOpRef<ModuleOp> &cuda,
 }
 
 } // namespace
+
+/// Moves the ops of `from` (in the LLVM dialect) into `into`, but for
+/// declarations `into` has already. A private definition whose name `into`
+/// has too (both stages number their convolutions' parameters from 0) is
+/// renamed first, with its uses in `from`: moved as it was, its uses would
+/// resolve to `into`'s definition (a CUDA launcher read the host version's
+/// parameters, and cuDNN never saw LOCUS_CONV_TF32).
+void locus::mergeModules(ModuleOp from, ModuleOp into) {
+  SymbolTable fromTable(from), intoTable(into);
+  auto declaration = [](Operation &op) {
+    auto fn = dyn_cast<LLVM::LLVMFuncOp>(op);
+    return (fn && fn.isExternal()) ||
+           cast<SymbolOpInterface>(op).isDeclaration();
+  };
+  for (Operation &op : from.getBody()->getOperations()) {
+    auto symbol = dyn_cast<SymbolOpInterface>(op);
+    if (!symbol || declaration(op) || !isLocal(op) ||
+        !intoTable.lookup(symbol.getNameAttr()))
+      continue;
+    FailureOr<StringAttr> renamed = fromTable.renameToUnique(&op, {&intoTable});
+    LOCUS_INTERNAL_ASSERT(succeeded(renamed),
+                          "a CUDA launcher's symbol cannot be renamed");
+  }
+  for (Operation &op :
+       llvm::make_early_inc_range(from.getBody()->getOperations())) {
+    auto symbol = dyn_cast<SymbolOpInterface>(op);
+    if (symbol && declaration(op) && intoTable.lookup(symbol.getNameAttr()))
+      continue;
+    op.moveBefore(into.getBody(), into.getBody()->end());
+  }
+}
 
 std::vector<std::string> locus::runtimeImports(bool cuda) {
   std::vector<std::string> imports{LOCUS_ABI_HOST_IMPORTS};

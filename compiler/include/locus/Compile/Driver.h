@@ -94,6 +94,12 @@ translateKernels(mlir::Operation *module, llvm::LLVMContext &context,
                  const PlanSummary &kernels,
                  const std::vector<std::string> &cudaFunctions = {});
 
+/// Moves the ops of `from` (the cuda stage's launchers, in the LLVM
+/// dialect) into `into` (the host stage's module), but for declarations
+/// `into` has already; a local definition of a name `into` has too is
+/// renamed first, with its uses in `from`.
+void mergeModules(mlir::ModuleOp from, mlir::ModuleOp into);
+
 /// The runtime functions generated code calls: host kernels always, CUDA
 /// launchers when `cuda`.
 std::vector<std::string> runtimeImports(bool cuda);

@@ -70,9 +70,10 @@ public:
 
 private:
   std::string plan(const Key &key, Plan *&out);
-  /// Ranks or times convolution `kind`'s algorithms and takes one; `tf32`:
-  /// the op allows TF32 (the math cuDNN reports may then be kept).
-  std::string chooseAlgorithm(int64_t kind, bool tf32, Plan &plan);
+  /// Ranks or times the algorithms of the convolution `key` names and
+  /// takes one (with LOCUS_CONV_TF32 in its flags, the math cuDNN reports
+  /// may be kept).
+  std::string chooseAlgorithm(const Key &key, Plan &plan);
 
   void *handle_ = nullptr;
   bool tried_ = false;
