@@ -197,6 +197,12 @@ def locus_round(r):
         rc, out, _ = r.command([run, art, "--random-inputs", "--runs", str(runs),
                                 "--quiet"] + w["args"] + r.device_map, 60, w["env"])
         t = parse_time(out, w["metric"]) if rc == 0 else None
+        # A GPU row that ran on sim timed the host (the copy rows once did,
+        # for want of PTX in an artifact with no kernels): an error.
+        on_sim = next((line for line in out.splitlines()
+                       if line.startswith("cuda:0 -> sim")), None)
+        if on_sim and not r.sim:
+            t, out = None, "ran on sim, not the GPU: " + on_sim
         times[w["name"]] = t / w["per"] if t is not None else (
             "locus-run: %s" % (out.strip().splitlines() or ["exit %s" % rc])[-1][:200])
         if "steps replay as a CUDA graph" in out:
