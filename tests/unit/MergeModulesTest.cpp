@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 namespace {
@@ -42,9 +43,11 @@ int64_t flagsRead(mlir::ModuleOp module, llvm::StringRef function) {
     return -1;
   auto global =
       module.lookupSymbol<mlir::LLVM::GlobalOp>(address.getGlobalName());
-  if (!global)
+  std::optional<mlir::Attribute> value =
+      global ? global.getValue() : std::nullopt;
+  if (!value)
     return -1;
-  auto values = llvm::cast<mlir::DenseIntElementsAttr>(*global.getValue());
+  auto values = llvm::cast<mlir::DenseIntElementsAttr>(*value);
   return (*(values.value_begin<llvm::APInt>() + 1)).getSExtValue();
 }
 

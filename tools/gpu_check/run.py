@@ -389,6 +389,19 @@ def onnx_models(r):
         time.monotonic() - start)
 
 
+# The reduction cases racecheck and synccheck read (about 2.4 s each under
+# racecheck): one or two per strategy of --locus-map-to-gpu that shares
+# memory or synchronises (warp rows, block rows, looped rows, past the
+# longest group, split, columns, long rows) and the losses; all 32 took
+# 78 s, a quarter of a run's budget (2026-11-27).
+RACE_CASES = {
+    "sum_warp_rows", "min_warp_rows", "softmax_block_rows", "softmax_looped_rows",
+    "softmax_rows_4097", "sum_split_full", "max_split_columns", "sum_columns_split",
+    "mean_split_rows", "max_columns_3d", "sum_long_rows", "log_softmax_long",
+    "softmax", "cross_entropy", "mse_mean",
+}
+
+
 def sanitizers(r):
     """compute-sanitizer: memcheck over every op case, gradient case and
     training step; racecheck and synccheck over the reduction cases."""
@@ -397,7 +410,7 @@ def sanitizers(r):
     if os.path.isdir(cases) and not os.path.isdir(reductions):
         os.makedirs(reductions)
         for c in os.listdir(cases):
-            if re.search(r"sum|mean|max|min|softmax|cross_entropy|mse", c):
+            if c in RACE_CASES:
                 os.symlink(os.path.join(cases, c), os.path.join(reductions, c))
     tests = os.path.join(r.bundle, "bin", "runtime_tests")
     run = os.path.join(r.bundle, "bin", "locus-run")
@@ -453,6 +466,32 @@ def profiles(r):
             continue
         r.profiles[w["name"]] = rows[:22] + by_kind(rows[2:])
         r.record(name, "PASS", "%d kernels" % (len(rows) - 3), secs)
+
+
+def cudnn_choices(r):
+    """What cuDNN chose per convolution shape of the ResNet-18 step, in
+    fp32 and with TF32 allowed (LOCUS_CUDNN_LOG=1): how many shapes took
+    tensor-op math or a nondeterministic algorithm. The lines themselves
+    go to the log."""
+    run = os.path.join(r.bundle, "bin", "locus-run")
+    for artifact in ("resnet18_train.locus", "resnet18_train_tf32.locus"):
+        name = "cuDNN choices: " + artifact[:-len(".locus")]
+        if not r.gpu_step(name, 15):
+            continue
+        if r.sim:
+            r.record(name, "SKIP", "--sim: sim calls no cuDNN")
+            continue
+        rc, out, secs = r.command([run, os.path.join(r.bundle, "bench", artifact),
+                                   "--random-inputs", "--runs", "1", "--quiet"]
+                                  + r.device_map, 60, {"LOCUS_CUDNN_LOG": "1"})
+        chosen = re.findall(r"^locus cudnn: .*? \*(\d+)/m(\d)(/nd)?", out, re.M)
+        if rc != 0 or not chosen:
+            r.record(name, "FAIL", "exit %s, %d shapes logged" % (rc, len(chosen)), secs)
+            continue
+        fma = sum(m == "3" for _, m, _ in chosen)
+        nd = sum(bool(n) for _, _, n in chosen)
+        r.record(name, "PASS", "%d shapes: %d in FMA math (no TF32), %d "
+                 "nondeterministic" % (len(chosen), fma, nd), secs)
 
 
 def by_kind(rows):
@@ -561,6 +600,7 @@ def main(bundle, out_dir, budget=285, rounds=2, only=(), sim=False):
     r.say("== benchmarks (%d interleaved rounds)" % rounds)
     benchmarks(r, rounds)
     profiles(r)
+    cudnn_choices(r)
     r.say("== whole models, ONNX models, sanitizers")
     whole_models(r)
     onnx_models(r)

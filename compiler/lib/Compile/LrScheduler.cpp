@@ -64,11 +64,6 @@ void checkPositive(int64_t value, const Here &loc, const std::string &what) {
                   what + " must be positive, got " + std::to_string(value));
 }
 
-void checkFinite(double value, const Here &loc, const std::string &what) {
-  if (!std::isfinite(value))
-    throw errorAt(loc, what + " must be a finite number, got " + number(value));
-}
-
 } // namespace
 
 double optim::getLr(const CompiledModel &model, const Optimizer &optimizer,
