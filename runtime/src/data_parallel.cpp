@@ -83,6 +83,25 @@ locus_status_t startAllReduce(locus_model_t &m, locus_context_t &ctx,
   const PlanCommand &c = m.plan.step[index];
   Device &device = *m.deviceOf[c.device];
   size_t n = c.args.size() / 2;
+  if (m.comm) { // on the device where it can (a GPU through NCCL), at any
+                // world size: one rank is the NCCL path on one GPU
+    std::vector<Device::ReducePart> parts;
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; ++i) {
+      bytes += m.plan.buffers[c.args[i]].bytes;
+      parts.push_back({bufferPointer(m, ctx, c.args[i]),
+                       bufferPointer(m, ctx, c.args[n + i]),
+                       m.plan.buffers[c.args[i]].bytes / sizeof(float)});
+    }
+    locus_status_t status = nullptr;
+    auto begin =
+        m.trace.on() ? Trace::Clock::now() : Trace::Clock::time_point();
+    if (device.allReduceHere(*m.comm, parts,
+                             c.reduction == LOCUS_PLAN_REDUCE_MEAN, status)) {
+      m.trace.allReduce(c.device, bytes, false, ctx.id, ctx.step, begin);
+      return status;
+    }
+  }
   if (!m.comm || m.comm->size == 1) { // the average of one rank: itself
     for (size_t i = 0; i < n; ++i)
       if (locus_status_t s =

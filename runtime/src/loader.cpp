@@ -100,6 +100,19 @@ bool hasCudaCode(const locus_model_t &m, const Placement &p, uint32_t device) {
   return !any || (p.ptx && p.ptxSize);
 }
 
+/// "; all-reduces through NCCL 2.28.9 (<path>)" (or "through host memory
+/// and the communicator (no NCCL (<why>))") where the plan all-reduces
+/// buffers of device `index`, "" where it does not.
+std::string allReducePath(const locus_model_t &m, uint32_t index) {
+  for (const PlanCommand &c : m.plan.step)
+    if (c.op == LOCUS_PLAN_ALL_REDUCE && c.device == index)
+      return "; all-reduces through " +
+             (ncclAvailable()
+                  ? ncclPath()
+                  : "host memory and the communicator (" + ncclPath() + ")");
+  return "";
+}
+
 /// The target plan device `index` runs on here, and why.
 locus_status_t chooseTarget(const locus_model_t &m, const Placement &p,
                             uint32_t index, std::string &target,
@@ -122,7 +135,7 @@ locus_status_t chooseTarget(const locus_model_t &m, const Placement &p,
       target = d.name;
     why = target == d.name ? "PTX kernels and cuBLAS through the driver; "
                              "convolutions through " +
-                                 convolutionPath()
+                                 convolutionPath() + allReducePath(m, index)
                            : "host versions of its kernels: " + absent;
   } else {
     why = p.codeNote;

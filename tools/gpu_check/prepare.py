@@ -96,6 +96,11 @@ def bench_artifacts(bench):
                                      "optimizer=sgd lr=0.01 momentum=0.9"), "strict", []),
         ("cnn_train", with_optimizer(graphs.seed_cnn_loss(), "optimizer=adam lr=0.001"),
          "strict", []),
+        # The same MLP step with its gradients averaged over a job's ranks:
+        # at world size 1 on a GPU, NCCL's path (tools/gpu_check/run.py).
+        ("mlp_train_dp", with_optimizer(graphs.mlp(train=True),
+                                        "optimizer=sgd lr=0.01 momentum=0.9"),
+         "strict", ["--data-parallel"]),
     ]
     failed = []
     for name, text, policy, extra in jobs:

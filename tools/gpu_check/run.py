@@ -346,6 +346,47 @@ def whole_models(r):
                      runs, losses["gpu"][0], losses["host"][0]), secs)
 
 
+def data_parallel(r):
+    """The MLP step compiled for data-parallel training, run as a job of
+    one rank (--distributed): its gradient buckets go through NCCL on the
+    GPU, and its loss after 4 steps equals the same artifact's outside a
+    job (where the average of one rank is a copy)."""
+    name = "data-parallel step through NCCL, world size 1"
+    art = os.path.join(r.bundle, "bench", "mlp_train_dp.locus")
+    if not r.gpu_step(name, 15):
+        return
+    if r.sim:
+        r.record(name, "SKIP", "--sim: NCCL needs a GPU")
+        return
+    if not os.path.exists(art):
+        r.record(name, "SKIP", "not in the bundle (prepare could not make it)")
+        return
+    run = os.path.join(r.bundle, "bin", "locus-run")
+    losses, reports, start = {}, {}, time.monotonic()
+    for where, extra in (("job", ["--distributed"]), ("alone", [])):
+        out_dir = os.path.join(r.scratch, "dp", where)
+        os.makedirs(out_dir, exist_ok=True)
+        rc, out, _ = r.command([run, art, "--random-inputs", "--runs", "4",
+                                "--save-outputs", out_dir] + extra, 60)
+        if rc != 0:
+            r.record(name, "FAIL", "the %s run: %s" % (where, (
+                out.strip().splitlines() or ["exit %s" % rc])[-1][:200]),
+                time.monotonic() - start)
+            return
+        reports[where] = next((line for line in out.splitlines()
+                               if line.startswith("cuda:0 ->")), "")
+        losses[where] = read_npy(os.path.join(out_dir, "loss.npy"))[1]
+    secs = time.monotonic() - start
+    path = re.search(r"all-reduces through ([^;)]*\)?)", reports["job"])
+    if not path or not path.group(1).startswith("NCCL"):
+        r.record(name, "FAIL", "not through NCCL: " + reports["job"][-200:], secs)
+        return
+    err = worst_error(losses["job"], losses["alone"], 1e-6, 1e-6)
+    r.record(name, "PASS" if err <= 1 else "FAIL",
+             "%s; loss after 4 steps %.6g, alone %.6g" % (
+                 path.group(1), losses["job"][0], losses["alone"][0]), secs)
+
+
 def onnx_models(r):
     """ONNX test models compiled for cuda:0, against their references at
     the backend tests' tolerances (rtol 1e-3, atol 1e-7)."""
@@ -603,6 +644,7 @@ def main(bundle, out_dir, budget=285, rounds=2, only=(), sim=False):
     cudnn_choices(r)
     r.say("== whole models, ONNX models, sanitizers")
     whole_models(r)
+    data_parallel(r)
     onnx_models(r)
     sanitizers(r)
     write_report(r, started)

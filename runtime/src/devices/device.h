@@ -14,8 +14,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace locus::rt {
+
+class Comm;
 
 /// A kernel's host entry point: its buffers in plan order.
 using KernelFn = void (*)(void *const *buffers);
@@ -86,6 +89,23 @@ public:
   virtual locus_status_t endCapture(void **graph);
   virtual locus_status_t replay(void *graph);
   virtual void releaseGraph(void *graph) { (void)graph; }
+
+  /// One buffer of a data-parallel all-reduce: `count` floats of `in`
+  /// summed over the ranks into `out`.
+  struct ReducePart {
+    const void *in;
+    void *out;
+    size_t count;
+  };
+  /// Reduces `parts` over the ranks of `comm`'s job in this device's own
+  /// order of work, where it can (a GPU through NCCL), and returns true
+  /// with its status; false, with nothing done, where the parts must go
+  /// through host memory and the communicator instead.
+  virtual bool allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
+                             bool mean, locus_status_t &status) {
+    (void)comm, (void)parts, (void)mean, (void)status;
+    return false;
+  }
 
 private:
   std::string name_;

@@ -24,6 +24,11 @@ bool cudaUsable(int ordinal, std::string &why);
 /// "generated kernels (no cuDNN (<why>))".
 std::string convolutionPath();
 
+/// Whether NCCL loads (data-parallel all-reduces of CUDA buffers go
+/// through it), and "NCCL 2.28.9 (<path>)" or "no NCCL (<why>)".
+bool ncclAvailable();
+std::string ncclPath();
+
 /// The device cuda:`ordinal` with the kernels of a PTX section (locus/abi.h)
 /// loaded; null with `status` set when it cannot be made.
 std::unique_ptr<Device> makeCudaDevice(int ordinal, const void *ptx,

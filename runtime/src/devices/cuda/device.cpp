@@ -32,6 +32,7 @@ CudaDevice::~CudaDevice() {
     d.cuStreamSynchronize(compute_);
   if (copy_)
     d.cuStreamSynchronize(copy_);
+  nccl_.reset(); // while the context is there
   for (Staging &s : staging_) {
     if (s.done)
       d.cuEventDestroy(s.done);
@@ -276,6 +277,10 @@ std::string convolutionPath() {
     return cudnn::describe();
   return "generated kernels (" + cudnn::describe() + ")";
 }
+
+bool ncclAvailable() { return nccl::library() != nullptr; }
+
+std::string ncclPath() { return nccl::describe(); }
 
 std::unique_ptr<Device> makeCudaDevice(int ordinal, const void *ptx,
                                        size_t ptxSize, bool graphs,

@@ -7,6 +7,7 @@
 #include "devices/cuda/cublas.h"
 #include "devices/cuda/cudnn.h"
 #include "devices/cuda/driver.h"
+#include "devices/cuda/nccl.h"
 #include "devices/device.h"
 
 #include <memory>
@@ -75,7 +76,16 @@ public:
   /// Runs the launcher, with the lock held and the context current.
   locus_status_t launchEntered(KernelFn launcher, void *const *buffers);
 
+  /// Waits for the compute stream; after an all-reduce through NCCL, by
+  /// polling, so that another rank's failure or the job's timeout ends
+  /// the wait (the communicator aborted) instead of hanging it.
   locus_status_t finish() override;
+
+  /// Through NCCL on the compute stream when NCCL loads: no trip through
+  /// host memory. The communicator is made at the first bucket (every
+  /// rank reaches it in the same order), its unique id through `comm`.
+  bool allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
+                     bool mean, locus_status_t &status) override;
   locus_status_t beginCapture() override;
   locus_status_t endCapture(void **graph) override;
   locus_status_t replay(void *graph) override;
@@ -145,6 +155,10 @@ private:
   bool blasTf32_ = false; // the handle's math mode: TF32 allowed
   std::unique_ptr<cudnn::Convolutions> dnn_ =
       std::make_unique<cudnn::Convolutions>();
+  std::unique_ptr<nccl::Communicator> nccl_;
+  bool ncclIssued_ = false;  // an all-reduce since the last finish()
+  double ncclTimeout_ = 600; // seconds: the job's collective timeout
+  std::string ncclRank_;     // "rank 1 of 4", for its errors
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;
   std::vector<std::string> kernelNames_;

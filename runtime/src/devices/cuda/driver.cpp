@@ -88,6 +88,7 @@ const Driver &driver() {
     LOCUS_BIND(cuStreamCreate, "cuStreamCreate")
     LOCUS_BIND(cuStreamDestroy, "cuStreamDestroy_v2")
     LOCUS_BIND(cuStreamSynchronize, "cuStreamSynchronize")
+    LOCUS_BIND(cuStreamQuery, "cuStreamQuery")
     LOCUS_BIND(cuStreamWaitEvent, "cuStreamWaitEvent")
     LOCUS_BIND(cuEventCreate, "cuEventCreate")
     LOCUS_BIND(cuEventDestroy, "cuEventDestroy_v2")

@@ -26,6 +26,7 @@ using CUgraph = struct CUgraph_st *;
 using CUgraphExec = struct CUgraphExec_st *;
 constexpr CUresult kSuccess = 0;
 constexpr CUresult kOutOfMemory = 2;
+constexpr CUresult kNotReady = 600;
 constexpr CUresult kNotSupported = 801;
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr unsigned kEventDisableTiming = 2;
@@ -62,6 +63,7 @@ struct Driver {
   LOCUS_CU(cuStreamCreate, CUstream *, unsigned)
   LOCUS_CU(cuStreamDestroy, CUstream)
   LOCUS_CU(cuStreamSynchronize, CUstream)
+  LOCUS_CU(cuStreamQuery, CUstream)
   LOCUS_CU(cuStreamWaitEvent, CUstream, CUevent, unsigned)
   LOCUS_CU(cuEventCreate, CUevent *, unsigned)
   LOCUS_CU(cuEventDestroy, CUevent)

@@ -8,12 +8,16 @@
 
 #include "devices/cuda/device.h"
 
+#include "comm.h"
+
 #include "guard.h"
 #include "locus/abi.h"
 #include "status_impl.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace locus::rt {
 
@@ -81,9 +85,76 @@ locus_status_t CudaDevice::finish() {
   std::lock_guard lock(mutex_);
   if (locus_status_t s = enter())
     return s;
-  if (CUresult rc = driver().cuStreamSynchronize(compute_))
-    return fail("cuStreamSynchronize", rc);
-  return nullptr;
+  const Driver &d = driver();
+  if (!ncclIssued_ || !d.cuStreamQuery) {
+    if (CUresult rc = d.cuStreamSynchronize(compute_))
+      return fail("cuStreamSynchronize", rc);
+    return nullptr;
+  }
+  ncclIssued_ = false;
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(ncclTimeout_);
+  for (;;) {
+    CUresult rc = d.cuStreamQuery(compute_);
+    if (rc == kSuccess)
+      return nullptr;
+    if (rc != kNotReady)
+      return fail("cuStreamQuery", rc);
+    std::string error = nccl_->asyncError();
+    if (error.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      continue;
+    }
+    nccl_->abort(); // the stream's wait on the other ranks ends
+    nccl_.reset();
+    if (error.empty())
+      return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                        "%s: %s: an all-reduce through NCCL waited %.0f s for "
+                        "the other ranks (LOCUS_COMM_TIMEOUT): a rank died, "
+                        "hangs or never joined",
+                        name().c_str(), ncclRank_.c_str(), ncclTimeout_);
+    return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                      "%s: %s: an all-reduce through NCCL failed: %s",
+                      name().c_str(), ncclRank_.c_str(), error.c_str());
+  }
+}
+
+bool CudaDevice::allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
+                               bool mean, locus_status_t &status) {
+  if (!nccl::library())
+    return false; // through host memory; the report says why
+  std::lock_guard lock(mutex_);
+  if ((status = enter()))
+    return true;
+  if (!nccl_) {
+    std::string why;
+    nccl_ = nccl::Communicator::make(
+        comm.rank, comm.size,
+        [&](void *id, size_t bytes) {
+          locus_status_t s = comm.broadcast(id, bytes);
+          std::string e = s ? locus_status_message(s) : "";
+          locus_status_free(s);
+          return e;
+        },
+        why);
+    if (!nccl_) {
+      status = makeStatus(LOCUS_STATUS_UNAVAILABLE, "%s: joining NCCL: %s",
+                          name().c_str(), why.c_str());
+      return true;
+    }
+    ncclTimeout_ = comm.timeoutSeconds;
+    ncclRank_ = "rank " + std::to_string(comm.rank) + " of " +
+                std::to_string(comm.size);
+  }
+  std::vector<nccl::Part> calls;
+  calls.reserve(parts.size());
+  for (const ReducePart &p : parts)
+    calls.push_back({p.in, p.out, p.count});
+  if (std::string e = nccl_->allReduce(calls, mean, compute_); !e.empty())
+    status = makeStatus(LOCUS_STATUS_INTERNAL, "%s: all-reduce: %s",
+                        name().c_str(), e.c_str());
+  ncclIssued_ = true;
+  return true;
 }
 
 bool CudaDevice::canCapture() const {
