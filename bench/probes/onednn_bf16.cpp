@@ -80,7 +80,8 @@ Case product(engine &eng, stream &s, const char *name, dt in, bool fpmathBf16) {
   primitive_attr attr;
   if (fpmathBf16)
     attr.set_fpmath_mode(fpmath_mode::bf16);
-  auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, eng);
+  auto pd =
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, eng);
   auto ma = std::make_shared<memory>(a, eng);
   auto mb = std::make_shared<memory>(b, eng);
   auto mc = std::make_shared<memory>(c, eng);

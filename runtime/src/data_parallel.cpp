@@ -74,6 +74,16 @@ locus_status_t joinJob(locus_model_t &m, Comm &comm) {
       if (locus_status_t s = writeState(m, info.name, host.data(), host.size()))
         return s;
   }
+  // Devices that reduce in their own order of work (a GPU through NCCL)
+  // join here, at the same point on every rank.
+  for (size_t d = 0; d < m.plan.devices.size(); ++d) {
+    bool reduces = false;
+    for (const PlanCommand &c : m.plan.step)
+      reduces |= c.op == LOCUS_PLAN_ALL_REDUCE && c.device == d;
+    if (reduces)
+      if (locus_status_t s = m.deviceOf[d]->joinCollectives(comm))
+        return s;
+  }
   m.comm = &comm;
   return nullptr;
 }

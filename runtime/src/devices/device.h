@@ -97,10 +97,17 @@ public:
     void *out;
     size_t count;
   };
-  /// Reduces `parts` over the ranks of `comm`'s job in this device's own
-  /// order of work, where it can (a GPU through NCCL), and returns true
-  /// with its status; false, with nothing done, where the parts must go
-  /// through host memory and the communicator instead.
+  /// Joins `comm`'s job for all-reduces in this device's own order of work
+  /// (a GPU: an NCCL communicator), where it can; every rank calls it at
+  /// the same point of the join.
+  virtual locus_status_t joinCollectives(Comm &comm) {
+    (void)comm;
+    return nullptr;
+  }
+  /// Reduces `parts` over the ranks of the job joined above, in this
+  /// device's own order of work, and returns true with its status; false,
+  /// with nothing done, where the parts must go through host memory and
+  /// the communicator instead.
   virtual bool allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
                              bool mean, locus_status_t &status) {
     (void)comm, (void)parts, (void)mean, (void)status;

@@ -81,9 +81,11 @@ public:
   /// the wait (the communicator aborted) instead of hanging it.
   locus_status_t finish() override;
 
-  /// Through NCCL on the compute stream when NCCL loads: no trip through
-  /// host memory. The communicator is made at the first bucket (every
-  /// rank reaches it in the same order), its unique id through `comm`.
+  /// An NCCL communicator when NCCL loads, rank 0's unique id through
+  /// `comm` (the job's bootstrap); nothing otherwise.
+  locus_status_t joinCollectives(Comm &comm) override;
+  /// Through NCCL on the compute stream once joined: no trip through host
+  /// memory.
   bool allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
                      bool mean, locus_status_t &status) override;
   locus_status_t beginCapture() override;

@@ -119,33 +119,40 @@ locus_status_t CudaDevice::finish() {
   }
 }
 
+locus_status_t CudaDevice::joinCollectives(Comm &comm) {
+  if (!nccl::library())
+    return nullptr; // buckets through host memory; the report says why
+  std::lock_guard lock(mutex_);
+  if (locus_status_t s = enter())
+    return s;
+  nccl_.reset();
+  std::string why;
+  nccl_ = nccl::Communicator::make(
+      comm.rank, comm.size,
+      [&](void *id, size_t bytes) {
+        locus_status_t s = comm.broadcast(id, bytes);
+        std::string e = s ? locus_status_message(s) : "";
+        locus_status_free(s);
+        return e;
+      },
+      why);
+  if (!nccl_)
+    return makeStatus(LOCUS_STATUS_UNAVAILABLE, "%s: joining NCCL: %s",
+                      name().c_str(), why.c_str());
+  ncclTimeout_ = comm.timeoutSeconds;
+  ncclRank_ =
+      "rank " + std::to_string(comm.rank) + " of " + std::to_string(comm.size);
+  return nullptr;
+}
+
 bool CudaDevice::allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
                                bool mean, locus_status_t &status) {
-  if (!nccl::library())
-    return false; // through host memory; the report says why
+  (void)comm; // joined in joinCollectives
   std::lock_guard lock(mutex_);
+  if (!nccl_)
+    return false;
   if ((status = enter()))
     return true;
-  if (!nccl_) {
-    std::string why;
-    nccl_ = nccl::Communicator::make(
-        comm.rank, comm.size,
-        [&](void *id, size_t bytes) {
-          locus_status_t s = comm.broadcast(id, bytes);
-          std::string e = s ? locus_status_message(s) : "";
-          locus_status_free(s);
-          return e;
-        },
-        why);
-    if (!nccl_) {
-      status = makeStatus(LOCUS_STATUS_UNAVAILABLE, "%s: joining NCCL: %s",
-                          name().c_str(), why.c_str());
-      return true;
-    }
-    ncclTimeout_ = comm.timeoutSeconds;
-    ncclRank_ = "rank " + std::to_string(comm.rank) + " of " +
-                std::to_string(comm.size);
-  }
   std::vector<nccl::Part> calls;
   calls.reserve(parts.size());
   for (const ReducePart &p : parts)
