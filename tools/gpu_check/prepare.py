@@ -157,6 +157,11 @@ def resnet_blocks(bench, tmp):
 def onnx_cases(bundle):
     """ONNX's test models for cuda:0 with their data as .npy, made by
     onnx_cases.py under Debian's Python (python3-onnx and python3-numpy)."""
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import onnx.numpy_helper"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return 0, ("Debian's python3-onnx is not installed "
+                   "(sudo apt-get install python3-onnx)")
     p = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "onnx_cases.py"),
                         os.path.join(bundle, "onnx"),
                         os.path.join(BUILD, "tools", "locus-compile")],

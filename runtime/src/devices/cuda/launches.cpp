@@ -151,7 +151,8 @@ bool CudaDevice::allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
   std::lock_guard lock(mutex_);
   if (!nccl_)
     return false;
-  if ((status = enter()))
+  status = enter();
+  if (status)
     return true;
   std::vector<nccl::Part> calls;
   calls.reserve(parts.size());
