@@ -908,3 +908,29 @@ def test_a_layer_error_names_the_python_lines_that_built_and_called_it():
     assert "error: conv2d: weight [4, 3, 3, 3] expects 3 input channels " \
         "but input [1, 5, 8, 8] has 5" in str(info.value)
     assert "'locus." not in str(info.value)
+
+
+def test_an_error_names_the_users_call_not_the_ops_it_records():
+    """masked_fill records a where, expand a broadcast, std a var: their
+    errors name the call the user wrote, at the user's line, and give the
+    cast advice in both languages."""
+    g = locus.Graph("call_names")
+    x = g.input("x", [4, 8])
+    y = g.input("y", [3, 5])
+    cases = [
+        (lambda: locus.masked_fill(x, y, 0.0),  # @masked
+         "# @" + "masked", "masked_fill expects i1 tensors, but the mask is f32 [3, 5]"),
+        (lambda: locus.expand(x, [3, 8]),  # @expand
+         "# @" + "expand", "expand: cannot broadcast [4, 8] to [3, 8]"),
+        (lambda: locus.std(x, [7]),  # @std
+         "# @" + "std", "std: axis 7 is out of range for [4, 8]"),
+        (lambda: x + y,  # @add
+         "# @" + "add", "add: operands of shapes [4, 8] and [3, 5] do not broadcast"),
+    ]
+    for call, mark, text in cases:
+        with pytest.raises(locus.Error) as info:
+            call()
+        assert info.value.line == line_of(mark), str(info.value)
+        assert text in str(info.value)
+        assert "locus." not in str(info.value).split("error:")[1].replace(
+            "locus.cast", "")

@@ -175,7 +175,8 @@ TEST(Errors, ShapeMismatchNamesTheLineAndBothShapes) {
   auto c = g.input("c", {100, 3});
   auto d = g.input("d", {100, 2});
   expectUserError(g, [&] { (void)(c + d); }, __LINE__,
-                  "shapes [100, 3] and [100, 2], which do not broadcast");
+                  "add: operands of shapes [100, 3] and [100, 2] do not "
+                  "broadcast (dimension 1: 3 vs 2)");
   expectUserError(g, [&] { mseLoss(c, d); }, __LINE__,
                   "input [100, 3] and target [100, 2] have different shapes");
 }
@@ -187,7 +188,8 @@ TEST(Errors, WrongDtypeIsReportedWithTheType) {
   auto floats = g.input("floats", {32});
   expectUserError(g, [&] { exp(labels); }, __LINE__,
                   "exp expects f32 tensors, but its input is i64 [32]; "
-                  "convert it with locus::cast(x, locus::DType::f32)");
+                  "cast it to f32 first (locus::cast in C++, locus.cast in "
+                  "Python)");
   expectUserError(g, [&] { crossEntropy(logits, floats); }, __LINE__,
                   "cross_entropy expects i64 tensors, but the labels is f32");
   // Comparisons take any one dtype; mixing needs a cast, and the message
@@ -350,6 +352,25 @@ TEST(Nn, LayerShapeErrorsNameTheLayer) {
                   "differ");
 }
 
+TEST(Errors, ACompositeCallIsNamedNotTheOpsItRecords) {
+  // masked_fill records a where, expand a broadcast, std a var,
+  // logsumexp a max and a sum: their errors name the user's call.
+  Graph g("composites");
+  auto x = g.input("x", {4, 8});
+  auto y = g.input("y", {3, 5});
+  expectUserError(g, [&] { maskedFill(x, y, 0.0); }, __LINE__,
+                  "masked_fill expects i1 tensors, but the mask is f32 [3, 5]");
+  expectUserError(g, [&] { expand(x, {3, 8}); }, __LINE__,
+                  "expand: cannot broadcast [4, 8] to [3, 8]");
+  expectUserError(g, [&] { locus::std(x, {7}); }, __LINE__,
+                  "std: axis 7 is out of range for [4, 8]");
+  expectUserError(g, [&] { logsumexp(x, {3}); }, __LINE__,
+                  "logsumexp: axis 3 is out of range for a tensor of shape "
+                  "[4, 8]");
+  // Outside a composite, the op names itself again.
+  expectUserError(g, [&] { sum(x, {3}); }, __LINE__, "sum: axis 3");
+}
+
 TEST(Errors, ReshapeAndAxes) {
   Graph g("reshape");
   auto x = g.input("x", {3, 5});
@@ -358,8 +379,9 @@ TEST(Errors, ReshapeAndAxes) {
   expectUserError(g, [&] { reshape(x, {-1, -1}); }, __LINE__,
                   "only one dimension may be -1");
   expectUserError(g, [&] { sum(x, {-3}); }, __LINE__,
-                  "axis -3 is out of range for a tensor of shape [3, 5]");
-  expectUserError(g, [&] { softmax(x, 2); }, __LINE__, "axis 2 is out of range");
+                  "sum: axis -3 is out of range for a tensor of shape [3, 5]");
+  expectUserError(g, [&] { softmax(x, 2); }, __LINE__,
+                  "softmax: axis 2 is out of range");
   expectUserError(g, [&] { slice(x, 1, 0, 4, 0); }, __LINE__,
                   "slice step must be positive");
 }

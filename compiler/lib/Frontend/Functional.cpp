@@ -16,6 +16,7 @@
 #include <limits>
 
 using namespace locus;
+using locus::detail::CallName;
 using locus::detail::errorAt;
 using locus::detail::numberText;
 using locus::detail::shapeText;
@@ -52,8 +53,9 @@ Tensor shifted(const Tensor &x, double s, const Here &loc) {
 int64_t axisOf(const Tensor &x, int64_t axis, int64_t rank, const Here &loc,
                const char *what) {
   if (axis < -rank || axis >= rank)
-    throw errorAt(loc, std::string(what) + ": axis " + std::to_string(axis) +
-                           " is out of range for " + shapeText(x.shape()));
+    throw errorAt(loc, CallName::label(what) + ": axis " +
+                           std::to_string(axis) + " is out of range for " +
+                           shapeText(x.shape()));
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -169,6 +171,14 @@ Tensor locus::elu(const Tensor &x, double alpha, Here loc) {
 
 Tensor locus::maskedFill(const Tensor &x, const Tensor &mask, double value,
                          Here loc) {
+  CallName call("masked_fill");
+  requireTensor(mask, loc);
+  if (mask.dtype() != DType::i1)
+    throw errorAt(loc, "masked_fill expects i1 tensors, but the mask is " +
+                           std::string(dtypeName(mask.dtype())) + " " +
+                           shapeText(mask.shape()) +
+                           "; cast it to i1 first (locus::cast in C++, "
+                           "locus.cast in Python)");
   return transaction(x, loc, [&] {
     Tensor fill = graphOf(x, loc).full({}, value, x.dtype(), loc);
     return where(mask, fill, x, loc);
@@ -229,6 +239,7 @@ Tensor locus::unsqueeze(const Tensor &x, int64_t axis, Here loc) {
 }
 
 Tensor locus::expand(const Tensor &x, const Shape &shape, Here loc) {
+  CallName call("expand");
   requireTensor(x, loc);
   Shape in = x.shape(), target = shape;
   if (target.size() < in.size())
@@ -483,12 +494,14 @@ Tensor locus::var(const Tensor &x, const std::vector<int64_t> &axes,
 
 Tensor locus::std(const Tensor &x, const std::vector<int64_t> &axes,
                   bool unbiased, bool keepdim, Here loc) {
+  CallName call("std");
   return transaction(
       x, loc, [&] { return sqrt(var(x, axes, unbiased, keepdim, loc), loc); });
 }
 
 Tensor locus::logsumexp(const Tensor &x, const std::vector<int64_t> &axes,
                         bool keepdim, Here loc) {
+  CallName call("logsumexp");
   return transaction(x, loc, [&] {
     Tensor peak = max(x, axes, true, loc);
     Tensor total = sum(exp(sub(x, peak, loc), loc), axes, true, loc);

@@ -334,11 +334,30 @@ void GraphImpl::requireDType(mlir::Value value, DType want, llvm::StringRef op,
   DType got = dtypeOfValue(value);
   if (got == want)
     return;
-  throw userError(loc, op.str() + " expects " + dtypeName(want) +
-                           " tensors, but " + what + " is " + dtypeName(got) +
-                           " " + formatShape(shapeOf(value)) +
-                           "; convert it with locus::cast(x, locus::DType::" +
-                           dtypeName(want) + ")");
+  throw userError(loc, CallName::label(op.str()) + " expects " +
+                           dtypeName(want) + " tensors, but " + what + " is " +
+                           dtypeName(got) + " " + formatShape(shapeOf(value)) +
+                           "; cast it to " + dtypeName(want) +
+                           " first (locus::cast in C++, locus.cast in Python)");
+}
+
+namespace {
+/// The user's call now recording on this thread (CallName), or null.
+thread_local const char *currentCall = nullptr;
+} // namespace
+
+CallName::CallName(const char *name) : outermost(currentCall == nullptr) {
+  if (outermost)
+    currentCall = name;
+}
+
+CallName::~CallName() {
+  if (outermost)
+    currentCall = nullptr;
+}
+
+std::string CallName::label(const std::string &inner) {
+  return currentCall ? std::string(currentCall) : inner;
 }
 
 namespace {
@@ -379,12 +398,12 @@ Shape GraphImpl::broadcastShape(const Shape &a, const Shape &b,
     int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
     int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
     if (da != db && da != 1 && db != 1)
-      throw userError(loc, "operands of " + opName.str() + " have shapes " +
-                               formatShape(a) + " and " + formatShape(b) +
-                               ", which do not broadcast (dimension " +
-                               std::to_string(result.size() - 1 - i) + ": " +
-                               std::to_string(da) + " vs " +
-                               std::to_string(db) + ")");
+      throw userError(
+          loc, CallName::label(userOpName(opName).str()) +
+                   ": operands of shapes " + formatShape(a) + " and " +
+                   formatShape(b) + " do not broadcast (dimension " +
+                   std::to_string(result.size() - 1 - i) + ": " +
+                   std::to_string(da) + " vs " + std::to_string(db) + ")");
     result[result.size() - 1 - i] = da == 1 ? db : da;
   }
   return result;
@@ -404,12 +423,13 @@ Shape GraphImpl::shapeOf(mlir::Value value) {
 }
 
 int64_t GraphImpl::normalizeAxis(int64_t axis, mlir::Value value,
-                                 const Here &loc) {
+                                 llvm::StringRef op, const Here &loc) {
   Shape shape = shapeOf(value);
   int64_t rank = static_cast<int64_t>(shape.size());
   int64_t normalized = axis < 0 ? axis + rank : axis;
   if (normalized < 0 || normalized >= rank)
-    throw userError(loc, "axis " + std::to_string(axis) +
+    throw userError(loc, CallName::label(op.str()) + ": axis " +
+                             std::to_string(axis) +
                              " is out of range for a tensor of shape " +
                              formatShape(shape));
   return normalized;

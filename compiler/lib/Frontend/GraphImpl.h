@@ -14,10 +14,18 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Verifier.h"
 
+#include "UserText.h"
+
 #include <map>
 #include <optional>
 
 namespace locus::detail {
+
+/// An op's name as users write it: "add" for "locus.add".
+inline llvm::StringRef userOpName(llvm::StringRef operationName) {
+  operationName.consume_front("locus.");
+  return operationName;
+}
 
 /// Collects the first diagnostic emitted while it lives (with its notes).
 class DiagnosticCapture {
@@ -47,9 +55,8 @@ public:
     size_t end = message.find(suffix);
     if (!message.starts_with(prefix) || end == llvm::StringRef::npos)
       return std::move(text);
-    return (message.slice(prefix.size(), end) + ": " +
-            message.drop_front(end + suffix.size()))
-        .str();
+    return CallName::label(message.slice(prefix.size(), end).str()) + ": " +
+           message.drop_front(end + suffix.size()).str();
   }
 
 private:
@@ -109,7 +116,10 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   /// tensors, but <what> is i64 [4, 5]; ..." with the cast that fixes it.
   static void requireDType(mlir::Value value, DType want, llvm::StringRef op,
                            const std::string &what, const Here &loc);
-  int64_t normalizeAxis(int64_t axis, mlir::Value value, const Here &loc);
+  /// `axis` in [0, rank); an Error naming `op` (or the call recording it)
+  /// otherwise.
+  int64_t normalizeAxis(int64_t axis, mlir::Value value, llvm::StringRef op,
+                        const Here &loc);
 
   /// An Error unless `name` is new in `names`.
   void claimName(std::map<std::string, std::string> &names,

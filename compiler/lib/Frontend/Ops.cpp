@@ -97,11 +97,12 @@ Tensor compare(CmpPredicate predicate, const Tensor &a, const Tensor &b,
 
 std::vector<int64_t> normalizeAxes(GraphImpl &g,
                                    const std::vector<int64_t> &axes,
-                                   mlir::Value value, const Here &loc) {
+                                   mlir::Value value, llvm::StringRef op,
+                                   const Here &loc) {
   std::vector<int64_t> normalized;
   normalized.reserve(axes.size());
   for (int64_t axis : axes)
-    normalized.push_back(g.normalizeAxis(axis, value, loc));
+    normalized.push_back(g.normalizeAxis(axis, value, op, loc));
   return normalized;
 }
 
@@ -112,7 +113,8 @@ Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdim,
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
   requireF32<OpT>(v, "its input", loc);
-  std::vector<int64_t> normalized = normalizeAxes(g, axes, v, loc);
+  std::vector<int64_t> normalized =
+      normalizeAxes(g, axes, v, userOpName(OpT::getOperationName()), loc);
   mlir::Value result =
       g.record<OpT>(loc, v, llvm::ArrayRef<int64_t>(normalized), keepdim);
   tx.commit();
@@ -125,8 +127,10 @@ Tensor softmaxLike(const Tensor &x, int64_t axis, const Here &loc) {
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
   requireF32<OpT>(v, "its input", loc);
-  mlir::Value result = g.record<OpT>(
-      loc, v, g.builder.getI64IntegerAttr(g.normalizeAxis(axis, v, loc)));
+  mlir::Value result =
+      g.record<OpT>(loc, v,
+                    g.builder.getI64IntegerAttr(g.normalizeAxis(
+                        axis, v, userOpName(OpT::getOperationName()), loc)));
   tx.commit();
   return g.wrap(result);
 }
@@ -406,7 +410,7 @@ Tensor locus::permute(const Tensor &x, const std::vector<int64_t> &dims,
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
-  std::vector<int64_t> perm = normalizeAxes(g, dims, v, loc);
+  std::vector<int64_t> perm = normalizeAxes(g, dims, v, "permute", loc);
   mlir::Value result = g.record<TransposeOp>(loc, v, llvm::ArrayRef(perm));
   tx.commit();
   return g.wrap(result);
@@ -415,7 +419,8 @@ Tensor locus::permute(const Tensor &x, const std::vector<int64_t> &dims,
 Tensor locus::transpose(const Tensor &x, int64_t dim0, int64_t dim1, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   mlir::Value v = g.value(x, loc);
-  int64_t a = g.normalizeAxis(dim0, v, loc), b = g.normalizeAxis(dim1, v, loc);
+  int64_t a = g.normalizeAxis(dim0, v, "transpose", loc),
+          b = g.normalizeAxis(dim1, v, "transpose", loc);
   std::vector<int64_t> perm(GraphImpl::shapeOf(v).size());
   for (size_t i = 0; i < perm.size(); ++i)
     perm[i] = static_cast<int64_t>(i);
@@ -461,8 +466,8 @@ Tensor locus::flatten(const Tensor &x, int64_t startDim, int64_t endDim,
   Shape in = GraphImpl::shapeOf(v);
   if (in.empty())
     return reshape(x, {1}, loc);
-  int64_t start = g.normalizeAxis(startDim, v, loc);
-  int64_t end = g.normalizeAxis(endDim, v, loc);
+  int64_t start = g.normalizeAxis(startDim, v, "flatten", loc);
+  int64_t end = g.normalizeAxis(endDim, v, "flatten", loc);
   if (start > end)
     throw userError(loc, "flatten: start_dim " + std::to_string(startDim) +
                              " comes after end_dim " + std::to_string(endDim));
@@ -483,7 +488,7 @@ Tensor locus::concat(const std::vector<Tensor> &xs, int64_t axis, Here loc) {
   llvm::SmallVector<mlir::Value> values;
   for (const Tensor &x : xs)
     values.push_back(g.value(x, loc));
-  int64_t normalized = g.normalizeAxis(axis, values.front(), loc);
+  int64_t normalized = g.normalizeAxis(axis, values.front(), "concat", loc);
   mlir::Value result = g.record<ConcatOp>(
       loc, mlir::ValueRange(values), g.builder.getI64IntegerAttr(normalized));
   tx.commit();
@@ -496,7 +501,7 @@ Tensor locus::slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
   Shape in = GraphImpl::shapeOf(v);
-  int64_t a = g.normalizeAxis(axis, v, loc);
+  int64_t a = g.normalizeAxis(axis, v, "slice", loc);
   if (step < 1)
     throw userError(loc,
                     "slice step must be positive, got " + std::to_string(step));
@@ -653,7 +658,7 @@ Tensor locus::indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
                              "; locus::embedding takes any shape");
   if (GraphImpl::shapeOf(v).empty())
     throw userError(loc, "index_select cannot pick from a 0-d tensor");
-  int64_t a = g.normalizeAxis(axis, v, loc);
+  int64_t a = g.normalizeAxis(axis, v, "index_select", loc);
   mlir::Value result =
       g.record<GatherOp>(loc, v, vi, g.builder.getI64IntegerAttr(a));
   tx.commit();

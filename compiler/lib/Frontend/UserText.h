@@ -26,6 +26,24 @@ BatchNormTrainResults batchNormTrain(const Tensor &x, const Tensor &weight,
                                      const Tensor &bias, double eps,
                                      const Here &loc);
 
+/// The name of the user's call that errors name while it lives: a
+/// function that records other ops (masked_fill records a where, expand a
+/// broadcast) names itself in their errors, as the user wrote it. The
+/// outermost call wins (std over the var it calls). Graph.cpp defines it.
+class CallName {
+public:
+  explicit CallName(const char *name);
+  ~CallName();
+  CallName(const CallName &) = delete;
+  CallName &operator=(const CallName &) = delete;
+
+  /// The call being recorded, or `inner` (an op's own name) outside one.
+  static std::string label(const std::string &inner);
+
+private:
+  bool outermost;
+};
+
 /// A locus::Error at the user's `loc`.
 inline Error errorAt(const Here &loc, const std::string &message) {
   return Error(loc.file_name(), loc.line(), loc.column(), message);
