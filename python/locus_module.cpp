@@ -445,6 +445,30 @@ void bindNnOps(py::module_ &m) {
         py::arg("x"), py::arg("kernel_size"),
         py::arg("stride") = std::vector<int64_t>{},
         py::arg("padding") = std::vector<int64_t>{0, 0});
+  using LossFn = Tensor (*)(const Tensor &, const Tensor &, Reduction, Here);
+  for (auto [name, fn] :
+       {std::pair<const char *, LossFn>{"l1_loss", l1Loss},
+        {"binary_cross_entropy", binaryCrossEntropy},
+        {"binary_cross_entropy_with_logits", binaryCrossEntropyWithLogits}})
+    m.def(
+        name,
+        [fn](const Tensor &x, const Tensor &t, const std::string &reduction) {
+          return at(x, [&] {
+            return fn(x, t, parseReduction(reduction), Here::current());
+          });
+        },
+        py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
+  m.def(
+      "smooth_l1_loss",
+      [](const Tensor &x, const Tensor &t, const std::string &reduction,
+         double beta) {
+        return at(x, [&] {
+          return smoothL1Loss(x, t, parseReduction(reduction), beta,
+                              Here::current());
+        });
+      },
+      py::arg("input"), py::arg("target"), py::arg("reduction") = "mean",
+      py::arg("beta") = 1.0);
   for (const char *name : {"mseLoss", "mse_loss"})
     m.def(
         name,

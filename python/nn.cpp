@@ -224,7 +224,33 @@ void bindSequenceLayers(py::module_ &nn) {
       .def("__len__", &nn::Sequential::size);
 }
 
+/// A loss layer of (reduction) taking (input, target), as MSELoss.
+template <typename L> void bindReducedLoss(py::module_ &nn, const char *name) {
+  py::class_<L>(nn, name)
+      .def(py::init([](const std::string &reduction) {
+             return L(parseReduction(reduction));
+           }),
+           py::arg("reduction") = "mean")
+      .def("__call__", [](const L &l, const Tensor &x, const Tensor &target) {
+        return recorded(graphOf(x),
+                        [&] { return l(x, target, Here::current()); });
+      });
+}
+
 void bindLosses(py::module_ &nn) {
+  bindReducedLoss<nn::L1Loss>(nn, "L1Loss");
+  bindReducedLoss<nn::BCELoss>(nn, "BCELoss");
+  bindReducedLoss<nn::BCEWithLogitsLoss>(nn, "BCEWithLogitsLoss");
+  py::class_<nn::SmoothL1Loss>(nn, "SmoothL1Loss")
+      .def(py::init([](const std::string &reduction, double beta) {
+             return nn::SmoothL1Loss(parseReduction(reduction), beta);
+           }),
+           py::arg("reduction") = "mean", py::arg("beta") = 1.0)
+      .def("__call__", [](const nn::SmoothL1Loss &l, const Tensor &x,
+                          const Tensor &target) {
+        return recorded(graphOf(x),
+                        [&] { return l(x, target, Here::current()); });
+      });
   py::class_<nn::MSELoss>(nn, "MSELoss")
       .def(py::init([](const std::string &reduction) {
              return nn::MSELoss(parseReduction(reduction));

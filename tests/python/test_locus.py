@@ -934,3 +934,68 @@ def test_an_error_names_the_users_call_not_the_ops_it_records():
         assert text in str(info.value)
         assert "locus." not in str(info.value).split("error:")[1].replace(
             "locus.cast", "")
+
+
+def test_l1_smooth_l1_and_binary_cross_entropy_losses_match_pytorch():
+    """F.l1_loss, smooth_l1_loss (beta 1, 0.3 and 0), binary_cross_entropy
+    and binary_cross_entropy_with_logits, and their nn layers, against
+    PyTorch: the losses (mean and sum) and the input's gradient, on the
+    CPU and on sim."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(17)
+    v = rng.uniform(-3, 3, (6, 5)).astype(np.float32)
+    t = rng.uniform(-3, 3, (6, 5)).astype(np.float32)
+    p = rng.uniform(0.02, 0.98, (6, 5)).astype(np.float32)
+    q = rng.uniform(0, 1, (6, 5)).astype(np.float32)
+    cases = {
+        "l1": (lambda x, y: locus.l1_loss(x, y), lambda x, y: F.l1_loss(x, y), v, t),
+        "l1_sum": (lambda x, y: locus.nn.L1Loss(reduction="sum")(x, y),
+                   lambda x, y: F.l1_loss(x, y, reduction="sum"), v, t),
+        "smooth": (lambda x, y: locus.smooth_l1_loss(x, y),
+                   lambda x, y: F.smooth_l1_loss(x, y), v, t),
+        "smooth_beta": (lambda x, y: locus.nn.SmoothL1Loss(beta=0.3)(x, y),
+                        lambda x, y: F.smooth_l1_loss(x, y, beta=0.3), v, t),
+        "smooth_zero": (lambda x, y: locus.smooth_l1_loss(x, y, "sum", 0.0),
+                        lambda x, y: F.smooth_l1_loss(x, y, reduction="sum",
+                                                      beta=0.0), v, t),
+        "bce": (lambda x, y: locus.binary_cross_entropy(x, y),
+                lambda x, y: F.binary_cross_entropy(x, y), p, q),
+        "bce_layer": (lambda x, y: locus.nn.BCELoss(reduction="sum")(x, y),
+                      lambda x, y: F.binary_cross_entropy(x, y, reduction="sum"),
+                      p, q),
+        "logits": (lambda x, y: locus.binary_cross_entropy_with_logits(x, y),
+                   lambda x, y: F.binary_cross_entropy_with_logits(x, y), v, q),
+        "logits_layer": (lambda x, y: locus.nn.BCEWithLogitsLoss()(x, y),
+                         lambda x, y: F.binary_cross_entropy_with_logits(x, y),
+                         v, q),
+    }
+    for name, (ours, theirs, x0, y0) in cases.items():
+        g = locus.Graph("loss_" + name)
+        x = g.parameter("x", list(x0.shape), x0.flatten().tolist())
+        y = g.input("y", list(y0.shape))
+        loss = ours(x, y)
+        g.output("loss", loss)
+        g.output("grad", locus.grad(loss, [x])[0])
+        tx = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
+        want = theirs(tx, torch.tensor(y0, dtype=torch.float64))
+        want.backward()
+        for options in ({"policy": "cpu", "devices": ["cpu"]},
+                        {"policy": "prefer-gpu", "devices": ["cpu", "cuda:0"],
+                         "device_map": "cuda:0=sim"}):
+            got = locus.compile(g, **options).run(y=y0)
+            np.testing.assert_allclose(got["loss"], want.item(), rtol=2e-5,
+                                       err_msg=name)
+            np.testing.assert_allclose(got["grad"], tx.grad.numpy(), rtol=2e-4,
+                                       atol=1e-6, err_msg=name)
+    g = locus.Graph("loss_errors")
+    x = g.input("x", [4, 3])
+    with pytest.raises(locus.Error) as info:
+        locus.l1_loss(x, g.input("z", [3, 4]))  # @l1-shapes
+    assert info.value.line == line_of("# @l1-shapes")
+    assert "l1_loss: input [4, 3] and target [3, 4] have different shapes" \
+        in str(info.value)
+    with pytest.raises(locus.Error) as info:
+        locus.smooth_l1_loss(x, x, "mean", -1.0)
+    assert "smooth_l1_loss: beta must be a finite number >= 0, got -1" \
+        in str(info.value)

@@ -699,6 +699,105 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
 }
 
 //===----------------------------------------------------------------------===//
+// Losses built from elementwise ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The checks every elementwise loss makes: f32 tensors of one shape.
+void checkLossOperands(const Tensor &input, const Tensor &target,
+                       const char *name, const Here &loc) {
+  requireTensor(input, loc);
+  requireTensor(target, loc);
+  for (const Tensor *t : {&input, &target})
+    if (t->dtype() != DType::f32)
+      throw errorAt(loc, std::string(name) + " takes f32 tensors, but " +
+                             (t == &input ? "input" : "target") + " is " +
+                             dtypeName(t->dtype()) + " " +
+                             shapeText(t->shape()));
+  if (input.shape() != target.shape())
+    throw errorAt(loc, std::string(name) + ": input " +
+                           shapeText(input.shape()) + " and target " +
+                           shapeText(target.shape()) +
+                           " have different shapes");
+}
+
+/// The mean or the sum of every element of `losses`.
+Tensor reduceLoss(const Tensor &losses, Reduction reduction, const Here &loc) {
+  std::vector<int64_t> all(static_cast<size_t>(losses.rank()));
+  for (size_t d = 0; d < all.size(); ++d)
+    all[d] = static_cast<int64_t>(d);
+  return reduction == Reduction::mean ? mean(losses, all, false, loc)
+                                      : sum(losses, all, false, loc);
+}
+
+} // namespace
+
+Tensor locus::l1Loss(const Tensor &input, const Tensor &target,
+                     Reduction reduction, Here loc) {
+  CallName call("l1_loss");
+  checkLossOperands(input, target, "l1_loss", loc);
+  return transaction(input, loc, [&] {
+    return reduceLoss(abs(sub(input, target, loc), loc), reduction, loc);
+  });
+}
+
+Tensor locus::smoothL1Loss(const Tensor &input, const Tensor &target,
+                           Reduction reduction, double beta, Here loc) {
+  CallName call("smooth_l1_loss");
+  checkLossOperands(input, target, "smooth_l1_loss", loc);
+  if (!(beta >= 0) || !std::isfinite(beta))
+    throw errorAt(loc, "smooth_l1_loss: beta must be a finite number >= 0, "
+                       "got " +
+                           numberText(beta));
+  if (beta == 0)
+    return l1Loss(input, target, reduction, loc);
+  return transaction(input, loc, [&] {
+    Tensor d = abs(sub(input, target, loc), loc);
+    Tensor quadratic = scaled(mul(d, d, loc), 0.5 / beta, loc);
+    Tensor linear = shifted(d, -0.5 * beta, loc);
+    Tensor losses =
+        where(lt(d, scalarLike(d, beta, loc), loc), quadratic, linear, loc);
+    return reduceLoss(losses, reduction, loc);
+  });
+}
+
+Tensor locus::binaryCrossEntropy(const Tensor &input, const Tensor &target,
+                                 Reduction reduction, Here loc) {
+  CallName call("binary_cross_entropy");
+  checkLossOperands(input, target, "binary_cross_entropy", loc);
+  return transaction(input, loc, [&] {
+    // PyTorch clamps each log at -100, so p = 0 or 1 gives a finite loss.
+    auto clampedLog = [&](const Tensor &p) {
+      return clamp(log(p, loc), -100.0, std::nullopt, loc);
+    };
+    Tensor one = scalarLike(input, 1.0, loc);
+    Tensor losses = neg(
+        add(mul(target, clampedLog(input), loc),
+            mul(sub(one, target, loc), clampedLog(sub(one, input, loc)), loc),
+            loc),
+        loc);
+    return reduceLoss(losses, reduction, loc);
+  });
+}
+
+Tensor locus::binaryCrossEntropyWithLogits(const Tensor &input,
+                                           const Tensor &target,
+                                           Reduction reduction, Here loc) {
+  CallName call("binary_cross_entropy_with_logits");
+  checkLossOperands(input, target, "binary_cross_entropy_with_logits", loc);
+  return transaction(input, loc, [&] {
+    Tensor zero = scalarLike(input, 0.0, loc);
+    Tensor softplusOfMinusAbs =
+        log(shifted(exp(neg(abs(input, loc), loc), loc), 1.0, loc), loc);
+    Tensor losses =
+        add(sub(maximum(input, zero, loc), mul(input, target, loc), loc),
+            softplusOfMinusAbs, loc);
+    return reduceLoss(losses, reduction, loc);
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
 

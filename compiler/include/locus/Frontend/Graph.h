@@ -680,6 +680,26 @@ Tensor mseLoss(const Tensor &input, const Tensor &target,
 Tensor crossEntropy(const Tensor &logits, const Tensor &labels,
                     Reduction reduction = Reduction::mean,
                     Here loc = Here::current());
+/// |input - target|, reduced, as torch.nn.functional.l1_loss.
+Tensor l1Loss(const Tensor &input, const Tensor &target,
+              Reduction reduction = Reduction::mean,
+              Here loc = Here::current());
+/// Huber-like: 0.5 d^2 / beta where d = |input - target| < beta, else
+/// d - 0.5 beta (beta 0: l1), as torch.nn.functional.smooth_l1_loss.
+Tensor smoothL1Loss(const Tensor &input, const Tensor &target,
+                    Reduction reduction = Reduction::mean, double beta = 1.0,
+                    Here loc = Here::current());
+/// -(t log(p) + (1 - t) log(1 - p)) for probabilities `input`, each log
+/// clamped at -100 as PyTorch's, as torch.nn.functional.binary_cross_entropy.
+Tensor binaryCrossEntropy(const Tensor &input, const Tensor &target,
+                          Reduction reduction = Reduction::mean,
+                          Here loc = Here::current());
+/// binary_cross_entropy of sigmoid(input), computed stably from the
+/// logits: max(x, 0) - x t + log(1 + exp(-|x|)), as
+/// torch.nn.functional.binary_cross_entropy_with_logits.
+Tensor binaryCrossEntropyWithLogits(const Tensor &input, const Tensor &target,
+                                    Reduction reduction = Reduction::mean,
+                                    Here loc = Here::current());
 
 //===----------------------------------------------------------------------===//
 // Random numbers (locus.random: Philox4x32-10, counter-based).

@@ -665,6 +665,41 @@ private:
   Reduction reduction_;
 };
 
+/// A loss layer over a functional loss of (input, target, reduction):
+/// torch.nn.L1Loss, BCELoss and BCEWithLogitsLoss below.
+template <Tensor (*Loss)(const Tensor &, const Tensor &, Reduction, Here)>
+class ReducedLoss {
+public:
+  explicit ReducedLoss(Reduction reduction = Reduction::mean)
+      : reduction_(reduction) {}
+  Tensor operator()(const Tensor &input, const Tensor &target,
+                    Here loc = Here::current()) const {
+    return Loss(input, target, reduction_, loc);
+  }
+
+private:
+  Reduction reduction_;
+};
+using L1Loss = ReducedLoss<l1Loss>;
+using BCELoss = ReducedLoss<binaryCrossEntropy>;
+using BCEWithLogitsLoss = ReducedLoss<binaryCrossEntropyWithLogits>;
+
+/// torch.nn.SmoothL1Loss.
+class SmoothL1Loss {
+public:
+  explicit SmoothL1Loss(Reduction reduction = Reduction::mean,
+                        double beta = 1.0)
+      : reduction_(reduction), beta_(beta) {}
+  Tensor operator()(const Tensor &input, const Tensor &target,
+                    Here loc = Here::current()) const {
+    return smoothL1Loss(input, target, reduction_, beta_, loc);
+  }
+
+private:
+  Reduction reduction_;
+  double beta_;
+};
+
 /// torch.nn.CrossEntropyLoss with i64 class indices.
 class CrossEntropyLoss {
 public:
