@@ -224,7 +224,7 @@ void bindSequenceLayers(py::module_ &nn) {
       .def("__len__", &nn::Sequential::size);
 }
 
-/// A loss layer of (reduction) taking (input, target), as MSELoss.
+/// A loss layer of (reduction) taking (input, target): nn::ReducedLoss.
 template <typename L> void bindReducedLoss(py::module_ &nn, const char *name) {
   py::class_<L>(nn, name)
       .def(py::init([](const std::string &reduction) {
@@ -251,26 +251,8 @@ void bindLosses(py::module_ &nn) {
         return recorded(graphOf(x),
                         [&] { return l(x, target, Here::current()); });
       });
-  py::class_<nn::MSELoss>(nn, "MSELoss")
-      .def(py::init([](const std::string &reduction) {
-             return nn::MSELoss(parseReduction(reduction));
-           }),
-           py::arg("reduction") = "mean")
-      .def("__call__",
-           [](const nn::MSELoss &l, const Tensor &x, const Tensor &target) {
-             return recorded(graphOf(x),
-                             [&] { return l(x, target, Here::current()); });
-           });
-  py::class_<nn::CrossEntropyLoss>(nn, "CrossEntropyLoss")
-      .def(py::init([](const std::string &reduction) {
-             return nn::CrossEntropyLoss(parseReduction(reduction));
-           }),
-           py::arg("reduction") = "mean")
-      .def("__call__", [](const nn::CrossEntropyLoss &l, const Tensor &x,
-                          const Tensor &labels) {
-        return recorded(graphOf(x),
-                        [&] { return l(x, labels, Here::current()); });
-      });
+  bindReducedLoss<nn::MSELoss>(nn, "MSELoss");
+  bindReducedLoss<nn::CrossEntropyLoss>(nn, "CrossEntropyLoss");
 }
 
 template <typename Layer>

@@ -106,8 +106,8 @@ locus_status_t startAllReduce(locus_model_t &m, locus_context_t &ctx,
     locus_status_t status = nullptr;
     auto begin =
         m.trace.on() ? Trace::Clock::now() : Trace::Clock::time_point();
-    if (device.allReduceHere(*m.comm, parts,
-                             c.reduction == LOCUS_PLAN_REDUCE_MEAN, status)) {
+    if (device.allReduceHere(parts, c.reduction == LOCUS_PLAN_REDUCE_MEAN,
+                             status)) {
       m.trace.allReduce(c.device, bytes, false, ctx.id, ctx.step, begin);
       return status;
     }

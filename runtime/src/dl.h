@@ -1,7 +1,7 @@
 // dl.h - the runtime's optional libraries (the CUDA driver, cuBLAS, cuDNN,
-// libsodium, OpenBLAS, oneDNN, libgomp) are found with dlopen, never linked,
-// so a binary starts where they are absent; this opens them and binds their
-// entry points, the one way every library is loaded.
+// NCCL, libsodium, OpenBLAS, oneDNN, libgomp) are found with dlopen, never
+// linked, so a binary starts where they are absent; this opens them and binds
+// their entry points, the one way every library is loaded.
 #ifndef LOCUS_RUNTIME_DL_H
 #define LOCUS_RUNTIME_DL_H
 
@@ -98,6 +98,43 @@ inline std::vector<std::string> pythonWheelFiles(const char *package,
       globfree(&found);
     }
   return paths;
+}
+
+/// An NVIDIA library PyTorch may also ship (cuDNN, NCCL): `env` alone when
+/// set (the value of the variable `envName`, a file); else `soname` if the
+/// process has it loaded already (two copies in one process would not
+/// agree), the loader's search path, the CUDA toolkit's lib64, and pip's
+/// nvidia/`package`/lib wheels. The library opened, or why none did.
+inline Library openNvidiaLibrary(const char *env, const char *envName,
+                                 const char *soname, const char *package,
+                                 std::string &why) {
+  if (env && *env) {
+    Library named = openFirst({env});
+    if (!named.handle)
+      why = std::string(envName) + ": " + named.why;
+    return named;
+  }
+  Library loaded = openFirst({soname}, RTLD_NOW | RTLD_NOLOAD);
+  if (loaded.handle)
+    return loaded;
+  std::vector<std::string> paths{soname, std::string("/usr/local/cuda/lib64/") +
+                                             soname};
+  for (std::string &wheel : pythonWheelFiles(package, soname))
+    paths.push_back(std::move(wheel));
+  Library found = openFirst(paths);
+  if (!found.handle)
+    why = found.why +
+          "; nor under /usr/local/cuda/lib64 or a Python's "
+          "nvidia/" +
+          package + "/lib";
+  return found;
+}
+
+/// "9.14.0" of a version code major * 10000 + minor * 100 + patch (cuDNN's
+/// and NCCL's).
+inline std::string versionCodeText(size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) +
+         "." + std::to_string(v % 100);
 }
 
 /// Sets `fn` to the entry point `name` of the library `handle` (dlopen's);

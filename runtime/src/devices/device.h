@@ -108,9 +108,9 @@ public:
   /// device's own order of work, and returns true with its status; false,
   /// with nothing done, where the parts must go through host memory and
   /// the communicator instead.
-  virtual bool allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
-                             bool mean, locus_status_t &status) {
-    (void)comm, (void)parts, (void)mean, (void)status;
+  virtual bool allReduceHere(const std::vector<ReducePart> &parts, bool mean,
+                             locus_status_t &status) {
+    (void)parts, (void)mean, (void)status;
     return false;
   }
 

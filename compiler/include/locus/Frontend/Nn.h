@@ -651,22 +651,9 @@ private:
   std::vector<AnyModule> layers_;
 };
 
-/// torch.nn.MSELoss.
-class MSELoss {
-public:
-  explicit MSELoss(Reduction reduction = Reduction::mean)
-      : reduction_(reduction) {}
-  Tensor operator()(const Tensor &input, const Tensor &target,
-                    Here loc = Here::current()) const {
-    return mseLoss(input, target, reduction_, loc);
-  }
-
-private:
-  Reduction reduction_;
-};
-
 /// A loss layer over a functional loss of (input, target, reduction):
-/// torch.nn.L1Loss, BCELoss and BCEWithLogitsLoss below.
+/// torch.nn.MSELoss, L1Loss, BCELoss, BCEWithLogitsLoss and
+/// CrossEntropyLoss (its target i64 class indices) below.
 template <Tensor (*Loss)(const Tensor &, const Tensor &, Reduction, Here)>
 class ReducedLoss {
 public:
@@ -680,9 +667,11 @@ public:
 private:
   Reduction reduction_;
 };
+using MSELoss = ReducedLoss<mseLoss>;
 using L1Loss = ReducedLoss<l1Loss>;
 using BCELoss = ReducedLoss<binaryCrossEntropy>;
 using BCEWithLogitsLoss = ReducedLoss<binaryCrossEntropyWithLogits>;
+using CrossEntropyLoss = ReducedLoss<crossEntropy>;
 
 /// torch.nn.SmoothL1Loss.
 class SmoothL1Loss {
@@ -698,20 +687,6 @@ public:
 private:
   Reduction reduction_;
   double beta_;
-};
-
-/// torch.nn.CrossEntropyLoss with i64 class indices.
-class CrossEntropyLoss {
-public:
-  explicit CrossEntropyLoss(Reduction reduction = Reduction::mean)
-      : reduction_(reduction) {}
-  Tensor operator()(const Tensor &logits, const Tensor &labels,
-                    Here loc = Here::current()) const {
-    return crossEntropy(logits, labels, reduction_, loc);
-  }
-
-private:
-  Reduction reduction_;
 };
 
 namespace utils {

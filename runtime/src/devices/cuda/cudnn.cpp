@@ -153,42 +153,16 @@ std::string bindAll(Library &l) {
   return missing;
 }
 
-/// The library files to try, in order (LOCUS_CUDNN alone when set): the
-/// loader's search, the CUDA toolkit, pip's nvidia-cudnn wheels.
-std::vector<std::string> candidates(const char *env) {
-  if (env && *env)
-    return {env};
-  std::vector<std::string> paths{"libcudnn.so.9",
-                                 "/usr/local/cuda/lib64/libcudnn.so.9"};
-  for (std::string &wheel : pythonWheelFiles("cudnn", "libcudnn.so.9"))
-    paths.push_back(std::move(wheel));
-  return paths;
-}
-
-std::string versionText(size_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) +
-         "." + std::to_string(v % 100);
-}
-
 } // namespace
 
 void LibraryDeleter::operator()(Library *library) const { delete library; }
 
 LibraryPtr load(const char *env, std::string &why) {
   const bool named = env && *env;
-  // A cuDNN the process has loaded already (a Python program that imported
-  // PyTorch) comes first: two copies in one process would not agree.
-  rt::Library opened;
-  if (!named)
-    opened = openFirst({"libcudnn.so.9"}, RTLD_NOW | RTLD_NOLOAD);
+  rt::Library opened =
+      openNvidiaLibrary(env, "LOCUS_CUDNN", "libcudnn.so.9", "cudnn", why);
   if (!opened.handle)
-    opened = openFirst(candidates(env));
-  if (!opened.handle) {
-    why = named ? "LOCUS_CUDNN: " + opened.why
-                : opened.why + "; nor under /usr/local/cuda/lib64 or a "
-                               "Python's nvidia/cudnn/lib";
     return nullptr;
-  }
   LibraryPtr l(new Library);
   l->handle = opened.handle;
   l->path = libraryFileOf(dlsym(opened.handle, "cudnnGetVersion"));
@@ -200,7 +174,7 @@ LibraryPtr load(const char *env, std::string &why) {
   }
   l->version = l->cudnnGetVersion();
   if (l->version / 10000 != 9) {
-    why = l->path + " is cuDNN " + versionText(l->version) +
+    why = l->path + " is cuDNN " + versionCodeText(l->version) +
           "; Locus uses cuDNN 9";
     return nullptr;
   }
@@ -221,7 +195,8 @@ const Library *library(std::string *why) {
 std::string describe(const Library *library, const std::string &why) {
   if (!library)
     return "no cuDNN (" + why + ")";
-  return "cuDNN " + versionText(library->version) + " (" + library->path + ")";
+  return "cuDNN " + versionCodeText(library->version) + " (" + library->path +
+         ")";
 }
 
 std::string describe() {

@@ -86,8 +86,8 @@ public:
   locus_status_t joinCollectives(Comm &comm) override;
   /// Through NCCL on the compute stream once joined: no trip through host
   /// memory.
-  bool allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
-                     bool mean, locus_status_t &status) override;
+  bool allReduceHere(const std::vector<ReducePart> &parts, bool mean,
+                     locus_status_t &status) override;
   locus_status_t beginCapture() override;
   locus_status_t endCapture(void **graph) override;
   locus_status_t replay(void *graph) override;

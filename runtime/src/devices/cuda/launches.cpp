@@ -145,9 +145,8 @@ locus_status_t CudaDevice::joinCollectives(Comm &comm) {
   return nullptr;
 }
 
-bool CudaDevice::allReduceHere(Comm &comm, const std::vector<ReducePart> &parts,
-                               bool mean, locus_status_t &status) {
-  (void)comm; // joined in joinCollectives
+bool CudaDevice::allReduceHere(const std::vector<ReducePart> &parts, bool mean,
+                               locus_status_t &status) {
   std::lock_guard lock(mutex_);
   if (!nccl_)
     return false;

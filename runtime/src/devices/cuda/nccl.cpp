@@ -69,40 +69,16 @@ std::string bindAll(Library &l) {
   return missing;
 }
 
-/// The library files to try, in order (LOCUS_NCCL alone when set).
-std::vector<std::string> candidates(const char *env) {
-  if (env && *env)
-    return {env};
-  std::vector<std::string> paths{"libnccl.so.2",
-                                 "/usr/local/cuda/lib64/libnccl.so.2"};
-  for (std::string &wheel : pythonWheelFiles("nccl", "libnccl.so.2"))
-    paths.push_back(std::move(wheel));
-  return paths;
-}
-
-std::string versionText(int v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) +
-         "." + std::to_string(v % 100);
-}
-
 } // namespace
 
 void LibraryDeleter::operator()(Library *library) const { delete library; }
 
 LibraryPtr load(const char *env, std::string &why) {
   const bool named = env && *env;
-  // An NCCL the process has loaded already (PyTorch's) comes first.
-  rt::Library opened;
-  if (!named)
-    opened = openFirst({"libnccl.so.2"}, RTLD_NOW | RTLD_NOLOAD);
+  rt::Library opened =
+      openNvidiaLibrary(env, "LOCUS_NCCL", "libnccl.so.2", "nccl", why);
   if (!opened.handle)
-    opened = openFirst(candidates(env));
-  if (!opened.handle) {
-    why = named ? "LOCUS_NCCL: " + opened.why
-                : opened.why + "; nor under /usr/local/cuda/lib64 or a "
-                               "Python's nvidia/nccl/lib";
     return nullptr;
-  }
   LibraryPtr l(new Library);
   l->handle = opened.handle;
   l->path = libraryFileOf(dlsym(opened.handle, "ncclGetVersion"));
@@ -118,7 +94,7 @@ LibraryPtr load(const char *env, std::string &why) {
   }
   // ncclAvg came in 2.10.
   if (l->version / 10000 != 2 || l->version % 10000 / 100 < 10) {
-    why = l->path + " is NCCL " + versionText(l->version) +
+    why = l->path + " is NCCL " + versionCodeText(l->version) +
           "; Locus uses NCCL 2.10 or later";
     return nullptr;
   }
@@ -139,7 +115,8 @@ const Library *library(std::string *why) {
 std::string describe(const Library *library, const std::string &why) {
   if (!library)
     return "no NCCL (" + why + ")";
-  return "NCCL " + versionText(library->version) + " (" + library->path + ")";
+  return "NCCL " + versionCodeText(library->version) + " (" + library->path +
+         ")";
 }
 
 std::string describe() {
