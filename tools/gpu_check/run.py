@@ -435,11 +435,10 @@ def onnx_models(r):
 # memory or synchronises (warp rows, block rows, looped rows, past the
 # longest group, split, columns, long rows) and the losses; all 32 took
 # 78 s, a quarter of a run's budget (2026-11-27).
-RACE_CASES = {
-    "sum_warp_rows", "min_warp_rows", "softmax_block_rows", "softmax_looped_rows",
-    "softmax_rows_4097", "sum_split_full", "max_split_columns", "sum_columns_split",
-    "mean_split_rows", "max_columns_3d", "sum_long_rows", "log_softmax_long",
-    "softmax", "cross_entropy", "mse_mean",
+RACE_CASES = {  # one or two per strategy: 15 took 40 s of racecheck on an H100
+    "sum_warp_rows", "softmax_block_rows", "softmax_looped_rows", "sum_split_full",
+    "sum_columns_split", "mean_split_rows", "max_columns_3d", "log_softmax_long",
+    "cross_entropy",
 }
 
 
