@@ -209,6 +209,27 @@ locus_status_t locus_context_read_output(locus_context_t *context,
   });
 }
 
+locus_status_t locus_context_input_view(locus_context_t *context,
+                                        const char *name, void **out_data,
+                                        size_t *out_byte_size) {
+  LOCUS_GUARD({
+    if (!context || !out_data || !out_byte_size)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return inputView(*context, name, *out_data, *out_byte_size);
+  });
+}
+
+locus_status_t locus_context_output_view(locus_context_t *context,
+                                         const char *name,
+                                         const void **out_data,
+                                         size_t *out_byte_size) {
+  LOCUS_GUARD({
+    if (!context || !out_data || !out_byte_size)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return outputView(*context, name, *out_data, *out_byte_size);
+  });
+}
+
 void locus_context_stats(const locus_context_t *context,
                          locus_run_stats_t *out_stats) {
   if (context && out_stats)

@@ -66,6 +66,9 @@ locus_status_t createContext(locus_model_t &m, locus_context_t **out) {
   ctx->model = &m;
   ctx->id = ++m.contextsMade;
   ctx->inputSet.assign(m.inputs.size(), false);
+  ctx->inputFromView.assign(m.inputs.size(), false);
+  ctx->inputViews.resize(m.inputs.size());
+  ctx->outputViews.resize(m.outputs.size());
   ctx->recorded.assign(m.plan.events, false);
   {
     // Not inside another context's capture (StepLock). On failure the
@@ -92,6 +95,7 @@ void releaseContext(locus_context_t *ctx) noexcept {
         locus_status_free(device->finish());
   } catch (...) { // NOLINT(bugprone-empty-catch): the arenas go regardless
   }
+  releaseViews(*ctx);
   for (size_t d = 0; d < ctx->arenas.size(); ++d)
     releaseArena(m, *ctx, d);
   delete ctx;
@@ -109,6 +113,7 @@ locus_status_t setInput(locus_context_t &ctx, const char *name,
           data, bufferPointer(m, ctx, buffer), bytes))
     return s;
   ctx.inputSet[i] = true;
+  ctx.inputFromView[i] = false; // this copy, not the view, is the input
   ctx.stats.input_bytes += bytes;
   return nullptr;
 }
@@ -124,7 +129,9 @@ locus_status_t runContext(locus_context_t &ctx) {
   locus_run_stats_t stats{};
   stats.input_bytes = ctx.stats.input_bytes;
   StepLock lock(m, ctx);
-  locus_status_t s = runStep(m, ctx, stats);
+  locus_status_t s = uploadInputViews(m, ctx, stats);
+  if (!s)
+    s = runStep(m, ctx, stats);
   ctx.stats = stats;
   return s;
 }

@@ -12,6 +12,7 @@
 #define LOCUS_RUNTIME_MODEL_H
 
 #include "constants.h"
+#include "devices/cpu/host_device.h"
 #include "devices/device.h"
 #include "host_code.h"
 #include "plan.h"
@@ -122,6 +123,16 @@ struct locus_context_s {
   // By step command: the bucket of an all-reduce started and not yet
   // finished (data_parallel.cpp), else null.
   std::vector<std::shared_ptr<locus::rt::ReduceJob>> reduces;
+  // Views (views.cpp): by input and by output, the host memory standing
+  // for a tensor that lives on another device (null until asked for), and
+  // whether each input's view is what the next run copies in.
+  struct HostView {
+    void *data = nullptr;
+    bool pinned = false; // by the model's pinner
+  };
+  std::vector<HostView> inputViews, outputViews;
+  std::vector<bool> inputFromView;
+  std::unique_ptr<locus::rt::HostDevice> viewMemory; // where views live
 };
 
 namespace locus::rt {
@@ -218,6 +229,22 @@ locus_status_t setInput(locus_context_t &ctx, const char *name,
 locus_status_t runContext(locus_context_t &ctx);
 locus_status_t readOutput(locus_context_t &ctx, const char *name, void *out,
                           size_t bytes);
+
+// ---- views.cpp -----------------------------------------------------------
+
+/// locus_context_input_view: the input's bytes in host memory the context
+/// owns; the input counts as set, and a mirror is copied in at each run.
+locus_status_t inputView(locus_context_t &ctx, const char *name, void *&data,
+                         size_t &bytes);
+/// Copies the inputs whose views are in use to their buffers (before a run).
+locus_status_t uploadInputViews(locus_model_t &m, locus_context_t &ctx,
+                                locus_run_stats_t &stats);
+/// locus_context_output_view: the output of the last run in host memory the
+/// context owns (in place, or copied to a mirror).
+locus_status_t outputView(locus_context_t &ctx, const char *name,
+                          const void *&data, size_t &bytes);
+/// Unpins and frees the views (the devices have finished).
+void releaseViews(locus_context_t &ctx) noexcept;
 
 // ---- executor.cpp --------------------------------------------------------
 

@@ -369,6 +369,18 @@ TEST_F(CApi, ContextsRunAndRead) {
       "locus_context_read_output",
       [&] { return readOutput(ctx, "y", y, sizeof y); }, nothing);
   EXPECT_EQ(y[21], 42.0f);
+  void *in = nullptr;
+  const void *out = nullptr;
+  size_t bytes = 0;
+  sweep(
+      "locus_context_input_view",
+      [&] { return locus_context_input_view(ctx, "x", &in, &bytes); }, nothing);
+  sweep(
+      "locus_context_output_view",
+      [&] { return locus_context_output_view(ctx, "y", &out, &bytes); },
+      nothing);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(static_cast<const float *>(out)[21], 42.0f);
   sweepNoStatus("locus_context_* (no status)", [&] {
     locus_run_stats_t stats;
     (void)locus_context_model(ctx);

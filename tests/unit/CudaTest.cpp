@@ -86,12 +86,71 @@ std::vector<std::string> caseDirs(const std::string &root) {
   return out;
 }
 
+/// Sets every input of `ctx` from `dir`'s .npy files: with set_input, or
+/// written into its view (locus_context_input_view).
+std::string feedInputs(locus_model_t *model, locus_context_t *ctx,
+                       const std::string &dir, bool views) {
+  for (size_t i = 0; i < locus_model_tensor_count(model, LOCUS_TENSOR_INPUT);
+       ++i) {
+    locus_tensor_info_t info{};
+    if (locus_status_t s =
+            locus_model_tensor_info(model, LOCUS_TENSOR_INPUT, i, &info))
+      return messageOf(s);
+    std::vector<char> data;
+    if (!readNpy(dir + "/" + info.name + ".npy", data))
+      return std::string("cannot read ") + info.name + ".npy";
+    void *view = nullptr;
+    size_t bytes = 0;
+    if (!views) {
+      if (locus_status_t s =
+              locus_context_set_input(ctx, info.name, data.data(), data.size()))
+        return messageOf(s);
+    } else if (locus_status_t s =
+                   locus_context_input_view(ctx, info.name, &view, &bytes)) {
+      return messageOf(s);
+    } else if (bytes != data.size()) {
+      return std::string("the view of ") + info.name + " has another size";
+    } else {
+      std::memcpy(view, data.data(), bytes);
+    }
+  }
+  return "";
+}
+
+/// Output `output` of the last run, read out or through its view.
+std::string readOut(locus_model_t *model, locus_context_t *ctx,
+                    const char *output, std::vector<float> &out, bool views) {
+  size_t index = 0;
+  locus_tensor_info_t info{};
+  if (locus_status_t s =
+          locus_model_find_tensor(model, LOCUS_TENSOR_OUTPUT, output, &index))
+    return messageOf(s);
+  if (locus_status_t s =
+          locus_model_tensor_info(model, LOCUS_TENSOR_OUTPUT, index, &info))
+    return messageOf(s);
+  out.resize(info.byte_size / 4);
+  const void *view = nullptr;
+  size_t bytes = 0;
+  if (!views) {
+    if (locus_status_t s =
+            locus_context_read_output(ctx, output, out.data(), info.byte_size))
+      return messageOf(s);
+  } else if (locus_status_t s =
+                 locus_context_output_view(ctx, output, &view, &bytes)) {
+    return messageOf(s);
+  } else {
+    std::memcpy(out.data(), view, std::min<size_t>(bytes, out.size() * 4));
+  }
+  return "";
+}
+
 /// Runs `artifact` `runs` times on the inputs of `dir`; the output
-/// `output`.
+/// `output`. With `views`, the inputs and the output go through the
+/// context's views.
 std::string runCase(const std::string &dir, const std::string &artifact,
                     const locus_model_options_t &options, int runs,
                     std::vector<float> &out, std::string *report = nullptr,
-                    const char *output = "r") {
+                    const char *output = "r", bool views = false) {
   locus_model_t *model = nullptr;
   if (locus_status_t s =
           locus_model_load((dir + "/" + artifact).c_str(), &options, &model))
@@ -99,46 +158,16 @@ std::string runCase(const std::string &dir, const std::string &artifact,
   if (report)
     *report = locus_model_report(model);
   locus_context_t *ctx = nullptr;
-  std::string error;
   if (locus_status_t s = locus_context_create(model, &ctx)) {
     locus_model_release(model);
     return messageOf(s);
   }
-  for (size_t i = 0;
-       error.empty() && i < locus_model_tensor_count(model, LOCUS_TENSOR_INPUT);
-       ++i) {
-    locus_tensor_info_t info{};
-    if (locus_status_t s =
-            locus_model_tensor_info(model, LOCUS_TENSOR_INPUT, i, &info)) {
-      error = messageOf(s);
-      break;
-    }
-    std::vector<char> data;
-    if (!readNpy(dir + "/" + info.name + ".npy", data))
-      error = std::string("cannot read ") + info.name + ".npy";
-    else if (locus_status_t s = locus_context_set_input(
-                 ctx, info.name, data.data(), data.size()))
-      error = messageOf(s);
-  }
+  std::string error = feedInputs(model, ctx, dir, views);
   for (int r = 0; error.empty() && r < runs; ++r)
     if (locus_status_t s = locus_context_run(ctx))
       error = messageOf(s);
-  if (error.empty()) {
-    size_t index = 0;
-    locus_tensor_info_t info{};
-    if (locus_status_t s =
-            locus_model_find_tensor(model, LOCUS_TENSOR_OUTPUT, output, &index))
-      error = messageOf(s);
-    else if (locus_status_t s2 = locus_model_tensor_info(
-                 model, LOCUS_TENSOR_OUTPUT, index, &info))
-      error = messageOf(s2);
-    else {
-      out.resize(info.byte_size / 4);
-      if (locus_status_t s3 = locus_context_read_output(ctx, output, out.data(),
-                                                        info.byte_size))
-        error = messageOf(s3);
-    }
-  }
+  if (error.empty())
+    error = readOut(model, ctx, output, out, views);
   locus_context_release(ctx);
   locus_model_release(model);
   return error;
@@ -205,6 +234,13 @@ TEST(Cuda, EveryOpMatchesTheReferenceOnTheGpu) {
     ASSERT_EQ(runCase(dir, "model_gpu_inputs.locus", noGraphs, 3, plain), "");
     EXPECT_LE(worst(graph, want), 1.0);
     EXPECT_EQ(graph, plain);
+    // The same through views: the inputs from pinned mirrors copied in at
+    // each run, the output copied into one.
+    std::vector<float> viewed;
+    ASSERT_EQ(runCase(dir, "model_gpu_inputs.locus", onGpu, 3, viewed, nullptr,
+                      "r", true),
+              "");
+    EXPECT_EQ(viewed, graph);
   }
 }
 

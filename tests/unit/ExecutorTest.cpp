@@ -280,6 +280,141 @@ TEST(Executor, InputMistakes) {
   locus_context_release(ctx);
 }
 
+/// x (input) + w (state, full(2.0)) -> y, all on cuda:0: one launch, no
+/// copies; on a machine without a GPU the device is sim.
+std::vector<uint8_t> gpuOnlyPlan() {
+  PlanWriter w;
+  w.u32(LOCUS_PLAN_MAGIC);
+  w.u32(LOCUS_PLAN_VERSION);
+  w.u32(1); // devices
+  w.u8(1);
+  w.u32(0);
+  w.u32(3);                               // buffers
+  w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");  // 0
+  w.buffer(LOCUS_PLAN_ACTIVATION, 0, 64); // 1: y
+  w.buffer(LOCUS_PLAN_STATE, 0, 0, "w");  // 2
+  w.u8(0);                                // full(2.0)
+  w.f64(2.0);
+  w.f64(2.0);
+  w.u64(0);
+  w.u64(128); // arena
+  w.u32(1);   // kernels
+  w.str("add");
+  w.u32(0); // on device 0
+  w.u32(0); // imports
+  w.u32(0); // load commands
+  w.u32(1);
+  w.command(LOCUS_PLAN_LAUNCH, 0, 0, {0, 2, 1});
+  w.u32(1); // outputs
+  w.str("y");
+  w.u32(1);
+  w.u32(0); // events
+  return w.bytes;
+}
+
+/// Writes x through its view, runs, and returns y's view.
+const float *runThroughViews(locus_context_t *ctx, const float (&x)[4]) {
+  void *in = nullptr;
+  size_t bytes = 0;
+  EXPECT_EQ(locus_context_input_view(ctx, "x", &in, &bytes), nullptr);
+  EXPECT_EQ(bytes, 16u);
+  std::memcpy(in, x, sizeof x);
+  EXPECT_EQ(locus_context_run(ctx), nullptr);
+  const void *out = nullptr;
+  EXPECT_EQ(locus_context_output_view(ctx, "y", &out, &bytes), nullptr);
+  EXPECT_EQ(bytes, 16u);
+  return static_cast<const float *>(out);
+}
+
+// Inputs and outputs in host arenas are viewed where they are: no copy in
+// or out is counted, and the output view is the arena's, rewritten by the
+// next run.
+TEST(Executor, ViewsOfHostTensorsAreTheirBuffers) {
+  Loaded m;
+  ASSERT_EQ(load(makePlan(), m), nullptr);
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  const float *y = runThroughViews(ctx, {1, -2, 3.5f, 4});
+  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{3, 0, 5.5f, 6}));
+  locus_run_stats_t stats;
+  locus_context_stats(ctx, &stats);
+  EXPECT_EQ(stats.input_bytes, 0u);
+  EXPECT_EQ(stats.output_bytes, 0u);
+  const float *again = runThroughViews(ctx, {10, 20, 30, 40});
+  EXPECT_EQ(again, y);
+  EXPECT_EQ(y[3], 42);
+  locus_context_release(ctx);
+}
+
+// Tensors on a GPU (sim here) are viewed through host memory of the
+// context's own: the input's view is copied in at each run until a
+// set_input takes over, and asking for the view again makes it the input
+// again, with what was written there kept. An output's view holds the run
+// it was asked after.
+TEST(Executor, ViewsOfGpuTensorsGoThroughHostMirrors) {
+  Loaded m;
+  ASSERT_EQ(load(gpuOnlyPlan(), m), nullptr);
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  const float *y = runThroughViews(ctx, {1, 2, 3, 4});
+  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{3, 4, 5, 6}));
+  locus_run_stats_t stats;
+  locus_context_stats(ctx, &stats);
+  EXPECT_EQ(stats.input_bytes, 16u);
+  EXPECT_EQ(stats.output_bytes, 16u);
+
+  float x[4] = {-1, -2, -3, -4}, out[4] = {};
+  ASSERT_EQ(locus_context_set_input(ctx, "x", x, 16), nullptr);
+  ASSERT_EQ(locus_context_run(ctx), nullptr);
+  EXPECT_EQ(y[0], 3) << "a mirror changes only when its view is asked for";
+  ASSERT_EQ(locus_context_read_output(ctx, "y", out, 16), nullptr);
+  EXPECT_EQ(out[0], 1) << "set_input took over from the view";
+
+  void *in = nullptr;
+  size_t bytes = 0;
+  ASSERT_EQ(locus_context_input_view(ctx, "x", &in, &bytes), nullptr);
+  EXPECT_EQ(static_cast<float *>(in)[3], 4);
+  ASSERT_EQ(locus_context_run(ctx), nullptr);
+  const void *view = nullptr;
+  ASSERT_EQ(locus_context_output_view(ctx, "y", &view, &bytes), nullptr);
+  EXPECT_EQ(view, y);
+  EXPECT_EQ(y[3], 6);
+  locus_context_release(ctx);
+}
+
+// A view counts as setting its input; a context with views is released
+// without leaks (the sanitizer build checks) whether or not it ran.
+TEST(Executor, ViewMistakes) {
+  Loaded m;
+  ASSERT_EQ(load(gpuOnlyPlan(), m), nullptr);
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  void *in = nullptr;
+  const void *out = nullptr;
+  size_t bytes = 0;
+  locus_status_t s = locus_context_input_view(ctx, "y", &in, &bytes);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_NOT_FOUND);
+  EXPECT_EQ(messageOf(s), "no input named 'y' (inputs: x)");
+  s = locus_context_output_view(ctx, "x", &out, &bytes);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_NOT_FOUND);
+  EXPECT_EQ(messageOf(s), "no output named 'x' (outputs: y)");
+  s = locus_context_input_view(ctx, "x", nullptr, &bytes);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_status_free(s);
+  s = locus_context_output_view(nullptr, "y", &out, &bytes);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_status_free(s);
+  s = locus_context_output_view(ctx, "y", &out, nullptr);
+  EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+  locus_status_free(s);
+  ASSERT_EQ(locus_context_input_view(ctx, "x", &in, &bytes), nullptr);
+  EXPECT_EQ(locus_context_run(ctx), nullptr) << "the view set the input";
+  locus_context_release(ctx);
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  ASSERT_EQ(locus_context_input_view(ctx, "x", &in, &bytes), nullptr);
+  locus_context_release(ctx);
+}
+
 TEST(Executor, KeptLayoutsOfStateFollowItsWrites) {
   // y = x w^T on the cpu, w a state no step writes: the product keeps w in
   // its library's layout across steps (constants.h) and must see every

@@ -53,6 +53,10 @@ BENCHES = [
         "copies.locus", None, runs=22, args=["--host-io"], metric="in"),
     row("d2h", "copy: device to host, 64 MiB (runtime; torch pinned)", "copies.locus",
         "d2h_pinned", runs=22, args=["--host-io"], metric="out"),
+    # The same output read through the context's view: one DMA into
+    # pinned memory the context owns, no host memcpy (what torch pinned is).
+    row("d2h_view", "copy: device to host, 64 MiB (runtime output view; torch pinned)",
+        "copies.locus", "d2h_pinned", runs=22, args=["--views"], metric="out"),
     row("d2h_pageable", "copy: device to host, 64 MiB (torch pageable)", None,
         "d2h_pageable"),
     row("conv_fwd", "conv 3x3 64ch 56x56 b32: forward", "conv_fwd.locus", "conv_fwd",

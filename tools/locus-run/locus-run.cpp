@@ -6,7 +6,7 @@
 //             [--weights state.safetensors [--weights-partial]]
 //             [--save-state state.safetensors]
 //             [--trusted-key builder.pub ...] [--trace trace.json]
-//             [--host-io] [--max-bytes N] [--distributed]
+//             [--host-io [--views]] [--max-bytes N] [--distributed]
 //
 // Inputs are .npy files (little-endian f32, i64, i32 or bool, C order) or raw
 // little-endian bytes of the input's dtype. --random-inputs fills the inputs
@@ -19,7 +19,10 @@
 // --trace writes every launch, copy and step of the runs as Chrome trace
 // JSON (chrome://tracing, ui.perfetto.dev; docs/runtime.md). --host-io
 // sets the inputs and reads the outputs at every run, and times them with
-// the step (a serving loop's time), each part's median said apart.
+// the step (a serving loop's time), each part's median said apart; with
+// --views it does so through the context's views (locus_context_input_view
+// and _output_view): the inputs are written into their views once, as a
+// producer writing in place would, and every run asks for the views again.
 // --max-bytes refuses a model whose load would allocate more than N bytes.
 // --distributed joins the data-parallel job mpirun or srun launched this
 // process in (an artifact compiled with --data-parallel): rank 0's state,
@@ -213,7 +216,7 @@ int usage() {
                "[--save-outputs DIR] [--quiet] [--weights FILE "
                "[--weights-partial]] [--save-state FILE] "
                "[--trusted-key FILE.pub ...] [--trace FILE.json] "
-               "[--host-io] [--max-bytes N] [--distributed]\n";
+               "[--host-io [--views]] [--max-bytes N] [--distributed]\n";
   return 2;
 }
 
@@ -223,7 +226,8 @@ struct Options {
   bool weightsPartial = false;
   std::map<std::string, std::string> inputFiles;
   std::vector<std::string> trustedKeys;
-  bool random = false, quiet = false, hostIo = false, distributed = false;
+  bool random = false, quiet = false, hostIo = false, views = false,
+       distributed = false;
   uint64_t maxBytes = 0;
   int runs = 1;
 };
@@ -275,6 +279,8 @@ int parseArgs(int argc, char **argv, Options &o) {
         o.quiet = true;
       } else if (arg == "--host-io") {
         o.hostIo = true;
+      } else if (arg == "--views") {
+        o.hostIo = o.views = true;
       } else if (arg == "--distributed") {
         o.distributed = true;
       } else if (arg == "--max-bytes") {
@@ -342,6 +348,29 @@ void setInputs(locus::rt::Context &context, const Inputs &inputs) {
     context.setInput(name, bytes);
 }
 
+/// Asks for every input's view, writing the inputs there when `write`.
+void viewInputs(locus::rt::Context &context, const Inputs &inputs, bool write) {
+  for (const auto &[name, bytes] : inputs) {
+    void *view = context.inputView(name);
+    if (write)
+      std::memcpy(view, bytes.data(), bytes.size());
+  }
+}
+
+/// Asks for every output's view, reading its first byte (the time to have
+/// it in host memory).
+unsigned viewOutputs(const locus::rt::Model &model,
+                     locus::rt::Context &context) {
+  unsigned seen = 0;
+  for (const auto &output : model.outputs()) {
+    size_t bytes = 0;
+    const void *view = context.outputView(output.name, &bytes);
+    if (bytes)
+      seen += *static_cast<const unsigned char *>(view);
+  }
+  return seen;
+}
+
 /// Reads every output into `into` (one buffer per output, reused).
 void readOutputs(const locus::rt::Model &model, locus::rt::Context &context,
                  std::vector<std::vector<char>> &into) {
@@ -378,18 +407,24 @@ void runSteps(const locus::rt::Model &model, locus::rt::Context &context,
   const int runs = o.runs;
   std::vector<double> micros, in, step, out;
   std::vector<std::vector<char>> outputs;
+  volatile unsigned seen = 0; // what the output views gave (kept, not used)
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
-    if (o.hostIo) {
+    if (o.views)
+      viewInputs(context, inputs, r == 0);
+    else if (o.hostIo)
       setInputs(context, inputs);
+    if (o.hostIo)
       in.push_back(microsSince(start));
-    }
     auto stepStart = std::chrono::steady_clock::now();
     context.run();
     step.push_back(microsSince(stepStart));
     if (o.hostIo) {
       auto outStart = std::chrono::steady_clock::now();
-      readOutputs(model, context, outputs);
+      if (o.views)
+        seen = seen + viewOutputs(model, context);
+      else
+        readOutputs(model, context, outputs);
       out.push_back(microsSince(outStart));
     }
     micros.push_back(microsSince(start));
@@ -404,7 +439,10 @@ void runSteps(const locus::rt::Model &model, locus::rt::Context &context,
   // The first two runs load, warm caches and (on a GPU) capture: the time
   // of a step is the median of the others.
   std::cout << "step time: " << steadyTimes(micros) << " over " << runs - 2
-            << " runs (after 2 warm-up runs)" << (o.hostIo ? ", host I/O" : "")
+            << " runs (after 2 warm-up runs)"
+            << (o.views    ? ", host I/O through views"
+                : o.hostIo ? ", host I/O"
+                           : "")
             << "\n";
   if (o.hostIo)
     std::cout << "host I/O: inputs in " << steadyTimes(in) << "; step "

@@ -474,6 +474,29 @@ LOCUS_API locus_status_t locus_context_read_output(locus_context_t *context,
                                                    const char *name,
                                                    void *out_data,
                                                    size_t byte_size);
+/* Zero-copy inputs and outputs: memory the context owns, written or read
+ * in place of set_input's and read_output's copies.
+ *
+ * locus_context_input_view points *out_data at input `name` (*out_byte_size
+ * its size): write the input there, any time before a run, and it counts
+ * as set. Where the input lives in host memory that is its own buffer;
+ * where it lives on a GPU (or sim), host memory the run copies in first,
+ * pinned where a GPU is loaded (one DMA at link speed, no host memcpy).
+ * A later set_input takes over until the view is asked for again. The
+ * pointer stays valid until the context is released.
+ *
+ * locus_context_output_view points *out_data at output `name` of the last
+ * run: its own buffer where it lives in host memory, else host memory it
+ * is copied into (pinned where a GPU is loaded). Valid, and unchanged,
+ * until the context's next run or its release. */
+LOCUS_API locus_status_t locus_context_input_view(locus_context_t *context,
+                                                  const char *name,
+                                                  void **out_data,
+                                                  size_t *out_byte_size);
+LOCUS_API locus_status_t locus_context_output_view(locus_context_t *context,
+                                                   const char *name,
+                                                   const void **out_data,
+                                                   size_t *out_byte_size);
 /* Counts of the last run (inputs and outputs since it started). */
 LOCUS_API void locus_context_stats(const locus_context_t *context,
                                    locus_run_stats_t *out_stats);

@@ -222,6 +222,26 @@ public:
     readOutput(name, values.data(), values.size() * sizeof(T));
     return values;
   }
+  /// Input `name`'s bytes (`*bytes` of them) in memory the context owns:
+  /// write it there instead of setInput (locus_context_input_view).
+  void *inputView(const std::string &name, size_t *bytes = nullptr) {
+    void *data = nullptr;
+    size_t size = 0;
+    check(locus_context_input_view(context_, name.c_str(), &data, &size));
+    if (bytes)
+      *bytes = size;
+    return data;
+  }
+  /// Output `name` of the last run without a copy into the caller's memory,
+  /// valid until the next run (locus_context_output_view).
+  const void *outputView(const std::string &name, size_t *bytes = nullptr) {
+    const void *data = nullptr;
+    size_t size = 0;
+    check(locus_context_output_view(context_, name.c_str(), &data, &size));
+    if (bytes)
+      *bytes = size;
+    return data;
+  }
   locus_run_stats_t stats() const {
     locus_run_stats_t stats;
     locus_context_stats(context_, &stats);

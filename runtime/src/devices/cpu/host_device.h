@@ -51,7 +51,7 @@ private:
 std::unique_ptr<Device> makeCpuDevice();
 
 /// memcpy between host buffers, over the runtime's threads when it is
-/// large (8 MiB or more, 2 MiB a thread).
+/// large (1 MiB or more, an equal share of at least 256 KiB a thread).
 void copyHostBytes(void *dst, const void *src, size_t bytes);
 
 } // namespace locus::rt
