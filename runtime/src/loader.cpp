@@ -241,9 +241,9 @@ void findGraphDevice(locus_model_t &m) {
 }
 
 /// A step with index checks (labels, ids) replays in segments: each ends
-/// after a command whose checks are read back before the next one runs,
-/// so a bad label stops the step before it writes anything, as without a
-/// graph.
+/// after a command whose checks are read back before the next one runs
+/// (whenChecksAreRead), so a bad label stops the step before it writes
+/// state, as without a graph.
 void findSegments(locus_model_t &m) {
   m.segmentEnds.clear();
   for (size_t k = 0; k < m.checksAfter.size(); ++k)
@@ -407,6 +407,50 @@ locus_status_t makePersistent(locus_model_t &m) {
   return nullptr;
 }
 
+/// Whether step command `c` writes state (a launch's result or a copy's
+/// destination) or joins the other ranks (an all-reduce).
+bool writesStateOrJoins(const locus_model_t &m, const PlanCommand &c) {
+  if (c.op == LOCUS_PLAN_ALL_REDUCE)
+    return true;
+  if (c.op == LOCUS_PLAN_COPY)
+    return m.plan.buffers[c.dst].kind == LOCUS_PLAN_STATE;
+  if (c.op != LOCUS_PLAN_LAUNCH)
+    return false;
+  for (size_t i = c.args.size() - c.results; i < c.args.size(); ++i)
+    if (m.plan.buffers[c.args[i]].kind == LOCUS_PLAN_STATE)
+      return true;
+  return false;
+}
+
+/// By step command, the checks read right after it. A check is read before
+/// the first command after it that writes state or joins the other ranks,
+/// else at the end of the step: a bad label then stops a training step
+/// before its updates, and the commands in between (which never read out of
+/// bounds, docs/passes.md) run on without a read-back. Replayed as a CUDA
+/// graph, the step is cut only where checks are read: an inference step
+/// stays one graph, a training step two (before its first update).
+std::vector<std::vector<uint32_t>>
+whenChecksAreRead(const locus_model_t &m,
+                  const std::map<uint32_t, std::vector<uint32_t>> &checksOf) {
+  std::vector<std::vector<uint32_t>> after(m.plan.step.size());
+  std::vector<uint32_t> pending;
+  for (size_t k = 0; k < m.plan.step.size() && !checksOf.empty(); ++k) {
+    const PlanCommand &c = m.plan.step[k];
+    if (!pending.empty() && writesStateOrJoins(m, c)) {
+      after[k - 1] = std::move(pending);
+      pending.clear();
+    }
+    if (c.op != LOCUS_PLAN_LAUNCH)
+      continue;
+    for (size_t i = c.args.size() - c.results; i < c.args.size(); ++i)
+      if (auto it = checksOf.find(c.args[i]); it != checksOf.end())
+        pending.insert(pending.end(), it->second.begin(), it->second.end());
+  }
+  if (!pending.empty())
+    after.back() = std::move(pending);
+  return after;
+}
+
 /// The interface, in the plan's order.
 void makeInterface(locus_model_t &m) {
   for (uint32_t i = 0; i < m.plan.buffers.size(); ++i) {
@@ -436,17 +480,7 @@ void makeInterface(locus_model_t &m) {
     m.outputs.push_back(infoOf(m.plan, o.buffer, o.name));
     m.outputBuffers.push_back(o.buffer);
   }
-  // Each check is read right after the launch that computes it.
-  m.checksAfter.assign(m.plan.step.size(), {});
-  for (size_t k = 0; k < m.plan.step.size() && !checksOf.empty(); ++k) {
-    const PlanCommand &c = m.plan.step[k];
-    if (c.op != LOCUS_PLAN_LAUNCH)
-      continue;
-    for (size_t i = c.args.size() - c.results; i < c.args.size(); ++i)
-      if (auto it = checksOf.find(c.args[i]); it != checksOf.end())
-        m.checksAfter[k].insert(m.checksAfter[k].end(), it->second.begin(),
-                                it->second.end());
-  }
+  m.checksAfter = whenChecksAreRead(m, checksOf);
 }
 
 /// Load-time copies: state and constants go to their device once.
@@ -489,14 +523,17 @@ void finishReport(locus_model_t &m) {
       "host parallel loops: " + std::to_string(locus_parallel_threads()) +
       " threads, " + locus_parallel_name() + "\n";
   if (m.graphDevice)
-    m.report += "steps replay as a CUDA graph on " + m.graphDevice->name() +
-                " from the second run" +
-                (m.segmentEnds.size() > 1
-                     ? " in " + std::to_string(m.segmentEnds.size()) +
-                           " parts (its " + std::to_string(m.checks.size()) +
-                           " index check(s) are read back between them)"
-                     : std::string()) +
-                " (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
+    m.report +=
+        "steps replay as a CUDA graph on " + m.graphDevice->name() +
+        " from the second run" +
+        (m.segmentEnds.size() > 1
+             ? " in " + std::to_string(m.segmentEnds.size()) + " parts (its " +
+                   std::to_string(m.checks.size()) +
+                   " index check(s) are read back between them)"
+         : m.checks.empty() ? std::string()
+                            : " (its " + std::to_string(m.checks.size()) +
+                                  " index check(s) are read back after it)") +
+        " (LOCUS_CUDA_GRAPHS=0 turns it off)\n";
   if (m.trace.on())
     m.report += "tracing every launch and copy to " + m.trace.path() +
                 " (written when the model is released; no CUDA graphs "

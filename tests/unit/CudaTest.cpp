@@ -221,15 +221,17 @@ TEST(Cuda, EveryOpMatchesTheReferenceOnTheGpu) {
     EXPECT_LE(worst(gpu, host), 1.0);
 
     // Inputs on the GPU: the step runs on the GPU alone and is replayed
-    // as a CUDA graph from the second run, in parts where it reads back
-    // index checks (labels, ids); with graphs off, the same numbers.
+    // as a CUDA graph from the second run, one graph with its index
+    // checks (labels, ids) read back after it; with graphs off, the same
+    // numbers.
     ASSERT_EQ(runCase(dir, "model_gpu_inputs.locus", onGpu, 3, graph, &report),
               "");
     bool checked = report.find("index check") != std::string::npos;
     EXPECT_NE(report.find("steps replay as a CUDA graph on cuda:0"),
               std::string::npos)
         << report;
-    EXPECT_EQ(checked, report.find(" parts (its ") != std::string::npos)
+    EXPECT_EQ(checked, report.find(" index check(s) are read back after it)") !=
+                           std::string::npos)
         << report;
     ASSERT_EQ(runCase(dir, "model_gpu_inputs.locus", noGraphs, 3, plain), "");
     EXPECT_LE(worst(graph, want), 1.0);

@@ -284,12 +284,14 @@ def LocusCheckIndices : Pass<"locus-check-indices", "::locus::GraphOp"> {
     `[0, n)` as an output named
     `__locus_check:<k>:<op> at <user line>|<what> outside [0, n)`
     (`LOCUS_ABI_CHECK_PREFIX`), placed with the op that reads the indices.
-    The runtime does not list these outputs; it reads each one as soon as
-    the kernel computing it has run, and a count above zero stops the run
-    with INVALID_ARGUMENT, such as
+    The runtime does not list these outputs; it reads them before the first
+    command after them that writes state (or joins the other ranks of a
+    data-parallel job), else at the end of the step, and a count above zero
+    stops the run with INVALID_ARGUMENT, such as
     `locus.cross_entropy at model.cpp:14: labels outside [0, 10) (3 found)`.
-    The check depends on the indices alone, so it runs before any state
-    update of a training step reads them.
+    The check depends on the indices alone, so it is computed before any
+    state update of a training step reads them, and read before that update
+    runs.
 
     The compiler runs it first in the kernel stage, after placement.
 
