@@ -798,7 +798,17 @@ void bindRuntime(py::module_ &m) {
                                       "' could not be converted");
               arrays.push_back(std::move(c));
             }
-            std::vector<std::vector<unsigned char>> bytes(outs.size());
+            // The outputs are read straight into their NumPy arrays, made
+            // beforehand (their memory stays put without the GIL).
+            py::dict out;
+            std::vector<void *> into;
+            for (const auto &info : outs) {
+              std::vector<py::ssize_t> shape(info.shape.begin(),
+                                             info.shape.end());
+              py::array a(numpyDType(info.dtype), shape);
+              into.push_back(a.mutable_data());
+              out[py::str(info.name)] = a;
+            }
             try {
               py::gil_scoped_release release;
               std::lock_guard lock(r.mutex);
@@ -806,21 +816,10 @@ void bindRuntime(py::module_ &m) {
                 r.context->setInput(ins[i].name, arrays[i].data(),
                                     ins[i].byteSize);
               r.context->run();
-              for (size_t i = 0; i < outs.size(); ++i) {
-                bytes[i].resize(outs[i].byteSize);
-                r.context->readOutput(outs[i].name, bytes[i].data(),
-                                      outs[i].byteSize);
-              }
+              for (size_t i = 0; i < outs.size(); ++i)
+                r.context->readOutput(outs[i].name, into[i], outs[i].byteSize);
             } catch (const rt::Error &e) {
               raiseRuntime(e);
-            }
-            py::dict out;
-            for (size_t i = 0; i < outs.size(); ++i) {
-              std::vector<py::ssize_t> shape(outs[i].shape.begin(),
-                                             outs[i].shape.end());
-              py::array a(numpyDType(outs[i].dtype), shape);
-              std::memcpy(a.mutable_data(), bytes[i].data(), bytes[i].size());
-              out[py::str(outs[i].name)] = a;
             }
             return out;
           },
