@@ -17,21 +17,15 @@
 
 // A softmax as lowering writes it (fill, row max, exp of the difference,
 // fill, row sum, quotient) over rows of 1024: one launch, a block per row,
-// each thread holding 4 elements (columns 4t to 4t+3, which the backend
-// reads and writes as one 16-byte access: the views are said to be
-// aligned) from op to op. The input is read once (4 loads), the rows
-// combine with gpu.all_reduce, and only the output is written (4 stores);
-// the three temporaries are gone.
+// each thread holding 4 elements (columns t, t+256, t+512, t+768) from op
+// to op. The input is read once (4 loads), the rows combine with
+// gpu.all_reduce, and only the output is written (4 stores); the three
+// temporaries are gone.
 // CHECK-LABEL: func.func @softmax
 // CHECK-NOT: memref.alloc
 // CHECK: %[[X:.*]] = memref.collapse_shape %arg0 {{\[\[}}0, 1]] : memref<6x1024xf32> into memref<6144xf32>
 // CHECK: %[[Y:.*]] = memref.collapse_shape %arg1 {{\[\[}}0, 1]] : memref<6x1024xf32> into memref<6144xf32>
 // CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c6{{[_0-9]*}}, {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256,
-// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c256
-// CHECK: memref.assume_alignment %[[X]], 16
-// CHECK: memref.assume_alignment %[[Y]], 16
-// CHECK: %[[C4:.*]] = arith.constant 4 : index
-// CHECK: arith.muli %[[LANE]], %[[C4]]
 // CHECK-COUNT-4: memref.load %[[X]]
 // CHECK-NOT: memref.load
 // CHECK: gpu.all_reduce  maximumf
@@ -87,9 +81,8 @@ func.func @softmax(%x: memref<6x1024xf32>, %y: memref<6x1024xf32>) attributes {l
 // so every read is in bounds), adds the identity to the reductions
 // (select), and stores nothing; rows past the last read the last row
 // (minui) and store nothing. Two butterfly shuffles (2, 1) combine a row's
-// lanes. Three elements a lane are not fours: no alignment is assumed.
+// lanes.
 // CHECK-LABEL: func.func @short_rows
-// CHECK-NOT: memref.assume_alignment
 // CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256,
 // CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c4
 // CHECK: %[[ROW0:.*]] = arith.muli %[[B]], %c64
@@ -97,7 +90,6 @@ func.func @softmax(%x: memref<6x1024xf32>, %y: memref<6x1024xf32>) attributes {l
 // CHECK: %[[ROW:.*]] = arith.addi %[[ROW0]], %[[SUB]]
 // CHECK: %[[ACTIVE:.*]] = arith.cmpi ult, %[[ROW]], %c37
 // CHECK: %[[SAFE:.*]] = arith.minui %[[ROW]], %c36
-// CHECK-NOT: memref.assume_alignment
 // CHECK: %[[COL0:.*]] = arith.addi %[[LANE]], %c0
 // CHECK: %[[COL1:.*]] = arith.addi %[[LANE]], %c4
 // CHECK: %[[COL2:.*]] = arith.addi %[[LANE]], %c8

@@ -982,13 +982,7 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     needs nothing an elementwise op reads to change after it (a whole
     buffer written once and not read before, no row buffer it reads
     written later); otherwise the ops keep their own launches. Each lane holds the elements `lane + k *
-    lanes` of its row in registers from op to op, or, where each lane has
-    a multiple of four and the row a multiple of four per lane (rows of 32,
-    512, 1024, 4096), its elements four consecutive at a time (`4 * lane +
-    k % 4` in chunk `k / 4` of `4 * lanes` columns), with the views
-    declared 16-byte aligned (`memref.assume_alignment`; not for a constant
-    global) so that each four is one 16-byte load or store (the H100 ran a
-    softmax over rows of 1024 at 2.37 TB/s with single loads): an input is read from
+    lanes` of its row in registers from op to op: an input is read from
     memory once, a reduction combines its lanes with butterfly `gpu.shuffle
     xor` (or `gpu.all_reduce` for a block), and only buffers read after
     the run are written, each once; temporaries that nothing else reads

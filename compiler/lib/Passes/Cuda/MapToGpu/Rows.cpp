@@ -15,7 +15,6 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "locus-map-to-gpu"
@@ -359,9 +358,6 @@ private:
   overColumns(ValueRange init,
               llvm::function_ref<SmallVector<Value>(ValueRange)> each);
   void setColumn(Value col, bool whole);
-  /// Whether each lane can take its elements four consecutive at a time
-  /// (16-byte loads and stores), and if so says so to the backend.
-  bool quads();
 
   Group &g;
   Location loc;
@@ -693,15 +689,8 @@ void RowEmitter::run() {
     active = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row,
                                      index(g.rows));
     safeRow = b.create<arith::MinUIOp>(loc, row, index(g.rows - 1));
-    // Element k of a lane: column lane + k * width (neighbouring lanes on
-    // neighbouring columns), or, by fours, 4 * lane + k % 4 in chunk k / 4
-    // of 4 * width columns, so that a lane's four are one 16-byte access.
-    bool quad = quads();
-    Value lane4 =
-        quad ? b.create<arith::MulIOp>(loc, lane, index(4)).getResult() : lane;
     for (int64_t k = 0; !looped && k < perThread; ++k) {
-      cols.push_back(b.create<arith::AddIOp>(
-          loc, lane4, index(quad ? k / 4 * 4 * width + k % 4 : k * width)));
+      cols.push_back(b.create<arith::AddIOp>(loc, lane, index(k * width)));
       bool whole = (k + 1) * width <= g.cols;
       valid.push_back(
           whole ? Value()
@@ -728,24 +717,6 @@ void RowEmitter::run() {
                           << " ops in one launch, " << width
                           << " lanes per row\n");
   eraseDead();
-}
-
-bool RowEmitter::quads() {
-  if (looped || perThread % 4 || g.cols % (4 * width))
-    return false;
-  // Plan buffers are 64-byte aligned and temporaries come from the
-  // driver's allocator; a constant global's alignment is its own.
-  llvm::SetVector<Value> inMemory;
-  for (const Member &m : g.members)
-    for (Value operand : m.op->getOperands())
-      if (Value view = views.lookup(operand)) {
-        if (rootOf(operand).getDefiningOp<memref::GetGlobalOp>())
-          return false;
-        inMemory.insert(view);
-      }
-  for (Value view : inMemory)
-    b.create<memref::AssumeAlignmentOp>(loc, view, 16);
-  return true;
 }
 
 } // namespace
