@@ -612,7 +612,7 @@ void bindCompile(py::module_ &m) {
          const std::string &profile, bool fuse, const std::string &deviceMap,
          const std::string &trace, bool allowSoftPlacement, bool allowTf32,
          bool cache, const std::string &cacheDir, bool dataParallel,
-         double bucketMb) {
+         double bucketMb, bool eval) {
         CompileOptions o;
         o.policy = policy;
         if (devices)
@@ -626,6 +626,7 @@ void bindCompile(py::module_ &m) {
         o.cache = cache;
         o.cacheDir = cacheDir;
         o.dataParallel = dataParallel;
+        o.eval = eval;
         if (!(bucketMb > 0))
           throw py::value_error("bucket_mb must be above 0");
         o.bucketBytes =
@@ -645,6 +646,7 @@ void bindCompile(py::module_ &m) {
       py::arg("allow_soft_placement") = false, py::arg("allow_tf32") = false,
       py::arg("cache") = true, py::arg("cache_dir") = "",
       py::arg("data_parallel") = false, py::arg("bucket_mb") = 25.0,
+      py::arg("eval") = false,
       "Compiles a graph: places it (policy: strict, prefer-gpu, auto, cpu) "
       "on `devices` (default: this machine's), inserts the copies and "
       "compiles the kernels for this CPU. allow_tf32: convolutions and "

@@ -999,3 +999,58 @@ def test_l1_smooth_l1_and_binary_cross_entropy_losses_match_pytorch():
         locus.smooth_l1_loss(x, x, "mean", -1.0)
     assert "smooth_l1_loss: beta must be a finite number >= 0, got -1" \
         in str(info.value)
+
+
+def test_one_recording_compiles_for_training_and_for_evaluation():
+    """A model recorded once in training mode (BatchNorm, dropout, SGD)
+    compiles with eval=True as PyTorch's model.eval() under no_grad: with
+    the weights and running statistics PyTorch trained, its output is
+    torch's eval output, it writes no state, and its runs agree (no mask)."""
+    torch = pytest.importorskip("torch")
+    g = locus.Graph("bn_dropout")
+    x = g.input("x", [8, 3, 6, 6])
+    conv = locus.nn.Conv2d(g, 3, 5, 3, padding=1, name="conv")
+    bn = locus.nn.BatchNorm2d(g, 5, name="bn")
+    fc = locus.nn.Linear(g, 5 * 6 * 6, 4, name="fc")
+    h = locus.nn.Dropout(0.3)(locus.relu(bn(conv(x))))
+    y = fc(h.reshape(8, -1))
+    g.output("y", y)
+    loss = (y * y).mean()
+    g.output("loss", loss)
+    locus.optim.SGD(conv.parameters() + bn.parameters() + fc.parameters(),
+                    lr=0.05).step(loss)
+    trainer = locus.compile(g, policy="cpu", devices=["cpu"])
+    evaluator = locus.compile(g, policy="cpu", devices=["cpu"], eval=True)
+
+    torch.manual_seed(3)
+    tnet = torch.nn.ModuleDict({
+        "conv": torch.nn.Conv2d(3, 5, 3, padding=1), "bn": torch.nn.BatchNorm2d(5),
+        "fc": torch.nn.Linear(5 * 6 * 6, 4)})
+    tdrop = torch.nn.Dropout(0.3)
+
+    def forward(t):
+        th = tdrop(torch.relu(tnet["bn"](tnet["conv"](t))))
+        return tnet["fc"](th.reshape(8, -1))
+
+    opt = torch.optim.SGD(tnet.parameters(), lr=0.05)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        xs = torch.tensor(rng.uniform(-1, 1, (8, 3, 6, 6)), dtype=torch.float32)
+        opt.zero_grad()
+        (forward(xs) ** 2).mean().backward()
+        opt.step()
+        trainer.run(x=xs.numpy())  # the training model still trains
+    tnet.eval()
+    tdrop.eval()
+    for name, value in tnet.state_dict().items():
+        if not name.endswith("num_batches_tracked"):
+            evaluator.set_state(name, value.detach().numpy())
+    before = {n: evaluator.state(n).copy() for n in evaluator.state_names}
+    xs = rng.uniform(-1, 1, (8, 3, 6, 6)).astype(np.float32)
+    with torch.no_grad():
+        want = forward(torch.tensor(xs)).numpy()
+    first = evaluator.run(x=xs)
+    np.testing.assert_allclose(first["y"], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(evaluator.run(x=xs)["y"], first["y"])
+    for n in evaluator.state_names:
+        np.testing.assert_array_equal(evaluator.state(n), before[n])

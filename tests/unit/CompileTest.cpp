@@ -478,6 +478,66 @@ TEST(Compile, StateDictsMoveTrainedStateToAnEvalGraph) {
     EXPECT_EQ(value.f32, before.at(name).f32) << name;
 }
 
+// One recording in training mode (dropout, BatchNorm with running
+// statistics, SGD) compiles for training and, with `eval`, for evaluation:
+// the evaluation model gives what the same layers recorded after eval()
+// give, writes no state, draws no dropout mask, and runs no backward pass.
+TEST(Compile, OneRecordingCompilesForTrainingAndForEvaluation) {
+  auto layers = [](Graph &g, bool training) {
+    auto x = g.input("x", {4, 3});
+    nn::Linear fc(g, 3, 2, {.name = "fc"});
+    nn::BatchNorm1d bn(g, 2, {.name = "bn"});
+    nn::Dropout drop(0.5);
+    bn.train(training);
+    drop.train(training);
+    auto y = drop(bn(fc(x)));
+    return std::make_pair(y, fc.parameters());
+  };
+  Graph g("step");
+  auto [y, params] = layers(g, true);
+  g.output("y", y);
+  auto loss = sum(mul(y, y), {0, 1});
+  g.output("loss", loss);
+  optim::SGD(params, {.lr = 0.1}).step(loss);
+  CompiledModel trainer = compile(g);
+  CompiledModel evaluator = compile(g, {.eval = true});
+  HostTensor x =
+      HostTensor::fromF32({4, 3}, {1, 2, 3, -1, 0, 2, 4, 1, -2, 0.5f, 0.5f, 1});
+  for (int i = 0; i < 3; ++i)
+    trainer.run({{"x", x}});
+  auto keys = evaluator.loadStateDict(trainer.stateDict(), /*strict=*/false);
+  EXPECT_TRUE(keys.missing.empty());
+
+  // The same layers recorded in evaluation mode, the old way.
+  Graph eval("eval");
+  eval.output("y", layers(eval, false).first);
+  CompiledModel reference = compile(eval);
+  reference.loadStateDict(trainer.stateDict(), /*strict=*/false);
+  auto want = reference.run({{"x", x}}).at("y").f32;
+  auto before = evaluator.stateDict();
+  RunStats evaluated, referenced, trained;
+  auto first = evaluator.run({{"x", x}}, &evaluated);
+  auto second = evaluator.run({{"x", x}});
+  reference.run({{"x", x}}, &referenced);
+  ASSERT_EQ(first.at("y").f32.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(first.at("y").f32[i], want[i], 1e-6f * (1 + std::abs(want[i])))
+        << i;
+  EXPECT_EQ(second.at("y").f32, first.at("y").f32) << "no dropout mask";
+  for (const auto &[name, value] : evaluator.stateDict())
+    EXPECT_EQ(value.f32, before.at(name).f32) << name << " was written";
+  // y and the loss (its product and its sum), nothing more: no backward
+  // pass, no update.
+  EXPECT_LE(evaluated.launches, referenced.launches + 2);
+
+  // The training model is unchanged by what evaluation needs: its next
+  // step still trains (the running mean moves), and it launches more.
+  auto runningMean = trainer.state("bn.running_mean").f32;
+  trainer.run({{"x", x}}, &trained);
+  EXPECT_GT(trained.launches, evaluated.launches);
+  EXPECT_NE(trainer.state("bn.running_mean").f32, runningMean);
+}
+
 TEST(Compile, BadInputsAreErrorsThatSayWhat) {
   Graph g("errors");
   auto x = g.input("x", {2, 3});

@@ -45,7 +45,13 @@ struct PlacementFlags {
         bucketMb("bucket-mb",
                  llvm::cl::desc("With --data-parallel: MiB of gradients per "
                                 "all-reduce (default 25, as DDP)"),
-                 llvm::cl::init(25), llvm::cl::cat(category)) {}
+                 llvm::cl::init(25), llvm::cl::cat(category)),
+        eval("eval",
+             llvm::cl::desc("Compile the recording for evaluation, as "
+                            "model.eval() under no_grad: dropout off, "
+                            "BatchNorm on its running statistics, no state "
+                            "writes (docs/training.md)"),
+             llvm::cl::cat(category)) {}
 
   llvm::cl::opt<std::string> policy;
   llvm::cl::opt<std::string> devices;
@@ -53,6 +59,7 @@ struct PlacementFlags {
   llvm::cl::opt<std::string> profile;
   llvm::cl::opt<bool> dataParallel;
   llvm::cl::opt<double> bucketMb;
+  llvm::cl::opt<bool> eval;
 
   /// What is wrong with --bucket-mb, or "".
   std::string checkBucketMb() const {
@@ -80,6 +87,7 @@ struct PlacementFlags {
     options->allowSoftPlacement = allowSoftPlacement;
     options->dataParallel = dataParallel;
     options->bucketBytes = bucketBytes();
+    options->eval = eval;
     return options;
   }
 };

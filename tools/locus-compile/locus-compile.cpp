@@ -223,6 +223,7 @@ static int compileOnnx() {
     options.fuse = !noFuse;
     options.allowSoftPlacement = allowSoftPlacement;
     options.dataParallel = placement.dataParallel;
+    options.eval = placement.eval;
     options.bucketBytes = placement.bucketBytes();
     options.allowTf32 = allowTf32;
     options.cache = !noCache;

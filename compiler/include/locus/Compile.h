@@ -94,6 +94,14 @@ struct CompileOptions {
   /// without one the step runs as world size 1.
   bool dataParallel = false;
   uint64_t bucketBytes = 25ull << 20;
+  /// Compile the recording for evaluation, as PyTorch's model.eval() under
+  /// torch.no_grad(): dropout off, BatchNorm on its running statistics, no
+  /// state written (no optimizer step, no running-statistics update), and
+  /// nothing computed that no output or state reads (the backward pass).
+  /// A graph recorded once in training mode compiles both ways; the two
+  /// models share state by name: eval.loadStateDict(train.stateDict(),
+  /// false) before evaluating.
+  bool eval = false;
   /// Where the devices run in-process, e.g. "cuda:0=sim" (the default for
   /// CUDA devices until the runtime has one); see locus_model_options_t.
   /// Data-parallel training under mpirun or srun, left empty: the rank's

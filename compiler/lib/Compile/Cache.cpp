@@ -151,7 +151,7 @@ std::string locus::cache::graphKeyOf(mlir::ModuleOp module,
         std::string(p.fuse ? "fuse" : "no-fuse") +
             (p.allowSoftPlacement ? " soft" : "") +
             (p.dataParallel ? " dp=" + std::to_string(p.bucketBytes) : "") +
-            (options.allowTf32 ? " tf32" : ""));
+            (p.eval ? " eval" : "") + (options.allowTf32 ? " tf32" : ""));
   field(hash, "libdevice", hasCudaTarget(p) ? libdeviceIdentity() : "");
   hash.update("graph\n");
   {

@@ -687,6 +687,7 @@ PipelineOptions pipelineOptions(const CompileOptions &options,
   placement->fuse = options.fuse;
   placement->allowSoftPlacement = options.allowSoftPlacement;
   placement->dataParallel = options.dataParallel;
+  placement->eval = options.eval;
   if (options.bucketBytes == 0)
     throw userError(loc, "CompileOptions: bucketBytes must be at least 1");
   placement->bucketBytes = options.bucketBytes;

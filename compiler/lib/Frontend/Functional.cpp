@@ -664,6 +664,14 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
   return transaction(x, loc, [&] {
     Shape perChannel(x.rank(), 1);
     perChannel[1] = channels;
+    // Evaluation: the running statistics instead of the batch's.
+    auto evaluated = [&] {
+      Tensor scale =
+          reshape(rsqrt(shifted(runningVar, eps, loc), loc), perChannel, loc);
+      Tensor y =
+          mul(sub(x, reshape(runningMean, perChannel, loc), loc), scale, loc);
+      return channelAffine(y, weight, bias, loc);
+    };
     if (training) {
       // One op, whose gradient is one op too; without an affine transform,
       // a weight of ones and a bias of zeros (constants: no gradient).
@@ -684,17 +692,19 @@ Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
         };
         assign(runningMean, blend(runningMean, mean1), loc);
         assign(runningVar, blend(runningVar, var1), loc);
+        // The same recording compiles for evaluation too
+        // (CompileOptions::eval): its form is recorded beside, marked,
+        // and a training compile erases it.
+        detail::EvalOnlyGuard evalOnly;
+        NoGradGuard noGrad;
+        detail::markEvalValue(batch.result, evaluated(), loc);
       }
       return batch.result;
     }
     if (!runningMean || !runningVar)
       throw errorAt(loc, "batch_norm in eval mode needs running_mean and "
                          "running_var");
-    Tensor scale =
-        reshape(rsqrt(shifted(runningVar, eps, loc), loc), perChannel, loc);
-    Tensor y =
-        mul(sub(x, reshape(runningMean, perChannel, loc), loc), scale, loc);
-    return channelAffine(y, weight, bias, loc);
+    return evaluated();
   });
 }
 

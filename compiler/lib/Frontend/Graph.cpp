@@ -11,6 +11,7 @@
 #include "GraphImpl.h"
 
 #include "locus/Dialect/Autodiff.h"
+#include "locus/Dialect/Modes.h"
 #include "locus/Support/InputLimits.h"
 #include "locus/abi.h"
 #include "locus/locus_runtime.h"
@@ -19,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 
 using namespace locus;
@@ -365,6 +367,32 @@ namespace {
 thread_local int noGradDepth = 0;
 } // namespace
 
+namespace {
+/// This thread's EvalOnlyGuards.
+thread_local int evalOnlyDepth = 0;
+} // namespace
+
+detail::EvalOnlyGuard::EvalOnlyGuard() { ++evalOnlyDepth; }
+detail::EvalOnlyGuard::~EvalOnlyGuard() { --evalOnlyDepth; }
+
+void detail::markEvalValue(const Tensor &trainValue, const Tensor &evalValue,
+                           const Here &loc) {
+  static std::atomic<int64_t> pairs{0};
+  GraphImpl &g = GraphImpl::of(trainValue, loc);
+  mlir::Value train = g.value(trainValue, loc), eval = g.value(evalValue, loc);
+  auto first = [](mlir::Value v) {
+    auto result = mlir::dyn_cast<mlir::OpResult>(v);
+    return result && result.getResultNumber() == 0 ? result.getOwner()
+                                                   : nullptr;
+  };
+  mlir::Operation *trainOp = first(train), *evalOp = first(eval);
+  if (!trainOp || !evalOp || trainOp == evalOp)
+    return; // nothing to pair: both modes compute the same value
+  auto n = g.builder.getI64IntegerAttr(++pairs);
+  trainOp->setAttr(kEvalValueAttrName, n);
+  evalOp->setAttr(kEvalOfAttrName, n);
+}
+
 NoGradGuard::NoGradGuard() { ++noGradDepth; }
 NoGradGuard::~NoGradGuard() { --noGradDepth; }
 bool locus::isGradEnabled() { return noGradDepth == 0; }
@@ -377,6 +405,8 @@ mlir::Operation *GraphImpl::finish(mlir::Operation *op, const Here &loc,
   }
   if (noGradDepth > 0)
     op->setAttr(kNoGradAttrName, mlir::UnitAttr::get(&context));
+  if (evalOnlyDepth > 0)
+    op->setAttr(kEvalOnlyAttrName, mlir::UnitAttr::get(&context));
   return op;
 }
 

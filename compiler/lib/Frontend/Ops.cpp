@@ -8,6 +8,8 @@
 #include "GraphImpl.h"
 #include "UserText.h"
 
+#include "locus/Dialect/Modes.h"
+
 using namespace locus;
 using namespace locus::detail;
 
@@ -799,9 +801,16 @@ Tensor locus::dropout(const Tensor &x, double p, bool training, Here loc) {
     return x;
   Shape shape = GraphImpl::shapeOf(vx);
   Transaction tx(g);
+  // In evaluation the product is its operand 0, x (--locus-select-mode).
+  auto identityInEval = [&](mlir::Value product) {
+    product.getDefiningOp()->setAttr(kEvalOperandAttrName,
+                                     g.builder.getI64IntegerAttr(0));
+    return product;
+  };
   if (p == 1) {
     // PyTorch's x * 0: no draw, and NaN stays NaN.
-    mlir::Value result = g.record<MulOp>(loc, vx, splat(g, 0.0f, shape, loc));
+    mlir::Value result =
+        identityInEval(g.record<MulOp>(loc, vx, splat(g, 0.0f, shape, loc)));
     tx.commit();
     return g.wrap(result);
   }
@@ -814,7 +823,7 @@ Tensor locus::dropout(const Tensor &x, double p, bool training, Here loc) {
   float scale = 1.0f / static_cast<float>(1.0 - p);
   mlir::Value noise = g.record<SelectOp>(loc, keep, splat(g, scale, shape, loc),
                                          splat(g, 0.0f, shape, loc));
-  mlir::Value result = g.record<MulOp>(loc, vx, noise);
+  mlir::Value result = identityInEval(g.record<MulOp>(loc, vx, noise));
   tx.commit();
   ++g.rngCalls;
   return g.wrap(result);

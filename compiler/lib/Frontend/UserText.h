@@ -44,6 +44,23 @@ private:
   bool outermost;
 };
 
+/// While one lives, every op recorded on this thread is marked as recorded
+/// only for evaluation (locus/Dialect/Modes.h): a training compile erases
+/// it. Graph.cpp defines it.
+class EvalOnlyGuard {
+public:
+  EvalOnlyGuard();
+  ~EvalOnlyGuard();
+  EvalOnlyGuard(const EvalOnlyGuard &) = delete;
+  EvalOnlyGuard &operator=(const EvalOnlyGuard &) = delete;
+};
+
+/// Marks `evalValue` (recorded under an EvalOnlyGuard) as what
+/// `trainValue` is in evaluation; both must be the first result of their
+/// ops. Graph.cpp defines it.
+void markEvalValue(const Tensor &trainValue, const Tensor &evalValue,
+                   const Here &loc);
+
 /// A locus::Error at the user's `loc`.
 inline Error errorAt(const Here &loc, const std::string &message) {
   return Error(loc.file_name(), loc.line(), loc.column(), message);

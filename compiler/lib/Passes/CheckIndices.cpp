@@ -5,9 +5,9 @@
 // (gather, cross-entropy, one-hot) never read out of bounds: they read a
 // safe element and make the result zero or NaN. This pass adds, for each
 // tensor of indices, a count of the ones outside [0, extent) as an output
-// the runtime checks as soon as the kernel that computes it has run: a
-// count above zero stops the run with a status naming the op and the
-// user's line.
+// the runtime reads before the first state write after it (or at the end
+// of the step): a count above zero stops the run with a status naming the
+// op and the user's line.
 //
 //===----------------------------------------------------------------------===//
 

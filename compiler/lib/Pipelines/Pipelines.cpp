@@ -105,6 +105,13 @@ void addDataParallel(OpPassManager &pm, int64_t bucketBytes) {
   pm.addNestedPass<GraphOp>(createLocusDataParallel(options));
 }
 
+/// --locus-select-mode: the recording for training or for evaluation.
+void addSelectMode(OpPassManager &pm, bool eval) {
+  LocusSelectModeOptions mode;
+  mode.mode = eval ? "eval" : "train";
+  pm.addNestedPass<GraphOp>(createLocusSelectMode(mode));
+}
+
 void addPlacement(OpPassManager &pm, LocusPlaceDevicesOptions placement,
                   std::vector<std::string> devices) {
   if (devices.empty())
@@ -137,6 +144,7 @@ void locus::buildPlacementPipeline(OpPassManager &pm,
   placement.profile = options.profile;
   placement.fuse = options.fuse;
   placement.allowSoftPlacement = options.allowSoftPlacement;
+  addSelectMode(pm, options.eval);
   addPlacement(pm, placement, options.devices);
   if (options.dataParallel)
     addDataParallel(pm, static_cast<int64_t>(options.bucketBytes));
@@ -156,6 +164,7 @@ void locus::buildPlacementPipelineFor(ModuleOp module, OpPassManager &pm,
     buildPlacementPipeline(pm, options);
     return;
   }
+  addSelectMode(pm, options.eval);
   if (untransferred)
     pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
   if (options.dataParallel && !reduced)

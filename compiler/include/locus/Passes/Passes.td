@@ -220,6 +220,52 @@ def LocusInsertTransfers : Pass<"locus-insert-transfers", "::locus::GraphOp"> {
   ];
 }
 
+def LocusSelectMode : Pass<"locus-select-mode", "::locus::GraphOp"> {
+  let summary = "Compiles one recording for training or for evaluation.";
+  let description = [{
+    A graph recorded in training mode holds what evaluation needs too:
+    the frontend marks a dropout's product (`locus.eval_operand = k`: in
+    evaluation it is its operand `k`), and records BatchNorm's evaluation
+    form beside `locus.batch_norm_train`, on the running statistics, with
+    its ops marked `locus.eval_only` and its result paired with the
+    training result (`locus.eval_of = N` on the evaluation op,
+    `locus.eval_value = N` on the training one).
+
+    In `mode=train` (the default) the evaluation ops nothing else reads are
+    erased, so a training step computes what it did before. In
+    `mode=eval`, PyTorch's `model.eval()` and `torch.no_grad()` at once:
+    every marked value is replaced by its evaluation value, every
+    `locus.assign` is erased (no state is written: no optimizer update, no
+    running-statistics update, no random-number counter), and then every op
+    whose results nothing reads, so the backward pass and the optimizer go
+    too. Inputs, state and outputs stay: an output computed from gradients
+    is still computed. Either way the marks are removed. A graph without
+    marks compiles as recorded in training mode and loses only its state
+    writes and dead ops in evaluation.
+
+    Errors: a `locus.eval_value` with no `locus.eval_of` of its number, or a
+    `locus.eval_operand` past the op's operands (a hand-written graph).
+
+    The compiler runs it first, before placement (`CompileOptions::eval`,
+    `locus-compile --eval`).
+
+    Before (`mode=eval`):
+
+    ```mlir
+    %d = locus.mul %x, %noise {locus.eval_operand = 0 : i64} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    locus.assign %step = %next : tensor<i64>, tensor<i64>
+    ```
+
+    After: `%d`'s uses read `%x`, and the assign and the ops only it read
+    are gone.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"train\"",
+           "train: as recorded; eval: dropout off, BatchNorm on running "
+           "statistics, no state writes">,
+  ];
+}
+
 def LocusDataParallel : Pass<"locus-data-parallel", "::locus::GraphOp"> {
   let summary = "Averages parameter gradients over the ranks of a job, in "
                 "buckets.";

@@ -69,6 +69,10 @@ struct PlacementOptions {
   /// buckets of about `bucketBytes`.
   bool dataParallel = false;
   uint64_t bucketBytes = kDefaultBucketBytes;
+  /// Compile the recording for evaluation (model.eval() and no_grad):
+  /// --locus-select-mode{mode=eval} runs first (dropout off, BatchNorm on
+  /// its running statistics, no state writes, no backward pass).
+  bool eval = false;
   /// DDP's default bucket: 25 MiB.
   static constexpr uint64_t kDefaultBucketBytes = 25ull << 20;
 
