@@ -1054,3 +1054,73 @@ def test_one_recording_compiles_for_training_and_for_evaluation():
     np.testing.assert_array_equal(evaluator.run(x=xs)["y"], first["y"])
     for n in evaluator.state_names:
         np.testing.assert_array_equal(evaluator.state(n), before[n])
+
+
+def test_a_mobile_cnn_trains_as_pytorch_then_evaluates_from_one_recording():
+    """A MobileNet-style block (depthwise conv, BatchNorm in training,
+    ReLU6, pointwise conv, Hardswish, pooling, a head), SGD with momentum:
+    30 steps' losses against PyTorch in float64 from the same weights,
+    then the same recording compiled with eval=True gives PyTorch's eval()
+    logits with the state Locus trained."""
+    torch = pytest.importorskip("torch")
+    g = locus.Graph("mobile_train")
+    x = g.input("x", [6, 4, 8, 8])
+    labels = g.input("labels", [6], dtype="i64")
+    net = locus.nn.Sequential(
+        locus.nn.Conv2d(g, 4, 4, 3, padding=1, groups=4, bias=False,
+                        name="dw"),
+        locus.nn.BatchNorm2d(g, 4, name="bn"),
+        locus.nn.ReLU6(),
+        locus.nn.Conv2d(g, 4, 8, 1, name="pw"),
+        locus.nn.Hardswish(),
+        locus.nn.AdaptiveAvgPool2d(1),
+        locus.nn.Flatten(),
+        locus.nn.Linear(g, 8, 3, name="head"))
+    logits = net(x)
+    loss = locus.cross_entropy(logits, labels)
+    g.output("logits", logits)
+    g.output("loss", loss)
+    locus.optim.SGD(net.parameters(), lr=0.2, momentum=0.9).step(loss)
+    trainer = locus.compile(g, policy="cpu", devices=["cpu"])
+    evaluator = locus.compile(g, policy="cpu", devices=["cpu"], eval=True)
+
+    torch.manual_seed(7)
+    tnet = torch.nn.Sequential(
+        torch.nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False),
+        torch.nn.BatchNorm2d(4), torch.nn.ReLU6(), torch.nn.Conv2d(4, 8, 1),
+        torch.nn.Hardswish(), torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(), torch.nn.Linear(8, 3)).double()
+    names = {"0": "dw", "1": "bn", "3": "pw", "7": "head"}
+
+    def locus_name(name):
+        layer, field = name.split(".", 1)
+        return names[layer] + "." + field
+
+    for name, value in tnet.state_dict().items():
+        if not name.endswith("num_batches_tracked"):
+            trainer.set_state(locus_name(name), value.numpy().astype(np.float32))
+    topt = torch.optim.SGD(tnet.parameters(), lr=0.2, momentum=0.9)
+    rng = np.random.default_rng(8)
+    xs = rng.uniform(-1, 1, (6, 4, 8, 8)).astype(np.float32)
+    ys = rng.integers(0, 3, (6,))
+    worst, losses = 0.0, []
+    for _ in range(30):
+        got = float(trainer.run(x=xs, labels=ys)["loss"])
+        losses.append(got)
+        topt.zero_grad()
+        want = torch.nn.functional.cross_entropy(tnet(torch.tensor(xs).double()),
+                                                 torch.tensor(ys))
+        want.backward()
+        topt.step()
+        worst = max(worst, abs(got - float(want)) / float(want))
+    print("mobile: 30 losses within %.1e relative of PyTorch float64" % worst)
+    assert worst <= 1e-4, worst
+    assert losses[-1] < losses[0]  # it learned
+
+    for name in evaluator.state_names:
+        evaluator.set_state(name, trainer.state(name))
+    tnet.eval()
+    with torch.no_grad():
+        want = tnet(torch.tensor(xs).double()).numpy()
+    np.testing.assert_allclose(evaluator.run(x=xs, labels=ys)["logits"], want,
+                               rtol=1e-4, atol=1e-4)
