@@ -33,6 +33,14 @@ std::vector<int64_t> spatialPads(const NodeProto &n, const Shape &input,
                                  const std::vector<int64_t> &kernel,
                                  const std::vector<int64_t> &strides,
                                  const std::vector<int64_t> &dilations) {
+  // Automatic padding divides by the strides and multiplies by the
+  // dilations: out of range, they are the model's error, not a crash.
+  constexpr int64_t kMaxWindow = int64_t(1) << 24;
+  for (const auto *v : {&kernel, &strides, &dilations})
+    for (int64_t k : *v)
+      if (k < 1 || k > kMaxWindow)
+        fail("kernel_shape, strides and dilations must be in [1, " +
+             std::to_string(kMaxWindow) + "], got " + std::to_string(k));
   std::string autoPad;
   for (const auto &a : n.attribute())
     if (a.name() == "auto_pad")
