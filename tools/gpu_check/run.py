@@ -383,8 +383,38 @@ def data_parallel(r):
         return
     err = worst_error(losses["job"], losses["alone"], 1e-6, 1e-6)
     r.record(name, "PASS" if err <= 1 else "FAIL",
-             "%s; loss after 4 steps %.6g, alone %.6g" % (
-                 path.group(1), losses["job"][0], losses["alone"][0]), secs)
+             "%s; loss after 4 steps %.6g, alone %.6g%s" % (
+                 path.group(1), losses["job"][0], losses["alone"][0],
+                 all_reduce_cost(r, run, art)), time.monotonic() - start)
+
+
+# The MLP step's gradients (784-1024-1024-10, weights and biases, f32): the
+# bytes its one bucket all-reduces.
+MLP_GRADIENT_BYTES = 4 * sum(i * o + o for i, o in ((784, 1024), (1024, 1024), (1024, 10)))
+
+
+def all_reduce_cost(r, run, art):
+    """What the all-reduce adds to the step: the step's median in a job of
+    one rank less its median alone (interleaved, 3 rounds of 22 runs), as
+    "; all-reduce of N MiB: +X us a step (Y GB/s)", or "" when it cannot
+    be timed."""
+    medians = {"job": [], "alone": []}
+    for _ in range(3):
+        for where, extra in (("job", ["--distributed"]), ("alone", [])):
+            if r.left() < 15:
+                return ""
+            rc, out, _ = r.command([run, art, "--random-inputs", "--runs", "22",
+                                    "--quiet"] + extra, 30)
+            t = parse_time(out, "step") if rc == 0 else None
+            if t is None:
+                return ""
+            medians[where].append(t)
+    extra_us = statistics.median(medians["job"]) - statistics.median(medians["alone"])
+    mib = MLP_GRADIENT_BYTES / 2**20
+    if extra_us <= 0:
+        return "; all-reduce of %.1f MiB: within the step's noise" % mib
+    return "; all-reduce of %.1f MiB: +%.1f us a step (%.0f GB/s)" % (
+        mib, extra_us, MLP_GRADIENT_BYTES / extra_us / 1e3)
 
 
 def onnx_models(r):
