@@ -761,6 +761,37 @@ std::vector<std::string> namesOf(const std::vector<rt::TensorInfo> &tensors) {
   return names;
 }
 
+/// Input or output `name` of `self` (a RuntimeModel) as a NumPy array over
+/// the context's view of it, holding `self` alive; an output's is
+/// read-only.
+py::array runtimeView(const py::object &self, const std::string &name,
+                      bool input) {
+  auto &r = self.cast<RuntimeModel &>();
+  const std::vector<rt::TensorInfo> tensors =
+      input ? r.model.inputs() : r.model.outputs();
+  auto info = std::find_if(tensors.begin(), tensors.end(),
+                           [&](const auto &t) { return t.name == name; });
+  if (info == tensors.end())
+    throw py::key_error(std::string(input ? "input" : "output") + " '" + name +
+                        "' is not the model's; its " +
+                        (input ? "inputs: " : "outputs: ") +
+                        joined(namesOf(tensors)));
+  void *data = nullptr;
+  try {
+    py::gil_scoped_release release;
+    std::lock_guard lock(r.mutex);
+    data = input ? r.context->inputView(name)
+                 : const_cast<void *>(r.context->outputView(name));
+  } catch (const rt::Error &e) {
+    raiseRuntime(e);
+  }
+  std::vector<py::ssize_t> shape(info->shape.begin(), info->shape.end());
+  py::array view(numpyDType(info->dtype), shape, data, self);
+  if (!input)
+    view.attr("setflags")(py::arg("write") = false);
+  return view;
+}
+
 void bindRuntime(py::module_ &m) {
   py::module_ runtime =
       m.def_submodule("runtime", "loading and running saved artifacts");
@@ -826,6 +857,37 @@ void bindRuntime(py::module_ &m) {
             return out;
           },
           "Runs one step: every input by name; returns every output.")
+      .def(
+          "input_view",
+          [](py::object self, const std::string &name) {
+            return runtimeView(self, name, /*input=*/true);
+          },
+          py::arg("name"),
+          "Input `name` as a writable NumPy array over the memory the "
+          "runtime reads it from (pinned where a GPU is loaded): write the "
+          "batch there, then run_in_place(); no copy.")
+      .def(
+          "output_view",
+          [](py::object self, const std::string &name) {
+            return runtimeView(self, name, /*input=*/false);
+          },
+          py::arg("name"),
+          "Output `name` of the last run as a read-only NumPy array over "
+          "the runtime's memory, valid until the next run; no copy into "
+          "yours.")
+      .def(
+          "run_in_place",
+          [](RuntimeModel &r) {
+            try {
+              py::gil_scoped_release release;
+              std::lock_guard lock(r.mutex);
+              r.context->run();
+            } catch (const rt::Error &e) {
+              raiseRuntime(e);
+            }
+          },
+          "Runs one step on what the inputs hold (set through input_view "
+          "or an earlier run); read the outputs with output_view.")
       .def(
           "write_trace",
           [](const RuntimeModel &r, const std::string &path) {

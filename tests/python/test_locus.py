@@ -1124,3 +1124,44 @@ def test_a_mobile_cnn_trains_as_pytorch_then_evaluates_from_one_recording():
         want = tnet(torch.tensor(xs).double()).numpy()
     np.testing.assert_allclose(evaluator.run(x=xs, labels=ys)["logits"], want,
                                rtol=1e-4, atol=1e-4)
+
+
+def test_runtime_views_feed_and_read_without_copies(tmp_path):
+    """locus.runtime.Model.input_view / output_view: NumPy arrays over the
+    runtime's own memory (in place on the CPU; pinned mirrors for a GPU's
+    tensors, sim here). Written in place and run with run_in_place(), the
+    step gives run()'s outputs; an output view is read-only and holds the
+    last run; a view keeps its model alive."""
+    x = np.random.default_rng(5).uniform(-1, 1, (8, 16)).astype(np.float32)
+    g = locus.Graph("on_gpu")
+    xg = g.input("x", [8, 16], device="cuda:0")
+    g.output("y", locus.softmax(locus.relu(xg) * 2.0, -1))
+    paths = []
+    for name, graph, options in (
+            ("cpu", mlp_graph(), dict(policy="cpu", devices=["cpu"])),
+            ("gpu", g, dict(policy="strict", devices=["cpu", "cuda:0"]))):
+        compiled = locus.compile(graph, **options)
+        paths.append((str(tmp_path / (name + ".locus")), compiled.run(x=x)["y"]))
+        compiled.save(paths[-1][0], cpu="x86-64")
+    for path, want in paths:
+        loaded = locus.runtime.load(path)
+        if path.endswith("gpu.locus"):  # x and y live on the GPU (or sim)
+            assert "cuda:0 -> " in loaded.report
+        view = loaded.input_view("x")
+        assert view.shape == (8, 16) and view.dtype == np.float32
+        view[...] = x
+        loaded.run_in_place()
+        y = loaded.output_view("y")
+        np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-7)
+        with pytest.raises(ValueError):
+            y[0, 0] = 1.0  # read-only
+        view[...] = 2 * x
+        loaded.run_in_place()
+        y2 = loaded.output_view("y")
+        np.testing.assert_allclose(y2, loaded.run(x=2 * x)["y"], rtol=1e-6,
+                                   atol=1e-7)
+        with pytest.raises(KeyError) as info:
+            loaded.input_view("z")
+        assert "input 'z' is not the model's; its inputs: x" in str(info.value)
+        del loaded
+        np.testing.assert_allclose(y2.sum(), y2.sum())  # still readable
