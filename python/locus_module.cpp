@@ -859,7 +859,7 @@ void bindRuntime(py::module_ &m) {
           "Runs one step: every input by name; returns every output.")
       .def(
           "input_view",
-          [](py::object self, const std::string &name) {
+          [](const py::object &self, const std::string &name) {
             return runtimeView(self, name, /*input=*/true);
           },
           py::arg("name"),
@@ -868,7 +868,7 @@ void bindRuntime(py::module_ &m) {
           "batch there, then run_in_place(); no copy.")
       .def(
           "output_view",
-          [](py::object self, const std::string &name) {
+          [](const py::object &self, const std::string &name) {
             return runtimeView(self, name, /*input=*/false);
           },
           py::arg("name"),
