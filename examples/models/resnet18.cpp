@@ -70,8 +70,10 @@ int main(int argc, char **argv) try {
   Tensor y = train.input("y", {batch}, {.dtype = DType::i64});
   ResNet18 model(train);
   optim::SGD sgd(model.parameters(), {.lr = 1e-4, .weightDecay = 5e-4});
-  Tensor loss = nn::CrossEntropyLoss()(model(x), y);
+  Tensor logits = model(x);
+  Tensor loss = nn::CrossEntropyLoss()(logits, y);
   train.output("loss", loss);
+  train.output("logits", logits);
   sgd.step(loss);
   if (std::string path = option(argc, argv, "save-graph", ""); !path.empty())
     return models::saveGraph(path, train) ? 0 : 1;
@@ -91,28 +93,23 @@ int main(int argc, char **argv) try {
   if (std::string name = option(argc, argv, "dump-state", ""); !name.empty())
     models::printValues(("state " + name).c_str(), trainer.state(name).f32);
 
-  // The same layers in eval mode, in a graph of their own, with the
+  // The same recording compiled for evaluation (model.eval() under
+  // no_grad: BatchNorm on its running statistics, no update), with the
   // trained state copied across by name.
-  Graph infer("resnet18_eval");
-  Tensor xe = infer.input("x", {batch, 3, 32, 32});
-  ResNet18 evalModel(infer);
-  evalModel.eval();
-  infer.output("logits", evalModel(xe));
-  CompiledModel predictor = compile(infer, options);
-  // The training graph also holds optimizer moments: load the names both
-  // have, and every one the eval graph needs.
+  options.eval = true;
+  CompiledModel predictor = compile(train, options);
   if (!predictor.loadStateDict(trainer.stateDict(), /*strict=*/false)
            .missing.empty()) {
-    std::fprintf(stderr, "the eval graph has state the trainer lacks\n");
+    std::fprintf(stderr, "the eval model has state the trainer lacks\n");
     return 1;
   }
-  auto logits =
-      predictor
-          .run({{"x", HostTensor::fromF32(
-                          {batch, 3, 32, 32},
-                          images(batch, labels(batch, 10, 9001), 9000))}})
-          .at("logits");
-  models::printValues("eval", logits.f32);
+  std::vector<int64_t> testLabels = labels(batch, 10, 9001);
+  auto evaluated = predictor.run(
+      {{"x", HostTensor::fromF32({batch, 3, 32, 32},
+                                 images(batch, testLabels, 9000))},
+       {"y", HostTensor::fromI64({batch}, testLabels)}});
+  const HostTensor &evalLogits = evaluated.at("logits");
+  models::printValues("eval", evalLogits.f32);
   return 0;
 } catch (const std::exception &e) {
   std::fprintf(stderr, "%s\n", e.what());
