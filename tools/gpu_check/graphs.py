@@ -129,10 +129,14 @@ def conv(which):
                      ['  locus.output "y" = %%y : %s' % out, "}"]) + "\n"
 
 
+# The MLP's layer widths (its step's gradients: run.py's all-reduce bytes).
+MLP_DIMS = [784, 1024, 1024, 10]
+
+
 def mlp(batch=256, train=False):
     """784-1024-1024-10; with `train`, its cross-entropy loss (autodiff and
     the optimizer are added by locus-opt)."""
-    dims = [784, 1024, 1024, 10]
+    dims = MLP_DIMS
     lines = ["locus.graph @mlp {",
              '  %%x = locus.input "x" : %s%s' % (_t([batch, 784]), GPU)]
     if train:

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from . import workloads
+from . import graphs, workloads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -388,9 +388,9 @@ def data_parallel(r):
                  all_reduce_cost(r, run, art)), time.monotonic() - start)
 
 
-# The MLP step's gradients (784-1024-1024-10, weights and biases, f32): the
-# bytes its one bucket all-reduces.
-MLP_GRADIENT_BYTES = 4 * sum(i * o + o for i, o in ((784, 1024), (1024, 1024), (1024, 10)))
+# The MLP step's gradients (weights and biases, f32): the bytes its one
+# bucket all-reduces.
+MLP_GRADIENT_BYTES = 4 * sum(i * o + o for i, o in zip(graphs.MLP_DIMS, graphs.MLP_DIMS[1:]))
 
 
 def all_reduce_cost(r, run, art):

@@ -130,6 +130,7 @@ void buildTextualPlacementPipeline(OpPassManager &pm,
   placement.profile = options.profile;
   placement.fuse = options.fuse;
   placement.allowSoftPlacement = options.allowSoftPlacement;
+  addSelectMode(pm, /*eval=*/false); // as recorded, as compile() does
   addPlacement(pm, placement, {options.devices.begin(), options.devices.end()});
   if (options.dataParallel)
     addDataParallel(pm, options.bucketBytes);

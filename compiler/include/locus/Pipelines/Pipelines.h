@@ -4,7 +4,8 @@
 // function; compile(), locus-compile, locus-dump and the tests all build
 // their pass managers with these, and locus-opt registers them:
 //
-//   --locus-placement-pipeline  place every op, insert the transfers
+//   --locus-placement-pipeline  select the mode (training: as recorded),
+//                               place every op, insert the transfers
 //   --locus-host-pipeline       kernels, then host code in the LLVM dialect
 //   --locus-cuda-pipeline       kernels, then PTX and launchers for CUDA
 //
