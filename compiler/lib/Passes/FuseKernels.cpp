@@ -38,10 +38,97 @@ bool locus::isComputing(Operation *op) {
 
 namespace {
 
-/// A locus.transpose of a matrix ([1, 0]).
-bool isTransposed2d(Operation *op) {
+/// A locus.transpose that swaps the last two axes and keeps the others
+/// (a matrix's [1, 0], a batch of matrices' [0, 1, 3, 2]): a matrix product
+/// reads its input transposed instead.
+bool swapsLastTwo(Operation *op) {
   auto t = dyn_cast_or_null<TransposeOp>(op);
-  return t && t.getPermutation() == ArrayRef<int64_t>{1, 0};
+  if (!t)
+    return false;
+  ArrayRef<int64_t> perm = t.getPermutation();
+  auto rank = static_cast<int64_t>(perm.size());
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
+/// Whether `reader` takes in `view`, a reshape or a transpose, as a view
+/// of what the view reads when the two share a kernel: any reader of a
+/// reshape; a matrix product of a transpose that swaps the last two axes.
+bool readsAsView(Operation *view, Operation *reader) {
+  if (isa<ReshapeOp>(view))
+    return isComputing(reader);
+  return swapsLastTwo(view) && isa<MatmulOp>(reader);
+}
+
+DeviceAttr placedOrCpu(Operation *op) {
+  if (DeviceAttr device = placedDevice(op))
+    return device;
+  return DeviceAttr::get(op->getContext(), DeviceKind::cpu, 0);
+}
+
+/// A transpose of a transpose on the same device reads the first one's
+/// input with the two permutations composed, or is that input when they
+/// cancel (a backward pass transposes back an operand the forward pass
+/// transposed: `q k^T`'s gradient reads `(k^T)^T`).
+void foldTransposePairs(Block &body) {
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    auto outer = dyn_cast<TransposeOp>(op);
+    auto inner =
+        outer ? outer.getInput().getDefiningOp<TransposeOp>() : TransposeOp();
+    if (!inner || placedOrCpu(inner) != placedOrCpu(outer))
+      continue;
+    SmallVector<int64_t> composed;
+    bool identity = true;
+    for (int64_t axis : outer.getPermutation()) {
+      composed.push_back(inner.getPermutation()[axis]);
+      identity &= composed.back() == static_cast<int64_t>(composed.size()) - 1;
+    }
+    if (identity) {
+      outer.replaceAllUsesWith(inner.getInput());
+    } else {
+      outer.getInputMutable().set(inner.getInput());
+      outer.setPermutation(composed);
+    }
+    if (outer->use_empty())
+      outer->erase();
+    if (inner->use_empty())
+      inner->erase();
+  }
+}
+
+/// A view (a reshape, or a transpose a product reads transposed) that
+/// several ops read becomes one view per reader that takes it in, so that
+/// each reader's kernel reads through its own view instead of a kernel
+/// copying the view's result once. Readers that cannot take it in (an
+/// output, a copy, an op on another device) share the original.
+void cloneViewsPerReader(Block &body) {
+  SmallVector<Operation *> views;
+  for (Operation &op : body)
+    if (isa<ReshapeOp, TransposeOp>(op))
+      views.push_back(&op);
+  // Last first, so that a chain of reshapes is cloned whole.
+  for (Operation *view : llvm::reverse(views)) {
+    SetVector<Operation *> readers, takers;
+    for (Operation *reader : view->getUsers()) {
+      readers.insert(reader);
+      if (readsAsView(view, reader) && placedOrCpu(reader) == placedOrCpu(view))
+        takers.insert(reader);
+    }
+    if (readers.size() < 2 || takers.empty())
+      continue;
+    // With no other reader, the first taker keeps the original.
+    bool othersRead = readers.size() != takers.size();
+    for (Operation *taker :
+         llvm::drop_begin(takers.getArrayRef(), othersRead ? 0 : 1)) {
+      OpBuilder b(taker);
+      Operation *clone = b.clone(*view);
+      taker->replaceUsesOfWith(view->getResult(0), clone->getResult(0));
+    }
+  }
 }
 
 /// The last axis of `op`'s input, if `op` reduces over it alone or takes a
@@ -76,6 +163,9 @@ struct Group {
   SmallVector<Operation *> ops;
   DeviceAttr device;
   Operation *root = nullptr;
+  /// Ops before the root whose results the kernel also gives (optimizer
+  /// steps merged side by side), in graph order.
+  SmallVector<Operation *> otherRoots;
   bool anchored = false;
   /// The group's anchor when it is a convolution that no pooling has
   /// joined yet: a pooling of its (epilogue's) result may still join.
@@ -108,6 +198,10 @@ public:
                         << static_cast<int64_t>(maxOps);
       return signalPassFailure();
     }
+    if (fuse) {
+      foldTransposePairs(body);
+      cloneViewsPerReader(body);
+    }
     // Group ids in graph order; groups[i] is null once merged away.
     std::vector<std::unique_ptr<Group>> groups;
     DenseMap<Operation *, Group *> groupOf;
@@ -136,18 +230,25 @@ public:
           // a group holds one anchor at most. Except: a 2-D matrix product
           // takes in a lone 2-D transpose of an operand, which it then
           // reads transposed (no copy).
-          bool transposeIntoProduct = isa<MatmulOp>(op) && g->ops.size() == 1 &&
-                                      isTransposed2d(producer) && !anchorJoined;
+          // (The transpose may read through reshapes, views too.)
+          bool transposeIntoProduct =
+              isa<MatmulOp>(op) && swapsLastTwo(producer) && !anchorJoined &&
+              llvm::all_of(g->ops, [&](Operation *member) {
+                return member == producer || isa<ReshapeOp>(member);
+              });
           // And a pooling joins the convolution (and epilogue) it pools,
           // which then never writes its unpooled output to memory.
           bool poolIntoConv = isa<MaxPool2dOp, AvgPool2dOp>(op) &&
                               g->poolableConv && !anchorJoined;
-          // And any op takes in a lone reshape of an operand: in one
-          // kernel the reshape is a view of what it reads, where a kernel
-          // of its own copies (a reshape never joins its producer, whose
-          // kernel would then copy its result out through the view).
-          bool reshapeIntoReader =
-              g->ops.size() == 1 && isa<ReshapeOp>(producer);
+          // And any op takes in a lone reshape (or chain of reshapes) of
+          // an operand: in one kernel the reshape is a view of what it
+          // reads, where a kernel of its own copies (a reshape never joins
+          // its producer, whose kernel would then copy its result out
+          // through the view).
+          bool reshapeIntoReader = isa<ReshapeOp>(producer) &&
+                                   llvm::all_of(g->ops, [](Operation *member) {
+                                     return isa<ReshapeOp>(member);
+                                   });
           if (!transposeIntoProduct && !poolIntoConv && !reshapeIntoReader &&
               (!elementwise || (g->anchored && anchorJoined)))
             continue;
@@ -192,8 +293,10 @@ public:
       groupOf[&op] = target;
     }
 
-    if (fuse)
+    if (fuse) {
       mergeRows(groups, groupOf);
+      mergeOptimizerSteps(groups);
+    }
     int64_t kernels = 0;
     for (auto &group : groups)
       if (!group->ops.empty()) {
@@ -255,33 +358,105 @@ private:
     }
   }
 
-  static DeviceAttr deviceOf(Operation *op) {
-    if (DeviceAttr device = placedDevice(op))
-      return device;
-    return DeviceAttr::get(op->getContext(), DeviceKind::cpu, 0);
+  /// The most buffers (operands and results) a kernel of merged optimizer
+  /// steps takes: a CUDA kernel's parameters are 8-byte pointers, limited
+  /// to 4 KiB in all before CUDA 12.1. An Adam step takes 7 of its own.
+  static constexpr size_t kMaxStepBuffers = 256;
+
+  /// How many buffers the ops of `g` read or write.
+  static size_t buffersOf(const Group &g) {
+    llvm::SmallDenseSet<Value> read;
+    size_t written = 0;
+    for (Operation *op : g.ops) {
+      read.insert(op->operand_begin(), op->operand_end());
+      written += op->getNumResults();
+    }
+    return read.size() + written;
   }
 
+  /// Whether `g` is one optimizer step (an `sgd` or `adam` of one
+  /// parameter) on a GPU.
+  static bool optimizerStepOnGpu(const Group &g) {
+    return g.device.getKind() == DeviceKind::cuda && g.ops.size() == 1 &&
+           isa<SgdOp, AdamOp>(g.root);
+  }
+
+  /// On a GPU, the optimizer steps of a device (one per parameter, each a
+  /// kernel of its own) join one kernel, which --locus-map-to-gpu runs as
+  /// one launch (they read and write disjoint buffers). A step joins the
+  /// kernel of the steps before it when every reader of their results that
+  /// comes before it is a locus.assign (which materialize() moves after
+  /// the kernel: a state takes its new value after the run, wherever the
+  /// assign stands).
+  void mergeOptimizerSteps(std::vector<std::unique_ptr<Group>> &groups) {
+    DenseMap<DeviceAttr, Group *> into;
+    for (auto &g : groups) {
+      if (g->ops.empty() || !optimizerStepOnGpu(*g))
+        continue;
+      Group *&target = into[g->device];
+      auto readBefore = [&](Operation *root) {
+        return llvm::any_of(root->getUsers(), [&](Operation *user) {
+          return !isa<AssignOp>(user) && user->isBeforeInBlock(g->root);
+        });
+      };
+      if (!target || static_cast<int64_t>(target->ops.size() + 1) > maxOps ||
+          buffersOf(*target) + buffersOf(*g) > kMaxStepBuffers ||
+          readBefore(target->root) ||
+          llvm::any_of(target->otherRoots, readBefore)) {
+        target = g.get();
+        continue;
+      }
+      target->otherRoots.push_back(target->root);
+      target->root = g->root;
+      target->ops.push_back(g->root);
+      g->ops.clear();
+      g->root = nullptr;
+    }
+  }
+
+  static DeviceAttr deviceOf(Operation *op) { return placedOrCpu(op); }
+
   /// Moves the group's ops, in graph order, into a locus.kernel at the
-  /// root's position; the root's results (several for an optimizer step)
-  /// become the kernel's.
+  /// root's position; the roots' results (several for an optimizer step)
+  /// become the kernel's. Assigns of other roots' results that stand
+  /// before the kernel move right after it.
   void materialize(Group &group) {
     llvm::sort(group.ops, [](Operation *a, Operation *b) {
       return a->isBeforeInBlock(b);
     });
     Operation *root = group.root;
+    SmallVector<Operation *> roots(group.otherRoots);
+    roots.push_back(root);
+    SmallVector<Type> types;
+    SmallVector<Value> yielded;
+    for (Operation *r : roots) {
+      llvm::append_range(types, r->getResultTypes());
+      llvm::append_range(yielded, r->getResults());
+    }
     OpBuilder builder(root);
     SmallVector<Location> locs;
     for (Operation *op : group.ops)
       locs.push_back(op->getLoc());
-    auto kernel = builder.create<KernelOp>(
-        builder.getFusedLoc(locs), root->getResultTypes(), group.device);
+    auto kernel = builder.create<KernelOp>(builder.getFusedLoc(locs), types,
+                                           group.device);
     Block *block = new Block();
     kernel.getBody().push_back(block);
-    root->replaceAllUsesWith(kernel.getResults());
+    Operation *after = kernel;
+    unsigned next = 0;
+    for (Operation *r : roots) {
+      for (Operation *user : llvm::make_early_inc_range(r->getUsers()))
+        if (isa<AssignOp>(user) && user->isBeforeInBlock(kernel)) {
+          user->moveAfter(after);
+          after = user;
+        }
+      r->replaceAllUsesWith(
+          kernel.getResults().slice(next, r->getNumResults()));
+      next += r->getNumResults();
+    }
     for (Operation *op : group.ops)
       op->moveBefore(block, block->end());
     builder.setInsertionPointToEnd(block);
-    builder.create<YieldOp>(root->getLoc(), root->getResults());
+    builder.create<YieldOp>(root->getLoc(), yielded);
   }
 };
 

@@ -44,7 +44,9 @@ public:
     SmallVector<Operation *> products;
     module.walk([&](Operation *op) {
       if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp,
-              linalg::MatmulTransposeBOp, linalg::BatchMatmulOp>(op))
+              linalg::MatmulTransposeBOp, linalg::BatchMatmulOp,
+              linalg::BatchMatmulTransposeAOp, linalg::BatchMatmulTransposeBOp>(
+              op))
         products.push_back(op);
     });
     for (Operation *op : products)
@@ -97,9 +99,12 @@ private:
                  << op->getLoc() << ": loops (a buffer is not plain f32)\n");
       return;
     }
-    bool batched = isa<linalg::BatchMatmulOp>(op);
-    bool transA = isa<linalg::MatmulTransposeAOp>(op);
-    bool transB = isa<linalg::MatmulTransposeBOp>(op);
+    bool batched = isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeAOp,
+                       linalg::BatchMatmulTransposeBOp>(op);
+    bool transA =
+        isa<linalg::MatmulTransposeAOp, linalg::BatchMatmulTransposeAOp>(op);
+    bool transB =
+        isa<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(op);
     unsigned r = batched ? 1 : 0;
     int64_t batch = batched ? ta.getDimSize(0) : 1;
     // A is [m, k], or [k, m] read transposed.

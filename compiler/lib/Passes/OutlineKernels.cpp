@@ -109,6 +109,21 @@ private:
         builder.getFunctionType(ValueRange(arguments).getTypes(),
                                 ValueRange(results).getTypes()));
     func->setAttr(kDeviceAttrName, kernel.getDevice());
+    // Which argument's buffer the plan may write each result into (-1:
+    // none): a state the kernel reads and the graph assigns the result to
+    // (an update in place).
+    SmallVector<int64_t> mayAlias;
+    for (Value result : results) {
+      int64_t argument = -1;
+      for (Operation *user : result.getUsers())
+        if (auto assign = dyn_cast<AssignOp>(user))
+          if (const auto *at = llvm::find(arguments, assign.getState());
+              at != arguments.end())
+            argument = at - arguments.begin();
+      mayAlias.push_back(argument);
+    }
+    func->setAttr(kResultsMayAliasAttrName,
+                  builder.getDenseI64ArrayAttr(mayAlias));
     // Kernels read their arguments and never write them: the buffers are
     // the plan's, and other kernels read them too.
     for (unsigned i = 0; i < arguments.size(); ++i)

@@ -41,8 +41,8 @@ constexpr const char *kCudaFeatures = "+ptx80";
 
 /// What the host and CUDA lowerings share: locus ops to linalg, elementwise
 /// chains fused into one loop nest, tensors to buffers with identity
-/// layouts at function boundaries, results to out-parameters, temporaries
-/// freed.
+/// layouts at function boundaries, results to out-parameters (computed in
+/// them where no update in place may alias them), temporaries freed.
 /// Tensors to buffers. `staticLayouts`: a buffer whose layout cannot be
 /// inferred (an scf.if's result, whose branches --locus-conv-to-cudnn
 /// makes) gets the identity layout rather than a fully dynamic one, which
@@ -69,6 +69,7 @@ void buildBufferization(OpPassManager &pm, bool staticLayouts = false) {
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   bufferization::buildBufferDeallocationPipeline(
       pm, bufferization::BufferDeallocationPipelineOptions());
+  pm.addNestedPass<func::FuncOp>(createLocusWriteResultsInPlace());
 }
 
 /// Loops, memrefs, math, arithmetic, functions and branches to the LLVM

@@ -87,17 +87,21 @@ locus.graph @anchors {
 
 // A matrix transpose read only by a product joins the product's kernel (the
 // lowering then reads it transposed, with no copy); one read elsewhere too
-// stays a kernel of its own.
+// is copied into the product's kernel and stays a kernel of its own for
+// the other reader.
 // CHECK-LABEL: locus.graph @transposed_operand
 // CHECK-SAME: locus.kernels = 3
 // CHECK: locus.kernel on <cpu>
 // CHECK-NEXT: locus.transpose
 // CHECK-NEXT: locus.matmul
-// CHECK: locus.kernel on <cpu>
-// CHECK-NEXT: locus.transpose
+// CHECK: %[[XT:.*]] = locus.kernel on <cpu>
+// CHECK-NEXT: locus.transpose %x
 // CHECK-NEXT: locus.yield
-// CHECK: locus.kernel on <cpu>
+// CHECK: %[[P:.*]] = locus.kernel on <cpu>
+// CHECK-NEXT: locus.transpose %x
 // CHECK-NEXT: locus.matmul
+// CHECK: locus.output "p" = %[[P]]
+// CHECK: locus.output "xt" = %[[XT]]
 locus.graph @transposed_operand {
   %g = locus.input "g" : tensor<8x4xf32>
   %x = locus.input "x" : tensor<8x6xf32>
@@ -154,9 +158,10 @@ locus.graph @pooled_conv {
 
 // A flatten is a view inside the kernel of what reads it: the linear takes
 // it in (as would an elementwise op), and it never joins the pooling that
-// produced it. A reshape read twice stays a kernel of its own.
+// produced it. A reshape read twice is copied into each reader's kernel
+// (no kernel of its own copies it).
 // CHECK-LABEL: locus.graph @flatten
-// CHECK-SAME: locus.kernels = 5
+// CHECK-SAME: locus.kernels = 4
 // CHECK: locus.kernel on <cpu> -> tensor<2x2x2x2xf32> {
 // CHECK-NEXT: locus.max_pool2d
 // CHECK-NEXT: locus.yield
@@ -167,11 +172,10 @@ locus.graph @pooled_conv {
 // CHECK-NEXT: locus.yield
 // CHECK: locus.kernel on <cpu> -> tensor<2x8xf32> {
 // CHECK-NEXT: locus.reshape
-// CHECK-NEXT: locus.yield
-// CHECK: locus.kernel on <cpu> -> tensor<2x8xf32> {
 // CHECK-NEXT: locus.exp
 // CHECK-NEXT: locus.yield
 // CHECK: locus.kernel on <cpu> -> tensor<2x8xf32> {
+// CHECK-NEXT: locus.reshape
 // CHECK-NEXT: locus.neg
 // CHECK-NEXT: locus.yield
 // UNFUSED-LABEL: locus.graph @flatten
@@ -190,4 +194,58 @@ locus.graph @flatten {
   %6 = locus.neg %4 : tensor<2x8xf32>
   locus.output "e" = %5 : tensor<2x8xf32>
   locus.output "n" = %6 : tensor<2x8xf32>
+}
+
+// -----
+
+// Attention's q k^T: a transpose of the last two axes of a batch of
+// matrices joins the batched product that reads it, also through
+// reshapes (views too), and a copy of it joins each such product; a
+// transpose of a transpose is the composed one (here none: the backward
+// pass's (k^T)^T is k again), and a chain of reshapes read twice is copied
+// whole into the reader that can take it in; an output keeps the original.
+// CHECK-LABEL: locus.graph @attention_views
+// CHECK-SAME: locus.kernels = 5
+// CHECK: locus.kernel on <cpu> -> tensor<2x4x4xf32> {
+// CHECK-NEXT: locus.transpose %k [0, 2, 1]
+// CHECK-NEXT: locus.matmul
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<2x4x4xf32> {
+// CHECK-NEXT: locus.transpose %k [0, 2, 1]
+// CHECK-NEXT: locus.matmul
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<2x4x4xf32> {
+// CHECK-NEXT: locus.matmul %s, %k
+// CHECK-NEXT: locus.yield
+// CHECK: %[[R:.*]] = locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.reshape %q [8, 4]
+// CHECK-NEXT: locus.reshape {{.*}} [4, 8]
+// CHECK-NEXT: locus.yield
+// CHECK: %[[E:.*]] = locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.reshape %q [8, 4]
+// CHECK-NEXT: locus.reshape {{.*}} [4, 8]
+// CHECK-NEXT: locus.exp
+// CHECK-NEXT: locus.yield
+// CHECK-NOT: locus.kernel
+// CHECK: locus.output "e2" = %[[E]] {
+// CHECK: locus.output "r" = %[[R]] {
+// UNFUSED-LABEL: locus.graph @attention_views
+// UNFUSED-SAME: locus.kernels = 8
+locus.graph @attention_views {
+  %q = locus.input "q" : tensor<2x4x4xf32>
+  %k = locus.input "k" : tensor<2x4x4xf32>
+  %s = locus.input "s" : tensor<2x4x4xf32>
+  %kt = locus.transpose %k [0, 2, 1] : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  %a = locus.matmul %q, %kt : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  %b = locus.matmul %s, %kt : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  %ktt = locus.transpose %kt [0, 2, 1] : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  %c = locus.matmul %s, %ktt : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  %r1 = locus.reshape %q [8, 4] : tensor<2x4x4xf32> -> tensor<8x4xf32>
+  %r2 = locus.reshape %r1 [4, 8] : tensor<8x4xf32> -> tensor<4x8xf32>
+  %e = locus.exp %r2 : tensor<4x8xf32>
+  locus.output "a" = %a : tensor<2x4x4xf32>
+  locus.output "b" = %b : tensor<2x4x4xf32>
+  locus.output "c" = %c : tensor<2x4x4xf32>
+  locus.output "e2" = %e : tensor<4x8xf32>
+  locus.output "r" = %r2 : tensor<4x8xf32>
 }

@@ -96,3 +96,32 @@ func.func @transposed_a(%g: memref<256x1024xf32>, %x: memref<256x784xf32>, %c: m
   linalg.matmul_transpose_a ins(%g, %x : memref<256x1024xf32>, memref<256x784xf32>) outs(%c : memref<1024x784xf32>)
   return
 }
+
+// Batched and read transposed (attention's q k^T, and its gradient's
+// g^T x): batch 3; B stored [b, n, k] so ldb = k = 5, stride 30, transB;
+// A stored [b, k, m] so lda = m = 4, stride 20, transA.
+// CHECK-LABEL: func.func @batched_transposed
+// CHECK:      %[[B3:.*]] = arith.constant 3 : i64
+// CHECK-NEXT: %[[M4:.*]] = arith.constant 4 : i64
+// CHECK-NEXT: %[[N6:.*]] = arith.constant 6 : i64
+// CHECK-NEXT: %[[K5:.*]] = arith.constant 5 : i64
+// CHECK:      %[[LDA:.*]] = arith.constant 5 : i64
+// CHECK-NEXT: %[[SA:.*]] = arith.constant 20 : i64
+// CHECK-NEXT: %[[NA:.*]] = arith.constant 0 : i32
+// CHECK:      %[[LDB:.*]] = arith.constant 5 : i64
+// CHECK-NEXT: %[[SB:.*]] = arith.constant 30 : i64
+// CHECK-NEXT: %[[TB:.*]] = arith.constant 1 : i32
+// CHECK:      call @locus_sgemm(%[[B3]], %[[M4]], %[[N6]], %[[K5]], %{{.*}}, %[[LDA]], %[[SA]], %[[NA]], %{{.*}}, %[[LDB]], %[[SB]], %[[TB]],
+// CHECK:      memref.extract_aligned_pointer_as_index %arg3 : memref<3x5x4xf32>
+// CHECK-NEXT: arith.index_cast
+// CHECK-NEXT: arith.constant 4 : i64
+// CHECK-NEXT: arith.constant 20 : i64
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK:      call @locus_sgemm
+// CHECK-NOT: linalg.batch_matmul
+func.func @batched_transposed(%a: memref<3x4x5xf32>, %bt: memref<3x6x5xf32>, %c: memref<3x4x6xf32>,
+                              %at: memref<3x5x4xf32>, %b: memref<3x5x6xf32>) {
+  linalg.batch_matmul_transpose_b ins(%a, %bt : memref<3x4x5xf32>, memref<3x6x5xf32>) outs(%c : memref<3x4x6xf32>)
+  linalg.batch_matmul_transpose_a ins(%at, %b : memref<3x5x4xf32>, memref<3x5x6xf32>) outs(%c : memref<3x4x6xf32>)
+  return
+}

@@ -113,6 +113,34 @@ func.func @product_transposed(%g: tensor<8x4xf32>, %w: tensor<6x4xf32>) -> tenso
   return %0 : tensor<8x6xf32>
 }
 
+// So does a batched product (attention's q k^T and its gradients): the
+// leading axes fold into one batch, the transpose of the last two is read
+// transposed; a transpose of other axes is a copy.
+// CHECK-LABEL: func.func @batched_transposed_b
+// CHECK: tensor.collapse_shape %arg1
+// CHECK: %[[K:.*]] = tensor.expand_shape {{.*}} into tensor<6x5x4xf32>
+// CHECK: linalg.batch_matmul_transpose_b ins(%{{.*}}, %[[K]] : tensor<6x5x4xf32>, tensor<6x5x4xf32>)
+// CHECK-LABEL: func.func @batched_transposed_a
+// CHECK: linalg.batch_matmul_transpose_a ins(%{{.*}}, %{{.*}} : tensor<3x4x5xf32>, tensor<3x4x6xf32>)
+// CHECK-LABEL: func.func @batched_other_transpose
+// CHECK: linalg.transpose
+// CHECK: linalg.batch_matmul ins
+func.func @batched_transposed_b(%q: tensor<2x3x5x4xf32>, %k: tensor<2x3x5x4xf32>) -> tensor<2x3x5x5xf32> {
+  %kt = locus.transpose %k [0, 1, 3, 2] : tensor<2x3x5x4xf32> -> tensor<2x3x4x5xf32>
+  %0 = locus.matmul %q, %kt : tensor<2x3x5x4xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x5x5xf32>
+  return %0 : tensor<2x3x5x5xf32>
+}
+func.func @batched_transposed_a(%g: tensor<3x4x5xf32>, %x: tensor<3x4x6xf32>) -> tensor<3x5x6xf32> {
+  %gt = locus.transpose %g [0, 2, 1] : tensor<3x4x5xf32> -> tensor<3x5x4xf32>
+  %0 = locus.matmul %gt, %x : tensor<3x5x4xf32>, tensor<3x4x6xf32> -> tensor<3x5x6xf32>
+  return %0 : tensor<3x5x6xf32>
+}
+func.func @batched_other_transpose(%g: tensor<4x3x5xf32>, %x: tensor<3x5x6xf32>) -> tensor<3x4x6xf32> {
+  %gt = locus.transpose %g [1, 0, 2] : tensor<4x3x5xf32> -> tensor<3x4x5xf32>
+  %0 = locus.matmul %gt, %x : tensor<3x4x5xf32>, tensor<3x5x6xf32> -> tensor<3x4x6xf32>
+  return %0 : tensor<3x4x6xf32>
+}
+
 // BatchNorm in training: the mean (a per-channel sum over N, H and W),
 // then the centred squares' sum, then one elementwise pass for the result.
 // CHECK-LABEL: func.func @batch_norm_train

@@ -268,6 +268,128 @@ func.func @named_and_strided(%src: memref<3x10xf32>, %y: memref<3x3xf32>, %z: me
   return
 }
 
+// A fill then a reduction into the same buffer is one launch: the
+// reduction starts from the filled value (here 1.0, not the sum's 0) and
+// never loads the output. A fill followed by another op that touches
+// memory (another fill), or by a reduction that also reads the buffer,
+// stays a launch of its own.
+// CHECK-LABEL: func.func @fill_then_sum
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: gpu.launch
+// CHECK-NOT: memref.load %arg1
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %[[ONE]]) -> (f32)
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// CHECK-LABEL: func.func @fill_kept
+// CHECK-COUNT-4: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @fill_then_sum(%x: memref<8x100xf32>, %y: memref<100xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%y : memref<100xf32>)
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<8x100xf32>) outs(%y : memref<100xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @fill_kept(%x: memref<8x100xf32>, %y: memref<100xf32>, %z: memref<100xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%y : memref<100xf32>)
+  linalg.fill ins(%one : f32) outs(%z : memref<100xf32>)
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<8x100xf32>) outs(%y : memref<100xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#col, #id, #col], iterator_types = ["reduction", "parallel"]} ins(%z, %x : memref<100xf32>, memref<8x100xf32>) outs(%z : memref<100xf32>) {
+  ^bb0(%c: f32, %a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// In a kernel function (with --locus-outline-kernels' aliasing facts),
+// parallel ops next to each other that touch disjoint buffers (an
+// optimizer's steps) share one launch, each taking its own range of
+// blocks: the flat op 1 block (1000 elements, 4 a thread), the broadcast
+// one 3 (600 elements, one a thread). An op that reads what one of them
+// wrote gets a launch of its own.
+// CHECK-LABEL: func.func @side_by_side
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{.*}}, {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
+// CHECK: %[[L0:.*]] = arith.subi %[[B]], %c0
+// CHECK: %[[IN0:.*]] = arith.cmpi ult, %[[L0]], %c1
+// CHECK: scf.if %[[IN0]]
+// CHECK: math.exp
+// CHECK: %[[L1:.*]] = arith.subi %[[B]], %c1
+// CHECK: %[[IN1:.*]] = arith.cmpi ult, %[[L1]], %c3
+// CHECK: scf.if %[[IN1]]
+// CHECK: memref.load %arg2[]
+// CHECK: arith.mulf
+// CHECK: gpu.launch
+// CHECK: math.sqrt
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @side_by_side(%x: memref<1000xf32>, %y: memref<600xf32>, %s: memref<f32>,
+                        %ox: memref<1000xf32>, %oy: memref<600xf32>, %oz: memref<1000xf32>)
+    attributes {locus.device = #locus.device<cuda:0>, locus.results_may_alias = array<i64: -1, -1, -1>} {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : memref<1000xf32>) outs(%ox : memref<1000xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%y, %s : memref<600xf32>, memref<f32>) outs(%oy : memref<600xf32>) {
+  ^bb0(%a: f32, %c: f32, %b: f32):
+    %m = arith.mulf %a, %c : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ox : memref<1000xf32>) outs(%oz : memref<1000xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %q = math.sqrt %a : f32
+    linalg.yield %q : f32
+  }
+  return
+}
+
+// A result that the plan may write into an argument's buffer (an update in
+// place of %y) must not share a launch with an op that reads %y; without
+// the aliasing facts nothing shares a launch.
+// CHECK-LABEL: func.func @aliased
+// CHECK-COUNT-2: gpu.launch
+// CHECK-LABEL: func.func @no_facts
+// CHECK-COUNT-2: gpu.launch
+func.func @aliased(%x: memref<8xf32>, %y: memref<8xf32>, %ox: memref<8xf32>, %oy: memref<8xf32>)
+    attributes {locus.device = #locus.device<cuda:0>, locus.results_may_alias = array<i64: 1, -1>} {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : memref<8xf32>) outs(%ox : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%y : memref<8xf32>) outs(%oy : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+func.func @no_facts(%x: memref<8xf32>, %y: memref<8xf32>, %ox: memref<8xf32>, %oy: memref<8xf32>)
+    attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : memref<8xf32>) outs(%ox : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%y : memref<8xf32>) outs(%oy : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
 // Functions on the CPU stay as they are.
 // CHECK-LABEL: func.func @on_cpu
 // CHECK-NEXT: memref.copy

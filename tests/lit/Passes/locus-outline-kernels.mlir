@@ -43,3 +43,28 @@ locus.graph @empty {
   %1 = locus.sum %0 axes [1] : tensor<4x0xf32> -> tensor<4xf32>
   locus.output "y" = %1 : tensor<4xf32>
 }
+
+// -----
+
+// Which results the plan may write into an argument's buffer: a state the
+// kernel reads and the graph assigns the result to (an update in place).
+// The scaled state may; the sum read by an output may not, nor may a
+// result assigned to a state the kernel does not read.
+// CHECK-LABEL: locus.graph @updates
+// CHECK: func.func @updates_k0_mul
+// CHECK-SAME: locus.results_may_alias = array<i64: 0>
+// CHECK: func.func @updates_k1_sum
+// CHECK-SAME: locus.results_may_alias = array<i64: -1>
+// CHECK: func.func @updates_k2_exp
+// CHECK-SAME: locus.results_may_alias = array<i64: -1>
+locus.graph @updates {
+  %x = locus.input "x" : tensor<8xf32>
+  %s = locus.state "s" buffer : tensor<8xf32> init <full(1.0)>
+  %t = locus.state "t" buffer : tensor<8xf32> init <full(1.0)>
+  %0 = locus.mul %s, %x : tensor<8xf32>
+  locus.assign %s = %0 : tensor<8xf32>, tensor<8xf32>
+  %1 = locus.sum %x axes [0] : tensor<8xf32> -> tensor<f32>
+  locus.output "n" = %1 : tensor<f32>
+  %2 = locus.exp %x : tensor<8xf32>
+  locus.assign %t = %2 : tensor<8xf32>, tensor<8xf32>
+}

@@ -52,6 +52,13 @@ inline constexpr llvm::StringLiteral kPlacementAttrName = "locus.placement";
 /// Set on a placed locus.graph: the policy and the target devices.
 inline constexpr llvm::StringLiteral kPolicyAttrName = "locus.policy";
 inline constexpr llvm::StringLiteral kTargetsAttrName = "locus.targets";
+/// Set on a kernel function by --locus-outline-kernels: for each result,
+/// the argument whose buffer the plan may write it into (a state that the
+/// kernel reads and the graph then assigns: an update in place), or -1.
+/// The kernel must not write such a result before it is done reading that
+/// argument (--locus-write-results-in-place, --locus-map-to-gpu).
+inline constexpr llvm::StringLiteral kResultsMayAliasAttrName =
+    "locus.results_may_alias";
 /// Set on a graph by --locus-insert-transfers: {copies, load_time_copies,
 /// bytes_per_step, bytes_at_load}.
 inline constexpr llvm::StringLiteral kTransfersAttrName = "locus.transfers";

@@ -488,7 +488,22 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     A `reshape` (a flatten) that nothing else reads joins the kernel of the
     op that reads it, whatever that op is, and is then a view of its input
     (a kernel of its own would copy it); it never joins its producer's
-    kernel, which would have to copy its result out through the view.
+    kernel, which would have to copy its result out through the view. A
+    chain of reshapes joins as one. A product's transpose of the last two
+    axes of a batch of matrices (attention's `q k^T`, `[0, 1, 3, 2]`) joins
+    like a matrix transpose (`linalg.batch_matmul_transpose_a`/`_b`, one
+    strided-batched sgemm), also when it reads through reshapes.
+
+    Before grouping, two rewrites make views of what were copies. A
+    transpose of a transpose on the same device reads the first one's
+    input with the permutations composed, or is that input when they
+    cancel (a backward pass transposes back what the forward pass
+    transposed). And a view (a reshape, or a transpose a product reads
+    transposed) that several ops read is copied once per reader that can
+    take it in, placed before that reader; readers that cannot (an output,
+    a copy, an op on another device) share the original. The tiny
+    Transformer step had 22 kernels that only copied a reshape and 10
+    transposes that only fed a product.
     Every other op is a kernel of its own. Then, on a CUDA device, kernels
     that go row by row (elementwise ops, reductions over the last axis
     alone, `softmax` and `log_softmax` along it) merge when one kernel's
@@ -497,6 +512,16 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     there instead of three, and `--locus-map-to-gpu` runs its rows in one
     launch. A merge makes no cycle (a kernel's result is the only value
     read outside it); on the CPU kernels stay as the tree rule makes them.
+    Last, on a CUDA device, the optimizer's steps (an `sgd` or `adam` per
+    parameter, each a kernel of its own) join one kernel, as PyTorch's
+    multi-tensor ("foreach") optimizers do; `--locus-map-to-gpu` runs
+    them side by side in one launch. A step joins the kernel of the steps
+    before it when every reader of their results that stands before it is
+    a `locus.assign`; those assigns move right after the kernel (a state
+    takes its new value after the run, wherever its assign stands). A
+    kernel of steps stops at 256 buffers: a CUDA kernel's parameters (one
+    8-byte pointer a buffer) were limited to 4 KiB before CUDA 12.1. The
+    tiny Transformer step's 30 Adam steps are one launch instead of 60.
     Copies, sources, outputs and state updates stay in the graph; an op with
     several results (an optimizer step) gives its kernel several results.
     The graph's `locus.kernels` attribute says how many kernels there are.
@@ -605,7 +630,14 @@ def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
     whose result only one other elementwise `linalg.generic` reads fuses into
     that reader (MLIR's elementwise fusion patterns, producer with one use),
     so a fused kernel's chain of elementwise ops is one loop nest, and
-    `linalg.fill` initial values fold into their readers. A fused body
+    `linalg.fill` initial values fold into their readers. In a function
+    placed on a CUDA device, a scalar producer (no loops: an optimizer's
+    bias corrections) also fuses into the one op that reads its results,
+    however many it reads: each GPU thread recomputes those few scalar
+    operations instead of the kernel paying a one-thread launch and a
+    temporary for them (the Transformer step's Adam took two launches per
+    parameter). On the host they stay apart: the loop would recompute them
+    for every element. A fused body
     stops growing at 128 ops: each fusion builds a new op holding both
     bodies, so fusing a chain of n ops one by one would copy O(n^2) ops
     (compile time would grow with the square of a long chain). Unlike MLIR's
@@ -637,6 +669,52 @@ def LocusCopyForwardedResults
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def LocusWriteResultsInPlace
+    : Pass<"locus-write-results-in-place", "::mlir::func::FuncOp"> {
+  let summary = "A kernel computes each result in its out-parameter, not in "
+                "a temporary it then copies.";
+  let description = [{
+    After bufferization, `buffer-results-to-out-params` and the deallocation
+    pipeline, in a kernel function that `--locus-outline-kernels` made: a
+    result that is not a plain allocation (a reshape of one: a linear's
+    `[rows, features]` product seen as `[batch, seq, features]`) is
+    computed into a temporary and copied into its out-parameter at the end,
+    a launch of its own on a GPU (the Transformer step had 43). When the
+    out-parameter is written by that copy alone, the temporary is a
+    row-major static allocation (or reshapes of one, which keep the order of
+    the elements) with the out-parameter's element type and count, and
+    nothing uses the temporary after the copy but its deallocation, the
+    temporary becomes the out-parameter itself (seen with the temporary's
+    shape through `memref.reinterpret_cast` when the shapes differ), and
+    the copy, the allocation and its deallocation go.
+
+    Writing the out-parameter early is safe only if it is no argument's
+    buffer. The plan gives a result an argument's buffer in one case: a
+    state update in place, where the graph assigns the result to a state
+    the kernel reads. `--locus-outline-kernels` marks those results in the
+    function's `locus.results_may_alias` (per result, the argument it may
+    share a buffer with, or -1), and this pass leaves them; a function
+    without the attribute is left whole.
+
+    ```mlir
+    func.func @k(%x: memref<4x16x32xf32>, %w: memref<32x32xf32>,
+                 %out: memref<4x16x32xf32>)
+        attributes {locus.results_may_alias = array<i64: -1>} {
+      %t = memref.alloc() : memref<64x32xf32>
+      ... %t = x W^T ...
+      %v = memref.expand_shape %t [[0, 1], [2]] ... into memref<4x16x32xf32>
+      memref.copy %v, %out : memref<4x16x32xf32> to memref<4x16x32xf32>
+      memref.dealloc %t : memref<64x32xf32>
+    ```
+
+    becomes a product written into `%out` seen as `memref<64x32xf32>`.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numWritten", "written", "Results written in place">,
+  ];
 }
 
 def LocusLowerReductions
@@ -1082,6 +1160,23 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
       one block before);
     - other reductions: one thread per output element, looping over the
       reduced elements.
+
+    In a kernel function that carries `--locus-outline-kernels`'
+    `locus.results_may_alias`, a run of linalg ops with parallel loops
+    only, next to each other (nothing between them touches memory), none
+    of which reads or writes a buffer another writes, is one launch where
+    the last of them stood: each op takes its own range of blocks (its
+    flat or thread-per-element form, as above) and the block's index
+    chooses the op. An out-parameter that the plan may put in an
+    argument's buffer (an update in place) counts as that argument too.
+    That is a kernel of optimizer steps, one per parameter.
+
+    A fill followed by a one-output reduction into the same buffer (with
+    only memory-effect-free ops between them, and the reduction not
+    reading that buffer) is one launch: the reduction starts from the
+    filled value where it would load the output's initial value. A sum's
+    zero fill was a launch of its own before each of the Transformer
+    step's 59 reductions outside row groups.
 
     The strategy chosen for each op is logged under `-debug-only=
     locus-map-to-gpu` in an LLVM built with assertions, and given as a

@@ -190,18 +190,29 @@ template <typename PoolOp> Value lowerPool(Lowering &l, PoolOp op, bool isMax) {
   return l.scale(result, 1.0 / static_cast<double>(k[0] * k[1]));
 }
 
-/// The input of a 2-D transpose that nothing else reads, or null: a product
-/// can read it transposed instead. The transpose is a locus.transpose (the
-/// conversion has lowered it already, but replaces it only when done) or a
+/// Whether `perm` swaps the last two axes and keeps the others.
+bool swapsLastTwo(ArrayRef<int64_t> perm) {
+  auto rank = static_cast<int64_t>(perm.size());
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
+/// The input of a transpose of the last two axes (of a matrix, or of a
+/// batch of them) that nothing else reads, or null: a product can read it
+/// transposed instead. The transpose is a locus.transpose (the conversion
+/// has lowered it already, but replaces it only when done) or a
 /// linalg.transpose.
 Value transposedInput(Value v) {
   if (!v.hasOneUse())
     return {};
   if (auto t = v.getDefiningOp<TransposeOp>())
-    return t.getPermutation() == ArrayRef<int64_t>{1, 0} ? t.getInput()
-                                                         : Value();
+    return swapsLastTwo(t.getPermutation()) ? t.getInput() : Value();
   auto t = v.getDefiningOp<linalg::TransposeOp>();
-  if (!t || t.getPermutation() != ArrayRef<int64_t>{1, 0})
+  if (!t || !swapsLastTwo(t.getPermutation()))
     return {};
   return t.getInput();
 }
@@ -243,12 +254,32 @@ Value lowerMatmul(Lowering &l, MatmulOp op) {
         t.getElementType());
   };
   RankedTensorType out3 = three(out);
-  Value result = b.create<linalg::BatchMatmulOp>(
-                      l.loc, TypeRange{out3},
-                      ValueRange{l.reshape(op.getLhs(), three(lhs)),
-                                 l.reshape(op.getRhs(), three(rhs))},
-                      ValueRange{l.filled(out3, 0.0)})
-                     .getResult(0);
+  auto operand3 = [&](Value v) {
+    return l.reshape(v, three(cast<RankedTensorType>(v.getType())));
+  };
+  Value init = l.filled(out3, 0.0);
+  Value result;
+  // As in 2-D: a fused transpose of the last two axes (attention's q k^T
+  // and its gradients) is read transposed.
+  if (Value a = transposedInput(op.getLhs()))
+    result =
+        b.create<linalg::BatchMatmulTransposeAOp>(
+             l.loc, TypeRange{out3},
+             ValueRange{operand3(a), operand3(op.getRhs())}, ValueRange{init})
+            .getResult(0);
+  else if (Value bt = transposedInput(op.getRhs()))
+    result =
+        b.create<linalg::BatchMatmulTransposeBOp>(
+             l.loc, TypeRange{out3},
+             ValueRange{operand3(op.getLhs()), operand3(bt)}, ValueRange{init})
+            .getResult(0);
+  else
+    result = b.create<linalg::BatchMatmulOp>(
+                  l.loc, TypeRange{out3},
+                  ValueRange{l.reshape(op.getLhs(), three(lhs)),
+                             l.reshape(op.getRhs(), three(rhs))},
+                  ValueRange{init})
+                 .getResult(0);
   return l.reshape(result, out);
 }
 

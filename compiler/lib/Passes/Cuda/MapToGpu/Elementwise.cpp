@@ -47,17 +47,57 @@ Value Emitter::flatView(OpBuilder &b, Value memref) {
   return b.create<memref::CollapseShapeOp>(loc, memref, all);
 }
 
-void Emitter::emitFlatParallel(OpBuilder &b) {
+SmallVector<Value> Emitter::flatViews(OpBuilder &b) {
   SmallVector<Value> flat;
   for (const Access &a : accesses)
     flat.push_back(a.scalar ? a.memref : flatView(b, a.memref));
+  return flat;
+}
+
+void Emitter::emitFlatParallel(OpBuilder &b) {
+  SmallVector<Value> flat = flatViews(b);
   OpBuilder::InsertionGuard guard(b);
   int64_t threads = (rows + kPerThread - 1) / kPerThread;
   gpu::LaunchOp l = launch(b, (threads + kBlock - 1) / kBlock, kBlock);
+  assumeAligned(b, flat);
+  flatThread(b, flat, globalId(b, l, kBlock));
+}
+
+void Emitter::assumeAligned(OpBuilder &b, ArrayRef<Value> flat) {
   for (auto [a, v] : llvm::zip(accesses, flat))
     if (!a.scalar)
       b.create<memref::AssumeAlignmentOp>(loc, v, 16);
-  Value id = globalId(b, l, kBlock);
+}
+
+int64_t Emitter::blocksSideBySide() {
+  int64_t threads =
+      plainElementwise() ? (rows + kPerThread - 1) / kPerThread : rows;
+  return (threads + kBlock - 1) / kBlock;
+}
+
+SmallVector<Value> Emitter::sideBySideViews(OpBuilder &b) {
+  return plainElementwise() ? flatViews(b) : SmallVector<Value>();
+}
+
+void Emitter::emitSideBySide(OpBuilder &b, Value blockId, Value tid,
+                             ArrayRef<Value> views) {
+  OpBuilder::InsertionGuard guard(b);
+  cloneGlobals(b);
+  assumeAligned(b, views);
+  Value id = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, blockId, index(b, kBlock)), tid);
+  if (!views.empty())
+    return flatThread(b, views, id);
+  guardBelow(b, id, rows);
+  SmallVector<Value> loops(ranges.size(), index(b, 0));
+  delinearize(b, id, parallelDims, loops);
+  SmallVector<Value> results = body(b, operandsAt(b, loops), loops);
+  unsigned inputs = op.getNumDpsInputs();
+  for (auto [k, v] : llvm::enumerate(results))
+    store(b, v, inputs + k, loops);
+}
+
+void Emitter::flatThread(OpBuilder &b, ArrayRef<Value> flat, Value id) {
   Value base = b.create<arith::MulIOp>(loc, id, index(b, kPerThread));
   Value whole = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::ule,

@@ -117,11 +117,33 @@ int64_t mapRowGroups(Block &block, bool explain);
 class Emitter {
 public:
   /// With `explain`, run() gives the strategy as a remark at the op.
-  explicit Emitter(linalg::GenericOp op, bool explain = false)
-      : op(op), loc(op.getLoc()), explain(explain) {}
+  /// `filled`: the value a fill just wrote over the whole output of this
+  /// one-output op (erased by the caller), read instead of the output.
+  explicit Emitter(linalg::GenericOp op, bool explain = false,
+                   Value filled = {})
+      : op(op), loc(op.getLoc()), explain(explain), filled(filled) {}
   /// Chooses the op's strategy, emits its launches before it and erases
   /// it; fails, saying why at the op, on a dynamic shape or layout.
   LogicalResult run();
+
+  /// Reads the op's loops and buffers (what run() does first); fails, as
+  /// run() does, on a dynamic shape or layout.
+  LogicalResult prepare();
+
+  /// After prepare(): whether the op can share a launch with others (all
+  /// loops parallel, some work), and how many blocks of kBlock threads it
+  /// takes there.
+  bool parallelWork() const { return reductionDims.empty() && rows > 0; }
+  int64_t blocksSideBySide();
+
+  /// Host-side views the op's share of a launch reads (the flat buffers of
+  /// a plain elementwise op); made before the launch.
+  SmallVector<Value> sideBySideViews(OpBuilder &b);
+
+  /// The op's share of a launch it shares with others, in the launch's
+  /// body: `blockId` counts the op's own blocks from 0.
+  void emitSideBySide(OpBuilder &b, Value blockId, Value tid,
+                      ArrayRef<Value> views);
 
   /// The rules, in order: the first that applies decides. `c` is the op's
   /// one combiner, if it has one.
@@ -148,12 +170,20 @@ private:
 
   Value load(OpBuilder &b, unsigned i, ArrayRef<Value> loops);
 
+  /// What output `k` holds at `loops` before the op: the fill's value when
+  /// a fill was folded in, else a load.
+  Value initial(OpBuilder &b, unsigned k, ArrayRef<Value> loops);
+
   void store(OpBuilder &b, Value v, unsigned i, ArrayRef<Value> loops);
 
   /// A launch of grid (x gridY) x block threads; the builder is left
   /// inside its body.
   gpu::LaunchOp launch(OpBuilder &b, int64_t grid, int64_t block,
                        int64_t gridY = 1);
+
+  /// Clones the constant globals the op reads where the builder is (in a
+  /// launch's body) and maps them for body().
+  void cloneGlobals(OpBuilder &b);
 
   /// Clones the body with its block arguments bound to `args`; returns the
   /// yielded values.
@@ -189,6 +219,16 @@ private:
   /// elements of the flat buffers, unchecked when all of them are in range
   /// (every thread but the last), one by one with a check otherwise.
   void emitFlatParallel(OpBuilder &b);
+
+  /// The flat buffers of a plain elementwise op (host-side views).
+  SmallVector<Value> flatViews(OpBuilder &b);
+
+  /// The flat buffers declared 16-byte aligned (plan buffers are 64-byte
+  /// aligned, temporaries come from the driver's allocator).
+  void assumeAligned(OpBuilder &b, ArrayRef<Value> flat);
+
+  /// The elements of global thread `id` of a plain elementwise op.
+  void flatThread(OpBuilder &b, ArrayRef<Value> flat, Value id);
 
   /// The body at elements base .. base + kPerThread - 1, all in range,
   /// written out: every load first, then the bodies, then every store, so
@@ -257,6 +297,7 @@ private:
   linalg::GenericOp op;
   Location loc;
   bool explain = false;
+  Value filled;
   SmallVector<int64_t> ranges;
   SmallVector<unsigned> parallelDims, reductionDims;
   int64_t rows = 1, cols = 1;

@@ -80,7 +80,7 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
   return std::nullopt;
 }
 
-LogicalResult Emitter::run() {
+LogicalResult Emitter::prepare() {
   ranges = op.getStaticLoopRanges();
   for (int64_t r : ranges)
     if (ShapedType::isDynamic(r))
@@ -95,6 +95,13 @@ LogicalResult Emitter::run() {
   for (OpOperand &operand : op->getOpOperands())
     if (failed(access(b, operand.get(), accesses.emplace_back())))
       return failure();
+  return success();
+}
+
+LogicalResult Emitter::run() {
+  if (failed(prepare()))
+    return failure();
+  OpBuilder b(op);
   if (rows == 0 || cols == 0) {
     // Nothing to compute; a reduction over nothing leaves its init.
     op.erase();
@@ -259,6 +266,12 @@ Value Emitter::load(OpBuilder &b, unsigned i, ArrayRef<Value> loops) {
   return b.create<memref::LoadOp>(loc, memref, at);
 }
 
+Value Emitter::initial(OpBuilder &b, unsigned k, ArrayRef<Value> loops) {
+  if (filled && k == 0)
+    return filled;
+  return load(b, op.getNumDpsInputs() + k, loops);
+}
+
 void Emitter::store(OpBuilder &b, Value v, unsigned i, ArrayRef<Value> loops) {
   auto [memref, at] = address(b, i, loops);
   b.create<memref::StoreOp>(loc, v, memref, at);
@@ -272,6 +285,11 @@ gpu::LaunchOp Emitter::launch(OpBuilder &b, int64_t grid, int64_t block,
   b.setInsertionPointToStart(&launch.getBody().front());
   b.create<gpu::TerminatorOp>(loc);
   b.setInsertionPointToStart(&launch.getBody().front());
+  cloneGlobals(b);
+  return launch;
+}
+
+void Emitter::cloneGlobals(OpBuilder &b) {
   // Constant buffers are globals: the kernel module gets its own copy.
   globals.clear();
   for (Access &a : accesses)
@@ -283,7 +301,6 @@ gpu::LaunchOp Emitter::launch(OpBuilder &b, int64_t grid, int64_t block,
           global && !globals.contains(v))
         globals.map(global.getResult(), b.clone(*global)->getResult(0));
   });
-  return launch;
 }
 
 SmallVector<Value> cloneBody(OpBuilder &b, linalg::GenericOp op,
@@ -375,6 +392,209 @@ bool touchesMemory(Operation *op) {
          effects.hasEffect<MemoryEffects::Write>();
 }
 
+/// The scalar a generalized linalg.fill writes over its whole output, if
+/// `op` is one: a scalar input, one output, parallel loops, a body that
+/// yields the input.
+Value filledValue(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0)
+    return {};
+  Value value = op.getDpsInputOperand(0)->get();
+  if (!value.getType().isIntOrIndexOrFloat())
+    return {};
+  auto yield = cast<linalg::YieldOp>(op.getRegion().front().getTerminator());
+  if (yield.getNumOperands() != 1 ||
+      yield.getOperand(0) != op.getRegion().front().getArgument(0))
+    return {};
+  return value;
+}
+
+/// A fill followed by a one-output reduction into the same buffer is one
+/// launch: the reduction starts from the filled value instead of loading
+/// it (a sum's zeros, a max's -inf). Only memory-effect-free ops may stand
+/// between the two, and the reduction must not read the buffer as an
+/// input. Erases such fills; returns each reduction's filled value.
+DenseMap<Operation *, Value> foldFills(Block &block) {
+  DenseMap<Operation *, Value> filled;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto fill = dyn_cast<linalg::GenericOp>(op);
+    Value value = fill ? filledValue(fill) : Value();
+    if (!value)
+      continue;
+    Operation *next = fill->getNextNode();
+    while (next && isMemoryEffectFree(next))
+      next = next->getNextNode();
+    auto reduction = dyn_cast_or_null<linalg::GenericOp>(next);
+    Value buffer = fill.getDpsInitOperand(0)->get();
+    if (!reduction || reduction.getNumReductionLoops() == 0 ||
+        reduction.getNumDpsInits() != 1 ||
+        reduction.getDpsInitOperand(0)->get() != buffer ||
+        llvm::is_contained(reduction.getDpsInputs(), buffer) ||
+        llvm::is_contained(reduction.getStaticLoopRanges(), 0) ||
+        !reduction.getMatchingIndexingMap(reduction.getDpsInitOperand(0))
+             .isProjectedPermutation())
+      continue;
+    filled[reduction] = value;
+    fill->erase();
+  }
+  return filled;
+}
+
+/// The buffers behind `value`: the block argument or allocation it views,
+/// and, for an out-parameter that the plan may give an argument's buffer
+/// (an update in place, `mayAlias`), that argument too.
+SmallVector<Value, 2> buffersBehind(Value value, ArrayRef<int64_t> mayAlias) {
+  while (Operation *def = value.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    value = view.getViewSource();
+  }
+  SmallVector<Value, 2> buffers{value};
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+    return buffers;
+  Block *entry = arg.getOwner();
+  auto results = static_cast<unsigned>(mayAlias.size());
+  unsigned firstOut = entry->getNumArguments() - results;
+  if (arg.getArgNumber() >= firstOut &&
+      mayAlias[arg.getArgNumber() - firstOut] >= 0)
+    buffers.push_back(entry->getArgument(
+        static_cast<unsigned>(mayAlias[arg.getArgNumber() - firstOut])));
+  return buffers;
+}
+
+/// What a linalg op reads and what it writes, as buffers.
+struct Touches {
+  llvm::SmallDenseSet<Value> reads, writes;
+};
+
+Touches touchesOf(linalg::GenericOp op, ArrayRef<int64_t> mayAlias) {
+  Touches t;
+  for (OpOperand *in : op.getDpsInputOperands())
+    if (isa<MemRefType>(in->get().getType()))
+      for (Value v : buffersBehind(in->get(), mayAlias))
+        t.reads.insert(v);
+  for (OpOperand &out : op.getDpsInitsMutable())
+    for (Value v : buffersBehind(out.get(), mayAlias)) {
+      t.writes.insert(v);
+      if (op.payloadUsesValueFromOperand(&out))
+        t.reads.insert(v);
+    }
+  return t;
+}
+
+bool disjoint(const llvm::SmallDenseSet<Value> &a,
+              const llvm::SmallDenseSet<Value> &b) {
+  return llvm::none_of(a, [&](Value v) { return b.contains(v); });
+}
+
+/// Runs of linalg ops with parallel loops only, next to each other in
+/// `body` (nothing between them that touches memory), none of which reads
+/// or writes what another writes; `mayAlias`: the function's
+/// `locus.results_may_alias`.
+SmallVector<SmallVector<linalg::GenericOp>>
+independentRuns(Block &body, ArrayRef<int64_t> mayAlias) {
+  SmallVector<SmallVector<linalg::GenericOp>> runs(1);
+  SmallVector<Touches> touched;
+  auto restart = [&] {
+    runs.emplace_back();
+    touched.clear();
+  };
+  for (Operation &op : body) {
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic || generic.getNumReductionLoops() != 0) {
+      if (!isMemoryEffectFree(&op))
+        restart();
+      continue;
+    }
+    Touches t = touchesOf(generic, mayAlias);
+    if (!llvm::all_of(touched, [&](const Touches &other) {
+          return disjoint(other.writes, t.reads) &&
+                 disjoint(other.writes, t.writes) &&
+                 disjoint(other.reads, t.writes);
+        }))
+      restart();
+    runs.back().push_back(generic);
+    touched.push_back(std::move(t));
+  }
+  return runs;
+}
+
+/// One launch for `run` where its last op stood (what the ops read is
+/// defined by then, and nothing between them touches memory): each op
+/// takes its own range of blocks, chosen by the block's index. Erases the
+/// ops.
+LogicalResult launchSideBySide(MutableArrayRef<linalg::GenericOp> run,
+                               bool explain) {
+  std::vector<Emitter> emitters;
+  emitters.reserve(run.size());
+  for (linalg::GenericOp op : run)
+    if (failed(emitters.emplace_back(op, explain).prepare()))
+      return failure();
+  OpBuilder b(run.back());
+  Location loc = run.front().getLoc();
+  SmallVector<SmallVector<Value>> views;
+  SmallVector<int64_t> first;
+  int64_t blocks = 0;
+  for (Emitter &e : emitters) {
+    views.push_back(e.parallelWork() ? e.sideBySideViews(b)
+                                     : SmallVector<Value>());
+    first.push_back(blocks);
+    blocks += e.parallelWork() ? e.blocksSideBySide() : 0;
+  }
+  auto index = [&](int64_t v) -> Value {
+    return b.create<arith::ConstantIndexOp>(loc, v);
+  };
+  Value one = index(1);
+  auto l = b.create<gpu::LaunchOp>(loc, index(std::max<int64_t>(blocks, 1)),
+                                   one, one, index(kBlock), one, one);
+  b.setInsertionPointToStart(&l.getBody().front());
+  b.create<gpu::TerminatorOp>(loc);
+  b.setInsertionPointToStart(&l.getBody().front());
+  Value bid = l.getBlockIds().x, tid = l.getThreadIds().x;
+  for (auto [k, e] : llvm::enumerate(emitters)) {
+    if (!e.parallelWork())
+      continue;
+    OpBuilder::InsertionGuard guard(b);
+    Value local = b.create<arith::SubIOp>(loc, bid, index(first[k]));
+    // Unsigned: a block before the op's range wraps around, above it.
+    Value mine = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, local,
+                                         index(e.blocksSideBySide()));
+    auto share = b.create<scf::IfOp>(loc, mine, false);
+    b.setInsertionPointToStart(&share.getThenRegion().front());
+    e.emitSideBySide(b, local, tid, views[k]);
+  }
+  if (explain)
+    run.front().emitRemark()
+        << run.size() << " independent parallel ops side by side in one "
+        << "launch of " << blocks << " blocks";
+  for (linalg::GenericOp op : run)
+    op.erase();
+  return success();
+}
+
+/// In a function with `locus.results_may_alias` (an update in place
+/// shares a buffer with an argument), each run of two or more independent
+/// parallel ops (an optimizer's steps, one per parameter) becomes one
+/// launch. Returns how many launches it made.
+FailureOr<int64_t> mapSideBySide(func::FuncOp func, bool explain) {
+  auto aliasing =
+      func->getAttrOfType<DenseI64ArrayAttr>(kResultsMayAliasAttrName);
+  Block &body = func.getBody().front();
+  if (!aliasing || body.getNumArguments() < aliasing.size())
+    return 0;
+  int64_t launches = 0;
+  for (auto &run : independentRuns(body, aliasing.asArrayRef())) {
+    if (run.size() < 2)
+      continue;
+    if (failed(launchSideBySide(run, explain)))
+      return failure();
+    ++launches;
+  }
+  return launches;
+}
+
 /// linalg.map as the generic op it is (generalizeNamedOp does not take
 /// it): identity maps, all loops parallel, the output as an unused
 /// block argument.
@@ -435,12 +655,17 @@ private:
         return op.emitOpError("has no CUDA lowering");
     }
     numLaunches += mapRowGroups(func.getBody().front(), explain);
+    DenseMap<Operation *, Value> filled = foldFills(func.getBody().front());
+    FailureOr<int64_t> sideBySide = mapSideBySide(func, explain);
+    if (failed(sideBySide))
+      return failure();
+    numLaunches += *sideBySide;
     SmallVector<linalg::GenericOp> generics;
     func.walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics) {
       if (!op.hasPureBufferSemantics())
         return op.emitOpError("expected bufferized IR");
-      if (failed(Emitter(op, explain).run()))
+      if (failed(Emitter(op, explain, filled.lookup(op)).run()))
         return failure();
       ++numLaunches;
     }

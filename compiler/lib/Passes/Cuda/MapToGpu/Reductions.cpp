@@ -71,7 +71,7 @@ void Emitter::finish(OpBuilder &b, const Combiner &c, ArrayRef<Value> loops,
   auto write = b.create<scf::IfOp>(loc, first, false);
   b.setInsertionPointToStart(&write.getThenRegion().front());
   unsigned out = op.getNumDpsInputs();
-  store(b, combine(b, c, load(b, out, loops), value), out, loops);
+  store(b, combine(b, c, initial(b, 0, loops), value), out, loops);
 }
 
 int64_t Emitter::blockFor(int64_t count) {
@@ -199,7 +199,7 @@ void Emitter::emitColumnSplit(OpBuilder &b, const Combiner &c, int64_t splits,
     unsigned out = op.getNumDpsInputs();
     auto loop =
         b.create<scf::ForOp>(loc, index(b, 0), index(b, splits), index(b, 1),
-                             ValueRange{load(b, out, loops)});
+                             ValueRange{initial(b, 0, loops)});
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -222,7 +222,7 @@ void Emitter::emitThreadPerRow(OpBuilder &b) {
   unsigned inputs = op.getNumDpsInputs();
   SmallVector<Value> inits;
   for (unsigned k = 0; k < op.getNumDpsInits(); ++k)
-    inits.push_back(load(b, inputs + k, loops));
+    inits.push_back(initial(b, k, loops));
   auto loop = b.create<scf::ForOp>(loc, index(b, 0), index(b, cols),
                                    index(b, 1), inits);
   {
