@@ -55,12 +55,24 @@ bool swapsLastTwo(Operation *op) {
   return true;
 }
 
-/// Whether `reader` takes in `view`, a reshape or a transpose, as a view
-/// of what the view reads when the two share a kernel: any reader of a
-/// reshape; a matrix product of a transpose that swaps the last two axes.
+/// A slice whose rows stay contiguous (innermost stride 1): a product
+/// (sgemm) reads it where it lies, its rows' stride as leading dimension,
+/// and a linear layer's bias broadcast reads it as a strided vector.
+bool contiguousRowsSlice(Operation *op) {
+  auto slice = dyn_cast_or_null<SliceOp>(op);
+  return slice && slice.getStrides().back() == 1;
+}
+
+/// Whether `reader` takes in `view`, a reshape, a transpose or a slice, as
+/// a view of what the view reads when the two share a kernel: any reader
+/// of a reshape; a matrix product of a transpose that swaps the last two
+/// axes; a product or linear layer of a slice with contiguous rows (a row
+/// block of a packed weight, attention's q, k and v of in_proj_weight).
 bool readsAsView(Operation *view, Operation *reader) {
   if (isa<ReshapeOp>(view))
     return isComputing(reader);
+  if (contiguousRowsSlice(view))
+    return isa<MatmulOp, LinearOp>(reader);
   return swapsLastTwo(view) && isa<MatmulOp>(reader);
 }
 
@@ -108,7 +120,7 @@ void foldTransposePairs(Block &body) {
 void cloneViewsPerReader(Block &body) {
   SmallVector<Operation *> views;
   for (Operation &op : body)
-    if (isa<ReshapeOp, TransposeOp>(op))
+    if (isa<ReshapeOp, TransposeOp, SliceOp>(op))
       views.push_back(&op);
   // Last first, so that a chain of reshapes is cloned whole.
   for (Operation *view : llvm::reverse(views)) {
@@ -249,7 +261,13 @@ public:
                                    llvm::all_of(g->ops, [](Operation *member) {
                                      return isa<ReshapeOp>(member);
                                    });
+          // And a product takes in a lone slice with contiguous rows,
+          // which sgemm reads where it lies.
+          bool sliceIntoProduct = g->ops.size() == 1 &&
+                                  contiguousRowsSlice(producer) &&
+                                  isa<MatmulOp, LinearOp>(op);
           if (!transposeIntoProduct && !poolIntoConv && !reshapeIntoReader &&
+              !sliceIntoProduct &&
               (!elementwise || (g->anchored && anchorJoined)))
             continue;
           if (size + static_cast<int64_t>(g->ops.size()) > maxOps)

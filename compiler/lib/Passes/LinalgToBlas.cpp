@@ -25,13 +25,29 @@ using namespace locus;
 
 namespace {
 
-/// A buffer sgemm can take: f32, static shape, identity layout (offset 0).
-MemRefType plainBuffer(Value value) {
+/// A buffer sgemm can take: f32, static shape, its rows' elements next to
+/// each other (innermost stride 1) at static strides and offset, rows not
+/// overlapping. A slice of a packed weight (a row block of attention's
+/// in_proj_weight) is one: sgemm reads it at its offset with the rows'
+/// stride as leading dimension.
+struct BlasOperand {
+  MemRefType type;
+  int64_t offset = 0;
+  SmallVector<int64_t> strides;
+};
+
+std::optional<BlasOperand> blasOperand(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
+  BlasOperand o;
   if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
-      !type.getLayout().isIdentity())
-    return {};
-  return type;
+      type.getRank() < 2 ||
+      failed(getStridesAndOffset(type, o.strides, o.offset)) ||
+      ShapedType::isDynamic(o.offset) ||
+      llvm::any_of(o.strides, ShapedType::isDynamic) || o.strides.back() != 1 ||
+      o.strides[type.getRank() - 2] < type.getShape().back())
+    return std::nullopt;
+  o.type = type;
+  return o;
 }
 
 class LinalgToBlasPass
@@ -92,13 +108,16 @@ private:
       return;
     }
     Value a = op->getOperand(0), bv = op->getOperand(1), c = op->getOperand(2);
-    MemRefType ta = plainBuffer(a), tb = plainBuffer(bv), tc = plainBuffer(c);
-    if (!ta || !tb || !tc) {
+    std::optional<BlasOperand> oa = blasOperand(a), ob = blasOperand(bv),
+                               oc = blasOperand(c);
+    // The output stays a whole buffer (it is written).
+    if (!oa || !ob || !oc || !oc->type.getLayout().isIdentity()) {
       LLVM_DEBUG(llvm::dbgs()
                  << "[" DEBUG_TYPE "] " << op->getName() << " at "
-                 << op->getLoc() << ": loops (a buffer is not plain f32)\n");
+                 << op->getLoc() << ": loops (a buffer sgemm cannot take)\n");
       return;
     }
+    MemRefType ta = oa->type, tc = oc->type;
     bool batched = isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeAOp,
                        linalg::BatchMatmulTransposeBOp>(op);
     bool transA =
@@ -127,26 +146,37 @@ private:
     auto i64 = [&](int64_t v) -> Value {
       return b.create<arith::ConstantIntOp>(loc, v, 64);
     };
-    auto pointer = [&](Value buffer) -> Value {
+    // The aligned pointer is the base buffer's: a view adds its offset.
+    auto pointer = [&](Value buffer, const BlasOperand &o) -> Value {
       Value index =
           b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
-      return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+      Value address = b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+      if (o.offset == 0)
+        return address;
+      return b.create<arith::AddIOp>(
+          loc, address, i64(o.offset * static_cast<int64_t>(sizeof(float))));
+    };
+    // Leading dimension: the stride of the stored matrix's rows; batch
+    // stride: the stride of the batch (m * k and k * n in one product).
+    auto ld = [&](const BlasOperand &o) { return i64(o.strides[r]); };
+    auto batchStride = [&](const BlasOperand &o, int64_t whole) {
+      return i64(batched ? o.strides[0] : whole);
     };
     SmallVector<Value> args{
         i64(batch),
         i64(m),
         i64(n),
         i64(k),
-        pointer(a),
-        i64(transA ? m : k),
-        i64(m * k),
+        pointer(a, *oa),
+        ld(*oa),
+        batchStride(*oa, m * k),
         b.create<arith::ConstantIntOp>(loc, transA ? 1 : 0, 32),
-        pointer(bv),
-        i64(transB ? k : n),
-        i64(k * n),
+        pointer(bv, *ob),
+        ld(*ob),
+        batchStride(*ob, k * n),
         b.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32),
         b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(beta)),
-        pointer(c),
+        pointer(c, *oc),
         i64(n),
         i64(m * n)};
     b.create<func::CallOp>(loc, declaration(module), args);

@@ -249,3 +249,44 @@ locus.graph @attention_views {
   locus.output "e2" = %e : tensor<4x8xf32>
   locus.output "r" = %r2 : tensor<4x8xf32>
 }
+
+// -----
+
+// A packed weight's row blocks (attention's q of in_proj_weight): the
+// linear layer and the backward pass's product each take in their own
+// copy of the slice, which sgemm reads where it lies (its rows stay
+// contiguous), and the bias slice joins the linear. A slice whose rows
+// are not contiguous (stride 2 in the last axis) stays a kernel of its own.
+// CHECK-LABEL: locus.graph @packed
+// CHECK-SAME: locus.kernels = 4
+// CHECK: locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.slice %b offsets [0] sizes [8]
+// CHECK-NEXT: locus.slice %w offsets [0, 0] sizes [8, 8]
+// CHECK-NEXT: locus.linear
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.slice %w offsets [0, 0] sizes [8, 8]
+// CHECK-NEXT: locus.matmul
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<8x4xf32> {
+// CHECK-NEXT: locus.slice %w offsets [8, 0] sizes [8, 4] strides [1, 2]
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<8x4xf32> {
+// CHECK-NEXT: locus.matmul
+// CHECK-NEXT: locus.yield
+locus.graph @packed {
+  %x = locus.input "x" : tensor<4x8xf32>
+  %g = locus.input "g" : tensor<4x8xf32>
+  %w = locus.input "w" : tensor<24x8xf32>
+  %b = locus.input "b" : tensor<24xf32>
+  %m = locus.input "m" : tensor<4x4xf32>
+  %wq = locus.slice %w offsets [0, 0] sizes [8, 8] strides [1, 1] : tensor<24x8xf32> -> tensor<8x8xf32>
+  %bq = locus.slice %b offsets [0] sizes [8] strides [1] : tensor<24xf32> -> tensor<8xf32>
+  %q = locus.linear %x, %wq, %bq : tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %dx = locus.matmul %g, %wq : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %ws = locus.slice %w offsets [8, 0] sizes [8, 4] strides [1, 2] : tensor<24x8xf32> -> tensor<8x4xf32>
+  %p = locus.matmul %ws, %m : tensor<8x4xf32>, tensor<4x4xf32> -> tensor<8x4xf32>
+  locus.output "q" = %q : tensor<4x8xf32>
+  locus.output "dx" = %dx : tensor<4x8xf32>
+  locus.output "p" = %p : tensor<8x4xf32>
+}

@@ -48,15 +48,45 @@ func.func @products(%a: memref<64x784xf32>, %b: memref<784x1024xf32>, %c: memref
   return
 }
 
-// A strided view or a tensor is not a plain buffer: left alone.
+// A view whose elements in a row are not next to each other, a strided
+// output, or a tensor: left alone.
 // CHECK-LABEL: func.func @left
-// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x4xf32, strided<[8, 1]>>, memref<4x4xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x4xf32, strided<[8, 2]>>, memref<4x4xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x4xf32>, memref<4x4xf32>) outs(%{{.*}} : memref<4x4xf32, strided<[8, 1]>>)
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x4xf32>, tensor<4x4xf32>)
-func.func @left(%s: memref<4x4xf32, strided<[8, 1]>>, %b: memref<4x4xf32>, %c: memref<4x4xf32>,
-                %t: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  linalg.matmul ins(%s, %b : memref<4x4xf32, strided<[8, 1]>>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+func.func @left(%s: memref<4x4xf32, strided<[8, 2]>>, %b: memref<4x4xf32>, %c: memref<4x4xf32>,
+                %sc: memref<4x4xf32, strided<[8, 1]>>, %t: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  linalg.matmul ins(%s, %b : memref<4x4xf32, strided<[8, 2]>>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+  linalg.matmul ins(%b, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%sc : memref<4x4xf32, strided<[8, 1]>>)
   %r = linalg.matmul ins(%t, %t : tensor<4x4xf32>, tensor<4x4xf32>) outs(%t : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %r : tensor<4x4xf32>
+}
+
+// A row block of a packed weight (attention's k of in_proj_weight, rows
+// 32 to 63 of a [96, 32] matrix) read transposed where it lies: its
+// address plus 32 x 32 floats (4096 bytes), its rows 32 apart (ldb); a
+// column block ([:, 16:48] of a [8, 64] matrix) with its rows 64 apart.
+// CHECK-LABEL: func.func @slices
+// CHECK:      %[[IB:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<32x32xf32, strided<[32, 1], offset: 1024>> -> index
+// CHECK-NEXT: %[[PB:.*]] = arith.index_cast %[[IB]] : index to i64
+// CHECK-NEXT: %[[OFF:.*]] = arith.constant 4096 : i64
+// CHECK-NEXT: %[[B:.*]] = arith.addi %[[PB]], %[[OFF]] : i64
+// CHECK-NEXT: %[[LDB:.*]] = arith.constant 32 : i64
+// CHECK:      call @locus_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[B]], %[[LDB]],
+// CHECK:      memref.extract_aligned_pointer_as_index %{{.*}} : memref<8x32xf32, strided<[64, 1], offset: 16>> -> index
+// CHECK-NEXT: arith.index_cast
+// CHECK-NEXT: arith.constant 64 : i64
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: %[[LDA:.*]] = arith.constant 64 : i64
+// CHECK:      call @locus_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDA]],
+// CHECK-NOT:  linalg.matmul
+func.func @slices(%x: memref<64x32xf32>, %w: memref<96x32xf32>, %y: memref<64x32xf32>,
+                  %a: memref<8x64xf32>, %b: memref<32x4xf32>, %c: memref<8x4xf32>) {
+  %k = memref.subview %w[32, 0] [32, 32] [1, 1] : memref<96x32xf32> to memref<32x32xf32, strided<[32, 1], offset: 1024>>
+  linalg.matmul_transpose_b ins(%x, %k : memref<64x32xf32>, memref<32x32xf32, strided<[32, 1], offset: 1024>>) outs(%y : memref<64x32xf32>)
+  %cols = memref.subview %a[0, 16] [8, 32] [1, 1] : memref<8x64xf32> to memref<8x32xf32, strided<[64, 1], offset: 16>>
+  linalg.matmul ins(%cols, %b : memref<8x32xf32, strided<[64, 1], offset: 16>>, memref<32x4xf32>) outs(%c : memref<8x4xf32>)
+  return
 }
 
 // A product into a buffer just filled with zeros: the fill goes, beta is 0.

@@ -492,15 +492,20 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     chain of reshapes joins as one. A product's transpose of the last two
     axes of a batch of matrices (attention's `q k^T`, `[0, 1, 3, 2]`) joins
     like a matrix transpose (`linalg.batch_matmul_transpose_a`/`_b`, one
-    strided-batched sgemm), also when it reads through reshapes.
+    strided-batched sgemm), also when it reads through reshapes. A
+    matrix product or `linear` takes in a lone `slice` whose last axis has
+    stride 1 (a row block of a packed weight: attention's q, k and v of
+    `in_proj_weight`, and their biases), which sgemm then reads where it
+    lies.
 
     Before grouping, two rewrites make views of what were copies. A
     transpose of a transpose on the same device reads the first one's
     input with the permutations composed, or is that input when they
     cancel (a backward pass transposes back what the forward pass
-    transposed). And a view (a reshape, or a transpose a product reads
-    transposed) that several ops read is copied once per reader that can
-    take it in, placed before that reader; readers that cannot (an output,
+    transposed). And a view (a reshape, a transpose a product reads
+    transposed, or a slice a product reads where it lies) that several ops
+    read is copied once per reader that can take it in, placed before that
+    reader; readers that cannot (an output,
     a copy, an op on another device) share the original. The tiny
     Transformer step had 22 kernels that only copied a reshape and 10
     transposes that only fed a product.
@@ -1040,13 +1045,19 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
   let description = [{
     After bufferization (and after the buffer-deallocation pipeline, so no
     buffer is freed between taking its address and the call):
-    `linalg.matmul`, `linalg.matmul_transpose_b` and `linalg.batch_matmul`
-    on f32 buffers with static shapes and identity layouts become calls to
-    the runtime's `locus_sgemm` (oneDNN's matmul or OpenBLAS's
-    `cblas_sgemm` when they load, a blocked loop otherwise), with beta = 1: linalg's products accumulate
-    into their output. When the output was just filled with zeros (nothing
-    with memory effects in between), the fill goes and beta is 0. Buffers are passed as their aligned pointers. Other
-    products stay, for the loops.
+    `linalg.matmul`, `linalg.matmul_transpose_a`/`_b`,
+    `linalg.batch_matmul` and `linalg.batch_matmul_transpose_a`/`_b` on
+    f32 buffers with static shapes become calls to the runtime's
+    `locus_sgemm` (oneDNN's matmul or OpenBLAS's `cblas_sgemm` when they
+    load, a blocked loop otherwise), with beta = 1: linalg's products
+    accumulate into their output. When the output was just filled with
+    zeros (nothing with memory effects in between), the fill goes and beta
+    is 0. The output must have the identity layout; an operand may be a
+    view with static strides and offset whose rows' elements lie next to
+    each other (innermost stride 1, rows not overlapping: a slice of a
+    packed weight, a column block), passed as its base's aligned pointer
+    plus its offset, its rows' stride as leading dimension and its first
+    stride as batch stride. Other products stay, for the loops.
 
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x784xf32>, memref<784x1024xf32>)

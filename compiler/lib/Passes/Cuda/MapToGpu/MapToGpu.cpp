@@ -577,14 +577,14 @@ LogicalResult launchSideBySide(MutableArrayRef<linalg::GenericOp> run,
 /// In a function with `locus.results_may_alias` (an update in place
 /// shares a buffer with an argument), each run of two or more independent
 /// parallel ops (an optimizer's steps, one per parameter) becomes one
-/// launch. Returns how many launches it made.
-FailureOr<int64_t> mapSideBySide(func::FuncOp func, bool explain) {
+/// launch; counts the launches it makes in `launches`.
+LogicalResult mapSideBySide(func::FuncOp func, bool explain,
+                            int64_t &launches) {
   auto aliasing =
       func->getAttrOfType<DenseI64ArrayAttr>(kResultsMayAliasAttrName);
   Block &body = func.getBody().front();
   if (!aliasing || body.getNumArguments() < aliasing.size())
-    return 0;
-  int64_t launches = 0;
+    return success();
   for (auto &run : independentRuns(body, aliasing.asArrayRef())) {
     if (run.size() < 2)
       continue;
@@ -592,7 +592,7 @@ FailureOr<int64_t> mapSideBySide(func::FuncOp func, bool explain) {
       return failure();
     ++launches;
   }
-  return launches;
+  return success();
 }
 
 /// linalg.map as the generic op it is (generalizeNamedOp does not take
@@ -656,10 +656,10 @@ private:
     }
     numLaunches += mapRowGroups(func.getBody().front(), explain);
     DenseMap<Operation *, Value> filled = foldFills(func.getBody().front());
-    FailureOr<int64_t> sideBySide = mapSideBySide(func, explain);
-    if (failed(sideBySide))
+    int64_t sideBySide = 0;
+    if (failed(mapSideBySide(func, explain, sideBySide)))
       return failure();
-    numLaunches += *sideBySide;
+    numLaunches += sideBySide;
     SmallVector<linalg::GenericOp> generics;
     func.walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics) {
