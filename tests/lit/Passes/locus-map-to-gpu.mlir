@@ -390,6 +390,41 @@ func.func @no_facts(%x: memref<8xf32>, %y: memref<8xf32>, %ox: memref<8xf32>, %o
   return
 }
 
+// A fill and a copy into a window of the same buffer (a slice's gradient:
+// zeros, and the gradient in rows 32 to 63) are one launch: inside the
+// window (from = i - 32 below 32, a multiple of the stride 1) an element
+// takes the source's value at from / 1, outside the filled value. A copy
+// whose source is a view of the filled buffer keeps its own launch.
+// CHECK-LABEL: func.func @slice_gradient
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: gpu.launch
+// CHECK: %[[FROM:.*]] = arith.subi %{{.*}}, %c32{{.*}} : index
+// CHECK: arith.cmpi ult, %[[FROM]], %c32
+// CHECK: arith.remui %[[FROM]], %c1
+// CHECK: scf.if
+// CHECK: memref.load %arg0
+// CHECK: } else {
+// CHECK: scf.yield %[[ZERO]]
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// CHECK-LABEL: func.func @source_in_buffer
+// CHECK-COUNT-2: gpu.launch
+func.func @slice_gradient(%g: memref<32xf32>, %y: memref<96xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<96xf32>)
+  %w = memref.subview %y[32] [32] [1] : memref<96xf32> to memref<32xf32, strided<[1], offset: 32>>
+  memref.copy %g, %w : memref<32xf32> to memref<32xf32, strided<[1], offset: 32>>
+  return
+}
+func.func @source_in_buffer(%y: memref<96xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<96xf32>)
+  %s = memref.subview %y[0] [32] [1] : memref<96xf32> to memref<32xf32, strided<[1]>>
+  %w = memref.subview %y[32] [32] [1] : memref<96xf32> to memref<32xf32, strided<[1], offset: 32>>
+  memref.copy %s, %w : memref<32xf32, strided<[1]>> to memref<32xf32, strided<[1], offset: 32>>
+  return
+}
+
 // Functions on the CPU stay as they are.
 // CHECK-LABEL: func.func @on_cpu
 // CHECK-NEXT: memref.copy

@@ -1182,6 +1182,12 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     argument's buffer (an update in place) counts as that argument too.
     That is a kernel of optimizer steps, one per parameter.
 
+    A fill followed by a copy into a static window of the same buffer (a
+    slice's gradient: zeros and the gradient's block; a pad), with only
+    memory-effect-free ops between and a source that is no view of that
+    buffer, is one launch: each element takes the source's value inside
+    the window and the filled value outside.
+
     A fill followed by a one-output reduction into the same buffer (with
     only memory-effect-free ops between them, and the reduction not
     reading that buffer) is one launch: the reduction starts from the

@@ -409,6 +409,14 @@ Value filledValue(linalg::GenericOp op) {
   return value;
 }
 
+/// The number of points of `op`'s iteration space (0: an empty buffer).
+int64_t rowsOf(linalg::GenericOp op) {
+  int64_t points = 1;
+  for (int64_t r : op.getStaticLoopRanges())
+    points *= r;
+  return points;
+}
+
 /// A fill followed by a one-output reduction into the same buffer is one
 /// launch: the reduction starts from the filled value instead of loading
 /// it (a sum's zeros, a max's -inf). Only memory-effect-free ops may stand
@@ -438,6 +446,112 @@ DenseMap<Operation *, Value> foldFills(Block &block) {
     fill->erase();
   }
   return filled;
+}
+
+/// The window of a copy into a static, non-rank-reducing subview of
+/// `buffer`, and the copy's source, if `op` is one: one input, all loops
+/// parallel, identity maps, a body that yields the input.
+memref::SubViewOp copiedWindow(linalg::GenericOp op, Value buffer,
+                               Value &source) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return {};
+  auto yield = cast<linalg::YieldOp>(op.getRegion().front().getTerminator());
+  auto window =
+      op.getDpsInitOperand(0)->get().getDefiningOp<memref::SubViewOp>();
+  source = op.getDpsInputOperand(0)->get();
+  // The source must not be a view of the buffer the fill overwrites.
+  auto root = [](Value v) {
+    while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+      v = view.getViewSource();
+    return v;
+  };
+  if (yield.getNumOperands() != 1 ||
+      yield.getOperand(0) != op.getRegion().front().getArgument(0) || !window ||
+      window.getSource() != buffer || root(source) == root(buffer) ||
+      !isa<MemRefType>(source.getType()) ||
+      window.getType().getRank() != window.getSourceType().getRank() ||
+      ShapedType::isDynamicShape(window.getStaticOffsets()) ||
+      ShapedType::isDynamicShape(window.getStaticSizes()) ||
+      ShapedType::isDynamicShape(window.getStaticStrides()))
+    return {};
+  return window;
+}
+
+/// One op for a fill of `buffer` with `value` and a copy of `source` into
+/// `window` of it: each element takes the source's inside the window, the
+/// filled value outside.
+void fillWithWindow(OpBuilder &b, Location loc, Value buffer, Value value,
+                    memref::SubViewOp window, Value source) {
+  auto type = cast<MemRefType>(buffer.getType());
+  unsigned rank = type.getRank();
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> loops(rank, utils::IteratorType::parallel);
+  b.create<linalg::GenericOp>(
+      loc, TypeRange{}, ValueRange{}, ValueRange{buffer}, maps, loops,
+      [&](OpBuilder &nb, Location nl, ValueRange) {
+        auto index = [&](int64_t v) -> Value {
+          return nb.create<arith::ConstantIndexOp>(nl, v);
+        };
+        Value inside = nb.create<arith::ConstantIntOp>(nl, 1, 1);
+        SmallVector<Value> at;
+        for (unsigned d = 0; d < rank; ++d) {
+          int64_t offset = window.getStaticOffsets()[d],
+                  size = window.getStaticSizes()[d],
+                  stride = window.getStaticStrides()[d];
+          Value i = nb.create<linalg::IndexOp>(nl, d);
+          // Unsigned: an index before the window wraps around, past it.
+          Value from = nb.create<arith::SubIOp>(nl, i, index(offset));
+          Value in = nb.create<arith::AndIOp>(
+              nl,
+              nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::ult, from,
+                                       index((size - 1) * stride + 1)),
+              nb.create<arith::CmpIOp>(
+                  nl, arith::CmpIPredicate::eq,
+                  nb.create<arith::RemUIOp>(nl, from, index(stride)),
+                  index(0)));
+          inside = nb.create<arith::AndIOp>(nl, inside, in);
+          at.push_back(nb.create<arith::DivUIOp>(nl, from, index(stride)));
+        }
+        auto pick = nb.create<scf::IfOp>(
+            nl, inside,
+            [&](OpBuilder &tb, Location tl) {
+              tb.create<scf::YieldOp>(
+                  tl, ValueRange{tb.create<memref::LoadOp>(tl, source, at)});
+            },
+            [&](OpBuilder &eb, Location el) {
+              eb.create<scf::YieldOp>(el, value);
+            });
+        nb.create<linalg::YieldOp>(nl, pick.getResult(0));
+      });
+}
+
+/// A fill followed by a copy into a window of the same buffer (a slice's
+/// gradient, a pad), with only memory-effect-free ops between them, is
+/// one launch instead of two: each element of the buffer takes the
+/// source's value inside the window and the filled value outside.
+void foldFilledCopies(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto fill = dyn_cast<linalg::GenericOp>(op);
+    Value value = fill ? filledValue(fill) : Value();
+    if (!value || rowsOf(fill) == 0)
+      continue;
+    Operation *next = fill->getNextNode();
+    while (next && isMemoryEffectFree(next))
+      next = next->getNextNode();
+    auto copy = dyn_cast_or_null<linalg::GenericOp>(next);
+    Value buffer = fill.getDpsInitOperand(0)->get(), source;
+    memref::SubViewOp window =
+        copy ? copiedWindow(copy, buffer, source) : memref::SubViewOp();
+    if (!window || !isa<MemRefType>(buffer.getType()))
+      continue;
+    OpBuilder b(copy);
+    fillWithWindow(b, copy.getLoc(), buffer, value, window, source);
+    copy->erase();
+    fill->erase();
+  }
 }
 
 /// The buffers behind `value`: the block argument or allocation it views,
@@ -655,6 +769,7 @@ private:
         return op.emitOpError("has no CUDA lowering");
     }
     numLaunches += mapRowGroups(func.getBody().front(), explain);
+    foldFilledCopies(func.getBody().front());
     DenseMap<Operation *, Value> filled = foldFills(func.getBody().front());
     int64_t sideBySide = 0;
     if (failed(mapSideBySide(func, explain, sideBySide)))
