@@ -29,15 +29,10 @@ size_t bodySize(Operation *op) {
   return op->getRegion(0).front().getOperations().size();
 }
 
-/// A linalg op with no loops in a function placed on a CUDA device.
-bool scalarOnGpu(Operation *op) {
+/// A linalg op with no loops.
+bool scalar(Operation *op) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  auto func = op->getParentOfType<func::FuncOp>();
-  auto device =
-      func ? func->getAttrOfType<locus::DeviceAttr>(locus::kDeviceAttrName)
-           : locus::DeviceAttr();
-  return linalgOp && linalgOp.getNumLoops() == 0 && device &&
-         device.getKind() == locus::DeviceKind::cuda;
+  return linalgOp && linalgOp.getNumLoops() == 0;
 }
 
 class FuseElementwisePass
@@ -52,19 +47,21 @@ public:
     // elementwise ops fused one by one copies O(n^2) ops: a fused body
     // stops growing at kMaxFusedBody ops (a 20,000-op chain took minutes).
     //
-    // On a GPU, a scalar producer (no loops: an optimizer's bias
-    // corrections) also fuses into the one op that reads its results:
-    // each thread recomputes a few scalar operations instead of the kernel
-    // paying a launch of one thread for them. On the host the loop would
-    // recompute them per element, so there it stays apart.
+    // With scalars-into-readers (the CUDA lowering), a scalar producer (no
+    // loops: an optimizer's bias corrections) also fuses into the one op
+    // that reads its results: each thread recomputes a few scalar
+    // operations instead of the kernel paying a launch of one thread for
+    // them. On the host (and in the host versions of CUDA kernels) the
+    // loop would recompute them per element, so there they stay apart.
+    bool scalars = scalarsIntoReaders;
     linalg::populateElementwiseOpsFusionPatterns(
-        patterns, [](OpOperand *operand) {
+        patterns, [scalars](OpOperand *operand) {
           Operation *producer = operand->get().getDefiningOp();
           if (!producer || bodySize(producer) + bodySize(operand->getOwner()) >
                                kMaxFusedBody)
             return false;
           return producer->hasOneUse() ||
-                 (scalarOnGpu(producer) &&
+                 (scalars && scalar(producer) &&
                   llvm::all_of(producer->getUsers(), [&](Operation *user) {
                     return user == operand->getOwner();
                   }));

@@ -43,20 +43,24 @@ constexpr const char *kCudaFeatures = "+ptx80";
 /// chains fused into one loop nest, tensors to buffers with identity
 /// layouts at function boundaries, results to out-parameters (computed in
 /// them where no update in place may alias them), temporaries freed.
-/// Tensors to buffers. `staticLayouts`: a buffer whose layout cannot be
+/// Tensors to buffers. For a GPU, a buffer whose layout cannot be
 /// inferred (an scf.if's result, whose branches --locus-conv-to-cudnn
 /// makes) gets the identity layout rather than a fully dynamic one, which
 /// CUDA kernels cannot take.
-void buildBufferization(OpPassManager &pm, bool staticLayouts = false) {
+/// `forGpu`: the CUDA lowering, where scalar producers fuse into their
+/// readers (each thread recomputes them) and unknown layouts are static.
+void buildBufferization(OpPassManager &pm, bool forGpu = false) {
   pm.addPass(createLocusLowerToLinalg());
-  pm.addPass(createLocusFuseElementwise());
+  LocusFuseElementwiseOptions fusion;
+  fusion.scalarsIntoReaders = forGpu;
+  pm.addPass(createLocusFuseElementwise(fusion));
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createLocusCopyForwardedResults());
   bufferization::OneShotBufferizationOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);
-  if (staticLayouts)
+  if (forGpu)
     bufferize.unknownTypeConverterFn =
         [](Value value, Attribute memorySpace,
            const bufferization::BufferizationOptions &) {
@@ -216,7 +220,7 @@ void locus::buildCudaLoweringPipeline(OpPassManager &pm,
   LocusConvToCudnnOptions cudnn;
   cudnn.allowTf32 = allowTf32;
   pm.addPass(createLocusConvToCudnn(cudnn));
-  buildBufferization(pm, /*staticLayouts=*/true);
+  buildBufferization(pm, /*forGpu=*/true);
   // Products to cuBLAS; every other op to one gpu.launch; kernels outlined
   // and lowered through NVVM to PTX; launches to runtime calls.
   LocusLinalgToBlasOptions blas;
