@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Permutations.h"
+
 #include "locus/Passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -41,18 +43,9 @@ namespace {
 /// A locus.transpose that swaps the last two axes and keeps the others
 /// (a matrix's [1, 0], a batch of matrices' [0, 1, 3, 2]): a matrix product
 /// reads its input transposed instead.
-bool swapsLastTwo(Operation *op) {
+bool transposesLastTwo(Operation *op) {
   auto t = dyn_cast_or_null<TransposeOp>(op);
-  if (!t)
-    return false;
-  ArrayRef<int64_t> perm = t.getPermutation();
-  auto rank = static_cast<int64_t>(perm.size());
-  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
-    return false;
-  for (int64_t i = 0; i < rank - 2; ++i)
-    if (perm[i] != i)
-      return false;
-  return true;
+  return t && swapsLastTwo(t.getPermutation());
 }
 
 /// A slice whose rows stay contiguous (innermost stride 1): a product
@@ -73,7 +66,7 @@ bool readsAsView(Operation *view, Operation *reader) {
     return isComputing(reader);
   if (contiguousRowsSlice(view))
     return isa<MatmulOp, LinearOp>(reader);
-  return swapsLastTwo(view) && isa<MatmulOp>(reader);
+  return transposesLastTwo(view) && isa<MatmulOp>(reader);
 }
 
 DeviceAttr placedOrCpu(Operation *op) {
@@ -244,8 +237,8 @@ public:
           // reads transposed (no copy).
           // (The transpose may read through reshapes, views too.)
           bool transposeIntoProduct =
-              isa<MatmulOp>(op) && swapsLastTwo(producer) && !anchorJoined &&
-              llvm::all_of(g->ops, [&](Operation *member) {
+              isa<MatmulOp>(op) && transposesLastTwo(producer) &&
+              !anchorJoined && llvm::all_of(g->ops, [&](Operation *member) {
                 return member == producer || isa<ReshapeOp>(member);
               });
           // And a pooling joins the convolution (and epilogue) it pools,

@@ -9,6 +9,8 @@
 
 #include "Lowering.h"
 
+#include "../Permutations.h"
+
 #include <array>
 #include <cmath>
 #include <limits>
@@ -188,17 +190,6 @@ template <typename PoolOp> Value lowerPool(Lowering &l, PoolOp op, bool isMax) {
   if (isMax)
     return result;
   return l.scale(result, 1.0 / static_cast<double>(k[0] * k[1]));
-}
-
-/// Whether `perm` swaps the last two axes and keeps the others.
-bool swapsLastTwo(ArrayRef<int64_t> perm) {
-  auto rank = static_cast<int64_t>(perm.size());
-  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
-    return false;
-  for (int64_t i = 0; i < rank - 2; ++i)
-    if (perm[i] != i)
-      return false;
-  return true;
 }
 
 /// The input of a transpose of the last two axes (of a matrix, or of a
