@@ -7,6 +7,7 @@
 
 #include "ShapeRules.h"
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Dialect/LocusDialect.h"
 #include "locus/Support/InputLimits.h"
 
@@ -67,7 +68,13 @@ LogicalResult GraphOp::verifyRegions() {
       return diag;
     }
   }
-  return success();
+  // Dynamic sizes: every value's dims must hold for every size up to the
+  // bounds (DynamicDims.h).
+  bool dynamic = (*this)->hasAttr(kSymbolsAttrName) ||
+                 llvm::any_of(getBodyBlock(), [](Operation &op) {
+                   return op.hasAttr(kDimsAttrName);
+                 });
+  return success(!dynamic || succeeded(DynamicDims::analyze(*this)));
 }
 
 //===----------------------------------------------------------------------===//

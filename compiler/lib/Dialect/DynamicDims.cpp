@@ -1,0 +1,503 @@
+//===- DynamicDims.cpp - dimensions sized at run time, up to a bound ------===//
+//
+// See DynamicDims.h. The probes: each symbol takes a prime above any
+// dimension a bound-sized graph is likely to have, once from each of two
+// sets; a result dimension is read back as factor * product of primes^power
+// from the first and must match the same product over the second.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Dialect/DynamicDims.h"
+
+#include "locus/Dialect/LocusDialect.h"
+
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Block.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace locus {
+
+namespace {
+
+constexpr int64_t kProbes[2][kMaxDimSymbols] = {
+    {10007, 10009, 10037, 10039, 10061, 10067, 10069, 10079},
+    {20011, 20021, 20023, 20029, 20047, 20051, 20063, 20071}};
+
+void trim(SmallVectorImpl<int64_t> &powers) {
+  while (!powers.empty() && powers.back() == 0)
+    powers.pop_back();
+}
+
+std::optional<int64_t> multiply(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out))
+    return std::nullopt;
+  return out;
+}
+
+/// `value` as factor * product of probes[k]^power, or none for a value the
+/// second probe set does not confirm.
+std::optional<DimExpr> readBack(int64_t value, int64_t second,
+                                unsigned symbolCount) {
+  DimExpr dim;
+  dim.powers.assign(symbolCount, 0);
+  for (unsigned k = 0; k < symbolCount && value != 0; ++k)
+    while (value % kProbes[0][k] == 0) {
+      value /= kProbes[0][k];
+      ++dim.powers[k];
+    }
+  dim.factor = value;
+  trim(dim.powers);
+  std::optional<int64_t> check =
+      dim.evaluate(ArrayRef<int64_t>(kProbes[1], symbolCount));
+  if (!check || *check != second)
+    return std::nullopt;
+  return dim;
+}
+
+/// One monomial of an affine expression: constants, symbols and their
+/// products.
+bool monomial(AffineExpr expr, DimExpr &into) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+    std::optional<int64_t> factor = multiply(into.factor, constant.getValue());
+    into.factor = factor.value_or(0);
+    return factor.has_value();
+  }
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+    if (into.powers.size() <= symbol.getPosition())
+      into.powers.resize(symbol.getPosition() + 1, 0);
+    ++into.powers[symbol.getPosition()];
+    return true;
+  }
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  return binary && binary.getKind() == AffineExprKind::Mul &&
+         monomial(binary.getLHS(), into) && monomial(binary.getRHS(), into);
+}
+
+RankedTensorType tensorTypeOf(Value value) {
+  return dyn_cast<RankedTensorType>(value.getType());
+}
+
+/// The op's shape rule on `operands`, its diagnostics swallowed: at probe
+/// sizes its numbers would mean nothing to the user.
+LogicalResult probeRule(Operation *op, ValueRange operands,
+                        SmallVectorImpl<Type> &results) {
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  return cast<InferTypeOpInterface>(op).inferReturnTypes(
+      op->getContext(), op->getLoc(), operands, op->getRawDictionaryAttrs(),
+      op->getPropertiesStorage(), op->getRegions(), results);
+}
+
+/// Ops whose tensor operands and results all have one shape.
+bool allOneShape(Operation *op) {
+  return !isa<BroadcastOp>(op) &&
+         (op->hasTrait<mlir::OpTrait::SameOperandsAndResultType>() ||
+          op->hasTrait<mlir::OpTrait::SameOperandsAndResultShape>() ||
+          op->hasTrait<locus::OpTrait::Elementwise>());
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// DimExpr
+//===----------------------------------------------------------------------===//
+
+DimExpr DimExpr::symbol(unsigned index) {
+  DimExpr dim{1, {}};
+  dim.powers.assign(index + 1, 0);
+  dim.powers[index] = 1;
+  return dim;
+}
+
+std::optional<int64_t> DimExpr::evaluate(ArrayRef<int64_t> sizes) const {
+  if (powers.size() > sizes.size())
+    return std::nullopt;
+  std::optional<int64_t> value = factor;
+  for (auto [k, power] : llvm::enumerate(powers))
+    for (int64_t i = 0; i < power && value; ++i)
+      value = multiply(*value, sizes[k]);
+  return value;
+}
+
+DimExpr DimExpr::operator*(const DimExpr &other) const {
+  DimExpr out{multiply(factor, other.factor).value_or(0), powers};
+  if (out.powers.size() < other.powers.size())
+    out.powers.resize(other.powers.size(), 0);
+  for (auto [k, power] : llvm::enumerate(other.powers))
+    out.powers[k] += power;
+  return out;
+}
+
+std::optional<DimExpr> DimExpr::dividedBy(const DimExpr &other) const {
+  if (other.factor == 0 || factor % other.factor != 0 ||
+      other.powers.size() > powers.size())
+    return std::nullopt;
+  DimExpr out{factor / other.factor, powers};
+  for (auto [k, power] : llvm::enumerate(other.powers)) {
+    if (out.powers[k] < power)
+      return std::nullopt;
+    out.powers[k] -= power;
+  }
+  trim(out.powers);
+  return out;
+}
+
+std::string formatDim(const DimExpr &dim, ArrayRef<DimSymbol> symbols) {
+  if (dim.isStatic())
+    return std::to_string(dim.factor);
+  std::string text = dim.factor == 1 ? "" : std::to_string(dim.factor);
+  for (auto [k, power] : llvm::enumerate(dim.powers)) {
+    if (power == 0)
+      continue;
+    if (!text.empty())
+      text += "*";
+    text += k < symbols.size() ? symbols[k].name : "s" + std::to_string(k);
+    if (power > 1)
+      text += "^" + std::to_string(power);
+  }
+  return text;
+}
+
+std::string formatDims(ArrayRef<DimExpr> dims, ArrayRef<DimSymbol> symbols) {
+  std::string text = "[";
+  for (auto [i, dim] : llvm::enumerate(dims))
+    text += (i ? ", " : "") + formatDim(dim, symbols);
+  return text + "]";
+}
+
+DimExprs staticDims(ArrayRef<int64_t> shape) {
+  DimExprs dims;
+  for (int64_t size : shape)
+    dims.push_back(DimExpr::constant(size));
+  return dims;
+}
+
+DimExpr product(ArrayRef<DimExpr> dims) {
+  DimExpr count = DimExpr::constant(1);
+  for (const DimExpr &dim : dims)
+    count = count * dim;
+  return count;
+}
+
+std::optional<DimExprs> broadcastDims(ArrayRef<DimExpr> a,
+                                      ArrayRef<DimExpr> b) {
+  size_t rank = std::max(a.size(), b.size());
+  DimExprs out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const DimExpr *x = i < a.size() ? &a[a.size() - 1 - i] : nullptr;
+    const DimExpr *y = i < b.size() ? &b[b.size() - 1 - i] : nullptr;
+    DimExpr one = DimExpr::constant(1);
+    if (!x || *x == one)
+      out[rank - 1 - i] = y ? *y : one;
+    else if (!y || *y == one || *x == *y)
+      out[rank - 1 - i] = *x;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+AffineMap dimsToMap(ArrayRef<DimExpr> dims, unsigned symbolCount,
+                    MLIRContext *context) {
+  SmallVector<AffineExpr> results;
+  for (const DimExpr &dim : dims) {
+    AffineExpr expr = getAffineConstantExpr(dim.factor, context);
+    for (auto [k, power] : llvm::enumerate(dim.powers))
+      for (int64_t i = 0; i < power; ++i)
+        expr = expr * getAffineSymbolExpr(k, context);
+    results.push_back(expr);
+  }
+  return AffineMap::get(0, symbolCount, results, context);
+}
+
+std::optional<DimExprs> dimsFromMap(AffineMap map) {
+  if (map.getNumDims() != 0)
+    return std::nullopt;
+  DimExprs dims;
+  for (AffineExpr expr : map.getResults()) {
+    DimExpr dim{1, {}};
+    if (!monomial(expr, dim))
+      return std::nullopt;
+    trim(dim.powers);
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+//===----------------------------------------------------------------------===//
+// The graph's symbols
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<DimSymbol>> graphSymbols(GraphOp graph) {
+  SmallVector<DimSymbol> symbols;
+  Attribute attr = graph->getAttr(kSymbolsAttrName);
+  if (!attr)
+    return symbols;
+  auto list = dyn_cast<ArrayAttr>(attr);
+  auto malformed = [&] {
+    return graph.emitOpError()
+           << kSymbolsAttrName
+           << " must be a list of [name, bound] pairs, e.g. "
+              "[[\"batch\", 256]]";
+  };
+  if (!list)
+    return malformed();
+  llvm::StringSet<> seen;
+  for (Attribute entry : list) {
+    auto pair = dyn_cast<ArrayAttr>(entry);
+    auto name = pair && pair.size() == 2 ? dyn_cast<StringAttr>(pair[0])
+                                         : StringAttr();
+    auto bound = pair && pair.size() == 2 ? dyn_cast<IntegerAttr>(pair[1])
+                                          : IntegerAttr();
+    if (!name || !bound || name.getValue().empty())
+      return malformed();
+    if (!seen.insert(name.getValue()).second)
+      return graph.emitOpError()
+             << "dynamic size '" << name.getValue() << "' is declared twice";
+    if (bound.getInt() < 1)
+      return graph.emitOpError()
+             << "dynamic size '" << name.getValue() << "' has bound "
+             << bound.getInt() << "; a bound is at least 1";
+    symbols.push_back({name.getValue().str(), bound.getInt()});
+  }
+  if (symbols.size() > kMaxDimSymbols)
+    return graph.emitOpError() << "declares " << symbols.size()
+                               << " dynamic sizes; at most " << kMaxDimSymbols;
+  return symbols;
+}
+
+void setGraphSymbols(GraphOp graph, ArrayRef<DimSymbol> symbols) {
+  Builder b(graph.getContext());
+  SmallVector<Attribute> list;
+  for (const DimSymbol &symbol : symbols)
+    list.push_back(b.getArrayAttr(
+        {b.getStringAttr(symbol.name), b.getI64IntegerAttr(symbol.bound)}));
+  graph->setAttr(kSymbolsAttrName, b.getArrayAttr(list));
+}
+
+//===----------------------------------------------------------------------===//
+// DynamicDims
+//===----------------------------------------------------------------------===//
+
+FailureOr<DynamicDims> DynamicDims::analyze(GraphOp graph) {
+  FailureOr<SmallVector<DimSymbol>> symbols = graphSymbols(graph);
+  if (failed(symbols))
+    return failure();
+  DynamicDims dims(std::move(*symbols));
+  for (Operation &op : graph.getBodyBlock()) {
+    if (dims.symbols().empty() && op.hasAttr(kDimsAttrName))
+      return op.emitOpError() << "has " << kDimsAttrName
+                              << " but its graph declares no dynamic size ("
+                              << kSymbolsAttrName << ")";
+    if (!dims.symbols().empty() && failed(dims.infer(&op)))
+      return failure();
+  }
+  return dims;
+}
+
+SmallVector<int64_t> DynamicDims::bounds() const {
+  SmallVector<int64_t> sizes;
+  for (const DimSymbol &symbol : symbols_)
+    sizes.push_back(symbol.bound);
+  return sizes;
+}
+
+DimExprs DynamicDims::dimsOf(Value value) const {
+  auto it = dims_.find(value);
+  if (it != dims_.end())
+    return it->second;
+  RankedTensorType type = tensorTypeOf(value);
+  return type ? staticDims(type.getShape()) : DimExprs();
+}
+
+std::string DynamicDims::format(Value value) const {
+  return formatDims(dimsOf(value), symbols_);
+}
+
+void DynamicDims::set(Value value, DimExprs dims) {
+  if (llvm::all_of(dims, [](const DimExpr &d) { return d.isStatic(); }))
+    dims_.erase(value);
+  else
+    dims_[value] = std::move(dims);
+}
+
+void DynamicDims::forget(Operation *op) {
+  for (Value result : op->getResults())
+    dims_.erase(result);
+}
+
+LogicalResult DynamicDims::infer(Operation *op) {
+  if (auto attr = op->getAttrOfType<AffineMapAttr>(kDimsAttrName))
+    return takeGiven(op, attr.getValue());
+  if (op->hasAttr(kDimsAttrName))
+    return op->emitOpError() << kDimsAttrName << " must be an affine map";
+  bool dynamic = llvm::any_of(op->getOperands(),
+                              [&](Value v) { return isDynamic(v); });
+  if (!dynamic || op->getNumResults() == 0) {
+    if (auto assign = dyn_cast<AssignOp>(op); assign && dynamic)
+      return op->emitOpError()
+             << "writes a value of dynamic shape "
+             << format(assign.getValue())
+             << " into state, whose shape is static";
+    return success();
+  }
+  for (Value operand : op->getOperands())
+    if (isDynamic(operand) && isa<SliceOp, SliceGradOp>(op))
+      return op->emitOpError()
+             << "takes a window of " << format(operand)
+             << ": a slice over a dynamic dimension is not supported yet";
+  if (auto gather = dyn_cast<GatherOp>(op);
+      gather && !dimsOf(gather.getInput())[gather.getAxis()].isStatic())
+    return op->emitOpError()
+           << "gathers along a dynamic dimension of "
+           << format(gather.getInput()) << ": not supported yet";
+  if (allOneShape(op)) {
+    std::optional<DimExprs> common;
+    for (Value operand : op->getOperands()) {
+      if (!tensorTypeOf(operand))
+        continue;
+      DimExprs dims = dimsOf(operand);
+      if (common && *common != dims)
+        return disagree(op);
+      common = std::move(dims);
+    }
+  }
+  if (isa<InferTypeOpInterface>(op))
+    return inferByProbes(op);
+  // The ops without a shape rule that take dynamic values: moves, copies
+  // and same-type elementwise ops give each result its operand's type.
+  for (auto [i, result] : llvm::enumerate(op->getResults())) {
+    if (i >= op->getNumOperands() ||
+        result.getType() != op->getOperand(i).getType() ||
+        op->getNumRegions() != 0)
+      return op->emitOpError()
+             << "takes a value of dynamic shape " << format(op->getOperand(0))
+             << ", which it does not support";
+    set(result, dimsOf(op->getOperand(i)));
+  }
+  return success();
+}
+
+LogicalResult DynamicDims::takeGiven(Operation *op, AffineMap map) {
+  std::optional<DimExprs> dims = dimsFromMap(map);
+  RankedTensorType type = op->getNumResults() == 1
+                              ? tensorTypeOf(op->getResult(0))
+                              : RankedTensorType();
+  if (!type)
+    return op->emitOpError()
+           << kDimsAttrName << " is for an op of one tensor result";
+  if (!dims || map.getNumSymbols() > symbols_.size())
+    return op->emitOpError()
+           << kDimsAttrName << " " << AffineMapAttr::get(map)
+           << " must give each dimension as a product of the graph's "
+           << symbols_.size() << " dynamic sizes and a constant";
+  for (auto [d, dim] : llvm::enumerate(*dims))
+    if (d >= static_cast<size_t>(type.getRank()) ||
+        dim.evaluate(bounds()) != type.getDimSize(d))
+      return op->emitOpError()
+             << "dims " << formatDims(*dims, symbols_)
+             << " do not give its type's shape "
+             << formatShape(type.getShape()) << " at the bounds";
+  if (dims->size() != static_cast<size_t>(type.getRank()))
+    return op->emitOpError() << "dims " << formatDims(*dims, symbols_)
+                             << " have another rank than its type "
+                             << formatShape(type.getShape());
+  if (isa<InputOp>(op)) {
+    for (const DimExpr &dim : *dims)
+      if (!dim.isStatic() && (dim.factor != 1 || llvm::count_if(dim.powers, [](int64_t p) { return p != 0; }) != 1 || llvm::is_contained(dim.powers, 2)))
+        return op->emitOpError() << "an input's dimension is a size or a "
+                                    "single dynamic size, not "
+                                 << formatDim(dim, symbols_);
+  } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    if (product(dimsOf(reshape.getInput())) != product(*dims))
+      return op->emitOpError()
+             << "reshapes " << format(reshape.getInput()) << " into "
+             << formatDims(*dims, symbols_)
+             << ": not the same number of elements for every size";
+  } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    std::optional<DimExprs> joined =
+        broadcastDims(dimsOf(broadcast.getInput()), *dims);
+    if (!joined || *joined != *dims)
+      return op->emitOpError()
+             << "cannot broadcast " << format(broadcast.getInput()) << " to "
+             << formatDims(*dims, symbols_) << " for every size";
+  } else {
+    return op->emitOpError() << kDimsAttrName
+                             << " is given only on inputs, reshapes and "
+                                "broadcasts; other ops' dims follow from "
+                                "their operands";
+  }
+  set(op->getResult(0), std::move(*dims));
+  return success();
+}
+
+LogicalResult DynamicDims::disagree(Operation *op) const {
+  std::string shapes;
+  for (Value operand : op->getOperands())
+    if (tensorTypeOf(operand))
+      shapes += (shapes.empty() ? "" : ", ") + format(operand);
+  return op->emitOpError()
+         << "operands " << shapes
+         << " agree at the bounds but not for every size of the dynamic "
+            "dimensions";
+}
+
+LogicalResult DynamicDims::inferByProbes(Operation *op) {
+  unsigned count = symbols_.size();
+  SmallVector<SmallVector<Type>> probed(2);
+  for (int probe = 0; probe < 2; ++probe) {
+    ArrayRef<int64_t> sizes(kProbes[probe], count);
+    Block scratch;
+    for (Value operand : op->getOperands()) {
+      Type type = operand.getType();
+      if (RankedTensorType tensor = tensorTypeOf(operand)) {
+        SmallVector<int64_t> shape;
+        for (const DimExpr &dim : dimsOf(operand))
+          shape.push_back(dim.evaluate(sizes).value_or(-1));
+        if (llvm::is_contained(shape, -1))
+          return op->emitOpError()
+                 << "operand " << format(operand)
+                 << " has too many dynamic dimensions multiplied together";
+        type = RankedTensorType::get(shape, tensor.getElementType());
+      }
+      scratch.addArgument(type, op->getLoc());
+    }
+    if (failed(probeRule(op, scratch.getArguments(), probed[probe]))) {
+      return disagree(op);
+    }
+  }
+  for (auto [i, result] : llvm::enumerate(op->getResults())) {
+    auto first = dyn_cast<RankedTensorType>(probed[0][i]);
+    auto second = dyn_cast<RankedTensorType>(probed[1][i]);
+    RankedTensorType actual = tensorTypeOf(result);
+    if (!first || !second || !actual)
+      continue;
+    DimExprs dims;
+    for (int64_t d = 0; d < first.getRank(); ++d) {
+      std::optional<DimExpr> dim =
+          readBack(first.getDimSize(d), second.getDimSize(d), count);
+      if (!dim)
+        return op->emitOpError()
+               << "dimension " << d << " of its result depends on a "
+               << "dynamic size other than as a product of them (a window, "
+               << "a stride or padding over a dynamic dimension); this is "
+                  "not supported";
+      if (dim->evaluate(bounds()) != actual.getDimSize(d))
+        return op->emitOpError()
+               << "dimension " << d << " of its result is "
+               << formatDim(*dim, symbols_) << ", which is not "
+               << actual.getDimSize(d) << " at the bounds";
+      dims.push_back(*dim);
+    }
+    set(result, std::move(dims));
+  }
+  return success();
+}
+
+} // namespace locus

@@ -1,0 +1,138 @@
+// Graphs with dynamic sizes: the verifier finds the dims of every value
+// (the inputs' locus.dims, a reshape's or broadcast's own, every other op's
+// by its shape rule) and refuses what cannot hold for every size up to the
+// bounds.
+// RUN: locus-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+
+// CHECK: #[[X:.+]] = affine_map<()[s0] -> (s0, 784)>
+// CHECK: #[[F:.+]] = affine_map<()[s0] -> (s0 * 10)>
+// CHECK-LABEL: locus.graph @mlp
+// CHECK-SAME: locus.symbols = {{\[\["batch", 256\]\]}}
+// CHECK: locus.input "x" {locus.dims = #[[X]]}
+// CHECK: locus.reshape %{{.*}} [2560] {locus.dims = #[[F]]}
+locus.graph @mlp attributes {locus.symbols = [["batch", 256]]} {
+  %x = locus.input "x" {locus.dims = affine_map<()[s0] -> (s0, 784)>} : tensor<256x784xf32>
+  %t = locus.input "t" {locus.dims = affine_map<()[s0] -> (s0)>} : tensor<256xi64>
+  %w = locus.state "w" parameter : tensor<10x784xf32> init <full(0.0)>
+  %b = locus.state "b" parameter : tensor<10xf32> init <full(0.0)>
+  %y = locus.linear %x, %w, %b : tensor<256x784xf32>, tensor<10x784xf32>, tensor<10xf32> -> tensor<256x10xf32>
+  %r = locus.relu %y : tensor<256x10xf32>
+  %s = locus.sum %r axes [0] : tensor<256x10xf32> -> tensor<10xf32>
+  %l = locus.cross_entropy %r, %t mean : tensor<256x10xf32>, tensor<256xi64> -> tensor<f32>
+  // [batch, 10] -> [10*batch]
+  %f = locus.reshape %r [2560] {locus.dims = affine_map<()[s0] -> (s0 * 10)>} : tensor<256x10xf32> -> tensor<2560xf32>
+  %c = locus.concat %r, %r axis 0 : (tensor<256x10xf32>, tensor<256x10xf32>) -> tensor<512x10xf32>
+  locus.output "loss" = %l : tensor<f32>
+  locus.output "s" = %s : tensor<10xf32>
+  locus.output "f" = %f : tensor<2560xf32>
+  locus.output "c" = %c : tensor<512x10xf32>
+}
+
+// -----
+
+// Two sizes that agree at their bounds are still two sizes.
+locus.graph @g attributes {locus.symbols = [["batch", 64], ["seq", 64]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0, s1] -> (s0, 8)>} : tensor<64x8xf32>
+  %b = locus.input "b" {locus.dims = affine_map<()[s0, s1] -> (s1, 8)>} : tensor<64x8xf32>
+  // expected-error@+1 {{'locus.add' op operands [batch, 8], [seq, 8] agree at the bounds but not for every size of the dynamic dimensions}}
+  %c = locus.add %a, %b : tensor<64x8xf32>
+}
+
+// -----
+
+// A dynamic size against a static one that equals its bound.
+locus.graph @g attributes {locus.symbols = [["batch", 4]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<4x4xf32>
+  %w = locus.state "w" parameter : tensor<4x4xf32> init <full(0.0)>
+  // expected-error@+1 {{operands [4, 4], [batch, 4] agree at the bounds}}
+  %c = locus.matmul %w, %a : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+}
+
+// -----
+
+// A reshape whose target was recorded at the bound, without its dims.
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  // expected-error@+1 {{agree at the bounds but not for every size}}
+  %f = locus.reshape %a [32] : tensor<8x4xf32> -> tensor<32xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8], ["seq", 8]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0, s1] -> (s0, s1)>} : tensor<8x8xf32>
+  // expected-error@+1 {{reshapes [batch, seq] into [batch^2]: not the same number of elements for every size}}
+  %f = locus.reshape %a [64] {locus.dims = affine_map<()[s0, s1] -> (s0 * s0)>} : tensor<8x8xf32> -> tensor<64xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  // expected-error@+1 {{dims [batch, 4] do not give its type's shape [9, 4] at the bounds}}
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<9x4xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  // expected-error@+1 {{an input's dimension is a size or a single dynamic size, not 2*batch}}
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0 * 2)>} : tensor<16xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  // expected-error@+1 {{must give each dimension as a product of the graph's 1 dynamic sizes and a constant}}
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0 + 1)>} : tensor<9xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["seq", 16]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (1, 2, s0, 4)>} : tensor<1x2x16x4xf32>
+  %w = locus.state "w" parameter : tensor<2x2x3x3xf32> init <full(0.0)>
+  // expected-error@+1 {{dimension 2 of its result depends on a dynamic size other than as a product of them}}
+  %c = locus.conv2d %a, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x16x4xf32>, tensor<2x2x3x3xf32> -> tensor<1x2x14x2xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  // expected-error@+1 {{takes a window of [batch, 4]: a slice over a dynamic dimension is not supported yet}}
+  %s = locus.slice %a offsets [0, 0] sizes [8, 2] strides [1, 1] : tensor<8x4xf32> -> tensor<8x2xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  %w = locus.state "w" parameter : tensor<8x4xf32> init <full(0.0)>
+  // expected-error@+1 {{writes a value of dynamic shape [batch, 4] into state, whose shape is static}}
+  locus.assign %w = %a : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{dynamic size 'batch' has bound 0; a bound is at least 1}}
+locus.graph @g attributes {locus.symbols = [["batch", 0]]} {
+}
+
+// -----
+
+// expected-error@+1 {{dynamic size 'b' is declared twice}}
+locus.graph @g attributes {locus.symbols = [["b", 2], ["b", 3]]} {
+}
+
+// -----
+
+// expected-error@+1 {{locus.symbols must be a list of [name, bound] pairs}}
+locus.graph @g attributes {locus.symbols = ["batch"]} {
+}
+
+// -----
+
+locus.graph @g {
+  // expected-error@+1 {{has locus.dims but its graph declares no dynamic size (locus.symbols)}}
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0)>} : tensor<8xf32>
+}
