@@ -178,7 +178,7 @@ DimExprs staticDims(ArrayRef<int64_t> shape) {
   return dims;
 }
 
-DimExpr product(ArrayRef<DimExpr> dims) {
+DimExpr elementCount(ArrayRef<DimExpr> dims) {
   DimExpr count = DimExpr::constant(1);
   for (const DimExpr &dim : dims)
     count = count * dim;
@@ -199,6 +199,99 @@ std::optional<DimExprs> broadcastDims(ArrayRef<DimExpr> a,
       out[rank - 1 - i] = *x;
     else
       return std::nullopt;
+  }
+  return out;
+}
+
+namespace {
+
+/// Every way to hand each unit of `units` (symbol indices, with repeats) to
+/// one of `outs` output dimensions such that each output's size at the
+/// bounds is its symbols times a whole constant and the constants multiply
+/// to `factor`; stops counting at two.
+void splitGroup(ArrayRef<unsigned> units, size_t next, DimExprs &outs,
+                ArrayRef<int64_t> sizes, ArrayRef<int64_t> bounds,
+                int64_t factor, DimExprs &found, int &ways) {
+  if (ways > 1)
+    return;
+  if (next == units.size()) {
+    DimExprs candidate;
+    int64_t constants = 1;
+    for (auto [j, out] : llvm::enumerate(outs)) {
+      std::optional<int64_t> symbolic = out.evaluate(bounds);
+      if (!symbolic || *symbolic == 0 || sizes[j] % *symbolic != 0)
+        return;
+      DimExpr dim = out;
+      dim.factor = sizes[j] / *symbolic;
+      constants *= dim.factor;
+      candidate.push_back(dim);
+    }
+    if (constants == factor && ways++ == 0)
+      found = candidate;
+    return;
+  }
+  for (DimExpr &out : outs) {
+    DimExpr saved = out;
+    out = out * DimExpr::symbol(units[next]);
+    splitGroup(units, next + 1, outs, sizes, bounds, factor, found, ways);
+    out = saved;
+  }
+}
+
+} // namespace
+
+FailureOr<DimExprs> reshapeDims(ArrayRef<DimExpr> in, ArrayRef<int64_t> inShape,
+                                ArrayRef<int64_t> outShape,
+                                ArrayRef<int64_t> bounds, std::string &why) {
+  DimExprs out(outShape.size(), DimExpr::constant(1));
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < outShape.size()) {
+    // Size-1 dimensions belong to no group.
+    if (i < in.size() && inShape[i] == 1 && in[i].isStatic()) {
+      ++i;
+      continue;
+    }
+    if (j < outShape.size() && outShape[j] == 1) {
+      ++j;
+      continue;
+    }
+    if (i == in.size() || j == outShape.size()) {
+      why = "the sizes do not match up";
+      return failure();
+    }
+    size_t i0 = i, j0 = j;
+    int64_t pin = inShape[i++], pout = outShape[j++];
+    while (pin != pout) {
+      if (pin < pout && i < in.size())
+        pin *= inShape[i++];
+      else if (pout < pin && j < outShape.size())
+        pout *= outShape[j++];
+      else {
+        why = "the sizes do not match up";
+        return failure();
+      }
+    }
+    DimExpr group = elementCount(in.slice(i0, i - i0));
+    SmallVector<unsigned> units;
+    for (auto [k, power] : llvm::enumerate(group.powers))
+      units.append(power, k);
+    DimExprs outs(j - j0, DimExpr::constant(1)), found;
+    int ways = 0;
+    if (units.size() > 6) {
+      why = "too many dynamic sizes in one group";
+      return failure();
+    }
+    splitGroup(units, 0, outs, outShape.slice(j0, j - j0), bounds,
+               group.factor, found, ways);
+    if (ways != 1) {
+      why = ways == 0 ? "no output dimensions take the dynamic sizes"
+                      : "the dynamic sizes fit more than one way (give "
+                        "different dynamic sizes different bounds, or the "
+                        "dims)";
+      return failure();
+    }
+    for (auto [k, dim] : llvm::enumerate(found))
+      out[j0 + k] = dim;
   }
   return out;
 }
@@ -368,6 +461,38 @@ LogicalResult DynamicDims::infer(Operation *op) {
       common = std::move(dims);
     }
   }
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    std::string why;
+    FailureOr<DimExprs> dims = reshapeDims(
+        dimsOf(reshape.getInput()),
+        reshape.getInput().getType().getShape(),
+        reshape.getType().getShape(), bounds(), why);
+    if (failed(dims))
+      return op->emitOpError()
+             << "cannot reshape " << format(reshape.getInput()) << " into "
+             << formatShape(reshape.getType().getShape())
+             << " for every size: " << why;
+    set(reshape.getResult(), std::move(*dims));
+    return success();
+  }
+  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    // Recorded without dims: it keeps those it does not expand, and the
+    // ones it expands are static.
+    DimExprs in = dimsOf(broadcast.getInput());
+    ArrayRef<int64_t> inShape = broadcast.getInput().getType().getShape();
+    ArrayRef<int64_t> outShape = broadcast.getType().getShape();
+    DimExprs dims = staticDims(outShape);
+    for (size_t k = 0; k < in.size() && k < dims.size(); ++k)
+      if (inShape[in.size() - 1 - k] == outShape[dims.size() - 1 - k])
+        dims[dims.size() - 1 - k] = in[in.size() - 1 - k];
+    if (llvm::any_of(llvm::zip(in, inShape), [](auto pair) {
+          return !std::get<0>(pair).isStatic() && std::get<1>(pair) == 1;
+        }))
+      return op->emitOpError() << "expands a dynamic dimension of "
+                               << format(broadcast.getInput());
+    set(broadcast.getResult(), std::move(dims));
+    return success();
+  }
   if (isa<InferTypeOpInterface>(op))
     return inferByProbes(op);
   // The ops without a shape rule that take dynamic values: moves, copies
@@ -415,7 +540,7 @@ LogicalResult DynamicDims::takeGiven(Operation *op, AffineMap map) {
                                     "single dynamic size, not "
                                  << formatDim(dim, symbols_);
   } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-    if (product(dimsOf(reshape.getInput())) != product(*dims))
+    if (elementCount(dimsOf(reshape.getInput())) != elementCount(*dims))
       return op->emitOpError()
              << "reshapes " << format(reshape.getInput()) << " into "
              << formatDims(*dims, symbols_)

@@ -399,7 +399,10 @@ bool locus::isGradEnabled() { return noGradDepth == 0; }
 
 mlir::Operation *GraphImpl::finish(mlir::Operation *op, const Here &loc,
                                    DiagnosticCapture &capture) {
-  if (mlir::failed(mlir::verify(op))) {
+  if (mlir::failed(mlir::verify(op)) ||
+      (dynamic && mlir::failed(dynamic->infer(op)))) {
+    if (dynamic)
+      dynamic->forget(op);
     op->erase();
     throw userError(loc, capture.take() + inLayer());
   }
@@ -440,11 +443,70 @@ Shape GraphImpl::broadcastShape(const Shape &a, const Shape &b,
 }
 
 mlir::Value GraphImpl::broadcastTo(mlir::Value value, const Shape &shape,
-                                   const Here &loc) {
+                                   const Here &loc, const DimExprs *dims) {
   auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
-  if (type.getShape() == llvm::ArrayRef<int64_t>(shape))
+  DimExprs in = dimsOf(value);
+  // A broadcast keeps every dimension it does not expand.
+  DimExprs target = dims ? *dims : staticDims(shape);
+  for (size_t i = 0; !dims && i < in.size() && i < target.size(); ++i)
+    if (type.getShape()[in.size() - 1 - i] == shape[shape.size() - 1 - i])
+      target[target.size() - 1 - i] = in[in.size() - 1 - i];
+  if (type.getShape() == llvm::ArrayRef<int64_t>(shape) && in == target)
     return value;
-  return record<BroadcastOp>(loc, value, llvm::ArrayRef<int64_t>(shape));
+  return recordOpWithDims<BroadcastOp>(loc, dimsAttr(target), value,
+                                       llvm::ArrayRef<int64_t>(shape))
+      ->getResult(0);
+}
+
+unsigned GraphImpl::declareSymbol(const std::string &name, int64_t bound,
+                                  const Here &loc) {
+  if (!dynamic)
+    dynamic = std::make_unique<DynamicDims>(llvm::SmallVector<DimSymbol>());
+  for (auto [index, symbol] : llvm::enumerate(dynamic->symbols())) {
+    if (symbol.name != name)
+      continue;
+    if (symbol.bound != bound)
+      throw userError(loc, "dynamic size '" + name + "' has bound " +
+                               std::to_string(symbol.bound) +
+                               " already; here it has " +
+                               std::to_string(bound));
+    return index;
+  }
+  if (bound < 1)
+    throw userError(loc, "dynamic size '" + name + "' needs a bound of at "
+                                                   "least 1, not " +
+                             std::to_string(bound));
+  if (dynamic->symbols().size() >= kMaxDimSymbols)
+    throw userError(loc, "a graph has at most " +
+                             std::to_string(kMaxDimSymbols) +
+                             " dynamic sizes; '" + name + "' is one more");
+  dynamic->addSymbol({name, bound});
+  setGraphSymbols(graph, dynamic->symbols());
+  return dynamic->symbols().size() - 1;
+}
+
+DimExprs GraphImpl::dimsOf(mlir::Value value) const {
+  return dynamic ? dynamic->dimsOf(value) : staticDims(shapeOf(value));
+}
+
+DimExprs GraphImpl::broadcastDimsOf(llvm::ArrayRef<mlir::Value> values) const {
+  DimExprs dims;
+  for (mlir::Value value : values) {
+    std::optional<DimExprs> joined = broadcastDims(dims, dimsOf(value));
+    if (!joined)
+      return staticDims(shapeOf(values.front())); // the op reports it
+    dims = std::move(*joined);
+  }
+  return dims;
+}
+
+mlir::Attribute GraphImpl::dimsAttr(llvm::ArrayRef<DimExpr> dims) {
+  if (!dynamic || llvm::all_of(dims, [](const DimExpr &d) {
+        return d.isStatic();
+      }))
+    return {};
+  return mlir::AffineMapAttr::get(
+      dimsToMap(dims, dynamic->symbols().size(), &context));
 }
 
 Shape GraphImpl::shapeOf(mlir::Value value) {
@@ -487,6 +549,8 @@ void GraphImpl::rollbackTo(mlir::Operation *last, std::size_t moved) {
       rngStep = nullptr; // the run counter goes with what made it
       sourceNames.erase(kRunCounterName);
     }
+    if (dynamic)
+      dynamic->forget(&body().back());
     body().back().erase();
   }
 }
@@ -575,6 +639,27 @@ Tensor Graph::input(const std::string &name, const Shape &shape,
   g.sourceNames[name] = GraphImpl::where(loc);
   tx.commit();
   return g.wrap(op.getResult());
+}
+
+Tensor Graph::input(const std::string &name, const std::vector<InputDim> &dims,
+                    const InputOptions &options, Here loc) {
+  GraphImpl &g = *impl_;
+  Shape shape;
+  DimExprs exprs;
+  for (const InputDim &dim : dims) {
+    shape.push_back(dim.size);
+    exprs.push_back(dim.symbol.empty()
+                        ? DimExpr::constant(dim.size)
+                        : DimExpr::symbol(
+                              g.declareSymbol(dim.symbol, dim.size, loc)));
+  }
+  Tensor x = input(name, shape, options, loc);
+  if (mlir::Attribute attr = g.dimsAttr(exprs)) {
+    mlir::Operation *op = g.value(x, loc).getDefiningOp();
+    op->setAttr(kDimsAttrName, attr);
+    (void)g.dynamic->infer(op); // inputs' dims always hold
+  }
+  return x;
 }
 
 static Tensor recordState(GraphImpl &g, const std::string &kind,

@@ -3,6 +3,7 @@
 #ifndef LOCUS_FRONTEND_GRAPHIMPL_H
 #define LOCUS_FRONTEND_GRAPHIMPL_H
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Dialect/LocusDialect.h"
 #include "locus/Frontend/Graph.h"
 #include "locus/Frontend/Recorded.h"
@@ -92,6 +93,21 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   /// The values state given them starts from, by state name.
   std::map<std::string, std::shared_ptr<const std::vector<float>>> stateValues;
 
+  /// The graph's dynamic sizes and the dims of its values, from the first
+  /// input with a dynamic dimension on; null before.
+  std::unique_ptr<DynamicDims> dynamic;
+  /// The index of dynamic size `name`, declared on the graph at its first
+  /// use; an Error when it was declared with another bound.
+  unsigned declareSymbol(const std::string &name, int64_t bound,
+                         const Here &loc);
+  /// The dims of a value: its shape unless the graph has dynamic sizes.
+  DimExprs dimsOf(mlir::Value value) const;
+  /// numpy's broadcast of the values' dims (a clash is reported when the op
+  /// is recorded).
+  DimExprs broadcastDimsOf(llvm::ArrayRef<mlir::Value> values) const;
+  /// The locus.dims attribute for `dims`, or null when they are static.
+  mlir::Attribute dimsAttr(llvm::ArrayRef<DimExpr> dims);
+
   mlir::Block &body();
   /// The user's call, within the innermost layer now recording if any.
   mlir::Location location(const Here &loc);
@@ -130,8 +146,10 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   static Shape broadcastShape(const Shape &a, const Shape &b,
                               llvm::StringRef opName, const Here &loc);
   /// `value` broadcast to `shape` (itself when it already has that shape).
+  /// With dynamic sizes, the dims it expands come from `dims` when given,
+  /// else they are static.
   mlir::Value broadcastTo(mlir::Value value, const Shape &shape,
-                          const Here &loc);
+                          const Here &loc, const DimExprs *dims = nullptr);
 
   /// The last op of the body, or null when it is empty.
   mlir::Operation *lastOp();
@@ -167,9 +185,19 @@ struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
   /// record() for an op of several results.
   template <typename OpT, typename... Args>
   mlir::Operation *recordOp(const Here &loc, Args &&...args) {
+    return recordOpWithDims<OpT>(loc, {}, std::forward<Args>(args)...);
+  }
+
+  /// record() of an op whose result's dims an attribute gives (a reshape's
+  /// target); `dims` is null when they are static.
+  template <typename OpT, typename... Args>
+  mlir::Operation *recordOpWithDims(const Here &loc, mlir::Attribute dims,
+                                    Args &&...args) {
     mlir::Location at = location(loc);
     mlir::OperationState state(at, OpT::getOperationName());
     OpT::build(builder, state, mlir::TypeRange{}, std::forward<Args>(args)...);
+    if (dims)
+      state.addAttribute(kDimsAttrName, dims);
     DiagnosticCapture capture(&context);
     llvm::SmallVector<mlir::Type, 1> types;
     if (mlir::failed(OpT::inferReturnTypes(

@@ -49,8 +49,9 @@ Tensor binary(const Tensor &a, const Tensor &b, const Here &loc) {
   Shape shape =
       GraphImpl::broadcastShape(GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb),
                                 OpT::getOperationName(), loc);
-  mlir::Value result = g.record<OpT>(loc, g.broadcastTo(va, shape, loc),
-                                     g.broadcastTo(vb, shape, loc));
+  DimExprs dims = g.broadcastDimsOf({va, vb});
+  mlir::Value result = g.record<OpT>(loc, g.broadcastTo(va, shape, loc, &dims),
+                                     g.broadcastTo(vb, shape, loc, &dims));
   tx.commit();
   return g.wrap(result);
 }
@@ -69,7 +70,8 @@ Tensor withScalar(const Tensor &a, float scalar, bool scalarFirst,
                            mlir::cast<mlir::ElementsAttr>(
                                mlir::DenseElementsAttr::get(type, scalar)),
                            DeviceAttr());
-  mlir::Value vc = g.broadcastTo(c, GraphImpl::shapeOf(va), loc);
+  DimExprs dims = g.dimsOf(va);
+  mlir::Value vc = g.broadcastTo(c, GraphImpl::shapeOf(va), loc, &dims);
   mlir::Value result =
       scalarFirst ? g.record<OpT>(loc, vc, va) : g.record<OpT>(loc, va, vc);
   tx.commit();
@@ -90,9 +92,10 @@ Tensor compare(CmpPredicate predicate, const Tensor &a, const Tensor &b,
                              "; convert one with locus::cast first");
   Shape shape = GraphImpl::broadcastShape(
       GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb), "locus.cmp", loc);
+  DimExprs dims = g.broadcastDimsOf({va, vb});
   mlir::Value result =
-      g.record<CmpOp>(loc, predicate, g.broadcastTo(va, shape, loc),
-                      g.broadcastTo(vb, shape, loc));
+      g.record<CmpOp>(loc, predicate, g.broadcastTo(va, shape, loc, &dims),
+                      g.broadcastTo(vb, shape, loc, &dims));
   tx.commit();
   return g.wrap(result);
 }
@@ -295,9 +298,11 @@ Tensor locus::where(const Tensor &cond, const Tensor &a, const Tensor &b,
       GraphImpl::broadcastShape(GraphImpl::shapeOf(vc), GraphImpl::shapeOf(va),
                                 "locus.select", loc),
       GraphImpl::shapeOf(vb), "locus.select", loc);
-  mlir::Value result = g.record<SelectOp>(loc, g.broadcastTo(vc, shape, loc),
-                                          g.broadcastTo(va, shape, loc),
-                                          g.broadcastTo(vb, shape, loc));
+  DimExprs dims = g.broadcastDimsOf({vc, va, vb});
+  mlir::Value result =
+      g.record<SelectOp>(loc, g.broadcastTo(vc, shape, loc, &dims),
+                         g.broadcastTo(va, shape, loc, &dims),
+                         g.broadcastTo(vb, shape, loc, &dims));
   tx.commit();
   return g.wrap(result);
 }
@@ -373,8 +378,18 @@ Tensor locus::matmul(const Tensor &a, const Tensor &b, Here loc) {
     Shape fullA = batch, fullB = batch;
     fullA.insert(fullA.end(), {m, k});
     fullB.insert(fullB.end(), {k, n});
-    product2 = g.record<MatmulOp>(loc, g.broadcastTo(va, fullA, loc),
-                                  g.broadcastTo(vb, fullB, loc));
+    // With dynamic sizes, a batch dimension either side expands takes the
+    // other side's dims.
+    DimExprs dimsA = g.dimsOf(va), dimsB = g.dimsOf(vb);
+    DimExprs batchDims =
+        broadcastDims(llvm::ArrayRef(dimsA).drop_back(2),
+                      llvm::ArrayRef(dimsB).drop_back(2))
+            .value_or(staticDims(batch));
+    DimExprs fullDimsA = batchDims, fullDimsB = batchDims;
+    fullDimsA.append(dimsA.end() - 2, dimsA.end());
+    fullDimsB.append(dimsB.end() - 2, dimsB.end());
+    product2 = g.record<MatmulOp>(loc, g.broadcastTo(va, fullA, loc, &fullDimsA),
+                                  g.broadcastTo(vb, fullB, loc, &fullDimsB));
   }
   Shape out = batch;
   if (!vectorA)

@@ -19,8 +19,16 @@ locus.graph @mlp attributes {locus.symbols = [["batch", 256]]} {
   %r = locus.relu %y : tensor<256x10xf32>
   %s = locus.sum %r axes [0] : tensor<256x10xf32> -> tensor<10xf32>
   %l = locus.cross_entropy %r, %t mean : tensor<256x10xf32>, tensor<256xi64> -> tensor<f32>
-  // [batch, 10] -> [10*batch]
+  // [batch, 10] -> [10*batch], given and found
   %f = locus.reshape %r [2560] {locus.dims = affine_map<()[s0] -> (s0 * 10)>} : tensor<256x10xf32> -> tensor<2560xf32>
+  %f2 = locus.reshape %r [2560] : tensor<256x10xf32> -> tensor<2560xf32>
+  // [batch, 10] + [10*batch] reshaped back: [batch, 10]
+  %r2 = locus.reshape %f2 [256, 10] : tensor<2560xf32> -> tensor<256x10xf32>
+  %sum2 = locus.add %r, %r2 : tensor<256x10xf32>
+  // keeps batch, expands the 1
+  %col = locus.sum %r axes [1] keepdim : tensor<256x10xf32> -> tensor<256x1xf32>
+  %wide = locus.broadcast %col [256, 10] : tensor<256x1xf32> -> tensor<256x10xf32>
+  %sum3 = locus.add %wide, %sum2 : tensor<256x10xf32>
   %c = locus.concat %r, %r axis 0 : (tensor<256x10xf32>, tensor<256x10xf32>) -> tensor<512x10xf32>
   locus.output "loss" = %l : tensor<f32>
   locus.output "s" = %s : tensor<10xf32>
@@ -50,11 +58,21 @@ locus.graph @g attributes {locus.symbols = [["batch", 4]]} {
 
 // -----
 
-// A reshape whose target was recorded at the bound, without its dims.
+// Reshapes without dims: the dynamic sizes go where the sizes at the bounds
+// say, when exactly one way fits.
+locus.graph @g attributes {locus.symbols = [["batch", 4], ["seq", 4]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0, s1] -> (s0, s1)>} : tensor<4x4xf32>
+  %f = locus.reshape %a [16] : tensor<4x4xf32> -> tensor<16xf32>
+  // expected-error@+1 {{cannot reshape [batch*seq] into [4, 4] for every size: the dynamic sizes fit more than one way}}
+  %g = locus.reshape %f [4, 4] : tensor<16xf32> -> tensor<4x4xf32>
+}
+
+// -----
+
 locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
-  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
-  // expected-error@+1 {{agree at the bounds but not for every size}}
-  %f = locus.reshape %a [32] : tensor<8x4xf32> -> tensor<32xf32>
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0)>} : tensor<8xf32>
+  // expected-error@+1 {{cannot reshape [batch] into [2, 2, 2] for every size: no output dimensions take the dynamic sizes}}
+  %g = locus.reshape %a [2, 2, 2] : tensor<8xf32> -> tensor<2x2x2xf32>
 }
 
 // -----

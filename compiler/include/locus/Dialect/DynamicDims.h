@@ -80,12 +80,23 @@ std::string formatDims(llvm::ArrayRef<DimExpr> dims,
                        llvm::ArrayRef<DimSymbol> symbols);
 /// Static dims of a shape.
 DimExprs staticDims(llvm::ArrayRef<int64_t> shape);
-/// The product of `dims` (a tensor's element count).
-DimExpr product(llvm::ArrayRef<DimExpr> dims);
+/// The product of `dims`: a tensor's element count.
+DimExpr elementCount(llvm::ArrayRef<DimExpr> dims);
 /// numpy's broadcast of two shapes of dims (aligned at the right; a static 1
 /// takes the other side's dim); none when two dims differ otherwise.
 std::optional<DimExprs> broadcastDims(llvm::ArrayRef<DimExpr> a,
                                       llvm::ArrayRef<DimExpr> b);
+
+/// The dims of a reshape of `in` (sized `inShape` at the bounds) into
+/// `outShape`: groups of dimensions whose sizes multiply alike are matched
+/// (as row-major reshapes go), and inside a group the dynamic sizes go to
+/// the one set of output dimensions whose sizes at the bounds they explain.
+/// Fails with a message when no set does, or several do.
+mlir::FailureOr<DimExprs> reshapeDims(llvm::ArrayRef<DimExpr> in,
+                                      llvm::ArrayRef<int64_t> inShape,
+                                      llvm::ArrayRef<int64_t> outShape,
+                                      llvm::ArrayRef<int64_t> bounds,
+                                      std::string &why);
 
 /// The `locus.dims` attribute value for `dims`.
 mlir::AffineMap dimsToMap(llvm::ArrayRef<DimExpr> dims, unsigned symbolCount,

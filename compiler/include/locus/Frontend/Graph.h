@@ -159,6 +159,26 @@ private:
   void *value_ = nullptr;
 };
 
+/// One dimension of an input: a size, or a dynamic size that each run
+/// gives, up to its bound (`locus::dyn("batch", 256)`). Tensors keep their
+/// bounds as their shape(); graphs with dynamic sizes record and check
+/// today, and compile() says what it cannot compile yet
+/// (docs/frontend.md, "Dynamic sizes").
+struct InputDim {
+  InputDim(int64_t size) : size(size) {} // NOLINT: a size is a dimension
+  InputDim(std::string symbol, int64_t bound)
+      : size(bound), symbol(std::move(symbol)) {}
+  int64_t size;
+  /// The dynamic size's name; empty for a static dimension.
+  std::string symbol;
+};
+
+/// A dynamic dimension named `symbol` that takes sizes 1 to `bound`; every
+/// dimension with that name has the same size in one run.
+inline InputDim dyn(std::string symbol, int64_t bound) {
+  return InputDim(std::move(symbol), bound);
+}
+
 struct InputOptions {
   DType dtype = DType::f32;
   /// Creates the input on this device: a pin under every policy.
@@ -184,6 +204,15 @@ public:
 
   /// A graph input, fed at each run.
   Tensor input(const std::string &name, const Shape &shape,
+               const InputOptions &options = {}, Here loc = Here::current());
+  /// An input with dynamic dimensions: `g.input("x", {dyn("batch", 256),
+  /// 784})`. (A braced list of sizes comes here too, and means the same as
+  /// a Shape.)
+  Tensor input(const std::string &name, std::initializer_list<InputDim> dims,
+               const InputOptions &options = {}, Here loc = Here::current()) {
+    return input(name, std::vector<InputDim>(dims), options, loc);
+  }
+  Tensor input(const std::string &name, const std::vector<InputDim> &dims,
                const InputOptions &options = {}, Here loc = Here::current());
   /// A trainable parameter, persistent across runs.
   Tensor parameter(const std::string &name, const Shape &shape,
