@@ -1344,3 +1344,22 @@ TEST(Compile, AZeroBucketSizeIsAnErrorAtTheCall) {
         << err.what();
   }
 }
+
+TEST(Compile, DynamicSizesAreRefusedInTheUsersTerms) {
+  // Recorded, checked and placed, but not compiled yet: the message names
+  // the sizes and what to do instead.
+  Graph g("dyn");
+  auto x = g.input("x", {dyn("batch", 64), 3});
+  g.output("y", relu(x));
+  try {
+    (void)compile(g, {.policy = "cpu"});
+    ADD_FAILURE() << "a graph with dynamic sizes compiled";
+  } catch (const std::exception &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "graph 'dyn' has dynamic sizes (batch up to 64): Locus "
+                  "records, checks and places such graphs, but compiles "
+                  "static sizes only for now"),
+              std::string::npos)
+        << e.what();
+  }
+}

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "locus/Compile/Driver.h"
+#include "locus/Dialect/DynamicDims.h"
 
 #include "locus/Dump/Dump.h"
 #include "locus/Passes/CostModel.h"
@@ -232,6 +233,23 @@ private:
   bool was;
 };
 
+/// Graphs with dynamic sizes are recorded, checked and placed (at their
+/// bounds); their kernels are not generated yet.
+LogicalResult refuseDynamicSizes(GraphOp graph) {
+  FailureOr<SmallVector<DimSymbol>> symbols = graphSymbols(graph);
+  if (failed(symbols) || symbols->empty())
+    return success(succeeded(symbols));
+  std::string sizes;
+  for (const DimSymbol &symbol : *symbols)
+    sizes += (sizes.empty() ? "" : ", ") + symbol.name + " up to " +
+             std::to_string(symbol.bound);
+  return graph.emitError()
+         << "graph '" << graph.getSymName() << "' has dynamic sizes (" << sizes
+         << "): Locus records, checks and places such graphs, but compiles "
+            "static sizes only for now; give its inputs static sizes (their "
+            "bounds, or each size you run) to compile it";
+}
+
 } // namespace
 
 LogicalResult locus::runPipeline(ModuleOp module,
@@ -246,6 +264,7 @@ LogicalResult locus::runPipeline(ModuleOp module,
   result.graphName = graph.getSymName().str();
   if (failed(placeStage(module, options)) ||
       failed(summarize(module, graph, options, result)) ||
+      failed(refuseDynamicSizes(graph)) ||
       failed(runStage("kernels", module, options, [&](OpPassManager &pm) {
         buildKernelPipeline(pm, options.placement.fuse);
       })))

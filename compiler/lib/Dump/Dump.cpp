@@ -10,6 +10,7 @@
 
 #include "DumpImpl.h"
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Dump/Dump.h"
 #include "locus/Passes/Passes.h"
 
@@ -110,13 +111,17 @@ std::vector<std::string> locus::dump::layerChain(llvm::StringRef layer) {
 
 namespace {
 
-std::string shapeOf(Type type) {
+/// "100x10xf32"; a dynamic dimension as "{batch}".
+std::string shapeOf(Type type, ArrayRef<DimExpr> dims = {},
+                    ArrayRef<DimSymbol> symbols = {}) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
     return "";
   std::string text;
-  for (int64_t dim : tensor.getShape())
-    text += std::to_string(dim) + "x";
+  for (auto [d, size] : llvm::enumerate(tensor.getShape()))
+    text += d < dims.size() && !dims[d].isStatic()
+                ? "{" + formatDim(dims[d], symbols) + "}x"
+                : std::to_string(size) + "x";
   llvm::raw_string_ostream os(text);
   os << tensor.getElementType();
   os.flush();
@@ -230,15 +235,18 @@ std::string layerOf(const Row &row, Operation *op) {
 /// where it was written, its estimates and the rows it reads (`ids`).
 Row rowOf(Operation &op, DeviceAttr device, const Report &report,
           const CostProfile &profile,
-          const llvm::DenseMap<Operation *, int> &ids) {
+          const llvm::DenseMap<Operation *, int> &ids,
+          const DynamicDims &dynamic) {
   Row row;
   row.id = static_cast<int>(report.rows.size());
   row.op = &op;
   row.opName = op.getName().getStringRef().str();
   row.label = labelOf(&op);
-  Type type = op.getNumResults() ? op.getResult(0).getType()
-                                 : op.getOperand(0).getType();
-  row.shape = shapeOf(type);
+  Value shown = op.getNumResults() ? op.getResult(0) : op.getOperand(0);
+  Type type = shown.getType();
+  row.shape = dynamic.isDynamic(shown)
+                  ? shapeOf(type, dynamic.dimsOf(shown), dynamic.symbols())
+                  : shapeOf(type);
   row.bytes = bytesOf(type);
   row.device = device.str();
   auto reason = op.getAttrOfType<PlacementAttr>(kPlacementAttrName);
@@ -428,12 +436,19 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
   Report report = reportHeader(graph);
   report.costProfile = profile.origin;
   report.runNs = static_cast<int64_t>(std::llround(profile.runNs));
+  FailureOr<DynamicDims> dynamic = DynamicDims::analyze(graph);
+  if (failed(dynamic))
+    return failure();
+  for (const DimSymbol &symbol : dynamic->symbols())
+    report.dynamicSizes += (report.dynamicSizes.empty() ? "" : ", ") +
+                           symbol.name + " up to " +
+                           std::to_string(symbol.bound);
   llvm::DenseMap<Operation *, int> ids;
   for (Operation &op : graph.getBodyBlock()) {
     DeviceAttr device = placedDevice(&op);
     if (!device)
       return op.emitOpError() << "is not placed; run --locus-place-devices";
-    Row row = rowOf(op, device, report, profile, ids);
+    Row row = rowOf(op, device, report, profile, ids, *dynamic);
     tally(report, row, op, device, profile);
     ids[&op] = row.id;
     report.rows.push_back(std::move(row));

@@ -86,6 +86,9 @@ llvm::json::Value locus::dump::detail::toJson(const Report &report) {
       {"graph", report.graph},
       {"policy", report.policy},
       {"targets", llvm::json::Array(report.targets)},
+      {"dynamic_sizes", report.dynamicSizes.empty()
+                            ? llvm::json::Value(nullptr)
+                            : llvm::json::Value(report.dynamicSizes)},
       {"soft_placement", report.softNote.empty()
                              ? llvm::json::Value(nullptr)
                              : llvm::json::Value(report.softNote)},

@@ -42,6 +42,9 @@ void locus::dump::printTable(const Report &report, llvm::raw_ostream &os) {
 void locus::dump::printSummary(const Report &report, llvm::raw_ostream &os) {
   os << "graph @" << report.graph << ": policy " << report.policy
      << ", targets " << llvm::join(report.targets, ", ") << "\n";
+  if (!report.dynamicSizes.empty())
+    os << "dynamic sizes: " << report.dynamicSizes
+       << " (placed and estimated at the bounds)\n";
   os << "ops per device:";
   for (const auto &[device, count] : report.opsPerDevice)
     os << " " << device << " " << count << ";";

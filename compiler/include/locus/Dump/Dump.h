@@ -31,7 +31,7 @@ struct Row {
   mlir::Operation *op = nullptr;
   std::string opName; ///< "locus.linear"
   std::string label;  ///< `input "x"`, `copy cpu -> cuda:0`, `linear`
-  std::string shape;  ///< "100x10xf32"
+  std::string shape;  ///< "100x10xf32"; "{batch}x10xf32" with dynamic sizes
   std::string device; ///< "cpu", "cuda:0"
   std::string reasonKind;
   std::string reasonText; ///< "cost: cpu 444 ns, cuda:0 4002 ns"
@@ -67,6 +67,9 @@ struct Report {
   std::string graph, policy;
   std::vector<std::string> targets;
   std::string softNote; ///< empty unless placement was soft
+  /// "batch up to 256, seq up to 64" for a graph with dynamic sizes (its
+  /// estimates are at the bounds), else empty.
+  std::string dynamicSizes;
   std::vector<Row> rows;
   std::map<std::string, int> opsPerDevice; ///< copies not counted
   int copiesPerStep = 0, copiesAtLoad = 0;
