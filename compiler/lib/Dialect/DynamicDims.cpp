@@ -281,8 +281,8 @@ FailureOr<DimExprs> reshapeDims(ArrayRef<DimExpr> in, ArrayRef<int64_t> inShape,
       why = "too many dynamic sizes in one group";
       return failure();
     }
-    splitGroup(units, 0, outs, outShape.slice(j0, j - j0), bounds,
-               group.factor, found, ways);
+    splitGroup(units, 0, outs, outShape.slice(j0, j - j0), bounds, group.factor,
+               found, ways);
     if (ways != 1) {
       why = ways == 0 ? "no output dimensions take the dynamic sizes"
                       : "the dynamic sizes fit more than one way (give "
@@ -344,8 +344,8 @@ FailureOr<SmallVector<DimSymbol>> graphSymbols(GraphOp graph) {
   llvm::StringSet<> seen;
   for (Attribute entry : list) {
     auto pair = dyn_cast<ArrayAttr>(entry);
-    auto name = pair && pair.size() == 2 ? dyn_cast<StringAttr>(pair[0])
-                                         : StringAttr();
+    auto name =
+        pair && pair.size() == 2 ? dyn_cast<StringAttr>(pair[0]) : StringAttr();
     auto bound = pair && pair.size() == 2 ? dyn_cast<IntegerAttr>(pair[1])
                                           : IntegerAttr();
     if (!name || !bound || name.getValue().empty())
@@ -430,13 +430,12 @@ LogicalResult DynamicDims::infer(Operation *op) {
     return takeGiven(op, attr.getValue());
   if (op->hasAttr(kDimsAttrName))
     return op->emitOpError() << kDimsAttrName << " must be an affine map";
-  bool dynamic = llvm::any_of(op->getOperands(),
-                              [&](Value v) { return isDynamic(v); });
+  bool dynamic =
+      llvm::any_of(op->getOperands(), [&](Value v) { return isDynamic(v); });
   if (!dynamic || op->getNumResults() == 0) {
     if (auto assign = dyn_cast<AssignOp>(op); assign && dynamic)
       return op->emitOpError()
-             << "writes a value of dynamic shape "
-             << format(assign.getValue())
+             << "writes a value of dynamic shape " << format(assign.getValue())
              << " into state, whose shape is static";
     return success();
   }
@@ -464,8 +463,7 @@ LogicalResult DynamicDims::infer(Operation *op) {
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
     std::string why;
     FailureOr<DimExprs> dims = reshapeDims(
-        dimsOf(reshape.getInput()),
-        reshape.getInput().getType().getShape(),
+        dimsOf(reshape.getInput()), reshape.getInput().getType().getShape(),
         reshape.getType().getShape(), bounds(), why);
     if (failed(dims))
       return op->emitOpError()
@@ -527,15 +525,18 @@ LogicalResult DynamicDims::takeGiven(Operation *op, AffineMap map) {
         dim.evaluate(bounds()) != type.getDimSize(d))
       return op->emitOpError()
              << "dims " << formatDims(*dims, symbols_)
-             << " do not give its type's shape "
-             << formatShape(type.getShape()) << " at the bounds";
+             << " do not give its type's shape " << formatShape(type.getShape())
+             << " at the bounds";
   if (dims->size() != static_cast<size_t>(type.getRank()))
     return op->emitOpError() << "dims " << formatDims(*dims, symbols_)
                              << " have another rank than its type "
                              << formatShape(type.getShape());
   if (isa<InputOp>(op)) {
     for (const DimExpr &dim : *dims)
-      if (!dim.isStatic() && (dim.factor != 1 || llvm::count_if(dim.powers, [](int64_t p) { return p != 0; }) != 1 || llvm::is_contained(dim.powers, 2)))
+      if (!dim.isStatic() &&
+          (dim.factor != 1 ||
+           llvm::count_if(dim.powers, [](int64_t p) { return p != 0; }) != 1 ||
+           llvm::is_contained(dim.powers, 2)))
         return op->emitOpError() << "an input's dimension is a size or a "
                                     "single dynamic size, not "
                                  << formatDim(dim, symbols_);

@@ -473,8 +473,9 @@ unsigned GraphImpl::declareSymbol(const std::string &name, int64_t bound,
     return index;
   }
   if (bound < 1)
-    throw userError(loc, "dynamic size '" + name + "' needs a bound of at "
-                                                   "least 1, not " +
+    throw userError(loc, "dynamic size '" + name +
+                             "' needs a bound of at "
+                             "least 1, not " +
                              std::to_string(bound));
   if (dynamic->symbols().size() >= kMaxDimSymbols)
     throw userError(loc, "a graph has at most " +
@@ -501,9 +502,8 @@ DimExprs GraphImpl::broadcastDimsOf(llvm::ArrayRef<mlir::Value> values) const {
 }
 
 mlir::Attribute GraphImpl::dimsAttr(llvm::ArrayRef<DimExpr> dims) {
-  if (!dynamic || llvm::all_of(dims, [](const DimExpr &d) {
-        return d.isStatic();
-      }))
+  if (!dynamic ||
+      llvm::all_of(dims, [](const DimExpr &d) { return d.isStatic(); }))
     return {};
   return mlir::AffineMapAttr::get(
       dimsToMap(dims, dynamic->symbols().size(), &context));
@@ -648,10 +648,9 @@ Tensor Graph::input(const std::string &name, const std::vector<InputDim> &dims,
   DimExprs exprs;
   for (const InputDim &dim : dims) {
     shape.push_back(dim.size);
-    exprs.push_back(dim.symbol.empty()
-                        ? DimExpr::constant(dim.size)
-                        : DimExpr::symbol(
-                              g.declareSymbol(dim.symbol, dim.size, loc)));
+    exprs.push_back(dim.symbol.empty() ? DimExpr::constant(dim.size)
+                                       : DimExpr::symbol(g.declareSymbol(
+                                             dim.symbol, dim.size, loc)));
   }
   Tensor x = input(name, shape, options, loc);
   if (mlir::Attribute attr = g.dimsAttr(exprs)) {

@@ -381,15 +381,15 @@ Tensor locus::matmul(const Tensor &a, const Tensor &b, Here loc) {
     // With dynamic sizes, a batch dimension either side expands takes the
     // other side's dims.
     DimExprs dimsA = g.dimsOf(va), dimsB = g.dimsOf(vb);
-    DimExprs batchDims =
-        broadcastDims(llvm::ArrayRef(dimsA).drop_back(2),
-                      llvm::ArrayRef(dimsB).drop_back(2))
-            .value_or(staticDims(batch));
+    DimExprs batchDims = broadcastDims(llvm::ArrayRef(dimsA).drop_back(2),
+                                       llvm::ArrayRef(dimsB).drop_back(2))
+                             .value_or(staticDims(batch));
     DimExprs fullDimsA = batchDims, fullDimsB = batchDims;
     fullDimsA.append(dimsA.end() - 2, dimsA.end());
     fullDimsB.append(dimsB.end() - 2, dimsB.end());
-    product2 = g.record<MatmulOp>(loc, g.broadcastTo(va, fullA, loc, &fullDimsA),
-                                  g.broadcastTo(vb, fullB, loc, &fullDimsB));
+    product2 =
+        g.record<MatmulOp>(loc, g.broadcastTo(va, fullA, loc, &fullDimsA),
+                           g.broadcastTo(vb, fullB, loc, &fullDimsB));
   }
   Shape out = batch;
   if (!vectorA)

@@ -1,4 +1,4 @@
-//===- DynamicDims.h - dimensions sized at run time, up to a bound -*- C++ -*-===//
+//===- DynamicDims.h - dims sized at run time, up to a bound ---*- C++ -*-===//
 //
 // A graph may declare named dynamic sizes ("batch", "seq") with a bound
 // each. Its tensors keep static types, sized at the bounds: every pass that
