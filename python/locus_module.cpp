@@ -204,14 +204,35 @@ void bindTensor(py::module_ &m) {
 }
 
 void bindGraph(py::module_ &m) {
+  // A dimension of an input: an int, or locus.dyn("batch", 256).
+  py::class_<InputDim>(m, "Dim")
+      .def(py::init<int64_t>(), py::arg("size"))
+      .def_readonly("size", &InputDim::size)
+      .def_readonly("symbol", &InputDim::symbol)
+      .def("__repr__", [](const InputDim &d) {
+        return d.symbol.empty()
+                   ? std::to_string(d.size)
+                   : "locus.dyn('" + d.symbol + "', " +
+                         std::to_string(d.size) + ")";
+      });
+  py::implicitly_convertible<int64_t, InputDim>();
+  m.def(
+      "dyn",
+      [](const std::string &symbol, int64_t bound) {
+        return dyn(symbol, bound);
+      },
+      py::arg("symbol"), py::arg("bound"),
+      "A dynamic dimension: sizes 1 to `bound`, the same in every "
+      "dimension named `symbol`.");
   py::class_<Graph>(m, "Graph")
       .def(py::init([](const std::string &name) { return Graph(name); }),
            py::arg("name") = "graph")
       .def_property_readonly("name", &Graph::name)
       .def(
           "input",
-          [](Graph &g, const std::string &name, const Shape &shape,
-             const std::string &dtype, std::optional<std::string> device) {
+          [](Graph &g, const std::string &name,
+             const std::vector<InputDim> &shape, const std::string &dtype,
+             std::optional<std::string> device) {
             InputOptions options;
             options.dtype = parseDType(dtype);
             if (device)

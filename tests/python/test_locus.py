@@ -81,6 +81,23 @@ def test_a_mistake_is_an_error_at_the_users_line():
     assert "%s:%d: error:" % (HERE, line_of("# @matmul")) in str(info.value)
 
 
+def test_dynamic_sizes_are_recorded_and_checked_at_the_users_line():
+    g = locus.Graph("dyn")
+    x = g.input("x", [locus.dyn("batch", 32), 16])
+    y = g.input("y", [locus.dyn("seq", 32), 16])
+    assert x.shape == [32, 16]  # sized at the bound
+    g.output("h", locus.relu(x) * 2.0)
+    assert 'locus.symbols = [["batch", 32], ["seq", 32]]' in g.str()
+    with pytest.raises(locus.Error) as info:
+        x + y  # @mismatch
+    assert info.value.line == line_of("# @mismatch")
+    assert "[batch, 16], [seq, 16] agree at the bounds" in str(info.value)
+    with pytest.raises(locus.Error) as info:
+        locus.compile(g, policy="cpu", devices=["cpu"])
+    assert "compiles static sizes only for now" in str(info.value)
+    assert repr(locus.dyn("batch", 32)) == "locus.dyn('batch', 32)"
+
+
 def test_bad_inputs_are_clear_errors():
     model = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"])
     with pytest.raises(Exception) as info:
