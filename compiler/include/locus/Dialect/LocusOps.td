@@ -63,6 +63,20 @@ def Locus_GraphOp : Locus_Op<"graph", [Locus_Structural, Symbol,
       locus.output "loss" = %l : tensor<f32>
     }
     ```
+
+    Dynamic sizes: `locus.symbols = [["batch", 256], ...]` names the sizes
+    a run gives and their bounds. Types stay static, sized at the bounds;
+    an input's `locus.dims` (an affine map over the sizes, s0 the first)
+    says which of its dimensions are dynamic, and the verifier finds the
+    dims of every other value by probing its op's shape rule, refusing what
+    does not hold for every size up to the bounds:
+
+    ```mlir
+    locus.graph @mlp attributes {locus.symbols = [["batch", 256]]} {
+      %x = locus.input "x" {locus.dims = affine_map<()[s0] -> (s0, 784)>} : tensor<256x784xf32>
+      ...
+    }
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name);
   let regions = (region SizedRegion<1>:$body);
