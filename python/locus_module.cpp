@@ -210,7 +210,7 @@ void bindGraph(py::module_ &m) {
       .def_readonly("size", &InputDim::size)
       .def_readonly("symbol", &InputDim::symbol)
       .def("__repr__", [](const InputDim &d) {
-        return d.symbol.empty()
+        return !d.dynamic
                    ? std::to_string(d.size)
                    : "locus.dyn('" + d.symbol + "', " +
                          std::to_string(d.size) + ")";

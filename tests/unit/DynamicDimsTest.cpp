@@ -69,6 +69,18 @@ TEST(DimExpr, ArithmeticAndText) {
   EXPECT_FALSE(cube.evaluate({1 << 30}).has_value());
 }
 
+TEST(DimExpr, ProbesReadStaticMultiplesOfAProbeBack) {
+  // 20014 = 2 * 10007, the first probe of the first size: a static
+  // dimension that size multiplies must still read back as 20014*batch.
+  Graph g("probe");
+  auto x = g.input("x", {dyn("batch", 4), 1});
+  auto w = g.parameter("w", {20014, 1}, Init::zeros());
+  Tensor y = linear(x, w);
+  g.output("y", y);
+  g.output("flat", reshape(y, {-1}));
+  EXPECT_EQ(outputDims(g), "y: [batch, 20014]\nflat: [20014*batch]\n");
+}
+
 TEST(DimExpr, ReshapesFindWhereTheSizesGo) {
   std::vector<int64_t> bounds{64, 16};
   std::string why;
@@ -136,6 +148,9 @@ TEST(DynamicInputs, MismatchedSizesAreErrorsAtTheUsersLine) {
   EXPECT_EQ(msg, "dynamic size 'batch' has bound 8 already; here it has 9");
   msg = errorAt([&] { g.input("d", {dyn("n", 0)}); }, __LINE__);
   EXPECT_NE(msg.find("needs a bound of at least 1"), std::string::npos);
+  msg = errorAt([&] { g.input("e", {dyn("", 4)}); }, __LINE__);
+  EXPECT_EQ(msg, "input 'e': a dynamic size needs a name, as in "
+                 "dyn(\"batch\", 4)");
   msg = errorAt([&] { reshape(a, {4, 4, 2}); }, __LINE__);
   EXPECT_NE(msg.find("cannot reshape [batch, 4] into [4, 4, 2] for every size"),
             std::string::npos) << msg;

@@ -18,6 +18,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <functional>
+
 using namespace mlir;
 
 namespace locus {
@@ -41,22 +43,39 @@ std::optional<int64_t> multiply(int64_t a, int64_t b) {
 }
 
 /// `value` as factor * product of probes[k]^power, or none for a value the
-/// second probe set does not confirm.
+/// second probe set does not confirm. A static factor may itself be a
+/// multiple of a probe, so each power is tried from the most the value
+/// allows down to 0 until the second set agrees.
 std::optional<DimExpr> readBack(int64_t value, int64_t second,
                                 unsigned symbolCount) {
-  DimExpr dim;
-  dim.powers.assign(symbolCount, 0);
+  DimExpr dim{value, SmallVector<int64_t, 2>(symbolCount, 0)};
+  SmallVector<int64_t, kMaxDimSymbols> most(symbolCount, 0);
   for (unsigned k = 0; k < symbolCount && value != 0; ++k)
-    while (value % kProbes[0][k] == 0) {
-      value /= kProbes[0][k];
-      ++dim.powers[k];
+    for (int64_t rest = value; rest % kProbes[0][k] == 0;
+         rest /= kProbes[0][k])
+      ++most[k];
+  ArrayRef<int64_t> seconds(kProbes[1], symbolCount);
+  std::function<bool(unsigned, int64_t)> search = [&](unsigned k,
+                                                      int64_t rest) {
+    if (k == symbolCount) {
+      dim.factor = rest;
+      return dim.evaluate(seconds) == second;
     }
-  dim.factor = value;
-  trim(dim.powers);
-  std::optional<int64_t> check =
-      dim.evaluate(ArrayRef<int64_t>(kProbes[1], symbolCount));
-  if (!check || *check != second)
+    int64_t divided = rest;
+    SmallVector<int64_t, 4> quotients{rest};
+    for (int64_t p = 1; p <= most[k]; ++p)
+      quotients.push_back(divided /= kProbes[0][k]);
+    for (int64_t p = most[k]; p >= 0; --p) {
+      dim.powers[k] = p;
+      if (search(k + 1, quotients[p]))
+        return true;
+    }
+    dim.powers[k] = 0;
+    return false;
+  };
+  if (!search(0, value))
     return std::nullopt;
+  trim(dim.powers);
   return dim;
 }
 
@@ -583,10 +602,16 @@ LogicalResult DynamicDims::inferByProbes(Operation *op) {
     for (Value operand : op->getOperands()) {
       Type type = operand.getType();
       if (RankedTensorType tensor = tensorTypeOf(operand)) {
+        // Shape rules multiply an operand's dimensions: keep that product
+        // inside int64 at the probes.
         SmallVector<int64_t> shape;
-        for (const DimExpr &dim : dimsOf(operand))
-          shape.push_back(dim.evaluate(sizes).value_or(-1));
-        if (llvm::is_contained(shape, -1))
+        std::optional<int64_t> count = 1;
+        for (const DimExpr &dim : dimsOf(operand)) {
+          std::optional<int64_t> size = dim.evaluate(sizes);
+          count = size && count ? multiply(*count, *size) : std::nullopt;
+          shape.push_back(size.value_or(0));
+        }
+        if (!count || *count > (int64_t(1) << 62))
           return op->emitOpError()
                  << "operand " << format(operand)
                  << " has too many dynamic dimensions multiplied together";

@@ -648,9 +648,14 @@ Tensor Graph::input(const std::string &name, const std::vector<InputDim> &dims,
   DimExprs exprs;
   for (const InputDim &dim : dims) {
     shape.push_back(dim.size);
-    exprs.push_back(dim.symbol.empty() ? DimExpr::constant(dim.size)
-                                       : DimExpr::symbol(g.declareSymbol(
-                                             dim.symbol, dim.size, loc)));
+    if (dim.dynamic && dim.symbol.empty())
+      throw userError(loc, "input '" + name +
+                               "': a dynamic size needs a name, as in "
+                               "dyn(\"batch\", " +
+                               std::to_string(dim.size) + ")");
+    exprs.push_back(!dim.dynamic ? DimExpr::constant(dim.size)
+                                 : DimExpr::symbol(g.declareSymbol(
+                                       dim.symbol, dim.size, loc)));
   }
   Tensor x = input(name, shape, options, loc);
   if (mlir::Attribute attr = g.dimsAttr(exprs)) {

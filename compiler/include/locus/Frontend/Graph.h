@@ -167,10 +167,12 @@ private:
 struct InputDim {
   InputDim(int64_t size) : size(size) {} // NOLINT: a size is a dimension
   InputDim(std::string symbol, int64_t bound)
-      : size(bound), symbol(std::move(symbol)) {}
+      : size(bound), symbol(std::move(symbol)), dynamic(true) {}
+  /// The size, or a dynamic size's bound.
   int64_t size;
-  /// The dynamic size's name; empty for a static dimension.
+  /// The dynamic size's name.
   std::string symbol;
+  bool dynamic = false;
 };
 
 /// A dynamic dimension named `symbol` that takes sizes 1 to `bound`; every
