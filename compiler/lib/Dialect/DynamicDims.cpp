@@ -51,8 +51,7 @@ std::optional<DimExpr> readBack(int64_t value, int64_t second,
   DimExpr dim{value, SmallVector<int64_t, 2>(symbolCount, 0)};
   SmallVector<int64_t, kMaxDimSymbols> most(symbolCount, 0);
   for (unsigned k = 0; k < symbolCount && value != 0; ++k)
-    for (int64_t rest = value; rest % kProbes[0][k] == 0;
-         rest /= kProbes[0][k])
+    for (int64_t rest = value; rest % kProbes[0][k] == 0; rest /= kProbes[0][k])
       ++most[k];
   ArrayRef<int64_t> seconds(kProbes[1], symbolCount);
   std::function<bool(unsigned, int64_t)> search = [&](unsigned k,
