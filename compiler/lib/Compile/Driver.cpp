@@ -233,21 +233,43 @@ private:
   bool was;
 };
 
-/// Graphs with dynamic sizes are recorded, checked and placed (at their
-/// bounds); their kernels are not generated yet.
-LogicalResult refuseDynamicSizes(GraphOp graph) {
-  FailureOr<SmallVector<DimSymbol>> symbols = graphSymbols(graph);
-  if (failed(symbols) || symbols->empty())
-    return success(succeeded(symbols));
-  std::string sizes;
-  for (const DimSymbol &symbol : *symbols)
-    sizes += (sizes.empty() ? "" : ", ") + symbol.name + " up to " +
-             std::to_string(symbol.bound);
-  return graph.emitError()
-         << "graph '" << graph.getSymName() << "' has dynamic sizes (" << sizes
-         << "): Locus records, checks and places such graphs, but compiles "
-            "static sizes only for now; give its inputs static sizes (their "
-            "bounds, or each size you run) to compile it";
+/// Whether kernels with dynamic sizes compute `op` over dynamic values:
+/// elementwise ops, layout, matrix products, reductions, softmax and the
+/// losses built from them.
+bool compilesDynamic(Operation *op) {
+  return op->hasTrait<locus::OpTrait::Elementwise>() ||
+         op->hasTrait<locus::OpTrait::Structural>() ||
+         isa<BroadcastOp, ReshapeOp, TransposeOp, MatmulOp, LinearOp, SumOp,
+             MeanOp, MaxOp, MinOp, SoftmaxOp, LogSoftmaxOp, MseLossOp,
+             CrossEntropyOp, GatherOp, OneHotOp, ConstantOp>(op);
+}
+
+/// A graph with dynamic sizes compiles for the CPU, from the ops kernels
+/// with dynamic sizes compute; anything else is refused at its op.
+LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
+  FailureOr<DynamicDims> dims = DynamicDims::analyze(graph);
+  if (failed(dims) || dims->symbols().empty())
+    return success(succeeded(dims));
+  for (Operation &op : graph.getBodyBlock()) {
+    auto dynamic = [&](Value v) { return dims->isDynamic(v); };
+    if (!llvm::any_of(op.getOperands(), dynamic) &&
+        !llvm::any_of(op.getResults(), dynamic))
+      continue;
+    auto device = op.getAttrOfType<DeviceAttr>(kDeviceAttrName);
+    if (device && device.getKind() != DeviceKind::cpu)
+      return op.emitOpError()
+             << "is placed on " << device.str()
+             << " and reads or makes a value of dynamic shape; graphs with "
+                "dynamic sizes compile for the CPU only for now (use "
+                "--policy=cpu, or static sizes)";
+    if (!compilesDynamic(&op))
+      return op.emitOpError()
+             << "over a value of dynamic shape is not compiled yet; "
+                "dynamic sizes compile elementwise ops, reshapes, "
+                "transposes, matrix products, reductions, softmax, "
+                "gathers and the MSE and cross-entropy losses";
+  }
+  return success();
 }
 
 } // namespace
@@ -264,7 +286,7 @@ LogicalResult locus::runPipeline(ModuleOp module,
   result.graphName = graph.getSymName().str();
   if (failed(placeStage(module, options)) ||
       failed(summarize(module, graph, options, result)) ||
-      failed(refuseDynamicSizes(graph)) ||
+      failed(refuseWhatDynamicSizesCannotCompile(graph)) ||
       failed(runStage("kernels", module, options, [&](OpPassManager &pm) {
         buildKernelPipeline(pm, options.placement.fuse);
       })))

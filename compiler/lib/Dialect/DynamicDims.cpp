@@ -16,6 +16,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <functional>
@@ -345,14 +347,14 @@ std::optional<DimExprs> dimsFromMap(AffineMap map) {
 // The graph's symbols
 //===----------------------------------------------------------------------===//
 
-FailureOr<SmallVector<DimSymbol>> graphSymbols(GraphOp graph) {
+FailureOr<SmallVector<DimSymbol>> readSymbols(Operation *graph) {
   SmallVector<DimSymbol> symbols;
   Attribute attr = graph->getAttr(kSymbolsAttrName);
   if (!attr)
     return symbols;
   auto list = dyn_cast<ArrayAttr>(attr);
   auto malformed = [&] {
-    return graph.emitOpError()
+    return graph->emitOpError()
            << kSymbolsAttrName
            << " must be a list of [name, bound] pairs, e.g. "
               "[[\"batch\", 256]]";
@@ -369,22 +371,30 @@ FailureOr<SmallVector<DimSymbol>> graphSymbols(GraphOp graph) {
     if (!name || !bound || name.getValue().empty())
       return malformed();
     if (!seen.insert(name.getValue()).second)
-      return graph.emitOpError()
+      return graph->emitOpError()
              << "dynamic size '" << name.getValue() << "' is declared twice";
     if (bound.getInt() < 1)
-      return graph.emitOpError()
+      return graph->emitOpError()
              << "dynamic size '" << name.getValue() << "' has bound "
              << bound.getInt() << "; a bound is at least 1";
     symbols.push_back({name.getValue().str(), bound.getInt()});
   }
   if (symbols.size() > kMaxDimSymbols)
-    return graph.emitOpError() << "declares " << symbols.size()
+    return graph->emitOpError() << "declares " << symbols.size()
                                << " dynamic sizes; at most " << kMaxDimSymbols;
   return symbols;
 }
 
+FailureOr<SmallVector<DimSymbol>> graphSymbols(GraphOp graph) {
+  return readSymbols(graph);
+}
+
 void setGraphSymbols(GraphOp graph, ArrayRef<DimSymbol> symbols) {
-  Builder b(graph.getContext());
+  writeSymbols(graph, symbols);
+}
+
+void writeSymbols(Operation *graph, ArrayRef<DimSymbol> symbols) {
+  Builder b(graph->getContext());
   SmallVector<Attribute> list;
   for (const DimSymbol &symbol : symbols)
     list.push_back(b.getArrayAttr(
@@ -448,6 +458,18 @@ LogicalResult DynamicDims::infer(Operation *op) {
     return takeGiven(op, attr.getValue());
   if (op->hasAttr(kDimsAttrName))
     return op->emitOpError() << kDimsAttrName << " must be an affine map";
+  if (auto kernel = dyn_cast<KernelOp>(op)) {
+    for (Operation &inner : kernel.getBodyBlock())
+      if (failed(infer(&inner)))
+        return failure();
+    auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+    for (auto [result, yielded] :
+         llvm::zip(kernel.getResults(), yield.getValues()))
+      set(result, dimsOf(yielded));
+    return success();
+  }
+  if (auto call = dyn_cast<CallOpInterface>(op))
+    return inferCall(call);
   bool dynamic =
       llvm::any_of(op->getOperands(), [&](Value v) { return isDynamic(v); });
   if (!dynamic || op->getNumResults() == 0) {
@@ -590,6 +612,26 @@ LogicalResult DynamicDims::disagree(Operation *op) const {
          << "operands " << shapes
          << " agree at the bounds but not for every size of the dynamic "
             "dimensions";
+}
+
+/// A kernel call's results take the dims its function's results carry
+/// (--locus-outline-kernels writes them).
+LogicalResult DynamicDims::inferCall(CallOpInterface call) {
+  auto callee =
+      dyn_cast_or_null<FunctionOpInterface>(call.resolveCallable());
+  if (!callee)
+    return call->emitOpError() << "calls no function this graph can see";
+  for (auto [i, result] : llvm::enumerate(call->getResults())) {
+    auto attr = callee.getResultAttrOfType<AffineMapAttr>(i, kDimsAttrName);
+    std::optional<DimExprs> dims =
+        attr ? dimsFromMap(attr.getValue()) : std::nullopt;
+    if (attr && !dims)
+      return call->emitOpError() << "calls a function whose result " << i
+                                 << " has malformed " << kDimsAttrName;
+    if (dims)
+      set(result, std::move(*dims));
+  }
+  return success();
 }
 
 LogicalResult DynamicDims::inferByProbes(Operation *op) {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Passes/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -55,15 +56,61 @@ public:
             return signalPassFailure();
           }
       }
+      // With dynamic sizes, each kernel that touches a dynamic value takes
+      // the run's sizes and says which of its values are dynamic.
+      FailureOr<DynamicDims> dims = DynamicDims::analyze(graph);
+      if (failed(dims))
+        return signalPassFailure();
+      sizes = dims->symbols().empty() ? Value() : sizesInput(graph, *dims);
       unsigned index = 0;
       for (KernelOp kernel : kernels)
-        outline(module, graph, kernel, index++);
+        outline(module, graph, kernel, index++, *dims);
     }
   }
 
 private:
+  /// The run's sizes, by symbol: an i64 input the runtime fills from the
+  /// inputs' shapes (kSizesInputName), on the host.
+  Value sizesInput(GraphOp graph, const DynamicDims &dims) {
+    OpBuilder b = OpBuilder::atBlockBegin(&graph.getBodyBlock());
+    auto type = RankedTensorType::get(
+        {static_cast<int64_t>(dims.symbols().size())}, b.getI64Type());
+    auto input = b.create<InputOp>(graph.getLoc(), type,
+                                   b.getStringAttr(kSizesInputName),
+                                   DeviceAttr());
+    input->setAttr(kDeviceAttrName, DeviceAttr::get(b.getContext(),
+                                                    DeviceKind::cpu, 0));
+    input->setAttr(kPlacementAttrName,
+                   PlacementAttr::get(b.getContext(), PlacementKind::host_io,
+                                      std::nullopt, std::nullopt,
+                                      DeviceAttr()));
+    return input.getResult();
+  }
+
+  /// Marks a dynamic kernel's arguments and results with their dims, and
+  /// its sizes argument.
+  static void markDims(func::FuncOp func, ValueRange arguments,
+                       ValueRange results, const DynamicDims &dims) {
+    MLIRContext *context = func.getContext();
+    unsigned count = dims.symbols().size();
+    auto attrOf = [&](Value value) {
+      return AffineMapAttr::get(dimsToMap(dims.dimsOf(value), count, context));
+    };
+    for (auto [i, value] : llvm::enumerate(arguments))
+      if (dims.isDynamic(value))
+        func.setArgAttr(i, kDimsAttrName, attrOf(value));
+    for (auto [i, value] : llvm::enumerate(results))
+      if (dims.isDynamic(value))
+        func.setResultAttr(i, kDimsAttrName, attrOf(value));
+    func.setArgAttr(arguments.size() - 1, kSizesArgAttrName,
+                    UnitAttr::get(context));
+    writeSymbols(func, dims.symbols());
+  }
+
+  Value sizes;
+
   void outline(ModuleOp module, GraphOp graph, KernelOp kernel,
-               unsigned index) {
+               unsigned index, DynamicDims &dims) {
     llvm::SetVector<Value> captured;
     getUsedValuesDefinedAbove(kernel.getBody(), captured);
     // A value with no elements carries no data: a kernel makes its own
@@ -92,6 +139,12 @@ private:
       kernel.erase();
       return;
     }
+    auto dynamic = [&](Value v) { return dims.isDynamic(v); };
+    bool takesSizes =
+        sizes && (llvm::any_of(arguments, dynamic) ||
+                  llvm::any_of(results, dynamic));
+    if (takesSizes)
+      arguments.push_back(sizes);
 
     OpBuilder builder(module.getContext());
     builder.setInsertionPointToEnd(module.getBody());
@@ -129,6 +182,8 @@ private:
     for (unsigned i = 0; i < arguments.size(); ++i)
       func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                       builder.getBoolAttr(false));
+    if (takesSizes)
+      markDims(func, arguments, results, dims);
     Block *entry = func.addEntryBlock();
     IRMapping mapping;
     for (auto [value, arg] : llvm::zip(arguments, entry->getArguments()))
@@ -162,8 +217,11 @@ private:
     builder.setInsertionPoint(kernel);
     auto call = builder.create<func::CallOp>(kernel.getLoc(), func, arguments);
     call->setAttr(kDeviceAttrName, kernel.getDevice());
-    for (auto [result, replacement] : llvm::zip(results, call.getResults()))
+    for (auto [result, replacement] : llvm::zip(results, call.getResults())) {
+      if (dims.isDynamic(result))
+        dims.set(replacement, dims.dimsOf(result));
       result.replaceAllUsesWith(replacement);
+    }
     kernel.erase();
   }
 };

@@ -51,6 +51,7 @@ constexpr const char *kCudaFeatures = "+ptx80";
 /// readers (each thread recomputes them) and unknown layouts are static.
 void buildBufferization(OpPassManager &pm, bool forGpu = false) {
   pm.addPass(createLocusLowerToLinalg());
+  pm.addNestedPass<func::FuncOp>(createLocusDynamicKernels());
   LocusFuseElementwiseOptions fusion;
   fusion.scalarsIntoReaders = forGpu;
   pm.addPass(createLocusFuseElementwise(fusion));

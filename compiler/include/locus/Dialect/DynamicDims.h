@@ -20,6 +20,7 @@
 
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
@@ -40,6 +41,16 @@ inline constexpr llvm::StringLiteral kSymbolsAttrName = "locus.symbols";
 /// `affine_map<()[s0] -> (s0, 784)>`. Inputs carry it for each dynamic
 /// dimension; so do ops whose result shape an attribute gives.
 inline constexpr llvm::StringLiteral kDimsAttrName = "locus.dims";
+
+/// The input that holds a run's dynamic sizes, by symbol (i64), which the
+/// runtime fills from the inputs' shapes; a kernel that reads or writes a
+/// dynamic value takes it as its last argument, marked kSizesArgAttrName.
+inline constexpr llvm::StringLiteral kSizesInputName = "locus.sizes";
+inline constexpr llvm::StringLiteral kSizesArgAttrName = "locus.sizes";
+
+/// On a locus op in a kernel function, for --locus-lower-to-linalg only:
+/// the dims of its dynamic result.
+inline constexpr llvm::StringLiteral kResultDimsAttrName = "locus.result_dims";
 
 /// The most dynamic sizes one graph may declare.
 inline constexpr unsigned kMaxDimSymbols = 8;
@@ -111,6 +122,9 @@ std::optional<DimExprs> dimsFromMap(mlir::AffineMap map);
 mlir::FailureOr<llvm::SmallVector<DimSymbol>> graphSymbols(GraphOp graph);
 /// Writes `symbols` as the graph's `locus.symbols`.
 void setGraphSymbols(GraphOp graph, llvm::ArrayRef<DimSymbol> symbols);
+/// The same for any op that carries `locus.symbols` (a kernel function).
+mlir::FailureOr<llvm::SmallVector<DimSymbol>> readSymbols(mlir::Operation *op);
+void writeSymbols(mlir::Operation *op, llvm::ArrayRef<DimSymbol> symbols);
 
 /// The dims of every value of one graph with dynamic sizes.
 class DynamicDims {
@@ -126,6 +140,8 @@ public:
   /// been inferred before); reports at `op` and fails when they cannot
   /// hold for every size up to the bounds.
   mlir::LogicalResult infer(mlir::Operation *op);
+  /// Gives `value` (a kernel function's argument) its dims.
+  void set(mlir::Value value, DimExprs dims);
   /// Drops what infer() found for `op` (the op is about to be erased).
   void forget(mlir::Operation *op);
   /// Adds a symbol (the frontend, when an input declares a new one).
@@ -142,10 +158,10 @@ public:
 
 private:
   mlir::LogicalResult inferByProbes(mlir::Operation *op);
+  mlir::LogicalResult inferCall(mlir::CallOpInterface call);
   /// Reports operands whose dims disagree for some size.
   mlir::LogicalResult disagree(mlir::Operation *op) const;
   mlir::LogicalResult takeGiven(mlir::Operation *op, mlir::AffineMap map);
-  void set(mlir::Value value, DimExprs dims);
 
   llvm::SmallVector<DimSymbol> symbols_;
   /// Only values with a dynamic dimension.

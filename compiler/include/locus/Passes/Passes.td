@@ -628,6 +628,55 @@ def LocusOutlineKernels : Pass<"locus-outline-kernels", "::mlir::ModuleOp"> {
                            "::mlir::bufferization::BufferizationDialect"];
 }
 
+def LocusDynamicKernels
+    : Pass<"locus-dynamic-kernels", "::mlir::func::FuncOp"> {
+  let summary = "A kernel of a graph with dynamic sizes computes at the "
+                "run's sizes.";
+  let description = [{
+    Runs right after `--locus-lower-to-linalg`, on each kernel function that
+    `--locus-outline-kernels` gave the run's sizes (its last argument, an
+    i64 tensor marked `locus.sizes`, with `locus.dims` on its dynamic
+    arguments and results and `locus.symbols` on the function). The kernel
+    was lowered at the bounds; now:
+
+    - each dynamic argument keeps its bound type (kernels are called with
+      bare pointers) and is viewed at the run's dims on entry: its first
+      elements, packed (`collapse_shape`, a prefix `extract_slice`,
+      `expand_shape` with the sizes read from the sizes argument);
+    - every value inside takes its dims: from the lowering's `locus.dims`
+      on what replaced a dynamic locus result, and through each linalg op
+      by its indexing maps (a loop's extent is the dim of any operand or
+      result that walks it, so a broadcast's output takes the dims of the
+      product it initialises), reshapes and the returned values; empty
+      tensors and reshapes are rebuilt with sizes computed from the sizes
+      argument, and linalg ops and collapses take the dynamic types;
+    - each dynamic result is packed back into a tensor of its bound type
+      (`insert_slice` at offset 0), which the plan's buffer holds.
+
+    Means and losses divided by a count read it with `tensor.dim` (the
+    lowering does so in such kernels), which becomes the run's count here.
+
+    ```mlir
+    // before (lowered at the bound, batch = 256)
+    func.func @k(%x: tensor<256x10xf32> {locus.dims = affine_map<()[s0] -> (s0, 10)>},
+                 %sizes: tensor<1xi64> {locus.sizes}) -> tensor<10xf32>
+        attributes {locus.symbols = [["batch", 256]]} {
+      %r = linalg.generic ... ins(%x : tensor<256x10xf32>) ...
+    // after
+      %n = tensor.extract %sizes[%c0] ... ; arith.index_cast
+      %v = expand_shape(extract_slice(collapse_shape %x)[0][%n * 10])
+             : tensor<?x10xf32>
+      %r = linalg.generic ... ins(%v : tensor<?x10xf32>) ...
+    ```
+
+    A value of dynamic shape made by any other op (a slice, a concat, a
+    pad) is an error: those are refused for dynamic sizes before this pass.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
   let summary = "Fuses elementwise linalg.generic ops into one loop nest.";
   let description = [{

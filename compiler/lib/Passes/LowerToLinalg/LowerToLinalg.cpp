@@ -15,6 +15,7 @@
 
 #include "Lowering.h"
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Passes/LowerToLinalg.h"
 #include "locus/Passes/Passes.h"
 
@@ -360,11 +361,8 @@ Value lowerMin(Lowering &l, MinOp op) {
 }
 
 Value lowerMean(Lowering &l, MeanOp op) {
-  int64_t count = 1;
-  for (int64_t axis : op.getAxes())
-    count *= op.getInput().getType().getDimSize(axis);
   Value sum = l.reduce(op.getInput(), op.getAxes(), 0.0, Lowering::add);
-  return l.reshape(l.scale(sum, 1.0 / static_cast<double>(count)),
+  return l.reshape(l.divideByCount(sum, op.getInput(), op.getAxes()),
                    op.getType());
 }
 
@@ -398,7 +396,15 @@ template <typename OpTy, auto Lower> struct LowerOp : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     rewriter.setInsertionPoint(op);
     Lowering l(rewriter, op.getLoc());
-    rewriter.replaceOp(op, Lower(l, op));
+    auto dims = op->template getAttrOfType<AffineMapAttr>(kResultDimsAttrName);
+    SmallVector<Value> replacements(ValueRange(Lower(l, op)));
+    // In a kernel with dynamic sizes, what replaces a dynamic result says
+    // its dims, for --locus-dynamic-kernels.
+    if (dims && replacements.size() == 1)
+      if (Operation *def = replacements.front().getDefiningOp();
+          def && def->getNumResults() == 1 && !def->hasAttr(kDimsAttrName))
+        def->setAttr(kDimsAttrName, dims);
+    rewriter.replaceOp(op, replacements);
     return success();
   }
 };
@@ -411,12 +417,44 @@ using BinaryPattern = LowerOp<OpTy, lowerBinary<OpTy, ScalarOp>>;
 template <typename OpTy, bool Log>
 using SoftmaxPattern = LowerOp<OpTy, lowerSoftmax<OpTy, Log>>;
 
+/// In each kernel function with dynamic sizes (--locus-outline-kernels
+/// marks its arguments), the dims of every dynamic result of a locus op,
+/// kept on the op for LowerOp.
+LogicalResult stashDynamicDims(Operation *root) {
+  WalkResult walk = root->walk([](func::FuncOp func) {
+    if (!func->hasAttr(kSymbolsAttrName))
+      return WalkResult::advance();
+    FailureOr<SmallVector<DimSymbol>> symbols = readSymbols(func);
+    if (failed(symbols))
+      return WalkResult::interrupt();
+    DynamicDims dims(std::move(*symbols));
+    for (BlockArgument arg : func.getArguments())
+      if (auto map = func.getArgAttrOfType<AffineMapAttr>(arg.getArgNumber(),
+                                                          kDimsAttrName))
+        if (std::optional<DimExprs> given = dimsFromMap(map.getValue()))
+          dims.set(arg, std::move(*given));
+    unsigned count = dims.symbols().size();
+    for (Operation &op : func.getBody().front()) {
+      if (failed(dims.infer(&op)))
+        return WalkResult::interrupt();
+      if (op.getNumResults() == 1 && dims.isDynamic(op.getResult(0)))
+        op.setAttr(kResultDimsAttrName,
+                   AffineMapAttr::get(dimsToMap(dims.dimsOf(op.getResult(0)),
+                                                count, func.getContext())));
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 class LowerToLinalgPass
     : public locus::impl::LocusLowerToLinalgBase<LowerToLinalgPass> {
 public:
   using Base::Base;
 
   void runOnOperation() override {
+    if (failed(stashDynamicDims(getOperation())))
+      return signalPassFailure();
     ConversionTarget target(getContext());
     configureLocusToLinalgTarget(target);
     RewritePatternSet patterns(&getContext());

@@ -16,6 +16,7 @@
 #include "locus/Dialect/LocusDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -167,6 +168,38 @@ public:
                                            all(target.getRank()));
   }
 
+  /// `value` divided by how many elements of `of` lie along `axes`: a
+  /// constant factor, or in a kernel with dynamic sizes the count at run
+  /// time (tensor.dim, which --locus-dynamic-kernels makes dynamic).
+  Value divideByCount(Value value, Value of, ArrayRef<int64_t> axes) {
+    RankedTensorType type = typeOf(of);
+    int64_t count = 1;
+    for (int64_t axis : axes)
+      count *= type.getDimSize(axis);
+    if (!inDynamicKernel())
+      return scale(value, 1.0 / static_cast<double>(count));
+    Value n = b.create<arith::ConstantIndexOp>(loc, 1);
+    for (int64_t axis : axes)
+      n = b.create<arith::MulIOp>(loc, n,
+                                  b.create<tensor::DimOp>(loc, of, axis));
+    Value f = b.create<arith::UIToFPOp>(
+        loc, b.getF32Type(),
+        b.create<arith::IndexCastUIOp>(loc, b.getI64Type(), n));
+    return elementwise(typeOf(value), ValueRange{value},
+                       [&](OpBuilder &nb, Location nl, ValueRange args) {
+                         return nb.create<arith::DivFOp>(nl, args[0], f);
+                       });
+  }
+
+  /// Whether the kernel being lowered has dynamic sizes (its function
+  /// carries locus.symbols).
+  bool inDynamicKernel() {
+    Operation *parent = b.getInsertionBlock()->getParentOp();
+    while (parent && !isa<func::FuncOp>(parent))
+      parent = parent->getParentOp();
+    return parent && parent->hasAttr("locus.symbols");
+  }
+
   Value scale(Value value, double factor) {
     Value f = constantF32(factor);
     return elementwise(typeOf(value), ValueRange{value},
@@ -226,7 +259,7 @@ public:
     Value sum = reduce(x, axes, 0.0, add);
     if (reduction == ReductionKind::sum)
       return sum;
-    return scale(sum, 1.0 / static_cast<double>(type.getNumElements()));
+    return divideByCount(sum, x, axes);
   }
 
   /// Pads the two spatial dimensions of an NCHW tensor with `value`.

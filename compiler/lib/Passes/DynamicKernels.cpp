@@ -1,0 +1,421 @@
+//===- DynamicKernels.cpp - --locus-dynamic-kernels -----------------------===//
+//
+// A kernel of a graph with dynamic sizes, lowered to linalg at its bounds,
+// computes at the run's sizes: its arguments keep their bound types (the
+// calling convention passes bare pointers), are viewed at the run's dims on
+// entry, the values inside take dynamic types, and each result is written
+// back into its bound-sized buffer, packed from offset 0. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Dialect/DynamicDims.h"
+#include "locus/Dialect/LocusDialect.h"
+#include "locus/Passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSDYNAMICKERNELS
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+bool isStatic(ArrayRef<DimExpr> dims) {
+  return llvm::all_of(dims, [](const DimExpr &d) { return d.isStatic(); });
+}
+
+/// The dims of every tensor value of one kernel function.
+class KernelDims {
+public:
+  KernelDims(func::FuncOp func, SmallVector<DimSymbol> symbols)
+      : func(func), symbols(std::move(symbols)) {}
+
+  DimExprs of(Value value) const {
+    auto it = dims.find(value);
+    if (it != dims.end())
+      return it->second;
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    return type ? staticDims(type.getShape()) : DimExprs();
+  }
+
+  /// Gives `value` dims `next` where they are dynamic; fails on two
+  /// different dynamic dims for one dimension.
+  LogicalResult update(Value value, ArrayRef<DimExpr> next, Operation *at) {
+    DimExprs now = of(value);
+    if (now.size() != next.size())
+      return at->emitOpError() << "has another rank than its dynamic dims";
+    bool grew = false;
+    for (auto [old, fresh] : llvm::zip(now, next)) {
+      if (fresh.isStatic() || old == fresh)
+        continue;
+      if (!old.isStatic())
+        return at->emitOpError()
+               << "has a dimension that is both " << formatDim(old, symbols)
+               << " and " << formatDim(fresh, symbols);
+      old = fresh;
+      grew = true;
+    }
+    if (grew) {
+      dims[value] = now;
+      changed = true;
+    }
+    return success();
+  }
+
+  LogicalResult seed();
+  LogicalResult propagate();
+  LogicalResult rewrite(BlockArgument sizesArg);
+
+private:
+  LogicalResult propagateLinalg(linalg::LinalgOp op);
+  LogicalResult propagateReshape(Operation *op, Value src, Value result,
+                                 ArrayRef<ReassociationIndices> groups,
+                                 bool collapse);
+  Value sizeOf(OpBuilder &b, const DimExpr &dim);
+  SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Value value);
+  RankedTensorType typeOf(Value value) const;
+  Value viewAtRunSizes(OpBuilder &b, BlockArgument arg, Operation *&first);
+  Value backIntoBounds(OpBuilder &b, Value value, RankedTensorType bound);
+
+  func::FuncOp func;
+  SmallVector<DimSymbol> symbols;
+  llvm::DenseMap<Value, DimExprs> dims;
+  bool changed = false;
+  /// The run's sizes as index values, made at the entry.
+  SmallVector<Value> symbolValues;
+  llvm::DenseMap<Value, Value> knownSizes;
+};
+
+LogicalResult KernelDims::seed() {
+  for (BlockArgument arg : func.getArguments())
+    if (auto map = func.getArgAttrOfType<AffineMapAttr>(arg.getArgNumber(),
+                                                        kDimsAttrName)) {
+      std::optional<DimExprs> given = dimsFromMap(map.getValue());
+      if (!given)
+        return func.emitOpError() << "has malformed " << kDimsAttrName;
+      dims[arg] = std::move(*given);
+    }
+  WalkResult walk = func.walk([&](Operation *op) {
+    auto map = op->getAttrOfType<AffineMapAttr>(kDimsAttrName);
+    if (!map || op->getNumResults() != 1)
+      return WalkResult::advance();
+    std::optional<DimExprs> given = dimsFromMap(map.getValue());
+    if (!given) {
+      op->emitOpError() << "has malformed " << kDimsAttrName;
+      return WalkResult::interrupt();
+    }
+    dims[op->getResult(0)] = std::move(*given);
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+LogicalResult KernelDims::propagateLinalg(linalg::LinalgOp op) {
+  SmallVector<std::optional<DimExpr>> extents(op.getNumLoops());
+  // Loop extents from every operand and result whose dims are known.
+  auto collect = [&](Value value, AffineMap map) -> LogicalResult {
+    DimExprs known = of(value);
+    for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      if (!dim || known[r].isStatic())
+        continue;
+      std::optional<DimExpr> &extent = extents[dim.getPosition()];
+      if (extent && *extent != known[r])
+        return op->emitOpError() << "has a loop that is both "
+                                 << formatDim(*extent, symbols) << " and "
+                                 << formatDim(known[r], symbols);
+      extent = known[r];
+    }
+    return success();
+  };
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa<RankedTensorType>(operand.get().getType()) &&
+        failed(collect(operand.get(), op.getMatchingIndexingMap(&operand))))
+      return failure();
+  for (OpResult result : op->getResults())
+    if (failed(collect(result, op.getIndexingMapMatchingResult(result))))
+      return failure();
+  // Then every operand and result takes the extents it walks.
+  auto apply = [&](Value value, AffineMap map) -> LogicalResult {
+    DimExprs next = of(value);
+    for (auto [r, expr] : llvm::enumerate(map.getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(expr))
+        if (const std::optional<DimExpr> &extent = extents[dim.getPosition()])
+          next[r] = *extent;
+    return update(value, next, op);
+  };
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa<RankedTensorType>(operand.get().getType()) &&
+        failed(apply(operand.get(), op.getMatchingIndexingMap(&operand))))
+      return failure();
+  for (OpResult result : op->getResults())
+    if (failed(apply(result, op.getIndexingMapMatchingResult(result))))
+      return failure();
+  return success();
+}
+
+LogicalResult KernelDims::propagateReshape(
+    Operation *op, Value src, Value result,
+    ArrayRef<ReassociationIndices> groups, bool collapse) {
+  // `wide` has one dimension per index of a group, `narrow` one per group.
+  Value wide = collapse ? src : result, narrow = collapse ? result : src;
+  DimExprs wideDims = of(wide), narrowDims = of(narrow);
+  auto wideShape = cast<RankedTensorType>(wide.getType()).getShape();
+  DimExprs fromWide = narrowDims;
+  for (auto [g, group] : llvm::enumerate(groups)) {
+    DimExprs members;
+    for (int64_t i : group)
+      members.push_back(wideDims[i]);
+    if (!isStatic(members))
+      fromWide[g] = elementCount(members);
+  }
+  if (failed(update(narrow, fromWide, op)))
+    return failure();
+  // From the narrow side: a group whose one dimension of more than one
+  // element takes the dynamic dim.
+  DimExprs fromNarrow = wideDims;
+  for (auto [g, group] : llvm::enumerate(groups)) {
+    if (narrowDims[g].isStatic())
+      continue;
+    SmallVector<int64_t> big;
+    for (int64_t i : group)
+      if (wideShape[i] != 1 || !wideDims[i].isStatic())
+        big.push_back(i);
+    if (big.size() == 1)
+      fromNarrow[big.front()] = narrowDims[g];
+  }
+  return update(wide, fromNarrow, op);
+}
+
+LogicalResult KernelDims::propagate() {
+  SmallVector<int64_t> bounds;
+  for (const DimSymbol &symbol : symbols)
+    bounds.push_back(symbol.bound);
+  for (int round = 0, most = 8; round < most; ++round) {
+    changed = false;
+    WalkResult walk = func.walk([&](Operation *op) {
+      LogicalResult ok = success();
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+        ok = propagateLinalg(linalgOp);
+      } else if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
+        ok = propagateReshape(op, c.getSrc(), c.getResult(),
+                              c.getReassociationIndices(), true);
+      } else if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
+        ok = propagateReshape(op, e.getSrc(), e.getResult(),
+                              e.getReassociationIndices(), false);
+        if (succeeded(ok) && !isStatic(of(e.getSrc())) &&
+            isStatic(of(e.getResult()))) {
+          std::string why;
+          FailureOr<DimExprs> split =
+              reshapeDims(of(e.getSrc()), e.getSrcType().getShape(),
+                          e.getResultType().getShape(), bounds, why);
+          ok = succeeded(split) ? update(e.getResult(), *split, op)
+                                : op->emitOpError() << why;
+        }
+      } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+          if (auto map = func.getResultAttrOfType<AffineMapAttr>(
+                  i, kDimsAttrName))
+            if (std::optional<DimExprs> given = dimsFromMap(map.getValue()))
+              if (failed(update(value, *given, op)))
+                return WalkResult::interrupt();
+      }
+      return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    if (!changed)
+      return success();
+  }
+  return func.emitOpError() << "dynamic dims did not settle";
+}
+
+RankedTensorType KernelDims::typeOf(Value value) const {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [d, dim] : llvm::enumerate(of(value)))
+    if (!dim.isStatic())
+      shape[d] = ShapedType::kDynamic;
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+Value KernelDims::sizeOf(OpBuilder &b, const DimExpr &dim) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfterValue(symbolValues.back());
+  Location loc = func.getLoc();
+  Value size = b.create<arith::ConstantIndexOp>(loc, dim.factor);
+  for (auto [k, power] : llvm::enumerate(dim.powers))
+    for (int64_t i = 0; i < power; ++i)
+      size = b.create<arith::MulIOp>(loc, size, symbolValues[k]);
+  return size;
+}
+
+SmallVector<OpFoldResult> KernelDims::sizesOf(OpBuilder &b, Value value) {
+  SmallVector<OpFoldResult> sizes;
+  for (const DimExpr &dim : of(value))
+    sizes.push_back(dim.isStatic() ? OpFoldResult(b.getIndexAttr(dim.factor))
+                                   : OpFoldResult(sizeOf(b, dim)));
+  return sizes;
+}
+
+/// The bound-sized argument seen at the run's dims: its first elements,
+/// packed.
+Value KernelDims::viewAtRunSizes(OpBuilder &b, BlockArgument arg,
+                                 Operation *&first) {
+  Location loc = func.getLoc();
+  auto bound = cast<RankedTensorType>(arg.getType());
+  ReassociationIndices all;
+  for (int64_t d = 0; d < bound.getRank(); ++d)
+    all.push_back(d);
+  Value count = sizeOf(b, elementCount(of(arg)));
+  Value flat = arg;
+  if (bound.getRank() != 1) {
+    flat = b.create<tensor::CollapseShapeOp>(
+        loc, arg, SmallVector<ReassociationIndices>{all});
+    first = flat.getDefiningOp();
+  }
+  Value prefix = b.create<tensor::ExtractSliceOp>(
+      loc, flat, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{count}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  if (!first)
+    first = prefix.getDefiningOp();
+  if (bound.getRank() == 1)
+    return prefix;
+  return b.create<tensor::ExpandShapeOp>(
+      loc, typeOf(arg), prefix, SmallVector<ReassociationIndices>{all},
+      sizesOf(b, arg));
+}
+
+/// `value`, of dynamic type, packed into a tensor of its bound type.
+Value KernelDims::backIntoBounds(OpBuilder &b, Value value,
+                                 RankedTensorType bound) {
+  Location loc = value.getLoc();
+  auto type = cast<RankedTensorType>(value.getType());
+  ReassociationIndices all;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.push_back(d);
+  Value flat = value;
+  if (type.getRank() != 1)
+    flat = b.create<tensor::CollapseShapeOp>(
+        loc, value, SmallVector<ReassociationIndices>{all});
+  Value count = sizeOf(b, elementCount(of(value)));
+  Value whole = b.create<tensor::EmptyOp>(
+      loc, ArrayRef<int64_t>{bound.getNumElements()}, bound.getElementType());
+  Value packed = b.create<tensor::InsertSliceOp>(
+      loc, flat, whole, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{count}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  if (bound.getRank() == 1)
+    return packed;
+  return b.create<tensor::ExpandShapeOp>(
+      loc, bound, packed, SmallVector<ReassociationIndices>{all});
+}
+
+LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
+  Block &entry = func.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  Location loc = func.getLoc();
+  for (unsigned k = 0; k < symbols.size(); ++k) {
+    Value at = b.create<arith::ConstantIndexOp>(loc, k);
+    Value size = b.create<tensor::ExtractOp>(loc, sizesArg, ValueRange{at});
+    symbolValues.push_back(
+        b.create<arith::IndexCastOp>(loc, b.getIndexType(), size));
+  }
+  SmallVector<Operation *> ops;
+  for (Operation &op : entry)
+    ops.push_back(&op);
+  for (BlockArgument arg : func.getArguments()) {
+    if (isStatic(of(arg)))
+      continue;
+    Operation *first = nullptr;
+    Value view = viewAtRunSizes(b, arg, first);
+    dims[view] = of(arg);
+    arg.replaceAllUsesExcept(view, first);
+  }
+  for (Operation *op : ops) {
+    bool dynamicResult = llvm::any_of(op->getResults(), [&](Value v) {
+      return isa<RankedTensorType>(v.getType()) && !isStatic(of(v));
+    });
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      b.setInsertionPoint(ret);
+      for (OpOperand &operand : ret->getOpOperands())
+        if (!isStatic(of(operand.get())))
+          operand.set(backIntoBounds(
+              b, operand.get(),
+              cast<RankedTensorType>(
+                  func.getFunctionType().getResult(operand.getOperandNumber()))));
+      continue;
+    }
+    if (!dynamicResult)
+      continue;
+    b.setInsertionPoint(op);
+    if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+      Value fresh = b.create<tensor::EmptyOp>(op->getLoc(),
+                                              sizesOf(b, empty.getResult()),
+                                              empty.getType().getElementType());
+      dims[fresh] = of(empty.getResult());
+      empty.getResult().replaceAllUsesWith(fresh);
+      empty.erase();
+    } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      auto fresh = b.create<tensor::ExpandShapeOp>(
+          op->getLoc(), typeOf(expand.getResult()), expand.getSrc(),
+          expand.getReassociationIndices(), sizesOf(b, expand.getResult()));
+      dims[fresh.getResult()] = of(expand.getResult());
+      expand.getResult().replaceAllUsesWith(fresh.getResult());
+      expand.erase();
+    } else if (isa<linalg::LinalgOp, tensor::CollapseShapeOp>(op)) {
+      for (Value result : op->getResults())
+        result.setType(typeOf(result));
+    } else {
+      return op->emitOpError()
+             << "computes a value of dynamic shape, which a kernel with "
+                "dynamic sizes cannot do yet";
+    }
+  }
+  return success();
+}
+
+class DynamicKernelsPass
+    : public locus::impl::LocusDynamicKernelsBase<DynamicKernelsPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    BlockArgument sizesArg;
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), kSizesArgAttrName))
+        sizesArg = arg;
+    if (!sizesArg)
+      return;
+    FailureOr<SmallVector<DimSymbol>> symbols = readSymbols(func);
+    if (failed(symbols))
+      return signalPassFailure();
+    KernelDims dims(func, std::move(*symbols));
+    if (failed(dims.seed()) || failed(dims.propagate()) ||
+        failed(dims.rewrite(sizesArg)))
+      return signalPassFailure();
+    // What said the dims is spent: LLVM would not know the attributes.
+    func.walk([](Operation *op) {
+      op->removeAttr(kDimsAttrName);
+      op->removeAttr(kResultDimsAttrName);
+    });
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      func.removeArgAttr(i, kDimsAttrName);
+      func.removeArgAttr(i, kSizesArgAttrName);
+    }
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      func.removeResultAttr(i, StringAttr::get(&getContext(), kDimsAttrName));
+    func->removeAttr(kSymbolsAttrName);
+  }
+};
+
+} // namespace
