@@ -191,6 +191,41 @@ locus_status_t locus_context_set_input(locus_context_t *context,
   });
 }
 
+locus_status_t locus_context_set_input_shaped(locus_context_t *context,
+                                              const char *name,
+                                              const void *data,
+                                              size_t byte_size, size_t rank,
+                                              const int64_t *dims) {
+  LOCUS_GUARD({
+    if (!context || (!data && byte_size) || rank > 64)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return setInputShaped(*context, name, data, byte_size, rank, dims);
+  });
+}
+
+locus_status_t locus_context_output_shape(const locus_context_t *context,
+                                          const char *name, size_t capacity,
+                                          int64_t *out_dims,
+                                          size_t *out_rank) {
+  LOCUS_GUARD({
+    if (!context || !out_rank || (!out_dims && capacity))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    size_t i = 0;
+    if (locus_status_t s = find(*context->model, LOCUS_TENSOR_OUTPUT, name, i))
+      return s;
+    std::vector<int64_t> dims;
+    if (locus_status_t s = outputDims(*context, i, dims))
+      return s;
+    if (dims.size() > capacity)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "output '%s' has rank %zu; out_dims holds %zu", name,
+                        dims.size(), capacity);
+    std::copy(dims.begin(), dims.end(), out_dims);
+    *out_rank = dims.size();
+    return nullptr;
+  });
+}
+
 locus_status_t locus_context_run(locus_context_t *context) {
   LOCUS_GUARD({
     if (!context)

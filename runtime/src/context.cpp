@@ -67,6 +67,7 @@ locus_status_t createContext(locus_model_t &m, locus_context_t **out) {
   ctx->id = ++m.contextsMade;
   ctx->inputSet.assign(m.inputs.size(), false);
   ctx->inputFromView.assign(m.inputs.size(), false);
+  ctx->inputDims.resize(m.inputs.size());
   ctx->inputViews.resize(m.inputs.size());
   ctx->outputViews.resize(m.outputs.size());
   ctx->recorded.assign(m.plan.events, false);
@@ -101,10 +102,175 @@ void releaseContext(locus_context_t *ctx) noexcept {
   delete ctx;
 }
 
+namespace {
+
+std::string dimsString(const std::vector<int64_t> &dims) {
+  std::string text = "[";
+  for (size_t d = 0; d < dims.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(dims[d]);
+  return text + "]";
+}
+
+/// `dims` for input `i`: its rank, its static dimensions, and each dynamic
+/// one within its size's bound.
+locus_status_t checkInputDims(const locus_model_t &m, size_t i,
+                              const std::vector<int64_t> &dims) {
+  const PlanBuffer &b = m.plan.buffers[m.inputBuffers[i]];
+  const std::vector<PlanDim> &exprs = m.plan.dims[m.inputBuffers[i]];
+  bool ok = dims.size() == b.dims.size();
+  for (size_t d = 0; ok && d < dims.size(); ++d) {
+    size_t k = 0;
+    if (exprs.empty() || !exprs[d].isSize(k)) {
+      ok = dims[d] == b.dims[d];
+      continue;
+    }
+    const PlanSize &size = m.plan.sizes[k];
+    if (dims[d] < 1 || dims[d] > size.bound)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "input '%s' is %s, but its dimension %zu is %s, "
+                        "which runs from 1 to %lld",
+                        m.inputs[i].name, dimsString(dims).c_str(), d,
+                        size.name.c_str(),
+                        static_cast<long long>(size.bound));
+  }
+  if (ok)
+    return nullptr;
+  std::string expected = "[";
+  for (size_t d = 0; d < b.dims.size(); ++d) {
+    size_t k = 0;
+    bool dynamic = !exprs.empty() && exprs[d].isSize(k);
+    expected += (d ? ", " : "") +
+                (dynamic ? m.plan.sizes[k].name + "<=" +
+                               std::to_string(m.plan.sizes[k].bound)
+                         : std::to_string(b.dims[d]));
+  }
+  return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                    "input '%s' is %s, but the graph takes %s]",
+                    m.inputs[i].name, dimsString(dims).c_str(),
+                    expected.c_str());
+}
+
+/// The run's sizes, from the dims each dynamic input was set with; an
+/// error when two inputs give one size two values.
+locus_status_t bindSizes(locus_model_t &m, locus_context_t &ctx) {
+  std::vector<int64_t> sizes(m.plan.sizes.size(), 0);
+  std::vector<size_t> from(sizes.size(), 0);
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const std::vector<PlanDim> &exprs = m.plan.dims[m.inputBuffers[i]];
+    const std::vector<int64_t> &dims =
+        ctx.inputDims[i].empty() ? m.plan.buffers[m.inputBuffers[i]].dims
+                                 : ctx.inputDims[i];
+    for (size_t d = 0; d < exprs.size(); ++d) {
+      size_t k = 0;
+      if (!exprs[d].isSize(k))
+        continue;
+      if (sizes[k] != 0 && sizes[k] != dims[d])
+        return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                          "input '%s' has %s = %lld, but input '%s' has %s "
+                          "= %lld",
+                          m.inputs[from[k]].name,
+                          m.plan.sizes[k].name.c_str(),
+                          static_cast<long long>(sizes[k]), m.inputs[i].name,
+                          m.plan.sizes[k].name.c_str(),
+                          static_cast<long long>(dims[d]));
+      sizes[k] = dims[d];
+      from[k] = i;
+    }
+  }
+  for (size_t k = 0; k < sizes.size(); ++k)
+    if (sizes[k] == 0) // no input has the size: it runs at its bound
+      sizes[k] = m.plan.sizes[k].bound;
+  uint32_t buffer = m.plan.sizesBuffer;
+  if (locus_status_t s = m.deviceOf[m.plan.buffers[buffer].device]->upload(
+          sizes.data(), bufferPointer(m, ctx, buffer),
+          sizes.size() * sizeof(int64_t)))
+    return s;
+  ctx.runSizes = std::move(sizes);
+  return nullptr;
+}
+
+/// How many bytes a dynamic tensor of `dims` holds.
+size_t bytesOf(const PlanBuffer &b, const std::vector<int64_t> &dims) {
+  size_t n = dtypeSize(b.dtype);
+  for (int64_t d : dims)
+    n *= static_cast<size_t>(d);
+  return n;
+}
+
+} // namespace
+
+locus_status_t setInputShaped(locus_context_t &ctx, const char *name,
+                              const void *data, size_t bytes, size_t rank,
+                              const int64_t *dims) {
+  locus_model_t &m = *ctx.model;
+  size_t i = 0;
+  if (locus_status_t s = find(m, LOCUS_TENSOR_INPUT, name, i))
+    return s;
+  if (rank > 0 && !dims)
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "dims is null");
+  std::vector<int64_t> given(dims, dims + rank);
+  if (locus_status_t s = checkInputDims(m, i, given))
+    return s;
+  uint32_t buffer = m.inputBuffers[i];
+  const PlanBuffer &b = m.plan.buffers[buffer];
+  if (bytes != bytesOf(b, given))
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                      "input '%s' of %s %s holds %zu bytes, not %zu",
+                      m.inputs[i].name, dimsString(given).c_str(),
+                      dtypeName(m.inputs[i].dtype), bytesOf(b, given), bytes);
+  std::shared_lock lock(m.stateMutex); // not inside another's capture
+  if (locus_status_t s = m.deviceOf[b.device]->upload(
+          data, bufferPointer(m, ctx, buffer), bytes))
+    return s;
+  ctx.inputDims[i] = given == b.dims ? std::vector<int64_t>() : given;
+  ctx.inputSet[i] = true;
+  ctx.inputFromView[i] = false;
+  ctx.stats.input_bytes += bytes;
+  return nullptr;
+}
+
+locus_status_t outputDims(const locus_context_t &ctx, size_t output,
+                          std::vector<int64_t> &dims) {
+  const locus_model_t &m = *ctx.model;
+  uint32_t buffer = m.outputBuffers[output];
+  dims = m.plan.buffers[buffer].dims;
+  const std::vector<PlanDim> &exprs = m.plan.dims[buffer];
+  if (exprs.empty())
+    return nullptr;
+  if (ctx.runSizes.empty())
+    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                      "output '%s' has dynamic dimensions and no run has "
+                      "given them sizes yet",
+                      m.outputs[output].name);
+  for (size_t d = 0; d < dims.size(); ++d)
+    dims[d] = exprs[d].at(ctx.runSizes);
+  return nullptr;
+}
+
 locus_status_t setInput(locus_context_t &ctx, const char *name,
                         const void *data, size_t bytes) {
   locus_model_t &m = *ctx.model;
   size_t i = 0;
+  if (m.plan.sizesBuffer != UINT32_MAX &&
+      !find(m, LOCUS_TENSOR_INPUT, name, i) &&
+      !m.plan.dims[m.inputBuffers[i]].empty()) {
+    // A dynamic input by its bytes alone: at its bounds, or with one
+    // dynamic dimension, the one its bytes leave.
+    const PlanBuffer &b = m.plan.buffers[m.inputBuffers[i]];
+    std::vector<int64_t> dims = b.dims;
+    size_t dynamicDim = dims.size(), count = 0, k = 0;
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (m.plan.dims[m.inputBuffers[i]][d].isSize(k)) {
+        dynamicDim = d;
+        ++count;
+      }
+    if (bytes != b.bytes && count == 1) {
+      size_t rest = bytesOf(b, dims) / static_cast<size_t>(dims[dynamicDim]);
+      dims[dynamicDim] =
+          rest && bytes % rest == 0 ? static_cast<int64_t>(bytes / rest) : 0;
+    }
+    return setInputShaped(ctx, name, data, bytes, dims.size(), dims.data());
+  }
   if (locus_status_t s = lookup(m, LOCUS_TENSOR_INPUT, name, bytes, i))
     return s;
   std::shared_lock lock(m.stateMutex); // not inside another's capture
@@ -128,6 +294,9 @@ locus_status_t runContext(locus_context_t &ctx) {
                         dtypeName(m.inputs[i].dtype));
   locus_run_stats_t stats{};
   stats.input_bytes = ctx.stats.input_bytes;
+  if (m.plan.sizesBuffer != UINT32_MAX)
+    if (locus_status_t s = bindSizes(m, ctx))
+      return s;
   StepLock lock(m, ctx);
   locus_status_t s = uploadInputViews(m, ctx, stats);
   if (!s)
@@ -140,8 +309,25 @@ locus_status_t readOutput(locus_context_t &ctx, const char *name, void *out,
                           size_t bytes) {
   locus_model_t &m = *ctx.model;
   size_t i = 0;
-  if (locus_status_t s = lookup(m, LOCUS_TENSOR_OUTPUT, name, bytes, i))
+  if (m.plan.sizesBuffer != UINT32_MAX &&
+      !find(m, LOCUS_TENSOR_OUTPUT, name, i) &&
+      !m.plan.dims[m.outputBuffers[i]].empty()) {
+    // A dynamic output: its dims in the last run, packed at the start.
+    std::vector<int64_t> dims;
+    if (locus_status_t s = outputDims(ctx, i, dims))
+      return s;
+    const PlanBuffer &b = m.plan.buffers[m.outputBuffers[i]];
+    if (bytes != bytesOf(b, dims))
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "output '%s' is %s %s in the last run: %zu bytes, "
+                        "not %zu",
+                        m.outputs[i].name, dimsString(dims).c_str(),
+                        dtypeName(m.outputs[i].dtype), bytesOf(b, dims),
+                        bytes);
+  } else if (locus_status_t s =
+                 lookup(m, LOCUS_TENSOR_OUTPUT, name, bytes, i)) {
     return s;
+  }
   std::shared_lock lock(m.stateMutex);
   uint32_t buffer = m.outputBuffers[i];
   if (locus_status_t s = m.deviceOf[m.plan.buffers[buffer].device]->download(

@@ -455,6 +455,8 @@ whenChecksAreRead(const locus_model_t &m,
 void makeInterface(locus_model_t &m) {
   for (uint32_t i = 0; i < m.plan.buffers.size(); ++i) {
     const PlanBuffer &b = m.plan.buffers[i];
+    if (b.kind == LOCUS_PLAN_INPUT && i == m.plan.sizesBuffer)
+      continue; // the runtime fills it
     if (b.kind == LOCUS_PLAN_INPUT) {
       m.inputs.push_back(infoOf(m.plan, i, b.name));
       m.inputBuffers.push_back(i);

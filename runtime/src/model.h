@@ -133,6 +133,10 @@ struct locus_context_s {
   std::vector<HostView> inputViews, outputViews;
   std::vector<bool> inputFromView;
   std::unique_ptr<locus::rt::HostDevice> viewMemory; // where views live
+  // Dynamic sizes (context.cpp): by input, the dims it was last set with
+  // (empty: its bounds), and the sizes of the last run.
+  std::vector<std::vector<int64_t>> inputDims;
+  std::vector<int64_t> runSizes;
 };
 
 namespace locus::rt {
@@ -229,6 +233,14 @@ locus_status_t setInput(locus_context_t &ctx, const char *name,
 locus_status_t runContext(locus_context_t &ctx);
 locus_status_t readOutput(locus_context_t &ctx, const char *name, void *out,
                           size_t bytes);
+/// set_input with the input's dims, which may be below the bounds of its
+/// dynamic dimensions.
+locus_status_t setInputShaped(locus_context_t &ctx, const char *name,
+                              const void *data, size_t bytes, size_t rank,
+                              const int64_t *dims);
+/// The dims of output `name` in the last run (its shape, for a static one).
+locus_status_t outputDims(const locus_context_t &ctx, size_t output,
+                          std::vector<int64_t> &dims);
 
 // ---- views.cpp -----------------------------------------------------------
 

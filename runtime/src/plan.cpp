@@ -300,6 +300,63 @@ locus_status_t readOutputs(Reader &r, Plan &plan) {
       FAIL("the plan is damaged (outputs)");
   }
   plan.events = r.u32();
+  return r.ok() ? nullptr : makeStatus(LOCUS_STATUS_DATA_LOSS,
+                                       "the plan is damaged (truncated)");
+}
+
+/// The dynamic sizes and the dims of the buffers they size, checked: each
+/// buffer's dims give its shape at the bounds; the sizes live in one i64
+/// input of the sizes' count. Then the end of the plan.
+locus_status_t readDynamicSizes(Reader &r, Plan &plan) {
+  uint32_t count = r.u32();
+  if (!r.ok() || count > LOCUS_PLAN_MAX_SIZES)
+    FAIL("the plan is damaged (dynamic sizes)");
+  std::set<std::string> names;
+  std::vector<int64_t> bounds;
+  for (uint32_t k = 0; k < count; ++k) {
+    PlanSize size{r.str(), static_cast<int64_t>(r.u64())};
+    if (!r.ok() || size.name.empty() || size.bound < 1 ||
+        !names.insert(size.name).second)
+      FAIL("the plan is damaged (dynamic sizes)");
+    bounds.push_back(size.bound);
+    plan.sizes.push_back(std::move(size));
+  }
+  plan.dims.resize(plan.buffers.size());
+  uint32_t buffers = r.count(4);
+  for (uint32_t j = 0; j < buffers && r.ok(); ++j) {
+    uint32_t b = r.u32();
+    if (!r.ok() || b >= plan.buffers.size() || !plan.dims[b].empty() ||
+        count == 0)
+      FAIL("the plan is damaged (dynamic dims)");
+    for (int64_t bound : plan.buffers[b].dims) {
+      PlanDim dim{static_cast<int64_t>(r.u64()), {}};
+      for (uint32_t k = 0; k < count; ++k)
+        dim.powers.push_back(r.u8());
+      // Evaluated with overflow checks: the dims at the bounds must be the
+      // buffer's shape.
+      int64_t n = dim.factor;
+      bool fits = r.ok() && n >= 0;
+      for (uint32_t k = 0; k < count && fits; ++k)
+        for (uint8_t i = 0; i < dim.powers[k] && fits; ++i)
+          fits = dim.powers[k] <= LOCUS_PLAN_MAX_POWER &&
+                 !__builtin_mul_overflow(n, bounds[k], &n);
+      if (!fits || n != bound)
+        FAIL("the plan is damaged (dynamic dims)");
+      plan.dims[b].push_back(std::move(dim));
+    }
+  }
+  for (uint32_t b = 0; b < plan.buffers.size(); ++b)
+    if (plan.buffers[b].kind == LOCUS_PLAN_INPUT &&
+        plan.buffers[b].name == LOCUS_PLAN_SIZES_INPUT) {
+      const PlanBuffer &sizes = plan.buffers[b];
+      if (count == 0 || sizes.dtype != LOCUS_PLAN_I64 ||
+          sizes.dims != std::vector<int64_t>{count} ||
+          plan.devices[sizes.device].kind != LOCUS_DEVICE_CPU)
+        FAIL("the plan is damaged (its sizes input)");
+      plan.sizesBuffer = b;
+    }
+  if (count != 0 && plan.sizesBuffer == UINT32_MAX)
+    FAIL("the plan is damaged (dynamic sizes without their input)");
   if (!r.ok() || !r.atEnd())
     FAIL("the plan is damaged (%s)", r.ok() ? "trailing bytes" : "truncated");
   return nullptr;
@@ -420,6 +477,17 @@ locus_status_t checkCommands(const Plan &plan) {
 
 } // namespace
 
+bool PlanDim::isSize(size_t &k) const {
+  size_t found = 0, which = 0;
+  for (size_t i = 0; i < powers.size(); ++i)
+    if (powers[i] != 0) {
+      ++found;
+      which = i;
+    }
+  k = which;
+  return factor == 1 && found == 1 && powers[which] == 1;
+}
+
 locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
   Reader r(static_cast<const unsigned char *>(data), size);
   if (locus_status_t s = readHeader(r))
@@ -433,6 +501,8 @@ locus_status_t readPlan(const void *data, size_t size, Plan &plan) {
   if (locus_status_t s = readKernelsAndCommands(r, plan))
     return s;
   if (locus_status_t s = readOutputs(r, plan))
+    return s;
+  if (locus_status_t s = readDynamicSizes(r, plan))
     return s;
   if (locus_status_t s = checkNames(plan))
     return s;

@@ -56,6 +56,29 @@ struct PlanOutput {
   uint32_t buffer;
 };
 
+/// A dynamic size: its name and bound.
+struct PlanSize {
+  std::string name;
+  int64_t bound = 0;
+};
+
+/// One dimension of a buffer with dynamic sizes: factor times the product
+/// of each size to its power.
+struct PlanDim {
+  int64_t factor = 0;
+  std::vector<uint8_t> powers; // one per size
+  /// The dimension at `sizes` (each within its bound: no overflow, as the
+  /// buffer at the bounds fits).
+  int64_t at(const std::vector<int64_t> &sizes) const {
+    int64_t n = factor;
+    for (size_t k = 0; k < powers.size(); ++k)
+      for (uint8_t i = 0; i < powers[k]; ++i)
+        n *= sizes[k];
+    return n;
+  }
+  bool isSize(size_t &k) const; // exactly one size, to the power 1
+};
+
 struct Plan {
   std::vector<PlanDevice> devices;
   std::vector<PlanBuffer> buffers;
@@ -65,6 +88,12 @@ struct Plan {
   std::vector<PlanCommand> load, step;
   std::vector<PlanOutput> outputs;
   uint32_t events = 0;
+  /// Dynamic sizes (plan version 5): the sizes, the buffer that holds a
+  /// run's (LOCUS_PLAN_SIZES_INPUT; none without sizes), and by buffer its
+  /// dims (empty for a static buffer).
+  std::vector<PlanSize> sizes;
+  uint32_t sizesBuffer = UINT32_MAX;
+  std::vector<std::vector<PlanDim>> dims;
 };
 
 /// Reads and checks a plan: DATA_LOSS for anything malformed, UNAVAILABLE

@@ -56,6 +56,7 @@ locus_status_t inputView(locus_context_t &ctx, const char *name, void *&data,
     return s;
   bytes = m.inputs[i].byte_size;
   uint32_t buffer = m.inputBuffers[i];
+  ctx.inputDims[i].clear(); // a view holds the input at its bounds
   if (viewedInPlace(m, ctx, buffer)) {
     std::shared_lock lock(m.stateMutex); // not inside another's capture
     data = bufferPointer(m, ctx, buffer);
@@ -92,6 +93,15 @@ locus_status_t outputView(locus_context_t &ctx, const char *name,
     return s;
   bytes = m.outputs[i].byte_size;
   uint32_t buffer = m.outputBuffers[i];
+  if (!m.plan.dims.empty() && !m.plan.dims[buffer].empty()) {
+    // A dynamic output: its packed bytes at the last run's dims.
+    std::vector<int64_t> dims;
+    if (locus_status_t s = outputDims(ctx, i, dims))
+      return s;
+    bytes = dtypeSize(m.plan.buffers[buffer].dtype);
+    for (int64_t d : dims)
+      bytes *= static_cast<size_t>(d);
+  }
   std::shared_lock lock(m.stateMutex); // not inside another's capture
   if (viewedInPlace(m, ctx, buffer)) {
     data = bufferPointer(m, ctx, buffer);

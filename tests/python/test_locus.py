@@ -92,10 +92,17 @@ def test_dynamic_sizes_are_recorded_and_checked_at_the_users_line():
         x + y  # @mismatch
     assert info.value.line == line_of("# @mismatch")
     assert "[batch, 16], [seq, 16] agree at the bounds" in str(info.value)
-    with pytest.raises(locus.Error) as info:
-        locus.compile(g, policy="cpu", devices=["cpu"])
-    assert "compiles static sizes only for now" in str(info.value)
     assert repr(locus.dyn("batch", 32)) == "locus.dyn('batch', 32)"
+    # One compiled model for every batch up to the bound.
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    for n in (1, 7, 32):
+        xs = np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)
+        out = model.run(x=xs, y=np.zeros((5, 16), np.float32))
+        assert out["h"].shape == (n, 16)
+        np.testing.assert_allclose(out["h"], np.maximum(xs, 0) * 2, rtol=1e-6)
+    with pytest.raises(Exception) as info:
+        model.run(x=np.zeros((33, 16), np.float32), y=np.zeros((5, 16), np.float32))
+    assert "[batch<=32, 16]" in str(info.value)
 
 
 def test_bad_inputs_are_clear_errors():

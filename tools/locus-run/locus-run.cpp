@@ -92,7 +92,9 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 /// The data of an .npy file, after checking dtype and shape against `info`;
 /// or the bytes of a raw file. Throws std::runtime_error.
 std::vector<char> readInput(const std::string &path,
-                            const locus::rt::TensorInfo &info) {
+                            const locus::rt::TensorInfo &info,
+                            std::vector<int64_t> &dims) {
+  dims = info.shape;
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error("cannot open " + path);
@@ -175,15 +177,26 @@ std::vector<char> readInput(const std::string &path,
     }
     shape.push_back(d);
   }
-  if (shape != info.shape)
+  // Below the shape where a graph has dynamic sizes: the runtime checks
+  // the dims against their bounds.
+  bool within = shape.size() == info.shape.size();
+  for (size_t d = 0; within && d < shape.size(); ++d)
+    within = shape[d] >= 0 && shape[d] <= info.shape[d];
+  if (!within)
     throw std::runtime_error(path + " has shape " + shapeText(shape) +
                              "; input '" + info.name + "' takes " +
                              shapeText(info.shape));
+  size_t expected = info.byteSize;
+  for (size_t d = 0; d < shape.size(); ++d)
+    expected = expected / static_cast<size_t>(info.shape[d] ? info.shape[d]
+                                                            : 1) *
+               static_cast<size_t>(shape[d]);
   size_t data = start + headerLength;
-  if (bytes.size() - data != info.byteSize)
+  if (bytes.size() - data != expected)
     throw std::runtime_error(
         path + ": the data has " + std::to_string(bytes.size() - data) +
-        " bytes, expected " + std::to_string(info.byteSize));
+        " bytes, expected " + std::to_string(expected));
+  dims = shape;
   return std::vector<char>(bytes.begin() + static_cast<long>(data),
                            bytes.end());
 }
@@ -305,7 +318,13 @@ int parseArgs(int argc, char **argv, Options &o) {
   return 0;
 }
 
-using Inputs = std::vector<std::pair<std::string, std::vector<char>>>;
+/// An input's name, bytes and dims.
+struct Input {
+  std::string name;
+  std::vector<char> bytes;
+  std::vector<int64_t> dims;
+};
+using Inputs = std::vector<Input>;
 
 /// The inputs given as files, then (with --random-inputs) the others.
 /// Throws on a name the model has no input of.
@@ -316,7 +335,9 @@ Inputs readInputs(const locus::rt::Model &model, const Options &o) {
     for (const auto &info : model.inputs())
       if (info.name == name) {
         known = true;
-        inputs.emplace_back(name, readInput(file, info));
+        std::vector<int64_t> dims;
+        std::vector<char> bytes = readInput(file, info, dims);
+        inputs.push_back({name, std::move(bytes), std::move(dims)});
       }
     if (!known) {
       std::string names;
@@ -338,22 +359,36 @@ Inputs readInputs(const locus::rt::Model &model, const Options &o) {
       locus::rt::check(locus_init_fill(
           LOCUS_INIT_UNIFORM, -1.0, 1.0, seed++, info.byteSize / 4,
           reinterpret_cast<float *>(bytes.data())));
-    inputs.emplace_back(info.name, std::move(bytes));
+    inputs.push_back({info.name, std::move(bytes), info.shape});
   }
   return inputs;
 }
 
+/// The bytes of `info`'s tensor at `dims`.
+size_t bytesAt(const locus::rt::TensorInfo &info,
+               const std::vector<int64_t> &dims) {
+  size_t elements = 1, bound = 1;
+  for (int64_t d : info.shape)
+    bound *= static_cast<size_t>(d);
+  for (int64_t d : dims)
+    elements *= static_cast<size_t>(d);
+  return bound ? info.byteSize / bound * elements : 0;
+}
+
 void setInputs(locus::rt::Context &context, const Inputs &inputs) {
-  for (const auto &[name, bytes] : inputs)
-    context.setInput(name, bytes);
+  for (const Input &input : inputs)
+    context.setInput(input.name, input.bytes.data(), input.bytes.size(),
+                     input.dims);
 }
 
 /// Asks for every input's view, writing the inputs there when `write`.
 void viewInputs(locus::rt::Context &context, const Inputs &inputs, bool write) {
-  for (const auto &[name, bytes] : inputs) {
-    void *view = context.inputView(name);
+  for (const Input &input : inputs) {
+    size_t room = 0;
+    void *view = context.inputView(input.name, &room);
     if (write)
-      std::memcpy(view, bytes.data(), bytes.size());
+      std::memcpy(view, input.bytes.data(),
+                  std::min(room, input.bytes.size()));
   }
 }
 
@@ -376,7 +411,8 @@ void readOutputs(const locus::rt::Model &model, locus::rt::Context &context,
                  std::vector<std::vector<char>> &into) {
   into.resize(model.outputs().size());
   for (size_t i = 0; i < into.size(); ++i) {
-    into[i].resize(model.outputs()[i].byteSize);
+    into[i].resize(bytesAt(model.outputs()[i],
+                           context.outputShape(model.outputs()[i].name)));
     context.readOutput(model.outputs()[i].name, into[i].data(), into[i].size());
   }
 }
@@ -482,8 +518,11 @@ void printValues(const locus::rt::TensorInfo &info,
 /// first values) and saves it with --save-outputs.
 void printOutputs(const locus::rt::Model &model, locus::rt::Context &context,
                   const Options &o) {
-  for (const auto &info : model.outputs()) {
-    std::vector<char> data(info.byteSize);
+  for (locus::rt::TensorInfo info : model.outputs()) {
+    std::vector<int64_t> dims = context.outputShape(info.name); // last run's
+    std::vector<char> data(bytesAt(info, dims));
+    info.shape = dims;
+    info.byteSize = data.size();
     context.readOutput(info.name, data.data(), data.size());
     std::cout << info.name << " " << shapeText(info.shape) << " "
               << dtypeText(info.dtype) << " on " << info.device;

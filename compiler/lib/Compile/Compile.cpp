@@ -13,6 +13,7 @@
 
 #include "locus/Compile/Cache.h"
 #include "locus/Compile/Driver.h"
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Frontend/Recorded.h"
 #include "locus/Passes/Passes.h"
 #include "locus/Support/Errors.h"
@@ -85,8 +86,35 @@ std::string take(locus_status_t status) {
 
 struct Slot {
   std::string name;
-  Shape shape;
+  Shape shape; ///< at the bounds, with dynamic sizes
   DType dtype;
+  /// With dynamic sizes: by dimension, the size's name ("" for a static
+  /// dimension); empty for a static tensor.
+  std::vector<std::string> sizes;
+  /// "[batch<=256, 784]" with dynamic sizes, else "[256, 784]".
+  std::string shapeText() const {
+    if (sizes.empty())
+      return formatShape(shape);
+    std::string text = "[";
+    for (size_t d = 0; d < shape.size(); ++d)
+      text += (d ? ", " : "") + (sizes[d].empty() ? std::to_string(shape[d])
+                                                   : sizes[d] + "<=" +
+                                                         std::to_string(shape[d]));
+    return text + "]";
+  }
+  /// Whether a tensor of `dims` fits: the rank, static dimensions equal,
+  /// dynamic ones from 1 to their bound.
+  bool fits(const Shape &dims) const {
+    if (sizes.empty())
+      return dims == shape;
+    if (dims.size() != shape.size())
+      return false;
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (sizes[d].empty() ? dims[d] != shape[d]
+                           : dims[d] < 1 || dims[d] > shape[d])
+        return false;
+    return true;
+  }
 };
 
 Slot slotOf(const std::string &name, mlir::Type type) {
@@ -355,12 +383,12 @@ void checkInputs(const CompiledModel::Impl &m,
     auto it = inputs.find(slot.name);
     if (it == inputs.end())
       throw RunError(where + "missing input '" + slot.name + "' of shape " +
-                     formatShape(slot.shape));
+                     slot.shapeText());
     const HostTensor &t = it->second;
-    if (t.shape != slot.shape || t.dtype != slot.dtype)
+    if (!slot.fits(t.shape) || t.dtype != slot.dtype)
       throw RunError(where + "input '" + slot.name + "' is " +
                      formatShape(t.shape) + " " + dtypeName(t.dtype) +
-                     " but the graph takes " + formatShape(slot.shape) + " " +
+                     " but the graph takes " + slot.shapeText() + " " +
                      dtypeName(slot.dtype));
     size_t have = t.dtype == DType::f32 ? t.f32.size() : t.i64.size();
     if (static_cast<int64_t>(have) != t.numel())
@@ -434,6 +462,13 @@ std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
     HostTensor out;
     out.shape = slot.shape;
     out.dtype = slot.dtype;
+    // Its dims in this run (below the bounds, with dynamic sizes).
+    int64_t dims[64];
+    size_t rank = 0;
+    if (locus_status_t s = locus_context_output_shape(
+            context, slot.name.c_str(), 64, dims, &rank))
+      throw RunError(take(s));
+    out.shape.assign(dims, dims + rank);
     void *data;
     size_t bytes;
     std::vector<uint8_t> bools;
@@ -490,9 +525,11 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
   // One buffer per input: the runtime may read them only when it runs.
   std::vector<std::vector<unsigned char>> scratch(m.inputs.size());
   for (auto [i, slot] : llvm::enumerate(m.inputs)) {
-    auto [data, bytes] = wireOf(inputs.at(slot.name), scratch[i]);
-    if (locus_status_t s = locus_context_set_input(
-            lease.context, slot.name.c_str(), data, bytes))
+    const HostTensor &t = inputs.at(slot.name);
+    auto [data, bytes] = wireOf(t, scratch[i]);
+    if (locus_status_t s = locus_context_set_input_shaped(
+            lease.context, slot.name.c_str(), data, bytes, t.shape.size(),
+            t.shape.data()))
       throw RunError(take(s));
   }
   if (locus_status_t s = locus_context_run(lease.context))
@@ -505,6 +542,17 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
 void CompiledModel::runBatches(size_t steps, const BatchFn &next,
                                const StepFn &done, RunStats *stats) const {
   Impl &m = *impl_;
+  // With dynamic sizes every batch may have its own (a short last one):
+  // step by step, each batch checked as run() checks it.
+  if (llvm::any_of(m.inputs, [](const Slot &s) { return !s.sizes.empty(); })) {
+    for (size_t step = 0; step < steps; ++step) {
+      std::map<std::string, HostTensor> batch = next(step);
+      std::map<std::string, HostTensor> out = run(batch, stats);
+      if (done)
+        done(step, out);
+    }
+    return;
+  }
   Lease lease(m);
   struct Loop {
     const Impl &m;
@@ -730,6 +778,17 @@ void recordInterface(const RecordedGraph &g, CompiledModel::Impl &impl) {
   for (mlir::Operation &op : g.body) {
     if (auto input = mlir::dyn_cast<InputOp>(op)) {
       impl.inputs.push_back(slotOf(input.getName().str(), input.getType()));
+      if (auto map = input->getAttrOfType<mlir::AffineMapAttr>(kDimsAttrName))
+        if (std::optional<DimExprs> dims = dimsFromMap(map.getValue())) {
+          auto graph = input->getParentOfType<GraphOp>();
+          mlir::FailureOr<llvm::SmallVector<DimSymbol>> symbols =
+              graphSymbols(graph);
+          for (const DimExpr &dim : *dims)
+            impl.inputs.back().sizes.push_back(
+                dim.isStatic() || mlir::failed(symbols)
+                    ? ""
+                    : formatDim(dim, *symbols));
+        }
       impl.inputNames.push_back(input.getName().str());
     } else if (auto state = mlir::dyn_cast<StateOp>(op)) {
       impl.states.push_back(slotOf(state.getName().str(), state.getType()));

@@ -241,7 +241,7 @@ bool compilesDynamic(Operation *op) {
          op->hasTrait<locus::OpTrait::Structural>() ||
          isa<BroadcastOp, ReshapeOp, TransposeOp, MatmulOp, LinearOp, SumOp,
              MeanOp, MaxOp, MinOp, SoftmaxOp, LogSoftmaxOp, MseLossOp,
-             CrossEntropyOp, GatherOp, OneHotOp, ConstantOp>(op);
+             CrossEntropyOp, GatherOp, OneHotOp, ConstantOp, CountOp>(op);
 }
 
 /// A graph with dynamic sizes compiles for the CPU, from the ops kernels

@@ -46,7 +46,9 @@ void markGradient(Value grad, Operation *lastForward) {
 
 class Differentiator {
 public:
-  Differentiator(GraphOp graph) : graph(graph), b(graph.getContext()) {
+  Differentiator(GraphOp graph)
+      : graph(graph), b(graph.getContext()),
+        dynamic(graph->hasAttr("locus.symbols")) {
     b.setInsertionPointToEnd(&graph.getBodyBlock());
   }
 
@@ -77,6 +79,10 @@ private:
     if (typeOf(v).getShape() == shape)
       return v;
     return b.create<ReshapeOp>(loc, v, shape);
+  }
+  /// The run's element count of `x` along `axes` (f32, 0-d).
+  Value countOf(Value x, ArrayRef<int64_t> axes) {
+    return b.create<CountOp>(loc, x, axes);
   }
   Value add(Value x, Value y) { return b.create<AddOp>(loc, x, y); }
   Value sub(Value x, Value y) { return b.create<SubOp>(loc, x, y); }
@@ -192,6 +198,8 @@ private:
 
   GraphOp graph;
   OpBuilder b;
+  /// The graph has dynamic sizes: counts are read at run time.
+  bool dynamic;
   Location loc = UnknownLoc::get(graph.getContext());
   DenseMap<Value, Value> grads;
   llvm::DenseSet<Value> dependent;
@@ -308,7 +316,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
       backwardLinearAlgebra(op, g) || backwardShape(op, g) ||
       backwardReduction(op, g) || backwardConvPool(op, g) ||
       backwardLoss(op, g) || backwardPlacement(op, g) ||
-      isa<CmpOp, OneHotOp>(op))
+      isa<CmpOp, OneHotOp, CountOp>(op))
     return success();
   // Random numbers depend on the run counter alone: no gradient.
   if (isa<RandomOp>(op))
@@ -609,6 +617,9 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
           for (int64_t axis : o.getAxes())
             count *= in.getDimSize(axis);
           Value spread = unreduce(g, in, o.getAxes());
+          if (dynamic)
+            return div(spread, broadcast(countOf(o.getInput(), o.getAxes()),
+                                         typeOf(spread).getShape()));
           return mul(spread,
                      splatLike(1.0 / static_cast<double>(count), spread));
         });
@@ -719,6 +730,11 @@ bool Differentiator::backwardLoss(Operation *op, Value g) {
                              ? 1.0 / static_cast<double>(logits.getDimSize(0))
                              : 1.0;
           Value d = sub(p, hot);
+          if (dynamic && o.getReduction() == ReductionKind::mean)
+            return timesScalar(
+                div(d, broadcast(countOf(o.getLogits(), {0}),
+                                 typeOf(d).getShape())),
+                g);
           return timesScalar(mul(d, splatLike(scale, d)), g);
         });
         return true;
@@ -733,6 +749,15 @@ void Differentiator::mseLossGrad(MseLossOp o, Value g) {
                     : 2.0;
   auto dInput = [&] {
     Value diff = sub(o.getInput(), o.getTarget());
+    if (dynamic && o.getReduction() == ReductionKind::mean) {
+      SmallVector<int64_t> all;
+      for (int64_t d = 0; d < in.getRank(); ++d)
+        all.push_back(d);
+      Value twice = mul(diff, splatLike(2.0, diff));
+      return timesScalar(div(twice, broadcast(countOf(o.getInput(), all),
+                                              in.getShape())),
+                         g);
+    }
     return timesScalar(mul(diff, splatLike(norm, diff)), g);
   };
   if (needs(o.getInput()) && needs(o.getTarget())) {

@@ -603,6 +603,55 @@ LogicalResult DynamicDims::takeGiven(Operation *op, AffineMap map) {
   return success();
 }
 
+bool DynamicDims::bindBroadcastsOf(Operation *op) {
+  if (!allOneShape(op))
+    return false;
+  std::optional<DimExprs> reference;
+  for (Value operand : op->getOperands())
+    if (isDynamic(operand)) {
+      reference = dimsOf(operand);
+      break;
+    }
+  if (!reference)
+    return false;
+  for (Value operand : op->getOperands()) {
+    if (!tensorTypeOf(operand) || dimsOf(operand) == *reference)
+      continue;
+    auto broadcast = operand.getDefiningOp<BroadcastOp>();
+    if (!broadcast || broadcast->hasAttr(kDimsAttrName) ||
+        !operand.hasOneUse() ||
+        broadcastDims(dimsOf(broadcast.getInput()), *reference) != *reference)
+      return false;
+    broadcast->setAttr(kDimsAttrName,
+                       AffineMapAttr::get(dimsToMap(
+                           *reference, symbols_.size(), op->getContext())));
+    if (failed(infer(broadcast)))
+      return false;
+  }
+  return true;
+}
+
+LogicalResult bindBroadcastDims(GraphOp graph) {
+  FailureOr<SmallVector<DimSymbol>> symbols = graphSymbols(graph);
+  if (failed(symbols) || symbols->empty())
+    return success(succeeded(symbols));
+  DynamicDims dims(std::move(*symbols));
+  for (Operation &op : graph.getBodyBlock()) {
+    {
+      ScopedDiagnosticHandler quiet(graph.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      if (succeeded(dims.infer(&op)))
+        continue;
+      dims.forget(&op);
+      if (!dims.bindBroadcastsOf(&op))
+        continue; // reported below, with the handler gone
+      if (succeeded(dims.infer(&op)))
+        continue;
+    }
+  }
+  return success(succeeded(DynamicDims::analyze(graph)));
+}
+
 LogicalResult DynamicDims::disagree(Operation *op) const {
   std::string shapes;
   for (Value operand : op->getOperands())

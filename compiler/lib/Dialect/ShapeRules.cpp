@@ -787,6 +787,18 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
 // Gradient helpers, optimizers and state updates
 //===----------------------------------------------------------------------===//
 
+LogicalResult CountOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  SmallVector<Type, 1> reduced;
+  if (failed(reduceRule(errorsOf<CountOp>(loc), adaptor.getInput(),
+                        adaptor.getAxesAttr(), false, reduced)))
+    return failure();
+  results.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
 LogicalResult OneHotOp::inferReturnTypes(MLIRContext *context,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

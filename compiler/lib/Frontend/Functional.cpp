@@ -60,8 +60,7 @@ int64_t axisOf(const Tensor &x, int64_t axis, int64_t rank, const Here &loc,
 }
 
 Tensor scalarLike(const Tensor &x, double value, const Here &loc) {
-  return broadcastTo(graphOf(x, loc).full({}, value, x.dtype(), loc), x.shape(),
-                     loc);
+  return fullLike(x, value, loc);
 }
 
 } // namespace

@@ -307,6 +307,25 @@ Tensor locus::where(const Tensor &cond, const Tensor &a, const Tensor &b,
   return g.wrap(result);
 }
 
+Tensor locus::fullLike(const Tensor &x, double value, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  Transaction tx(g);
+  mlir::Value vx = g.value(x, loc);
+  mlir::Value c = g.value(x.graph(loc).full({}, value, x.dtype(), loc), loc);
+  DimExprs dims = g.dimsOf(vx);
+  mlir::Value result = g.broadcastTo(c, GraphImpl::shapeOf(vx), loc, &dims);
+  tx.commit();
+  return g.wrap(result);
+}
+
+Tensor locus::zerosLike(const Tensor &x, Here loc) {
+  return fullLike(x, 0.0, loc);
+}
+
+Tensor locus::onesLike(const Tensor &x, Here loc) {
+  return fullLike(x, 1.0, loc);
+}
+
 Tensor locus::broadcastTo(const Tensor &x, const Shape &shape, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
@@ -751,7 +770,8 @@ Tensor draw(Graph &graph, Distribution distribution, const Shape &shape,
   return g.wrap(result);
 }
 
-/// A 0-d f32 constant broadcast to `shape`.
+/// A 0-d f32 constant broadcast to `shape` (static dims: dropout and
+/// bernoulli, whose draws are static too).
 mlir::Value splat(GraphImpl &g, float value, const Shape &shape,
                   const Here &loc) {
   auto type = mlir::RankedTensorType::get({}, g.builder.getF32Type());

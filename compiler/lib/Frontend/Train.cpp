@@ -11,6 +11,7 @@
 #include "UserText.h"
 
 #include "locus/Dialect/Autodiff.h"
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Frontend/Nn.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -64,6 +65,16 @@ std::vector<mlir::Value> differentiateAt(GraphImpl &g, mlir::Value loss,
   auto grads = differentiate(g.graph, loss, wrt);
   if (mlir::failed(grads))
     throw userError(loc, capture.take());
+  // With dynamic sizes, the gradients' broadcasts take the dims of what
+  // they combine with, and the frontend's dims cover the new values.
+  if (g.dynamic) {
+    if (mlir::failed(bindBroadcastDims(g.graph)))
+      throw userError(loc, capture.take());
+    mlir::FailureOr<DynamicDims> dims = DynamicDims::analyze(g.graph);
+    if (mlir::failed(dims))
+      throw userError(loc, capture.take());
+    *g.dynamic = std::move(*dims);
+  }
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   return {grads->begin(), grads->end()};
 }

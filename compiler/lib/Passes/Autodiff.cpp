@@ -2,6 +2,7 @@
 //--------------------------------------===//
 
 #include "locus/Dialect/Autodiff.h"
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Passes/Passes.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -100,7 +101,7 @@ public:
         }
       }
     FailureOr<SmallVector<Value>> grads = differentiate(graph, loss, params);
-    if (failed(grads))
+    if (failed(grads) || failed(bindBroadcastDims(graph)))
       return signalPassFailure();
     // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     SmallVector<Value> gradients = std::move(*grads);

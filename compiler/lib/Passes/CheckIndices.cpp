@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Passes/Passes.h"
 #include "locus/Passes/Placement.h"
 #include "locus/abi.h"
@@ -70,6 +71,9 @@ public:
       addCheck(site, count++);
     }
     numChecks += count;
+    // With dynamic sizes, each check's bounds take the dims of its indices.
+    if (count && failed(bindBroadcastDims(graph)))
+      return signalPassFailure();
   }
 
 private:

@@ -365,7 +365,7 @@ void CostRules::addTrainingRules() {
   add<MseLossOp>([](Operation *o) {
     return kernelWork(o, 3 * numel(cast<MseLossOp>(o).getInput()));
   });
-  add<OneHotOp, SliceGradOp>(
+  add<OneHotOp, SliceGradOp, CountOp>(
       [](Operation *o) { return kernelWork(o, numel(o->getResult(0))); });
   add<Conv2dInputGradOp, Conv2dWeightGradOp>([](Operation *o) {
     // The forward convolution's products, once more.

@@ -2,6 +2,7 @@
 
 #include "locus/Plan/Plan.h"
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Dialect/UserSource.h"
 #include "locus/Passes/Passes.h"
 #include "locus/Plan/MemoryPlan.h"
@@ -145,6 +146,7 @@ struct Buffer {
   Operation *source = nullptr; // state or constant
   int64_t first = 0, last = 0; // steps, for activations and inputs
   uint64_t offset = 0;
+  DimExprs dims; // with dynamic sizes: its dims, else empty
 };
 
 /// One command of the plan. The format's two u32 fields mean, by op
@@ -255,6 +257,10 @@ public:
   }
 
   FailureOr<std::string> build(const std::vector<std::string> &imports) {
+    FailureOr<DynamicDims> analysis = DynamicDims::analyze(graph);
+    if (failed(analysis))
+      return failure();
+    dynamic = std::move(*analysis);
     collectAssignments();
     for (Operation &op : graph.getBodyBlock())
       if (failed(plan(op)))
@@ -287,6 +293,8 @@ private:
     b.name = std::move(name);
     b.source = value.getDefiningOp();
     b.first = b.last = static_cast<int64_t>(step.size());
+    if (dynamic && dynamic->isDynamic(value))
+      b.dims = dynamic->dimsOf(value);
     buffers.push_back(b);
     bufferOf[value] = static_cast<uint32_t>(buffers.size() - 1);
     return static_cast<uint32_t>(buffers.size() - 1);
@@ -586,7 +594,34 @@ private:
       w.u32(index);
     }
     w.u32(events);
+    writeDynamicSizes(w);
     return w.out;
+  }
+
+  /// The sizes, then each buffer with a dynamic dimension and its dims
+  /// (factor, then a power per size).
+  void writeDynamicSizes(Writer &w) const {
+    ArrayRef<DimSymbol> symbols = dynamic->symbols();
+    w.u32(static_cast<uint32_t>(symbols.size()));
+    for (const DimSymbol &symbol : symbols) {
+      w.str(symbol.name);
+      w.u64(static_cast<uint64_t>(symbol.bound));
+    }
+    uint32_t count = 0;
+    for (const Buffer &b : buffers)
+      count += b.dims.empty() ? 0 : 1;
+    w.u32(count);
+    for (auto [i, b] : llvm::enumerate(buffers)) {
+      if (b.dims.empty())
+        continue;
+      w.u32(static_cast<uint32_t>(i));
+      for (const DimExpr &dim : b.dims) {
+        w.u64(static_cast<uint64_t>(dim.factor));
+        for (size_t k = 0; k < symbols.size(); ++k)
+          w.u8(static_cast<uint8_t>(k < dim.powers.size() ? dim.powers[k]
+                                                          : 0));
+      }
+    }
   }
 
   static LogicalResult writeBuffer(Writer &w, const Buffer &b) {
@@ -645,6 +680,7 @@ private:
   std::vector<std::pair<std::string, uint32_t>> outputs;
   std::vector<uint64_t> arenas;
   uint32_t events = 0;
+  std::optional<DynamicDims> dynamic;
 };
 
 } // namespace

@@ -142,8 +142,17 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 /* 2: launches and per-step copies may write state (training steps).
  * 3: all-reduce commands (data-parallel training).
  * 4: host convolutions may pass NHWC tensors (LOCUS_CONV_*_NHWC), which an
- *    older runtime would read as NCHW. */
-#define LOCUS_PLAN_VERSION 4u
+ *    older runtime would read as NCHW.
+ * 5: dynamic sizes: after the events, the sizes (name, bound) and the dims
+ *    of each buffer with a dynamic dimension. */
+#define LOCUS_PLAN_VERSION 5u
+/* The input that holds a run's dynamic sizes (i64, one per size, in the
+ * plan's order): the runtime fills it from the inputs' shapes. */
+#define LOCUS_PLAN_SIZES_INPUT "locus.sizes"
+/* The most dynamic sizes a plan may have, and the highest power of one in
+ * a dimension. */
+#define LOCUS_PLAN_MAX_SIZES 8u
+#define LOCUS_PLAN_MAX_POWER 4u
 /* Offsets in an arena are multiples of this. */
 #define LOCUS_PLAN_ALIGNMENT 64u
 

@@ -465,6 +465,20 @@ LOCUS_API locus_status_t locus_context_set_input(locus_context_t *context,
                                                  const char *name,
                                                  const void *data,
                                                  size_t byte_size);
+/* set_input for a graph with dynamic sizes: the input's dims, which may
+ * be below the bounds of its dynamic dimensions (1 to the bound); its data
+ * is packed, byte_size its bytes at those dims. Inputs that share a size
+ * must agree by the run. A dynamic input set by set_input alone is at its
+ * bounds, or, with one dynamic dimension, at the size its bytes give. */
+LOCUS_API locus_status_t locus_context_set_input_shaped(
+    locus_context_t *context, const char *name, const void *data,
+    size_t byte_size, size_t rank, const int64_t *dims);
+/* The dims of output `name` in the last run (*out_rank of them into
+ * out_dims, which holds `capacity`): below its bounds where its dynamic
+ * sizes were; read_output then takes its packed bytes at those dims. */
+LOCUS_API locus_status_t locus_context_output_shape(
+    const locus_context_t *context, const char *name, size_t capacity,
+    int64_t *out_dims, size_t *out_rank);
 /* Runs one step. INVALID_ARGUMENT when an input
  * was never set; INTERNAL when a kernel touches a buffer of another device
  * (the sim device checks every launch). */

@@ -206,19 +206,31 @@ public:
   void setInput(const std::string &name, const std::vector<T> &values) {
     setInput(name, values.data(), values.size() * sizeof(T));
   }
+  /// An input with its dims (a graph with dynamic sizes: below the bounds
+  /// of its dynamic dimensions).
+  void setInput(const std::string &name, const void *data, size_t bytes,
+                const std::vector<int64_t> &dims) {
+    check(locus_context_set_input_shaped(context_, name.c_str(), data, bytes,
+                                         dims.size(), dims.data()));
+  }
   void run() { check(locus_context_run(context_)); }
   void readOutput(const std::string &name, void *data, size_t bytes) {
     check(locus_context_read_output(context_, name.c_str(), data, bytes));
   }
-  /// An output as a vector of T (float for f32, int64_t for i64).
+  /// The dims of an output in the last run.
+  std::vector<int64_t> outputShape(const std::string &name) const {
+    int64_t dims[64];
+    size_t rank = 0;
+    check(locus_context_output_shape(context_, name.c_str(), 64, dims, &rank));
+    return std::vector<int64_t>(dims, dims + rank);
+  }
+  /// An output as a vector of T (float for f32, int64_t for i64), at its
+  /// dims in the last run.
   template <typename T> std::vector<T> output(const std::string &name) {
-    std::vector<T> values;
-    size_t index;
-    check(locus_model_find_tensor(model_(), LOCUS_TENSOR_OUTPUT, name.c_str(),
-                                  &index));
-    locus_tensor_info_t info;
-    check(locus_model_tensor_info(model_(), LOCUS_TENSOR_OUTPUT, index, &info));
-    values.resize(info.byte_size / sizeof(T));
+    size_t count = 1;
+    for (int64_t d : outputShape(name))
+      count *= static_cast<size_t>(d);
+    std::vector<T> values(count);
     readOutput(name, values.data(), values.size() * sizeof(T));
     return values;
   }

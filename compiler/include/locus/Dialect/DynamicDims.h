@@ -18,6 +18,8 @@
 #ifndef LOCUS_DIALECT_DYNAMICDIMS_H
 #define LOCUS_DIALECT_DYNAMICDIMS_H
 
+#include "locus/abi.h"
+
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -45,7 +47,7 @@ inline constexpr llvm::StringLiteral kDimsAttrName = "locus.dims";
 /// The input that holds a run's dynamic sizes, by symbol (i64), which the
 /// runtime fills from the inputs' shapes; a kernel that reads or writes a
 /// dynamic value takes it as its last argument, marked kSizesArgAttrName.
-inline constexpr llvm::StringLiteral kSizesInputName = "locus.sizes";
+inline constexpr llvm::StringLiteral kSizesInputName = LOCUS_PLAN_SIZES_INPUT;
 inline constexpr llvm::StringLiteral kSizesArgAttrName = "locus.sizes";
 
 /// On a locus op in a kernel function, for --locus-lower-to-linalg only:
@@ -53,7 +55,7 @@ inline constexpr llvm::StringLiteral kSizesArgAttrName = "locus.sizes";
 inline constexpr llvm::StringLiteral kResultDimsAttrName = "locus.result_dims";
 
 /// The most dynamic sizes one graph may declare.
-inline constexpr unsigned kMaxDimSymbols = 8;
+inline constexpr unsigned kMaxDimSymbols = LOCUS_PLAN_MAX_SIZES;
 
 /// A named dynamic size and the largest value it takes.
 struct DimSymbol {
@@ -126,6 +128,12 @@ void setGraphSymbols(GraphOp graph, llvm::ArrayRef<DimSymbol> symbols);
 mlir::FailureOr<llvm::SmallVector<DimSymbol>> readSymbols(mlir::Operation *op);
 void writeSymbols(mlir::Operation *op, llvm::ArrayRef<DimSymbol> symbols);
 
+/// Passes that make ops "like" a value (gradients, index checks) make
+/// broadcasts to its shape at the bounds; each such broadcast that one op
+/// reads beside a dynamic operand takes that operand's dims (locus.dims).
+/// Then the graph's dims are checked; an error is reported at its op.
+mlir::LogicalResult bindBroadcastDims(GraphOp graph);
+
 /// The dims of every value of one graph with dynamic sizes.
 class DynamicDims {
 public:
@@ -142,6 +150,10 @@ public:
   mlir::LogicalResult infer(mlir::Operation *op);
   /// Gives `value` (a kernel function's argument) its dims.
   void set(mlir::Value value, DimExprs dims);
+  /// For an op whose operands must share one shape and do not: gives each
+  /// operand that a broadcast without dims made, and that only this op
+  /// reads, the dims of its dynamic operands. Whether it did.
+  bool bindBroadcastsOf(mlir::Operation *op);
   /// Drops what infer() found for `op` (the op is about to be erased).
   void forget(mlir::Operation *op);
   /// Adds a symbol (the frontend, when an input declares a new one).

@@ -644,6 +644,25 @@ def Locus_CrossEntropyOp : Locus_InferOp<"cross_entropy"> {
 // Gradients (recorded by --locus-autodiff; every one also a user op)
 //===----------------------------------------------------------------------===//
 
+def Locus_CountOp : Locus_InferOp<"count"> {
+  let summary = "How many elements lie along axes, as an f32 scalar.";
+  let description = [{
+    The product of the input's dimensions along `axes` (unique, in range),
+    at run time: with dynamic sizes it is the run's count, not the bound's.
+    Gradients of means and losses that average divide by it in graphs with
+    dynamic sizes; in a static graph it folds to a constant.
+
+    ```mlir
+    %n = locus.count %x axes [0] : tensor<256x10xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Locus_ScalarF32:$result);
+  let assemblyFormat = [{
+    $input `axes` $axes attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
 def Locus_OneHotOp : Locus_InferOp<"one_hot"> {
   let summary = "One-hot rows of i64 class labels, as f32.";
   let description = [{

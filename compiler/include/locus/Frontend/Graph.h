@@ -518,6 +518,11 @@ Tensor ge(const Tensor &a, const Tensor &b, Here loc = Here::current());
 /// cond ? a : b, elementwise, with broadcasting.
 Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b,
              Here loc = Here::current());
+/// torch.full_like: `value` in x's shape and dtype (with dynamic sizes,
+/// x's dims).
+Tensor fullLike(const Tensor &x, double value, Here loc = Here::current());
+Tensor zerosLike(const Tensor &x, Here loc = Here::current());
+Tensor onesLike(const Tensor &x, Here loc = Here::current());
 Tensor broadcastTo(const Tensor &x, const Shape &shape,
                    Here loc = Here::current());
 /// x where mask is false, `value` where it is true (mask broadcasts), as

@@ -366,6 +366,20 @@ Value lowerMean(Lowering &l, MeanOp op) {
                    op.getType());
 }
 
+/// The element count along the axes, read from the input's dims (a
+/// constant once folded, the run's count with dynamic sizes).
+Value lowerCount(Lowering &l, CountOp op) {
+  OpBuilder &b = l.b;
+  Value n = b.create<arith::ConstantIndexOp>(l.loc, 1);
+  for (int64_t axis : op.getAxes())
+    n = b.create<arith::MulIOp>(
+        l.loc, n, b.create<tensor::DimOp>(l.loc, op.getInput(), axis));
+  Value f = b.create<arith::UIToFPOp>(
+      l.loc, b.getF32Type(),
+      b.create<arith::IndexCastUIOp>(l.loc, b.getI64Type(), n));
+  return b.create<tensor::FromElementsOp>(l.loc, op.getType(), ValueRange{f});
+}
+
 /// softmax and log_softmax.
 template <typename OpTy, bool Log> Value lowerSoftmax(Lowering &l, OpTy op) {
   return l.softmax(op.getInput(), op.getAxis(), Log);
@@ -499,6 +513,7 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
   patterns
       .add<LowerOp<SumOp, lowerSum>, LowerOp<MaxOp, lowerMax>,
            LowerOp<MinOp, lowerMin>, LowerOp<MeanOp, lowerMean>,
+           LowerOp<CountOp, lowerCount>,
            SoftmaxPattern<SoftmaxOp, false>, SoftmaxPattern<LogSoftmaxOp, true>,
            LowerOp<MseLossOp, lowerMseLoss>,
            LowerOp<CrossEntropyOp, lowerCrossEntropy>>(ctx);

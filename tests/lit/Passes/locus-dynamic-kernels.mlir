@@ -1,0 +1,38 @@
+// Kernels of a graph with dynamic sizes compute at the run's sizes: their
+// arguments are viewed at the run's dims, every value inside takes its
+// dims, and results are packed back into their bound-sized buffers.
+// RUN: locus-opt %s -split-input-file --pass-pipeline='builtin.module(locus.graph(locus-place-devices{policy=cpu devices=cpu},locus-insert-transfers,locus-fuse-kernels),locus-outline-kernels,locus-extract-kernels,locus-lower-to-linalg,func.func(locus-dynamic-kernels))' -verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @mlp_k0_linear(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<256x784xf32> {bufferization.writable = false}
+// CHECK-SAME: %[[SIZES:[a-z0-9]+]]: tensor<1xi64> {bufferization.writable = false}) -> tensor<256x10xf32>
+// CHECK-NOT: locus.dims
+// CHECK: %[[N:.*]] = tensor.extract %[[SIZES]]
+// CHECK: %[[B:.*]] = arith.index_cast %[[N]] : i64 to index
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1]] : tensor<256x784xf32> into tensor<200704xf32>
+// CHECK: %[[PREFIX:.*]] = tensor.extract_slice %[[FLAT]][0] [%{{.*}}] [1] : tensor<200704xf32> to tensor<?xf32>
+// CHECK: %[[XV:.*]] = tensor.expand_shape %[[PREFIX]] {{\[\[}}0, 1]] output_shape [%{{.*}}, 784] : tensor<?xf32> into tensor<?x784xf32>
+// The bias broadcast takes the product's rows.
+// CHECK: %[[BIAS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x10xf32>)
+// CHECK: linalg.matmul_transpose_b ins(%[[XV]], %{{.*}} : tensor<?x784xf32>, tensor<10x784xf32>) outs(%[[BIAS]] : tensor<?x10xf32>) -> tensor<?x10xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0] [%{{.*}}] [1] : tensor<?xf32> into tensor<2560xf32>
+// CHECK: %[[BACK:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [256, 10] : tensor<2560xf32> into tensor<256x10xf32>
+// CHECK: return %[[BACK]] : tensor<256x10xf32>
+
+// The mean over the batch divides by the run's count.
+// CHECK-LABEL: func.func @mlp_k1_mean(
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<?x10xf32>) outs(%{{.*}} : tensor<10xf32>)
+// CHECK: %[[ROWS:.*]] = tensor.dim %{{.*}}, %{{.*}} : tensor<?x10xf32>
+// CHECK: arith.uitofp
+// CHECK: arith.divf
+// CHECK: return %{{.*}} : tensor<10xf32>
+locus.graph @mlp attributes {locus.symbols = [["batch", 256]]} {
+  %x = locus.input "x" {locus.dims = affine_map<()[s0] -> (s0, 784)>} : tensor<256x784xf32>
+  %w = locus.state "w" parameter : tensor<10x784xf32> init <full(0.5)>
+  %b = locus.state "b" parameter : tensor<10xf32> init <full(0.5)>
+  %y = locus.linear %x, %w, %b : tensor<256x784xf32>, tensor<10x784xf32>, tensor<10xf32> -> tensor<256x10xf32>
+  %r = locus.relu %y : tensor<256x10xf32>
+  %m = locus.mean %r axes [0] : tensor<256x10xf32> -> tensor<10xf32>
+  locus.output "r" = %r : tensor<256x10xf32>
+  locus.output "m" = %m : tensor<10xf32>
+}
