@@ -205,23 +205,31 @@ locus_status_t locus_context_set_input_shaped(locus_context_t *context,
 
 locus_status_t locus_context_output_shape(const locus_context_t *context,
                                           const char *name, size_t capacity,
-                                          int64_t *out_dims,
-                                          size_t *out_rank) {
+                                          int64_t *out_dims, size_t *out_rank) {
   LOCUS_GUARD({
     if (!context || !out_rank || (!out_dims && capacity))
       return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
     size_t i = 0;
     if (locus_status_t s = find(*context->model, LOCUS_TENSOR_OUTPUT, name, i))
       return s;
+    const locus_model_t &m = *context->model;
+    uint32_t buffer = m.outputBuffers[i];
+    size_t rank = m.plan.buffers[buffer].dims.size();
+    if (rank > capacity)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "output '%s' has rank %zu; out_dims holds %zu", name,
+                        rank, capacity);
+    if (m.plan.dims[buffer].empty()) { // static: no allocation per run
+      std::copy(m.plan.buffers[buffer].dims.begin(),
+                m.plan.buffers[buffer].dims.end(), out_dims);
+      *out_rank = rank;
+      return nullptr;
+    }
     std::vector<int64_t> dims;
     if (locus_status_t s = outputDims(*context, i, dims))
       return s;
-    if (dims.size() > capacity)
-      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                        "output '%s' has rank %zu; out_dims holds %zu", name,
-                        dims.size(), capacity);
     std::copy(dims.begin(), dims.end(), out_dims);
-    *out_rank = dims.size();
+    *out_rank = rank;
     return nullptr;
   });
 }

@@ -114,34 +114,38 @@ std::string dimsString(const std::vector<int64_t> &dims) {
 /// `dims` for input `i`: its rank, its static dimensions, and each dynamic
 /// one within its size's bound.
 locus_status_t checkInputDims(const locus_model_t &m, size_t i,
-                              const std::vector<int64_t> &dims) {
+                              const int64_t *given, size_t rank) {
   const PlanBuffer &b = m.plan.buffers[m.inputBuffers[i]];
   const std::vector<PlanDim> &exprs = m.plan.dims[m.inputBuffers[i]];
-  bool ok = dims.size() == b.dims.size();
-  for (size_t d = 0; ok && d < dims.size(); ++d) {
+  bool ok = rank == b.dims.size();
+  for (size_t d = 0; ok && d < rank; ++d) {
+    if (given[d] == b.dims[d])
+      continue; // the common case: no message, no allocation
     size_t k = 0;
     if (exprs.empty() || !exprs[d].isSize(k)) {
-      ok = dims[d] == b.dims[d];
+      ok = false;
       continue;
     }
     const PlanSize &size = m.plan.sizes[k];
-    if (dims[d] < 1 || dims[d] > size.bound)
-      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                        "input '%s' is %s, but its dimension %zu is %s, "
-                        "which runs from 1 to %lld",
-                        m.inputs[i].name, dimsString(dims).c_str(), d,
-                        size.name.c_str(),
-                        static_cast<long long>(size.bound));
+    if (given[d] < 1 || given[d] > size.bound)
+      return makeStatus(
+          LOCUS_STATUS_INVALID_ARGUMENT,
+          "input '%s' is %s, but its dimension %zu is %s, which runs from 1 "
+          "to %lld",
+          m.inputs[i].name,
+          dimsString(std::vector<int64_t>(given, given + rank)).c_str(), d,
+          size.name.c_str(), static_cast<long long>(size.bound));
   }
   if (ok)
     return nullptr;
+  std::vector<int64_t> dims(given, given + rank);
   std::string expected = "[";
   for (size_t d = 0; d < b.dims.size(); ++d) {
     size_t k = 0;
     bool dynamic = !exprs.empty() && exprs[d].isSize(k);
     expected += (d ? ", " : "") +
-                (dynamic ? m.plan.sizes[k].name + "<=" +
-                               std::to_string(m.plan.sizes[k].bound)
+                (dynamic ? m.plan.sizes[k].name +
+                               "<=" + std::to_string(m.plan.sizes[k].bound)
                          : std::to_string(b.dims[d]));
   }
   return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
@@ -168,8 +172,7 @@ locus_status_t bindSizes(locus_model_t &m, locus_context_t &ctx) {
         return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
                           "input '%s' has %s = %lld, but input '%s' has %s "
                           "= %lld",
-                          m.inputs[from[k]].name,
-                          m.plan.sizes[k].name.c_str(),
+                          m.inputs[from[k]].name, m.plan.sizes[k].name.c_str(),
                           static_cast<long long>(sizes[k]), m.inputs[i].name,
                           m.plan.sizes[k].name.c_str(),
                           static_cast<long long>(dims[d]));
@@ -208,21 +211,30 @@ locus_status_t setInputShaped(locus_context_t &ctx, const char *name,
     return s;
   if (rank > 0 && !dims)
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "dims is null");
-  std::vector<int64_t> given(dims, dims + rank);
-  if (locus_status_t s = checkInputDims(m, i, given))
+  if (locus_status_t s = checkInputDims(m, i, dims, rank))
     return s;
   uint32_t buffer = m.inputBuffers[i];
   const PlanBuffer &b = m.plan.buffers[buffer];
-  if (bytes != bytesOf(b, given))
-    return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "input '%s' of %s %s holds %zu bytes, not %zu",
-                      m.inputs[i].name, dimsString(given).c_str(),
-                      dtypeName(m.inputs[i].dtype), bytesOf(b, given), bytes);
+  size_t want = dtypeSize(b.dtype);
+  bool atBounds = true;
+  for (size_t d = 0; d < rank; ++d) {
+    want *= static_cast<size_t>(dims[d]);
+    atBounds = atBounds && dims[d] == b.dims[d];
+  }
+  if (bytes != want)
+    return makeStatus(
+        LOCUS_STATUS_INVALID_ARGUMENT,
+        "input '%s' of %s %s holds %zu bytes, not %zu", m.inputs[i].name,
+        dimsString(std::vector<int64_t>(dims, dims + rank)).c_str(),
+        dtypeName(m.inputs[i].dtype), want, bytes);
   std::shared_lock lock(m.stateMutex); // not inside another's capture
   if (locus_status_t s = m.deviceOf[b.device]->upload(
           data, bufferPointer(m, ctx, buffer), bytes))
     return s;
-  ctx.inputDims[i] = given == b.dims ? std::vector<int64_t>() : given;
+  if (atBounds)
+    ctx.inputDims[i].clear();
+  else
+    ctx.inputDims[i].assign(dims, dims + rank); // keeps its capacity
   ctx.inputSet[i] = true;
   ctx.inputFromView[i] = false;
   ctx.stats.input_bytes += bytes;
@@ -322,8 +334,7 @@ locus_status_t readOutput(locus_context_t &ctx, const char *name, void *out,
                         "output '%s' is %s %s in the last run: %zu bytes, "
                         "not %zu",
                         m.outputs[i].name, dimsString(dims).c_str(),
-                        dtypeName(m.outputs[i].dtype), bytesOf(b, dims),
-                        bytes);
+                        dtypeName(m.outputs[i].dtype), bytesOf(b, dims), bytes);
   } else if (locus_status_t s =
                  lookup(m, LOCUS_TENSOR_OUTPUT, name, bytes, i)) {
     return s;

@@ -151,6 +151,8 @@ std::vector<uint8_t> plan() {
       w.u32(1);
   w.u32(1), w.str("y"), w.u32(1); // outputs
   w.u32(0);                       // events
+  w.u32(0);                       // no dynamic sizes
+  w.u32(0);                       // nor buffers they size
   return w.bytes;
 }
 

@@ -86,6 +86,8 @@ locus_model_t *makeModel() {
   p.str("y");
   p.u32(1);
   p.u32(0); // events
+  p.u32(0); // no dynamic sizes
+  p.u32(0); // nor buffers they size
   locus_model_t *model = nullptr;
   locus_status_t s =
       locus_model_create_from_plan(p.bytes.data(), p.bytes.size(), nullptr, 0,

@@ -375,6 +375,8 @@ std::vector<uint8_t> foreignPlan() {
   u32(1), u8(LOCUS_PLAN_LAUNCH), u32(0), u32(1), u32(2), u32(0), u32(1);
   u32(1), str("y"), u32(1); // outputs
   u32(0);                   // events
+  u32(0);                   // no dynamic sizes
+  u32(0);                   // nor buffers they size
   return b;
 }
 

@@ -110,6 +110,8 @@ std::vector<uint8_t> makePlan(bool foreign = false, bool skipRecord = false,
   w.str("y");
   w.u32(3);
   w.u32(2); // events
+  w.u32(0); // no dynamic sizes
+  w.u32(0); // nor buffers they size
   return w.bytes;
 }
 
@@ -309,6 +311,8 @@ std::vector<uint8_t> gpuOnlyPlan() {
   w.str("y");
   w.u32(1);
   w.u32(0); // events
+  w.u32(0); // no dynamic sizes
+  w.u32(0); // nor buffers they size
   return w.bytes;
 }
 
@@ -445,6 +449,8 @@ TEST(Executor, KeptLayoutsOfStateFollowItsWrites) {
   w.str("y");
   w.u32(2);
   w.u32(0); // events
+  w.u32(0); // no dynamic sizes
+  w.u32(0); // nor buffers they size
   Loaded m;
   ASSERT_EQ(load(w.bytes, m), nullptr);
 
@@ -688,6 +694,8 @@ static std::vector<uint8_t> copyPlan(uint64_t aAt, uint64_t bAt, uint64_t arena,
   w.str("y");
   w.u32(2);
   w.u32(events);
+  w.u32(0); // no dynamic sizes
+  w.u32(0); // nor buffers they size
   return w.bytes;
 }
 
@@ -730,7 +738,7 @@ TEST(Executor, HostilePlansAreRefusedAtLoad) {
   // A command count of 2^32 - 1 in a small file: refused without
   // allocating for it.
   std::vector<uint8_t> plan = copyPlan(64, 128, 192, 1, 2);
-  size_t countAt = plan.size() - (4 + 2 * 9 + 4 + 4 + 1 + 4 + 4);
+  size_t countAt = plan.size() - (4 + 2 * 9 + 4 + 4 + 1 + 4 + 4 + 8);
   ASSERT_EQ(plan[countAt], 2);
   plan[countAt] = plan[countAt + 1] = plan[countAt + 2] = plan[countAt + 3] =
       0xFF;
@@ -889,6 +897,8 @@ std::vector<uint8_t> allReducePlan(uint8_t resultKind = LOCUS_PLAN_ACTIVATION,
   w.str("y");
   w.u32(1);
   w.u32(0); // events
+  w.u32(0); // no dynamic sizes
+  w.u32(0); // nor buffers they size
   return w.bytes;
 }
 
@@ -936,4 +946,152 @@ TEST(Executor, TorchrunVariablesWithoutMpirunAreRefused) {
   EXPECT_EQ(comm, nullptr);
   EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_UNAVAILABLE);
   EXPECT_NE(messageOf(s).find("mpirun -np 2"), std::string::npos);
+}
+
+namespace {
+
+/// Hostile variants of dynamicPlan().
+struct DynamicDamage {
+  uint64_t bound = 4;
+  uint64_t factor = 1;
+  uint8_t power = 1;
+  uint8_t sizesDtype = LOCUS_PLAN_I64;
+  const char *sizesName = LOCUS_PLAN_SIZES_INPUT;
+  uint32_t listedBuffer = 1; // the second buffer the dims are for
+};
+
+/// x [batch<=4] f32 copied to y: the dims of both are the size "batch",
+/// which the runtime writes into the sizes input (buffer 2).
+std::vector<uint8_t> dynamicPlan(const DynamicDamage &d = {}) {
+  PlanWriter w;
+  w.u32(LOCUS_PLAN_MAGIC);
+  w.u32(LOCUS_PLAN_VERSION);
+  w.u32(1); // devices: the cpu
+  w.u8(0);
+  w.u32(0);
+  w.u32(3);                               // buffers
+  w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");  // 0
+  w.buffer(LOCUS_PLAN_ACTIVATION, 0, 64); // 1: y
+  w.u8(LOCUS_PLAN_INPUT);                 // 2: the sizes
+  w.u32(0);
+  w.u8(d.sizesDtype);
+  w.u32(1);
+  w.u64(1);
+  w.u64(d.sizesDtype == LOCUS_PLAN_I64 ? 8 : 4);
+  w.u64(128);
+  w.str(d.sizesName);
+  w.u64(192); // arena
+  w.u32(0);   // kernels
+  w.u32(0);   // imports
+  w.u32(0);   // load commands
+  w.u32(1);   // step commands
+  w.command(LOCUS_PLAN_COPY, 0, 1);
+  w.u32(1); // outputs
+  w.str("y");
+  w.u32(1);
+  w.u32(0); // events
+  w.u32(1); // dynamic sizes
+  w.str("batch");
+  w.u64(d.bound);
+  w.u32(2); // buffers they size
+  for (uint32_t b : {uint32_t{0}, d.listedBuffer}) {
+    w.u32(b);
+    w.u64(d.factor);
+    w.u8(d.power);
+  }
+  return w.bytes;
+}
+
+} // namespace
+
+TEST(Executor, DynamicSizesAreBoundFromInputsAndGiveOutputsTheirDims) {
+  Loaded m;
+  ASSERT_EQ(load(dynamicPlan(), m), nullptr);
+  // The sizes input is the runtime's, not the caller's.
+  EXPECT_EQ(locus_model_tensor_count(m.model, LOCUS_TENSOR_INPUT), 1u);
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  int64_t dims[4] = {0};
+  size_t rank = 0;
+  EXPECT_NE(messageOf(locus_context_output_shape(ctx, "y", 4, dims, &rank))
+                .find("no run has given them sizes yet"),
+            std::string::npos);
+  const float x[4] = {1, 2, 3, 4};
+  int64_t three = 3;
+  ASSERT_EQ(locus_context_set_input_shaped(ctx, "x", x, 12, 1, &three),
+            nullptr);
+  ASSERT_EQ(locus_context_run(ctx), nullptr);
+  ASSERT_EQ(locus_context_output_shape(ctx, "y", 4, dims, &rank), nullptr);
+  EXPECT_EQ(rank, 1u);
+  EXPECT_EQ(dims[0], 3);
+  float y[4] = {0, 0, 0, 0};
+  EXPECT_EQ(messageOf(locus_context_read_output(ctx, "y", y, 16)),
+            "output 'y' is [3] f32 in the last run: 12 bytes, not 16");
+  ASSERT_EQ(locus_context_read_output(ctx, "y", y, 12), nullptr);
+  EXPECT_EQ(std::vector<float>(y, y + 3), (std::vector<float>{1, 2, 3}));
+  // set_input by bytes alone: the one dynamic dimension they leave.
+  ASSERT_EQ(locus_context_set_input(ctx, "x", x, 8), nullptr);
+  ASSERT_EQ(locus_context_run(ctx), nullptr);
+  ASSERT_EQ(locus_context_output_shape(ctx, "y", 4, dims, &rank), nullptr);
+  EXPECT_EQ(dims[0], 2);
+  int64_t five = 5, zero = 0;
+  EXPECT_EQ(
+      messageOf(locus_context_set_input_shaped(ctx, "x", x, 20, 1, &five)),
+      "input 'x' is [5], but its dimension 0 is batch, which runs from "
+      "1 to 4");
+  EXPECT_EQ(messageOf(locus_context_set_input_shaped(ctx, "x", x, 0, 1, &zero)),
+            "input 'x' is [0], but its dimension 0 is batch, which runs from "
+            "1 to 4");
+  EXPECT_EQ(
+      messageOf(locus_context_set_input_shaped(ctx, "x", x, 8, 1, &three)),
+      "input 'x' of [3] f32 holds 12 bytes, not 8");
+  EXPECT_EQ(
+      messageOf(locus_context_set_input_shaped(ctx, "x", x, 12, 1, nullptr)),
+      "dims is null");
+  EXPECT_EQ(messageOf(locus_context_output_shape(ctx, "y", 0, dims, &rank)),
+            "output 'y' has rank 1; out_dims holds 0");
+  locus_context_release(ctx);
+}
+
+TEST(Executor, DamagedDynamicSizesAreRefusedAtLoad) {
+  struct Case {
+    DynamicDamage damage;
+    const char *message;
+  };
+  const Case cases[] = {
+      {{.bound = 0}, "the plan is damaged (dynamic sizes)"},
+      {{.factor = 2}, "the plan is damaged (dynamic dims)"},
+      {{.power = 5}, "the plan is damaged (dynamic dims)"},
+      {{.listedBuffer = 0}, "the plan is damaged (dynamic dims)"},
+      {{.listedBuffer = 9}, "the plan is damaged (dynamic dims)"},
+      {{.sizesDtype = LOCUS_PLAN_I32}, "the plan is damaged (its sizes input)"},
+      {{.sizesName = "sizes"},
+       "the plan is damaged (dynamic sizes without their input)"},
+  };
+  for (const Case &c : cases) {
+    Loaded m;
+    locus_status_t s = load(dynamicPlan(c.damage), m);
+    ASSERT_NE(s, nullptr) << c.message;
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_DATA_LOSS);
+    EXPECT_EQ(messageOf(s), c.message);
+  }
+  // Every byte of the plan flipped: a clean refusal, or a plan that runs.
+  std::vector<uint8_t> plan = dynamicPlan();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    std::vector<uint8_t> damaged = plan;
+    damaged[i] ^= 0xA5;
+    Loaded m;
+    locus_status_t s = load(damaged, m);
+    if (s) {
+      locus_status_free(s);
+      continue;
+    }
+    locus_context_t *ctx = nullptr;
+    if (locus_context_create(m.model, &ctx))
+      continue;
+    const float x[4] = {1, 2, 3, 4};
+    locus_status_free(locus_context_set_input(ctx, "x", x, 16));
+    locus_status_free(locus_context_run(ctx));
+    locus_context_release(ctx);
+  }
 }

@@ -97,9 +97,9 @@ struct Slot {
       return formatShape(shape);
     std::string text = "[";
     for (size_t d = 0; d < shape.size(); ++d)
-      text += (d ? ", " : "") + (sizes[d].empty() ? std::to_string(shape[d])
-                                                   : sizes[d] + "<=" +
-                                                         std::to_string(shape[d]));
+      text += (d ? ", " : "") +
+              (sizes[d].empty() ? std::to_string(shape[d])
+                                : sizes[d] + "<=" + std::to_string(shape[d]));
     return text + "]";
   }
   /// Whether a tensor of `dims` fits: the rank, static dimensions equal,
@@ -455,6 +455,11 @@ struct Lease {
 };
 
 /// Every output of the context's last run.
+/// Whether the model has dynamic sizes (its outputs' shapes are the run's).
+bool dynamicOutputs(const CompiledModel::Impl &m) {
+  return llvm::any_of(m.inputs, [](const Slot &s) { return !s.sizes.empty(); });
+}
+
 std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
                                               locus_context_t *context) {
   std::map<std::string, HostTensor> results;
@@ -463,12 +468,14 @@ std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
     out.shape = slot.shape;
     out.dtype = slot.dtype;
     // Its dims in this run (below the bounds, with dynamic sizes).
-    int64_t dims[64];
-    size_t rank = 0;
-    if (locus_status_t s = locus_context_output_shape(
-            context, slot.name.c_str(), 64, dims, &rank))
-      throw RunError(take(s));
-    out.shape.assign(dims, dims + rank);
+    if (dynamicOutputs(m)) {
+      int64_t dims[64];
+      size_t rank = 0;
+      if (locus_status_t s = locus_context_output_shape(
+              context, slot.name.c_str(), 64, dims, &rank))
+        throw RunError(take(s));
+      out.shape.assign(dims, dims + rank);
+    }
     void *data;
     size_t bytes;
     std::vector<uint8_t> bools;
@@ -527,9 +534,13 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
   for (auto [i, slot] : llvm::enumerate(m.inputs)) {
     const HostTensor &t = inputs.at(slot.name);
     auto [data, bytes] = wireOf(t, scratch[i]);
-    if (locus_status_t s = locus_context_set_input_shaped(
-            lease.context, slot.name.c_str(), data, bytes, t.shape.size(),
-            t.shape.data()))
+    if (locus_status_t s =
+            slot.sizes.empty()
+                ? locus_context_set_input(lease.context, slot.name.c_str(),
+                                          data, bytes)
+                : locus_context_set_input_shaped(
+                      lease.context, slot.name.c_str(), data, bytes,
+                      t.shape.size(), t.shape.data()))
       throw RunError(take(s));
   }
   if (locus_status_t s = locus_context_run(lease.context))
@@ -784,10 +795,10 @@ void recordInterface(const RecordedGraph &g, CompiledModel::Impl &impl) {
           mlir::FailureOr<llvm::SmallVector<DimSymbol>> symbols =
               graphSymbols(graph);
           for (const DimExpr &dim : *dims)
-            impl.inputs.back().sizes.push_back(
-                dim.isStatic() || mlir::failed(symbols)
-                    ? ""
-                    : formatDim(dim, *symbols));
+            impl.inputs.back().sizes.push_back(dim.isStatic() ||
+                                                       mlir::failed(symbols)
+                                                   ? ""
+                                                   : formatDim(dim, *symbols));
         }
       impl.inputNames.push_back(input.getName().str());
     } else if (auto state = mlir::dyn_cast<StateOp>(op)) {
