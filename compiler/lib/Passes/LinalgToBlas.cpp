@@ -39,8 +39,10 @@ struct BlasOperand {
 std::optional<BlasOperand> blasOperand(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
   BlasOperand o;
-  if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
-      type.getRank() < 2 ||
+  // With dynamic sizes the outer dimensions may be dynamic; the strides,
+  // the offset and the rows' length stay static.
+  if (!type || !type.getElementType().isF32() || type.getRank() < 2 ||
+      ShapedType::isDynamic(type.getShape().back()) ||
       failed(getStridesAndOffset(type, o.strides, o.offset)) ||
       ShapedType::isDynamic(o.offset) ||
       llvm::any_of(o.strides, ShapedType::isDynamic) || o.strides.back() != 1 ||
@@ -117,7 +119,6 @@ private:
                  << op->getLoc() << ": loops (a buffer sgemm cannot take)\n");
       return;
     }
-    MemRefType ta = oa->type, tc = oc->type;
     bool batched = isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeAOp,
                        linalg::BatchMatmulTransposeBOp>(op);
     bool transA =
@@ -125,11 +126,6 @@ private:
     bool transB =
         isa<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(op);
     unsigned r = batched ? 1 : 0;
-    int64_t batch = batched ? ta.getDimSize(0) : 1;
-    // A is [m, k], or [k, m] read transposed.
-    int64_t m = ta.getDimSize(transA ? r + 1 : r),
-            k = ta.getDimSize(transA ? r : r + 1);
-    int64_t n = tc.getDimSize(r + 1);
     // A product into a buffer just filled with zeros needs no fill: BLAS
     // overwrites C when beta is 0.
     float beta = 1.0f;
@@ -137,15 +133,38 @@ private:
       fill->erase();
       beta = 0.0f;
     }
-    LLVM_DEBUG(llvm::dbgs()
-               << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
-               << ": " << callee << " batch " << batch << " m " << m << " n "
-               << n << " k " << k << " beta " << beta << "\n");
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
+                            << op->getLoc() << ": " << callee << " beta "
+                            << beta << "\n");
     OpBuilder b(op);
     Location loc = op->getLoc();
     auto i64 = [&](int64_t v) -> Value {
       return b.create<arith::ConstantIntOp>(loc, v, 64);
     };
+    // A size: a constant, or read from the buffer when it is dynamic.
+    auto dim = [&](Value buffer, unsigned d) -> Value {
+      int64_t size = cast<MemRefType>(buffer.getType()).getDimSize(d);
+      if (!ShapedType::isDynamic(size))
+        return i64(size);
+      Value index = b.create<memref::DimOp>(loc, buffer, d);
+      return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+    };
+    // A static size made again where the call takes it (as the IR had it
+    // before sizes could be dynamic).
+    auto again = [&](Value v) -> Value {
+      if (auto c = v.getDefiningOp<arith::ConstantIntOp>())
+        return i64(c.value());
+      return v;
+    };
+    auto times = [&](Value x, Value y) -> Value {
+      return b.createOrFold<arith::MulIOp>(loc, x, y);
+    };
+    // A is [m, k], or [k, m] read transposed (made in the order the call
+    // takes them).
+    Value batch = batched ? dim(a, 0) : i64(1);
+    Value m = dim(a, transA ? r + 1 : r);
+    Value n = dim(c, r + 1);
+    Value k = dim(a, transA ? r : r + 1);
     // The aligned pointer is the base buffer's: a view adds its offset.
     auto pointer = [&](Value buffer, const BlasOperand &o) -> Value {
       Value index =
@@ -159,26 +178,26 @@ private:
     // Leading dimension: the stride of the stored matrix's rows; batch
     // stride: the stride of the batch (m * k and k * n in one product).
     auto ld = [&](const BlasOperand &o) { return i64(o.strides[r]); };
-    auto batchStride = [&](const BlasOperand &o, int64_t whole) {
-      return i64(batched ? o.strides[0] : whole);
+    auto batchStride = [&](const BlasOperand &o, Value x, Value y) {
+      return batched ? i64(o.strides[0]) : times(x, y);
     };
     SmallVector<Value> args{
-        i64(batch),
-        i64(m),
-        i64(n),
-        i64(k),
+        batch,
+        m,
+        n,
+        k,
         pointer(a, *oa),
         ld(*oa),
-        batchStride(*oa, m * k),
+        batchStride(*oa, m, k),
         b.create<arith::ConstantIntOp>(loc, transA ? 1 : 0, 32),
         pointer(bv, *ob),
         ld(*ob),
-        batchStride(*ob, k * n),
+        batchStride(*ob, k, n),
         b.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32),
         b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(beta)),
         pointer(c, *oc),
-        i64(n),
-        i64(m * n)};
+        again(n),
+        times(m, n)};
     b.create<func::CallOp>(loc, declaration(module), args);
     op->erase();
     ++numCalls;

@@ -155,3 +155,16 @@ func.func @batched_transposed(%a: memref<3x4x5xf32>, %bt: memref<3x6x5xf32>, %c:
   linalg.batch_matmul_transpose_a ins(%at, %b : memref<3x5x4xf32>, memref<3x5x6xf32>) outs(%c : memref<3x4x6xf32>)
   return
 }
+
+// A dynamic batch of rows (a kernel with dynamic sizes): m is read from the
+// buffer, and so are the strides that depend on it.
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK:      %[[D:.*]] = memref.dim %arg0, %{{.*}} : memref<?x8xf32>
+// CHECK-NEXT: %[[M:.*]] = arith.index_cast %[[D]] : index to i64
+// CHECK:      %[[MK:.*]] = arith.muli %[[M]], %c8_i64 : i64
+// CHECK:      %[[MN:.*]] = arith.muli %[[M]], %c4_i64 : i64
+// CHECK-NEXT: call @locus_sgemm(%{{.*}}, %[[M]], %c4_i64, %c8_i64, %{{.*}}, %{{.*}}, %[[MK]], {{.*}}, %[[MN]])
+func.func @dynamic_rows(%a: memref<?x8xf32>, %b: memref<8x4xf32>, %c: memref<?x4xf32>) {
+  linalg.matmul ins(%a, %b : memref<?x8xf32>, memref<8x4xf32>) outs(%c : memref<?x4xf32>)
+  return
+}
