@@ -210,10 +210,9 @@ void bindGraph(py::module_ &m) {
       .def_readonly("size", &InputDim::size)
       .def_readonly("symbol", &InputDim::symbol)
       .def("__repr__", [](const InputDim &d) {
-        return !d.dynamic
-                   ? std::to_string(d.size)
-                   : "locus.dyn('" + d.symbol + "', " +
-                         std::to_string(d.size) + ")";
+        return !d.dynamic ? std::to_string(d.size)
+                          : "locus.dyn('" + d.symbol + "', " +
+                                std::to_string(d.size) + ")";
       });
   py::implicitly_convertible<int64_t, InputDim>();
   m.def(

@@ -300,8 +300,9 @@ locus_status_t readOutputs(Reader &r, Plan &plan) {
       FAIL("the plan is damaged (outputs)");
   }
   plan.events = r.u32();
-  return r.ok() ? nullptr : makeStatus(LOCUS_STATUS_DATA_LOSS,
-                                       "the plan is damaged (truncated)");
+  return r.ok() ? nullptr
+                : makeStatus(LOCUS_STATUS_DATA_LOSS,
+                             "the plan is damaged (truncated)");
 }
 
 /// The dynamic sizes and the dims of the buffers they size, checked: each

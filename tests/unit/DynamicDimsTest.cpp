@@ -148,6 +148,8 @@ TEST(DynamicInputs, MismatchedSizesAreErrorsAtTheUsersLine) {
   EXPECT_EQ(msg, "dynamic size 'batch' has bound 8 already; here it has 9");
   msg = errorAt([&] { g.input("d", {dyn("n", 0)}); }, __LINE__);
   EXPECT_NE(msg.find("needs a bound of at least 1"), std::string::npos);
+  msg = errorAt([&] { g.input("locus.sizes", {4}); }, __LINE__);
+  EXPECT_EQ(msg, "input name 'locus.sizes' is Locus's own (the run's dynamic sizes)");
   msg = errorAt([&] { g.input("e", {dyn("", 4)}); }, __LINE__);
   EXPECT_EQ(msg, "input 'e': a dynamic size needs a name, as in "
                  "dyn(\"batch\", 4)");

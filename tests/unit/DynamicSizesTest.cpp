@@ -93,10 +93,11 @@ TEST(DynamicSizes, AShortLastBatchTrainsAsAStaticStepOfItsSize) {
   std::vector<std::map<std::string, HostTensor>> batches = {
       batchOf(kBound, 1), batchOf(kBound, 2), batchOf(5, 3)};
   std::vector<float> losses;
-  dynamic.runBatches(3, [&](size_t i) { return batches[i]; },
-                     [&](size_t, const std::map<std::string, HostTensor> &o) {
-                       losses.push_back(o.at("loss").item());
-                     });
+  dynamic.runBatches(
+      3, [&](size_t i) { return batches[i]; },
+      [&](size_t, const std::map<std::string, HostTensor> &o) {
+        losses.push_back(o.at("loss").item());
+      });
   ASSERT_EQ(losses.size(), 3u);
   EXPECT_NEAR(losses[0], full.run(batches[0]).at("loss").item(), 1e-5);
   EXPECT_NEAR(losses[1], full.run(batches[1]).at("loss").item(), 1e-5);

@@ -188,14 +188,14 @@ std::vector<char> readInput(const std::string &path,
                              shapeText(info.shape));
   size_t expected = info.byteSize;
   for (size_t d = 0; d < shape.size(); ++d)
-    expected = expected / static_cast<size_t>(info.shape[d] ? info.shape[d]
-                                                            : 1) *
+    expected = expected /
+               static_cast<size_t>(info.shape[d] ? info.shape[d] : 1) *
                static_cast<size_t>(shape[d]);
   size_t data = start + headerLength;
   if (bytes.size() - data != expected)
-    throw std::runtime_error(
-        path + ": the data has " + std::to_string(bytes.size() - data) +
-        " bytes, expected " + std::to_string(expected));
+    throw std::runtime_error(path + ": the data has " +
+                             std::to_string(bytes.size() - data) +
+                             " bytes, expected " + std::to_string(expected));
   dims = shape;
   return std::vector<char>(bytes.begin() + static_cast<long>(data),
                            bytes.end());
@@ -387,8 +387,7 @@ void viewInputs(locus::rt::Context &context, const Inputs &inputs, bool write) {
     size_t room = 0;
     void *view = context.inputView(input.name, &room);
     if (write)
-      std::memcpy(view, input.bytes.data(),
-                  std::min(room, input.bytes.size()));
+      std::memcpy(view, input.bytes.data(), std::min(room, input.bytes.size()));
   }
 }
 

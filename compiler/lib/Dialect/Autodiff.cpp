@@ -731,10 +731,9 @@ bool Differentiator::backwardLoss(Operation *op, Value g) {
                              : 1.0;
           Value d = sub(p, hot);
           if (dynamic && o.getReduction() == ReductionKind::mean)
-            return timesScalar(
-                div(d, broadcast(countOf(o.getLogits(), {0}),
-                                 typeOf(d).getShape())),
-                g);
+            return timesScalar(div(d, broadcast(countOf(o.getLogits(), {0}),
+                                                typeOf(d).getShape())),
+                               g);
           return timesScalar(mul(d, splatLike(scale, d)), g);
         });
         return true;
@@ -754,9 +753,8 @@ void Differentiator::mseLossGrad(MseLossOp o, Value g) {
       for (int64_t d = 0; d < in.getRank(); ++d)
         all.push_back(d);
       Value twice = mul(diff, splatLike(2.0, diff));
-      return timesScalar(div(twice, broadcast(countOf(o.getInput(), all),
-                                              in.getShape())),
-                         g);
+      return timesScalar(
+          div(twice, broadcast(countOf(o.getInput(), all), in.getShape())), g);
     }
     return timesScalar(mul(diff, splatLike(norm, diff)), g);
   };

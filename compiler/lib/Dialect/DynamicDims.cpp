@@ -381,7 +381,7 @@ FailureOr<SmallVector<DimSymbol>> readSymbols(Operation *graph) {
   }
   if (symbols.size() > kMaxDimSymbols)
     return graph->emitOpError() << "declares " << symbols.size()
-                               << " dynamic sizes; at most " << kMaxDimSymbols;
+                                << " dynamic sizes; at most " << kMaxDimSymbols;
   return symbols;
 }
 
@@ -623,8 +623,8 @@ bool DynamicDims::bindBroadcastsOf(Operation *op) {
         broadcastDims(dimsOf(broadcast.getInput()), *reference) != *reference)
       return false;
     broadcast->setAttr(kDimsAttrName,
-                       AffineMapAttr::get(dimsToMap(
-                           *reference, symbols_.size(), op->getContext())));
+                       AffineMapAttr::get(dimsToMap(*reference, symbols_.size(),
+                                                    op->getContext())));
     if (failed(infer(broadcast)))
       return false;
   }
@@ -666,8 +666,7 @@ LogicalResult DynamicDims::disagree(Operation *op) const {
 /// A kernel call's results take the dims its function's results carry
 /// (--locus-outline-kernels writes them).
 LogicalResult DynamicDims::inferCall(CallOpInterface call) {
-  auto callee =
-      dyn_cast_or_null<FunctionOpInterface>(call.resolveCallable());
+  auto callee = dyn_cast_or_null<FunctionOpInterface>(call.resolveCallable());
   if (!callee)
     return call->emitOpError() << "calls no function this graph can see";
   for (auto [i, result] : llvm::enumerate(call->getResults())) {

@@ -628,6 +628,9 @@ const std::string &Graph::name() const { return impl_->name; }
 Tensor Graph::input(const std::string &name, const Shape &shape,
                     const InputOptions &options, Here loc) {
   GraphImpl &g = *impl_;
+  if (name == kSizesInputName)
+    throw userError(loc, "input name '" + name +
+                             "' is Locus's own (the run's dynamic sizes)");
   g.claimName(g.sourceNames, "input", name, loc);
   Transaction tx(g);
   mlir::RankedTensorType type = g.tensorType(shape, options.dtype, loc);

@@ -130,9 +130,9 @@ LogicalResult KernelDims::propagateLinalg(linalg::LinalgOp op) {
         continue;
       std::optional<DimExpr> &extent = extents[dim.getPosition()];
       if (extent && *extent != known[r])
-        return op->emitOpError() << "has a loop that is both "
-                                 << formatDim(*extent, symbols) << " and "
-                                 << formatDim(known[r], symbols);
+        return op->emitOpError()
+               << "has a loop that is both " << formatDim(*extent, symbols)
+               << " and " << formatDim(known[r], symbols);
       extent = known[r];
     }
     return success();
@@ -163,9 +163,10 @@ LogicalResult KernelDims::propagateLinalg(linalg::LinalgOp op) {
   return success();
 }
 
-LogicalResult KernelDims::propagateReshape(
-    Operation *op, Value src, Value result,
-    ArrayRef<ReassociationIndices> groups, bool collapse) {
+LogicalResult
+KernelDims::propagateReshape(Operation *op, Value src, Value result,
+                             ArrayRef<ReassociationIndices> groups,
+                             bool collapse) {
   // `wide` has one dimension per index of a group, `narrow` one per group.
   Value wide = collapse ? src : result, narrow = collapse ? result : src;
   DimExprs wideDims = of(wide), narrowDims = of(narrow);
@@ -223,8 +224,8 @@ LogicalResult KernelDims::propagate() {
         }
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (auto [i, value] : llvm::enumerate(ret.getOperands()))
-          if (auto map = func.getResultAttrOfType<AffineMapAttr>(
-                  i, kDimsAttrName))
+          if (auto map =
+                  func.getResultAttrOfType<AffineMapAttr>(i, kDimsAttrName))
             if (std::optional<DimExprs> given = dimsFromMap(map.getValue()))
               if (failed(update(value, *given, op)))
                 return WalkResult::interrupt();
@@ -290,9 +291,9 @@ Value KernelDims::viewAtRunSizes(OpBuilder &b, BlockArgument arg,
     first = prefix.getDefiningOp();
   if (bound.getRank() == 1)
     return prefix;
-  return b.create<tensor::ExpandShapeOp>(
-      loc, typeOf(arg), prefix, SmallVector<ReassociationIndices>{all},
-      sizesOf(b, arg));
+  return b.create<tensor::ExpandShapeOp>(loc, typeOf(arg), prefix,
+                                         SmallVector<ReassociationIndices>{all},
+                                         sizesOf(b, arg));
 }
 
 /// `value`, of dynamic type, packed into a tensor of its bound type.
@@ -350,17 +351,17 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
         if (!isStatic(of(operand.get())))
           operand.set(backIntoBounds(
               b, operand.get(),
-              cast<RankedTensorType>(
-                  func.getFunctionType().getResult(operand.getOperandNumber()))));
+              cast<RankedTensorType>(func.getFunctionType().getResult(
+                  operand.getOperandNumber()))));
       continue;
     }
     if (!dynamicResult)
       continue;
     b.setInsertionPoint(op);
     if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
-      Value fresh = b.create<tensor::EmptyOp>(op->getLoc(),
-                                              sizesOf(b, empty.getResult()),
-                                              empty.getType().getElementType());
+      Value fresh =
+          b.create<tensor::EmptyOp>(op->getLoc(), sizesOf(b, empty.getResult()),
+                                    empty.getType().getElementType());
       dims[fresh] = of(empty.getResult());
       empty.getResult().replaceAllUsesWith(fresh);
       empty.erase();

@@ -133,9 +133,9 @@ private:
       fill->erase();
       beta = 0.0f;
     }
-    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
-                            << op->getLoc() << ": " << callee << " beta "
-                            << beta << "\n");
+    LLVM_DEBUG(llvm::dbgs()
+               << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
+               << ": " << callee << " beta " << beta << "\n");
     OpBuilder b(op);
     Location loc = op->getLoc();
     auto i64 = [&](int64_t v) -> Value {

@@ -75,11 +75,10 @@ private:
     OpBuilder b = OpBuilder::atBlockBegin(&graph.getBodyBlock());
     auto type = RankedTensorType::get(
         {static_cast<int64_t>(dims.symbols().size())}, b.getI64Type());
-    auto input = b.create<InputOp>(graph.getLoc(), type,
-                                   b.getStringAttr(kSizesInputName),
-                                   DeviceAttr());
-    input->setAttr(kDeviceAttrName, DeviceAttr::get(b.getContext(),
-                                                    DeviceKind::cpu, 0));
+    auto input = b.create<InputOp>(
+        graph.getLoc(), type, b.getStringAttr(kSizesInputName), DeviceAttr());
+    input->setAttr(kDeviceAttrName,
+                   DeviceAttr::get(b.getContext(), DeviceKind::cpu, 0));
     input->setAttr(kPlacementAttrName,
                    PlacementAttr::get(b.getContext(), PlacementKind::host_io,
                                       std::nullopt, std::nullopt,
@@ -109,8 +108,8 @@ private:
 
   Value sizes;
 
-  void outline(ModuleOp module, GraphOp graph, KernelOp kernel,
-               unsigned index, DynamicDims &dims) {
+  void outline(ModuleOp module, GraphOp graph, KernelOp kernel, unsigned index,
+               DynamicDims &dims) {
     llvm::SetVector<Value> captured;
     getUsedValuesDefinedAbove(kernel.getBody(), captured);
     // A value with no elements carries no data: a kernel makes its own
@@ -140,9 +139,8 @@ private:
       return;
     }
     auto dynamic = [&](Value v) { return dims.isDynamic(v); };
-    bool takesSizes =
-        sizes && (llvm::any_of(arguments, dynamic) ||
-                  llvm::any_of(results, dynamic));
+    bool takesSizes = sizes && (llvm::any_of(arguments, dynamic) ||
+                                llvm::any_of(results, dynamic));
     if (takesSizes)
       arguments.push_back(sizes);
 

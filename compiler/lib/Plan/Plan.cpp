@@ -618,8 +618,7 @@ private:
       for (const DimExpr &dim : b.dims) {
         w.u64(static_cast<uint64_t>(dim.factor));
         for (size_t k = 0; k < symbols.size(); ++k)
-          w.u8(static_cast<uint8_t>(k < dim.powers.size() ? dim.powers[k]
-                                                          : 0));
+          w.u8(static_cast<uint8_t>(k < dim.powers.size() ? dim.powers[k] : 0));
       }
     }
   }

@@ -513,9 +513,8 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
   patterns
       .add<LowerOp<SumOp, lowerSum>, LowerOp<MaxOp, lowerMax>,
            LowerOp<MinOp, lowerMin>, LowerOp<MeanOp, lowerMean>,
-           LowerOp<CountOp, lowerCount>,
-           SoftmaxPattern<SoftmaxOp, false>, SoftmaxPattern<LogSoftmaxOp, true>,
-           LowerOp<MseLossOp, lowerMseLoss>,
+           LowerOp<CountOp, lowerCount>, SoftmaxPattern<SoftmaxOp, false>,
+           SoftmaxPattern<LogSoftmaxOp, true>, LowerOp<MseLossOp, lowerMseLoss>,
            LowerOp<CrossEntropyOp, lowerCrossEntropy>>(ctx);
   patterns
       .add<LowerOp<OneHotOp, lowerOneHot>, LowerOp<SliceGradOp, lowerSliceGrad>,
