@@ -784,22 +784,29 @@ void report(const std::vector<dump::Warning> &warnings,
   }
 }
 
+/// By dimension, the dynamic size of an input ("" for a static one); empty
+/// for an input without dynamic sizes.
+std::vector<std::string> inputSizes(InputOp input) {
+  std::vector<std::string> sizes;
+  auto map = input->getAttrOfType<mlir::AffineMapAttr>(kDimsAttrName);
+  std::optional<DimExprs> dims =
+      map ? dimsFromMap(map.getValue()) : std::nullopt;
+  mlir::FailureOr<llvm::SmallVector<DimSymbol>> symbols =
+      graphSymbols(input->getParentOfType<GraphOp>());
+  if (!dims || mlir::failed(symbols))
+    return sizes;
+  for (const DimExpr &dim : *dims)
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+    sizes.push_back(dim.isStatic() ? "" : formatDim(dim, *symbols));
+  return sizes;
+}
+
 /// The graph's interface (inputs, state, outputs), from the original graph.
 void recordInterface(const RecordedGraph &g, CompiledModel::Impl &impl) {
   for (mlir::Operation &op : g.body) {
     if (auto input = mlir::dyn_cast<InputOp>(op)) {
       impl.inputs.push_back(slotOf(input.getName().str(), input.getType()));
-      if (auto map = input->getAttrOfType<mlir::AffineMapAttr>(kDimsAttrName))
-        if (std::optional<DimExprs> dims = dimsFromMap(map.getValue())) {
-          auto graph = input->getParentOfType<GraphOp>();
-          mlir::FailureOr<llvm::SmallVector<DimSymbol>> symbols =
-              graphSymbols(graph);
-          for (const DimExpr &dim : *dims)
-            impl.inputs.back().sizes.push_back(dim.isStatic() ||
-                                                       mlir::failed(symbols)
-                                                   ? ""
-                                                   : formatDim(dim, *symbols));
-        }
+      impl.inputs.back().sizes = inputSizes(input);
       impl.inputNames.push_back(input.getName().str());
     } else if (auto state = mlir::dyn_cast<StateOp>(op)) {
       impl.states.push_back(slotOf(state.getName().str(), state.getType()));

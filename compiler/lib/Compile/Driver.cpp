@@ -248,6 +248,7 @@ bool compilesDynamic(Operation *op) {
 /// with dynamic sizes compute; anything else is refused at its op.
 LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
   FailureOr<DynamicDims> dims = DynamicDims::analyze(graph);
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   if (failed(dims) || dims->symbols().empty())
     return success(succeeded(dims));
   for (Operation &op : graph.getBodyBlock()) {

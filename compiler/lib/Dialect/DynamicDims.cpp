@@ -410,6 +410,7 @@ FailureOr<DynamicDims> DynamicDims::analyze(GraphOp graph) {
   FailureOr<SmallVector<DimSymbol>> symbols = graphSymbols(graph);
   if (failed(symbols))
     return failure();
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   DynamicDims dims(std::move(*symbols));
   for (Operation &op : graph.getBodyBlock()) {
     if (dims.symbols().empty() && op.hasAttr(kDimsAttrName))
@@ -510,6 +511,7 @@ LogicalResult DynamicDims::infer(Operation *op) {
              << "cannot reshape " << format(reshape.getInput()) << " into "
              << formatShape(reshape.getType().getShape())
              << " for every size: " << why;
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     set(reshape.getResult(), std::move(*dims));
     return success();
   }
@@ -633,8 +635,10 @@ bool DynamicDims::bindBroadcastsOf(Operation *op) {
 
 LogicalResult bindBroadcastDims(GraphOp graph) {
   FailureOr<SmallVector<DimSymbol>> symbols = graphSymbols(graph);
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   if (failed(symbols) || symbols->empty())
     return success(succeeded(symbols));
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   DynamicDims dims(std::move(*symbols));
   for (Operation &op : graph.getBodyBlock()) {
     {

@@ -439,6 +439,7 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
   FailureOr<DynamicDims> dynamic = DynamicDims::analyze(graph);
   if (failed(dynamic))
     return failure();
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
   for (const DimSymbol &symbol : dynamic->symbols())
     report.dynamicSizes += (report.dynamicSizes.empty() ? "" : ", ") +
                            symbol.name + " up to " +
@@ -448,6 +449,7 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
     DeviceAttr device = placedDevice(&op);
     if (!device)
       return op.emitOpError() << "is not placed; run --locus-place-devices";
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     Row row = rowOf(op, device, report, profile, ids, *dynamic);
     tally(report, row, op, device, profile);
     ids[&op] = row.id;

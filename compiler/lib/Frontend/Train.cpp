@@ -73,6 +73,7 @@ std::vector<mlir::Value> differentiateAt(GraphImpl &g, mlir::Value loss,
     mlir::FailureOr<DynamicDims> dims = DynamicDims::analyze(g.graph);
     if (mlir::failed(dims))
       throw userError(loc, capture.take());
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     *g.dynamic = std::move(*dims);
   }
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.

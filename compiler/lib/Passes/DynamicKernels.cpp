@@ -400,6 +400,7 @@ public:
     FailureOr<SmallVector<DimSymbol>> symbols = readSymbols(func);
     if (failed(symbols))
       return signalPassFailure();
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     KernelDims dims(func, std::move(*symbols));
     if (failed(dims.seed()) || failed(dims.propagate()) ||
         failed(dims.rewrite(sizesArg)))

@@ -61,9 +61,11 @@ public:
       FailureOr<DynamicDims> dims = DynamicDims::analyze(graph);
       if (failed(dims))
         return signalPassFailure();
+      // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
       sizes = dims->symbols().empty() ? Value() : sizesInput(graph, *dims);
       unsigned index = 0;
       for (KernelOp kernel : kernels)
+        // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
         outline(module, graph, kernel, index++, *dims);
     }
   }

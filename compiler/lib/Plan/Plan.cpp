@@ -260,6 +260,7 @@ public:
     FailureOr<DynamicDims> analysis = DynamicDims::analyze(graph);
     if (failed(analysis))
       return failure();
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     dynamic = std::move(*analysis);
     collectAssignments();
     for (Operation &op : graph.getBodyBlock())
@@ -601,6 +602,7 @@ private:
   /// The sizes, then each buffer with a dynamic dimension and its dims
   /// (factor, then a power per size).
   void writeDynamicSizes(Writer &w) const {
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     ArrayRef<DimSymbol> symbols = dynamic->symbols();
     w.u32(static_cast<uint32_t>(symbols.size()));
     for (const DimSymbol &symbol : symbols) {
