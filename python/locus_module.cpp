@@ -680,10 +680,12 @@ void bindCompile(py::module_ &m) {
   m.def(
       "import_onnx",
       [](const std::string &path, const std::map<std::string, Shape> &shapes,
-         const std::string &name) {
+         const std::string &name,
+         const std::map<std::string, int64_t> &dynamic) {
         OnnxImportOptions o;
         o.shapes = shapes;
         o.graphName = name;
+        o.dynamicSizes = dynamic;
         try {
           return importOnnx(path, o);
         } catch (const Error &e) {
@@ -692,8 +694,10 @@ void bindCompile(py::module_ &m) {
       },
       py::arg("path"), py::arg("shapes") = std::map<std::string, Shape>{},
       py::arg("name") = "",
+      py::arg("dynamic") = std::map<std::string, int64_t>{},
       "Imports an ONNX model as a Graph; `shapes` gives the whole shape of "
-      "each input with symbolic dimensions.");
+      "each input with symbolic dimensions, `dynamic` keeps symbolic "
+      "dimensions dynamic up to a bound ({'batch': 64}).");
   m.def("onnx_supported_ops", &onnxSupportedOps);
   m.def("machine_targets", &machineTargets);
 }

@@ -103,6 +103,13 @@ def test_dynamic_sizes_are_recorded_and_checked_at_the_users_line():
     with pytest.raises(Exception) as info:
         model.run(x=np.zeros((33, 16), np.float32), y=np.zeros((5, 16), np.float32))
     assert "[batch<=32, 16]" in str(info.value)
+    # An ONNX model's symbolic batch kept dynamic.
+    onnx_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lit",
+                             "Tools", "Inputs", "mlp.onnx")
+    imported = locus.compile(locus.import_onnx(onnx_path, dynamic={"batch": 8}),
+                             policy="cpu", devices=["cpu"])
+    for n in (3, 8):
+        assert imported.run(x=np.ones((n, 4), np.float32))["y"].shape == (n, 3)
 
 
 def test_bad_inputs_are_clear_errors():

@@ -1,5 +1,6 @@
-// OnnxShapes.h - the --shape NAME=DxDx... option of locus-import and
-// locus-compile, parsed with messages that say what is wrong.
+// OnnxShapes.h - the --shape NAME=DxDx... and --dynamic NAME=BOUND options
+// of locus-import and locus-compile, parsed with messages that say what is
+// wrong.
 #ifndef LOCUS_TOOLS_ONNXSHAPES_H
 #define LOCUS_TOOLS_ONNXSHAPES_H
 
@@ -42,6 +43,26 @@ inline void parseShapes(const std::vector<std::string> &specs,
       start = end + 1;
     }
     options.shapes[spec.substr(0, eq)] = shape;
+  }
+}
+
+/// Adds each "NAME=BOUND" of `specs` (--dynamic) to
+/// `options.dynamicSizes`: the model's symbolic dimension NAME stays dynamic
+/// up to BOUND. Throws std::invalid_argument naming the bad entry.
+inline void parseDynamicSizes(const std::vector<std::string> &specs,
+                              OnnxImportOptions &options) {
+  for (const std::string &spec : specs) {
+    size_t eq = spec.rfind('=');
+    std::string bound = eq == std::string::npos ? "" : spec.substr(eq + 1);
+    char *stop = nullptr;
+    errno = 0;
+    long long b = std::strtoll(bound.c_str(), &stop, 10);
+    if (eq == std::string::npos || eq == 0 || bound.empty() || *stop || errno ||
+        b < 1 || b > (1LL << 40))
+      throw std::invalid_argument("--dynamic takes NAME=BOUND (e.g. "
+                                  "batch=64, a bound of at least 1), not '" +
+                                  spec + "'");
+    options.dynamicSizes[spec.substr(0, eq)] = b;
   }
 }
 

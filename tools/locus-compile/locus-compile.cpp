@@ -53,6 +53,11 @@ static cl::list<std::string>
                cl::desc("An ONNX input's shape, NAME=DxDx... (for symbolic "
                         "dimensions)"),
                cl::value_desc("NAME=DxDx..."), cl::cat(toolOptions));
+static cl::list<std::string> dynamicSpecs(
+    "dynamic",
+    cl::desc("Keep an ONNX model's symbolic dimension dynamic up to a bound, "
+             "NAME=BOUND (one artifact for every size; CPU only)"),
+    cl::value_desc("NAME=BOUND"), cl::cat(toolOptions));
 static cl::opt<std::string> outputFile("o", cl::desc("The artifact to write"),
                                        cl::cat(toolOptions));
 static cl::opt<std::string>
@@ -215,6 +220,7 @@ static int compileOnnx() {
   try {
     locus::OnnxImportOptions importOptions;
     locus::tools::parseShapes(shapeSpecs, importOptions);
+    locus::tools::parseDynamicSizes(dynamicSpecs, importOptions);
     locus::Graph graph = locus::importOnnx(inputFile, importOptions);
     locus::CompileOptions options;
     options.policy = policy;
@@ -300,8 +306,9 @@ static int run(int argc, char **argv) {
     }
     return compileOnnx();
   }
-  if (!shapeSpecs.empty()) {
-    llvm::errs() << "locus-compile: --shape is for .onnx models\n";
+  if (!shapeSpecs.empty() || !dynamicSpecs.empty()) {
+    llvm::errs() << "locus-compile: --shape and --dynamic are for .onnx "
+                    "models\n";
     return 2;
   }
   MLIRContext context(MLIRContext::Threading::DISABLED);

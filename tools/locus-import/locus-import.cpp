@@ -23,7 +23,8 @@ namespace {
 
 int usage() {
   std::cerr << "usage: locus-import model.onnx [-o model.mlir] "
-               "[--shape NAME=DxDx...]... [--no-locations]\n";
+               "[--shape NAME=DxDx...]... [--dynamic NAME=BOUND]... "
+               "[--no-locations]\n";
   return 2;
 }
 
@@ -31,7 +32,7 @@ int usage() {
 
 int main(int argc, char **argv) {
   std::string input, output;
-  std::vector<std::string> shapes;
+  std::vector<std::string> shapes, dynamicSizes;
   bool locations = true;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -39,6 +40,10 @@ int main(int argc, char **argv) {
       (arg == "-o" ? output : shapes.emplace_back()) = argv[++i];
     } else if (arg.rfind("--shape=", 0) == 0) {
       shapes.push_back(arg.substr(8));
+    } else if (arg == "--dynamic" && i + 1 < argc) {
+      dynamicSizes.emplace_back(argv[++i]);
+    } else if (arg.rfind("--dynamic=", 0) == 0) {
+      dynamicSizes.push_back(arg.substr(10));
     } else if (arg == "--no-locations") {
       locations = false;
     } else if (arg == "--help" || arg == "-h") {
@@ -55,6 +60,7 @@ int main(int argc, char **argv) {
   return locus::runTool("locus-import", std::cerr, [&] {
     locus::OnnxImportOptions options;
     locus::tools::parseShapes(shapes, options);
+    locus::tools::parseDynamicSizes(dynamicSizes, options);
     locus::Graph graph = locus::importOnnx(input, options);
     std::string text = graph.str({.locations = locations});
     if (output.empty()) {

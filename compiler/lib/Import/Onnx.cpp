@@ -118,14 +118,23 @@ void Importer::addInputs(Graph &g) {
            "; Locus inputs are float, int64, int32 or bool");
     }
     Shape shape;
+    std::vector<InputDim> dims; // with the dimensions kept dynamic
     std::vector<std::string> symbolic;
     for (const auto &dim : type.tensor_type().shape().dim()) {
+      auto kept = dim.has_dim_param()
+                      ? options_.dynamicSizes.find(dim.dim_param())
+                      : options_.dynamicSizes.end();
       if (dim.has_dim_value()) {
         shape.push_back(dim.dim_value());
+        dims.emplace_back(dim.dim_value());
+      } else if (kept != options_.dynamicSizes.end()) {
+        shape.push_back(kept->second);
+        dims.push_back(dyn(kept->first, kept->second));
       } else {
         symbolic.push_back(dim.has_dim_param() ? "'" + dim.dim_param() + "'"
                                                : "?");
         shape.push_back(-1);
+        dims.emplace_back(-1);
       }
     }
     if (auto given = options_.shapes.find(input.name());
@@ -140,22 +149,26 @@ void Importer::addInputs(Graph &g) {
                std::to_string(d) + " = " + std::to_string(given->second[d]) +
                "; the model fixes it at " + std::to_string(shape[d]));
       shape = given->second;
+      dims.assign(shape.begin(), shape.end());
     } else if (!symbolic.empty()) {
-      std::string dims;
+      std::string names;
       for (size_t k = 0; k < symbolic.size(); ++k)
-        dims += (k ? ", " : "") + symbolic[k];
-      fail("input '" + input.name() + "' has symbolic dimensions (" + dims +
-           "): give its shape, e.g. --shape " + input.name() + "=" + [&] {
+        names += (k ? ", " : "") + symbolic[k];
+      fail("input '" + input.name() + "' has symbolic dimensions (" + names +
+           "): give its shape, e.g. --shape " + input.name() + "=" +
+           [&] {
              std::string s;
              for (size_t d = 0; d < shape.size(); ++d)
                s += (d ? "x" : "") + (shape[d] < 0 ? std::string("1")
                                                    : std::to_string(shape[d]));
              return s;
-           }());
+           }() +
+           ", or keep a named one dynamic up to a bound, e.g. --dynamic "
+           "NAME=64 (CPU only)");
     }
     Value v;
     detail::OriginScope origin(g, path_, "input '" + input.name() + "'");
-    v.tensor = g.input(input.name(), shape, {.dtype = dtype});
+    v.tensor = g.input(input.name(), dims, {.dtype = dtype});
     values_[input.name()] = std::move(v);
   }
 }

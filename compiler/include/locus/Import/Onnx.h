@@ -33,6 +33,11 @@ struct OnnxImportOptions {
   /// Shapes of inputs whose ONNX shape has symbolic dimensions ("batch"),
   /// by input name: the whole shape, e.g. {"input", {1, 3, 224, 224}}.
   std::map<std::string, Shape> shapes;
+  /// Symbolic dimensions kept dynamic, by their ONNX name (dim_param), with
+  /// their bound, e.g. {"batch", 64}: every input dimension of that name
+  /// becomes the dynamic size `locus::dyn("batch", 64)`. An input in
+  /// `shapes` takes its given shape instead.
+  std::map<std::string, int64_t> dynamicSizes;
   /// The graph's name; the model's graph name when empty.
   std::string graphName;
 };
