@@ -263,8 +263,11 @@ locus_status_t setInput(locus_context_t &ctx, const char *name,
                         const void *data, size_t bytes) {
   locus_model_t &m = *ctx.model;
   size_t i = 0;
+  if (m.plan.sizesBuffer != UINT32_MAX) {
+    if (locus_status_t s = find(m, LOCUS_TENSOR_INPUT, name, i))
+      return s;
+  }
   if (m.plan.sizesBuffer != UINT32_MAX &&
-      !find(m, LOCUS_TENSOR_INPUT, name, i) &&
       !m.plan.dims[m.inputBuffers[i]].empty()) {
     // A dynamic input by its bytes alone: at its bounds, or with one
     // dynamic dimension, the one its bytes leave.
@@ -321,8 +324,11 @@ locus_status_t readOutput(locus_context_t &ctx, const char *name, void *out,
                           size_t bytes) {
   locus_model_t &m = *ctx.model;
   size_t i = 0;
+  if (m.plan.sizesBuffer != UINT32_MAX) {
+    if (locus_status_t s = find(m, LOCUS_TENSOR_OUTPUT, name, i))
+      return s;
+  }
   if (m.plan.sizesBuffer != UINT32_MAX &&
-      !find(m, LOCUS_TENSOR_OUTPUT, name, i) &&
       !m.plan.dims[m.outputBuffers[i]].empty()) {
     // A dynamic output: its dims in the last run, packed at the start.
     std::vector<int64_t> dims;
