@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "locus/Dialect/Autodiff.h"
+#include "locus/Dialect/DynamicDims.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -48,7 +49,7 @@ class Differentiator {
 public:
   Differentiator(GraphOp graph)
       : graph(graph), b(graph.getContext()),
-        dynamic(graph->hasAttr("locus.symbols")) {
+        dynamic(graph->hasAttr(kSymbolsAttrName)) {
     b.setInsertionPointToEnd(&graph.getBodyBlock());
   }
 

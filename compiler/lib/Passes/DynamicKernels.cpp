@@ -119,6 +119,20 @@ LogicalResult KernelDims::seed() {
   return failure(walk.wasInterrupted());
 }
 
+/// `fn(value, map)` for each tensor operand and result of `op` with the
+/// indexing map it is walked by; stops at the first failure.
+LogicalResult forEachWalked(linalg::LinalgOp op,
+                            function_ref<LogicalResult(Value, AffineMap)> fn) {
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa<RankedTensorType>(operand.get().getType()) &&
+        failed(fn(operand.get(), op.getMatchingIndexingMap(&operand))))
+      return failure();
+  for (OpResult result : op->getResults())
+    if (failed(fn(result, op.getIndexingMapMatchingResult(result))))
+      return failure();
+  return success();
+}
+
 LogicalResult KernelDims::propagateLinalg(linalg::LinalgOp op) {
   SmallVector<std::optional<DimExpr>> extents(op.getNumLoops());
   // Loop extents from every operand and result whose dims are known.
@@ -137,13 +151,8 @@ LogicalResult KernelDims::propagateLinalg(linalg::LinalgOp op) {
     }
     return success();
   };
-  for (OpOperand &operand : op->getOpOperands())
-    if (isa<RankedTensorType>(operand.get().getType()) &&
-        failed(collect(operand.get(), op.getMatchingIndexingMap(&operand))))
-      return failure();
-  for (OpResult result : op->getResults())
-    if (failed(collect(result, op.getIndexingMapMatchingResult(result))))
-      return failure();
+  if (failed(forEachWalked(op, collect)))
+    return failure();
   // Then every operand and result takes the extents it walks.
   auto apply = [&](Value value, AffineMap map) -> LogicalResult {
     DimExprs next = of(value);
@@ -153,14 +162,7 @@ LogicalResult KernelDims::propagateLinalg(linalg::LinalgOp op) {
           next[r] = *extent;
     return update(value, next, op);
   };
-  for (OpOperand &operand : op->getOpOperands())
-    if (isa<RankedTensorType>(operand.get().getType()) &&
-        failed(apply(operand.get(), op.getMatchingIndexingMap(&operand))))
-      return failure();
-  for (OpResult result : op->getResults())
-    if (failed(apply(result, op.getIndexingMapMatchingResult(result))))
-      return failure();
-  return success();
+  return forEachWalked(op, apply);
 }
 
 LogicalResult

@@ -621,6 +621,13 @@ def LocusOutlineKernels : Pass<"locus-outline-kernels", "::mlir::ModuleOp"> {
     The graph with its calls is what the plan is made from; the functions are
     what the host (and later the CUDA) code generator compiles.
 
+    In a graph with dynamic sizes (`locus.symbols`), a kernel that reads or
+    makes a dynamic value also takes the run's sizes: the graph gains the
+    input `locus.sizes` (i64, one per size, on the CPU), passed as the
+    function's last argument (marked `locus.sizes`), and the function
+    carries `locus.symbols` and the `locus.dims` of its dynamic arguments
+    and results, for `--locus-dynamic-kernels`.
+
     A computing op outside any kernel is an error: run `--locus-fuse-kernels`
     first.
   }];
@@ -1106,7 +1113,8 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
     buffer is freed between taking its address and the call):
     `linalg.matmul`, `linalg.matmul_transpose_a`/`_b`,
     `linalg.batch_matmul` and `linalg.batch_matmul_transpose_a`/`_b` on
-    f32 buffers with static shapes become calls to the runtime's
+    f32 buffers (outer dimensions may be dynamic: m, n and k are then
+    read from the buffers) become calls to the runtime's
     `locus_sgemm` (oneDNN's matmul or OpenBLAS's `cblas_sgemm` when they
     load, a blocked loop otherwise), with beta = 1: linalg's products
     accumulate into their output. When the output was just filled with

@@ -13,6 +13,7 @@
 #ifndef LOCUS_LIB_PASSES_LOWERTOLINALG_LOWERING_H
 #define LOCUS_LIB_PASSES_LOWERTOLINALG_LOWERING_H
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Dialect/LocusDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -197,7 +198,7 @@ public:
     Operation *parent = b.getInsertionBlock()->getParentOp();
     while (parent && !isa<func::FuncOp>(parent))
       parent = parent->getParentOp();
-    return parent && parent->hasAttr("locus.symbols");
+    return parent && parent->hasAttr(kSymbolsAttrName);
   }
 
   Value scale(Value value, double factor) {
