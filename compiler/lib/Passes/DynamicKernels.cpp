@@ -92,7 +92,6 @@ private:
   bool changed = false;
   /// The run's sizes as index values, made at the entry.
   SmallVector<Value> symbolValues;
-  llvm::DenseMap<Value, Value> knownSizes;
 };
 
 LogicalResult KernelDims::seed() {
@@ -366,6 +365,7 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
                                     empty.getType().getElementType());
       dims[fresh] = of(empty.getResult());
       empty.getResult().replaceAllUsesWith(fresh);
+      dims.erase(empty.getResult()); // keyed by value: no stale entry
       empty.erase();
     } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
       auto fresh = b.create<tensor::ExpandShapeOp>(
@@ -373,6 +373,7 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
           expand.getReassociationIndices(), sizesOf(b, expand.getResult()));
       dims[fresh.getResult()] = of(expand.getResult());
       expand.getResult().replaceAllUsesWith(fresh.getResult());
+      dims.erase(expand.getResult());
       expand.erase();
     } else if (isa<linalg::LinalgOp, tensor::CollapseShapeOp>(op)) {
       for (Value result : op->getResults())

@@ -134,10 +134,11 @@ private:
           kernel.getLoc(), DenseElementsAttr::get(type, ArrayRef<Attribute>{}),
           DeviceAttr());
       empty->setAttr(kDeviceAttrName, kernel.getDevice());
+      dims.set(empty.getResult(), staticDims(type.getShape()));
       result.replaceAllUsesWith(empty.getResult());
     }
     if (results.empty()) {
-      kernel.erase();
+      erase(kernel, dims);
       return;
     }
     auto dynamic = [&](Value v) { return dims.isDynamic(v); };
@@ -217,11 +218,18 @@ private:
     builder.setInsertionPoint(kernel);
     auto call = builder.create<func::CallOp>(kernel.getLoc(), func, arguments);
     call->setAttr(kDeviceAttrName, kernel.getDevice());
+    // Every replacement takes its dims, static ones too: the analysis is
+    // keyed by value, and a new value may sit where an erased one did.
     for (auto [result, replacement] : llvm::zip(results, call.getResults())) {
-      if (dims.isDynamic(result))
-        dims.set(replacement, dims.dimsOf(result));
+      dims.set(replacement, dims.dimsOf(result));
       result.replaceAllUsesWith(replacement);
     }
+    erase(kernel, dims);
+  }
+
+  /// Erases `kernel` and what the analysis knew of it and of its body.
+  static void erase(KernelOp kernel, DynamicDims &dims) {
+    kernel->walk([&](Operation *op) { dims.forget(op); });
     kernel.erase();
   }
 };
