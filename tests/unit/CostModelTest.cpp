@@ -133,6 +133,19 @@ TEST(CostModel, OpTimeIsTheSlowerOfComputeAndMemoryPlusLaunch) {
   EXPECT_EQ(opCostNs({2e9, 0, true}, device), 2000000 + 1000);  // compute
   EXPECT_EQ(opCostNs({0, 1e9, true}, device), 10000000 + 1000); // memory
   EXPECT_EQ(opCostNs({5, 5, false}, device), 0);                // no kernel
+  // Inside a replayed CUDA graph a launch costs its own figure, and a
+  // profile without one keeps the plain launch.
+  EXPECT_EQ(opCostNs({0, 1e9, true}, device, true), 10000000 + 1000);
+  device.graphLaunchNs = 300;
+  EXPECT_EQ(opCostNs({0, 1e9, true}, device, true), 10000000 + 300);
+  EXPECT_EQ(opCostNs({0, 1e9, true}, device, false), 10000000 + 1000);
+  CostProfile defaults;
+  EXPECT_LT(defaults.cuda.graphLaunchNs, defaults.cuda.launchNs);
+  std::string error;
+  ASSERT_TRUE(CostProfile::parse(R"({"cuda": {"graph_launch_ns": 900}})",
+                                 defaults, error))
+      << error;
+  EXPECT_EQ(defaults.cuda.graphLaunchNs, 900);
   CostProfile profile;
   profile.linkLatencyNs = 500;
   profile.linkBandwidth = 1e9;

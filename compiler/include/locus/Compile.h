@@ -112,6 +112,10 @@ struct CompileOptions {
   /// lines, copies, steps), written when the model is destroyed; empty for
   /// LOCUS_TRACE's value, or none (docs/runtime.md, "Traces").
   std::string trace;
+  /// Replay a step as a CUDA graph from its second run where it can
+  /// (docs/runtime.md); false launches every kernel itself, as
+  /// LOCUS_CUDA_GRAPHS=0 does.
+  bool cudaGraphs = true;
   /// Keep the compiled graph in the compile cache, and take it from there
   /// when this graph was compiled before with the same options on this
   /// machine, by this or another process (docs/compile-cache.md): a hit

@@ -31,6 +31,9 @@ struct Problem {
   int64_t size = 0;
   int64_t side = 0;
   int shortChain = 1, longChain = 2;
+  /// Whether the runs may replay as a CUDA graph (the launch measured
+  /// inside one), or launch each kernel themselves.
+  bool cudaGraphs = false;
 };
 
 /// The chain of `length` ops of `problem` on `device`, compiled. State is
@@ -84,6 +87,7 @@ CompiledModel compileChain(const Problem &problem, const Device &device,
   g.output("y", h);
   CompileOptions compile;
   compile.fuse = false; // one kernel per op: launches are what is measured
+  compile.cudaGraphs = problem.cudaGraphs;
   compile.diagnostics = [](const Diagnostic &) {};
   if (device.isCuda()) {
     compile.deviceMap = options.deviceMap; // CPU chains use no CUDA device
@@ -297,13 +301,17 @@ std::string deviceJson(const DeviceProfile &device) {
       curves += (curves.empty() ? "" : ",\n      ") +
                 ("\"" + opClassName(static_cast<OpClass>(c)).str() + "\": ") +
                 curveJson(device.curves[c]);
+  std::string graphLaunch =
+      device.graphLaunchNs > 0
+          ? ", \"graph_launch_ns\": " + number(device.graphLaunchNs, 0)
+          : "";
   return llvm::formatv("{{\"peak_gflops\": {0}, \"conv_gflops\": {1}, "
-                       "\"bandwidth_gbps\": {2}, \"launch_ns\": {3},\n"
+                       "\"bandwidth_gbps\": {2}, \"launch_ns\": {3}{5},\n"
                        "    \"curves\": {{{4}}}",
                        number(device.peakFlops / 1e9, 1),
                        number(device.convFlops / 1e9, 1),
                        number(device.bandwidth / 1e9, 2),
-                       number(device.launchNs, 0), curves)
+                       number(device.launchNs, 0), curves, graphLaunch)
       .str();
 }
 
@@ -320,6 +328,14 @@ public:
                        [](double) { return " per kernel"; });
     double launch = tiny.perOp;
     profile.launchNs = launch * 1e9;
+    if (device.isCuda()) {
+      Problem replayed = sizes.tiny;
+      replayed.cudaGraphs = true;
+      profile.graphLaunchNs = perOp(replayed, device, options_.rounds * 3 + 1,
+                                    name + " launch in a replayed CUDA graph",
+                                    [](double) { return " per kernel"; }) *
+                              1e9;
+    }
     // A run of one tiny kernel, less the kernel: what every run pays. The
     // CPU's is the profile's; a GPU's run also waits for the device.
     if (!device.isCuda()) {

@@ -875,6 +875,7 @@ locus_model_options_t modelOptionsOf(const CompileOptions &options) {
   locus_model_options_t modelOptions{};
   modelOptions.device_map = options.deviceMap.c_str();
   modelOptions.trace_path = options.trace.c_str();
+  modelOptions.disable_cuda_graphs = !options.cudaGraphs;
   return modelOptions;
 }
 

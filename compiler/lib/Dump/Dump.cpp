@@ -169,6 +169,10 @@ std::string reasonText(Operation *op, PlacementAttr reason,
     return "fed or read on the host";
   case PlacementKind::created:
     return "created on the CPU (PyTorch's default)";
+  case PlacementKind::whole_step:
+    return "whole step as one CUDA graph: " +
+           nanos(reason.getCudaNs().value_or(0)) + ", split " +
+           nanos(reason.getCpuNs().value_or(0));
   case PlacementKind::policy:
     return policy == "prefer-gpu" ? "prefer-gpu: it has a CUDA kernel"
                                   : "policy " + policy;
@@ -262,7 +266,7 @@ Row rowOf(Operation &op, DeviceAttr device, const Report &report,
   }
   OpWork work = estimateWork(&op);
   row.cpuNs = opCostNs(work, profile.cpu);
-  row.cudaNs = opCostNs(work, profile.cuda);
+  row.cudaNs = opCostNs(work, profile.cuda, !report.graphDevice.empty());
   for (Value operand : op.getOperands())
     if (Operation *producer = operand.getDefiningOp())
       row.operands.push_back(ids.lookup(producer));
@@ -429,6 +433,21 @@ void addWarnings(GraphOp graph, Report &report) {
   addPlacementNotes(graph, report);
 }
 
+/// The CUDA device every computing op of `graph` is placed on (the runtime
+/// replays such a step as one CUDA graph), else empty.
+std::string graphDeviceOf(GraphOp graph) {
+  DeviceAttr only;
+  for (Operation &op : graph.getBodyBlock()) {
+    if (!isComputing(&op))
+      continue;
+    DeviceAttr device = placedDevice(&op);
+    if (!device || device.isCpu() || (only && device != only))
+      return "";
+    only = device;
+  }
+  return only ? only.str() : "";
+}
+
 } // namespace
 
 FailureOr<Report> locus::dump::analyze(GraphOp graph,
@@ -444,6 +463,7 @@ FailureOr<Report> locus::dump::analyze(GraphOp graph,
     report.dynamicSizes += (report.dynamicSizes.empty() ? "" : ", ") +
                            symbol.name + " up to " +
                            std::to_string(symbol.bound);
+  report.graphDevice = graphDeviceOf(graph);
   llvm::DenseMap<Operation *, int> ids;
   for (Operation &op : graph.getBodyBlock()) {
     DeviceAttr device = placedDevice(&op);

@@ -89,6 +89,9 @@ llvm::json::Value locus::dump::detail::toJson(const Report &report) {
       {"dynamic_sizes", report.dynamicSizes.empty()
                             ? llvm::json::Value(nullptr)
                             : llvm::json::Value(report.dynamicSizes)},
+      {"cuda_graph_device", report.graphDevice.empty()
+                                ? llvm::json::Value(nullptr)
+                                : llvm::json::Value(report.graphDevice)},
       {"soft_placement", report.softNote.empty()
                              ? llvm::json::Value(nullptr)
                              : llvm::json::Value(report.softNote)},

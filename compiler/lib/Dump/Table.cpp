@@ -66,6 +66,9 @@ void locus::dump::printSummary(const Report &report, llvm::raw_ostream &os) {
   os << " copies " << nanos(report.copyNsPerStep) << "; run "
      << nanos(report.runNs) << "; total " << nanos(report.stepNs())
      << " (devices run one after another in this estimate)\n";
+  if (!report.graphDevice.empty())
+    os << "cuda graph: every kernel on " << report.graphDevice
+       << ", so the step replays as one CUDA graph (launches estimated so)\n";
   os << "cost profile: " << report.costProfile << "\n";
   if (report.warnings.empty()) {
     os << "warnings: none\n";

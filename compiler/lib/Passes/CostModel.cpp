@@ -115,14 +115,16 @@ bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
     return false;
   }
   return onlyKeys(*object, name,
-                  {"peak_gflops", "bandwidth_gbps", "launch_ns", "conv_gflops",
-                   "curves"},
+                  {"peak_gflops", "bandwidth_gbps", "launch_ns",
+                   "graph_launch_ns", "conv_gflops", "curves"},
                   error) &&
          readNumber(*object, name, "peak_gflops", 1e9, device.peakFlops,
                     error) &&
          readNumber(*object, name, "bandwidth_gbps", 1e9, device.bandwidth,
                     error) &&
          readNumber(*object, name, "launch_ns", 1, device.launchNs, error) &&
+         readNumber(*object, name, "graph_launch_ns", 1, device.graphLaunchNs,
+                    error) &&
          readNumber(*object, name, "conv_gflops", 1e9, device.convFlops,
                     error) &&
          readCurves(*object, name, device, error);
@@ -436,7 +438,13 @@ OpWork locus::estimateWork(Operation *op) {
   return kernelWork(op, elements);
 }
 
-int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device) {
+double locus::launchCostNs(const DeviceProfile &device, bool inGraph) {
+  return inGraph && device.graphLaunchNs > 0 ? device.graphLaunchNs
+                                             : device.launchNs;
+}
+
+int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device,
+                        bool inGraph) {
   if (!work.kernel)
     return 0;
   const RateCurve &curve = device.curves[static_cast<int>(work.opClass)];
@@ -462,7 +470,8 @@ int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device) {
   } else {
     seconds = std::max(work.flops / device.peakFlops, memorySeconds);
   }
-  return static_cast<int64_t>(std::llround(seconds * 1e9 + device.launchNs));
+  return static_cast<int64_t>(
+      std::llround(seconds * 1e9 + launchCostNs(device, inGraph)));
 }
 
 int64_t locus::copyCostNs(int64_t bytes, const CostProfile &profile) {

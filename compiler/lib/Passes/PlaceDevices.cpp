@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
@@ -90,6 +91,18 @@ private:
   DeviceAttr gpuOfOperands(Operation *op) const;
   void placePreferGpu(GraphOp graph);
   void placeAuto(GraphOp graph);
+  /// auto's problem over `devices` (0 the CPU), its nodes the ops of `ops`
+  /// in order; GPU launches as inside a replayed CUDA graph with `inGraph`.
+  placement::MultiProblem autoProblem(ArrayRef<Operation *> ops,
+                                      ArrayRef<DeviceAttr> devices,
+                                      bool inGraph);
+  /// The whole step's kernels on one GPU (the one pins name, else the
+  /// first), replayed as one CUDA graph: `problem` with every computing op
+  /// held there (state and constants stay free). None when an op must run
+  /// on the CPU (a pin, or no CUDA kernel) or pins name two GPUs, since
+  /// then the step does not replay as a graph.
+  std::optional<placement::MultiSolution>
+  wholeStepOnGpu(ArrayRef<Operation *> ops, placement::MultiProblem problem);
   /// Nanoseconds per step of moving `value` between devices, as a k x k
   /// matrix (0 the CPU, i the CUDA target i - 1; zero on the diagonal).
   std::vector<int64_t> moveCostsNs(Value value, int k) const;
@@ -100,7 +113,7 @@ private:
   /// The launches --locus-fuse-kernels will save, as fusion terms.
   void addFusions(ArrayRef<Operation *> ops,
                   const llvm::DenseMap<Operation *, int> &nodeOf,
-                  placement::MultiProblem &problem);
+                  placement::MultiProblem &problem, bool inGraph);
   LogicalResult placeStrict(GraphOp graph);
   /// Resolves the gradients of .to() (locus.to_device_of): under strict, a
   /// locus.to to the device `ref` got; under the other policies, which
@@ -411,44 +424,89 @@ void PlaceDevicesPass::addValues(ArrayRef<Operation *> ops,
   }
 }
 
-void PlaceDevicesPass::placeAuto(GraphOp graph) {
-  // Device 0 is the CPU, device i the CUDA target i - 1.
-  SmallVector<DeviceAttr> devices{cpuDevice};
-  devices.append(cudaTargets.begin(), cudaTargets.end());
+placement::MultiProblem
+PlaceDevicesPass::autoProblem(ArrayRef<Operation *> ops,
+                              ArrayRef<DeviceAttr> devices, bool inGraph) {
   int k = devices.size();
   placement::MultiProblem problem;
   problem.devices = k;
   llvm::DenseMap<Operation *, int> nodeOf;
-  SmallVector<Operation *> ops;
-  for (Operation &op : graph.getBodyBlock()) {
-    if (isa<AssignOp>(op))
-      continue; // not a reader: it goes where its state is
+  for (Operation *op : ops) {
     placement::MultiProblem::Node node;
-    if (auto it = decisions.find(&op); it != decisions.end())
+    if (auto it = decisions.find(op); it != decisions.end())
       node.fixed = llvm::find(devices, it->second.device) - devices.begin();
     else if (isa<InputOp, OutputOp>(op) ||
-             (!isInterface(&op) && !hasCudaKernel(&op)))
+             (!isInterface(op) && !hasCudaKernel(op)))
       node.fixed = 0; // fed or read on the host, or no CUDA kernel
-    OpWork work = estimateWork(&op);
-    node.cost.assign(k, opCostNs(work, costProfile.cuda));
+    OpWork work = estimateWork(op);
+    node.cost.assign(k, opCostNs(work, costProfile.cuda, inGraph));
     node.cost[0] = opCostNs(work, costProfile.cpu);
-    nodeOf[&op] = problem.nodes.size();
+    nodeOf[op] = problem.nodes.size();
     problem.nodes.push_back(std::move(node));
-    ops.push_back(&op);
   }
   addValues(ops, nodeOf, problem);
   if (fuse)
-    addFusions(ops, nodeOf, problem);
+    addFusions(ops, nodeOf, problem, inGraph);
+  return problem;
+}
+
+std::optional<placement::MultiSolution>
+PlaceDevicesPass::wholeStepOnGpu(ArrayRef<Operation *> ops,
+                                 placement::MultiProblem problem) {
+  // The GPU that pins name (all the same one), else the first.
+  int gpu = 0;
+  for (const placement::MultiProblem::Node &node : problem.nodes)
+    if (node.fixed > 0) {
+      if (gpu && node.fixed != gpu)
+        return std::nullopt; // a step over two GPUs replays on neither
+      gpu = node.fixed;
+    }
+  for (auto [op, node] : llvm::zip(ops, problem.nodes)) {
+    if (!isComputing(op))
+      continue;
+    if (node.fixed == 0 && !isInterface(op))
+      return std::nullopt;
+    node.fixed = gpu ? gpu : 1;
+  }
+  return placement::solvePlacement(problem);
+}
+
+void PlaceDevicesPass::placeAuto(GraphOp graph) {
+  // Device 0 is the CPU, device i the CUDA target i - 1.
+  SmallVector<DeviceAttr> devices{cpuDevice};
+  devices.append(cudaTargets.begin(), cudaTargets.end());
+  SmallVector<Operation *> ops;
+  for (Operation &op : graph.getBodyBlock())
+    if (!isa<AssignOp>(op)) // not a reader: it goes where its state is
+      ops.push_back(&op);
+  placement::MultiProblem problem = autoProblem(ops, devices, false);
   placement::MultiSolution solution = placement::solvePlacement(problem);
-  LLVM_DEBUG(llvm::dbgs() << "[locus-place-devices] " << k << " devices, "
-                          << problem.nodes.size() << " ops: estimated step "
-                          << solution.cost << " ns (" << solution.sweeps
-                          << " sweeps, " << solution.moves << " moves)\n");
+  // A step whose kernels all run on one GPU replays as a CUDA graph, where
+  // a launch costs a fraction of one alone: the split above pays full
+  // launches, so the whole step on the GPU is weighed on its own terms.
+  std::optional<placement::MultiSolution> whole;
+  if (devices.size() > 1)
+    whole = wholeStepOnGpu(ops, autoProblem(ops, devices, true));
+  // (When the split puts every kernel there too, it is the same step, and
+  // each op's own estimate says why.)
+  bool wholeWins = whole && whole->cost < solution.cost &&
+                   llvm::any_of(
+                       llvm::seq<size_t>(0, ops.size()),
+                       [&](size_t i) {
+                         return isComputing(ops[i]) &&
+                                solution.device[i] != whole->device[i];
+                       });
+  LLVM_DEBUG(llvm::dbgs() << "[locus-place-devices] " << devices.size()
+                          << " devices, " << problem.nodes.size()
+                          << " ops: estimated step " << solution.cost
+                          << " ns split, "
+                          << (whole ? std::to_string(whole->cost) : "-")
+                          << " ns as one CUDA graph\n");
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (decisions.count(op))
       continue;
     const placement::MultiProblem::Node &node = problem.nodes[i];
-    DeviceAttr device = devices[solution.device[i]];
+    DeviceAttr device = devices[(wholeWins ? *whole : solution).device[i]];
     PlacementAttr why;
     if (isa<InputOp, OutputOp>(op))
       why = reason(PlacementKind::host_io);
@@ -457,6 +515,9 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
     else if (node.fixed == 0)
       why = PlacementAttr::get(&getContext(), PlacementKind::no_kernel,
                                std::nullopt, std::nullopt, devices[1]);
+    else if (wholeWins)
+      why = PlacementAttr::get(&getContext(), PlacementKind::whole_step,
+                               solution.cost, whole->cost, DeviceAttr());
     else
       why = PlacementAttr::get(&getContext(), PlacementKind::cost, node.cost[0],
                                node.cost[1], DeviceAttr());
@@ -640,7 +701,7 @@ void PlaceDevicesPass::resolveMovesBack(GraphOp graph) {
 
 void PlaceDevicesPass::addFusions(
     ArrayRef<Operation *> ops, const llvm::DenseMap<Operation *, int> &nodeOf,
-    placement::MultiProblem &problem) {
+    placement::MultiProblem &problem, bool inGraph) {
   // Mirrors --locus-fuse-kernels: an elementwise op joins the kernel of each
   // computing producer it alone reads, and a kernel holds one anchor (an op
   // that is not elementwise) at most. Every producer has one reader, so the
@@ -674,8 +735,9 @@ void PlaceDevicesPass::addFusions(
       const placement::MultiProblem::Node &node = problem.nodes[consumer];
       for (auto [d, cost] : llvm::enumerate(node.cost))
         fusion.saving.push_back(std::min(
-            cost, static_cast<int64_t>(d == 0 ? costProfile.cpu.launchNs
-                                              : costProfile.cuda.launchNs)));
+            cost, static_cast<int64_t>(
+                      d == 0 ? costProfile.cpu.launchNs
+                             : launchCostNs(costProfile.cuda, inGraph))));
       problem.fusions.push_back(std::move(fusion));
     }
     if (anchorJoined)

@@ -2,7 +2,9 @@
 // estimates (ns).
 // RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto" | FileCheck %s
 // RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto profile=%S/Inputs/slow-link.json" | FileCheck %s --check-prefix=SLOW
-// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto fuse=false" | FileCheck %s --check-prefix=UNFUSED
+// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto fuse=false profile=%S/Inputs/no-graph-gain.json" | FileCheck %s --check-prefix=UNFUSED
+// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto fuse=false" | FileCheck %s --check-prefix=GRAPH
+// RUN: locus-opt %s -split-input-file --locus-place-devices="policy=auto fuse=false no-cuda-kernel=locus.mse_loss" | FileCheck %s --check-prefix=NOKERNEL
 
 // A big MLP layer: the GPU's speed pays for copying the batch there and the
 // small result back. The weights move once, at load.
@@ -54,7 +56,16 @@ locus.graph @resident {
 // batch mean to the CPU; fused into one kernel they do not, so the update
 // and its state stay by the op that computes the mean, and no statistic
 // crosses devices. With fuse=false every op pays its own launch and the
-// chain moves to the CPU, the state with it.
+// chain moves to the CPU, the state with it, where a launch in a CUDA graph
+// costs what one alone does (no-graph-gain.json).
+// By default it does not: a step whose kernels all run on one GPU replays
+// as one CUDA graph, at about 1.2 us a launch, and that whole step beats
+// the split even unfused. Each op says so, with both steps' estimates.
+// GRAPH-LABEL: locus.graph @running_mean
+// GRAPH: locus.state "running_mean" {{.*}}locus.device = #locus.device<cuda:0>
+// GRAPH: locus.mean {{.*}}locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = whole_step, cpu_ns = [[SPLIT:[0-9]+]], cuda_ns = [[WHOLE:[0-9]+]]>
+// GRAPH: locus.add {{.*}}locus.device = #locus.device<cuda:0>, locus.placement = #locus.placement<kind = whole_step, cpu_ns = [[SPLIT]], cuda_ns = [[WHOLE]]>
+// GRAPH: locus.assign %running_mean = {{.*}}locus.device = #locus.device<cuda:0>
 // CHECK-LABEL: locus.graph @running_mean
 // CHECK: locus.state "running_mean" {{.*}}locus.device = #locus.device<cuda:0>
 // CHECK: locus.mean {{.*}}locus.device = #locus.device<cuda:0>
@@ -80,4 +91,26 @@ locus.graph @running_mean {
   %now = locus.mul %m, %b1 : tensor<1024xf32>
   %new = locus.add %old, %now : tensor<1024xf32>
   locus.assign %rm = %new : tensor<1024xf32>, tensor<1024xf32>
+}
+
+// -----
+
+// A step that cannot replay as one CUDA graph is weighed split alone: here
+// the last op has no CUDA kernel, so it runs on the CPU, and every other
+// op's reason is its own estimate, not the whole step's.
+// NOKERNEL-LABEL: locus.graph @no_whole_step
+// NOKERNEL: locus.mean {{.*}}locus.placement = #locus.placement<kind = cost,
+// NOKERNEL: locus.add {{.*}}locus.placement = #locus.placement<kind = cost,
+// NOKERNEL: locus.mse_loss {{.*}}locus.device = #locus.device<cpu>, locus.placement = #locus.placement<kind = no_kernel
+// NOKERNEL-NOT: whole_step
+locus.graph @no_whole_step {
+  %x = locus.input "x" : tensor<256x1024xf32> on #locus.device<cuda:0>
+  %y = locus.input "y" : tensor<1024xf32>
+  %m = locus.mean %x axes [0] : tensor<256x1024xf32> -> tensor<1024xf32>
+  %k = locus.constant dense<0.5> : tensor<f32>
+  %b = locus.broadcast %k [1024] : tensor<f32> -> tensor<1024xf32>
+  %h = locus.mul %m, %b : tensor<1024xf32>
+  %a = locus.add %h, %b : tensor<1024xf32>
+  %l = locus.mse_loss %a, %y mean : tensor<1024xf32> -> tensor<f32>
+  locus.output "l" = %l : tensor<f32>
 }

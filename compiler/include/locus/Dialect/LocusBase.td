@@ -55,7 +55,8 @@ def Locus_PlacementKind : I32EnumAttr<"PlacementKind",
     I32EnumAttrCase<"soft", 5>,
     I32EnumAttrCase<"host_io", 6>,
     I32EnumAttrCase<"created", 7>,
-    I32EnumAttrCase<"policy", 8>
+    I32EnumAttrCase<"policy", 8>,
+    I32EnumAttrCase<"whole_step", 9>
   ]> {
   let cppNamespace = "::locus";
   let genSpecializedAttr = 0;
@@ -166,6 +167,7 @@ def Locus_PlacementAttr : Locus_Attr<"Placement", "placement"> {
     #locus.placement<kind = no_kernel, device = #locus.device<cuda:0>>
     #locus.placement<kind = cost, cpu_ns = 1200, cuda_ns = 340>
     #locus.placement<kind = soft>
+    #locus.placement<kind = whole_step, cpu_ns = 1160000, cuda_ns = 520000>
     ```
 
     - `pinned`: a `locus.to`, or a source created on a device (the op's own
@@ -179,7 +181,11 @@ def Locus_PlacementAttr : Locus_Attr<"Placement", "placement"> {
     - `created`: a source created without a device lives on the CPU, as in
       PyTorch (strict);
     - `policy`: where the policy puts it (prefer-gpu: it has a CUDA kernel;
-      cpu: everything on the CPU).
+      cpu: everything on the CPU);
+    - `whole_step`: auto put every kernel of the step on one GPU, where the
+      step replays as one CUDA graph, since that step's estimate
+      (`cuda_ns`) is below the best split's (`cpu_ns`, the whole step's
+      too).
   }];
   let parameters = (ins
     EnumParameter<Locus_PlacementKind>:$kind,

@@ -80,6 +80,9 @@ struct Report {
   int64_t runNs = 0;
   /// The estimate's source: CostProfile::origin.
   std::string costProfile;
+  /// The GPU that runs every kernel of the step, which then replays as one
+  /// CUDA graph (its launches estimated at CUDA-graph cost); else empty.
+  std::string graphDevice;
   /// The estimated step: the run's fixed cost, then every device's kernels
   /// and the copies, one after another.
   int64_t stepNs() const;

@@ -43,6 +43,9 @@ struct DeviceProfile {
   double peakFlops; ///< flop/s
   double bandwidth; ///< bytes/s of its memory
   double launchNs;  ///< fixed cost of running one kernel
+  /// The same inside a step replayed as a CUDA graph (a GPU's steps replay
+  /// so when every kernel of the step runs on it); 0: launchNs.
+  double graphLaunchNs = 0;
   /// flop/s of convolutions (forward and gradients), whose kernels reach
   /// another rate than a matmul; 0: peakFlops.
   double convFlops = 0;
@@ -54,7 +57,9 @@ struct DeviceProfile {
 
 struct CostProfile {
   DeviceProfile cpu{100e9, 20e9, 200};
-  DeviceProfile cuda{50e12, 2e12, 4000};
+  /// A kernel launched alone costs an H100's host about 4 us; replayed in
+  /// a CUDA graph, 1.1-1.2 us (a chain of 64 small kernels, 2026-11-27/28).
+  DeviceProfile cuda{50e12, 2e12, 4000, 1200};
   double linkLatencyNs = 10000; ///< one host<->device copy
   double linkBandwidth = 12e9;  ///< bytes/s (pageable PCIe)
   /// One copy between two CUDA devices over a peer link (NVLink or PCIe
@@ -105,8 +110,12 @@ bool hasCostRule(mlir::OperationName name);
 /// Bytes of a value of this (statically shaped) tensor type; i1 counts 1.
 int64_t bytesOf(mlir::Type type);
 
-/// Nanoseconds of `work` on `device`; 0 for what is no kernel.
-int64_t opCostNs(const OpWork &work, const DeviceProfile &device);
+/// Nanoseconds of `work` on `device`; 0 for what is no kernel. With
+/// `inGraph`, its launch is one inside a replayed CUDA graph.
+int64_t opCostNs(const OpWork &work, const DeviceProfile &device,
+                 bool inGraph = false);
+/// The launch `opCostNs` counts.
+double launchCostNs(const DeviceProfile &device, bool inGraph);
 
 /// Nanoseconds of one copy of `bytes` between the host and a device.
 int64_t copyCostNs(int64_t bytes, const CostProfile &profile);
