@@ -62,6 +62,31 @@ TEST(Train, GradOfALinearModelIsExact) {
   EXPECT_EQ(out.at("dx").f32, (std::vector<float>{2, 2, 2}));
 }
 
+TEST(Train, APackedWeightsBlocksGetTheirGradientsJoined) {
+  // w [6, 2] read as three row blocks (attention's q, k and v of a packed
+  // in_proj_weight): loss = sum(q * a) + sum(k * k) + sum(v * b), so
+  // dw = [a; 2k; b], recorded as one concat of the blocks' gradients.
+  Graph g("packed");
+  auto a = g.input("a", {2, 2});
+  auto b = g.input("b", {2, 2});
+  auto w = g.parameter("w", {6, 2}, Init::uniform(-1, 1, 5));
+  Tensor q = slice(w, 0, 0, 2), k = slice(w, 0, 2, 4), v = slice(w, 0, 4, 6);
+  auto loss = sum(q * a, {0, 1}) + sum(k * k, {0, 1}) + sum(v * b, {0, 1});
+  g.output("dw", grad(loss, {w})[0]);
+  EXPECT_EQ(countOpsNamed(g, "locus.concat"), 1u);
+  EXPECT_EQ(countOpsNamed(g, "locus.slice_grad"), 0u);
+  CompiledModel m = compile(g, {.policy = "cpu"});
+  std::vector<float> as{0.5f, -1.5f, 2.0f, 0.25f}, bs{-3, 1, 0.75f, 4};
+  auto out = m.run({{"a", HostTensor::fromF32({2, 2}, as)},
+                    {"b", HostTensor::fromF32({2, 2}, bs)}});
+  std::vector<float> ws = m.state("w").f32, want;
+  want.insert(want.end(), as.begin(), as.end());
+  for (size_t i = 4; i < 8; ++i)
+    want.push_back(2 * ws[i]);
+  want.insert(want.end(), bs.begin(), bs.end());
+  EXPECT_EQ(out.at("dw").f32, want);
+}
+
 TEST(Train, MistakesAreErrorsAtTheCallAndRecordNothing) {
   Graph g("bad");
   auto x = g.input("x", {3});

@@ -136,9 +136,21 @@ private:
   /// Adds `g` to the gradient of `v`.
   void accumulate(Value v, Value g) {
     auto [it, inserted] = grads.try_emplace(v, g);
-    if (!inserted)
-      it->second = add(it->second, g);
+    if (inserted)
+      return;
+    Value joined = joinSliceGrads(it->second, g);
+    it->second = joined ? joined : add(it->second, g);
   }
+  /// The sum of two slice gradients whose windows lie side by side along
+  /// one axis (unit strides, the same window on every other axis) as one:
+  /// the slice gradient of their concatenation, or the concatenation alone
+  /// when it fills the tensor. A packed weight sliced into q, k and v gets
+  /// its gradient as one concat, not three fills and two adds. Null when
+  /// they do not.
+  Value joinSliceGrads(Value x, Value y);
+  /// `x` and `y` concatenated along `axis`; a single-use concat among them
+  /// along the same axis gives its inputs instead (one concat, not nested).
+  Value concatFlat(Value x, Value y, int64_t axis);
   bool needs(Value v) { return dependent.contains(v); }
   /// `d` times the broadcast scalar gradient `g` of a loss; `d` itself when
   /// `g` is the backward pass's seed (the loss is the value differentiated).
@@ -587,6 +599,71 @@ bool Differentiator::backwardShape(Operation *op, Value g) {
         return true;
       })
       .Default([](Operation *) { return false; });
+}
+
+Value Differentiator::joinSliceGrads(Value x, Value y) {
+  auto a = x.getDefiningOp<SliceGradOp>(), c = y.getDefiningOp<SliceGradOp>();
+  // Both are gradients still being summed: nothing reads them yet.
+  if (!a || !c || !x.use_empty() || !y.use_empty())
+    return nullptr;
+  auto unit = [](SliceGradOp s) {
+    return llvm::all_of(s.getStrides(), [](int64_t k) { return k == 1; });
+  };
+  if (!unit(a) || !unit(c) || a.getShape() != c.getShape())
+    return nullptr;
+  ArrayRef<int64_t> aSize = typeOf(a.getGrad()).getShape(),
+                    cSize = typeOf(c.getGrad()).getShape();
+  // The one axis along which the windows meet; equal on every other.
+  std::optional<int64_t> axis;
+  for (int64_t d = 0; d < static_cast<int64_t>(aSize.size()); ++d) {
+    int64_t aOff = a.getOffsets()[d], cOff = c.getOffsets()[d];
+    if (aOff == cOff && aSize[d] == cSize[d])
+      continue;
+    if (axis || (aOff + aSize[d] != cOff && cOff + cSize[d] != aOff))
+      return nullptr;
+    axis = d;
+  }
+  if (!axis)
+    return nullptr;
+  bool aFirst = a.getOffsets()[*axis] < c.getOffsets()[*axis];
+  SliceGradOp first = aFirst ? a : c, second = aFirst ? c : a;
+  Value joined = concatFlat(first.getGrad(), second.getGrad(), *axis);
+  SmallVector<int64_t> offsets(first.getOffsets());
+  ArrayRef<int64_t> shape = a.getShape();
+  Value result =
+      typeOf(joined).getShape() == shape
+          ? joined
+          : b.create<SliceGradOp>(loc, joined, shape, offsets, a.getStrides())
+                .getResult();
+  for (SliceGradOp s : {a, c})
+    if (s->use_empty())
+      s->erase();
+  return result;
+}
+
+Value Differentiator::concatFlat(Value x, Value y, int64_t axis) {
+  SmallVector<Value> inputs;
+  SmallVector<ConcatOp> spent;
+  for (Value v : {x, y}) {
+    auto inner = v.getDefiningOp<ConcatOp>();
+    if (inner && inner.getAxis() == axis && v.hasOneUse() &&
+        isa<SliceGradOp>(*v.getUsers().begin())) {
+      inputs.append(inner.getInputs().begin(), inner.getInputs().end());
+      spent.push_back(inner);
+    } else {
+      inputs.push_back(v);
+    }
+  }
+  Value joined =
+      b.create<ConcatOp>(loc, ValueRange(inputs), b.getI64IntegerAttr(axis));
+  // The slice gradients that read the inner concats go first.
+  for (ConcatOp inner : spent)
+    for (Operation *user : llvm::make_early_inc_range(inner->getUsers()))
+      user->dropAllReferences();
+  for (ConcatOp inner : spent)
+    if (inner->use_empty())
+      inner->erase();
+  return joined;
 }
 
 void Differentiator::concatGrad(ConcatOp o, Value g) {

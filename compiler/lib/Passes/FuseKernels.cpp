@@ -58,12 +58,15 @@ bool contiguousRowsSlice(Operation *op) {
 
 /// Whether `reader` takes in `view`, a reshape, a transpose or a slice, as
 /// a view of what the view reads when the two share a kernel: any reader
-/// of a reshape; a matrix product of a transpose that swaps the last two
-/// axes; a product or linear layer of a slice with contiguous rows (a row
-/// block of a packed weight, attention's q, k and v of in_proj_weight).
+/// of a reshape; an elementwise reader of a broadcast (its index map); a
+/// matrix product of a transpose that swaps the last two axes; a product
+/// or linear layer of a slice with contiguous rows (a row block of a
+/// packed weight, attention's q, k and v of in_proj_weight).
 bool readsAsView(Operation *view, Operation *reader) {
   if (isa<ReshapeOp>(view))
     return isComputing(reader);
+  if (isa<BroadcastOp>(view))
+    return isElementwise(reader);
   if (contiguousRowsSlice(view))
     return isa<MatmulOp, LinearOp>(reader);
   return transposesLastTwo(view) && isa<MatmulOp>(reader);
@@ -105,15 +108,17 @@ void foldTransposePairs(Block &body) {
   }
 }
 
-/// A view (a reshape, or a transpose a product reads transposed) that
-/// several ops read becomes one view per reader that takes it in, so that
-/// each reader's kernel reads through its own view instead of a kernel
-/// copying the view's result once. Readers that cannot take it in (an
-/// output, a copy, an op on another device) share the original.
+/// A view (a reshape, a broadcast, or a transpose a product reads
+/// transposed) that several ops read becomes one view per reader that takes
+/// it in, so that each reader's kernel reads through its own view instead
+/// of a kernel copying the view's result once (a layer norm's broadcast
+/// statistics, read by its forward and backward ops, were a launch each).
+/// Readers that cannot take it in (an output, a copy, an op on another
+/// device) share the original.
 void cloneViewsPerReader(Block &body) {
   SmallVector<Operation *> views;
   for (Operation &op : body)
-    if (isa<ReshapeOp, TransposeOp, SliceOp>(op))
+    if (isa<ReshapeOp, TransposeOp, SliceOp, BroadcastOp>(op))
       views.push_back(&op);
   // Last first, so that a chain of reshapes is cloned whole.
   for (Operation *view : llvm::reverse(views)) {

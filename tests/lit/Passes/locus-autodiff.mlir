@@ -110,3 +110,50 @@ locus.graph @batch_norm {
   %s = locus.sum %y axes [0, 1, 2, 3] : tensor<4x3x2x2xf32> -> tensor<f32>
   locus.output "loss" = %s : tensor<f32>
 }
+
+// -----
+
+// A packed weight sliced into blocks side by side (attention's q, k and v
+// rows of in_proj_weight): its gradient is the blocks' gradients joined by
+// one concat, not a zero fill per block summed. Blocks that leave a gap,
+// or overlap, are summed as slice gradients.
+// CHECK-LABEL: locus.graph @packed
+// The backward pass reaches v first, then k, then q.
+// CHECK: %[[DV:.*]] = locus.matmul {{.*}} -> tensor<2x4xf32>
+// CHECK: %[[DK:.*]] = locus.matmul {{.*}} -> tensor<2x4xf32>
+// CHECK: %[[DQ:.*]] = locus.matmul {{.*}} -> tensor<2x4xf32>
+// CHECK: %[[DW:.*]] = locus.concat %[[DQ]], %[[DK]], %[[DV]] axis 0 {locus.gradient} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<6x4xf32>
+// CHECK-NOT: locus.slice_grad
+// CHECK: locus.output "w.grad" = %[[DW]]
+// CHECK-LABEL: locus.graph @gap
+// CHECK-DAG: locus.slice_grad {{.*}} shape [6, 4] offsets [0, 0]
+// CHECK-DAG: locus.slice_grad {{.*}} shape [6, 4] offsets [4, 0]
+// CHECK: locus.add
+locus.graph @packed {
+  %x = locus.input "x" : tensor<3x4xf32>
+  %w = locus.state "w" parameter : tensor<6x4xf32> init <uniform(-1.0, 1.0), seed = 1>
+  %q = locus.slice %w offsets [0, 0] sizes [2, 4] strides [1, 1] : tensor<6x4xf32> -> tensor<2x4xf32>
+  %k = locus.slice %w offsets [2, 0] sizes [2, 4] strides [1, 1] : tensor<6x4xf32> -> tensor<2x4xf32>
+  %v = locus.slice %w offsets [4, 0] sizes [2, 4] strides [1, 1] : tensor<6x4xf32> -> tensor<2x4xf32>
+  %a = locus.linear %x, %q : tensor<3x4xf32>, tensor<2x4xf32> -> tensor<3x2xf32>
+  %b = locus.linear %x, %k : tensor<3x4xf32>, tensor<2x4xf32> -> tensor<3x2xf32>
+  %c = locus.linear %x, %v : tensor<3x4xf32>, tensor<2x4xf32> -> tensor<3x2xf32>
+  %ab = locus.add %a, %b : tensor<3x2xf32>
+  %abc = locus.mul %ab, %c : tensor<3x2xf32>
+  %l = locus.sum %abc axes [0, 1] : tensor<3x2xf32> -> tensor<f32>
+  locus.output "loss" = %l : tensor<f32>
+}
+
+// -----
+
+locus.graph @gap {
+  %x = locus.input "x" : tensor<3x4xf32>
+  %w = locus.state "w" parameter : tensor<6x4xf32> init <uniform(-1.0, 1.0), seed = 1>
+  %q = locus.slice %w offsets [0, 0] sizes [2, 4] strides [1, 1] : tensor<6x4xf32> -> tensor<2x4xf32>
+  %v = locus.slice %w offsets [4, 0] sizes [2, 4] strides [1, 1] : tensor<6x4xf32> -> tensor<2x4xf32>
+  %a = locus.linear %x, %q : tensor<3x4xf32>, tensor<2x4xf32> -> tensor<3x2xf32>
+  %c = locus.linear %x, %v : tensor<3x4xf32>, tensor<2x4xf32> -> tensor<3x2xf32>
+  %ac = locus.mul %a, %c : tensor<3x2xf32>
+  %l = locus.sum %ac axes [0, 1] : tensor<3x2xf32> -> tensor<f32>
+  locus.output "loss" = %l : tensor<f32>
+}

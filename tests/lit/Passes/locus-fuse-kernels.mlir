@@ -198,6 +198,45 @@ locus.graph @flatten {
 
 // -----
 
+// A broadcast several elementwise ops read (a layer norm's statistic, read
+// by its forward and its backward) is copied into each reader's kernel, an
+// index map there, instead of a kernel of its own that materialises it. A
+// product that reads it shares the original, which stays a kernel.
+// CHECK-LABEL: locus.graph @broadcast_twice
+// CHECK-SAME: locus.kernels = 4
+// CHECK: %[[B:.*]] = locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.broadcast %s [4, 8]
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.broadcast %s [4, 8]
+// CHECK-NEXT: locus.mul
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK-NEXT: locus.broadcast %s [4, 8]
+// CHECK-NEXT: locus.sub
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<8x8xf32> {
+// CHECK-NEXT: locus.transpose %[[B]] [1, 0]
+// CHECK-NEXT: locus.matmul
+// CHECK-NEXT: locus.yield
+// UNFUSED-LABEL: locus.graph @broadcast_twice
+// UNFUSED-SAME: locus.kernels = 5
+locus.graph @broadcast_twice {
+  %x = locus.input "x" : tensor<4x8xf32>
+  %s = locus.input "s" : tensor<4x1xf32>
+  %w = locus.input "w" : tensor<4x8xf32>
+  %b = locus.broadcast %s [4, 8] : tensor<4x1xf32> -> tensor<4x8xf32>
+  %0 = locus.mul %x, %b : tensor<4x8xf32>
+  %1 = locus.sub %x, %b : tensor<4x8xf32>
+  %t = locus.transpose %b [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  %2 = locus.matmul %t, %w : tensor<8x4xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+  locus.output "m" = %0 : tensor<4x8xf32>
+  locus.output "d" = %1 : tensor<4x8xf32>
+  locus.output "p" = %2 : tensor<8x8xf32>
+}
+
+// -----
+
 // Attention's q k^T: a transpose of the last two axes of a batch of
 // matrices joins the batched product that reads it, also through
 // reshapes (views too), and a copy of it joins each such product; a

@@ -24,7 +24,12 @@ def LocusAutodiff : Pass<"locus-autodiff", "::locus::GraphOp"> {
     (`locus.conv2d_input_grad`, `locus.conv2d_weight_grad`), pooling
     (`locus.max_pool2d_grad` routes to the window's first maximum, as
     PyTorch), mse_loss and cross_entropy (through `locus.one_hot`). Only
-    values that depend on a parameter get gradients.
+    values that depend on a parameter get gradients. A value read by
+    several slices gets the sum of their `locus.slice_grad`s, except that
+    blocks side by side along one axis (unit strides, the same window on
+    the others) join as the slice gradient of their `locus.concat`, or as
+    the concat alone when they fill the value: a packed weight read as q,
+    k and v gets one concat, not three zero fills summed.
 
     With `optimizer=none` (the default) each gradient becomes an output
     `<parameter>.grad`. With `optimizer=sgd` or `optimizer=adam` the pass
@@ -508,12 +513,15 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     input with the permutations composed, or is that input when they
     cancel (a backward pass transposes back what the forward pass
     transposed). And a view (a reshape, a transpose a product reads
-    transposed, or a slice a product reads where it lies) that several ops
-    read is copied once per reader that can take it in, placed before that
-    reader; readers that cannot (an output,
-    a copy, an op on another device) share the original. The tiny
-    Transformer step had 22 kernels that only copied a reshape and 10
-    transposes that only fed a product.
+    transposed, a slice a product reads where it lies, or a broadcast an
+    elementwise op reads) that several ops read is copied once per reader
+    that can take it in, placed before that reader; readers that cannot
+    (an output, a copy, an op on another device, a product reading a
+    broadcast) share the original. The tiny Transformer step had 22
+    kernels that only copied a reshape, 10 transposes that only fed a
+    product, and 12 broadcasts (a layer norm's statistics and affine
+    weights, read forward and backward) that only materialised a
+    broadcast.
     Every other op is a kernel of its own. Then, on a CUDA device, kernels
     that go row by row (elementwise ops, reductions over the last axis
     alone, `softmax` and `log_softmax` along it) merge when one kernel's
