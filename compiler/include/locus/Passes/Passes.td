@@ -794,8 +794,18 @@ def LocusWriteResultsInPlace
     ```
 
     becomes a product written into `%out` seen as `memref<64x32xf32>`.
+
+    A kernel with dynamic sizes (`--locus-dynamic-kernels`) computes a
+    result at the run's sizes and packs it into the first elements of its
+    out-parameter, which the plan sizes at the bounds: a copy into a
+    subview of offset 0 and stride 1 of the parameter seen flat
+    (`memref.reinterpret_cast`). Under the same conditions, with sizes that
+    may be dynamic, the temporary becomes that prefix, seen with the
+    temporary's own shape (a `memref.reinterpret_cast` of the parameter
+    with the temporary's sizes and row-major strides).
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
   let statistics = [
     Statistic<"numWritten", "written", "Results written in place">,
   ];
