@@ -148,8 +148,9 @@ private:
   /// its gradient as one concat, not three fills and two adds. Null when
   /// they do not.
   Value joinSliceGrads(Value x, Value y);
-  /// `x` and `y` concatenated along `axis`; a single-use concat among them
-  /// along the same axis gives its inputs instead (one concat, not nested).
+  /// `x` and `y` concatenated along `axis`; a concat among them along the
+  /// same axis that only the slice gradient being joined reads gives its
+  /// inputs instead (one concat, not nested).
   Value concatFlat(Value x, Value y, int64_t axis);
   bool needs(Value v) { return dependent.contains(v); }
   /// `d` times the broadcast scalar gradient `g` of a loss; `d` itself when
@@ -628,42 +629,32 @@ Value Differentiator::joinSliceGrads(Value x, Value y) {
   bool aFirst = a.getOffsets()[*axis] < c.getOffsets()[*axis];
   SliceGradOp first = aFirst ? a : c, second = aFirst ? c : a;
   Value joined = concatFlat(first.getGrad(), second.getGrad(), *axis);
-  SmallVector<int64_t> offsets(first.getOffsets());
-  ArrayRef<int64_t> shape = a.getShape();
-  Value result =
-      typeOf(joined).getShape() == shape
-          ? joined
-          : b.create<SliceGradOp>(loc, joined, shape, offsets, a.getStrides())
-                .getResult();
-  for (SliceGradOp s : {a, c})
-    if (s->use_empty())
-      s->erase();
+  Value result = typeOf(joined).getShape() == a.getShape()
+                     ? joined
+                     : b.create<SliceGradOp>(loc, joined, a.getShape(),
+                                             first.getOffsets(), a.getStrides())
+                           .getResult();
+  // Nothing reads the two any more, nor an inner concat joined flat.
+  for (SliceGradOp s : {a, c}) {
+    Value grad = s.getGrad();
+    s->erase();
+    if (auto inner = grad.getDefiningOp<ConcatOp>();
+        inner && inner->use_empty())
+      inner->erase();
+  }
   return result;
 }
 
 Value Differentiator::concatFlat(Value x, Value y, int64_t axis) {
   SmallVector<Value> inputs;
-  SmallVector<ConcatOp> spent;
   for (Value v : {x, y}) {
     auto inner = v.getDefiningOp<ConcatOp>();
-    if (inner && inner.getAxis() == axis && v.hasOneUse() &&
-        isa<SliceGradOp>(*v.getUsers().begin())) {
+    if (inner && inner.getAxis() == axis && v.hasOneUse())
       inputs.append(inner.getInputs().begin(), inner.getInputs().end());
-      spent.push_back(inner);
-    } else {
+    else
       inputs.push_back(v);
-    }
   }
-  Value joined =
-      b.create<ConcatOp>(loc, ValueRange(inputs), b.getI64IntegerAttr(axis));
-  // The slice gradients that read the inner concats go first.
-  for (ConcatOp inner : spent)
-    for (Operation *user : llvm::make_early_inc_range(inner->getUsers()))
-      user->dropAllReferences();
-  for (ConcatOp inner : spent)
-    if (inner->use_empty())
-      inner->erase();
-  return joined;
+  return b.create<ConcatOp>(loc, ValueRange(inputs), b.getI64IntegerAttr(axis));
 }
 
 void Differentiator::concatGrad(ConcatOp o, Value g) {

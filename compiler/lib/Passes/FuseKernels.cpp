@@ -56,12 +56,12 @@ bool contiguousRowsSlice(Operation *op) {
   return slice && slice.getStrides().back() == 1;
 }
 
-/// Whether `reader` takes in `view`, a reshape, a transpose or a slice, as
-/// a view of what the view reads when the two share a kernel: any reader
-/// of a reshape; an elementwise reader of a broadcast (its index map); a
-/// matrix product of a transpose that swaps the last two axes; a product
-/// or linear layer of a slice with contiguous rows (a row block of a
-/// packed weight, attention's q, k and v of in_proj_weight).
+/// Whether `reader` takes in `view`, a reshape, a broadcast, a transpose or
+/// a slice, as a view of what the view reads when the two share a kernel:
+/// any reader of a reshape; an elementwise reader of a broadcast (its index
+/// map); a matrix product of a transpose that swaps the last two axes; a
+/// product or linear layer of a slice with contiguous rows (a row block of
+/// a packed weight, attention's q, k and v of in_proj_weight).
 bool readsAsView(Operation *view, Operation *reader) {
   if (isa<ReshapeOp>(view))
     return isComputing(reader);

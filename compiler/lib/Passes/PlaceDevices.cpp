@@ -96,13 +96,18 @@ private:
   placement::MultiProblem autoProblem(ArrayRef<Operation *> ops,
                                       ArrayRef<DeviceAttr> devices,
                                       bool inGraph);
-  /// The whole step's kernels on one GPU (the one pins name, else the
-  /// first), replayed as one CUDA graph: `problem` with every computing op
-  /// held there (state and constants stay free). None when an op must run
-  /// on the CPU (a pin, or no CUDA kernel) or pins name two GPUs, since
-  /// then the step does not replay as a graph.
-  std::optional<placement::MultiSolution>
-  wholeStepOnGpu(ArrayRef<Operation *> ops, placement::MultiProblem problem);
+  /// The GPU (device index) the whole step's kernels can all run on, to
+  /// replay as one CUDA graph: the one pins name, else the first. None when
+  /// a computing op must run on the CPU (a pin, or no CUDA kernel) or pins
+  /// name two GPUs, since then the step does not replay as a graph.
+  static std::optional<int>
+  wholeStepGpu(ArrayRef<Operation *> ops,
+               const placement::MultiProblem &problem);
+  /// `problem` solved with every computing op held on `gpu` (state and
+  /// constants stay free).
+  static placement::MultiSolution wholeStepOn(int gpu,
+                                              ArrayRef<Operation *> ops,
+                                              placement::MultiProblem problem);
   /// Nanoseconds per step of moving `value` between devices, as a k x k
   /// matrix (0 the CPU, i the CUDA target i - 1; zero on the diagonal).
   std::vector<int64_t> moveCostsNs(Value value, int k) const;
@@ -450,24 +455,27 @@ PlaceDevicesPass::autoProblem(ArrayRef<Operation *> ops,
   return problem;
 }
 
-std::optional<placement::MultiSolution>
-PlaceDevicesPass::wholeStepOnGpu(ArrayRef<Operation *> ops,
-                                 placement::MultiProblem problem) {
-  // The GPU that pins name (all the same one), else the first.
+std::optional<int>
+PlaceDevicesPass::wholeStepGpu(ArrayRef<Operation *> ops,
+                               const placement::MultiProblem &problem) {
   int gpu = 0;
-  for (const placement::MultiProblem::Node &node : problem.nodes)
-    if (node.fixed > 0) {
-      if (gpu && node.fixed != gpu)
-        return std::nullopt; // a step over two GPUs replays on neither
-      gpu = node.fixed;
-    }
   for (auto [op, node] : llvm::zip(ops, problem.nodes)) {
-    if (!isComputing(op))
-      continue;
-    if (node.fixed == 0 && !isInterface(op))
+    if (node.fixed == 0 && isComputing(op))
       return std::nullopt;
-    node.fixed = gpu ? gpu : 1;
+    if (node.fixed > 0 && gpu && node.fixed != gpu)
+      return std::nullopt; // a step over two GPUs replays on neither
+    if (node.fixed > 0)
+      gpu = node.fixed;
   }
+  return gpu ? gpu : 1;
+}
+
+placement::MultiSolution
+PlaceDevicesPass::wholeStepOn(int gpu, ArrayRef<Operation *> ops,
+                              placement::MultiProblem problem) {
+  for (auto [op, node] : llvm::zip(ops, problem.nodes))
+    if (isComputing(op))
+      node.fixed = gpu;
   return placement::solvePlacement(problem);
 }
 
@@ -484,18 +492,16 @@ void PlaceDevicesPass::placeAuto(GraphOp graph) {
   // A step whose kernels all run on one GPU replays as a CUDA graph, where
   // a launch costs a fraction of one alone: the split above pays full
   // launches, so the whole step on the GPU is weighed on its own terms.
-  std::optional<placement::MultiSolution> whole;
-  if (devices.size() > 1)
-    whole = wholeStepOnGpu(ops, autoProblem(ops, devices, true));
   // (When the split puts every kernel there too, it is the same step, and
   // each op's own estimate says why.)
-  bool wholeWins = whole && whole->cost < solution.cost &&
-                   llvm::any_of(
-                       llvm::seq<size_t>(0, ops.size()),
-                       [&](size_t i) {
-                         return isComputing(ops[i]) &&
-                                solution.device[i] != whole->device[i];
-                       });
+  std::optional<int> gpu =
+      devices.size() > 1 ? wholeStepGpu(ops, problem) : std::nullopt;
+  std::optional<placement::MultiSolution> whole;
+  if (gpu && llvm::any_of(llvm::seq<size_t>(0, ops.size()), [&](size_t i) {
+        return isComputing(ops[i]) && solution.device[i] != *gpu;
+      }))
+    whole = wholeStepOn(*gpu, ops, autoProblem(ops, devices, true));
+  bool wholeWins = whole && whole->cost < solution.cost;
   LLVM_DEBUG(llvm::dbgs() << "[locus-place-devices] " << devices.size()
                           << " devices, " << problem.nodes.size()
                           << " ops: estimated step " << solution.cost

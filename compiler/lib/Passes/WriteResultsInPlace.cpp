@@ -106,25 +106,24 @@ public:
 
 private:
   /// If `out` is written once, by a copy of a temporary (or a reshape of
-  /// one) that nothing uses after the copy, the temporary becomes `out`;
-  /// whether it did.
-  bool writeInPlace(BlockArgument out) {
+  /// one) that nothing uses after the copy, the temporary becomes `out`.
+  void writeInPlace(BlockArgument out) {
     if (!out.hasOneUse())
-      return false;
+      return;
     auto copy = dyn_cast<memref::CopyOp>(*out.getUsers().begin());
     if (!copy || copy.getTarget() != out || copy->getBlock() != out.getOwner())
-      return false;
+      return;
     SmallVector<Operation *> views, deallocs;
     memref::AllocOp alloc = allocationBehind(copy.getSource(), views);
     if (!alloc || alloc->getBlock() != out.getOwner() || !rowMajor(out) ||
         !usedBeforeOnly(alloc, copy, deallocs))
-      return false;
+      return;
     auto type = alloc.getType();
     if (type.getNumElements() !=
             cast<MemRefType>(out.getType()).getNumElements() ||
         type.getElementType() !=
             cast<MemRefType>(out.getType()).getElementType())
-      return false;
+      return;
     Value replacement = out;
     if (type != out.getType()) {
       // The same elements in the same order, seen with the temporary's
@@ -137,7 +136,6 @@ private:
           alloc.getLoc(), type, out, 0, type.getShape(), strides);
     }
     replace(alloc, copy, deallocs, replacement);
-    return true;
   }
 
   /// A kernel with dynamic sizes computes a result at the run's sizes and

@@ -122,10 +122,11 @@ def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
       one device, until no move lowers the estimate; copies between GPUs
       cost the profile's peer link. A step whose kernels all run on one GPU
       replays as one CUDA graph, where a launch costs the profile's
-      `graph_launch_ns`: the pass also prices that whole step (every
-      computing op on the GPU pins name, else the first, when none must
-      run on the CPU) and takes it when it is cheaper than the split; its
-      ops then say `kind = whole_step` with both steps' estimates.
+      `graph_launch_ns`: when the split leaves a kernel off that GPU, the
+      pass also prices the whole step there (every computing op on the GPU
+      pins name, else the first, when none must run on the CPU) and takes
+      it when it is cheaper than the split; its ops then say
+      `kind = whole_step` with both steps' estimates.
     - `cpu`: everything on the CPU. Pins do not hold: a `.to()` becomes a
       no-op and values created `on` a GPU are made on the CPU; the graph
       gets one note (`locus.placement_notes`) and the pass a remark at the
