@@ -34,6 +34,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -258,6 +259,7 @@ using locus::rt::ok;
 /// (blocked) layouts, and reorders move data in and out of them.
 struct Primitives {
   dnnl_primitive_t conv = nullptr;
+  dnnl_alg_kind_t algorithm = dnnl_alg_kind_undef; // the one that built
   dnnl_primitive_t srcIn = nullptr, weightsIn = nullptr, dstIn = nullptr,
                    dstOut = nullptr; // null: the user's layout is oneDNN's
   dnnl_memory_desc_t userSrc{}, userWeights{}, userDst{}, userResidual{},
@@ -326,7 +328,13 @@ bool readsNchw(const Dnnl &d, const Shape &s) {
 }
 
 /// The primitives of `s`, or false when oneDNN cannot run it.
-bool build(const Dnnl &d, const Shape &s, Primitives &p) {
+/// `weightsKept`: the weights are constants of the step, reordered once
+/// into a copy the model keeps; a Winograd convolution then takes them
+/// already transformed (oneDNN's inference form). Weights a step writes
+/// stay in a blocked layout that the training form transforms as it runs:
+/// oneDNN's reorder into the transformed layout took 10-15 ms for 256x256
+/// 3x3 weights on the build machine, three times the convolution.
+bool build(const Dnnl &d, const Shape &s, bool weightsKept, Primitives &p) {
   bool grouped = s.groups > 1;
   dnnl_dims_t src = {s.n, s.c, s.h, s.w}, dst = {s.n, s.o, s.oh, s.ow},
               bias = {s.o}, strides = {s.sh, s.sw},
@@ -360,16 +368,23 @@ bool build(const Dnnl &d, const Shape &s, Primitives &p) {
       !ok(d.dnnl_memory_desc_init_by_tag(&anyDst, 4, dst, dnnl_f32,
                                          dnnl_format_tag_any)))
     return false;
-  dnnl_convolution_desc_t desc;
-  if (!ok(d.dnnl_dilated_convolution_forward_desc_init(
-          &desc, dnnl_forward_inference, dnnl_convolution_direct, &anySrc,
-          &anyWeights, s.bias() ? &p.bias : nullptr, &anyDst, strides, dilates,
-          pad, pad)))
-    return false;
   // The residual is added by a sum post-op: dst holds it when the
   // convolution starts.
-  dnnl_primitive_desc_t pd = locus::rt::describePrimitive(
-      d, &desc, s.residual() ? 1.0f : 0.0f, s.relu());
+  dnnl_primitive_desc_t pd = nullptr;
+  for (dnnl_alg_kind_t algorithm : locus::rt::conv::algorithmsFor(s)) {
+    dnnl_convolution_desc_t desc;
+    if (!ok(d.dnnl_dilated_convolution_forward_desc_init(
+            &desc, weightsKept ? dnnl_forward_inference : dnnl_forward_training,
+            algorithm, &anySrc, &anyWeights, s.bias() ? &p.bias : nullptr,
+            &anyDst, strides, dilates, pad, pad)))
+      continue;
+    pd = locus::rt::describePrimitive(d, &desc, s.residual() ? 1.0f : 0.0f,
+                                      s.relu());
+    if (pd) {
+      p.algorithm = algorithm;
+      break;
+    }
+  }
   if (!pd)
     return false;
   auto query = [&](dnnl_query_t what, dnnl_memory_desc_t &out) {
@@ -414,18 +429,21 @@ void destroy(const Dnnl &d, Primitives &p) {
       d.dnnl_primitive_destroy(prim);
 }
 
-/// The primitives of each shape seen, kept for the process's life (a model
-/// has a handful of convolution shapes). Null for a shape oneDNN refused.
-const Primitives *primitivesFor(const Dnnl &d, const Params &params) {
+/// The primitives of each shape seen, and whether its weights are kept,
+/// for the process's life (a model has a handful of convolution shapes).
+/// Null for a shape oneDNN refused.
+const Primitives *primitivesFor(const Dnnl &d, const Params &params,
+                                bool weightsKept) {
   static std::mutex mutex;
   // Never destroyed: kernels may run while the process exits, and oneDNN's
   // own statics may be gone by then (the primitives stay reachable).
-  static auto *cache = new std::map<Params, std::unique_ptr<Primitives>>;
+  static auto *cache =
+      new std::map<std::pair<Params, bool>, std::unique_ptr<Primitives>>;
   std::lock_guard<std::mutex> lock(mutex);
-  auto [it, inserted] = cache->try_emplace(params);
+  auto [it, inserted] = cache->try_emplace({params, weightsKept});
   if (inserted) {
     auto p = std::make_unique<Primitives>();
-    if (build(d, Shape(params), *p))
+    if (build(d, Shape(params), weightsKept, *p))
       it->second = std::move(p);
     else
       destroy(d, *p);
@@ -439,18 +457,19 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
               const float *w, const float *bias, const float *residual,
               float *y) {
   Shape s(params);
-  const Primitives *p = primitivesFor(d, params);
+  // Weights no step writes are reordered once, into a copy the model
+  // keeps (constants.h), rather than on every call.
+  locus::rt::Constants *constants = locus::rt::stepConstants();
+  bool constantWeights =
+      constants &&
+      constants->contains(w, static_cast<size_t>(s.weightElements()) *
+                                 sizeof(float));
+  const Primitives *p = primitivesFor(d, params, constantWeights);
   dnnl_stream_t stream = p ? locus::rt::dnnlStream(d) : nullptr;
   if (!stream)
     return false;
-  // Weights no step writes are reordered once, into a copy the model
-  // keeps (constants.h), rather than on every call.
   const void *keptWeights = nullptr;
-  if (locus::rt::Constants *constants = locus::rt::stepConstants();
-      constants && p->weightsIn &&
-      constants->contains(
-          w, static_cast<size_t>(s.o * (s.c / s.groups) * s.kh * s.kw) *
-                 sizeof(float)))
+  if (constantWeights && p->weightsIn)
     keptWeights = constants->derived(w, p, p->weightsBytes, [&](void *out) {
       return locus::rt::reorderNow(d, p->weightsIn, p->userWeights, w,
                                    p->weights, out);
@@ -543,6 +562,30 @@ bool builtinChosen() {
   return choice && std::string(choice) == "builtin";
 }
 
+/// Whether oneDNN's Winograd convolution (F(4x4, 3x3): 36 products per
+/// 4x4 tile where the direct one makes 144) is asked for before the
+/// direct one: a 3x3 kernel of stride and dilation 1, ungrouped, with 64
+/// or more channels in and out, an output of 8x8 or more and 2048 or more
+/// output pixels over the batch, unless LOCUS_CONV=direct. On the 2-core
+/// AVX-512 build machine (oneDNN 2.6.3; bench/probes/onednn_winograd.cpp,
+/// NCHW operands reordered each call), the forward and both gradients of
+/// 64 channels on 56x56 at batch 8 took 0.53-0.55x the direct ones' time,
+/// 128 on 16x16 at batch 32 0.48-0.53x, 256 on 8x8 at batch 32 0.47-0.58x;
+/// smaller ones gained little or lost (256 on 8x8 at batch 8: 1.09x
+/// forward; 512 on 4x4: up to 2.6x; 16 or 32 channels: 0.75-1.7x). Its
+/// rounding differs: the largest error against a double reference was
+/// 2-4e-7 of sum |x w| (the direct one's: 2-12e-8), far inside fp32
+/// tolerances (docs/runtime.md).
+bool winogradPays(const Shape &s) {
+  static const bool directOnly = [] {
+    const char *choice = std::getenv("LOCUS_CONV");
+    return choice && std::string(choice) == "direct";
+  }();
+  return !directOnly && s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 &&
+         s.dh == 1 && s.dw == 1 && s.groups == 1 && s.c >= 64 && s.o >= 64 &&
+         s.oh >= 8 && s.ow >= 8 && s.n * s.oh * s.ow >= 2048;
+}
+
 #endif // LOCUS_HAVE_DNNL_H
 
 } // namespace
@@ -586,6 +629,19 @@ void locus::rt::conv::im2col(const Shape &s, const float *x, int64_t channels,
 }
 
 #if LOCUS_HAVE_DNNL_H
+locus::rt::conv::Algorithms locus::rt::conv::algorithmsFor(const Shape &s) {
+  if (winogradPays(s))
+    return {{dnnl_convolution_winograd, dnnl_convolution_direct}, 2};
+  return {{dnnl_convolution_direct, dnnl_convolution_direct}, 1};
+}
+
+dnnl_alg_kind_t locus::rt::conv::forwardAlgorithm(const Dnnl &d,
+                                                  const Params &params,
+                                                  bool weightsKept) {
+  const Primitives *p = primitivesFor(d, params, weightsKept);
+  return p ? p->algorithm : dnnl_alg_kind_undef;
+}
+
 const Dnnl *locus::rt::conv::chosenDnnl() {
   const Dnnl *d = locus::rt::guardValue<const Dnnl *>(
       nullptr, [] { return builtinChosen() ? nullptr : &locus::rt::dnnl(); });

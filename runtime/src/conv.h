@@ -91,6 +91,26 @@ void im2col(const Shape &s, const float *x, int64_t channels, float *cols);
 /// oneDNN when the convolutions may use it (loaded, and LOCUS_CONV is not
 /// "builtin"); null otherwise. Never throws.
 const Dnnl *chosenDnnl();
+
+/// The algorithms oneDNN is asked for, in turn, for `s`: Winograd's
+/// F(4x4, 3x3) first where it pays (winogradPays in conv.cpp), then the
+/// direct convolution. `count` says how many of the two apply.
+struct Algorithms {
+  std::array<dnnl_alg_kind_t, 2> kinds;
+  int count;
+  const dnnl_alg_kind_t *begin() const { return kinds.data(); }
+  const dnnl_alg_kind_t *end() const { return kinds.data() + count; }
+};
+Algorithms algorithmsFor(const Shape &s);
+
+/// The algorithm oneDNN runs a call of `params` with, its primitives built
+/// if need be (`weightsKept`: the weights are the step's constants); the
+/// forward, or (gradAlgorithm) `kind`'s gradient. dnnl_alg_kind_undef when
+/// oneDNN cannot run it. For tests.
+dnnl_alg_kind_t forwardAlgorithm(const Dnnl &d, const Params &params,
+                                 bool weightsKept);
+dnnl_alg_kind_t gradAlgorithm(const Dnnl &d, int64_t kind,
+                              const Params &params);
 #endif
 
 } // namespace locus::rt::conv

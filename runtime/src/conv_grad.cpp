@@ -165,6 +165,7 @@ struct Operand {
 /// two inputs are reordered into oneDNN's layouts, its output out of it.
 struct GradPrimitives {
   dnnl_primitive_t prim = nullptr;
+  dnnl_alg_kind_t algorithm = dnnl_alg_kind_undef; // the one that built
   std::array<Operand, 2> in;
   Operand out;
   dnnl_memory_desc_t scratch{};
@@ -221,28 +222,34 @@ bool build(const Dnnl &d, int64_t kind, const Shape &s, GradPrimitives &p) {
   UserDescs u;
   dnnl_dims_t strides = {s.sh, s.sw}, dilates = {s.dh - 1, s.dw - 1},
               pad = {s.ph, s.pw};
-  dnnl_convolution_desc_t forward, backward;
   bool input = kind == LOCUS_CONV_INPUT_GRAD;
-  if (!describeUser(d, s, u) ||
-      !ok(d.dnnl_dilated_convolution_forward_desc_init(
-          &forward, dnnl_forward_training, dnnl_convolution_direct, &u.anySrc,
-          &u.anyWeights, nullptr, &u.anyDst, strides, dilates, pad, pad)))
+  if (!describeUser(d, s, u))
     return false;
-  bool described =
-      input ? ok(d.dnnl_dilated_convolution_backward_data_desc_init(
-                  &backward, dnnl_convolution_direct, &u.anySrc, &u.anyWeights,
-                  &u.anyDst, strides, dilates, pad, pad))
-            : ok(d.dnnl_dilated_convolution_backward_weights_desc_init(
-                  &backward, dnnl_convolution_direct, &u.anySrc, &u.anyWeights,
-                  nullptr, &u.anyDst, strides, dilates, pad, pad));
-  dnnl_primitive_desc_t hint =
-      described ? locus::rt::describePrimitive(d, &forward, 0.0f, false)
-                : nullptr;
-  dnnl_primitive_desc_t pd =
-      hint ? locus::rt::describePrimitive(d, &backward, 0.0f, false, hint)
-           : nullptr;
-  if (hint)
-    d.dnnl_primitive_desc_destroy(hint);
+  dnnl_primitive_desc_t pd = nullptr;
+  for (dnnl_alg_kind_t algorithm : locus::rt::conv::algorithmsFor(s)) {
+    dnnl_convolution_desc_t forward, backward;
+    bool described =
+        ok(d.dnnl_dilated_convolution_forward_desc_init(
+            &forward, dnnl_forward_training, algorithm, &u.anySrc,
+            &u.anyWeights, nullptr, &u.anyDst, strides, dilates, pad, pad)) &&
+        (input ? ok(d.dnnl_dilated_convolution_backward_data_desc_init(
+                     &backward, algorithm, &u.anySrc, &u.anyWeights, &u.anyDst,
+                     strides, dilates, pad, pad))
+               : ok(d.dnnl_dilated_convolution_backward_weights_desc_init(
+                     &backward, algorithm, &u.anySrc, &u.anyWeights, nullptr,
+                     &u.anyDst, strides, dilates, pad, pad)));
+    dnnl_primitive_desc_t hint =
+        described ? locus::rt::describePrimitive(d, &forward, 0.0f, false)
+                  : nullptr;
+    pd = hint ? locus::rt::describePrimitive(d, &backward, 0.0f, false, hint)
+              : nullptr;
+    if (hint)
+      d.dnnl_primitive_desc_destroy(hint);
+    if (pd) {
+      p.algorithm = algorithm;
+      break;
+    }
+  }
   if (!pd)
     return false;
   // Operands: (dy, w) -> dx, or (x, dy) -> dw.
@@ -354,6 +361,14 @@ bool dnnlGrad(const Dnnl &d, int64_t kind, const Params &params, const float *a,
 #endif // LOCUS_HAVE_DNNL_H
 
 } // namespace
+
+#if LOCUS_HAVE_DNNL_H
+dnnl_alg_kind_t locus::rt::conv::gradAlgorithm(const Dnnl &d, int64_t kind,
+                                               const Params &params) {
+  const GradPrimitives *p = gradPrimitivesFor(d, kind, params);
+  return p ? p->algorithm : dnnl_alg_kind_undef;
+}
+#endif
 
 extern "C" void locus_conv2d_grad(int64_t kind, uintptr_t paramsAddress,
                                   uintptr_t aAddress, uintptr_t bAddress,

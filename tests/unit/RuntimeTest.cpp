@@ -496,7 +496,12 @@ TEST(Conv2d, MatchesADoubleReference) {
        LOCUS_CONV_BIAS | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 3, 2, 1},
       {2, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2, LOCUS_CONV_AVG_POOL, 3, 2, 1},
       {1, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1,
-       LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2, 2, 0}};
+       LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2, 2, 0},
+      // Where oneDNN's Winograd convolution is asked for (2048 output
+      // pixels of 64 channels; ConvChoiceTest), with every epilogue.
+      {2, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU},
+      {8, 64, 16, 16, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0}};
   for (const Case &t : cases) {
     int64_t oh = (t.h + 2 * t.ph - t.dh * (t.kh - 1) - 1) / t.sh + 1;
     int64_t ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
@@ -556,7 +561,10 @@ TEST(Conv2d, NhwcOperandsMatchTheReference) {
       {1, 4, 10, 16, 3, 1, 1, LOCUS_CONV_BIAS | LOCUS_CONV_RESIDUAL, 0},
       {2, 16, 8, 24, 3, 1, 1,
        LOCUS_CONV_BIAS | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2},
-      {1, 8, 7, 8, 3, 1, 2, LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU, 0}};
+      {1, 8, 7, 8, 3, 1, 2, LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU, 0},
+      // Winograd's (ConvChoiceTest).
+      {2, 64, 32, 64, 3, 1, 1,
+       LOCUS_CONV_BIAS | LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU, 0}};
   const char *saved = std::getenv("LOCUS_CONV");
   for (const char *path : {"default", "builtin"}) {
     if (std::string(path) == "builtin")
@@ -638,7 +646,8 @@ TEST(Conv2d, ResidualMayBeTheInput) {
 
 TEST(Conv2d, NamesItsImplementation) {
   std::string name = locus_conv_name();
-  if (std::getenv("LOCUS_CONV")) {
+  if (const char *choice = std::getenv("LOCUS_CONV");
+      choice && std::string(choice) == "builtin") {
     EXPECT_EQ(name.rfind("im2col", 0), 0u) << name;
     return;
   }
@@ -708,7 +717,10 @@ TEST(Conv2dGrad, MatchesADoubleReference) {
                       {2, 16, 7, 7, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1},
                       {2, 32, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32},
                       {1, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1},
-                      {2, 12, 11, 13, 20, 3, 3, 2, 1, 2, 2, 2, 2, 1}};
+                      {2, 12, 11, 13, 20, 3, 3, 2, 1, 2, 2, 2, 2, 1},
+                      // Winograd's (ConvChoiceTest).
+                      {2, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                      {8, 64, 16, 16, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1}};
   for (const GradCase &t : cases) {
     int64_t oh = (t.h + 2 * t.ph - t.dh * (t.kh - 1) - 1) / t.sh + 1;
     int64_t ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
