@@ -108,6 +108,78 @@ TEST(DynamicSizes, AShortLastBatchTrainsAsAStaticStepOfItsSize) {
     expectNear(dynamic.state(name), tail.state(name), name);
 }
 
+/// A small residual CNN classifier over a batch of 3x12x12 images: the
+/// runtime's convolutions (with a fused ReLU, residual and, when not
+/// training, pooling), their gradients, and a global average. `batch` as
+/// in mlp().
+Graph cnn(int64_t batch, bool train) {
+  Graph g("cnn");
+  InputDim rows = batch ? InputDim(batch) : dyn("batch", kBound);
+  auto x = g.input("x", {rows, 3, 12, 12});
+  auto t = g.input("t", {rows}, {.dtype = DType::i64});
+  nn::Conv2d conv1(g, 3, 8, {3}, {.padding = {1, 1}}),
+      conv2(g, 8, 8, {3}, {.padding = {1, 1}});
+  nn::Linear fc(g, 8, 3);
+  Tensor h = relu(conv1(x));
+  if (!train) // joins conv1's call; training reads h for its gradient
+    h = maxPool2d(h, {.kernelSize = {2, 2}});
+  h = relu(conv2(h) + h);
+  Tensor logits = fc(mean(h, {2, 3}));
+  Tensor loss = crossEntropy(logits, t);
+  g.output("logits", logits);
+  g.output("loss", loss);
+  if (train) {
+    std::vector<Tensor> params;
+    for (const nn::Module *m :
+         std::initializer_list<const nn::Module *>{&conv1, &conv2, &fc})
+      for (const Tensor &p : m->parameters())
+        params.push_back(p);
+    optim::SGD(params, {.lr = 0.1, .momentum = 0.9}).step(loss);
+  }
+  return g;
+}
+
+std::map<std::string, HostTensor> imagesOf(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> xs(static_cast<size_t>(n * 3 * 12 * 12));
+  for (float &v : xs)
+    v = normal(rng);
+  std::vector<int64_t> ts(static_cast<size_t>(n));
+  for (int64_t &v : ts)
+    v = static_cast<int64_t>(rng() % 3);
+  return {{"x", HostTensor::fromF32({n, 3, 12, 12}, xs)},
+          {"t", HostTensor::fromI64({n}, ts)}};
+}
+
+TEST(DynamicSizes, ConvolutionsServeEveryBatchLikeStaticCompiles) {
+  CompiledModel dynamic = compile(cnn(0, false), {.policy = "cpu"});
+  for (int64_t n : {int64_t{1}, int64_t{7}, kBound}) {
+    CompiledModel fixed = compile(cnn(n, false), {.policy = "cpu"});
+    auto in = imagesOf(n, static_cast<unsigned>(n));
+    auto got = dynamic.run(in), want = fixed.run(in);
+    for (const char *name : {"logits", "loss"})
+      expectNear(got.at(name), want.at(name),
+                 std::string(name) + " at batch " + std::to_string(n));
+    EXPECT_EQ(got.at("logits").shape, (Shape{n, 3}));
+  }
+}
+
+TEST(DynamicSizes, AConvolutionStepTrainsAShortBatchAsAStaticStep) {
+  CompiledModel dynamic = compile(cnn(0, true), {.policy = "cpu"});
+  CompiledModel full = compile(cnn(kBound, true), {.policy = "cpu"});
+  CompiledModel tail = compile(cnn(5, true), {.policy = "cpu"});
+  auto first = imagesOf(kBound, 1), last = imagesOf(5, 2);
+  EXPECT_NEAR(dynamic.run(first).at("loss").item(),
+              full.run(first).at("loss").item(), 1e-5);
+  for (const std::string &name : full.stateNames())
+    tail.setState(name, full.state(name));
+  EXPECT_NEAR(dynamic.run(last).at("loss").item(),
+              tail.run(last).at("loss").item(), 1e-5);
+  for (const std::string &name : tail.stateNames())
+    expectNear(dynamic.state(name), tail.state(name), name);
+}
+
 TEST(DynamicSizes, RunErrorsNameTheInputAndTheBound) {
   CompiledModel m = compile(mlp(0, false), {.policy = "cpu"});
   auto big = batchOf(kBound + 1, 1);

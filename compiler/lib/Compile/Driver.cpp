@@ -234,14 +234,17 @@ private:
 };
 
 /// Whether kernels with dynamic sizes compute `op` over dynamic values:
-/// elementwise ops, layout, matrix products, reductions, softmax and the
-/// losses built from them.
+/// elementwise ops, layout, matrix products, reductions, softmax, the
+/// losses built from them, and convolutions (their gradients, and the
+/// poolings that join their calls or lower to linalg) over a dynamic batch.
 bool compilesDynamic(Operation *op) {
   return op->hasTrait<locus::OpTrait::Elementwise>() ||
          op->hasTrait<locus::OpTrait::Structural>() ||
          isa<BroadcastOp, ReshapeOp, TransposeOp, MatmulOp, LinearOp, SumOp,
              MeanOp, MaxOp, MinOp, SoftmaxOp, LogSoftmaxOp, MseLossOp,
-             CrossEntropyOp, GatherOp, OneHotOp, ConstantOp, CountOp>(op);
+             CrossEntropyOp, GatherOp, OneHotOp, ConstantOp, CountOp, Conv2dOp,
+             Conv2dInputGradOp, Conv2dWeightGradOp, MaxPool2dOp, AvgPool2dOp>(
+             op);
 }
 
 /// A graph with dynamic sizes compiles for the CPU, from the ops kernels
@@ -268,7 +271,8 @@ LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
              << "over a value of dynamic shape is not compiled yet; "
                 "dynamic sizes compile elementwise ops, reshapes, "
                 "transposes, matrix products, reductions, softmax, "
-                "gathers and the MSE and cross-entropy losses";
+                "gathers, the MSE and cross-entropy losses, and "
+                "convolutions and poolings over a dynamic batch";
   }
   return success();
 }

@@ -533,6 +533,24 @@ LogicalResult DynamicDims::infer(Operation *op) {
     set(broadcast.getResult(), std::move(dims));
     return success();
   }
+  if (auto grad = dyn_cast<Conv2dInputGradOp>(op)) {
+    // The input's shape is an attribute, at the bounds: the batch is the
+    // gradient's, the only dimension of either that may be dynamic.
+    DimExprs in = dimsOf(grad.getGrad());
+    DimExprs dims = staticDims(grad.getType().getShape());
+    bool batchOnly = !isDynamic(grad.getWeight()) &&
+                     llvm::all_of(llvm::drop_begin(in), [](const DimExpr &d) {
+                       return d.isStatic();
+                     });
+    if (!batchOnly)
+      return op->emitOpError()
+             << "takes " << format(grad.getGrad())
+             << ": of a convolution's dimensions only the batch may be "
+                "dynamic";
+    dims[0] = in[0];
+    set(grad.getResult(), std::move(dims));
+    return success();
+  }
   if (isa<InferTypeOpInterface>(op))
     return inferByProbes(op);
   // The ops without a shape rule that take dynamic values: moves, copies

@@ -8,9 +8,13 @@
 
 #include "ConvCalls.h"
 
+#include "locus/Dialect/DynamicDims.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/Support/Debug.h"
 
 #include <array>
+#include <optional>
 
 #define DEBUG_TYPE "locus-conv-to-runtime"
 
@@ -32,6 +36,75 @@ std::array<ArrayRef<int64_t>, 3> poolingOf(Operation *op) {
   return {pool.getKernelSize(), pool.getStride(), pool.getPadding()};
 }
 
+/// A kernel function with dynamic sizes (--locus-outline-kernels marks
+/// it): the dims of its values, from its arguments' through each op, and
+/// the argument that holds the run's sizes.
+struct RunSizes {
+  DynamicDims dims{SmallVector<DimSymbol>()};
+  bool dynamic = false; // the function has dynamic sizes
+  Value sizes;
+
+  /// Fills `r` for `func`.
+  static LogicalResult of(func::FuncOp func, RunSizes &r) {
+    if (!func->hasAttr(kSymbolsAttrName))
+      return success();
+    FailureOr<SmallVector<DimSymbol>> symbols = readSymbols(func);
+    if (failed(symbols))
+      return failure();
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+    r.dims = DynamicDims(std::move(*symbols));
+    r.dynamic = true;
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      if (func.getArgAttr(i, kSizesArgAttrName))
+        r.sizes = arg;
+      if (auto map = func.getArgAttrOfType<AffineMapAttr>(i, kDimsAttrName))
+        if (std::optional<DimExprs> given = dimsFromMap(map.getValue()))
+          r.dims.set(arg, std::move(*given));
+    }
+    for (Operation &op : func.getBody().front())
+      if (failed(r.dims.infer(&op)))
+        return failure();
+    return success();
+  }
+
+  bool isDynamic(Value v) const { return dynamic && dims.isDynamic(v); }
+
+  /// `value`'s batch (its first dimension) at the run's sizes, as an i64;
+  /// null (the error emitted at `op`) when another of its dimensions is
+  /// dynamic.
+  Value batchOf(OpBuilder &b, Location loc, Value value, Operation *op) const {
+    DimExprs d = dims.dimsOf(value);
+    for (size_t i = 1; i < d.size(); ++i)
+      if (!d[i].isStatic()) {
+        op->emitOpError()
+            << "takes " << dims.format(value)
+            << ": of a convolution's dimensions only the batch may be "
+               "dynamic";
+        return Value();
+      }
+    Value n = b.create<arith::ConstantIntOp>(loc, d[0].factor, 64);
+    for (auto [k, power] : llvm::enumerate(d[0].powers)) {
+      Value at = b.create<arith::ConstantIndexOp>(loc, k);
+      Value size = b.create<tensor::ExtractOp>(loc, sizes, ValueRange{at});
+      for (int64_t i = 0; i < power; ++i)
+        n = b.create<arith::MulIOp>(loc, n, size);
+    }
+    return n;
+  }
+
+  /// Marks the tensor `result` (a call's output, bound-sized) with the dims
+  /// of `of`, which it replaces, for --locus-dynamic-kernels.
+  void mark(Value result, Value of) const {
+    if (!isDynamic(of))
+      return;
+    result.getDefiningOp()->setAttr(
+        kDimsAttrName,
+        AffineMapAttr::get(dimsToMap(dims.dimsOf(of), dims.symbols().size(),
+                                     result.getContext())));
+  }
+};
+
 class ConvToRuntimePass
     : public locus::impl::LocusConvToRuntimeBase<ConvToRuntimePass> {
 public:
@@ -39,23 +112,52 @@ public:
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<Conv2dOp> convs;
-    SmallVector<Operation *> grads;
     // Kernel functions only: a graph's ops are the plan's.
-    for (auto func : module.getOps<func::FuncOp>())
+    for (auto func :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      SmallVector<Conv2dOp> convs;
+      SmallVector<Operation *> grads;
       func.walk([&](Operation *op) {
         if (auto conv = dyn_cast<Conv2dOp>(op))
           convs.push_back(conv);
         else if (isa<Conv2dInputGradOp, Conv2dWeightGradOp>(op))
           grads.push_back(op);
       });
-    for (Conv2dOp conv : convs)
-      rewrite(module, matchFused(conv));
-    for (Operation *grad : grads)
-      rewriteGrad(module, grad);
+      if (convs.empty() && grads.empty())
+        continue;
+      RunSizes run;
+      if (failed(RunSizes::of(func, run)))
+        return signalPassFailure();
+      for (Conv2dOp conv : convs)
+        if (failed(rewrite(module, matchFused(conv), run)))
+          return signalPassFailure();
+      for (Operation *grad : grads)
+        if (failed(rewriteGrad(module, grad, run)))
+          return signalPassFailure();
+    }
   }
 
 private:
+  /// The address of `params`: their constant global, or when `batchOf`
+  /// has a dynamic batch a copy on the stack whose LOCUS_CONV_N is the
+  /// run's. Null (the error emitted) when it cannot be.
+  Value paramsAddress(ModuleOp module, Addresses &at, const Params &params,
+                      const RunSizes &run, Value batchOf, Operation *op) {
+    memref::GlobalOp global = globals.get(module, params);
+    if (!run.isDynamic(batchOf))
+      return at.global(global);
+    Value n = run.batchOf(at.b, at.loc, batchOf, op);
+    if (!n)
+      return Value();
+    Value constant = at.b.create<memref::GetGlobalOp>(at.loc, global.getType(),
+                                                      global.getName());
+    Value copy = at.b.create<memref::AllocaOp>(at.loc, global.getType());
+    at.b.create<memref::CopyOp>(at.loc, constant, copy);
+    Value slot = at.b.create<arith::ConstantIndexOp>(at.loc, LOCUS_CONV_N);
+    at.b.create<memref::StoreOp>(at.loc, n, copy, ValueRange{slot});
+    return at.pointer(copy);
+  }
+
   func::FuncOp declaration(ModuleOp module) {
     Builder b(module.getContext());
     return declareRuntimeFunction(
@@ -63,7 +165,7 @@ private:
         b.getFunctionType(SmallVector<Type>(6, b.getI64Type()), {}));
   }
 
-  void rewrite(ModuleOp module, Fused f) {
+  LogicalResult rewrite(ModuleOp module, Fused f, const RunSizes &run) {
     Conv2dOp conv = f.conv;
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] conv2d at " << conv.getLoc()
                             << ": a runtime call"
@@ -107,7 +209,10 @@ private:
     OpBuilder b(last);
     Location loc = conv.getLoc();
     Addresses at{b, loc};
-    Value paramAddress = at.global(globals.get(module, params));
+    Value paramAddress =
+        paramsAddress(module, at, params, run, conv.getInput(), conv);
+    if (!paramAddress)
+      return failure();
     Value x = at.read(conv.getInput());
     Value weight = at.read(conv.getWeight());
     // Absent operands: the input's pointer, which the flags say not to read.
@@ -123,6 +228,7 @@ private:
         ValueRange{paramAddress, x, weight, bias, residual, at.pointer(y)});
     Value result = b.create<bufferization::ToTensorOp>(
         loc, yType, y, /*restrict=*/true, /*writable=*/true);
+    run.mark(result, last->getResult(0));
     last->getResult(0).replaceAllUsesWith(result);
     if (f.pool)
       f.pool->erase();
@@ -133,6 +239,7 @@ private:
     conv.erase();
     ++numCalls;
     numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
+    return success();
   }
 
   func::FuncOp gradDeclaration(ModuleOp module) {
@@ -143,7 +250,8 @@ private:
   }
 
   /// A gradient becomes locus_conv2d_grad(kind, params, a, b, y).
-  void rewriteGrad(ModuleOp module, Operation *op) {
+  LogicalResult rewriteGrad(ModuleOp module, Operation *op,
+                            const RunSizes &run) {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
                             << op->getLoc() << ": a runtime call\n");
     ConvCall d = describe(op, /*tf32=*/0);
@@ -151,7 +259,10 @@ private:
     Location loc = op->getLoc();
     OpBuilder b(op);
     Addresses at{b, loc};
-    Value params = at.global(globals.get(module, d.params));
+    // The batch: dy's for the input gradient, x's for the weights'.
+    Value params = paramsAddress(module, at, d.params, run, d.a, op);
+    if (!params)
+      return failure();
     Value x = at.read(d.a), w = at.read(d.b);
     Value y = b.create<memref::AllocOp>(
         loc, MemRefType::get(yType.getShape(), yType.getElementType()),
@@ -161,9 +272,11 @@ private:
                            ValueRange{kind, params, x, w, at.pointer(y)});
     Value result = b.create<bufferization::ToTensorOp>(
         loc, yType, y, /*restrict=*/true, /*writable=*/true);
+    run.mark(result, op->getResult(0));
     op->getResult(0).replaceAllUsesWith(result);
     op->erase();
     ++numGradCalls;
+    return success();
   }
 
   ParamGlobals globals;

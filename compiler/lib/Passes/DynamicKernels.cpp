@@ -13,6 +13,7 @@
 #include "locus/Passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -83,7 +84,7 @@ private:
   Value sizeOf(OpBuilder &b, const DimExpr &dim);
   SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Value value);
   RankedTensorType typeOf(Value value) const;
-  Value viewAtRunSizes(OpBuilder &b, BlockArgument arg, Operation *&first);
+  Value viewAtRunSizes(OpBuilder &b, Value arg, Operation *&first);
   Value backIntoBounds(OpBuilder &b, Value value, RankedTensorType bound);
 
   func::FuncOp func;
@@ -92,6 +93,9 @@ private:
   bool changed = false;
   /// The run's sizes as index values, made at the entry.
   SmallVector<Value> symbolValues;
+  /// A runtime call's result seen at the run's dims -> its bound-sized
+  /// tensor, which holds it packed already.
+  llvm::DenseMap<Value, Value> packedBound;
 };
 
 LogicalResult KernelDims::seed() {
@@ -223,6 +227,22 @@ LogicalResult KernelDims::propagate() {
           ok = succeeded(split) ? update(e.getResult(), *split, op)
                                 : op->emitOpError() << why;
         }
+      } else if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+        // A padded pooling's input: the batch passes through unpadded.
+        DimExprs src = of(pad.getSource()), next = of(pad.getResult());
+        for (auto [d, dim] : llvm::enumerate(src)) {
+          if (dim.isStatic())
+            continue;
+          if (pad.getStaticLow()[d] != 0 || pad.getStaticHigh()[d] != 0) {
+            ok = op->emitOpError()
+                 << "pads dimension " << d << " of " << formatDims(src, symbols)
+                 << ", which is dynamic";
+            break;
+          }
+          next[d] = dim;
+        }
+        if (succeeded(ok))
+          ok = update(pad.getResult(), next, op);
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (auto [i, value] : llvm::enumerate(ret.getOperands()))
           if (auto map =
@@ -269,10 +289,9 @@ SmallVector<OpFoldResult> KernelDims::sizesOf(OpBuilder &b, Value value) {
   return sizes;
 }
 
-/// The bound-sized argument seen at the run's dims: its first elements,
-/// packed.
-Value KernelDims::viewAtRunSizes(OpBuilder &b, BlockArgument arg,
-                                 Operation *&first) {
+/// The bound-sized argument (or a runtime call's result) seen at the run's
+/// dims: its first elements, packed.
+Value KernelDims::viewAtRunSizes(OpBuilder &b, Value arg, Operation *&first) {
   Location loc = func.getLoc();
   auto bound = cast<RankedTensorType>(arg.getType());
   ReassociationIndices all;
@@ -349,15 +368,42 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       b.setInsertionPoint(ret);
       for (OpOperand &operand : ret->getOpOperands())
-        if (!isStatic(of(operand.get())))
+        if (Value bound = packedBound.lookup(operand.get()))
+          operand.set(bound); // already packed into its bounds: no copy
+        else if (!isStatic(of(operand.get())))
           operand.set(backIntoBounds(
               b, operand.get(),
               cast<RankedTensorType>(func.getFunctionType().getResult(
                   operand.getOperandNumber()))));
       continue;
     }
+    if (auto toMemref = dyn_cast<bufferization::ToMemrefOp>(op)) {
+      // A runtime call reads a dynamic value where its run's elements lie.
+      auto type = cast<RankedTensorType>(toMemref.getTensor().getType());
+      if (type.hasStaticShape())
+        continue;
+      b.setInsertionPoint(op);
+      Value fresh = b.create<bufferization::ToMemrefOp>(
+          op->getLoc(), MemRefType::get(type.getShape(), type.getElementType()),
+          toMemref.getTensor(), toMemref.getReadOnly());
+      toMemref.getResult().replaceAllUsesWith(fresh);
+      toMemref.erase();
+      continue;
+    }
     if (!dynamicResult)
       continue;
+    if (isa<bufferization::ToTensorOp>(op)) {
+      // A runtime call's result, written packed into its bound-sized
+      // buffer (--locus-conv-to-runtime marks its dims): seen at the run's.
+      Value bound = op->getResult(0);
+      b.setInsertionPointAfter(op);
+      Operation *first = nullptr;
+      Value view = viewAtRunSizes(b, bound, first);
+      dims[view] = of(bound);
+      bound.replaceAllUsesExcept(view, first);
+      packedBound[view] = bound;
+      continue;
+    }
     b.setInsertionPoint(op);
     if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
       Value fresh =
@@ -375,7 +421,8 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
       expand.getResult().replaceAllUsesWith(fresh.getResult());
       dims.erase(expand.getResult());
       expand.erase();
-    } else if (isa<linalg::LinalgOp, tensor::CollapseShapeOp>(op)) {
+    } else if (isa<linalg::LinalgOp, tensor::CollapseShapeOp, tensor::PadOp>(
+                   op)) {
       for (Value result : op->getResults())
         result.setType(typeOf(result));
     } else {

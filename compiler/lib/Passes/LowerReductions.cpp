@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -50,18 +51,15 @@ Operation *combiner(linalg::GenericOp op) {
   return user;
 }
 
-/// A single-output reduction on static buffers whose last loop reduces and
-/// whose output is indexed by parallel loops alone.
+/// A single-output reduction on buffers whose last loop reduces and whose
+/// output is indexed by parallel loops alone. Dynamic sizes (a kernel with
+/// a dynamic batch) are read from the buffers.
 bool lowerable(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1)
     return false;
   auto iterators = op.getIteratorTypesArray();
   if (iterators.empty() || !linalg::isReductionIterator(iterators.back()))
     return false;
-  for (Value operand : op->getOperands())
-    if (auto memref = dyn_cast<MemRefType>(operand.getType());
-        memref && !memref.hasStaticShape())
-      return false;
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (!out.isProjectedPermutation())
     return false;
@@ -76,20 +74,23 @@ bool lowerable(linalg::GenericOp op) {
 class Emitter {
 public:
   explicit Emitter(linalg::GenericOp op)
-      : op_(op), ranges_(op.getStaticLoopRanges()), ivs_(ranges_.size()),
-        combiner_(combiner(op)) {
+      : op_(op), ivs_(op.getNumLoops()), combiner_(combiner(op)) {
     for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
       (linalg::isReductionIterator(it) ? reductions_ : parallels_).push_back(d);
   }
 
   void emit(OpBuilder &b) {
     Location loc = op_.getLoc();
+    // Each loop's extent: a constant, or a buffer's dimension read here.
+    for (Range range :
+         cast<linalg::LinalgOp>(op_.getOperation()).createLoopRanges(b, loc))
+      extents_.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
     if (parallels_.empty())
       return emitOutput(b, loc);
     SmallVector<Value> lower, upper, steps;
     for (unsigned d : parallels_) {
       lower.push_back(index(b, loc, 0));
-      upper.push_back(index(b, loc, ranges_[d]));
+      upper.push_back(extents_[d]);
       steps.push_back(index(b, loc, 1));
     }
     b.create<scf::ParallelOp>(loc, lower, upper, steps,
@@ -135,8 +136,7 @@ private:
       return emitBody(b, loc, acc);
     unsigned d = reductions_[level];
     auto loop = b.create<scf::ForOp>(
-        loc, index(b, loc, 0), index(b, loc, ranges_[d]), index(b, loc, 1),
-        ValueRange{acc},
+        loc, index(b, loc, 0), extents_[d], index(b, loc, 1), ValueRange{acc},
         [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
           ivs_[d] = iv;
           nb.create<scf::YieldOp>(nl, emitLoops(nb, nl, level + 1, args[0]));
@@ -175,8 +175,7 @@ private:
   }
 
   linalg::GenericOp op_;
-  SmallVector<int64_t> ranges_;
-  SmallVector<Value> ivs_;
+  SmallVector<Value> extents_, ivs_;
   SmallVector<unsigned> parallels_, reductions_;
   Operation *combiner_;
 };

@@ -690,8 +690,13 @@ def LocusDynamicKernels
       %r = linalg.generic ... ins(%v : tensor<?x10xf32>) ...
     ```
 
-    A value of dynamic shape made by any other op (a slice, a concat, a
-    pad) is an error: those are refused for dynamic sizes before this pass.
+    A runtime call's result (a convolution's, which `--locus-conv-to-runtime`
+    marks with `locus.dims`) is viewed at the run's dims the same way; where
+    the kernel returns it, the bound-sized tensor the call wrote packed is
+    returned as it is. A `tensor.pad` (a padded pooling's) passes a dynamic
+    batch through when it pads other dimensions only. A value of dynamic
+    shape made by any other op (a slice, a concat) is an error: those are
+    refused for dynamic sizes before this pass.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -864,10 +869,12 @@ def LocusLowerReductions
     }
     ```
 
-    Other generics stay for linalg's lowering: several outputs, dynamic
-    shapes, a last loop that is parallel (its loads and stores vectorize
-    across the output already), an output indexed by a reduction loop, or a
-    body that does anything else with the accumulator.
+    A loop over a dynamic dimension (a kernel with a dynamic batch) takes
+    its extent from a buffer's `memref.dim`. Other generics stay for
+    linalg's lowering: several outputs, a last loop that is parallel (its
+    loads and stores vectorize across the output already), an output
+    indexed by a reduction loop, or a body that does anything else with the
+    accumulator.
   }];
   let statistics = [
     Statistic<"numLowered", "lowered", "Reductions written as loops">
@@ -1004,6 +1011,16 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
     func.call @locus_conv2d(%pp, %xp, %wp, %bp, %xp, %yp) : (i64, i64, i64, i64, i64, i64) -> ()
     %1 = bufferization.to_tensor %y restrict writable : memref<1x16x14x14xf32>
     ```
+
+    In a kernel function with dynamic sizes (`locus.symbols`, arguments
+    with `locus.dims` and `locus.sizes`), a convolution whose input (dy for
+    an input gradient) has a dynamic batch reads its parameters from a copy
+    on the stack (`memref.alloca`, `memref.copy` of the global) whose
+    `LOCUS_CONV_N` is the run's batch, computed from `locus.sizes`; its
+    result buffer stays bound-sized (the run's values packed from its
+    start) and its `bufferization.to_tensor` carries the result's
+    `locus.dims` for `--locus-dynamic-kernels`. Any other dynamic
+    dimension of a convolution is an error.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",

@@ -449,6 +449,15 @@ LogicalResult stashDynamicDims(Operation *root) {
           dims.set(arg, std::move(*given));
     unsigned count = dims.symbols().size();
     for (Operation &op : func.getBody().front()) {
+      // Of the other dialects' ops (a convolution's runtime call and what
+      // feeds it), only a result marked with its dims matters.
+      if (!isa_and_nonnull<LocusDialect>(op.getDialect())) {
+        if (auto map = op.getAttrOfType<AffineMapAttr>(kDimsAttrName))
+          if (std::optional<DimExprs> given = dimsFromMap(map.getValue());
+              given && op.getNumResults() == 1)
+            dims.set(op.getResult(0), std::move(*given));
+        continue;
+      }
       if (failed(dims.infer(&op)))
         return WalkResult::interrupt();
       if (op.getNumResults() == 1 && dims.isDynamic(op.getResult(0)))

@@ -1,0 +1,53 @@
+// RUN: locus-opt %s --locus-conv-to-runtime | FileCheck %s
+// RUN: locus-opt %s --locus-conv-to-runtime --locus-lower-to-linalg --locus-dynamic-kernels | FileCheck %s --check-prefix=VIEW
+
+// A convolution over a dynamic batch (a kernel of a graph with dynamic
+// sizes, as --locus-outline-kernels makes it): the call reads a copy of its
+// parameters on the stack whose batch (slot 0) is the run's, 2 * batch
+// here, and its bound-sized result says its dims.
+#map = affine_map<()[s0] -> (s0 * 2, 8, 6, 6)>
+// CHECK-LABEL: func.func @conv(
+// CHECK-SAME: %[[SIZES:[^:]*]]: tensor<1xi64> {{{.*}}locus.sizes}
+// CHECK: %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK: %[[B:.*]] = tensor.extract %[[SIZES]]
+// CHECK: %[[N:.*]] = arith.muli %[[TWO]], %[[B]] : i64
+// CHECK: %[[GLOBAL:.*]] = memref.get_global @__locus_conv2d_params_0 : memref<25xi64>
+// CHECK: %[[COPY:.*]] = memref.alloca() : memref<25xi64>
+// CHECK: memref.copy %[[GLOBAL]], %[[COPY]]
+// CHECK: memref.store %[[N]], %[[COPY]][%{{.*}}] : memref<25xi64>
+// CHECK: memref.extract_aligned_pointer_as_index %[[COPY]]
+// CHECK: call @locus_conv2d(
+// CHECK: bufferization.to_tensor {{.*}}locus.dims = #map
+// The gradients take the batch of dy (input) and of x (weights).
+// CHECK-LABEL: func.func @grads(
+// CHECK-COUNT-2: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<25xi64>
+// CHECK-NOT: memref.store
+
+// Viewed at the run's sizes, and returned as the bound-sized buffer the
+// call wrote packed: no copy back into the bounds.
+// VIEW-LABEL: func.func @conv(
+// VIEW: call @locus_conv2d(
+// VIEW: %[[Y:.*]] = bufferization.to_tensor
+// VIEW-NOT: tensor.insert_slice
+// VIEW: return %[[Y]]
+func.func @conv(%x: tensor<16x8x6x6xf32> {locus.dims = #map},
+                %w: tensor<8x8x3x3xf32>, %b: tensor<8xf32>,
+                %sizes: tensor<1xi64> {locus.sizes})
+    -> (tensor<16x8x6x6xf32> {locus.dims = #map})
+    attributes {locus.device = #locus.device<cpu>, locus.symbols = [["batch", 8]]} {
+  %y = locus.conv2d %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<16x8x6x6xf32>, tensor<8x8x3x3xf32>, tensor<8xf32> -> tensor<16x8x6x6xf32>
+  %r = locus.relu %y : tensor<16x8x6x6xf32>
+  return %r : tensor<16x8x6x6xf32>
+}
+
+func.func @grads(%x: tensor<16x8x6x6xf32> {locus.dims = #map},
+                 %dy: tensor<16x8x6x6xf32> {locus.dims = #map},
+                 %w: tensor<8x8x3x3xf32>,
+                 %sizes: tensor<1xi64> {locus.sizes})
+    -> (tensor<16x8x6x6xf32> {locus.dims = #map}, tensor<8x8x3x3xf32>)
+    attributes {locus.device = #locus.device<cpu>, locus.symbols = [["batch", 8]]} {
+  %dx = locus.conv2d_input_grad %dy, %w input_shape [16, 8, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<16x8x6x6xf32>, tensor<8x8x3x3xf32> -> tensor<16x8x6x6xf32>
+  %dw = locus.conv2d_weight_grad %x, %dy weight_shape [8, 8, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<16x8x6x6xf32>, tensor<16x8x6x6xf32> -> tensor<8x8x3x3xf32>
+  return %dx, %dw : tensor<16x8x6x6xf32>, tensor<8x8x3x3xf32>
+}
+
