@@ -49,17 +49,29 @@ Graph mlp(int64_t batch, bool train) {
   return g;
 }
 
-std::map<std::string, HostTensor> batchOf(int64_t n, unsigned seed) {
+/// A batch of `n` rows: x of shape [n, row...] (normal values) and
+/// labels t in [0, 3).
+std::map<std::string, HostTensor> randomBatch(int64_t n, const Shape &row,
+                                              unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
-  std::vector<float> xs(static_cast<size_t>(n * 12));
+  Shape shape = {n};
+  shape.insert(shape.end(), row.begin(), row.end());
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  std::vector<float> xs(static_cast<size_t>(count));
   for (float &v : xs)
     v = normal(rng);
   std::vector<int64_t> ts(static_cast<size_t>(n));
   for (int64_t &v : ts)
     v = static_cast<int64_t>(rng() % 3);
-  return {{"x", HostTensor::fromF32({n, 12}, xs)},
+  return {{"x", HostTensor::fromF32(shape, xs)},
           {"t", HostTensor::fromI64({n}, ts)}};
+}
+
+std::map<std::string, HostTensor> batchOf(int64_t n, unsigned seed) {
+  return randomBatch(n, {12}, seed);
 }
 
 void expectNear(const HostTensor &a, const HostTensor &b,
@@ -71,17 +83,24 @@ void expectNear(const HostTensor &a, const HostTensor &b,
         << what << " [" << i << "]";
 }
 
-TEST(DynamicSizes, OneInferenceModelServesEverySizeLikeStaticCompiles) {
-  CompiledModel dynamic = compile(mlp(0, false), {.policy = "cpu"});
+/// The inference graph of `make` with a dynamic batch against static
+/// compiles at batch 1, 7 and the bound: outputs `names`, logits [n, 3].
+void expectEverySizeLikeStatic(Graph (*make)(int64_t, bool), const Shape &row,
+                               std::initializer_list<const char *> names) {
+  CompiledModel dynamic = compile(make(0, false), {.policy = "cpu"});
   for (int64_t n : {int64_t{1}, int64_t{7}, kBound}) {
-    CompiledModel fixed = compile(mlp(n, false), {.policy = "cpu"});
-    auto in = batchOf(n, static_cast<unsigned>(n));
+    CompiledModel fixed = compile(make(n, false), {.policy = "cpu"});
+    auto in = randomBatch(n, row, static_cast<unsigned>(n));
     auto got = dynamic.run(in), want = fixed.run(in);
-    for (const char *name : {"logits", "probs", "loss", "col_mean"})
+    for (const char *name : names)
       expectNear(got.at(name), want.at(name),
                  std::string(name) + " at batch " + std::to_string(n));
     EXPECT_EQ(got.at("logits").shape, (Shape{n, 3}));
   }
+}
+
+TEST(DynamicSizes, OneInferenceModelServesEverySizeLikeStaticCompiles) {
+  expectEverySizeLikeStatic(mlp, {12}, {"logits", "probs", "loss", "col_mean"});
 }
 
 TEST(DynamicSizes, AShortLastBatchTrainsAsAStaticStepOfItsSize) {
@@ -140,29 +159,11 @@ Graph cnn(int64_t batch, bool train) {
 }
 
 std::map<std::string, HostTensor> imagesOf(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> xs(static_cast<size_t>(n * 3 * 12 * 12));
-  for (float &v : xs)
-    v = normal(rng);
-  std::vector<int64_t> ts(static_cast<size_t>(n));
-  for (int64_t &v : ts)
-    v = static_cast<int64_t>(rng() % 3);
-  return {{"x", HostTensor::fromF32({n, 3, 12, 12}, xs)},
-          {"t", HostTensor::fromI64({n}, ts)}};
+  return randomBatch(n, {3, 12, 12}, seed);
 }
 
 TEST(DynamicSizes, ConvolutionsServeEveryBatchLikeStaticCompiles) {
-  CompiledModel dynamic = compile(cnn(0, false), {.policy = "cpu"});
-  for (int64_t n : {int64_t{1}, int64_t{7}, kBound}) {
-    CompiledModel fixed = compile(cnn(n, false), {.policy = "cpu"});
-    auto in = imagesOf(n, static_cast<unsigned>(n));
-    auto got = dynamic.run(in), want = fixed.run(in);
-    for (const char *name : {"logits", "loss"})
-      expectNear(got.at(name), want.at(name),
-                 std::string(name) + " at batch " + std::to_string(n));
-    EXPECT_EQ(got.at("logits").shape, (Shape{n, 3}));
-  }
+  expectEverySizeLikeStatic(cnn, {3, 12, 12}, {"logits", "loss"});
 }
 
 TEST(DynamicSizes, AConvolutionStepTrainsAShortBatchAsAStaticStep) {

@@ -70,19 +70,12 @@ struct RunSizes {
 
   bool isDynamic(Value v) const { return dynamic && dims.isDynamic(v); }
 
-  /// `value`'s batch (its first dimension) at the run's sizes, as an i64;
-  /// null (the error emitted at `op`) when another of its dimensions is
-  /// dynamic.
-  Value batchOf(OpBuilder &b, Location loc, Value value, Operation *op) const {
+  /// `value`'s batch (its first dimension) at the run's sizes, as an i64.
+  /// A convolution's other dimensions are static: `infer` above refuses
+  /// anything else (the shape rules' probes, and conv2d_input_grad's own
+  /// check).
+  Value batchOf(OpBuilder &b, Location loc, Value value) const {
     DimExprs d = dims.dimsOf(value);
-    for (size_t i = 1; i < d.size(); ++i)
-      if (!d[i].isStatic()) {
-        op->emitOpError()
-            << "takes " << dims.format(value)
-            << ": of a convolution's dimensions only the batch may be "
-               "dynamic";
-        return Value();
-      }
     Value n = b.create<arith::ConstantIntOp>(loc, d[0].factor, 64);
     for (auto [k, power] : llvm::enumerate(d[0].powers)) {
       Value at = b.create<arith::ConstantIndexOp>(loc, k);
@@ -129,26 +122,22 @@ public:
       if (failed(RunSizes::of(func, run)))
         return signalPassFailure();
       for (Conv2dOp conv : convs)
-        if (failed(rewrite(module, matchFused(conv), run)))
-          return signalPassFailure();
+        rewrite(module, matchFused(conv), run);
       for (Operation *grad : grads)
-        if (failed(rewriteGrad(module, grad, run)))
-          return signalPassFailure();
+        rewriteGrad(module, grad, run);
     }
   }
 
 private:
   /// The address of `params`: their constant global, or when `batchOf`
   /// has a dynamic batch a copy on the stack whose LOCUS_CONV_N is the
-  /// run's. Null (the error emitted) when it cannot be.
+  /// run's.
   Value paramsAddress(ModuleOp module, Addresses &at, const Params &params,
-                      const RunSizes &run, Value batchOf, Operation *op) {
+                      const RunSizes &run, Value batchOf) {
     memref::GlobalOp global = globals.get(module, params);
     if (!run.isDynamic(batchOf))
       return at.global(global);
-    Value n = run.batchOf(at.b, at.loc, batchOf, op);
-    if (!n)
-      return Value();
+    Value n = run.batchOf(at.b, at.loc, batchOf);
     Value constant = at.b.create<memref::GetGlobalOp>(at.loc, global.getType(),
                                                       global.getName());
     Value copy = at.b.create<memref::AllocaOp>(at.loc, global.getType());
@@ -165,7 +154,7 @@ private:
         b.getFunctionType(SmallVector<Type>(6, b.getI64Type()), {}));
   }
 
-  LogicalResult rewrite(ModuleOp module, Fused f, const RunSizes &run) {
+  void rewrite(ModuleOp module, Fused f, const RunSizes &run) {
     Conv2dOp conv = f.conv;
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] conv2d at " << conv.getLoc()
                             << ": a runtime call"
@@ -210,9 +199,7 @@ private:
     Location loc = conv.getLoc();
     Addresses at{b, loc};
     Value paramAddress =
-        paramsAddress(module, at, params, run, conv.getInput(), conv);
-    if (!paramAddress)
-      return failure();
+        paramsAddress(module, at, params, run, conv.getInput());
     Value x = at.read(conv.getInput());
     Value weight = at.read(conv.getWeight());
     // Absent operands: the input's pointer, which the flags say not to read.
@@ -239,7 +226,6 @@ private:
     conv.erase();
     ++numCalls;
     numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
-    return success();
   }
 
   func::FuncOp gradDeclaration(ModuleOp module) {
@@ -250,8 +236,7 @@ private:
   }
 
   /// A gradient becomes locus_conv2d_grad(kind, params, a, b, y).
-  LogicalResult rewriteGrad(ModuleOp module, Operation *op,
-                            const RunSizes &run) {
+  void rewriteGrad(ModuleOp module, Operation *op, const RunSizes &run) {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
                             << op->getLoc() << ": a runtime call\n");
     ConvCall d = describe(op, /*tf32=*/0);
@@ -260,9 +245,7 @@ private:
     OpBuilder b(op);
     Addresses at{b, loc};
     // The batch: dy's for the input gradient, x's for the weights'.
-    Value params = paramsAddress(module, at, d.params, run, d.a, op);
-    if (!params)
-      return failure();
+    Value params = paramsAddress(module, at, d.params, run, d.a);
     Value x = at.read(d.a), w = at.read(d.b);
     Value y = b.create<memref::AllocOp>(
         loc, MemRefType::get(yType.getShape(), yType.getElementType()),
@@ -276,7 +259,6 @@ private:
     op->getResult(0).replaceAllUsesWith(result);
     op->erase();
     ++numGradCalls;
-    return success();
   }
 
   ParamGlobals globals;

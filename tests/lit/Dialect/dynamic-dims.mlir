@@ -154,3 +154,26 @@ locus.graph @g {
   // expected-error@+1 {{has locus.dims but its graph declares no dynamic size (locus.symbols)}}
   %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0)>} : tensor<8xf32>
 }
+
+// -----
+
+// A convolution's input gradient takes the batch of the output's gradient
+// (its input's shape is an attribute, at the bounds); no other dimension
+// of it may be dynamic (this graph verifies; the next does not).
+// CHECK-LABEL: locus.graph @input_grad
+// CHECK: locus.conv2d_input_grad
+locus.graph @input_grad attributes {locus.symbols = [["batch", 8]]} {
+  %g = locus.input "g" {locus.dims = affine_map<()[s0] -> (s0, 4, 6, 6)>} : tensor<8x4x6x6xf32>
+  %w = locus.state "w" parameter : tensor<4x2x3x3xf32> init <full(0.5)>
+  %dx = locus.conv2d_input_grad %g, %w input_shape [8, 2, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<8x4x6x6xf32>, tensor<4x2x3x3xf32> -> tensor<8x2x6x6xf32>
+  locus.output "dx" = %dx : tensor<8x2x6x6xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["c", 4]]} {
+  %g = locus.input "g" {locus.dims = affine_map<()[s0] -> (2, s0, 6, 6)>} : tensor<2x4x6x6xf32>
+  %w = locus.state "w" parameter : tensor<4x2x3x3xf32> init <full(0.5)>
+  // expected-error@+1 {{'locus.conv2d_input_grad' op takes [2, c, 6, 6]: of a convolution's dimensions only the batch may be dynamic}}
+  %dx = locus.conv2d_input_grad %g, %w input_shape [2, 2, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x6x6xf32>, tensor<4x2x3x3xf32> -> tensor<2x2x6x6xf32>
+}
