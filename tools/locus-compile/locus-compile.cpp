@@ -322,9 +322,9 @@ static int run(int argc, char **argv) {
     llvm::errs() << "locus-compile: " << error << "\n";
     return 1;
   }
-  std::string tooDeep = locus::checkNesting(input->getBuffer());
-  if (!tooDeep.empty()) {
-    llvm::errs() << "locus-compile: " << inputFile.getValue() << ": " << tooDeep
+  std::string badText = locus::checkText(input->getBuffer());
+  if (!badText.empty()) {
+    llvm::errs() << "locus-compile: " << inputFile.getValue() << ": " << badText
                  << "\n";
     return 1;
   }

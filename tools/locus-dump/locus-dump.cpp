@@ -145,9 +145,9 @@ static OwningOpRef<ModuleOp> parseInput(MLIRContext &context,
   if (input->getBuffer().starts_with("LOCUSART") &&
       !takeGraphSection(input, inputFile))
     return nullptr;
-  std::string tooDeep = locus::checkNesting(input->getBuffer());
-  if (!tooDeep.empty()) {
-    llvm::errs() << "locus-dump: " << inputFile << ": " << tooDeep << "\n";
+  std::string wrong = locus::checkText(input->getBuffer());
+  if (!wrong.empty()) {
+    llvm::errs() << "locus-dump: " << inputFile << ": " << wrong << "\n";
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());

@@ -84,9 +84,9 @@ int main(int argc, char **argv) {
       llvm::errs() << "locus-opt: " << error << "\n";
       return 1;
     }
-    std::string tooDeep = locus::checkNesting(input->getBuffer());
-    if (!tooDeep.empty()) {
-      llvm::errs() << "locus-opt: " << inputFile << ": " << tooDeep << "\n";
+    std::string wrong = locus::checkText(input->getBuffer());
+    if (!wrong.empty()) {
+      llvm::errs() << "locus-opt: " << inputFile << ": " << wrong << "\n";
       return 1;
     }
     std::unique_ptr<llvm::ToolOutputFile> output =
