@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
     nn::Linear fc1(g, 784, 1024, {.name = "fc1"});
     nn::Linear fc2(g, 1024, 1024, {.name = "fc2"});
     nn::Linear fc3(g, 1024, 10, {.name = "fc3"});
-    Tensor loss = crossEntropy(fc3(relu(fc2(relu(fc1(x))))), labels);
+    Tensor loss = cross_entropy(fc3(relu(fc2(relu(fc1(x))))), labels);
     g.output("loss", loss);
     std::vector<Tensor> params;
     for (const nn::Linear *l : {&fc1, &fc2, &fc3})

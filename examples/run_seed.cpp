@@ -15,7 +15,7 @@
 
 int main() {
   locus::Graph g("train_step");
-  g.manualSeed(0);
+  g.manual_seed(0);
   auto x = g.input("x", {100, 10});
   auto y = g.input("y", {100, 2});
   locus::nn::Linear model(g, 10, 2, {.name = "model"});

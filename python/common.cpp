@@ -2,6 +2,8 @@
 
 #include "common.h"
 
+#include <pybind11/stl.h>
+
 #include <cmath>
 
 using namespace locus;
@@ -69,6 +71,35 @@ Reduction python::parseReduction(const std::string &name) {
     return Reduction::sum;
   throw py::value_error("unknown reduction '" + name +
                         "'; expected mean or sum");
+}
+
+std::vector<int64_t> python::pairArg(const py::object &value) {
+  if (py::isinstance<py::int_>(value))
+    return {value.cast<int64_t>(), value.cast<int64_t>()};
+  auto pair = value.cast<std::vector<int64_t>>();
+  if (pair.size() == 1)
+    pair.push_back(pair[0]);
+  if (pair.size() != 2)
+    throw py::value_error("expected an int or a pair of ints, got " +
+                          std::to_string(pair.size()) + " numbers");
+  return pair;
+}
+
+void python::adviseMissing(
+    py::module_ &module, const std::string &torchModule,
+    std::vector<std::pair<const char *, const char *>> advice) {
+  std::string name = module.attr("__name__").cast<std::string>();
+  module.def("__getattr__",
+             [name, torchModule, advice = std::move(advice)](
+                 const std::string &key) -> py::object {
+               for (const auto &[missing, instead] : advice)
+                 if (key == missing)
+                   throw py::attribute_error(name + " has no " + key + " (" +
+                                             torchModule + "." + key +
+                                             "): " + instead);
+               throw py::attribute_error("module '" + name +
+                                         "' has no attribute '" + key + "'");
+             });
 }
 
 Tensor python::operand(const Tensor &like, const py::object &value) {

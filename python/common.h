@@ -9,6 +9,8 @@
 #include <pybind11/pybind11.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace locus::python {
 
@@ -70,10 +72,22 @@ Reduction parseReduction(const std::string &name);
 /// dtype (x < 3 on i64 compares with an i64 3).
 Tensor operand(const Tensor &like, const py::object &value);
 
+/// An int or a pair (PyTorch's kernel_size=3 or (3, 3)) as two numbers.
+std::vector<int64_t> pairArg(const py::object &value);
+
+/// What `module` (locus, locus.nn, ...) answers for a PyTorch name it does
+/// not have: an AttributeError that says what to write instead, for the
+/// names in `advice` (name, then advice); the usual AttributeError for the
+/// rest (PEP 562's module __getattr__).
+void adviseMissing(py::module_ &module, const std::string &torchModule,
+                   std::vector<std::pair<const char *, const char *>> advice);
+
 /// The bindings of each area, called by the module's init.
 void bindFunctional(py::module_ &m);
 void bindNn(py::module_ &m);
 void bindOptim(py::module_ &m);
+/// After the others: what PyTorch names Locus lacks say instead.
+void bindAdvice(py::module_ &m);
 
 } // namespace locus::python
 

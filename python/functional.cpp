@@ -55,7 +55,7 @@ void bindShapeFunctions(py::module_ &m) {
       "masked_fill",
       [](const Tensor &x, const Tensor &mask, double value) {
         return on(x,
-                  [&] { return maskedFill(x, mask, value, Here::current()); });
+                  [&] { return masked_fill(x, mask, value, Here::current()); });
       },
       py::arg("x"), py::arg("mask"), py::arg("value"));
   m.def(
@@ -101,7 +101,7 @@ void bindShapeFunctions(py::module_ &m) {
   m.def(
       "broadcast_to",
       [](const Tensor &x, const Shape &shape) {
-        return on(x, [&] { return broadcastTo(x, shape, Here::current()); });
+        return on(x, [&] { return broadcast_to(x, shape, Here::current()); });
       },
       py::arg("x"), py::arg("shape"));
   m.def(
@@ -162,7 +162,7 @@ void bindIndexFunctions(py::module_ &m) {
       "index_select",
       [](const Tensor &x, int64_t dim, const Tensor &index) {
         return on(x,
-                  [&] { return indexSelect(x, dim, index, Here::current()); });
+                  [&] { return index_select(x, dim, index, Here::current()); });
       },
       py::arg("x"), py::arg("dim"), py::arg("index"));
   m.def(
@@ -213,8 +213,8 @@ void bindLayerFunctions(py::module_ &m) {
       [](const Tensor &x, const Shape &shape, const std::optional<Tensor> &w,
          const std::optional<Tensor> &b, double eps) {
         return on(x, [&] {
-          return layerNorm(x, shape, w.value_or(Tensor()), b.value_or(Tensor()),
-                           eps, Here::current());
+          return layer_norm(x, shape, w.value_or(Tensor()),
+                            b.value_or(Tensor()), eps, Here::current());
         });
       },
       py::arg("x"), py::arg("normalized_shape"), py::arg("weight") = py::none(),
@@ -224,8 +224,8 @@ void bindLayerFunctions(py::module_ &m) {
       [](const Tensor &x, int64_t groups, const std::optional<Tensor> &w,
          const std::optional<Tensor> &b, double eps) {
         return on(x, [&] {
-          return groupNorm(x, groups, w.value_or(Tensor()),
-                           b.value_or(Tensor()), eps, Here::current());
+          return group_norm(x, groups, w.value_or(Tensor()),
+                            b.value_or(Tensor()), eps, Here::current());
         });
       },
       py::arg("x"), py::arg("num_groups"), py::arg("weight") = py::none(),
@@ -237,7 +237,7 @@ void bindLayerFunctions(py::module_ &m) {
          std::optional<double> scale) {
         AttentionOptions o{mask.value_or(Tensor()), causal, scale};
         return on(q, [&] {
-          return scaledDotProductAttention(q, k, v, o, Here::current());
+          return scaled_dot_product_attention(q, k, v, o, Here::current());
         });
       },
       py::arg("query"), py::arg("key"), py::arg("value"),
@@ -436,7 +436,7 @@ void bindTensorMethods(py::module_ &m) {
       .def(
           "log_softmax",
           [](const Tensor &x, int64_t dim) {
-            return on(x, [&] { return logSoftmax(x, dim, Here::current()); });
+            return on(x, [&] { return log_softmax(x, dim, Here::current()); });
           },
           py::arg("dim"))
       .def("reshape",
@@ -497,7 +497,7 @@ void bindTensorMethods(py::module_ &m) {
       .def("masked_fill",
            [](const Tensor &x, const Tensor &mask, double value) {
              return on(x, [&] {
-               return maskedFill(x, mask, value, Here::current());
+               return masked_fill(x, mask, value, Here::current());
              });
            })
       .def(

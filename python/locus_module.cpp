@@ -265,8 +265,8 @@ void bindGraph(py::module_ &m) {
             });
           },
           py::arg("name"), py::arg("shape"), py::arg("values"))
-      .def("manual_seed", &Graph::manualSeed, py::arg("seed"))
-      .def("manualSeed", &Graph::manualSeed, py::arg("seed"))
+      .def("manual_seed", &Graph::manual_seed, py::arg("seed"))
+      .def("manualSeed", &Graph::manual_seed, py::arg("seed"))
       .def("num_ops", &Graph::numOps)
       .def("parameters", &Graph::parameters)
       .def(
@@ -325,7 +325,7 @@ void bindElementwiseOps(py::module_ &m) {
     m.def(
         name,
         [](const Tensor &x, double slope) {
-          return at(x, [&] { return leakyRelu(x, slope, Here::current()); });
+          return at(x, [&] { return leaky_relu(x, slope, Here::current()); });
         },
         py::arg("x"), py::arg("negative_slope") = 0.01);
   m.def(
@@ -387,16 +387,17 @@ void bindShapeOps(py::module_ &m) {
       [](const Tensor &x, int64_t start, int64_t end) {
         return at(x, [&] { return flatten(x, start, end, Here::current()); });
       },
-      py::arg("x"), py::arg("start_dim") = 1, py::arg("end_dim") = -1);
-  m.def(
-      "concat",
-      [](const std::vector<Tensor> &xs, int64_t axis) {
-        if (xs.empty())
-          throw py::value_error("concat needs at least one tensor");
-        return recorded(graphOf(xs[0]),
-                        [&] { return concat(xs, axis, Here::current()); });
-      },
-      py::arg("xs"), py::arg("axis"));
+      py::arg("x"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+  for (const char *name : {"cat", "concat"})
+    m.def(
+        name,
+        [](const std::vector<Tensor> &xs, int64_t dim) {
+          if (xs.empty())
+            throw py::value_error("cat needs at least one tensor");
+          return recorded(graphOf(xs[0]),
+                          [&] { return concat(xs, dim, Here::current()); });
+        },
+        py::arg("tensors"), py::arg("dim") = 0);
 }
 
 /// Reductions over axes, softmax and log-softmax.
@@ -418,8 +419,8 @@ void bindReductionOps(py::module_ &m) {
         py::arg("x"), py::arg("axes"), py::arg("keepdim") = false);
   using Axis = Tensor (*)(const Tensor &, int64_t, Here);
   for (auto [name, f] : {std::pair<const char *, Axis>{"softmax", &softmax},
-                         {"logSoftmax", &logSoftmax},
-                         {"log_softmax", &logSoftmax}})
+                         {"logSoftmax", &log_softmax},
+                         {"log_softmax", &log_softmax}})
     m.def(
         name,
         [f = f](const Tensor &x, int64_t axis) {
@@ -441,35 +442,83 @@ void bindNnOps(py::module_ &m) {
   m.def(
       "conv2d",
       [](const Tensor &x, const Tensor &w, std::optional<Tensor> b,
-         std::vector<int64_t> stride, std::vector<int64_t> padding,
-         std::vector<int64_t> dilation, int64_t groups) {
-        Conv2dParams p{std::move(stride), std::move(padding),
-                       std::move(dilation), groups};
+         const py::object &stride, const py::object &padding,
+         const py::object &dilation, int64_t groups) {
+        Conv2dParams p{pairArg(stride), pairArg(padding), pairArg(dilation),
+                       groups};
         return at(x, [&] {
           return conv2d(x, w, b.value_or(Tensor()), p, Here::current());
         });
       },
       py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(),
-      py::arg("stride") = std::vector<int64_t>{1, 1},
-      py::arg("padding") = std::vector<int64_t>{0, 0},
-      py::arg("dilation") = std::vector<int64_t>{1, 1}, py::arg("groups") = 1);
-  for (const char *name : {"maxPool2d", "max_pool2d"})
+      py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
+      py::arg("groups") = 1);
+  m.def(
+      "conv1d",
+      [](const Tensor &x, const Tensor &w, std::optional<Tensor> b,
+         int64_t stride, int64_t padding, int64_t dilation, int64_t groups) {
+        Conv1dParams p{stride, padding, dilation, groups};
+        return at(x, [&] {
+          return conv1d(x, w, b.value_or(Tensor()), p, Here::current());
+        });
+      },
+      py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(),
+      py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
+      py::arg("groups") = 1);
+  using PoolFn = Tensor (*)(const Tensor &, const Pool2dParams &, Here);
+  for (auto [name, fn] :
+       {std::pair<const char *, PoolFn>{"maxPool2d", max_pool2d},
+        {"max_pool2d", max_pool2d},
+        {"avg_pool2d", avg_pool2d}})
     m.def(
         name,
-        [](const Tensor &x, std::vector<int64_t> kernel,
-           std::vector<int64_t> stride, std::vector<int64_t> padding) {
-          Pool2dParams p{std::move(kernel), std::move(stride),
-                         std::move(padding)};
-          return at(x, [&] { return maxPool2d(x, p, Here::current()); });
+        [fn](const Tensor &x, const py::object &kernel,
+             const py::object &stride, const py::object &padding) {
+          Pool2dParams p{pairArg(kernel),
+                         stride.is_none() ? std::vector<int64_t>{}
+                                          : pairArg(stride),
+                         pairArg(padding)};
+          return at(x, [&] { return fn(x, p, Here::current()); });
         },
-        py::arg("x"), py::arg("kernel_size"),
-        py::arg("stride") = std::vector<int64_t>{},
-        py::arg("padding") = std::vector<int64_t>{0, 0});
+        py::arg("x"), py::arg("kernel_size"), py::arg("stride") = py::none(),
+        py::arg("padding") = 0);
+  m.def(
+      "prelu",
+      [](const Tensor &x, const Tensor &w) {
+        return at(x, [&] { return prelu(x, w, Here::current()); });
+      },
+      py::arg("x"), py::arg("weight"));
+  m.def(
+      "one_hot",
+      [](const Tensor &labels, int64_t classes, const std::string &dtype) {
+        return at(labels, [&] {
+          return one_hot(labels, classes, parseDType(dtype), Here::current());
+        });
+      },
+      py::arg("labels"), py::arg("num_classes"), py::arg("dtype") = "i64",
+      "torch.nn.functional.one_hot (num_classes must be given).");
+  using RandomFn = Tensor (*)(Graph &, const Shape &, Here);
+  for (auto [name, fn] :
+       {std::pair<const char *, RandomFn>{"rand", rand}, {"randn", randn}})
+    m.def(
+        name,
+        [fn](Graph &g, const Shape &shape) {
+          return recorded(g, [&] { return fn(g, shape, Here::current()); });
+        },
+        py::arg("graph"), py::arg("size"),
+        "torch.rand / torch.randn in graph `graph`: a new draw every run.");
+  m.def(
+      "bernoulli",
+      [](const Tensor &p) {
+        return at(p, [&] { return bernoulli(p, Here::current()); });
+      },
+      py::arg("p"));
   using LossFn = Tensor (*)(const Tensor &, const Tensor &, Reduction, Here);
   for (auto [name, fn] :
-       {std::pair<const char *, LossFn>{"l1_loss", l1Loss},
-        {"binary_cross_entropy", binaryCrossEntropy},
-        {"binary_cross_entropy_with_logits", binaryCrossEntropyWithLogits}})
+       {std::pair<const char *, LossFn>{"l1_loss", l1_loss},
+        {"binary_cross_entropy", binary_cross_entropy},
+        {"binary_cross_entropy_with_logits", binary_cross_entropy_with_logits},
+        {"nll_loss", nll_loss}})
     m.def(
         name,
         [fn](const Tensor &x, const Tensor &t, const std::string &reduction) {
@@ -483,8 +532,8 @@ void bindNnOps(py::module_ &m) {
       [](const Tensor &x, const Tensor &t, const std::string &reduction,
          double beta) {
         return at(x, [&] {
-          return smoothL1Loss(x, t, parseReduction(reduction), beta,
-                              Here::current());
+          return smooth_l1_loss(x, t, parseReduction(reduction), beta,
+                                Here::current());
         });
       },
       py::arg("input"), py::arg("target"), py::arg("reduction") = "mean",
@@ -494,7 +543,7 @@ void bindNnOps(py::module_ &m) {
         name,
         [](const Tensor &x, const Tensor &t, const std::string &reduction) {
           return at(x, [&] {
-            return mseLoss(x, t, parseReduction(reduction), Here::current());
+            return mse_loss(x, t, parseReduction(reduction), Here::current());
           });
         },
         py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
@@ -512,8 +561,8 @@ void bindNnOps(py::module_ &m) {
         name,
         [](const Tensor &x, const Tensor &t, const std::string &reduction) {
           return at(x, [&] {
-            return crossEntropy(x, t, parseReduction(reduction),
-                                Here::current());
+            return cross_entropy(x, t, parseReduction(reduction),
+                                 Here::current());
           });
         },
         py::arg("logits"), py::arg("labels"), py::arg("reduction") = "mean");
@@ -559,7 +608,7 @@ void bindCompile(py::module_ &m) {
           py::arg("name"))
       .def("state_dict",
            [](const CompiledModel &model) {
-             return numpyOutputs(model.stateDict());
+             return numpyOutputs(model.state_dict());
            })
       .def(
           "set_state",
@@ -622,7 +671,7 @@ void bindCompile(py::module_ &m) {
         self.guard.reset();
         return false;
       });
-  m.def("is_grad_enabled", &isGradEnabled,
+  m.def("is_grad_enabled", &is_grad_enabled,
         "False inside `with locus.no_grad():`.");
 
   m.def(
@@ -989,4 +1038,5 @@ PYBIND11_MODULE(locus, m) {
   bindCompile(m);
   bindOptim(m);
   bindRuntime(m);
+  bindAdvice(m);
 }

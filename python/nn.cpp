@@ -15,13 +15,6 @@ using namespace locus::python;
 
 namespace {
 
-/// An int or a pair (PyTorch's kernel_size=3 or (3, 3)) as the C++ pair.
-std::vector<int64_t> pair(const py::object &value) {
-  if (py::isinstance<py::int_>(value))
-    return {value.cast<int64_t>(), value.cast<int64_t>()};
-  return value.cast<std::vector<int64_t>>();
-}
-
 /// An int or a list of ints as a shape.
 Shape shapeArg(const py::object &value) {
   if (py::isinstance<py::int_>(value))
@@ -42,24 +35,47 @@ void bindNormsAndPools(py::module_ &nn) {
       nn, "MaxPool2d")
       .def(py::init([](const py::object &kernel, const py::object &stride,
                        const py::object &padding) {
-             std::vector<int64_t> pads = pair(padding);
+             std::vector<int64_t> pads = pairArg(padding);
              return atCaller([&] {
                return std::make_shared<nn::MaxPool2d>(
-                   pair(kernel),
-                   stride.is_none() ? std::vector<int64_t>{} : pair(stride),
+                   pairArg(kernel),
+                   stride.is_none() ? std::vector<int64_t>{} : pairArg(stride),
                    pads, Here::current());
              });
            }),
            py::arg("kernel_size"), py::arg("stride") = py::none(),
            py::arg("padding") = 0);
+  py::class_<nn::AvgPool2d, nn::Module, std::shared_ptr<nn::AvgPool2d>>(
+      nn, "AvgPool2d")
+      .def(py::init([](const py::object &kernel, const py::object &stride,
+                       const py::object &padding, bool ceilMode,
+                       bool countIncludePad) {
+             if (ceilMode)
+               throw py::value_error("AvgPool2d: ceil_mode=True is not "
+                                     "supported; pad the input instead");
+             if (!countIncludePad)
+               throw py::value_error(
+                   "AvgPool2d: count_include_pad=False is not supported: "
+                   "padded zeros count in each average");
+             std::vector<int64_t> pads = pairArg(padding);
+             return atCaller([&] {
+               return std::make_shared<nn::AvgPool2d>(
+                   pairArg(kernel),
+                   stride.is_none() ? std::vector<int64_t>{} : pairArg(stride),
+                   pads, Here::current());
+             });
+           }),
+           py::arg("kernel_size"), py::arg("stride") = py::none(),
+           py::arg("padding") = 0, py::arg("ceil_mode") = false,
+           py::arg("count_include_pad") = true);
   py::class_<nn::AdaptiveAvgPool2d, nn::Module,
              std::shared_ptr<nn::AdaptiveAvgPool2d>>(nn, "AdaptiveAvgPool2d")
       .def(py::init([](const py::object &size) {
-             return std::make_shared<nn::AdaptiveAvgPool2d>(pair(size));
+             return std::make_shared<nn::AdaptiveAvgPool2d>(pairArg(size));
            }),
            py::arg("output_size"));
-  auto batchNorm = [](double eps, double momentum, bool affine, bool track,
-                      const std::string &name) {
+  auto batchNormOptions = [](double eps, double momentum, bool affine,
+                             bool track, const std::string &name) {
     return nn::BatchNormOptions{eps,   momentum, affine,
                                 track, name,     std::nullopt};
   };
@@ -72,22 +88,22 @@ void bindNormsAndPools(py::module_ &nn) {
       .def("buffers", &nn::BatchNorm::buffers);
   py::class_<nn::BatchNorm1d, nn::BatchNorm, std::shared_ptr<nn::BatchNorm1d>>(
       nn, "BatchNorm1d")
-      .def(py::init([batchNorm](Graph &g, int64_t n, double eps, double m,
-                                bool affine, bool track,
-                                const std::string &name) {
+      .def(py::init([batchNormOptions](Graph &g, int64_t n, double eps,
+                                       double m, bool affine, bool track,
+                                       const std::string &name) {
              return made<nn::BatchNorm1d>(
-                 g, n, batchNorm(eps, m, affine, track, name));
+                 g, n, batchNormOptions(eps, m, affine, track, name));
            }),
            py::arg("graph"), py::arg("num_features"), py::arg("eps") = 1e-5,
            py::arg("momentum") = 0.1, py::arg("affine") = true,
            py::arg("track_running_stats") = true, py::arg("name") = "");
   py::class_<nn::BatchNorm2d, nn::BatchNorm, std::shared_ptr<nn::BatchNorm2d>>(
       nn, "BatchNorm2d")
-      .def(py::init([batchNorm](Graph &g, int64_t n, double eps, double m,
-                                bool affine, bool track,
-                                const std::string &name) {
+      .def(py::init([batchNormOptions](Graph &g, int64_t n, double eps,
+                                       double m, bool affine, bool track,
+                                       const std::string &name) {
              return made<nn::BatchNorm2d>(
-                 g, n, batchNorm(eps, m, affine, track, name));
+                 g, n, batchNormOptions(eps, m, affine, track, name));
            }),
            py::arg("graph"), py::arg("num_features"), py::arg("eps") = 1e-5,
            py::arg("momentum") = 0.1, py::arg("affine") = true,
@@ -179,6 +195,33 @@ void bindSequenceLayers(py::module_ &nn) {
           py::arg("need_weights") = false,
           "(output, None), as PyTorch's with need_weights=False: Locus "
           "returns no attention weights.");
+  py::class_<nn::TransformerEncoderLayer, nn::Module,
+             std::shared_ptr<nn::TransformerEncoderLayer>>(
+      nn, "TransformerEncoderLayer")
+      .def(py::init([](Graph &g, int64_t dModel, int64_t nhead, int64_t ff,
+                       double dropout, const std::string &activation,
+                       double eps, bool batchFirst, bool normFirst,
+                       const std::string &name) {
+             nn::TransformerEncoderLayerOptions o{ff,   dropout,     activation,
+                                                  eps,  batchFirst,  normFirst,
+                                                  name, std::nullopt};
+             return made<nn::TransformerEncoderLayer>(g, dModel, nhead, o);
+           }),
+           py::arg("graph"), py::arg("d_model"), py::arg("nhead"),
+           py::arg("dim_feedforward") = 2048, py::arg("dropout") = 0.1,
+           py::arg("activation") = "relu", py::arg("layer_norm_eps") = 1e-5,
+           py::arg("batch_first") = false, py::arg("norm_first") = false,
+           py::arg("name") = "")
+      .def(
+          "__call__",
+          [](const nn::TransformerEncoderLayer &layer, const Tensor &src,
+             const std::optional<Tensor> &mask, bool causal) {
+            nn::AttentionMasks masks{mask.value_or(Tensor()), causal};
+            return recorded(graphOf(src),
+                            [&] { return layer(src, masks, Here::current()); });
+          },
+          py::arg("src"), py::arg("src_mask") = py::none(),
+          py::arg("is_causal") = false);
   py::class_<nn::Recurrent, nn::Module, std::shared_ptr<nn::Recurrent>>(
       nn, "_Recurrent")
       .def("parameters", &nn::Recurrent::parameters);
@@ -253,6 +296,7 @@ void bindLosses(py::module_ &nn) {
       });
   bindReducedLoss<nn::MSELoss>(nn, "MSELoss");
   bindReducedLoss<nn::CrossEntropyLoss>(nn, "CrossEntropyLoss");
+  bindReducedLoss<nn::NLLLoss>(nn, "NLLLoss");
 }
 
 template <typename Layer>
@@ -293,6 +337,27 @@ void bindActivationLayers(py::module_ &nn) {
              return std::make_shared<nn::Softplus>(beta, threshold);
            }),
            py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
+  defPlainLayer<nn::Identity>(nn, "Identity");
+  py::class_<nn::Softmax, nn::Module, std::shared_ptr<nn::Softmax>>(nn,
+                                                                    "Softmax")
+      .def(py::init(
+               [](int64_t dim) { return std::make_shared<nn::Softmax>(dim); }),
+           py::arg("dim"));
+  py::class_<nn::LogSoftmax, nn::Module, std::shared_ptr<nn::LogSoftmax>>(
+      nn, "LogSoftmax")
+      .def(py::init([](int64_t dim) {
+             return std::make_shared<nn::LogSoftmax>(dim);
+           }),
+           py::arg("dim"));
+  py::class_<nn::PReLU, nn::Module, std::shared_ptr<nn::PReLU>>(nn, "PReLU")
+      .def(py::init(
+               [](Graph &g, int64_t n, double init, const std::string &name) {
+                 return made<nn::PReLU>(g, n, init,
+                                        nn::LayerOptions{name, std::nullopt});
+               }),
+           py::arg("graph"), py::arg("num_parameters") = 1,
+           py::arg("init") = 0.25, py::arg("name") = "")
+      .def_property_readonly("weight", &nn::PReLU::weight);
   py::class_<nn::ELU, nn::Module, std::shared_ptr<nn::ELU>>(nn, "ELU").def(
       py::init([](double alpha) { return std::make_shared<nn::ELU>(alpha); }),
       py::arg("alpha") = 1.0);
@@ -324,8 +389,8 @@ void bindClipping(py::module_ &nn) {
       [](py::list grads, double maxNorm, double normType) {
         std::vector<Tensor> g = gradsOf(grads);
         Tensor norm = recorded(graphOf(g[0]), [&] {
-          return nn::utils::clipGradNorm_(g, maxNorm, normType,
-                                          Here::current());
+          return nn::utils::clip_grad_norm_(g, maxNorm, normType,
+                                            Here::current());
         });
         writeBack(grads, g);
         return norm;
@@ -338,7 +403,7 @@ void bindClipping(py::module_ &nn) {
       [](py::list grads, double clipValue) {
         std::vector<Tensor> g = gradsOf(grads);
         recorded(graphOf(g[0]), [&] {
-          nn::utils::clipGradValue_(g, clipValue, Here::current());
+          nn::utils::clip_grad_value_(g, clipValue, Here::current());
         });
         writeBack(grads, g);
       },
@@ -379,15 +444,15 @@ void bindNnLayers(py::module_ &m) {
                        const py::object &padding, const py::object &dilation,
                        int64_t groups, bool bias, const std::string &name) {
              nn::Conv2dOptions o;
-             o.stride = pair(stride);
-             o.padding = pair(padding);
-             o.dilation = pair(dilation);
+             o.stride = pairArg(stride);
+             o.padding = pairArg(padding);
+             o.dilation = pairArg(dilation);
              o.groups = groups;
              o.bias = bias;
              o.name = name;
              return recorded(g, [&] {
-               return std::make_shared<nn::Conv2d>(g, in, out, pair(kernel), o,
-                                                   Here::current());
+               return std::make_shared<nn::Conv2d>(g, in, out, pairArg(kernel),
+                                                   o, Here::current());
              });
            }),
            py::arg("graph"), py::arg("in_channels"), py::arg("out_channels"),
@@ -396,6 +461,23 @@ void bindNnLayers(py::module_ &m) {
            py::arg("groups") = 1, py::arg("bias") = true, py::arg("name") = "")
       .def_property_readonly("weight", &nn::Conv2d::weight)
       .def_property_readonly("bias", &nn::Conv2d::bias);
+  py::class_<nn::Conv1d, nn::Module, std::shared_ptr<nn::Conv1d>>(nn, "Conv1d")
+      .def(py::init([](Graph &g, int64_t in, int64_t out, int64_t kernel,
+                       int64_t stride, int64_t padding, int64_t dilation,
+                       int64_t groups, bool bias, const std::string &name) {
+             nn::Conv1dOptions o{stride, padding, dilation,    groups,
+                                 bias,   name,    std::nullopt};
+             return recorded(g, [&] {
+               return std::make_shared<nn::Conv1d>(g, in, out, kernel, o,
+                                                   Here::current());
+             });
+           }),
+           py::arg("graph"), py::arg("in_channels"), py::arg("out_channels"),
+           py::arg("kernel_size"), py::arg("stride") = 1,
+           py::arg("padding") = 0, py::arg("dilation") = 1,
+           py::arg("groups") = 1, py::arg("bias") = true, py::arg("name") = "")
+      .def_property_readonly("weight", &nn::Conv1d::weight)
+      .def_property_readonly("bias", &nn::Conv1d::bias);
   py::class_<nn::ReLU, nn::Module, std::shared_ptr<nn::ReLU>>(nn, "ReLU")
       .def(py::init([] { return std::make_shared<nn::ReLU>(); }));
   py::class_<nn::Flatten, nn::Module, std::shared_ptr<nn::Flatten>>(nn,

@@ -98,7 +98,7 @@ int main(int argc, char **argv) try {
   // trained state copied across by name.
   options.eval = true;
   CompiledModel predictor = compile(train, options);
-  if (!predictor.loadStateDict(trainer.stateDict(), /*strict=*/false)
+  if (!predictor.load_state_dict(trainer.state_dict(), /*strict=*/false)
            .missing.empty()) {
     std::fprintf(stderr, "the eval model has state the trainer lacks\n");
     return 1;

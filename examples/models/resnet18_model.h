@@ -51,10 +51,10 @@ public:
   }
 
   Tensor forward(const Tensor &x, Here loc) const override {
-    Tensor y = relu(bn1_(conv1_(x, loc), loc), loc);
+    Tensor y = locus::relu(bn1_(conv1_(x, loc), loc), loc);
     y = bn2_(conv2_(y, loc), loc);
     Tensor skip = down_ ? (*downBn_)((*down_)(x, loc), loc) : x;
-    return relu(add(y, skip, loc), loc);
+    return locus::relu(locus::add(y, skip, loc), loc);
   }
 
   std::vector<Tensor> parameters() const override {
@@ -119,10 +119,10 @@ public:
   }
 
   Tensor forward(const Tensor &x, Here loc) const override {
-    Tensor y = relu(bn1_(conv1_(x, loc), loc), loc);
+    Tensor y = locus::relu(bn1_(conv1_(x, loc), loc), loc);
     for (const auto &block : blocks_)
       y = (*block)(y, loc);
-    y = flatten(adaptiveAvgPool2d(y, {1}, loc), 1, -1, loc);
+    y = locus::flatten(locus::adaptive_avg_pool2d(y, {1}, loc), 1, -1, loc);
     return fc_(y, loc);
   }
 

@@ -158,7 +158,7 @@ int main(int argc, char **argv) try {
   CompiledModel predictor = compile(infer, options);
   // The training graph also holds optimizer moments: load the names both
   // have, and every one the eval graph needs.
-  if (!predictor.loadStateDict(trainer.stateDict(), /*strict=*/false)
+  if (!predictor.load_state_dict(trainer.state_dict(), /*strict=*/false)
            .missing.empty()) {
     std::fprintf(stderr, "the eval graph has state the trainer lacks\n");
     return 1;

@@ -98,7 +98,7 @@ Graph record(const Args &a, int64_t batch) {
     for (const Tensor &p : fc2.parameters())
       params.push_back(p);
   }
-  Tensor loss = crossEntropy(logits, labels);
+  Tensor loss = cross_entropy(logits, labels);
   g.output("loss", loss);
   if (a.optimizer == "adam") {
     optim::Adam opt(params, {.lr = 0.01});
@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
     if (!a.resume.empty())
       ref.loadState(a.resume);
     else
-      ref.loadStateDict(dp.stateDict());
+      ref.load_state_dict(dp.state_dict());
 
     for (int step = 0; step < a.steps; ++step) {
       if (step == a.dieAt && rank == 1)
@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
     }
     double worst = 0;
     std::string where;
-    for (const auto &[name, want] : ref.stateDict()) {
+    for (const auto &[name, want] : ref.state_dict()) {
       const HostTensor &got = dp.state(name);
       for (size_t i = 0; i < want.f32.size(); ++i) {
         double d = std::fabs(got.f32[i] - want.f32[i]) /

@@ -87,28 +87,28 @@ std::map<std::string, Builder> cases() {
     Recorded r;
     nn::LayerNorm m(g, {6}, {.name = "m"});
     r.out = m(in(g, r, "x", {4, 6}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["layer_norm_2d"] = [](Graph &g) {
     Recorded r;
     nn::LayerNorm m(g, {3, 4}, {.eps = 1e-3, .name = "m"});
     r.out = m(in(g, r, "x", {2, 3, 4}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["group_norm"] = [](Graph &g) {
     Recorded r;
     nn::GroupNorm m(g, 3, 6, {.name = "m"});
     r.out = m(in(g, r, "x", {2, 6, 3, 3}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["batch_norm_train"] = [](Graph &g) {
     Recorded r;
     nn::BatchNorm2d m(g, 3, {.momentum = 0.2, .name = "m"});
     r.out = m(in(g, r, "x", {4, 3, 5, 5}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["batch_norm_eval"] = [](Graph &g) {
@@ -116,7 +116,7 @@ std::map<std::string, Builder> cases() {
     nn::BatchNorm2d m(g, 3, {.name = "m"});
     m.eval();
     r.out = m(in(g, r, "x", {4, 3, 5, 5}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   // One module called twice in a step: the running statistics take both
@@ -125,28 +125,28 @@ std::map<std::string, Builder> cases() {
     Recorded r;
     nn::BatchNorm2d m(g, 3, {.momentum = 0.3, .name = "m"});
     r.out = m(in(g, r, "x1", {4, 3, 2, 2})) + m(in(g, r, "x2", {4, 3, 2, 2}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["batch_norm1d_train"] = [](Graph &g) {
     Recorded r;
     nn::BatchNorm1d m(g, 5, {.name = "m"});
     r.out = m(in(g, r, "x", {8, 5}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["batch_norm_no_affine"] = [](Graph &g) {
     Recorded r;
     nn::BatchNorm2d m(g, 3, {.affine = false, .name = "m"});
     r.out = m(in(g, r, "x", {4, 3, 5, 5}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["batch_norm1d_seq"] = [](Graph &g) {
     Recorded r;
     nn::BatchNorm1d m(g, 4, {.momentum = 0.3, .name = "m"});
     r.out = relu(m(in(g, r, "x", {3, 4, 7})));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   // A ResNet BasicBlock in eval mode: convolutions feeding BatchNorm's
@@ -166,7 +166,7 @@ std::map<std::string, Builder> cases() {
     r.out = relu(add(b2(c2(y)), x));
     for (const nn::Module *m :
          std::initializer_list<const nn::Module *>{&c1, &b1, &c2, &b2})
-      for (auto &entry : m->stateDict())
+      for (auto &entry : m->state_dict())
         r.state.push_back(entry);
     return r;
   };
@@ -174,7 +174,7 @@ std::map<std::string, Builder> cases() {
     Recorded r;
     nn::Embedding m(g, 7, 4, {.name = "m"});
     r.out = m(ids(g, r, "ids", {2, 3}, {0, 6, 2, 2, 5, 1}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   // torch.gather along a middle axis (rank 4, so moving the axis last is a
@@ -201,14 +201,14 @@ std::map<std::string, Builder> cases() {
     auto [h, c] =
         m(in(g, r, "x", {3, 4}), in(g, r, "h", {3, 5}), in(g, r, "c", {3, 5}));
     r.out = concat({h, c}, 1);
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["gru_cell"] = [](Graph &g) {
     Recorded r;
     nn::GRUCell m(g, 4, 5, {.name = "m"});
     r.out = m(in(g, r, "x", {3, 4}), in(g, r, "h", {3, 5}));
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["mha_causal"] = [](Graph &g) {
@@ -216,7 +216,7 @@ std::map<std::string, Builder> cases() {
     nn::MultiheadAttention m(g, 8, 2, {.batchFirst = true, .name = "m"});
     Tensor x = in(g, r, "x", {2, 5, 8});
     r.out = m(x, x, x, {.isCausal = true});
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["mha_cross_bool_mask"] = [](Graph &g) {
@@ -229,14 +229,14 @@ std::map<std::string, Builder> cases() {
       mask[i * 4 + i + 1] = 1;
     Tensor boolMask = cast(g.constantI64({3, 4}, mask), DType::i1);
     r.out = m(q, kv, kv, {.attnMask = boolMask});
-    r.state = m.stateDict();
+    r.state = m.state_dict();
     return r;
   };
   all["sdpa_additive"] = [](Graph &g) {
     Recorded r;
     Tensor q = in(g, r, "q", {2, 3, 4}), k = in(g, r, "k", {2, 5, 4}),
            v = in(g, r, "v", {2, 5, 6}), bias = in(g, r, "bias", {3, 5});
-    r.out = scaledDotProductAttention(q, k, v, {.attnMask = bias});
+    r.out = scaled_dot_product_attention(q, k, v, {.attnMask = bias});
     return r;
   };
   all["matmul_broadcast"] = [](Graph &g) {
@@ -262,7 +262,7 @@ std::map<std::string, Builder> cases() {
   all["activations"] = [](Graph &g) {
     Recorded r;
     Tensor x = in(g, r, "x", {4, 5});
-    r.out = concat({leakyRelu(x, 0.2), clamp(x, -0.5, 0.25),
+    r.out = concat({leaky_relu(x, 0.2), clamp(x, -0.5, 0.25),
                     hardtanh(x, -0.3, 0.6), minimum(x, x * 0.5f)},
                    0);
     return r;
@@ -298,8 +298,8 @@ std::map<std::string, Builder> cases() {
   all["adaptive_pool"] = [](Graph &g) {
     Recorded r;
     Tensor x = in(g, r, "x", {2, 3, 7, 6});
-    r.out = concat({flatten(adaptiveAvgPool2d(x, {3, 4}), 1),
-                    flatten(adaptiveAvgPool2d(x, {1}), 1),
+    r.out = concat({flatten(adaptive_avg_pool2d(x, {3, 4}), 1),
+                    flatten(adaptive_avg_pool2d(x, {1}), 1),
                     flatten(nn::AdaptiveAvgPool2d({7, 3})(x), 1)},
                    1);
     return r;
@@ -311,8 +311,8 @@ std::map<std::string, Builder> cases() {
     Tensor pick = eq(k, g.full({}, 2, DType::i64));
     Tensor big = ge(k, g.arange(4));
     r.out = concat(
-        {maskedFill(x, pick, -3.0), where(big, x, x * 2.0f),
-         cast(indexSelect(k, 1, g.constantI64({2}, {3, 0})), DType::f32)},
+        {masked_fill(x, pick, -3.0), where(big, x, x * 2.0f),
+         cast(index_select(k, 1, g.constantI64({2}, {3, 0})), DType::f32)},
         1);
     return r;
   };

@@ -94,7 +94,7 @@ TEST(Compile, SeedCnnForwardMatchesADoubleReference) {
   // Linear(16*7*7, 10), CrossEntropy; batch 4 of 3x14x14 images.
   const int N = 4, C = 3, H = 14, O = 16, P = 7, K = 10;
   Graph g("cnn");
-  g.manualSeed(7);
+  g.manual_seed(7);
   auto x = g.input("x", {N, C, H, H});
   auto labels = g.input("y", {N}, {.dtype = DType::i64});
   nn::Conv2d conv(g, C, O, {3}, {.padding = {1, 1}});
@@ -164,7 +164,7 @@ TEST(Compile, ResidualBlocksMatchADoubleReference) {
   // with their ReLU and residual add as epilogues.
   const int N = 2, C = 8, H = 9;
   Graph g("blocks");
-  g.manualSeed(11);
+  g.manual_seed(11);
   auto x = g.input("x", {N, C, H, H});
   std::vector<nn::Conv2d> convs;
   convs.reserve(4);
@@ -297,7 +297,7 @@ TEST(Compile, KeptWeightLayoutsFollowStateWrites) {
   // the next run uses the new values: exactly what a model that had them
   // from its first run computes.
   auto build = [](Graph &g) {
-    g.manualSeed(21);
+    g.manual_seed(21);
     auto x = g.input("x", {8, 4, 10, 10});
     nn::Conv2d conv(g, 4, 16, {3}, {.padding = {1, 1}});
     nn::Linear fc(g, 16 * 10 * 10, 32);
@@ -325,7 +325,7 @@ TEST(Compile, KeptWeightLayoutsFollowStateWrites) {
   auto expectAsFresh = [&](const std::map<std::string, HostTensor> &dict) {
     std::vector<float> got = model.run(inputs).at("y").f32;
     CompiledModel fresh = compile(h, {.policy = "cpu"});
-    fresh.loadStateDict(dict);
+    fresh.load_state_dict(dict);
     EXPECT_EQ(got, fresh.run(inputs).at("y").f32);
     EXPECT_NE(got, before);
     before = got;
@@ -335,7 +335,7 @@ TEST(Compile, KeptWeightLayoutsFollowStateWrites) {
     model.setState(name, value);
   expectAsFresh(set);
   auto loaded = newState();
-  model.loadStateDict(loaded);
+  model.load_state_dict(loaded);
   expectAsFresh(loaded);
 }
 
@@ -451,17 +451,17 @@ TEST(Compile, StateDictsMoveTrainedStateToAnEvalGraph) {
   Graph eval("eval");
   eval.output("y", layers(eval, false).first);
   CompiledModel predictor = compile(eval);
-  auto trained = trainer.stateDict();
+  auto trained = trainer.state_dict();
   EXPECT_GT(trained.size(), predictor.stateNames().size()); // moments
   try {
-    predictor.loadStateDict(trained);
+    predictor.load_state_dict(trained);
     ADD_FAILURE() << "strict loading of a dict with optimizer moments";
   } catch (const RunError &e) {
     EXPECT_NE(std::string(e.what()).find("missing state: none; unexpected: "),
               std::string::npos)
         << e.what();
   }
-  auto keys = predictor.loadStateDict(trained, /*strict=*/false);
+  auto keys = predictor.load_state_dict(trained, /*strict=*/false);
   EXPECT_TRUE(keys.missing.empty());
   EXPECT_EQ(keys.unexpected.size(),
             trained.size() - predictor.stateNames().size());
@@ -471,12 +471,12 @@ TEST(Compile, StateDictsMoveTrainedStateToAnEvalGraph) {
             (std::vector<float>{0.0f, 0.0f}));
 
   // A wrong shape anywhere: an error, and nothing is written.
-  auto before = predictor.stateDict();
+  auto before = predictor.state_dict();
   auto bad = trained;
   bad.at("fc.weight").f32.assign(6, 7.0f);
   bad.at("bn.running_var") = HostTensor::fromF32({3}, {1, 1, 1});
-  EXPECT_THROW(predictor.loadStateDict(bad, /*strict=*/false), RunError);
-  for (const auto &[name, value] : predictor.stateDict())
+  EXPECT_THROW(predictor.load_state_dict(bad, /*strict=*/false), RunError);
+  for (const auto &[name, value] : predictor.state_dict())
     EXPECT_EQ(value.f32, before.at(name).f32) << name;
 }
 
@@ -507,16 +507,16 @@ TEST(Compile, OneRecordingCompilesForTrainingAndForEvaluation) {
       HostTensor::fromF32({4, 3}, {1, 2, 3, -1, 0, 2, 4, 1, -2, 0.5f, 0.5f, 1});
   for (int i = 0; i < 3; ++i)
     trainer.run({{"x", x}});
-  auto keys = evaluator.loadStateDict(trainer.stateDict(), /*strict=*/false);
+  auto keys = evaluator.load_state_dict(trainer.state_dict(), /*strict=*/false);
   EXPECT_TRUE(keys.missing.empty());
 
   // The same layers recorded in evaluation mode, the old way.
   Graph eval("eval");
   eval.output("y", layers(eval, false).first);
   CompiledModel reference = compile(eval);
-  reference.loadStateDict(trainer.stateDict(), /*strict=*/false);
+  reference.load_state_dict(trainer.state_dict(), /*strict=*/false);
   auto want = reference.run({{"x", x}}).at("y").f32;
-  auto before = evaluator.stateDict();
+  auto before = evaluator.state_dict();
   RunStats evaluated, referenced, trained;
   auto first = evaluator.run({{"x", x}}, &evaluated);
   auto second = evaluator.run({{"x", x}});
@@ -526,7 +526,7 @@ TEST(Compile, OneRecordingCompilesForTrainingAndForEvaluation) {
     EXPECT_NEAR(first.at("y").f32[i], want[i], 1e-6f * (1 + std::abs(want[i])))
         << i;
   EXPECT_EQ(second.at("y").f32, first.at("y").f32) << "no dropout mask";
-  for (const auto &[name, value] : evaluator.stateDict())
+  for (const auto &[name, value] : evaluator.state_dict())
     EXPECT_EQ(value.f32, before.at(name).f32) << name << " was written";
   // y and the loss (its product and its sum), nothing more: no backward
   // pass, no update.
@@ -1216,7 +1216,7 @@ TEST(Compile, UntrustedCodeNeverRuns) {
 
 TEST(Compile, TracesShowEachStepsKernelsAtTheUsersLines) {
   Graph g("traced");
-  g.manualSeed(3);
+  g.manual_seed(3);
   auto x = g.input("x", {4, 6});
   nn::Linear fc(g, 6, 5, {.name = "fc"});
   const int line = __LINE__ + 1;

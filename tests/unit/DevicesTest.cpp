@@ -35,7 +35,7 @@ Seed linearMse() {
   Seed s;
   s.graph = std::make_unique<Graph>("linear_mse");
   Graph &g = *s.graph;
-  g.manualSeed(0);
+  g.manual_seed(0);
   auto x = g.input("x", {100, 10});
   auto y = g.input("y", {100, 2});
   nn::Linear fc(g, 10, 2, {.name = "model"});
@@ -49,7 +49,7 @@ Seed cnn() {
   Seed s;
   s.graph = std::make_unique<Graph>("cnn");
   Graph &g = *s.graph;
-  g.manualSeed(4);
+  g.manual_seed(4);
   auto x = g.input("x", {16, 3, 32, 32});
   auto y = g.input("y", {16}, {.dtype = DType::i64});
   nn::Conv2d c1(g, 3, 16, {3}, {.padding = {1, 1}});
@@ -73,7 +73,7 @@ Seed mlp() {
   Seed s;
   s.graph = std::make_unique<Graph>("mlp");
   Graph &g = *s.graph;
-  g.manualSeed(5);
+  g.manual_seed(5);
   auto x = g.input("x", {8, 64});
   nn::Linear l1(g, 64, 32), l2(g, 32, 32), l3(g, 32, 10);
   nn::Sequential net{l1, nn::ReLU(), l2, nn::ReLU(), l3};
@@ -259,7 +259,7 @@ TEST(CompiledArtifact, DamagedRealArtifactsFailCleanly) {
 // initialiser says, on the CPU and on sim.
 TEST(State, LargeStateMatchesItsInitialiser) {
   Graph g("big");
-  g.manualSeed(11);
+  g.manual_seed(11);
   auto x = g.input("x", {2, 784});
   nn::Linear fc(g, 784, 1024);
   g.output("y", fc(x));
@@ -280,7 +280,7 @@ TEST(State, LargeStateMatchesItsInitialiser) {
 TEST(Parallel, SplitKernelsMatchADoubleReference) {
   const int N = 32, C = 3, H = 32, O = 8, P = 16;
   Graph g("parallel");
-  g.manualSeed(3);
+  g.manual_seed(3);
   auto x = g.input("x", {N, C, H, H});
   nn::Conv2d conv(g, C, O, {3}, {.padding = {1, 1}});
   nn::Sequential net{conv, nn::ReLU(), nn::MaxPool2d({2})};

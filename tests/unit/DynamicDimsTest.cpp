@@ -117,7 +117,7 @@ TEST(DynamicInputs, AnMlpStepRecordsItsDims) {
   nn::Linear fc1(g, 20, 32), fc2(g, 32, 10);
   Tensor logits = fc2(relu(fc1(x)));
   g.output("logits", logits);
-  g.output("loss", crossEntropy(logits, t));
+  g.output("loss", cross_entropy(logits, t));
   g.output("flat", flatten(reshape(logits, {-1, 5, 2})));
   g.output("scaled", logits * 2.0f + logits);
   EXPECT_EQ(outputDims(g), "logits: [batch, 10]\nloss: []\n"

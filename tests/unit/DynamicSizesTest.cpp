@@ -35,7 +35,7 @@ Graph mlp(int64_t batch, bool train) {
   auto t = g.input("t", {rows}, {.dtype = DType::i64});
   nn::Linear fc1(g, 12, 8), fc2(g, 8, 3);
   Tensor logits = fc2(relu(fc1(x)));
-  Tensor loss = crossEntropy(logits, t);
+  Tensor loss = cross_entropy(logits, t);
   g.output("logits", logits);
   g.output("probs", softmax(logits, 1));
   g.output("loss", loss);
@@ -141,10 +141,10 @@ Graph cnn(int64_t batch, bool train) {
   nn::Linear fc(g, 8, 3);
   Tensor h = relu(conv1(x));
   if (!train) // joins conv1's call; training reads h for its gradient
-    h = maxPool2d(h, {.kernelSize = {2, 2}});
+    h = max_pool2d(h, {.kernelSize = {2, 2}});
   h = relu(conv2(h) + h);
   Tensor logits = fc(mean(h, {2, 3}));
-  Tensor loss = crossEntropy(logits, t);
+  Tensor loss = cross_entropy(logits, t);
   g.output("logits", logits);
   g.output("loss", loss);
   if (train) {

@@ -177,7 +177,7 @@ TEST(Errors, ShapeMismatchNamesTheLineAndBothShapes) {
   expectUserError(g, [&] { (void)(c + d); }, __LINE__,
                   "add: operands of shapes [100, 3] and [100, 2] do not "
                   "broadcast (dimension 1: 3 vs 2)");
-  expectUserError(g, [&] { mseLoss(c, d); }, __LINE__,
+  expectUserError(g, [&] { mse_loss(c, d); }, __LINE__,
                   "input [100, 3] and target [100, 2] have different shapes");
 }
 
@@ -190,7 +190,7 @@ TEST(Errors, WrongDtypeIsReportedWithTheType) {
                   "exp expects f32 tensors, but its input is i64 [32]; "
                   "cast it to f32 first (locus::cast in C++, locus.cast in "
                   "Python)");
-  expectUserError(g, [&] { crossEntropy(logits, floats); }, __LINE__,
+  expectUserError(g, [&] { cross_entropy(logits, floats); }, __LINE__,
                   "cross_entropy expects i64 tensors, but the labels is f32");
   // Comparisons take any one dtype; mixing needs a cast, and the message
   // has no MLIR in it.
@@ -217,7 +217,7 @@ TEST(Errors, BadConvolutionsAndPools) {
   expectUserError(
       g, [&] { nn::Conv2d(g, 4, 6, {3}, {.groups = 4}); }, __LINE__,
       "groups 4 must divide in_channels 4 and out_channels 6");
-  expectUserError(g, [&] { maxPool2d(x, {.kernelSize = {10, 10}}); }, __LINE__,
+  expectUserError(g, [&] { max_pool2d(x, {.kernelSize = {10, 10}}); }, __LINE__,
                   "kernel_size [10, 10] does not fit input [2, 4, 9, 9]");
 }
 
@@ -236,7 +236,7 @@ TEST(Errors, FailedCompositesRecordNothing) {
   size_t before = g.numOps();
   expectUserError(g, [&] { pad(a, {1, 1, -1, 0}); }, __LINE__,
                   "negative padding");
-  expectUserError(g, [&] { layerNorm(a, {5}); }, __LINE__,
+  expectUserError(g, [&] { layer_norm(a, {5}); }, __LINE__,
                   "normalized_shape [5] is not the trailing dimensions of "
                   "input [4, 1]");
   EXPECT_EQ(g.numOps(), before);
@@ -275,7 +275,7 @@ TEST(Errors, ShapeCompositesSayWhatIsWrongInTheUsersTerms) {
                   "is larger than input [2, 3, 4] in dimension 0");
   expectUserError(g, [&] { gather(x, 1, y); }, __LINE__,
                   "gather takes an i64 or i32 index, got f32 [2, 4, 4]");
-  expectUserError(g, [&] { adaptiveAvgPool2d(x, {2, 2}); }, __LINE__,
+  expectUserError(g, [&] { adaptive_avg_pool2d(x, {2, 2}); }, __LINE__,
                   "adaptive_avg_pool2d takes an NCHW input");
 }
 
@@ -292,26 +292,26 @@ TEST(Errors, ActivationsNormsAndAttention) {
                   "hardtanh: min_val 3 is above max_val -3");
   expectUserError(g, [&] { softplus(x, 0.0); }, __LINE__,
                   "softplus: beta 0 must be a finite number other than 0");
-  expectUserError(g, [&] { groupNorm(x, 4); }, __LINE__,
+  expectUserError(g, [&] { group_norm(x, 4); }, __LINE__,
                   "group_norm: 4 groups do not divide 6 channels");
   auto one = g.input("one", {1, 6, 1});
   auto rm = g.input("rm", {6});
   auto rv = g.input("rv", {6});
-  expectUserError(g, [&] { batchNorm(one, rm, rv, {}, {}, true); }, __LINE__,
+  expectUserError(g, [&] { batch_norm(one, rm, rv, {}, {}, true); }, __LINE__,
                   "batch_norm in training needs more than one value per "
                   "channel, got input [1, 6, 1]");
-  expectUserError(g, [&] { batchNorm(x, {}, {}, {}, {}, false); }, __LINE__,
+  expectUserError(g, [&] { batch_norm(x, {}, {}, {}, {}, false); }, __LINE__,
                   "batch_norm in eval mode needs running_mean and running_var");
-  auto badMomentum = [&] { batchNorm(x, rm, rv, {}, {}, true, 1.5); };
+  auto badMomentum = [&] { batch_norm(x, rm, rv, {}, {}, true, 1.5); };
   expectUserError(g, badMomentum, __LINE__ - 1, "momentum must be in [0, 1]");
   auto q = g.input("q", {2, 4, 8});
   auto k = g.input("k", {2, 5, 7});
-  expectUserError(g, [&] { scaledDotProductAttention(q, k, k); }, __LINE__,
+  expectUserError(g, [&] { scaled_dot_product_attention(q, k, k); }, __LINE__,
                   "scaled_dot_product_attention takes q [..., L, E], k [..., "
                   "S, E] and v [..., S, Ev], got");
   auto mask = g.input("mask", {4, 4});
   AttentionOptions both{.attnMask = mask, .isCausal = true};
-  expectUserError(g, [&] { scaledDotProductAttention(q, q, q, both); },
+  expectUserError(g, [&] { scaled_dot_product_attention(q, q, q, both); },
                   __LINE__ - 1, "give attn_mask or is_causal, not both");
 }
 
@@ -358,7 +358,7 @@ TEST(Errors, ACompositeCallIsNamedNotTheOpsItRecords) {
   Graph g("composites");
   auto x = g.input("x", {4, 8});
   auto y = g.input("y", {3, 5});
-  expectUserError(g, [&] { maskedFill(x, y, 0.0); }, __LINE__,
+  expectUserError(g, [&] { masked_fill(x, y, 0.0); }, __LINE__,
                   "masked_fill expects i1 tensors, but the mask is f32 [3, 5]");
   expectUserError(g, [&] { expand(x, {3, 8}); }, __LINE__,
                   "expand: cannot broadcast [4, 8] to [3, 8]");
@@ -484,7 +484,7 @@ TEST(Broadcasting, IsExplicitAndOnlyWhereNeeded) {
 TEST(Init, LayersFollowPyTorchsBoundsDeterministically) {
   auto record = [](uint64_t seed) {
     Graph g("init");
-    g.manualSeed(seed);
+    g.manual_seed(seed);
     nn::Linear fc(g, 10, 2);
     nn::Conv2d conv(g, 3, 16, {3});
     return std::make_tuple(g.initialValue(fc.weight()), g.initialValue(fc.bias()),
@@ -568,7 +568,7 @@ TEST(Init, SeedsFollowNamesNotConstructionOrder) {
   EXPECT_EQ(a.initialValue(a2.bias()), b.initialValue(b2.bias()));
   EXPECT_NE(a.initialValue(a1.weight()), a.initialValue(a2.weight()));
   EXPECT_NE(a.seedFor("first.weight"), a.seedFor("first.bias"));
-  b.manualSeed(1);
+  b.manual_seed(1);
   EXPECT_NE(a.seedFor("first.weight"), b.seedFor("first.weight"));
 }
 
@@ -674,16 +674,16 @@ TEST(Nn, DropoutFollowsTrainAndEval) {
   auto x = g.input("x", {4, 8});
   nn::Dropout drop(0.25);
   EXPECT_EQ(drop.p(), 0.25);
-  EXPECT_TRUE(drop.isTraining());
+  EXPECT_TRUE(drop.is_training());
   (void)drop(x);
   EXPECT_EQ(countOps(g, "locus.random"), 1u);
   drop.eval();
-  EXPECT_FALSE(drop.isTraining());
+  EXPECT_FALSE(drop.is_training());
   size_t before = g.numOps();
   EXPECT_EQ(drop(x).opaqueValue(), x.opaqueValue());
   EXPECT_EQ(g.numOps(), before);
   drop.train();
-  EXPECT_TRUE(drop.isTraining());
+  EXPECT_TRUE(drop.is_training());
   (void)drop(x);
   EXPECT_EQ(countOps(g, "locus.random"), 2u);
   expectUserError(g, [&] { nn::Dropout(2.0); }, __LINE__,

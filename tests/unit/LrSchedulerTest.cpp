@@ -240,7 +240,7 @@ TEST(LrScheduler, SetLrChangesTheStepWithoutARecompile) {
     EXPECT_FLOAT_EQ(m.state("a").f32[i], 1 - 0.5f * kX[i] - 0.25f * kX[i]);
   EXPECT_EQ(m.kernelCount(), kernels);
   // The rate is state: in the state dict, saved and loaded with it.
-  EXPECT_EQ(m.stateDict().at("optimizer.param_groups.0.lr").scalar(), 0.25f);
+  EXPECT_EQ(m.state_dict().at("optimizer.param_groups.0.lr").scalar(), 0.25f);
 }
 
 TEST(LrScheduler, ParamGroupsHaveTheirOwnSettings) {

@@ -82,7 +82,7 @@ TEST(Random, PhiloxKnownAnswers) {
 // rng.step.
 TEST(Random, RandIsPhiloxOfTheSeedAndTheRun) {
   Graph g("rand");
-  g.manualSeed(11);
+  g.manual_seed(11);
   g.output("u", rand(g, {3, 5}));
   uint64_t seed = g.seedFor("rng0");
   CompiledModel cpu = compile(g, {.policy = "cpu"});
@@ -121,7 +121,7 @@ TEST(Random, StatisticsOfAMillionDraws) {
   g.output("u", rand(g, {n, n}));
   g.output("z", randn(g, {n, n}));
   g.output("d", dropout(x, 0.3));
-  g.output("b", bernoulli(broadcastTo(g.constant(0.2f), {n, n})));
+  g.output("b", bernoulli(broadcast_to(g.constant(0.2f), {n, n})));
   CompiledModel m = compile(g, {.policy = "cpu"});
   std::map<std::string, HostTensor> in{
       {"x", HostTensor::fromF32({n, n}, std::vector<float>(n * n, 1.0f))}};

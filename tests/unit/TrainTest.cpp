@@ -659,7 +659,7 @@ TEST(Train, ClipGradNormScalesEveryGradientByTheTotalNorm) {
     double maxNorm = 2.5, coef = std::min(1.0, maxNorm / (total + 1e-6));
     ClipRun r = clippedStep(
         [&](std::vector<Tensor> &grads) {
-          return nn::utils::clipGradNorm_(grads, maxNorm, p);
+          return nn::utils::clip_grad_norm_(grads, maxNorm, p);
         },
         xs, ys);
     EXPECT_NEAR(r.out.at("norm").scalar(), total, 1e-5 * total) << "p " << p;
@@ -671,7 +671,7 @@ TEST(Train, ClipGradNormScalesEveryGradientByTheTotalNorm) {
   // Below max_norm nothing changes: the plain SGD step.
   ClipRun loose = clippedStep(
       [](std::vector<Tensor> &grads) {
-        return nn::utils::clipGradNorm_(grads, 100.0);
+        return nn::utils::clip_grad_norm_(grads, 100.0);
       },
       xs, ys);
   for (size_t i = 0; i < xs.size(); ++i)
@@ -682,7 +682,7 @@ TEST(Train, ClipGradValueClampsEachGradient) {
   std::vector<float> xs{3, -4, 1, 0.5f, 2, -2}, ys{-1, 6, 0.25f};
   ClipRun r = clippedStep(
       [](std::vector<Tensor> &grads) {
-        nn::utils::clipGradValue_(grads, 1.5);
+        nn::utils::clip_grad_value_(grads, 1.5);
         return Tensor();
       },
       xs, ys);
@@ -715,15 +715,15 @@ TEST(Train, StepFromGradientsChecksThemAtTheUsersLine) {
       << message;
   std::vector<Tensor> none;
   EXPECT_NE(errorOf([&] {
-              nn::utils::clipGradNorm_(none, 1.0);
+              nn::utils::clip_grad_norm_(none, 1.0);
             }).find("needs at least one gradient"),
             std::string::npos);
   EXPECT_NE(errorOf([&] {
-              nn::utils::clipGradNorm_(grads, 1.0, 0.0);
+              nn::utils::clip_grad_norm_(grads, 1.0, 0.0);
             }).find("norm_type 0 must be positive"),
             std::string::npos);
   EXPECT_NE(errorOf([&] {
-              nn::utils::clipGradNorm_(grads, -1.0);
+              nn::utils::clip_grad_norm_(grads, -1.0);
             }).find("max_norm -1 must be a finite number"),
             std::string::npos);
   // Nothing was recorded by the failures: the step still records.
@@ -735,14 +735,14 @@ TEST(Train, NoGradMakesConstantsAutodiffDoesNotDifferentiate) {
   Tensor x = g.input("x", {4});
   Tensor w = g.parameter("w", {4}, Init::full(2.0));
   Tensor frozen;
-  EXPECT_TRUE(isGradEnabled());
+  EXPECT_TRUE(is_grad_enabled());
   {
     NoGradGuard outer;
     NoGradGuard inner; // guards nest
-    EXPECT_FALSE(isGradEnabled());
+    EXPECT_FALSE(is_grad_enabled());
     frozen = w * x;
   }
-  EXPECT_TRUE(isGradEnabled());
+  EXPECT_TRUE(is_grad_enabled());
   // d/dw of sum(w * frozen) with frozen a constant is frozen = 2x; through
   // frozen as well it would be 2wx = 4x.
   Tensor loss = sum(w * frozen, {0});

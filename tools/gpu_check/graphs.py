@@ -51,7 +51,7 @@ def softmax(rows, cols):
 
 def layer_norm(rows, cols, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * gamma + beta over rows, as the
-    frontend's layerNorm records it."""
+    frontend's layer_norm records it."""
     t, r = _t([rows, cols]), _t([rows, 1])
     v = _t([cols])
     b = "locus.broadcast %%%s [%d, %d] : %s -> %s"

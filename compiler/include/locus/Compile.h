@@ -99,7 +99,7 @@ struct CompileOptions {
   /// state written (no optimizer step, no running-statistics update), and
   /// nothing computed that no output or state reads (the backward pass).
   /// A graph recorded once in training mode compiles both ways; the two
-  /// models share state by name: eval.loadStateDict(train.stateDict(),
+  /// models share state by name: eval.load_state_dict(train.state_dict(),
   /// false) before evaluating.
   bool eval = false;
   /// Where the devices run in-process, e.g. "cuda:0=sim" (the default for
@@ -194,7 +194,7 @@ public:
   void setState(const std::string &name, const HostTensor &value);
   /// Every parameter and buffer by name (copies), as PyTorch's
   /// state_dict().
-  std::map<std::string, HostTensor> stateDict() const;
+  std::map<std::string, HostTensor> state_dict() const;
   /// Sets the state from `dict`, as PyTorch's load_state_dict(): strict,
   /// `dict` must hold exactly this model's state names; otherwise the names
   /// both have are loaded and the rest left (an eval graph loading a
@@ -206,8 +206,18 @@ public:
     std::vector<std::string> missing;    ///< this model's, not in `dict`
     std::vector<std::string> unexpected; ///< in `dict`, not this model's
   };
-  StateDictKeys loadStateDict(const std::map<std::string, HostTensor> &dict,
-                              bool strict = true);
+  StateDictKeys load_state_dict(const std::map<std::string, HostTensor> &dict,
+                                bool strict = true);
+  [[deprecated("PyTorch's name is primary: state_dict()")]] std::map<
+      std::string, HostTensor>
+  stateDict() const {
+    return state_dict();
+  }
+  [[deprecated("PyTorch's name is primary: load_state_dict()")]] StateDictKeys
+  loadStateDict(const std::map<std::string, HostTensor> &dict,
+                bool strict = true) {
+    return load_state_dict(dict, strict);
+  }
   /// Writes every parameter and buffer to a safetensors file (the format
   /// PyTorch users keep weights in), atomically: a failed save leaves what
   /// was at `path`. Throws RunError.

@@ -42,7 +42,7 @@ struct Problem {
 CompiledModel compileChain(const Problem &problem, const Device &device,
                            int length, const CalibrateOptions &options) {
   Graph g("calibrate");
-  g.manualSeed(7);
+  g.manual_seed(7);
   StateOptions on{.device = device};
   Init init = Init::uniform(-0.05, 0.05, 11);
   Tensor h;

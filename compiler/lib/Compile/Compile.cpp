@@ -321,7 +321,7 @@ static void checkState(const Slot &slot, const HostTensor &value) {
                    " " + dtypeName(value.dtype));
 }
 
-std::map<std::string, HostTensor> CompiledModel::stateDict() const {
+std::map<std::string, HostTensor> CompiledModel::state_dict() const {
   std::map<std::string, HostTensor> dict;
   for (const std::string &name : impl_->stateNames)
     dict[name] = state(name);
@@ -329,8 +329,8 @@ std::map<std::string, HostTensor> CompiledModel::stateDict() const {
 }
 
 CompiledModel::StateDictKeys
-CompiledModel::loadStateDict(const std::map<std::string, HostTensor> &dict,
-                             bool strict) {
+CompiledModel::load_state_dict(const std::map<std::string, HostTensor> &dict,
+                               bool strict) {
   Impl &m = *impl_;
   StateDictKeys keys;
   std::vector<std::string> &missing = keys.missing;
@@ -343,7 +343,7 @@ CompiledModel::loadStateDict(const std::map<std::string, HostTensor> &dict,
         m.stateNames.end())
       unexpected.push_back(entry.first);
   if (strict && (!missing.empty() || !unexpected.empty()))
-    throw RunError("loadStateDict: missing state: " + join(missing) +
+    throw RunError("load_state_dict: missing state: " + join(missing) +
                    "; unexpected: " + join(unexpected) +
                    " (pass strict = false to load the names both have)");
   // Every value checked before the first is written.

@@ -60,7 +60,7 @@ int64_t axisOf(const Tensor &x, int64_t axis, int64_t rank, const Here &loc,
 }
 
 Tensor scalarLike(const Tensor &x, double value, const Here &loc) {
-  return fullLike(x, value, loc);
+  return full_like(x, value, loc);
 }
 
 } // namespace
@@ -69,7 +69,7 @@ Tensor scalarLike(const Tensor &x, double value, const Here &loc) {
 // Activations
 //===----------------------------------------------------------------------===//
 
-Tensor locus::leakyRelu(const Tensor &x, double negativeSlope, Here loc) {
+Tensor locus::leaky_relu(const Tensor &x, double negativeSlope, Here loc) {
   return transaction(x, loc, [&] {
     Tensor zero = scalarLike(x, 0.0, loc);
     return add(
@@ -154,6 +154,28 @@ Tensor locus::mish(const Tensor &x, Here loc) {
   });
 }
 
+Tensor locus::prelu(const Tensor &x, const Tensor &weight, Here loc) {
+  requireTensor(x, loc);
+  requireTensor(weight, loc);
+  int64_t channels = x.rank() >= 2 ? x.dim(1) : 1;
+  if (weight.rank() != 1 || (weight.dim(0) != 1 && weight.dim(0) != channels))
+    throw errorAt(loc, "prelu: weight " + shapeText(weight.shape()) +
+                           " must hold 1 slope or one per channel (" +
+                           std::to_string(channels) + " for input " +
+                           shapeText(x.shape()) + ")");
+  return transaction(x, loc, [&] {
+    Tensor slope = weight;
+    if (weight.dim(0) > 1) { // [C] -> [C, 1, ...] against [N, C, ...]
+      Shape perChannel(static_cast<size_t>(x.rank() - 1), 1);
+      perChannel[0] = channels;
+      slope = reshape(weight, perChannel, loc);
+    }
+    // PyTorch's derivative: 1 where x > 0, the slope elsewhere.
+    Tensor zero = scalarLike(x, 0.0, loc);
+    return where(gt(x, zero, loc), x, mul(x, slope, loc), loc);
+  });
+}
+
 Tensor locus::elu(const Tensor &x, double alpha, Here loc) {
   return transaction(x, loc, [&] {
     Tensor zero = scalarLike(x, 0.0, loc);
@@ -168,8 +190,8 @@ Tensor locus::elu(const Tensor &x, double alpha, Here loc) {
 // Masks
 //===----------------------------------------------------------------------===//
 
-Tensor locus::maskedFill(const Tensor &x, const Tensor &mask, double value,
-                         Here loc) {
+Tensor locus::masked_fill(const Tensor &x, const Tensor &mask, double value,
+                          Here loc) {
   CallName call("masked_fill");
   requireTensor(mask, loc);
   if (mask.dtype() != DType::i1)
@@ -255,7 +277,7 @@ Tensor locus::expand(const Tensor &x, const Shape &shape, Here loc) {
                                shapeText(shape));
       target[d] = in[d - lead];
     }
-  return broadcastTo(x, target, loc);
+  return broadcast_to(x, target, loc);
 }
 
 std::vector<Tensor> locus::split(const Tensor &x, int64_t size, int64_t axis,
@@ -517,8 +539,8 @@ Tensor locus::logsumexp(const Tensor &x, const std::vector<int64_t> &axes,
   });
 }
 
-Tensor locus::adaptiveAvgPool2d(const Tensor &x, std::vector<int64_t> out,
-                                Here loc) {
+Tensor locus::adaptive_avg_pool2d(const Tensor &x, std::vector<int64_t> out,
+                                  Here loc) {
   requireTensor(x, loc);
   if (out.size() == 1)
     out.push_back(out[0]);
@@ -532,7 +554,7 @@ Tensor locus::adaptiveAvgPool2d(const Tensor &x, std::vector<int64_t> out,
       return mean(x, {2, 3}, true, loc);
     if (h % out[0] == 0 && w % out[1] == 0) {
       std::vector<int64_t> k = {h / out[0], w / out[1]};
-      return avgPool2d(x, Pool2dParams{k, k, {0, 0}}, loc);
+      return avg_pool2d(x, Pool2dParams{k, k, {0, 0}}, loc);
     }
     // Windows of varying size: one mean per output cell.
     std::vector<Tensor> rows;
@@ -587,9 +609,9 @@ void checkChannelParam(const Tensor &t, int64_t channels, const char *what,
 
 } // namespace
 
-Tensor locus::layerNorm(const Tensor &x, const Shape &normalizedShape,
-                        const Tensor &weight, const Tensor &bias, double eps,
-                        Here loc) {
+Tensor locus::layer_norm(const Tensor &x, const Shape &normalizedShape,
+                         const Tensor &weight, const Tensor &bias, double eps,
+                         Here loc) {
   requireTensor(x, loc);
   int64_t k = static_cast<int64_t>(normalizedShape.size());
   Shape in = x.shape();
@@ -618,8 +640,8 @@ Tensor locus::layerNorm(const Tensor &x, const Shape &normalizedShape,
   });
 }
 
-Tensor locus::groupNorm(const Tensor &x, int64_t groups, const Tensor &weight,
-                        const Tensor &bias, double eps, Here loc) {
+Tensor locus::group_norm(const Tensor &x, int64_t groups, const Tensor &weight,
+                         const Tensor &bias, double eps, Here loc) {
   requireTensor(x, loc);
   if (x.rank() < 2)
     throw errorAt(loc,
@@ -638,10 +660,10 @@ Tensor locus::groupNorm(const Tensor &x, int64_t groups, const Tensor &weight,
   });
 }
 
-Tensor locus::batchNorm(const Tensor &x, const Tensor &runningMean,
-                        const Tensor &runningVar, const Tensor &weight,
-                        const Tensor &bias, bool training, double momentum,
-                        double eps, Here loc) {
+Tensor locus::batch_norm(const Tensor &x, const Tensor &runningMean,
+                         const Tensor &runningVar, const Tensor &weight,
+                         const Tensor &bias, bool training, double momentum,
+                         double eps, Here loc) {
   requireTensor(x, loc);
   if (x.rank() < 2)
     throw errorAt(loc,
@@ -742,8 +764,8 @@ Tensor reduceLoss(const Tensor &losses, Reduction reduction, const Here &loc) {
 
 } // namespace
 
-Tensor locus::l1Loss(const Tensor &input, const Tensor &target,
-                     Reduction reduction, Here loc) {
+Tensor locus::l1_loss(const Tensor &input, const Tensor &target,
+                      Reduction reduction, Here loc) {
   CallName call("l1_loss");
   checkLossOperands(input, target, "l1_loss", loc);
   return transaction(input, loc, [&] {
@@ -751,8 +773,8 @@ Tensor locus::l1Loss(const Tensor &input, const Tensor &target,
   });
 }
 
-Tensor locus::smoothL1Loss(const Tensor &input, const Tensor &target,
-                           Reduction reduction, double beta, Here loc) {
+Tensor locus::smooth_l1_loss(const Tensor &input, const Tensor &target,
+                             Reduction reduction, double beta, Here loc) {
   CallName call("smooth_l1_loss");
   checkLossOperands(input, target, "smooth_l1_loss", loc);
   if (!(beta >= 0) || !std::isfinite(beta))
@@ -760,7 +782,7 @@ Tensor locus::smoothL1Loss(const Tensor &input, const Tensor &target,
                        "got " +
                            numberText(beta));
   if (beta == 0)
-    return l1Loss(input, target, reduction, loc);
+    return l1_loss(input, target, reduction, loc);
   return transaction(input, loc, [&] {
     Tensor d = abs(sub(input, target, loc), loc);
     Tensor quadratic = scaled(mul(d, d, loc), 0.5 / beta, loc);
@@ -771,8 +793,8 @@ Tensor locus::smoothL1Loss(const Tensor &input, const Tensor &target,
   });
 }
 
-Tensor locus::binaryCrossEntropy(const Tensor &input, const Tensor &target,
-                                 Reduction reduction, Here loc) {
+Tensor locus::binary_cross_entropy(const Tensor &input, const Tensor &target,
+                                   Reduction reduction, Here loc) {
   CallName call("binary_cross_entropy");
   checkLossOperands(input, target, "binary_cross_entropy", loc);
   return transaction(input, loc, [&] {
@@ -790,9 +812,9 @@ Tensor locus::binaryCrossEntropy(const Tensor &input, const Tensor &target,
   });
 }
 
-Tensor locus::binaryCrossEntropyWithLogits(const Tensor &input,
-                                           const Tensor &target,
-                                           Reduction reduction, Here loc) {
+Tensor locus::binary_cross_entropy_with_logits(const Tensor &input,
+                                               const Tensor &target,
+                                               Reduction reduction, Here loc) {
   CallName call("binary_cross_entropy_with_logits");
   checkLossOperands(input, target, "binary_cross_entropy_with_logits", loc);
   return transaction(input, loc, [&] {
@@ -810,10 +832,10 @@ Tensor locus::binaryCrossEntropyWithLogits(const Tensor &input,
 // Attention
 //===----------------------------------------------------------------------===//
 
-Tensor locus::scaledDotProductAttention(const Tensor &q, const Tensor &k,
-                                        const Tensor &v,
-                                        const AttentionOptions &options,
-                                        Here loc) {
+Tensor locus::scaled_dot_product_attention(const Tensor &q, const Tensor &k,
+                                           const Tensor &v,
+                                           const AttentionOptions &options,
+                                           Here loc) {
   requireTensor(q, loc);
   if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2 || q.dim(-1) != k.dim(-1) ||
       k.dim(-2) != v.dim(-2))
@@ -873,9 +895,9 @@ Tensor normPart(const Tensor &g, double p, const Here &loc) {
 
 } // namespace
 
-Tensor locus::nn::utils::clipGradNorm_(std::vector<Tensor> &grads,
-                                       double maxNorm, double normType,
-                                       Here loc) {
+Tensor locus::nn::utils::clip_grad_norm_(std::vector<Tensor> &grads,
+                                         double maxNorm, double normType,
+                                         Here loc) {
   if (grads.empty())
     throw errorAt(loc, "clip_grad_norm_ needs at least one gradient");
   if (!(normType > 0.0))
@@ -918,8 +940,8 @@ Tensor locus::nn::utils::clipGradNorm_(std::vector<Tensor> &grads,
   return norm;
 }
 
-void locus::nn::utils::clipGradValue_(std::vector<Tensor> &grads,
-                                      double clipValue, Here loc) {
+void locus::nn::utils::clip_grad_value_(std::vector<Tensor> &grads,
+                                        double clipValue, Here loc) {
   if (!(clipValue >= 0.0))
     throw errorAt(loc, "clip_grad_value_: clip_value " + numberText(clipValue) +
                            " must be 0 or more");
@@ -933,4 +955,35 @@ void locus::nn::utils::clipGradValue_(std::vector<Tensor> &grads,
     return out;
   });
   grads = std::move(clipped);
+}
+
+Tensor locus::nll_loss(const Tensor &input, const Tensor &target,
+                       Reduction reduction, Here loc) {
+  CallName call("nll_loss");
+  requireTensor(input, loc);
+  requireTensor(target, loc);
+  Shape in = input.shape(), t = target.shape();
+  bool fits = input.dtype() == DType::f32 && target.dtype() == DType::i64 &&
+              in.size() >= 2 && t.size() + 1 == in.size() && t[0] == in[0] &&
+              std::equal(t.begin() + 1, t.end(), in.begin() + 2);
+  if (!fits)
+    throw errorAt(loc, "nll_loss takes f32 log-probabilities [N, C, ...] and "
+                       "i64 targets [N, ...], not " +
+                           std::string(dtypeName(input.dtype())) + " " +
+                           shapeText(in) + " and " + dtypeName(target.dtype()) +
+                           " " + shapeText(t));
+  return transaction(input, loc, [&] {
+    // Classes last, against one-hot targets [N, ..., C].
+    Tensor classesLast = input;
+    if (input.rank() > 2) {
+      std::vector<int64_t> order{0};
+      for (int64_t d = 2; d < input.rank(); ++d)
+        order.push_back(d);
+      order.push_back(1);
+      classesLast = permute(input, order, loc);
+    }
+    Tensor hot = one_hot(target, in[1], DType::f32, loc);
+    Tensor picked = sum(mul(classesLast, hot, loc), {-1}, false, loc);
+    return reduceLoss(neg(picked, loc), reduction, loc);
+  });
 }

@@ -395,7 +395,7 @@ void detail::markEvalValue(const Tensor &trainValue, const Tensor &evalValue,
 
 NoGradGuard::NoGradGuard() { ++noGradDepth; }
 NoGradGuard::~NoGradGuard() { --noGradDepth; }
-bool locus::isGradEnabled() { return noGradDepth == 0; }
+bool locus::is_grad_enabled() { return noGradDepth == 0; }
 
 mlir::Operation *GraphImpl::finish(mlir::Operation *op, const Here &loc,
                                    DiagnosticCapture &capture) {
@@ -871,7 +871,7 @@ void Graph::output(const std::string &name, const Tensor &value, Here loc) {
   tx.commit();
 }
 
-void Graph::manualSeed(uint64_t seed) { impl_->seedBase = seed; }
+void Graph::manual_seed(uint64_t seed) { impl_->seedBase = seed; }
 
 uint64_t Graph::seedFor(const std::string &name) const {
   return impl_->seedFor(name);

@@ -104,6 +104,47 @@ std::vector<Tensor> Conv2d::parameters() const {
 }
 
 //===----------------------------------------------------------------------===//
+// Conv1d
+//===----------------------------------------------------------------------===//
+
+Conv1d::Conv1d(Graph &graph, int64_t inChannels, int64_t outChannels,
+               int64_t kernelSize, const Conv1dOptions &options, Here loc)
+    : Module(loc) {
+  if (kernelSize < 1 || inChannels < 1 || outChannels < 1)
+    throw errorAt(loc, "Conv1d(" + std::to_string(inChannels) + ", " +
+                           std::to_string(outChannels) + ", " +
+                           std::to_string(kernelSize) +
+                           "): channel counts and kernel_size must be "
+                           "positive");
+  if (options.groups < 1 || inChannels % options.groups != 0 ||
+      outChannels % options.groups != 0)
+    throw errorAt(loc, "Conv1d: groups " + std::to_string(options.groups) +
+                           " must divide in_channels " +
+                           std::to_string(inChannels) + " and out_channels " +
+                           std::to_string(outChannels));
+  params_ = {options.stride, options.padding, options.dilation, options.groups};
+  std::string name = layerName(graph, options.name, "conv");
+  setName(name);
+  int64_t fanIn = inChannels / options.groups * kernelSize;
+  weight_ =
+      defaultParameter(graph, name + ".weight",
+                       {outChannels, inChannels / options.groups, kernelSize},
+                       fanIn, options.device, loc);
+  if (options.bias)
+    bias_ = defaultParameter(graph, name + ".bias", {outChannels}, fanIn,
+                             options.device, loc);
+}
+
+Tensor Conv1d::forward(const Tensor &x, Here loc) const {
+  return conv1d(x, weight_, bias_, params_, loc);
+}
+
+std::vector<Tensor> Conv1d::parameters() const {
+  return bias_ ? std::vector<Tensor>{weight_, bias_}
+               : std::vector<Tensor>{weight_};
+}
+
+//===----------------------------------------------------------------------===//
 // Parameter-free layers
 //===----------------------------------------------------------------------===//
 
@@ -121,7 +162,44 @@ MaxPool2d::MaxPool2d(std::vector<int64_t> kernelSize,
 }
 
 Tensor MaxPool2d::forward(const Tensor &x, Here loc) const {
-  return maxPool2d(x, params_, loc);
+  return max_pool2d(x, params_, loc);
+}
+
+AvgPool2d::AvgPool2d(std::vector<int64_t> kernelSize,
+                     std::vector<int64_t> stride, std::vector<int64_t> padding,
+                     Here loc)
+    : Module(loc) {
+  for (std::vector<int64_t> *v : {&kernelSize, &stride, &padding})
+    if (v->size() == 1)
+      v->push_back(v->front());
+  params_ = {std::move(kernelSize), std::move(stride), std::move(padding)};
+}
+
+Tensor AvgPool2d::forward(const Tensor &x, Here loc) const {
+  return avg_pool2d(x, params_, loc);
+}
+
+Tensor Softmax::forward(const Tensor &x, Here loc) const {
+  return softmax(x, dim_, loc);
+}
+Tensor LogSoftmax::forward(const Tensor &x, Here loc) const {
+  return log_softmax(x, dim_, loc);
+}
+
+PReLU::PReLU(Graph &graph, int64_t numParameters, double init,
+             const LayerOptions &options, Here loc)
+    : Module(loc) {
+  if (numParameters < 1)
+    throw errorAt(loc, "PReLU: num_parameters " +
+                           std::to_string(numParameters) + " must be positive");
+  std::string name = layerName(graph, options.name, "prelu");
+  setName(name);
+  weight_ = graph.parameter(name + ".weight", {numParameters}, Init::full(init),
+                            {options.device}, loc);
+}
+
+Tensor PReLU::forward(const Tensor &x, Here loc) const {
+  return prelu(x, weight_, loc);
 }
 
 Tensor Flatten::forward(const Tensor &x, Here loc) const {
@@ -163,7 +241,7 @@ void Sequential::train(bool on) {
     layer.get()->train(on);
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::stateDict() const {
+std::vector<std::pair<std::string, Tensor>> Module::state_dict() const {
   std::vector<std::pair<std::string, Tensor>> all;
   for (const std::vector<Tensor> &group : {parameters(), buffers()})
     for (const Tensor &t : group)
@@ -220,9 +298,9 @@ Tensor BatchNorm::forward(const Tensor &x, Here loc) const {
                            (ranks_.size() == 1 ? "; it takes [N, C, H, W]"
                                                : "; it takes [N, C] or "
                                                  "[N, C, L]"));
-  bool useBatch = isTraining() || !runningMean_;
-  return batchNorm(x, runningMean_, runningVar_, weight_, bias_, useBatch,
-                   momentum_, eps_, loc);
+  bool useBatch = is_training() || !runningMean_;
+  return batch_norm(x, runningMean_, runningVar_, weight_, bias_, useBatch,
+                    momentum_, eps_, loc);
 }
 
 std::vector<Tensor> BatchNorm::parameters() const {
@@ -257,7 +335,7 @@ LayerNorm::LayerNorm(Graph &graph, Shape normalizedShape,
 }
 
 Tensor LayerNorm::forward(const Tensor &x, Here loc) const {
-  return layerNorm(x, shape_, weight_, bias_, eps_, loc);
+  return layer_norm(x, shape_, weight_, bias_, eps_, loc);
 }
 
 std::vector<Tensor> LayerNorm::parameters() const {
@@ -286,7 +364,7 @@ GroupNorm::GroupNorm(Graph &graph, int64_t numGroups, int64_t numChannels,
 }
 
 Tensor GroupNorm::forward(const Tensor &x, Here loc) const {
-  return groupNorm(x, groups_, weight_, bias_, eps_, loc);
+  return group_norm(x, groups_, weight_, bias_, eps_, loc);
 }
 
 std::vector<Tensor> GroupNorm::parameters() const {
@@ -317,11 +395,11 @@ Tensor Embedding::forward(const Tensor &indices, Here loc) const {
 }
 
 Tensor AdaptiveAvgPool2d::forward(const Tensor &x, Here loc) const {
-  return adaptiveAvgPool2d(x, outputSize_, loc);
+  return adaptive_avg_pool2d(x, outputSize_, loc);
 }
 
 Tensor LeakyReLU::forward(const Tensor &x, Here loc) const {
-  return leakyRelu(x, slope_, loc);
+  return leaky_relu(x, slope_, loc);
 }
 Tensor Tanh::forward(const Tensor &x, Here loc) const { return tanh(x, loc); }
 Tensor Sigmoid::forward(const Tensor &x, Here loc) const {
@@ -418,8 +496,8 @@ Tensor MultiheadAttention::attend(const Tensor &query, const Tensor &key,
             ? eq(masks.attnMask,
                  masks.attnMask.graph(loc).zeros({}, DType::i1, loc), loc)
             : masks.attnMask;
-  Tensor out = scaledDotProductAttention(heads(q, 0), heads(k, 1), heads(v, 2),
-                                         attention, loc);
+  Tensor out = scaled_dot_product_attention(heads(q, 0), heads(k, 1),
+                                            heads(v, 2), attention, loc);
   // [B, H, T, D] -> [B, T, E]
   out = reshape(transpose(out, 1, 2, loc), {q.dim(0), q.dim(1), e}, loc);
   out = linear(out, outProjWeight_, outProjBias_, loc);
@@ -461,7 +539,7 @@ Dropout::Dropout(double p, Here loc) : Module(loc), p_(p) {
 }
 
 Tensor Dropout::forward(const Tensor &x, Here loc) const {
-  return dropout(x, p_, isTraining(), loc);
+  return dropout(x, p_, is_training(), loc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -541,7 +619,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(
 Tensor TransformerEncoderLayer::encode(const Tensor &src,
                                        const AttentionMasks &masks,
                                        const Here &loc) const {
-  bool training = isTraining();
+  bool training = is_training();
   auto attention = [&](const Tensor &x) {
     return dropout(selfAttn_(x, x, x, masks, loc), dropout_, training, loc);
   };

@@ -180,43 +180,43 @@ Tensor locus::maximum(const Tensor &a, const Tensor &b, Here loc) {
   return binary<MaximumOp>(a, b, loc);
 }
 
-Tensor locus::operator+(const Operand &a, const Tensor &b) {
+Tensor locus::types::operator+(const Operand &a, const Tensor &b) {
   return binary<AddOp>(a.tensor, b, a.loc);
 }
-Tensor locus::operator-(const Operand &a, const Tensor &b) {
+Tensor locus::types::operator-(const Operand &a, const Tensor &b) {
   return binary<SubOp>(a.tensor, b, a.loc);
 }
-Tensor locus::operator*(const Operand &a, const Tensor &b) {
+Tensor locus::types::operator*(const Operand &a, const Tensor &b) {
   return binary<MulOp>(a.tensor, b, a.loc);
 }
-Tensor locus::operator/(const Operand &a, const Tensor &b) {
+Tensor locus::types::operator/(const Operand &a, const Tensor &b) {
   return binary<DivOp>(a.tensor, b, a.loc);
 }
-Tensor locus::operator+(const Operand &a, float b) {
+Tensor locus::types::operator+(const Operand &a, float b) {
   return withScalar<AddOp>(a.tensor, b, false, a.loc);
 }
-Tensor locus::operator-(const Operand &a, float b) {
+Tensor locus::types::operator-(const Operand &a, float b) {
   return withScalar<SubOp>(a.tensor, b, false, a.loc);
 }
-Tensor locus::operator*(const Operand &a, float b) {
+Tensor locus::types::operator*(const Operand &a, float b) {
   return withScalar<MulOp>(a.tensor, b, false, a.loc);
 }
-Tensor locus::operator/(const Operand &a, float b) {
+Tensor locus::types::operator/(const Operand &a, float b) {
   return withScalar<DivOp>(a.tensor, b, false, a.loc);
 }
-Tensor locus::operator-(const Operand &a) {
+Tensor locus::types::operator-(const Operand &a) {
   return unary<NegOp>(a.tensor, a.loc);
 }
-Tensor locus::operator+(float a, const Operand &b) {
+Tensor locus::types::operator+(float a, const Operand &b) {
   return withScalar<AddOp>(b.tensor, a, true, b.loc);
 }
-Tensor locus::operator-(float a, const Operand &b) {
+Tensor locus::types::operator-(float a, const Operand &b) {
   return withScalar<SubOp>(b.tensor, a, true, b.loc);
 }
-Tensor locus::operator*(float a, const Operand &b) {
+Tensor locus::types::operator*(float a, const Operand &b) {
   return withScalar<MulOp>(b.tensor, a, true, b.loc);
 }
-Tensor locus::operator/(float a, const Operand &b) {
+Tensor locus::types::operator/(float a, const Operand &b) {
   return withScalar<DivOp>(b.tensor, a, true, b.loc);
 }
 
@@ -307,7 +307,7 @@ Tensor locus::where(const Tensor &cond, const Tensor &a, const Tensor &b,
   return g.wrap(result);
 }
 
-Tensor locus::fullLike(const Tensor &x, double value, Here loc) {
+Tensor locus::full_like(const Tensor &x, double value, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value vx = g.value(x, loc);
@@ -318,15 +318,15 @@ Tensor locus::fullLike(const Tensor &x, double value, Here loc) {
   return g.wrap(result);
 }
 
-Tensor locus::zerosLike(const Tensor &x, Here loc) {
-  return fullLike(x, 0.0, loc);
+Tensor locus::zeros_like(const Tensor &x, Here loc) {
+  return full_like(x, 0.0, loc);
 }
 
-Tensor locus::onesLike(const Tensor &x, Here loc) {
-  return fullLike(x, 1.0, loc);
+Tensor locus::ones_like(const Tensor &x, Here loc) {
+  return full_like(x, 1.0, loc);
 }
 
-Tensor locus::broadcastTo(const Tensor &x, const Shape &shape, Here loc) {
+Tensor locus::broadcast_to(const Tensor &x, const Shape &shape, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value result =
@@ -579,7 +579,7 @@ Tensor locus::max(const Tensor &x, const std::vector<int64_t> &axes,
 Tensor locus::softmax(const Tensor &x, int64_t axis, Here loc) {
   return softmaxLike<SoftmaxOp>(x, axis, loc);
 }
-Tensor locus::logSoftmax(const Tensor &x, int64_t axis, Here loc) {
+Tensor locus::log_softmax(const Tensor &x, int64_t axis, Here loc) {
   return softmaxLike<LogSoftmaxOp>(x, axis, loc);
 }
 
@@ -615,15 +615,39 @@ locus::detail::batchNormTrain(const Tensor &x, const Tensor &weight,
           g.wrap(op->getResult(2))};
 }
 
-Tensor locus::maxPool2d(const Tensor &x, const Pool2dParams &params, Here loc) {
+Tensor locus::conv1d(const Tensor &x, const Tensor &weight, const Tensor &bias,
+                     const Conv1dParams &params, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  (void)weight.graph(loc); // an Error for an empty handle
+  for (const Tensor *t : {&x, &weight})
+    if (t->rank() != 3)
+      throw userError(
+          loc, std::string("conv1d: ") + (t == &x ? "input" : "weight") + " " +
+                   shapeText(t->shape()) + " must have 3 dimensions (" +
+                   (t == &x ? "N, C, L" : "out, in / groups, k") + ")");
+  Transaction tx(g);
+  Conv2dParams p{{1, params.stride},
+                 {0, params.padding},
+                 {1, params.dilation},
+                 params.groups};
+  Tensor y = squeeze(
+      conv2d(unsqueeze(x, 2, loc), unsqueeze(weight, 2, loc), bias, p, loc), 2,
+      loc);
+  tx.commit();
+  return y;
+}
+
+Tensor locus::max_pool2d(const Tensor &x, const Pool2dParams &params,
+                         Here loc) {
   return pool<MaxPool2dOp>(x, params, loc);
 }
-Tensor locus::avgPool2d(const Tensor &x, const Pool2dParams &params, Here loc) {
+Tensor locus::avg_pool2d(const Tensor &x, const Pool2dParams &params,
+                         Here loc) {
   return pool<AvgPool2dOp>(x, params, loc);
 }
 
-Tensor locus::mseLoss(const Tensor &input, const Tensor &target,
-                      Reduction reduction, Here loc) {
+Tensor locus::mse_loss(const Tensor &input, const Tensor &target,
+                       Reduction reduction, Here loc) {
   GraphImpl &g = GraphImpl::of(input, loc);
   Transaction tx(g);
   mlir::Value result = g.record<MseLossOp>(
@@ -632,8 +656,8 @@ Tensor locus::mseLoss(const Tensor &input, const Tensor &target,
   return g.wrap(result);
 }
 
-Tensor locus::crossEntropy(const Tensor &logits, const Tensor &labels,
-                           Reduction reduction, Here loc) {
+Tensor locus::cross_entropy(const Tensor &logits, const Tensor &labels,
+                            Reduction reduction, Here loc) {
   GraphImpl &g = GraphImpl::of(logits, loc);
   Transaction tx(g);
   requireF32<CrossEntropyOp>(g.value(logits, loc), "the logits", loc);
@@ -644,6 +668,21 @@ Tensor locus::crossEntropy(const Tensor &logits, const Tensor &labels,
                                reductionKind(reduction));
   tx.commit();
   return g.wrap(result);
+}
+
+Tensor locus::one_hot(const Tensor &labels, int64_t numClasses, DType dtype,
+                      Here loc) {
+  GraphImpl &g = GraphImpl::of(labels, loc);
+  Transaction tx(g);
+  GraphImpl::requireDType(g.value(labels, loc), DType::i64, "one_hot",
+                          "the labels", loc);
+  if (numClasses < 1)
+    throw userError(loc, "one_hot: num_classes " + std::to_string(numClasses) +
+                             " must be positive");
+  mlir::Value hot = g.record<OneHotOp>(loc, g.value(labels, loc),
+                                       static_cast<uint64_t>(numClasses));
+  tx.commit();
+  return cast(g.wrap(hot), dtype, loc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -682,8 +721,8 @@ static mlir::Value indicesOf(GraphImpl &g, const Tensor &index,
   return vi;
 }
 
-Tensor locus::indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
-                          Here loc) {
+Tensor locus::index_select(const Tensor &x, int64_t axis, const Tensor &index,
+                           Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);

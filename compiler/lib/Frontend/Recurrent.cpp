@@ -287,7 +287,7 @@ RecurrentOutput Recurrent::run(const Tensor &x, const Tensor &h0,
       steps[t] = directions_ == 2 ? concat({outs[0][t], outs[1][t]}, 1, loc)
                                   : outs[0][t];
       // PyTorch's dropout on each layer's output but the last's.
-      if (!last && dropout_ > 0 && isTraining())
+      if (!last && dropout_ > 0 && is_training())
         steps[t] = dropout(steps[t], dropout_, true, loc);
     }
   }

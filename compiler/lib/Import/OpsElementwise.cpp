@@ -117,7 +117,7 @@ void Importer::compare(const NodeProto &n, const std::string &op) {
 
 void Importer::addActivations(Handlers &t) {
   t["LeakyRelu"] = [](Importer &im, Graph &, const NodeProto &n) {
-    im.out(n, 0, leakyRelu(im.in(n, 0), attrFloat(n, "alpha", 0.01)));
+    im.out(n, 0, leaky_relu(im.in(n, 0), attrFloat(n, "alpha", 0.01)));
   };
   t["Elu"] = [](Importer &im, Graph &, const NodeProto &n) {
     im.out(n, 0, elu(im.in(n, 0), attrFloat(n, "alpha", 1.0)));

@@ -136,7 +136,7 @@ void Importer::pool(const NodeProto &n, bool max) {
                    max ? -std::numeric_limits<float>::infinity() : 0.0);
     params.padding = {0, 0};
   }
-  out(n, 0, max ? maxPool2d(x, params) : avgPool2d(x, params));
+  out(n, 0, max ? max_pool2d(x, params) : avg_pool2d(x, params));
 }
 
 void Importer::reduce(const NodeProto &n, const std::string &op) {
@@ -184,13 +184,13 @@ void Importer::softmax(const NodeProto &n, bool log) {
   int64_t axis = normalizeAxis(attrInt(n, "axis", opset_ >= 13 ? -1 : 1), rank);
   Tensor x = in(n, 0);
   if (opset_ >= 13 || axis == rank - 1) {
-    out(n, 0, log ? logSoftmax(x, axis) : locus::softmax(x, axis));
+    out(n, 0, log ? log_softmax(x, axis) : locus::softmax(x, axis));
     return;
   }
   // Before opset 13: over all dimensions from `axis` on, as one.
   Tensor flat = locus::reshape(
       x, {product(shape, 0, size_t(axis)), product(shape, size_t(axis))});
-  Tensor y = log ? logSoftmax(flat, 1) : locus::softmax(flat, 1);
+  Tensor y = log ? log_softmax(flat, 1) : locus::softmax(flat, 1);
   out(n, 0, locus::reshape(y, shape));
 }
 
@@ -234,8 +234,8 @@ void Importer::batchNorm(const NodeProto &n) {
   }
   // ONNX keeps momentum of the old value; PyTorch the new one's weight.
   out(n, 0,
-      ::locus::batchNorm(in(n, 0), in(n, 3, true), in(n, 4, true), in(n, 1),
-                         in(n, 2), training, 1.0 - momentum, eps));
+      ::locus::batch_norm(in(n, 0), in(n, 3, true), in(n, 4, true), in(n, 1),
+                          in(n, 2), training, 1.0 - momentum, eps));
 }
 
 void Importer::addNnHandlers(Handlers &t) {
@@ -256,7 +256,7 @@ void Importer::addNnHandlers(Handlers &t) {
     for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
       axes.push_back(d);
     im.out(n, 0,
-           shape.size() == 4 ? adaptiveAvgPool2d(im.in(n, 0), {1, 1})
+           shape.size() == 4 ? adaptive_avg_pool2d(im.in(n, 0), {1, 1})
                              : mean(im.in(n, 0), axes, true));
   };
   t["GlobalMaxPool"] = [](Importer &im, Graph &, const NodeProto &n) {
@@ -276,9 +276,9 @@ void Importer::addNnHandlers(Handlers &t) {
     double eps = attrFloat(n, "epsilon", 1e-5);
     Tensor x = im.in(n, 0);
     im.out(n, 0,
-           layerNorm(x, Shape(shape.begin() + axis, shape.end()),
-                     im.has(n, 1) ? im.in(n, 1) : Tensor(),
-                     im.has(n, 2) ? im.in(n, 2) : Tensor(), eps));
+           layer_norm(x, Shape(shape.begin() + axis, shape.end()),
+                      im.has(n, 1) ? im.in(n, 1) : Tensor(),
+                      im.has(n, 2) ? im.in(n, 2) : Tensor(), eps));
     // The statistics, when asked for, kept over the normalised axes.
     std::vector<int64_t> axes;
     for (auto d = axis; d < static_cast<int64_t>(shape.size()); ++d)

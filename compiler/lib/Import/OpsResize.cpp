@@ -151,12 +151,12 @@ void Importer::resize(Graph &g, const NodeProto &n, bool upsample) {
       wHi.push_back(static_cast<float>(c - f));
       wLo.push_back(static_cast<float>(1.0 - (c - f)));
     }
-    Tensor a = indexSelect(x, axis, g.constantI64({outSize}, lo));
+    Tensor a = index_select(x, axis, g.constantI64({outSize}, lo));
     if (mode == "nearest") {
       x = a;
       continue;
     }
-    Tensor b = indexSelect(x, axis, g.constantI64({outSize}, hi));
+    Tensor b = index_select(x, axis, g.constantI64({outSize}, hi));
     Shape weightShape(rank, 1);
     weightShape[d] = outSize;
     x = a * expand(g.constant(weightShape, wLo), current) +

@@ -212,7 +212,7 @@ void Importer::gather(Graph &g, const NodeProto &n) {
     }
     idx = locus::reshape(idx, {product(indexShape)});
   }
-  Tensor picked = indexSelect(x, axis, idx);
+  Tensor picked = index_select(x, axis, idx);
   out(n, 0,
       picked.shape() == outShape ? picked : locus::reshape(picked, outShape));
 }

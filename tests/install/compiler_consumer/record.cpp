@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
   }
   try {
     locus::Graph g("mlp");
-    g.manualSeed(7);
+    g.manual_seed(7);
     auto x = g.input("x", {2, 4});
     locus::nn::Linear fc(g, 4, 3, {.name = "fc"});
     g.output("y", locus::relu(fc(x)));

@@ -125,6 +125,13 @@ class LayerScope;
 class Recording;
 } // namespace detail
 
+/// Tensor and Graph (and the operators on tensors) live in a namespace of
+/// their own, and the functions that record ops in `locus`: a call such as
+/// `gelu(x)` in user code finds the user's own `gelu` and never, through
+/// argument-dependent lookup, a locus function of the same name added in a
+/// later release. Spell locus's as `locus::gelu(x)` or `x.gelu()`-style
+/// methods; both names below are also `locus::Tensor` and `locus::Graph`.
+namespace types {
 class Graph;
 
 /// A value of the graph: a cheap handle that keeps its graph alive.
@@ -146,6 +153,64 @@ public:
   /// The graph this tensor belongs to (an Error for an empty handle).
   Graph graph(Here loc = Here::current()) const;
 
+  /// Dimension `dim` (negative counts from the end), as Tensor.size(dim).
+  int64_t size(int64_t dim) const { return this->dim(dim); }
+  /// The shape, as Tensor.sizes().
+  Shape sizes() const { return shape(); }
+
+  // PyTorch's Tensor methods: each records the free function of the same
+  // name (x.relu() is locus::relu(x)), at the caller's line.
+  Tensor relu(Here loc = Here::current()) const;
+  Tensor sigmoid(Here loc = Here::current()) const;
+  Tensor tanh(Here loc = Here::current()) const;
+  Tensor exp(Here loc = Here::current()) const;
+  Tensor log(Here loc = Here::current()) const;
+  Tensor sqrt(Here loc = Here::current()) const;
+  Tensor rsqrt(Here loc = Here::current()) const;
+  Tensor abs(Here loc = Here::current()) const;
+  Tensor neg(Here loc = Here::current()) const;
+  Tensor sin(Here loc = Here::current()) const;
+  Tensor cos(Here loc = Here::current()) const;
+  Tensor erf(Here loc = Here::current()) const;
+  Tensor reciprocal(Here loc = Here::current()) const;
+  Tensor pow(double exponent, Here loc = Here::current()) const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max,
+               Here loc = Here::current()) const;
+  Tensor masked_fill(const Tensor &mask, double value,
+                     Here loc = Here::current()) const;
+  Tensor softmax(int64_t dim, Here loc = Here::current()) const;
+  Tensor log_softmax(int64_t dim, Here loc = Here::current()) const;
+  Tensor matmul(const Tensor &other, Here loc = Here::current()) const;
+  /// One dimension may be -1, as in PyTorch.
+  Tensor reshape(const Shape &shape, Here loc = Here::current()) const;
+  /// reshape(): graph values have no storage to share.
+  Tensor view(const Shape &shape, Here loc = Here::current()) const;
+  /// Tensor.flatten: from dimension 0 by default (nn.Flatten and
+  /// locus::flatten start at 1).
+  Tensor flatten(int64_t startDim = 0, int64_t endDim = -1,
+                 Here loc = Here::current()) const;
+  Tensor permute(const std::vector<int64_t> &dims,
+                 Here loc = Here::current()) const;
+  Tensor transpose(int64_t dim0, int64_t dim1,
+                   Here loc = Here::current()) const;
+  /// A matrix's transpose; a 0-d or 1-d tensor is itself. An Error for
+  /// more than 2 dimensions, as Tensor.t().
+  Tensor t(Here loc = Here::current()) const;
+  Tensor squeeze(int64_t dim, Here loc = Here::current()) const;
+  Tensor unsqueeze(int64_t dim, Here loc = Here::current()) const;
+  Tensor expand(const Shape &shape, Here loc = Here::current()) const;
+  /// The sum (mean) of every element, a 0-d tensor, as x.sum().
+  Tensor sum(Here loc = Here::current()) const;
+  Tensor sum(const std::vector<int64_t> &dims, bool keepdim = false,
+             Here loc = Here::current()) const;
+  Tensor mean(Here loc = Here::current()) const;
+  Tensor mean(const std::vector<int64_t> &dims, bool keepdim = false,
+              Here loc = Here::current()) const;
+  Tensor argmax(int64_t dim, bool keepdim = false,
+                Here loc = Here::current()) const;
+  /// Elementwise conversion, as locus::cast.
+  Tensor to(DType dtype, Here loc = Here::current()) const;
+
   /// The handle of the underlying MLIR value (mlir::Value's opaque pointer).
   void *opaqueValue() const { return value_; }
 
@@ -158,6 +223,10 @@ private:
   std::shared_ptr<detail::GraphImpl> graph_;
   void *value_ = nullptr;
 };
+} // namespace types
+
+using types::Graph;
+using types::Tensor;
 
 /// One dimension of an input: a size, or a dynamic size that each run
 /// gives, up to its bound (`locus::dyn("batch", 256)`). Tensors keep their
@@ -197,6 +266,7 @@ struct PrintOptions {
   bool locations = false;
 };
 
+namespace types {
 /// A recorded graph. Copies share the same graph.
 class Graph {
 public:
@@ -263,7 +333,11 @@ public:
 
   /// Seeds parameter initialisation, as torch.manual_seed: layers built
   /// after this call draw their seeds from it (see seedFor).
-  void manualSeed(uint64_t seed);
+  void manual_seed(uint64_t seed);
+  [[deprecated("PyTorch's name is primary: Graph::manual_seed")]] void
+  manualSeed(uint64_t seed) {
+    manual_seed(seed);
+  }
   /// The seed of the state named `name`: a hash of the graph's seed and the
   /// name, so it does not depend on the order in which layers are built (C++
   /// leaves the order of function arguments unspecified).
@@ -299,6 +373,7 @@ private:
       : impl_(std::move(impl)) {}
   std::shared_ptr<detail::GraphImpl> impl_;
 };
+} // namespace types
 
 namespace detail {
 /// Where something was written: a C++ line, or a Python caller's.
@@ -383,6 +458,7 @@ private:
 // explicit locus.broadcast). Axes may be negative (counted from the end).
 //===----------------------------------------------------------------------===//
 
+namespace types {
 /// The left operand of an operator, with the caller's location (operators
 /// cannot take a defaulted std::source_location parameter).
 struct Operand {
@@ -391,6 +467,23 @@ struct Operand {
   Tensor tensor;
   Here loc;
 };
+
+Tensor operator+(const Operand &a, const Tensor &b);
+Tensor operator-(const Operand &a, const Tensor &b);
+Tensor operator*(const Operand &a, const Tensor &b);
+Tensor operator/(const Operand &a, const Tensor &b);
+Tensor operator+(const Operand &a, float b);
+Tensor operator-(const Operand &a, float b);
+Tensor operator*(const Operand &a, float b);
+Tensor operator/(const Operand &a, float b);
+Tensor operator-(const Operand &a);
+/// A number on the left: 1.0f - t, 2.0f * t (located where `b` is).
+Tensor operator+(float a, const Operand &b);
+Tensor operator-(float a, const Operand &b);
+Tensor operator*(float a, const Operand &b);
+Tensor operator/(float a, const Operand &b);
+} // namespace types
+using types::Operand;
 
 /// torch::NoGradGuard / `with torch.no_grad():`: while one lives, the ops
 /// this thread records carry no gradient. Autodiff treats their results as
@@ -404,7 +497,7 @@ public:
   NoGradGuard &operator=(const NoGradGuard &) = delete;
 };
 /// torch.is_grad_enabled(): false while a NoGradGuard lives on this thread.
-bool isGradEnabled();
+bool is_grad_enabled();
 
 /// Reverse-mode gradients of `loss` (a scalar f32 tensor) with respect to
 /// each of `wrt` (f32 tensors of the same graph), recorded into the graph
@@ -430,23 +523,8 @@ void assign(const Tensor &state, const Tensor &value,
 
 /// The value `state` holds when this run ends: what assign() last wrote to
 /// it in this graph, or `state` itself when nothing did. An update that
-/// builds on earlier ones reads this (batchNorm's running statistics do).
+/// builds on earlier ones reads this (batch_norm's running statistics do).
 Tensor assignedValue(const Tensor &state, Here loc = Here::current());
-
-Tensor operator+(const Operand &a, const Tensor &b);
-Tensor operator-(const Operand &a, const Tensor &b);
-Tensor operator*(const Operand &a, const Tensor &b);
-Tensor operator/(const Operand &a, const Tensor &b);
-Tensor operator+(const Operand &a, float b);
-Tensor operator-(const Operand &a, float b);
-Tensor operator*(const Operand &a, float b);
-Tensor operator/(const Operand &a, float b);
-Tensor operator-(const Operand &a);
-/// A number on the left: 1.0f - t, 2.0f * t (located where `b` is).
-Tensor operator+(float a, const Operand &b);
-Tensor operator-(float a, const Operand &b);
-Tensor operator*(float a, const Operand &b);
-Tensor operator/(float a, const Operand &b);
 
 Tensor add(const Tensor &a, const Tensor &b, Here loc = Here::current());
 Tensor sub(const Tensor &a, const Tensor &b, Here loc = Here::current());
@@ -483,8 +561,8 @@ Tensor gelu(const Tensor &x, std::string_view approximate = "none",
             Here loc = Here::current());
 Tensor pow(const Tensor &x, double exponent, Here loc = Here::current());
 /// max(x, 0) + negativeSlope * min(x, 0), as torch.nn.functional.leaky_relu.
-Tensor leakyRelu(const Tensor &x, double negativeSlope = 0.01,
-                 Here loc = Here::current());
+Tensor leaky_relu(const Tensor &x, double negativeSlope = 0.01,
+                  Here loc = Here::current());
 /// x limited to [min, max] (either bound may be left out), as torch.clamp;
 /// the gradient passes where x is inside the bounds.
 Tensor clamp(const Tensor &x, std::optional<double> min,
@@ -506,6 +584,9 @@ Tensor softplus(const Tensor &x, double beta = 1.0, double threshold = 20.0,
                 Here loc = Here::current());
 /// x * tanh(softplus(x)), as torch.nn.functional.mish.
 Tensor mish(const Tensor &x, Here loc = Here::current());
+/// max(x, 0) + weight * min(x, 0), as torch.nn.functional.prelu: `weight`
+/// holds one slope, or one per channel (dimension 1 of x).
+Tensor prelu(const Tensor &x, const Tensor &weight, Here loc = Here::current());
 /// x where x > 0, alpha * (exp(x) - 1) elsewhere, as torch.nn.functional.elu.
 Tensor elu(const Tensor &x, double alpha = 1.0, Here loc = Here::current());
 
@@ -520,15 +601,15 @@ Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b,
              Here loc = Here::current());
 /// torch.full_like: `value` in x's shape and dtype (with dynamic sizes,
 /// x's dims).
-Tensor fullLike(const Tensor &x, double value, Here loc = Here::current());
-Tensor zerosLike(const Tensor &x, Here loc = Here::current());
-Tensor onesLike(const Tensor &x, Here loc = Here::current());
-Tensor broadcastTo(const Tensor &x, const Shape &shape,
-                   Here loc = Here::current());
+Tensor full_like(const Tensor &x, double value, Here loc = Here::current());
+Tensor zeros_like(const Tensor &x, Here loc = Here::current());
+Tensor ones_like(const Tensor &x, Here loc = Here::current());
+Tensor broadcast_to(const Tensor &x, const Shape &shape,
+                    Here loc = Here::current());
 /// x where mask is false, `value` where it is true (mask broadcasts), as
 /// Tensor.masked_fill.
-Tensor maskedFill(const Tensor &x, const Tensor &mask, double value,
-                  Here loc = Here::current());
+Tensor masked_fill(const Tensor &x, const Tensor &mask, double value,
+                   Here loc = Here::current());
 /// The upper (lower) triangle of the last two dimensions: elements with
 /// column - row >= diagonal (<= diagonal) kept, the rest zero (false), as
 /// torch.triu / torch.tril.
@@ -554,6 +635,9 @@ Tensor flatten(const Tensor &x, int64_t startDim = 1, int64_t endDim = -1,
                Here loc = Here::current());
 Tensor concat(const std::vector<Tensor> &xs, int64_t axis,
               Here loc = Here::current());
+/// torch.cat: concat under PyTorch's other name.
+Tensor cat(const std::vector<Tensor> &xs, int64_t axis = 0,
+           Here loc = Here::current());
 /// x[..., start:end:step, ...] along `axis`.
 Tensor slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
              int64_t step = 1, Here loc = Here::current());
@@ -590,8 +674,8 @@ Tensor embedding(const Tensor &indices, const Tensor &weight,
                  Here loc = Here::current());
 /// The slices of x along `axis` picked by a 1-D i64 (or i32) `index`, as
 /// torch.index_select (out-of-range indices as in embedding).
-Tensor indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
-                   Here loc = Here::current());
+Tensor index_select(const Tensor &x, int64_t axis, const Tensor &index,
+                    Here loc = Here::current());
 
 Tensor sum(const Tensor &x, const std::vector<int64_t> &axes,
            bool keepdim = false, Here loc = Here::current());
@@ -634,7 +718,7 @@ Tensor std(const Tensor &x, const std::vector<int64_t> &axes,
 Tensor logsumexp(const Tensor &x, const std::vector<int64_t> &axes,
                  bool keepdim = false, Here loc = Here::current());
 Tensor softmax(const Tensor &x, int64_t axis, Here loc = Here::current());
-Tensor logSoftmax(const Tensor &x, int64_t axis, Here loc = Here::current());
+Tensor log_softmax(const Tensor &x, int64_t axis, Here loc = Here::current());
 
 struct Conv2dParams {
   std::vector<int64_t> stride = {1, 1};
@@ -646,23 +730,42 @@ struct Conv2dParams {
 Tensor conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
               const Conv2dParams &params = {}, Here loc = Here::current());
 
+struct Conv1dParams {
+  int64_t stride = 1;
+  int64_t padding = 0;
+  int64_t dilation = 1;
+  int64_t groups = 1;
+};
+/// x [N, C, L] convolved with weight [out, C / groups, k] (bias [out] or
+/// empty), as torch.nn.functional.conv1d: recorded as conv2d over a height
+/// of 1, so every device and gradient of conv2d serves it.
+Tensor conv1d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
+              const Conv1dParams &params = {}, Here loc = Here::current());
+
 struct Pool2dParams {
   std::vector<int64_t> kernelSize = {};
   /// Empty: the kernel size, as in PyTorch.
   std::vector<int64_t> stride = {};
   std::vector<int64_t> padding = {0, 0};
 };
-Tensor maxPool2d(const Tensor &x, const Pool2dParams &params,
-                 Here loc = Here::current());
-Tensor avgPool2d(const Tensor &x, const Pool2dParams &params,
-                 Here loc = Here::current());
+Tensor max_pool2d(const Tensor &x, const Pool2dParams &params,
+                  Here loc = Here::current());
+Tensor avg_pool2d(const Tensor &x, const Pool2dParams &params,
+                  Here loc = Here::current());
+
+/// One-hot rows of i64 `labels` [...]: [..., numClasses], 1 at the label
+/// and 0 elsewhere, as torch.nn.functional.one_hot (i64 by default; f32
+/// records no cast). A label outside [0, numClasses) stops the run with an
+/// error naming this line.
+Tensor one_hot(const Tensor &labels, int64_t numClasses,
+               DType dtype = DType::i64, Here loc = Here::current());
 
 /// Average pooling to `outputSize` (one entry: square), as
 /// torch.nn.functional.adaptive_avg_pool2d: output cell i covers input
 /// rows [floor(i * H / out), ceil((i + 1) * H / out)). {1, 1} is global
 /// average pooling.
-Tensor adaptiveAvgPool2d(const Tensor &x, std::vector<int64_t> outputSize,
-                         Here loc = Here::current());
+Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<int64_t> outputSize,
+                           Here loc = Here::current());
 
 //===----------------------------------------------------------------------===//
 // Normalisation and attention (composites of the ops above: their gradients
@@ -671,14 +774,14 @@ Tensor adaptiveAvgPool2d(const Tensor &x, std::vector<int64_t> outputSize,
 
 /// Normalises over the last dimensions `normalizedShape` (biased variance),
 /// then `* weight + bias` when given, as torch.nn.functional.layer_norm.
-Tensor layerNorm(const Tensor &x, const Shape &normalizedShape,
-                 const Tensor &weight = {}, const Tensor &bias = {},
-                 double eps = 1e-5, Here loc = Here::current());
+Tensor layer_norm(const Tensor &x, const Shape &normalizedShape,
+                  const Tensor &weight = {}, const Tensor &bias = {},
+                  double eps = 1e-5, Here loc = Here::current());
 /// x [N, C, ...] normalised over each of `groups` groups of channels, then
 /// per-channel weight and bias, as torch.nn.functional.group_norm.
-Tensor groupNorm(const Tensor &x, int64_t groups, const Tensor &weight = {},
-                 const Tensor &bias = {}, double eps = 1e-5,
-                 Here loc = Here::current());
+Tensor group_norm(const Tensor &x, int64_t groups, const Tensor &weight = {},
+                  const Tensor &bias = {}, double eps = 1e-5,
+                  Here loc = Here::current());
 /// Batch normalisation of x [N, C, ...] per channel, as
 /// torch.nn.functional.batch_norm. In training: batch statistics (biased
 /// variance), and each run also updates the running statistics (buffers
@@ -686,10 +789,10 @@ Tensor groupNorm(const Tensor &x, int64_t groups, const Tensor &weight = {},
 /// variance for running_var), through assign(): so a graph updates them
 /// once. Otherwise the running statistics normalise. `weight`/`bias` may be
 /// empty.
-Tensor batchNorm(const Tensor &x, const Tensor &runningMean,
-                 const Tensor &runningVar, const Tensor &weight,
-                 const Tensor &bias, bool training, double momentum = 0.1,
-                 double eps = 1e-5, Here loc = Here::current());
+Tensor batch_norm(const Tensor &x, const Tensor &runningMean,
+                  const Tensor &runningVar, const Tensor &weight,
+                  const Tensor &bias, bool training, double momentum = 0.1,
+                  double eps = 1e-5, Here loc = Here::current());
 
 struct AttentionOptions {
   /// A boolean mask (true: may attend, as in PyTorch 2's
@@ -703,44 +806,52 @@ struct AttentionOptions {
 };
 /// softmax(q k^T * scale + mask) v for q [..., L, E], k [..., S, E],
 /// v [..., S, Ev], as torch.nn.functional.scaled_dot_product_attention.
-Tensor scaledDotProductAttention(const Tensor &q, const Tensor &k,
-                                 const Tensor &v,
-                                 const AttentionOptions &options = {},
-                                 Here loc = Here::current());
+Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k,
+                                    const Tensor &v,
+                                    const AttentionOptions &options = {},
+                                    Here loc = Here::current());
 
 enum class Reduction { mean, sum };
-Tensor mseLoss(const Tensor &input, const Tensor &target,
+Tensor mse_loss(const Tensor &input, const Tensor &target,
+                Reduction reduction = Reduction::mean,
+                Here loc = Here::current());
+/// `labels` are i64 class indices.
+Tensor cross_entropy(const Tensor &logits, const Tensor &labels,
+                     Reduction reduction = Reduction::mean,
+                     Here loc = Here::current());
+/// -input[n, target[n]], reduced, for log-probabilities `input` [N, C] or
+/// [N, C, d...] and i64 `target` [N] or [N, d...], as
+/// torch.nn.functional.nll_loss. A target outside [0, C) stops the run with
+/// an error naming this line (PyTorch's ignore_index is not offered).
+Tensor nll_loss(const Tensor &input, const Tensor &target,
+                Reduction reduction = Reduction::mean,
+                Here loc = Here::current());
+/// |input - target|, reduced, as torch.nn.functional.l1_loss.
+Tensor l1_loss(const Tensor &input, const Tensor &target,
                Reduction reduction = Reduction::mean,
                Here loc = Here::current());
-/// `labels` are i64 class indices.
-Tensor crossEntropy(const Tensor &logits, const Tensor &labels,
-                    Reduction reduction = Reduction::mean,
-                    Here loc = Here::current());
-/// |input - target|, reduced, as torch.nn.functional.l1_loss.
-Tensor l1Loss(const Tensor &input, const Tensor &target,
-              Reduction reduction = Reduction::mean,
-              Here loc = Here::current());
 /// Huber-like: 0.5 d^2 / beta where d = |input - target| < beta, else
 /// d - 0.5 beta (beta 0: l1), as torch.nn.functional.smooth_l1_loss.
-Tensor smoothL1Loss(const Tensor &input, const Tensor &target,
-                    Reduction reduction = Reduction::mean, double beta = 1.0,
-                    Here loc = Here::current());
+Tensor smooth_l1_loss(const Tensor &input, const Tensor &target,
+                      Reduction reduction = Reduction::mean, double beta = 1.0,
+                      Here loc = Here::current());
 /// -(t log(p) + (1 - t) log(1 - p)) for probabilities `input`, each log
 /// clamped at -100 as PyTorch's, as torch.nn.functional.binary_cross_entropy.
-Tensor binaryCrossEntropy(const Tensor &input, const Tensor &target,
-                          Reduction reduction = Reduction::mean,
-                          Here loc = Here::current());
+Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
+                            Reduction reduction = Reduction::mean,
+                            Here loc = Here::current());
 /// binary_cross_entropy of sigmoid(input), computed stably from the
 /// logits: max(x, 0) - x t + log(1 + exp(-|x|)), as
 /// torch.nn.functional.binary_cross_entropy_with_logits.
-Tensor binaryCrossEntropyWithLogits(const Tensor &input, const Tensor &target,
-                                    Reduction reduction = Reduction::mean,
-                                    Here loc = Here::current());
+Tensor binary_cross_entropy_with_logits(const Tensor &input,
+                                        const Tensor &target,
+                                        Reduction reduction = Reduction::mean,
+                                        Here loc = Here::current());
 
 //===----------------------------------------------------------------------===//
 // Random numbers (locus.random: Philox4x32-10, counter-based).
 //
-// Deterministic: a value depends on the graph's seed (Graph::manualSeed),
+// Deterministic: a value depends on the graph's seed (Graph::manual_seed),
 // the order of the random calls in the graph (call N draws with the key
 // seedFor("rng<N>"), so two dropouts in one step differ) and the run: the
 // first random call adds the buffer kRunCounterName, 0-d f32 starting at 0,
@@ -772,6 +883,130 @@ Tensor bernoulli(const Tensor &p, Here loc = Here::current());
 /// outside [0, 1] is an Error. The mask is drawn where `x` is made.
 Tensor dropout(const Tensor &x, double p = 0.5, bool training = true,
                Here loc = Here::current());
+
+//===----------------------------------------------------------------------===//
+// The names before PyTorch's became the primary ones, kept for existing
+// code: each calls the new name and warns where it is used.
+//===----------------------------------------------------------------------===//
+
+[[deprecated("PyTorch's name is primary: locus::is_grad_enabled")]] inline bool
+isGradEnabled() {
+  return is_grad_enabled();
+}
+[[deprecated("PyTorch's name is primary: locus::leaky_relu")]] inline Tensor
+leakyRelu(const Tensor &x, double negativeSlope = 0.01,
+          Here loc = Here::current()) {
+  return leaky_relu(x, negativeSlope, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::full_like")]] inline Tensor
+fullLike(const Tensor &x, double value, Here loc = Here::current()) {
+  return full_like(x, value, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::zeros_like")]] inline Tensor
+zerosLike(const Tensor &x, Here loc = Here::current()) {
+  return zeros_like(x, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::ones_like")]] inline Tensor
+onesLike(const Tensor &x, Here loc = Here::current()) {
+  return ones_like(x, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::broadcast_to")]] inline Tensor
+broadcastTo(const Tensor &x, const Shape &shape, Here loc = Here::current()) {
+  return broadcast_to(x, shape, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::masked_fill")]] inline Tensor
+maskedFill(const Tensor &x, const Tensor &mask, double value,
+           Here loc = Here::current()) {
+  return masked_fill(x, mask, value, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::index_select")]] inline Tensor
+indexSelect(const Tensor &x, int64_t axis, const Tensor &index,
+            Here loc = Here::current()) {
+  return index_select(x, axis, index, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::log_softmax")]] inline Tensor
+logSoftmax(const Tensor &x, int64_t axis, Here loc = Here::current()) {
+  return log_softmax(x, axis, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::max_pool2d")]] inline Tensor
+maxPool2d(const Tensor &x, const Pool2dParams &params,
+          Here loc = Here::current()) {
+  return max_pool2d(x, params, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::avg_pool2d")]] inline Tensor
+avgPool2d(const Tensor &x, const Pool2dParams &params,
+          Here loc = Here::current()) {
+  return avg_pool2d(x, params, loc);
+}
+[[deprecated(
+    "PyTorch's name is primary: locus::adaptive_avg_pool2d")]] inline Tensor
+adaptiveAvgPool2d(const Tensor &x, std::vector<int64_t> outputSize,
+                  Here loc = Here::current()) {
+  return adaptive_avg_pool2d(x, std::move(outputSize), loc);
+}
+[[deprecated("PyTorch's name is primary: locus::layer_norm")]] inline Tensor
+layerNorm(const Tensor &x, const Shape &normalizedShape,
+          const Tensor &weight = {}, const Tensor &bias = {}, double eps = 1e-5,
+          Here loc = Here::current()) {
+  return layer_norm(x, normalizedShape, weight, bias, eps, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::group_norm")]] inline Tensor
+groupNorm(const Tensor &x, int64_t groups, const Tensor &weight = {},
+          const Tensor &bias = {}, double eps = 1e-5,
+          Here loc = Here::current()) {
+  return group_norm(x, groups, weight, bias, eps, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::batch_norm")]] inline Tensor
+batchNorm(const Tensor &x, const Tensor &runningMean, const Tensor &runningVar,
+          const Tensor &weight, const Tensor &bias, bool training,
+          double momentum = 0.1, double eps = 1e-5,
+          Here loc = Here::current()) {
+  return batch_norm(x, runningMean, runningVar, weight, bias, training,
+                    momentum, eps, loc);
+}
+[[deprecated("PyTorch's name is primary: "
+             "locus::scaled_dot_product_attention")]] inline Tensor
+scaledDotProductAttention(const Tensor &q, const Tensor &k, const Tensor &v,
+                          const AttentionOptions &options = {},
+                          Here loc = Here::current()) {
+  return scaled_dot_product_attention(q, k, v, options, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::mse_loss")]] inline Tensor
+mseLoss(const Tensor &input, const Tensor &target,
+        Reduction reduction = Reduction::mean, Here loc = Here::current()) {
+  return mse_loss(input, target, reduction, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::cross_entropy")]] inline Tensor
+crossEntropy(const Tensor &logits, const Tensor &labels,
+             Reduction reduction = Reduction::mean,
+             Here loc = Here::current()) {
+  return cross_entropy(logits, labels, reduction, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::l1_loss")]] inline Tensor
+l1Loss(const Tensor &input, const Tensor &target,
+       Reduction reduction = Reduction::mean, Here loc = Here::current()) {
+  return l1_loss(input, target, reduction, loc);
+}
+[[deprecated("PyTorch's name is primary: locus::smooth_l1_loss")]] inline Tensor
+smoothL1Loss(const Tensor &input, const Tensor &target,
+             Reduction reduction = Reduction::mean, double beta = 1.0,
+             Here loc = Here::current()) {
+  return smooth_l1_loss(input, target, reduction, beta, loc);
+}
+[[deprecated(
+    "PyTorch's name is primary: locus::binary_cross_entropy")]] inline Tensor
+binaryCrossEntropy(const Tensor &input, const Tensor &target,
+                   Reduction reduction = Reduction::mean,
+                   Here loc = Here::current()) {
+  return binary_cross_entropy(input, target, reduction, loc);
+}
+[[deprecated("PyTorch's name is primary: "
+             "locus::binary_cross_entropy_with_logits")]] inline Tensor
+binaryCrossEntropyWithLogits(const Tensor &input, const Tensor &target,
+                             Reduction reduction = Reduction::mean,
+                             Here loc = Here::current()) {
+  return binary_cross_entropy_with_logits(input, target, reduction, loc);
+}
 
 } // namespace locus
 

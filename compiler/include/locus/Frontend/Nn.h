@@ -51,7 +51,7 @@ public:
   virtual std::vector<Tensor> buffers() const { return {}; }
   /// Every parameter and buffer with its state name, as state_dict(): the
   /// names a CompiledModel's state() and setState() take.
-  std::vector<std::pair<std::string, Tensor>> stateDict() const;
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
 
   /// Training mode (on, the default) or evaluation mode, as
   /// torch.nn.Module.train() / eval(): Dropout and BatchNorm read it when
@@ -59,7 +59,16 @@ public:
   /// Containers pass it to their layers.
   virtual void train(bool on = true) { training_ = on; }
   void eval() { train(false); }
-  bool isTraining() const { return training_; }
+  bool is_training() const { return training_; }
+  [[deprecated("PyTorch's name is primary: is_training()")]] bool
+  isTraining() const {
+    return training_;
+  }
+  [[deprecated("PyTorch's name is primary: state_dict()")]] std::vector<
+      std::pair<std::string, Tensor>>
+  stateDict() const {
+    return state_dict();
+  }
   /// The layer's path ("" when it has none): the ops it records are
   /// grouped under the innermost named layer calling them.
   const std::string &name() const { return name_; }
@@ -103,6 +112,34 @@ private:
   Tensor weight_, bias_;
 };
 
+struct Conv1dOptions {
+  int64_t stride = 1;
+  int64_t padding = 0;
+  int64_t dilation = 1;
+  int64_t groups = 1;
+  bool bias = true;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// torch.nn.Conv1d: [N, C, L] with weight [out, in / groups, k] and bias
+/// [out] (PyTorch's state_dict shapes and initialisation), recorded as a
+/// 2-D convolution of height 1.
+class Conv1d : public Module {
+public:
+  Conv1d(Graph &graph, int64_t inChannels, int64_t outChannels,
+         int64_t kernelSize, const Conv1dOptions &options = {},
+         Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+  const Tensor &weight() const { return weight_; }
+  const Tensor &bias() const { return bias_; }
+
+private:
+  Tensor weight_, bias_;
+  Conv1dParams params_;
+};
+
 struct Conv2dOptions {
   std::vector<int64_t> stride = {1, 1};
   std::vector<int64_t> padding = {0, 0};
@@ -141,6 +178,48 @@ public:
 
 private:
   Pool2dParams params_;
+};
+
+/// torch.nn.AvgPool2d (count_include_pad: padded zeros count in each
+/// average; no ceil_mode).
+class AvgPool2d : public Module {
+public:
+  /// `stride` empty means the kernel size, as in PyTorch.
+  explicit AvgPool2d(std::vector<int64_t> kernelSize,
+                     std::vector<int64_t> stride = {},
+                     std::vector<int64_t> padding = {0, 0},
+                     Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  Pool2dParams params_;
+};
+
+/// torch.nn.Identity: its input, recording nothing.
+class Identity : public Module {
+public:
+  explicit Identity(Here loc = Here::current()) : Module(loc) {}
+  Tensor forward(const Tensor &x, Here) const override { return x; }
+};
+
+/// torch.nn.Softmax and LogSoftmax over dimension `dim`.
+class Softmax : public Module {
+public:
+  explicit Softmax(int64_t dim, Here loc = Here::current())
+      : Module(loc), dim_(dim) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  int64_t dim_;
+};
+class LogSoftmax : public Module {
+public:
+  explicit LogSoftmax(int64_t dim, Here loc = Here::current())
+      : Module(loc), dim_(dim) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+
+private:
+  int64_t dim_;
 };
 
 class Flatten : public Module {
@@ -318,6 +397,21 @@ class Sigmoid : public Module {
 public:
   explicit Sigmoid(Here loc = Here::current()) : Module(loc) {}
   Tensor forward(const Tensor &x, Here loc) const override;
+};
+
+/// torch.nn.PReLU: max(x, 0) + a * min(x, 0) with learned slopes a
+/// ("<name>.weight" [numParameters]: one, or one per channel), starting at
+/// `init`.
+class PReLU : public Module {
+public:
+  explicit PReLU(Graph &graph, int64_t numParameters = 1, double init = 0.25,
+                 const LayerOptions &options = {}, Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override { return {weight_}; }
+  const Tensor &weight() const { return weight_; }
+
+private:
+  Tensor weight_;
 };
 
 /// torch.nn.Hardtanh: x limited to [minVal, maxVal].
@@ -667,11 +761,12 @@ public:
 private:
   Reduction reduction_;
 };
-using MSELoss = ReducedLoss<mseLoss>;
-using L1Loss = ReducedLoss<l1Loss>;
-using BCELoss = ReducedLoss<binaryCrossEntropy>;
-using BCEWithLogitsLoss = ReducedLoss<binaryCrossEntropyWithLogits>;
-using CrossEntropyLoss = ReducedLoss<crossEntropy>;
+using MSELoss = ReducedLoss<mse_loss>;
+using L1Loss = ReducedLoss<l1_loss>;
+using BCELoss = ReducedLoss<binary_cross_entropy>;
+using BCEWithLogitsLoss = ReducedLoss<binary_cross_entropy_with_logits>;
+using CrossEntropyLoss = ReducedLoss<cross_entropy>;
+using NLLLoss = ReducedLoss<nll_loss>;
 
 /// torch.nn.SmoothL1Loss.
 class SmoothL1Loss {
@@ -681,7 +776,7 @@ public:
       : reduction_(reduction), beta_(beta) {}
   Tensor operator()(const Tensor &input, const Tensor &target,
                     Here loc = Here::current()) const {
-    return smoothL1Loss(input, target, reduction_, beta_, loc);
+    return smooth_l1_loss(input, target, reduction_, beta_, loc);
   }
 
 private:
@@ -697,12 +792,25 @@ namespace utils {
 /// min(1, maxNorm / (norm + 1e-6)), in place. Returns the total norm, a
 /// scalar the step may output. Recorded as graph ops: nothing leaves the
 /// step. Pass the clipped gradients to Optimizer::step(grads).
-Tensor clipGradNorm_(std::vector<Tensor> &grads, double maxNorm,
-                     double normType = 2.0, Here loc = Here::current());
+Tensor clip_grad_norm_(std::vector<Tensor> &grads, double maxNorm,
+                       double normType = 2.0, Here loc = Here::current());
 /// torch.nn.utils.clip_grad_value_: each gradient clamped to
 /// [-clipValue, clipValue], in place.
-void clipGradValue_(std::vector<Tensor> &grads, double clipValue,
-                    Here loc = Here::current());
+void clip_grad_value_(std::vector<Tensor> &grads, double clipValue,
+                      Here loc = Here::current());
+
+[[deprecated(
+    "PyTorch's name is primary: nn::utils::clip_grad_norm_")]] inline Tensor
+clipGradNorm_(std::vector<Tensor> &grads, double maxNorm, double normType = 2.0,
+              Here loc = Here::current()) {
+  return clip_grad_norm_(grads, maxNorm, normType, loc);
+}
+[[deprecated(
+    "PyTorch's name is primary: nn::utils::clip_grad_value_")]] inline void
+clipGradValue_(std::vector<Tensor> &grads, double clipValue,
+               Here loc = Here::current()) {
+  clip_grad_value_(grads, clipValue, loc);
+}
 
 } // namespace utils
 
@@ -753,7 +861,7 @@ public:
   /// Records the backward pass and the update; once per optimizer.
   void step(const Tensor &loss, Here loc = Here::current());
   /// Records the update from gradients the caller computed (locus::grad,
-  /// perhaps clipped with nn::utils::clipGradNorm_), one per parameter in
+  /// perhaps clipped with nn::utils::clip_grad_norm_), one per parameter in
   /// parameters()' order; once per optimizer.
   void step(const std::vector<Tensor> &grads, Here loc = Here::current());
   /// Every parameter, group after group.

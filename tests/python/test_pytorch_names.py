@@ -1,0 +1,249 @@
+"""PyTorch's layers and functions Locus added for ported code (Conv1d,
+AvgPool2d, PReLU, NLLLoss, Softmax/LogSoftmax/Identity layers, one_hot,
+cat, rand), checked against PyTorch, and the names Locus lacks, which say
+what to write instead."""
+import os
+
+import numpy as np
+import pytest
+
+import locus
+
+HERE = os.path.basename(__file__)
+DEVICES = ({"policy": "cpu", "devices": ["cpu"]},
+           {"policy": "prefer-gpu", "devices": ["cpu", "cuda:0"],
+            "device_map": "cuda:0=sim"})
+
+
+def line_of(marker):
+    """The line of this file that holds `marker`."""
+    with open(__file__, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    hits = [i + 1 for i, text in enumerate(lines)
+            if marker in text and "line_of(" not in text]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def _check(name, x0, ours, theirs, weights=(), rtol=2e-5):
+    """Records ours(g, x, *weights) on parameters holding x0 and the weights,
+    outputs y and the gradients of sum(y * r) for a random r, and compares
+    them on cpu and sim with PyTorch's in float64."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(len(name))
+    g = locus.Graph(name)
+    values = [x0] + list(weights)
+    params = [g.parameter(f"p{i}", list(v.shape), v.flatten().tolist())
+              for i, v in enumerate(values)]
+    y = ours(g, *params)
+    r0 = rng.uniform(-1, 1, y.shape).astype(np.float32)
+    loss = (y * g.input("r", list(r0.shape))).sum()
+    g.output("y", y)
+    for i, grad in enumerate(locus.grad(loss, params)):
+        g.output(f"d{i}", grad)
+    tensors = [torch.tensor(v, dtype=torch.float64, requires_grad=True)
+               for v in values]
+    want = theirs(*tensors)
+    (want * torch.tensor(r0, dtype=torch.float64)).sum().backward()
+    for options in DEVICES:
+        got = locus.compile(g, **options).run(r=r0)
+        scale = max(1.0, float(np.abs(want.detach().numpy()).max()))
+        np.testing.assert_allclose(got["y"], want.detach().numpy(), rtol=rtol,
+                                   atol=rtol * scale, err_msg=name)
+        for i, t in enumerate(tensors):
+            np.testing.assert_allclose(got[f"d{i}"], t.grad.numpy(),
+                                       rtol=10 * rtol, atol=1e-5,
+                                       err_msg=f"{name} d{i}")
+
+
+def test_conv1d_avg_pool2d_and_prelu_match_pytorch():
+    """F.conv1d (stride, padding, dilation, groups), F.avg_pool2d
+    (count_include_pad, as PyTorch's default) and F.prelu (one slope, one
+    per channel): outputs and gradients for the input and the weights."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(3)
+    x1 = rng.normal(size=(2, 4, 11)).astype(np.float32)
+    w1 = rng.normal(size=(6, 2, 3)).astype(np.float32)
+    b1 = rng.normal(size=(6,)).astype(np.float32)
+    _check("conv1d", x1,
+           lambda g, x, w, b: locus.conv1d(x, w, b, stride=2, padding=2,
+                                        dilation=2, groups=2),
+           lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2,
+                                    groups=2), (w1, b1))
+    x2 = rng.normal(size=(2, 3, 9, 8)).astype(np.float32)
+    _check("avg_pool2d", x2,
+           lambda g, x: locus.avg_pool2d(x, 3, stride=2, padding=1),
+           lambda x: F.avg_pool2d(x, 3, stride=2, padding=1))
+    _check("avg_pool2d_rect", x2,
+           lambda g, x: locus.avg_pool2d(x, (2, 3)),
+           lambda x: F.avg_pool2d(x, (2, 3)))
+    _check("prelu_one", x2, lambda g, x, w: locus.prelu(x, w), F.prelu,
+           (np.array([0.2], np.float32),))
+    _check("prelu_channels", x2, lambda g, x, w: locus.prelu(x, w), F.prelu,
+           (np.array([0.1, -0.3, 0.7], np.float32),))
+
+
+def test_nll_loss_matches_pytorch_and_checks_its_targets():
+    """F.nll_loss over [N, C] and [N, C, d] log-probabilities, mean and sum,
+    and nn.NLLLoss; a target outside [0, C) stops the run at the user's
+    line, as PyTorch raises."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(5)
+    for shape, tshape in (((6, 5), (6,)), ((3, 5, 4), (3, 4))):
+        x0 = rng.normal(size=shape).astype(np.float32)
+        t0 = rng.integers(0, 5, tshape)
+        for reduction in ("mean", "sum"):
+            torch_t = torch.tensor(t0)
+            _check(f"nll_{len(shape)}_{reduction}", x0,
+                   lambda g, x, _r=reduction, _t=t0: locus.nll_loss(
+                       x.log_softmax(1), _labels(g, _t), _r),
+                   lambda x, _r=reduction, torch_t=torch_t: F.nll_loss(
+                       F.log_softmax(x, 1), torch_t, reduction=_r))
+    x0 = rng.normal(size=(6, 5)).astype(np.float32)
+    t0 = rng.integers(0, 5, (6,))
+    _check("nll_layer", x0,
+           lambda g, x: locus.nn.NLLLoss()(locus.nn.LogSoftmax(1)(x),
+                                           _labels(g, t0)),
+           lambda x: torch.nn.NLLLoss()(torch.nn.LogSoftmax(1)(x),
+                                        torch.tensor(t0)))
+
+    g = locus.Graph("nll_bad")
+    x = g.input("x", [4, 3])
+    t = g.input("t", [4], dtype="i64")
+    g.output("loss", locus.nll_loss(x, t))  # @nll-line
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    xs = rng.normal(size=(4, 3)).astype(np.float32)
+    assert np.isfinite(model.run(x=xs, t=np.array([0, 2, 1, 0]))["loss"])
+    with pytest.raises(locus.RunError) as info:
+        model.run(x=xs, t=np.array([0, 3, 1, -1]))
+    assert f"{HERE}:{line_of('# @nll-line')}: labels outside [0, 3) " \
+        "(2 found)" in str(info.value)
+    with pytest.raises(locus.Error) as info:
+        locus.nll_loss(x, g.input("u", [4, 3], dtype="i64"))  # @nll-shape
+    assert info.value.line == line_of("# @nll-shape")
+    assert "nll_loss takes f32 log-probabilities [N, C, ...] and i64 " \
+        "targets [N, ...], not f32 [4, 3] and i64 [4, 3]" in str(info.value)
+
+
+def _labels(g, values):
+    """values as an i64 constant of g."""
+    return g.constant(list(values.shape),
+                      [float(v) for v in values.flatten()]).long()
+
+
+def test_new_layers_match_pytorchs_with_their_state_dict():
+    """nn.Conv1d, nn.PReLU, nn.AvgPool2d, nn.Softmax, nn.LogSoftmax,
+    nn.Identity and nn.TransformerEncoderLayer: PyTorch's state_dict names
+    and shapes; loaded into PyTorch's own layers, the same outputs."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    g = locus.Graph("layers")
+    x = g.input("x", [2, 4, 10])
+    conv = locus.nn.Conv1d(g, 4, 6, 3, stride=2, padding=1, name="conv")
+    prelu = locus.nn.PReLU(g, 6, name="act")
+    y = locus.nn.Softmax(1)(prelu(conv(x)))
+    g.output("y", locus.nn.Identity()(y))
+    img = g.input("img", [2, 3, 8, 8])
+    g.output("pool", locus.nn.LogSoftmax(-1)(
+        locus.nn.AvgPool2d(3, stride=2, padding=1)(img)))
+    src = g.input("src", [2, 5, 8])
+    enc = locus.nn.TransformerEncoderLayer(g, 8, 2, dim_feedforward=16,
+                                           dropout=0.0, batch_first=True,
+                                           norm_first=True, name="enc")
+    g.output("enc", enc(src, is_causal=False))
+    model = locus.compile(g, policy="cpu", devices=["cpu"], eval=True)
+    state = model.state_dict()
+    assert state["conv.weight"].shape == (6, 4, 3)
+    assert state["conv.bias"].shape == (6,)
+    np.testing.assert_array_equal(state["act.weight"], np.full(6, 0.25))
+    feeds = {"x": rng.normal(size=(2, 4, 10)).astype(np.float32),
+             "img": rng.normal(size=(2, 3, 8, 8)).astype(np.float32),
+             "src": rng.normal(size=(2, 5, 8)).astype(np.float32)}
+    got = model.run(**feeds)
+
+    def load(layer, prefix):
+        layer.load_state_dict({k[len(prefix):]: torch.tensor(v)
+                               for k, v in state.items()
+                               if k.startswith(prefix)})
+        return layer.double().eval()
+
+    t_conv = load(torch.nn.Conv1d(4, 6, 3, stride=2, padding=1), "conv.")
+    t_prelu = load(torch.nn.PReLU(6), "act.")
+    t_enc = load(torch.nn.TransformerEncoderLayer(
+        8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+        norm_first=True), "enc.")
+    with torch.no_grad():
+        dbl = {k: torch.tensor(v, dtype=torch.float64) for k, v in feeds.items()}
+        want = {
+            "y": torch.softmax(t_prelu(t_conv(dbl["x"])), 1),
+            "pool": torch.log_softmax(torch.nn.AvgPool2d(3, 2, 1)(dbl["img"]),
+                                      -1),
+            "enc": t_enc(dbl["src"]),
+        }
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value.numpy(), rtol=1e-4,
+                                   atol=1e-5, err_msg=name)
+
+
+def test_pytorch_names_locus_lacks_say_what_to_write_instead():
+    """locus, locus.nn, locus.optim and locus.optim.lr_scheduler answer a
+    PyTorch name they do not have with an AttributeError that says what to
+    write; other names get Python's usual one, and hasattr stays False."""
+    cases = [
+        (lambda: locus.nn.Conv3d, "locus.nn has no Conv3d (torch.nn.Conv3d): "
+         "Locus has nn.Conv2d and nn.Conv1d"),
+        (lambda: locus.nn.ModuleList, "keep the layers in a Python list"),
+        (lambda: locus.zeros, "tensors belong to a graph: g.zeros(shape)"),
+        (lambda: locus.float16, "Locus computes in float32"),
+        (lambda: locus.optim.RMSprop, "locus.optim has no RMSprop "
+         "(torch.optim.RMSprop): Locus has optim.SGD, optim.Adam"),
+        (lambda: locus.optim.lr_scheduler.ReduceLROnPlateau,
+         "call locus.optim.set_lr(model, opt, lr)"),
+    ]
+    for get, says in cases:
+        with pytest.raises(AttributeError) as info:
+            get()
+        assert says in str(info.value)
+    with pytest.raises(AttributeError) as info:
+        locus.nn.NoSuchLayer
+    assert str(info.value) == "module 'locus.nn' has no attribute 'NoSuchLayer'"
+    assert not hasattr(locus.nn, "Conv3d")
+    assert hasattr(locus.nn, "Conv1d") and hasattr(locus, "cat")
+
+
+def test_cat_one_hot_random_and_conv2d_take_pytorchs_arguments():
+    """torch.cat(tensors, dim=0), F.one_hot, torch.rand/randn in a graph,
+    and F.conv2d / F.max_pool2d with int arguments."""
+    g = locus.Graph("args")
+    a = g.input("a", [2, 3])
+    b = g.input("b", [1, 3])
+    g.output("cat", locus.cat([a, b]))
+    g.output("cat1", locus.cat([a, a], dim=1))
+    labels = g.input("labels", [4], dtype="i64")
+    g.output("hot", locus.one_hot(labels, 3))
+    g.output("hotf", locus.one_hot(labels, 3, dtype="f32"))
+    g.output("u", locus.rand(g, [1000]))
+    g.output("n", locus.randn(g, [1000]))
+    img = g.input("img", [1, 2, 6, 6])
+    w = g.parameter("w", [4, 2, 3, 3], [0.1] * 72)
+    g.output("conv", locus.max_pool2d(
+        locus.conv2d(img, w, stride=2, padding=1), 2, stride=1))
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    av = np.arange(6, dtype=np.float32).reshape(2, 3)
+    bv = np.full((1, 3), 9, np.float32)
+    got = model.run(a=av, b=bv, labels=np.array([2, 0, 1, 2]),
+                    img=np.ones((1, 2, 6, 6), np.float32))
+    np.testing.assert_array_equal(got["cat"], np.concatenate([av, bv]))
+    np.testing.assert_array_equal(got["cat1"], np.concatenate([av, av], 1))
+    eye = np.eye(3)[[2, 0, 1, 2]]
+    assert got["hot"].dtype == np.int64
+    np.testing.assert_array_equal(got["hot"], eye)
+    np.testing.assert_array_equal(got["hotf"], eye.astype(np.float32))
+    assert 0 <= got["u"].min() and got["u"].max() < 1
+    assert abs(got["u"].mean() - 0.5) < 0.05
+    assert abs(got["n"].mean()) < 0.15 and abs(got["n"].std() - 1) < 0.1
+    assert got["conv"].shape == (1, 4, 2, 2)
+    # 3x3 windows of ones at stride 2, padding 1: 4 to 9 values, times 0.2.
+    np.testing.assert_allclose(got["conv"].max(), 1.8, rtol=1e-6)
