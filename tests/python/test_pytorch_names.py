@@ -247,3 +247,43 @@ def test_cat_one_hot_random_and_conv2d_take_pytorchs_arguments():
     assert got["conv"].shape == (1, 4, 2, 2)
     # 3x3 windows of ones at stride 2, padding 1: 4 to 9 values, times 0.2.
     np.testing.assert_allclose(got["conv"].max(), 1.8, rtol=1e-6)
+
+
+def test_a_pytorch_model_fine_tunes_through_onnx_in_python(tmp_path):
+    """The PyTorch -> ONNX -> fine-tune flow in Python: a small CNN
+    exported by torch.onnx.export, imported, its logits taken with
+    g.output_value, a cross-entropy loss and SGD with momentum over
+    g.parameters(); 8 steps' losses against PyTorch training the same
+    model in float64."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(2)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(96, 4))
+    path = str(tmp_path / "cnn.onnx")
+    torch.onnx.export(net, (torch.randn(5, 3, 8, 8),), path,
+                      input_names=["x"], output_names=["logits"],
+                      opset_version=17)
+    g = locus.import_onnx(path, shapes={"x": [5, 3, 8, 8]})
+    labels = g.input("labels", [5], dtype="i64")
+    loss = locus.nn.CrossEntropyLoss()(g.output_value("logits"), labels)
+    g.output("loss", loss)
+    locus.optim.SGD(g.parameters(), lr=0.1, momentum=0.9).step(loss)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+
+    ref = net.double()
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(6)
+    xs = rng.uniform(-1, 1, (5, 3, 8, 8)).astype(np.float32)
+    ys = rng.integers(0, 4, (5,))
+    losses = []
+    for _ in range(8):
+        got = float(model.run(x=xs, labels=ys)["loss"])
+        opt.zero_grad()
+        want = torch.nn.functional.cross_entropy(
+            ref(torch.tensor(xs, dtype=torch.float64)), torch.tensor(ys))
+        want.backward()
+        opt.step()
+        assert abs(got - float(want)) <= 1e-4 * float(want), (got, want)
+        losses.append(got)
+    assert losses[-1] < losses[0]
