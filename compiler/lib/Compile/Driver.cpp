@@ -398,11 +398,13 @@ bool addEntryPoint(llvm::Module &llvmModule, const std::string &name,
   return true;
 }
 
-/// The signature of kernel `name` (locus/abi.h): the number of buffers its
-/// entry point loads, then `argBytes`. False if they do not agree.
+/// The signature of kernel `name` (locus/abi.h), whose code is `function`:
+/// the number of buffers its entry point loads, then `argBytes`. False if
+/// they do not agree.
 bool addSignature(llvm::Module &llvmModule, const std::string &name,
+                  const std::string &function,
                   const std::vector<uint64_t> &argBytes) {
-  llvm::Function *kernel = llvmModule.getFunction(name);
+  llvm::Function *kernel = llvmModule.getFunction(function);
   if (!kernel || kernel->arg_size() != argBytes.size())
     return false;
   std::vector<uint64_t> words{argBytes.size()};
@@ -444,11 +446,30 @@ locus::translateKernels(Operation *module, llvm::LLVMContext &context,
   for (size_t i = 0; i < functions.size(); ++i)
     if (i < kernels.kernelSources.size())
       addSource(*llvmModule, functions[i], kernels.kernelSources[i]);
-  for (size_t i = 0; i < functions.size(); ++i)
-    if (!addSignature(*llvmModule, functions[i], argBytes[i]) ||
-        !addEntryPoint(*llvmModule, functions[i],
-                       kernelEntryName(functions[i])))
+  // A kernel --locus-merge-kernels merged keeps its own entry point,
+  // signature and source, and calls the code it shares.
+  auto aliases = module->getAttrOfType<DictionaryAttr>(kKernelAliasesAttrName);
+  auto codeOf = [&](const std::string &name) {
+    auto shared = aliases ? aliases.getAs<StringAttr>(name) : StringAttr();
+    return shared ? shared.str() : name;
+  };
+  // Its entry point is an alias of the first entry point of that code: an
+  // exported name at the same address, which costs LLVM nothing to compile.
+  llvm::StringMap<llvm::Function *> entryOfCode;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    std::string code = codeOf(functions[i]);
+    std::string entry = kernelEntryName(functions[i]);
+    if (!addSignature(*llvmModule, functions[i], code, argBytes[i]))
       return nullptr;
+    if (llvm::Function *shared = entryOfCode.lookup(code)) {
+      llvm::GlobalAlias::create(llvm::GlobalValue::ExternalLinkage, entry,
+                                shared);
+      continue;
+    }
+    if (!addEntryPoint(*llvmModule, code, entry))
+      return nullptr;
+    entryOfCode[code] = llvmModule->getFunction(entry);
+  }
   for (const std::string &name : cudaFunctions)
     if (!addEntryPoint(*llvmModule, name + LOCUS_ABI_CUDA_FUNCTION_SUFFIX,
                        cudaEntryName(name)))

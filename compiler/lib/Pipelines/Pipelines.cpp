@@ -192,6 +192,8 @@ void locus::buildKernelPipeline(OpPassManager &pm, bool fuse) {
 void locus::buildHostLoweringPipeline(OpPassManager &pm,
                                       const HostPipelineOptions &options) {
   pm.addPass(createLocusExtractKernels());
+  // Repeated layers' kernels are compiled once (each keeps its entry).
+  pm.addPass(createLocusMergeKernels());
   // Convolutions (with their residual add and ReLU) are the runtime's:
   // oneDNN's kernels where it loads.
   pm.addPass(createLocusConvToRuntime());

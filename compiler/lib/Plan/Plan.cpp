@@ -254,6 +254,8 @@ public:
       : graph(graph), module(graph->getParentOfType<ModuleOp>()),
         summary(summary) {
     deviceIndex(nullptr); // the CPU is device 0
+    if (module)
+      symbols.emplace(module);
   }
 
   FailureOr<std::string> build(const std::vector<std::string> &imports) {
@@ -335,14 +337,21 @@ private:
     return true;
   }
 
+  /// The kernel function `call` launches (null outside a module). By the
+  /// module's symbol table: a lookup per call that scanned the module took
+  /// seconds for 10,000 kernels.
+  func::FuncOp calleeOf(func::CallOp call) const {
+    return symbols ? symbols->lookup<func::FuncOp>(call.getCallee())
+                   : func::FuncOp();
+  }
+
   /// The launch `call` may write `result` into `state`'s buffer: the state
   /// is free for it, and the kernel reads the state only elementwise, each
   /// element before it writes it.
   bool inPlace(func::CallOp call, Value result, StateOp state) {
     if (!stateFree(call, result, state))
       return false;
-    auto callee = module ? module.lookupSymbol<func::FuncOp>(call.getCallee())
-                         : func::FuncOp();
+    func::FuncOp callee = calleeOf(call);
     if (!callee)
       return false;
     for (auto [operand, arg] :
@@ -464,8 +473,7 @@ private:
     kernels.push_back(kernelEntryName(call.getCallee()));
     kernelDevices.push_back(deviceIndex(device));
     summary.kernelFunctions.push_back(call.getCallee().str());
-    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-        call, call.getCalleeAttr());
+    func::FuncOp callee = calleeOf(call);
     summary.kernelSources.push_back(callee ? describeKernelSource(callee)
                                            : std::string());
     step.push_back(std::move(launch));
@@ -670,6 +678,7 @@ private:
 
   GraphOp graph;
   ModuleOp module;
+  std::optional<SymbolTable> symbols;
   PlanSummary &summary;
   std::vector<DeviceAttr> devices;
   std::vector<Buffer> buffers;

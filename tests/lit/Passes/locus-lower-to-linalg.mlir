@@ -135,3 +135,43 @@ locus.graph @kernel_in_graph {
   }
   locus.output "y" = %0 : tensor<4xf32>
 }
+
+// -----
+
+// A concat of up to 16 inputs is one chain of insert_slice ops; more are a
+// tree of such chains (One-Shot Bufferize's analysis of a long chain grows
+// about as its length to the fourth).
+// CHECK-LABEL: locus.graph @concat_tree
+// CHECK: %[[E16:.*]] = tensor.empty() : tensor<16x2xf32>
+// CHECK-COUNT-16: tensor.insert_slice {{.*}} : tensor<1x2xf32> into tensor<16x2xf32>
+// CHECK: %[[E17:.*]] = tensor.empty() : tensor<17x2xf32>
+// CHECK: %[[A:.*]] = tensor.insert_slice %{{.*}} into %[[E17]][0, 0] [16, 2] [1, 1] : tensor<16x2xf32> into tensor<17x2xf32>
+// CHECK: %[[B:.*]] = tensor.insert_slice %{{.*}} into %[[A]][16, 0] [1, 2] [1, 1] : tensor<1x2xf32> into tensor<17x2xf32>
+// CHECK: locus.output "y" = %[[B]]
+// CHECK: %[[E3:.*]] = tensor.empty() : tensor<1x6xf32>
+// CHECK-COUNT-3: tensor.insert_slice {{.*}} : tensor<1x2xf32> into tensor<1x6xf32>
+// CHECK-NOT: tensor.empty
+// CHECK: locus.output "z"
+locus.graph @concat_tree {
+  %x0 = locus.input "x0" : tensor<1x2xf32>
+  %x1 = locus.input "x1" : tensor<1x2xf32>
+  %x2 = locus.input "x2" : tensor<1x2xf32>
+  %x3 = locus.input "x3" : tensor<1x2xf32>
+  %x4 = locus.input "x4" : tensor<1x2xf32>
+  %x5 = locus.input "x5" : tensor<1x2xf32>
+  %x6 = locus.input "x6" : tensor<1x2xf32>
+  %x7 = locus.input "x7" : tensor<1x2xf32>
+  %x8 = locus.input "x8" : tensor<1x2xf32>
+  %x9 = locus.input "x9" : tensor<1x2xf32>
+  %x10 = locus.input "x10" : tensor<1x2xf32>
+  %x11 = locus.input "x11" : tensor<1x2xf32>
+  %x12 = locus.input "x12" : tensor<1x2xf32>
+  %x13 = locus.input "x13" : tensor<1x2xf32>
+  %x14 = locus.input "x14" : tensor<1x2xf32>
+  %x15 = locus.input "x15" : tensor<1x2xf32>
+  %x16 = locus.input "x16" : tensor<1x2xf32>
+  %y = locus.concat %x0, %x1, %x2, %x3, %x4, %x5, %x6, %x7, %x8, %x9, %x10, %x11, %x12, %x13, %x14, %x15, %x16 axis 0 : (tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<17x2xf32>
+  locus.output "y" = %y : tensor<17x2xf32>
+  %z = locus.concat %x0, %x1, %x2 axis 1 : (tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x6xf32>
+  locus.output "z" = %z : tensor<1x6xf32>
+}

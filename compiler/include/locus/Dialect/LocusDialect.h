@@ -65,6 +65,11 @@ inline constexpr llvm::StringLiteral kTransfersAttrName = "locus.transfers";
 /// Set on a placed locus.graph when placement was soft (no CUDA target):
 /// says what ran on the CPU instead.
 inline constexpr llvm::StringLiteral kSoftNoteAttrName = "locus.soft_placement";
+/// On a module of kernel functions after --locus-merge-kernels: each
+/// function merged away (by name) and the identical one that stayed, whose
+/// code its entry point calls.
+inline constexpr llvm::StringLiteral kKernelAliasesAttrName =
+    "locus.kernel_aliases";
 /// Set on a module by --locus-parallelize: the loop bodies it outlined.
 inline constexpr llvm::StringLiteral kParallelBodiesAttrName =
     "locus.parallel_bodies";

@@ -406,6 +406,39 @@ def LocusExtractKernels : Pass<"locus-extract-kernels", "::mlir::ModuleOp"> {
   ];
 }
 
+def LocusMergeKernels : Pass<"locus-merge-kernels", "::mlir::ModuleOp"> {
+  let summary = "Compiles identical kernel functions once.";
+  let description = [{
+    After `--locus-extract-kernels`: kernel functions with the same
+    signature, the same attributes (device, argument and result
+    attributes, what may alias) and the same body, source locations aside,
+    merge into the first of them. Repeated layers make many such kernels
+    (the blocks of a Transformer, the steps of an unrolled LSTM, ResNet's
+    blocks of one shape), and compiling each once divides the time LLVM
+    takes for them.
+
+    The merged functions leave; the module's `locus.kernel_aliases`
+    dictionary maps each of their names to the function that stayed. The
+    plan still launches every kernel by its own name, and the host code
+    gives each name its own signature and source record (the user lines a
+    profile or a trace shows) and an entry point that is an alias of the
+    shared code's.
+
+    ```mlir
+    func.func @g_k0_add(...) attributes {locus.device = #locus.device<cpu>} { ... }
+    func.func @g_k5_add(...) attributes {locus.device = #locus.device<cpu>} { ... }  // the same, other lines
+    // --locus-merge-kernels
+    module attributes {locus.kernel_aliases = {g_k5_add = "g_k0_add"}} {
+      func.func @g_k0_add(...) ...
+    }
+    ```
+
+    Declarations and functions another op refers to stay as they are. A
+    module that still holds a `locus.graph` (whose calls would lose their
+    callee) is an error: run `--locus-extract-kernels` first.
+  }];
+}
+
 def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
   let summary = "Rewrites computing locus ops into linalg on tensors.";
   let description = [{

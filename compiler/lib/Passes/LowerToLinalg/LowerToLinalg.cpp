@@ -310,11 +310,21 @@ Value lowerReshape(Lowering &l, ReshapeOp op) {
   return l.reshape(op.getInput(), op.getType());
 }
 
-Value lowerConcat(Lowering &l, ConcatOp op) {
+/// The most inputs one concat inserts in a chain. One-Shot Bufferize's
+/// analysis of a chain of n tensor.insert_slice ops grows about as n^4
+/// (measured with MLIR 19: 64 in a chain 0.38 s, 128 5.8 s); a concat of
+/// more inputs (an unrolled sequence's steps stacked) is built as a tree of
+/// concats of at most this many, which costs a copy per level and
+/// bufferizes in linear time (1,024 inputs: 0.2 s).
+constexpr size_t kMaxInsertChain = 16;
+
+/// `inputs` inserted one after another along `axis` into an empty `type`.
+Value insertChain(Lowering &l, ArrayRef<Value> inputs, int64_t axis,
+                  RankedTensorType type) {
   OpBuilder &b = l.b;
-  Value result = l.empty(op.getType());
-  int64_t axis = op.getAxis(), offset = 0;
-  for (Value input : op.getInputs()) {
+  Value result = l.empty(type);
+  int64_t offset = 0;
+  for (Value input : inputs) {
     RankedTensorType t = l.typeOf(input);
     SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)), sizes,
         strides(t.getRank(), b.getIndexAttr(1));
@@ -322,10 +332,34 @@ Value lowerConcat(Lowering &l, ConcatOp op) {
       sizes.push_back(b.getIndexAttr(d));
     offsets[axis] = b.getIndexAttr(offset);
     offset += t.getDimSize(axis);
-    result = b.create<tensor::InsertSliceOp>(op.getLoc(), input, result,
-                                             offsets, sizes, strides);
+    result = b.create<tensor::InsertSliceOp>(l.loc, input, result, offsets,
+                                             sizes, strides);
   }
   return result;
+}
+
+Value lowerConcat(Lowering &l, ConcatOp op) {
+  int64_t axis = op.getAxis();
+  SmallVector<Value> parts(op.getInputs());
+  while (parts.size() > kMaxInsertChain) {
+    SmallVector<Value> groups;
+    for (size_t k = 0; k < parts.size(); k += kMaxInsertChain) {
+      ArrayRef<Value> group =
+          ArrayRef(parts).slice(k, std::min(kMaxInsertChain, parts.size() - k));
+      SmallVector<int64_t> shape(l.typeOf(group[0]).getShape());
+      shape[axis] = 0;
+      for (Value v : group)
+        shape[axis] += l.typeOf(v).getDimSize(axis);
+      groups.push_back(
+          group.size() == 1
+              ? group[0]
+              : insertChain(l, group, axis,
+                            RankedTensorType::get(
+                                shape, op.getType().getElementType())));
+    }
+    parts = std::move(groups);
+  }
+  return insertChain(l, parts, axis, op.getType());
 }
 
 Value lowerSlice(Lowering &l, SliceOp op) {
