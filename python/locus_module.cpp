@@ -575,7 +575,6 @@ void bindOps(py::module_ &m) {
   bindNnOps(m);
 }
 
-/// A torch.nn layer class without state or arguments.
 // ---- compile() and CompiledModel -------------------------------------------
 
 void bindCompile(py::module_ &m) {
@@ -749,6 +748,54 @@ void bindCompile(py::module_ &m) {
       "dimensions dynamic up to a bound ({'batch': 64}).");
   m.def("onnx_supported_ops", &onnxSupportedOps);
   m.def("machine_targets", &machineTargets);
+}
+
+/// locus.TrainEvalModel: a training step and its evaluation form, switched
+/// with train() / eval() as a torch.nn.Module is.
+void bindTrainEval(py::module_ &m) {
+  py::class_<TrainEvalModel>(m, "TrainEvalModel")
+      .def(py::init<CompiledModel, CompiledModel>(), py::arg("training"),
+           py::arg("evaluation"),
+           "From compile(g) and compile(g, eval=True) of one graph.")
+      .def(
+          "train",
+          [](py::object self, bool mode) {
+            self.cast<TrainEvalModel &>().train(mode);
+            return self;
+          },
+          py::arg("mode") = true)
+      .def("eval",
+           [](py::object self) {
+             self.cast<TrainEvalModel &>().eval();
+             return self;
+           })
+      .def_property_readonly("training", &TrainEvalModel::is_training)
+      .def(
+          "run",
+          [](TrainEvalModel &model, const py::kwargs &inputs) {
+            std::map<std::string, HostTensor> host = hostInputs(inputs);
+            std::map<std::string, HostTensor> out;
+            {
+              py::gil_scoped_release release;
+              out = model.run(host);
+            }
+            return numpyOutputs(out);
+          },
+          "One step of the current mode: every input by name (NumPy "
+          "arrays); returns every output by name.")
+      .def("state_dict",
+           [](const TrainEvalModel &model) {
+             return numpyOutputs(model.state_dict());
+           })
+      .def(
+          "set_state",
+          [](TrainEvalModel &model, const std::string &name,
+             const py::handle &value) {
+            model.setState(name, toHost(name, value));
+          },
+          py::arg("name"), py::arg("value"))
+      .def_property_readonly("training_model", &TrainEvalModel::trainingModel)
+      .def_property_readonly("eval_model", &TrainEvalModel::evaluationModel);
 }
 
 // ---- locus.runtime ----------------------------------------------------------
@@ -1036,6 +1083,7 @@ PYBIND11_MODULE(locus, m) {
   bindFunctional(m);
   bindNn(m);
   bindCompile(m);
+  bindTrainEval(m);
   bindOptim(m);
   bindRuntime(m);
   bindAdvice(m);

@@ -287,3 +287,59 @@ def test_a_pytorch_model_fine_tunes_through_onnx_in_python(tmp_path):
         assert abs(got - float(want)) <= 1e-4 * float(want), (got, want)
         losses.append(got)
     assert losses[-1] < losses[0]
+
+
+def test_train_and_eval_switch_one_model_as_pytorchs_do():
+    """locus.TrainEvalModel: model.train() / model.eval() between steps, as
+    a PyTorch training loop evaluates every few steps; each evaluation
+    gives PyTorch's eval() logits for the weights and running statistics
+    both have trained so far."""
+    torch = pytest.importorskip("torch")
+    g = locus.Graph("switch")
+    x = g.input("x", [6, 5])
+    labels = g.input("labels", [6], dtype="i64")
+    net = locus.nn.Sequential(
+        locus.nn.Linear(g, 5, 8, name="fc1"),
+        locus.nn.BatchNorm1d(g, 8, name="bn"),
+        locus.nn.ReLU(),
+        locus.nn.Dropout(0.0),
+        locus.nn.Linear(g, 8, 3, name="fc2"))
+    logits = net(x)
+    loss = locus.nn.CrossEntropyLoss()(logits, labels)
+    g.output("logits", logits)
+    g.output("loss", loss)
+    locus.optim.SGD(net.parameters(), lr=0.1, momentum=0.9).step(loss)
+    model = locus.TrainEvalModel(locus.compile(g), locus.compile(g, eval=True))
+    assert model.training
+
+    ref = torch.nn.Sequential(
+        torch.nn.Linear(5, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+        torch.nn.Dropout(0.0), torch.nn.Linear(8, 3)).double()
+    names = {"0": "fc1", "1": "bn", "4": "fc2"}
+    for name, value in ref.state_dict().items():
+        layer, field = name.split(".", 1)
+        if field != "num_batches_tracked":
+            model.set_state(names[layer] + "." + field,
+                            value.numpy().astype(np.float32))
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(12)
+    xs = rng.normal(size=(6, 5)).astype(np.float32)
+    ys = rng.integers(0, 3, (6,))
+    tx = torch.tensor(xs, dtype=torch.float64)
+    for _ in range(3):
+        model.train()
+        ref.train()
+        for _ in range(2):
+            model.run(x=xs, labels=ys)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(ref(tx), torch.tensor(ys)).backward()
+            opt.step()
+        assert model.eval() is model and not model.training
+        ref.eval()
+        with torch.no_grad():
+            want = ref(tx).numpy()
+        got = model.run(x=xs, labels=ys)["logits"]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    for name in ("fc1.weight", "bn.running_var"):
+        np.testing.assert_array_equal(model.eval_model.state(name),
+                                      model.training_model.state(name))

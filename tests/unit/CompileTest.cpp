@@ -540,6 +540,69 @@ TEST(Compile, OneRecordingCompilesForTrainingAndForEvaluation) {
   EXPECT_NE(trainer.state("bn.running_mean").f32, runningMean);
 }
 
+// TrainEvalModel: train() / eval() switch which compiled step run() runs,
+// on one state. Evaluation sees what training last wrote (checked against
+// an evaluation model loaded by hand after every switch), and state set
+// on the pair reaches both; a pair of two graphs is refused.
+TEST(Compile, TrainEvalModelSwitchesModesOnOneState) {
+  Graph g("switch");
+  auto x = g.input("x", {4, 3});
+  nn::Linear fc(g, 3, 2, {.name = "fc"});
+  nn::BatchNorm1d bn(g, 2, {.name = "bn"});
+  nn::Dropout drop(0.5);
+  auto y = drop(bn(fc(x)));
+  g.output("y", y);
+  auto loss = sum(mul(y, y), {0, 1});
+  g.output("loss", loss);
+  optim::SGD(fc.parameters(), {.lr = 0.1, .momentum = 0.9}).step(loss);
+  TrainEvalModel model = compileTrainEval(g);
+  CompiledModel byHand = compile(g, {.eval = true});
+  HostTensor xs =
+      HostTensor::fromF32({4, 3}, {1, 2, 3, -1, 0, 2, 4, 1, -2, 0.5f, 0.5f, 1});
+  auto evaluateByHand = [&] {
+    byHand.load_state_dict(model.state_dict(), /*strict=*/false);
+    return byHand.run({{"x", xs}}).at("y").f32;
+  };
+  EXPECT_TRUE(model.is_training());
+  std::vector<float> previous;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    model.train();
+    for (int i = 0; i < 2; ++i)
+      model.run({{"x", xs}});
+    model.eval();
+    EXPECT_FALSE(model.is_training());
+    auto got = model.run({{"x", xs}}).at("y").f32;
+    EXPECT_EQ(got, evaluateByHand());
+    EXPECT_EQ(model.run({{"x", xs}}).at("y").f32, got) << "no dropout";
+    EXPECT_NE(got, previous) << "evaluation saw the new weights";
+    previous = got;
+  }
+  // State set on the pair is the training model's, and evaluation's next.
+  model.setState("fc.bias", HostTensor::fromF32({2}, {3.0f, -3.0f}));
+  auto got = model.run({{"x", xs}}).at("y").f32;
+  EXPECT_EQ(got, evaluateByHand());
+  EXPECT_NE(got, previous);
+  EXPECT_EQ(model.trainingModel().state("fc.bias").f32,
+            (std::vector<float>{3.0f, -3.0f}));
+
+  Graph other("other");
+  auto z = other.input("x", {4, 3});
+  nn::Linear wide(other, 3, 5, {.name = "fc"});
+  other.output("y", wide(z));
+  try {
+    TrainEvalModel mixed(compile(g), compile(other, {.eval = true}));
+    ADD_FAILURE() << "a pair of two graphs was taken";
+  } catch (const RunError &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "differs between the training and the evaluation model: "
+                  "compile both from one graph"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(compileTrainEval(g, {.eval = true}), Error);
+}
+
 TEST(Compile, BadInputsAreErrorsThatSayWhat) {
   Graph g("errors");
   auto x = g.input("x", {2, 3});

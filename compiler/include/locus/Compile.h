@@ -273,6 +273,51 @@ private:
   std::shared_ptr<Impl> impl_;
 };
 
+/// One recording compiled for training and for evaluation, switched as a
+/// PyTorch module is: train() and eval() choose the step run() runs,
+/// with no recompile and no re-recording. The two keep one state:
+/// evaluation reads the parameters and buffers that training last wrote
+/// (copied by name, before the first evaluation run after a training run
+/// or a change of state). Not for several threads at once.
+class TrainEvalModel {
+public:
+  /// `training` and `evaluation`, compiled from one graph (compile(g) and
+  /// compile(g, {.eval = true})). Every state of `evaluation` must be one
+  /// of `training`'s, of the same shape and dtype: a RunError names the
+  /// first that is not (two graphs mixed up).
+  TrainEvalModel(CompiledModel training, CompiledModel evaluation);
+  /// As model.train(on) / model.eval().
+  void train(bool on = true) { training_ = on; }
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  /// One step of the current mode.
+  std::map<std::string, HostTensor>
+  run(const std::map<std::string, HostTensor> &inputs,
+      RunStats *stats = nullptr);
+  /// The state, the training model's (which holds the optimizer's too).
+  std::map<std::string, HostTensor> state_dict() const {
+    return trainingModel_.state_dict();
+  }
+  CompiledModel::StateDictKeys
+  load_state_dict(const std::map<std::string, HostTensor> &dict,
+                  bool strict = true);
+  void setState(const std::string &name, const HostTensor &value);
+  const CompiledModel &trainingModel() const { return trainingModel_; }
+  const CompiledModel &evaluationModel() const { return evalModel_; }
+
+private:
+  CompiledModel trainingModel_, evalModel_;
+  bool training_ = true;
+  /// Whether the evaluation model's state may differ from training's.
+  bool stale_ = true;
+};
+
+/// compile(graph, options) and the same for evaluation
+/// (CompileOptions::eval), as one TrainEvalModel in training mode.
+TrainEvalModel compileTrainEval(const Graph &graph,
+                                const CompileOptions &options = {},
+                                Here loc = Here::current());
+
 /// The targets compile() uses when CompileOptions::devices is empty: "cpu"
 /// and "cuda:N" for every GPU the runtime's device probe finds.
 std::vector<std::string> machineTargets();

@@ -148,26 +148,8 @@ std::vector<Tensor> Conv1d::parameters() const {
 // Parameter-free layers
 //===----------------------------------------------------------------------===//
 
-MaxPool2d::MaxPool2d(std::vector<int64_t> kernelSize,
-                     std::vector<int64_t> stride, std::vector<int64_t> padding,
-                     Here loc)
-    : Module(loc) {
-  if (kernelSize.size() == 1)
-    kernelSize.push_back(kernelSize[0]);
-  if (stride.size() == 1)
-    stride.push_back(stride[0]);
-  if (padding.size() == 1)
-    padding.push_back(padding[0]);
-  params_ = {std::move(kernelSize), std::move(stride), std::move(padding)};
-}
-
-Tensor MaxPool2d::forward(const Tensor &x, Here loc) const {
-  return max_pool2d(x, params_, loc);
-}
-
-AvgPool2d::AvgPool2d(std::vector<int64_t> kernelSize,
-                     std::vector<int64_t> stride, std::vector<int64_t> padding,
-                     Here loc)
+Pool2d::Pool2d(std::vector<int64_t> kernelSize, std::vector<int64_t> stride,
+               std::vector<int64_t> padding, Here loc)
     : Module(loc) {
   for (std::vector<int64_t> *v : {&kernelSize, &stride, &padding})
     if (v->size() == 1)
@@ -175,8 +157,12 @@ AvgPool2d::AvgPool2d(std::vector<int64_t> kernelSize,
   params_ = {std::move(kernelSize), std::move(stride), std::move(padding)};
 }
 
+Tensor MaxPool2d::forward(const Tensor &x, Here loc) const {
+  return max_pool2d(x, params(), loc);
+}
+
 Tensor AvgPool2d::forward(const Tensor &x, Here loc) const {
-  return avg_pool2d(x, params_, loc);
+  return avg_pool2d(x, params(), loc);
 }
 
 Tensor Softmax::forward(const Tensor &x, Here loc) const {

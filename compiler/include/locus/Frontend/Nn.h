@@ -167,32 +167,42 @@ private:
   Conv2dParams params_;
 };
 
-class MaxPool2d : public Module {
+/// What MaxPool2d and AvgPool2d share: their sizes (one number: square;
+/// `stride` empty: the kernel size, as in PyTorch).
+class Pool2d : public Module {
 public:
-  /// `stride` empty means the kernel size, as in PyTorch.
-  explicit MaxPool2d(std::vector<int64_t> kernelSize,
-                     std::vector<int64_t> stride = {},
-                     std::vector<int64_t> padding = {0, 0},
-                     Here loc = Here::current());
-  Tensor forward(const Tensor &x, Here loc) const override;
+  const Pool2dParams &params() const { return params_; }
+
+protected:
+  Pool2d(std::vector<int64_t> kernelSize, std::vector<int64_t> stride,
+         std::vector<int64_t> padding, Here loc);
 
 private:
   Pool2dParams params_;
 };
 
+class MaxPool2d : public Pool2d {
+public:
+  explicit MaxPool2d(std::vector<int64_t> kernelSize,
+                     std::vector<int64_t> stride = {},
+                     std::vector<int64_t> padding = {0, 0},
+                     Here loc = Here::current())
+      : Pool2d(std::move(kernelSize), std::move(stride), std::move(padding),
+               loc) {}
+  Tensor forward(const Tensor &x, Here loc) const override;
+};
+
 /// torch.nn.AvgPool2d (count_include_pad: padded zeros count in each
 /// average; no ceil_mode).
-class AvgPool2d : public Module {
+class AvgPool2d : public Pool2d {
 public:
-  /// `stride` empty means the kernel size, as in PyTorch.
   explicit AvgPool2d(std::vector<int64_t> kernelSize,
                      std::vector<int64_t> stride = {},
                      std::vector<int64_t> padding = {0, 0},
-                     Here loc = Here::current());
+                     Here loc = Here::current())
+      : Pool2d(std::move(kernelSize), std::move(stride), std::move(padding),
+               loc) {}
   Tensor forward(const Tensor &x, Here loc) const override;
-
-private:
-  Pool2dParams params_;
 };
 
 /// torch.nn.Identity: its input, recording nothing.
