@@ -92,13 +92,17 @@ void python::adviseMissing(
   module.def("__getattr__",
              [name, torchModule, advice = std::move(advice)](
                  const std::string &key) -> py::object {
+               std::string text;
                for (const auto &[missing, instead] : advice)
-                 if (key == missing)
-                   throw py::attribute_error(name + " has no " + key + " (" +
-                                             torchModule + "." + key +
-                                             "): " + instead);
-               throw py::attribute_error("module '" + name +
-                                         "' has no attribute '" + key + "'");
+                 if (key == missing) {
+                   text.append(name).append(" has no ").append(key);
+                   text.append(" (").append(torchModule).append(".");
+                   text.append(key).append("): ").append(instead);
+                   throw py::attribute_error(text);
+                 }
+               text.append("module '").append(name);
+               text.append("' has no attribute '").append(key).append("'");
+               throw py::attribute_error(text);
              });
 }
 

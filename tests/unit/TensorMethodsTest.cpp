@@ -59,7 +59,7 @@ template <typename F> std::string recorded(F &&record) {
 }
 
 TEST(TensorMethods, RecordWhatTheFreeFunctionsRecord) {
-  auto methods = [](Tensor x, Tensor m, Tensor w) {
+  auto methods = [](const Tensor &x, const Tensor &m, const Tensor &w) {
     Tensor a = x.relu().sigmoid().tanh().exp().log().abs().sqrt().rsqrt();
     Tensor b = x.neg().sin().cos().erf().reciprocal().pow(2.0).clamp(0.0, 6.0);
     Tensor c = x.masked_fill(m, -1.0).softmax(-1).log_softmax(1);
@@ -70,7 +70,7 @@ TEST(TensorMethods, RecordWhatTheFreeFunctionsRecord) {
     Tensor i = x.argmax(-1).to(DType::f32);
     return std::vector<Tensor>{a, b, c, d, e, f, h, i};
   };
-  auto functions = [](Tensor x, Tensor m, Tensor w) {
+  auto functions = [](const Tensor &x, const Tensor &m, const Tensor &w) {
     using namespace locus;
     Tensor a = rsqrt(sqrt(abs(log(exp(tanh(sigmoid(relu(x))))))));
     Tensor b = clamp(pow(reciprocal(erf(cos(sin(neg(x))))), 2.0), 0.0, 6.0);
@@ -121,7 +121,7 @@ TEST(TensorMethods, ErrorsNameTheCallersLine) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 TEST(TensorMethods, TheEarlierNamesStillRecordTheSameOps) {
-  auto old = [](Tensor x, Tensor m, Tensor) {
+  auto old = [](const Tensor &x, const Tensor &m, const Tensor &) {
     using namespace locus;
     Tensor a = maskedFill(x, m, 0.0);
     Tensor b = logSoftmax(leakyRelu(x, 0.1), -1);
@@ -131,7 +131,7 @@ TEST(TensorMethods, TheEarlierNamesStillRecordTheSameOps) {
     Tensor n = nn::utils::clipGradNorm_(grads, 1.0);
     return std::vector<Tensor>{a, b, c, d, n, grads[0]};
   };
-  auto now = [](Tensor x, Tensor m, Tensor) {
+  auto now = [](const Tensor &x, const Tensor &m, const Tensor &) {
     using namespace locus;
     Tensor a = masked_fill(x, m, 0.0);
     Tensor b = log_softmax(leaky_relu(x, 0.1), -1);

@@ -89,7 +89,7 @@ public:
 
     // Candidates by hash, in module order; the first of equals stays.
     DenseMap<llvm::hash_code, SmallVector<func::FuncOp>> kept;
-    SmallVector<NamedAttribute> aliases;
+    NamedAttrList aliases;
     if (auto old =
             module->getAttrOfType<DictionaryAttr>(kKernelAliasesAttrName))
       aliases.append(old.begin(), old.end());
@@ -104,12 +104,21 @@ public:
         bucket.push_back(func);
         continue;
       }
-      aliases.emplace_back(func.getSymNameAttr(), same->getSymNameAttr());
+      aliases.set(func.getSymNameAttr(), same->getSymNameAttr());
       func.erase();
     }
-    if (!aliases.empty())
+    // An earlier alias of a function merged now names where it went.
+    NamedAttrList resolved;
+    for (NamedAttribute alias : aliases) {
+      auto to = dyn_cast<StringAttr>(alias.getValue());
+      if (auto again = to ? aliases.get(to) : Attribute())
+        resolved.set(alias.getName(), again);
+      else
+        resolved.set(alias.getName(), alias.getValue());
+    }
+    if (!resolved.empty())
       module->setAttr(kKernelAliasesAttrName,
-                      DictionaryAttr::get(module.getContext(), aliases));
+                      resolved.getDictionary(module.getContext()));
   }
 };
 

@@ -77,6 +77,22 @@ func.func @g_k9_call(%a: tensor<4xf32>) -> tensor<4xf32> attributes {locus.devic
 
 // -----
 
+// A module merged before keeps its aliases; one whose function merges now
+// names where it went.
+// CHECK: module attributes {locus.kernel_aliases = {g_k2_relu = "g_k0_relu", g_k9_relu = "g_k0_relu"}}
+module attributes {locus.kernel_aliases = {g_k9_relu = "g_k2_relu"}} {
+  func.func @g_k0_relu(%a: tensor<4xf32>) -> tensor<4xf32> attributes {locus.device = #locus.device<cpu>} {
+    %r = locus.relu %a : tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
+  func.func @g_k2_relu(%a: tensor<4xf32>) -> tensor<4xf32> attributes {locus.device = #locus.device<cpu>} {
+    %r = locus.relu %a : tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
 // A graph still in the module would lose its callees.
 // expected-error @+1 {{'locus.graph' op is still in the module: run --locus-extract-kernels before --locus-merge-kernels}}
 locus.graph @g {
