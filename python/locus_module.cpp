@@ -577,18 +577,25 @@ void bindOps(py::module_ &m) {
 
 // ---- compile() and CompiledModel -------------------------------------------
 
+/// One step of `model` (a CompiledModel or a TrainEvalModel) on NumPy
+/// inputs, without the GIL while it runs; the outputs as NumPy arrays.
+template <typename Model>
+py::dict runStep(Model &model, const py::kwargs &inputs) {
+  std::map<std::string, HostTensor> host = hostInputs(inputs);
+  std::map<std::string, HostTensor> out;
+  {
+    py::gil_scoped_release release;
+    out = model.run(host);
+  }
+  return numpyOutputs(out);
+}
+
 void bindCompile(py::module_ &m) {
   py::class_<CompiledModel>(m, "CompiledModel")
       .def(
           "run",
           [](const CompiledModel &model, const py::kwargs &inputs) {
-            std::map<std::string, HostTensor> host = hostInputs(inputs);
-            std::map<std::string, HostTensor> out;
-            {
-              py::gil_scoped_release release;
-              out = model.run(host);
-            }
-            return numpyOutputs(out);
+            return runStep(model, inputs);
           },
           "Runs one step: every input by name (NumPy arrays); returns every "
           "output by name.")
@@ -773,13 +780,7 @@ void bindTrainEval(py::module_ &m) {
       .def(
           "run",
           [](TrainEvalModel &model, const py::kwargs &inputs) {
-            std::map<std::string, HostTensor> host = hostInputs(inputs);
-            std::map<std::string, HostTensor> out;
-            {
-              py::gil_scoped_release release;
-              out = model.run(host);
-            }
-            return numpyOutputs(out);
+            return runStep(model, inputs);
           },
           "One step of the current mode: every input by name (NumPy "
           "arrays); returns every output by name.")

@@ -343,3 +343,35 @@ def test_train_and_eval_switch_one_model_as_pytorchs_do():
     for name in ("fc1.weight", "bn.running_var"):
         np.testing.assert_array_equal(model.eval_model.state(name),
                                       model.training_model.state(name))
+
+
+def test_mistakes_with_the_new_calls_name_the_python_line():
+    """conv1d, Conv1d, prelu, one_hot and AvgPool2d refuse what PyTorch
+    refuses, at the caller's line, recording nothing."""
+    g = locus.Graph("mistakes")
+    x = g.input("x", [2, 4, 10])
+    img = g.input("img", [2, 3, 8, 8])
+    labels = g.input("labels", [4], dtype="i64")
+    before = g.num_ops()
+    cases = [
+        (lambda: locus.conv1d(img, x),  # @conv1d-rank
+         "conv1d-rank", "conv1d: input [2, 3, 8, 8] must have 3 dimensions"),
+        (lambda: locus.nn.Conv1d(g, 4, 6, 3, groups=4),  # @conv1d-groups
+         "conv1d-groups",
+         "Conv1d: groups 4 must divide in_channels 4 and out_channels 6"),
+        (lambda: locus.prelu(img, g.input("w", [2])),  # @prelu-weight
+         "prelu-weight", "prelu: weight [2] must hold 1 slope or one per "
+         "channel (3 for input [2, 3, 8, 8])"),
+        (lambda: locus.one_hot(labels, 0),  # @one-hot
+         "one-hot", "one_hot: num_classes 0 must be positive"),
+    ]
+    for call, marker, says in cases:
+        with pytest.raises(locus.Error) as info:
+            call()
+        assert info.value.line == line_of("# @" + marker), marker
+        assert says in str(info.value), str(info.value)
+    assert g.num_ops() == before + 1  # the input "w" only
+    with pytest.raises(ValueError, match="ceil_mode=True is not supported"):
+        locus.nn.AvgPool2d(2, ceil_mode=True)
+    with pytest.raises(ValueError, match="count_include_pad=False"):
+        locus.nn.AvgPool2d(2, count_include_pad=False)

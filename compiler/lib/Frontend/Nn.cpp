@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 using namespace locus;
 using namespace locus::nn;
@@ -57,6 +59,40 @@ std::vector<Tensor> Linear::parameters() const {
                : std::vector<Tensor>{weight_};
 }
 
+namespace {
+
+/// A convolution layer's groups must divide both channel counts.
+void checkGroups(const char *layer, int64_t in, int64_t out, int64_t groups,
+                 const Here &loc) {
+  if (groups < 1 || in % groups != 0 || out % groups != 0)
+    throw errorAt(loc, std::string(layer) + ": groups " +
+                           std::to_string(groups) +
+                           " must divide in_channels " + std::to_string(in) +
+                           " and out_channels " + std::to_string(out));
+}
+
+/// A convolution's weight [out, in / groups, kernel...] and, with `bias`,
+/// its bias [out], with PyTorch's default initialisation.
+std::pair<Tensor, Tensor>
+convParameters(Graph &graph, const std::string &name, int64_t in, int64_t out,
+               int64_t groups, const Shape &kernel, bool bias,
+               const std::optional<Device> &device, const Here &loc) {
+  Shape shape{out, in / groups};
+  int64_t fanIn = in / groups;
+  for (int64_t k : kernel) {
+    shape.push_back(k);
+    fanIn *= k;
+  }
+  Tensor weight =
+      defaultParameter(graph, name + ".weight", shape, fanIn, device, loc);
+  Tensor b =
+      bias ? defaultParameter(graph, name + ".bias", {out}, fanIn, device, loc)
+           : Tensor();
+  return {weight, b};
+}
+
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // Conv2d
 //===----------------------------------------------------------------------===//
@@ -76,22 +112,13 @@ Conv2d::Conv2d(Graph &graph, int64_t inChannels, int64_t outChannels,
     throw fail("Conv2d(" + std::to_string(inChannels) + ", " +
                std::to_string(outChannels) +
                "): channel counts must be positive");
-  if (options.groups < 1 || inChannels % options.groups != 0 ||
-      outChannels % options.groups != 0)
-    throw fail("Conv2d: groups " + std::to_string(options.groups) +
-               " must divide in_channels " + std::to_string(inChannels) +
-               " and out_channels " + std::to_string(outChannels));
+  checkGroups("Conv2d", inChannels, outChannels, options.groups, loc);
   params_ = {options.stride, options.padding, options.dilation, options.groups};
   std::string name = layerName(graph, options.name, "conv");
   setName(name);
-  int64_t fanIn = inChannels / options.groups * kernelSize[0] * kernelSize[1];
-  weight_ = defaultParameter(
-      graph, name + ".weight",
-      {outChannels, inChannels / options.groups, kernelSize[0], kernelSize[1]},
-      fanIn, options.device, loc);
-  if (options.bias)
-    bias_ = defaultParameter(graph, name + ".bias", {outChannels}, fanIn,
-                             options.device, loc);
+  std::tie(weight_, bias_) =
+      convParameters(graph, name, inChannels, outChannels, options.groups,
+                     kernelSize, options.bias, options.device, loc);
 }
 
 Tensor Conv2d::forward(const Tensor &x, Here loc) const {
@@ -116,23 +143,13 @@ Conv1d::Conv1d(Graph &graph, int64_t inChannels, int64_t outChannels,
                            std::to_string(kernelSize) +
                            "): channel counts and kernel_size must be "
                            "positive");
-  if (options.groups < 1 || inChannels % options.groups != 0 ||
-      outChannels % options.groups != 0)
-    throw errorAt(loc, "Conv1d: groups " + std::to_string(options.groups) +
-                           " must divide in_channels " +
-                           std::to_string(inChannels) + " and out_channels " +
-                           std::to_string(outChannels));
+  checkGroups("Conv1d", inChannels, outChannels, options.groups, loc);
   params_ = {options.stride, options.padding, options.dilation, options.groups};
   std::string name = layerName(graph, options.name, "conv");
   setName(name);
-  int64_t fanIn = inChannels / options.groups * kernelSize;
-  weight_ =
-      defaultParameter(graph, name + ".weight",
-                       {outChannels, inChannels / options.groups, kernelSize},
-                       fanIn, options.device, loc);
-  if (options.bias)
-    bias_ = defaultParameter(graph, name + ".bias", {outChannels}, fanIn,
-                             options.device, loc);
+  std::tie(weight_, bias_) =
+      convParameters(graph, name, inChannels, outChannels, options.groups,
+                     {kernelSize}, options.bias, options.device, loc);
 }
 
 Tensor Conv1d::forward(const Tensor &x, Here loc) const {
