@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -179,6 +180,118 @@ TEST(DynamicSizes, AConvolutionStepTrainsAShortBatchAsAStaticStep) {
               tail.run(last).at("loss").item(), 1e-5);
   for (const std::string &name : tail.stateNames())
     expectNear(dynamic.state(name), tail.state(name), name);
+}
+
+/// A CNN with what a training step over a dynamic batch must handle
+/// besides convolutions: BatchNorm's training statistics (2-d and 1-d, the
+/// running variance's unbiasing by the run's count), max pooling and its
+/// gradient, channels split by chunk and joined by cat (slices and a
+/// concatenation along a static axis of values with a dynamic batch), and
+/// dropout, whose draws follow the run's shape as a static compile's do.
+Graph normCnn(int64_t batch, bool train) {
+  Graph g("norm_cnn");
+  InputDim rows = batch ? InputDim(batch) : dyn("batch", kBound);
+  auto x = g.input("x", {rows, 3, 12, 12});
+  auto t = g.input("t", {rows}, {.dtype = DType::i64});
+  nn::Conv2d conv(g, 3, 8, {3}, {.padding = {1, 1}});
+  nn::BatchNorm2d bn2(g, 8);
+  nn::BatchNorm1d bn1(g, 8);
+  nn::Linear fc(g, 8, 3);
+  if (!train) {
+    bn2.eval();
+    bn1.eval();
+  }
+  Tensor h = max_pool2d(relu(bn2(conv(x))), {.kernelSize = {2, 2}});
+  std::vector<Tensor> halves = chunk(h, 2, 1);
+  h = cat({tanh(halves[1]), halves[0]}, 1);
+  h = dropout(h, 0.25, train);
+  Tensor logits = fc(bn1(mean(h, {2, 3})));
+  Tensor loss = cross_entropy(logits, t);
+  g.output("logits", logits);
+  g.output("loss", loss);
+  if (train) {
+    std::vector<Tensor> params;
+    for (const nn::Module *m :
+         std::initializer_list<const nn::Module *>{&conv, &bn2, &bn1, &fc})
+      for (const Tensor &p : m->parameters())
+        params.push_back(p);
+    optim::SGD(params, {.lr = 0.1, .momentum = 0.9}).step(loss);
+  }
+  return g;
+}
+
+TEST(DynamicSizes, NormalizationPoolingSlicesAndDropoutServeEveryBatch) {
+  expectEverySizeLikeStatic(normCnn, {3, 12, 12}, {"logits", "loss"});
+}
+
+TEST(DynamicSizes, ANormalizedCnnTrainsAShortBatchAsAStaticStep) {
+  // Dropout's draws depend on the step count: the short batch runs as the
+  // second step on both sides.
+  CompiledModel dynamic = compile(normCnn(0, true), {.policy = "cpu"});
+  CompiledModel full = compile(normCnn(kBound, true), {.policy = "cpu"});
+  CompiledModel tail = compile(normCnn(5, true), {.policy = "cpu"});
+  auto first = imagesOf(kBound, 1), last = imagesOf(5, 2);
+  EXPECT_NEAR(dynamic.run(first).at("loss").item(),
+              full.run(first).at("loss").item(), 1e-5);
+  (void)tail.run(imagesOf(5, 3)); // the step count, as the others'
+  for (const std::string &name : full.stateNames())
+    tail.setState(name, full.state(name));
+  EXPECT_NEAR(dynamic.run(last).at("loss").item(),
+              tail.run(last).at("loss").item(), 1e-5);
+  for (const std::string &name : tail.stateNames())
+    expectNear(dynamic.state(name), tail.state(name), name);
+}
+
+TEST(DynamicSizes, DropoutDrawsAtTheRunsShape) {
+  // A dynamic dimension inside the value: the draws' row-major index uses
+  // the run's sizes, so a sequence of 5 keeps what a static compile of 5
+  // keeps (with the bound's strides, it would not).
+  auto make = [](int64_t seq) {
+    Graph g("drop");
+    InputDim len = seq ? InputDim(seq) : dyn("seq", kBound);
+    auto x = g.input("x", {2, len, 6});
+    g.output("y", dropout(x, 0.5));
+    return g;
+  };
+  for (int64_t n : {int64_t{5}, kBound}) {
+    // Fresh models: the draws depend on the step count too.
+    CompiledModel dynamic = compile(make(0), {.policy = "cpu"});
+    CompiledModel fixed = compile(make(n), {.policy = "cpu"});
+    std::vector<float> xs(static_cast<size_t>(2 * n * 6));
+    for (size_t i = 0; i < xs.size(); ++i)
+      xs[i] = 1.0f + static_cast<float>(i);
+    std::map<std::string, HostTensor> in = {
+        {"x", HostTensor::fromF32({2, n, 6}, xs)}};
+    HostTensor got = dynamic.run(in).at("y"), want = fixed.run(in).at("y");
+    EXPECT_EQ(got.f32, want.f32) << "seq " << n;
+    EXPECT_GT(std::count(want.f32.begin(), want.f32.end(), 0.0f), 0);
+  }
+}
+
+TEST(DynamicSizes, BatchNormOverOneValuePerChannelIsARunError) {
+  // PyTorch refuses BatchNorm1d in training over a batch of one; so does a
+  // run whose dynamic batch gives one value per channel, before the running
+  // statistics are written.
+  Graph g("bn");
+  auto x = g.input("x", {dyn("batch", kBound), 4});
+  nn::BatchNorm1d bn(g, 4, {.name = "bn"});
+  int line = __LINE__ + 1;
+  g.output("y", bn(x));
+  CompiledModel m = compile(g, {.policy = "cpu"});
+  HostTensor before = m.state("bn.running_var");
+  std::vector<float> one = {1, 2, 3, 4};
+  std::string message =
+      runErrorOf([&] { m.run({{"x", HostTensor::fromF32({1, 4}, one)}}); });
+  EXPECT_NE(message.find("DynamicSizesTest.cpp:" + std::to_string(line) +
+                         ": batch_norm in training needs more than one value "
+                         "per channel (as in PyTorch); values per channel in "
+                         "this run (1 found)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(m.state("bn.running_var").f32, before.f32);
+  std::vector<float> two = {1, 2, 3, 4, 2, 4, 6, 8};
+  EXPECT_EQ(m.run({{"x", HostTensor::fromF32({2, 4}, two)}}).at("y").shape,
+            (Shape{2, 4}));
 }
 
 TEST(DynamicSizes, RunErrorsNameTheInputAndTheBound) {

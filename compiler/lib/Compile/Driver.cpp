@@ -243,8 +243,9 @@ bool compilesDynamic(Operation *op) {
          isa<BroadcastOp, ReshapeOp, TransposeOp, MatmulOp, LinearOp, SumOp,
              MeanOp, MaxOp, MinOp, SoftmaxOp, LogSoftmaxOp, MseLossOp,
              CrossEntropyOp, GatherOp, OneHotOp, ConstantOp, CountOp, Conv2dOp,
-             Conv2dInputGradOp, Conv2dWeightGradOp, MaxPool2dOp, AvgPool2dOp>(
-             op);
+             Conv2dInputGradOp, Conv2dWeightGradOp, MaxPool2dOp, AvgPool2dOp,
+             MaxPool2dGradOp, BatchNormTrainOp, BatchNormTrainGradOp, RandomOp,
+             SliceOp, SliceGradOp, ConcatOp>(op);
 }
 
 /// A graph with dynamic sizes compiles for the CPU, from the ops kernels
@@ -271,8 +272,9 @@ LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
              << "over a value of dynamic shape is not compiled yet; "
                 "dynamic sizes compile elementwise ops, reshapes, "
                 "transposes, matrix products, reductions, softmax, "
-                "gathers, the MSE and cross-entropy losses, and "
-                "convolutions and poolings over a dynamic batch";
+                "gathers, the MSE and cross-entropy losses, slices and "
+                "concatenations along static dimensions, random draws, and "
+                "convolutions, poolings and BatchNorm over a dynamic batch";
   }
   return success();
 }

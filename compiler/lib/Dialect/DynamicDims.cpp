@@ -480,11 +480,22 @@ LogicalResult DynamicDims::infer(Operation *op) {
              << " into state, whose shape is static";
     return success();
   }
-  for (Value operand : op->getOperands())
-    if (isDynamic(operand) && isa<SliceOp, SliceGradOp>(op))
-      return op->emitOpError()
-             << "takes a window of " << format(operand)
-             << ": a slice over a dynamic dimension is not supported yet";
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return inferSlice(op, slice.getInput(), slice.getOffsets(),
+                      slice.getStrides(), slice.getType().getShape(),
+                      slice.getInput().getType().getShape(), slice.getResult());
+  if (auto grad = dyn_cast<SliceGradOp>(op))
+    return inferSlice(op, grad.getGrad(), grad.getOffsets(), grad.getStrides(),
+                      grad.getGrad().getType().getShape(),
+                      grad.getType().getShape(), grad.getResult());
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    for (Value input : concat.getInputs())
+      if (!dimsOf(input)[concat.getAxis()].isStatic())
+        return op->emitOpError()
+               << "joins " << format(input) << " along dimension "
+               << concat.getAxis()
+               << ", which is dynamic: not supported yet (a concatenation "
+                  "along a static dimension is)";
   if (auto gather = dyn_cast<GatherOp>(op);
       gather && !dimsOf(gather.getInput())[gather.getAxis()].isStatic())
     return op->emitOpError()
@@ -567,6 +578,29 @@ LogicalResult DynamicDims::infer(Operation *op) {
   return success();
 }
 
+/// A slice (or its gradient, which writes the window back into the whole)
+/// takes a dynamic dimension whole or not at all, so the window and the
+/// whole have the dims of `operand`, which is one of them.
+LogicalResult DynamicDims::inferSlice(Operation *op, Value operand,
+                                      ArrayRef<int64_t> offsets,
+                                      ArrayRef<int64_t> strides,
+                                      ArrayRef<int64_t> window,
+                                      ArrayRef<int64_t> whole, Value result) {
+  DimExprs dims = staticDims(tensorTypeOf(result).getShape());
+  for (auto [d, dim] : llvm::enumerate(dimsOf(operand))) {
+    if (dim.isStatic())
+      continue;
+    if (offsets[d] != 0 || strides[d] != 1 || window[d] != whole[d])
+      return op->emitOpError()
+             << "takes a window of dimension " << d << " of " << format(operand)
+             << ", which is dynamic; a slice takes a dynamic dimension whole "
+                "(a window along one is not supported yet)";
+    dims[d] = dim;
+  }
+  set(result, std::move(dims));
+  return success();
+}
+
 LogicalResult DynamicDims::takeGiven(Operation *op, AffineMap map) {
   std::optional<DimExprs> dims = dimsFromMap(map);
   RankedTensorType type = op->getNumResults() == 1
@@ -613,11 +647,13 @@ LogicalResult DynamicDims::takeGiven(Operation *op, AffineMap map) {
       return op->emitOpError()
              << "cannot broadcast " << format(broadcast.getInput()) << " to "
              << formatDims(*dims, symbols_) << " for every size";
-  } else {
+  } else if (!isa<RandomOp>(op)) {
+    // A random draw has no operand to follow: it takes the dims of the
+    // value it is drawn for (dropout's input).
     return op->emitOpError() << kDimsAttrName
-                             << " is given only on inputs, reshapes and "
-                                "broadcasts; other ops' dims follow from "
-                                "their operands";
+                             << " is given only on inputs, reshapes, "
+                                "broadcasts and random draws; other ops' "
+                                "dims follow from their operands";
   }
   set(op->getResult(0), std::move(*dims));
   return success();

@@ -701,10 +701,15 @@ Tensor locus::batch_norm(const Tensor &x, const Tensor &runningMean,
           x, weight ? weight : graph.full({channels}, 1.0, DType::f32, loc),
           bias ? bias : graph.full({channels}, 0.0, DType::f32, loc), eps, loc);
       if (runningMean && runningVar) {
-        double unbias =
-            static_cast<double>(count) / static_cast<double>(count - 1);
-        Tensor mean1 = batch.mean;
-        Tensor var1 = scaled(batch.var, unbias, loc);
+        // The unbiased variance, var * n / (n - 1): n is the run's count
+        // with dynamic sizes.
+        Tensor mean1 = batch.mean, var1;
+        if (Tensor n = detail::dynamicChannelCount(x, loc))
+          var1 = mul(batch.var, div(n, shifted(n, -1.0, loc), loc), loc);
+        else
+          var1 = scaled(
+              batch.var,
+              static_cast<double>(count) / static_cast<double>(count - 1), loc);
         // From the value an earlier call in this graph left (as PyTorch's
         // in-place updates chain), or the state's at the run's start.
         auto blend = [&](const Tensor &running, const Tensor &batch) {

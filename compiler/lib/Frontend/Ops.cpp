@@ -615,6 +615,22 @@ locus::detail::batchNormTrain(const Tensor &x, const Tensor &weight,
           g.wrap(op->getResult(2))};
 }
 
+Tensor locus::detail::dynamicChannelCount(const Tensor &x, const Here &loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  mlir::Value v = g.value(x, loc);
+  DimExprs dims = g.dimsOf(v);
+  if (llvm::all_of(dims, [](const DimExpr &d) { return d.isStatic(); }))
+    return Tensor();
+  std::vector<int64_t> axes = {0};
+  for (int64_t d = 2; d < static_cast<int64_t>(dims.size()); ++d)
+    axes.push_back(d);
+  Transaction tx(g);
+  mlir::Value count =
+      g.record<CountOp>(loc, v, g.builder.getDenseI64ArrayAttr(axes));
+  tx.commit();
+  return g.wrap(count);
+}
+
 Tensor locus::conv1d(const Tensor &x, const Tensor &weight, const Tensor &bias,
                      const Conv1dParams &params, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
@@ -782,19 +798,24 @@ DeviceAttr madeOn(mlir::Value value) {
 
 /// Records a locus.random of `shape` with the next call's seed, on the run
 /// counter (moved to `device` first, a pin, when there is one). The caller
-/// commits, then counts the call (GraphImpl::rngCalls).
+/// commits, then counts the call (GraphImpl::rngCalls). With dynamic sizes
+/// the draws take `dims` (those of the value they are for): each run draws
+/// at its own shape, as a static compile of that shape does.
 mlir::Value recordRandom(GraphImpl &g, Distribution distribution,
-                         const Shape &shape, DeviceAttr device,
-                         const Here &loc) {
+                         const Shape &shape, DeviceAttr device, const Here &loc,
+                         const DimExprs *dims = nullptr) {
   (void)g.tensorType(shape, DType::f32, loc); // negative dimensions
   mlir::Value step = g.runCounter(loc);
   if (device)
     step = g.record<ToOp>(loc, step, device);
   uint64_t seed = g.seedFor("rng" + std::to_string(g.rngCalls));
-  return g.record<RandomOp>(
-      loc, step, DistributionAttr::get(&g.context, distribution),
-      g.builder.getDenseI64ArrayAttr(shape),
-      g.builder.getI64IntegerAttr(static_cast<int64_t>(seed)));
+  return g
+      .recordOpWithDims<RandomOp>(
+          loc, dims ? g.dimsAttr(*dims) : mlir::Attribute(), step,
+          DistributionAttr::get(&g.context, distribution),
+          g.builder.getDenseI64ArrayAttr(shape),
+          g.builder.getI64IntegerAttr(static_cast<int64_t>(seed)))
+      ->getResult(0);
 }
 
 Tensor draw(Graph &graph, Distribution distribution, const Shape &shape,
@@ -809,16 +830,16 @@ Tensor draw(Graph &graph, Distribution distribution, const Shape &shape,
   return g.wrap(result);
 }
 
-/// A 0-d f32 constant broadcast to `shape` (static dims: dropout and
-/// bernoulli, whose draws are static too).
+/// A 0-d f32 constant broadcast to `shape`, of `dims` with dynamic sizes
+/// (those of the value dropout or bernoulli draws for).
 mlir::Value splat(GraphImpl &g, float value, const Shape &shape,
-                  const Here &loc) {
+                  const Here &loc, const DimExprs *dims = nullptr) {
   auto type = mlir::RankedTensorType::get({}, g.builder.getF32Type());
   mlir::Value c = g.record<ConstantOp>(
       loc,
       mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, value)),
       DeviceAttr());
-  return g.broadcastTo(c, shape, loc);
+  return g.broadcastTo(c, shape, loc, dims);
 }
 
 /// `value` as an f32 tensor; an Error naming `what` otherwise.
@@ -852,13 +873,15 @@ Tensor locus::bernoulli(const Tensor &p, Here loc) {
   GraphImpl &g = GraphImpl::of(p, loc);
   mlir::Value vp = f32Operand(g, p, "bernoulli", loc);
   Shape shape = GraphImpl::shapeOf(vp);
+  DimExprs dims = g.dimsOf(vp);
   Transaction tx(g);
   mlir::Value u =
-      recordRandom(g, Distribution::uniform, shape, madeOn(vp), loc);
+      recordRandom(g, Distribution::uniform, shape, madeOn(vp), loc, &dims);
   // torch.bernoulli: 1 where u < p.
   mlir::Value hit = g.record<CmpOp>(loc, CmpPredicate::lt, u, vp);
-  mlir::Value result = g.record<SelectOp>(loc, hit, splat(g, 1.0f, shape, loc),
-                                          splat(g, 0.0f, shape, loc));
+  mlir::Value result =
+      g.record<SelectOp>(loc, hit, splat(g, 1.0f, shape, loc, &dims),
+                         splat(g, 0.0f, shape, loc, &dims));
   tx.commit();
   ++g.rngCalls;
   return g.wrap(result);
@@ -874,6 +897,7 @@ Tensor locus::dropout(const Tensor &x, double p, bool training, Here loc) {
   if (p == 0 || !training)
     return x;
   Shape shape = GraphImpl::shapeOf(vx);
+  DimExprs dims = g.dimsOf(vx);
   Transaction tx(g);
   // In evaluation the product is its operand 0, x (--locus-select-mode).
   auto identityInEval = [&](mlir::Value product) {
@@ -883,20 +907,22 @@ Tensor locus::dropout(const Tensor &x, double p, bool training, Here loc) {
   };
   if (p == 1) {
     // PyTorch's x * 0: no draw, and NaN stays NaN.
-    mlir::Value result =
-        identityInEval(g.record<MulOp>(loc, vx, splat(g, 0.0f, shape, loc)));
+    mlir::Value result = identityInEval(
+        g.record<MulOp>(loc, vx, splat(g, 0.0f, shape, loc, &dims)));
     tx.commit();
     return g.wrap(result);
   }
   // As ATen's _dropout_impl: noise = bernoulli(1 - p) / (1 - p) in f32,
   // then x * noise; an element is kept when u >= p.
   mlir::Value u =
-      recordRandom(g, Distribution::uniform, shape, madeOn(vx), loc);
-  mlir::Value keep = g.record<CmpOp>(
-      loc, CmpPredicate::ge, u, splat(g, static_cast<float>(p), shape, loc));
+      recordRandom(g, Distribution::uniform, shape, madeOn(vx), loc, &dims);
+  mlir::Value keep =
+      g.record<CmpOp>(loc, CmpPredicate::ge, u,
+                      splat(g, static_cast<float>(p), shape, loc, &dims));
   float scale = 1.0f / static_cast<float>(1.0 - p);
-  mlir::Value noise = g.record<SelectOp>(loc, keep, splat(g, scale, shape, loc),
-                                         splat(g, 0.0f, shape, loc));
+  mlir::Value noise =
+      g.record<SelectOp>(loc, keep, splat(g, scale, shape, loc, &dims),
+                         splat(g, 0.0f, shape, loc, &dims));
   mlir::Value result = identityInEval(g.record<MulOp>(loc, vx, noise));
   tx.commit();
   ++g.rngCalls;

@@ -25,6 +25,10 @@ struct BatchNormTrainResults {
 BatchNormTrainResults batchNormTrain(const Tensor &x, const Tensor &weight,
                                      const Tensor &bias, double eps,
                                      const Here &loc);
+/// How many values of BatchNorm's input x [N, C, ...] each channel has (a
+/// [] f32 locus.count over every axis but 1, which each run computes) when
+/// x has dynamic sizes; an empty Tensor when its shape is static.
+Tensor dynamicChannelCount(const Tensor &x, const Here &loc);
 
 /// The name of the user's call that errors name while it lives: a
 /// function that records other ops (masked_fill records a where, expand a

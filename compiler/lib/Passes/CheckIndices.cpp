@@ -59,10 +59,21 @@ public:
         sites.push_back({hot.getLabels(),
                          static_cast<int64_t>(hot.getClasses()), op, "labels"});
     });
+    // BatchNorm in training over a dynamic batch: PyTorch refuses one
+    // value per channel, whose unbiased variance divides by zero. (Before
+    // the index checks, whose broadcasts take their dims below.)
+    FailureOr<DynamicDims> dims = DynamicDims::analyze(graph);
+    if (failed(dims))
+      return signalPassFailure();
+    unsigned count = 0;
+    graph.walk([&](BatchNormTrainOp op) {
+      // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+      if (fewestPerChannel(*dims, op.getInput()) < 2)
+        addCountCheck(op, count++);
+    });
     // One check per tensor of indices and extent: a cross-entropy and the
     // one-hot of its gradient read the same labels.
     llvm::DenseSet<std::pair<Value, int64_t>> seen;
-    unsigned count = 0;
     for (const Site &site : sites) {
       auto type = cast<RankedTensorType>(site.indices.getType());
       if (type.getNumElements() == 0 ||
@@ -77,6 +88,61 @@ public:
   }
 
 private:
+  /// Places `op` like `user`.
+  static Value placedLike(Operation *user, Operation *op) {
+    for (StringRef name : {kDeviceAttrName, kPlacementAttrName})
+      if (Attribute a = user->getAttr(name))
+        op->setAttr(name, a);
+    return op->getResult(0);
+  }
+
+  /// The output the runtime reads for check `number` at `user`: "<op> at
+  /// <line>: <what> (<total> found)" when `total` is not zero.
+  static void addCheckOutput(OpBuilder &b, Operation *user, unsigned number,
+                             const Twine &what, Value total) {
+    std::string name = (LOCUS_ABI_CHECK_PREFIX + Twine(number) + ":" +
+                        user->getName().getStringRef() + " at " +
+                        userLine(user->getLoc()) + "|" + what)
+                           .str();
+    placedLike(user, b.create<OutputOp>(user->getLoc(), name, total));
+  }
+
+  /// The fewest values per channel BatchNorm's input [N, C, ...] has in a
+  /// run, with every dynamic size at 1.
+  static int64_t fewestPerChannel(const DynamicDims &dims, Value input) {
+    SmallVector<int64_t> ones(dims.symbols().size(), 1);
+    int64_t n = 1;
+    for (auto [d, dim] : llvm::enumerate(dims.dimsOf(input)))
+      if (d != 1)
+        n *= dim.evaluate(ones).value_or(1);
+    return n;
+  }
+
+  /// Before a BatchNorm in training over a dynamic batch: the values per
+  /// channel when the run has fewer than 2, else 0.
+  static void addCountCheck(BatchNormTrainOp op, unsigned number) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<int64_t> axes = {0};
+    for (int64_t d = 2; d < op.getInput().getType().getRank(); ++d)
+      axes.push_back(d);
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    auto constant = [&](float value) {
+      return placedLike(
+          op, b.create<ConstantOp>(loc, DenseElementsAttr::get(scalar, value),
+                                   DeviceAttr()));
+    };
+    Value n = placedLike(op, b.create<CountOp>(loc, op.getInput(), axes));
+    Value few = placedLike(
+        op, b.create<CmpOp>(loc, CmpPredicate::lt, n, constant(2.0f)));
+    Value total =
+        placedLike(op, b.create<SelectOp>(loc, few, n, constant(0.0f)));
+    addCheckOutput(b, op, number,
+                   "batch_norm in training needs more than one value per "
+                   "channel (as in PyTorch); values per channel in this run",
+                   total);
+  }
+
   /// Before `site.user`: the number of indices outside [0, extent), as an
   /// output the runtime reads (LOCUS_ABI_CHECK_PREFIX).
   void addCheck(const Site &site, unsigned number) {
@@ -84,15 +150,7 @@ private:
     Location loc = site.user->getLoc();
     auto type = cast<RankedTensorType>(site.indices.getType());
     // Placed like the op that reads the indices, where they already are.
-    auto placeOp = [&](Operation *op) {
-      for (StringRef name : {kDeviceAttrName, kPlacementAttrName})
-        if (Attribute a = site.user->getAttr(name))
-          op->setAttr(name, a);
-    };
-    auto place = [&](Operation *op) {
-      placeOp(op);
-      return op->getResult(0);
-    };
+    auto place = [&](Operation *op) { return placedLike(site.user, op); };
     auto bound = [&](int64_t value) {
       auto scalar = RankedTensorType::get({}, b.getI64Type());
       Value c = place(b.create<ConstantOp>(
@@ -112,13 +170,9 @@ private:
     Value total = bad;
     if (!axes.empty())
       total = place(b.create<SumOp>(loc, bad, axes, /*keepdim=*/false));
-    // The runtime reads "<number>:<op> at <line>|<what> outside [0, n)".
-    std::string name = (LOCUS_ABI_CHECK_PREFIX + Twine(number) + ":" +
-                        site.user->getName().getStringRef() + " at " +
-                        userLine(site.user->getLoc()) + "|" + site.what +
-                        " outside [0, " + Twine(site.extent) + ")")
-                           .str();
-    placeOp(b.create<OutputOp>(loc, name, total));
+    addCheckOutput(
+        b, site.user, number,
+        Twine(site.what) + " outside [0, " + Twine(site.extent) + ")", total);
   }
 };
 

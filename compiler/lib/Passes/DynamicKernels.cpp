@@ -81,6 +81,8 @@ private:
   LogicalResult propagateReshape(Operation *op, Value src, Value result,
                                  ArrayRef<ReassociationIndices> groups,
                                  bool collapse);
+  LogicalResult propagateSlice(OffsetSizeAndStrideOpInterface op, Value whole,
+                               Value window);
   Value sizeOf(OpBuilder &b, const DimExpr &dim);
   SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Value value);
   RankedTensorType typeOf(Value value) const;
@@ -202,6 +204,34 @@ KernelDims::propagateReshape(Operation *op, Value src, Value result,
   return update(wide, fromNarrow, op);
 }
 
+/// A slice or an insertion of one (concatenations, padding removed) takes a
+/// dynamic dimension whole: the window and the whole share its dims.
+LogicalResult KernelDims::propagateSlice(OffsetSizeAndStrideOpInterface op,
+                                         Value whole, Value window) {
+  DimExprs wholeDims = of(whole), windowDims = of(window);
+  if (isStatic(wholeDims) && isStatic(windowDims))
+    return success();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(whole.getType()).getShape();
+  if (wholeDims.size() != windowDims.size())
+    return op->emitOpError() << "drops dimensions of a value of dynamic shape "
+                             << formatDims(wholeDims, symbols);
+  for (size_t d = 0; d < wholeDims.size(); ++d) {
+    if (wholeDims[d].isStatic() && windowDims[d].isStatic())
+      continue;
+    if (op.getStaticOffset(d) != 0 || op.getStaticStride(d) != 1 ||
+        op.getStaticSize(d) != shape[d])
+      return op->emitOpError()
+             << "takes a window of dimension " << d << " of "
+             << formatDims(wholeDims, symbols) << ", which is dynamic";
+    DimExpr dim = wholeDims[d].isStatic() ? windowDims[d] : wholeDims[d];
+    wholeDims[d] = dim;
+    windowDims[d] = dim;
+  }
+  if (failed(update(whole, wholeDims, op)))
+    return failure();
+  return update(window, windowDims, op);
+}
+
 LogicalResult KernelDims::propagate() {
   SmallVector<int64_t> bounds;
   for (const DimSymbol &symbol : symbols)
@@ -227,6 +257,14 @@ LogicalResult KernelDims::propagate() {
           ok = succeeded(split) ? update(e.getResult(), *split, op)
                                 : op->emitOpError() << why;
         }
+      } else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+        ok = propagateSlice(slice, slice.getSource(), slice.getResult());
+      } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+        ok = propagateSlice(insert, insert.getDest(), insert.getSource());
+        if (succeeded(ok))
+          ok = update(insert.getResult(), of(insert.getDest()), op);
+        if (succeeded(ok))
+          ok = update(insert.getDest(), of(insert.getResult()), op);
       } else if (auto pad = dyn_cast<tensor::PadOp>(op)) {
         // A padded pooling's input: the batch passes through unpadded.
         DimExprs src = of(pad.getSource()), next = of(pad.getResult());
@@ -421,6 +459,24 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
       expand.getResult().replaceAllUsesWith(fresh.getResult());
       dims.erase(expand.getResult());
       expand.erase();
+    } else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      auto fresh = b.create<tensor::ExtractSliceOp>(
+          op->getLoc(), typeOf(slice.getResult()), slice.getSource(),
+          slice.getMixedOffsets(), sizesOf(b, slice.getResult()),
+          slice.getMixedStrides());
+      dims[fresh.getResult()] = of(slice.getResult());
+      slice.getResult().replaceAllUsesWith(fresh.getResult());
+      dims.erase(slice.getResult());
+      slice.erase();
+    } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+      auto fresh = b.create<tensor::InsertSliceOp>(
+          op->getLoc(), insert.getSource(), insert.getDest(),
+          insert.getMixedOffsets(), sizesOf(b, insert.getSource()),
+          insert.getMixedStrides());
+      dims[fresh.getResult()] = of(insert.getResult());
+      insert.getResult().replaceAllUsesWith(fresh.getResult());
+      dims.erase(insert.getResult());
+      insert.erase();
     } else if (isa<linalg::LinalgOp, tensor::CollapseShapeOp, tensor::PadOp>(
                    op)) {
       for (Value result : op->getResults())

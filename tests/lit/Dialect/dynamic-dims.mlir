@@ -29,11 +29,21 @@ locus.graph @mlp attributes {locus.symbols = [["batch", 256]]} {
   %col = locus.sum %r axes [1] keepdim : tensor<256x10xf32> -> tensor<256x1xf32>
   %wide = locus.broadcast %col [256, 10] : tensor<256x1xf32> -> tensor<256x10xf32>
   %sum3 = locus.add %wide, %sum2 : tensor<256x10xf32>
-  %c = locus.concat %r, %r axis 0 : (tensor<256x10xf32>, tensor<256x10xf32>) -> tensor<512x10xf32>
+  // along a static axis: [batch, 20]
+  %c = locus.concat %r, %r axis 1 : (tensor<256x10xf32>, tensor<256x10xf32>) -> tensor<256x20xf32>
+  // a window of the static axis, the batch whole: [batch, 4]
+  %w4 = locus.slice %c offsets [0, 3] sizes [256, 4] strides [1, 2] : tensor<256x20xf32> -> tensor<256x4xf32>
+  // and its gradient: [batch, 20]
+  %g20 = locus.slice_grad %w4 shape [256, 20] offsets [0, 3] strides [1, 2] : tensor<256x4xf32> -> tensor<256x20xf32>
+  %c2 = locus.add %c, %g20 : tensor<256x20xf32>
+  // a draw for a value of dynamic shape takes its dims: [batch, 20]
+  %step = locus.state "step" buffer : tensor<f32> init <full(0.0)>
+  %u = locus.random uniform [256, 20] seed 3 step %step {locus.dims = affine_map<()[s0] -> (s0, 20)>} : tensor<f32> -> tensor<256x20xf32>
+  %c3 = locus.mul %c2, %u : tensor<256x20xf32>
   locus.output "loss" = %l : tensor<f32>
   locus.output "s" = %s : tensor<10xf32>
   locus.output "f" = %f : tensor<2560xf32>
-  locus.output "c" = %c : tensor<512x10xf32>
+  locus.output "c" = %c3 : tensor<256x20xf32>
 }
 
 // -----
@@ -117,8 +127,32 @@ locus.graph @g attributes {locus.symbols = [["seq", 16]]} {
 
 locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
   %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
-  // expected-error@+1 {{takes a window of [batch, 4]: a slice over a dynamic dimension is not supported yet}}
-  %s = locus.slice %a offsets [0, 0] sizes [8, 2] strides [1, 1] : tensor<8x4xf32> -> tensor<8x2xf32>
+  // expected-error@+1 {{'locus.slice' op takes a window of dimension 0 of [batch, 4], which is dynamic; a slice takes a dynamic dimension whole (a window along one is not supported yet)}}
+  %s = locus.slice %a offsets [1, 0] sizes [7, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<7x4xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  %g = locus.input "g" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  // expected-error@+1 {{'locus.slice_grad' op takes a window of dimension 0 of [batch, 4], which is dynamic}}
+  %s = locus.slice_grad %g shape [16, 4] offsets [0, 0] strides [2, 1] : tensor<8x4xf32> -> tensor<16x4xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  // expected-error@+1 {{'locus.concat' op joins [batch, 4] along dimension 0, which is dynamic: not supported yet (a concatenation along a static dimension is)}}
+  %c = locus.concat %a, %a axis 0 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  // expected-error@+1 {{'locus.relu' op locus.dims is given only on inputs, reshapes, broadcasts and random draws; other ops' dims follow from their operands}}
+  %r = locus.relu %a {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
 }
 
 // -----

@@ -64,3 +64,28 @@ locus.graph @empty {
   %0 = locus.gather %w, %i axis 0 : tensor<7x3xf32>, tensor<0xi64> -> tensor<0x3xf32>
   locus.output "a" = %0 : tensor<0x3xf32>
 }
+
+// -----
+
+// BatchNorm in training over a dynamic batch: a run with one value per
+// channel is an error (PyTorch's), checked where a run can have one: the
+// [batch, 4] input (the count when under 2, else 0), not the
+// [batch, 4, 2, 2] one (at least 4 values per channel).
+// CHECK-LABEL: locus.graph @norm
+// CHECK: %[[N:.*]] = locus.count %x axes [0] : tensor<8x4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[TWO:.*]] = locus.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[FEW:.*]] = locus.cmp lt, %[[N]], %[[TWO]]
+// CHECK-NEXT: %[[ZERO:.*]] = locus.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[TOTAL:.*]] = locus.select %[[FEW]], %[[N]], %[[ZERO]]
+// CHECK-NEXT: locus.output "__locus_check:0:locus.batch_norm_train at {{.*}}|batch_norm in training needs more than one value per channel (as in PyTorch); values per channel in this run" = %[[TOTAL]]
+// CHECK-NEXT: locus.batch_norm_train %x
+// CHECK-NOT: __locus_check:1
+locus.graph @norm attributes {locus.symbols = [["batch", 8]]} {
+  %x = locus.input "x" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  %i = locus.input "i" {locus.dims = affine_map<()[s0] -> (s0, 4, 2, 2)>} : tensor<8x4x2x2xf32>
+  %c = locus.input "c" : tensor<4xf32>
+  %y, %m, %v = locus.batch_norm_train %x, %c, %c eps 1.0e-05 : tensor<8x4xf32>, tensor<4xf32>
+  %y2, %m2, %v2 = locus.batch_norm_train %i, %c, %c eps 1.0e-05 : tensor<8x4x2x2xf32>, tensor<4xf32>
+  locus.output "y" = %y : tensor<8x4xf32>
+  locus.output "y2" = %y2 : tensor<8x4x2x2xf32>
+}

@@ -26,3 +26,17 @@ func.func @k(%a: tensor<8xf32> {locus.dims = affine_map<()[s0] -> (s0)>},
     attributes {locus.symbols = ["batch"]} {
   return %a : tensor<8xf32>
 }
+
+// -----
+
+// A window of a dynamic dimension (the graph verifier refuses it first;
+// here a kernel written by hand).
+func.func @k(%a: tensor<8x4xf32> {locus.dims = affine_map<()[s0] -> (s0, 4)>},
+             %sizes: tensor<1xi64> {locus.sizes}) -> tensor<8x4xf32>
+    attributes {locus.symbols = [["batch", 8]]} {
+  // expected-error@+1 {{'tensor.extract_slice' op takes a window of dimension 0 of [batch, 4], which is dynamic}}
+  %s = tensor.extract_slice %a[1, 0] [4, 4] [1, 1] : tensor<8x4xf32> to tensor<4x4xf32>
+  %e = tensor.empty() : tensor<8x4xf32>
+  %r = tensor.insert_slice %s into %e[0, 0] [4, 4] [1, 1] : tensor<4x4xf32> into tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}

@@ -36,3 +36,23 @@ locus.graph @mlp attributes {locus.symbols = [["batch", 256]]} {
   locus.output "r" = %r : tensor<256x10xf32>
   locus.output "m" = %m : tensor<10xf32>
 }
+
+// -----
+
+// Slices and concatenations along a static axis keep the dynamic batch
+// whole: the window's sizes are the run's.
+// CHECK-LABEL: func.func @halves_k0_slice(
+// CHECK: %[[B:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: tensor.extract_slice %{{.*}}[0, 4] [%{{.*}}, 4] [1, 1] : tensor<?x8xf32> to tensor<?x4xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [%{{.*}}, 4] [1, 1] : tensor<?x8xf32> to tensor<?x4xf32>
+// CHECK: tensor.empty(%{{.*}}) : tensor<?x8xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [%{{.*}}, 4] [1, 1] : tensor<?x4xf32> into tensor<?x8xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 4] [%{{.*}}, 4] [1, 1] : tensor<?x4xf32> into tensor<?x8xf32>
+// CHECK: return %{{.*}} : tensor<16x8xf32>
+locus.graph @halves attributes {locus.symbols = [["batch", 16]]} {
+  %x = locus.input "x" {locus.dims = affine_map<()[s0] -> (s0, 8)>} : tensor<16x8xf32>
+  %hi = locus.slice %x offsets [0, 4] sizes [16, 4] strides [1, 1] : tensor<16x8xf32> -> tensor<16x4xf32>
+  %lo = locus.slice %x offsets [0, 0] sizes [16, 4] strides [1, 1] : tensor<16x8xf32> -> tensor<16x4xf32>
+  %y = locus.concat %hi, %lo axis 1 : (tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<16x8xf32>
+  locus.output "y" = %y : tensor<16x8xf32>
+}

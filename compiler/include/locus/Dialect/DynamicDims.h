@@ -174,6 +174,12 @@ private:
   /// Reports operands whose dims disagree for some size.
   mlir::LogicalResult disagree(mlir::Operation *op) const;
   mlir::LogicalResult takeGiven(mlir::Operation *op, mlir::AffineMap map);
+  mlir::LogicalResult inferSlice(mlir::Operation *op, mlir::Value operand,
+                                 llvm::ArrayRef<int64_t> offsets,
+                                 llvm::ArrayRef<int64_t> strides,
+                                 llvm::ArrayRef<int64_t> window,
+                                 llvm::ArrayRef<int64_t> whole,
+                                 mlir::Value result);
 
   llvm::SmallVector<DimSymbol> symbols_;
   /// Only values with a dynamic dimension.

@@ -350,6 +350,16 @@ def LocusCheckIndices : Pass<"locus-check-indices", "::locus::GraphOp"> {
     state update of a training step reads them, and read before that update
     runs.
 
+    In a graph with dynamic sizes it also checks each `locus.batch_norm_train`
+    whose input can have fewer than two values per channel in a run (a
+    `[batch, C]` input; not `[batch, C, H, W]` with `H * W >= 2`): PyTorch
+    refuses one value per channel in training, whose unbiased variance
+    divides by zero. The output is the run's count of values per channel
+    when it is under 2, else 0, and the run stops with
+    `locus.batch_norm_train at model.cpp:9: batch_norm in training needs
+    more than one value per channel (as in PyTorch); values per channel in
+    this run (1 found)` before the running statistics are written.
+
     The compiler runs it first in the kernel stage, after placement.
 
     Before:
@@ -727,9 +737,13 @@ def LocusDynamicKernels
     marks with `locus.dims`) is viewed at the run's dims the same way; where
     the kernel returns it, the bound-sized tensor the call wrote packed is
     returned as it is. A `tensor.pad` (a padded pooling's) passes a dynamic
-    batch through when it pads other dimensions only. A value of dynamic
-    shape made by any other op (a slice, a concat) is an error: those are
-    refused for dynamic sizes before this pass.
+    batch through when it pads other dimensions only. An `extract_slice` or
+    `insert_slice` (slices, their gradients, concatenations, a pooling
+    gradient's padding removed) takes its dynamic dimensions whole: window
+    and whole share their dims, and the sizes become the run's; a window
+    of a dynamic dimension is an error (the graph verifier refuses such a
+    slice or concat first). A value of dynamic shape made by any other op is
+    an error.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",

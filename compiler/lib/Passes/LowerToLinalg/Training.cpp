@@ -106,7 +106,7 @@ struct ChannelLoops {
   RankedTensorType input, perChannel;
   AffineMap all, channel;
   SmallVector<IteratorType> reduceAllButC, parallel;
-  double count; // values per channel
+  SmallVector<int64_t> reduced; // every axis but the channel's
 
   ChannelLoops(Lowering &l, Value x) : input(l.typeOf(x)) {
     unsigned rank = input.getRank();
@@ -119,8 +119,15 @@ struct ChannelLoops {
       reduceAllButC.push_back(d == 1 ? IteratorType::parallel
                                      : IteratorType::reduction);
     parallel.assign(rank, IteratorType::parallel);
-    int64_t perChannelCount = input.getNumElements() / input.getDimSize(1);
-    count = static_cast<double>(perChannelCount);
+    for (int64_t d = 0; d < input.getRank(); ++d)
+      if (d != 1)
+        reduced.push_back(d);
+  }
+
+  /// `perChannelValue` divided by the values per channel (the run's count
+  /// in a kernel with dynamic sizes).
+  Value perValue(Lowering &l, Value perChannelValue, Value x) const {
+    return l.divideByCount(perChannelValue, x, reduced);
   }
 
   /// sum over every axis but 1 of `body(elements...)`, for inputs read
@@ -170,16 +177,16 @@ Value inverseStd(Lowering &l, const ChannelLoops &c, Value var, double eps) {
 SmallVector<Value> lowerBatchNormTrain(Lowering &l, BatchNormTrainOp op) {
   ChannelLoops c(l, op.getInput());
   Value x = op.getInput();
-  double inv = 1.0 / c.count, eps = op.getEps().convertToDouble();
+  double eps = op.getEps().convertToDouble();
   Value sum =
       c.sum(l, x, {c.all}, [](BodyMath &, ValueRange a) { return a[0]; });
-  Value mean = l.scale(sum, inv);
+  Value mean = c.perValue(l, sum, x);
   Value squares =
       c.sum(l, {x, mean}, {c.all, c.channel}, [](BodyMath &f, ValueRange a) {
         Value d = f.sub(a[0], a[1]);
         return f.mul(d, d);
       });
-  Value var = l.scale(squares, inv);
+  Value var = c.perValue(l, squares, x);
   Value scale = c.perChannelMap(
       l, {inverseStd(l, c, var, eps), op.getWeight()},
       [](BodyMath &f, ValueRange a) { return f.mul(a[0], a[1]); });
@@ -198,7 +205,6 @@ SmallVector<Value> lowerBatchNormTrainGrad(Lowering &l,
                                            BatchNormTrainGradOp op) {
   ChannelLoops c(l, op.getInput());
   Value g = op.getGrad(), x = op.getInput();
-  double inv = 1.0 / c.count;
   Value invstd = inverseStd(l, c, op.getVar(), op.getEps().convertToDouble());
   Value biasGrad =
       c.sum(l, g, {c.all}, [](BodyMath &, ValueRange a) { return a[0]; });
@@ -211,8 +217,8 @@ SmallVector<Value> lowerBatchNormTrainGrad(Lowering &l,
   Value scale = c.perChannelMap(
       l, {invstd, op.getWeight()},
       [](BodyMath &f, ValueRange a) { return f.mul(a[0], a[1]); });
-  Value meanGrad = l.scale(biasGrad, inv);
-  Value meanDot = l.scale(weightGrad, inv);
+  Value meanGrad = c.perValue(l, biasGrad, x);
+  Value meanDot = c.perValue(l, weightGrad, x);
   Value inputGrad = c.map(
       l, {g, x, op.getMean(), invstd, scale, meanGrad, meanDot},
       {c.all, c.all, c.channel, c.channel, c.channel, c.channel, c.channel},
@@ -354,8 +360,18 @@ Value lowerRandom(Lowering &l, RandomOp op) {
   auto seed = static_cast<uint64_t>(op.getSeed());
   bool normal = op.getDistribution() == Distribution::normal;
   AffineMap scalar = AffineMap::get(rank, 0, {}, b.getContext());
+  Value out = l.empty(type);
+  // The row-major index at the run's shape: in a kernel with dynamic sizes
+  // the extents are read from the result (tensor.dim, which
+  // --locus-dynamic-kernels makes the run's), so each run draws what a
+  // static compile of its shape draws.
+  SmallVector<Value> extents;
+  if (l.inDynamicKernel())
+    for (unsigned d = 0; d < rank; ++d)
+      extents.push_back(b.create<arith::IndexCastUIOp>(
+          l.loc, b.getI64Type(), b.create<tensor::DimOp>(l.loc, out, d)));
   return l.generic(
-      type, ValueRange{op.getStep()}, {scalar}, l.empty(type),
+      type, ValueRange{op.getStep()}, {scalar}, out,
       b.getMultiDimIdentityMap(rank),
       SmallVector<IteratorType>(rank, IteratorType::parallel),
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
@@ -364,9 +380,10 @@ Value lowerRandom(Lowering &l, RandomOp op) {
         for (unsigned d = 0; d < rank; ++d) {
           Value i = nb.create<arith::IndexCastUIOp>(
               nl, nb.getI64Type(), nb.create<linalg::IndexOp>(nl, d));
+          Value extent =
+              extents.empty() ? p.i64(type.getDimSize(d)) : extents[d];
           flat = nb.create<arith::AddIOp>(
-              nl, nb.create<arith::MulIOp>(nl, flat, p.i64(type.getDimSize(d))),
-              i);
+              nl, nb.create<arith::MulIOp>(nl, flat, extent), i);
         }
         Value step = nb.create<arith::FPToSIOp>(nl, nb.getI64Type(), a[0]);
         auto [i0, i1] = p.split(flat);
