@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace locus;
@@ -292,6 +293,73 @@ TEST(DynamicSizes, BatchNormOverOneValuePerChannelIsARunError) {
   std::vector<float> two = {1, 2, 3, 4, 2, 4, 6, 8};
   EXPECT_EQ(m.run({{"x", HostTensor::fromF32({2, 4}, two)}}).at("y").shape,
             (Shape{2, 4}));
+}
+
+/// Causal self-attention over a dynamic sequence length, as a GPT block
+/// writes it: the mask triu(-inf, 1) and the positions are built at the
+/// bound and narrowed to the run's length. `seq` as `batch` in mlp().
+Graph attention(int64_t seq) {
+  Graph g("attn");
+  InputDim len = seq ? InputDim(seq) : dyn("seq", kBound);
+  auto x = g.input("x", {2, len, 8});
+  int64_t n = seq ? seq : kBound;
+  nn::Embedding positions(g, kBound, 8);
+  Tensor pos = positions(narrow_to(g.arange(n), {len}));
+  Tensor h = x + pos;
+  Tensor mask = narrow_to(
+      triu(g.full({n, n}, -std::numeric_limits<double>::infinity()), 1),
+      {len, len});
+  Tensor scores = matmul(h, transpose(h, 1, 2)) / std::sqrt(8.0f) + mask;
+  Tensor y = matmul(softmax(scores, -1), h);
+  g.output("y", y);
+  g.output("loss", (y * y).mean());
+  return g;
+}
+
+TEST(DynamicSizes, CausalAttentionServesEverySequenceLength) {
+  CompiledModel dynamic = compile(attention(0), {.policy = "cpu"});
+  for (int64_t n : {int64_t{1}, int64_t{5}, kBound}) {
+    CompiledModel fixed = compile(attention(n), {.policy = "cpu"});
+    std::mt19937 rng(static_cast<unsigned>(n));
+    std::normal_distribution<float> normal;
+    std::vector<float> xs(static_cast<size_t>(2 * n * 8));
+    for (float &v : xs)
+      v = normal(rng);
+    std::map<std::string, HostTensor> in = {
+        {"x", HostTensor::fromF32({2, n, 8}, xs)}};
+    auto got = dynamic.run(in), want = fixed.run(in);
+    expectNear(got.at("y"), want.at("y"), "y at length " + std::to_string(n));
+    expectNear(got.at("loss"), want.at("loss"),
+               "loss at length " + std::to_string(n));
+  }
+}
+
+TEST(DynamicSizes, NarrowToSaysWhatItCannotDo) {
+  Graph g("narrow");
+  auto x = g.input("x", {dyn("batch", 8), 4});
+  Tensor table = g.full({8, 8}, 1.0);
+  auto messageOf = [&](const std::vector<InputDim> &dims, const Tensor &t) {
+    try {
+      (void)narrow_to(t, dims);
+    } catch (const Error &e) {
+      return e.message();
+    }
+    return std::string();
+  };
+  EXPECT_EQ(messageOf({dyn("seq", 8), 8}, table),
+            "narrow_to: 'seq' with bound 8 is not a dynamic size of the graph "
+            "(declare it on an input, as dyn(\"seq\", 8))");
+  EXPECT_EQ(messageOf({dyn("batch", 8), 4}, table),
+            "narrow_to: dimension 1 of [8, 8] is 8, not 4");
+  EXPECT_EQ(messageOf({8, 8, 8}, table), "narrow_to: 3 dimensions for [8, 8]");
+  EXPECT_EQ(messageOf({dyn("batch", 8), 4}, x), "");
+  std::vector<InputDim> dims = dynamic_shape(x * 2.0f);
+  ASSERT_EQ(dims.size(), 2u);
+  EXPECT_TRUE(dims[0].dynamic);
+  EXPECT_EQ(dims[0].symbol, "batch");
+  EXPECT_FALSE(dims[1].dynamic);
+  EXPECT_EQ(dims[1].size, 4);
+  EXPECT_EQ(dynamic_shape(reshape(x, {-1})).front().symbol, "4*batch");
 }
 
 TEST(DynamicSizes, RunErrorsNameTheInputAndTheBound) {

@@ -647,13 +647,29 @@ LogicalResult DynamicDims::takeGiven(Operation *op, AffineMap map) {
       return op->emitOpError()
              << "cannot broadcast " << format(broadcast.getInput()) << " to "
              << formatDims(*dims, symbols_) << " for every size";
+  } else if (auto slice = dyn_cast<SliceOp>(op)) {
+    // narrow_to: the leading window of a value built at the bounds, at the
+    // run's sizes where it is dynamic.
+    DimExprs in = dimsOf(slice.getInput());
+    ArrayRef<int64_t> inShape = slice.getInput().getType().getShape();
+    for (auto [d, dim] : llvm::enumerate(*dims)) {
+      bool whole = slice.getOffsets()[d] == 0 && slice.getStrides()[d] == 1 &&
+                   slice.getSizes()[d] == inShape[d];
+      if (dim.isStatic() ? !in[d].isStatic()
+                         : !whole || (!in[d].isStatic() && in[d] != dim))
+        return op->emitOpError()
+               << "takes the window " << formatDims(*dims, symbols_) << " of "
+               << format(slice.getInput())
+               << ": a window with dims takes each dynamic dimension from "
+                  "offset 0 of a static one, and keeps the others";
+    }
   } else if (!isa<RandomOp>(op)) {
     // A random draw has no operand to follow: it takes the dims of the
     // value it is drawn for (dropout's input).
     return op->emitOpError() << kDimsAttrName
                              << " is given only on inputs, reshapes, "
-                                "broadcasts and random draws; other ops' "
-                                "dims follow from their operands";
+                                "broadcasts, windows and random draws; other "
+                                "ops' dims follow from their operands";
   }
   set(op->getResult(0), std::move(*dims));
   return success();

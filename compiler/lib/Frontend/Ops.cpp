@@ -560,6 +560,75 @@ Tensor locus::slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
   return g.wrap(result);
 }
 
+std::vector<InputDim> locus::dynamic_shape(const Tensor &x, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  DimExprs dims = g.dimsOf(g.value(x, loc));
+  Shape shape = x.shape();
+  std::vector<InputDim> out;
+  for (auto [d, dim] : llvm::enumerate(dims)) {
+    if (dim.isStatic()) {
+      out.emplace_back(shape[d]);
+      continue;
+    }
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): a dynamic dim.
+    out.emplace_back(formatDim(dim, g.dynamic->symbols()), shape[d]);
+  }
+  return out;
+}
+
+Tensor locus::narrow_to(const Tensor &x, const std::vector<InputDim> &dims,
+                        Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  mlir::Value v = g.value(x, loc);
+  Shape shape = GraphImpl::shapeOf(v);
+  DimExprs have = g.dimsOf(v);
+  if (dims.size() != shape.size())
+    throw userError(loc, "narrow_to: " + std::to_string(dims.size()) +
+                             " dimensions for " + shapeText(shape));
+  DimExprs want;
+  for (auto [d, dim] : llvm::enumerate(dims)) {
+    if (dim.size != shape[d])
+      throw userError(loc,
+                      "narrow_to: dimension " + std::to_string(d) + " of " +
+                          shapeText(shape) + " is " + std::to_string(shape[d]) +
+                          ", not " + std::to_string(dim.size) +
+                          (dim.dynamic ? " (the bound of '" + dim.symbol + "')"
+                                       : std::string()));
+    if (!dim.dynamic) {
+      want.push_back(have[d]);
+      continue;
+    }
+    std::optional<unsigned> index;
+    if (g.dynamic)
+      for (auto [k, symbol] : llvm::enumerate(g.dynamic->symbols()))
+        if (symbol.name == dim.symbol && symbol.bound == dim.size)
+          index = static_cast<unsigned>(k);
+    if (!index)
+      throw userError(loc, "narrow_to: '" + dim.symbol + "' with bound " +
+                               std::to_string(dim.size) +
+                               " is not a dynamic size of the graph (declare "
+                               "it on an input, as dyn(\"" +
+                               dim.symbol + "\", " + std::to_string(dim.size) +
+                               "))");
+    DimExpr fresh = DimExpr::symbol(*index);
+    if (!have[d].isStatic() && have[d] != fresh)
+      throw userError(loc, "narrow_to: dimension " + std::to_string(d) +
+                               " is dynamic already (" + g.dynamic->format(v) +
+                               ")");
+    want.push_back(fresh);
+  }
+  if (want == have)
+    return x;
+  Transaction tx(g);
+  std::vector<int64_t> offsets(shape.size(), 0), strides(shape.size(), 1);
+  mlir::Value result = g.recordOpWithDims<SliceOp>(
+                            loc, g.dimsAttr(want), v, llvm::ArrayRef(offsets),
+                            llvm::ArrayRef(shape), llvm::ArrayRef(strides))
+                           ->getResult(0);
+  tx.commit();
+  return g.wrap(result);
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions, softmax
 //===----------------------------------------------------------------------===//

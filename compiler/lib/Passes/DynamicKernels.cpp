@@ -13,6 +13,7 @@
 #include "locus/Passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -83,11 +84,13 @@ private:
                                  bool collapse);
   LogicalResult propagateSlice(OffsetSizeAndStrideOpInterface op, Value whole,
                                Value window);
+  LogicalResult checkWindow(tensor::ExtractSliceOp op) const;
   Value sizeOf(OpBuilder &b, const DimExpr &dim);
   SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Value value);
   RankedTensorType typeOf(Value value) const;
   Value viewAtRunSizes(OpBuilder &b, Value arg, Operation *&first);
   Value backIntoBounds(OpBuilder &b, Value value, RankedTensorType bound);
+  Value packed(OpBuilder &b, Value window);
 
   func::FuncOp func;
   SmallVector<DimSymbol> symbols;
@@ -232,6 +235,22 @@ LogicalResult KernelDims::propagateSlice(OffsetSizeAndStrideOpInterface op,
   return update(window, windowDims, op);
 }
 
+/// narrow_to's window: its dims are its own (locus.dims), and the source
+/// is static wherever they are dynamic, taken from offset 0.
+LogicalResult KernelDims::checkWindow(tensor::ExtractSliceOp op) const {
+  DimExprs source = of(op.getSource()), window = of(op.getResult());
+  ArrayRef<int64_t> shape = op.getSourceType().getShape();
+  for (size_t d = 0; d < window.size() && d < source.size(); ++d)
+    if (!window[d].isStatic() &&
+        (!source[d].isStatic() || op.getStaticOffset(d) != 0 ||
+         op.getStaticStride(d) != 1 || op.getStaticSize(d) != shape[d]))
+      return op->emitOpError()
+             << "takes the window " << formatDims(window, symbols) << " of "
+             << formatDims(source, symbols)
+             << ", which is not static where the window is dynamic";
+  return success();
+}
+
 LogicalResult KernelDims::propagate() {
   SmallVector<int64_t> bounds;
   for (const DimSymbol &symbol : symbols)
@@ -258,7 +277,9 @@ LogicalResult KernelDims::propagate() {
                                 : op->emitOpError() << why;
         }
       } else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
-        ok = propagateSlice(slice, slice.getSource(), slice.getResult());
+        ok = slice->hasAttr(kWindowAttrName)
+                 ? checkWindow(slice)
+                 : propagateSlice(slice, slice.getSource(), slice.getResult());
       } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
         ok = propagateSlice(insert, insert.getDest(), insert.getSource());
         if (succeeded(ok))
@@ -327,6 +348,28 @@ SmallVector<OpFoldResult> KernelDims::sizesOf(OpBuilder &b, Value value) {
   return sizes;
 }
 
+/// `src` expanded into `type` (of `sizes`). MLIR 19 cannot bufferize an
+/// expand_shape that splits one dimension into two or more dynamic ones
+/// (its memref builder infers the sizes and aborts: a [batch*seq] into
+/// [batch, seq]); those become a tensor.reshape, whose memref.reshape reads
+/// the sizes from a small shape buffer (its source is packed: a prefix of a
+/// buffer, or a value the kernel made).
+Value expandTo(OpBuilder &b, Location loc, RankedTensorType type, Value src,
+               ArrayRef<ReassociationIndices> groups,
+               ArrayRef<OpFoldResult> sizes) {
+  bool splitsDynamic = llvm::any_of(groups, [&](const ReassociationIndices &g) {
+    return llvm::count_if(g, [&](int64_t d) { return type.isDynamicDim(d); }) >
+           1;
+  });
+  if (!splitsDynamic)
+    return b.create<tensor::ExpandShapeOp>(loc, type, src, groups, sizes);
+  SmallVector<Value> extents;
+  for (OpFoldResult size : sizes)
+    extents.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
+  Value shape = b.create<tensor::FromElementsOp>(loc, extents);
+  return b.create<tensor::ReshapeOp>(loc, type, src, shape);
+}
+
 /// The bound-sized argument (or a runtime call's result) seen at the run's
 /// dims: its first elements, packed.
 Value KernelDims::viewAtRunSizes(OpBuilder &b, Value arg, Operation *&first) {
@@ -349,9 +392,7 @@ Value KernelDims::viewAtRunSizes(OpBuilder &b, Value arg, Operation *&first) {
     first = prefix.getDefiningOp();
   if (bound.getRank() == 1)
     return prefix;
-  return b.create<tensor::ExpandShapeOp>(loc, typeOf(arg), prefix,
-                                         SmallVector<ReassociationIndices>{all},
-                                         sizesOf(b, arg));
+  return expandTo(b, loc, typeOf(arg), prefix, {all}, sizesOf(b, arg));
 }
 
 /// `value`, of dynamic type, packed into a tensor of its bound type.
@@ -376,6 +417,31 @@ Value KernelDims::backIntoBounds(OpBuilder &b, Value value,
     return packed;
   return b.create<tensor::ExpandShapeOp>(
       loc, bound, packed, SmallVector<ReassociationIndices>{all});
+}
+
+/// narrow_to's window copied into a packed tensor of its own: the window
+/// of a static source is strided by the bounds, and a strided buffer with
+/// dynamic sizes cannot be reshaped (MLIR 19's memref.expand_shape builder
+/// aborts on it). Windows are masks and position tables: small.
+Value KernelDims::packed(OpBuilder &b, Value window) {
+  Location loc = window.getLoc();
+  auto type = cast<RankedTensorType>(window.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(b.create<tensor::DimOp>(loc, window, d));
+  Value empty = b.create<tensor::EmptyOp>(loc, type, sizes);
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  return b
+      .create<linalg::GenericOp>(
+          loc, TypeRange{type}, ValueRange{window}, ValueRange{empty},
+          ArrayRef<AffineMap>{id, id},
+          SmallVector<utils::IteratorType>(type.getRank(),
+                                           utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location nl, ValueRange args) {
+            nb.create<linalg::YieldOp>(nl, args[0]);
+          })
+      .getResult(0);
 }
 
 LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
@@ -452,11 +518,11 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
       dims.erase(empty.getResult()); // keyed by value: no stale entry
       empty.erase();
     } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-      auto fresh = b.create<tensor::ExpandShapeOp>(
-          op->getLoc(), typeOf(expand.getResult()), expand.getSrc(),
-          expand.getReassociationIndices(), sizesOf(b, expand.getResult()));
-      dims[fresh.getResult()] = of(expand.getResult());
-      expand.getResult().replaceAllUsesWith(fresh.getResult());
+      Value fresh = expandTo(b, op->getLoc(), typeOf(expand.getResult()),
+                             expand.getSrc(), expand.getReassociationIndices(),
+                             sizesOf(b, expand.getResult()));
+      dims[fresh] = of(expand.getResult());
+      expand.getResult().replaceAllUsesWith(fresh);
       dims.erase(expand.getResult());
       expand.erase();
     } else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
@@ -464,8 +530,11 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
           op->getLoc(), typeOf(slice.getResult()), slice.getSource(),
           slice.getMixedOffsets(), sizesOf(b, slice.getResult()),
           slice.getMixedStrides());
-      dims[fresh.getResult()] = of(slice.getResult());
-      slice.getResult().replaceAllUsesWith(fresh.getResult());
+      Value result = fresh.getResult();
+      if (slice->hasAttr(kWindowAttrName))
+        result = packed(b, result);
+      dims[result] = of(slice.getResult());
+      slice.getResult().replaceAllUsesWith(result);
       dims.erase(slice.getResult());
       slice.erase();
     } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {

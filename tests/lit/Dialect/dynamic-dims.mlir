@@ -151,7 +151,7 @@ locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
 
 locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
   %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
-  // expected-error@+1 {{'locus.relu' op locus.dims is given only on inputs, reshapes, broadcasts and random draws; other ops' dims follow from their operands}}
+  // expected-error@+1 {{'locus.relu' op locus.dims is given only on inputs, reshapes, broadcasts, windows and random draws; other ops' dims follow from their operands}}
   %r = locus.relu %a {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
 }
 
@@ -210,4 +210,14 @@ locus.graph @g attributes {locus.symbols = [["c", 4]]} {
   %w = locus.state "w" parameter : tensor<4x2x3x3xf32> init <full(0.5)>
   // expected-error@+1 {{'locus.conv2d_input_grad' op takes [2, c, 6, 6]: of a convolution's dimensions only the batch may be dynamic}}
   %dx = locus.conv2d_input_grad %g, %w input_shape [2, 2, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x6x6xf32>, tensor<4x2x3x3xf32> -> tensor<2x2x6x6xf32>
+}
+
+// -----
+
+// narrow_to's window takes a dynamic dimension from offset 0 of a static
+// one; a window at another offset is refused.
+locus.graph @g attributes {locus.symbols = [["seq", 8]]} {
+  %m = locus.constant dense<1.0> : tensor<9x8xf32>
+  // expected-error@+1 {{'locus.slice' op takes the window [seq, 8] of [9, 8]: a window with dims takes each dynamic dimension from offset 0 of a static one, and keeps the others}}
+  %w = locus.slice %m offsets [1, 0] sizes [8, 8] strides [1, 1] {locus.dims = affine_map<()[s0] -> (s0, 8)>} : tensor<9x8xf32> -> tensor<8x8xf32>
 }

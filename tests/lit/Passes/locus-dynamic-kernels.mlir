@@ -56,3 +56,24 @@ locus.graph @halves attributes {locus.symbols = [["batch", 16]]} {
   %y = locus.concat %hi, %lo axis 1 : (tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<16x8xf32>
   locus.output "y" = %y : tensor<16x8xf32>
 }
+
+// -----
+
+// narrow_to's window of a static mask takes the run's sizes from offset 0
+// and is copied packed; an argument of two dynamic dimensions is viewed
+// through tensor.reshape (MLIR 19 cannot bufferize an expand_shape that
+// splits one dimension into two dynamic ones).
+// CHECK-LABEL: func.func @masked_k0_slice(
+// CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<16x16xf32>
+// CHECK: %[[SHAPE:.*]] = tensor.from_elements %{{.*}}, %{{.*}} : tensor<2xindex>
+// CHECK: %[[V:.*]] = tensor.reshape %{{.*}}(%[[SHAPE]]) : (tensor<?xf32>, tensor<2xindex>) -> tensor<?x?xf32>
+// CHECK: %[[W:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%{{.*}}, %{{.*}}] [1, 1] : tensor<16x16xf32> to tensor<?x?xf32>
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<?x?xf32>) outs(%{{.*}} : tensor<?x?xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[V]], %[[P]] : tensor<?x?xf32>, tensor<?x?xf32>)
+locus.graph @masked attributes {locus.symbols = [["seq", 16]]} {
+  %x = locus.input "x" {locus.dims = affine_map<()[s0] -> (s0, s0)>} : tensor<16x16xf32>
+  %m = locus.state "m" buffer : tensor<16x16xf32> init <full(1.0)>
+  %w = locus.slice %m offsets [0, 0] sizes [16, 16] strides [1, 1] {locus.dims = affine_map<()[s0] -> (s0, s0)>} : tensor<16x16xf32> -> tensor<16x16xf32>
+  %y = locus.add %x, %w : tensor<16x16xf32>
+  locus.output "y" = %y : tensor<16x16xf32>
+}

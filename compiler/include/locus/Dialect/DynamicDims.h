@@ -54,6 +54,11 @@ inline constexpr llvm::StringLiteral kSizesArgAttrName = "locus.sizes";
 /// the dims of its dynamic result.
 inline constexpr llvm::StringLiteral kResultDimsAttrName = "locus.result_dims";
 
+/// On a tensor.extract_slice that --locus-lower-to-linalg made of a
+/// locus.slice with locus.dims (narrow_to): its window takes the run's
+/// sizes of a source that is static there.
+inline constexpr llvm::StringLiteral kWindowAttrName = "locus.window";
+
 /// The most dynamic sizes one graph may declare.
 inline constexpr unsigned kMaxDimSymbols = LOCUS_PLAN_MAX_SIZES;
 

@@ -250,6 +250,25 @@ inline InputDim dyn(std::string symbol, int64_t bound) {
   return InputDim(std::move(symbol), bound);
 }
 
+/// x's dimensions as the graph knows them: a size, or a dynamic size
+/// (`dyn("seq", 16)`). A dimension that is a product of sizes comes back
+/// dynamic with the product as its name ("batch*seq", "10*batch") and its
+/// size at the bounds; only single sizes may be given to input() or
+/// narrow_to().
+std::vector<InputDim> dynamic_shape(const Tensor &x,
+                                    Here loc = Here::current());
+
+/// The leading window of x whose extent each run gives: dimension d of the
+/// result is `dims[d]`, either x's own size there or a dynamic size already
+/// declared (by an input) whose bound is x's size there, and each run takes
+/// its elements [0, size) of it. For values a graph builds at the bounds
+/// but a run needs at its own sizes: a causal mask `triu(g.full({16, 16},
+/// -inf), 1)` at sequence length `seq` is `narrow_to(mask, {dyn("seq", 16),
+/// dyn("seq", 16)})`, the positions `arange` of 16 at `seq` one dimension
+/// of it. x's dimensions where the window is dynamic must be static.
+Tensor narrow_to(const Tensor &x, const std::vector<InputDim> &dims,
+                 Here loc = Here::current());
+
 struct InputOptions {
   DType dtype = DType::f32;
   /// Creates the input on this device: a pin under every policy.

@@ -371,8 +371,11 @@ Value lowerSlice(Lowering &l, SliceOp op) {
     sizes.push_back(b.getIndexAttr(size));
     strides.push_back(b.getIndexAttr(stride));
   }
-  return b.create<tensor::ExtractSliceOp>(
+  auto slice = b.create<tensor::ExtractSliceOp>(
       op.getLoc(), op.getType(), op.getInput(), offsets, sizes, strides);
+  if (op->hasAttr(kDimsAttrName)) // narrow_to's window
+    slice->setAttr(kWindowAttrName, b.getUnitAttr());
+  return slice;
 }
 
 Value lowerSum(Lowering &l, SumOp op) {
