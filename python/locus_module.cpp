@@ -388,6 +388,22 @@ void bindShapeOps(py::module_ &m) {
         return at(x, [&] { return flatten(x, start, end, Here::current()); });
       },
       py::arg("x"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+  m.def(
+      "narrow_to",
+      [](const Tensor &x, const std::vector<InputDim> &dims) {
+        return at(x, [&] { return narrow_to(x, dims, Here::current()); });
+      },
+      py::arg("x"), py::arg("dims"),
+      "The leading window of x whose extent each run gives: a causal mask "
+      "built at the bound, at the run's length, is narrow_to(mask, "
+      "[locus.dyn('seq', 16)] * 2).");
+  m.def(
+      "dynamic_shape",
+      [](const Tensor &x) {
+        return at(x, [&] { return dynamic_shape(x, Here::current()); });
+      },
+      py::arg("x"),
+      "x's dimensions as the graph knows them: ints and locus.dyn sizes.");
   for (const char *name : {"cat", "concat"})
     m.def(
         name,

@@ -112,6 +112,28 @@ def test_dynamic_sizes_are_recorded_and_checked_at_the_users_line():
         assert imported.run(x=np.ones((n, 4), np.float32))["y"].shape == (n, 3)
 
 
+def test_a_causal_mask_and_positions_follow_a_dynamic_sequence_length():
+    # Built at the bound, narrowed to the run's length: one model for every
+    # length, against NumPy at 1, 5 and the bound.
+    g = locus.Graph("causal")
+    seq = locus.dyn("seq", 16)
+    x = g.input("x", [2, seq, 4])
+    pos = locus.narrow_to(g.arange(16, dtype="f32").reshape([16, 1]), [seq, 1])
+    h = x + pos
+    mask = locus.narrow_to(locus.triu(g.full([16, 16], float("-inf")), 1), [seq, seq])
+    scores = locus.matmul(h, locus.transpose(h, 1, 2)) / 2.0 + mask
+    g.output("y", locus.matmul(locus.softmax(scores, -1), h))
+    assert [repr(d) for d in locus.dynamic_shape(mask)] == [repr(seq)] * 2
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    for n in (1, 5, 16):
+        xs = np.random.default_rng(n).standard_normal((2, n, 4)).astype(np.float32)
+        hs = xs + np.arange(n, dtype=np.float32).reshape(n, 1)
+        s = hs @ hs.transpose(0, 2, 1) / 2.0 + np.triu(np.full((n, n), -np.inf), 1)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        want = (p / p.sum(-1, keepdims=True)) @ hs
+        np.testing.assert_allclose(model.run(x=xs)["y"], want, rtol=1e-4, atol=1e-4)
+
+
 def test_bad_inputs_are_clear_errors():
     model = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"])
     with pytest.raises(Exception) as info:
