@@ -309,3 +309,128 @@ TEST(OnnxImport, CumSumMatchesItsDefinition) {
       }
   }
 }
+
+namespace {
+
+/// A model of opset 17 over x [batch, seq] (symbolic) whose nodes compute
+/// from Shape(x): t is the sequence length, `ops` what follows.
+std::string symbolicModel(const std::string &name,
+                          void (*ops)(onnx::GraphProto *)) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto *g = model.mutable_graph();
+  g->set_name(name);
+  auto *x = g->add_input();
+  x->set_name("x");
+  auto *type = x->mutable_type()->mutable_tensor_type();
+  type->set_elem_type(onnx::TensorProto::FLOAT);
+  type->mutable_shape()->add_dim()->set_dim_param("batch");
+  type->mutable_shape()->add_dim()->set_dim_param("seq");
+  auto scalar = [&](const char *n, int64_t v) {
+    onnx::TensorProto *t = g->add_initializer();
+    t->set_name(n);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(v);
+  };
+  scalar("zero", 0);
+  scalar("one", 1);
+  auto node = [&](const char *op, std::vector<std::string> in,
+                  const char *out) {
+    onnx::NodeProto *n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const std::string &i : in)
+      n->add_input(i);
+    n->add_output(out);
+  };
+  node("Shape", {"x"}, "shape");
+  node("Gather", {"shape", "one"}, "t");
+  ops(g);
+  auto *y = g->add_output();
+  y->set_name("y");
+  auto *yType = y->mutable_type()->mutable_tensor_type();
+  yType->set_elem_type(onnx::TensorProto::FLOAT);
+  yType->mutable_shape()->add_dim()->set_dim_param("batch");
+  yType->mutable_shape()->add_dim()->set_dim_param("seq");
+  std::string path = ::testing::TempDir() + "/locus_" + name + "_" +
+                     std::to_string(::getpid()) + ".onnx";
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  FILE *f = std::fopen(path.c_str(), "wb");
+  EXPECT_TRUE(f &&
+              std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  if (f)
+    std::fclose(f);
+  return path;
+}
+
+onnx::NodeProto *addNode(onnx::GraphProto *g, const char *op,
+                         std::vector<std::string> in, const char *out) {
+  onnx::NodeProto *n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(out);
+  for (const std::string &i : in)
+    n->add_input(i);
+  n->add_output(out);
+  return n;
+}
+
+std::string importError(const std::string &path) {
+  try {
+    (void)importOnnx(path, {.dynamicSizes = {{"batch", 4}, {"seq", 8}}});
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST(OnnxImport, ValuesComputedFromADynamicSizeAreKeptOrRefused) {
+  // Range(0, seq - 1): seq - 1 holds at the bound only.
+  std::string range = symbolicModel("range", [](onnx::GraphProto *g) {
+    addNode(g, "Sub", {"t", "one"}, "t1");
+    addNode(g, "Range", {"zero", "t1", "one"}, "y");
+  });
+  EXPECT_NE(importError(range).find(
+                "node 'y' (Range): a Range over a dynamic size other than "
+                "Range(0, size, 1)"),
+            std::string::npos)
+      << importError(range);
+  // The length as a value (x * seq) would be the bound's.
+  std::string scaled = symbolicModel("scaled", [](onnx::GraphProto *g) {
+    onnx::NodeProto *cast = addNode(g, "Cast", {"t"}, "tf");
+    onnx::AttributeProto *to = cast->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT);
+    addNode(g, "Mul", {"x", "tf"}, "y");
+  });
+  EXPECT_NE(importError(scaled).find(
+                "'tf' is computed from a dynamic size and used as a value"),
+            std::string::npos)
+      << importError(scaled);
+  // Range(0, seq - 0 + 1 - 1) is the length again: positions [seq].
+  std::string positions = symbolicModel("positions", [](onnx::GraphProto *g) {
+    addNode(g, "Sub", {"t", "zero"}, "t0");
+    addNode(g, "Mul", {"t0", "one"}, "t1");
+    addNode(g, "Range", {"zero", "t1", "one"}, "r");
+    addNode(g, "Cast", {"r"}, "rf")->add_attribute()->CopyFrom([] {
+      onnx::AttributeProto a;
+      a.set_name("to");
+      a.set_type(onnx::AttributeProto::INT);
+      a.set_i(onnx::TensorProto::FLOAT);
+      return a;
+    }());
+    addNode(g, "Add", {"x", "rf"}, "y");
+  });
+  Graph imported =
+      importOnnx(positions, {.dynamicSizes = {{"batch", 4}, {"seq", 8}}});
+  CompiledModel m = compile(imported, {.policy = "cpu"});
+  std::vector<float> xs(3 * 5, 1.0f);
+  HostTensor y = m.run({{"x", HostTensor::fromF32({3, 5}, xs)}}).at("y");
+  ASSERT_EQ(y.shape, (Shape{3, 5}));
+  for (size_t k = 0; k < y.f32.size(); ++k)
+    EXPECT_EQ(y.f32[k], 1.0f + static_cast<float>(k % 5)) << k;
+}

@@ -71,11 +71,46 @@ inline std::string shapeText(const Shape &shape) {
 
 /// A value known while importing: f32 values in `f`, integers (i64, i32,
 /// i1) in `i`.
+///
+/// With dynamic sizes (--dynamic), shape computations are folded at the
+/// bounds, and three facts say what that means for a run:
+///   - `syms[k]` names the dynamic size that element k of a shape value is
+///     ("" for a number): Shape of a [batch, seq] input is {batch, seq};
+///   - `window[d]` names the dynamic size whose leading window of
+///     dimension d a run takes ("" when static): Range(0, seq, 1) is
+///     0..bound-1 with window {seq}, and a run sees its first seq values;
+///   - `atBounds`: computed from dynamic sizes other than as those track
+///     (seq - 1, seq * 2): right at the bounds only, so it may shape a
+///     Reshape (which places the sizes by the bounds) but is never a value.
 struct Const {
   DType dtype = DType::f32;
   Shape shape;
   std::vector<double> f;
   std::vector<int64_t> i;
+  std::vector<std::string> syms;
+  std::vector<std::string> window;
+  bool atBounds = false;
+
+  bool dynamic() const {
+    return atBounds ||
+           std::any_of(syms.begin(), syms.end(),
+                       [](const std::string &s) { return !s.empty(); }) ||
+           std::any_of(window.begin(), window.end(),
+                       [](const std::string &s) { return !s.empty(); });
+  }
+  /// The size element k is, or "".
+  std::string symAt(size_t k) const { return k < syms.size() ? syms[k] : ""; }
+  /// The window of dimension d, or "".
+  std::string windowAt(size_t d) const {
+    return d < window.size() ? window[d] : "";
+  }
+  /// Marks element `k` (just appended) as size `sym`.
+  void setSym(size_t k, const std::string &sym) {
+    if (sym.empty() && syms.empty())
+      return;
+    syms.resize(std::max(syms.size(), k + 1));
+    syms[k] = sym;
+  }
 
   int64_t numel() const { return product(shape); }
   bool isFloat() const { return dtype == DType::f32; }
@@ -104,12 +139,14 @@ struct Const {
     c.f = std::move(values);
     return c;
   }
-  /// Appends element `at` of `src` (of this one's dtype).
+  /// Appends element `at` of `src` (of this one's dtype), and what it is.
   void append(const Const &src, size_t at) {
     if (src.isFloat())
       f.push_back(src.f[at]);
     else
       i.push_back(src.i[at]);
+    setSym((isFloat() ? f.size() : i.size()) - 1, src.symAt(at));
+    atBounds |= src.atBounds;
   }
   /// Element k of a tensor of `shape`, broadcast from this one.
   size_t broadcastIndex(const Shape &to, size_t k) const {
@@ -139,6 +176,29 @@ inline Shape broadcastShapes(const Shape &a, const Shape &b) {
     out[out.size() - 1 - d] = x == 1 ? y : x;
   }
   return out;
+}
+
+/// The windows of a value of shape `out` broadcast from `inputs` (ONNX's
+/// numpy rules): each dimension takes the window of the inputs that are not
+/// broadcast there; two different windows make the result atBounds.
+inline void broadcastWindows(Const &out,
+                             const std::vector<const Const *> &inputs) {
+  std::vector<std::string> window(out.shape.size());
+  for (const Const *c : inputs) {
+    out.atBounds |= c->atBounds;
+    for (size_t k = 0; k < c->shape.size(); ++k) {
+      std::string w = c->windowAt(c->shape.size() - 1 - k);
+      std::string &to = window[window.size() - 1 - k];
+      if (w.empty())
+        continue;
+      if (!to.empty() && to != w)
+        out.atBounds = true;
+      to = w;
+    }
+  }
+  if (std::any_of(window.begin(), window.end(),
+                  [](const std::string &w) { return !w.empty(); }))
+    out.window = std::move(window);
 }
 
 /// A named value of the ONNX graph.
@@ -209,6 +269,12 @@ private:
   void out(const NodeProto &n, int k, Tensor t);
   void outConst(const NodeProto &n, int k, Const c);
   Tensor materialize(const std::string &name, Value &v, bool buffer);
+  /// x narrowed to the dynamic sizes `window` names, by dimension ("" keeps
+  /// one): narrow_to with the sizes' bounds.
+  Tensor windowTo(const Tensor &x, const std::vector<std::string> &window);
+  /// The dynamic size each dimension of input k is ("" for a static one,
+  /// a product such as "batch*seq" as it is).
+  std::vector<std::string> dimNames(const NodeProto &n, int k);
 
   // ---- attributes (Values.cpp) --------------------------------------------
   static const onnx::AttributeProto *attr(const NodeProto &n, const char *name);

@@ -45,7 +45,30 @@ Const castConst(const Const &c, DType to) {
     else
       r.i.push_back(static_cast<int64_t>(v));
   }
+  r.syms = c.syms;
+  r.window = c.window;
+  r.atBounds = c.atBounds;
   return r;
+}
+
+/// What element k of `op`(a, b) is, when either is a dynamic size: the size
+/// again for size - size's partner 0, size + 0, size * 1 and size / 1 (0
+/// for size - size); atBounds otherwise.
+void symbolicElement(Const &c, size_t k, const std::string &op,
+                     const std::string &sa, const std::string &sb, int64_t x,
+                     int64_t y) {
+  if (sa.empty() && sb.empty())
+    return;
+  if (op == "Sub" && sa == sb)
+    return; // 0 for every size
+  bool identityB = (op == "Add" || op == "Sub") ? y == 0 : y == 1;
+  bool identityA = op == "Add" ? x == 0 : op == "Mul" && x == 1;
+  if (!sa.empty() && sb.empty() && identityB)
+    c.setSym(k, sa);
+  else if (sa.empty() && !sb.empty() && identityA)
+    c.setSym(k, sb);
+  else
+    c.atBounds = true;
 }
 
 using UnaryFn = Tensor (*)(const Tensor &, Here);
@@ -75,8 +98,12 @@ void Importer::binary(const NodeProto &n, const std::string &op) {
                       : op == "Sub" ? x - y
                       : op == "Mul" ? x * y
                                     : x / y);
+        symbolicElement(c, k, op, a->symAt(ia), b->symAt(ib), x, y);
       }
+      if (a->isFloat() && (!a->symAt(ia).empty() || !b->symAt(ib).empty()))
+        c.atBounds = true;
     }
+    broadcastWindows(c, {a, b});
     outConst(n, 0, std::move(c));
     return;
   }
@@ -100,9 +127,12 @@ void Importer::compare(const NodeProto &n, const std::string &op) {
   if (a && b) {
     Shape shape = broadcastShapes(a->shape, b->shape);
     Const c = Const::ofInts(DType::i1, shape, {});
-    for (size_t k = 0; k < static_cast<size_t>(product(shape)); ++k)
-      c.i.push_back(test(a->at(a->broadcastIndex(shape, k)),
-                         b->at(b->broadcastIndex(shape, k))));
+    for (size_t k = 0; k < static_cast<size_t>(product(shape)); ++k) {
+      size_t ia = a->broadcastIndex(shape, k), ib = b->broadcastIndex(shape, k);
+      c.i.push_back(test(a->at(ia), b->at(ib)));
+      c.atBounds |= !a->symAt(ia).empty() || !b->symAt(ib).empty();
+    }
+    broadcastWindows(c, {a, b});
     outConst(n, 0, std::move(c));
     return;
   }
@@ -281,6 +311,8 @@ void Importer::addElementwiseHandlers(Handlers &t) {
         size_t at = src.broadcastIndex(shape, k);
         r.append(src, at);
       }
+      broadcastWindows(r, {c, a, b});
+      r.atBounds |= c->dynamic() && c->window.empty();
       im.outConst(n, 0, std::move(r));
       return;
     }

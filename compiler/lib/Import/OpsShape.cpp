@@ -79,6 +79,10 @@ void Importer::reshape(const NodeProto &n) {
   if (const Const *c = constOf(n, 0)) {
     Const r = *c;
     r.shape = target;
+    if (!r.window.empty() && r.shape != c->shape) { // no longer a window
+      r.window.clear();
+      r.atBounds = true;
+    }
     outConst(n, 0, std::move(r));
     return;
   }
@@ -114,6 +118,12 @@ void Importer::slice(const NodeProto &n) {
   };
   std::vector<Range> ranges;
   Shape outShape = shape;
+  // With dynamic sizes: an axis sliced from 0 to a dynamic size is that
+  // size's window (x[:, :seq] of a buffer built for the longest sequence);
+  // other ends computed from sizes hold at the bounds only.
+  std::vector<std::string> windowOf(shape.size());
+  bool atBounds = false;
+  const Const *endsConst = opset_ >= 10 ? constOf(n, 2) : nullptr;
   for (size_t k = 0; k < starts.size(); ++k) {
     int64_t axis = normalizeAxis(axes[k], rank);
     if (steps[k] <= 0)
@@ -122,7 +132,16 @@ void Importer::slice(const NodeProto &n) {
     end = std::max(end, start);
     ranges.push_back({axis, start, end, steps[k]});
     outShape[size_t(axis)] = (end - start + steps[k] - 1) / steps[k];
+    std::string sym = endsConst ? endsConst->symAt(k) : "";
+    if (!sym.empty() && start == 0 && steps[k] == 1 && ends[k] == end)
+      windowOf[size_t(axis)] = sym;
+    else if (!sym.empty() || (endsConst && endsConst->atBounds))
+      atBounds = true;
   }
+  if (const Const *startsConst = opset_ >= 10 ? constOf(n, 1) : nullptr)
+    atBounds |= startsConst->dynamic();
+  bool windowed = std::any_of(windowOf.begin(), windowOf.end(),
+                              [](const std::string &w) { return !w.empty(); });
   if (const Const *c = constOf(n, 0)) {
     Const r;
     r.dtype = c->dtype;
@@ -142,14 +161,31 @@ void Importer::slice(const NodeProto &n) {
         index = index * size_t(shape[d]) + size_t(coord[d]);
       r.append(*c, index);
     }
+    // A window of c stays one where the slice keeps the dimension whole.
+    for (size_t d = 0; d < shape.size(); ++d) {
+      std::string w = c->windowAt(d);
+      if (!w.empty() && outShape[d] != shape[d])
+        atBounds = true;
+      else if (windowOf[d].empty())
+        windowOf[d] = w;
+    }
+    r.atBounds |= atBounds;
+    if (std::any_of(windowOf.begin(), windowOf.end(),
+                    [](const std::string &w) { return !w.empty(); }))
+      r.window = windowOf;
     outConst(n, 0, std::move(r));
     return;
   }
+  if (atBounds)
+    fail("slices with bounds computed from a dynamic size other than "
+         "[0, size); only those are kept dynamic");
   Tensor x = in(n, 0);
   for (const Range &range : ranges)
     if (range.start != 0 || range.end != shape[size_t(range.axis)] ||
         range.step != 1)
       x = locus::slice(x, range.axis, range.start, range.end, range.step);
+  if (windowed)
+    x = windowTo(x, windowOf);
   out(n, 0, x);
 }
 
@@ -186,9 +222,27 @@ void Importer::gather(Graph &g, const NodeProto &n) {
           size_t at = size_t((o * size + i) * inner + k);
           r.append(*data, at);
         }
+    // The windows of data's other dimensions and of the indices' own;
+    // picking along a windowed dimension holds at the bounds only.
+    std::vector<std::string> window;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (d != size_t(axis)) {
+        window.push_back(data->windowAt(d));
+        continue;
+      }
+      r.atBounds |= !data->windowAt(d).empty() || index->atBounds;
+      for (size_t e = 0; e < indexShape.size(); ++e)
+        window.push_back(index->windowAt(e));
+    }
+    if (std::any_of(window.begin(), window.end(),
+                    [](const std::string &w) { return !w.empty(); }))
+      r.window = std::move(window);
     outConst(n, 0, std::move(r));
     return;
   }
+  if (index && index->dynamic() && index->window.empty())
+    fail("gathers at indices computed from a dynamic size; only a window "
+         "of one (Range(0, size)) is kept dynamic");
   Tensor x = in(n, 0);
   if (index && indexShape.empty()) { // one index: a slice without the axis
     out(n, 0, squeeze(locus::slice(x, axis, indices[0], indices[0] + 1), axis));
@@ -197,6 +251,8 @@ void Importer::gather(Graph &g, const NodeProto &n) {
   Tensor idx;
   if (index) {
     idx = g.constantI64({static_cast<int64_t>(indices.size())}, indices);
+    if (!index->window.empty()) // Range(0, seq): the run's positions
+      idx = windowTo(locus::reshape(idx, indexShape), index->window);
   } else {
     idx = in(n, 1);
     if (idx.dtype() != DType::i64 && idx.dtype() != DType::i32)
@@ -211,6 +267,10 @@ void Importer::gather(Graph &g, const NodeProto &n) {
       return;
     }
     idx = locus::reshape(idx, {product(indexShape)});
+  }
+  if (index && !index->window.empty() && axis == 0 && shape.size() == 2) {
+    out(n, 0, embedding(idx, x)); // [seq] positions: [seq, dim]
+    return;
   }
   Tensor picked = index_select(x, axis, idx);
   out(n, 0,
@@ -248,6 +308,7 @@ void Importer::squeezeOrUnsqueeze(const NodeProto &n, bool isSqueeze) {
   Shape shape = shapeOf(n, 0);
   auto axes = intsFromInputOrAttr(n, 1, "axes");
   Shape result;
+  std::vector<int64_t> from; // by result dimension: its input's, or -1
   if (isSqueeze) {
     std::vector<bool> drop(shape.size(), false);
     if (!axes) {
@@ -263,8 +324,10 @@ void Importer::squeezeOrUnsqueeze(const NodeProto &n, bool isSqueeze) {
       }
     }
     for (size_t d = 0; d < shape.size(); ++d)
-      if (!drop[d])
+      if (!drop[d]) {
         result.push_back(shape[d]);
+        from.push_back(static_cast<int64_t>(d));
+      }
   } else {
     if (!axes)
       fail("needs axes");
@@ -272,13 +335,20 @@ void Importer::squeezeOrUnsqueeze(const NodeProto &n, bool isSqueeze) {
     std::vector<bool> added(size_t(rank), false);
     for (int64_t a : *axes)
       added[size_t(normalizeAxis(a, rank))] = true;
-    size_t next = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      result.push_back(added[size_t(d)] ? 1 : shape[next++]);
+    int64_t next = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      from.push_back(added[size_t(d)] ? -1 : next);
+      result.push_back(added[size_t(d)] ? 1 : shape[size_t(next++)]);
+    }
   }
   if (const Const *c = constOf(n, 0)) {
     Const r = *c;
     r.shape = result;
+    if (!c->window.empty()) { // the windows of the dimensions kept
+      r.window.clear();
+      for (int64_t d : from)
+        r.window.push_back(d < 0 ? "" : c->windowAt(size_t(d)));
+    }
     outConst(n, 0, std::move(r));
     return;
   }
@@ -348,6 +418,21 @@ void Importer::concat(const NodeProto &n) {
           r.append(c, at);
         }
       }
+    // Windows of the other dimensions carry over; one along the axis is
+    // no window of the result.
+    std::vector<Const> views(size_t(n.input_size()));
+    std::vector<const Const *> parts;
+    for (int k = 0; k < n.input_size(); ++k) {
+      const Const &c = *constOf(n, k);
+      r.atBounds |= !c.windowAt(size_t(axis)).empty();
+      Const &view = views[size_t(k)];
+      view.shape = r.shape;
+      view.window = c.window;
+      if (!view.window.empty())
+        view.window[size_t(axis)].clear();
+      parts.push_back(&view);
+    }
+    broadcastWindows(r, parts);
     outConst(n, 0, std::move(r));
     return;
   }
@@ -432,8 +517,21 @@ void Importer::addShapeHandlers(Handlers &t) {
     im.squeezeOrUnsqueeze(n, false);
   };
   t["Expand"] = [](Importer &im, Graph &, const NodeProto &n) {
-    Shape target = broadcastShapes(im.shapeOf(n, 0),
-                                   im.needConst(n, 1, "the shape").ints());
+    const Const &to = im.needConst(n, 1, "the shape");
+    Shape in = im.shapeOf(n, 0);
+    Shape target = broadcastShapes(in, to.ints());
+    // Where the input is broadcast to a dynamic size, a run takes the
+    // window of the expansion at the bound.
+    std::vector<std::string> window(target.size());
+    for (size_t d = 0; d < target.size(); ++d) {
+      size_t fromEnd = target.size() - 1 - d;
+      bool broadcast = fromEnd >= in.size() || in[in.size() - 1 - fromEnd] == 1;
+      if (broadcast && fromEnd < size_t(to.numel()))
+        window[d] = to.symAt(size_t(to.numel()) - 1 - fromEnd);
+    }
+    bool windowed =
+        std::any_of(window.begin(), window.end(),
+                    [](const std::string &w) { return !w.empty(); });
     if (const Const *c = im.constOf(n, 0)) {
       Const r;
       r.dtype = c->dtype;
@@ -442,15 +540,47 @@ void Importer::addShapeHandlers(Handlers &t) {
         size_t at = c->broadcastIndex(target, k);
         r.append(*c, at);
       }
+      broadcastWindows(r, {c});
+      r.atBounds |= to.atBounds;
+      if (windowed) {
+        r.window.resize(target.size());
+        for (size_t d = 0; d < target.size(); ++d)
+          if (!window[d].empty())
+            r.window[d] = window[d];
+      }
       im.outConst(n, 0, std::move(r));
       return;
     }
-    im.out(n, 0, expand(im.in(n, 0), target));
+    if (to.atBounds)
+      fail("expands to a shape computed from a dynamic size other than "
+           "the size itself");
+    Tensor x = expand(im.in(n, 0), target);
+    im.out(n, 0, windowed ? im.windowTo(x, window) : x);
   };
   t["Trilu"] = [](Importer &im, Graph &, const NodeProto &n) {
     int64_t k = im.has(n, 1) ? im.needConst(n, 1, "k").ints()[0] : 0;
+    bool upper = attrInt(n, "upper", 1) != 0;
+    if (const Const *c = im.constOf(n, 0)) {
+      // Folded, windows kept: the top-left block of a triangle is the
+      // triangle of the block (a causal mask built at the bound).
+      if (c->shape.size() < 2)
+        fail("Trilu needs a matrix");
+      Const r = *c;
+      int64_t rows = c->shape[c->shape.size() - 2], cols = c->shape.back();
+      for (int64_t e = 0; e < c->numel(); ++e) {
+        int64_t i = (e / cols) % rows, j = e % cols;
+        if (upper ? j - i >= k : j - i <= k)
+          continue;
+        if (r.isFloat())
+          r.f[size_t(e)] = 0;
+        else
+          r.i[size_t(e)] = 0;
+      }
+      im.outConst(n, 0, std::move(r));
+      return;
+    }
     Tensor x = im.in(n, 0);
-    im.out(n, 0, attrInt(n, "upper", 1) ? triu(x, k) : tril(x, k));
+    im.out(n, 0, upper ? triu(x, k) : tril(x, k));
   };
   t["Pad"] = [](Importer &im, Graph &, const NodeProto &n) { im.pad(n); };
   t["Resize"] = [](Importer &im, Graph &g, const NodeProto &n) {
@@ -475,7 +605,17 @@ void Importer::addConstantHandlers(Handlers &t) {
     int64_t end = clampAxis(attrInt(n, "end", rank));
     std::vector<int64_t> dims(shape.begin() + start,
                               shape.begin() + std::max(start, end));
-    im.outConst(n, 0, Const::ofInts(DType::i64, {int64_t(dims.size())}, dims));
+    Const r = Const::ofInts(DType::i64, {int64_t(dims.size())}, dims);
+    // Which dimensions are dynamic sizes: a run's Shape gives its sizes.
+    std::vector<std::string> names = im.dimNames(n, 0);
+    for (int64_t d = start; d < std::max(start, end); ++d) {
+      const std::string &name = names[size_t(d)];
+      if (name.find('*') != std::string::npos) // a product of sizes
+        r.atBounds = true;
+      else
+        r.setSym(size_t(d - start), name);
+    }
+    im.outConst(n, 0, std::move(r));
   };
   t["Size"] = [](Importer &im, Graph &, const NodeProto &n) {
     im.outConst(n, 0,
@@ -485,7 +625,11 @@ void Importer::addConstantHandlers(Handlers &t) {
     im.constantNode(n);
   };
   t["ConstantOfShape"] = [](Importer &im, Graph &, const NodeProto &n) {
-    Shape shape = im.needConst(n, 0, "the shape").ints();
+    const Const &shapeConst = im.needConst(n, 0, "the shape");
+    if (shapeConst.atBounds)
+      fail("the shape is computed from a dynamic size other than the size "
+           "itself");
+    Shape shape = shapeConst.ints();
     Const fill = Const::ofFloats({}, {0.0});
     if (const auto *v = attr(n, "value"))
       fill = im.tensorConst(v->t());
@@ -499,6 +643,12 @@ void Importer::addConstantHandlers(Handlers &t) {
       r.f.assign(count, fill.f[0]);
     else
       r.i.assign(count, fill.i[0]);
+    // Built at the bounds; a run takes its sizes' window.
+    if (shapeConst.dynamic()) {
+      r.window.assign(shape.size(), "");
+      for (size_t d = 0; d < shape.size(); ++d)
+        r.window[d] = shapeConst.symAt(d);
+    }
     im.outConst(n, 0, std::move(r));
   };
   t["Range"] = [](Importer &im, Graph &, const NodeProto &n) {
@@ -508,6 +658,12 @@ void Importer::addConstantHandlers(Handlers &t) {
     double s = start.at(0), l = limit.at(0), d = delta.at(0);
     if (d == 0)
       fail("delta is 0");
+    // Range(0, size, 1) of a dynamic size: 0..bound-1, whose window of the
+    // size a run takes (the positions of a sequence).
+    std::string size = limit.symAt(0);
+    if (start.dynamic() || delta.dynamic() || limit.atBounds ||
+        (!size.empty() && (s != 0 || d != 1)))
+      fail("a Range over a dynamic size other than Range(0, size, 1)");
     auto count = static_cast<int64_t>(std::max(std::ceil((l - s) / d), 0.0));
     Const r;
     r.dtype = start.dtype;
@@ -519,6 +675,8 @@ void Importer::addConstantHandlers(Handlers &t) {
       else
         r.i.push_back(static_cast<int64_t>(v));
     }
+    if (!size.empty())
+      r.window = {size};
     im.outConst(n, 0, std::move(r));
   };
 }

@@ -32,10 +32,57 @@ const Const &Importer::needConst(const NodeProto &n, int k, const char *what) {
   return *c;
 }
 
+Tensor Importer::windowTo(const Tensor &x,
+                          const std::vector<std::string> &window) {
+  std::vector<InputDim> dims;
+  Shape shape = x.shape();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::string name = d < window.size() ? window[d] : "";
+    if (name.empty()) {
+      dims.emplace_back(shape[d]);
+      continue;
+    }
+    auto bound = options_.dynamicSizes.find(name);
+    if (bound == options_.dynamicSizes.end())
+      fail("'" + name + "' is not a dynamic size (--dynamic)");
+    dims.push_back(dyn(name, bound->second));
+  }
+  return narrow_to(x, dims);
+}
+
+std::vector<std::string> Importer::dimNames(const NodeProto &n, int k) {
+  if (!has(n, k))
+    fail("input " + std::to_string(k) + " is missing");
+  Value &v = value(n.input(k));
+  if (v.constant) {
+    std::vector<std::string> names(v.constant->shape.size());
+    for (size_t d = 0; d < names.size(); ++d)
+      names[d] = v.constant->windowAt(d);
+    return names;
+  }
+  std::vector<std::string> names;
+  for (const InputDim &dim : dynamic_shape(v.tensor))
+    names.push_back(dim.dynamic ? dim.symbol : "");
+  return names;
+}
+
 Tensor Importer::materialize(const std::string &name, Value &v, bool buffer) {
   if (!v.constant || !graph_)
     fail("'" + name + "' has no value"); // not reached: callers check
   const Const &c = *v.constant;
+  if (c.atBounds ||
+      std::any_of(c.syms.begin(), c.syms.end(),
+                  [](const std::string &s) { return !s.empty(); }))
+    fail("'" + name +
+         "' is computed from a dynamic size and used as a value; only "
+         "shapes, windows (Range(0, size), ConstantOfShape, masks built "
+         "from them) and slices to a size are kept dynamic");
+  if (!c.window.empty()) {
+    Const whole = c;
+    whole.window.clear();
+    Value plain{Tensor(), std::move(whole), v.initializer};
+    return windowTo(materialize(name, plain, buffer), c.window);
+  }
   Graph &g = *graph_;
   if (c.isFloat()) {
     std::vector<float> values(c.f.begin(), c.f.end());

@@ -255,7 +255,12 @@ LogicalResult KernelDims::propagate() {
   SmallVector<int64_t> bounds;
   for (const DimSymbol &symbol : symbols)
     bounds.push_back(symbol.bound);
-  for (int round = 0, most = 8; round < most; ++round) {
+  // An expansion whose result has no dims yet is split by the bounds
+  // (reshapeDims) only once nothing else gives them: the op that reads it
+  // usually does (a batched product's operand), and the bounds alone can
+  // fit more than one way ([32*batch*seq] into [16, 16, 16]).
+  bool guess = false;
+  for (int round = 0, most = 16; round < most; ++round) {
     changed = false;
     WalkResult walk = func.walk([&](Operation *op) {
       LogicalResult ok = success();
@@ -267,14 +272,19 @@ LogicalResult KernelDims::propagate() {
       } else if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
         ok = propagateReshape(op, e.getSrc(), e.getResult(),
                               e.getReassociationIndices(), false);
-        if (succeeded(ok) && !isStatic(of(e.getSrc())) &&
+        if (succeeded(ok) && guess && !isStatic(of(e.getSrc())) &&
             isStatic(of(e.getResult()))) {
           std::string why;
           FailureOr<DimExprs> split =
               reshapeDims(of(e.getSrc()), e.getSrcType().getShape(),
                           e.getResultType().getShape(), bounds, why);
-          ok = succeeded(split) ? update(e.getResult(), *split, op)
-                                : op->emitOpError() << why;
+          ok = succeeded(split)
+                   ? update(e.getResult(), *split, op)
+                   : op->emitOpError()
+                         << "expands " << formatDims(of(e.getSrc()), symbols)
+                         << " into "
+                         << formatShape(e.getResultType().getShape()) << ": "
+                         << why;
         }
       } else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
         ok = slice->hasAttr(kWindowAttrName)
@@ -314,8 +324,9 @@ LogicalResult KernelDims::propagate() {
     });
     if (walk.wasInterrupted())
       return failure();
-    if (!changed)
+    if (!changed && guess)
       return success();
+    guess = !changed;
   }
   return func.emitOpError() << "dynamic dims did not settle";
 }

@@ -77,14 +77,12 @@ locus.graph @loss {
 // CHECK-LABEL: locus.graph @im2col
 // CHECK: tensor.pad
 // CHECK: %[[COLS:.*]] = linalg.generic {indexing_maps = [#[[GATHER]], {{.*}}]{{.*}} outs(%{{.*}} : tensor<3x3x3x2x7x7xf32>)
-// Reshapes are views: collapse to one dimension, expand to the target.
-// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2, 3]] : tensor<4x3x3x3xf32> into tensor<108xf32>
-// CHECK: %[[W2:.*]] = tensor.expand_shape %{{.*}} : tensor<108xf32> into tensor<4x27xf32>
-// CHECK: tensor.collapse_shape %[[COLS]]
-// CHECK: %[[COLS2:.*]] = tensor.expand_shape %{{.*}} : tensor<2646xf32> into tensor<27x98xf32>
+// Reshapes are views: one collapse or expansion by groups where the shapes
+// allow it (else collapse to one dimension, expand to the target).
+// CHECK: %[[W2:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : tensor<4x3x3x3xf32> into tensor<4x27xf32>
+// CHECK: %[[COLS2:.*]] = tensor.collapse_shape %[[COLS]] {{\[}}[0, 1, 2], [3, 4, 5]] : tensor<3x3x3x2x7x7xf32> into tensor<27x98xf32>
 // CHECK: %[[P:.*]] = linalg.matmul ins(%[[W2]], %[[COLS2]] : tensor<4x27xf32>, tensor<27x98xf32>) outs(%{{.*}} : tensor<4x98xf32>)
-// CHECK: tensor.collapse_shape %[[P]]
-// CHECK: %[[P4:.*]] = tensor.expand_shape
+// CHECK: %[[P4:.*]] = tensor.expand_shape %[[P]] {{\[}}[0], [1, 2, 3]]
 // CHECK: linalg.generic {indexing_maps = [#[[SWAP:.*]], #[[ROW:.*]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[P4]], %{{.*}} : tensor<4x2x7x7xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<2x4x7x7xf32>)
 // CHECK: arith.addf
 locus.graph @im2col {

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 
@@ -150,6 +151,18 @@ public:
           loc, DenseElementsAttr::get(shapeType, attrs));
       return b.create<tensor::ReshapeOp>(loc, target, value, shape);
     }
+    // One collapse or expansion by groups where the shapes allow it: the
+    // groups keep which dimensions become which, which kernels with
+    // dynamic sizes follow ([batch, 2, seq, 16] into [2*batch, seq, 16]);
+    // through one flat dimension the bounds alone might not tell.
+    if (source.getRank() > target.getRank())
+      if (auto groups = getReassociationIndicesForCollapse(source.getShape(),
+                                                           target.getShape()))
+        return b.create<tensor::CollapseShapeOp>(loc, target, value, *groups);
+    if (source.getRank() < target.getRank())
+      if (auto groups = getReassociationIndicesForCollapse(target.getShape(),
+                                                           source.getShape()))
+        return b.create<tensor::ExpandShapeOp>(loc, target, value, *groups);
     auto all = [](int64_t rank) {
       ReassociationIndices group;
       for (int64_t i = 0; i < rank; ++i)
