@@ -1179,6 +1179,61 @@ def test_a_mobile_cnn_trains_as_pytorch_then_evaluates_from_one_recording():
                                rtol=1e-4, atol=1e-4)
 
 
+def test_the_seed_cnn_trains_over_a_short_last_batch_as_pytorch():
+    """The seed CNN (Conv2d, ReLU, MaxPool2d, Linear, cross-entropy) with a
+    dynamic batch, SGD with momentum over a dataset of 37 in batches of 16:
+    two epochs (16, 16, 5 each, no drop_last) through one compiled step,
+    each loss and the final weights against PyTorch in float64 from the
+    same weights; the short batch's mean and its gradients divide by 5."""
+    torch = pytest.importorskip("torch")
+    g = locus.Graph("seed_cnn")
+    batch = locus.dyn("batch", 16)
+    x = g.input("x", [batch, 3, 14, 14])
+    labels = g.input("labels", [batch], dtype="i64")
+    net = locus.nn.Sequential(
+        locus.nn.Conv2d(g, 3, 16, 3, padding=1, name="conv1"),
+        locus.nn.ReLU(), locus.nn.MaxPool2d(2), locus.nn.Flatten(),
+        locus.nn.Linear(g, 16 * 7 * 7, 10, name="fc"))
+    loss = locus.cross_entropy(net(x), labels)
+    g.output("loss", loss)
+    locus.optim.SGD(net.parameters(), lr=0.05, momentum=0.9).step(loss)
+    step = locus.compile(g, policy="cpu", devices=["cpu"])
+
+    torch.manual_seed(3)
+    tnet = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+        torch.nn.Linear(16 * 7 * 7, 10)).double()
+    names = {"0": "conv1", "4": "fc"}
+    for name, value in tnet.state_dict().items():
+        layer, field = name.split(".", 1)
+        step.set_state(names[layer] + "." + field,
+                       value.numpy().astype(np.float32))
+    topt = torch.optim.SGD(tnet.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(9)
+    data = rng.uniform(-1, 1, (37, 3, 14, 14)).astype(np.float32)
+    targets = rng.integers(0, 10, (37,))
+    worst, sizes = 0.0, []
+    for _ in range(2):
+        for start in range(0, 37, 16):
+            xs, ys = data[start:start + 16], targets[start:start + 16]
+            sizes.append(len(xs))
+            got = float(step.run(x=xs, labels=ys)["loss"])
+            topt.zero_grad()
+            want = torch.nn.functional.cross_entropy(
+                tnet(torch.tensor(xs).double()), torch.tensor(ys))
+            want.backward()
+            topt.step()
+            worst = max(worst, abs(got - float(want)) / float(want))
+    assert sizes == [16, 16, 5, 16, 16, 5]
+    print("seed CNN: 6 losses within %.1e relative of PyTorch float64" % worst)
+    assert worst <= 1e-4, worst
+    for name, value in tnet.state_dict().items():
+        layer, field = name.split(".", 1)
+        np.testing.assert_allclose(step.state(names[layer] + "." + field),
+                                   value.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_runtime_views_feed_and_read_without_copies(tmp_path):
     """locus.runtime.Model.input_view / output_view: NumPy arrays over the
     runtime's own memory (in place on the CPU; pinned mirrors for a GPU's
