@@ -335,7 +335,7 @@ std::string symbolicModel(const std::string &name,
   };
   scalar("zero", 0);
   scalar("one", 1);
-  auto node = [&](const char *op, std::vector<std::string> in,
+  auto node = [&](const char *op, const std::vector<std::string> &in,
                   const char *out) {
     onnx::NodeProto *n = g->add_node();
     n->set_op_type(op);
@@ -366,7 +366,7 @@ std::string symbolicModel(const std::string &name,
 }
 
 onnx::NodeProto *addNode(onnx::GraphProto *g, const char *op,
-                         std::vector<std::string> in, const char *out) {
+                         const std::vector<std::string> &in, const char *out) {
   onnx::NodeProto *n = g->add_node();
   n->set_op_type(op);
   n->set_name(out);
