@@ -39,14 +39,17 @@ struct BlasOperand {
 std::optional<BlasOperand> blasOperand(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
   BlasOperand o;
-  // With dynamic sizes the outer dimensions may be dynamic; the strides,
-  // the offset and the rows' length stay static.
+  // With dynamic sizes any size, stride or the offset may be dynamic (read
+  // from the buffer at the call); the rows are unit-strided, and when the
+  // row stride and length are both static the rows do not overlap.
   if (!type || !type.getElementType().isF32() || type.getRank() < 2 ||
-      ShapedType::isDynamic(type.getShape().back()) ||
       failed(getStridesAndOffset(type, o.strides, o.offset)) ||
-      ShapedType::isDynamic(o.offset) ||
-      llvm::any_of(o.strides, ShapedType::isDynamic) || o.strides.back() != 1 ||
-      o.strides[type.getRank() - 2] < type.getShape().back())
+      o.strides.back() != 1)
+    return std::nullopt;
+  int64_t rowStride = o.strides[type.getRank() - 2],
+          rowLength = type.getShape().back();
+  if (!ShapedType::isDynamic(rowStride) && !ShapedType::isDynamic(rowLength) &&
+      rowStride < rowLength)
     return std::nullopt;
   o.type = type;
   return o;
@@ -165,6 +168,15 @@ private:
     Value m = dim(a, transA ? r + 1 : r);
     Value n = dim(c, r + 1);
     Value k = dim(a, transA ? r : r + 1);
+    // A dynamic stride or offset, read from the buffer's descriptor.
+    auto metadata = [&](Value buffer, int64_t value, int which) -> Value {
+      if (!ShapedType::isDynamic(value))
+        return i64(value);
+      auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, buffer);
+      Value index =
+          which < 0 ? Value(meta.getOffset()) : Value(meta.getStrides()[which]);
+      return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+    };
     // The aligned pointer is the base buffer's: a view adds its offset.
     auto pointer = [&](Value buffer, const BlasOperand &o) -> Value {
       Value index =
@@ -172,14 +184,20 @@ private:
       Value address = b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
       if (o.offset == 0)
         return address;
-      return b.create<arith::AddIOp>(
-          loc, address, i64(o.offset * static_cast<int64_t>(sizeof(float))));
+      auto bytes = static_cast<int64_t>(sizeof(float));
+      Value offset = ShapedType::isDynamic(o.offset)
+                         ? times(metadata(buffer, o.offset, -1), i64(bytes))
+                         : i64(o.offset * bytes);
+      return b.create<arith::AddIOp>(loc, address, offset);
     };
     // Leading dimension: the stride of the stored matrix's rows; batch
     // stride: the stride of the batch (m * k and k * n in one product).
-    auto ld = [&](const BlasOperand &o) { return i64(o.strides[r]); };
-    auto batchStride = [&](const BlasOperand &o, Value x, Value y) {
-      return batched ? i64(o.strides[0]) : times(x, y);
+    auto ld = [&](Value buffer, const BlasOperand &o) {
+      return metadata(buffer, o.strides[r], static_cast<int>(r));
+    };
+    auto batchStride = [&](Value buffer, const BlasOperand &o, Value x,
+                           Value y) {
+      return batched ? metadata(buffer, o.strides[0], 0) : times(x, y);
     };
     SmallVector<Value> args{
         batch,
@@ -187,12 +205,12 @@ private:
         n,
         k,
         pointer(a, *oa),
-        ld(*oa),
-        batchStride(*oa, m, k),
+        ld(a, *oa),
+        batchStride(a, *oa, m, k),
         b.create<arith::ConstantIntOp>(loc, transA ? 1 : 0, 32),
         pointer(bv, *ob),
-        ld(*ob),
-        batchStride(*ob, k, n),
+        ld(bv, *ob),
+        batchStride(bv, *ob, k, n),
         b.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32),
         b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(beta)),
         pointer(c, *oc),

@@ -168,3 +168,28 @@ func.func @dynamic_rows(%a: memref<?x8xf32>, %b: memref<8x4xf32>, %c: memref<?x4
   linalg.matmul ins(%a, %b : memref<?x8xf32>, memref<8x4xf32>) outs(%c : memref<?x4xf32>)
   return
 }
+
+// A batched product over a dynamic sequence length (attention's q k^T in a
+// kernel with dynamic sizes): its operands are views whose strides and
+// offset are dynamic too, read from their descriptors at the call.
+// CHECK-LABEL: func.func @dynamic_batched
+// CHECK:      %[[DM:.*]] = memref.dim %arg0, %{{.*}} : memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>>
+// CHECK-NEXT: %[[M:.*]] = arith.index_cast %[[DM]] : index to i64
+// CHECK:      %[[DN:.*]] = memref.dim %arg2, %{{.*}} : memref<4x?x?xf32>
+// CHECK-NEXT: %[[N:.*]] = arith.index_cast %[[DN]] : index to i64
+// CHECK:      %{{.*}}, %[[OFF:.*]], %{{.*}}:3, %{{.*}}:3 = memref.extract_strided_metadata %arg0
+// CHECK-NEXT: %[[OFF64:.*]] = arith.index_cast %[[OFF]] : index to i64
+// CHECK:      arith.muli %[[OFF64]], %{{.*}} : i64
+// CHECK:      %[[PA:.*]] = arith.addi
+// CHECK:      %{{.*}}, %{{.*}}, %{{.*}}:3, %[[SA:.*]]:3 = memref.extract_strided_metadata %arg0
+// CHECK-NEXT: %[[BSA:.*]] = arith.index_cast %[[SA]]#0 : index to i64
+// CHECK:      memref.extract_strided_metadata %arg1
+// CHECK:      %{{.*}}, %{{.*}}, %{{.*}}:3, %[[SB:.*]]:3 = memref.extract_strided_metadata %arg1
+// CHECK-NEXT: %[[BSB:.*]] = arith.index_cast %[[SB]]#0 : index to i64
+// CHECK:      call @locus_sgemm(%c4_i64, %[[M]], %[[N]], %c16_i64, %[[PA]], %{{.*}}, %[[BSA]], %c0_i32, %{{.*}}, %{{.*}}, %[[BSB]], %c1_i32,
+func.func @dynamic_batched(%q: memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>>,
+                           %k: memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>>,
+                           %s: memref<4x?x?xf32>) {
+  linalg.batch_matmul_transpose_b ins(%q, %k : memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>>, memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>>) outs(%s : memref<4x?x?xf32>)
+  return
+}

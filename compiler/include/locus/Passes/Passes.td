@@ -1201,18 +1201,21 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
     buffer is freed between taking its address and the call):
     `linalg.matmul`, `linalg.matmul_transpose_a`/`_b`,
     `linalg.batch_matmul` and `linalg.batch_matmul_transpose_a`/`_b` on
-    f32 buffers (outer dimensions may be dynamic: m, n and k are then
-    read from the buffers) become calls to the runtime's
+    f32 buffers (any dimension may be dynamic: m, n and k are then read
+    from the buffers) become calls to the runtime's
     `locus_sgemm` (oneDNN's matmul or OpenBLAS's `cblas_sgemm` when they
     load, a blocked loop otherwise), with beta = 1: linalg's products
     accumulate into their output. When the output was just filled with
     zeros (nothing with memory effects in between), the fill goes and beta
     is 0. The output must have the identity layout; an operand may be a
-    view with static strides and offset whose rows' elements lie next to
-    each other (innermost stride 1, rows not overlapping: a slice of a
-    packed weight, a column block), passed as its base's aligned pointer
-    plus its offset, its rows' stride as leading dimension and its first
-    stride as batch stride. Other products stay, for the loops.
+    view whose rows' elements lie next to each other (innermost stride 1,
+    rows not overlapping where that is static: a slice of a packed weight,
+    a column block, a kernel's view at the run's sizes), passed as its
+    base's aligned pointer plus its offset, its rows' stride as leading
+    dimension and its first stride as batch stride; a dynamic stride or
+    offset is read from the view's descriptor
+    (`memref.extract_strided_metadata`) at the call. Other products stay,
+    for the loops.
 
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x784xf32>, memref<784x1024xf32>)
