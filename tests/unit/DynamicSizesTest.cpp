@@ -27,6 +27,16 @@ template <typename Fn> std::string runErrorOf(Fn fn) {
   return "";
 }
 
+/// The parameters of `modules`, in order: what the optimizer steps.
+std::vector<Tensor>
+parametersOf(std::initializer_list<const nn::Module *> modules) {
+  std::vector<Tensor> params;
+  for (const nn::Module *m : modules)
+    for (const Tensor &p : m->parameters())
+      params.push_back(p);
+  return params;
+}
+
 /// An MLP classifier step: logits, softmax and the mean cross-entropy.
 /// `batch` is a static size, or 0 for the dynamic batch up to kBound.
 /// With `train`, an SGD step with momentum on the loss.
@@ -43,10 +53,8 @@ Graph mlp(int64_t batch, bool train) {
   g.output("loss", loss);
   g.output("col_mean", mean(x, {0}));
   if (train) {
-    std::vector<Tensor> params = fc1.parameters();
-    for (const Tensor &p : fc2.parameters())
-      params.push_back(p);
-    optim::SGD(params, {.lr = 0.1, .momentum = 0.9}).step(loss);
+    optim::SGD(parametersOf({&fc1, &fc2}), {.lr = 0.1, .momentum = 0.9})
+        .step(loss);
   }
   return g;
 }
@@ -150,12 +158,9 @@ Graph cnn(int64_t batch, bool train) {
   g.output("logits", logits);
   g.output("loss", loss);
   if (train) {
-    std::vector<Tensor> params;
-    for (const nn::Module *m :
-         std::initializer_list<const nn::Module *>{&conv1, &conv2, &fc})
-      for (const Tensor &p : m->parameters())
-        params.push_back(p);
-    optim::SGD(params, {.lr = 0.1, .momentum = 0.9}).step(loss);
+    optim::SGD(parametersOf({&conv1, &conv2, &fc}),
+               {.lr = 0.1, .momentum = 0.9})
+        .step(loss);
   }
   return g;
 }
@@ -168,19 +173,31 @@ TEST(DynamicSizes, ConvolutionsServeEveryBatchLikeStaticCompiles) {
   expectEverySizeLikeStatic(cnn, {3, 12, 12}, {"logits", "loss"});
 }
 
-TEST(DynamicSizes, AConvolutionStepTrainsAShortBatchAsAStaticStep) {
-  CompiledModel dynamic = compile(cnn(0, true), {.policy = "cpu"});
-  CompiledModel full = compile(cnn(kBound, true), {.policy = "cpu"});
-  CompiledModel tail = compile(cnn(5, true), {.policy = "cpu"});
+/// `make`'s training step over images with a dynamic batch: a full batch
+/// then one of 5, against a static step of the bound and one of 5 from its
+/// state (losses and every state). With `countSteps`, the static step of
+/// 5 runs once first, so that draws depending on the step count (dropout)
+/// line up.
+void expectAShortBatchTrainsAsStatic(Graph (*make)(int64_t, bool),
+                                     bool countSteps) {
+  CompiledModel dynamic = compile(make(0, true), {.policy = "cpu"});
+  CompiledModel full = compile(make(kBound, true), {.policy = "cpu"});
+  CompiledModel tail = compile(make(5, true), {.policy = "cpu"});
   auto first = imagesOf(kBound, 1), last = imagesOf(5, 2);
   EXPECT_NEAR(dynamic.run(first).at("loss").item(),
               full.run(first).at("loss").item(), 1e-5);
+  if (countSteps)
+    (void)tail.run(imagesOf(5, 3));
   for (const std::string &name : full.stateNames())
     tail.setState(name, full.state(name));
   EXPECT_NEAR(dynamic.run(last).at("loss").item(),
               tail.run(last).at("loss").item(), 1e-5);
   for (const std::string &name : tail.stateNames())
     expectNear(dynamic.state(name), tail.state(name), name);
+}
+
+TEST(DynamicSizes, AConvolutionStepTrainsAShortBatchAsAStaticStep) {
+  expectAShortBatchTrainsAsStatic(cnn, /*countSteps=*/false);
 }
 
 /// A CNN with what a training step over a dynamic batch must handle
@@ -211,12 +228,9 @@ Graph normCnn(int64_t batch, bool train) {
   g.output("logits", logits);
   g.output("loss", loss);
   if (train) {
-    std::vector<Tensor> params;
-    for (const nn::Module *m :
-         std::initializer_list<const nn::Module *>{&conv, &bn2, &bn1, &fc})
-      for (const Tensor &p : m->parameters())
-        params.push_back(p);
-    optim::SGD(params, {.lr = 0.1, .momentum = 0.9}).step(loss);
+    optim::SGD(parametersOf({&conv, &bn2, &bn1, &fc}),
+               {.lr = 0.1, .momentum = 0.9})
+        .step(loss);
   }
   return g;
 }
@@ -226,21 +240,7 @@ TEST(DynamicSizes, NormalizationPoolingSlicesAndDropoutServeEveryBatch) {
 }
 
 TEST(DynamicSizes, ANormalizedCnnTrainsAShortBatchAsAStaticStep) {
-  // Dropout's draws depend on the step count: the short batch runs as the
-  // second step on both sides.
-  CompiledModel dynamic = compile(normCnn(0, true), {.policy = "cpu"});
-  CompiledModel full = compile(normCnn(kBound, true), {.policy = "cpu"});
-  CompiledModel tail = compile(normCnn(5, true), {.policy = "cpu"});
-  auto first = imagesOf(kBound, 1), last = imagesOf(5, 2);
-  EXPECT_NEAR(dynamic.run(first).at("loss").item(),
-              full.run(first).at("loss").item(), 1e-5);
-  (void)tail.run(imagesOf(5, 3)); // the step count, as the others'
-  for (const std::string &name : full.stateNames())
-    tail.setState(name, full.state(name));
-  EXPECT_NEAR(dynamic.run(last).at("loss").item(),
-              tail.run(last).at("loss").item(), 1e-5);
-  for (const std::string &name : tail.stateNames())
-    expectNear(dynamic.state(name), tail.state(name), name);
+  expectAShortBatchTrainsAsStatic(normCnn, /*countSteps=*/true);
 }
 
 TEST(DynamicSizes, DropoutDrawsAtTheRunsShape) {

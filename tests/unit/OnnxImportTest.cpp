@@ -26,6 +26,20 @@ namespace {
 
 const std::string kMlp = std::string(LOCUS_TEST_INPUTS) + "/mlp.onnx";
 
+/// `model` written to a file of this test's own, named after `stem`.
+std::string writeModel(const onnx::ModelProto &model, const std::string &stem) {
+  std::string path = ::testing::TempDir() + "/locus_" + stem + "_" +
+                     std::to_string(::getpid()) + ".onnx";
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  FILE *f = std::fopen(path.c_str(), "wb");
+  EXPECT_TRUE(f &&
+              std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  if (f)
+    std::fclose(f);
+  return path;
+}
+
 } // namespace
 
 TEST(OnnxImport, InitializersStartTheModelAndTravelInTheArtifact) {
@@ -190,18 +204,7 @@ public:
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(v);
   }
-  std::string write() {
-    std::string path = ::testing::TempDir() + "/locus_activations_" +
-                       std::to_string(::getpid()) + ".onnx";
-    std::string bytes;
-    model_.SerializeToString(&bytes);
-    FILE *f = std::fopen(path.c_str(), "wb");
-    EXPECT_TRUE(f &&
-                std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
-    if (f)
-      std::fclose(f);
-    return path;
-  }
+  std::string write() { return writeModel(model_, "activations"); }
 
 private:
   static void value(onnx::ValueInfoProto *v, const std::string &name,
@@ -312,59 +315,6 @@ TEST(OnnxImport, CumSumMatchesItsDefinition) {
 
 namespace {
 
-/// A model of opset 17 over x [batch, seq] (symbolic) whose nodes compute
-/// from Shape(x): t is the sequence length, `ops` what follows.
-std::string symbolicModel(const std::string &name,
-                          void (*ops)(onnx::GraphProto *)) {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(17);
-  onnx::GraphProto *g = model.mutable_graph();
-  g->set_name(name);
-  auto *x = g->add_input();
-  x->set_name("x");
-  auto *type = x->mutable_type()->mutable_tensor_type();
-  type->set_elem_type(onnx::TensorProto::FLOAT);
-  type->mutable_shape()->add_dim()->set_dim_param("batch");
-  type->mutable_shape()->add_dim()->set_dim_param("seq");
-  auto scalar = [&](const char *n, int64_t v) {
-    onnx::TensorProto *t = g->add_initializer();
-    t->set_name(n);
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_int64_data(v);
-  };
-  scalar("zero", 0);
-  scalar("one", 1);
-  auto node = [&](const char *op, const std::vector<std::string> &in,
-                  const char *out) {
-    onnx::NodeProto *n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (const std::string &i : in)
-      n->add_input(i);
-    n->add_output(out);
-  };
-  node("Shape", {"x"}, "shape");
-  node("Gather", {"shape", "one"}, "t");
-  ops(g);
-  auto *y = g->add_output();
-  y->set_name("y");
-  auto *yType = y->mutable_type()->mutable_tensor_type();
-  yType->set_elem_type(onnx::TensorProto::FLOAT);
-  yType->mutable_shape()->add_dim()->set_dim_param("batch");
-  yType->mutable_shape()->add_dim()->set_dim_param("seq");
-  std::string path = ::testing::TempDir() + "/locus_" + name + "_" +
-                     std::to_string(::getpid()) + ".onnx";
-  std::string bytes;
-  model.SerializeToString(&bytes);
-  FILE *f = std::fopen(path.c_str(), "wb");
-  EXPECT_TRUE(f &&
-              std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
-  if (f)
-    std::fclose(f);
-  return path;
-}
-
 onnx::NodeProto *addNode(onnx::GraphProto *g, const char *op,
                          const std::vector<std::string> &in, const char *out) {
   onnx::NodeProto *n = g->add_node();
@@ -374,6 +324,54 @@ onnx::NodeProto *addNode(onnx::GraphProto *g, const char *op,
     n->add_input(i);
   n->add_output(out);
   return n;
+}
+
+/// A Cast of `in` to float.
+void castToFloat(onnx::GraphProto *g, const char *in, const char *out) {
+  onnx::AttributeProto *to = addNode(g, "Cast", {in}, out)->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+}
+
+/// `v` named `name`: f32 [batch, seq], both symbolic.
+void symbolicValue(onnx::ValueInfoProto *v, const char *name) {
+  v->set_name(name);
+  auto *type = v->mutable_type()->mutable_tensor_type();
+  type->set_elem_type(onnx::TensorProto::FLOAT);
+  type->mutable_shape()->add_dim()->set_dim_param("batch");
+  type->mutable_shape()->add_dim()->set_dim_param("seq");
+}
+
+/// A model of opset 17 over x [batch, seq] (symbolic) whose nodes compute
+/// from Shape(x): t is the sequence length, `ops` what follows.
+std::string symbolicModel(const std::string &name,
+                          void (*ops)(onnx::GraphProto *)) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto *g = model.mutable_graph();
+  g->set_name(name);
+  symbolicValue(g->add_input(), "x");
+  auto ints = [&](const char *n, const std::vector<int64_t> &values,
+                  bool vector) {
+    onnx::TensorProto *t = g->add_initializer();
+    t->set_name(n);
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (vector)
+      t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values)
+      t->add_int64_data(v);
+  };
+  ints("zero", {0}, false);
+  ints("one", {1}, false);
+  ints("axis0", {0}, true); // [0]
+  ints("axis1", {1}, true); // [1]
+  addNode(g, "Shape", {"x"}, "shape");
+  addNode(g, "Gather", {"shape", "one"}, "t");
+  ops(g);
+  symbolicValue(g->add_output(), "y");
+  return writeModel(model, name);
 }
 
 std::string importError(const std::string &path) {
@@ -400,29 +398,40 @@ TEST(OnnxImport, ValuesComputedFromADynamicSizeAreKeptOrRefused) {
       << importError(range);
   // The length as a value (x * seq) would be the bound's.
   std::string scaled = symbolicModel("scaled", [](onnx::GraphProto *g) {
-    onnx::NodeProto *cast = addNode(g, "Cast", {"t"}, "tf");
-    onnx::AttributeProto *to = cast->add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::FLOAT);
+    castToFloat(g, "t", "tf");
     addNode(g, "Mul", {"x", "tf"}, "y");
   });
   EXPECT_NE(importError(scaled).find(
                 "'tf' is computed from a dynamic size and used as a value"),
             std::string::npos)
       << importError(scaled);
+  // seq - 1 as a shape, a slice's end, or an expansion's size.
+  std::string filled = symbolicModel("filled", [](onnx::GraphProto *g) {
+    addNode(g, "Sub", {"t", "one"}, "t1");
+    addNode(g, "Unsqueeze", {"t1", "axis0"}, "dims");
+    addNode(g, "ConstantOfShape", {"dims"}, "y");
+  });
+  EXPECT_NE(importError(filled).find(
+                "(ConstantOfShape): the shape is computed from a dynamic size "
+                "other than the size itself"),
+            std::string::npos)
+      << importError(filled);
+  std::string sliced = symbolicModel("sliced", [](onnx::GraphProto *g) {
+    addNode(g, "Sub", {"t", "one"}, "t1");
+    addNode(g, "Unsqueeze", {"t1", "axis0"}, "end");
+    addNode(g, "Slice", {"x", "axis0", "end", "axis1"}, "y");
+  });
+  EXPECT_NE(importError(sliced).find(
+                "(Slice): slices with bounds computed from a dynamic size "
+                "other than [0, size)"),
+            std::string::npos)
+      << importError(sliced);
   // Range(0, seq - 0 + 1 - 1) is the length again: positions [seq].
   std::string positions = symbolicModel("positions", [](onnx::GraphProto *g) {
     addNode(g, "Sub", {"t", "zero"}, "t0");
     addNode(g, "Mul", {"t0", "one"}, "t1");
     addNode(g, "Range", {"zero", "t1", "one"}, "r");
-    addNode(g, "Cast", {"r"}, "rf")->add_attribute()->CopyFrom([] {
-      onnx::AttributeProto a;
-      a.set_name("to");
-      a.set_type(onnx::AttributeProto::INT);
-      a.set_i(onnx::TensorProto::FLOAT);
-      return a;
-    }());
+    castToFloat(g, "r", "rf");
     addNode(g, "Add", {"x", "rf"}, "y");
   });
   Graph imported =

@@ -268,10 +268,6 @@ void Importer::gather(Graph &g, const NodeProto &n) {
     }
     idx = locus::reshape(idx, {product(indexShape)});
   }
-  if (index && !index->window.empty() && axis == 0 && shape.size() == 2) {
-    out(n, 0, embedding(idx, x)); // [seq] positions: [seq, dim]
-    return;
-  }
   Tensor picked = index_select(x, axis, idx);
   out(n, 0,
       picked.shape() == outShape ? picked : locus::reshape(picked, outShape));

@@ -520,43 +520,34 @@ LogicalResult KernelDims::rewrite(BlockArgument sizesArg) {
       continue;
     }
     b.setInsertionPoint(op);
+    // `op`, rebuilt at the run's sizes as `fresh`, goes (dims are keyed by
+    // value: no stale entry stays).
+    auto replace = [&](Value fresh) {
+      Value old = op->getResult(0);
+      dims[fresh] = of(old);
+      old.replaceAllUsesWith(fresh);
+      dims.erase(old);
+      op->erase();
+    };
     if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
-      Value fresh =
-          b.create<tensor::EmptyOp>(op->getLoc(), sizesOf(b, empty.getResult()),
-                                    empty.getType().getElementType());
-      dims[fresh] = of(empty.getResult());
-      empty.getResult().replaceAllUsesWith(fresh);
-      dims.erase(empty.getResult()); // keyed by value: no stale entry
-      empty.erase();
+      replace(b.create<tensor::EmptyOp>(op->getLoc(),
+                                        sizesOf(b, empty.getResult()),
+                                        empty.getType().getElementType()));
     } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-      Value fresh = expandTo(b, op->getLoc(), typeOf(expand.getResult()),
-                             expand.getSrc(), expand.getReassociationIndices(),
-                             sizesOf(b, expand.getResult()));
-      dims[fresh] = of(expand.getResult());
-      expand.getResult().replaceAllUsesWith(fresh);
-      dims.erase(expand.getResult());
-      expand.erase();
+      replace(expandTo(b, op->getLoc(), typeOf(expand.getResult()),
+                       expand.getSrc(), expand.getReassociationIndices(),
+                       sizesOf(b, expand.getResult())));
     } else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
-      auto fresh = b.create<tensor::ExtractSliceOp>(
+      Value fresh = b.create<tensor::ExtractSliceOp>(
           op->getLoc(), typeOf(slice.getResult()), slice.getSource(),
           slice.getMixedOffsets(), sizesOf(b, slice.getResult()),
           slice.getMixedStrides());
-      Value result = fresh.getResult();
-      if (slice->hasAttr(kWindowAttrName))
-        result = packed(b, result);
-      dims[result] = of(slice.getResult());
-      slice.getResult().replaceAllUsesWith(result);
-      dims.erase(slice.getResult());
-      slice.erase();
+      replace(slice->hasAttr(kWindowAttrName) ? packed(b, fresh) : fresh);
     } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
-      auto fresh = b.create<tensor::InsertSliceOp>(
+      replace(b.create<tensor::InsertSliceOp>(
           op->getLoc(), insert.getSource(), insert.getDest(),
           insert.getMixedOffsets(), sizesOf(b, insert.getSource()),
-          insert.getMixedStrides());
-      dims[fresh.getResult()] = of(insert.getResult());
-      insert.getResult().replaceAllUsesWith(fresh.getResult());
-      dims.erase(insert.getResult());
-      insert.erase();
+          insert.getMixedStrides()));
     } else if (isa<linalg::LinalgOp, tensor::CollapseShapeOp, tensor::PadOp>(
                    op)) {
       for (Value result : op->getResults())

@@ -67,9 +67,12 @@ def Locus_GraphOp : Locus_Op<"graph", [Locus_Structural, Symbol,
     Dynamic sizes: `locus.symbols = [["batch", 256], ...]` names the sizes
     a run gives and their bounds. Types stay static, sized at the bounds;
     an input's `locus.dims` (an affine map over the sizes, s0 the first)
-    says which of its dimensions are dynamic, and the verifier finds the
-    dims of every other value by probing its op's shape rule, refusing what
-    does not hold for every size up to the bounds:
+    says which of its dimensions are dynamic (so does a reshape's or a
+    broadcast's where the shapes alone cannot tell, a `locus.slice` that
+    takes a static value's leading window at the run's sizes, and a
+    `locus.random` drawn for a value of dynamic shape), and the verifier
+    finds the dims of every other value by probing its op's shape rule,
+    refusing what does not hold for every size up to the bounds:
 
     ```mlir
     locus.graph @mlp attributes {locus.symbols = [["batch", 256]]} {
