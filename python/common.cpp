@@ -60,8 +60,12 @@ DType python::parseDType(const std::string &name) {
     return DType::i32;
   if (name == "i1" || name == "bool")
     return DType::i1;
+  if (name == "bf16" || name == "bfloat16")
+    return DType::bf16;
+  if (name == "f16" || name == "float16" || name == "half")
+    return DType::f16;
   throw py::value_error("unknown dtype '" + name +
-                        "'; expected f32, i64, i32 or bool");
+                        "'; expected f32, bf16, f16, i64, i32 or bool");
 }
 
 Reduction python::parseReduction(const std::string &name) {
@@ -114,8 +118,9 @@ Tensor python::operand(const Tensor &like, const py::object &value) {
   auto number = value.cast<double>();
   // An integer tensor takes only an integral number that fits: ids < 2.5
   // must not silently compare with 2.
-  if (dtype != DType::f32 &&
-      (std::floor(number) != number || std::fabs(number) > 9.0e15))
+  bool isFloat =
+      dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
+  if (!isFloat && (std::floor(number) != number || std::fabs(number) > 9.0e15))
     throw py::type_error("a " + std::string(dtypeName(dtype)) +
                          " tensor takes an integral number here, got " +
                          py::str(value).cast<std::string>());

@@ -515,6 +515,15 @@ void bindTensorMethods(py::module_ &m) {
            [](const Tensor &x) {
              return on(x, [&] { return cast(x, DType::i64, Here::current()); });
            })
+      .def("bfloat16",
+           [](const Tensor &x) {
+             return on(x,
+                       [&] { return cast(x, DType::bf16, Here::current()); });
+           })
+      .def("half",
+           [](const Tensor &x) {
+             return on(x, [&] { return cast(x, DType::f16, Here::current()); });
+           })
       .def(
           "size",
           [](const Tensor &x, std::optional<int64_t> dim) -> py::object {

@@ -10,6 +10,7 @@
 
 #include "locus/Compile.h"
 #include "locus/Import/Onnx.h"
+#include "locus/half.hpp"
 #include "locus/locus.h"
 #include "locus/runtime.hpp"
 
@@ -46,6 +47,8 @@ std::optional<locus_dtype_t> locusDTypeOf(const py::array &a) {
   py::ssize_t size = a.dtype().itemsize();
   if (kind == 'f' && (size == 4 || size == 8))
     return LOCUS_DTYPE_F32;
+  if (kind == 'f' && size == 2)
+    return LOCUS_DTYPE_F16;
   if (kind == 'i' && size == 8)
     return LOCUS_DTYPE_I64;
   if (kind == 'i' && size == 4)
@@ -68,6 +71,8 @@ HostTensor toHost(const std::string &name, const py::handle &value) {
   switch (locusDTypeOf(a).value_or(LOCUS_DTYPE_MAX_ENUM)) {
   case LOCUS_DTYPE_F32:
     return HostTensor::fromF32(shape, copy(float{}));
+  case LOCUS_DTYPE_F16: // exact as f32
+    return HostTensor::fromF32(shape, copy(float{}), DType::f16);
   case LOCUS_DTYPE_I64:
     return HostTensor::fromI64(shape, copy(int64_t{}));
   case LOCUS_DTYPE_I32:
@@ -82,12 +87,20 @@ HostTensor toHost(const std::string &name, const py::handle &value) {
   }
   throw py::type_error("input '" + name + "' has dtype " +
                        py::str(a.dtype()).cast<std::string>() +
-                       "; Locus takes float32, int64, int32 or bool");
+                       "; Locus takes float32, float16, int64, int32 or bool");
 }
 
 py::array toNumpy(const HostTensor &t) {
   std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end());
   switch (t.dtype) {
+  case DType::f16: { // as NumPy's float16; exact
+    py::array out(py::dtype("float16"), shape);
+    auto *bits = static_cast<uint16_t *>(out.mutable_data());
+    for (size_t i = 0; i < t.f32.size(); ++i)
+      bits[i] = half::f16Bits(t.f32[i]);
+    return out;
+  }
+  case DType::bf16: // as float32 (NumPy has no bfloat16); exact
   case DType::f32: {
     py::array_t<float> out(shape);
     std::memcpy(out.mutable_data(), t.f32.data(), t.f32.size() * sizeof(float));
@@ -703,7 +716,7 @@ void bindCompile(py::module_ &m) {
          const std::string &profile, bool fuse, const std::string &deviceMap,
          const std::string &trace, bool allowSoftPlacement, bool allowTf32,
          bool cache, const std::string &cacheDir, bool dataParallel,
-         double bucketMb, bool eval) {
+         double bucketMb, bool eval, const std::string &precision) {
         CompileOptions o;
         o.policy = policy;
         if (devices)
@@ -718,6 +731,7 @@ void bindCompile(py::module_ &m) {
         o.cacheDir = cacheDir;
         o.dataParallel = dataParallel;
         o.eval = eval;
+        o.precision = precision;
         if (!(bucketMb > 0))
           throw py::value_error("bucket_mb must be above 0");
         o.bucketBytes =
@@ -737,7 +751,7 @@ void bindCompile(py::module_ &m) {
       py::arg("allow_soft_placement") = false, py::arg("allow_tf32") = false,
       py::arg("cache") = true, py::arg("cache_dir") = "",
       py::arg("data_parallel") = false, py::arg("bucket_mb") = 25.0,
-      py::arg("eval") = false,
+      py::arg("eval") = false, py::arg("precision") = "fp32",
       "Compiles a graph: places it (policy: strict, prefer-gpu, auto, cpu) "
       "on `devices` (default: this machine's), inserts the copies and "
       "compiles the kernels for this CPU. allow_tf32: convolutions and "
@@ -746,7 +760,10 @@ void bindCompile(py::module_ &m) {
       "LOCUS_CACHE_DIR, $XDG_CACHE_HOME/locus or ~/.cache/locus) and take "
       "it from there when the same graph was compiled before with the same "
       "options. data_parallel: average the parameters' gradients over the "
-      "ranks of a job (DistributedDataParallel; buckets of bucket_mb MiB).");
+      "ranks of a job (DistributedDataParallel; buckets of bucket_mb MiB). "
+      "precision: fp32, tf32, bf16 or f16, as torch.autocast: matrix "
+      "products and convolutions in 16 bits with f32 accumulation, the rest "
+      "in f32.");
 
   m.def(
       "import_onnx",
@@ -840,6 +857,10 @@ py::dtype numpyDType(locus_dtype_t dtype) {
     return py::dtype::of<int32_t>();
   case LOCUS_DTYPE_I1:
     return py::dtype::of<bool>();
+  case LOCUS_DTYPE_F16:
+    return py::dtype("float16");
+  case LOCUS_DTYPE_BF16: // its bits: NumPy has no bfloat16
+    return py::dtype::of<uint16_t>();
   case LOCUS_DTYPE_F32:
   default:
     return py::dtype::of<float>();

@@ -91,6 +91,10 @@ const char *dtypeName(locus_dtype_t dtype) {
     return "i32";
   case LOCUS_DTYPE_I1:
     return "i1";
+  case LOCUS_DTYPE_BF16:
+    return "bf16";
+  case LOCUS_DTYPE_F16:
+    return "f16";
   default:
     return "?";
   }

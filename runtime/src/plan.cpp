@@ -21,6 +21,9 @@ size_t dtypeSize(uint8_t dtype) {
     return 1;
   case LOCUS_PLAN_I32:
     return 4;
+  case LOCUS_PLAN_BF16:
+  case LOCUS_PLAN_F16:
+    return 2;
   default:
     return 0;
   }

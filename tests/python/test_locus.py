@@ -142,7 +142,7 @@ def test_bad_inputs_are_clear_errors():
     with pytest.raises(TypeError):
         model.run(x=np.zeros((8, 16), np.complex64))
     with pytest.raises(ValueError):
-        locus.Graph("g").input("x", [1], dtype="f16")
+        locus.Graph("g").input("x", [1], dtype="f64")
 
 
 def test_operators_and_training_reduce_the_loss():
@@ -234,6 +234,52 @@ def test_allow_tf32_compiles_for_a_gpu_and_keeps_the_host_numerics():
         np.testing.assert_allclose(runs[-1], reference(model, x), rtol=1e-5,
                                    atol=1e-6)
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_bf16_autocast_on_the_cpu_and_a_gpu_follows_fp32():
+    # precision="bf16": the two linear layers read bf16 operands and round
+    # their results; the softmax stays f32. Within bf16's spacing of the
+    # fp32 result, the same on the CPU and on a GPU (sim runs the CUDA
+    # kernels' host versions), and not bit-equal to fp32.
+    x = np.random.default_rng(4).uniform(-1, 1, (8, 16)).astype(np.float32)
+    full = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"])
+    want = reference(full, x)
+    runs = []
+    for devices in (["cpu"], ["cpu", "cuda:0"]):
+        model = locus.compile(mlp_graph(), policy="prefer-gpu",
+                              devices=devices,
+                              device_map="cuda:0=sim" if len(devices) > 1
+                              else "", precision="bf16")
+        runs.append(model.run(x=x)["y"])
+        assert runs[-1].dtype == np.float32
+        np.testing.assert_allclose(runs[-1], want, rtol=3e-2, atol=3e-3)
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-2, atol=1e-3)
+    assert not np.array_equal(runs[0], full.run(x=x)["y"])
+    with pytest.raises(locus.Error, match="precision must be fp32, tf32"):
+        locus.compile(mlp_graph(), precision="fp8")
+
+
+def test_f16_and_bf16_values_cross_the_boundary():
+    # An f16 input takes NumPy's float16 (or float32, rounded); an f16
+    # output comes back as float16, a bf16 one as float32 holding bf16
+    # values.
+    g = locus.Graph("halves")
+    x = g.input("x", [5], dtype="f16")
+    g.output("h", x * 2.0)
+    g.output("b", x.float().bfloat16() + 0.0)
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    xs = np.array([1.0, -0.333, 3.14159, 1e-5, 70000.0], np.float32)
+    with np.errstate(over="ignore"):  # 70000 is past f16, as NumPy warns
+        out = model.run(x=xs.astype(np.float16))
+        assert out["h"].dtype == np.float16 and out["b"].dtype == np.float32
+        np.testing.assert_array_equal(out["h"],
+                                      (xs.astype(np.float16) * np.float16(2)))
+        # float32 in: rounded to f16 first (70000 overflows to inf, as NumPy).
+        np.testing.assert_array_equal(model.run(x=xs)["h"], out["h"])
+        b = out["b"]
+        as_bits = b.view(np.uint32)
+        assert np.all(as_bits & 0xFFFF == 0)  # bf16 values: 16 low bits zero
+        np.testing.assert_allclose(b[:4], xs.astype(np.float16)[:4], rtol=1e-2)
 
 
 def test_trace_of_a_run(tmp_path):

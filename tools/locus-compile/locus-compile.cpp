@@ -2,7 +2,7 @@
 //
 //   locus-compile graph.mlir|model.onnx -o model.locus [--policy=auto]
 //                 [--devices=cpu,cuda:0] [--profile=p.json] [--cpu=x86-64-v3]
-//                 [--no-fuse] [--allow-tf32]
+//                 [--no-fuse] [--allow-tf32] [--precision=fp32|tf32|bf16|f16]
 //                 [--print-ir-after=placement,kernels,cuda,host]
 //                 [--print-ir-after-all] [--sign-key=builder.key]
 //   locus-compile --generate-key builder
@@ -93,6 +93,13 @@ static cl::opt<bool>
                        "their operands to TF32 (tensor cores; about 1e-3 "
                        "relative error); fp32 otherwise"),
               cl::cat(toolOptions));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("fp32 (the default), tf32 (as --allow-tf32), bf16 or f16: "
+             "matrix products and convolutions, forward and backward, with "
+             "16-bit operands and f32 accumulation; everything else f32, as "
+             "torch.autocast (docs/precision.md)"),
+    cl::init("fp32"), cl::cat(toolOptions));
 static cl::opt<bool> noFuse("no-fuse",
                             cl::desc("One kernel per op (for comparing)"),
                             cl::cat(toolOptions));
@@ -232,6 +239,7 @@ static int compileOnnx() {
     options.eval = placement.eval;
     options.bucketBytes = placement.bucketBytes();
     options.allowTf32 = allowTf32;
+    options.precision = precision;
     options.cache = !noCache;
     // A remark on the whole graph is the model file's, not this tool's
     // line that called compile().
@@ -289,6 +297,10 @@ static int run(int argc, char **argv) {
       placement.read(wrong);
   if (wrong.empty())
     wrong = locus::checkCpuName(cpu);
+  if (wrong.empty() && !llvm::is_contained({"fp32", "tf32", "bf16", "f16"},
+                                           precision.getValue()))
+    wrong = "unknown --precision=" + precision.getValue() +
+            "; expected fp32, tf32, bf16 or f16";
   if (!wrong.empty() || !placementOptions) {
     llvm::errs() << "locus-compile: " << wrong << "\n";
     return 2;
@@ -336,7 +348,8 @@ static int run(int argc, char **argv) {
   locus::PipelineOptions options;
   options.placement = *placementOptions;
   options.placement.fuse = !noFuse;
-  options.allowTf32 = allowTf32;
+  options.placement.precision = precision;
+  options.allowTf32 = allowTf32 || precision == "tf32";
   options.printIrAfterAll = printIrAfterAll;
   options.passTiming = passTiming;
   options.afterStage = printStage;

@@ -29,6 +29,7 @@
 // after --weights, goes to every rank, and each step averages the
 // gradients over the ranks (docs/distributed.md).
 
+#include "locus/half.hpp"
 #include "locus/runtime.hpp"
 
 #include <algorithm>
@@ -57,6 +58,10 @@ const char *descrOf(locus_dtype_t dtype) {
     return "<i8";
   case LOCUS_DTYPE_I32:
     return "<i4";
+  case LOCUS_DTYPE_F16:
+    return "<f2";
+  case LOCUS_DTYPE_BF16: // its bits: NumPy has no bfloat16
+    return "<u2";
   default:
     return "|b1";
   }
@@ -70,6 +75,10 @@ const char *dtypeText(locus_dtype_t dtype) {
     return "i64";
   case LOCUS_DTYPE_I32:
     return "i32";
+  case LOCUS_DTYPE_BF16:
+    return "bf16";
+  case LOCUS_DTYPE_F16:
+    return "f16";
   default:
     return "i1";
   }
@@ -77,9 +86,10 @@ const char *dtypeText(locus_dtype_t dtype) {
 
 /// Bytes of one element.
 size_t elementBytes(locus_dtype_t dtype) {
-  return dtype == LOCUS_DTYPE_I64                               ? 8
-         : dtype == LOCUS_DTYPE_F32 || dtype == LOCUS_DTYPE_I32 ? 4
-                                                                : 1;
+  return dtype == LOCUS_DTYPE_I64                                ? 8
+         : dtype == LOCUS_DTYPE_F32 || dtype == LOCUS_DTYPE_I32  ? 4
+         : dtype == LOCUS_DTYPE_BF16 || dtype == LOCUS_DTYPE_F16 ? 2
+                                                                 : 1;
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
@@ -501,6 +511,14 @@ void printValues(const locus::rt::TensorInfo &info,
       int32_t v;
       std::memcpy(&v, data.data() + 4 * k, 4);
       std::snprintf(text, sizeof text, " %d", v);
+    } else if (info.dtype == LOCUS_DTYPE_BF16 ||
+               info.dtype == LOCUS_DTYPE_F16) {
+      uint16_t bits;
+      std::memcpy(&bits, data.data() + 2 * k, 2);
+      std::snprintf(text, sizeof text, " %.4g",
+                    info.dtype == LOCUS_DTYPE_BF16
+                        ? locus::half::fromBf16Bits(bits)
+                        : locus::half::fromF16Bits(bits));
     } else {
       std::snprintf(text, sizeof text, " %d", data[k] ? 1 : 0);
     }

@@ -31,19 +31,26 @@ namespace locus {
 struct HostTensor {
   Shape shape;
   DType dtype = DType::f32;
-  /// The values of an f32 tensor.
+  /// The values of a float tensor: f32, or bf16 and f16 as f32 values
+  /// (rounded to the type when a run reads them, exact when it writes
+  /// them).
   std::vector<float> f32;
   /// The values of an integer tensor, whatever its width: i64, i32 (each
   /// in range) and i1 (0 or 1).
   std::vector<int64_t> i64;
 
-  static HostTensor fromF32(Shape shape, std::vector<float> values);
+  /// A float tensor; `dtype` f32, bf16 or f16.
+  static HostTensor fromF32(Shape shape, std::vector<float> values,
+                            DType dtype = DType::f32);
   static HostTensor fromI64(Shape shape, std::vector<int64_t> values);
   static HostTensor fromI32(Shape shape, const std::vector<int32_t> &values);
   /// An i1 tensor (a mask); nonzero values are true.
   static HostTensor fromBool(Shape shape, const std::vector<int64_t> &values);
   int64_t numel() const;
-  /// The value of a one-element f32 tensor.
+  bool isFloat() const {
+    return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
+  }
+  /// The value of a one-element float tensor.
   float scalar() const;
   /// The same, as torch.Tensor.item() (f32).
   float item() const { return scalar(); }
@@ -86,6 +93,12 @@ struct CompileOptions {
   /// torch.backends.cudnn.allow_tf32 and matmul.allow_tf32). Off: fp32, the
   /// contract every other result keeps.
   bool allowTf32 = false;
+  /// Mixed precision, as torch.autocast (docs/precision.md): "fp32" (the
+  /// default), "tf32" (allowTf32), "bf16" or "f16": matrix products and
+  /// convolutions, forward and backward, take 16-bit operands and
+  /// accumulate in f32; reductions, softmax, normalizations, losses, the
+  /// weights and the optimizer stay f32.
+  std::string precision = "fp32";
   /// Data-parallel training (PyTorch's DistributedDataParallel): every
   /// parameter's gradient is averaged over the ranks of the job before the
   /// optimizer reads it, in buckets of about `bucketBytes`. Each rank runs

@@ -151,7 +151,8 @@ std::string locus::cache::graphKeyOf(mlir::ModuleOp module,
         std::string(p.fuse ? "fuse" : "no-fuse") +
             (p.allowSoftPlacement ? " soft" : "") +
             (p.dataParallel ? " dp=" + std::to_string(p.bucketBytes) : "") +
-            (p.eval ? " eval" : "") + (options.allowTf32 ? " tf32" : ""));
+            (p.eval ? " eval" : "") + (options.allowTf32 ? " tf32" : "") +
+            (p.precision != "fp32" ? " precision=" + p.precision : ""));
   field(hash, "libdevice", hasCudaTarget(p) ? libdeviceIdentity() : "");
   hash.update("graph\n");
   {

@@ -18,6 +18,7 @@
 #include "locus/Passes/Passes.h"
 #include "locus/Support/Errors.h"
 #include "locus/abi.h"
+#include "locus/half.hpp"
 #include "locus/locus_runtime.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -129,10 +130,15 @@ Slot slotOf(const std::string &name, mlir::Type type) {
 // HostTensor
 //===----------------------------------------------------------------------===//
 
-HostTensor HostTensor::fromF32(Shape shape, std::vector<float> values) {
+HostTensor HostTensor::fromF32(Shape shape, std::vector<float> values,
+                               DType dtype) {
   HostTensor t;
   t.shape = std::move(shape);
+  t.dtype = dtype;
   t.f32 = std::move(values);
+  if (!t.isFloat())
+    throw RunError(std::string("fromF32 makes f32, bf16 or f16 tensors, not ") +
+                   dtypeName(dtype));
   return t;
 }
 
@@ -172,7 +178,7 @@ int64_t HostTensor::numel() const {
 }
 
 float HostTensor::scalar() const {
-  if (dtype != DType::f32 || f32.size() != 1)
+  if (!isFloat() || f32.size() != 1)
     throw RunError("scalar() of a tensor of shape " + formatShape(shape) +
                    " and dtype " + dtypeName(dtype));
   return f32[0];
@@ -385,12 +391,15 @@ void checkInputs(const CompiledModel::Impl &m,
       throw RunError(where + "missing input '" + slot.name + "' of shape " +
                      slot.shapeText());
     const HostTensor &t = it->second;
-    if (!slot.fits(t.shape) || t.dtype != slot.dtype)
+    // A float tensor feeds any float input: its values are rounded to the
+    // input's type (NumPy has no bfloat16).
+    bool floats = t.isFloat() && HostTensor{{}, slot.dtype, {}, {}}.isFloat();
+    if (!slot.fits(t.shape) || (t.dtype != slot.dtype && !floats))
       throw RunError(where + "input '" + slot.name + "' is " +
                      formatShape(t.shape) + " " + dtypeName(t.dtype) +
                      " but the graph takes " + slot.shapeText() + " " +
                      dtypeName(slot.dtype));
-    size_t have = t.dtype == DType::f32 ? t.f32.size() : t.i64.size();
+    size_t have = t.isFloat() ? t.f32.size() : t.i64.size();
     if (static_cast<int64_t>(have) != t.numel())
       throw RunError(where + "input '" + slot.name + "' has " +
                      std::to_string(have) + " values for shape " +
@@ -403,11 +412,12 @@ void checkInputs(const CompiledModel::Impl &m,
   }
 }
 
-/// The bytes the runtime takes for `t` (checked by checkInputs): f32 and
-/// i64 values as they are, i32 and i1 narrowed into `scratch`.
-std::pair<const void *, size_t> wireOf(const HostTensor &t,
+/// The bytes the runtime takes for `t` as an input of `dtype` (checked by
+/// checkInputs): f32 and i64 values as they are, i32 and i1 narrowed and
+/// bf16 and f16 rounded into `scratch`.
+std::pair<const void *, size_t> wireOf(const HostTensor &t, DType dtype,
                                        std::vector<unsigned char> &scratch) {
-  switch (t.dtype) {
+  switch (dtype) {
   case DType::f32:
     return {t.f32.data(), t.f32.size() * sizeof(float)};
   case DType::i64:
@@ -425,6 +435,16 @@ std::pair<const void *, size_t> wireOf(const HostTensor &t,
     for (size_t i = 0; i < t.i64.size(); ++i)
       scratch[i] = t.i64[i] != 0 ? 1 : 0;
     return {scratch.data(), scratch.size()};
+  case DType::bf16:
+  case DType::f16: {
+    scratch.resize(t.f32.size() * sizeof(uint16_t));
+    for (size_t i = 0; i < t.f32.size(); ++i) {
+      uint16_t bits = dtype == DType::bf16 ? half::bf16Bits(t.f32[i])
+                                           : half::f16Bits(t.f32[i]);
+      std::memcpy(scratch.data() + i * sizeof bits, &bits, sizeof bits);
+    }
+    return {scratch.data(), scratch.size()};
+  }
   }
   return {nullptr, 0};
 }
@@ -480,7 +500,13 @@ std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
     size_t bytes;
     std::vector<uint8_t> bools;
     std::vector<int32_t> narrow;
-    if (slot.dtype == DType::f32) {
+    std::vector<uint16_t> halves;
+    bool isHalf = slot.dtype == DType::bf16 || slot.dtype == DType::f16;
+    if (isHalf) {
+      halves.resize(out.numel());
+      data = halves.data();
+      bytes = halves.size() * 2;
+    } else if (slot.dtype == DType::f32) {
       out.f32.resize(out.numel());
       data = out.f32.data();
       bytes = out.f32.size() * 4;
@@ -500,7 +526,12 @@ std::map<std::string, HostTensor> readOutputs(const CompiledModel::Impl &m,
     if (locus_status_t s =
             locus_context_read_output(context, slot.name.c_str(), data, bytes))
       throw RunError(take(s));
-    if (slot.dtype == DType::i1)
+    if (isHalf) {
+      out.f32.resize(halves.size());
+      for (size_t i = 0; i < halves.size(); ++i)
+        out.f32[i] = slot.dtype == DType::bf16 ? half::fromBf16Bits(halves[i])
+                                               : half::fromF16Bits(halves[i]);
+    } else if (slot.dtype == DType::i1)
       out.i64.assign(bools.begin(), bools.end());
     else if (slot.dtype == DType::i32)
       out.i64.assign(narrow.begin(), narrow.end());
@@ -533,7 +564,7 @@ CompiledModel::run(const std::map<std::string, HostTensor> &inputs,
   std::vector<std::vector<unsigned char>> scratch(m.inputs.size());
   for (auto [i, slot] : llvm::enumerate(m.inputs)) {
     const HostTensor &t = inputs.at(slot.name);
-    auto [data, bytes] = wireOf(t, scratch[i]);
+    auto [data, bytes] = wireOf(t, slot.dtype, scratch[i]);
     if (locus_status_t s =
             slot.sizes.empty()
                 ? locus_context_set_input(lease.context, slot.name.c_str(),
@@ -581,7 +612,9 @@ void CompiledModel::runBatches(size_t steps, const BatchFn &next,
       l.batch = l.next(step);
       checkInputs(l.m, l.batch, "batch " + std::to_string(step) + ": ");
       for (size_t i = 0; i < l.m.inputs.size(); ++i)
-        inputs[i] = wireOf(l.batch.at(l.m.inputs[i].name), l.scratch[i]).first;
+        inputs[i] = wireOf(l.batch.at(l.m.inputs[i].name), l.m.inputs[i].dtype,
+                           l.scratch[i])
+                        .first;
       return nullptr;
     } catch (...) {
       l.error = std::current_exception();
@@ -747,12 +780,18 @@ PipelineOptions pipelineOptions(const CompileOptions &options,
   placement->allowSoftPlacement = options.allowSoftPlacement;
   placement->dataParallel = options.dataParallel;
   placement->eval = options.eval;
+  if (options.precision != "fp32" && options.precision != "tf32" &&
+      options.precision != "bf16" && options.precision != "f16")
+    throw userError(loc, "CompileOptions: precision must be fp32, tf32, "
+                         "bf16 or f16, not '" +
+                             options.precision + "'");
+  placement->precision = options.precision;
   if (options.bucketBytes == 0)
     throw userError(loc, "CompileOptions: bucketBytes must be at least 1");
   placement->bucketBytes = options.bucketBytes;
   PipelineOptions pipeline;
   pipeline.placement = std::move(*placement);
-  pipeline.allowTf32 = options.allowTf32;
+  pipeline.allowTf32 = options.allowTf32 || options.precision == "tf32";
   return pipeline;
 }
 

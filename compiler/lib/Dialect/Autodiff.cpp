@@ -60,16 +60,19 @@ private:
     return cast<RankedTensorType>(v.getType());
   }
 
-  /// A scalar f32 constant broadcast to `shape` (a 0-d constant for []).
-  Value splat(double value, ArrayRef<int64_t> shape) {
-    auto scalarType = RankedTensorType::get({}, b.getF32Type());
+  /// A scalar constant broadcast to `shape` (a 0-d constant for []), f32
+  /// unless `element` says otherwise (a 16-bit gradient's own type).
+  Value splat(double value, ArrayRef<int64_t> shape, Type element = {}) {
+    auto scalarType =
+        RankedTensorType::get({}, element ? element : b.getF32Type());
+    Attribute scalar = b.getFloatAttr(scalarType.getElementType(), value);
     Value c = b.create<ConstantOp>(
-        loc, DenseElementsAttr::get(scalarType, static_cast<float>(value)),
+        loc, DenseElementsAttr::get(scalarType, ArrayRef<Attribute>{scalar}),
         DeviceAttr());
     return broadcast(c, shape);
   }
   Value splatLike(double value, Value like) {
-    return splat(value, typeOf(like).getShape());
+    return splat(value, typeOf(like).getShape(), typeOf(like).getElementType());
   }
   Value broadcast(Value v, ArrayRef<int64_t> shape) {
     if (typeOf(v).getShape() == shape)
@@ -235,9 +238,9 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
            << graph.getSymName() << ", got " << loss.getType();
   for (Value v : wrt) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!owned(v) || !type || !type.getElementType().isF32())
+    if (!owned(v) || !type || !isa<FloatType>(type.getElementType()))
       return emitError(owned(v) ? v.getLoc() : graph.getLoc())
-             << "can only differentiate with respect to f32 values of graph @"
+             << "can only differentiate with respect to float values of graph @"
              << graph.getSymName() << ", got " << v.getType();
   }
 
@@ -250,7 +253,8 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
     if (!op.hasAttr(kNoGradAttrName) &&
         llvm::any_of(op.getOperands(), [&](Value v) { return needs(v); }))
       for (Value r : op.getResults())
-        if (cast<RankedTensorType>(r.getType()).getElementType().isF32())
+        if (isa<FloatType>(
+                cast<RankedTensorType>(r.getType()).getElementType()))
           dependent.insert(r);
 
   Operation *lastForward = &body.back();
@@ -516,8 +520,15 @@ bool Differentiator::backwardBinary(Operation *op, Value g) {
         return true;
       })
       .Case<CastOp>([&](CastOp o) {
-        // Only f32 to f32 reaches here: integer results never carry one.
-        give(o.getInput(), [&] { return g; });
+        // Only float to float reaches here (integer results never carry
+        // one): the gradient goes back in the operand's type, as PyTorch's
+        // Tensor.to(dtype) gives it.
+        Type from = typeOf(o.getInput()).getElementType();
+        give(o.getInput(), [&]() -> Value {
+          if (typeOf(g).getElementType() == from)
+            return g;
+          return b.create<CastOp>(loc, g, TypeAttr::get(from));
+        });
         return true;
       })
       .Case<SelectOp>([&](SelectOp o) {
@@ -772,8 +783,9 @@ bool Differentiator::backwardConvPool(Operation *op, Value g) {
           RankedTensorType in = typeOf(o.getInput());
           ArrayRef<int64_t> k = o.getKernelSize();
           int64_t channels = in.getDimSize(1);
-          Value weight = splat(1.0 / static_cast<double>(k[0] * k[1]),
-                               {channels, 1, k[0], k[1]});
+          Value weight =
+              splat(1.0 / static_cast<double>(k[0] * k[1]),
+                    {channels, 1, k[0], k[1]}, typeOf(g).getElementType());
           return b.create<Conv2dInputGradOp>(loc, g, weight, in.getShape(),
                                              o.getStride(), o.getPadding(),
                                              ArrayRef<int64_t>{1, 1}, channels);

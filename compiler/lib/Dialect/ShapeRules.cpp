@@ -58,6 +58,20 @@ std::string typeName(Type type) {
   return text;
 }
 
+/// Fails unless every named operand has the first one's element type: a
+/// product or convolution computes in one type (a cast says which).
+LogicalResult
+sameElementType(const RuleError &fail,
+                ArrayRef<std::pair<StringRef, RankedTensorType>> operands) {
+  Type first = operands.front().second.getElementType();
+  for (auto [name, type] : operands.drop_front())
+    if (type && type.getElementType() != first)
+      return fail(operands.front().first + " is " + typeName(first) + " but " +
+                  name + " is " + typeName(type.getElementType()) +
+                  "; cast one of them");
+  return success();
+}
+
 /// Product of the dimensions; shapes are static.
 int64_t elementCount(ArrayRef<int64_t> shape) {
   int64_t count = 1;
@@ -238,9 +252,11 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *,
   if (!target)
     return fail("requires attribute 'element_type'");
   Type element = target.getValue();
-  if (!element.isF32() && !element.isSignlessInteger(64) &&
-      !element.isSignlessInteger(32) && !element.isSignlessInteger(1))
-    return fail("casts to f32, i64, i32 or i1, not " + typeName(element));
+  if (!element.isF32() && !element.isBF16() && !element.isF16() &&
+      !element.isSignlessInteger(64) && !element.isSignlessInteger(32) &&
+      !element.isSignlessInteger(1))
+    return fail("casts to f32, bf16, f16, i64, i32 or i1, not " +
+                typeName(element));
   results.push_back(RankedTensorType::get(input.getShape(), element));
   return success();
 }
@@ -294,7 +310,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   RankedTensorType lhs = tensorOperand(fail, adaptor.getLhs(), "lhs");
   RankedTensorType rhs =
       lhs ? tensorOperand(fail, adaptor.getRhs(), "rhs") : RankedTensorType();
-  if (!lhs || !rhs)
+  if (!lhs || !rhs ||
+      failed(sameElementType(fail, {{"lhs", lhs}, {"rhs", rhs}})))
     return failure();
   ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
   if (a.size() < 2 || a.size() != b.size())
@@ -322,7 +339,12 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   RankedTensorType weight =
       input ? tensorOperand(fail, adaptor.getWeight(), "weight")
             : RankedTensorType();
-  if (!input || !weight)
+  RankedTensorType bias;
+  if (input && weight && adaptor.getBias())
+    bias = tensorOperand(fail, adaptor.getBias(), "bias");
+  if (!input || !weight || (adaptor.getBias() && !bias) ||
+      failed(sameElementType(
+          fail, {{"input", input}, {"weight", weight}, {"bias", bias}})))
     return failure();
   if (input.getRank() < 1)
     return fail("input must have at least one dimension");
@@ -334,10 +356,7 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
     return fail("input " + str(input.getShape()) + " has " + num(in) +
                 " features but weight " + str(weight.getShape()) + " expects " +
                 num(weight.getDimSize(1)));
-  if (Value biasValue = adaptor.getBias()) {
-    RankedTensorType bias = tensorOperand(fail, biasValue, "bias");
-    if (!bias)
-      return failure();
+  if (bias) {
     if (bias.getShape() != ArrayRef<int64_t>{weight.getDimSize(0)})
       return fail("bias " + str(bias.getShape()) + " does not match weight " +
                   str(weight.getShape()) + "; expected [" +
@@ -589,16 +608,18 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   RankedTensorType weight =
       input ? tensorOperand(fail, adaptor.getWeight(), "weight")
             : RankedTensorType();
-  if (!input || !weight)
+  RankedTensorType bias;
+  if (input && weight && adaptor.getBias())
+    bias = tensorOperand(fail, adaptor.getBias(), "bias");
+  if (!input || !weight || (adaptor.getBias() && !bias) ||
+      failed(sameElementType(
+          fail, {{"input", input}, {"weight", weight}, {"bias", bias}})))
     return failure();
   SmallVector<int64_t> shape;
   if (failed(
           convShape(fail, input.getShape(), weight.getShape(), adaptor, shape)))
     return failure();
-  if (Value biasValue = adaptor.getBias()) {
-    RankedTensorType bias = tensorOperand(fail, biasValue, "bias");
-    if (!bias)
-      return failure();
+  if (bias) {
     if (bias.getShape() != ArrayRef<int64_t>{weight.getDimSize(0)})
       return fail("bias " + str(bias.getShape()) + " does not match " +
                   num(weight.getDimSize(0)) + " output channels");
@@ -616,6 +637,9 @@ Conv2dInputGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   RankedTensorType weight =
       grad ? tensorOperand(fail, adaptor.getWeight(), "weight")
            : RankedTensorType();
+  if (grad && weight &&
+      failed(sameElementType(fail, {{"grad", grad}, {"weight", weight}})))
+    return failure();
   if (!grad || !weight || !adaptor.getInputShapeAttr())
     return grad && weight ? fail("requires attribute 'input_shape'")
                           : failure();
@@ -636,6 +660,9 @@ Conv2dWeightGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
   RankedTensorType grad = input ? tensorOperand(fail, adaptor.getGrad(), "grad")
                                 : RankedTensorType();
+  if (input && grad &&
+      failed(sameElementType(fail, {{"input", input}, {"grad", grad}})))
+    return failure();
   if (!input || !grad || !adaptor.getWeightShapeAttr())
     return input && grad ? fail("requires attribute 'weight_shape'")
                          : failure();

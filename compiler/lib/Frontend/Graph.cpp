@@ -87,6 +87,10 @@ DType locus::detail::dtypeOf(mlir::Type element) {
     return DType::f32;
   if (element.isInteger(32))
     return DType::i32;
+  if (element.isBF16())
+    return DType::bf16;
+  if (element.isF16())
+    return DType::f16;
   return element.isInteger(1) ? DType::i1 : DType::i64;
 }
 
@@ -100,6 +104,10 @@ const char *locus::dtypeName(DType dtype) {
     return "i32";
   case DType::i1:
     return "i1";
+  case DType::bf16:
+    return "bf16";
+  case DType::f16:
+    return "f16";
   }
   return "?";
 }
@@ -294,7 +302,10 @@ mlir::RankedTensorType GraphImpl::tensorType(const Shape &shape, DType dtype,
     if (dim < 0)
       throw userError(loc, "shape " + formatShape(shape) +
                                " has a negative dimension");
-  int64_t elementBytes = dtype == DType::i64 ? 8 : dtype == DType::i1 ? 1 : 4;
+  int64_t elementBytes = dtype == DType::i64                           ? 8
+                         : dtype == DType::i1                          ? 1
+                         : dtype == DType::bf16 || dtype == DType::f16 ? 2
+                                                                       : 4;
   std::string tooBig = checkTensorSize(shape, elementBytes);
   if (!tooBig.empty())
     throw userError(loc, "shape " +
@@ -315,6 +326,12 @@ mlir::RankedTensorType GraphImpl::tensorType(const Shape &shape, DType dtype,
     break;
   case DType::i1:
     element = builder.getI1Type();
+    break;
+  case DType::bf16:
+    element = builder.getBF16Type();
+    break;
+  case DType::f16:
+    element = builder.getF16Type();
     break;
   }
   return mlir::RankedTensorType::get(shape, element);
@@ -802,6 +819,22 @@ Tensor recordConstant(GraphImpl &g, const Shape &shape, DType dtype,
     for (int64_t i = 0; i < count; ++i)
       values[i] = valueAt(i) != 0;
     attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<bool>(values));
+    break;
+  }
+  case DType::bf16:
+  case DType::f16: {
+    // Each value rounded to the nearest 16-bit one, as torch.full(...,
+    // dtype=torch.bfloat16) rounds it.
+    const llvm::fltSemantics &semantics =
+        mlir::cast<mlir::FloatType>(type.getElementType()).getFloatSemantics();
+    llvm::SmallVector<llvm::APFloat> values;
+    for (int64_t i = 0; i < count; ++i) {
+      llvm::APFloat v(valueAt(i));
+      bool lost = false;
+      v.convert(semantics, llvm::APFloat::rmNearestTiesToEven, &lost);
+      values.push_back(v);
+    }
+    attr = mlir::DenseElementsAttr::get(type, values);
     break;
   }
   }

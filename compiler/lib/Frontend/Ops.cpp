@@ -22,17 +22,35 @@ template <typename OpT> llvm::StringRef userName() {
   return name;
 }
 
-/// An Error unless `v` holds f32 elements.
+/// An Error unless `v` holds float elements (f32, bf16 or f16).
 template <typename OpT>
-void requireF32(mlir::Value v, const std::string &what, const Here &loc) {
-  GraphImpl::requireDType(v, DType::f32, userName<OpT>(), what, loc);
+void requireFloat(mlir::Value v, const std::string &what, const Here &loc) {
+  DType got = GraphImpl::dtypeOfValue(v);
+  if (got != DType::bf16 && got != DType::f16)
+    GraphImpl::requireDType(v, DType::f32, userName<OpT>(), what, loc);
+}
+
+/// `a` and `b` in one float type: PyTorch's promotion, where two different
+/// float types meet in f32.
+std::pair<mlir::Value, mlir::Value> promoted(GraphImpl &g, mlir::Value a,
+                                             mlir::Value b, const Here &loc) {
+  mlir::Type
+      ta = mlir::cast<mlir::RankedTensorType>(a.getType()).getElementType(),
+      tb = mlir::cast<mlir::RankedTensorType>(b.getType()).getElementType();
+  if (ta == tb)
+    return {a, b};
+  auto f32 = mlir::TypeAttr::get(g.builder.getF32Type());
+  auto up = [&](mlir::Value v, mlir::Type t) {
+    return t.isF32() ? v : g.record<CastOp>(loc, v, f32);
+  };
+  return {up(a, ta), up(b, tb)};
 }
 
 template <typename OpT> Tensor unary(const Tensor &x, const Here &loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
-  requireF32<OpT>(v, "its input", loc);
+  requireFloat<OpT>(v, "its input", loc);
   mlir::Value result = g.record<OpT>(loc, v);
   tx.commit();
   return g.wrap(result);
@@ -44,8 +62,9 @@ Tensor binary(const Tensor &a, const Tensor &b, const Here &loc) {
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
   mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
-  requireF32<OpT>(va, "the first operand", loc);
-  requireF32<OpT>(vb, "the second operand", loc);
+  requireFloat<OpT>(va, "the first operand", loc);
+  requireFloat<OpT>(vb, "the second operand", loc);
+  std::tie(va, vb) = promoted(g, va, vb, loc);
   Shape shape =
       GraphImpl::broadcastShape(GraphImpl::shapeOf(va), GraphImpl::shapeOf(vb),
                                 OpT::getOperationName(), loc);
@@ -63,13 +82,17 @@ Tensor withScalar(const Tensor &a, float scalar, bool scalarFirst,
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
   mlir::Value va = g.value(a, loc);
-  requireF32<OpT>(va, "the tensor operand", loc);
-  auto type = mlir::RankedTensorType::get({}, g.builder.getF32Type());
-  mlir::Value c =
-      g.record<ConstantOp>(loc,
-                           mlir::cast<mlir::ElementsAttr>(
-                               mlir::DenseElementsAttr::get(type, scalar)),
-                           DeviceAttr());
+  requireFloat<OpT>(va, "the tensor operand", loc);
+  // The scalar takes the tensor's type, as PyTorch's Python scalars do.
+  mlir::Type element =
+      mlir::cast<mlir::RankedTensorType>(va.getType()).getElementType();
+  auto type = mlir::RankedTensorType::get({}, element);
+  mlir::Value c = g.record<ConstantOp>(
+      loc,
+      mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(
+          type, llvm::ArrayRef<mlir::Attribute>{g.builder.getFloatAttr(
+                    element, scalar)})),
+      DeviceAttr());
   DimExprs dims = g.dimsOf(va);
   mlir::Value vc = g.broadcastTo(c, GraphImpl::shapeOf(va), loc, &dims);
   mlir::Value result =
@@ -117,7 +140,7 @@ Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdim,
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
-  requireF32<OpT>(v, "its input", loc);
+  requireFloat<OpT>(v, "its input", loc);
   std::vector<int64_t> normalized =
       normalizeAxes(g, axes, v, userOpName(OpT::getOperationName()), loc);
   mlir::Value result =
@@ -131,7 +154,7 @@ Tensor softmaxLike(const Tensor &x, int64_t axis, const Here &loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value v = g.value(x, loc);
-  requireF32<OpT>(v, "its input", loc);
+  requireFloat<OpT>(v, "its input", loc);
   mlir::Value result =
       g.record<OpT>(loc, v,
                     g.builder.getI64IntegerAttr(g.normalizeAxis(
@@ -144,7 +167,7 @@ template <typename OpT>
 Tensor pool(const Tensor &x, const Pool2dParams &params, const Here &loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
-  requireF32<OpT>(g.value(x, loc), "its input", loc);
+  requireFloat<OpT>(g.value(x, loc), "its input", loc);
   const std::vector<int64_t> &stride =
       params.stride.empty() ? params.kernelSize : params.stride;
   mlir::Value result =
@@ -361,8 +384,8 @@ Tensor locus::matmul(const Tensor &a, const Tensor &b, Here loc) {
   GraphImpl &g = GraphImpl::of(a, loc);
   Transaction tx(g);
   mlir::Value va = g.value(a, loc), vb = g.value(b, loc);
-  requireF32<MatmulOp>(va, "the first operand", loc);
-  requireF32<MatmulOp>(vb, "the second operand", loc);
+  requireFloat<MatmulOp>(va, "the first operand", loc);
+  requireFloat<MatmulOp>(vb, "the second operand", loc);
   Shape sa = GraphImpl::shapeOf(va), sb = GraphImpl::shapeOf(vb);
   std::string shapes = formatShape(sa) + " x " + formatShape(sb);
   if (sa.empty() || sb.empty())
@@ -434,7 +457,7 @@ Tensor locus::linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value vb = bias ? g.value(bias, loc) : mlir::Value();
-  requireF32<LinearOp>(g.value(x, loc), "its input", loc);
+  requireFloat<LinearOp>(g.value(x, loc), "its input", loc);
   mlir::Value result =
       g.record<LinearOp>(loc, g.value(x, loc), g.value(weight, loc), vb);
   tx.commit();
@@ -661,7 +684,7 @@ Tensor locus::conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias,
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
   mlir::Value vb = bias ? g.value(bias, loc) : mlir::Value();
-  requireF32<Conv2dOp>(g.value(x, loc), "its input", loc);
+  requireFloat<Conv2dOp>(g.value(x, loc), "its input", loc);
   mlir::Value result = g.record<Conv2dOp>(
       loc, g.value(x, loc), g.value(weight, loc), vb,
       llvm::ArrayRef(params.stride), llvm::ArrayRef(params.padding),
@@ -675,7 +698,7 @@ locus::detail::batchNormTrain(const Tensor &x, const Tensor &weight,
                               const Tensor &bias, double eps, const Here &loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
   Transaction tx(g);
-  requireF32<BatchNormTrainOp>(g.value(x, loc), "its input", loc);
+  requireFloat<BatchNormTrainOp>(g.value(x, loc), "its input", loc);
   mlir::Operation *op = g.recordOp<BatchNormTrainOp>(
       loc, g.value(x, loc), g.value(weight, loc), g.value(bias, loc),
       g.builder.getF64FloatAttr(eps));
@@ -745,7 +768,7 @@ Tensor locus::cross_entropy(const Tensor &logits, const Tensor &labels,
                             Reduction reduction, Here loc) {
   GraphImpl &g = GraphImpl::of(logits, loc);
   Transaction tx(g);
-  requireF32<CrossEntropyOp>(g.value(logits, loc), "the logits", loc);
+  requireFloat<CrossEntropyOp>(g.value(logits, loc), "the logits", loc);
   GraphImpl::requireDType(g.value(labels, loc), DType::i64, "cross_entropy",
                           "the labels", loc);
   mlir::Value result =

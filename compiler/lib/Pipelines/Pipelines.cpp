@@ -12,6 +12,7 @@
 #include "locus/abi.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
@@ -94,6 +95,12 @@ void buildToLlvm(OpPassManager &pm, bool barePointers, bool math,
     pm.addPass(createConvertMathToLLVMPass());
     pm.addPass(createConvertMathToLibmPass());
   }
+  // bf16 conversions as integer arithmetic (round to nearest even): LLVM
+  // would call __truncsfbf2, which Debian 12's libgcc lacks, on CPUs
+  // without AVX512-BF16.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   ConvertFuncToLLVMPassOptions funcs;
   funcs.useBarePtrCallConv = barePointers;
@@ -111,11 +118,19 @@ void addDataParallel(OpPassManager &pm, int64_t bucketBytes) {
   pm.addNestedPass<GraphOp>(createLocusDataParallel(options));
 }
 
-/// --locus-select-mode: the recording for training or for evaluation.
-void addSelectMode(OpPassManager &pm, bool eval) {
+/// --locus-select-mode: the recording for training or for evaluation;
+/// then the precision: --locus-autocast and --locus-widen-16bit.
+void addSelectMode(OpPassManager &pm, bool eval,
+                   const std::string &precision = "fp32") {
   LocusSelectModeOptions mode;
   mode.mode = eval ? "eval" : "train";
   pm.addNestedPass<GraphOp>(createLocusSelectMode(mode));
+  if (precision == "bf16" || precision == "f16") {
+    LocusAutocastOptions autocast;
+    autocast.precision = precision;
+    pm.addNestedPass<GraphOp>(createLocusAutocast(autocast));
+  }
+  pm.addNestedPass<GraphOp>(createLocusWiden16Bit());
 }
 
 void addPlacement(OpPassManager &pm, LocusPlaceDevicesOptions placement,
@@ -151,7 +166,7 @@ void locus::buildPlacementPipeline(OpPassManager &pm,
   placement.profile = options.profile;
   placement.fuse = options.fuse;
   placement.allowSoftPlacement = options.allowSoftPlacement;
-  addSelectMode(pm, options.eval);
+  addSelectMode(pm, options.eval, options.precision);
   addPlacement(pm, placement, options.devices);
   if (options.dataParallel)
     addDataParallel(pm, static_cast<int64_t>(options.bucketBytes));
@@ -171,7 +186,7 @@ void locus::buildPlacementPipelineFor(ModuleOp module, OpPassManager &pm,
     buildPlacementPipeline(pm, options);
     return;
   }
-  addSelectMode(pm, options.eval);
+  addSelectMode(pm, options.eval, options.precision);
   if (untransferred)
     pm.addNestedPass<GraphOp>(createLocusInsertTransfers());
   if (options.dataParallel && !reduced)
@@ -244,6 +259,9 @@ void locus::buildCudaLoweringPipeline(OpPassManager &pm,
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
   gpu.addPass(createConvertSCFToCFPass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  gpu.addPass(arith::createArithExpandOpsPass(expand));
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true;
   gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));

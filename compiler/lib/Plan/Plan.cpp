@@ -210,14 +210,16 @@ uint8_t dtypeOf(Type element) {
     return LOCUS_PLAN_I64;
   if (element.isInteger(32))
     return LOCUS_PLAN_I32;
+  if (element.isBF16())
+    return LOCUS_PLAN_BF16;
+  if (element.isF16())
+    return LOCUS_PLAN_F16;
   return LOCUS_PLAN_I1;
 }
 
 uint64_t bytesOf(RankedTensorType type) {
   Type element = type.getElementType();
-  uint64_t size = element.isF32() || element.isInteger(32) ? 4
-                  : element.isInteger(64)                  ? 8
-                                                           : 1;
+  uint64_t size = (element.getIntOrFloatBitWidth() + 7) / 8; // i1: a byte
   return size * static_cast<uint64_t>(type.getNumElements());
 }
 
@@ -237,6 +239,11 @@ std::string constantBytes(ConstantOp op) {
   } else if (element.isInteger(32)) {
     for (int32_t v : dense.getValues<int32_t>())
       out.append(reinterpret_cast<const char *>(&v), sizeof v);
+  } else if (element.isBF16() || element.isF16()) {
+    for (const APFloat &v : dense.getValues<APFloat>()) {
+      auto bits = static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue());
+      out.append(reinterpret_cast<const char *>(&bits), sizeof bits);
+    }
   } else {
     for (bool v : dense.getValues<bool>())
       out.push_back(v ? 1 : 0);

@@ -194,6 +194,8 @@ enum locus_plan_dtype_e {
   LOCUS_PLAN_I64 = 1,
   LOCUS_PLAN_I1 = 2, /* one byte per element */
   LOCUS_PLAN_I32 = 3,
+  LOCUS_PLAN_BF16 = 4, /* bfloat16: the high half of an f32 */
+  LOCUS_PLAN_F16 = 5,  /* IEEE binary16 */
 };
 
 /* ---- The PTX section ----------------------------------------------------- *

@@ -296,6 +296,8 @@ typedef enum locus_dtype_e {
   LOCUS_DTYPE_I64 = 1,
   LOCUS_DTYPE_I1 = 2, /* one byte per element */
   LOCUS_DTYPE_I32 = 3,
+  LOCUS_DTYPE_BF16 = 4, /* bfloat16 bits (the high half of an f32), 2 bytes */
+  LOCUS_DTYPE_F16 = 5,  /* IEEE binary16 bits, 2 bytes */
   LOCUS_DTYPE_MAX_ENUM = 0x7FFFFFFF,
 } locus_dtype_t;
 

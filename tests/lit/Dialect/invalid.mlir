@@ -75,7 +75,7 @@ locus.graph @g {
 
 locus.graph @g {
   %l = locus.input "l" : tensor<4xi64>
-  // expected-error@+1 {{operand #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<4xi64>'}}
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float values, but got 'tensor<4xi64>'}}
   %0 = locus.exp %l : tensor<4xi64>
 }
 
@@ -438,8 +438,8 @@ locus.graph @g {
 
 locus.graph @g {
   %x = locus.input "x" : tensor<4xf32>
-  // expected-error@+1 {{'locus.cast' op result #0 must be statically shaped tensor of 32-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<4xf16>'}}
-  %0 = locus.cast %x to f16 : tensor<4xf32> -> tensor<4xf16>
+  // expected-error@+1 {{'locus.cast' op result #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<4xf64>'}}
+  %0 = locus.cast %x to f64 : tensor<4xf32> -> tensor<4xf64>
 }
 
 // -----

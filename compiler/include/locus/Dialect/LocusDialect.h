@@ -49,6 +49,9 @@ namespace locus {
 /// graph: where it runs (#locus.device) and why (#locus.placement).
 inline constexpr llvm::StringLiteral kDeviceAttrName = "locus.device";
 inline constexpr llvm::StringLiteral kPlacementAttrName = "locus.placement";
+/// Set by --locus-autocast on a product or convolution it gave 16-bit
+/// operands: the type it computes in (its operands'), for the dump.
+inline constexpr llvm::StringLiteral kAutocastAttrName = "locus.autocast";
 /// Set on a placed locus.graph: the policy and the target devices.
 inline constexpr llvm::StringLiteral kPolicyAttrName = "locus.policy";
 inline constexpr llvm::StringLiteral kTargetsAttrName = "locus.targets";

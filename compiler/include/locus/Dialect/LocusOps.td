@@ -21,9 +21,12 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 def Locus_F32Tensor : StaticShapeTensorOf<[F32]>;
+/// f32, or a 16-bit float (bf16, f16) that computing ops widen to f32
+/// (--locus-widen-16bit) and products and convolutions keep as operands.
+def Locus_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
 def Locus_LabelTensor : StaticShapeTensorOf<[I64]>;
 def Locus_BoolTensor : StaticShapeTensorOf<[I1]>;
-def Locus_AnyTensor : StaticShapeTensorOf<[F32, I64, I32, I1]>;
+def Locus_AnyTensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32, I1]>;
 def Locus_ScalarF32 : 0DTensorOf<[F32]>;
 /// A tensor<f32> operand whose type the assembly format need not spell.
 def Locus_ScalarF32Operand : 0DTensorOf<[F32]> {
@@ -184,8 +187,8 @@ class Locus_UnaryOp<string mnemonic, string formula>
     %r = locus.}] # mnemonic # [{ %x : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input);
-  let results = (outs Locus_F32Tensor:$result);
+  let arguments = (ins Locus_FloatTensor:$input);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
@@ -216,8 +219,8 @@ def Locus_GeluOp : Locus_SameTypeOp<"gelu", [Locus_Elementwise]> {
     %t = locus.gelu %x {tanh} : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, UnitAttr:$tanh);
-  let results = (outs Locus_F32Tensor:$result);
+  let arguments = (ins Locus_FloatTensor:$input, UnitAttr:$tanh);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
@@ -230,8 +233,8 @@ def Locus_PowOp : Locus_SameTypeOp<"pow", [Locus_Elementwise]> {
     %sq = locus.pow %x, 2.0 : tensor<100x2xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, F64Attr:$exponent);
-  let results = (outs Locus_F32Tensor:$result);
+  let arguments = (ins Locus_FloatTensor:$input, F64Attr:$exponent);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = "$input `,` $exponent attr-dict `:` type($result)";
 }
 
@@ -246,8 +249,8 @@ class Locus_BinaryOp<string mnemonic, string formula>
     %r = locus.}] # mnemonic # [{ %a, %b : tensor<100x2xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$lhs, Locus_F32Tensor:$rhs);
-  let results = (outs Locus_F32Tensor:$result);
+  let arguments = (ins Locus_FloatTensor:$lhs, Locus_FloatTensor:$rhs);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
@@ -354,8 +357,8 @@ def Locus_MatmulOp : Locus_InferOp<"matmul"> {
     %c = locus.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$lhs, Locus_F32Tensor:$rhs);
-  let results = (outs Locus_F32Tensor:$result);
+  let arguments = (ins Locus_FloatTensor:$lhs, Locus_FloatTensor:$rhs);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
@@ -371,9 +374,9 @@ def Locus_LinearOp : Locus_InferOp<"linear"> {
     %y = locus.linear %x, %w, %b : tensor<100x10xf32>, tensor<2x10xf32>, tensor<2xf32> -> tensor<100x2xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$weight,
-                       Optional<Locus_F32Tensor>:$bias);
-  let results = (outs Locus_F32Tensor:$result);
+  let arguments = (ins Locus_FloatTensor:$input, Locus_FloatTensor:$weight,
+                       Optional<Locus_FloatTensor>:$bias);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
     type($weight) (`,` type($bias)^)? `->` type($result)
@@ -487,9 +490,9 @@ class Locus_ReduceOp<string mnemonic, string what>
     %k = locus.}] # mnemonic # [{ %x axes [1] keepdim : tensor<8x4xf32> -> tensor<8x1xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, DenseI64ArrayAttr:$axes,
+  let arguments = (ins Locus_FloatTensor:$input, DenseI64ArrayAttr:$axes,
                        UnitAttr:$keepdim);
-  let results = (outs Locus_F32Tensor:$result);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $input `axes` $axes (`keepdim` $keepdim^)? attr-dict `:` type($input)
     `->` type($result)
@@ -522,8 +525,8 @@ class Locus_SoftmaxLikeOp<string mnemonic, string formula>
     %p = locus.}] # mnemonic # [{ %logits axis 1 : tensor<16x10xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, I64Attr:$axis);
-  let results = (outs Locus_F32Tensor:$result);
+  let arguments = (ins Locus_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = "$input `axis` $axis attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -548,11 +551,11 @@ def Locus_Conv2dOp : Locus_InferOp<"conv2d"> {
         : tensor<32x3x14x14xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<32x16x14x14xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$weight,
-                       Optional<Locus_F32Tensor>:$bias,
+  let arguments = (ins Locus_FloatTensor:$input, Locus_FloatTensor:$weight,
+                       Optional<Locus_FloatTensor>:$bias,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilation, I64Attr:$groups);
-  let results = (outs Locus_F32Tensor:$result);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding
     `dilation` $dilation `groups` $groups attr-dict `:` type($input) `,`
@@ -574,9 +577,9 @@ class Locus_Pool2dOp<string mnemonic, string what>
     %p = locus.}] # mnemonic # [{ %x kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<32x16x14x14xf32> -> tensor<32x16x7x7xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, DenseI64ArrayAttr:$kernel_size,
+  let arguments = (ins Locus_FloatTensor:$input, DenseI64ArrayAttr:$kernel_size,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
-  let results = (outs Locus_F32Tensor:$result);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $input `kernel` $kernel_size `stride` $stride `padding` $padding attr-dict
     `:` type($input) `->` type($result)
@@ -612,7 +615,7 @@ def Locus_MseLossOp : Locus_InferOp<"mse_loss", [SameTypeOperands]> {
     %l = locus.mse_loss %pred, %y mean : tensor<100x2xf32> -> tensor<f32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$target,
+  let arguments = (ins Locus_FloatTensor:$input, Locus_FloatTensor:$target,
                        Locus_Reduction:$reduction);
   let results = (outs Locus_ScalarF32:$result);
   let assemblyFormat = [{
@@ -634,7 +637,7 @@ def Locus_CrossEntropyOp : Locus_InferOp<"cross_entropy"> {
     %l = locus.cross_entropy %logits, %labels mean : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$logits, Locus_LabelTensor:$labels,
+  let arguments = (ins Locus_FloatTensor:$logits, Locus_LabelTensor:$labels,
                        Locus_Reduction:$reduction);
   let results = (outs Locus_ScalarF32:$result);
   let assemblyFormat = [{
@@ -693,9 +696,9 @@ def Locus_SliceGradOp : Locus_InferOp<"slice_grad"> {
     %d = locus.slice_grad %g shape [8, 6] offsets [0, 1] strides [1, 2] : tensor<8x3xf32> -> tensor<8x6xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$grad, DenseI64ArrayAttr:$shape,
+  let arguments = (ins Locus_FloatTensor:$grad, DenseI64ArrayAttr:$shape,
                        DenseI64ArrayAttr:$offsets, DenseI64ArrayAttr:$strides);
-  let results = (outs Locus_F32Tensor:$result);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `shape` $shape `offsets` $offsets `strides` $strides attr-dict `:`
     type($grad) `->` type($result)
@@ -715,11 +718,11 @@ def Locus_Conv2dInputGradOp : Locus_InferOp<"conv2d_input_grad"> {
         : tensor<16x8x14x14xf32>, tensor<8x3x3x3xf32> -> tensor<16x3x14x14xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$grad, Locus_F32Tensor:$weight,
+  let arguments = (ins Locus_FloatTensor:$grad, Locus_FloatTensor:$weight,
                        DenseI64ArrayAttr:$input_shape,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilation, I64Attr:$groups);
-  let results = (outs Locus_F32Tensor:$result);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $weight `input_shape` $input_shape `stride` $stride `padding`
     $padding `dilation` $dilation `groups` $groups attr-dict `:` type($grad)
@@ -740,11 +743,11 @@ def Locus_Conv2dWeightGradOp : Locus_InferOp<"conv2d_weight_grad"> {
         : tensor<16x3x14x14xf32>, tensor<16x8x14x14xf32> -> tensor<8x3x3x3xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$grad,
+  let arguments = (ins Locus_FloatTensor:$input, Locus_FloatTensor:$grad,
                        DenseI64ArrayAttr:$weight_shape,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilation, I64Attr:$groups);
-  let results = (outs Locus_F32Tensor:$result);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $grad `weight_shape` $weight_shape `stride` $stride `padding`
     $padding `dilation` $dilation `groups` $groups attr-dict `:` type($input)
@@ -773,10 +776,10 @@ def Locus_BatchNormTrainOp : Locus_InferOp<"batch_norm_train",
         : tensor<8x4x6x6xf32>, tensor<4xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$weight,
-                       Locus_F32Tensor:$bias, F64Attr:$eps);
-  let results = (outs Locus_F32Tensor:$result, Locus_F32Tensor:$mean,
-                      Locus_F32Tensor:$var);
+  let arguments = (ins Locus_FloatTensor:$input, Locus_FloatTensor:$weight,
+                       Locus_FloatTensor:$bias, F64Attr:$eps);
+  let results = (outs Locus_FloatTensor:$result, Locus_FloatTensor:$mean,
+                      Locus_FloatTensor:$var);
   let assemblyFormat = [{
     $input `,` $weight `,` $bias `eps` $eps attr-dict `:` type($input) `,`
     type($weight)
@@ -801,12 +804,12 @@ def Locus_BatchNormTrainGradOp : Locus_InferOp<"batch_norm_train_grad",
         : tensor<8x4x6x6xf32>, tensor<4xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$grad, Locus_F32Tensor:$input,
-                       Locus_F32Tensor:$mean, Locus_F32Tensor:$var,
-                       Locus_F32Tensor:$weight, F64Attr:$eps);
-  let results = (outs Locus_F32Tensor:$input_grad,
-                      Locus_F32Tensor:$weight_grad,
-                      Locus_F32Tensor:$bias_grad);
+  let arguments = (ins Locus_FloatTensor:$grad, Locus_FloatTensor:$input,
+                       Locus_FloatTensor:$mean, Locus_FloatTensor:$var,
+                       Locus_FloatTensor:$weight, F64Attr:$eps);
+  let results = (outs Locus_FloatTensor:$input_grad,
+                      Locus_FloatTensor:$weight_grad,
+                      Locus_FloatTensor:$bias_grad);
   let assemblyFormat = [{
     $grad `,` $input `,` $mean `,` $var `,` $weight `eps` $eps attr-dict `:`
     type($input) `,` type($weight)
@@ -825,10 +828,10 @@ def Locus_MaxPool2dGradOp : Locus_InferOp<"max_pool2d_grad"> {
         : tensor<16x8x14x14xf32>, tensor<16x8x7x7xf32> -> tensor<16x8x14x14xf32>
     ```
   }];
-  let arguments = (ins Locus_F32Tensor:$input, Locus_F32Tensor:$grad,
+  let arguments = (ins Locus_FloatTensor:$input, Locus_FloatTensor:$grad,
                        DenseI64ArrayAttr:$kernel_size,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
-  let results = (outs Locus_F32Tensor:$result);
+  let results = (outs Locus_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $grad `kernel` $kernel_size `stride` $stride `padding` $padding
     attr-dict `:` type($input) `,` type($grad) `->` type($result)

@@ -35,7 +35,10 @@ using Here = std::source_location;
 using Shape = std::vector<int64_t>;
 
 /// Element types. i64 holds class labels; i1 comes out of comparisons.
-enum class DType { f32, i64, i32, i1 };
+/// bf16 and f16 are stored in 16 bits; ops compute on them in f32 and round
+/// each result, products and convolutions accumulate in f32
+/// (docs/precision.md).
+enum class DType { f32, i64, i32, i1, bf16, f16 };
 const char *dtypeName(DType dtype);
 
 /// One thing the compiler tells the user about their program, at their

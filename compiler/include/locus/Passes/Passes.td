@@ -68,6 +68,82 @@ def LocusAutodiff : Pass<"locus-autodiff", "::locus::GraphOp"> {
   ];
 }
 
+def LocusAutocast : Pass<"locus-autocast", "::locus::GraphOp"> {
+  let summary = "Mixed precision: products and convolutions in bf16 or f16.";
+  let description = [{
+    PyTorch's `torch.autocast` contract, applied to a recorded graph after
+    its backward pass: every `locus.matmul`, `locus.linear`,
+    `locus.conv2d` and convolution gradient whose operands are f32 takes
+    them cast to `precision` (bf16 or f16) and gives a 16-bit result, cast
+    back to f32 for its readers. Products and convolutions accumulate in
+    f32 and round their result once (see `--locus-widen-16bit`). Everything
+    else stays f32: reductions, softmax, normalization statistics, losses,
+    the optimizer's update, the weights (f32 master weights) and the
+    gradients that reach them. Each value is cast once per device, right
+    after it is made, however many products read it, and a 16-bit result
+    read by another product is not cast up and down again. A rewritten op
+    carries `locus.autocast = <type>` (the dump shows it).
+
+    The compiler runs it after `--locus-select-mode` and before placement
+    (`CompileOptions::precision`, `locus-compile --precision`, Python's
+    `precision=`); `fp32` and `tf32` leave the graph alone (`tf32` lets the
+    GPU libraries round f32 products to TF32 instead).
+
+    Before (`precision=bf16`):
+
+    ```mlir
+    %y = locus.linear %x, %w : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %xb = locus.cast %x to bf16 : tensor<8x4xf32> -> tensor<8x4xbf16>
+    %wb = locus.cast %w to bf16 : tensor<3x4xf32> -> tensor<3x4xbf16>
+    %yb = locus.linear %xb, %wb {locus.autocast = bf16} : tensor<8x4xbf16>, tensor<3x4xbf16> -> tensor<8x3xbf16>
+    %y = locus.cast %yb to f32 : tensor<8x3xbf16> -> tensor<8x3xf32>
+    ```
+
+    Errors: a precision other than fp32, tf32, bf16 or f16.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32, tf32, bf16 or f16">,
+  ];
+}
+
+def LocusWiden16Bit : Pass<"locus-widen-16bit", "::locus::GraphOp"> {
+  let summary = "Ops that compute in f32 only get their 16-bit operands cast up.";
+  let description = [{
+    bf16 and f16 values are stored in 16 bits, but most ops compute in f32:
+    every op with a bf16 or f16 operand or result, except casts, layout and
+    selection ops (`reshape`, `transpose`, `concat`, `slice`, `gather`,
+    `broadcast`, `select`), matrix products and linear layers, takes its
+    16-bit operands cast to f32 (exact) and gives f32 results, cast back to
+    the 16-bit type for its readers: one rounding per op, as PyTorch's CPU
+    and CUDA kernels for 16-bit tensors round each result. Products and
+    linear layers of 16-bit operands keep them and accumulate in f32
+    (`--locus-lower-to-linalg`). Convolutions, reductions, softmax,
+    normalizations and losses of 16-bit operands compute in f32 here.
+    Each value is cast once per device.
+
+    The compiler runs it after `--locus-autocast`; on an f32 graph it
+    changes nothing.
+
+    ```mlir
+    %r = locus.exp %x : tensor<4xbf16>
+    ```
+
+    becomes
+
+    ```mlir
+    %xf = locus.cast %x to f32 : tensor<4xbf16> -> tensor<4xf32>
+    %rf = locus.exp %xf : tensor<4xf32>
+    %r = locus.cast %rf to bf16 : tensor<4xf32> -> tensor<4xbf16>
+    ```
+  }];
+}
+
 def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
   let summary = "Decides the device of every op: by policy, pins and cost.";
   let description = [{

@@ -73,6 +73,9 @@ struct PlacementOptions {
   /// --locus-select-mode{mode=eval} runs first (dropout off, BatchNorm on
   /// its running statistics, no state writes, no backward pass).
   bool eval = false;
+  /// Mixed precision (--locus-autocast, docs/precision.md): fp32, tf32,
+  /// bf16 or f16. bf16 and f16 rewrite the graph before placement.
+  std::string precision = "fp32";
   /// DDP's default bucket: 25 MiB.
   static constexpr uint64_t kDefaultBucketBytes = 25ull << 20;
 

@@ -197,7 +197,7 @@ arith::CmpIPredicate integerPredicate(CmpPredicate predicate, bool isBool) {
 
 Value lowerCmp(Lowering &l, CmpOp op) {
   Type element = op.getLhs().getType().getElementType();
-  if (element.isF32()) {
+  if (isa<FloatType>(element)) {
     arith::CmpFPredicate predicate = floatPredicate(op.getPredicate());
     return binary(l, op, [&](OpBuilder &nb, Location nl, Value a, Value c) {
       return nb.create<arith::CmpFOp>(nl, predicate, a, c);
@@ -208,34 +208,6 @@ Value lowerCmp(Lowering &l, CmpOp op) {
   return binary(l, op, [&](OpBuilder &nb, Location nl, Value a, Value c) {
     return nb.create<arith::CmpIOp>(nl, predicate, a, c);
   });
-}
-
-/// One element converted from `from` to `to` by PyTorch's rules.
-Value castElement(OpBuilder &nb, Location nl, Value x, Type from, Type to) {
-  if (from == to)
-    return x;
-  if (to.isInteger(1)) {
-    Type zeroType = from;
-    Value zero = nb.create<arith::ConstantOp>(nl, nb.getZeroAttr(zeroType));
-    if (from.isF32())
-      return nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::UNE, x, zero);
-    return nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::ne, x, zero);
-  }
-  if (from.isF32())
-    return nb.create<arith::FPToSIOp>(nl, to, x);
-  if (to.isF32())
-    return from.isInteger(1)
-               ? nb.create<arith::UIToFPOp>(nl, to, x).getResult()
-               : nb.create<arith::SIToFPOp>(nl, to, x).getResult();
-  // Between integers: i1 counts 0 or 1; wider ones keep their sign, and
-  // narrowing wraps (as PyTorch's i64 -> i32).
-  unsigned fromBits = from.getIntOrFloatBitWidth();
-  unsigned toBits = to.getIntOrFloatBitWidth();
-  if (fromBits > toBits)
-    return nb.create<arith::TruncIOp>(nl, to, x);
-  if (fromBits == 1)
-    return nb.create<arith::ExtUIOp>(nl, to, x);
-  return nb.create<arith::ExtSIOp>(nl, to, x);
 }
 
 Value lowerCast(Lowering &l, CastOp op) {
@@ -526,6 +498,42 @@ public:
 };
 
 } // namespace
+
+/// (Lowering.h) One element converted from `from` to `to` by PyTorch's rules.
+Value locus::lowering::castElement(OpBuilder &nb, Location nl, Value x,
+                                   Type from, Type to) {
+  if (from == to)
+    return x;
+  bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
+  if (to.isInteger(1)) {
+    Type zeroType = from;
+    Value zero = nb.create<arith::ConstantOp>(nl, nb.getZeroAttr(zeroType));
+    if (fromFloat)
+      return nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::UNE, x, zero);
+    return nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::ne, x, zero);
+  }
+  // Between floats: widening is exact; narrowing rounds to nearest even
+  // (PyTorch's Tensor.to(torch.bfloat16) and .half()).
+  if (fromFloat && toFloat)
+    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+               ? nb.create<arith::ExtFOp>(nl, to, x).getResult()
+               : nb.create<arith::TruncFOp>(nl, to, x).getResult();
+  if (fromFloat)
+    return nb.create<arith::FPToSIOp>(nl, to, x);
+  if (toFloat)
+    return from.isInteger(1)
+               ? nb.create<arith::UIToFPOp>(nl, to, x).getResult()
+               : nb.create<arith::SIToFPOp>(nl, to, x).getResult();
+  // Between integers: i1 counts 0 or 1; wider ones keep their sign, and
+  // narrowing wraps (as PyTorch's i64 -> i32).
+  unsigned fromBits = from.getIntOrFloatBitWidth();
+  unsigned toBits = to.getIntOrFloatBitWidth();
+  if (fromBits > toBits)
+    return nb.create<arith::TruncIOp>(nl, to, x);
+  if (fromBits == 1)
+    return nb.create<arith::ExtUIOp>(nl, to, x);
+  return nb.create<arith::ExtSIOp>(nl, to, x);
+}
 
 void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();

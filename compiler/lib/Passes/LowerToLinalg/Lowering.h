@@ -306,6 +306,10 @@ inline Value inRange(OpBuilder &b, Location loc, Value index, int64_t extent) {
       b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, index, limit));
 }
 
+/// One element converted from `from` to `to` by PyTorch's rules
+/// (LowerToLinalg.cpp).
+Value castElement(OpBuilder &nb, Location nl, Value x, Type from, Type to);
+
 // Nn.cpp
 Value lowerMatmul(Lowering &l, MatmulOp op);
 Value lowerLinear(Lowering &l, LinearOp op);

@@ -192,6 +192,26 @@ template <typename PoolOp> Value lowerPool(Lowering &l, PoolOp op, bool isMax) {
   return l.scale(result, 1.0 / static_cast<double>(k[0] * k[1]));
 }
 
+/// The type a product of `out`'s operands accumulates in: f32 for 16-bit
+/// operands (one rounding at the end, by `rounded`), else `out` itself.
+RankedTensorType accumulatorOf(RankedTensorType out) {
+  Type element = out.getElementType();
+  if (element.getIntOrFloatBitWidth() >= 32)
+    return out;
+  return out.clone(Float32Type::get(out.getContext()));
+}
+
+/// `value` with its elements converted to `out`'s element type.
+Value rounded(Lowering &l, Value value, RankedTensorType out) {
+  Type from = l.typeOf(value).getElementType(), to = out.getElementType();
+  if (from == to)
+    return value;
+  return l.elementwise(out.clone(l.typeOf(value).getShape()), value,
+                       [&](OpBuilder &nb, Location nl, ValueRange a) {
+                         return castElement(nb, nl, a[0], from, to);
+                       });
+}
+
 /// The input of a transpose of the last two axes (of a matrix, or of a
 /// batch of them) that nothing else reads, or null: a product can read it
 /// transposed instead. The transpose is a locus.transpose (the conversion
@@ -210,9 +230,11 @@ Value transposedInput(Value v) {
 
 } // namespace
 
-Value lowerMatmul(Lowering &l, MatmulOp op) {
+namespace {
+
+/// A product in `out` (its accumulator type; see lowerMatmul).
+Value product(Lowering &l, MatmulOp op, RankedTensorType out) {
   OpBuilder &b = l.b;
-  RankedTensorType out = op.getType();
   RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
   if (out.getRank() == 2) {
     // A transpose fused into the product's kernel (a backward pass's
@@ -274,21 +296,32 @@ Value lowerMatmul(Lowering &l, MatmulOp op) {
   return l.reshape(result, out);
 }
 
+} // namespace
+
+/// 16-bit operands are read as they are (linalg's named products convert
+/// each element to the accumulator's type) and accumulate in f32.
+Value lowerMatmul(Lowering &l, MatmulOp op) {
+  RankedTensorType out = op.getType();
+  return rounded(l, product(l, op, accumulatorOf(out)), out);
+}
+
 Value lowerLinear(Lowering &l, LinearOp op) {
   OpBuilder &b = l.b;
-  RankedTensorType out = op.getType();
+  RankedTensorType out = op.getType(), acc = accumulatorOf(out);
   RankedTensorType w = op.getWeight().getType();
   int64_t in = w.getDimSize(1), outFeatures = w.getDimSize(0);
   int64_t rows = out.getNumElements() / outFeatures;
   auto x2 = RankedTensorType::get({rows, in}, out.getElementType());
-  auto y2 = RankedTensorType::get({rows, outFeatures}, out.getElementType());
-  Value init = op.getBias() ? l.broadcast(op.getBias(), y2) : l.filled(y2, 0.0);
+  auto y2 = RankedTensorType::get({rows, outFeatures}, acc.getElementType());
+  // 16-bit operands accumulate in f32 from the bias (exact in f32).
+  Value init = op.getBias() ? l.broadcast(rounded(l, op.getBias(), acc), y2)
+                            : l.filled(y2, 0.0);
   Value y = b.create<linalg::MatmulTransposeBOp>(
                  l.loc, TypeRange{y2},
                  ValueRange{l.reshape(op.getInput(), x2), op.getWeight()},
                  ValueRange{init})
                 .getResult(0);
-  return l.reshape(y, out);
+  return rounded(l, l.reshape(y, acc), out);
 }
 
 Value lowerCrossEntropy(Lowering &l, CrossEntropyOp op) {

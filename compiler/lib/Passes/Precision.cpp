@@ -1,0 +1,184 @@
+//===- Precision.cpp - --locus-autocast and --locus-widen-16bit -----------===//
+//
+// Mixed precision by PyTorch's autocast contract (docs/precision.md). Two
+// passes on a recorded graph, run by the compiler after select-mode and
+// before placement:
+//
+// - --locus-autocast rewrites the products and convolutions of a recorded
+//   f32 graph, forward and backward, to take bf16 or f16 operands; every
+//   other op, the weights (f32 master weights), the gradients that reach
+//   them and the optimizer stay f32.
+// - --locus-widen-16bit then gives every op that computes in f32 only f32
+//   operands: 16-bit operands are cast up (exactly) and 16-bit results cast
+//   back down, one rounding per op, as PyTorch's 16-bit kernels round each
+//   result. Products and convolutions of 16-bit operands accumulate in f32
+//   and round the result once.
+//
+// Both insert `locus.cast` ops, once per value and per device; the kernel
+// fuser then merges them into their neighbours' kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "locus/Dialect/LocusDialect.h"
+#include "locus/Passes/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "locus-precision"
+
+namespace locus {
+#define GEN_PASS_DEF_LOCUSAUTOCAST
+#define GEN_PASS_DEF_LOCUSWIDEN16BIT
+#include "locus/Passes/Passes.h.inc"
+} // namespace locus
+
+using namespace mlir;
+using namespace locus;
+
+namespace {
+
+Type elementOf(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type ? type.getElementType() : Type();
+}
+
+bool isHalf(Type t) { return t && (t.isBF16() || t.isF16()); }
+
+/// Casts made so far, one per (value, device, type): a value many ops read
+/// is converted once, right after it is made (or after the last cast of it).
+class Casts {
+public:
+  /// `v` as `to` on the device of `user` (the op that reads it).
+  Value to(Value v, Type to, Operation *user) {
+    if (elementOf(v) == to)
+      return v;
+    // A value cast from `to` losslessly (bf16 or f16 up to f32) is its
+    // source: the round trip is exact.
+    if (auto up = v.getDefiningOp<CastOp>())
+      if (elementOf(up.getInput()) == to &&
+          to.getIntOrFloatBitWidth() < elementOf(v).getIntOrFloatBitWidth())
+        return up.getInput();
+    Attribute device = user->getAttr(kDeviceAttrName);
+    Value &made = made_[{v, device, to}];
+    if (made)
+      return made;
+    OpBuilder b(user->getContext());
+    if (Operation *def = v.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(v.getParentBlock());
+    made = build(b, v.getLoc(), v, to, device);
+    return made;
+  }
+
+  /// A new cast of `v` to `to` at `b`'s insertion point, on `device`.
+  static Value build(OpBuilder &b, Location loc, Value v, Type to,
+                     Attribute device) {
+    auto cast = b.create<CastOp>(loc, v, TypeAttr::get(to));
+    if (device)
+      cast->setAttr(kDeviceAttrName, device);
+    return cast;
+  }
+
+private:
+  llvm::DenseMap<std::tuple<Value, Attribute, Type>, Value> made_;
+};
+
+/// Sets `op`'s float operands to `to` (through `casts`), retypes its float
+/// results to `to`, and casts each result back to its old type for the
+/// op's readers.
+void retype(Operation *op, Type to, Casts &casts) {
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa_and_nonnull<FloatType>(elementOf(operand.get())))
+      operand.set(casts.to(operand.get(), to, op));
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(op);
+  for (Value result : op->getResults()) {
+    Type old = elementOf(result);
+    if (!isa_and_nonnull<FloatType>(old) || old == to)
+      continue;
+    result.setType(cast<RankedTensorType>(result.getType()).clone(to));
+    Value back = Casts::build(b, op->getLoc(), result, old,
+                              op->getAttr(kDeviceAttrName));
+    result.replaceAllUsesExcept(back, back.getDefiningOp());
+  }
+}
+
+/// Products and convolutions, forward and backward: torch.autocast's
+/// lower-precision list (mm, bmm, matmul, linear, conv2d and, through
+/// autograd, their gradients).
+bool lowerPrecisionOp(Operation *op) {
+  return isa<MatmulOp, LinearOp, Conv2dOp, Conv2dInputGradOp,
+             Conv2dWeightGradOp>(op);
+}
+
+/// Ops whose lowering handles 16-bit operands as they are: casts, layout
+/// and selection ops (they move elements without arithmetic), matrix
+/// products and linear layers (f32 accumulators, one rounding), and the
+/// graph's interface.
+bool native16(Operation *op) {
+  return isa<CastOp, ReshapeOp, TransposeOp, ConcatOp, SliceOp, GatherOp,
+             BroadcastOp, SelectOp, MatmulOp, LinearOp, InputOp, ConstantOp,
+             OutputOp, ToOp, ToDeviceOfOp, CopyOp>(op);
+}
+
+class AutocastPass : public locus::impl::LocusAutocastBase<AutocastPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    GraphOp graph = getOperation();
+    Builder b(graph.getContext());
+    Type low;
+    if (precision == "bf16")
+      low = b.getBF16Type();
+    else if (precision == "f16")
+      low = b.getF16Type();
+    else if (precision != "fp32" && precision != "tf32") {
+      graph.emitError() << "--locus-autocast: precision must be fp32, tf32, "
+                           "bf16 or f16, not '"
+                        << precision << "'";
+      return signalPassFailure();
+    }
+    if (!low)
+      return; // fp32 and tf32 keep every operand f32
+    Casts casts;
+    for (Operation &op :
+         llvm::make_early_inc_range(graph.getBodyBlock().getOperations())) {
+      if (!lowerPrecisionOp(&op) || llvm::any_of(op.getOperands(), [](Value v) {
+            return !elementOf(v).isF32();
+          }))
+        continue;
+      LLVM_DEBUG(llvm::dbgs() << "autocast to " << precision << ": "
+                              << op.getName() << " at " << op.getLoc() << "\n");
+      retype(&op, low, casts);
+      op.setAttr(kAutocastAttrName, TypeAttr::get(low));
+    }
+  }
+};
+
+class Widen16BitPass : public locus::impl::LocusWiden16BitBase<Widen16BitPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    GraphOp graph = getOperation();
+    Type f32 = Builder(graph.getContext()).getF32Type();
+    Casts casts;
+    for (Operation &op :
+         llvm::make_early_inc_range(graph.getBodyBlock().getOperations())) {
+      if (native16(&op) ||
+          (llvm::none_of(op.getOperands(),
+                         [](Value v) { return isHalf(elementOf(v)); }) &&
+           llvm::none_of(op.getResults(),
+                         [](Value v) { return isHalf(elementOf(v)); })))
+        continue;
+      LLVM_DEBUG(llvm::dbgs() << "computes in f32: " << op.getName() << " at "
+                              << op.getLoc() << "\n");
+      retype(&op, f32, casts);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,47 @@
+// torch.autocast's contract on a recorded training step: the products,
+// forward and backward, take bf16 (or f16) operands, each value is cast
+// once however many products read it, a 16-bit result read by another
+// product is not cast up and down again, and everything else (the relu,
+// the loss, the weights and the optimizer) stays f32.
+// RUN: locus-opt %s --locus-autocast=precision=bf16 | FileCheck %s
+// RUN: locus-opt %s --locus-autocast=precision=f16 | FileCheck %s --check-prefix=F16
+// RUN: locus-opt %s --locus-autocast=precision=fp32 | FileCheck %s --check-prefix=FP32
+// RUN: locus-opt %s --locus-autocast=precision=tf32 | FileCheck %s --check-prefix=FP32
+// RUN: not locus-opt %s --locus-autocast=precision=fp8 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: --locus-autocast: precision must be fp32, tf32, bf16 or f16, not 'fp8'
+
+// CHECK-LABEL: locus.graph @step
+// CHECK: %x = locus.input "x"
+// CHECK-NEXT: %[[XB:.*]] = locus.cast %x to bf16 : tensor<8x4xf32> -> tensor<8x4xbf16>
+// CHECK: %w = locus.state "w"
+// CHECK-NEXT: %[[WB:.*]] = locus.cast %w to bf16 : tensor<3x4xf32> -> tensor<3x4xbf16>
+// CHECK: %[[Y:.*]] = locus.linear %[[XB]], %[[WB]] {locus.autocast = bf16} : tensor<8x4xbf16>, tensor<3x4xbf16> -> tensor<8x3xbf16>
+// CHECK-NEXT: %[[YF:.*]] = locus.cast %[[Y]] to f32
+// A product of a product: the bf16 result itself, no cast up and down.
+// CHECK: locus.matmul %[[Y]], %{{.*}} {locus.autocast = bf16} : tensor<8x3xbf16>, tensor<3x3xbf16> -> tensor<8x3xbf16>
+// CHECK: locus.relu %[[YF]] : tensor<8x3xf32>
+// The weight's gradient: bf16 operands, the f32 result the optimizer reads.
+// CHECK: %[[G:.*]] = locus.matmul %{{.*}}, %[[XB]] {locus.autocast = bf16, locus.gradient} : tensor<3x8xbf16>, tensor<8x4xbf16> -> tensor<3x4xbf16>
+// CHECK-NEXT: %[[GF:.*]] = locus.cast %[[G]] to f32
+// CHECK: locus.sgd %w, %[[GF]]
+// CHECK-NOT: locus.cast %x to bf16
+
+// F16: locus.linear %{{.*}}, %{{.*}} {locus.autocast = f16} : tensor<8x4xf16>, tensor<3x4xf16> -> tensor<8x3xf16>
+// FP32-NOT: locus.cast
+// FP32-NOT: locus.autocast
+locus.graph @step {
+  %x = locus.input "x" : tensor<8x4xf32>
+  %w = locus.state "w" parameter : tensor<3x4xf32> init <uniform(-0.3, 0.3), seed = 1>
+  %v = locus.state "v" buffer : tensor<3x3xf32> init <uniform(-0.3, 0.3), seed = 2>
+  %y = locus.linear %x, %w : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
+  %p = locus.matmul %y, %v : tensor<8x3xf32>, tensor<3x3xf32> -> tensor<8x3xf32>
+  %r = locus.relu %y : tensor<8x3xf32>
+  %s = locus.add %r, %p : tensor<8x3xf32>
+  %g = locus.input "g" : tensor<8x3xf32>
+  %gt = locus.transpose %g [1, 0] : tensor<8x3xf32> -> tensor<3x8xf32>
+  %dw = locus.matmul %gt, %x {locus.gradient} : tensor<3x8xf32>, tensor<8x4xf32> -> tensor<3x4xf32>
+  %lr = locus.state "lr" buffer : tensor<f32> init <full(0.01)>
+  %nw = locus.sgd %w, %dw lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : tensor<3x4xf32> -> tensor<3x4xf32>
+  locus.assign %w = %nw : tensor<3x4xf32>, tensor<3x4xf32>
+  locus.output "s" = %s : tensor<8x3xf32>
+}

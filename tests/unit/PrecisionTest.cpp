@@ -1,0 +1,257 @@
+// PrecisionTest.cpp - bf16 and f16: values of those types through the C++
+// API, ops on them against double references of PyTorch's rounding rules,
+// CompileOptions::precision (torch.autocast's contract) on a product, a
+// convolution and a training step, and the errors a user can make.
+
+#include "ErrorOf.h"
+#include "RandomValues.h"
+#include "locus/Compile.h"
+#include "locus/half.hpp"
+#include "locus/locus.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace locus;
+using locus::test::errorOf;
+
+namespace {
+
+double roundBf16(double v) {
+  return half::fromBf16Bits(half::bf16Bits(static_cast<float>(v)));
+}
+double roundF16(double v) {
+  return half::fromF16Bits(half::f16Bits(static_cast<float>(v)));
+}
+
+std::vector<double> rounded(const std::vector<float> &v, double (*r)(double)) {
+  std::vector<double> out;
+  for (float x : v)
+    out.push_back(r(x));
+  return out;
+}
+
+/// Each value within `ulps` units in the last place of a type with
+/// `mantissaBits` (bf16: 8, f16: 11) of the reference.
+void expectWithinUlps(const std::vector<float> &got,
+                      const std::vector<double> &want, int mantissaBits,
+                      double ulps = 1) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    double ulp =
+        std::ldexp(std::max(std::fabs(want[i]), 1e-30), 1 - mantissaBits);
+    EXPECT_LE(std::fabs(got[i] - want[i]), ulps * ulp + 1e-30)
+        << "element " << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
+/// y = x W^T + b of x [rows, in], W [out, in], from `round`ed operands, with
+/// each result rounded by `round` (one rounding of an exact sum).
+std::vector<double> linearReference(const std::vector<double> &x,
+                                    const std::vector<double> &w,
+                                    const std::vector<double> &b, int rows,
+                                    int in, int out, double (*round)(double)) {
+  std::vector<double> y(static_cast<size_t>(rows) * out);
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < out; ++o) {
+      double acc = b[o];
+      for (int k = 0; k < in; ++k)
+        acc += x[r * in + k] * w[o * in + k];
+      y[r * out + o] = round(acc);
+    }
+  return y;
+}
+
+} // namespace
+
+TEST(Precision, ValuesOfEachTypeRoundAtTheBoundaryAndComputeInF32) {
+  // bf16 and f16 inputs hold their values rounded; exp computes in f32 and
+  // rounds once; bf16 + f32 promotes to f32; f16 overflows to infinity.
+  Graph g("halves");
+  auto xb = g.input("xb", {6}, {.dtype = DType::bf16});
+  auto xh = g.input("xh", {6}, {.dtype = DType::f16});
+  auto y = g.input("y", {6});
+  g.output("exp_b", exp(xb));
+  g.output("exp_h", exp(xh));
+  g.output("sum", xb + y);
+  g.output("scaled_h", xh * 30000.0f);
+  CompiledModel m = compile(g);
+  std::vector<float> xs = randomValues(6, 7, -3, 3);
+  std::vector<float> ys = randomValues(6, 8);
+  auto out = m.run({{"xb", HostTensor::fromF32({6}, xs, DType::bf16)},
+                    {"xh", HostTensor::fromF32({6}, xs, DType::f16)},
+                    {"y", HostTensor::fromF32({6}, ys)}});
+  EXPECT_EQ(out.at("exp_b").dtype, DType::bf16);
+  EXPECT_EQ(out.at("exp_h").dtype, DType::f16);
+  EXPECT_EQ(out.at("sum").dtype, DType::f32);
+  std::vector<double> expB, expH, sum, scaled;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    // Rounded once from the f32 result: at most one ulp from rounding the
+    // exact value.
+    expB.push_back(roundBf16(std::exp(roundBf16(xs[i]))));
+    expH.push_back(roundF16(std::exp(roundF16(xs[i]))));
+    sum.push_back(roundBf16(xs[i]) + ys[i]);
+    scaled.push_back(roundF16(roundF16(xs[i]) * 30000.0));
+  }
+  expectWithinUlps(out.at("exp_b").f32, expB, 8);
+  expectWithinUlps(out.at("exp_h").f32, expH, 11);
+  expectWithinUlps(out.at("sum").f32, sum, 24);
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (std::fabs(roundF16(xs[i]) * 30000.0) > 65520)
+      EXPECT_TRUE(std::isinf(out.at("scaled_h").f32[i])) << i;
+    else
+      EXPECT_FLOAT_EQ(out.at("scaled_h").f32[i], scaled[i]) << i;
+}
+
+TEST(Precision, ProductsOf16BitOperandsAccumulateInF32) {
+  // 96 products per output: rounding each partial sum to bf16 would be off
+  // by many ulps; one rounding of the f32 sum is within one.
+  const int rows = 5, in = 96, outs = 7;
+  Graph g("products");
+  auto x = g.input("x", {rows, in}, {.dtype = DType::bf16});
+  auto w = g.input("w", {outs, in}, {.dtype = DType::bf16});
+  auto b = g.input("b", {outs}, {.dtype = DType::bf16});
+  g.output("y", linear(x, w, b));
+  g.output("mm", matmul(x, transpose(w, 0, 1)));
+  CompiledModel m = compile(g);
+  std::vector<float> xs = randomValues(rows * in, 1),
+                     ws = randomValues(outs * in, 2),
+                     bs = randomValues(outs, 3);
+  auto out = m.run({{"x", HostTensor::fromF32({rows, in}, xs)},
+                    {"w", HostTensor::fromF32({outs, in}, ws)},
+                    {"b", HostTensor::fromF32({outs}, bs)}});
+  std::vector<double> zeros(outs, 0.0);
+  expectWithinUlps(
+      out.at("y").f32,
+      linearReference(rounded(xs, roundBf16), rounded(ws, roundBf16),
+                      rounded(bs, roundBf16), rows, in, outs, roundBf16),
+      8);
+  expectWithinUlps(out.at("mm").f32,
+                   linearReference(rounded(xs, roundBf16),
+                                   rounded(ws, roundBf16), zeros, rows, in,
+                                   outs, roundBf16),
+                   8);
+}
+
+TEST(Precision, AutocastRoundsTheOperandsOfProductsAndConvolutions) {
+  // precision=bf16 and f16 on an f32 graph: the linear layer and the
+  // convolution read their operands rounded to 16 bits and round their
+  // results once; the graph's inputs and outputs stay f32.
+  const int rows = 4, in = 64, outs = 6;
+  Graph g("autocast");
+  auto x = g.input("x", {rows, in});
+  auto w = g.parameter("w", {outs, in}, randomValues(outs * in, 11));
+  auto b = g.parameter("b", {outs}, randomValues(outs, 12));
+  g.output("y", linear(x, w, b));
+  auto img = g.input("img", {1, 3, 6, 6});
+  auto k = g.parameter("k", {2, 3, 3, 3}, randomValues(54, 13));
+  g.output("conv", conv2d(img, k));
+  std::vector<float> xs = randomValues(rows * in, 14),
+                     imgs = randomValues(108, 15);
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32({rows, in}, xs)},
+      {"img", HostTensor::fromF32({1, 3, 6, 6}, imgs)}};
+  for (auto [name, round, bits] :
+       {std::tuple{"bf16", &roundBf16, 8}, std::tuple{"f16", &roundF16, 11}}) {
+    SCOPED_TRACE(name);
+    CompiledModel m = compile(g, {.precision = name, .cache = false});
+    auto out = m.run(inputs);
+    EXPECT_EQ(out.at("y").dtype, DType::f32);
+    expectWithinUlps(
+        out.at("y").f32,
+        linearReference(
+            rounded(xs, round), rounded(randomValues(outs * in, 11), round),
+            rounded(randomValues(outs, 12), round), rows, in, outs, round),
+        bits);
+    // The convolution: 2 channels of 4x4, each a sum of 27 products.
+    std::vector<double> ki = rounded(randomValues(54, 13), round),
+                        xi = rounded(imgs, round), want;
+    for (int o = 0; o < 2; ++o)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+          double acc = 0;
+          for (int c = 0; c < 3; ++c)
+            for (int a = 0; a < 3; ++a)
+              for (int e = 0; e < 3; ++e)
+                acc += xi[(c * 6 + i + a) * 6 + j + e] *
+                       ki[((o * 3 + c) * 3 + a) * 3 + e];
+          want.push_back(round(acc));
+        }
+    expectWithinUlps(out.at("conv").f32, want, bits);
+  }
+  // fp32 keeps every bit that bf16 rounds away.
+  CompiledModel full = compile(g, {.cache = false});
+  EXPECT_NE(full.run(inputs).at("y").f32,
+            compile(g, {.precision = "bf16", .cache = false})
+                .run(inputs)
+                .at("y")
+                .f32);
+}
+
+TEST(Precision, TrainingKeepsF32MasterWeightsAndFollowsF32Training) {
+  // A Linear(16, 1) regression with SGD, bf16 against fp32: the weights
+  // stay f32 state, their updates are f32 (bf16 weights could not move by
+  // 1e-4 from 0.5), and the losses follow fp32's within bf16's rounding.
+  auto build = [](Graph &g) {
+    auto x = g.input("x", {32, 16});
+    auto y = g.input("y", {32, 1});
+    auto w = g.parameter("w", {1, 16}, std::vector<float>(16, 0.5f));
+    auto loss = mse_loss(linear(x, w), y);
+    g.output("loss", loss);
+    optim::SGD({w}, {.lr = 1e-4}).step(loss);
+  };
+  Graph gb("bf16"), gf("fp32");
+  build(gb);
+  build(gf);
+  CompiledModel bf = compile(gb, {.precision = "bf16", .cache = false});
+  CompiledModel fp = compile(gf, {.cache = false});
+  std::map<std::string, HostTensor> batch{
+      {"x", HostTensor::fromF32({32, 16}, randomValues(512, 21))},
+      {"y", HostTensor::fromF32({32, 1}, randomValues(32, 22))}};
+  for (int step = 0; step < 5; ++step) {
+    float lb = bf.run(batch).at("loss").scalar();
+    float lf = fp.run(batch).at("loss").scalar();
+    EXPECT_NEAR(lb, lf, 2e-2 * lf) << "step " << step;
+  }
+  const HostTensor &w = bf.state("w");
+  EXPECT_EQ(w.dtype, DType::f32);
+  // 5 steps of 1e-4 * (a gradient of order 1): each weight moved off 0.5
+  // by less than bf16's spacing there (2^-8), which only f32 can hold.
+  int moved = 0;
+  for (float v : w.f32)
+    moved += v != 0.5f && std::fabs(v - 0.5f) < 1.0f / 256;
+  EXPECT_GT(moved, 8);
+}
+
+TEST(Precision, MistakesAreErrorsAtTheUsersLine) {
+  Graph g("mistakes");
+  auto a = g.input("a", {2, 3}, {.dtype = DType::bf16});
+  auto b = g.input("b", {3, 2});
+  unsigned line = 0;
+  std::string message = errorOf([&] { matmul(a, b); }, &line);
+  EXPECT_NE(message.find("lhs is bf16 but rhs is f32; cast one of them"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(line, 0u);
+  g.output("y", a);
+  message = errorOf([&] { compile(g, {.precision = "fp8"}); });
+  EXPECT_NE(
+      message.find("precision must be fp32, tf32, bf16 or f16, not 'fp8'"),
+      std::string::npos)
+      << message;
+  // An integer tensor is no float input.
+  CompiledModel m = compile(g);
+  try {
+    m.run({{"a", HostTensor::fromI64({2, 3}, {1, 2, 3, 4, 5, 6})}});
+    ADD_FAILURE() << "an i64 tensor for a bf16 input";
+  } catch (const RunError &e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("input 'a' is [2, 3] i64 but the graph takes [2, 3] "
+                         "bf16"),
+            std::string::npos)
+      << message;
+}
