@@ -29,6 +29,7 @@ namespace {
 void *runtimeFunction(const char *name) {
   const std::pair<const char *, void *> functions[] = {
       {LOCUS_ABI_SGEMM, reinterpret_cast<void *>(&locus_sgemm)},
+      {LOCUS_ABI_GEMM_16, reinterpret_cast<void *>(&locus_gemm_16)},
       {LOCUS_ABI_CONV2D, reinterpret_cast<void *>(&locus_conv2d)},
       {LOCUS_ABI_CONV2D_GRAD, reinterpret_cast<void *>(&locus_conv2d_grad)},
       {LOCUS_ABI_HOST_ALLOC, reinterpret_cast<void *>(&locus_host_alloc)},

@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <tuple>
 #include <vector>
 
 using namespace locus;
@@ -29,6 +31,7 @@ double roundF16(double v) {
 
 std::vector<double> rounded(const std::vector<float> &v, double (*r)(double)) {
   std::vector<double> out;
+  out.reserve(v.size());
   for (float x : v)
     out.push_back(r(x));
   return out;
@@ -107,33 +110,38 @@ TEST(Precision, ValuesOfEachTypeRoundAtTheBoundaryAndComputeInF32) {
 }
 
 TEST(Precision, ProductsOf16BitOperandsAccumulateInF32) {
-  // 96 products per output: rounding each partial sum to bf16 would be off
-  // by many ulps; one rounding of the f32 sum is within one.
-  const int rows = 5, in = 96, outs = 7;
-  Graph g("products");
-  auto x = g.input("x", {rows, in}, {.dtype = DType::bf16});
-  auto w = g.input("w", {outs, in}, {.dtype = DType::bf16});
-  auto b = g.input("b", {outs}, {.dtype = DType::bf16});
-  g.output("y", linear(x, w, b));
-  g.output("mm", matmul(x, transpose(w, 0, 1)));
-  CompiledModel m = compile(g);
-  std::vector<float> xs = randomValues(rows * in, 1),
-                     ws = randomValues(outs * in, 2),
-                     bs = randomValues(outs, 3);
-  auto out = m.run({{"x", HostTensor::fromF32({rows, in}, xs)},
-                    {"w", HostTensor::fromF32({outs, in}, ws)},
-                    {"b", HostTensor::fromF32({outs}, bs)}});
-  std::vector<double> zeros(outs, 0.0);
-  expectWithinUlps(
-      out.at("y").f32,
-      linearReference(rounded(xs, roundBf16), rounded(ws, roundBf16),
-                      rounded(bs, roundBf16), rows, in, outs, roundBf16),
-      8);
-  expectWithinUlps(out.at("mm").f32,
-                   linearReference(rounded(xs, roundBf16),
-                                   rounded(ws, roundBf16), zeros, rows, in,
-                                   outs, roundBf16),
-                   8);
+  // 96 and 256 products per output: rounding each partial sum to bf16
+  // would be off by many ulps; one rounding of the f32 sum is within one.
+  // The small product runs as generated loops, the large one through the
+  // runtime's locus_gemm_16.
+  for (auto [rows, in, outs] :
+       {std::tuple{5, 96, 7}, std::tuple{64, 256, 48}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(in));
+    Graph g("products");
+    auto x = g.input("x", {rows, in}, {.dtype = DType::bf16});
+    auto w = g.input("w", {outs, in}, {.dtype = DType::bf16});
+    auto b = g.input("b", {outs}, {.dtype = DType::bf16});
+    g.output("y", linear(x, w, b));
+    g.output("mm", matmul(x, transpose(w, 0, 1)));
+    CompiledModel m = compile(g);
+    std::vector<float> xs = randomValues(rows * in, 1),
+                       ws = randomValues(outs * in, 2),
+                       bs = randomValues(outs, 3);
+    auto out = m.run({{"x", HostTensor::fromF32({rows, in}, xs)},
+                      {"w", HostTensor::fromF32({outs, in}, ws)},
+                      {"b", HostTensor::fromF32({outs}, bs)}});
+    std::vector<double> zeros(outs, 0.0);
+    expectWithinUlps(
+        out.at("y").f32,
+        linearReference(rounded(xs, roundBf16), rounded(ws, roundBf16),
+                        rounded(bs, roundBf16), rows, in, outs, roundBf16),
+        8);
+    expectWithinUlps(out.at("mm").f32,
+                     linearReference(rounded(xs, roundBf16),
+                                     rounded(ws, roundBf16), zeros, rows, in,
+                                     outs, roundBf16),
+                     8);
+  }
 }
 
 TEST(Precision, AutocastRoundsTheOperandsOfProductsAndConvolutions) {

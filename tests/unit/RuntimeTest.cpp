@@ -1,6 +1,7 @@
 // RuntimeTest.cpp - the runtime's C API: statuses, initialisers, devices.
 
 #include "locus/abi.h"
+#include "locus/half.hpp"
 #include "locus/locus_runtime.h"
 
 #include <gtest/gtest.h>
@@ -368,6 +369,72 @@ TEST(Sgemm, MatchesADoubleReference) {
     for (int j = 0; j < m * n; ++j)
       ASSERT_NEAR(out[i * m * n + j], want[j], 1e-5);
   }
+}
+
+// locus_gemm_16: bf16 and f16 A and B (each value exact in f32) into an
+// f32 C, on whichever path this CPU takes (oneDNN's 16-bit matmul when it
+// measured faster, else widened to f32): an f32 sum of the exact products,
+// every transpose and beta, a batch, and A read at an offset with rows
+// further apart than their length.
+TEST(Gemm16, MatchesADoubleReferenceOfTheRoundedOperands) {
+  RandomFloats random(7);
+  struct Case {
+    int m, n, k;
+    bool ta, tb;
+    float beta;
+  } cases[] = {{7, 5, 3, false, false, 1},
+               {64, 40, 96, false, true, 0},
+               {48, 40, 64, true, true, 1},
+               {40, 48, 72, true, false, 0},
+               {2, 100, 50, false, false, 1}};
+  for (int32_t dtype : {int32_t{LOCUS_PLAN_BF16}, int32_t{LOCUS_PLAN_F16}})
+    for (const Case &c : cases) {
+      // 3 extra values per row of A (lda > its row), 5 before it.
+      int rowsA = c.ta ? c.k : c.m, colsA = c.ta ? c.m : c.k;
+      int lda = colsA + 3;
+      std::vector<float> a = random(5 + rowsA * lda), b = random(c.k * c.n),
+                         out = random(c.m * c.n);
+      std::vector<uint16_t> a16(a.size()), b16(b.size());
+      auto round = [&](std::vector<float> &v, std::vector<uint16_t> &bits) {
+        for (size_t i = 0; i < v.size(); ++i) {
+          bits[i] = dtype == LOCUS_PLAN_BF16 ? locus::half::bf16Bits(v[i])
+                                             : locus::half::f16Bits(v[i]);
+          v[i] = dtype == LOCUS_PLAN_BF16 ? locus::half::fromBf16Bits(bits[i])
+                                          : locus::half::fromF16Bits(bits[i]);
+        }
+      };
+      round(a, a16);
+      round(b, b16);
+      std::vector<float> dense(rowsA * colsA);
+      for (int r = 0; r < rowsA; ++r)
+        for (int j = 0; j < colsA; ++j)
+          dense[r * colsA + j] = a[5 + r * lda + j];
+      std::vector<double> want =
+          gemmRef(c.m, c.n, c.k, dense, c.ta, b, c.tb, c.beta, out);
+      if (c.beta == 0)
+        std::fill(out.begin(), out.end(), std::nanf(""));
+      locus_gemm_16(dtype, 1, c.m, c.n, c.k,
+                    reinterpret_cast<uintptr_t>(a16.data() + 5), lda, 0, c.ta,
+                    reinterpret_cast<uintptr_t>(b16.data()), c.tb ? c.k : c.n,
+                    0, c.tb, c.beta, reinterpret_cast<uintptr_t>(out.data()),
+                    c.n, 0);
+      for (int i = 0; i < c.m * c.n; ++i)
+        ASSERT_NEAR(out[i], want[i], 1e-5 * c.k + 1e-5 * std::abs(want[i]))
+            << dtype << ": " << c.m << "x" << c.n << "x" << c.k << " element "
+            << i;
+    }
+  // A batch of two, and K = 0 (C = beta C).
+  std::vector<uint16_t> ones(2 * 4 * 4, locus::half::bf16Bits(1.0f));
+  std::vector<float> out(2 * 4 * 4, 0.5f);
+  locus_gemm_16(LOCUS_PLAN_BF16, 2, 4, 4, 4,
+                reinterpret_cast<uintptr_t>(ones.data()), 4, 16, 0,
+                reinterpret_cast<uintptr_t>(ones.data()), 4, 16, 0, 2.0f,
+                reinterpret_cast<uintptr_t>(out.data()), 4, 16);
+  EXPECT_EQ(out, std::vector<float>(32, 5.0f));
+  locus_gemm_16(LOCUS_PLAN_F16, 1, 4, 4, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0.5f,
+                reinterpret_cast<uintptr_t>(out.data()), 4, 0);
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 16),
+            std::vector<float>(16, 2.5f));
 }
 
 } // namespace

@@ -25,7 +25,8 @@ using namespace locus;
 
 namespace {
 
-/// A buffer sgemm can take: f32, static shape, its rows' elements next to
+/// A buffer sgemm can take: f32 (bf16 or f16 for locus_gemm_16's A and
+/// B), static shape, its rows' elements next to
 /// each other (innermost stride 1) at static strides and offset, rows not
 /// overlapping. A slice of a packed weight (a row block of attention's
 /// in_proj_weight) is one: sgemm reads it at its offset with the rows'
@@ -42,7 +43,10 @@ std::optional<BlasOperand> blasOperand(Value value) {
   // With dynamic sizes any size, stride or the offset may be dynamic (read
   // from the buffer at the call); the rows are unit-strided, and when the
   // row stride and length are both static the rows do not overlap.
-  if (!type || !type.getElementType().isF32() || type.getRank() < 2 ||
+  if (!type ||
+      !(type.getElementType().isF32() || type.getElementType().isBF16() ||
+        type.getElementType().isF16()) ||
+      type.getRank() < 2 ||
       failed(getStridesAndOffset(type, o.strides, o.offset)) ||
       o.strides.back() != 1)
     return std::nullopt;
@@ -75,14 +79,22 @@ public:
   }
 
 private:
-  func::FuncOp declaration(ModuleOp module) {
+  /// `name`'s declaration: sgemm's arguments, after locus_gemm_16's
+  /// element type (`typed`).
+  static func::FuncOp declaration(ModuleOp module, StringRef name, bool typed) {
     Builder b(module.getContext());
     Type i64 = b.getI64Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
-    return declareRuntimeFunction(
-        module, callee,
-        b.getFunctionType({i64, i64, i64, i64, i64, i64, i64, i32, i64, i64,
-                           i64, i32, f32, i64, i64, i64},
-                          {}));
+    SmallVector<Type> args{i64, i64, i64, i64, i64, i64, i64, i32,
+                           i64, i64, i64, i32, f32, i64, i64, i64};
+    if (typed)
+      args.insert(args.begin(), i32);
+    return declareRuntimeFunction(module, name, b.getFunctionType(args, {}));
+  }
+
+  /// The plan's code of a 16-bit element type (locus_gemm_16's first
+  /// argument).
+  static int32_t halfCode(Type element) {
+    return element.isBF16() ? LOCUS_PLAN_BF16 : LOCUS_PLAN_F16;
   }
 
   /// The linalg.fill of zeros into `c` that is the last write before `op`
@@ -122,6 +134,17 @@ private:
                  << op->getLoc() << ": loops (a buffer sgemm cannot take)\n");
       return;
     }
+    // f32 products call `callee`; bf16 or f16 operands into an f32
+    // accumulator call locus_gemm_16, on the host (the GPU has none yet).
+    Type element = oa->type.getElementType();
+    bool half = !element.isF32();
+    if (element != ob->type.getElementType() ||
+        !oc->type.getElementType().isF32() ||
+        (half && callee != LOCUS_ABI_SGEMM)) {
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
+                              << op->getLoc() << ": loops (element types)\n");
+      return;
+    }
     bool batched = isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeAOp,
                        linalg::BatchMatmulTransposeBOp>(op);
     bool transA =
@@ -138,7 +161,9 @@ private:
     }
     LLVM_DEBUG(llvm::dbgs()
                << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
-               << ": " << callee << " beta " << beta << "\n");
+               << ": "
+               << (half ? StringRef(LOCUS_ABI_GEMM_16) : StringRef(callee))
+               << " beta " << beta << "\n");
     OpBuilder b(op);
     Location loc = op->getLoc();
     auto i64 = [&](int64_t v) -> Value {
@@ -184,7 +209,8 @@ private:
       Value address = b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
       if (o.offset == 0)
         return address;
-      auto bytes = static_cast<int64_t>(sizeof(float));
+      auto bytes = static_cast<int64_t>(
+          o.type.getElementType().getIntOrFloatBitWidth() / 8);
       Value offset = ShapedType::isDynamic(o.offset)
                          ? times(metadata(buffer, o.offset, -1), i64(bytes))
                          : i64(o.offset * bytes);
@@ -216,7 +242,13 @@ private:
         pointer(c, *oc),
         again(n),
         times(m, n)};
-    b.create<func::CallOp>(loc, declaration(module), args);
+    if (half)
+      args.insert(args.begin(),
+                  b.create<arith::ConstantIntOp>(loc, halfCode(element), 32));
+    b.create<func::CallOp>(
+        loc,
+        declaration(module, half ? StringRef(LOCUS_ABI_GEMM_16) : callee, half),
+        args);
     op->erase();
     ++numCalls;
   }

@@ -107,6 +107,7 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 /* ---- Imports: runtime functions generated code calls ------------------- */
 
 #define LOCUS_ABI_SGEMM "locus_sgemm"
+#define LOCUS_ABI_GEMM_16 "locus_gemm_16"
 #define LOCUS_ABI_CONV2D "locus_conv2d"
 #define LOCUS_ABI_CONV2D_GRAD "locus_conv2d_grad"
 #define LOCUS_ABI_HOST_ALLOC "locus_host_alloc"
@@ -127,7 +128,7 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 #define LOCUS_ABI_HOST_IMPORTS                                                 \
   LOCUS_ABI_SGEMM, LOCUS_ABI_MEMREF_COPY, LOCUS_ABI_PARALLEL_FOR,              \
       LOCUS_ABI_CONV2D, LOCUS_ABI_CONV2D_GRAD, LOCUS_ABI_HOST_ALLOC,           \
-      LOCUS_ABI_HOST_FREE
+      LOCUS_ABI_HOST_FREE, LOCUS_ABI_GEMM_16
 #define LOCUS_ABI_CUDA_IMPORTS                                                 \
   LOCUS_ABI_CUDA_LAUNCH, LOCUS_ABI_CUDA_SGEMM, LOCUS_ABI_CUDA_ALLOC,           \
       LOCUS_ABI_CUDA_FREE, LOCUS_ABI_CUDA_CONV2D, LOCUS_ABI_CUDA_DNN_READY,    \
@@ -234,6 +235,18 @@ LOCUS_API void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                            int32_t trans_a, uintptr_t b, int64_t ldb,
                            int64_t stride_b, int32_t trans_b, float beta,
                            uintptr_t c, int64_t ldc, int64_t stride_c);
+
+/* locus_sgemm's product of 16-bit A and B (`dtype`: LOCUS_PLAN_BF16 or
+ * LOCUS_PLAN_F16) into f32 C, accumulated in f32: oneDNN's bf16 or f16
+ * matmul where it loads and, measured once per process on a probe product,
+ * runs faster than f32 on this CPU; otherwise A and B widened to f32
+ * (exactly) and locus_sgemm. */
+LOCUS_API void locus_gemm_16(int32_t dtype, int64_t batch, int64_t m, int64_t n,
+                             int64_t k, uintptr_t a, int64_t lda,
+                             int64_t stride_a, int32_t trans_a, uintptr_t b,
+                             int64_t ldb, int64_t stride_b, int32_t trans_b,
+                             float beta, uintptr_t c, int64_t ldc,
+                             int64_t stride_c);
 
 /* Memory for a host kernel's temporaries (what MLIR's generic allocation
  * functions become in host code): 64-byte aligned, NULL when there is none.

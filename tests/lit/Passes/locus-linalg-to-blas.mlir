@@ -1,7 +1,9 @@
-// Products on plain f32 buffers call locus_sgemm; others stay for the loops.
+// Products on plain f32 buffers call locus_sgemm, of bf16 or f16 operands
+// into f32 locus_gemm_16; others stay for the loops.
 // RUN: locus-opt %s --locus-linalg-to-blas | FileCheck %s
 
-// CHECK: func.func private @locus_sgemm(i64, i64, i64, i64, i64, i64, i64, i32, i64, i64, i64, i32, f32, i64, i64, i64)
+// CHECK-DAG: func.func private @locus_sgemm(i64, i64, i64, i64, i64, i64, i64, i32, i64, i64, i64, i32, f32, i64, i64, i64)
+// CHECK-DAG: func.func private @locus_gemm_16(i32, i64, i64, i64, i64, i64, i64, i64, i32, i64, i64, i64, i32, f32, i64, i64, i64)
 // CHECK-LABEL: func.func @products
 func.func @products(%a: memref<64x784xf32>, %b: memref<784x1024xf32>, %c: memref<64x1024xf32>,
                     %w: memref<10x784xf32>, %y: memref<64x10xf32>,
@@ -191,5 +193,28 @@ func.func @dynamic_batched(%q: memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>
                            %k: memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>>,
                            %s: memref<4x?x?xf32>) {
   linalg.batch_matmul_transpose_b ins(%q, %k : memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>>, memref<4x?x16xf32, strided<[?, 16, 1], offset: ?>>) outs(%s : memref<4x?x?xf32>)
+  return
+}
+
+// bf16 (or f16) operands into an f32 accumulator (what a product of 16-bit
+// values lowers to): locus_gemm_16, its element type first (4: bf16, 5:
+// f16), a view's offset in 2-byte elements. Mixed operands, or a 16-bit
+// output, stay for the loops.
+// CHECK-LABEL: func.func @halves
+// CHECK: %[[T:.*]] = arith.constant 4 : i32
+// CHECK-NEXT: call @locus_gemm_16(%[[T]], %{{.*}}, %c8_i64, %c16_i64, %c32_i64,
+// CHECK: %[[OFF:.*]] = arith.constant 64 : i64
+// CHECK-NEXT: %[[PA:.*]] = arith.addi %{{.*}}, %[[OFF]] : i64
+// CHECK: %[[H:.*]] = arith.constant 5 : i32
+// CHECK-NEXT: call @locus_gemm_16(%[[H]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PA]],
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<32x16xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<32x16xbf16>) outs(%{{.*}} : memref<8x16xbf16>)
+func.func @halves(%a: memref<8x32xbf16>, %b: memref<32x16xbf16>, %c: memref<8x16xf32>,
+                  %ha: memref<8x32xf16, strided<[32, 1], offset: 32>>, %hb: memref<32x16xf16>,
+                  %f: memref<32x16xf32>, %cb: memref<8x16xbf16>) {
+  linalg.matmul ins(%a, %b : memref<8x32xbf16>, memref<32x16xbf16>) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%ha, %hb : memref<8x32xf16, strided<[32, 1], offset: 32>>, memref<32x16xf16>) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %f : memref<8x32xbf16>, memref<32x16xf32>) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x32xbf16>, memref<32x16xbf16>) outs(%cb : memref<8x16xbf16>)
   return
 }
