@@ -5,6 +5,7 @@
 #include "safetensors.h"
 
 #include "json.h"
+#include "locus/half.hpp"
 
 #include "status_impl.h"
 
@@ -330,30 +331,6 @@ locus_status_t checkDisjoint(const std::vector<SafeTensor> &tensors,
 
 } // namespace
 
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h >> 15) << 31;
-  uint32_t exp = h >> 10 & 0x1F;
-  uint32_t mant = h & 0x3FF;
-  uint32_t bits = 0;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | mant << 13;
-  } else if (exp != 0) {
-    bits = sign | (exp + 112) << 23 | mant << 13;
-  } else if (mant != 0) { // subnormal: normalise
-    int e = -1;
-    do {
-      ++e;
-      mant <<= 1;
-    } while (!(mant & 0x400));
-    bits = sign | uint32_t(112 - e) << 23 | (mant & 0x3FF) << 13;
-  } else {
-    bits = sign;
-  }
-  float f = 0;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 locus_status_t parseSafetensors(const void *bytes, size_t size,
                                 const char *what,
                                 std::vector<SafeTensor> &out) {
@@ -458,12 +435,10 @@ bool toF32(const SafeTensor &t, float *out, size_t count) {
     }
   } else if (t.dtype == "F16") {
     for (size_t i = 0; i < count; ++i)
-      out[i] = halfToFloat(static_cast<uint16_t>(le(i, 2)));
+      out[i] = half::fromF16Bits(static_cast<uint16_t>(le(i, 2)));
   } else if (t.dtype == "BF16") {
-    for (size_t i = 0; i < count; ++i) {
-      auto bits = static_cast<uint32_t>(le(i, 2) << 16);
-      std::memcpy(&out[i], &bits, 4);
-    }
+    for (size_t i = 0; i < count; ++i)
+      out[i] = half::fromBf16Bits(static_cast<uint16_t>(le(i, 2)));
   } else {
     return false;
   }
@@ -473,5 +448,5 @@ bool toF32(const SafeTensor &t, float *out, size_t count) {
 } // namespace locus::rt
 
 extern "C" float locus_f16_to_f32(uint16_t bits) {
-  return locus::rt::halfToFloat(bits);
+  return locus::half::fromF16Bits(bits);
 }

@@ -50,9 +50,6 @@ struct SafeTensorOut {
 /// {"format": "pt"} as metadata so that Hugging Face's loaders take it.
 std::string writeSafetensors(const std::vector<SafeTensorOut> &tensors);
 
-/// An IEEE half-precision number as a float (exact).
-float halfToFloat(uint16_t bits);
-
 /// Converts a tensor of dtype F32, F64, F16 or BF16 to `count` floats;
 /// false for another dtype.
 bool toF32(const SafeTensor &t, float *out, size_t count);

@@ -17,6 +17,7 @@
 
 #include "locus/Compile.h"
 #include "locus/Import/Onnx.h"
+#include "locus/half.hpp"
 
 #include <onnx/onnx_pb.h>
 
@@ -83,6 +84,20 @@ bool toHost(const onnx::TensorProto &t, locus::HostTensor &out) {
     for (size_t k = 0; k < n; ++k)
       v[k] = useRaw ? rawAt<uint8_t>(raw, k) : t.int32_data(int(k));
     out = locus::HostTensor::fromBool(shape, v);
+    return true;
+  }
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: {
+    bool brain = t.data_type() == onnx::TensorProto::BFLOAT16;
+    std::vector<float> v(n);
+    for (size_t k = 0; k < n; ++k) {
+      auto bits = useRaw ? rawAt<uint16_t>(raw, k)
+                         : static_cast<uint16_t>(t.int32_data(int(k)));
+      v[k] = brain ? locus::half::fromBf16Bits(bits)
+                   : locus::half::fromF16Bits(bits);
+    }
+    out = locus::HostTensor::fromF32(
+        shape, v, brain ? locus::DType::bf16 : locus::DType::f16);
     return true;
   }
   default:
@@ -226,16 +241,23 @@ int main(int argc, char **argv) {
         std::cout << "output " << outputs[k] << ": shape differs\n";
         return 1;
       }
-      bool isFloat = want.dtype == locus::DType::f32;
+      bool isFloat = want.isFloat();
+      // 16-bit outputs: a few units in their last place (f16 2^-10, bf16
+      // 2^-7 relative), as Locus and numpy may round intermediate values
+      // in different places.
+      double relative = want.dtype == locus::DType::f16    ? 4e-3
+                        : want.dtype == locus::DType::bf16 ? 3e-2
+                                                           : 1e-3;
       size_t n = static_cast<size_t>(want.numel());
       for (size_t e = 0; e < n; ++e) {
         double w = isFloat ? want.f32[e] : double(want.i64[e]);
-        double h =
-            have.dtype == locus::DType::f32 ? have.f32[e] : double(have.i64[e]);
+        double h = have.isFloat() ? have.f32[e] : double(have.i64[e]);
         if (std::isnan(w) && std::isnan(h))
           continue;
         double error = std::fabs(h - w);
-        double allowed = isFloat ? 1e-7 + 1e-3 * std::fabs(w) : 0.0;
+        double allowed =
+            isFloat ? (relative > 1e-3 ? 1e-4 : 1e-7) + relative * std::fabs(w)
+                    : 0.0;
         if (!(error <= allowed)) {
           std::cout << "output " << outputs[k] << "[" << e << "] is " << h
                     << ", expected " << w << "\n";

@@ -1319,3 +1319,61 @@ def test_runtime_views_feed_and_read_without_copies(tmp_path):
         assert "input 'z' is not the model's; its inputs: x" in str(info.value)
         del loaded
         np.testing.assert_allclose(y2.sum(), y2.sum())  # still readable
+
+
+def test_bf16_training_stays_within_pytorch_autocasts_spread():
+    """An MLP (Linear 32-64, ReLU, Linear 64-8, MSE) trained 30 SGD steps
+    from the same weights: Locus with precision="bf16" keeps as close to
+    fp32 training as torch.autocast(device_type="cpu",
+    dtype=torch.bfloat16) does, by the largest loss difference over the
+    steps."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(21)
+    w1 = rng.uniform(-0.3, 0.3, (64, 32)).astype(np.float32)
+    w2 = rng.uniform(-0.3, 0.3, (8, 64)).astype(np.float32)
+    batches = [(rng.uniform(-1, 1, (16, 32)).astype(np.float32),
+                rng.uniform(-1, 1, (16, 8)).astype(np.float32))
+               for _ in range(30)]
+
+    def locus_losses(precision):
+        g = locus.Graph("mlp_" + precision)
+        x, y = g.input("x", [16, 32]), g.input("y", [16, 8])
+        p1 = g.parameter("w1", [64, 32], w1.flatten().tolist())
+        p2 = g.parameter("w2", [8, 64], w2.flatten().tolist())
+        loss = locus.mse_loss(locus.linear(locus.relu(locus.linear(x, p1)),
+                                           p2), y)
+        g.output("loss", loss)
+        locus.optim.SGD([p1, p2], lr=0.5).step(loss)
+        model = locus.compile(g, policy="cpu", devices=["cpu"],
+                              precision=precision, cache=False)
+        return np.array([float(model.run(x=xb, y=yb)["loss"])
+                         for xb, yb in batches])
+
+    def torch_losses(autocast):
+        net = torch.nn.Sequential(torch.nn.Linear(32, 64, bias=False),
+                                  torch.nn.ReLU(),
+                                  torch.nn.Linear(64, 8, bias=False))
+        with torch.no_grad():
+            net[0].weight.copy_(torch.from_numpy(w1))
+            net[2].weight.copy_(torch.from_numpy(w2))
+        opt = torch.optim.SGD(net.parameters(), lr=0.5)
+        out = []
+        for xb, yb in batches:
+            opt.zero_grad()
+            with torch.autocast(device_type="cpu", dtype=torch.bfloat16,
+                                enabled=autocast):
+                pred = net(torch.from_numpy(xb))
+            loss = torch.nn.functional.mse_loss(pred.float(),
+                                                torch.from_numpy(yb))
+            loss.backward()
+            opt.step()
+            out.append(float(loss))
+        return np.array(out)
+
+    torch_f32, torch_bf16 = torch_losses(False), torch_losses(True)
+    ours_f32, ours_bf16 = locus_losses("fp32"), locus_losses("bf16")
+    np.testing.assert_allclose(ours_f32, torch_f32, rtol=1e-4)
+    spread = np.abs(torch_bf16 - torch_f32).max()
+    assert spread > 0  # autocast did round
+    assert np.abs(ours_bf16 - ours_f32).max() <= 2 * spread + 1e-4
+    assert not np.array_equal(ours_bf16, ours_f32)

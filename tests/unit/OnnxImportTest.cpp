@@ -5,6 +5,7 @@
 
 #include "locus/Compile.h"
 #include "locus/Import/Onnx.h"
+#include "locus/half.hpp"
 #include "locus/locus.h"
 #include "locus/runtime.hpp"
 
@@ -442,4 +443,97 @@ TEST(OnnxImport, ValuesComputedFromADynamicSizeAreKeptOrRefused) {
   ASSERT_EQ(y.shape, (Shape{3, 5}));
   for (size_t k = 0; k < y.f32.size(); ++k)
     EXPECT_EQ(y.f32[k], 1.0f + static_cast<float>(k % 5)) << k;
+}
+
+TEST(OnnxImport, AFloat16ModelRunsInF16WithF32MasterWeights) {
+  // x (f16) @ W + B, ReLU, softmax, Cast to float: an ONNX model exported
+  // in f16. Its initializers become f32 state (exact) cast to f16 once per
+  // step; each op rounds its result to f16 once (the product after an f32
+  // sum), as onnx's reference runtime and PyTorch do.
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto *graph = model.mutable_graph();
+  graph->set_name("half");
+  auto addValue = [](onnx::ValueInfoProto *v, const std::string &name, int type,
+                     std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto *tensor = v->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(type);
+    for (int64_t d : dims)
+      tensor->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  addValue(graph->add_input(), "x", onnx::TensorProto::FLOAT16, {4, 8});
+  addValue(graph->add_output(), "y", onnx::TensorProto::FLOAT, {4, 3});
+  addValue(graph->add_output(), "h", onnx::TensorProto::FLOAT16, {4, 3});
+  std::vector<float> w(24), b(3), x(32);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = half::fromF16Bits(half::f16Bits(std::sin(0.7f * float(i))));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = half::fromF16Bits(half::f16Bits(0.1f * float(i) - 0.05f));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = half::fromF16Bits(half::f16Bits(std::cos(1.3f * float(i))));
+  auto initializer = [&](const std::string &name, std::vector<int64_t> dims,
+                         const std::vector<float> &values) {
+    onnx::TensorProto *t = graph->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT16);
+    for (int64_t d : dims)
+      t->add_dims(d);
+    std::string raw;
+    for (float v : values) {
+      uint16_t bits = half::f16Bits(v);
+      raw.append(reinterpret_cast<const char *>(&bits), 2);
+    }
+    t->set_raw_data(raw);
+  };
+  initializer("W", {8, 3}, w);
+  initializer("B", {3}, b);
+  auto node = [&](const std::string &op, std::vector<std::string> in,
+                  const std::string &out) {
+    onnx::NodeProto *n = graph->add_node();
+    n->set_op_type(op);
+    n->set_name(op);
+    for (const std::string &i : in)
+      n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  node("MatMul", {"x", "W"}, "xw");
+  node("Add", {"xw", "B"}, "z");
+  node("Relu", {"z"}, "h");
+  node("Softmax", {"h"}, "s");
+  onnx::AttributeProto *to = node("Cast", {"s"}, "y")->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  std::string path = writeModel(model, "half");
+  Graph g = importOnnx(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(g.parameters().size(), 2u);
+  EXPECT_EQ(g.initialValue(g.parameters()[0]), w); // f32 state, exact
+  CompiledModel m = compile(g);
+  auto out = m.run({{"x", HostTensor::fromF32({4, 8}, x, DType::f16)}});
+  ASSERT_EQ(out.at("h").dtype, DType::f16);
+  ASSERT_EQ(out.at("y").dtype, DType::f32);
+  auto r16 = [](double v) {
+    return double(half::fromF16Bits(half::f16Bits(static_cast<float>(v))));
+  };
+  for (int i = 0; i < 4; ++i) {
+    double h[3], total = 0;
+    for (int o = 0; o < 3; ++o) {
+      double acc = 0;
+      for (int k = 0; k < 8; ++k)
+        acc += double(x[i * 8 + k]) * w[k * 3 + o];
+      h[o] = std::max(0.0, r16(r16(acc) + b[o]));
+      total += std::exp(h[o]);
+    }
+    for (int o = 0; o < 3; ++o) {
+      double ulp = std::ldexp(std::max(std::fabs(h[o]), 1e-4), -10);
+      EXPECT_NEAR(out.at("h").f32[i * 3 + o], h[o], ulp) << i << "," << o;
+      double s = r16(std::exp(h[o]) / total);
+      EXPECT_NEAR(out.at("y").f32[i * 3 + o], s, std::ldexp(s, -9))
+          << i << "," << o;
+    }
+  }
 }

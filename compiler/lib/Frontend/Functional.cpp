@@ -42,12 +42,12 @@ auto transaction(const Tensor &anchor, const Here &loc, Fn &&body) {
 Graph graphOf(const Tensor &x, const Here &loc) { return x.graph(loc); }
 
 /// x * s and x + s, located at the user's line (the operators would take
-/// this file's).
+/// this file's); s takes x's float type, as a Python number does.
 Tensor scaled(const Tensor &x, double s, const Here &loc) {
-  return mul(x, x.graph(loc).full({}, s, DType::f32, loc), loc);
+  return mul(x, x.graph(loc).full({}, s, x.dtype(), loc), loc);
 }
 Tensor shifted(const Tensor &x, double s, const Here &loc) {
-  return add(x, x.graph(loc).full({}, s, DType::f32, loc), loc);
+  return add(x, x.graph(loc).full({}, s, x.dtype(), loc), loc);
 }
 
 int64_t axisOf(const Tensor &x, int64_t axis, int64_t rank, const Here &loc,

@@ -113,7 +113,9 @@ struct Const {
   }
 
   int64_t numel() const { return product(shape); }
-  bool isFloat() const { return dtype == DType::f32; }
+  bool isFloat() const {
+    return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
+  }
   double at(size_t k) const {
     return isFloat() ? f[k] : static_cast<double>(i[k]);
   }

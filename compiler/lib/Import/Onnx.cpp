@@ -112,10 +112,17 @@ void Importer::addInputs(Graph &g) {
     case TensorProto::BOOL:
       dtype = DType::i1;
       break;
+    case TensorProto::FLOAT16:
+      dtype = DType::f16;
+      break;
+    case TensorProto::BFLOAT16:
+      dtype = DType::bf16;
+      break;
     default:
       fail("input '" + input.name() + "' has ONNX element type " +
            std::to_string(type.tensor_type().elem_type()) +
-           "; Locus inputs are float, int64, int32 or bool");
+           "; Locus inputs are float, float16, bfloat16, int64, int32 or "
+           "bool");
     }
     Shape shape;
     std::vector<InputDim> dims; // with the dimensions kept dynamic

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Importer.h"
+#include "locus/half.hpp"
 
 namespace locus::onnx_import {
 
@@ -18,8 +19,11 @@ DType dtypeOfOnnx(int64_t type) {
   switch (type) {
   case TensorProto::FLOAT:
   case TensorProto::DOUBLE:
-  case TensorProto::FLOAT16:
     return DType::f32;
+  case TensorProto::FLOAT16:
+    return DType::f16;
+  case TensorProto::BFLOAT16:
+    return DType::bf16;
   case TensorProto::INT64:
     return DType::i64;
   case TensorProto::INT32:
@@ -28,7 +32,8 @@ DType dtypeOfOnnx(int64_t type) {
     return DType::i1;
   default:
     fail("casts to ONNX data type " + std::to_string(type) +
-         ", which Locus does not have (float, int64, int32, bool)");
+         ", which Locus does not have (float, double as float, float16, "
+         "bfloat16, int64, int32, bool)");
   }
 }
 
@@ -40,6 +45,10 @@ Const castConst(const Const &c, DType to) {
     double v = c.at(k);
     if (to == DType::f32)
       r.f.push_back(static_cast<float>(v));
+    else if (to == DType::bf16)
+      r.f.push_back(half::fromBf16Bits(half::bf16Bits(static_cast<float>(v))));
+    else if (to == DType::f16)
+      r.f.push_back(half::fromF16Bits(half::f16Bits(static_cast<float>(v))));
     else if (to == DType::i1)
       r.i.push_back(v != 0);
     else

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Importer.h"
+#include "locus/half.hpp"
 
 #include "locus/locus_runtime.h"
 
@@ -43,6 +44,7 @@ size_t rawWidth(int dataType) {
   case TensorProto::INT32:
     return 4;
   case TensorProto::FLOAT16:
+  case TensorProto::BFLOAT16:
   case TensorProto::INT16:
     return 2;
   case TensorProto::INT8:
@@ -188,12 +190,19 @@ Const Importer::tensorConst(const TensorProto &t) const {
                                               : t.double_data(int(k))));
     break;
   case TensorProto::FLOAT16:
+  case TensorProto::BFLOAT16: {
+    // The values as f32 (exact); the dtype says to cast them back when
+    // they are used (an initializer stays f32 state: master weights).
+    bool brain = t.data_type() == TensorProto::BFLOAT16;
+    c.dtype = brain ? DType::bf16 : DType::f16;
     need(2, t.int32_data_size());
-    for (size_t k = 0; k < size; ++k)
-      c.f.push_back(locus_f16_to_f32(
-          useRaw ? rawAt<uint16_t>(raw, k)
-                 : static_cast<uint16_t>(t.int32_data(int(k)))));
+    for (size_t k = 0; k < size; ++k) {
+      auto bits = useRaw ? rawAt<uint16_t>(raw, k)
+                         : static_cast<uint16_t>(t.int32_data(int(k)));
+      c.f.push_back(brain ? half::fromBf16Bits(bits) : half::fromF16Bits(bits));
+    }
     break;
+  }
   case TensorProto::INT64:
     c.dtype = DType::i64;
     need(8, t.int64_data_size());
@@ -233,8 +242,8 @@ Const Importer::tensorConst(const TensorProto &t) const {
   default:
     fail("tensor '" + t.name() + "' has ONNX data type " +
          std::to_string(t.data_type()) +
-         ", which Locus does not read (float, double, float16, int64, int32, "
-         "int16, int8, uint8 and bool)");
+         ", which Locus does not read (float, double, float16, bfloat16, "
+         "int64, int32, int16, int8, uint8 and bool)");
   }
   return c;
 }

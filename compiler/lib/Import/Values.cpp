@@ -85,15 +85,20 @@ Tensor Importer::materialize(const std::string &name, Value &v, bool buffer) {
   }
   Graph &g = *graph_;
   if (c.isFloat()) {
+    // bf16 and f16 values are f32 state or constants cast to their type
+    // (exact): an f16 model keeps f32 master weights.
+    auto typed = [&](Tensor t) {
+      return c.dtype == DType::f32 ? t : cast(t, c.dtype);
+    };
     std::vector<float> values(c.f.begin(), c.f.end());
     if (v.initializer)
-      return buffer ? g.buffer(name, c.shape, std::move(values))
-                    : g.parameter(name, c.shape, std::move(values));
+      return typed(buffer ? g.buffer(name, c.shape, std::move(values))
+                          : g.parameter(name, c.shape, std::move(values)));
     bool uniform = std::all_of(values.begin(), values.end(),
                                [&](float x) { return x == values.front(); });
     if (uniform && !values.empty())
-      return g.full(c.shape, values.front());
-    return g.constant(c.shape, values);
+      return g.full(c.shape, values.front(), c.dtype);
+    return typed(g.constant(c.shape, values));
   }
   bool uniform =
       !c.i.empty() && std::all_of(c.i.begin(), c.i.end(),

@@ -1290,8 +1290,13 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
     base's aligned pointer plus its offset, its rows' stride as leading
     dimension and its first stride as batch stride; a dynamic stride or
     offset is read from the view's descriptor
-    (`memref.extract_strided_metadata`) at the call. Other products stay,
-    for the loops.
+    (`memref.extract_strided_metadata`) at the call. A product of bf16 or
+    f16 operands into an f32 output (what `locus.matmul` and `locus.linear`
+    of 16-bit values lower to) calls `locus_gemm_16` instead, on the host
+    only: the same arguments after the operands' element type (4 bf16,
+    5 f16), offsets in their 2-byte elements. Other products (mixed
+    operands, a 16-bit output, 16-bit operands in CUDA kernels) stay, for
+    the loops.
 
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x784xf32>, memref<784x1024xf32>)
