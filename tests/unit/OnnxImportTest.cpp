@@ -456,7 +456,7 @@ TEST(OnnxImport, AFloat16ModelRunsInF16WithF32MasterWeights) {
   onnx::GraphProto *graph = model.mutable_graph();
   graph->set_name("half");
   auto addValue = [](onnx::ValueInfoProto *v, const std::string &name, int type,
-                     std::vector<int64_t> dims) {
+                     const std::vector<int64_t> &dims) {
     v->set_name(name);
     auto *tensor = v->mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(type);
@@ -473,7 +473,8 @@ TEST(OnnxImport, AFloat16ModelRunsInF16WithF32MasterWeights) {
     b[i] = half::fromF16Bits(half::f16Bits(0.1f * float(i) - 0.05f));
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = half::fromF16Bits(half::f16Bits(std::cos(1.3f * float(i))));
-  auto initializer = [&](const std::string &name, std::vector<int64_t> dims,
+  auto initializer = [&](const std::string &name,
+                         const std::vector<int64_t> &dims,
                          const std::vector<float> &values) {
     onnx::TensorProto *t = graph->add_initializer();
     t->set_name(name);
@@ -489,7 +490,7 @@ TEST(OnnxImport, AFloat16ModelRunsInF16WithF32MasterWeights) {
   };
   initializer("W", {8, 3}, w);
   initializer("B", {3}, b);
-  auto node = [&](const std::string &op, std::vector<std::string> in,
+  auto node = [&](const std::string &op, const std::vector<std::string> &in,
                   const std::string &out) {
     onnx::NodeProto *n = graph->add_node();
     n->set_op_type(op);

@@ -146,22 +146,26 @@ TEST(Precision, ProductsOf16BitOperandsAccumulateInF32) {
 
 TEST(Precision, AutocastRoundsTheOperandsOfProductsAndConvolutions) {
   // precision=bf16 and f16 on an f32 graph: the linear layer and the
-  // convolution read their operands rounded to 16 bits and round their
-  // results once; the graph's inputs and outputs stay f32.
+  // convolution (through oneDNN's bf16 kernels where they pay) read their
+  // operands rounded to 16 bits; the linear layer rounds its result once,
+  // the convolution keeps an f32 result; the graph's inputs and outputs
+  // stay f32. The convolution is large enough for oneDNN.
   const int rows = 4, in = 64, outs = 6;
   Graph g("autocast");
   auto x = g.input("x", {rows, in});
   auto w = g.parameter("w", {outs, in}, randomValues(outs * in, 11));
   auto b = g.parameter("b", {outs}, randomValues(outs, 12));
   g.output("y", linear(x, w, b));
-  auto img = g.input("img", {1, 3, 6, 6});
-  auto k = g.parameter("k", {2, 3, 3, 3}, randomValues(54, 13));
-  g.output("conv", conv2d(img, k));
+  const int channels = 16, side = 10, filters = 32;
+  auto img = g.input("img", {1, channels, side, side});
+  auto k = g.parameter("k", {filters, channels, 3, 3},
+                       randomValues(filters * channels * 9, 13));
+  g.output("conv", relu(conv2d(img, k)));
   std::vector<float> xs = randomValues(rows * in, 14),
-                     imgs = randomValues(108, 15);
+                     imgs = randomValues(channels * side * side, 15);
   std::map<std::string, HostTensor> inputs{
       {"x", HostTensor::fromF32({rows, in}, xs)},
-      {"img", HostTensor::fromF32({1, 3, 6, 6}, imgs)}};
+      {"img", HostTensor::fromF32({1, channels, side, side}, imgs)}};
   for (auto [name, round, bits] :
        {std::tuple{"bf16", &roundBf16, 8}, std::tuple{"f16", &roundF16, 11}}) {
     SCOPED_TRACE(name);
@@ -174,21 +178,27 @@ TEST(Precision, AutocastRoundsTheOperandsOfProductsAndConvolutions) {
             rounded(xs, round), rounded(randomValues(outs * in, 11), round),
             rounded(randomValues(outs, 12), round), rows, in, outs, round),
         bits);
-    // The convolution: 2 channels of 4x4, each a sum of 27 products.
-    std::vector<double> ki = rounded(randomValues(54, 13), round),
-                        xi = rounded(imgs, round), want;
-    for (int o = 0; o < 2; ++o)
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) {
+    // The convolution: 32 channels of 8x8, each an f32 sum of 144 exact
+    // products of rounded operands, then ReLU.
+    std::vector<double> ki =
+        rounded(randomValues(filters * channels * 9, 13), round);
+    std::vector<double> xi = rounded(imgs, round), want;
+    const int o8 = side - 2;
+    for (int o = 0; o < filters; ++o)
+      for (int i = 0; i < o8; ++i)
+        for (int j = 0; j < o8; ++j) {
           double acc = 0;
-          for (int c = 0; c < 3; ++c)
+          for (int c = 0; c < channels; ++c)
             for (int a = 0; a < 3; ++a)
               for (int e = 0; e < 3; ++e)
-                acc += xi[(c * 6 + i + a) * 6 + j + e] *
-                       ki[((o * 3 + c) * 3 + a) * 3 + e];
-          want.push_back(round(acc));
+                acc += xi[(c * side + i + a) * side + j + e] *
+                       ki[((o * channels + c) * 3 + a) * 3 + e];
+          want.push_back(std::max(acc, 0.0));
         }
-    expectWithinUlps(out.at("conv").f32, want, bits);
+    const std::vector<float> &conv = out.at("conv").f32;
+    ASSERT_EQ(conv.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(conv[i], want[i], 1e-5 + 1e-5 * std::fabs(want[i])) << i;
   }
   // fp32 keeps every bit that bf16 rounds away.
   CompiledModel full = compile(g, {.cache = false});

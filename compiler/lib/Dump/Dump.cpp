@@ -256,6 +256,12 @@ Row rowOf(Operation &op, DeviceAttr device, const Report &report,
   auto reason = op.getAttrOfType<PlacementAttr>(kPlacementAttrName);
   row.reasonKind = reason ? stringifyPlacementKind(reason.getKind()).str() : "";
   row.reasonText = reasonText(&op, reason, row.device, report.policy);
+  if (auto autocast = op.getAttrOfType<TypeAttr>(kAutocastAttrName)) {
+    llvm::raw_string_ostream os(row.precision);
+    os << autocast.getValue()
+       << " operands, f32 accumulation (autocast: products and convolutions "
+          "take 16-bit operands; the rest stays f32)";
+  }
   row.source = userSourceOf(op.getLoc());
   row.isCopy = isa<CopyOp>(op);
   row.layer = layerOf(row, &op);

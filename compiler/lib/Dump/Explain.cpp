@@ -255,6 +255,8 @@ LogicalResult locus::dump::explain(const Report &report, StringRef query,
     os << "#" << row->id << " " << row->label << " (" << row->opName << ", "
        << row->shape << ") at " << shortSource(row->source) << "\n";
     os << "  runs on " << row->device << ": " << row->reasonText << "\n";
+    if (!row->precision.empty())
+      os << "  computes with " << row->precision << "\n";
     if (row->isCopy) {
       os << "  moves " << bytesText(row->bytes)
          << (row->loadTime ? " once, at load" : " at every step") << ", about "

@@ -72,6 +72,8 @@ llvm::json::Value locus::dump::detail::toJson(const Report &report) {
                                       {"estimate_ns", row.copyNs}};
     if (!row.layer.empty())
       op["layer"] = row.layer;
+    if (!row.precision.empty())
+      op["precision"] = row.precision;
     ops.push_back(std::move(op));
   }
   llvm::json::Object perDevice, stepNs;

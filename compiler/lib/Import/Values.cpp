@@ -87,7 +87,7 @@ Tensor Importer::materialize(const std::string &name, Value &v, bool buffer) {
   if (c.isFloat()) {
     // bf16 and f16 values are f32 state or constants cast to their type
     // (exact): an f16 model keeps f32 master weights.
-    auto typed = [&](Tensor t) {
+    auto typed = [&](const Tensor &t) {
       return c.dtype == DType::f32 ? t : cast(t, c.dtype);
     };
     std::vector<float> values(c.f.begin(), c.f.end());

@@ -45,3 +45,21 @@ locus.graph @step {
   locus.assign %w = %nw : tensor<3x4xf32>, tensor<3x4xf32>
   locus.output "s" = %s : tensor<8x3xf32>
 }
+
+// A convolution keeps its f32 type: its operands are rounded (cast down
+// and up once per value), it accumulates in f32, and its result is f32,
+// so the ReLU after it stays its epilogue.
+// CHECK-LABEL: locus.graph @conv
+// CHECK: %[[XB:.*]] = locus.cast %x to bf16
+// CHECK-NEXT: %[[XR:.*]] = locus.cast %[[XB]] to f32
+// CHECK: %[[WB:.*]] = locus.cast %w to bf16
+// CHECK-NEXT: %[[WR:.*]] = locus.cast %[[WB]] to f32
+// CHECK: %[[C:.*]] = locus.conv2d %[[XR]], %[[WR]] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.autocast = bf16} : tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x6x6xf32>
+// CHECK-NEXT: locus.relu %[[C]] : tensor<1x4x6x6xf32>
+locus.graph @conv {
+  %x = locus.input "x" : tensor<1x4x6x6xf32>
+  %w = locus.state "w" parameter : tensor<4x4x3x3xf32> init <uniform(-0.3, 0.3), seed = 1>
+  %c = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x6x6xf32>
+  %r = locus.relu %c : tensor<1x4x6x6xf32>
+  locus.output "r" = %r : tensor<1x4x6x6xf32>
+}

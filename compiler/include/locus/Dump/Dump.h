@@ -35,6 +35,9 @@ struct Row {
   std::string device; ///< "cpu", "cuda:0"
   std::string reasonKind;
   std::string reasonText; ///< "cost: cpu 444 ns, cuda:0 4002 ns"
+  /// What a product or convolution computes in and why, when
+  /// --locus-autocast chose it ("bf16 (autocast: ...)"); empty otherwise.
+  std::string precision;
   Source source;
   /// The layer it belongs to, a dotted path: an imported op's ONNX scope
   /// ("/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1"), a parameter's or

@@ -72,11 +72,14 @@ def LocusAutocast : Pass<"locus-autocast", "::locus::GraphOp"> {
   let summary = "Mixed precision: products and convolutions in bf16 or f16.";
   let description = [{
     PyTorch's `torch.autocast` contract, applied to a recorded graph after
-    its backward pass: every `locus.matmul`, `locus.linear`,
-    `locus.conv2d` and convolution gradient whose operands are f32 takes
-    them cast to `precision` (bf16 or f16) and gives a 16-bit result, cast
-    back to f32 for its readers. Products and convolutions accumulate in
-    f32 and round their result once (see `--locus-widen-16bit`). Everything
+    its backward pass: every `locus.matmul`, `locus.linear` and
+    convolution gradient whose operands are f32 takes them cast to
+    `precision` (bf16 or f16) and gives a 16-bit result, cast back to f32
+    for its readers; products accumulate in f32 and round their result
+    once (see `--locus-widen-16bit`). A forward `locus.conv2d` reads its
+    operands rounded (cast down and up again) and keeps its f32 result, so
+    the residual add and ReLU after it stay fused into its call (one
+    rounding fewer than PyTorch). Everything
     else stays f32: reductions, softmax, normalization statistics, losses,
     the optimizer's update, the weights (f32 master weights) and the
     gradients that reach them. Each value is cast once per device, right
