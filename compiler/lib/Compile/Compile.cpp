@@ -393,7 +393,9 @@ void checkInputs(const CompiledModel::Impl &m,
     const HostTensor &t = it->second;
     // A float tensor feeds any float input: its values are rounded to the
     // input's type (NumPy has no bfloat16).
-    bool floats = t.isFloat() && HostTensor{{}, slot.dtype, {}, {}}.isFloat();
+    bool floats =
+        t.isFloat() && (slot.dtype == DType::f32 || slot.dtype == DType::bf16 ||
+                        slot.dtype == DType::f16);
     if (!slot.fits(t.shape) || (t.dtype != slot.dtype && !floats))
       throw RunError(where + "input '" + slot.name + "' is " +
                      formatShape(t.shape) + " " + dtypeName(t.dtype) +

@@ -72,6 +72,23 @@ sameElementType(const RuleError &fail,
   return success();
 }
 
+/// A layer's input, weight and optional bias (`bias` stays null without
+/// one) as ranked tensors of one element type.
+LogicalResult layerOperands(const RuleError &fail, Value inputValue,
+                            Value weightValue, Value biasValue,
+                            RankedTensorType &input, RankedTensorType &weight,
+                            RankedTensorType &bias) {
+  input = tensorOperand(fail, inputValue, "input");
+  weight =
+      input ? tensorOperand(fail, weightValue, "weight") : RankedTensorType();
+  if (input && weight && biasValue)
+    bias = tensorOperand(fail, biasValue, "bias");
+  if (!input || !weight || (biasValue && !bias))
+    return failure();
+  return sameElementType(
+      fail, {{"input", input}, {"weight", weight}, {"bias", bias}});
+}
+
 /// Product of the dimensions; shapes are static.
 int64_t elementCount(ArrayRef<int64_t> shape) {
   int64_t count = 1;
@@ -335,16 +352,9 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<LinearOp>(loc);
-  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
-  RankedTensorType weight =
-      input ? tensorOperand(fail, adaptor.getWeight(), "weight")
-            : RankedTensorType();
-  RankedTensorType bias;
-  if (input && weight && adaptor.getBias())
-    bias = tensorOperand(fail, adaptor.getBias(), "bias");
-  if (!input || !weight || (adaptor.getBias() && !bias) ||
-      failed(sameElementType(
-          fail, {{"input", input}, {"weight", weight}, {"bias", bias}})))
+  RankedTensorType input, weight, bias;
+  if (failed(layerOperands(fail, adaptor.getInput(), adaptor.getWeight(),
+                           adaptor.getBias(), input, weight, bias)))
     return failure();
   if (input.getRank() < 1)
     return fail("input must have at least one dimension");
@@ -604,16 +614,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<Conv2dOp>(loc);
-  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
-  RankedTensorType weight =
-      input ? tensorOperand(fail, adaptor.getWeight(), "weight")
-            : RankedTensorType();
-  RankedTensorType bias;
-  if (input && weight && adaptor.getBias())
-    bias = tensorOperand(fail, adaptor.getBias(), "bias");
-  if (!input || !weight || (adaptor.getBias() && !bias) ||
-      failed(sameElementType(
-          fail, {{"input", input}, {"weight", weight}, {"bias", bias}})))
+  RankedTensorType input, weight, bias;
+  if (failed(layerOperands(fail, adaptor.getInput(), adaptor.getWeight(),
+                           adaptor.getBias(), input, weight, bias)))
     return failure();
   SmallVector<int64_t> shape;
   if (failed(

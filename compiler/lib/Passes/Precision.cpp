@@ -46,7 +46,7 @@ Type elementOf(Value v) {
 bool isHalf(Type t) { return t && (t.isBF16() || t.isF16()); }
 
 /// Casts made so far, one per (value, device, type): a value many ops read
-/// is converted once, right after it is made (or after the last cast of it).
+/// is converted once, right after it is made.
 class Casts {
 public:
   /// `v` as `to` on the device of `user` (the op that reads it).
