@@ -40,6 +40,10 @@ EXPORT = None
 if "--export" in ARGS:
     EXPORT = ARGS[ARGS.index("--export") + 1]
     del ARGS[ARGS.index("--export"):ARGS.index("--export") + 2]
+for _arg in list(ARGS):
+    if _arg.startswith("--precision="):
+        cl.PRECISION = _arg.split("=", 1)[1]
+        ARGS.remove(_arg)
 ONLY = ARGS[0] if ARGS else ""
 cl.BUILD = BUILD
 rng = random.Random(611)
@@ -47,7 +51,7 @@ H = 1e-6
 
 
 def rand(shape, low=-2.0, high=2.0):
-    return (list(shape), [cl.struct_f32(rng.uniform(low, high))
+    return (list(shape), [cl.representable(rng.uniform(low, high))
                           for _ in range(cl.numel(shape))])
 
 
@@ -232,18 +236,24 @@ def check(name, inputs, ir, fn):
     wrt = [entry[0] for entry in inputs if (entry[2] if len(entry) > 2 else "f32") == "f32"]
     lines = ["locus.graph @grad_%s {" % name.replace(".", "_")]
     for entry in inputs:
-        elem = entry[2] if len(entry) > 2 else "f32"
-        lines.append('  %%%s = locus.input "%s" : %s' % (entry[0], entry[0], cl.ttype(entry[1][0], elem)))
-    lines.append('  %%R = locus.input "R" : %s' % cl.ttype(out_shape))
-    lines += ["  " + line for line in ir.split("\n")]
+        lines.append('  %%%s = locus.input "%s" : %s' % (
+            entry[0], entry[0], cl.ttype(entry[1][0], cl.elem_of(entry))))
+    body = ["  " + line for line in ir.split("\n")]
+    if cl.PRECISION:
+        body = [cl.in_precision(line) for line in body]
+    lines += body
+    # The loss's type: the forward result's (f32 for a loss op).
+    out_type = cl.result_type(body, (out_shape, [])) if cl.PRECISION else cl.ttype(out_shape)
+    elem = out_type[out_type.rindex("x") + 1 if "x" in out_type else 7:-1]
+    lines.insert(len(inputs) + 1, '  %%R = locus.input "R" : %s' % out_type)
     rank = len(out_shape)
-    lines.append("  %%weighted = locus.mul %%r, %%R : %s" % cl.ttype(out_shape))
+    lines.append("  %%weighted = locus.mul %%r, %%R : %s" % out_type)
     if rank:
-        lines.append("  %%loss = locus.sum %%weighted axes [%s] : %s -> tensor<f32>" % (
-            ", ".join(str(d) for d in range(rank)), cl.ttype(out_shape)))
-        lines.append('  locus.output "loss" = %loss : tensor<f32>')
+        lines.append("  %%loss = locus.sum %%weighted axes [%s] : %s -> tensor<%s>" % (
+            ", ".join(str(d) for d in range(rank)), out_type, elem))
+        lines.append('  locus.output "loss" = %%loss : tensor<%s>' % elem)
     else:
-        lines.append('  locus.output "loss" = %weighted : tensor<f32>')
+        lines.append('  locus.output "loss" = %%weighted : tensor<%s>' % elem)
     lines.append("}")
     want = {v: numeric_grad(fn, tensors, i, weights)
             for i, v in enumerate(entry[0] for entry in inputs) if v in wrt}
@@ -258,10 +268,9 @@ def check(name, inputs, ir, fn):
         if opt.returncode:
             return "locus-opt --locus-autodiff failed:\n" + opt.stderr
         args = []
-        for entry in list(inputs) + [("R", weights)]:
-            elem = entry[2] if len(entry) > 2 else "f32"
+        for entry in list(inputs) + [("R", weights, elem)]:
             path = os.path.join(tmp, entry[0] + ".npy")
-            cl.write_npy(path, entry[1], elem)
+            cl.write_npy(path, entry[1], elem if entry[0] == "R" else cl.elem_of(entry))
             args += ["--input", "%s=%s" % (entry[0], path)]
         for variant, flags in cl.VARIANTS:
             artifact = os.path.join(tmp, variant + ".locus")
@@ -301,7 +310,9 @@ def check(name, inputs, ir, fn):
                 ref = want[v]
                 if len(got) != len(ref):
                     return "%s d/d%s: got %d values, want %d" % (variant, v, len(got), len(ref))
-                worst = max(abs(g - r) / (1e-4 + 1e-3 * abs(r)) for g, r in zip(got, ref))
+                tol = tolerance(ir, ref)
+                worst = max(0.0 if g == r else abs(g - r) / tol(r) for g, r in zip(got, ref))
+                cl.WORST[name] = max(cl.WORST.get(name, 0.0), worst)
                 if worst > 1.0:
                     return "%s d/d%s: mismatch (worst %.2f of tolerance):\ngot  %s\nwant %s" % (
                         variant, v, worst, [round(g, 6) for g in got[:12]],
@@ -309,10 +320,27 @@ def check(name, inputs, ir, fn):
     return None
 
 
+def tolerance(ir, want):
+    """f32's tolerance, or in a 16-bit run the rounding bound of
+    check_lowering's PRECISION_NOTE for the backward graph: two roundings
+    per forward op (its result, which the backward op reads, and the
+    gradient the backward op gives) and one for the weighting."""
+    if not cl.PRECISION:
+        return lambda r: 1e-4 + 1e-3 * abs(r)
+    return cl.rounding_bound(2 * cl.float_ops(ir) + 1, want)
+
+
 def main():
-    passed = failed = 0
+    if cl.PRECISION not in (None, "bf16", "f16"):
+        print("--precision takes bf16 or f16")
+        return 2
+    passed = failed = skipped = 0
     for name, inputs, ir, fn in cases():
         if ONLY not in name:
+            continue
+        if cl.PRECISION and any(op in ir for op in cl.F32_ONLY):
+            skipped += 1
+            print("skip %s: an op of it is defined on f32 only" % name)
             continue
         problem = check(name, inputs, ir, fn)
         if problem:
@@ -320,9 +348,11 @@ def main():
             print("FAIL %s: %s" % (name, problem))
         else:
             passed += 1
-            print("ok   %s" % name)
+            print("ok   %s%s" % (name, (" (worst %.2f of tolerance)" % cl.WORST[name])
+                                    if cl.PRECISION else ""))
         sys.stdout.flush()
-    print("%d passed, %d failed" % (passed, failed))
+    print("%d passed, %d failed" % (passed, failed) + (
+        ", %d left out (f32 only) in %s" % (skipped, cl.PRECISION) if cl.PRECISION else ""))
     print("ptxas -arch=sm_90: %s" % (
         "%d PTX modules accepted (%s)" % (cl.PTX_MODULES[0], cl.PTXAS) if cl.PTXAS
         else "not run: no CUDA toolkit (ptxas) found"))

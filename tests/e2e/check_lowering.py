@@ -34,7 +34,11 @@ With --compiled, the kernels placed on cuda:0 are also compiled to PTX
 each case, the cuda artifact, its inputs and the double reference as .npy
 in DIR/<case>/: what tools/gpu-check runs on a real GPU.
 
-  check_lowering.py <build dir> [--compiled] [--export DIR] [case-name-substring]
+With --compiled --precision=bf16|f16, the cases run in that type (see
+PRECISION_NOTE below for what is compared and how closely).
+
+  check_lowering.py <build dir> [--compiled [--precision=bf16|f16]]
+                    [--export DIR] [case-name-substring]
 """
 import itertools
 import math
@@ -57,6 +61,13 @@ EXPORT = None
 if "--export" in ARGS:
     EXPORT = ARGS[ARGS.index("--export") + 1]
     del ARGS[ARGS.index("--export"):ARGS.index("--export") + 2]
+# --precision=bf16|f16 (with --compiled): every case's float tensors in that
+# type instead of f32 (see PRECISION_NOTE).
+PRECISION = None
+for _arg in list(ARGS):
+    if _arg.startswith("--precision="):
+        PRECISION = _arg.split("=", 1)[1]
+        ARGS.remove(_arg)
 ONLY = ([a for a in ARGS if a != "--compiled"] or [""])[0]
 
 
@@ -70,6 +81,7 @@ def find_ptxas():
 
 PTXAS = find_ptxas()
 PTX_MODULES = [0]
+WORST = {}  # case -> its worst error as a share of the tolerance
 LLVM = "/usr/lib/llvm-19"
 OPT = os.path.join(BUILD, "tools", "locus-opt")
 HOST_PIPELINE = "--locus-host-pipeline=parallelize=false bare-pointers=false"
@@ -113,14 +125,40 @@ def gelu_tanh(x):
 
 
 def rand(shape, low=-2.0, high=2.0):
-    # Values exactly representable in float32, so both sides start equal.
-    return (list(shape), [struct_f32(rng.uniform(low, high))
+    # Values exactly representable in float32 (or in the 16-bit type the
+    # run checks), so both sides start equal.
+    return (list(shape), [representable(rng.uniform(low, high))
                           for _ in range(numel(shape))])
 
 
 def struct_f32(x):
     import struct
     return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def bf16_bits(x):
+    """The bits of x rounded to bfloat16 (to nearest, ties to even)."""
+    import struct
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def from_bf16_bits(bits):
+    import struct
+    return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+
+
+def representable(x):
+    """x rounded to the type of the run's float tensors."""
+    import struct
+    if PRECISION == "bf16":
+        return from_bf16_bits(bf16_bits(x))
+    if PRECISION == "f16":
+        try:
+            return struct.unpack("<e", struct.pack("<e", x))[0]
+        except OverflowError:  # past 65504 (rounded): infinite in f16
+            return math.copysign(math.inf, x)
+    return struct_f32(x)
 
 
 def ttype(shape, elem="f32"):
@@ -357,7 +395,7 @@ def cases():
         ew(lambda x: 1.0 if x != 0 else 0.0, ia)
     # i32: from f32 (truncation), to and from i64 (sign kept; i64 -> i32
     # wraps to the low 32 bits), to i1, and compared signed.
-    scaled = ew(lambda x: struct_f32(x * 1000.0), a)
+    scaled = ew(lambda x: representable(x * 1000.0), a)
     big = ([3, 5], [rng.choice([-1, 1]) * rng.randrange(0, 1 << 40) for _ in range(15)])
     yield "cast_f32_i32", [("a", scaled)], (
         "%i = locus.cast %a to i32 : tensor<3x5xf32> -> tensor<3x5xi32>\n"
@@ -367,7 +405,7 @@ def cases():
         "%n = locus.cast %i to i32 : tensor<3x5xi64> -> tensor<3x5xi32>\n"
         "%w = locus.cast %n to i64 : tensor<3x5xi32> -> tensor<3x5xi64>\n"
         "%r = locus.cast %w to f32 : tensor<3x5xi64> -> tensor<3x5xf32>"), \
-        ew(lambda x: float(((x + (1 << 31)) % (1 << 32)) - (1 << 31)), big)
+        ew(lambda x: representable(float(((x + (1 << 31)) % (1 << 32)) - (1 << 31))), big)
     yield "cast_i32_i1_i32", [("i", ia, "i32")], (
         "%m = locus.cast %i to i1 : tensor<3x5xi32> -> tensor<3x5xi1>\n"
         "%k = locus.cast %m to i32 : tensor<3x5xi1> -> tensor<3x5xi32>\n"
@@ -718,48 +756,130 @@ def run_exact(name, lines, ref):
     return None
 
 
+NPY = {"f32": ("<f4", "f"), "i64": ("<i8", "q"), "i32": ("<i4", "i"),
+       "f16": ("<f2", "e"), "bf16": ("<u2", "H")}  # bf16: its bits
+
+
 def write_npy(path, tensor, elem):
     import struct
     shape, data = tensor
-    descr = {"f32": "<f4", "i64": "<i8", "i32": "<i4"}[elem]
+    descr, fmt = NPY[elem]
+    if elem == "bf16":
+        data = [bf16_bits(v) for v in data]
     dims = "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
     header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, dims)
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<%d%s" % (len(data), {"f32": "f", "i64": "q", "i32": "i"}[elem]), *data))
+        f.write(struct.pack("<%d%s" % (len(data), fmt), *data))
 
 
 def read_npy_f32(path):
+    """A float .npy's values: f32, f16, or bf16 bits (locus-run's <u2)."""
     import struct
     raw = open(path, "rb").read()
     length = struct.unpack("<H", raw[8:10])[0]
+    header = raw[10:10 + length].decode()
     body = raw[10 + length:]
+    if "<u2" in header:
+        return [from_bf16_bits(b) for b in struct.unpack("<%dH" % (len(body) // 2), body)]
+    if "<f2" in header:
+        return list(struct.unpack("<%de" % (len(body) // 2), body))
     return list(struct.unpack("<%df" % (len(body) // 4), body))
+
+
+# --- 16-bit runs --------------------------------------------------------------
+
+PRECISION_NOTE = """With --compiled --precision=bf16 (or f16), every case's
+float tensors are of that type: inputs, results and every value between
+(`tensor<...xf32>` becomes `tensor<...xbf16>`), random inputs are values of
+the type, and the reference is computed from them in double. Each op then
+computes in f32 and rounds its result once (--locus-widen-16bit; products
+accumulate in f32), so a case of n float ops is within n roundings of the
+reference: |got - want| <= n * u * |want| + (n - 1) * u * scale, u the
+type's unit roundoff (2^-8 for bf16, 2^-11 for f16) and scale the largest
+|want| of the case (an op's rounding error is relative to its own result,
+which a later op may cancel), plus f32's own error in sums. Cases with ops defined on f32 only (state, optimizers,
+random numbers, one_hot, all_reduce) are left out, and said so."""
+
+UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
+F32_ONLY = ("locus.random", "locus.adam", "locus.sgd", "locus.one_hot",
+            "locus.all_reduce", "locus.state")
+
+
+F32_RESULT = ("locus.mse_loss", "locus.cross_entropy", "locus.count")
+
+
+def in_precision(text):
+    """`text` (a line) with its f32 tensor types in the run's 16-bit type,
+    and cast targets too. Losses keep their f32 results."""
+    text = re.sub(r"\bto f32\b", "to " + PRECISION, text)
+    head, arrow, result = text.partition("->")
+    if any(op in text for op in F32_RESULT):
+        return re.sub(r"(tensor<(?:[0-9?]+x)*)f32>", r"\g<1>%s>" % PRECISION,
+                      head) + arrow + result
+    return re.sub(r"(tensor<(?:[0-9?]+x)*)f32>", r"\g<1>%s>" % PRECISION, text)
+
+
+def result_type(lines, ref):
+    """The type of %r in the 16-bit run: f32 where a loss gives it."""
+    made = [line for line in lines if line.lstrip().startswith("%r = ")]
+    keeps = made and any(op in made[0] for op in F32_RESULT)
+    return ttype(ref[0], "f32" if keeps else PRECISION)
+
+
+def float_ops(ir):
+    """How many ops of `ir` have a float result (the roundings on a path)."""
+    return max(1, sum(1 for line in ir.split("\n")
+                      if re.search(r"-> tensor<[^>]*f32>\s*$|: tensor<[^>]*f32>\s*$", line)
+                      and "locus." in line and "locus.cmp" not in line))
+
+
+def tolerance(ir, want):
+    """The largest |got - want| a value may have: f32's for f32 runs, else
+    PRECISION_NOTE's bound."""
+    if not PRECISION:
+        return lambda w: 1e-5 + 2e-5 * abs(w)
+    return rounding_bound(float_ops(ir), want)
+
+
+def rounding_bound(n, want):
+    """PRECISION_NOTE's bound for n roundings, plus f32's own error in
+    the ops' sums (2^-18 of the scale: 64 terms' worth)."""
+    u = UNIT_ROUNDOFF[PRECISION]
+    scale = max([abs(w) for w in want] or [0.0])
+    return lambda w: 1e-6 + 2.0 ** -18 * scale + n * u * abs(w) + (n - 1) * u * scale
 
 
 VARIANTS = [("cpu", ["--devices=cpu", "--policy=cpu"]),
             ("sim", ["--devices=cpu,cuda:0", "--policy=prefer-gpu"])]
 
 
+def elem_of(entry):
+    """An input's element type in this run."""
+    elem = entry[2] if len(entry) > 2 else "f32"
+    return PRECISION if PRECISION and elem == "f32" else elem
+
+
 def run_compiled(name, inputs, ir, ref):
     lines = ["locus.graph @%s {" % re.sub(r"\W", "_", name)]
     for entry in inputs:
-        var, tensor = entry[0], entry[1]
-        elem = entry[2] if len(entry) > 2 else "f32"
-        lines.append('  %%%s = locus.input "%s" : %s' % (var, var, ttype(tensor[0], elem)))
+        lines.append('  %%%s = locus.input "%s" : %s' % (
+            entry[0], entry[0], ttype(entry[1][0], elem_of(entry))))
     lines += ["  " + l for l in ir.split("\n")]
     lines.append('  locus.output "r" = %%r : %s' % ttype(ref[0]))
     lines.append("}")
+    if PRECISION:
+        lines = [in_precision(line) for line in lines[:-2]] + [
+            '  locus.output "r" = %%r : %s' % result_type(lines, ref)] + lines[-1:]
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "graph.mlir")
         with open(src, "w") as f:
             f.write("\n".join(lines) + "\n")
         args = []
         for entry in inputs:
-            elem = entry[2] if len(entry) > 2 else "f32"
             path = os.path.join(tmp, entry[0] + ".npy")
-            write_npy(path, entry[1], elem)
+            write_npy(path, entry[1], elem_of(entry))
             args += ["--input", "%s=%s" % (entry[0], path)]
         for variant, flags in VARIANTS:
             artifact = os.path.join(tmp, variant + ".locus")
@@ -823,7 +943,10 @@ def run_compiled(name, inputs, ir, ref):
                 bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
                 return "%s: not bit-exact: %d of %d values differ (first: %s, want %s)" % (
                     variant, len(bad), len(want), got[bad[0]], want[bad[0]])
-            worst = max([abs(g - w) / (1e-5 + 2e-5 * abs(w)) for g, w in zip(got, want)] or [0])
+            tol = tolerance(ir, want)
+            worst = max([0.0 if g == w else abs(g - w) / tol(w)
+                         for g, w in zip(got, want)] or [0])
+            WORST[name] = max(WORST.get(name, 0.0), worst)
             if worst > 1.0:
                 return "%s: mismatch (worst error %.2f of tolerance):\ngot  %s\nwant %s" % (
                     variant, worst, got[:16], [round(v, 6) for v in want[:16]])
@@ -831,11 +954,18 @@ def run_compiled(name, inputs, ir, ref):
 
 
 def main():
-    passed = failed = 0
+    if PRECISION and (not COMPILED or PRECISION not in UNIT_ROUNDOFF):
+        print("--precision takes bf16 or f16, with --compiled")
+        return 2
+    passed = failed = skipped = 0
     for name, inputs, ir, ref in cases():
         if ONLY not in name:
             continue
         if not COMPILED and name.startswith("fused_"):
+            continue
+        if PRECISION and any(op in ir for op in F32_ONLY):
+            skipped += 1
+            print("skip %s: an op of it is defined on f32 only" % name)
             continue
         problem = (run_compiled if COMPILED else run)(name, inputs, ir, ref)
         if problem:
@@ -843,8 +973,10 @@ def main():
             print("FAIL %s: %s" % (name, problem))
         else:
             passed += 1
-            print("ok   %s (%d values)" % (name, len(ref[1])))
-    print("%d passed, %d failed" % (passed, failed))
+            print("ok   %s (%d values%s)" % (name, len(ref[1]), (
+                ", worst %.2f of tolerance" % WORST[name]) if PRECISION else ""))
+    print("%d passed, %d failed" % (passed, failed) +
+          (", %d left out (f32 only) in %s" % (skipped, PRECISION) if PRECISION else ""))
     if COMPILED:
         print("ptxas -arch=sm_90: %s" % (
             "%d PTX modules accepted (%s)" % (PTX_MODULES[0], PTXAS) if PTXAS

@@ -97,7 +97,7 @@ TEST(Train, MistakesAreErrorsAtTheCallAndRecordNothing) {
   unsigned line = 0;
   unsigned expected = __LINE__ + 1;
   std::string message = errorOf([&] { grad(y, {w}); }, &line);
-  EXPECT_NE(message.find("the loss must be a scalar f32 value"),
+  EXPECT_NE(message.find("the loss must be a scalar float value"),
             std::string::npos)
       << message;
   EXPECT_EQ(line, expected);

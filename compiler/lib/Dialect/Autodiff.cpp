@@ -85,8 +85,23 @@ private:
     return b.create<ReshapeOp>(loc, v, shape);
   }
   /// The run's element count of `x` along `axes` (f32, 0-d).
+  /// How many elements of x `axes` hold at run time, in x's float type.
   Value countOf(Value x, ArrayRef<int64_t> axes) {
-    return b.create<CountOp>(loc, x, axes);
+    return inTypeOf(b.create<CountOp>(loc, x, axes), x);
+  }
+  /// v in f32 (cast up exactly when it is 16-bit).
+  Value inF32(Value v) {
+    if (typeOf(v).getElementType().isF32())
+      return v;
+    return b.create<CastOp>(loc, v, TypeAttr::get(b.getF32Type()));
+  }
+  /// v in like's element type: a loss's f32 gradient or an f32 one-hot
+  /// meeting a 16-bit value.
+  Value inTypeOf(Value v, Value like) {
+    Type element = typeOf(like).getElementType();
+    if (typeOf(v).getElementType() == element)
+      return v;
+    return b.create<CastOp>(loc, v, TypeAttr::get(element));
   }
   Value add(Value x, Value y) { return b.create<AddOp>(loc, x, y); }
   Value sub(Value x, Value y) { return b.create<SubOp>(loc, x, y); }
@@ -161,7 +176,7 @@ private:
   Value timesScalar(Value d, Value g) {
     if (g == seed)
       return d;
-    return mul(d, broadcast(g, typeOf(d).getShape()));
+    return mul(d, broadcast(inTypeOf(g, d), typeOf(d).getShape()));
   }
 
   /// Records the gradients of `op`'s operands from `g`, its result's.
@@ -232,9 +247,9 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
   };
   auto lossType = dyn_cast<RankedTensorType>(loss.getType());
   if (!owned(loss) || !lossType || lossType.getRank() != 0 ||
-      !lossType.getElementType().isF32())
+      !isa<FloatType>(lossType.getElementType()))
     return emitError(owned(loss) ? loss.getLoc() : graph.getLoc())
-           << "the loss must be a scalar f32 value of graph @"
+           << "the loss must be a scalar float value of graph @"
            << graph.getSymName() << ", got " << loss.getType();
   for (Value v : wrt) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
@@ -260,7 +275,7 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
   Operation *lastForward = &body.back();
   if (needs(loss)) {
     loc = backwardLoc(loss.getLoc());
-    seed = splat(1.0, {});
+    seed = splat(1.0, {}, lossType.getElementType());
     grads[loss] = seed;
     for (Operation *op = loss.getDefiningOp(); op; op = op->getPrevNode()) {
       if (op->getNumResults() != 1 && !isa<BatchNormTrainOp>(op))
@@ -300,7 +315,8 @@ Value Differentiator::gatherGrad(GatherOp o, Value g) {
   int64_t count = typeOf(o.getIndices()).getNumElements();
   Value flat = reshape(o.getIndices(), {count});
   // [count, extent] -> [extent, count]: which result slices land where.
-  Value scatter = transposeLast(b.create<OneHotOp>(loc, flat, extent));
+  Value scatter =
+      transposeLast(inTypeOf(b.create<OneHotOp>(loc, flat, extent), g));
   Value sum;
   if (outer == 1) {
     sum = b.create<MatmulOp>(loc, scatter, reshape(g, {count, inner}));
@@ -718,20 +734,25 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
         });
         return true;
       })
+      // Both in f32 for 16-bit values, rounded once, as PyTorch's kernels
+      // do: g - dot cancels, and its operands' roundings would not.
       .Case<SoftmaxOp>([&](SoftmaxOp o) {
         give(o.getInput(), [&] {
           int64_t axis = o.getAxis();
+          Value gw = inF32(g), yw = inF32(y);
           Value dot =
-              broadcast(sum(mul(g, y), {axis}, true), typeOf(y).getShape());
-          return mul(sub(g, dot), y);
+              broadcast(sum(mul(gw, yw), {axis}, true), typeOf(y).getShape());
+          return inTypeOf(mul(sub(gw, dot), yw), o.getInput());
         });
         return true;
       })
       .Case<LogSoftmaxOp>([&](LogSoftmaxOp o) {
         give(o.getInput(), [&] {
           int64_t axis = o.getAxis();
-          Value total = broadcast(sum(g, {axis}, true), typeOf(y).getShape());
-          return sub(g, mul(b.create<ExpOp>(loc, y), total));
+          Value gw = inF32(g), yw = inF32(y);
+          Value total = broadcast(sum(gw, {axis}, true), typeOf(y).getShape());
+          return inTypeOf(sub(gw, mul(b.create<ExpOp>(loc, yw), total)),
+                          o.getInput());
         });
         return true;
       })
@@ -805,8 +826,9 @@ bool Differentiator::backwardLoss(Operation *op, Value g) {
         give(o.getLogits(), [&] {
           RankedTensorType logits = typeOf(o.getLogits());
           Value p = b.create<SoftmaxOp>(loc, o.getLogits(), 1);
-          Value hot =
-              b.create<OneHotOp>(loc, o.getLabels(), logits.getDimSize(1));
+          Value hot = inTypeOf(
+              b.create<OneHotOp>(loc, o.getLabels(), logits.getDimSize(1)),
+              o.getLogits());
           double scale = o.getReduction() == ReductionKind::mean
                              ? 1.0 / static_cast<double>(logits.getDimSize(0))
                              : 1.0;

@@ -75,9 +75,10 @@ public:
     }
     for (const std::string &name : wrt) {
       Value v = sources.lookup(name);
-      if (!v || !cast<RankedTensorType>(v.getType()).getElementType().isF32()) {
+      if (!v || !isa<FloatType>(
+                    cast<RankedTensorType>(v.getType()).getElementType())) {
         graph.emitError() << "wrt= names '" << name
-                          << "', which is no f32 input or state of the graph";
+                          << "', which is no float input or state of the graph";
         return signalPassFailure();
       }
       params.push_back(v);

@@ -3,7 +3,7 @@
 // RUN: not locus-opt %s -split-input-file --locus-autodiff='optimizer=rmsprop' 2>&1 | FileCheck %s --check-prefix=OPT
 // OPT: unknown optimizer 'rmsprop'; expected none, sgd or adam
 // RUN: not locus-opt %s -split-input-file --locus-autodiff='wrt=nope' 2>&1 | FileCheck %s --check-prefix=WRT
-// WRT: wrt= names 'nope', which is no f32 input or state of the graph
+// WRT: wrt= names 'nope', which is no float input or state of the graph
 // RUN: not locus-opt %s -split-input-file --locus-autodiff='optimizer=sgd wrt=x' 2>&1 | FileCheck %s --check-prefix=WRTOPT
 // WRTOPT: wrt= is for gradients (optimizer=none); an optimizer updates every parameter
 
@@ -17,7 +17,7 @@ locus.graph @g {
 
 locus.graph @g {
   %w = locus.state "w" parameter : tensor<4xf32> init <full(1.0)>
-  // expected-error@+1 {{the loss must be a scalar f32 value of graph @g, got 'tensor<4xf32>'}}
+  // expected-error@+1 {{the loss must be a scalar float value of graph @g, got 'tensor<4xf32>'}}
   %e = locus.exp %w : tensor<4xf32>
   locus.output "loss" = %e : tensor<4xf32>
 }

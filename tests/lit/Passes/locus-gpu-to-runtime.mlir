@@ -38,6 +38,25 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A 16-bit float's slot is its bits too: the kernel reads the slot's first
+// two bytes.
+// CHECK-LABEL: func.func @half_args
+// CHECK: %[[B:.*]] = arith.bitcast %arg0 : bf16 to i16
+// CHECK: arith.extui %[[B]] : i16 to i64
+// CHECK: %[[H:.*]] = arith.bitcast %arg1 : f16 to i16
+// CHECK: arith.extui %[[H]] : i16 to i64
+// CHECK: call @locus_cuda_launch
+module attributes {gpu.container_module} {
+  gpu.binary @bin [#gpu.object<#nvvm.target<chip = "sm_90">, assembly = "ptx">]
+  func.func @half_args(%a: bf16, %h: f16) {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @bin::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : bf16, %h : f16)
+    return
+  }
+}
+
+// -----
+
 module attributes {gpu.container_module} {
   gpu.binary @bin [#gpu.object<#nvvm.target<chip = "sm_90">, bin = "cubin">]
   func.func @no_ptx() {

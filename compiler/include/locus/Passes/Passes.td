@@ -42,8 +42,8 @@ def LocusAutodiff : Pass<"locus-autodiff", "::locus::GraphOp"> {
     locus-opt --locus-autodiff='optimizer=adam lr=0.001' model.mlir
     ```
 
-    Errors: no output named `loss`, a loss that is not a scalar f32, no
-    parameters, a `wrt` name that is no f32 input or state, `wrt` with an
+    Errors: no output named `loss`, a loss that is not a float scalar, no
+    parameters, a `wrt` name that is no float input or state, `wrt` with an
     optimizer, an op on the path with no gradient (a gradient or optimizer
     op), an unknown optimizer or a bad setting.
   }];
@@ -1522,9 +1522,10 @@ def LocusGpuToRuntime : Pass<"locus-gpu-to-runtime", "::mlir::ModuleOp"> {
 
     where `%kernel` is the kernel's number and `%args` the address of an
     array of 8-byte slots, one per kernel argument: a buffer's aligned
-    pointer, an index or integer widened to i64, an f32's bits in the low
-    half. The runtime's `cuda` device loads each PTX module once and passes
-    the slots to `cuLaunchKernel` on its compute stream. A launch of a
+    pointer, an index or integer widened to i64, a float's bits (f32, bf16
+    or f16) in the low bytes. The runtime's `cuda` device loads each PTX
+    module once and passes the slots to `cuLaunchKernel` on its compute
+    stream. A launch of a
     kernel with no binary, a binary with no PTX object, or an argument of
     another type is an error.
   }];

@@ -109,9 +109,12 @@ private:
         slot = v;
       else if (auto it = dyn_cast<IntegerType>(type); it && it.getWidth() < 64)
         slot = b.create<arith::ExtUIOp>(loc, i64, v);
-      else if (type.isF32())
+      else if (auto ft = dyn_cast<FloatType>(type); ft && ft.getWidth() < 64)
+        // Its bits, from the slot's first bytes: f32, bf16 or f16.
         slot = b.create<arith::ExtUIOp>(
-            loc, i64, b.create<arith::BitcastOp>(loc, b.getI32Type(), v));
+            loc, i64,
+            b.create<arith::BitcastOp>(loc, b.getIntegerType(ft.getWidth()),
+                                       v));
       else
         return l.emitOpError("passes a kernel argument of type ")
                << type << ", which the runtime cannot pass";
