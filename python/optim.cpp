@@ -3,6 +3,7 @@
 // locus.optim.lr_scheduler.
 
 #include "locus/Compile/LrScheduler.h"
+#include "locus/Frontend/Amp.h"
 
 #include "common.h"
 
@@ -346,6 +347,80 @@ void bindSchedulers(py::module_ &optim) {
 
 #undef LOCUS_KEEP
 
+/// The tensors of a Python list of gradients, none missing.
+std::vector<Tensor> tensorsOf(const py::list &grads, const char *what) {
+  if (grads.empty())
+    throw py::value_error(std::string(what) +
+                          " takes the gradients, got an empty list");
+  return grads.cast<std::vector<Tensor>>();
+}
+
+/// locus.amp.GradScaler: torch.cuda.amp.GradScaler's calls, recorded into
+/// the training step.
+void bindAmp(py::module_ &m) {
+  py::module_ amp = m.def_submodule("amp", "dynamic loss scaling");
+  py::class_<amp::GradScaler>(amp, "GradScaler")
+      .def(py::init([](double initScale, double growthFactor,
+                       double backoffFactor, int64_t growthInterval,
+                       bool enabled) {
+             return atCaller([&] {
+               return amp::GradScaler({initScale, growthFactor, backoffFactor,
+                                       growthInterval, enabled});
+             });
+           }),
+           py::arg("init_scale") = 65536.0, py::arg("growth_factor") = 2.0,
+           py::arg("backoff_factor") = 0.5, py::arg("growth_interval") = 2000,
+           py::arg("enabled") = true)
+      .def(
+          "scale",
+          [](amp::GradScaler &s, const Tensor &loss) {
+            return recorded(graphOf(loss),
+                            [&] { return s.scale(loss, Here::current()); });
+          },
+          py::arg("loss"), "loss * scale: differentiate this one.")
+      .def(
+          "unscale_",
+          [](amp::GradScaler &s, const py::list &grads) {
+            std::vector<Tensor> g = tensorsOf(grads, "unscale_()");
+            recorded(graphOf(g[0]), [&] { s.unscale_(g, Here::current()); });
+            for (size_t i = 0; i < g.size(); ++i)
+              grads[i] = py::cast(g[i]);
+          },
+          py::arg("grads"),
+          "Divides the gradients in the list by the scale, in place (before "
+          "clipping them).")
+      .def(
+          "step",
+          [](amp::GradScaler &s, optim::Optimizer &opt, const py::list &grads) {
+            std::vector<Tensor> g = tensorsOf(grads, "step()");
+            recorded(graphOf(g[0]), [&] { s.step(opt, g, Here::current()); });
+          },
+          py::arg("optimizer"), py::arg("grads"),
+          "optimizer.step(grads), unscaled first unless unscale_() was "
+          "called, and writing no state when a gradient held an inf or NaN.")
+      .def(
+          "update",
+          [](amp::GradScaler &s) {
+            atCaller([&] { s.update(Here::current()); });
+          },
+          "Records the scale's update: halved after an inf or NaN, doubled "
+          "after growth_interval steps without one.")
+      .def(
+          "found_inf",
+          [](const amp::GradScaler &s) {
+            return atCaller([&] { return s.foundInf(Here::current()); });
+          },
+          "A scalar: 1 when the step's gradients held an inf or NaN.")
+      .def_property_readonly_static(
+          "scale_state_name",
+          [](const py::object &) { return amp::GradScaler::scaleStateName(); })
+      .def_property_readonly_static(
+          "growth_tracker_state_name", [](const py::object &) {
+            return amp::GradScaler::growthTrackerStateName();
+          });
+  py::module_::import("sys").attr("modules")["locus.amp"] = amp;
+}
+
 } // namespace
 
 void python::bindOptim(py::module_ &m) {
@@ -353,4 +428,5 @@ void python::bindOptim(py::module_ &m) {
   bindOptimizers(optim);
   bindSchedulers(optim);
   py::module_::import("sys").attr("modules")["locus.optim"] = optim;
+  bindAmp(m);
 }

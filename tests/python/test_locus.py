@@ -259,6 +259,66 @@ def test_bf16_autocast_on_the_cpu_and_a_gpu_follows_fp32():
         locus.compile(mlp_graph(), precision="fp8")
 
 
+def _scaled_f16_step(scaler, loss_scale):
+    g = locus.Graph("f16_step")
+    x, y = g.input("x", [32, 16]), g.input("y", [32, 1])
+    fc = locus.nn.Linear(g, 16, 1, name="fc")
+    loss = locus.mse_loss(fc(x), y) * loss_scale
+    g.output("loss", loss)
+    opt = locus.optim.SGD(fc.parameters(), lr=1e5)
+    if scaler is None:
+        opt.step(loss)
+    else:
+        grads = locus.grad(scaler.scale(loss), fc.parameters())
+        scaler.unscale_(grads)
+        norm = locus.nn.utils.clip_grad_norm_(grads, 1e9)
+        g.output("norm", norm)
+        scaler.step(opt, grads)
+        scaler.update()
+        g.output("found_inf", scaler.found_inf())
+    return g
+
+
+def test_grad_scaler_trains_f16_where_gradients_underflow():
+    # A loss scaled by 1e-8 gives gradients at the f16 layer output below
+    # f16's smallest subnormal: unscaled, the weights never move; through
+    # locus.amp.GradScaler they follow f32 training. An inf in the input
+    # skips the step and halves the scale, with no value read by the host.
+    rng = np.random.default_rng(8)
+    batches = [(rng.uniform(-1, 1, (32, 16)).astype(np.float32),
+                rng.uniform(-1, 1, (32, 1)).astype(np.float32))
+               for _ in range(3)]
+    plain = locus.compile(_scaled_f16_step(None, 1e-8), policy="cpu",
+                          devices=["cpu"], precision="f16")
+    scaled = locus.compile(_scaled_f16_step(locus.amp.GradScaler(), 1e-8),
+                           policy="cpu", devices=["cpu"], precision="f16")
+    f32 = locus.compile(_scaled_f16_step(None, 1e-8), policy="cpu",
+                        devices=["cpu"])
+    w0 = f32.state("fc.weight").copy()
+    for x, y in batches:
+        plain.run(x=x, y=y)
+        assert scaled.run(x=x, y=y)["found_inf"] == 0
+        f32.run(x=x, y=y)
+    np.testing.assert_array_equal(plain.state("fc.weight"), w0)
+    moved = f32.state("fc.weight") - w0
+    assert np.all(np.abs(moved) > 1e-5)
+    np.testing.assert_allclose(scaled.state("fc.weight") - w0, moved,
+                               rtol=1e-2, atol=1e-7)
+    name = locus.amp.GradScaler.scale_state_name
+    assert scaled.state(name) == 65536
+    w = scaled.state("fc.weight").copy()
+    x, y = batches[0]
+    x = x.copy()
+    x[3, 5] = np.inf
+    assert scaled.run(x=x, y=y)["found_inf"] == 1
+    np.testing.assert_array_equal(scaled.state("fc.weight"), w)
+    assert scaled.state(name) == 32768
+    with pytest.raises(locus.Error) as info:
+        locus.amp.GradScaler().update()  # @update
+    assert info.value.line == line_of("# @update")
+    assert "update() follows step()" in str(info.value)
+
+
 def test_f16_and_bf16_values_cross_the_boundary():
     # An f16 input takes NumPy's float16 (or float32, rounded); an f16
     # output comes back as float16, a bf16 one as float32 holding bf16
