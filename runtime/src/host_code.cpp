@@ -38,6 +38,7 @@ void *runtimeFunction(const char *name) {
       {LOCUS_ABI_PARALLEL_FOR, reinterpret_cast<void *>(&locus_parallel_for)},
       {LOCUS_ABI_CUDA_LAUNCH, reinterpret_cast<void *>(&locus_cuda_launch)},
       {LOCUS_ABI_CUDA_SGEMM, reinterpret_cast<void *>(&locus_cuda_sgemm)},
+      {LOCUS_ABI_CUDA_GEMM_16, reinterpret_cast<void *>(&locus_cuda_gemm_16)},
       {LOCUS_ABI_CUDA_SGEMM_TF32,
        reinterpret_cast<void *>(&locus_cuda_sgemm_tf32)},
       {LOCUS_ABI_CUDA_ALLOC, reinterpret_cast<void *>(&locus_cuda_alloc)},

@@ -135,12 +135,17 @@ private:
       return;
     }
     // f32 products call `callee`; bf16 or f16 operands into an f32
-    // accumulator call locus_gemm_16, on the host (the GPU has none yet).
+    // accumulator call its 16-bit sibling: locus_gemm_16 on the host,
+    // locus_cuda_gemm_16 (cublasGemmEx) on a GPU.
     Type element = oa->type.getElementType();
     bool half = !element.isF32();
+    StringRef halfCallee = callee == LOCUS_ABI_SGEMM
+                               ? StringRef(LOCUS_ABI_GEMM_16)
+                               : StringRef(LOCUS_ABI_CUDA_GEMM_16);
     if (element != ob->type.getElementType() ||
         !oc->type.getElementType().isF32() ||
-        (half && callee != LOCUS_ABI_SGEMM)) {
+        (half && callee != LOCUS_ABI_SGEMM && callee != LOCUS_ABI_CUDA_SGEMM &&
+         callee != LOCUS_ABI_CUDA_SGEMM_TF32)) {
       LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
                               << op->getLoc() << ": loops (element types)\n");
       return;
@@ -161,9 +166,8 @@ private:
     }
     LLVM_DEBUG(llvm::dbgs()
                << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
-               << ": "
-               << (half ? StringRef(LOCUS_ABI_GEMM_16) : StringRef(callee))
-               << " beta " << beta << "\n");
+               << ": " << (half ? halfCallee : StringRef(callee)) << " beta "
+               << beta << "\n");
     OpBuilder b(op);
     Location loc = op->getLoc();
     auto i64 = [&](int64_t v) -> Value {
@@ -246,8 +250,7 @@ private:
       args.insert(args.begin(),
                   b.create<arith::ConstantIntOp>(loc, halfCode(element), 32));
     b.create<func::CallOp>(
-        loc,
-        declaration(module, half ? StringRef(LOCUS_ABI_GEMM_16) : callee, half),
+        loc, declaration(module, half ? halfCallee : StringRef(callee), half),
         args);
     op->erase();
     ++numCalls;

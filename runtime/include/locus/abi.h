@@ -118,6 +118,9 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 #define LOCUS_ABI_CUDA_LAUNCH "locus_cuda_launch"
 #define LOCUS_ABI_CUDA_SGEMM "locus_cuda_sgemm"
 #define LOCUS_ABI_CUDA_SGEMM_TF32 "locus_cuda_sgemm_tf32"
+/* bf16 or f16 operands into an f32 result (cublasGemmEx): locus_gemm_16's
+ * arguments. */
+#define LOCUS_ABI_CUDA_GEMM_16 "locus_cuda_gemm_16"
 #define LOCUS_ABI_CUDA_ALLOC "locus_cuda_alloc"
 #define LOCUS_ABI_CUDA_FREE "locus_cuda_free"
 #define LOCUS_ABI_CUDA_CONV2D "locus_cuda_conv2d"
@@ -132,7 +135,7 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
 #define LOCUS_ABI_CUDA_IMPORTS                                                 \
   LOCUS_ABI_CUDA_LAUNCH, LOCUS_ABI_CUDA_SGEMM, LOCUS_ABI_CUDA_ALLOC,           \
       LOCUS_ABI_CUDA_FREE, LOCUS_ABI_CUDA_CONV2D, LOCUS_ABI_CUDA_DNN_READY,    \
-      LOCUS_ABI_CUDA_SGEMM_TF32
+      LOCUS_ABI_CUDA_SGEMM_TF32, LOCUS_ABI_CUDA_GEMM_16
 
 /* ---- The plan section --------------------------------------------------- *
  * The compiler writes a plan, the runtime reads it; docs/artifact.md has the
@@ -378,6 +381,15 @@ LOCUS_API void locus_cuda_sgemm_tf32(int64_t batch, int64_t m, int64_t n,
                                      uintptr_t b, int64_t ldb, int64_t stride_b,
                                      int32_t trans_b, float beta, uintptr_t c,
                                      int64_t ldc, int64_t stride_c);
+/* locus_gemm_16's contract on device pointers: bf16 or f16 A and B into
+ * f32 C, accumulated in f32 on tensor cores (cublasGemmEx,
+ * CUBLAS_COMPUTE_32F). */
+LOCUS_API void locus_cuda_gemm_16(int32_t dtype, int64_t batch, int64_t m,
+                                  int64_t n, int64_t k, uintptr_t a,
+                                  int64_t lda, int64_t stride_a,
+                                  int32_t trans_a, uintptr_t b, int64_t ldb,
+                                  int64_t stride_b, int32_t trans_b, float beta,
+                                  uintptr_t c, int64_t ldc, int64_t stride_c);
 /* Nonzero when the device of the launch in progress runs convolutions
  * through cuDNN (found with dlopen, its handle made); zero when it cannot,
  * and the launcher runs its generated kernels instead. */

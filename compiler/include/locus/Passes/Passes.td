@@ -1295,10 +1295,11 @@ def LocusLinalgToBlas : Pass<"locus-linalg-to-blas", "::mlir::ModuleOp"> {
     offset is read from the view's descriptor
     (`memref.extract_strided_metadata`) at the call. A product of bf16 or
     f16 operands into an f32 output (what `locus.matmul` and `locus.linear`
-    of 16-bit values lower to) calls `locus_gemm_16` instead, on the host
-    only: the same arguments after the operands' element type (4 bf16,
-    5 f16), offsets in their 2-byte elements. Other products (mixed
-    operands, a 16-bit output, 16-bit operands in CUDA kernels) stay, for
+    of 16-bit values lower to) calls `locus_gemm_16` instead on the host,
+    and `locus_cuda_gemm_16` (cuBLAS's `cublasGemmEx` on tensor cores,
+    f32 accumulation) in CUDA kernels: the same arguments after the
+    operands' element type (4 bf16, 5 f16), offsets in their 2-byte
+    elements. Other products (mixed operands, a 16-bit output) stay, for
     the loops.
 
     ```mlir

@@ -26,6 +26,8 @@ const Blas &blas() {
       b.why = "cuBLAS lacks cublasCreate_v2/cublasSetStream_v2/"
               "cublasSgemm_v2/cublasSgemmStridedBatched";
     bindSymbol(b.handle, b.setMathMode, "cublasSetMathMode");
+    bindSymbol(b.handle, b.gemmEx, "cublasGemmEx");
+    bindSymbol(b.handle, b.gemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
     return b;
   }();
   return b;

@@ -100,6 +100,15 @@ public:
              int64_t lda, int64_t strideA, int32_t transA, uintptr_t b,
              int64_t ldb, int64_t strideB, int32_t transB, float beta,
              uintptr_t c, int64_t ldc, int64_t strideC, bool tf32);
+  /// The cuBLAS entry points with the handle on the compute stream in
+  /// `tf32`'s math mode (made on first use); null, the reason pending,
+  /// when there is none.
+  const Blas *blasOnStream(bool tf32);
+  /// sgemm of bf16 or f16 A and B (`dtype`, a plan code) into f32 C.
+  void gemm16(int32_t dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
+              uintptr_t a, int64_t lda, int64_t strideA, int32_t transA,
+              uintptr_t b, int64_t ldb, int64_t strideB, int32_t transB,
+              float beta, uintptr_t c, int64_t ldc, int64_t strideC);
 
   /// Whether convolutions run through cuDNN here (the handle is made on
   /// the first call, inside the first launch that asks).

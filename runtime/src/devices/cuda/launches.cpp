@@ -244,48 +244,55 @@ void CudaDevice::kernel(int64_t number, const int64_t *grid,
     pendDriver("launching " + kernelNames_[number], rc);
 }
 
-void CudaDevice::sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
-                       uintptr_t a, int64_t lda, int64_t strideA,
-                       int32_t transA, uintptr_t b, int64_t ldb,
-                       int64_t strideB, int32_t transB, float beta, uintptr_t c,
-                       int64_t ldc, int64_t strideC, bool tf32) {
+const Blas *CudaDevice::blasOnStream(bool tf32) {
   if (!pending_.empty())
-    return;
+    return nullptr;
   const Blas &cb = blas();
   if (!cb.why.empty()) {
     pend(LOCUS_STATUS_UNAVAILABLE, "matrix product: " + cb.why);
-    return;
+    return nullptr;
   }
   if (!blas_) {
     if (cb.create(&blas_) != 0) {
       blas_ = nullptr;
       pend(LOCUS_STATUS_INTERNAL, "cublasCreate failed");
-      return;
+      return nullptr;
     }
   }
   if (cb.setStream(blas_, compute_) != 0) {
     pend(LOCUS_STATUS_INTERNAL, "cublasSetStream failed");
-    return;
+    return nullptr;
   }
   if (cb.setMathMode && tf32 != blasTf32_) {
     if (cb.setMathMode(blas_, tf32 ? kTf32Math : kDefaultMath) != 0) {
       pend(LOCUS_STATUS_INTERNAL, "cublasSetMathMode failed");
-      return;
+      return nullptr;
     }
     blasTf32_ = tf32;
   }
+  return &cb;
+}
+
+void CudaDevice::sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                       uintptr_t a, int64_t lda, int64_t strideA,
+                       int32_t transA, uintptr_t b, int64_t ldb,
+                       int64_t strideB, int32_t transB, float beta, uintptr_t c,
+                       int64_t ldc, int64_t strideC, bool tf32) {
+  const Blas *cb = blasOnStream(tf32);
+  if (!cb)
+    return;
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
   // the operands swap, the transposes stay.
   const float one = 1.0f;
   int opB = transB ? kOpT : kOpN, opA = transA ? kOpT : kOpN;
   int status;
   if (batch == 1)
-    status = cb.sgemm(blas_, opB, opA, int(n), int(m), int(k), &one,
-                      addressToPointer<const float>(b), int(ldb),
-                      addressToPointer<const float>(a), int(lda), &beta,
-                      addressToPointer<float>(c), int(ldc));
+    status = cb->sgemm(blas_, opB, opA, int(n), int(m), int(k), &one,
+                       addressToPointer<const float>(b), int(ldb),
+                       addressToPointer<const float>(a), int(lda), &beta,
+                       addressToPointer<float>(c), int(ldc));
   else
-    status = cb.sgemmStridedBatched(
+    status = cb->sgemmStridedBatched(
         blas_, opB, opA, int(n), int(m), int(k), &one,
         addressToPointer<const float>(b), int(ldb), strideB,
         addressToPointer<const float>(a), int(lda), strideA, &beta,
@@ -293,6 +300,48 @@ void CudaDevice::sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
   if (status != 0)
     pend(LOCUS_STATUS_INTERNAL,
          "cuBLAS sgemm failed with status " + std::to_string(status));
+}
+
+void CudaDevice::gemm16(int32_t dtype, int64_t batch, int64_t m, int64_t n,
+                        int64_t k, uintptr_t a, int64_t lda, int64_t strideA,
+                        int32_t transA, uintptr_t b, int64_t ldb,
+                        int64_t strideB, int32_t transB, float beta,
+                        uintptr_t c, int64_t ldc, int64_t strideC) {
+  const Blas *cb = blasOnStream(/*tf32=*/false);
+  if (!cb)
+    return;
+  if (!cb->gemmEx || !cb->gemmStridedBatchedEx) {
+    pend(LOCUS_STATUS_UNAVAILABLE,
+         "a bf16 or f16 matrix product: this cuBLAS lacks cublasGemmEx");
+    return;
+  }
+  if (dtype != LOCUS_PLAN_BF16 && dtype != LOCUS_PLAN_F16) {
+    pend(LOCUS_STATUS_INTERNAL,
+         "a 16-bit matrix product of element type " + std::to_string(dtype));
+    return;
+  }
+  // sgemm's operand swap; the operands in their type, C and the sums in
+  // f32 (CUBLAS_COMPUTE_32F: tensor cores, as PyTorch's autocast runs).
+  int type = dtype == LOCUS_PLAN_BF16 ? kR16BF : kR16F;
+  const float one = 1.0f;
+  int opB = transB ? kOpT : kOpN, opA = transA ? kOpT : kOpN;
+  int status;
+  if (batch == 1)
+    status = cb->gemmEx(blas_, opB, opA, int(n), int(m), int(k), &one,
+                        addressToPointer<const void>(b), type, int(ldb),
+                        addressToPointer<const void>(a), type, int(lda), &beta,
+                        addressToPointer<void>(c), kR32F, int(ldc), kCompute32F,
+                        kGemmDefault);
+  else
+    status = cb->gemmStridedBatchedEx(
+        blas_, opB, opA, int(n), int(m), int(k), &one,
+        addressToPointer<const void>(b), type, int(ldb), strideB,
+        addressToPointer<const void>(a), type, int(lda), strideA, &beta,
+        addressToPointer<void>(c), kR32F, int(ldc), strideC, int(batch),
+        kCompute32F, kGemmDefault);
+  if (status != 0)
+    pend(LOCUS_STATUS_INTERNAL,
+         "cuBLAS gemmEx failed with status " + std::to_string(status));
 }
 
 bool CudaDevice::dnnReady() {
@@ -397,6 +446,17 @@ void locus_cuda_sgemm_tf32(int64_t batch, int64_t m, int64_t n, int64_t k,
   onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
     d.sgemm(batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
             trans_b, beta, c, ldc, stride_c, /*tf32=*/true);
+  });
+}
+
+void locus_cuda_gemm_16(int32_t dtype, int64_t batch, int64_t m, int64_t n,
+                        int64_t k, uintptr_t a, int64_t lda, int64_t stride_a,
+                        int32_t trans_a, uintptr_t b, int64_t ldb,
+                        int64_t stride_b, int32_t trans_b, float beta,
+                        uintptr_t c, int64_t ldc, int64_t stride_c) {
+  onCurrent(__func__, [&](locus::rt::CudaDevice &d) {
+    d.gemm16(dtype, batch, m, n, k, a, lda, stride_a, trans_a, b, ldb, stride_b,
+             trans_b, beta, c, ldc, stride_c);
   });
 }
 
