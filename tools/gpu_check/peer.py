@@ -168,6 +168,25 @@ def mlp_train():
     return train_step(model, opt, [x], y), True, True
 
 
+def mlp_train_bf16():
+    """mlp_train under torch.autocast(bfloat16): what precision="bf16" is
+    measured against."""
+    model = mlp_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.rand(256, 784, device=DEV)
+    y = torch.randint(0, 10, (256,), device=DEV)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step, False, True
+
+
 def cnn_train():
     model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(784, 10)).to(DEV)
@@ -256,6 +275,7 @@ MAKERS = {
     "conv_wgrad": conv("wgrad"),
     "mlp_fwd": mlp_fwd,
     "mlp_train": mlp_train,
+    "mlp_train_bf16": mlp_train_bf16,
     "cnn_train": cnn_train,
     "resnet18_train": resnet18_train,
     "transformer_train": transformer_train,

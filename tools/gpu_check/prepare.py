@@ -94,6 +94,9 @@ def bench_artifacts(bench):
         ("mlp", graphs.mlp(), "strict", []),
         ("mlp_train", with_optimizer(graphs.mlp(train=True),
                                      "optimizer=sgd lr=0.01 momentum=0.9"), "strict", []),
+        ("mlp_train_bf16", with_optimizer(graphs.mlp(train=True),
+                                          "optimizer=sgd lr=0.01 momentum=0.9"),
+         "strict", ["--precision=bf16"]),
         ("cnn_train", with_optimizer(graphs.seed_cnn_loss(), "optimizer=adam lr=0.001"),
          "strict", []),
         # The same MLP step with its gradients averaged over a job's ranks:

@@ -95,6 +95,10 @@ MODELS = [
         "mlp_fwd", runs=202),
     row("mlp_train", "MLP training step, SGD momentum, b256, data on GPU",
         "mlp_train.locus", "mlp_train", runs=102, profile=True),
+    # precision="bf16": products through cublasGemmEx; the peer is the same
+    # step under torch.autocast(bfloat16).
+    row("mlp_train_bf16", "MLP training step, SGD momentum, b256, bf16 autocast",
+        "mlp_train_bf16.locus", "mlp_train_bf16", runs=102, profile=True),
     row("cnn_train", "seed CNN training step, Adam, b16, data on GPU",
         "cnn_train.locus", "cnn_train", runs=102, profile=True),
 ] + [
