@@ -194,6 +194,47 @@ TEST_F(Work, MatmulLinearConvCountMultiplyAdds) {
   EXPECT_EQ(mm.opClass, OpClass::matmul);
 }
 
+TEST_F(Work, ProductsOf16BitOperandsRunAtTheDevicesHalfRate) {
+  OpWork half = workOf(R"(
+    %x = locus.input "x" : tensor<256x1024xbf16>
+    %w = locus.input "w" : tensor<1024x1024xbf16>
+    %0 = locus.linear %x, %w : tensor<256x1024xbf16>, tensor<1024x1024xbf16> -> tensor<256x1024xbf16>)");
+  EXPECT_TRUE(half.half);
+  EXPECT_EQ(half.bytes, 2.0 * (256 * 1024 + 1024 * 1024 + 256 * 1024));
+  OpWork full = workOf(R"(
+    %x = locus.input "x" : tensor<256x1024xf32>
+    %w = locus.input "w" : tensor<1024x1024xf32>
+    %0 = locus.linear %x, %w : tensor<256x1024xf32>, tensor<1024x1024xf32> -> tensor<256x1024xf32>)");
+  EXPECT_FALSE(full.half);
+  OpWork conv = workOf(R"(
+    %x = locus.input "x" : tensor<2x3x8x8xbf16>
+    %w = locus.input "w" : tensor<4x3x3x3xbf16>
+    %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x4x8x8xbf16>)");
+  EXPECT_FALSE(conv.half) << "16-bit convolutions compute in f32";
+  // On the default GPU, tensor cores: 8x fp32's rate (the launch aside,
+  // and half the bytes); the CPU's default has no 16-bit rate, so the
+  // product costs what f32's does there.
+  CostProfile profile;
+  double launch = profile.cuda.launchNs;
+  EXPECT_LT((opCostNs(half, profile.cuda) - launch) * 4,
+            opCostNs(full, profile.cuda) - launch);
+  EXPECT_EQ(
+      opCostNs(half, profile.cpu),
+      opCostNs({half.flops, half.bytes, true, OpClass::matmul}, profile.cpu));
+  std::string error;
+  ASSERT_TRUE(
+      CostProfile::parse(R"({"cpu": {"half_gflops": 400}})", profile, error))
+      << error;
+  EXPECT_DOUBLE_EQ(profile.cpu.halfFlops, 400e9);
+  EXPECT_EQ(opCostNs(half, profile.cpu),
+            std::llround(half.flops / 400e9 * 1e9 + profile.cpu.launchNs));
+  EXPECT_FALSE(
+      CostProfile::parse(R"({"cuda": {"half_gflops": -3}})", profile, error));
+  EXPECT_NE(error.find("cuda.half_gflops must be a positive"),
+            std::string::npos)
+      << error;
+}
+
 TEST_F(Work, SourcesViewsAndMovesAreNoKernels) {
   EXPECT_FALSE(workOf(R"(%x = locus.input "x" : tensor<4x4xf32>)").kernel);
   EXPECT_FALSE(workOf(R"(

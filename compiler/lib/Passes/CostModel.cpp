@@ -116,7 +116,7 @@ bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
   }
   return onlyKeys(*object, name,
                   {"peak_gflops", "bandwidth_gbps", "launch_ns",
-                   "graph_launch_ns", "conv_gflops", "curves"},
+                   "graph_launch_ns", "conv_gflops", "half_gflops", "curves"},
                   error) &&
          readNumber(*object, name, "peak_gflops", 1e9, device.peakFlops,
                     error) &&
@@ -126,6 +126,8 @@ bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
          readNumber(*object, name, "graph_launch_ns", 1, device.graphLaunchNs,
                     error) &&
          readNumber(*object, name, "conv_gflops", 1e9, device.convFlops,
+                    error) &&
+         readNumber(*object, name, "half_gflops", 1e9, device.halfFlops,
                     error) &&
          readCurves(*object, name, device, error);
 }
@@ -294,6 +296,14 @@ OpWork elementwiseWork(Operation *op, double flops) {
 OpWork reductionWork(Operation *op, double flops) {
   return kernelWork(op, flops, OpClass::reduction);
 }
+/// A matrix product's work; `operand`'s element type says whether it runs
+/// at the 16-bit rate.
+OpWork productWork(Operation *op, double flops, Value operand) {
+  OpWork work = kernelWork(op, flops, OpClass::matmul);
+  Type element = cast<ShapedType>(operand.getType()).getElementType();
+  work.half = element.isBF16() || element.isF16();
+  return work;
+}
 OpWork convolutionWork(Operation *op, double flops) {
   return kernelWork(op, flops, OpClass::conv);
 }
@@ -336,15 +346,15 @@ CostRules::CostRules() {
   add<MatmulOp>([](Operation *o) {
     auto m = cast<MatmulOp>(o);
     int64_t k = m.getLhs().getType().getShape().back();
-    return kernelWork(o, 2.0 * numel(m.getResult()) * k, OpClass::matmul);
+    return productWork(o, 2.0 * numel(m.getResult()) * k, m.getLhs());
   });
   add<LinearOp>([](Operation *o) {
     auto l = cast<LinearOp>(o);
     int64_t in = l.getWeight().getType().getDimSize(1);
-    return kernelWork(o,
-                      2.0 * numel(l.getResult()) * in +
-                          (l.getBias() ? numel(l.getResult()) : 0),
-                      OpClass::matmul);
+    return productWork(o,
+                       2.0 * numel(l.getResult()) * in +
+                           (l.getBias() ? numel(l.getResult()) : 0),
+                       l.getInput());
   });
   add<Conv2dOp>([](Operation *o) {
     auto c = cast<Conv2dOp>(o);
@@ -458,7 +468,9 @@ int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device,
                 (memory.empty() ? device.bandwidth : rateAt(memory, work.bytes))
           : 0;
   double seconds;
-  if (work.opClass == OpClass::matmul || work.opClass == OpClass::conv) {
+  if (work.half && device.halfFlops > 0) {
+    seconds = std::max(work.flops / device.halfFlops, memorySeconds);
+  } else if (work.opClass == OpClass::matmul || work.opClass == OpClass::conv) {
     double rate = !curve.empty() ? rateAt(curve, work.flops)
                   : work.opClass == OpClass::conv && device.convFlops > 0
                       ? device.convFlops

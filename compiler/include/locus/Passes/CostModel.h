@@ -49,6 +49,9 @@ struct DeviceProfile {
   /// flop/s of convolutions (forward and gradients), whose kernels reach
   /// another rate than a matmul; 0: peakFlops.
   double convFlops = 0;
+  /// flop/s of matrix products of bf16 or f16 operands (tensor cores on a
+  /// GPU, oneDNN's bf16 kernels on a CPU that has them); 0: the f32 rate.
+  double halfFlops = 0;
   /// Per op class, the rate at several sizes (locus-calibrate measures
   /// them); an op of a class with a curve takes work / rate(work) plus the
   /// launch instead of the roofline.
@@ -59,7 +62,9 @@ struct CostProfile {
   DeviceProfile cpu{100e9, 20e9, 200};
   /// A kernel launched alone costs an H100's host about 4 us; replayed in
   /// a CUDA graph, 1.1-1.2 us (a chain of 64 small kernels, 2026-11-27/28).
-  DeviceProfile cuda{50e12, 2e12, 4000, 1200};
+  /// 16-bit products run on tensor cores: 400 TFLOP/s, about 40% of an
+  /// H100's dense bf16 peak (990), what large cuBLAS products reach.
+  DeviceProfile cuda{50e12, 2e12, 4000, 1200, 0, 400e12};
   double linkLatencyNs = 10000; ///< one host<->device copy
   double linkBandwidth = 12e9;  ///< bytes/s (pageable PCIe)
   /// One copy between two CUDA devices over a peer link (NVLink or PCIe
@@ -97,6 +102,8 @@ struct OpWork {
   /// Its class: a convolution's flops run at DeviceProfile::convFlops, and
   /// a class with a curve in the profile runs at the curve's rate.
   OpClass opClass = OpClass::other;
+  /// A matrix product of bf16 or f16 operands: DeviceProfile::halfFlops.
+  bool half = false;
 };
 
 /// The work of `op` by its kind's rule; zero for a structural op. An op
