@@ -2,6 +2,8 @@
 CompileOptions::precision "fp32" and "bf16" (torch.autocast's contract),
 run in interleaved rounds in one process; prints each model's median step
 time per precision and the ratio bf16/fp32 (below 1: bf16 is faster).
+Then what locus.amp.GradScaler adds to an f16 training step: the same MLP
+step recorded with and without it, interleaved.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/precision.py [ROUNDS]
 """
@@ -39,6 +41,31 @@ def cnn(batch):
         -1, 1, (batch, 64, 56, 56)).astype(np.float32)}
 
 
+def mlp_step(scaled):
+    """An MLP training step (64x1024, 3 layers, SGD), through a GradScaler
+    when `scaled`."""
+    g = locus.Graph("mlp_step")
+    g.manual_seed(3)
+    x, y = g.input("x", [64, 1024]), g.input("y", [64, 1024])
+    layers = [locus.nn.Linear(g, 1024, 1024, name=f"fc{i}") for i in range(3)]
+    h = x
+    for layer in layers:
+        h = locus.relu(layer(h))
+    loss = locus.mse_loss(h, y)
+    g.output("loss", loss)
+    params = [p for layer in layers for p in layer.parameters()]
+    opt = locus.optim.SGD(params, lr=0.01)
+    if scaled:
+        scaler = locus.amp.GradScaler()
+        scaler.step(opt, locus.grad(scaler.scale(loss), params))
+        scaler.update()
+    else:
+        opt.step(locus.grad(loss, params))
+    rng = np.random.default_rng(0)
+    return g, {k: rng.uniform(-1, 1, (64, 1024)).astype(np.float32)
+               for k in ("x", "y")}
+
+
 def median_ms(model, inputs, runs):
     times = []
     for _ in range(runs):
@@ -71,6 +98,19 @@ def main():
         f, b = np.median(ms["fp32"]), np.median(ms["bf16"])
         print(f"{name:28s} fp32 {f:8.3f} ms  bf16 {b:8.3f} ms  "
               f"bf16/fp32 {b / f:.2f}")
+    models = {}
+    for scaled in (False, True):
+        graph, inputs = mlp_step(scaled)
+        models[scaled] = locus.compile(graph, policy="cpu", devices=["cpu"],
+                                       precision="f16", cache=False)
+        models[scaled].run(**inputs)
+    ms = {False: [], True: []}
+    for _ in range(rounds):
+        for scaled, model in models.items():
+            ms[scaled].append(median_ms(model, inputs, 10))
+    p, q = np.median(ms[False]), np.median(ms[True])
+    print(f"{'f16 MLP step, GradScaler':28s} plain {p:8.3f} ms  "
+          f"scaled {q:8.3f} ms  scaled/plain {q / p:.2f}")
 
 
 if __name__ == "__main__":
