@@ -401,14 +401,20 @@ void bindAmp(py::module_ &m) {
       .def(
           "update",
           [](amp::GradScaler &s) {
-            atCaller([&] { s.update(Here::current()); });
+            if (!s.scaleState())
+              return atCaller([&] { s.update(Here::current()); });
+            recorded(graphOf(*s.scaleState()),
+                     [&] { s.update(Here::current()); });
           },
           "Records the scale's update: halved after an inf or NaN, doubled "
           "after growth_interval steps without one.")
       .def(
           "found_inf",
           [](const amp::GradScaler &s) {
-            return atCaller([&] { return s.foundInf(Here::current()); });
+            if (!s.scaleState())
+              return atCaller([&] { return s.foundInf(Here::current()); });
+            return recorded(graphOf(*s.scaleState()),
+                            [&] { return s.foundInf(Here::current()); });
           },
           "A scalar: 1 when the step's gradients held an inf or NaN.")
       .def_property_readonly_static(

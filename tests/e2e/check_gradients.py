@@ -21,7 +21,12 @@ With --export DIR, each case's artifact with its kernels on cuda:0
 (<input>.grad.expected.npy) go to DIR/<case>/: what tools/gpu-check runs
 on a real GPU (runtime_tests' Cuda.EveryGradientMatchesOnTheGpu).
 
-  check_gradients.py <build dir> [--export DIR] [case-name-substring]
+With --precision=bf16|f16, every float tensor is of that type and the
+tolerance is the rounding bound of check_lowering.py's PRECISION_NOTE
+(see tolerance() below).
+
+  check_gradients.py <build dir> [--precision=bf16|f16] [--export DIR]
+                     [case-name-substring]
 """
 import math
 import os
@@ -311,7 +316,9 @@ def check(name, inputs, ir, fn):
                 if len(got) != len(ref):
                     return "%s d/d%s: got %d values, want %d" % (variant, v, len(got), len(ref))
                 tol = tolerance(ir, ref)
-                worst = max(0.0 if g == r else abs(g - r) / tol(r) for g, r in zip(got, ref))
+                # A NaN is infinitely wrong (max() would pass it).
+                worst = max(0.0 if g == r else abs(g - r) / tol(r) if g == g else math.inf
+                            for g, r in zip(got, ref))
                 cl.WORST[name] = max(cl.WORST.get(name, 0.0), worst)
                 if worst > 1.0:
                     return "%s d/d%s: mismatch (worst %.2f of tolerance):\ngot  %s\nwant %s" % (

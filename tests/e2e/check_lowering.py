@@ -944,7 +944,10 @@ def run_compiled(name, inputs, ir, ref):
                 return "%s: not bit-exact: %d of %d values differ (first: %s, want %s)" % (
                     variant, len(bad), len(want), got[bad[0]], want[bad[0]])
             tol = tolerance(ir, want)
+            # A NaN (where the reference has none) is infinitely wrong: a
+            # comparison with it is false, and max() would pass it.
             worst = max([0.0 if g == w else abs(g - w) / tol(w)
+                         if g == g else math.inf
                          for g, w in zip(got, want)] or [0])
             WORST[name] = max(WORST.get(name, 0.0), worst)
             if worst > 1.0:

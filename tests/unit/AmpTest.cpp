@@ -161,6 +161,46 @@ TEST(Amp, F16GradientsThatUnderflowTrainWhenScaled) {
   }
 }
 
+TEST(Amp, UnderStrictPlacementTheScalerLivesWithAGpuModel) {
+  // Everything pinned to cuda:0 (sim here): the scaler's state goes there
+  // too, so strict placement finds no mixed operands and the step copies
+  // nothing but its inputs and outputs; it trains as on the CPU.
+  auto record = [](Graph &g, amp::GradScaler &scaler, bool gpu) {
+    StateOptions state;
+    InputOptions input;
+    if (gpu) {
+      state.device = cuda(0);
+      input.device = cuda(0);
+    }
+    auto x = g.input("x", {32, 16}, input);
+    auto y = g.input("y", {32, 1}, input);
+    auto w = g.parameter("w", {1, 16}, randomValues(16, 5), state);
+    auto loss = mse_loss(linear(x, w), y);
+    g.output("loss", loss);
+    optim::Adam adam({w}, {.lr = 1e-2});
+    scaler.step(adam, grad(scaler.scale(loss), {w}));
+    scaler.update();
+  };
+  Graph gg("on_gpu"), gc("on_cpu");
+  amp::GradScaler sg, sc;
+  record(gg, sg, true);
+  record(gc, sc, false);
+  CompiledModel onGpu = compile(
+      gg, {.policy = "strict", .devices = {"cpu", "cuda:0"}, .cache = false});
+  CompiledModel onCpu = compile(gc, {.cache = false});
+  for (int step = 0; step < 3; ++step) {
+    onGpu.run(batch(60 + step));
+    onCpu.run(batch(60 + step));
+  }
+  std::vector<float> w = onGpu.state("w").f32;
+  const std::vector<float> &want = onCpu.state("w").f32;
+  for (size_t i = 0; i < w.size(); ++i)
+    EXPECT_NEAR(w[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
+  EXPECT_EQ(onGpu.run(batch(70, true)).at("loss").scalar(),
+            onGpu.run(batch(70, true)).at("loss").scalar())
+      << "an inf step is skipped each time";
+}
+
 TEST(Amp, DisabledRecordsThePlainStep) {
   Graph gd("disabled"), gp("plain");
   amp::GradScaler scaler({.enabled = false});
@@ -219,9 +259,16 @@ TEST(Amp, CallsOutOfOrderAreErrorsAtTheUsersLine) {
       << message;
   EXPECT_EQ(g.numOps(), before);
   grads = grad(scaled, {w});
+  scaler.unscale_(grads);
+  // The gradients unscale_() divided, and no others.
+  message = errorOf([&] { scaler.step(opt, {grads[0], grads[0]}); });
+  EXPECT_NE(message.find("takes the gradients unscale_() divided: 1 there, "
+                         "2 here"),
+            std::string::npos)
+      << message;
   scaler.step(opt, grads);
   message = errorOf([&] { scaler.step(opt, grads); });
-  EXPECT_NE(message.find("records the step once"), std::string::npos)
+  EXPECT_NE(message.find("a scaler serves one optimizer"), std::string::npos)
       << message;
   message = errorOf([&] { amp::GradScaler({.backoffFactor = 1.5}); });
   EXPECT_NE(message.find("backoff_factor must be between 0 and 1"),

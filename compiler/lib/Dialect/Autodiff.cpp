@@ -84,10 +84,17 @@ private:
       return v;
     return b.create<ReshapeOp>(loc, v, shape);
   }
-  /// The run's element count of `x` along `axes` (f32, 0-d).
-  /// How many elements of x `axes` hold at run time, in x's float type.
-  Value countOf(Value x, ArrayRef<int64_t> axes) {
-    return inTypeOf(b.create<CountOp>(loc, x, axes), x);
+  /// v divided by the run's element count of `x` along `axes`, in f32 (a
+  /// count past 65504 is no f16); the caller rounds once at the end.
+  Value perCount(Value v, Value x, ArrayRef<int64_t> axes) {
+    Value count = b.create<CountOp>(loc, x, axes);
+    return div(inF32(v), broadcast(count, typeOf(v).getShape()));
+  }
+  /// v times a constant, in f32 (1/N of a large N is subnormal in f16, or
+  /// zero); the caller rounds once at the end.
+  Value scaledBy(Value v, double factor) {
+    Value wide = inF32(v);
+    return mul(wide, splatLike(factor, wide));
   }
   /// v in f32 (cast up exactly when it is 16-bit).
   Value inF32(Value v) {
@@ -176,7 +183,12 @@ private:
   Value timesScalar(Value d, Value g) {
     if (g == seed)
       return d;
-    return mul(d, broadcast(inTypeOf(g, d), typeOf(d).getShape()));
+    if (typeOf(g).getElementType() == typeOf(d).getElementType())
+      return mul(d, broadcast(g, typeOf(d).getShape()));
+    // A loss's f32 gradient (a GradScaler's 2^16, past f16's range) meets
+    // 16-bit values: the product in f32, rounded once.
+    return inTypeOf(mul(inF32(d), broadcast(inF32(g), typeOf(d).getShape())),
+                    d);
   }
 
   /// Records the gradients of `op`'s operands from `g`, its result's.
@@ -713,11 +725,10 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
           for (int64_t axis : o.getAxes())
             count *= in.getDimSize(axis);
           Value spread = unreduce(g, in, o.getAxes());
-          if (dynamic)
-            return div(spread, broadcast(countOf(o.getInput(), o.getAxes()),
-                                         typeOf(spread).getShape()));
-          return mul(spread,
-                     splatLike(1.0 / static_cast<double>(count), spread));
+          return inTypeOf(
+              dynamic ? perCount(spread, o.getInput(), o.getAxes())
+                      : scaledBy(spread, 1.0 / static_cast<double>(count)),
+              spread);
         });
         return true;
       })
@@ -825,19 +836,19 @@ bool Differentiator::backwardLoss(Operation *op, Value g) {
       .Case<CrossEntropyOp>([&](CrossEntropyOp o) {
         give(o.getLogits(), [&] {
           RankedTensorType logits = typeOf(o.getLogits());
-          Value p = b.create<SoftmaxOp>(loc, o.getLogits(), 1);
-          Value hot = inTypeOf(
-              b.create<OneHotOp>(loc, o.getLabels(), logits.getDimSize(1)),
-              o.getLogits());
+          // In f32 for 16-bit logits (softmax - one_hot cancels near 1),
+          // rounded once to the logits' type, as PyTorch's fused kernel.
+          Value p = b.create<SoftmaxOp>(loc, inF32(o.getLogits()), 1);
+          Value hot =
+              b.create<OneHotOp>(loc, o.getLabels(), logits.getDimSize(1));
           double scale = o.getReduction() == ReductionKind::mean
                              ? 1.0 / static_cast<double>(logits.getDimSize(0))
                              : 1.0;
           Value d = sub(p, hot);
-          if (dynamic && o.getReduction() == ReductionKind::mean)
-            return timesScalar(div(d, broadcast(countOf(o.getLogits(), {0}),
-                                                typeOf(d).getShape())),
-                               g);
-          return timesScalar(mul(d, splatLike(scale, d)), g);
+          Value r = dynamic && o.getReduction() == ReductionKind::mean
+                        ? perCount(d, o.getLogits(), {0})
+                        : scaledBy(d, scale);
+          return inTypeOf(timesScalar(r, g), o.getLogits());
         });
         return true;
       })
@@ -850,16 +861,17 @@ void Differentiator::mseLossGrad(MseLossOp o, Value g) {
                     ? 2.0 / static_cast<double>(in.getNumElements())
                     : 2.0;
   auto dInput = [&] {
-    Value diff = sub(o.getInput(), o.getTarget());
+    // In f32 for 16-bit operands, rounded once at the end.
+    Value diff = sub(inF32(o.getInput()), inF32(o.getTarget()));
     if (dynamic && o.getReduction() == ReductionKind::mean) {
       SmallVector<int64_t> all;
       for (int64_t d = 0; d < in.getRank(); ++d)
         all.push_back(d);
       Value twice = mul(diff, splatLike(2.0, diff));
-      return timesScalar(
-          div(twice, broadcast(countOf(o.getInput(), all), in.getShape())), g);
+      return inTypeOf(timesScalar(perCount(twice, o.getInput(), all), g),
+                      o.getInput());
     }
-    return timesScalar(mul(diff, splatLike(norm, diff)), g);
+    return inTypeOf(timesScalar(scaledBy(diff, norm), g), o.getInput());
   };
   if (needs(o.getInput()) && needs(o.getTarget())) {
     Value d = dInput();

@@ -12,6 +12,9 @@
 
 #include "locus/Frontend/Amp.h"
 
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
 #include <cfloat>
 
 using namespace locus;
@@ -23,9 +26,38 @@ bool isFloat(DType dtype) {
   return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
 }
 
-/// x in the type of `like` (the scale meeting a 16-bit loss or gradient).
-Tensor inTypeOf(const Tensor &x, const Tensor &like, const Here &loc) {
-  return x.dtype() == like.dtype() ? x : locus::cast(x, like.dtype(), loc);
+/// x in f32 (a 16-bit loss or gradient: the scale, 2^16, is no f16).
+Tensor inF32(const Tensor &x, const Here &loc) {
+  return x.dtype() == DType::f32 ? x : locus::cast(x, DType::f32, loc);
+}
+
+/// The device `v` is computed on when its sources say: the first explicit
+/// move or pinned source found walking back from it (strict placement
+/// keeps an op's operands on one device); null when nothing is pinned.
+DeviceAttr pinnedDeviceOf(mlir::Value v) {
+  llvm::SmallVector<mlir::Value> work{v};
+  llvm::DenseSet<mlir::Value> seen;
+  while (!work.empty()) {
+    mlir::Value x = work.pop_back_val();
+    mlir::Operation *def = x.getDefiningOp();
+    if (!seen.insert(x).second || !def)
+      continue;
+    if (auto to = mlir::dyn_cast<ToOp>(def))
+      return to.getDeviceAttr();
+    if (auto state = mlir::dyn_cast<StateOp>(def)) {
+      if (state.getDeviceAttr())
+        return state.getDeviceAttr();
+      continue;
+    }
+    if (auto input = mlir::dyn_cast<InputOp>(def)) {
+      if (input.getDeviceAttr())
+        return input.getDeviceAttr();
+      continue;
+    }
+    for (mlir::Value operand : llvm::reverse(def->getOperands()))
+      work.push_back(operand);
+  }
+  return {};
 }
 
 /// Every locus.assign after `marker` writes its state's own value back
@@ -86,11 +118,19 @@ Tensor amp::GradScaler::scale(const Tensor &loss, Here loc) {
   Graph graph = loss.graph(loc);
   GraphImpl &g = GraphImpl::of(loss, loc);
   Transaction tx(g);
+  // The scaler's state lives where the loss is computed, as PyTorch makes
+  // its scale on the loss's device: a GPU's step reads it without a copy.
   Tensor scale = graph.buffer(scaleStateName(), {},
                               Init::full(options_.initScale), {}, loc);
   Tensor tracker =
       graph.buffer(growthTrackerStateName(), {}, Init::zeros(), {}, loc);
-  Tensor scaled = loss * inTypeOf(scale, loss, loc);
+  if (DeviceAttr device = pinnedDeviceOf(g.value(loss, loc)))
+    for (const Tensor &t : {scale, tracker})
+      g.value(t, loc).getDefiningOp<StateOp>().setDeviceAttr(device);
+  // In f32 (a 16-bit loss times 2^16 overflows f16), as PyTorch promotes.
+  // The scale is where the loss is when its sources are pinned; else both
+  // follow placement.
+  Tensor scaled = locus::mul(inF32(loss, loc), scale, loc);
   tx.commit();
   scale_ = scale;
   tracker_ = tracker;
@@ -112,23 +152,27 @@ void amp::GradScaler::unscale_(std::vector<Tensor> &grads, Here loc) {
   GraphImpl &g = GraphImpl::of(*scale_, loc);
   Transaction tx(g);
   Tensor inverse = locus::reciprocal(*scale_, loc);
+  Tensor zero = scale_->graph(loc).constant(0.0F, loc);
   std::vector<Tensor> unscaled;
   std::optional<Tensor> total;
   for (const Tensor &grad : grads) {
     if (!isFloat(grad.dtype()))
       throw userError(loc, "GradScaler.unscale_(): a gradient is " +
                                std::string(dtypeName(grad.dtype())));
-    Tensor u = grad * inTypeOf(inverse, grad, loc);
+    // In f32, rounded once to the gradient's type (1/2^16 is subnormal in
+    // f16).
+    Tensor u = locus::mul(inF32(grad, loc), inverse, loc);
+    if (grad.dtype() != DType::f32)
+      u = locus::cast(u, grad.dtype(), loc);
     unscaled.push_back(u);
     // inf * 0 and NaN * 0 are NaN, any finite value * 0 is 0: the sum is
     // NaN exactly when some value is not finite.
     std::vector<int64_t> axes;
     for (int64_t d = 0; d < static_cast<int64_t>(u.shape().size()); ++d)
       axes.push_back(d);
-    Tensor zeros = u * 0.0F;
+    Tensor zeros = locus::mul(inF32(u, loc), zero, loc);
     Tensor part = axes.empty() ? zeros : locus::sum(zeros, axes, false, loc);
-    part = locus::cast(part, DType::f32, loc);
-    total = total ? *total + part : part;
+    total = total ? locus::add(*total, part, loc) : part;
   }
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access): grads is not empty.
   Tensor found = locus::ne(*total, *total, loc);
@@ -136,6 +180,7 @@ void amp::GradScaler::unscale_(std::vector<Tensor> &grads, Here loc) {
   grads = std::move(unscaled);
   found_ = found;
   unscaled_ = true;
+  unscaledCount_ = grads.size();
 }
 
 void amp::GradScaler::step(optim::Optimizer &optimizer,
@@ -145,13 +190,19 @@ void amp::GradScaler::step(optim::Optimizer &optimizer,
     return;
   }
   if (stepped_)
-    throw userError(loc, "GradScaler.step() records the step once; every "
-                         "run of the compiled model then performs it");
+    throw userError(loc, "GradScaler.step() was already recorded: a scaler "
+                         "serves one optimizer, and every run of the "
+                         "compiled model performs its step");
   if (!scale_)
     throw userError(loc, "GradScaler.step() updates from gradients of the "
                          "scaled loss: call scale(loss) first");
   GraphImpl &g = GraphImpl::of(*scale_, loc);
   Transaction tx(g);
+  if (unscaled_ && grads.size() != unscaledCount_)
+    throw userError(loc, "GradScaler.step() takes the gradients unscale_() "
+                         "divided: " +
+                             std::to_string(unscaledCount_) + " there, " +
+                             std::to_string(grads.size()) + " here");
   bool unscaledHere = !unscaled_;
   if (unscaledHere)
     unscale_(grads, loc);
@@ -188,16 +239,17 @@ void amp::GradScaler::update(Here loc) {
   GraphImpl &g = GraphImpl::of(scale, loc);
   Transaction tx(g);
   Graph graph = scale.graph(loc);
-  Tensor zero = graph.constant(0.0F, loc);
-  Tensor next = tracker + 1.0F;
-  Tensor grow = locus::ge(
-      next, graph.constant(static_cast<float>(options_.growthInterval), loc),
-      loc);
-  Tensor grown = scale * static_cast<float>(options_.growthFactor);
+  auto constant = [&](double v) {
+    return graph.constant(static_cast<float>(v), loc);
+  };
+  Tensor zero = constant(0.0);
+  Tensor next = locus::add(tracker, constant(1.0), loc);
+  Tensor grow = locus::ge(next, constant(options_.growthInterval), loc);
+  Tensor grown = locus::mul(scale, constant(options_.growthFactor), loc);
   // As PyTorch: a grown scale that is not finite in f32 is not taken.
-  grown = locus::where(locus::le(grown, graph.constant(FLT_MAX, loc), loc),
-                       grown, scale, loc);
-  Tensor backedOff = scale * static_cast<float>(options_.backoffFactor);
+  grown =
+      locus::where(locus::le(grown, constant(FLT_MAX), loc), grown, scale, loc);
+  Tensor backedOff = locus::mul(scale, constant(options_.backoffFactor), loc);
   locus::assign(scale,
                 locus::where(found, backedOff,
                              locus::where(grow, grown, scale, loc), loc),
@@ -210,6 +262,9 @@ void amp::GradScaler::update(Here loc) {
 }
 
 Tensor amp::GradScaler::foundInf(Here loc) const {
+  if (!options_.enabled)
+    throw userError(loc, "GradScaler.foundInf(): this scaler is disabled "
+                         "(enabled = false) and checks nothing");
   if (!found_)
     throw userError(loc, "GradScaler.foundInf() is known once unscale_() or "
                          "step() has recorded");

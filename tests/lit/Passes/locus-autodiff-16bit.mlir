@@ -1,6 +1,7 @@
-// --locus-autodiff over 16-bit values: the seed in the loss's type, an f32
-// loss's gradient cast to its 16-bit operands' type, one-hot matrices cast
-// to the gradient's type, and softmax's backward in f32, rounded once.
+// --locus-autodiff over 16-bit values: the seed in the loss's type, a
+// loss's gradient computed in f32 from its 16-bit operands and rounded once
+// (a GradScaler's 2^16 is no f16), one-hot matrices cast to the gradient's
+// type, and softmax's backward in f32, rounded once.
 // RUN: locus-opt %s -split-input-file --locus-autodiff='wrt=x' | FileCheck %s
 
 // CHECK-LABEL: locus.graph @bf16_loss
@@ -19,11 +20,14 @@ locus.graph @bf16_loss {
 // CHECK-LABEL: locus.graph @mse_of_halves
 // CHECK: locus.output "loss"
 // CHECK: %[[GL:.*]] = locus.mul %{{.*}} : tensor<f32>
-// CHECK: locus.sub %x, %y : tensor<3x2xf16>
-// CHECK: %[[GH:.*]] = locus.cast %[[GL]] to f16 : tensor<f32> -> tensor<f16>
-// CHECK: %[[GB:.*]] = locus.broadcast %[[GH]] [3, 2]
-// CHECK: %[[G:.*]] = locus.mul %{{.*}}, %[[GB]] : tensor<3x2xf16>
-// CHECK: locus.output "x.grad" = %[[G]] : tensor<3x2xf16>
+// CHECK: %[[XW:.*]] = locus.cast %x to f32
+// CHECK: %[[YW:.*]] = locus.cast %y to f32
+// CHECK: %[[D:.*]] = locus.sub %[[XW]], %[[YW]] : tensor<3x2xf32>
+// CHECK: %[[N:.*]] = locus.mul %[[D]], %{{.*}} : tensor<3x2xf32>
+// CHECK: %[[GB:.*]] = locus.broadcast %[[GL]] [3, 2]
+// CHECK: %[[G:.*]] = locus.mul %[[N]], %[[GB]] : tensor<3x2xf32>
+// CHECK: %[[GH:.*]] = locus.cast %[[G]] to f16 : tensor<3x2xf32> -> tensor<3x2xf16>
+// CHECK: locus.output "x.grad" = %[[GH]] : tensor<3x2xf16>
 locus.graph @mse_of_halves {
   %x = locus.input "x" : tensor<3x2xf16>
   %y = locus.input "y" : tensor<3x2xf16>

@@ -48,7 +48,10 @@ struct GradScalerOptions {
 /// included), and update() halves the scale after such a step and doubles
 /// it after `growthInterval` steps without one. Checkpoints keep both.
 /// Each call records once; a second is an Error, as is a call out of
-/// order.
+/// order. One scaler serves one optimizer (PyTorch's scaler may step
+/// several). The scale is f32 state on the device the loss is computed on
+/// when its sources are pinned; scaled losses and unscaled gradients are
+/// computed in f32 and rounded once to their types.
 class GradScaler {
 public:
   explicit GradScaler(const GradScalerOptions &options = {},
@@ -78,11 +81,15 @@ public:
     return "grad_scaler.growth_tracker";
   }
   const GradScalerOptions &options() const { return options_; }
+  /// The scale, state of the step's graph, once scale() has recorded it
+  /// (a step may output it to watch it).
+  const std::optional<Tensor> &scaleState() const { return scale_; }
 
 private:
   GradScalerOptions options_;
   std::optional<Tensor> scale_, tracker_, found_;
   bool unscaled_ = false, stepped_ = false, updated_ = false;
+  size_t unscaledCount_ = 0;
 };
 
 } // namespace locus::amp
