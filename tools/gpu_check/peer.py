@@ -213,6 +213,28 @@ def resnet18_train():
     return train_step(model, opt, [x], y, host=[hx, hy]), True, False
 
 
+def resnet18_train_bf16():
+    """resnet18_train under torch.autocast(bfloat16): what
+    precision="bf16" is measured against."""
+    tm = example_models()
+    model = tm.ResNet18().to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4, weight_decay=5e-4)
+    hx = torch.rand(128, 3, 32, 32)
+    hy = torch.randint(0, 10, (128,))
+    x, y = hx.to(DEV), hy.to(DEV)
+
+    def step():
+        x.copy_(hx)
+        y.copy_(hy)
+        opt.zero_grad(set_to_none=False)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step, False, False
+
+
 def transformer_train():
     tm = example_models()
     model = tm.TinyLM().to(DEV)
@@ -278,6 +300,7 @@ MAKERS = {
     "mlp_train_bf16": mlp_train_bf16,
     "cnn_train": cnn_train,
     "resnet18_train": resnet18_train,
+    "resnet18_train_bf16": resnet18_train_bf16,
     "transformer_train": transformer_train,
     "resnet_blocks_b1": resnet_blocks(1),
     "resnet_blocks_b8": resnet_blocks(8),

@@ -115,15 +115,17 @@ def bench_artifacts(bench):
 
 def example_artifacts(bundle, tmp):
     """The example models' training steps: ResNet-18 (b128 to time, b16 for
-    numerics; each also with TF32 allowed) and the tiny Transformer
+    numerics; each also with TF32 allowed and in bf16) and the tiny Transformer
     (prefer-gpu and auto)."""
     failed = []
     models = os.path.join(BUILD, "examples")
     for model, batch, artifacts in (
             ("resnet18", 128, [("bench/resnet18_train", "prefer-gpu"),
-                               ("bench/resnet18_train_tf32", "prefer-gpu tf32")]),
+                               ("bench/resnet18_train_tf32", "prefer-gpu tf32"),
+                               ("bench/resnet18_train_bf16", "prefer-gpu bf16")]),
             ("resnet18", 16, [("numerics/resnet18", "prefer-gpu"),
-                              ("numerics/resnet18_tf32", "prefer-gpu tf32")]),
+                              ("numerics/resnet18_tf32", "prefer-gpu tf32"),
+                              ("numerics/resnet18_bf16", "prefer-gpu bf16")]),
             ("transformer", None, [("bench/transformer_gpu", "prefer-gpu"),
                                    ("bench/transformer_auto", "auto"),
                                    ("numerics/transformer", "prefer-gpu")])):
@@ -133,8 +135,9 @@ def example_artifacts(bundle, tmp):
         for artifact, how in artifacts:
             policy, *flags = how.split()
             os.makedirs(os.path.dirname(os.path.join(bundle, artifact)), exist_ok=True)
+            extra = {"tf32": ["--allow-tf32"], "bf16": ["--precision=bf16"]}
             why = compile_file(graph, os.path.join(bundle, artifact + ".locus"), policy,
-                               ["--allow-tf32"] if "tf32" in flags else [])
+                               [f for flag in flags for f in extra[flag]])
             if why:
                 failed.append((artifact, why))
     return failed

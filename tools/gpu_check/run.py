@@ -321,6 +321,7 @@ def whole_models(r):
     for model, runs, rtol, folder in (("transformer", 4, 1e-4, "numerics"),
                                       ("resnet18", 2, 1e-4, "numerics"),
                                       ("resnet18_tf32", 2, 1e-2, "numerics"),
+                                      ("resnet18_bf16", 2, 2e-2, "numerics"),
                                       ("mlp_train_bf16", 4, 2e-2, "bench")):
         name = "numerics: %s steps, GPU vs host kernels" % model
         art = os.path.join(r.bundle, folder, model + ".locus")
@@ -548,7 +549,8 @@ def cudnn_choices(r):
     tensor-op math or a nondeterministic algorithm. The lines themselves
     go to the log."""
     run = os.path.join(r.bundle, "bin", "locus-run")
-    for artifact in ("resnet18_train.locus", "resnet18_train_tf32.locus"):
+    for artifact in ("resnet18_train.locus", "resnet18_train_tf32.locus",
+                     "resnet18_train_bf16.locus"):
         name = "cuDNN choices: " + artifact[:-len(".locus")]
         if not r.gpu_step(name, 15):
             continue

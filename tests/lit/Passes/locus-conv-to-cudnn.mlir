@@ -88,3 +88,15 @@ func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = locus.relu %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// An autocast convolution (its operands bf16 or f16 values held in f32)
+// gets TF32's flag without allow-tf32: TF32 holds 16-bit values exactly.
+// CHECK: memref.global "private" constant @[[A:.*]] : memref<25xi64> = dense<[1, 2, 6, 6, 4, 3, 3, 4, 4, 1, 1, 0, 0, 1, 1, 1, 32, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-LABEL: func.func @autocast
+// CHECK:      memref.get_global @[[A]]
+func.func @autocast(%x: tensor<1x2x6x6xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %y = locus.conv2d %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 {locus.autocast = bf16} : tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x4x4xf32>
+  return %y : tensor<1x4x4x4xf32>
+}

@@ -1186,6 +1186,11 @@ def LocusConvToCudnn : Pass<"locus-conv-to-cudnn", "::mlir::ModuleOp"> {
     first operand again when there is none, unread) and a fresh buffer for
     the result, all as addresses. With `allow-tf32`, the flags let cuDNN
     round operands to TF32; by default every algorithm computes in fp32.
+    A convolution `--locus-autocast` marked (`locus.autocast`: its
+    operands are bf16 or f16 values held in f32) gets TF32's flag without
+    the option: TF32's 10-bit mantissa and 8-bit exponent hold every bf16
+    and f16 value exactly, so the tensor cores multiply the very values an
+    f32 algorithm would.
 
     ```mlir
     %dx = locus.conv2d_input_grad %g, %w input_shape [2, 3, 8, 8] stride [1, 1]

@@ -63,8 +63,11 @@ private:
   }
 
   /// `op` becomes scf.if (cuDNN) { the call } else { `op` as it was }.
+  /// An autocast convolution (bf16 or f16 operands held in f32) may use
+  /// TF32 tensor cores without allow-tf32: TF32 holds its operands exactly.
   void rewrite(ModuleOp module, Operation *op, Value yes) {
-    ConvCall d = describe(op, allowTf32 ? LOCUS_CONV_TF32 : 0);
+    bool tf32 = allowTf32 || op->hasAttr(kAutocastAttrName);
+    ConvCall d = describe(op, tf32 ? LOCUS_CONV_TF32 : 0);
     auto yType = cast<RankedTensorType>(op->getResult(0).getType());
     Location loc = op->getLoc();
     OpBuilder b(op);
