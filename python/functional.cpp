@@ -8,6 +8,7 @@
 
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -334,11 +335,40 @@ void bindFactories(py::module_ &m) {
 }
 
 /// One index of x[...] on one dimension: an integer picks (and drops the
-/// dimension), a slice keeps [start, start + step * length).
+/// dimension), a slice keeps [start, start + step * length). On a dynamic
+/// dimension (`raw`) the bounds stay as given, [start, end) with negative
+/// ones counted from the run's end, for locus::slice to place.
 struct IndexStep {
   int64_t dim, start, length, step;
   bool drop;
+  bool raw = false;
+  int64_t end = 0;
 };
+
+/// A slice's field as an integer, or `otherwise` for None.
+int64_t sliceField(const py::handle &k, const char *name, int64_t otherwise) {
+  py::object v = k.attr(name);
+  return v.is_none() ? otherwise : py::int_(v).cast<int64_t>();
+}
+
+/// `k` (a slice or an integer) on dimension `dim` of x, which is dynamic
+/// with `bound` as its largest size.
+IndexStep dynamicStep(const py::handle &k, int64_t dim, int64_t bound) {
+  constexpr int64_t toEnd = std::numeric_limits<int64_t>::max();
+  if (py::isinstance<py::slice>(k)) {
+    int64_t step = sliceField(k, "step", 1);
+    if (step < 1)
+      throw py::index_error("a slice's step must be positive");
+    return {dim,  sliceField(k, "start", 0),   0, step, false,
+            true, sliceField(k, "stop", toEnd)};
+  }
+  auto i = py::int_(py::reinterpret_borrow<py::object>(k)).cast<int64_t>();
+  if (i < -bound || i >= bound)
+    throw py::index_error(
+        "index " + std::to_string(i) + " is out of bounds for dimension " +
+        std::to_string(dim) + " of bound " + std::to_string(bound));
+  return {dim, i, 1, 1, true, true, i == -1 ? toEnd : i + 1};
+}
 
 /// The steps of x[key], all checked before anything is recorded: integers
 /// (Python's or NumPy's), slices with a positive step and at most one
@@ -355,6 +385,7 @@ std::vector<IndexStep> indexSteps(const Tensor &x, const py::object &key) {
     throw py::index_error("too many indices for a tensor of rank " +
                           std::to_string(x.rank()));
   std::vector<IndexStep> steps;
+  std::vector<InputDim> dims = dynamic_shape(x, Here::current());
   int64_t dim = 0;
   for (const py::handle &k : keys) {
     if (k.is(py::ellipsis())) {
@@ -362,7 +393,10 @@ std::vector<IndexStep> indexSteps(const Tensor &x, const py::object &key) {
       continue;
     }
     int64_t size = x.shape()[dim];
-    if (py::isinstance<py::slice>(k)) {
+    bool index = !py::isinstance<py::bool_>(k) && PyIndex_Check(k.ptr());
+    if (dims[dim].dynamic && (index || py::isinstance<py::slice>(k))) {
+      steps.push_back(dynamicStep(k, dim, size));
+    } else if (py::isinstance<py::slice>(k)) {
       py::ssize_t start = 0, stop = 0, step = 0, length = 0;
       if (!py::reinterpret_borrow<py::slice>(k).compute(size, &start, &stop,
                                                         &step, &length))
@@ -370,7 +404,7 @@ std::vector<IndexStep> indexSteps(const Tensor &x, const py::object &key) {
       if (step < 1)
         throw py::index_error("a slice's step must be positive");
       steps.push_back({dim, start, length, step, false});
-    } else if (!py::isinstance<py::bool_>(k) && PyIndex_Check(k.ptr())) {
+    } else if (index) {
       auto i = py::int_(py::reinterpret_borrow<py::object>(k)).cast<int64_t>();
       if (i < -size || i >= size)
         throw py::index_error(
@@ -391,8 +425,11 @@ Tensor index(const Tensor &x, const py::object &key) {
   std::vector<IndexStep> steps = indexSteps(x, key);
   return on(x, [&] {
     Tensor y = x;
+    constexpr int64_t toEnd = std::numeric_limits<int64_t>::max();
     for (const IndexStep &s : steps)
-      if (s.length != y.shape()[s.dim] || s.drop)
+      if (s.raw && (s.drop || s.start != 0 || s.end != toEnd || s.step != 1))
+        y = slice(y, s.dim, s.start, s.end, s.step, Here::current());
+      else if (!s.raw && (s.length != y.shape()[s.dim] || s.drop))
         y = slice(y, s.dim, s.start, s.start + s.step * s.length, s.step,
                   Here::current());
     for (auto it = steps.rbegin(); it != steps.rend(); ++it)

@@ -134,6 +134,40 @@ def test_a_causal_mask_and_positions_follow_a_dynamic_sequence_length():
         np.testing.assert_allclose(model.run(x=xs)["y"], want, rtol=1e-4, atol=1e-4)
 
 
+def test_indexing_a_dynamic_dimension_counts_from_the_runs_ends():
+    # x[:, 0], x[:, -1], x[:, -3:] and x[:, 1:3] along a dynamic length
+    # take the same elements as NumPy at every length; a window whose size
+    # would follow the length is an Error at the user's line, and a run
+    # too short for a window a RunError naming it.
+    g = locus.Graph("windows")
+    x = g.input("x", [2, locus.dyn("seq", 16), 4])
+    g.output("first", x[:, 0])
+    g.output("last", x[:, -1] * 2.0)
+    g.output("tail", x[..., -3:, :].sum(1))  # @tail
+    g.output("mid", x[:, 1:3])
+    with pytest.raises(locus.Error) as info:
+        x[:, 1:]  # @grows
+    assert info.value.line == line_of("# @grows")
+    assert "the window [1:] of dimension 1 of [2, seq, 4]" in str(info.value)
+    with pytest.raises(locus.Error):
+        x[:, :-1]
+    with pytest.raises(IndexError):
+        x[:, 16]
+    model = locus.compile(g, policy="cpu", devices=["cpu"])
+    for n in (3, 5, 16):
+        xs = np.random.default_rng(n).standard_normal((2, n, 4)).astype(np.float32)
+        out = model.run(x=xs)
+        np.testing.assert_allclose(out["first"], xs[:, 0], rtol=1e-6)
+        np.testing.assert_allclose(out["last"], xs[:, -1] * 2.0, rtol=1e-6)
+        np.testing.assert_allclose(out["tail"], xs[:, -3:].sum(1), rtol=1e-5)
+        np.testing.assert_allclose(out["mid"], xs[:, 1:3], rtol=1e-6)
+    with pytest.raises(Exception) as info:
+        model.run(x=np.ones((2, 2, 4), np.float32))
+    assert "line %d" % line_of("# @tail") in str(info.value) or \
+        ":%d" % line_of("# @tail") in str(info.value)
+    assert "(2 found)" in str(info.value)
+
+
 def test_bad_inputs_are_clear_errors():
     model = locus.compile(mlp_graph(), policy="cpu", devices=["cpu"])
     with pytest.raises(Exception) as info:

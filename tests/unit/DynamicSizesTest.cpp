@@ -334,6 +334,100 @@ TEST(DynamicSizes, CausalAttentionServesEverySequenceLength) {
   }
 }
 
+/// A sequence classifier over a dynamic length that reads windows of fixed
+/// size along it: the first step (a CLS token), the last one (a decoder's
+/// next token) and the mean of the last three; with `train`, an SGD step
+/// on their loss. `seq` as `batch` in mlp().
+Graph windows(int64_t seq, bool train) {
+  constexpr int64_t toEnd = std::numeric_limits<int64_t>::max();
+  Graph g("windows");
+  InputDim len = seq ? InputDim(seq) : dyn("seq", kBound);
+  auto x = g.input("x", {2, len, 8});
+  nn::Linear proj(g, 8, 8);
+  Tensor h = tanh(proj(x));
+  Tensor first = squeeze(slice(h, 1, 0, 1), 1);     // h[:, 0]
+  Tensor last = squeeze(slice(h, 1, -1, toEnd), 1); // h[:, -1]
+  Tensor tail = mean(slice(h, 1, -3, toEnd), {1});  // h[:, -3:]
+  Tensor loss = (first * last + tail).pow(2.0).mean();
+  g.output("first", first);
+  g.output("last", last);
+  g.output("tail", tail);
+  g.output("loss", loss);
+  if (train)
+    optim::SGD(proj.parameters(), {.lr = 0.5}).step(loss);
+  return g;
+}
+
+std::map<std::string, HostTensor> sequenceOf(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> xs(static_cast<size_t>(2 * n * 8));
+  for (float &v : xs)
+    v = normal(rng);
+  return {{"x", HostTensor::fromF32({2, n, 8}, xs)}};
+}
+
+TEST(DynamicSizes, WindowsCountedFromEitherEndServeEveryLength) {
+  CompiledModel dynamic = compile(windows(0, false), {.policy = "cpu"});
+  for (int64_t n : {int64_t{3}, int64_t{5}, kBound}) {
+    CompiledModel fixed = compile(windows(n, false), {.policy = "cpu"});
+    auto in = sequenceOf(n, static_cast<unsigned>(n));
+    auto got = dynamic.run(in), want = fixed.run(in);
+    for (const char *name : {"first", "last", "tail", "loss"})
+      expectNear(got.at(name), want.at(name),
+                 std::string(name) + " at length " + std::to_string(n));
+  }
+  // The last three steps need three: a shorter run stops at the slice.
+  std::string message = runErrorOf([&] { dynamic.run(sequenceOf(2, 2)); });
+  EXPECT_NE(message.find("locus.slice at "), std::string::npos) << message;
+  EXPECT_NE(message.find("DynamicSizesTest.cpp"), std::string::npos) << message;
+  EXPECT_NE(message.find("a run of fewer than 3 does not have; its size in "
+                         "this run (2 found)"),
+            std::string::npos)
+      << message;
+}
+
+TEST(DynamicSizes, WindowsTrainAsStaticStepsOfTheirLength) {
+  // Gradients flow back into the windows' places at each length.
+  CompiledModel dynamic = compile(windows(0, true), {.policy = "cpu"});
+  for (int64_t n : {int64_t{3}, int64_t{7}, kBound}) {
+    CompiledModel fixed = compile(windows(n, true), {.policy = "cpu"});
+    for (const std::string &name : fixed.stateNames())
+      fixed.setState(name, dynamic.state(name));
+    auto in = sequenceOf(n, static_cast<unsigned>(10 + n));
+    EXPECT_NEAR(dynamic.run(in).at("loss").item(),
+                fixed.run(in).at("loss").item(), 1e-5);
+    for (const std::string &name : fixed.stateNames())
+      expectNear(dynamic.state(name), fixed.state(name),
+                 name + " after a step at length " + std::to_string(n));
+  }
+}
+
+TEST(DynamicSizes, AWindowWhoseSizeFollowsTheRunIsAnError) {
+  constexpr int64_t toEnd = std::numeric_limits<int64_t>::max();
+  Graph g("bad");
+  auto x = g.input("x", {2, dyn("seq", 16), 8});
+  auto messageOf = [&](int64_t start, int64_t end, int64_t step = 1) {
+    try {
+      (void)slice(x, 1, start, end, step);
+    } catch (const Error &e) {
+      return e.message();
+    }
+    return std::string();
+  };
+  EXPECT_EQ(messageOf(2, toEnd),
+            "slice: the window [2:] of dimension 1 of [2, seq, 8] would have "
+            "as many elements as the run's 'seq' less a constant; a window "
+            "along a dynamic dimension has a fixed size, counted from its "
+            "start ([2:5], [0]) or from its end ([-3:], [-1])");
+  EXPECT_NE(messageOf(0, -1), "");       // [:-1]
+  EXPECT_NE(messageOf(-3, 2), "");       // mixed ends
+  EXPECT_NE(messageOf(0, toEnd, 2), ""); // every other step
+  EXPECT_EQ(messageOf(0, toEnd), "");    // the whole dimension
+  EXPECT_EQ(messageOf(-4, -2), "");
+  EXPECT_EQ(messageOf(1, 4), "");
+}
+
 TEST(DynamicSizes, NarrowToSaysWhatItCannotDo) {
   Graph g("narrow");
   auto x = g.input("x", {dyn("batch", 8), 4});

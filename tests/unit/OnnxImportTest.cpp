@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <unistd.h>
 #include <utility>
@@ -443,6 +444,51 @@ TEST(OnnxImport, ValuesComputedFromADynamicSizeAreKeptOrRefused) {
   ASSERT_EQ(y.shape, (Shape{3, 5}));
   for (size_t k = 0; k < y.f32.size(); ++k)
     EXPECT_EQ(y.f32[k], 1.0f + static_cast<float>(k % 5)) << k;
+}
+
+TEST(OnnxImport, WindowsAtTheEndOfADynamicSizeFollowTheRun) {
+  // y = Gather(x, -1, axis 1) + ReduceSum(Slice(x, [-3], [INT64_MAX],
+  // [1]), [1]): the last step and the sum of the last three at every
+  // length, as a decoder's export picks its last token.
+  std::string path = symbolicModel("ends", [](onnx::GraphProto *g) {
+    auto ints = [&](const char *n, int64_t value, bool vector) {
+      onnx::TensorProto *t = g->add_initializer();
+      t->set_name(n);
+      t->set_data_type(onnx::TensorProto::INT64);
+      if (vector)
+        t->add_dims(1);
+      t->add_int64_data(value);
+    };
+    auto attr = [](onnx::NodeProto *node, const char *name, int64_t value) {
+      onnx::AttributeProto *a = node->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(value);
+    };
+    ints("last", -1, false);
+    ints("from", -3, true);
+    ints("to", std::numeric_limits<int64_t>::max(), true);
+    attr(addNode(g, "Gather", {"x", "last"}, "l"), "axis", 1);
+    addNode(g, "Slice", {"x", "from", "to", "axis1"}, "s");
+    attr(addNode(g, "ReduceSum", {"s", "axis1"}, "r"), "keepdims", 0);
+    addNode(g, "Add", {"l", "r"}, "y");
+  });
+  Graph imported =
+      importOnnx(path, {.dynamicSizes = {{"batch", 4}, {"seq", 8}}});
+  CompiledModel m = compile(imported, {.policy = "cpu"});
+  for (int64_t n : {3, 5, 8}) {
+    std::vector<float> xs(static_cast<size_t>(2 * n));
+    for (size_t k = 0; k < xs.size(); ++k)
+      xs[k] = static_cast<float>(k * k % 7) - 2.5f;
+    HostTensor y = m.run({{"x", HostTensor::fromF32({2, n}, xs)}}).at("y");
+    ASSERT_EQ(y.shape, (Shape{2})) << n;
+    for (int64_t b = 0; b < 2; ++b) {
+      auto at = [&](int64_t j) { return xs[static_cast<size_t>(b * n + j)]; };
+      EXPECT_FLOAT_EQ(y.f32[static_cast<size_t>(b)],
+                      at(n - 1) + at(n - 3) + at(n - 2) + at(n - 1))
+          << "batch " << b << " at length " << n;
+    }
+  }
 }
 
 TEST(OnnxImport, AFloat16ModelRunsInF16WithF32MasterWeights) {

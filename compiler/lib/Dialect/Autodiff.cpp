@@ -51,6 +51,17 @@ public:
       : graph(graph), b(graph.getContext()),
         dynamic(graph->hasAttr(kSymbolsAttrName)) {
     b.setInsertionPointToEnd(&graph.getBodyBlock());
+    if (dynamic) {
+      // The forward values' dims, before any backward op: a slice's
+      // gradient takes the sliced value's. (A graph the analysis refuses
+      // is reported where it is verified.)
+      ScopedDiagnosticHandler quiet(graph.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      FailureOr<DynamicDims> found = DynamicDims::analyze(graph);
+      if (succeeded(found))
+        // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked.
+        forwardDims.emplace(std::move(*found));
+    }
   }
 
   FailureOr<SmallVector<Value>> run(Value loss, ArrayRef<Value> wrt);
@@ -244,6 +255,8 @@ private:
   OpBuilder b;
   /// The graph has dynamic sizes: counts are read at run time.
   bool dynamic;
+  /// With dynamic sizes, the dims of the values before differentiation.
+  std::optional<DynamicDims> forwardDims;
   Location loc = UnknownLoc::get(graph.getContext());
   DenseMap<Value, Value> grads;
   llvm::DenseSet<Value> dependent;
@@ -633,8 +646,17 @@ bool Differentiator::backwardShape(Operation *op, Value g) {
       })
       .Case<SliceOp>([&](SliceOp o) {
         give(o.getInput(), [&]() -> Value {
-          return b.create<SliceGradOp>(loc, g, typeOf(o.getInput()).getShape(),
-                                       o.getOffsets(), o.getStrides());
+          auto grad =
+              b.create<SliceGradOp>(loc, g, typeOf(o.getInput()).getShape(),
+                                    o.getOffsets(), o.getStrides());
+          // A window of a dynamic dimension: the gradient has the sliced
+          // value's dims, which its own shape rule cannot know.
+          if (forwardDims && forwardDims->isDynamic(o.getInput()))
+            grad->setAttr(kDimsAttrName, AffineMapAttr::get(dimsToMap(
+                                             forwardDims->dimsOf(o.getInput()),
+                                             forwardDims->symbols().size(),
+                                             graph.getContext())));
+          return grad;
         });
         return true;
       })
@@ -646,8 +668,11 @@ Value Differentiator::joinSliceGrads(Value x, Value y) {
   // Both are gradients still being summed: nothing reads them yet.
   if (!a || !c || !x.use_empty() || !y.use_empty())
     return nullptr;
+  // Windows of dynamic dimensions (given dims) stay apart: joined, they
+  // would cover a whole that only the bound fills.
   auto unit = [](SliceGradOp s) {
-    return llvm::all_of(s.getStrides(), [](int64_t k) { return k == 1; });
+    return !s->hasAttr(kDimsAttrName) &&
+           llvm::all_of(s.getStrides(), [](int64_t k) { return k == 1; });
   };
   if (!unit(a) || !unit(c) || a.getShape() != c.getShape())
     return nullptr;

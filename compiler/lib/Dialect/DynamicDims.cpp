@@ -578,9 +578,12 @@ LogicalResult DynamicDims::infer(Operation *op) {
   return success();
 }
 
-/// A slice (or its gradient, which writes the window back into the whole)
-/// takes a dynamic dimension whole or not at all, so the window and the
-/// whole have the dims of `operand`, which is one of them.
+/// A slice takes a dynamic dimension whole, with its dims, or a window of
+/// fixed size in it (counted from its start, or from its end for an offset
+/// below zero), which is static. `operand` is the slice's input, or a
+/// slice gradient's window: a gradient that writes a window smaller than a
+/// dynamic dimension is given the whole's dims (locus.dims), so here its
+/// window's dynamic dimensions are whole.
 LogicalResult DynamicDims::inferSlice(Operation *op, Value operand,
                                       ArrayRef<int64_t> offsets,
                                       ArrayRef<int64_t> strides,
@@ -590,12 +593,13 @@ LogicalResult DynamicDims::inferSlice(Operation *op, Value operand,
   for (auto [d, dim] : llvm::enumerate(dimsOf(operand))) {
     if (dim.isStatic())
       continue;
-    if (offsets[d] != 0 || strides[d] != 1 || window[d] != whole[d])
+    if (offsets[d] == 0 && strides[d] == 1 && window[d] == whole[d])
+      dims[d] = dim;
+    else if (isa<SliceGradOp>(op))
       return op->emitOpError()
-             << "takes a window of dimension " << d << " of " << format(operand)
-             << ", which is dynamic; a slice takes a dynamic dimension whole "
-                "(a window along one is not supported yet)";
-    dims[d] = dim;
+             << "writes a window of " << format(operand)
+             << " along its dimension " << d
+             << ", which is dynamic: a slice's window is static there";
   }
   set(result, std::move(dims));
   return success();
@@ -663,13 +667,24 @@ LogicalResult DynamicDims::takeGiven(Operation *op, AffineMap map) {
                << ": a window with dims takes each dynamic dimension from "
                   "offset 0 of a static one, and keeps the others";
     }
+  } else if (auto grad = dyn_cast<SliceGradOp>(op)) {
+    // The gradient of a window of fixed size in a dynamic dimension: the
+    // sliced value's dims, where the window's dynamic dimensions are whole.
+    DimExprs window = dimsOf(grad.getGrad());
+    for (auto [d, dim] : llvm::enumerate(window))
+      if (!dim.isStatic() && dim != (*dims)[d])
+        return op->emitOpError()
+               << "writes " << format(grad.getGrad()) << " into "
+               << formatDims(*dims, symbols_)
+               << ": a dynamic dimension of the window is the whole's";
   } else if (!isa<RandomOp>(op)) {
     // A random draw has no operand to follow: it takes the dims of the
     // value it is drawn for (dropout's input).
     return op->emitOpError() << kDimsAttrName
                              << " is given only on inputs, reshapes, "
-                                "broadcasts, windows and random draws; other "
-                                "ops' dims follow from their operands";
+                                "broadcasts, windows, slice gradients and "
+                                "random draws; other ops' dims follow from "
+                                "their operands";
   }
   set(op->getResult(0), std::move(*dims));
   return success();

@@ -142,10 +142,12 @@ std::optional<size_t> windowOutside(ArrayRef<int64_t> dims,
                                     ArrayRef<int64_t> sizes,
                                     ArrayRef<int64_t> strides) {
   for (size_t d = 0; d < dims.size(); ++d) {
+    // An offset below zero counts back from the end.
+    int64_t offset = offsets[d] < 0 ? offsets[d] + dims[d] : offsets[d];
     bool inside =
-        dims[d] >= 0 && offsets[d] >= 0 && sizes[d] >= 0 && strides[d] >= 1 &&
-        (sizes[d] == 0 ? offsets[d] <= dims[d]
-                       : offsets[d] + (sizes[d] - 1) * strides[d] < dims[d]);
+        dims[d] >= 0 && offset >= 0 && sizes[d] >= 0 && strides[d] >= 1 &&
+        (sizes[d] == 0 ? offset <= dims[d]
+                       : offset + (sizes[d] - 1) * strides[d] < dims[d]);
     if (!inside)
       return d;
   }

@@ -554,6 +554,60 @@ Tensor locus::concat(const std::vector<Tensor> &xs, int64_t axis, Here loc) {
   return g.wrap(result);
 }
 
+namespace {
+
+/// A slice's window along one dimension: its first element (below zero:
+/// counted back from the end) and how many it takes.
+struct Window {
+  int64_t offset, size;
+};
+
+/// Python's rules in a dimension of `dim` elements: negative bounds count
+/// from the end, then clamp.
+Window staticWindow(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  auto clamp = [dim](int64_t i) {
+    i = i < 0 ? i + dim : i;
+    return std::clamp<int64_t>(i, 0, dim);
+  };
+  int64_t lo = clamp(start), hi = clamp(end);
+  int64_t count = hi > lo ? (hi - lo + step - 1) / step : 0;
+  return {count ? lo : 0, count};
+}
+
+/// In dimension `a` of `v`, which is dynamic: the whole dimension, or a
+/// window of fixed size counted from its start ([2:5], [0]) or from its
+/// end ([-3:], [-1], [-4:-2]), the same elements at every size. A window
+/// whose size would follow the run's (`[2:]`, `[:-1]`) is an Error.
+Window dynamicWindow(GraphImpl &g, mlir::Value v, int64_t a, int64_t start,
+                     int64_t end, int64_t step, const Here &loc) {
+  int64_t bound = GraphImpl::shapeOf(v)[a];
+  auto count = [step](int64_t lo, int64_t hi) {
+    return hi > lo ? (hi - lo + step - 1) / step : 0;
+  };
+  bool toEnd = end >= bound;
+  if (start >= 0 && toEnd && ((start == 0 && step == 1) || start >= bound))
+    return start == 0 ? Window{0, count(0, bound)} : Window{0, 0};
+  if (start >= 0 && end >= 0 && !toEnd)
+    return count(start, end) ? Window{start, count(start, end)} : Window{0, 0};
+  if (start < 0 && (toEnd || end < 0)) {
+    int64_t from = std::max(start, -bound), to = toEnd ? 0 : end;
+    return count(from, to) ? Window{from, count(from, to)} : Window{0, 0};
+  }
+  DimExprs dims = g.dimsOf(v);
+  throw userError(
+      loc, "slice: the window [" + std::to_string(start) + ":" +
+               (toEnd ? std::string() : std::to_string(end)) +
+               "] of dimension " + std::to_string(a) + " of " +
+               formatDims(dims, g.dynamic->symbols()) +
+               " would have as many elements as the run's '" +
+               formatDim(dims[a], g.dynamic->symbols()) +
+               "' less a constant; a window along a dynamic dimension has a "
+               "fixed size, counted from its start ([2:5], [0]) or from its "
+               "end ([-3:], [-1])");
+}
+
+} // namespace
+
 Tensor locus::slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
                     int64_t step, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);
@@ -564,17 +618,12 @@ Tensor locus::slice(const Tensor &x, int64_t axis, int64_t start, int64_t end,
   if (step < 1)
     throw userError(loc,
                     "slice step must be positive, got " + std::to_string(step));
-  // Python's rules: negative bounds count from the end, then clamp.
-  int64_t dim = in[a];
-  auto clamp = [dim](int64_t i) {
-    i = i < 0 ? i + dim : i;
-    return std::clamp<int64_t>(i, 0, dim);
-  };
-  int64_t lo = clamp(start), hi = clamp(end);
-  int64_t count = hi > lo ? (hi - lo + step - 1) / step : 0;
   std::vector<int64_t> offsets(in.size(), 0), sizes(in), strides(in.size(), 1);
-  offsets[a] = count ? lo : 0;
-  sizes[a] = count;
+  Window window = g.dimsOf(v)[a].isStatic()
+                      ? staticWindow(in[a], start, end, step)
+                      : dynamicWindow(g, v, a, start, end, step, loc);
+  offsets[a] = window.offset;
+  sizes[a] = window.size;
   strides[a] = step;
   mlir::Value result =
       g.record<SliceOp>(loc, v, llvm::ArrayRef(offsets), llvm::ArrayRef(sizes),

@@ -10,6 +10,7 @@
 #include "Importer.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace locus::onnx_import {
@@ -115,6 +116,7 @@ void Importer::slice(const NodeProto &n) {
     fail("starts, ends, axes and steps differ in length");
   struct Range {
     int64_t axis, start, end, step;
+    int64_t givenStart, givenEnd; // as the node gives them
   };
   std::vector<Range> ranges;
   Shape outShape = shape;
@@ -130,7 +132,7 @@ void Importer::slice(const NodeProto &n) {
       fail("steps other than positive ones are not supported");
     auto [start, end] = sliceRange(starts[k], ends[k], shape[size_t(axis)]);
     end = std::max(end, start);
-    ranges.push_back({axis, start, end, steps[k]});
+    ranges.push_back({axis, start, end, steps[k], starts[k], ends[k]});
     outShape[size_t(axis)] = (end - start + steps[k] - 1) / steps[k];
     std::string sym = endsConst ? endsConst->symAt(k) : "";
     if (!sym.empty() && start == 0 && steps[k] == 1 && ends[k] == end)
@@ -180,10 +182,27 @@ void Importer::slice(const NodeProto &n) {
     fail("slices with bounds computed from a dynamic size other than "
          "[0, size); only those are kept dynamic");
   Tensor x = in(n, 0);
-  for (const Range &range : ranges)
-    if (range.start != 0 || range.end != shape[size_t(range.axis)] ||
-        range.step != 1)
+  std::vector<InputDim> dims = locus::dynamic_shape(x);
+  for (const Range &range : ranges) {
+    int64_t size = shape[size_t(range.axis)];
+    bool whole =
+        range.givenStart == 0 && range.givenEnd >= size && range.step == 1;
+    if (dims[size_t(range.axis)].dynamic &&
+        windowOf[size_t(range.axis)].empty()) {
+      if (whole)
+        continue;
+      // Along a dynamic size, the bounds as given: negative ones count
+      // from the run's end (x[:, -1:]), and locus::slice refuses a window
+      // whose size would follow the run's.
+      x = locus::slice(x, range.axis, std::max(range.givenStart, -size),
+                       range.givenEnd >= size
+                           ? std::numeric_limits<int64_t>::max()
+                           : std::max(range.givenEnd, -size),
+                       range.step);
+    } else if (range.start != 0 || range.end != size || range.step != 1) {
       x = locus::slice(x, range.axis, range.start, range.end, range.step);
+    }
+  }
   if (windowed)
     x = windowTo(x, windowOf);
   out(n, 0, x);
@@ -198,9 +217,10 @@ void Importer::gather(Graph &g, const NodeProto &n) {
   outShape.insert(outShape.end(), indexShape.begin(), indexShape.end());
   outShape.insert(outShape.end(), shape.begin() + axis + 1, shape.end());
   const Const *data = constOf(n, 0), *index = constOf(n, 1);
-  std::vector<int64_t> indices;
+  std::vector<int64_t> indices, given;
   if (index) {
     indices = index->ints();
+    given = indices;
     for (int64_t &i : indices) {
       if (i < -size || i >= size)
         fail("index " + std::to_string(i) +
@@ -245,7 +265,12 @@ void Importer::gather(Graph &g, const NodeProto &n) {
          "of one (Range(0, size)) is kept dynamic");
   Tensor x = in(n, 0);
   if (index && indexShape.empty()) { // one index: a slice without the axis
-    out(n, 0, squeeze(locus::slice(x, axis, indices[0], indices[0] + 1), axis));
+    // Along a dynamic size, a negative index counts from the run's end.
+    bool fromEnd =
+        given[0] < 0 && locus::dynamic_shape(x)[size_t(axis)].dynamic;
+    int64_t start = fromEnd ? given[0] : indices[0];
+    int64_t end = start == -1 ? std::numeric_limits<int64_t>::max() : start + 1;
+    out(n, 0, squeeze(locus::slice(x, axis, start, end), axis));
     return;
   }
   Tensor idx;

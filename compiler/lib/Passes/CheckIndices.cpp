@@ -71,6 +71,17 @@ public:
       if (fewestPerChannel(*dims, op.getInput()) < 2)
         addCountCheck(op, count++);
     });
+    // A window of fixed size in a dynamic dimension needs the run to have
+    // the elements it takes.
+    graph.walk([&](SliceOp op) {
+      // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+      DimExprs in = dims->dimsOf(op.getInput());
+      for (auto [d, dim] : llvm::enumerate(in)) {
+        int64_t need = elementsNeeded(op, d);
+        if (!dim.isStatic() && need > 1)
+          addWindowCheck(op, d, need, count++);
+      }
+    });
     // One check per tensor of indices and extent: a cross-entropy and the
     // one-hot of its gradient read the same labels.
     llvm::DenseSet<std::pair<Value, int64_t>> seen;
@@ -140,6 +151,45 @@ private:
     addCheckOutput(b, op, number,
                    "batch_norm in training needs more than one value per "
                    "channel (as in PyTorch); values per channel in this run",
+                   total);
+  }
+
+  /// How many elements dimension `d` of a slice's input needs for its
+  /// window, or 0 when the window is the whole dimension.
+  static int64_t elementsNeeded(SliceOp op, size_t d) {
+    int64_t offset = op.getOffsets()[d], size = op.getSizes()[d],
+            stride = op.getStrides()[d];
+    if (offset == 0 && stride == 1 &&
+        size == op.getInput().getType().getDimSize(d))
+      return 0;
+    if (size == 0)
+      return 0;
+    return offset < 0 ? -offset : offset + (size - 1) * stride + 1;
+  }
+
+  /// Before a slice whose window along dynamic dimension `d` needs `need`
+  /// elements: the run's size there when it has fewer, else 0.
+  static void addWindowCheck(SliceOp op, size_t d, int64_t need,
+                             unsigned number) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    auto constant = [&](float value) {
+      return placedLike(
+          op, b.create<ConstantOp>(loc, DenseElementsAttr::get(scalar, value),
+                                   DeviceAttr()));
+    };
+    SmallVector<int64_t> axes = {static_cast<int64_t>(d)};
+    Value n = placedLike(op, b.create<CountOp>(loc, op.getInput(), axes));
+    Value few =
+        placedLike(op, b.create<CmpOp>(loc, CmpPredicate::lt, n,
+                                       constant(static_cast<float>(need))));
+    Value total =
+        placedLike(op, b.create<SelectOp>(loc, few, n, constant(0.0f)));
+    addCheckOutput(b, op, number,
+                   "the window takes elements of dimension " + Twine(d) +
+                       ", which is dynamic, that a run of fewer than " +
+                       Twine(need) + " does not have; its size in this run",
                    total);
   }
 

@@ -208,7 +208,10 @@ KernelDims::propagateReshape(Operation *op, Value src, Value result,
 }
 
 /// A slice or an insertion of one (concatenations, padding removed) takes a
-/// dynamic dimension whole: the window and the whole share its dims.
+/// dynamic dimension whole, and the window and the whole share its dims;
+/// or a window of static size in it (a slice's: the graph's verifier let
+/// only those through), at an offset from its start or, computed from the
+/// run's size, from its end.
 LogicalResult KernelDims::propagateSlice(OffsetSizeAndStrideOpInterface op,
                                          Value whole, Value window) {
   DimExprs wholeDims = of(whole), windowDims = of(window);
@@ -222,10 +225,15 @@ LogicalResult KernelDims::propagateSlice(OffsetSizeAndStrideOpInterface op,
     if (wholeDims[d].isStatic() && windowDims[d].isStatic())
       continue;
     if (op.getStaticOffset(d) != 0 || op.getStaticStride(d) != 1 ||
-        op.getStaticSize(d) != shape[d])
+        op.getStaticSize(d) != shape[d]) {
+      if (windowDims[d].isStatic() && !wholeDims[d].isStatic())
+        continue; // a window of static size
       return op->emitOpError()
              << "takes a window of dimension " << d << " of "
-             << formatDims(wholeDims, symbols) << ", which is dynamic";
+             << formatDims(wholeDims, symbols) << " as "
+             << formatDims(windowDims, symbols)
+             << ": a window of dynamic size fills its dimension whole";
+    }
     DimExpr dim = wholeDims[d].isStatic() ? windowDims[d] : wholeDims[d];
     wholeDims[d] = dim;
     windowDims[d] = dim;

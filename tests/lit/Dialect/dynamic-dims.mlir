@@ -125,18 +125,46 @@ locus.graph @g attributes {locus.symbols = [["seq", 16]]} {
 
 // -----
 
+// Windows of fixed size in a dynamic dimension are static: rows 1 to 2
+// from the start, the last row from the end; the gradient of the last row
+// is given the sliced value's dims, and adds to a value of those.
+// CHECK-LABEL: locus.graph @windows
+locus.graph @windows attributes {locus.symbols = [["batch", 8]]} {
+  %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  %s = locus.slice %a offsets [1, 0] sizes [2, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<2x4xf32>
+  %l = locus.slice %a offsets [-1, 0] sizes [1, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<1x4xf32>
+  %x = locus.input "x" : tensor<1x4xf32>
+  %y = locus.add %l, %x : tensor<1x4xf32>
+  %g = locus.slice_grad %y shape [8, 4] offsets [-1, 0] strides [1, 1] {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<1x4xf32> -> tensor<8x4xf32>
+  %z = locus.add %g, %a : tensor<8x4xf32>
+  locus.output "s" = %s : tensor<2x4xf32>
+  locus.output "z" = %z : tensor<8x4xf32>
+}
+
+// -----
+
+// A window past the bound does not fit, from the end either.
 locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
   %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
-  // expected-error@+1 {{'locus.slice' op takes a window of dimension 0 of [batch, 4], which is dynamic; a slice takes a dynamic dimension whole (a window along one is not supported yet)}}
-  %s = locus.slice %a offsets [1, 0] sizes [7, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<7x4xf32>
+  // expected-error@+2 {{'locus.slice' op window offsets [-9, 0] sizes [1, 4] strides [1, 1] does not fit in input [8, 4] (dimension 0)}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %s = locus.slice %a offsets [-9, 0] sizes [1, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<1x4xf32>
 }
 
 // -----
 
 locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
   %g = locus.input "g" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
-  // expected-error@+1 {{'locus.slice_grad' op takes a window of dimension 0 of [batch, 4], which is dynamic}}
+  // expected-error@+1 {{'locus.slice_grad' op writes a window of [batch, 4] along its dimension 0, which is dynamic: a slice's window is static there}}
   %s = locus.slice_grad %g shape [16, 4] offsets [0, 0] strides [2, 1] : tensor<8x4xf32> -> tensor<16x4xf32>
+}
+
+// -----
+
+locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
+  %g = locus.input "g" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  // expected-error@+1 {{'locus.slice_grad' op writes [batch, 4] into [16, 4]: a dynamic dimension of the window is the whole's}}
+  %s = locus.slice_grad %g shape [16, 4] offsets [0, 0] strides [1, 1] {locus.dims = affine_map<()[s0] -> (16, 4)>} : tensor<8x4xf32> -> tensor<16x4xf32>
 }
 
 // -----
@@ -151,7 +179,7 @@ locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
 
 locus.graph @g attributes {locus.symbols = [["batch", 8]]} {
   %a = locus.input "a" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
-  // expected-error@+1 {{'locus.relu' op locus.dims is given only on inputs, reshapes, broadcasts, windows and random draws; other ops' dims follow from their operands}}
+  // expected-error@+1 {{'locus.relu' op locus.dims is given only on inputs, reshapes, broadcasts, windows, slice gradients and random draws; other ops' dims follow from their operands}}
   %r = locus.relu %a {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
 }
 

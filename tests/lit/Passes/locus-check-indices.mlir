@@ -89,3 +89,34 @@ locus.graph @norm attributes {locus.symbols = [["batch", 8]]} {
   locus.output "y" = %y : tensor<8x4xf32>
   locus.output "y2" = %y2 : tensor<8x4x2x2xf32>
 }
+
+// -----
+
+// Windows of fixed size along a dynamic dimension: rows 1 to 3 need 4
+// rows, the last three 3; the last row, the whole dimension and a window
+// of the static one need no check.
+// CHECK-LABEL: locus.graph @windows
+// CHECK: %[[N:.*]] = locus.count %x axes [0] : tensor<8x4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[NEED:.*]] = locus.constant dense<4.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[FEW:.*]] = locus.cmp lt, %[[N]], %[[NEED]]
+// CHECK-NEXT: %[[ZERO:.*]] = locus.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[TOTAL:.*]] = locus.select %[[FEW]], %[[N]], %[[ZERO]]
+// CHECK-NEXT: locus.output "__locus_check:0:locus.slice at {{.*}}|the window takes elements of dimension 0, which is dynamic, that a run of fewer than 4 does not have; its size in this run" = %[[TOTAL]]
+// CHECK-NEXT: locus.slice %x offsets [1, 0] sizes [3, 4]
+// CHECK: locus.constant dense<3.000000e+00>
+// CHECK: "__locus_check:1:locus.slice at {{.*}}|the window takes elements of dimension 0, which is dynamic, that a run of fewer than 3 does not have; its size in this run"
+// CHECK-NEXT: locus.slice %x offsets [-3, 0] sizes [3, 4]
+// CHECK-NOT: __locus_check:2
+locus.graph @windows attributes {locus.symbols = [["batch", 8]]} {
+  %x = locus.input "x" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<8x4xf32>
+  %a = locus.slice %x offsets [1, 0] sizes [3, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<3x4xf32>
+  %b = locus.slice %x offsets [-3, 0] sizes [3, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<3x4xf32>
+  %c = locus.slice %x offsets [-1, 0] sizes [1, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<1x4xf32>
+  %d = locus.slice %x offsets [0, 0] sizes [8, 4] strides [1, 1] : tensor<8x4xf32> -> tensor<8x4xf32>
+  %e = locus.slice %x offsets [0, 1] sizes [8, 2] strides [1, 1] : tensor<8x4xf32> -> tensor<8x2xf32>
+  locus.output "a" = %a : tensor<3x4xf32>
+  locus.output "b" = %b : tensor<3x4xf32>
+  locus.output "c" = %c : tensor<1x4xf32>
+  locus.output "d" = %d : tensor<8x4xf32>
+  locus.output "e" = %e : tensor<8x2xf32>
+}

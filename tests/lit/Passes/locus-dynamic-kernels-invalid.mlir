@@ -29,14 +29,13 @@ func.func @k(%a: tensor<8xf32> {locus.dims = affine_map<()[s0] -> (s0)>},
 
 // -----
 
-// A window of a dynamic dimension (the graph verifier refuses it first;
-// here a kernel written by hand).
+// A value of dynamic size put at a window of a static dimension (the
+// graph verifier refuses it first; here a kernel written by hand).
 func.func @k(%a: tensor<8x4xf32> {locus.dims = affine_map<()[s0] -> (s0, 4)>},
-             %sizes: tensor<1xi64> {locus.sizes}) -> tensor<8x4xf32>
+             %sizes: tensor<1xi64> {locus.sizes}) -> tensor<16x4xf32>
     attributes {locus.symbols = [["batch", 8]]} {
-  // expected-error@+1 {{'tensor.extract_slice' op takes a window of dimension 0 of [batch, 4], which is dynamic}}
-  %s = tensor.extract_slice %a[1, 0] [4, 4] [1, 1] : tensor<8x4xf32> to tensor<4x4xf32>
-  %e = tensor.empty() : tensor<8x4xf32>
-  %r = tensor.insert_slice %s into %e[0, 0] [4, 4] [1, 1] : tensor<4x4xf32> into tensor<8x4xf32>
-  return %r : tensor<8x4xf32>
+  %e = tensor.empty() : tensor<16x4xf32>
+  // expected-error@+1 {{'tensor.insert_slice' op takes a window of dimension 0 of [16, 4] as [batch, 4]: a window of dynamic size fills its dimension whole}}
+  %r = tensor.insert_slice %a into %e[1, 0] [8, 4] [1, 1] : tensor<8x4xf32> into tensor<16x4xf32>
+  return %r : tensor<16x4xf32>
 }

@@ -59,6 +59,34 @@ locus.graph @halves attributes {locus.symbols = [["batch", 16]]} {
 
 // -----
 
+// Windows of fixed size in a dynamic dimension: row 1 from the start, and
+// the last row at the run's size less one; the gradient of the last row
+// writes it there into zeros of the run's size.
+// CHECK-LABEL: func.func @rows_k0_slice(
+// CHECK: %[[X:.*]] = tensor.expand_shape %{{.*}} : tensor<?xf32> into tensor<?x4xf32>
+// CHECK: %[[END:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x4xf32>
+// CHECK: %[[LAST:.*]] = arith.addi %[[END]], %{{.*}} : index
+// CHECK: tensor.extract_slice %[[X]][%[[LAST]], 0] [1, 4] [1, 1] : tensor<?x4xf32> to tensor<1x4xf32>
+// CHECK-LABEL: func.func @rows_k1_slice(
+// CHECK: %[[Y:.*]] = tensor.expand_shape %{{.*}} : tensor<?xf32> into tensor<?x4xf32>
+// CHECK: tensor.extract_slice %[[Y]][1, 0] [1, 4] [1, 1] : tensor<?x4xf32> to tensor<1x4xf32>
+// CHECK-LABEL: func.func @rows_k2_slice_grad(
+// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?x4xf32>) -> tensor<?x4xf32>
+// CHECK: %[[END2:.*]] = tensor.dim %[[ZEROS]], %{{.*}} : tensor<?x4xf32>
+// CHECK: %[[AT:.*]] = arith.addi %[[END2]], %{{.*}} : index
+// CHECK: tensor.insert_slice %{{.*}} into %[[ZEROS]][%[[AT]], 0] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<?x4xf32>
+locus.graph @rows attributes {locus.symbols = [["batch", 16]]} {
+  %x = locus.input "x" {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<16x4xf32>
+  %second = locus.slice %x offsets [1, 0] sizes [1, 4] strides [1, 1] : tensor<16x4xf32> -> tensor<1x4xf32>
+  %last = locus.slice %x offsets [-1, 0] sizes [1, 4] strides [1, 1] : tensor<16x4xf32> -> tensor<1x4xf32>
+  %s = locus.add %second, %last : tensor<1x4xf32>
+  %g = locus.slice_grad %s shape [16, 4] offsets [-1, 0] strides [1, 1] {locus.dims = affine_map<()[s0] -> (s0, 4)>} : tensor<1x4xf32> -> tensor<16x4xf32>
+  locus.output "s" = %s : tensor<1x4xf32>
+  locus.output "g" = %g : tensor<16x4xf32>
+}
+
+// -----
+
 // narrow_to's window of a static mask takes the run's sizes from offset 0
 // and is copied packed; an argument of two dynamic dimensions is viewed
 // through tensor.reshape (MLIR 19 cannot bufferize an expand_shape that

@@ -436,6 +436,10 @@ def Locus_SliceOp : Locus_InferOp<"slice"> {
   let description = [{
     For each dimension `d`, takes `sizes[d]` elements starting at
     `offsets[d]`, `strides[d]` apart. The window must lie inside the input.
+    An offset below zero counts back from the dimension's end, as Python's
+    indices do: `-1` starts at the last element. For a dimension of
+    dynamic size that end is the run's size, so `offsets [0, -1] sizes
+    [4, 1]` is `x[:, -1:]` at every sequence length.
 
     ```mlir
     %s = locus.slice %x offsets [0, 2] sizes [4, 3] strides [1, 1] : tensor<4x8xf32> -> tensor<4x3xf32>
@@ -690,7 +694,10 @@ def Locus_SliceGradOp : Locus_InferOp<"slice_grad"> {
   let summary = "The gradient of locus.slice: zeros with a slice filled in.";
   let description = [{
     A tensor of `shape`, zero except at the elements `locus.slice` with the
-    same `offsets` and `strides` reads, which hold `grad`.
+    same `offsets` and `strides` reads, which hold `grad` (an offset below
+    zero counts back from the end, as there). With dynamic sizes, the
+    result's dims are the sliced value's, given as `locus.dims` where the
+    window is smaller than a dynamic dimension.
 
     ```mlir
     %d = locus.slice_grad %g shape [8, 6] offsets [0, 1] strides [1, 2] : tensor<8x3xf32> -> tensor<8x6xf32>

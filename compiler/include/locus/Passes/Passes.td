@@ -439,6 +439,14 @@ def LocusCheckIndices : Pass<"locus-check-indices", "::locus::GraphOp"> {
     more than one value per channel (as in PyTorch); values per channel in
     this run (1 found)` before the running statistics are written.
 
+    And each `locus.slice` that takes a window of fixed size in a dynamic
+    dimension needing more than one element there (`offsets [0, 2] sizes
+    [4, 2]` needs 4, `offsets [0, -3] sizes [4, 3]` needs 3): the run's
+    size when it is smaller, else 0, so a run too short for the window
+    stops with `locus.slice at model.py:7: the window takes elements of
+    dimension 1, which is dynamic, that a run of fewer than 3 does not
+    have; its size in this run (2 found)`.
+
     The compiler runs it first in the kernel stage, after placement.
 
     Before:
@@ -819,10 +827,14 @@ def LocusDynamicKernels
     batch through when it pads other dimensions only. An `extract_slice` or
     `insert_slice` (slices, their gradients, concatenations, a pooling
     gradient's padding removed) takes its dynamic dimensions whole: window
-    and whole share their dims, and the sizes become the run's; a window
-    of a dynamic dimension is an error (the graph verifier refuses such a
-    slice or concat first). A value of dynamic shape made by any other op is
-    an error.
+    and whole share their dims, and the sizes become the run's. Or, a
+    slice's or its gradient's, a window of static size in a dynamic
+    dimension: it stays static, at its offset from the start or, for a
+    `locus.slice` offset below zero, at the one the lowering computed from
+    `tensor.dim` of the whole, which is now the run's size. A window of
+    dynamic size that does not fill its dimension is an error (the graph
+    verifier refuses such a slice or concat first). A value of dynamic
+    shape made by any other op is an error.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -337,9 +337,9 @@ Value lowerConcat(Lowering &l, ConcatOp op) {
 Value lowerSlice(Lowering &l, SliceOp op) {
   OpBuilder &b = l.b;
   SmallVector<OpFoldResult> offsets, sizes, strides;
-  for (auto [off, size, stride] :
-       llvm::zip(op.getOffsets(), op.getSizes(), op.getStrides())) {
-    offsets.push_back(b.getIndexAttr(off));
+  for (auto [d, off, size, stride] :
+       llvm::enumerate(op.getOffsets(), op.getSizes(), op.getStrides())) {
+    offsets.push_back(l.offsetIn(op.getInput(), d, off));
     sizes.push_back(b.getIndexAttr(size));
     strides.push_back(b.getIndexAttr(stride));
   }

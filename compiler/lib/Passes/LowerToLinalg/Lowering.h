@@ -182,6 +182,22 @@ public:
                                            all(target.getRank()));
   }
 
+  /// A slice's offset in dimension `d` of `of`: `offset`, or for one
+  /// below zero that many back from the end (tensor.dim, which
+  /// --locus-dynamic-kernels makes the run's size in a dynamic dimension).
+  OpFoldResult offsetIn(Value of, int64_t d, int64_t offset) {
+    if (offset >= 0)
+      return b.getIndexAttr(offset);
+    int64_t size = typeOf(of).getDimSize(d);
+    if (!inDynamicKernel())
+      return b.getIndexAttr(size + offset);
+    Value end = b.create<tensor::DimOp>(loc, of, d);
+    return b
+        .create<arith::AddIOp>(loc, end,
+                               b.create<arith::ConstantIndexOp>(loc, offset))
+        .getResult();
+  }
+
   /// `value` divided by how many elements of `of` lie along `axes`: a
   /// constant factor, or in a kernel with dynamic sizes the count at run
   /// time (tensor.dim, which --locus-dynamic-kernels makes dynamic).

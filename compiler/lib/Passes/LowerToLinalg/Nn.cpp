@@ -651,16 +651,16 @@ Value lowerOneHot(Lowering &l, OneHotOp op) {
 
 Value lowerSliceGrad(Lowering &l, SliceGradOp op) {
   OpBuilder &b = l.b;
+  Value zeros = l.filled(op.getType(), 0.0);
   SmallVector<OpFoldResult> offsets, sizes, strides;
-  for (auto [off, size, stride] :
-       llvm::zip(op.getOffsets(), op.getGrad().getType().getShape(),
-                 op.getStrides())) {
-    offsets.push_back(b.getIndexAttr(off));
+  for (auto [d, off, size, stride] :
+       llvm::enumerate(op.getOffsets(), op.getGrad().getType().getShape(),
+                       op.getStrides())) {
+    offsets.push_back(l.offsetIn(zeros, d, off));
     sizes.push_back(b.getIndexAttr(size));
     strides.push_back(b.getIndexAttr(stride));
   }
-  return b.create<tensor::InsertSliceOp>(l.loc, op.getGrad(),
-                                         l.filled(op.getType(), 0.0), offsets,
+  return b.create<tensor::InsertSliceOp>(l.loc, op.getGrad(), zeros, offsets,
                                          sizes, strides);
 }
 
