@@ -28,11 +28,12 @@ inline std::string option(int argc, char **argv, const char *name,
   return fallback;
 }
 
-/// --policy (default auto), --devices (comma-separated, default cpu) and
-/// --fuse=0.
+/// --policy (default auto), --devices (comma-separated, default cpu),
+/// --fuse=0 and --precision (fp32, tf32, bf16 or f16; default fp32).
 inline locus::CompileOptions compileOptions(int argc, char **argv) {
   locus::CompileOptions options;
   options.policy = option(argc, argv, "policy", "auto");
+  options.precision = option(argc, argv, "precision", "fp32");
   std::string devices = option(argc, argv, "devices", "cpu");
   for (size_t start = 0;;) {
     size_t end = devices.find(',', start);

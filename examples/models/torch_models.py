@@ -10,7 +10,10 @@ same generator with the seeds the examples use.
 
 Each model also runs in float32, and its largest distance from the float64
 run is stored (float32_loss_error, float32_eval_error): check_models.py
-allows Locus four times that where it exceeds the fixed limits.
+allows Locus four times that where it exceeds the fixed limits. And in
+float32 under torch.autocast(device_type="cpu", dtype=torch.bfloat16)
+(bf16_loss_error, bf16_eval_error): what check_models.py --precision=bf16
+holds Locus's precision="bf16" to.
 
 Made with Debian's python3-torch (1.13.1), on the CPU:
 
@@ -132,7 +135,18 @@ def images(batch, y, seed):
     return x
 
 
-def resnet18(batch=8, steps=20):
+def autocast(bf16):
+    """torch.autocast on the CPU in bfloat16 when `bf16`, else nothing."""
+    return torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16)
+
+
+def wide(t, bf16):
+    """An autocast result back in float32 (the loss and outputs in f32, as
+    Locus gives them); the default dtype's as it is otherwise."""
+    return t.float() if bf16 else t
+
+
+def resnet18(batch=8, steps=20, bf16=False):
     model = ResNet18()
     locus_init(model)
     sgd = torch.optim.SGD(model.parameters(), lr=1e-4, weight_decay=5e-4)
@@ -141,14 +155,15 @@ def resnet18(batch=8, steps=20):
         y = labels(batch, 10, 8000 + step)
         x = images(batch, y, 7000 + step)
         sgd.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        with autocast(bf16):
+            loss = F.cross_entropy(wide(model(x), bf16), y)
         loss.backward()
         sgd.step()
         losses.append(loss.item())
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(bf16):
         x = images(batch, labels(batch, 10, 9001), 9000)
-        logits = model(x).flatten().tolist()
+        logits = wide(model(x), bf16).flatten().tolist()
     return {"losses": losses, "eval": logits}
 
 
@@ -187,7 +202,7 @@ class TinyLM(nn.Module):
         return self.head(self.norm(h))
 
 
-def transformer(steps=20):
+def transformer(steps=20, bf16=False):
     model = TinyLM()
     locus_init(model)
     adamw = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
@@ -195,14 +210,16 @@ def transformer(steps=20):
     for step in range(steps):
         seq = tokens(BATCH, 7000 + step)
         adamw.zero_grad()
-        loss = F.cross_entropy(model(seq[:, :SEQ]).reshape(-1, VOCAB), seq[:, 1:].reshape(-1))
+        with autocast(bf16):
+            logits = wide(model(seq[:, :SEQ]), bf16)
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), seq[:, 1:].reshape(-1))
         loss.backward()
         adamw.step()
         losses.append(loss.item())
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(bf16):
         seq = tokens(BATCH, 9000)
-        logits = model(seq[:, :SEQ])[:, SEQ - 1].flatten().tolist()
+        logits = wide(model(seq[:, :SEQ])[:, SEQ - 1], bf16).flatten().tolist()
     return {"losses": losses, "eval": logits}
 
 
@@ -223,5 +240,12 @@ if __name__ == "__main__":
             abs(a - b) / abs(b) for a, b in zip(single["losses"], ref["losses"]))
         out[name]["float32_eval_error"] = max(
             abs(a - b) for a, b in zip(single["eval"], ref["eval"]))
+        # And under torch.autocast(bfloat16): how far mixed precision takes
+        # PyTorch from float64 (check_models.py --precision=bf16).
+        half = MODELS[name](bf16=True)
+        out[name]["bf16_loss_error"] = max(
+            abs(a - b) / abs(b) for a, b in zip(half["losses"], ref["losses"]))
+        out[name]["bf16_eval_error"] = max(
+            abs(a - b) for a, b in zip(half["eval"], ref["eval"]))
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
