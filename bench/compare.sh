@@ -9,7 +9,9 @@
 #
 # Each round runs Locus, then ONNX Runtime, then PyTorch; per case the
 # median over rounds of each side's median, and Locus's time over the best
-# peer's (below 1: Locus is faster). The machine's load is noted before and
+# peer's (below 1: Locus is faster). The inference models also run
+# compiled with precision="bf16" beside Locus's f32, each round: the
+# bf16/f32 column (below 1: bf16 is faster). The machine's load is noted before and
 # after each round: /proc/loadavg, and the share of both cores that other
 # processes kept busy during 2 idle seconds (the load averages lag: they
 # still count the previous round's own work). A round whose idle-time
@@ -37,14 +39,22 @@ if [ ! -d "$cache/node_modules/onnxruntime-node" ]; then
 fi
 models=$cache/models
 "$py" "$root/bench/models.py" export "$models" 2>/dev/null
+# The same models in bf16 (precision="bf16": products and convolutions on
+# rounded operands, oneDNN's bf16 kernels where they win): the bf16/f32
+# column.
+mkdir -p "$models/bf16"
 for f in "$models"/*.onnx; do
   "$build/tools/locus-compile" --policy=cpu --devices=cpu --cpu=native \
     --progress=never "$f" -o "${f%.onnx}.locus" >/dev/null
+  "$build/tools/locus-compile" --policy=cpu --devices=cpu --cpu=native \
+    --progress=never --precision=bf16 "$f" \
+    -o "$models/bf16/$(basename "${f%.onnx}").locus" >/dev/null
 done
 
-# Locus: each artifact through locus-run, enough runs for about 0.4 s.
-locus_round() {
-  for a in "$models"/*.locus; do
+# Locus: each artifact through locus-run, enough runs for about 0.4 s
+# (DIR: the f32 artifacts, or bf16/).
+locus_runs() {
+  for a in "$1"/*.locus; do
     local base name batch us runs
     base=$(basename "$a" .locus)
     name=${base%_b*} batch=${base##*_b}
@@ -55,6 +65,9 @@ locus_round() {
          sed -n 's/^step time: median \([0-9.]*\) us.*/\1/p')
     echo "$name $batch $us"
   done
+}
+locus_round() {
+  locus_runs "$models"
   "$build/bench/train_bench" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
     grep '_median"' | sed 's/"//g' |
@@ -78,6 +91,7 @@ for ((r = 1; r <= rounds; r++)); do
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   read -r steal0 total0 < <(steal)
   locus_round | sed "s/^/$r locus /" >> "$results"
+  locus_runs "$models/bf16" | sed "s/^/$r bf16 /" >> "$results"
   NODE_PATH=$cache/node_modules node "$root/bench/ort_bench.js" "$models" |
     sed "s/^/$r ort /" >> "$results"
   "$py" "$root/bench/models.py" time | sed "s/^/$r torch /" >> "$results"
@@ -110,13 +124,15 @@ for line in open(sys.argv[1]):
     times[(side, name, batch)].append(float(us))
 print("\n".join(rounds))
 print("%d rounds; per case the median over rounds (us)" % len(rounds))
-print("%-14s %6s %11s %11s %11s %10s" % ("model", "batch", "locus", "ort", "torch", "locus/best"))
+print("%-14s %6s %11s %11s %11s %10s %9s" % ("model", "batch", "locus", "ort", "torch",
+                                              "locus/best", "bf16/f32"))
 for name, batch in order:
     med = {s: statistics.median(times[(s, name, batch)]) if times[(s, name, batch)] else None
-           for s in ("locus", "ort", "torch")}
-    peers = [v for s, v in med.items() if s != "locus" and v]
+           for s in ("locus", "ort", "torch", "bf16")}
+    peers = [v for s, v in med.items() if s in ("ort", "torch") and v]
     cell = lambda v: "%11.1f" % v if v else "%11s" % "-"
     ratio = med["locus"] / min(peers) if med["locus"] and peers else float("nan")
-    print("%-14s %6s %s %s %s %10.2f" % (name, batch, cell(med["locus"]), cell(med["ort"]),
-                                          cell(med["torch"]), ratio))
+    half = "%9.2f" % (med["bf16"] / med["locus"]) if med["bf16"] and med["locus"] else "%9s" % "-"
+    print("%-14s %6s %s %s %s %10.2f %s" % (name, batch, cell(med["locus"]), cell(med["ort"]),
+                                             cell(med["torch"]), ratio, half))
 PY
