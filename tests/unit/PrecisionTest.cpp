@@ -149,8 +149,9 @@ TEST(Precision, AutocastRoundsTheOperandsOfProductsAndConvolutions) {
   // convolution (through oneDNN's bf16 kernels where they pay) read their
   // operands rounded to 16 bits; the linear layer rounds its result once,
   // the convolution keeps an f32 result; the graph's inputs and outputs
-  // stay f32. The convolution is large enough for oneDNN.
-  const int rows = 4, in = 64, outs = 6;
+  // stay f32. The convolution is large enough for oneDNN. (Eight rows:
+  // fewer keep the product f32, below.)
+  const int rows = 8, in = 64, outs = 6;
   Graph g("autocast");
   auto x = g.input("x", {rows, in});
   auto w = g.parameter("w", {outs, in}, randomValues(outs * in, 11));
@@ -207,6 +208,29 @@ TEST(Precision, AutocastRoundsTheOperandsOfProductsAndConvolutions) {
                 .run(inputs)
                 .at("y")
                 .f32);
+}
+
+TEST(Precision, AProductOfFewRowsAgainstAWeightStaysF32) {
+  // A linear layer at batch 1: casting its weight to bf16 every step
+  // would cost more than the product saves, so it computes in f32 and
+  // gives fp32's result exactly; at batch 8 the same layer rounds.
+  const int in = 64, outs = 6;
+  for (int rows : {1, 8}) {
+    SCOPED_TRACE(rows);
+    Graph g("rows");
+    auto x = g.input("x", {rows, in});
+    auto w = g.parameter("w", {outs, in}, randomValues(outs * in, 31));
+    g.output("y", linear(x, w));
+    std::map<std::string, HostTensor> inputs{
+        {"x", HostTensor::fromF32({rows, in}, randomValues(rows * in, 32))}};
+    std::vector<float> full =
+        compile(g, {.cache = false}).run(inputs).at("y").f32;
+    std::vector<float> half = compile(g, {.precision = "bf16", .cache = false})
+                                  .run(inputs)
+                                  .at("y")
+                                  .f32;
+    EXPECT_EQ(half == full, rows == 1);
+  }
 }
 
 TEST(Precision, TrainingKeepsF32MasterWeightsAndFollowsF32Training) {

@@ -258,9 +258,14 @@ Row rowOf(Operation &op, DeviceAttr device, const Report &report,
   row.reasonText = reasonText(&op, reason, row.device, report.policy);
   if (auto autocast = op.getAttrOfType<TypeAttr>(kAutocastAttrName)) {
     llvm::raw_string_ostream os(row.precision);
-    os << autocast.getValue()
-       << " operands, f32 accumulation (autocast: products and convolutions "
-          "take 16-bit operands; the rest stays f32)";
+    if (autocast.getValue().isF32())
+      os << "f32 (autocast keeps a product of fewer than 8 rows against a "
+            "weight in f32: casting the weight each step would cost more "
+            "than 16-bit arithmetic saves)";
+    else
+      os << autocast.getValue()
+         << " operands, f32 accumulation (autocast: products and "
+            "convolutions take 16-bit operands; the rest stays f32)";
   }
   row.source = userSourceOf(op.getLoc());
   row.isCopy = isa<CopyOp>(op);

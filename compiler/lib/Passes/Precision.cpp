@@ -25,6 +25,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Debug.h"
 
+#include <optional>
+
 #define DEBUG_TYPE "locus-precision"
 
 namespace locus {
@@ -113,6 +115,46 @@ bool lowerPrecisionOp(Operation *op) {
              Conv2dWeightGradOp>(op);
 }
 
+/// Products of fewer rows than this against a weight stay f32: casting
+/// the weight each step (a read of 4 and a write of 2 bytes per element)
+/// costs more than 16-bit arithmetic saves on 2 x rows multiply-adds per
+/// element. On the 2-core AVX512-BF16 build machine the break-even was
+/// near 6 rows (an MLP at batch 1 took 3.45x its f32 time in bf16, at
+/// batch 64 0.66x).
+constexpr int64_t kRowsThatRepayACast = 8;
+
+/// `v` is a weight: state, or state transposed.
+bool isWeight(Value v) {
+  if (auto t = v.getDefiningOp<TransposeOp>())
+    v = t.getInput();
+  return isa_and_nonnull<StateOp>(v.getDefiningOp());
+}
+
+/// For a product that reads a weight: how many times each weight element
+/// is used (the other operand's rows, or columns for a weight on the
+/// left). None for any other op.
+std::optional<int64_t> usesPerWeightElement(Operation *op) {
+  auto count = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getNumElements();
+  };
+  auto dim = [](Value v, int64_t fromEnd) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+    return shape[shape.size() - fromEnd];
+  };
+  if (auto linear = dyn_cast<LinearOp>(op);
+      linear && isWeight(linear.getWeight()) && dim(linear.getInput(), 1) > 0)
+    return count(linear.getInput()) / dim(linear.getInput(), 1);
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    Value a = matmul.getLhs(), b = matmul.getRhs();
+    int64_t k = dim(a, 1);
+    if (k > 0 && isWeight(b))
+      return count(a) / k;
+    if (k > 0 && isWeight(a))
+      return count(b) / k;
+  }
+  return std::nullopt;
+}
+
 /// A forward convolution reads its operands rounded to `low` (each cast
 /// down and up again, once per value and device) and keeps its f32 type:
 /// it accumulates in f32 and gives an f32 result, so the residual add and
@@ -161,6 +203,15 @@ public:
             return !elementOf(v).isF32();
           }))
         continue;
+      std::optional<int64_t> uses = usesPerWeightElement(&op);
+      if (uses && *uses < kRowsThatRepayACast) {
+        // Kept f32; the dump says why (locus.autocast = f32).
+        LLVM_DEBUG(llvm::dbgs() << "autocast keeps f32 (" << *uses
+                                << " rows against a weight): " << op.getName()
+                                << " at " << op.getLoc() << "\n");
+        op.setAttr(kAutocastAttrName, TypeAttr::get(b.getF32Type()));
+        continue;
+      }
       LLVM_DEBUG(llvm::dbgs() << "autocast to " << precision << ": "
                               << op.getName() << " at " << op.getLoc() << "\n");
       if (auto conv = dyn_cast<Conv2dOp>(op))

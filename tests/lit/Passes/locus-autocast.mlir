@@ -63,3 +63,19 @@ locus.graph @conv {
   %r = locus.relu %c : tensor<1x4x6x6xf32>
   locus.output "r" = %r : tensor<1x4x6x6xf32>
 }
+
+// A linear layer of one row against a weight stays f32 (casting the
+// weight each step would cost more than bf16 saves), and says so; one of
+// eight rows takes bf16.
+// CHECK-LABEL: locus.graph @rows
+// CHECK: locus.linear %one, %w {locus.autocast = f32} : tensor<1x4xf32>, tensor<3x4xf32> -> tensor<1x3xf32>
+// CHECK: locus.linear %{{.*}}, %{{.*}} {locus.autocast = bf16} : tensor<8x4xbf16>, tensor<3x4xbf16> -> tensor<8x3xbf16>
+locus.graph @rows {
+  %one = locus.input "one" : tensor<1x4xf32>
+  %eight = locus.input "eight" : tensor<8x4xf32>
+  %w = locus.state "w" parameter : tensor<3x4xf32> init <uniform(-0.3, 0.3), seed = 1>
+  %a = locus.linear %one, %w : tensor<1x4xf32>, tensor<3x4xf32> -> tensor<1x3xf32>
+  %b = locus.linear %eight, %w : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
+  locus.output "a" = %a : tensor<1x3xf32>
+  locus.output "b" = %b : tensor<8x3xf32>
+}
