@@ -166,6 +166,16 @@ def test_indexing_a_dynamic_dimension_counts_from_the_runs_ends():
     assert "line %d" % line_of("# @tail") in str(info.value) or \
         ":%d" % line_of("# @tail") in str(info.value)
     assert "(2 found)" in str(info.value)
+    # The bound's last index is that index, which only a run at the bound
+    # has.
+    h = locus.Graph("last_index")
+    y = h.input("x", [2, locus.dyn("seq", 16), 4])
+    h.output("at15", y[:, 15])
+    at15 = locus.compile(h, policy="cpu", devices=["cpu"])
+    xs = np.random.default_rng(16).standard_normal((2, 16, 4)).astype(np.float32)
+    np.testing.assert_allclose(at15.run(x=xs)["at15"], xs[:, 15], rtol=1e-6)
+    with pytest.raises(Exception, match="fewer than 16"):
+        at15.run(x=xs[:, :5])
 
 
 def test_bad_inputs_are_clear_errors():

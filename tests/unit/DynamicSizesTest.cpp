@@ -426,6 +426,9 @@ TEST(DynamicSizes, AWindowWhoseSizeFollowsTheRunIsAnError) {
   EXPECT_EQ(messageOf(0, toEnd), "");    // the whole dimension
   EXPECT_EQ(messageOf(-4, -2), "");
   EXPECT_EQ(messageOf(1, 4), "");
+  EXPECT_EQ(messageOf(15, 16), ""); // x[:, 15]: the bound's last index
+  EXPECT_EQ(messageOf(0, 16), "");  // the whole dimension
+  EXPECT_NE(messageOf(15, 17), ""); // [15:] past the bound: to the end
 }
 
 TEST(DynamicSizes, NarrowToSaysWhatItCannotDo) {

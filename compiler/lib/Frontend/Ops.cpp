@@ -576,17 +576,22 @@ Window staticWindow(int64_t dim, int64_t start, int64_t end, int64_t step) {
 
 /// In dimension `a` of `v`, which is dynamic: the whole dimension, or a
 /// window of fixed size counted from its start ([2:5], [0]) or from its
-/// end ([-3:], [-1], [-4:-2]), the same elements at every size. A window
-/// whose size would follow the run's (`[2:]`, `[:-1]`) is an Error.
+/// end ([-3:], [-1], [-4:-2]), the same elements at every size. An end
+/// past the bound runs to the run's end. A window whose size would follow
+/// the run's (`[2:]`, `[:-1]`) is an Error.
 Window dynamicWindow(GraphImpl &g, mlir::Value v, int64_t a, int64_t start,
                      int64_t end, int64_t step, const Here &loc) {
   int64_t bound = GraphImpl::shapeOf(v)[a];
   auto count = [step](int64_t lo, int64_t hi) {
     return hi > lo ? (hi - lo + step - 1) / step : 0;
   };
-  bool toEnd = end >= bound;
-  if (start >= 0 && toEnd && ((start == 0 && step == 1) || start >= bound))
-    return start == 0 ? Window{0, count(0, bound)} : Window{0, 0};
+  // An end past the bound (INT64_MAX, Python's None) runs to the run's end;
+  // one at the bound is that index (x[:, 15] at bound 16 needs 16).
+  bool toEnd = end > bound;
+  if (start == 0 && end >= bound && step == 1)
+    return Window{0, bound}; // the whole dimension
+  if (start >= bound && end >= bound)
+    return Window{0, 0};
   if (start >= 0 && end >= 0 && !toEnd)
     return count(start, end) ? Window{start, count(start, end)} : Window{0, 0};
   if (start < 0 && (toEnd || end < 0)) {
