@@ -89,6 +89,9 @@ void releaseContext(locus_context_t *ctx) noexcept {
   std::shared_lock lock(m.stateMutex); // not inside another's capture
   for (void *graph : ctx->graphs)
     m.graphDevice->releaseGraph(graph);
+  for (auto &[sizes, kept] : ctx->otherGraphs)
+    for (void *graph : kept.graphs)
+      m.graphDevice->releaseGraph(graph);
   // Releasing: the arenas go whether or not the devices finish cleanly.
   try {
     if (!ctx->arenas.empty())

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace locus::rt {
@@ -46,14 +47,32 @@ void *const *buffersOf(locus_context_t &ctx) {
   return ctx.graphArgs.emplace_back(ctx.pointers).data();
 }
 
+/// A copy of the run's sizes that lives as long as the graph being
+/// captured, in its buffer arrays (an i64 per pointer slot).
+void *capturedSizes(locus_context_t &ctx) {
+  static_assert(sizeof(void *) == sizeof(int64_t));
+  std::vector<void *> &copy =
+      ctx.graphArgs.emplace_back(ctx.runSizes.size(), nullptr);
+  void *bytes = static_cast<void *>(copy.data());
+  std::memcpy(bytes, ctx.runSizes.data(),
+              ctx.runSizes.size() * sizeof(int64_t));
+  return bytes;
+}
+
 locus_status_t launch(locus_model_t &m, locus_context_t &ctx,
                       const PlanCommand &c, locus_run_stats_t &stats) {
   Device *device = m.deviceOf[m.plan.kernels[c.kernel].device];
   ctx.pointers.resize(c.args.size());
   for (size_t i = 0; i < c.args.size(); ++i) {
     void *p = bufferPointer(m, ctx, c.args[i]);
-    if (!device->owns(p, m.plan.buffers[c.args[i]].bytes))
+    // The run's sizes are host memory on every device: a CUDA launcher
+    // reads them on the host to size its launches. A captured launch keeps
+    // the sizes of its capture, on every device alike.
+    if (c.args[i] == m.plan.sizesBuffer) {
+      p = ctx.capturing ? capturedSizes(ctx) : p;
+    } else if (!device->owns(p, m.plan.buffers[c.args[i]].bytes)) {
       return foreignBuffer(m, c, i, *device);
+    }
     ctx.pointers[i] = p;
   }
   bool profiled = profiling(m, ctx);
@@ -318,12 +337,61 @@ bool replayable(const locus_model_t &m, const locus_context_t &ctx) {
          (ctx.hostPinned || !m.graphHostCopies);
 }
 
+/// Releases the graphs of the sizes run least recently among those kept
+/// aside.
+void dropOldestSizes(locus_model_t &m, locus_context_t &ctx) {
+  auto oldest = ctx.otherGraphs.begin();
+  for (auto it = ctx.otherGraphs.begin(); it != ctx.otherGraphs.end(); ++it)
+    if (it->second.lastRun < oldest->second.lastRun)
+      oldest = it;
+  for (void *graph : oldest->second.graphs)
+    m.graphDevice->releaseGraph(graph);
+  ctx.otherGraphs.erase(oldest);
+}
+
+/// With dynamic sizes: makes `ctx.graphs` those of this run's sizes (none
+/// yet where it has not captured them), keeping the others aside, and
+/// counts the run at its sizes.
+void graphsForSizes(locus_model_t &m, locus_context_t &ctx) {
+  if (ctx.runSizes != ctx.graphSizes) {
+    if (!ctx.graphSizes.empty()) {
+      locus_context_t::SizedGraphs &kept = ctx.otherGraphs[ctx.graphSizes];
+      kept.graphs = std::move(ctx.graphs);
+      kept.args = std::move(ctx.graphArgs);
+      kept.runs = ctx.runsAtSizes;
+      kept.lastRun = ctx.runs - 1;
+    }
+    ctx.graphs.clear();
+    ctx.graphArgs.clear();
+    ctx.runsAtSizes = 0;
+    auto found = ctx.otherGraphs.find(ctx.runSizes);
+    if (found != ctx.otherGraphs.end()) {
+      ctx.graphs = std::move(found->second.graphs);
+      ctx.graphArgs = std::move(found->second.args);
+      ctx.runsAtSizes = found->second.runs;
+      ctx.otherGraphs.erase(found);
+    }
+    ctx.graphSizes = ctx.runSizes;
+    while (ctx.otherGraphs.size() + 1 > locus_context_t::kSizedGraphs)
+      dropOldestSizes(m, ctx);
+  }
+  ++ctx.runsAtSizes;
+}
+
+/// The runs of `ctx` that count towards a capture: all of them, or with
+/// dynamic sizes those at this run's sizes.
+uint64_t runsForCapture(const locus_context_t &ctx) {
+  return ctx.runSizes.empty() ? ctx.runs : ctx.runsAtSizes;
+}
+
 /// A step's commands, or its replay as a CUDA graph, then the devices
 /// finish.
 locus_status_t runCommands(locus_model_t &m, locus_context_t &ctx,
                            locus_run_stats_t &stats) {
   bool canReplay = replayable(m, ctx);
-  if (canReplay && ctx.graphs.empty() && ctx.runs >= 2)
+  if (canReplay && !ctx.runSizes.empty())
+    graphsForSizes(m, ctx);
+  if (canReplay && ctx.graphs.empty() && runsForCapture(ctx) >= 2)
     if (locus_status_t s = capture(m, ctx))
       return s;
   if (canReplay && !ctx.graphs.empty()) {
@@ -342,7 +410,14 @@ locus_status_t runCommands(locus_model_t &m, locus_context_t &ctx,
 } // namespace
 
 bool capturesNextStep(const locus_model_t &m, const locus_context_t &ctx) {
-  return replayable(m, ctx) && ctx.graphs.empty() && ctx.runs + 1 >= 2;
+  if (!replayable(m, ctx))
+    return false;
+  if (ctx.runSizes.empty() || ctx.runSizes == ctx.graphSizes)
+    return ctx.graphs.empty() && runsForCapture(ctx) + 1 >= 2;
+  // The next run switches to its sizes' graphs, or starts counting them.
+  auto found = ctx.otherGraphs.find(ctx.runSizes);
+  return found != ctx.otherGraphs.end() && found->second.graphs.empty() &&
+         found->second.runs + 1 >= 2;
 }
 
 locus_status_t runStep(locus_model_t &m, locus_context_t &ctx,

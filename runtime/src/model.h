@@ -22,6 +22,7 @@
 #include "locus/locus_runtime.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -114,6 +115,21 @@ struct locus_context_s {
   // The launches' buffer arrays of the captured step (they live as long as
   // its graph: a device may keep them).
   std::vector<std::vector<void *>> graphArgs;
+  // With dynamic sizes a launch's grid and arguments follow the run's
+  // sizes, so a graph serves the sizes it was captured at: `graphs` those
+  // of `graphSizes`, run `runsAtSizes` times; the graphs of other sizes
+  // wait in `otherGraphs` (at most kSizedGraphs in all) for a run that has
+  // them again.
+  struct SizedGraphs {
+    std::vector<void *> graphs;
+    std::vector<std::vector<void *>> args;
+    uint64_t runs = 0;
+    uint64_t lastRun = 0; // the context's run that last had these sizes
+  };
+  static constexpr size_t kSizedGraphs = 8;
+  std::vector<int64_t> graphSizes;
+  uint64_t runsAtSizes = 0;
+  std::map<std::vector<int64_t>, SizedGraphs> otherGraphs;
   bool capturing = false;
   // Batch mode (locus_context_run_batches): the memory standing for a
   // buffer this step (by buffer; empty or null: the plan's), and the step's

@@ -37,6 +37,16 @@ parametersOf(std::initializer_list<const nn::Module *> modules) {
   return params;
 }
 
+/// Options that place by `policy`: "cpu", or "prefer-gpu" on cpu and
+/// cuda:0, which runs on sim here (the host versions of its kernels).
+CompileOptions placedBy(const std::string &policy) {
+  if (policy == "cpu")
+    return {.policy = "cpu"};
+  return {.policy = policy,
+          .devices = {"cpu", "cuda:0"},
+          .deviceMap = "cuda:0=sim"};
+}
+
 /// An MLP classifier step: logits, softmax and the mean cross-entropy.
 /// `batch` is a static size, or 0 for the dynamic batch up to kBound.
 /// With `train`, an SGD step with momentum on the loss.
@@ -93,12 +103,15 @@ void expectNear(const HostTensor &a, const HostTensor &b,
         << what << " [" << i << "]";
 }
 
-/// The inference graph of `make` with a dynamic batch against static
-/// compiles at batch 1, 7 and the bound: outputs `names`, logits [n, 3].
+/// The inference graph of `make` with a dynamic batch, placed by
+/// `policy`, against static compiles for the CPU at each batch of `sizes`
+/// (by default 1, 7 and the bound): outputs `names`, logits [n, 3].
 void expectEverySizeLikeStatic(Graph (*make)(int64_t, bool), const Shape &row,
-                               std::initializer_list<const char *> names) {
-  CompiledModel dynamic = compile(make(0, false), {.policy = "cpu"});
-  for (int64_t n : {int64_t{1}, int64_t{7}, kBound}) {
+                               std::initializer_list<const char *> names,
+                               const std::string &policy = "cpu",
+                               std::vector<int64_t> sizes = {1, 7, kBound}) {
+  CompiledModel dynamic = compile(make(0, false), placedBy(policy));
+  for (int64_t n : sizes) {
     CompiledModel fixed = compile(make(n, false), {.policy = "cpu"});
     auto in = randomBatch(n, row, static_cast<unsigned>(n));
     auto got = dynamic.run(in), want = fixed.run(in);
@@ -113,10 +126,25 @@ TEST(DynamicSizes, OneInferenceModelServesEverySizeLikeStaticCompiles) {
   expectEverySizeLikeStatic(mlp, {12}, {"logits", "probs", "loss", "col_mean"});
 }
 
-TEST(DynamicSizes, AShortLastBatchTrainsAsAStaticStepOfItsSize) {
+// On a GPU: the kernels placed on cuda:0 compile to PTX at the bounds,
+// launched at the run's extents, and run here on sim (their host
+// versions). From its second run at a size a step replays as a graph
+// captured at that size (a launch keeps the sizes of its capture): runs
+// that come back to a size replay its graph, and each matches a static
+// compile of its size.
+TEST(DynamicSizes, OnAGpuEverySizeReplaysItsOwnGraph) {
+  CompiledModel dynamic = compile(mlp(0, false), placedBy("prefer-gpu"));
+  EXPECT_NE(dynamic.runtimeReport().find("steps replay as a CUDA graph"),
+            std::string::npos)
+      << dynamic.runtimeReport();
+  expectEverySizeLikeStatic(mlp, {12}, {"logits", "probs", "loss", "col_mean"},
+                            "prefer-gpu", {7, 7, 3, 7, 3, kBound, 3, 1, 7});
+}
+
+void trainsShortLastBatch(const std::string &policy) {
   // Two full batches and a short one through one dynamic step; the same
   // through a static step of 16, then one of 5 from its state.
-  CompiledModel dynamic = compile(mlp(0, true), {.policy = "cpu"});
+  CompiledModel dynamic = compile(mlp(0, true), placedBy(policy));
   CompiledModel full = compile(mlp(kBound, true), {.policy = "cpu"});
   CompiledModel tail = compile(mlp(5, true), {.policy = "cpu"});
   std::vector<std::map<std::string, HostTensor>> batches = {
@@ -135,6 +163,14 @@ TEST(DynamicSizes, AShortLastBatchTrainsAsAStaticStepOfItsSize) {
   EXPECT_NEAR(losses[2], tail.run(batches[2]).at("loss").item(), 1e-5);
   for (const std::string &name : tail.stateNames())
     expectNear(dynamic.state(name), tail.state(name), name);
+}
+
+TEST(DynamicSizes, AShortLastBatchTrainsAsAStaticStepOfItsSize) {
+  trainsShortLastBatch("cpu");
+}
+
+TEST(DynamicSizes, OnAGpuAShortLastBatchTrainsAsAStaticStep) {
+  trainsShortLastBatch("prefer-gpu");
 }
 
 /// A small residual CNN classifier over a batch of 3x12x12 images: the
@@ -316,9 +352,9 @@ Graph attention(int64_t seq) {
   return g;
 }
 
-TEST(DynamicSizes, CausalAttentionServesEverySequenceLength) {
-  CompiledModel dynamic = compile(attention(0), {.policy = "cpu"});
-  for (int64_t n : {int64_t{1}, int64_t{5}, kBound}) {
+void servesEveryLength(const std::string &policy) {
+  CompiledModel dynamic = compile(attention(0), placedBy(policy));
+  for (int64_t n : {int64_t{1}, int64_t{5}, kBound, int64_t{5}, int64_t{5}}) {
     CompiledModel fixed = compile(attention(n), {.policy = "cpu"});
     std::mt19937 rng(static_cast<unsigned>(n));
     std::normal_distribution<float> normal;
@@ -332,6 +368,14 @@ TEST(DynamicSizes, CausalAttentionServesEverySequenceLength) {
     expectNear(got.at("loss"), want.at("loss"),
                "loss at length " + std::to_string(n));
   }
+}
+
+TEST(DynamicSizes, CausalAttentionServesEverySequenceLength) {
+  servesEveryLength("cpu");
+}
+
+TEST(DynamicSizes, OnAGpuCausalAttentionServesEverySequenceLength) {
+  servesEveryLength("prefer-gpu");
 }
 
 /// A sequence classifier over a dynamic length that reads windows of fixed

@@ -9,6 +9,8 @@ Builds the compiler (build/) and the runtime alone without sanitizers
   grad_cases/ every gradient case likewise (check_gradients.py);
   bench/      the artifacts of workloads.py;
   numerics/   the example models' training steps for GPU-vs-host checks;
+  dynamic/    graphs with dynamic sizes for cuda:0, with inputs at several
+              sizes of their dynamic dimension (GPU-vs-host checks);
   onnx/       ONNX test models compiled for cuda:0 with inputs and
               expected outputs as .npy.
 """
@@ -143,6 +145,58 @@ def example_artifacts(bundle, tmp):
     return failed
 
 
+def write_npy(path, fmt, shape, values):
+    """A little-endian .npy of f4 ("f") or i8 ("q") values (no NumPy)."""
+    import struct
+    descr = {"f": "<f4", "q": "<i8"}[fmt]
+    dims = "(%s)" % "".join("%d, " % d for d in shape) if len(shape) != 1 else \
+        "(%d,)" % shape[0]
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, dims)
+    header += " " * (63 - (len(header) + 10) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") +
+                header.encode("latin1") + struct.pack("<%d%s" % (len(values), fmt),
+                                                      *values))
+
+
+# Graphs with dynamic sizes (the lit tests' inputs), their dynamic inputs
+# at each size: (name, file, sizes, inputs as (name, fmt, shape of size n)).
+DYNAMIC = [
+    ("mlp_train", "dynamic-mlp-train.mlir", (7, 1, 16),
+     [("x", "f", lambda n: [n, 12]), ("t", "q", lambda n: [n])]),
+    ("attention", "dynamic-attention.mlir", (5, 1, 16),
+     [("x", "f", lambda n: [2, n, 8])]),
+]
+
+
+def dynamic_artifacts(bundle):
+    """DYNAMIC's graphs for cuda:0 in dynamic/, with inputs at each size
+    (dynamic/<name>_<n>_<input>.npy): random normal values, labels in
+    [0, 3)."""
+    import random
+    rng = random.Random(20261128)
+    out = os.path.join(bundle, "dynamic")
+    os.makedirs(out)
+    inputs = os.path.join(ROOT, "tests", "lit", "Tools", "Inputs")
+    failed = []
+    for name, path, sizes, tensors in DYNAMIC:
+        why = compile_file(os.path.join(inputs, path), os.path.join(out, name + ".locus"),
+                           "prefer-gpu")
+        if why:
+            failed.append(("dynamic/" + name, why))
+        for n in sizes:
+            for tensor, fmt, shape_of in tensors:
+                shape = shape_of(n)
+                count = 1
+                for d in shape:
+                    count *= d
+                values = [rng.gauss(0, 1) if fmt == "f" else rng.randrange(3)
+                          for _ in range(count)]
+                write_npy(os.path.join(out, "%s_%d_%s.npy" % (name, n, tensor)), fmt,
+                          shape, values)
+    return failed
+
+
 def resnet_blocks(bench, tmp):
     """bench/models.py's three ResNet-34 blocks through ONNX at batch 1, 8
     and 64 (PyTorch exports them: python3-torch)."""
@@ -210,6 +264,8 @@ def main(bundle):
         failed += bench_artifacts(os.path.join(bundle, "bench"))
         print("== example models")
         failed += example_artifacts(bundle, tmp)
+        print("== graphs with dynamic sizes")
+        failed += dynamic_artifacts(bundle)
         print("== ResNet blocks from ONNX")
         failed += resnet_blocks(os.path.join(bundle, "bench"), tmp)
     print("== ONNX test models")

@@ -351,6 +351,64 @@ def whole_models(r):
                      runs, losses["gpu"][0], losses["host"][0]), secs)
 
 
+def dynamic_sizes(r):
+    """Graphs with dynamic sizes (prepare.py's DYNAMIC): one artifact run on
+    the GPU at each size against itself on host kernels (--device-map
+    cuda:0=cpu), every output, 3 steps each (the second captures a CUDA
+    graph at that size, the third replays it)."""
+    from .prepare import DYNAMIC
+    run = os.path.join(r.bundle, "bin", "locus-run")
+    for model, _, sizes, tensors in DYNAMIC:
+        name = "dynamic sizes: %s at sizes %s, GPU vs host kernels" % (
+            model, ", ".join(map(str, sizes)))
+        art = os.path.join(r.bundle, "dynamic", model + ".locus")
+        if not r.gpu_step(name, 15):
+            continue
+        if not os.path.exists(art):
+            r.record(name, "SKIP", "not in the bundle (prepare could not make it)")
+            continue
+        start, worst, why = time.monotonic(), 0.0, ""
+        for n in sizes:
+            inputs = []
+            for tensor, _, _ in tensors:
+                inputs += ["--input", "%s=%s" % (tensor, os.path.join(
+                    r.bundle, "dynamic", "%s_%d_%s.npy" % (model, n, tensor)))]
+            outs = {}
+            for where, extra in (("gpu", r.device_map),
+                                 ("host", ["--device-map", "cuda:0=cpu"])):
+                out_dir = os.path.join(r.scratch, "dynamic", model, str(n), where)
+                os.makedirs(out_dir, exist_ok=True)
+                rc, out, _ = r.command([run, art, "--runs", "3", "--quiet",
+                                        "--save-outputs", out_dir] + inputs + extra, 60)
+                if rc != 0:
+                    why = "the %s run at size %d failed: %s" % (
+                        where, n, (out.strip().splitlines() or ["exit %s" % rc])[-1][:200])
+                    break
+                outs[where] = out_dir
+            if why:
+                break
+            saved = sorted(os.listdir(outs["host"]))
+            if not saved:
+                why = "no outputs saved at size %d" % n
+                break
+            for f in saved:
+                try:
+                    err = worst_error(read_npy(os.path.join(outs["gpu"], f))[1],
+                                      read_npy(os.path.join(outs["host"], f))[1],
+                                      1e-6, 1e-4)
+                except (OSError, ValueError, KeyError) as e:
+                    err, why = float("inf"), "%s at size %d: %s" % (f, n, e)
+                if err > 1 and not why:
+                    why = "%s at size %d: %s" % (f, n, "%.3g of the tolerance" % err
+                                                 if err != float("inf") else
+                                                 "sizes differ")
+                if err != float("inf"):
+                    worst = max(worst, err)
+        secs = time.monotonic() - start
+        r.record(name, "PASS" if not why and worst <= 1 else "FAIL",
+                 why or "worst error %.3g of the tolerance (rtol 1e-4)" % worst, secs)
+
+
 def data_parallel(r):
     """The MLP step compiled for data-parallel training, run as a job of
     one rank (--distributed): its gradient buckets go through NCCL on the
@@ -679,6 +737,7 @@ def main(bundle, out_dir, budget=285, rounds=2, only=(), sim=False):
     cudnn_choices(r)
     r.say("== whole models, ONNX models, sanitizers")
     whole_models(r)
+    dynamic_sizes(r)
     data_parallel(r)
     onnx_models(r)
     sanitizers(r)

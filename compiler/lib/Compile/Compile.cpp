@@ -120,8 +120,10 @@ struct Slot {
 
 Slot slotOf(const std::string &name, mlir::Type type) {
   auto tensor = mlir::cast<mlir::RankedTensorType>(type);
-  return {name, Shape(tensor.getShape().begin(), tensor.getShape().end()),
-          dtypeOf(tensor.getElementType())};
+  return {name,
+          Shape(tensor.getShape().begin(), tensor.getShape().end()),
+          dtypeOf(tensor.getElementType()),
+          {}};
 }
 
 } // namespace

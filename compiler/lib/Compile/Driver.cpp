@@ -248,8 +248,15 @@ bool compilesDynamic(Operation *op) {
              SliceOp, SliceGradOp, ConcatOp>(op);
 }
 
-/// A graph with dynamic sizes compiles for the CPU, from the ops kernels
-/// with dynamic sizes compute; anything else is refused at its op.
+/// Whether `op`, placed on a CUDA device, computes over dynamic values
+/// there: all that compilesDynamic() takes but convolutions and their
+/// gradients, whose cuDNN calls are made at static shapes.
+bool compilesDynamicOnCuda(Operation *op) {
+  return !isa<Conv2dOp, Conv2dInputGradOp, Conv2dWeightGradOp>(op);
+}
+
+/// A graph with dynamic sizes compiles from the ops kernels with dynamic
+/// sizes compute; anything else is refused at its op.
 LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
   FailureOr<DynamicDims> dims = DynamicDims::analyze(graph);
   // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
@@ -260,13 +267,6 @@ LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
     if (!llvm::any_of(op.getOperands(), dynamic) &&
         !llvm::any_of(op.getResults(), dynamic))
       continue;
-    auto device = op.getAttrOfType<DeviceAttr>(kDeviceAttrName);
-    if (device && device.getKind() != DeviceKind::cpu)
-      return op.emitOpError()
-             << "is placed on " << device.str()
-             << " and reads or makes a value of dynamic shape; graphs with "
-                "dynamic sizes compile for the CPU only for now (use "
-                "--policy=cpu, or static sizes)";
     if (!compilesDynamic(&op))
       return op.emitOpError()
              << "over a value of dynamic shape is not compiled yet; "
@@ -275,6 +275,14 @@ LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
                 "gathers, the MSE and cross-entropy losses, slices and "
                 "concatenations along static dimensions, random draws, and "
                 "convolutions, poolings and BatchNorm over a dynamic batch";
+    auto device = op.getAttrOfType<DeviceAttr>(kDeviceAttrName);
+    if (device && device.getKind() == DeviceKind::cuda &&
+        !compilesDynamicOnCuda(&op))
+      return op.emitOpError()
+             << "is placed on " << device.str()
+             << " and reads or makes a value of dynamic shape; convolutions "
+                "over a dynamic batch compile for the CPU only for now (pin "
+                "them to the CPU, use --policy=cpu, or static sizes)";
   }
   return success();
 }

@@ -713,7 +713,7 @@ Value Differentiator::concatFlat(Value x, Value y, int64_t axis) {
   SmallVector<Value> inputs;
   for (Value v : {x, y}) {
     auto inner = v.getDefiningOp<ConcatOp>();
-    if (inner && inner.getAxis() == axis && v.hasOneUse())
+    if (inner && static_cast<int64_t>(inner.getAxis()) == axis && v.hasOneUse())
       inputs.append(inner.getInputs().begin(), inner.getInputs().end());
     else
       inputs.push_back(v);

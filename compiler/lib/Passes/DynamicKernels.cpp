@@ -585,6 +585,10 @@ public:
     FailureOr<SmallVector<DimSymbol>> symbols = readSymbols(func);
     if (failed(symbols))
       return signalPassFailure();
+    SmallVector<int64_t> bounds;
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+    for (const DimSymbol &s : *symbols)
+      bounds.push_back(s.bound);
     // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     KernelDims dims(func, std::move(*symbols));
     if (failed(dims.seed()) || failed(dims.propagate()) ||
@@ -602,6 +606,12 @@ public:
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       func.removeResultAttr(i, StringAttr::get(&getContext(), kDimsAttrName));
     func->removeAttr(kSymbolsAttrName);
+    if (keepBounds) {
+      Builder b(&getContext());
+      func->setAttr(kSizesArgIndexAttrName,
+                    b.getI64IntegerAttr(sizesArg.getArgNumber()));
+      func->setAttr(kSizeBoundsAttrName, b.getDenseI64ArrayAttr(bounds));
+    }
   }
 };
 

@@ -55,7 +55,9 @@ constexpr unsigned kStackBufferBytes = 256;
 
 void buildBufferization(OpPassManager &pm, bool forGpu = false) {
   pm.addPass(createLocusLowerToLinalg());
-  pm.addNestedPass<func::FuncOp>(createLocusDynamicKernels());
+  LocusDynamicKernelsOptions dynamic;
+  dynamic.keepBounds = forGpu;
+  pm.addNestedPass<func::FuncOp>(createLocusDynamicKernels(dynamic));
   LocusFuseElementwiseOptions fusion;
   fusion.scalarsIntoReaders = forGpu;
   pm.addPass(createLocusFuseElementwise(fusion));

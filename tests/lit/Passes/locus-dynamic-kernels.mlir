@@ -2,6 +2,12 @@
 // arguments are viewed at the run's dims, every value inside takes its
 // dims, and results are packed back into their bound-sized buffers.
 // RUN: locus-opt %s -split-input-file --pass-pipeline='builtin.module(locus.graph(locus-place-devices{policy=cpu devices=cpu},locus-insert-transfers,locus-fuse-kernels),locus-outline-kernels,locus-extract-kernels,locus-lower-to-linalg,func.func(locus-dynamic-kernels))' -verify-diagnostics | FileCheck %s
+// With keep-bounds (the CUDA lowering) a kernel keeps its sizes argument's
+// index and the bounds, for --locus-map-to-gpu; without, nothing of them.
+// RUN: locus-opt %s -split-input-file --pass-pipeline='builtin.module(locus.graph(locus-place-devices{policy=cpu devices=cpu},locus-insert-transfers,locus-fuse-kernels),locus-outline-kernels,locus-extract-kernels,locus-lower-to-linalg,func.func(locus-dynamic-kernels{keep-bounds=true}))' -verify-diagnostics | FileCheck %s --check-prefix=BOUNDS
+// BOUNDS-LABEL: func.func @mlp_k0_linear(
+// BOUNDS-SAME: locus.size_bounds = array<i64: 256>, locus.sizes_arg = 3 : i64
+// CHECK-NOT: locus.size_bounds
 
 // CHECK-LABEL: func.func @mlp_k0_linear(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<256x784xf32> {bufferization.writable = false}

@@ -32,3 +32,39 @@ func.func @tensors(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> attrib
   } -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// In a kernel with dynamic sizes, an extent that does not come from them
+// has no bound to size the launch by.
+#id = affine_map<(d0) -> (d0)>
+func.func @unbounded(%n: index, %sizes: memref<1xi64>, %y: memref<16xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 16>} {
+  %x = memref.alloc(%n) : memref<?xf32>
+  %yv = memref.reinterpret_cast %y to offset: [0], sizes: [%n], strides: [1] : memref<16xf32> to memref<?xf32>
+  // expected-error @+1 {{'linalg.generic' op has a dynamic loop range (loop 0) with no bound from the graph's dynamic sizes}}
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : memref<?xf32>) outs(%yv : memref<?xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+// A gather's table of dynamic shape read from the body needs a static
+// layout to be viewed at its bounds.
+#id = affine_map<(d0) -> (d0)>
+func.func @table(%t: memref<16x16xf32>, %sizes: memref<1xi64>, %y: memref<4xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 16>} {
+  %c0 = arith.constant 0 : index
+  %n64 = memref.load %sizes[%c0] : memref<1xi64>
+  %n = arith.index_cast %n64 : i64 to index
+  %tv = memref.subview %t[0, 0] [%n, %n] [%n, 1] : memref<16x16xf32> to memref<?x?xf32, strided<[?, 1]>>
+  // expected-error @+1 {{'linalg.generic' op reads a buffer of dynamic layout}}
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%y : memref<4xf32>) {
+  ^bb0(%b: f32):
+    %i = linalg.index 0 : index
+    %v = memref.load %tv[%i, %i] : memref<?x?xf32, strided<[?, 1]>>
+    linalg.yield %v : f32
+  }
+  return
+}

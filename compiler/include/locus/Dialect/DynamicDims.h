@@ -49,6 +49,11 @@ inline constexpr llvm::StringLiteral kDimsAttrName = "locus.dims";
 /// dynamic value takes it as its last argument, marked kSizesArgAttrName.
 inline constexpr llvm::StringLiteral kSizesInputName = LOCUS_PLAN_SIZES_INPUT;
 inline constexpr llvm::StringLiteral kSizesArgAttrName = "locus.sizes";
+/// On a CUDA kernel function after --locus-dynamic-kernels{keep-bounds}:
+/// the index of its sizes argument, and each size's bound by symbol, which
+/// --locus-map-to-gpu reads to size launches and views.
+inline constexpr llvm::StringLiteral kSizesArgIndexAttrName = "locus.sizes_arg";
+inline constexpr llvm::StringLiteral kSizeBoundsAttrName = "locus.size_bounds";
 
 /// On a locus op in a kernel function, for --locus-lower-to-linalg only:
 /// the dims of its dynamic result.

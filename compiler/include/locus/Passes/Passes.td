@@ -843,7 +843,17 @@ def LocusDynamicKernels
     dynamic size that does not fill its dimension is an error (the graph
     verifier refuses such a slice or concat first). A value of dynamic
     shape made by any other op is an error.
+
+    With `keep-bounds=true` (the CUDA lowering), the function keeps what
+    `--locus-map-to-gpu` needs to size launches by the bounds: the index of
+    its sizes argument (`locus.sizes_arg`) and each size's bound
+    (`locus.size_bounds`, by symbol).
   }];
+  let options = [
+    Option<"keepBounds", "keep-bounds", "bool", /*default=*/"false",
+           "keep the sizes argument's index and the bounds on the function "
+           "(for --locus-map-to-gpu)">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -1462,6 +1472,28 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     filled value where it would load the output's initial value. A sum's
     zero fill was a launch of its own before each of the Transformer
     step's 59 reductions outside row groups.
+
+    A kernel of a graph with dynamic sizes (its function marked by
+    `--locus-dynamic-kernels{keep-bounds=true}` with its sizes argument and
+    their bounds) has loops and buffers of dynamic extent, computed on the
+    host from the run's sizes, which the launcher reads from that argument
+    (host memory; the only buffer the host may read). Each op is mapped as
+    at its bounds (the upper bound of each extent, through the arithmetic,
+    views and allocations that compute it): the strategy, block size,
+    splits and shares, and the static types of the views a kernel takes.
+    The grid, every bounds check, loop end and index split take the run's
+    extents, passed to the kernel as scalars: a run below the bounds
+    launches the blocks it needs, and a split's shares past the run's
+    elements fold nothing. A buffer of dynamic shape is indexed as a flat
+    view of the buffer it views, at its bound, with the run's offset and
+    strides (a plain elementwise op's stay flat and contiguous); one the
+    body reads from above (a gather's table) is viewed at its bounds.
+    Row groups and side-by-side launches take static ops only. A reshape
+    into several dynamic dims from a shape buffer the host fills becomes a
+    cast with row-major strides, and a scalar the host stores (a count of
+    the run's batch) is stored by a launch of one thread: on a GPU both
+    buffers are device memory. An extent with no bound is an error at its
+    op.
 
     The strategy chosen for each op is logged under `-debug-only=
     locus-map-to-gpu` in an LLVM built with assertions, and given as a

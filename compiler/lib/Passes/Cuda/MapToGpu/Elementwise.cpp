@@ -31,7 +31,8 @@ bool Emitter::plainElementwise() {
     const Access &a = accesses[operand.getOperandNumber()];
     if (a.scalar)
       continue;
-    if (a.flat || a.global || !op.getMatchingIndexingMap(&operand).isIdentity())
+    if ((a.flat && !a.contiguous) || a.global ||
+        !op.getMatchingIndexingMap(&operand).isIdentity())
       return false;
   }
   return true;
@@ -57,8 +58,7 @@ SmallVector<Value> Emitter::flatViews(OpBuilder &b) {
 void Emitter::emitFlatParallel(OpBuilder &b) {
   SmallVector<Value> flat = flatViews(b);
   OpBuilder::InsertionGuard guard(b);
-  int64_t threads = (rows + kPerThread - 1) / kPerThread;
-  gpu::LaunchOp l = launch(b, (threads + kBlock - 1) / kBlock, kBlock);
+  gpu::LaunchOp l = launch(b, gridFor(b, kPerThread * kBlock), kBlock);
   assumeAligned(b, flat);
   flatThread(b, flat, globalId(b, l, kBlock));
 }
@@ -101,7 +101,7 @@ void Emitter::flatThread(OpBuilder &b, ArrayRef<Value> flat, Value id) {
   Value base = b.create<arith::MulIOp>(loc, id, index(b, kPerThread));
   Value whole = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::ule,
-      b.create<arith::AddIOp>(loc, base, index(b, kPerThread)), index(b, rows));
+      b.create<arith::AddIOp>(loc, base, index(b, kPerThread)), rowsAt(b));
   auto branch = b.create<scf::IfOp>(loc, whole, /*withElseRegion=*/true);
   b.setInsertionPointToStart(&branch.getThenRegion().front());
   wholeElements(b, flat, base);
@@ -141,7 +141,7 @@ void Emitter::flatElements(OpBuilder &b, ArrayRef<Value> flat, Value base,
   b.setInsertionPointToStart(loop.getBody());
   Value at = b.create<arith::AddIOp>(loc, base, loop.getInductionVar());
   if (checked)
-    guardBelow(b, at, rows);
+    guardBelow(b, at, rowsAt(b));
   SmallVector<Value> args;
   for (OpOperand &operand : op->getOpOperands()) {
     unsigned i = operand.getOperandNumber();

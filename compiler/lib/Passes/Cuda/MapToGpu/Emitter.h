@@ -14,6 +14,7 @@
 
 #include "locus/Dialect/LocusDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -62,6 +63,43 @@ struct Access {
   SmallVector<int64_t> strides;
   memref::GetGlobalOp global; // cloned into the launch instead of captured
   bool scalar = false;        // a scalar operand, passed as it is
+  /// A buffer of dynamic shape or layout (a graph with dynamic sizes):
+  /// flat, its offset and strides host-side values (the run's), and, with
+  /// the identity layout, its elements in the op's row-major order.
+  Value runOffset;
+  SmallVector<Value> runStrides;
+  bool contiguous = false;
+};
+
+/// The upper bounds of the dynamic extents of a CUDA kernel of a graph with
+/// dynamic sizes (Bounds.cpp): what the host computes from the sizes the
+/// kernel reads from its sizes argument, each at most its bound
+/// (--locus-dynamic-kernels{keep-bounds} marks the function).
+class SizeBounds {
+public:
+  explicit SizeBounds(func::FuncOp func);
+
+  /// Whether the function has dynamic sizes (and their bounds).
+  bool known() const { return bool(sizes); }
+
+  /// Whether `op` reads the run's sizes (host memory: the launcher may).
+  bool readsSizes(Operation *op) const;
+
+  /// The upper bound of an index value; none where it is unknown.
+  std::optional<int64_t> of(Value value) const;
+  std::optional<int64_t> of(OpFoldResult value) const;
+
+  /// The upper bound of dimension `d` of `memref`.
+  std::optional<int64_t> dimOf(Value memref, unsigned d) const;
+
+  /// How many elements the buffer that `memref` views can have.
+  std::optional<int64_t> elementsBehind(Value memref) const;
+
+private:
+  std::optional<int64_t> ofMap(AffineMap map, ValueRange operands) const;
+
+  Value sizes;
+  SmallVector<int64_t> bound;
 };
 
 /// The combiner of a one-output reduction that gpu.all_reduce can do, with
@@ -119,11 +157,16 @@ public:
   /// With `explain`, run() gives the strategy as a remark at the op.
   /// `filled`: the value a fill just wrote over the whole output of this
   /// one-output op (erased by the caller), read instead of the output.
+  /// `bounds`: those of the kernel's dynamic sizes, where it has them.
   explicit Emitter(linalg::GenericOp op, bool explain = false,
-                   Value filled = {})
-      : op(op), loc(op.getLoc()), explain(explain), filled(filled) {}
+                   Value filled = {}, const SizeBounds *bounds = nullptr)
+      : op(op), loc(op.getLoc()), explain(explain), filled(filled),
+        bounds(bounds) {}
   /// Chooses the op's strategy, emits its launches before it and erases
-  /// it; fails, saying why at the op, on a dynamic shape or layout.
+  /// it; fails, saying why at the op, on a dynamic shape or layout that
+  /// has no bound. An op with dynamic extents is mapped as at their bounds
+  /// (strategy, block size, splits, view types), its grid and every
+  /// bounds check and loop end at the run's extents, computed on the host.
   LogicalResult run();
 
   /// Reads the op's loops and buffers (what run() does first); fails, as
@@ -155,6 +198,32 @@ private:
 
   int64_t product(ArrayRef<unsigned> dims) const;
 
+  /// With dynamic extents: each loop's run extent (host-side) and bound;
+  /// fails where a loop has no bound.
+  LogicalResult prepareRunExtents(OpBuilder &b);
+
+  /// The product of the run's extents of `dims` (host-side), or null when
+  /// they are all static.
+  Value runProduct(OpBuilder &b, ArrayRef<unsigned> dims);
+
+  /// A buffer of dynamic shape or layout as a flat view of the buffer it
+  /// views, with its run's offset and strides.
+  LogicalResult dynamicAccess(OpBuilder &b, Value value, Access &a);
+
+  /// Views at their bounds of the buffers of dynamic shape the body reads
+  /// from above (boundViews); fails on one with a dynamic layout.
+  LogicalResult viewCapturedAtBounds(OpBuilder &b);
+
+  /// The extent of loop `d`, of the parallel loops (rows) and of the
+  /// reduced ones (cols) in this run: constants where static.
+  Value rangeAt(OpBuilder &b, unsigned d);
+  Value rowsAt(OpBuilder &b);
+  Value colsAt(OpBuilder &b);
+
+  /// Blocks for the run's rows at `per` rows a block, times `times`:
+  /// computed on the host (before a launch) where rows are dynamic.
+  Value gridFor(OpBuilder &b, int64_t per, int64_t times = 1);
+
   LogicalResult access(OpBuilder &b, Value value, Access &a);
 
   Value index(OpBuilder &b, int64_t v);
@@ -180,6 +249,8 @@ private:
   /// inside its body.
   gpu::LaunchOp launch(OpBuilder &b, int64_t grid, int64_t block,
                        int64_t gridY = 1);
+  gpu::LaunchOp launch(OpBuilder &b, Value grid, int64_t block,
+                       int64_t gridY = 1);
 
   /// Clones the constant globals the op reads where the builder is (in a
   /// launch's body) and maps them for body().
@@ -198,6 +269,7 @@ private:
 
   /// Leaves the builder inside `if (value < limit)`.
   void guardBelow(OpBuilder &b, Value value, int64_t limit);
+  void guardBelow(OpBuilder &b, Value value, Value limit);
 
   /// A launch of one thread per point of the parallel loops (`rows`);
   /// leaves the builder inside the bounds check, with `loops` set at the
@@ -298,11 +370,22 @@ private:
   Location loc;
   bool explain = false;
   Value filled;
+  const SizeBounds *bounds = nullptr;
+  /// The loops' extents: static, or the bound of a dynamic one.
   SmallVector<int64_t> ranges;
+  /// With dynamic extents: each loop's extent in this run (host-side; null
+  /// where static), and the products over the parallel and the reduced
+  /// loops (null where all of them are static).
+  SmallVector<Value> runRanges;
+  Value runRows, runCols;
   SmallVector<unsigned> parallelDims, reductionDims;
   int64_t rows = 1, cols = 1;
   SmallVector<Access> accesses;
   IRMapping globals;
+  /// Buffers of dynamic shape the body reads from above (a gather's
+  /// table), as host-side views at their bounds: a kernel takes buffers of
+  /// static shape.
+  IRMapping boundViews;
 };
 
 } // namespace locus::gpu_mapping

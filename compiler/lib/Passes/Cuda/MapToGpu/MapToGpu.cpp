@@ -20,6 +20,7 @@
 
 #include "Emitter.h"
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Passes/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -80,22 +81,137 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
   return std::nullopt;
 }
 
+/// Whether `type`'s offset and strides are all static.
+static bool hasStaticLayout(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  return succeeded(getStridesAndOffset(type, strides, offset)) &&
+         !ShapedType::isDynamic(offset) &&
+         llvm::none_of(strides, ShapedType::isDynamic);
+}
+
 LogicalResult Emitter::prepare() {
   ranges = op.getStaticLoopRanges();
-  for (int64_t r : ranges)
-    if (ShapedType::isDynamic(r))
-      return op.emitOpError("has a dynamic loop range; CUDA kernels need "
-                            "static shapes");
   for (auto [d, type] : llvm::enumerate(op.getIteratorTypesArray()))
     (type == utils::IteratorType::parallel ? parallelDims : reductionDims)
         .push_back(d);
+  OpBuilder b(op);
+  if (failed(prepareRunExtents(b)))
+    return failure();
   rows = product(parallelDims);
   cols = product(reductionDims);
-  OpBuilder b(op);
+  runRows = runProduct(b, parallelDims);
+  runCols = runProduct(b, reductionDims);
   for (OpOperand &operand : op->getOpOperands())
     if (failed(access(b, operand.get(), accesses.emplace_back())))
       return failure();
+  return viewCapturedAtBounds(b);
+}
+
+LogicalResult Emitter::viewCapturedAtBounds(OpBuilder &b) {
+  SmallVector<Value> captured;
+  op.getRegion().walk([&](Operation *inner) {
+    for (Value v : inner->getOperands()) {
+      auto type = dyn_cast<MemRefType>(v.getType());
+      if (type && !type.hasStaticShape() &&
+          !op.getRegion().isAncestor(v.getParentRegion()) &&
+          !llvm::is_contained(captured, v))
+        captured.push_back(v);
+    }
+  });
+  for (Value v : captured) {
+    auto type = cast<MemRefType>(v.getType());
+    SmallVector<int64_t> shape, strides;
+    int64_t offset = 0;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      std::optional<int64_t> bound =
+          bounds ? bounds->dimOf(v, static_cast<unsigned>(d)) : std::nullopt;
+      if (!bound)
+        return op.emitOpError("reads a buffer of dynamic shape (")
+               << type << ") with no bound from the graph's dynamic sizes";
+      shape.push_back(*bound);
+    }
+    if (!hasStaticLayout(type) ||
+        failed(getStridesAndOffset(type, strides, offset)))
+      return op.emitOpError("reads a buffer of dynamic layout (")
+             << type << "); CUDA kernels need static strides";
+    auto view = MemRefType::get(
+        shape, type.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), offset, strides));
+    boundViews.map(v, b.create<memref::ReinterpretCastOp>(
+                          loc, canonicalizeStridedLayout(view), v, offset,
+                          shape, strides));
+  }
   return success();
+}
+
+LogicalResult Emitter::prepareRunExtents(OpBuilder &b) {
+  runRanges.assign(ranges.size(), Value());
+  for (auto [d, r] : llvm::enumerate(ranges)) {
+    if (!ShapedType::isDynamic(r))
+      continue;
+    if (!bounds)
+      return op.emitOpError("has a dynamic loop range; CUDA kernels need "
+                            "static shapes or the sizes of a graph with "
+                            "dynamic sizes");
+    // Every operand dimension that walks the loop has its extent; the
+    // least bound among them holds.
+    std::optional<int64_t> least;
+    for (OpOperand &operand : op->getOpOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      for (unsigned k = 0; k < map.getNumResults(); ++k) {
+        auto dim = dyn_cast<AffineDimExpr>(map.getResult(k));
+        if (!dim || dim.getPosition() != d)
+          continue;
+        std::optional<int64_t> bound = bounds->dimOf(operand.get(), k);
+        if (!runRanges[d])
+          runRanges[d] = b.create<memref::DimOp>(loc, operand.get(), k);
+        if (bound)
+          least = least ? std::min(*least, *bound) : *bound;
+      }
+    }
+    if (!least || !runRanges[d])
+      return op.emitOpError("has a dynamic loop range (loop ")
+             << d << ") with no bound from the graph's dynamic sizes";
+    r = *least;
+  }
+  return success();
+}
+
+Value Emitter::runProduct(OpBuilder &b, ArrayRef<unsigned> dims) {
+  if (llvm::none_of(dims, [&](unsigned d) { return bool(runRanges[d]); }))
+    return {};
+  int64_t fixed = 1;
+  for (unsigned d : dims)
+    fixed *= runRanges[d] ? 1 : ranges[d];
+  Value p = index(b, fixed);
+  for (unsigned d : dims)
+    if (runRanges[d])
+      p = b.create<arith::MulIOp>(loc, p, runRanges[d]);
+  return p;
+}
+
+Value Emitter::rangeAt(OpBuilder &b, unsigned d) {
+  return runRanges.empty() || !runRanges[d] ? index(b, ranges[d])
+                                            : runRanges[d];
+}
+
+Value Emitter::rowsAt(OpBuilder &b) {
+  return runRows ? runRows : index(b, rows);
+}
+
+Value Emitter::colsAt(OpBuilder &b) {
+  return runCols ? runCols : index(b, cols);
+}
+
+Value Emitter::gridFor(OpBuilder &b, int64_t per, int64_t times) {
+  if (!runRows)
+    return index(b, (rows + per - 1) / per * times);
+  Value blocks = b.create<arith::DivUIOp>(
+      loc, b.create<arith::AddIOp>(loc, runRows, index(b, per - 1)),
+      index(b, per));
+  return times == 1 ? blocks
+                    : b.create<arith::MulIOp>(loc, blocks, index(b, times));
 }
 
 LogicalResult Emitter::run() {
@@ -112,8 +228,9 @@ LogicalResult Emitter::run() {
   Choice choice = choose(c);
   LLVM_DEBUG(debugStrategy(choice.why));
   if (explain)
-    op.emitRemark() << rows << " output(s) x " << cols
-                    << " element(s): " << choice.why;
+    op.emitRemark() << rows << " output(s) x " << cols << " element(s)"
+                    << (runRows || runCols ? " at the bounds" : "") << ": "
+                    << choice.why;
   // choose() takes the strategies that combine for a one-combiner
   // reduction only.
   Combiner combiner = c.value_or(Combiner{});
@@ -208,6 +325,8 @@ LogicalResult Emitter::access(OpBuilder &b, Value value, Access &a) {
     return success();
   }
   a.memref = value;
+  if (!type.hasStaticShape() || (bounds && !hasStaticLayout(type)))
+    return dynamicAccess(b, value, a);
   if (type.getLayout().isIdentity())
     return success();
   if (failed(getStridesAndOffset(type, a.strides, a.offset)) ||
@@ -228,6 +347,31 @@ LogicalResult Emitter::access(OpBuilder &b, Value value, Access &a) {
   return success();
 }
 
+LogicalResult Emitter::dynamicAccess(OpBuilder &b, Value value, Access &a) {
+  auto type = cast<MemRefType>(value.getType());
+  std::optional<int64_t> span =
+      bounds ? bounds->elementsBehind(value) : std::optional<int64_t>();
+  if (!span || failed(getStridesAndOffset(type, a.strides, a.offset)))
+    return op.emitOpError("has a buffer of dynamic shape (")
+           << type << ") with no bound from the graph's dynamic sizes";
+  // The buffer it views, from its start: every element it indexes lies
+  // there, at its run's offset and strides.
+  auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, value);
+  auto flatType =
+      MemRefType::get({std::max<int64_t>(*span, 1)}, type.getElementType());
+  a.memref = b.create<memref::ReinterpretCastOp>(
+      loc, flatType, meta.getBaseBuffer(), 0, ArrayRef<int64_t>{*span},
+      ArrayRef<int64_t>{1});
+  a.flat = true;
+  a.contiguous = type.getLayout().isIdentity();
+  if (ShapedType::isDynamic(a.offset))
+    a.runOffset = meta.getOffset();
+  for (auto [k, stride] : llvm::enumerate(a.strides))
+    a.runStrides.push_back(ShapedType::isDynamic(stride) ? meta.getStrides()[k]
+                                                         : Value());
+  return success();
+}
+
 Value Emitter::index(OpBuilder &b, int64_t v) {
   return b.create<arith::ConstantIndexOp>(loc, v);
 }
@@ -235,7 +379,7 @@ Value Emitter::index(OpBuilder &b, int64_t v) {
 void Emitter::delinearize(OpBuilder &b, Value linear, ArrayRef<unsigned> dims,
                           SmallVectorImpl<Value> &indices) {
   for (unsigned d : llvm::reverse(dims)) {
-    Value size = index(b, ranges[d]);
+    Value size = rangeAt(b, d);
     indices[d] = b.create<arith::RemUIOp>(loc, linear, size);
     linear = b.create<arith::DivUIOp>(loc, linear, size);
   }
@@ -252,10 +396,14 @@ std::pair<Value, SmallVector<Value>> Emitter::address(OpBuilder &b, unsigned i,
   Value memref = a.global ? globals.lookup(a.memref) : a.memref;
   if (!a.flat)
     return {memref, at};
-  Value linear = index(b, a.offset);
-  for (auto [v, stride] : llvm::zip(at, a.strides))
-    linear = b.create<arith::AddIOp>(
-        loc, linear, b.create<arith::MulIOp>(loc, v, index(b, stride)));
+  Value linear = a.runOffset ? a.runOffset : index(b, a.offset);
+  for (auto [k, v] : llvm::enumerate(at)) {
+    Value stride = k < a.runStrides.size() && a.runStrides[k]
+                       ? a.runStrides[k]
+                       : index(b, a.strides[k]);
+    linear = b.create<arith::AddIOp>(loc, linear,
+                                     b.create<arith::MulIOp>(loc, v, stride));
+  }
   return {memref, {linear}};
 }
 
@@ -279,9 +427,14 @@ void Emitter::store(OpBuilder &b, Value v, unsigned i, ArrayRef<Value> loops) {
 
 gpu::LaunchOp Emitter::launch(OpBuilder &b, int64_t grid, int64_t block,
                               int64_t gridY) {
+  return launch(b, index(b, grid), block, gridY);
+}
+
+gpu::LaunchOp Emitter::launch(OpBuilder &b, Value grid, int64_t block,
+                              int64_t gridY) {
   Value one = index(b, 1);
-  auto launch = b.create<gpu::LaunchOp>(loc, index(b, grid), index(b, gridY),
-                                        one, index(b, block), one, one);
+  auto launch = b.create<gpu::LaunchOp>(loc, grid, index(b, gridY), one,
+                                        index(b, block), one, one);
   b.setInsertionPointToStart(&launch.getBody().front());
   b.create<gpu::TerminatorOp>(loc);
   b.setInsertionPointToStart(&launch.getBody().front());
@@ -292,6 +445,8 @@ gpu::LaunchOp Emitter::launch(OpBuilder &b, int64_t grid, int64_t block,
 void Emitter::cloneGlobals(OpBuilder &b) {
   // Constant buffers are globals: the kernel module gets its own copy.
   globals.clear();
+  for (auto [from, to] : boundViews.getValueMap())
+    globals.map(from, to);
   for (Access &a : accesses)
     if (a.global && !globals.contains(a.memref))
       globals.map(a.memref, b.clone(*a.global)->getResult(0));
@@ -357,17 +512,21 @@ Value Emitter::globalId(OpBuilder &b, gpu::LaunchOp l, int64_t block) {
 }
 
 void Emitter::guardBelow(OpBuilder &b, Value value, int64_t limit) {
-  Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, value,
-                                         index(b, limit));
+  guardBelow(b, value, index(b, limit));
+}
+
+void Emitter::guardBelow(OpBuilder &b, Value value, Value limit) {
+  Value inside =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, value, limit);
   auto guardIf = b.create<scf::IfOp>(loc, inside, false);
   b.setInsertionPointToStart(&guardIf.getThenRegion().front());
 }
 
 Value Emitter::threadPerRow(OpBuilder &b, SmallVectorImpl<Value> &loops) {
   int64_t block = std::min(kBlock, (rows + 31) / 32 * 32);
-  int64_t grid = (rows + block - 1) / block;
+  Value grid = gridFor(b, block);
   Value id = globalId(b, launch(b, grid, block), block);
-  guardBelow(b, id, rows);
+  guardBelow(b, id, rowsAt(b));
   loops.assign(ranges.size(), index(b, 0));
   delinearize(b, id, parallelDims, loops);
   return id;
@@ -617,7 +776,9 @@ independentRuns(Block &body, ArrayRef<int64_t> mayAlias) {
   };
   for (Operation &op : body) {
     auto generic = dyn_cast<linalg::GenericOp>(op);
-    if (!generic || generic.getNumReductionLoops() != 0) {
+    // An op with dynamic extents takes a launch of its own.
+    if (!generic || generic.getNumReductionLoops() != 0 ||
+        llvm::any_of(generic.getStaticLoopRanges(), ShapedType::isDynamic)) {
       if (!isMemoryEffectFree(&op))
         restart();
       continue;
@@ -733,6 +894,99 @@ void generalizeMap(IRRewriter &rewriter, linalg::MapOp map) {
   rewriter.eraseOp(map);
 }
 
+/// The values stored at constant indices 0 .. rank-1 of the shape buffer
+/// `shape` of a reshape (an allocation the host fills just before), if
+/// every element is stored once.
+std::optional<SmallVector<Value>> storedShape(Value shape, int64_t rank) {
+  if (!shape.getDefiningOp<memref::AllocOp>())
+    return std::nullopt;
+  SmallVector<Value> extents(rank);
+  for (Operation *user : shape.getUsers()) {
+    auto store = dyn_cast<memref::StoreOp>(user);
+    if (!store)
+      continue;
+    std::optional<int64_t> at =
+        store.getIndices().size() == 1
+            ? getConstantIntValue(store.getIndices().front())
+            : std::nullopt;
+    if (!at || *at < 0 || *at >= rank || extents[*at])
+      return std::nullopt;
+    extents[*at] = store.getValueToStore();
+  }
+  if (llvm::any_of(extents, [](Value v) { return !v; }))
+    return std::nullopt;
+  return extents;
+}
+
+/// A reshape of a packed buffer into dims the host computed (a dynamic
+/// dimension split into several, which --locus-dynamic-kernels writes as
+/// a shape buffer MLIR's expand_shape cannot take) becomes a cast with
+/// those sizes and row-major strides: on a GPU the shape buffer would be
+/// device memory, which the host cannot fill or read.
+void reshapesToCasts(func::FuncOp func) {
+  SmallVector<memref::ReshapeOp> reshapes;
+  func.walk([&](memref::ReshapeOp r) { reshapes.push_back(r); });
+  for (memref::ReshapeOp reshape : reshapes) {
+    auto type = dyn_cast<MemRefType>(reshape.getResult().getType());
+    auto source = dyn_cast<MemRefType>(reshape.getSource().getType());
+    if (!type || !source)
+      continue;
+    SmallVector<int64_t> strides;
+    int64_t offset = 0;
+    std::optional<SmallVector<Value>> extents =
+        storedShape(reshape.getShape(), type.getRank());
+    if (!extents || !type.getLayout().isIdentity() || source.getRank() != 1 ||
+        failed(getStridesAndOffset(source, strides, offset)) || offset != 0 ||
+        strides.front() != 1)
+      continue;
+    OpBuilder b(reshape);
+    Location loc = reshape.getLoc();
+    SmallVector<OpFoldResult> sizes(extents->begin(), extents->end());
+    SmallVector<OpFoldResult> steps(type.getRank());
+    Value step = b.create<arith::ConstantIndexOp>(loc, 1);
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      steps[d] = step;
+      step = b.create<arith::MulIOp>(loc, step, (*extents)[d]);
+    }
+    Value cast = b.create<memref::ReinterpretCastOp>(
+        loc, type, reshape.getSource(), b.getIndexAttr(0), sizes, steps);
+    Value shape = reshape.getShape();
+    reshape.getResult().replaceAllUsesWith(cast);
+    reshape.erase();
+    if (llvm::all_of(shape.getUsers(), [](Operation *user) {
+          return isa<memref::StoreOp, memref::DeallocOp>(user);
+        })) {
+      for (Operation *user : llvm::make_early_inc_range(shape.getUsers()))
+        user->erase();
+      shape.getDefiningOp()->erase();
+    }
+  }
+}
+
+/// A scalar the host stores into a buffer (a count of a dynamic size,
+/// computed from the run's sizes) is stored by a launch of one thread;
+/// returns how many such launches it made.
+int64_t launchHostStores(func::FuncOp func) {
+  SmallVector<memref::StoreOp> stores;
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<gpu::LaunchOp>(op))
+      return WalkResult::skip();
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      stores.push_back(store);
+    return WalkResult::advance();
+  });
+  for (memref::StoreOp store : stores) {
+    OpBuilder b(store);
+    Location loc = store.getLoc();
+    Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+    auto launch = b.create<gpu::LaunchOp>(loc, one, one, one, one, one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    b.create<gpu::TerminatorOp>(loc);
+    store->moveBefore(&launch.getBody().front().front());
+  }
+  return static_cast<int64_t>(stores.size());
+}
+
 class MapToGpuPass : public locus::impl::LocusMapToGpuBase<MapToGpuPass> {
 public:
   using Base::Base;
@@ -746,6 +1000,7 @@ public:
 private:
   LogicalResult map(func::FuncOp func) {
     IRRewriter rewriter(func.getContext());
+    reshapesToCasts(func);
     // Copies become linalg copies, named ops generic ones.
     SmallVector<memref::CopyOp> copies;
     func.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
@@ -775,19 +1030,26 @@ private:
     if (failed(mapSideBySide(func, explain, sideBySide)))
       return failure();
     numLaunches += sideBySide;
+    SizeBounds bounds(func);
     SmallVector<linalg::GenericOp> generics;
     func.walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics) {
       if (!op.hasPureBufferSemantics())
         return op.emitOpError("expected bufferized IR");
-      if (failed(Emitter(op, explain, filled.lookup(op)).run()))
+      if (failed(Emitter(op, explain, filled.lookup(op),
+                         bounds.known() ? &bounds : nullptr)
+                     .run()))
         return failure();
       ++numLaunches;
     }
-    // What is left on the host may compute addresses, allocate and call the
-    // runtime, but never touch a buffer: those are device pointers.
+    numLaunches += launchHostStores(func);
+    func->removeAttr(kSizesArgIndexAttrName);
+    func->removeAttr(kSizeBoundsAttrName);
+    // What is left on the host may compute addresses, allocate, call the
+    // runtime and read the run's sizes (host memory), but never touch a
+    // buffer: those are device pointers.
     WalkResult left = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (isa<gpu::LaunchOp>(op))
+      if (isa<gpu::LaunchOp>(op) || bounds.readsSizes(op))
         return WalkResult::skip();
       if (touchesMemory(op)) {
         op->emitOpError("would read or write device memory on the host; it "

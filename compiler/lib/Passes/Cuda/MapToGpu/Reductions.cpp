@@ -84,13 +84,13 @@ int64_t Emitter::blockFor(int64_t count) {
 void Emitter::emitBlockReduction(OpBuilder &b, const Combiner &c) {
   int64_t block = blockFor(cols);
   OpBuilder::InsertionGuard guard(b);
-  gpu::LaunchOp l = launch(b, rows, block);
+  gpu::LaunchOp l = launch(b, gridFor(b, 1), block);
   Value tid = l.getThreadIds().x;
   // Reduction dimensions are 0 where the output is addressed (its map
   // does not use them).
   SmallVector<Value> loops(ranges.size(), index(b, 0));
   delinearize(b, l.getBlockIds().x, parallelDims, loops);
-  Value all = foldBlock(b, c, loops, tid, index(b, cols), block);
+  Value all = foldBlock(b, c, loops, tid, colsAt(b), block);
   finish(b, c, loops, tid, all);
 }
 
@@ -103,7 +103,7 @@ void Emitter::emitSplitReduction(OpBuilder &b, const Combiner &c,
       b.create<memref::AllocOp>(loc, MemRefType::get({rows * splits}, element));
   {
     OpBuilder::InsertionGuard guard(b);
-    gpu::LaunchOp l = launch(b, rows * splits, kBlock);
+    gpu::LaunchOp l = launch(b, gridFor(b, 1, splits), kBlock);
     Value id = l.getBlockIds().x, tid = l.getThreadIds().x;
     Value row = b.create<arith::DivUIOp>(loc, id, index(b, splits));
     Value part = b.create<arith::RemUIOp>(loc, id, index(b, splits));
@@ -111,8 +111,7 @@ void Emitter::emitSplitReduction(OpBuilder &b, const Combiner &c,
     delinearize(b, row, parallelDims, loops);
     Value begin = b.create<arith::MulIOp>(loc, part, index(b, share));
     Value end = b.create<arith::MinUIOp>(
-        loc, b.create<arith::AddIOp>(loc, begin, index(b, share)),
-        index(b, cols));
+        loc, b.create<arith::AddIOp>(loc, begin, index(b, share)), colsAt(b));
     Value all = foldBlock(b, c, loops, b.create<arith::AddIOp>(loc, begin, tid),
                           end, kBlock);
     Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid,
@@ -124,7 +123,7 @@ void Emitter::emitSplitReduction(OpBuilder &b, const Combiner &c,
   {
     OpBuilder::InsertionGuard guard(b);
     int64_t block = blockFor(splits);
-    gpu::LaunchOp l = launch(b, rows, block);
+    gpu::LaunchOp l = launch(b, gridFor(b, 1), block);
     Value row = l.getBlockIds().x, tid = l.getThreadIds().x;
     SmallVector<Value> loops(ranges.size(), index(b, 0));
     delinearize(b, row, parallelDims, loops);
@@ -150,16 +149,16 @@ void Emitter::emitSplitReduction(OpBuilder &b, const Combiner &c,
 void Emitter::emitWarpReduction(OpBuilder &b, const Combiner &c) {
   constexpr int64_t warps = kBlock / 32;
   OpBuilder::InsertionGuard guard(b);
-  gpu::LaunchOp l = launch(b, (rows + warps - 1) / warps, kBlock);
+  gpu::LaunchOp l = launch(b, gridFor(b, warps), kBlock);
   Value tid = l.getThreadIds().x;
   Value lane = b.create<arith::RemUIOp>(loc, tid, index(b, 32));
   Value row = b.create<arith::AddIOp>(
       loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, warps)),
       b.create<arith::DivUIOp>(loc, tid, index(b, 32)));
-  guardBelow(b, row, rows);
+  guardBelow(b, row, rowsAt(b));
   SmallVector<Value> loops(ranges.size(), index(b, 0));
   delinearize(b, row, parallelDims, loops);
-  Value partial = foldStrided(b, c, loops, lane, index(b, cols), 32);
+  Value partial = foldStrided(b, c, loops, lane, colsAt(b), 32);
   for (int32_t offset = 16; offset >= 1; offset /= 2) {
     Value other = b.create<gpu::ShuffleOp>(loc, partial, offset, 32,
                                            gpu::ShuffleMode::XOR)
@@ -174,19 +173,17 @@ void Emitter::emitColumnSplit(OpBuilder &b, const Combiner &c, int64_t splits,
   Type element = op.getRegionOutputArgs().front().getType();
   Value partials =
       b.create<memref::AllocOp>(loc, MemRefType::get({rows * splits}, element));
-  int64_t grid = (rows + kBlock - 1) / kBlock;
   {
     OpBuilder::InsertionGuard guard(b);
-    gpu::LaunchOp l = launch(b, grid, kBlock, splits);
+    gpu::LaunchOp l = launch(b, gridFor(b, kBlock), kBlock, splits);
     Value id = globalId(b, l, kBlock);
-    guardBelow(b, id, rows);
+    guardBelow(b, id, rowsAt(b));
     SmallVector<Value> loops(ranges.size(), index(b, 0));
     delinearize(b, id, parallelDims, loops);
     Value part = l.getBlockIds().y;
     Value begin = b.create<arith::MulIOp>(loc, part, index(b, share));
     Value end = b.create<arith::MinUIOp>(
-        loc, b.create<arith::AddIOp>(loc, begin, index(b, share)),
-        index(b, cols));
+        loc, b.create<arith::AddIOp>(loc, begin, index(b, share)), colsAt(b));
     Value folded = foldStrided(b, c, loops, begin, end, 1);
     Value at = b.create<arith::AddIOp>(
         loc, b.create<arith::MulIOp>(loc, part, index(b, rows)), id);
@@ -223,8 +220,8 @@ void Emitter::emitThreadPerRow(OpBuilder &b) {
   SmallVector<Value> inits;
   for (unsigned k = 0; k < op.getNumDpsInits(); ++k)
     inits.push_back(initial(b, k, loops));
-  auto loop = b.create<scf::ForOp>(loc, index(b, 0), index(b, cols),
-                                   index(b, 1), inits);
+  auto loop =
+      b.create<scf::ForOp>(loc, index(b, 0), colsAt(b), index(b, 1), inits);
   {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(loop.getBody());

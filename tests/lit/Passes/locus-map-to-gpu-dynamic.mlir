@@ -1,0 +1,118 @@
+// RUN: locus-opt %s --locus-map-to-gpu | FileCheck %s
+// RUN: locus-opt %s --locus-map-to-gpu=explain=true 2>&1 >/dev/null | FileCheck %s --check-prefix=EXPLAIN
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// A kernel of a graph with dynamic sizes (a batch of at most 16): the host
+// reads the run's batch from the sizes argument, and each launch is sized
+// by it. A plain elementwise op over [batch, 10] stays flat: its buffers as
+// 1-D views at their bounds (160), its grid and bounds checks at the run's
+// batch * 10; the marks of --locus-dynamic-kernels are spent.
+// CHECK-LABEL: func.func @relu
+// CHECK-NOT: locus.size_bounds
+// CHECK: %[[N64:.*]] = memref.load %arg1[%c0] : memref<1xi64>
+// CHECK: %[[N:.*]] = arith.index_cast %[[N64]]
+// CHECK: %[[XV:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [%[[N]], 10]
+// CHECK: %[[B:.*]] = memref.dim %[[XV]], %c0
+// CHECK: %[[ROWS:.*]] = arith.muli %c10{{.*}}, %[[B]] : index
+// CHECK: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [160], strides: [1] : memref<f32> to memref<160xf32>
+// CHECK: %[[UP:.*]] = arith.addi %[[ROWS]], %c1023
+// CHECK: %[[GRID:.*]] = arith.divui %[[UP]], %c1024
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]],
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %c4
+// CHECK: arith.cmpi ule, %[[END]], %[[ROWS]]
+// CHECK-COUNT-4: memref.load {{.*}} : memref<160xf32>
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.generic
+func.func @relu(%x: memref<16x10xf32>, %sizes: memref<1xi64>, %y: memref<16x10xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 16>} {
+  %c0 = arith.constant 0 : index
+  %cst = arith.constant 0.0 : f32
+  %n64 = memref.load %sizes[%c0] : memref<1xi64>
+  %n = arith.index_cast %n64 : i64 to index
+  %xv = memref.reinterpret_cast %x to offset: [0], sizes: [%n, 10], strides: [10, 1] : memref<16x10xf32> to memref<?x10xf32>
+  %yv = memref.reinterpret_cast %y to offset: [0], sizes: [%n, 10], strides: [10, 1] : memref<16x10xf32> to memref<?x10xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%xv : memref<?x10xf32>) outs(%yv : memref<?x10xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.maximumf %a, %cst : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// A sum over the dynamic batch (a bias gradient): columns, chosen at the
+// bound (10 outputs x 16), a thread per output folding its column up to the
+// run's batch.
+// CHECK-LABEL: func.func @column_sum
+// CHECK: %[[B:.*]] = memref.dim
+// CHECK: %[[COLS:.*]] = arith.muli %{{.*}}, %[[B]] : index
+// CHECK: gpu.launch
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[COLS]] step %c1
+// EXPLAIN: remark: 10 output(s) x 16 element(s) at the bounds: columns: a thread per output
+func.func @column_sum(%x: memref<16x10xf32>, %sizes: memref<1xi64>, %y: memref<10xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 16>} {
+  %c0 = arith.constant 0 : index
+  %n64 = memref.load %sizes[%c0] : memref<1xi64>
+  %n = arith.index_cast %n64 : i64 to index
+  %xv = memref.reinterpret_cast %x to offset: [0], sizes: [%n, 10], strides: [10, 1] : memref<16x10xf32> to memref<?x10xf32>
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%xv : memref<?x10xf32>) outs(%y : memref<10xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// Rows of a dynamic length (a softmax's max over [2, seq, seq] with seq
+// at most 64, packed at the run's sizes): a reshape into two dynamic dims
+// from a shape buffer the host fills becomes a cast with row-major strides
+// (the buffer would be device memory). At the bound, rows of 64 go to a
+// warp each; the grid takes the run's 2 * seq rows, 8 a block, each lane
+// folding every 32nd of the run's seq elements.
+// CHECK-LABEL: func.func @row_max
+// CHECK-NOT: memref.reshape
+// CHECK: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%c2, %[[S:[0-9a-z_]+]], %[[S]]], strides: [%{{.*}}, %{{.*}}, %{{.*}}] : memref<?xf32, strided<[1]>> to memref<2x?x?xf32>
+// CHECK-NOT: memref.store
+// CHECK: %[[UP:.*]] = arith.addi %{{.*}}, %c7
+// CHECK: %[[GRID:.*]] = arith.divui %[[UP]], %c8
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]],
+// CHECK: gpu.shuffle xor
+// EXPLAIN: remark: 128 output(s) x 64 element(s) at the bounds: a warp per output, 8 per block
+func.func @row_max(%x: memref<2x64x64xf32>, %sizes: memref<1xi64>, %y: memref<2x64xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 64>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %n64 = memref.load %sizes[%c0] : memref<1xi64>
+  %s = arith.index_cast %n64 : i64 to index
+  %count = arith.muli %s, %s : index
+  %all = arith.muli %count, %c2 : index
+  %flat = memref.collapse_shape %x [[0, 1, 2]] : memref<2x64x64xf32> into memref<8192xf32>
+  %packed = memref.subview %flat[0] [%all] [1] : memref<8192xf32> to memref<?xf32, strided<[1]>>
+  %shape = memref.alloc() : memref<3xindex>
+  memref.store %c2, %shape[%c0] : memref<3xindex>
+  memref.store %s, %shape[%c1] : memref<3xindex>
+  memref.store %s, %shape[%c2] : memref<3xindex>
+  %xv = memref.reshape %packed(%shape) : (memref<?xf32, strided<[1]>>, memref<3xindex>) -> memref<2x?x?xf32>
+  %yv = memref.reinterpret_cast %y to offset: [0], sizes: [2, %s], strides: [64, 1] : memref<2x64xf32> to memref<2x?xf32, strided<[64, 1]>>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%xv : memref<2x?x?xf32>) outs(%yv : memref<2x?xf32, strided<[64, 1]>>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.maximumf %a, %b : f32
+    linalg.yield %m : f32
+  }
+  memref.dealloc %shape : memref<3xindex>
+  return
+}
+
+// A count of the run's batch that the host computes is stored by a launch
+// of one thread (the buffer is device memory).
+// CHECK-LABEL: func.func @count
+// CHECK: %[[F:.*]] = arith.uitofp
+// CHECK: gpu.launch
+// CHECK-NEXT: memref.store %[[F]], %arg1[] : memref<f32>
+func.func @count(%sizes: memref<1xi64>, %y: memref<f32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 0 : i64, locus.size_bounds = array<i64: 16>} {
+  %c0 = arith.constant 0 : index
+  %n64 = memref.load %sizes[%c0] : memref<1xi64>
+  %f = arith.uitofp %n64 : i64 to f32
+  memref.store %f, %y[] : memref<f32>
+  return
+}
