@@ -100,16 +100,31 @@ locus_status_t launch(locus_model_t &m, locus_context_t &ctx,
   return nullptr;
 }
 
+/// The bytes a copy of `buffer` moves: the buffer's, or for a value of
+/// dynamic shape its run's elements, which lie packed at its start.
+uint64_t copyBytes(const locus_model_t &m, const locus_context_t &ctx,
+                   uint32_t buffer) {
+  const PlanBuffer &b = m.plan.buffers[buffer];
+  if (ctx.runSizes.empty() || buffer >= m.plan.dims.size() ||
+      m.plan.dims[buffer].empty())
+    return b.bytes;
+  uint64_t n = dtypeSize(b.dtype);
+  for (const PlanDim &d : m.plan.dims[buffer])
+    n *= static_cast<uint64_t>(d.at(ctx.runSizes));
+  return std::min(n, b.bytes);
+}
+
 locus_status_t copy(locus_model_t &m, locus_context_t &ctx,
                     const PlanCommand &c, locus_run_stats_t &stats) {
   const PlanBuffer &src = m.plan.buffers[c.src];
   const PlanBuffer &dst = m.plan.buffers[c.dst];
+  uint64_t bytes = copyBytes(m, ctx, c.src);
   bool profiled = profiling(m, ctx);
   bool timed = profiled || m.trace.on();
   auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
   if (locus_status_t s = m.deviceOf[dst.device]->copyFrom(
           *m.deviceOf[src.device], bufferPointer(m, ctx, c.src),
-          bufferPointer(m, ctx, c.dst), src.bytes))
+          bufferPointer(m, ctx, c.dst), bytes))
     return s;
   // Profiled, a copy is waited for: its time, not the time to issue it.
   if (profiled) {
@@ -117,9 +132,9 @@ locus_status_t copy(locus_model_t &m, locus_context_t &ctx,
       return s;
     m.profiler.copyDone(start);
   }
-  m.trace.copy(src.device, dst.device, src.bytes, ctx.id, ctx.step, start);
+  m.trace.copy(src.device, dst.device, bytes, ctx.id, ctx.step, start);
   ++stats.copies;
-  stats.copy_bytes += src.bytes;
+  stats.copy_bytes += bytes;
   return nullptr;
 }
 
@@ -401,6 +416,12 @@ locus_status_t runCommands(locus_model_t &m, locus_context_t &ctx,
     stats.sim_launches = m.stepCounts.sim_launches;
     stats.copies = m.stepCounts.copies;
     stats.copy_bytes = m.stepCounts.copy_bytes;
+    if (!ctx.runSizes.empty()) { // the run's bytes, as its copies moved
+      stats.copy_bytes = 0;
+      for (const PlanCommand &c : m.plan.step)
+        if (c.op == LOCUS_PLAN_COPY)
+          stats.copy_bytes += copyBytes(m, ctx, c.src);
+    }
   } else if (locus_status_t s = execute(m, ctx, m.plan.step, stats)) {
     return s;
   }
