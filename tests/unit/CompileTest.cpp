@@ -1409,27 +1409,3 @@ TEST(Compile, AZeroBucketSizeIsAnErrorAtTheCall) {
         << err.what();
   }
 }
-
-TEST(Compile, ADynamicConvolutionOnAGpuIsRefusedAtItsOp) {
-  // Graphs with dynamic sizes compile for a GPU but for convolutions, whose
-  // cuDNN calls take static shapes: one placed there is an error at the
-  // user's line. (What compiles over dynamic sizes: DynamicSizesTest.)
-  Graph h("dyn_gpu");
-  auto y = h.input("y", {dyn("batch", 8), 3, 6, 6});
-  nn::Conv2d conv(h, 3, 4, {3});
-  int line = __LINE__ + 1;
-  h.output("z", relu(conv(y)));
-  try {
-    (void)compile(h, {.policy = "prefer-gpu",
-                      .devices = {"cpu", "cuda:0"},
-                      .deviceMap = "cuda:0=sim"});
-    ADD_FAILURE() << "compiled";
-  } catch (const Error &err) {
-    EXPECT_EQ(err.line(), static_cast<unsigned>(line)) << err.what();
-    EXPECT_NE(err.message().find("is placed on cuda:0 and reads or makes a "
-                                 "value of dynamic shape; convolutions over "
-                                 "a dynamic batch compile for the CPU only"),
-              std::string::npos)
-        << err.what();
-  }
-}

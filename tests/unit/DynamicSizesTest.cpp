@@ -209,14 +209,22 @@ TEST(DynamicSizes, ConvolutionsServeEveryBatchLikeStaticCompiles) {
   expectEverySizeLikeStatic(cnn, {3, 12, 12}, {"logits", "loss"});
 }
 
+// On a GPU a convolution over a dynamic batch is a cuDNN call with the
+// run's batch (sim runs its host version).
+TEST(DynamicSizes, OnAGpuConvolutionsServeEveryBatch) {
+  expectEverySizeLikeStatic(cnn, {3, 12, 12}, {"logits", "loss"}, "prefer-gpu",
+                            {5, 5, 1, kBound, 5});
+}
+
 /// `make`'s training step over images with a dynamic batch: a full batch
 /// then one of 5, against a static step of the bound and one of 5 from its
 /// state (losses and every state). With `countSteps`, the static step of
 /// 5 runs once first, so that draws depending on the step count (dropout)
 /// line up.
 void expectAShortBatchTrainsAsStatic(Graph (*make)(int64_t, bool),
-                                     bool countSteps) {
-  CompiledModel dynamic = compile(make(0, true), {.policy = "cpu"});
+                                     bool countSteps,
+                                     const std::string &policy = "cpu") {
+  CompiledModel dynamic = compile(make(0, true), placedBy(policy));
   CompiledModel full = compile(make(kBound, true), {.policy = "cpu"});
   CompiledModel tail = compile(make(5, true), {.policy = "cpu"});
   auto first = imagesOf(kBound, 1), last = imagesOf(5, 2);
@@ -234,6 +242,10 @@ void expectAShortBatchTrainsAsStatic(Graph (*make)(int64_t, bool),
 
 TEST(DynamicSizes, AConvolutionStepTrainsAShortBatchAsAStaticStep) {
   expectAShortBatchTrainsAsStatic(cnn, /*countSteps=*/false);
+}
+
+TEST(DynamicSizes, OnAGpuAConvolutionStepTrainsAShortBatch) {
+  expectAShortBatchTrainsAsStatic(cnn, /*countSteps=*/false, "prefer-gpu");
 }
 
 /// A CNN with what a training step over a dynamic batch must handle
@@ -277,6 +289,14 @@ TEST(DynamicSizes, NormalizationPoolingSlicesAndDropoutServeEveryBatch) {
 
 TEST(DynamicSizes, ANormalizedCnnTrainsAShortBatchAsAStaticStep) {
   expectAShortBatchTrainsAsStatic(normCnn, /*countSteps=*/true);
+}
+
+// BatchNorm, pooling and its gradient, chunk, cat and dropout over a dynamic
+// batch on a GPU: generated kernels at the run's extents.
+TEST(DynamicSizes, OnAGpuANormalizedCnnServesAndTrainsEveryBatch) {
+  expectEverySizeLikeStatic(normCnn, {3, 12, 12}, {"logits", "loss"},
+                            "prefer-gpu");
+  expectAShortBatchTrainsAsStatic(normCnn, /*countSteps=*/true, "prefer-gpu");
 }
 
 TEST(DynamicSizes, DropoutDrawsAtTheRunsShape) {

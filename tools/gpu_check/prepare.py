@@ -159,13 +159,24 @@ def write_npy(path, fmt, shape, values):
                                                       *values))
 
 
-# Graphs with dynamic sizes (the lit tests' inputs), their dynamic inputs
-# at each size: (name, file, sizes, inputs as (name, fmt, shape of size n)).
+# Graphs with dynamic sizes (the lit tests' inputs, and the ONNX models of
+# tests/onnx/dynamic), their dynamic inputs at each size: (name, file from
+# the root, compile flags, sizes, inputs as (name, fmt, shape at size n)).
+# BatchNorm in training needs two values per channel: its CNN starts at 2.
+# The GPT-style model's ids are tokens below 3 of its 50.
+LIT = "tests/lit/Tools/Inputs/"
 DYNAMIC = [
-    ("mlp_train", "dynamic-mlp-train.mlir", (7, 1, 16),
+    ("mlp_train", LIT + "dynamic-mlp-train.mlir", [], (7, 1, 16),
      [("x", "f", lambda n: [n, 12]), ("t", "q", lambda n: [n])]),
-    ("attention", "dynamic-attention.mlir", (5, 1, 16),
+    ("attention", LIT + "dynamic-attention.mlir", [], (5, 1, 16),
      [("x", "f", lambda n: [2, n, 8])]),
+    ("norm_cnn_train", LIT + "dynamic-norm-cnn-train.mlir", [], (5, 2, 16),
+     [("x", "f", lambda n: [n, 3, 12, 12]), ("t", "q", lambda n: [n])]),
+    ("gpt_onnx", "tests/onnx/dynamic/gpt.onnx",
+     ["--dynamic", "batch=8", "--dynamic", "seq=16"], (5, 1, 7),
+     [("ids", "q", lambda n: [n, 2 * n + 1])]),
+    ("resnet_onnx", "tests/onnx/dynamic/resnet.onnx", ["--dynamic", "batch=8"],
+     (7, 1, 8), [("input", "f", lambda n: [n, 3, 16, 16])]),
 ]
 
 
@@ -177,11 +188,10 @@ def dynamic_artifacts(bundle):
     rng = random.Random(20261128)
     out = os.path.join(bundle, "dynamic")
     os.makedirs(out)
-    inputs = os.path.join(ROOT, "tests", "lit", "Tools", "Inputs")
     failed = []
-    for name, path, sizes, tensors in DYNAMIC:
-        why = compile_file(os.path.join(inputs, path), os.path.join(out, name + ".locus"),
-                           "prefer-gpu")
+    for name, path, flags, sizes, tensors in DYNAMIC:
+        why = compile_file(os.path.join(ROOT, path), os.path.join(out, name + ".locus"),
+                           "prefer-gpu", flags)
         if why:
             failed.append(("dynamic/" + name, why))
         for n in sizes:

@@ -358,7 +358,7 @@ def dynamic_sizes(r):
     graph at that size, the third replays it)."""
     from .prepare import DYNAMIC
     run = os.path.join(r.bundle, "bin", "locus-run")
-    for model, _, sizes, tensors in DYNAMIC:
+    for model, _, _, sizes, tensors in DYNAMIC:
         name = "dynamic sizes: %s at sizes %s, GPU vs host kernels" % (
             model, ", ".join(map(str, sizes)))
         art = os.path.join(r.bundle, "dynamic", model + ".locus")

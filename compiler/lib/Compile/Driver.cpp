@@ -248,13 +248,6 @@ bool compilesDynamic(Operation *op) {
              SliceOp, SliceGradOp, ConcatOp>(op);
 }
 
-/// Whether `op`, placed on a CUDA device, computes over dynamic values
-/// there: all that compilesDynamic() takes but convolutions and their
-/// gradients, whose cuDNN calls are made at static shapes.
-bool compilesDynamicOnCuda(Operation *op) {
-  return !isa<Conv2dOp, Conv2dInputGradOp, Conv2dWeightGradOp>(op);
-}
-
 /// A graph with dynamic sizes compiles from the ops kernels with dynamic
 /// sizes compute; anything else is refused at its op.
 LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
@@ -275,14 +268,6 @@ LogicalResult refuseWhatDynamicSizesCannotCompile(GraphOp graph) {
                 "gathers, the MSE and cross-entropy losses, slices and "
                 "concatenations along static dimensions, random draws, and "
                 "convolutions, poolings and BatchNorm over a dynamic batch";
-    auto device = op.getAttrOfType<DeviceAttr>(kDeviceAttrName);
-    if (device && device.getKind() == DeviceKind::cuda &&
-        !compilesDynamicOnCuda(&op))
-      return op.emitOpError()
-             << "is placed on " << device.str()
-             << " and reads or makes a value of dynamic shape; convolutions "
-                "over a dynamic batch compile for the CPU only for now (pin "
-                "them to the CPU, use --policy=cpu, or static sizes)";
   }
   return success();
 }

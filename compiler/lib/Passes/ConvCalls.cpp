@@ -6,6 +6,9 @@
 
 #include "ConvCalls.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 using namespace mlir;
 using namespace locus;
 using namespace locus::conv;
@@ -142,4 +145,65 @@ Fused locus::conv::matchFused(Conv2dOp conv) {
   if (isa_and_nonnull<MaxPool2dOp, AvgPool2dOp>(user))
     f.pool = user;
   return f;
+}
+
+LogicalResult RunSizes::of(func::FuncOp func, RunSizes &r) {
+  if (!func->hasAttr(kSymbolsAttrName))
+    return success();
+  FailureOr<SmallVector<DimSymbol>> symbols = readSymbols(func);
+  if (failed(symbols))
+    return failure();
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+  r.dims = DynamicDims(std::move(*symbols));
+  r.dynamic = true;
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (func.getArgAttr(i, kSizesArgAttrName))
+      r.sizes = arg;
+    if (auto map = func.getArgAttrOfType<AffineMapAttr>(i, kDimsAttrName))
+      if (std::optional<DimExprs> given = dimsFromMap(map.getValue()))
+        r.dims.set(arg, std::move(*given));
+  }
+  for (Operation &op : func.getBody().front())
+    if (failed(r.dims.infer(&op)))
+      return failure();
+  return success();
+}
+
+Value RunSizes::batchOf(OpBuilder &b, Location loc, Value value) const {
+  DimExprs d = dims.dimsOf(value);
+  Value n = b.create<arith::ConstantIntOp>(loc, d[0].factor, 64);
+  for (auto [k, power] : llvm::enumerate(d[0].powers)) {
+    Value at = b.create<arith::ConstantIndexOp>(loc, k);
+    Value size = b.create<tensor::ExtractOp>(loc, sizes, ValueRange{at});
+    for (int64_t i = 0; i < power; ++i)
+      n = b.create<arith::MulIOp>(loc, n, size);
+  }
+  return n;
+}
+
+void RunSizes::mark(Value result, Value of) const {
+  if (!isDynamic(of))
+    return;
+  result.getDefiningOp()->setAttr(
+      kDimsAttrName,
+      AffineMapAttr::get(dimsToMap(dims.dimsOf(of), dims.symbols().size(),
+                                   result.getContext())));
+}
+
+Value conv::paramsAddress(Addresses &at, memref::GlobalOp global,
+                          const RunSizes &run, Value batchOf) {
+  if (!run.isDynamic(batchOf))
+    return at.global(global);
+  Value n = run.batchOf(at.b, at.loc, batchOf);
+  Value constant = at.b.create<memref::GetGlobalOp>(at.loc, global.getType(),
+                                                    global.getName());
+  Value copy = at.b.create<memref::AllocaOp>(at.loc, global.getType());
+  UnitAttr host = at.b.getUnitAttr();
+  at.b.create<memref::CopyOp>(at.loc, constant, copy)
+      ->setAttr(kHostOnlyAttrName, host);
+  Value slot = at.b.create<arith::ConstantIndexOp>(at.loc, LOCUS_CONV_N);
+  at.b.create<memref::StoreOp>(at.loc, n, copy, ValueRange{slot})
+      ->setAttr(kHostOnlyAttrName, host);
+  return at.pointer(copy);
 }

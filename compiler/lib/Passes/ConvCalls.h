@@ -9,7 +9,10 @@
 #ifndef LOCUS_PASSES_CONVCALLS_H
 #define LOCUS_PASSES_CONVCALLS_H
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -85,6 +88,37 @@ struct Fused {
 /// What joins `conv`'s call (--locus-conv-to-runtime; --locus-conv-layouts
 /// predicts the calls with it).
 Fused matchFused(Conv2dOp conv);
+
+/// A kernel function with dynamic sizes (--locus-outline-kernels marks
+/// it): the dims of its values, from its arguments' through each op, and
+/// the argument that holds the run's sizes.
+struct RunSizes {
+  DynamicDims dims{llvm::SmallVector<DimSymbol>()};
+  bool dynamic = false; // the function has dynamic sizes
+  mlir::Value sizes;
+
+  /// Fills `r` for `func`.
+  static mlir::LogicalResult of(mlir::func::FuncOp func, RunSizes &r);
+
+  bool isDynamic(mlir::Value v) const { return dynamic && dims.isDynamic(v); }
+
+  /// `value`'s batch (its first dimension) at the run's sizes, as an i64.
+  /// A convolution's other dimensions are static: `infer` refuses anything
+  /// else (the shape rules' probes, and conv2d_input_grad's own check).
+  mlir::Value batchOf(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value value) const;
+
+  /// Marks the tensor `result` (a call's output, bound-sized) with the dims
+  /// of `of`, which it replaces, for --locus-dynamic-kernels.
+  void mark(mlir::Value result, mlir::Value of) const;
+};
+
+/// The address of the parameters in `global`, or, when `batchOf` has a
+/// dynamic batch, of a copy on the stack whose LOCUS_CONV_N is the run's.
+/// The copy's ops are host code (kHostOnlyAttrName): in a CUDA launcher
+/// too, the runtime reads the parameters on the host.
+mlir::Value paramsAddress(Addresses &at, mlir::memref::GlobalOp global,
+                          const RunSizes &run, mlir::Value batchOf);
 
 /// Unit attributes --locus-conv-layouts puts on a host convolution whose
 /// input, residual or call result is laid out NHWC in memory

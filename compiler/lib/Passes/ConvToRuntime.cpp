@@ -36,68 +36,6 @@ std::array<ArrayRef<int64_t>, 3> poolingOf(Operation *op) {
   return {pool.getKernelSize(), pool.getStride(), pool.getPadding()};
 }
 
-/// A kernel function with dynamic sizes (--locus-outline-kernels marks
-/// it): the dims of its values, from its arguments' through each op, and
-/// the argument that holds the run's sizes.
-struct RunSizes {
-  DynamicDims dims{SmallVector<DimSymbol>()};
-  bool dynamic = false; // the function has dynamic sizes
-  Value sizes;
-
-  /// Fills `r` for `func`.
-  static LogicalResult of(func::FuncOp func, RunSizes &r) {
-    if (!func->hasAttr(kSymbolsAttrName))
-      return success();
-    FailureOr<SmallVector<DimSymbol>> symbols = readSymbols(func);
-    if (failed(symbols))
-      return failure();
-    // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
-    r.dims = DynamicDims(std::move(*symbols));
-    r.dynamic = true;
-    for (BlockArgument arg : func.getArguments()) {
-      unsigned i = arg.getArgNumber();
-      if (func.getArgAttr(i, kSizesArgAttrName))
-        r.sizes = arg;
-      if (auto map = func.getArgAttrOfType<AffineMapAttr>(i, kDimsAttrName))
-        if (std::optional<DimExprs> given = dimsFromMap(map.getValue()))
-          r.dims.set(arg, std::move(*given));
-    }
-    for (Operation &op : func.getBody().front())
-      if (failed(r.dims.infer(&op)))
-        return failure();
-    return success();
-  }
-
-  bool isDynamic(Value v) const { return dynamic && dims.isDynamic(v); }
-
-  /// `value`'s batch (its first dimension) at the run's sizes, as an i64.
-  /// A convolution's other dimensions are static: `infer` above refuses
-  /// anything else (the shape rules' probes, and conv2d_input_grad's own
-  /// check).
-  Value batchOf(OpBuilder &b, Location loc, Value value) const {
-    DimExprs d = dims.dimsOf(value);
-    Value n = b.create<arith::ConstantIntOp>(loc, d[0].factor, 64);
-    for (auto [k, power] : llvm::enumerate(d[0].powers)) {
-      Value at = b.create<arith::ConstantIndexOp>(loc, k);
-      Value size = b.create<tensor::ExtractOp>(loc, sizes, ValueRange{at});
-      for (int64_t i = 0; i < power; ++i)
-        n = b.create<arith::MulIOp>(loc, n, size);
-    }
-    return n;
-  }
-
-  /// Marks the tensor `result` (a call's output, bound-sized) with the dims
-  /// of `of`, which it replaces, for --locus-dynamic-kernels.
-  void mark(Value result, Value of) const {
-    if (!isDynamic(of))
-      return;
-    result.getDefiningOp()->setAttr(
-        kDimsAttrName,
-        AffineMapAttr::get(dimsToMap(dims.dimsOf(of), dims.symbols().size(),
-                                     result.getContext())));
-  }
-};
-
 class ConvToRuntimePass
     : public locus::impl::LocusConvToRuntimeBase<ConvToRuntimePass> {
 public:
@@ -129,22 +67,11 @@ public:
   }
 
 private:
-  /// The address of `params`: their constant global, or when `batchOf`
-  /// has a dynamic batch a copy on the stack whose LOCUS_CONV_N is the
-  /// run's.
+  /// The address of `params`: their constant global, or a copy with the
+  /// run's batch (paramsAddress).
   Value paramsAddress(ModuleOp module, Addresses &at, const Params &params,
                       const RunSizes &run, Value batchOf) {
-    memref::GlobalOp global = globals.get(module, params);
-    if (!run.isDynamic(batchOf))
-      return at.global(global);
-    Value n = run.batchOf(at.b, at.loc, batchOf);
-    Value constant = at.b.create<memref::GetGlobalOp>(at.loc, global.getType(),
-                                                      global.getName());
-    Value copy = at.b.create<memref::AllocaOp>(at.loc, global.getType());
-    at.b.create<memref::CopyOp>(at.loc, constant, copy);
-    Value slot = at.b.create<arith::ConstantIndexOp>(at.loc, LOCUS_CONV_N);
-    at.b.create<memref::StoreOp>(at.loc, n, copy, ValueRange{slot});
-    return at.pointer(copy);
+    return conv::paramsAddress(at, globals.get(module, params), run, batchOf);
   }
 
   func::FuncOp declaration(ModuleOp module) {

@@ -13,14 +13,14 @@
 // CHECK: %[[N:.*]] = arith.muli %[[TWO]], %[[B]] : i64
 // CHECK: %[[GLOBAL:.*]] = memref.get_global @__locus_conv2d_params_0 : memref<25xi64>
 // CHECK: %[[COPY:.*]] = memref.alloca() : memref<25xi64>
-// CHECK: memref.copy %[[GLOBAL]], %[[COPY]]
-// CHECK: memref.store %[[N]], %[[COPY]][%{{.*}}] : memref<25xi64>
+// CHECK: memref.copy %[[GLOBAL]], %[[COPY]] {locus.host}
+// CHECK: memref.store %[[N]], %[[COPY]][%{{.*}}] {locus.host} : memref<25xi64>
 // CHECK: memref.extract_aligned_pointer_as_index %[[COPY]]
 // CHECK: call @locus_conv2d(
 // CHECK: bufferization.to_tensor {{.*}}locus.dims = #map
 // The gradients take the batch of dy (input) and of x (weights).
 // CHECK-LABEL: func.func @grads(
-// CHECK-COUNT-2: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<25xi64>
+// CHECK-COUNT-2: memref.store %{{.*}}, %{{.*}}[%{{.*}}] {locus.host} : memref<25xi64>
 // CHECK-NOT: memref.store
 
 // Viewed at the run's sizes, and returned as the bound-sized buffer the

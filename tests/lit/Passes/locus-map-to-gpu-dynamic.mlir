@@ -103,6 +103,40 @@ func.func @row_max(%x: memref<2x64x64xf32>, %sizes: memref<1xi64>, %y: memref<2x
   return
 }
 
+// Dims that canonicalization reads back from a reshape's shape buffer are
+// the values the host stored there (the buffer goes with the reshape).
+// CHECK-LABEL: func.func @split_heads
+// CHECK-NOT: memref.reshape
+// CHECK-NOT: memref.load %{{.*}} : memref<3xindex>
+// CHECK: memref.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] output_shape [%[[B:[0-9a-z_]+]], %[[S:[0-9a-z_]+]], 2, 16]
+// CHECK-NOT: memref.alloc() {{.*}}memref<3xindex>
+func.func @split_heads(%x: memref<8x16x32xf32>, %sizes: memref<2xi64>, %y: memref<8x16x2x16xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 8, 16>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %b64 = memref.load %sizes[%c0] : memref<2xi64>
+  %b = arith.index_cast %b64 : i64 to index
+  %s64 = memref.load %sizes[%c1] : memref<2xi64>
+  %s = arith.index_cast %s64 : i64 to index
+  %bs = arith.muli %b, %s : index
+  %all = arith.muli %bs, %c32 : index
+  %flat = memref.collapse_shape %x [[0, 1, 2]] : memref<8x16x32xf32> into memref<4096xf32>
+  %packed = memref.subview %flat[0] [%all] [1] : memref<4096xf32> to memref<?xf32, strided<[1]>>
+  %shape = memref.alloc() : memref<3xindex>
+  memref.store %b, %shape[%c0] : memref<3xindex>
+  memref.store %s, %shape[%c1] : memref<3xindex>
+  memref.store %c32, %shape[%c2] : memref<3xindex>
+  %xv = memref.reshape %packed(%shape) : (memref<?xf32, strided<[1]>>, memref<3xindex>) -> memref<?x?x32xf32>
+  %d1 = memref.load %shape[%c1] : memref<3xindex>
+  %d0 = memref.load %shape[%c0] : memref<3xindex>
+  %heads = memref.expand_shape %xv [[0], [1], [2, 3]] output_shape [%d0, %d1, 2, 16] : memref<?x?x32xf32> into memref<?x?x2x16xf32>
+  %yv = memref.reinterpret_cast %y to offset: [0], sizes: [%b, %s, 2, 16], strides: [512, 32, 16, 1] : memref<8x16x2x16xf32> to memref<?x?x2x16xf32, strided<[512, 32, 16, 1]>>
+  memref.copy %heads, %yv : memref<?x?x2x16xf32> to memref<?x?x2x16xf32, strided<[512, 32, 16, 1]>>
+  memref.dealloc %shape : memref<3xindex>
+  return
+}
+
 // A count of the run's batch that the host computes is stored by a launch
 // of one thread (the buffer is device memory).
 // CHECK-LABEL: func.func @count

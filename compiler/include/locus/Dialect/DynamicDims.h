@@ -54,6 +54,10 @@ inline constexpr llvm::StringLiteral kSizesArgAttrName = "locus.sizes";
 /// --locus-map-to-gpu reads to size launches and views.
 inline constexpr llvm::StringLiteral kSizesArgIndexAttrName = "locus.sizes_arg";
 inline constexpr llvm::StringLiteral kSizeBoundsAttrName = "locus.size_bounds";
+/// On a memref op of a kernel that touches host memory (a convolution's
+/// parameters copied with the run's batch): host code in a CUDA launcher
+/// too, which --locus-map-to-gpu leaves there.
+inline constexpr llvm::StringLiteral kHostOnlyAttrName = "locus.host";
 
 /// On a locus op in a kernel function, for --locus-lower-to-linalg only:
 /// the dims of its dynamic result.

@@ -1247,6 +1247,17 @@ def LocusConvToCudnn : Pass<"locus-conv-to-cudnn", "::mlir::ModuleOp"> {
       scf.yield %m : tensor<2x3x8x8xf32>
     }
     ```
+
+    In a kernel function with dynamic sizes (`locus.symbols`), a
+    convolution whose batch operand (the input; the output's gradient for
+    the input gradient) is dynamic is the call alone: its parameters are a
+    copy of the global on the stack whose `LOCUS_CONV_N` is the run's
+    batch, computed from `locus.sizes` (the copy and store are marked
+    `locus.host`: the runtime reads them on the host), and its bound-sized
+    result carries the result's `locus.dims` for `--locus-dynamic-kernels`.
+    The generated kernels would compute at the bound's batch, so there is
+    no `else` branch: on a device without cuDNN the call fails the run,
+    saying why.
   }];
   let options = [
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
@@ -1490,10 +1501,12 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     body reads from above (a gather's table) is viewed at its bounds.
     Row groups and side-by-side launches take static ops only. A reshape
     into several dynamic dims from a shape buffer the host fills becomes a
-    cast with row-major strides, and a scalar the host stores (a count of
-    the run's batch) is stored by a launch of one thread: on a GPU both
-    buffers are device memory. An extent with no bound is an error at its
-    op.
+    cast with row-major strides (dims read back from that buffer are the
+    values stored), and a scalar the host stores (a count of the run's
+    batch) is stored by a launch of one thread: on a GPU both buffers are
+    device memory. Memref ops marked `locus.host` (a convolution's
+    parameters copied with the run's batch, which the runtime reads on the
+    host) stay host code. An extent with no bound is an error at its op.
 
     The strategy chosen for each op is logged under `-debug-only=
     locus-map-to-gpu` in an LLVM built with assertions, and given as a

@@ -34,6 +34,9 @@ public:
       });
       if (convs.empty() || func.isExternal())
         continue;
+      RunSizes run;
+      if (failed(RunSizes::of(func, run)))
+        return signalPassFailure();
       // Asked once per launch: whether this device has cuDNN.
       OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
       Location loc = func.getLoc();
@@ -44,7 +47,10 @@ public:
       Value yes =
           b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, ready, zero);
       for (Operation *op : convs)
-        rewrite(module, op, yes);
+        if (run.isDynamic(describe(op, 0).a))
+          rewriteDynamic(module, op, run);
+        else
+          rewrite(module, op, yes);
     }
   }
 
@@ -101,6 +107,35 @@ private:
     };
     auto branch = b.create<scf::IfOp>(loc, yes, callCudnn, generated);
     op->getResult(0).replaceAllUsesWith(branch.getResult(0));
+    op->erase();
+    ++numCalls;
+  }
+
+  /// `op` over a dynamic batch: the cuDNN call alone, its parameters a
+  /// copy with the run's batch, its result bound-sized with the run's
+  /// values packed at its start. Generated kernels would compute at the
+  /// bounds (a weight gradient over the bound's batch); without cuDNN the
+  /// runtime reports the call's failure.
+  void rewriteDynamic(ModuleOp module, Operation *op, const RunSizes &run) {
+    bool tf32 = allowTf32 || op->hasAttr(kAutocastAttrName);
+    ConvCall d = describe(op, tf32 ? LOCUS_CONV_TF32 : 0);
+    auto yType = cast<RankedTensorType>(op->getResult(0).getType());
+    Location loc = op->getLoc();
+    OpBuilder b(op);
+    Addresses addr{b, loc};
+    Value params = paramsAddress(addr, globals.get(module, d.params), run, d.a);
+    Value a = addr.read(d.a), w = addr.read(d.b);
+    Value bias = d.bias ? addr.read(d.bias) : a; // unread without the flag
+    Value y = b.create<memref::AllocOp>(
+        loc, MemRefType::get(yType.getShape(), yType.getElementType()));
+    Value kind = b.create<arith::ConstantIntOp>(loc, d.kind, 64);
+    b.create<func::CallOp>(
+        loc, convDeclaration(module),
+        ValueRange{kind, params, a, w, bias, addr.pointer(y)});
+    Value result = b.create<bufferization::ToTensorOp>(
+        loc, yType, y, /*restrict=*/true, /*writable=*/true);
+    run.mark(result, op->getResult(0));
+    op->getResult(0).replaceAllUsesWith(result);
     op->erase();
     ++numCalls;
   }

@@ -935,9 +935,12 @@ void reshapesToCasts(func::FuncOp func) {
     int64_t offset = 0;
     std::optional<SmallVector<Value>> extents =
         storedShape(reshape.getShape(), type.getRank());
-    if (!extents || !type.getLayout().isIdentity() || source.getRank() != 1 ||
-        failed(getStridesAndOffset(source, strides, offset)) || offset != 0 ||
-        strides.front() != 1)
+    // A packed source: of the identity layout, or 1-D of stride 1 from 0.
+    bool packed = source.getLayout().isIdentity() ||
+                  (source.getRank() == 1 &&
+                   succeeded(getStridesAndOffset(source, strides, offset)) &&
+                   offset == 0 && strides.front() == 1);
+    if (!extents || !type.getLayout().isIdentity() || !packed)
       continue;
     OpBuilder b(reshape);
     Location loc = reshape.getLoc();
@@ -953,6 +956,18 @@ void reshapesToCasts(func::FuncOp func) {
     Value shape = reshape.getShape();
     reshape.getResult().replaceAllUsesWith(cast);
     reshape.erase();
+    // Its dims, which canonicalization reads back from the shape buffer.
+    for (Operation *user : llvm::make_early_inc_range(shape.getUsers()))
+      if (auto load = dyn_cast<memref::LoadOp>(user)) {
+        std::optional<int64_t> at =
+            load.getIndices().size() == 1
+                ? getConstantIntValue(load.getIndices().front())
+                : std::nullopt;
+        if (at && *at >= 0 && *at < type.getRank()) {
+          load.getResult().replaceAllUsesWith((*extents)[*at]);
+          load.erase();
+        }
+      }
     if (llvm::all_of(shape.getUsers(), [](Operation *user) {
           return isa<memref::StoreOp, memref::DeallocOp>(user);
         })) {
@@ -971,7 +986,8 @@ int64_t launchHostStores(func::FuncOp func) {
   func.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (isa<gpu::LaunchOp>(op))
       return WalkResult::skip();
-    if (auto store = dyn_cast<memref::StoreOp>(op))
+    if (auto store = dyn_cast<memref::StoreOp>(op);
+        store && !store->hasAttr(kHostOnlyAttrName))
       stores.push_back(store);
     return WalkResult::advance();
   });
@@ -1003,7 +1019,10 @@ private:
     reshapesToCasts(func);
     // Copies become linalg copies, named ops generic ones.
     SmallVector<memref::CopyOp> copies;
-    func.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    func.walk([&](memref::CopyOp copy) {
+      if (!copy->hasAttr(kHostOnlyAttrName))
+        copies.push_back(copy);
+    });
     for (memref::CopyOp copy : copies) {
       rewriter.setInsertionPoint(copy);
       rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
@@ -1049,7 +1068,8 @@ private:
     // runtime and read the run's sizes (host memory), but never touch a
     // buffer: those are device pointers.
     WalkResult left = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (isa<gpu::LaunchOp>(op) || bounds.readsSizes(op))
+      if (isa<gpu::LaunchOp>(op) || bounds.readsSizes(op) ||
+          op->hasAttr(kHostOnlyAttrName))
         return WalkResult::skip();
       if (touchesMemory(op)) {
         op->emitOpError("would read or write device memory on the host; it "
