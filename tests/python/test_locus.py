@@ -112,9 +112,12 @@ def test_dynamic_sizes_are_recorded_and_checked_at_the_users_line():
         assert imported.run(x=np.ones((n, 4), np.float32))["y"].shape == (n, 3)
 
 
-def test_a_causal_mask_and_positions_follow_a_dynamic_sequence_length():
+@pytest.mark.parametrize("policy,devices", [("cpu", ["cpu"]),
+                                            ("prefer-gpu", ["cpu", "cuda:0"])])
+def test_a_causal_mask_and_positions_follow_a_dynamic_sequence_length(policy, devices):
     # Built at the bound, narrowed to the run's length: one model for every
-    # length, against NumPy at 1, 5 and the bound.
+    # length, against NumPy at 1, 5 and the bound; on the CPU, and on
+    # cuda:0 (sim without a GPU), where each length replays its own graph.
     g = locus.Graph("causal")
     seq = locus.dyn("seq", 16)
     x = g.input("x", [2, seq, 4])
@@ -124,8 +127,10 @@ def test_a_causal_mask_and_positions_follow_a_dynamic_sequence_length():
     scores = locus.matmul(h, locus.transpose(h, 1, 2)) / 2.0 + mask
     g.output("y", locus.matmul(locus.softmax(scores, -1), h))
     assert [repr(d) for d in locus.dynamic_shape(mask)] == [repr(seq)] * 2
-    model = locus.compile(g, policy="cpu", devices=["cpu"])
-    for n in (1, 5, 16):
+    model = locus.compile(g, policy=policy, devices=devices)
+    if policy != "cpu":
+        assert "steps replay as a CUDA graph" in model.runtime_report()
+    for n in (1, 5, 16, 5, 5, 1):
         xs = np.random.default_rng(n).standard_normal((2, n, 4)).astype(np.float32)
         hs = xs + np.arange(n, dtype=np.float32).reshape(n, 1)
         s = hs @ hs.transpose(0, 2, 1) / 2.0 + np.triu(np.full((n, n), -np.inf), 1)

@@ -68,7 +68,9 @@ void locus::dump::printSummary(const Report &report, llvm::raw_ostream &os) {
      << " (devices run one after another in this estimate)\n";
   if (!report.graphDevice.empty())
     os << "cuda graph: every kernel on " << report.graphDevice
-       << ", so the step replays as one CUDA graph (launches estimated so)\n";
+       << ", so the step replays as one CUDA graph"
+       << (report.dynamicSizes.empty() ? "" : " per size it runs at")
+       << " (launches estimated so)\n";
   os << "cost profile: " << report.costProfile << "\n";
   if (report.warnings.empty()) {
     os << "warnings: none\n";
