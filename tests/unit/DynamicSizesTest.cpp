@@ -109,7 +109,8 @@ void expectNear(const HostTensor &a, const HostTensor &b,
 void expectEverySizeLikeStatic(Graph (*make)(int64_t, bool), const Shape &row,
                                std::initializer_list<const char *> names,
                                const std::string &policy = "cpu",
-                               std::vector<int64_t> sizes = {1, 7, kBound}) {
+                               const std::vector<int64_t> &sizes = {1, 7,
+                                                                    kBound}) {
   CompiledModel dynamic = compile(make(0, false), placedBy(policy));
   for (int64_t n : sizes) {
     CompiledModel fixed = compile(make(n, false), {.policy = "cpu"});

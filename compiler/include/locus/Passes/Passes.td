@@ -1287,7 +1287,8 @@ def LocusUseRuntimeAllocator
     allocator. On the host (the default) that is `locus_host_alloc` and
     `locus_host_free`, which keep freed blocks of 64 KiB and more for the
     next step's kernels to take again, so that a step maps no fresh memory
-    after the first; for CUDA launchers it is `locus_cuda_alloc` and
+    after the first, and smaller ones in the freeing thread's own cache
+    (no lock, no malloc); for CUDA launchers it is `locus_cuda_alloc` and
     `locus_cuda_free` (device memory). Both functions take and return what
     the generic ones do (`i64` bytes to `!llvm.ptr`, `!llvm.ptr` to nothing).
     A module that declares the runtime's name already is an error, as is
