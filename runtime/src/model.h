@@ -103,7 +103,10 @@ struct locus_context_s {
   std::vector<bool> inputSet;
   locus_run_stats_t stats{};
   std::vector<void *> pointers; // scratch: a launch's buffers
-  std::vector<bool> recorded;   // events of this step
+  // By step command: whether its launch's buffers were found on its device
+  // (executeRange), so that later runs need not look again.
+  std::vector<bool> launchChecked;
+  std::vector<bool> recorded; // events of this step
   uint64_t runs = 0;
   // The captured step on the model's graphDevice: one graph per segment
   // (locus_model_t::segmentEnds), empty before the capture.

@@ -247,6 +247,19 @@ TEST(Executor, SimRefusesAKernelOnCpuMemory) {
             "kernel add on cuda:0 (sim) reads buffer 0, which is on cpu "
             "(cpu): a kernel may only touch memory of its own device");
   EXPECT_EQ(y[0], -1); // nothing was read out
+  // A context remembers the launches it found on their devices, not the
+  // ones it refused: every run of it is refused.
+  locus_context_t *ctx = nullptr;
+  ASSERT_EQ(locus_context_create(m.model, &ctx), nullptr);
+  ASSERT_EQ(locus_context_set_input(ctx, "x", x, sizeof x), nullptr);
+  for (int run = 0; run < 3; ++run) {
+    locus_status_t again = locus_context_run(ctx);
+    ASSERT_NE(again, nullptr) << "run " << run;
+    EXPECT_NE(messageOf(again).find("a kernel may only touch memory of its "
+                                    "own device"),
+              std::string::npos);
+  }
+  locus_context_release(ctx);
 }
 
 // A plan whose event no command records is refused at load (before, its
