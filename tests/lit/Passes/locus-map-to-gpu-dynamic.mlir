@@ -137,6 +137,32 @@ func.func @split_heads(%x: memref<8x16x32xf32>, %sizes: memref<2xi64>, %y: memre
   return
 }
 
+// In a kernel of updates in place (locus.results_may_alias), independent
+// parallel ops share a launch, but not one over a buffer of dynamic layout
+// (a window at the run's last step): it needs the size bounds and takes a
+// launch of its own.
+// CHECK-LABEL: func.func @window_update
+// CHECK-COUNT-2: gpu.launch
+// CHECK-NOT: gpu.launch
+func.func @window_update(%x: memref<16x4xf32>, %sizes: memref<1xi64>, %a: memref<4xf32>, %b: memref<4xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.results_may_alias = array<i64: -1, -1>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 16>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n64 = memref.load %sizes[%c0] : memref<1xi64>
+  %n = arith.index_cast %n64 : i64 to index
+  %lastRow = arith.subi %n, %c1 : index
+  %last = memref.subview %x[%lastRow, 0] [1, 4] [1, 1] : memref<16x4xf32> to memref<4xf32, strided<[1], offset: ?>>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%last : memref<4xf32, strided<[1], offset: ?>>) outs(%a : memref<4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%b : memref<4xf32>) {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    linalg.yield %z : f32
+  }
+  return
+}
+
 // A count of the run's batch that the host computes is stored by a launch
 // of one thread (the buffer is device memory).
 // CHECK-LABEL: func.func @count

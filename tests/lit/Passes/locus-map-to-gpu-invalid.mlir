@@ -68,3 +68,13 @@ func.func @table(%t: memref<16x16xf32>, %sizes: memref<1xi64>, %y: memref<4xf32>
   }
   return
 }
+
+// -----
+
+// A reshape whose shape the host would read from a buffer it cannot fill
+// (not one it stores each extent of): device memory on a GPU.
+func.func @reshape(%x: memref<16xf32>, %sizes: memref<1xi64>, %shape: memref<2xindex>, %y: memref<16xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 16>} {
+  // expected-error @+1 {{'memref.reshape' op reads its shape from a buffer the host cannot read on a GPU; it has no CUDA lowering}}
+  %v = memref.reshape %x(%shape) : (memref<16xf32>, memref<2xindex>) -> memref<?x?xf32>
+  return
+}

@@ -233,6 +233,11 @@ void CudaDevice::kernel(int64_t number, const int64_t *grid,
                                     "artifact's PTX section does not have");
     return;
   }
+  // A grid the launcher sized by a run's extents may be empty (a dynamic
+  // size below what a block takes): nothing to run, which the driver
+  // would refuse to launch.
+  if (grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
+    return;
   params_.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
   for (size_t i = 0; i < params_.size(); ++i)
     params_[i] = &slots[i];

@@ -31,7 +31,10 @@ bool Emitter::plainElementwise() {
     const Access &a = accesses[operand.getOperandNumber()];
     if (a.scalar)
       continue;
-    if ((a.flat && !a.contiguous) || a.global ||
+    // With dynamic extents every buffer must be a contiguous view at the
+    // run's sizes: a buffer of static shape is laid out by the bound's.
+    bool dynamic = runRows || runCols;
+    if ((a.flat && !a.contiguous) || (dynamic && !a.contiguous) || a.global ||
         !op.getMatchingIndexingMap(&operand).isIdentity())
       return false;
   }

@@ -357,10 +357,10 @@ LogicalResult Emitter::dynamicAccess(OpBuilder &b, Value value, Access &a) {
   // The buffer it views, from its start: every element it indexes lies
   // there, at its run's offset and strides.
   auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, value);
-  auto flatType =
-      MemRefType::get({std::max<int64_t>(*span, 1)}, type.getElementType());
+  int64_t elements = std::max<int64_t>(*span, 1);
+  auto flatType = MemRefType::get({elements}, type.getElementType());
   a.memref = b.create<memref::ReinterpretCastOp>(
-      loc, flatType, meta.getBaseBuffer(), 0, ArrayRef<int64_t>{*span},
+      loc, flatType, meta.getBaseBuffer(), 0, ArrayRef<int64_t>{elements},
       ArrayRef<int64_t>{1});
   a.flat = true;
   a.contiguous = type.getLayout().isIdentity();
@@ -568,12 +568,33 @@ Value filledValue(linalg::GenericOp op) {
   return value;
 }
 
-/// The number of points of `op`'s iteration space (0: an empty buffer).
+/// The number of points of `op`'s iteration space (0: an empty buffer;
+/// -1 for a dynamic one, whose size the run gives).
 int64_t rowsOf(linalg::GenericOp op) {
   int64_t points = 1;
-  for (int64_t r : op.getStaticLoopRanges())
+  for (int64_t r : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(r))
+      return -1;
     points *= r;
+  }
   return points;
+}
+
+/// Whether `op` takes or reads a buffer of dynamic shape or layout: such
+/// an op needs the kernel's size bounds, and takes a launch of its own.
+bool readsDynamicBuffers(linalg::GenericOp op) {
+  auto dynamicBuffer = [](Value v) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    return type && (!type.hasStaticShape() || !hasStaticLayout(type));
+  };
+  if (llvm::any_of(op->getOperands(), dynamicBuffer))
+    return true;
+  WalkResult inner = op.getRegion().walk([&](Operation *nested) {
+    return llvm::any_of(nested->getOperands(), dynamicBuffer)
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return inner.wasInterrupted();
 }
 
 /// A fill followed by a one-output reduction into the same buffer is one
@@ -776,9 +797,10 @@ independentRuns(Block &body, ArrayRef<int64_t> mayAlias) {
   };
   for (Operation &op : body) {
     auto generic = dyn_cast<linalg::GenericOp>(op);
-    // An op with dynamic extents takes a launch of its own.
+    // An op with dynamic extents or buffers takes a launch of its own.
     if (!generic || generic.getNumReductionLoops() != 0 ||
-        llvm::any_of(generic.getStaticLoopRanges(), ShapedType::isDynamic)) {
+        llvm::any_of(generic.getStaticLoopRanges(), ShapedType::isDynamic) ||
+        readsDynamicBuffers(generic)) {
       if (!isMemoryEffectFree(&op))
         restart();
       continue;
@@ -1071,6 +1093,13 @@ private:
       if (isa<gpu::LaunchOp>(op) || bounds.readsSizes(op) ||
           op->hasAttr(kHostOnlyAttrName))
         return WalkResult::skip();
+      // Its host lowering reads the shape buffer, device memory here
+      // (reshapesToCasts takes those it can).
+      if (auto reshape = dyn_cast<memref::ReshapeOp>(op)) {
+        reshape.emitOpError("reads its shape from a buffer the host cannot "
+                            "read on a GPU; it has no CUDA lowering");
+        return WalkResult::interrupt();
+      }
       if (touchesMemory(op)) {
         op->emitOpError("would read or write device memory on the host; it "
                         "has no CUDA lowering");
