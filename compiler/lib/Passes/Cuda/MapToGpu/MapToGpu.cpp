@@ -1093,9 +1093,11 @@ private:
       if (isa<gpu::LaunchOp>(op) || bounds.readsSizes(op) ||
           op->hasAttr(kHostOnlyAttrName))
         return WalkResult::skip();
-      // Its host lowering reads the shape buffer, device memory here
-      // (reshapesToCasts takes those it can).
-      if (auto reshape = dyn_cast<memref::ReshapeOp>(op)) {
+      // A reshape into dynamic dims: its host lowering reads the shape
+      // buffer, device memory here (reshapesToCasts takes those it can).
+      // One into static dims takes its sizes from its type.
+      if (auto reshape = dyn_cast<memref::ReshapeOp>(op);
+          reshape && !cast<MemRefType>(reshape.getType()).hasStaticShape()) {
         reshape.emitOpError("reads its shape from a buffer the host cannot "
                             "read on a GPU; it has no CUDA lowering");
         return WalkResult::interrupt();
