@@ -68,6 +68,25 @@ private:
         b.getFunctionType(SmallVector<Type>(6, b.getI64Type()), {}));
   }
 
+  /// The call of locus_cuda_conv2d for `d` with `params` (an address),
+  /// where `addr` builds; its result as a tensor of `yType`.
+  Value call(ModuleOp module, Addresses &addr, const ConvCall &d,
+             RankedTensorType yType, Value params) {
+    OpBuilder &b = addr.b;
+    Location loc = addr.loc;
+    Value a = addr.read(d.a), w = addr.read(d.b);
+    Value bias = d.bias ? addr.read(d.bias) : a; // unread without the flag
+    Value y = b.create<memref::AllocOp>(
+        loc, MemRefType::get(yType.getShape(), yType.getElementType()));
+    Value kind = b.create<arith::ConstantIntOp>(loc, d.kind, 64);
+    b.create<func::CallOp>(
+        loc, convDeclaration(module),
+        ValueRange{kind, params, a, w, bias, addr.pointer(y)});
+    return b.create<bufferization::ToTensorOp>(loc, yType, y,
+                                               /*restrict=*/true,
+                                               /*writable=*/true);
+  }
+
   /// `op` becomes scf.if (cuDNN) { the call } else { `op` as it was }.
   /// An autocast convolution (bf16 or f16 operands held in f32) may use
   /// TF32 tensor cores without allow-tf32: TF32 holds its operands exactly.
@@ -80,17 +99,7 @@ private:
     auto callCudnn = [&](OpBuilder &t, Location at) {
       Addresses addr{t, at};
       Value params = addr.global(globals.get(module, d.params));
-      Value a = addr.read(d.a), w = addr.read(d.b);
-      Value bias = d.bias ? addr.read(d.bias) : a; // unread without the flag
-      Value y = t.create<memref::AllocOp>(
-          at, MemRefType::get(yType.getShape(), yType.getElementType()));
-      Value kind = t.create<arith::ConstantIntOp>(at, d.kind, 64);
-      t.create<func::CallOp>(
-          at, convDeclaration(module),
-          ValueRange{kind, params, a, w, bias, addr.pointer(y)});
-      Value result = t.create<bufferization::ToTensorOp>(
-          at, yType, y, /*restrict=*/true, /*writable=*/true);
-      t.create<scf::YieldOp>(at, result);
+      t.create<scf::YieldOp>(at, call(module, addr, d, yType, params));
     };
     // The generated path's result is placed in a fresh tensor, so that
     // both branches yield buffers of the identity layout (CUDA kernels
@@ -124,16 +133,7 @@ private:
     OpBuilder b(op);
     Addresses addr{b, loc};
     Value params = paramsAddress(addr, globals.get(module, d.params), run, d.a);
-    Value a = addr.read(d.a), w = addr.read(d.b);
-    Value bias = d.bias ? addr.read(d.bias) : a; // unread without the flag
-    Value y = b.create<memref::AllocOp>(
-        loc, MemRefType::get(yType.getShape(), yType.getElementType()));
-    Value kind = b.create<arith::ConstantIntOp>(loc, d.kind, 64);
-    b.create<func::CallOp>(
-        loc, convDeclaration(module),
-        ValueRange{kind, params, a, w, bias, addr.pointer(y)});
-    Value result = b.create<bufferization::ToTensorOp>(
-        loc, yType, y, /*restrict=*/true, /*writable=*/true);
+    Value result = call(module, addr, d, yType, params);
     run.mark(result, op->getResult(0));
     op->getResult(0).replaceAllUsesWith(result);
     op->erase();
