@@ -39,8 +39,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_lowering as cl  # noqa: E402
 
-BUILD = sys.argv[1]
-ARGS = sys.argv[2:]
+# Also a module: check_dynamic.py runs these cases at dynamic sizes.
+MAIN = __name__ == "__main__"
+BUILD = sys.argv[1] if MAIN else cl.BUILD
+ARGS = sys.argv[2:] if MAIN else []
 EXPORT = None
 if "--export" in ARGS:
     EXPORT = ARGS[ARGS.index("--export") + 1]
@@ -96,7 +98,7 @@ def cases():
     bias = rand([5])
     yield "broadcast", [("v", bias)], "%r = locus.broadcast %v [2, 3, 5] : tensor<5xf32> -> tensor<2x3x5xf32>", lambda v: cl.broadcast(v, [2, 3, 5])
     col = rand([3, 1])
-    yield "broadcast_ones", [("c", col)], "%r = locus.broadcast %c [2, 3, 4] : tensor<3x1xf32> -> tensor<2x3x4xf32>", lambda c: cl.broadcast(c, [2, 3, 4])
+    yield "broadcast_ones", [("c", col)], "%r = locus.broadcast %c [2, 3, 4] : tensor<3x1xf32> -> tensor<2x3x4xf32>", lambda c: cl.broadcast(c, [2, c[0][0], 4])
     m1, m2 = rand([4, 6]), rand([6, 3])
     yield "matmul", [("m1", m1), ("m2", m2)], "%r = locus.matmul %m1, %m2 : tensor<4x6xf32>, tensor<6x3xf32> -> tensor<4x3xf32>", cl.matmul
     b1, b2 = rand([2, 3, 4, 5]), rand([2, 3, 5, 2])
@@ -111,10 +113,10 @@ def cases():
     x3 = rand([2, 2, 7])
     yield "linear_3d_nobias", [("x3", x3), ("w", w)], "%r = locus.linear %x3, %w : tensor<2x2x7xf32>, tensor<3x7xf32> -> tensor<2x2x3xf32>", linear
     t = rand([2, 3, 4])
-    yield "transpose", [("t", t)], "%r = locus.transpose %t [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>", lambda t: cl.make([4, 2, 3], lambda i: cl.at(t, [i[1], i[2], i[0]]))
-    yield "reshape", [("t", t)], "%r = locus.reshape %t [6, 4] : tensor<2x3x4xf32> -> tensor<6x4xf32>", lambda t: ([6, 4], t[1])
+    yield "transpose", [("t", t)], "%r = locus.transpose %t [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>", lambda t: cl.make([t[0][2], t[0][0], t[0][1]], lambda i: cl.at(t, [i[1], i[2], i[0]]))
+    yield "reshape", [("t", t)], "%r = locus.reshape %t [6, 4] : tensor<2x3x4xf32> -> tensor<6x4xf32>", lambda t: ([t[0][0] * 3, 4], t[1])
     c1, c2 = rand([2, 3]), rand([2, 2])
-    yield "concat", [("c1", c1), ("c2", c2)], "%r = locus.concat %c1, %c2 axis 1 : (tensor<2x3xf32>, tensor<2x2xf32>) -> tensor<2x5xf32>", lambda c1, c2: cl.make([2, 5], lambda i: cl.at(c1, i) if i[1] < 3 else cl.at(c2, [i[0], i[1] - 3]))
+    yield "concat", [("c1", c1), ("c2", c2)], "%r = locus.concat %c1, %c2 axis 1 : (tensor<2x3xf32>, tensor<2x2xf32>) -> tensor<2x5xf32>", lambda c1, c2: cl.make([c1[0][0], 5], lambda i: cl.at(c1, i) if i[1] < 3 else cl.at(c2, [i[0], i[1] - 3]))
     s = rand([4, 10])
     yield "slice", [("s", s)], "%r = locus.slice %s offsets [1, 2] sizes [3, 3] strides [1, 3] : tensor<4x10xf32> -> tensor<3x3xf32>", lambda s: cl.make([3, 3], lambda i: cl.at(s, [1 + i[0], 2 + 3 * i[1]]))
     add = lambda p, q: p + q
@@ -129,26 +131,25 @@ def cases():
     ids = ([2, 3], [0, 4, 2, 2, 1, 4])
     yield "gather_embedding", [("w", table), ("ids", ids, "i64")], \
         "%r = locus.gather %w, %ids axis 0 : tensor<5x3xf32>, tensor<2x3xi64> -> tensor<2x3x3xf32>", \
-        lambda w, i: cl.make([2, 3, 3], lambda idx: cl.at(w, [i[1][idx[0] * 3 + idx[1]], idx[2]])
-                            if 0 <= i[1][idx[0] * 3 + idx[1]] < 5 else 0.0)
+        lambda w, i: cl.make(i[0] + [3], lambda idx: cl.at(w, [cl.at(i, idx[:2]), idx[2]]))
     cube = rand([2, 4, 3])
     sel = ([5], [3, 0, 3, 1, 3])
     yield "gather_axis1", [("c", cube), ("ix", sel, "i64")], \
         "%r = locus.gather %c, %ix axis 1 : tensor<2x4x3xf32>, tensor<5xi64> -> tensor<2x5x3xf32>", \
-        lambda c, i: cl.make([2, 5, 3], lambda idx: cl.at(c, [idx[0], i[1][idx[1]], idx[2]]))
+        lambda c, i: cl.make([c[0][0], 5, 3], lambda idx: cl.at(c, [idx[0], i[1][idx[1]], idx[2]]))
     yield "softmax", [("t", t)], "%r = locus.softmax %t axis 2 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 2)
     yield "softmax_axis0", [("t", t)], "%r = locus.softmax %t axis 0 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 0)
     yield "log_softmax", [("t", t)], "%r = locus.log_softmax %t axis 1 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 1, log=True)
     p, q = rand([10, 3]), rand([10, 3])
-    yield "mse_mean", [("p", p), ("q", q)], "%r = locus.mse_loss %p, %q mean : tensor<10x3xf32> -> tensor<f32>", lambda p, q: ([], [sum((u - v) ** 2 for u, v in zip(p[1], q[1])) / 30])
+    yield "mse_mean", [("p", p), ("q", q)], "%r = locus.mse_loss %p, %q mean : tensor<10x3xf32> -> tensor<f32>", lambda p, q: ([], [sum((u - v) ** 2 for u, v in zip(p[1], q[1])) / len(p[1])])
     yield "mse_sum", [("p", p), ("q", q)], "%r = locus.mse_loss %p, %q sum : tensor<10x3xf32> -> tensor<f32>", lambda p, q: ([], [sum((u - v) ** 2 for u, v in zip(p[1], q[1]))])
     logits = rand([6, 4], -3, 3)
     labels = ([6], [rng.randrange(4) for _ in range(6)])
 
     def cross_entropy(lg, lb, mean):
         lsm = cl.softmax(lg, 1, log=True)
-        total = -sum(cl.at(lsm, [n, lb[1][n]]) for n in range(6))
-        return ([], [total / 6 if mean else total])
+        total = -sum(cl.at(lsm, [n, lb[1][n]]) for n in range(lg[0][0]))
+        return ([], [total / lg[0][0] if mean else total])
     yield "cross_entropy", [("lg", logits), ("lb", labels, "i64")], "%r = locus.cross_entropy %lg, %lb mean : tensor<6x4xf32>, tensor<6xi64> -> tensor<f32>", lambda lg, lb: cross_entropy(lg, lb, True)
     yield "cross_entropy_sum", [("lg", logits), ("lb", labels, "i64")], "%r = locus.cross_entropy %lg, %lb sum : tensor<6x4xf32>, tensor<6xi64> -> tensor<f32>", lambda lg, lb: cross_entropy(lg, lb, False)
     cx, cw, cb = rand([2, 3, 6, 6]), rand([4, 3, 3, 3]), rand([4])
@@ -193,13 +194,13 @@ def cases():
         "%h = locus.linear %x, %w, %bb : tensor<4x7xf32>, tensor<3x7xf32>, tensor<3xf32> -> tensor<4x3xf32>\n"
         "%t = locus.tanh %h : tensor<4x3xf32>\n"
         "%r = locus.cross_entropy %t, %lb4 mean : tensor<4x3xf32>, tensor<4xi64> -> tensor<f32>"), \
-        lambda x, w, bb, lb: ([], [-sum(cl.at(cl.softmax(ew(math.tanh, linear(x, w, bb)), 1, log=True), [n, lb[1][n]]) for n in range(4)) / 4])
+        lambda x, w, bb, lb: ([], [-sum(cl.at(cl.softmax(ew(math.tanh, linear(x, w, bb)), 1, log=True), [n, lb[1][n]]) for n in range(x[0][0])) / x[0][0]])
     # Dropout's pattern: the mask's locus.random has no gradient (the run
     # counter t gets zeros); x gets the mask times 1 / (1 - p).
     dx = rand([4, 6])
 
     def dropout(x, t):
-        u = cl.random_ref([4, 6], 77, round(t[1][0]), False)
+        u = cl.random_ref(x[0], 77, round(t[1][0]), False)
         return ew(lambda v, r: v * 2.0 if r >= 0.5 else 0.0, x, u)
     yield "dropout", [("dx", dx), ("t", ([], [9.0]))], (
         "%u = locus.random uniform [4, 6] seed 77 step %t : tensor<f32> -> tensor<4x6xf32>\n"
@@ -366,4 +367,5 @@ def main():
     return 1 if failed else 0
 
 
-sys.exit(main())
+if MAIN:
+    sys.exit(main())

@@ -83,12 +83,31 @@ private:
     return broadcast(c, shape);
   }
   Value splatLike(double value, Value like) {
-    return splat(value, typeOf(like).getShape(), typeOf(like).getElementType());
+    Value c = splat(value, {}, typeOf(like).getElementType());
+    return broadcastLike(c, like);
   }
   Value broadcast(Value v, ArrayRef<int64_t> shape) {
     if (typeOf(v).getShape() == shape)
       return v;
     return b.create<BroadcastOp>(loc, v, shape);
+  }
+  /// `v` broadcast to the shape of `like`, and to its dims where `like` is
+  /// a forward value of dynamic shape. (A broadcast to a backward value's
+  /// shape takes the dims of the op that reads it: bindBroadcastDims.)
+  Value broadcastLike(Value v, Value like) {
+    Value result = broadcast(v, typeOf(like).getShape());
+    if (result != v && forwardDims && forwardDims->isDynamic(like))
+      setDims(result.getDefiningOp(), forwardDims->dimsOf(like));
+    return result;
+  }
+  /// Gives `op` (a broadcast, reshape or slice gradient, whose result shape
+  /// an attribute says) the dims of its dynamic result.
+  void setDims(Operation *op, ArrayRef<DimExpr> dims) {
+    if (!forwardDims)
+      return;
+    op->setAttr(kDimsAttrName,
+                AffineMapAttr::get(dimsToMap(
+                    dims, forwardDims->symbols().size(), graph.getContext())));
   }
   Value reshape(Value v, ArrayRef<int64_t> shape) {
     if (typeOf(v).getShape() == shape)
@@ -99,7 +118,10 @@ private:
   /// count past 65504 is no f16); the caller rounds once at the end.
   Value perCount(Value v, Value x, ArrayRef<int64_t> axes) {
     Value count = b.create<CountOp>(loc, x, axes);
-    return div(inF32(v), broadcast(count, typeOf(v).getShape()));
+    Value spread = typeOf(v).getShape() == typeOf(x).getShape()
+                       ? broadcastLike(count, x)
+                       : broadcast(count, typeOf(v).getShape());
+    return div(inF32(v), spread);
   }
   /// v times a constant, in f32 (1/N of a large N is subnormal in f16, or
   /// zero); the caller rounds once at the end.
@@ -161,12 +183,12 @@ private:
     Value reduced = axes.empty() ? g : sum(g, axes, false);
     return reshape(reduced, shape);
   }
-  /// `g` of a reduction over `axes` spread back over `input`'s shape.
-  Value unreduce(Value g, RankedTensorType input, ArrayRef<int64_t> axes) {
-    SmallVector<int64_t> keep(input.getShape());
+  /// `g` of a reduction of `input` over `axes` spread back over its shape.
+  Value unreduce(Value g, Value input, ArrayRef<int64_t> axes) {
+    SmallVector<int64_t> keep(typeOf(input).getShape());
     for (int64_t axis : axes)
       keep[axis] = 1;
-    return broadcast(reshape(g, keep), input.getShape());
+    return broadcastLike(reshape(g, keep), input);
   }
 
   /// Adds `g` to the gradient of `v`.
@@ -195,11 +217,10 @@ private:
     if (g == seed)
       return d;
     if (typeOf(g).getElementType() == typeOf(d).getElementType())
-      return mul(d, broadcast(g, typeOf(d).getShape()));
+      return mul(d, broadcastLike(g, d));
     // A loss's f32 gradient (a GradScaler's 2^16, past f16's range) meets
     // 16-bit values: the product in f32, rounded once.
-    return inTypeOf(mul(inF32(d), broadcast(inF32(g), typeOf(d).getShape())),
-                    d);
+    return inTypeOf(mul(inF32(d), broadcastLike(inF32(g), d)), d);
   }
 
   /// Records the gradients of `op`'s operands from `g`, its result's.
@@ -347,9 +368,26 @@ Value Differentiator::gatherGrad(GatherOp o, Value g) {
     sum = b.create<MatmulOp>(loc, scatter, reshape(g, {count, inner}));
   } else {
     Value batched = broadcast(scatter, {outer, extent, count});
-    sum = b.create<MatmulOp>(loc, batched, reshape(g, {outer, count, inner}));
+    Value rows = reshape(g, {outer, count, inner});
+    if (forwardDims && (forwardDims->isDynamic(o.getInput()) ||
+                        forwardDims->isDynamic(o.getIndices()))) {
+      // The dims of [outer, extent, count] and [outer, count, inner]; the
+      // shapes alone cannot tell where a dynamic size goes.
+      DimExprs dims = forwardDims->dimsOf(o.getInput());
+      ArrayRef<DimExpr> all(dims);
+      DimExpr outerDim = elementCount(all.take_front(axis));
+      DimExpr countDim = elementCount(forwardDims->dimsOf(o.getIndices()));
+      DimExpr innerDim = elementCount(all.drop_front(axis + 1));
+      setDims(batched.getDefiningOp(), {outerDim, dims[axis], countDim});
+      if (rows != g)
+        setDims(rows.getDefiningOp(), {outerDim, countDim, innerDim});
+    }
+    sum = b.create<MatmulOp>(loc, batched, rows);
   }
-  return reshape(sum, in.getShape());
+  Value result = reshape(sum, in.getShape());
+  if (result != sum && forwardDims && forwardDims->isDynamic(o.getInput()))
+    setDims(result.getDefiningOp(), forwardDims->dimsOf(o.getInput()));
+  return result;
 }
 
 LogicalResult Differentiator::undo(Operation *lastForward) {
@@ -740,7 +778,7 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
   return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<SumOp>([&](SumOp o) {
         give(o.getInput(),
-             [&] { return unreduce(g, typeOf(o.getInput()), o.getAxes()); });
+             [&] { return unreduce(g, o.getInput(), o.getAxes()); });
         return true;
       })
       .Case<MeanOp>([&](MeanOp o) {
@@ -749,7 +787,7 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
           int64_t count = 1;
           for (int64_t axis : o.getAxes())
             count *= in.getDimSize(axis);
-          Value spread = unreduce(g, in, o.getAxes());
+          Value spread = unreduce(g, o.getInput(), o.getAxes());
           return inTypeOf(
               dynamic ? perCount(spread, o.getInput(), o.getAxes())
                       : scaledBy(spread, 1.0 / static_cast<double>(count)),
@@ -762,11 +800,10 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
         auto axes = o->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
         Value x = o->getOperand(0);
         give(x, [&] {
-          RankedTensorType in = typeOf(x);
-          Value hit = cmp(CmpPredicate::eq, x, unreduce(y, in, axes));
+          Value hit = cmp(CmpPredicate::eq, x, unreduce(y, x, axes));
           Value mask = select(hit, splatLike(1.0, x), splatLike(0.0, x));
-          Value count = broadcast(sum(mask, axes, true), in.getShape());
-          return div(mul(unreduce(g, in, axes), mask), count);
+          Value count = broadcastLike(sum(mask, axes, true), x);
+          return div(mul(unreduce(g, x, axes), mask), count);
         });
         return true;
       })
@@ -776,8 +813,7 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
         give(o.getInput(), [&] {
           int64_t axis = o.getAxis();
           Value gw = inF32(g), yw = inF32(y);
-          Value dot =
-              broadcast(sum(mul(gw, yw), {axis}, true), typeOf(y).getShape());
+          Value dot = broadcastLike(sum(mul(gw, yw), {axis}, true), y);
           return inTypeOf(mul(sub(gw, dot), yw), o.getInput());
         });
         return true;
@@ -786,7 +822,7 @@ bool Differentiator::backwardReduction(Operation *op, Value g) {
         give(o.getInput(), [&] {
           int64_t axis = o.getAxis();
           Value gw = inF32(g), yw = inF32(y);
-          Value total = broadcast(sum(gw, {axis}, true), typeOf(y).getShape());
+          Value total = broadcastLike(sum(gw, {axis}, true), y);
           return inTypeOf(sub(gw, mul(b.create<ExpOp>(loc, yw), total)),
                           o.getInput());
         });
@@ -972,8 +1008,38 @@ SmallVector<Value> locus::parameterGradients(Operation *op) {
 
 FailureOr<SmallVector<Value>> locus::differentiate(GraphOp graph, Value loss,
                                                    ArrayRef<Value> wrt) {
+  Block &body = graph.getBodyBlock();
+  Operation *lastForward = body.empty() ? nullptr : &body.back();
   Differentiator d(graph);
-  return d.run(loss, wrt);
+  FailureOr<SmallVector<Value>> grads = d.run(loss, wrt);
+  if (failed(grads) || !graph->hasAttr(kSymbolsAttrName))
+    return grads;
+  // With dynamic sizes, the broadcasts made like backward values take the
+  // dims of what they meet, and each gradient must come out with its
+  // value's dims (not the bounds').
+  auto undo = [&] {
+    while (!body.empty() && &body.back() != lastForward)
+      body.back().erase();
+    return failure();
+  };
+  if (failed(bindBroadcastDims(graph)))
+    return undo();
+  FailureOr<DynamicDims> found = DynamicDims::analyze(graph);
+  if (failed(found))
+    return undo();
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+  const DynamicDims &dims = *found;
+  // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
+  for (auto [v, g] : llvm::zip(wrt, *grads))
+    if (dims.dimsOf(v) != dims.dimsOf(g)) {
+      emitError(v.getLoc())
+          << "the gradient of this " << dims.format(v) << " value has dims "
+          << dims.format(g)
+          << ": a dynamic size lost in autodiff (a bug of Locus; please "
+             "report it with this graph)";
+      return undo();
+    }
+  return grads;
 }
 
 namespace {

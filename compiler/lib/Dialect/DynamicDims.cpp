@@ -13,6 +13,7 @@
 
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Block.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -706,9 +707,19 @@ bool DynamicDims::bindBroadcastsOf(Operation *op) {
       continue;
     auto broadcast = operand.getDefiningOp<BroadcastOp>();
     if (!broadcast || broadcast->hasAttr(kDimsAttrName) ||
-        !operand.hasOneUse() ||
         broadcastDims(dimsOf(broadcast.getInput()), *reference) != *reference)
       return false;
+    if (!operand.hasOneUse()) {
+      // Other ops read it too, maybe beside values of other dims: this op
+      // gets a broadcast of its own (one dropped when nothing else reads it).
+      auto own = cast<BroadcastOp>(OpBuilder(op).clone(*broadcast));
+      op->replaceUsesOfWith(operand, own.getResult());
+      if (broadcast->use_empty()) {
+        forget(broadcast);
+        broadcast->erase();
+      }
+      broadcast = own;
+    }
     broadcast->setAttr(kDimsAttrName,
                        AffineMapAttr::get(dimsToMap(*reference, symbols_.size(),
                                                     op->getContext())));

@@ -65,11 +65,8 @@ std::vector<mlir::Value> differentiateAt(GraphImpl &g, mlir::Value loss,
   auto grads = differentiate(g.graph, loss, wrt);
   if (mlir::failed(grads))
     throw userError(loc, capture.take());
-  // With dynamic sizes, the gradients' broadcasts take the dims of what
-  // they combine with, and the frontend's dims cover the new values.
+  // With dynamic sizes, the frontend's dims cover the new values.
   if (g.dynamic) {
-    if (mlir::failed(bindBroadcastDims(g.graph)))
-      throw userError(loc, capture.take());
     mlir::FailureOr<DynamicDims> dims = DynamicDims::analyze(g.graph);
     if (mlir::failed(dims))
       throw userError(loc, capture.take());

@@ -2,7 +2,6 @@
 //--------------------------------------===//
 
 #include "locus/Dialect/Autodiff.h"
-#include "locus/Dialect/DynamicDims.h"
 #include "locus/Passes/Passes.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -102,7 +101,7 @@ public:
         }
       }
     FailureOr<SmallVector<Value>> grads = differentiate(graph, loss, params);
-    if (failed(grads) || failed(bindBroadcastDims(graph)))
+    if (failed(grads))
       return signalPassFailure();
     // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
     SmallVector<Value> gradients = std::move(*grads);

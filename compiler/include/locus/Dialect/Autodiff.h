@@ -20,9 +20,11 @@ namespace locus {
 /// graph), and returns those gradients in order; a value the loss does not
 /// depend on gets zeros. Every op it records carries the location of the
 /// forward op it differentiates, as backwardLoc, so placement and errors name
-/// the user's line. On failure (an op with no gradient on the path, a bad
-/// operand) it emits an error, erases whatever it recorded and returns failure:
-/// the graph is as it was.
+/// the user's line. In a graph with dynamic sizes, each gradient has its
+/// value's dims (broadcasts it made take theirs, see bindBroadcastDims). On
+/// failure (an op with no gradient on the path, a bad operand) it emits an
+/// error, erases whatever it recorded and returns failure: the graph is as it
+/// was.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 differentiate(GraphOp graph, mlir::Value loss, llvm::ArrayRef<mlir::Value> wrt);
 

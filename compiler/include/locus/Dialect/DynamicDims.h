@@ -165,8 +165,9 @@ public:
   /// Gives `value` (a kernel function's argument) its dims.
   void set(mlir::Value value, DimExprs dims);
   /// For an op whose operands must share one shape and do not: gives each
-  /// operand that a broadcast without dims made, and that only this op
-  /// reads, the dims of its dynamic operands. Whether it did.
+  /// operand that a broadcast without dims made the dims of its dynamic
+  /// operands (a broadcast other ops read too is cloned for this one
+  /// first). Whether it did.
   bool bindBroadcastsOf(mlir::Operation *op);
   /// Drops what infer() found for `op` (the op is about to be erased).
   void forget(mlir::Operation *op);

@@ -31,6 +31,13 @@ def LocusAutodiff : Pass<"locus-autodiff", "::locus::GraphOp"> {
     the concat alone when they fill the value: a packed weight read as q,
     k and v gets one concat, not three zero fills summed.
 
+    In a graph with dynamic sizes (`locus.symbols`) each gradient has its
+    value's dims: a broadcast made like a forward value (a reduction's
+    gradient spread over its input, zeros of its shape) carries that
+    value's `locus.dims`, one made like a backward value takes the dims of
+    the op that reads it (each reader its own copy), and a gather's
+    gradient gives its reshapes theirs.
+
     With `optimizer=none` (the default) each gradient becomes an output
     `<parameter>.grad`. With `optimizer=sgd` or `optimizer=adam` the pass
     records one optimizer step instead (`locus.sgd` / `locus.adam`, with
