@@ -114,6 +114,15 @@ private:
       return v;
     return b.create<ReshapeOp>(loc, v, shape);
   }
+  /// `v` reshaped to the shape of forward value `like`, with its dims (a
+  /// reshape's own rule may find several places for a dynamic size: [8n,
+  /// 7] into [8, 8, 7]).
+  Value reshapeLike(Value v, Value like) {
+    Value result = reshape(v, typeOf(like).getShape());
+    if (result != v && forwardDims && forwardDims->isDynamic(like))
+      setDims(result.getDefiningOp(), forwardDims->dimsOf(like));
+    return result;
+  }
   /// v divided by the run's element count of `x` along `axes`, in f32 (a
   /// count past 65504 is no f16); the caller rounds once at the end.
   Value perCount(Value v, Value x, ArrayRef<int64_t> axes) {
@@ -171,7 +180,8 @@ private:
     return b.create<TransposeOp>(loc, x, perm);
   }
   /// `g` (of a broadcast's result) summed back to `shape`, numpy's rules.
-  Value unbroadcast(Value g, ArrayRef<int64_t> shape) {
+  Value unbroadcast(Value g, Value input) {
+    ArrayRef<int64_t> shape = typeOf(input).getShape();
     ArrayRef<int64_t> target = typeOf(g).getShape();
     if (target == shape)
       return g;
@@ -181,7 +191,7 @@ private:
       if (d < lead || (shape[d - lead] == 1 && target[d] != 1))
         axes.push_back(static_cast<int64_t>(d));
     Value reduced = axes.empty() ? g : sum(g, axes, false);
-    return reshape(reduced, shape);
+    return reshapeLike(reduced, input);
   }
   /// `g` of a reduction of `input` over `axes` spread back over its shape.
   Value unreduce(Value g, Value input, ArrayRef<int64_t> axes) {
@@ -638,8 +648,8 @@ bool Differentiator::backwardLinearAlgebra(Operation *op, Value g) {
         int64_t rows = x.getNumElements() / in;
         Value g2 = reshape(g, {rows, out});
         give(o.getInput(), [&] {
-          return reshape(b.create<MatmulOp>(loc, g2, o.getWeight()),
-                         x.getShape());
+          return reshapeLike(b.create<MatmulOp>(loc, g2, o.getWeight()),
+                             o.getInput());
         });
         give(o.getWeight(), [&]() -> Value {
           Value x2 = reshape(o.getInput(), {rows, in});
@@ -655,8 +665,7 @@ bool Differentiator::backwardLinearAlgebra(Operation *op, Value g) {
 bool Differentiator::backwardShape(Operation *op, Value g) {
   return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<BroadcastOp>([&](BroadcastOp o) {
-        give(o.getInput(),
-             [&] { return unbroadcast(g, typeOf(o.getInput()).getShape()); });
+        give(o.getInput(), [&] { return unbroadcast(g, o.getInput()); });
         return true;
       })
       .Case<GatherOp>([&](GatherOp o) {
@@ -674,8 +683,7 @@ bool Differentiator::backwardShape(Operation *op, Value g) {
         return true;
       })
       .Case<ReshapeOp>([&](ReshapeOp o) {
-        give(o.getInput(),
-             [&] { return reshape(g, typeOf(o.getInput()).getShape()); });
+        give(o.getInput(), [&] { return reshapeLike(g, o.getInput()); });
         return true;
       })
       .Case<ConcatOp>([&](ConcatOp o) {

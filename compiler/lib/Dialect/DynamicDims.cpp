@@ -709,7 +709,8 @@ bool DynamicDims::bindBroadcastsOf(Operation *op) {
     if (!broadcast || broadcast->hasAttr(kDimsAttrName) ||
         broadcastDims(dimsOf(broadcast.getInput()), *reference) != *reference)
       return false;
-    if (!operand.hasOneUse()) {
+    if (llvm::any_of(operand.getUsers(),
+                     [&](Operation *user) { return user != op; })) {
       // Other ops read it too, maybe beside values of other dims: this op
       // gets a broadcast of its own (one dropped when nothing else reads it).
       auto own = cast<BroadcastOp>(OpBuilder(op).clone(*broadcast));
