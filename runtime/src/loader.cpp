@@ -485,32 +485,47 @@ void makeInterface(locus_model_t &m) {
   m.checksAfter = whenChecksAreRead(m, checksOf);
 }
 
-/// Load-time copies: state and constants go to their device once.
-locus_status_t runLoadCopies(locus_model_t &m) {
+/// Runs load-time commands in a context of their own (no arenas: they
+/// touch persistent buffers only), and waits for them.
+locus_status_t runLoadCommands(locus_model_t &m,
+                               const std::vector<PlanCommand> &commands,
+                               locus_run_stats_t &stats) {
   locus_context_s loader{};
   loader.model = &m;
   loader.recorded.assign(m.plan.events, false);
   loader.arenas.assign(m.plan.devices.size(), nullptr);
-  if (locus_status_t s = execute(m, loader, m.plan.load, m.loadStats))
+  if (locus_status_t s = execute(m, loader, commands, stats))
     return s;
   return finishDevices(m);
 }
 
+/// Load-time commands: state and constants go to their device once, and
+/// kernels of them alone make their persistent results.
+locus_status_t runLoadCopies(locus_model_t &m) {
+  return runLoadCommands(m, m.plan.load, m.loadStats);
+}
+
 /// The report's last lines: what a step and the load copy, graphs.
 void finishReport(locus_model_t &m) {
-  size_t copies = 0;
+  size_t copies = 0, launches = 0;
   uint64_t bytes = 0;
   for (const PlanCommand &c : m.plan.step)
     if (c.op == LOCUS_PLAN_COPY) {
       ++copies;
       bytes += m.plan.buffers[c.src].bytes;
+    } else if (c.op == LOCUS_PLAN_LAUNCH) {
+      ++launches;
     }
-  m.report += "per step: " + std::to_string(m.plan.kernels.size()) +
-              " kernel launches, " + std::to_string(copies) + " copies (" +
-              std::to_string(bytes) +
+  m.report += "per step: " + std::to_string(launches) + " kernel launches, " +
+              std::to_string(copies) + " copies (" + std::to_string(bytes) +
               " bytes); at load: " + std::to_string(m.loadStats.copies) +
-              " copies (" + std::to_string(m.loadStats.copy_bytes) +
-              " bytes)\n";
+              " copies (" + std::to_string(m.loadStats.copy_bytes) + " bytes)" +
+              (m.loadStats.launches
+                   ? ", " + std::to_string(m.loadStats.launches) +
+                         " kernel launches (of constants and state no step "
+                         "writes)"
+                   : std::string()) +
+              "\n";
   m.report += std::string("host matrix products: ") + locus_blas_name() + "\n";
   // Convolutions: said (and oneDNN loaded, about 2 ms) only for a model
   // whose host kernels run one, as their sources say.
@@ -719,6 +734,35 @@ locus_status_t loadStateSection(locus_artifact_t *artifact, locus_model_t &m) {
 }
 
 } // namespace
+
+locus_status_t rerunLoadCommands(locus_model_t &m, uint32_t written) {
+  std::vector<bool> stale(m.plan.buffers.size(), false);
+  stale[written] = true;
+  std::vector<PlanCommand> again;
+  for (const PlanCommand &c : m.plan.load) {
+    bool launch = c.op == LOCUS_PLAN_LAUNCH;
+    if (!launch && c.op != LOCUS_PLAN_COPY)
+      continue;
+    size_t reads = launch ? c.args.size() - c.results : 1;
+    bool reads_stale = false;
+    for (size_t i = 0; i < reads; ++i)
+      reads_stale |= stale[launch ? c.args[i] : c.src];
+    if (!reads_stale)
+      continue;
+    for (size_t i = reads; i < (launch ? c.args.size() : reads); ++i)
+      stale[c.args[i]] = true;
+    if (!launch)
+      stale[c.dst] = true;
+    again.push_back(c);
+  }
+  if (again.empty())
+    return nullptr;
+  for (uint32_t b = 0; b < stale.size(); ++b)
+    if (stale[b] && b != written && m.persistent[b])
+      m.constants.drop(m.persistent[b], m.plan.buffers[b].bytes);
+  locus_run_stats_t stats{};
+  return runLoadCommands(m, again, stats);
+}
 
 locus_status_t loadModel(locus_artifact_t *artifact,
                          const locus_model_options_t *options,

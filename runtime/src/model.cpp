@@ -201,15 +201,7 @@ locus_status_t writeState(locus_model_t &m, const char *name, const void *data,
   if (locus_status_t s = m.deviceOf[plan.buffers[buffer].device]->upload(
           data, m.persistent[buffer], bytes))
     return s;
-  // Copies of this state on other devices are refreshed too.
-  for (const PlanCommand &c : plan.load)
-    if (c.op == LOCUS_PLAN_COPY && c.src == buffer) {
-      m.constants.drop(m.persistent[c.dst], bytes);
-      if (locus_status_t s = m.deviceOf[plan.buffers[c.dst].device]->upload(
-              data, m.persistent[c.dst], bytes))
-        return s;
-    }
-  return nullptr;
+  return rerunLoadCommands(m, buffer);
 }
 
 } // namespace locus::rt

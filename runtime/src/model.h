@@ -181,6 +181,10 @@ locus_status_t initChunk(const PlanBuffer &b, size_t first, size_t count,
 /// Allocates persistent buffer `i` on its device and fills it: state from
 /// its initialiser, constants from the plan.
 locus_status_t makeBuffer(locus_model_t &m, uint32_t i);
+/// After state buffer `written` took new values: runs again, in order, the
+/// load-time commands that read it or what those made (copies to other
+/// devices, kernels of it), dropping library layouts of what they rewrite.
+locus_status_t rerunLoadCommands(locus_model_t &m, uint32_t written);
 
 // ---- data_parallel.cpp ---------------------------------------------------
 

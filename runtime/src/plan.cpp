@@ -384,16 +384,24 @@ const PlanBuffer *bufferAt(const Plan &plan, uint32_t i) {
   return i < plan.buffers.size() ? &plan.buffers[i] : nullptr;
 }
 
-/// A launch (at step time only) of a kernel of the plan, whose results are
-/// activations or state.
+/// A launch of a kernel of the plan: per step, writing activations or state; at
+/// load, reading constants, state and persistent buffers only, writing
+/// persistent ones.
 locus_status_t checkLaunch(const Plan &plan, const PlanCommand &c, bool step) {
-  if (!step || c.kernel >= plan.kernels.size() || c.results > c.args.size())
+  if (c.kernel >= plan.kernels.size() || c.results > c.args.size())
     FAIL("the plan is damaged (a launch)");
   for (size_t i = 0; i < c.args.size(); ++i) {
     const PlanBuffer *b = bufferAt(plan, c.args[i]);
     bool writes = i >= c.args.size() - c.results;
-    if (!b || (writes && b->kind != LOCUS_PLAN_ACTIVATION &&
-               b->kind != LOCUS_PLAN_STATE))
+    bool fits = !b               ? false
+                : step && writes ? b->kind == LOCUS_PLAN_ACTIVATION ||
+                                       b->kind == LOCUS_PLAN_STATE
+                : step   ? true
+                : writes ? b->kind == LOCUS_PLAN_PERSISTENT
+                         : b->kind == LOCUS_PLAN_CONSTANT ||
+                               b->kind == LOCUS_PLAN_STATE ||
+                               b->kind == LOCUS_PLAN_PERSISTENT;
+    if (!fits)
       FAIL("the plan is damaged (a launch's buffers)");
   }
   return nullptr;

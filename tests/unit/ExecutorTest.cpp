@@ -712,6 +712,77 @@ static std::vector<uint8_t> copyPlan(uint64_t aAt, uint64_t bAt, uint64_t arena,
   return w.bytes;
 }
 
+/// A load-time launch: p = w + w (w a state full(2.0), p persistent of
+/// `resultKind`), reading `loadRead` as its first operand; then per step
+/// y = x + p.
+static std::vector<uint8_t>
+loadLaunchPlan(uint8_t resultKind = LOCUS_PLAN_PERSISTENT,
+               uint32_t loadRead = 2) {
+  PlanWriter w;
+  w.u32(LOCUS_PLAN_MAGIC);
+  w.u32(LOCUS_PLAN_VERSION);
+  w.u32(1); // devices
+  w.u8(0);
+  w.u32(0);
+  w.u32(4);                               // buffers
+  w.buffer(LOCUS_PLAN_INPUT, 0, 0, "x");  // 0
+  w.buffer(LOCUS_PLAN_ACTIVATION, 0, 64); // 1: y
+  w.buffer(LOCUS_PLAN_STATE, 0, 0, "w");  // 2
+  w.u8(0);                                // full(2.0)
+  w.f64(2.0);
+  w.f64(2.0);
+  w.u64(0);
+  w.buffer(resultKind, 0, resultKind == LOCUS_PLAN_ACTIVATION ? 128 : 0); // 3
+  w.u64(resultKind == LOCUS_PLAN_ACTIVATION ? 192 : 128); // arena
+  w.u32(1);                                               // kernels
+  w.str("add");
+  w.u32(0);
+  w.u32(0); // imports
+  w.u32(1); // load commands
+  w.command(LOCUS_PLAN_LAUNCH, 0, 1, {loadRead, 2, 3});
+  w.u32(1); // step commands
+  w.command(LOCUS_PLAN_LAUNCH, 0, 1, {0, 3, 1});
+  w.u32(1); // outputs
+  w.str("y");
+  w.u32(1);
+  w.u32(0); // events
+  w.u32(0); // no dynamic sizes
+  w.u32(0); // nor buffers they size
+  return w.bytes;
+}
+
+// A kernel of state no step writes runs at load, into a persistent buffer
+// the steps read; writing the state runs it again. A load-time launch that
+// writes an activation, or reads an input, is a damaged plan.
+TEST(Executor, LoadTimeLaunchesFollowWritesOfTheirState) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  Loaded m;
+  ASSERT_EQ(load(loadLaunchPlan(), m), nullptr);
+  locus_run_stats_t stats{};
+  ASSERT_EQ(runOnce(m.model, x, y, &stats), nullptr);
+  EXPECT_EQ(stats.launches, 1U); // the step's; w + w ran at load
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(y[i], x[i] + 4);
+  const float w[4] = {1, -1, 10, 0.5f};
+  ASSERT_EQ(locus_model_write_state(m.model, "w", w, sizeof w), nullptr);
+  ASSERT_EQ(runOnce(m.model, x, y), nullptr);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(y[i], x[i] + 2 * w[i]);
+  EXPECT_NE(std::string(locus_model_report(m.model)).find("1 kernel launches"),
+            std::string::npos);
+  for (const auto &[plan, what] :
+       {std::pair{loadLaunchPlan(LOCUS_PLAN_ACTIVATION),
+                  "writes an activation"},
+        std::pair{loadLaunchPlan(LOCUS_PLAN_PERSISTENT, 0),
+                  "reads an input"}}) {
+    SCOPED_TRACE(what);
+    Loaded bad;
+    locus_status_t s = load(plan, bad);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(messageOf(s), "the plan is damaged (a launch's buffers)");
+  }
+}
+
 // Plans a hostile file could hold: each refused at load with DATA_LOSS and
 // a message, never run (memcpy over overlapping buffers, an arena no
 // buffer needs, a device named twice, a command count beyond the file).

@@ -233,6 +233,53 @@ TEST(Precision, AProductOfFewRowsAgainstAWeightStaysF32) {
   }
 }
 
+TEST(Precision, WeightsCastAtLoadFollowWritesOfTheirState) {
+  // Inference in bf16: the casts of the weight and the bias read state no
+  // step writes, so they run at load (into persistent buffers), not every
+  // step: a step launches the input's cast and the product. setState()
+  // runs them again, and the next step reads the new weights' casts, on
+  // the CPU and on cuda:0 (sim here).
+  const int rows = 8, in = 64, outs = 6;
+  Graph g("cast_at_load");
+  auto x = g.input("x", {rows, in});
+  auto w = g.parameter("w", {outs, in}, randomValues(outs * in, 41));
+  auto b = g.parameter("b", {outs}, randomValues(outs, 42));
+  g.output("y", linear(x, w, b));
+  std::vector<float> xs = randomValues(rows * in, 43);
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32({rows, in}, xs)}};
+  for (const CompileOptions &placed :
+       {CompileOptions{.policy = "cpu"},
+        CompileOptions{.policy = "prefer-gpu",
+                       .devices = {"cpu", "cuda:0"},
+                       .deviceMap = "cuda:0=sim"}}) {
+    SCOPED_TRACE(placed.policy);
+    CompileOptions options = placed;
+    options.precision = "bf16";
+    options.cache = false;
+    CompiledModel m = compile(g, options);
+    for (int version : {0, 1, 2}) {
+      SCOPED_TRACE(version);
+      std::vector<float> ws = randomValues(outs * in, 41 + 10 * version),
+                         bs = randomValues(outs, 42 + 10 * version);
+      if (version > 0) {
+        m.setState("w", HostTensor::fromF32({outs, in}, ws));
+        m.setState("b", HostTensor::fromF32({outs}, bs));
+      }
+      RunStats stats;
+      auto out = m.run(inputs, &stats);
+      EXPECT_LT(stats.launches, 4U) << "the weights' casts ran in the step";
+      expectWithinUlps(
+          out.at("y").f32,
+          linearReference(rounded(xs, roundBf16), rounded(ws, roundBf16),
+                          rounded(bs, roundBf16), rows, in, outs, roundBf16),
+          8);
+      // The master weights stay f32.
+      EXPECT_EQ(m.state("w").f32, ws);
+    }
+  }
+}
+
 TEST(Precision, TrainingKeepsF32MasterWeightsAndFollowsF32Training) {
   // A Linear(16, 1) regression with SGD, bf16 against fp32: the weights
   // stay f32 state, their updates are f32 (bf16 weights could not move by

@@ -375,6 +375,10 @@ static int run(int argc, char **argv) {
                << s.stepCopies << " copies per step (" << s.stepCopyBytes
                << " B), " << s.loadCopies << " at load (" << s.loadCopyBytes
                << " B)\n";
+  if (s.loadLaunches)
+    llvm::outs() << "at load: " << s.loadLaunches
+                 << " kernels of constants and state no step writes (run "
+                    "again when that state is written)\n";
   if (s.inPlaceUpdates || s.stateCopies)
     llvm::outs() << "state updates: " << s.inPlaceUpdates << " in place, "
                  << s.stateCopies << " by a copy at the end of the step\n";

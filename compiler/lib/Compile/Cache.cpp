@@ -44,7 +44,7 @@ namespace {
 /// The first eight bytes of an entry, its NUL included.
 constexpr char kMagicText[] = "LOCUSCC";
 const llvm::StringRef kMagic(kMagicText, sizeof kMagicText);
-constexpr uint64_t kFormat = 1;
+constexpr uint64_t kFormat = 2;
 constexpr llvm::StringLiteral kSuffix = ".lcc";
 /// What locus_file_write_atomic names its temporary file after: the
 /// entry's name, then ".tmp-" and six characters.
@@ -301,6 +301,7 @@ template <typename IO, typename E> void visitEntry(IO &io, E &e) {
   io(s.kernelSources);
   io(s.stepCopies);
   io(s.loadCopies);
+  io(s.loadLaunches);
   io(s.stepCopyBytes);
   io(s.loadCopyBytes);
   io(s.inPlaceUpdates);

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <cstring>
 #include <map>
@@ -31,6 +32,10 @@ std::string locus::kernelSourceName(llvm::StringRef function) {
 }
 
 namespace {
+
+/// A load-time launch may make results of up to this many bytes from
+/// smaller operands (or none).
+constexpr uint64_t kLoadTimeBytes = 64 * 1024;
 
 /// One record of a kernel's source (locus/abi.h).
 struct SourceRecord {
@@ -325,9 +330,11 @@ private:
   /// writes the state's own buffer when that is safe (see inPlace).
   void collectAssignments() {
     for (Operation &op : graph.getBodyBlock())
-      if (auto assign = dyn_cast<AssignOp>(op))
+      if (auto assign = dyn_cast<AssignOp>(op)) {
         assignedTo[assign.getValue()] =
             assign.getState().getDefiningOp<StateOp>();
+        writtenStates.insert(assign.getState().getDefiningOp());
+      }
   }
 
   /// `writer` may put `result` into `state`'s buffer: same type and device,
@@ -447,9 +454,79 @@ private:
     return success();
   }
 
+  // ---- Load-time launches
+  // -------------------------------------------------------
+
+  /// A buffer that holds the same values at every step: a constant, state
+  /// no step writes (weights at inference), or what a load-time command
+  /// made of those.
+  bool sameEveryStep(uint32_t index) const {
+    const Buffer &b = buffers[index];
+    return b.kind == LOCUS_PLAN_CONSTANT || b.kind == LOCUS_PLAN_PERSISTENT ||
+           (b.kind == LOCUS_PLAN_STATE && !writtenStates.contains(b.source));
+  }
+
+  /// Whether `call` runs at load, into persistent buffers (see
+  /// LOCUS_PLAN_VERSION 6): it reads only buffers that hold the same values
+  /// at every step, so it computes the same results at every step (a
+  /// weight cast to bf16, a constant broadcast). Not when a result is an
+  /// output or a state update, or when its results outgrow what it reads
+  /// past kLoadTimeBytes (a constant broadcast to a large shape costs less
+  /// per step than kept).
+  bool runsAtLoad(func::CallOp call) {
+    uint64_t reads = 0, writes = 0;
+    for (Value operand : call.getOperands()) {
+      auto b = bufferOf.find(operand);
+      if (b == bufferOf.end() || !sameEveryStep(b->second))
+        return false;
+      reads += bytesOf(cast<RankedTensorType>(operand.getType()));
+    }
+    for (Value result : call.getResults()) {
+      for (Operation *user : result.getUsers())
+        if (isa<OutputOp, AssignOp>(user))
+          return false;
+      writes += bytesOf(cast<RankedTensorType>(result.getType()));
+    }
+    return writes <= std::max(reads, kLoadTimeBytes);
+  }
+
+  /// A launch at load: its results are persistent buffers.
+  LogicalResult planLoadLaunch(func::CallOp call) {
+    DeviceAttr device = placedDevice(call);
+    Command launch = Command::launch(static_cast<uint32_t>(kernels.size()),
+                                     call.getNumResults());
+    for (Value operand : call.getOperands())
+      launch.buffers.push_back(static_cast<uint32_t>(use(operand)));
+    for (Value result : call.getResults())
+      launch.buffers.push_back(add(result, LOCUS_PLAN_PERSISTENT, device));
+    addKernel(call, device);
+    load.push_back(std::move(launch));
+    ++summary.loadLaunches;
+    return success();
+  }
+
+  /// Records the kernel `call` launches: its entry, device, argument sizes
+  /// and source.
+  void addKernel(func::CallOp call, DeviceAttr device) {
+    std::vector<uint64_t> argBytes;
+    for (Type type : call.getCalleeType().getInputs())
+      argBytes.push_back(bytesOf(cast<RankedTensorType>(type)));
+    for (Type type : call.getCalleeType().getResults())
+      argBytes.push_back(bytesOf(cast<RankedTensorType>(type)));
+    summary.kernelArgBytes.push_back(std::move(argBytes));
+    kernels.push_back(kernelEntryName(call.getCallee()));
+    kernelDevices.push_back(deviceIndex(device));
+    summary.kernelFunctions.push_back(call.getCallee().str());
+    func::FuncOp callee = calleeOf(call);
+    summary.kernelSources.push_back(callee ? describeKernelSource(callee)
+                                           : std::string());
+  }
+
   /// A launch of the kernel a func.call calls: its operands' buffers, then
   /// its results' (a state's own buffer for an update in place).
   LogicalResult planLaunch(func::CallOp call) {
+    if (runsAtLoad(call))
+      return planLoadLaunch(call);
     DeviceAttr device = placedDevice(call);
     Command launch = Command::launch(static_cast<uint32_t>(kernels.size()),
                                      call.getNumResults());
@@ -471,18 +548,7 @@ private:
       }
       launch.buffers.push_back(add(result, LOCUS_PLAN_ACTIVATION, device));
     }
-    std::vector<uint64_t> argBytes;
-    for (Type type : call.getCalleeType().getInputs())
-      argBytes.push_back(bytesOf(cast<RankedTensorType>(type)));
-    for (Type type : call.getCalleeType().getResults())
-      argBytes.push_back(bytesOf(cast<RankedTensorType>(type)));
-    summary.kernelArgBytes.push_back(std::move(argBytes));
-    kernels.push_back(kernelEntryName(call.getCallee()));
-    kernelDevices.push_back(deviceIndex(device));
-    summary.kernelFunctions.push_back(call.getCallee().str());
-    func::FuncOp callee = calleeOf(call);
-    summary.kernelSources.push_back(callee ? describeKernelSource(callee)
-                                           : std::string());
+    addKernel(call, device);
     step.push_back(std::move(launch));
     return success();
   }
@@ -691,6 +757,8 @@ private:
   std::vector<Buffer> buffers;
   DenseMap<Value, uint32_t> bufferOf;
   DenseMap<Value, StateOp> assignedTo;
+  /// The states some locus.assign writes (a training step's parameters).
+  DenseSet<Operation *> writtenStates;
   std::vector<Command> load, step, deferred;
   std::vector<std::string> kernels;
   std::vector<uint32_t> kernelDevices;

@@ -148,8 +148,11 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
  * 4: host convolutions may pass NHWC tensors (LOCUS_CONV_*_NHWC), which an
  *    older runtime would read as NCHW.
  * 5: dynamic sizes: after the events, the sizes (name, bound) and the dims
- *    of each buffer with a dynamic dimension. */
-#define LOCUS_PLAN_VERSION 5u
+ *    of each buffer with a dynamic dimension.
+ * 6: load-time launches: a kernel that reads only constants, state no step
+ *    writes and persistent buffers runs among the load commands, into
+ *    persistent buffers, and again when state it reads is written. */
+#define LOCUS_PLAN_VERSION 6u
 /* The input that holds a run's dynamic sizes (i64, one per size, in the
  * plan's order): the runtime fills it from the inputs' shapes. */
 #define LOCUS_PLAN_SIZES_INPUT "locus.sizes"

@@ -33,6 +33,9 @@ struct PlanSummary {
   /// kernelFunctions): kernelSourceName(function) in the host code.
   std::vector<std::string> kernelSources;
   unsigned stepCopies = 0, loadCopies = 0;
+  /// Launches at load: kernels that read only constants and state no step
+  /// writes, run once (and again when that state is written).
+  unsigned loadLaunches = 0;
   /// Data-parallel gradient buckets: all-reduces per step and their bytes.
   unsigned allReduces = 0;
   uint64_t allReduceBytes = 0;
