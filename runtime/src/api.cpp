@@ -139,6 +139,32 @@ locus_status_t locus_model_write_state(locus_model_t *model, const char *name,
   });
 }
 
+locus_status_t locus_model_register_host(locus_model_t *model, void *data,
+                                         size_t byte_size, int *out_pinned) {
+  LOCUS_GUARD({
+    if (out_pinned)
+      *out_pinned = 0;
+    if (!model || !data || !byte_size)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
+                        "bad argument: register_host needs a model and a "
+                        "non-empty range");
+    bool pinned = false;
+    if (locus_status_t s = registerHost(*model, data, byte_size, pinned))
+      return s;
+    if (out_pinned)
+      *out_pinned = pinned ? 1 : 0;
+    return nullptr;
+  });
+}
+
+locus_status_t locus_model_unregister_host(locus_model_t *model, void *data) {
+  LOCUS_GUARD({
+    if (!model || !data)
+      return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT, "bad argument");
+    return unregisterHost(*model, data);
+  });
+}
+
 const char *locus_model_report(const locus_model_t *model) {
   return model ? model->report.c_str() : "";
 }

@@ -53,6 +53,7 @@ locus_model_s::~locus_model_s() {
       // Out of memory for the JSON: the trace is lost, the release goes on.
     }
   }
+  locus::rt::unregisterAllHost(*this);
   for (size_t i = 0; i < persistent.size(); ++i)
     if (persistent[i])
       deviceOf[plan.buffers[i].device]->release(persistent[i]);

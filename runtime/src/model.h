@@ -3,6 +3,8 @@
 //   loader.cpp        locus_model_load*: plan, kernels, devices, state
 //   model.cpp         the model's interface (tensors by role) and its state
 //   context.cpp       contexts: arenas, inputs, runs, outputs
+//   views.cpp         zero-copy inputs and outputs (context memory)
+//   host_memory.cpp   host memory the user registers (page-locked)
 //   executor.cpp      interpreting a command list on the devices
 //   batch_runner.cpp  locus_context_run_batches
 //   profiler.cpp      LOCUS_PROFILE=1
@@ -74,6 +76,14 @@ struct locus_model_s {
   // The device that pins the host arenas of contexts (Device::pinHost), or
   // null: copies between them and it run at link speed.
   locus::rt::Device *pinner = nullptr;
+  // Host memory the user registered (locus_model_register_host), by its
+  // first byte: one past its last, and whether the pinner page-locked it.
+  struct Registered {
+    const char *end;
+    bool pinned;
+  };
+  std::map<const char *, Registered> registered;
+  std::mutex registeredMutex;
   locus_run_stats_t stepCounts{};
   std::shared_mutex stateMutex; // runs share, state writes exclude
   bool writesState = false;     // a training step: its runs exclude too
@@ -280,6 +290,16 @@ locus_status_t outputView(locus_context_t &ctx, const char *name,
                           const void *&data, size_t &bytes);
 /// Unpins and frees the views (the devices have finished).
 void releaseViews(locus_context_t &ctx) noexcept;
+
+// ---- host_memory.cpp -----------------------------------------------------
+
+/// locus_model_register_host: records [data, data + bytes), page-locked by
+/// the model's pinner where it has one (`pinned`).
+locus_status_t registerHost(locus_model_t &m, void *data, size_t bytes,
+                            bool &pinned);
+locus_status_t unregisterHost(locus_model_t &m, void *data);
+/// Unregisters what is left (the model's release).
+void unregisterAllHost(locus_model_t &m) noexcept;
 
 // ---- executor.cpp --------------------------------------------------------
 

@@ -325,6 +325,30 @@ TEST_F(CApi, ModelInterfaceAndState) {
   sweep(
       "locus_model_write_state",
       [&] { return writeState(m, "w", w, sizeof w); }, nothing);
+  float pinnedHere[16];
+  sweep(
+      "locus_model_register_host",
+      [&] {
+        locus_status_t s = locus_model_register_host(
+            m, pinnedHere, sizeof pinnedHere, nullptr);
+        if (!s) // registered: undo it for the next try
+          s = locus_model_unregister_host(m, pinnedHere);
+        return s;
+      },
+      nothing);
+  // A failing unregister builds a message: it allocates.
+  sweep(
+      "locus_model_unregister_host (unknown)",
+      [&] {
+        locus_status_t s = locus_model_unregister_host(m, pinnedHere);
+        if (locus_status_code(s) == LOCUS_STATUS_INVALID_ARGUMENT &&
+            std::strstr(locus_status_message(s), "no host memory")) {
+          locus_status_free(s);
+          return locus_status_t(nullptr);
+        }
+        return s;
+      },
+      nothing);
   // A failing lookup builds a message naming the tensors: it allocates.
   long survived = sweep(
       "locus_model_find_tensor (missing)",

@@ -314,6 +314,49 @@ TEST(Cuda, ArtifactsRelocateToAnotherGpu) {
   EXPECT_EQ(a, b);
 }
 
+// Host memory a user registers is page-locked for the GPU, and the output
+// read into it (one DMA) is what an unregistered read gives. Two models may
+// register the same memory: the second finds it page-locked already, and
+// it stays so until both unregister.
+TEST(Cuda, RegisteredHostMemoryIsCopiedStraight) {
+  REQUIRE_CUDA(1);
+  const char *root = std::getenv("LOCUS_GPU_CASES");
+  if (!root)
+    GTEST_SKIP() << "[SKIP] LOCUS_GPU_CASES is not set";
+  std::vector<std::string> dirs = caseDirs(root);
+  ASSERT_FALSE(dirs.empty());
+  const std::string dir = dirs.front();
+  locus_model_options_t options{};
+  std::vector<float> plain;
+  ASSERT_EQ(runCase(dir, "model.locus", options, 1, plain), "");
+  locus_model_t *a = nullptr, *b = nullptr;
+  ASSERT_EQ(locus_model_load((dir + "/model.locus").c_str(), &options, &a),
+            nullptr);
+  ASSERT_EQ(locus_model_load((dir + "/model.locus").c_str(), &options, &b),
+            nullptr);
+  std::vector<float> out(plain.size(), -1.0f);
+  size_t bytes = out.size() * sizeof(float);
+  int pinnedA = 0, pinnedB = 0;
+  ASSERT_EQ(locus_model_register_host(a, out.data(), bytes, &pinnedA), nullptr);
+  ASSERT_EQ(locus_model_register_host(b, out.data(), bytes, &pinnedB), nullptr);
+  EXPECT_EQ(pinnedA, 1);
+  EXPECT_EQ(pinnedB, 1) << "page-locked already counts";
+  for (locus_model_t *model : {a, b}) {
+    std::fill(out.begin(), out.end(), -1.0f);
+    locus_context_t *ctx = nullptr;
+    ASSERT_EQ(locus_context_create(model, &ctx), nullptr);
+    ASSERT_EQ(feedInputs(model, ctx, dir, false), "");
+    ASSERT_EQ(locus_context_run(ctx), nullptr);
+    ASSERT_EQ(locus_context_read_output(ctx, "r", out.data(), bytes), nullptr);
+    EXPECT_EQ(out, plain);
+    locus_context_release(ctx);
+    if (model == a) // b's copies must still be right
+      ASSERT_EQ(locus_model_unregister_host(a, out.data()), nullptr);
+  }
+  locus_model_release(a);
+  locus_model_release(b); // unregisters what is left
+}
+
 TEST(Cuda, AMissingGpuIsAClearError) {
   std::string why;
   int n = cudaDevices(why);

@@ -432,6 +432,60 @@ TEST(Executor, ViewMistakes) {
   locus_context_release(ctx);
 }
 
+// Host memory a user registers, with tensors on sim or copied there from
+// the host: nothing is page-locked, the range is recorded, and copies to
+// and from it are right;
+// mistakes are clear errors that change nothing, and ranges left
+// registered go with the model (the sanitizer build checks for leaks).
+TEST(Executor, RegisteredHostMemory) {
+  for (bool gpu : {true, false}) {
+    SCOPED_TRACE(gpu ? "tensors on sim" : "host input and output");
+    Loaded m;
+    ASSERT_EQ(load(gpu ? gpuOnlyPlan() : makePlan(), m), nullptr);
+    float x[4] = {1, -2, 3.5f, 4}, y[4] = {}, spare[8] = {};
+    int pinned = -1;
+    ASSERT_EQ(locus_model_register_host(m.model, x, sizeof x, &pinned),
+              nullptr);
+    EXPECT_EQ(pinned, 0) << "no GPU: nothing to page-lock";
+    ASSERT_EQ(locus_model_register_host(m.model, y, sizeof y, nullptr),
+              nullptr);
+    ASSERT_EQ(runOnce(m.model, x, y), nullptr);
+    const std::vector<float> want{3, 0, 5.5f, 6}; // x + 2 either way
+    EXPECT_EQ(std::vector<float>(y, y + 4), want);
+
+    locus_status_t s =
+        locus_model_register_host(m.model, x + 2, sizeof(float), &pinned);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+    std::string message = messageOf(s);
+    EXPECT_NE(message.find("overlap the 16 registered at"), std::string::npos)
+        << message;
+    EXPECT_EQ(pinned, 0) << "a refused call reports nothing pinned";
+    s = locus_model_register_host(m.model, x, 0, nullptr);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+    locus_status_free(s);
+    s = locus_model_register_host(nullptr, spare, sizeof spare, nullptr);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+    locus_status_free(s);
+    s = locus_model_unregister_host(m.model, x + 1);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+    message = messageOf(s);
+    EXPECT_NE(message.find("(2 ranges are)"), std::string::npos) << message;
+
+    ASSERT_EQ(locus_model_unregister_host(m.model, x), nullptr);
+    s = locus_model_unregister_host(m.model, x);
+    EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
+    locus_status_free(s);
+    // Unregistered, the same memory may be registered again, and memory
+    // on either side of a range is free to register.
+    ASSERT_EQ(locus_model_register_host(m.model, x, sizeof x, nullptr),
+              nullptr);
+    ASSERT_EQ(locus_model_register_host(m.model, spare, sizeof spare, nullptr),
+              nullptr);
+    ASSERT_EQ(runOnce(m.model, x, y), nullptr);
+    EXPECT_EQ(std::vector<float>(y, y + 4), want);
+  } // released with x, y and spare registered
+}
+
 TEST(Executor, KeptLayoutsOfStateFollowItsWrites) {
   // y = x w^T on the cpu, w a state no step writes: the product keeps w in
   // its library's layout across steps (constants.h) and must see every

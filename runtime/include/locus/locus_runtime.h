@@ -454,6 +454,35 @@ typedef struct locus_run_stats_s {
 LOCUS_API void locus_model_load_stats(const locus_model_t *model,
                                       locus_run_stats_t *out_stats);
 
+/* Host memory the caller keeps, page-locked for the model's GPU copies
+ * (cuMemHostRegister, for every GPU of the process). Copies between it
+ * and a GPU then go straight, one DMA at link speed, without the runtime's
+ * staging buffers and their host memcpy: set_input of an input that lives
+ * on a GPU, read_output of an output that does, and read_state and
+ * write_state of state there. An input the plan keeps in host memory (and
+ * copies to a GPU itself) is set by a host memcpy whatever its source;
+ * write it through locus_context_input_view instead (docs/runtime.md).
+ * set_input from registered memory returns when the copy is done, so the
+ * memory may be reused at once.
+ *
+ * The memory must stay allocated at that address until
+ * locus_model_unregister_host or the model's release, which unlock it
+ * (freeing it first would leave the DMA writing to freed pages). Memory
+ * page-locked before (cudaHostRegister, cudaMallocHost, a pinned PyTorch
+ * tensor) counts as page-locked and stays so. *out_pinned (optional) is 1
+ * when the memory is page-locked for the model's GPUs, 0 when the model has
+ * none (cpu, sim: copies are host memcpys either way; the range is still
+ * recorded). INVALID_ARGUMENT for a null or empty range, or one overlapping
+ * a range registered before; UNAVAILABLE when the driver refuses (nothing
+ * is registered then, and copies of it stage as before). */
+LOCUS_API locus_status_t locus_model_register_host(locus_model_t *model,
+                                                   void *data, size_t byte_size,
+                                                   int *out_pinned);
+/* Undoes locus_model_register_host; `data` is the address it was given.
+ * INVALID_ARGUMENT when no range starts there. */
+LOCUS_API locus_status_t locus_model_unregister_host(locus_model_t *model,
+                                                     void *data);
+
 /* A context holds one run's activations (an arena per device). Each thread
  * runs its own context; any number of contexts of one model run at once. */
 LOCUS_API locus_status_t locus_context_create(locus_model_t *model,

@@ -149,6 +149,19 @@ public:
     check(locus_model_load_state(model_, path.c_str(), &options, &loaded));
     return loaded;
   }
+  /// Page-locks host memory the caller keeps for the model's GPU copies
+  /// (locus_model_register_host): inputs and state that live on a GPU are
+  /// set, and outputs and state there read, by one DMA at link speed.
+  /// Returns whether it was page-locked (false without a GPU). Keep the
+  /// memory allocated until unregisterHost or the model's release.
+  bool registerHost(void *data, size_t bytes) {
+    int pinned = 0;
+    check(locus_model_register_host(model_, data, bytes, &pinned));
+    return pinned != 0;
+  }
+  void unregisterHost(void *data) {
+    check(locus_model_unregister_host(model_, data));
+  }
   std::string report() const { return locus_model_report(model_); }
   locus_run_stats_t loadStats() const {
     locus_run_stats_t stats;

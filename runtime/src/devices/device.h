@@ -76,8 +76,21 @@ public:
     (void)bytes;
     return false;
   }
-  /// Undoes pinHost, before the memory is released.
+  /// Undoes pinHost or pinUserHost, before the memory is released.
   virtual void unpinHost(void *p) { (void)p; }
+  /// Page-locks host memory a user keeps (locus_model_register_host), any
+  /// alignment: copies between it and this device then go straight, and
+  /// an upload from it is waited for (the caller may reuse it once
+  /// set_input returns). Memory page-locked before (cudaHostRegister,
+  /// cudaMallocHost) counts as pinned and stays so after unpinHost.
+  /// `pinned` false where the device has no such copies (cpu, sim); a
+  /// status, nothing pinned, when it has them and the driver refuses.
+  virtual locus_status_t pinUserHost(void *p, size_t bytes, bool &pinned) {
+    (void)p;
+    (void)bytes;
+    pinned = false;
+    return nullptr;
+  }
 
   /// CUDA graphs: whether this device can record a step's launches and
   /// copies once and replay them. Between beginCapture and endCapture the

@@ -45,10 +45,15 @@ locus_status_t CudaDevice::copyIn(const void *host, void *dst, size_t bytes,
   const char *from = static_cast<const char *>(host);
   auto to = reinterpret_cast<CUdeviceptr>(dst);
   // Pinned host memory: one copy on the compute stream, in order with
-  // the work around it, at link speed (a CUDA graph may hold it).
-  if (afterCompute && bytes && pinnedHost().holds(host, bytes)) {
+  // the work around it, at link speed (a CUDA graph may hold it). From a
+  // user's memory it is waited for: the caller may reuse it on return.
+  PinnedHost::Owner owner{};
+  if (afterCompute && bytes && pinnedHost().holds(host, bytes, &owner)) {
     if (CUresult rc = d.cuMemcpyHtoDAsync(to, host, bytes, compute_))
       return fail("cuMemcpyHtoDAsync", rc);
+    if (owner != PinnedHost::Owner::runtime && !capturing_)
+      if (CUresult rc = d.cuStreamSynchronize(compute_))
+        return fail("cuStreamSynchronize", rc);
     return nullptr;
   }
   while (bytes) {

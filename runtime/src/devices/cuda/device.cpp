@@ -89,9 +89,31 @@ bool CudaDevice::pinHost(void *p, size_t bytes) {
   return true;
 }
 
+locus_status_t CudaDevice::pinUserHost(void *p, size_t bytes, bool &pinned) {
+  std::lock_guard lock(mutex_);
+  pinned = false;
+  const Driver &d = driver();
+  if (!d.cuMemHostRegister || !d.cuMemHostUnregister)
+    return nullptr;
+  if (locus_status_t s = enter())
+    return s;
+  CUresult rc = d.cuMemHostRegister(p, bytes, kHostRegisterPortable);
+  if (rc != kSuccess && rc != kHostMemoryAlreadyRegistered)
+    return makeStatus(LOCUS_STATUS_UNAVAILABLE,
+                      "%s: the driver could not page-lock %zu bytes at %p "
+                      "(cuMemHostRegister: %s); copies of them stage",
+                      name().c_str(), bytes, p, d.error(rc).c_str());
+  pinnedHost().add(p, bytes,
+                   rc == kSuccess ? PinnedHost::Owner::user
+                                  : PinnedHost::Owner::foreign);
+  pinned = true;
+  return nullptr;
+}
+
 void CudaDevice::unpinHost(void *p) {
   std::lock_guard lock(mutex_);
-  pinnedHost().remove(p);
+  if (pinnedHost().remove(p))
+    return; // page-locked by someone else, who unlocks it
   if (driver().cuCtxSetCurrent(context_) == kSuccess) {
     driver().cuStreamSynchronize(compute_);
     driver().cuMemHostUnregister(p);

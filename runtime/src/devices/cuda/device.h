@@ -36,6 +36,11 @@ public:
   /// copies straight from them); false, and nothing lost, if it refuses.
   bool pinHost(void *p, size_t bytes) override;
 
+  /// As pinHost, for a user's memory: the driver's refusal is a status
+  /// (the device stays usable), and memory it says is registered already
+  /// is taken as pinned, not registered again.
+  locus_status_t pinUserHost(void *p, size_t bytes, bool &pinned) override;
+
   void unpinHost(void *p) override;
   void *allocate(size_t bytes) override;
   void release(void *p) override;

@@ -25,25 +25,38 @@ std::string Driver::error(CUresult rc) const {
          (text ? std::string(": ") + text : "");
 }
 
-void PinnedHost::add(const void *p, size_t bytes) {
+void PinnedHost::add(const void *p, size_t bytes, Owner owner) {
   std::lock_guard lock(mutex_);
   const char *at = static_cast<const char *>(p);
-  ranges_.insert(
-      std::upper_bound(ranges_.begin(), ranges_.end(), Range{at, at + bytes}),
-      Range{at, at + bytes});
+  Range range{at, at + bytes, owner};
+  ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), range),
+                 range);
 }
 
-void PinnedHost::remove(const void *p) {
+bool PinnedHost::remove(const void *p) {
   std::lock_guard lock(mutex_);
-  auto it = std::find_if(ranges_.begin(), ranges_.end(),
-                         [&](const Range &r) { return r.begin == p; });
-  if (it != ranges_.end())
-    ranges_.erase(it);
+  // Two models may register the same memory: the second finds it
+  // page-locked (foreign). Forgetting that entry first leaves the memory
+  // locked until the last one goes.
+  auto at = [&](const Range &r) { return r.begin == p; };
+  auto it = std::find_if(ranges_.begin(), ranges_.end(), [&](const Range &r) {
+    return at(r) && r.owner == Owner::foreign;
+  });
+  if (it == ranges_.end())
+    it = std::find_if(ranges_.begin(), ranges_.end(), at);
+  if (it == ranges_.end())
+    return false;
+  bool foreign = it->owner == Owner::foreign;
+  ranges_.erase(it);
+  return foreign;
 }
 
-bool PinnedHost::holds(const void *p, size_t bytes) const {
+bool PinnedHost::holds(const void *p, size_t bytes, Owner *owner) const {
   std::lock_guard lock(mutex_);
-  return holdsRange(ranges_, static_cast<const char *>(p), bytes);
+  const Range *r = findRange(ranges_, static_cast<const char *>(p), bytes);
+  if (r && owner)
+    *owner = r->owner;
+  return r != nullptr;
 }
 
 PinnedHost &pinnedHost() {

@@ -32,6 +32,7 @@ constexpr unsigned kStreamNonBlocking = 1;
 constexpr unsigned kEventDisableTiming = 2;
 constexpr int kCaptureThreadLocal = 1;
 constexpr unsigned kHostRegisterPortable = 1;
+constexpr CUresult kHostMemoryAlreadyRegistered = 712;
 
 struct Driver {
   void *handle = nullptr;
@@ -97,14 +98,24 @@ const Driver &driver();
 /// context's copies may go straight from it), by address.
 class PinnedHost {
 public:
-  void add(const void *p, size_t bytes);
-  void remove(const void *p);
-  /// Whether [p, p + bytes) lies in one pinned range.
-  bool holds(const void *p, size_t bytes) const;
+  /// Who pinned a range, which says how copies treat it.
+  enum class Owner {
+    runtime, // the runtime's own (arenas, mirrors): copies may stay queued
+    user,    // memory a user registered: an upload from it is waited for
+    foreign, // a user's, page-locked before (cudaHostRegister): as user,
+             // and left page-locked when removed
+  };
+  void add(const void *p, size_t bytes, Owner owner = Owner::runtime);
+  /// Forgets the range at `p`; returns whether it was foreign (then the
+  /// driver must not unregister it).
+  bool remove(const void *p);
+  /// Whether [p, p + bytes) lies in one pinned range, and whose it is.
+  bool holds(const void *p, size_t bytes, Owner *owner = nullptr) const;
 
 private:
   struct Range {
     const char *begin, *end;
+    Owner owner;
     bool operator<(const Range &o) const { return begin < o.begin; }
   };
   mutable std::mutex mutex_;
