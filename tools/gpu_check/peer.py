@@ -278,6 +278,20 @@ def resnet_blocks(batch):
     return make
 
 
+def seed_cnn(batch):
+    """bench/models.py's seed CNN, input from the host and output back."""
+    def make():
+        model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(16 * 7 * 7, 10)).to(DEV).eval()
+        hx = torch.rand(batch, 3, 14, 14)
+
+        def step():
+            with torch.no_grad():
+                return model(hx.to(DEV)).cpu()
+        return step, True, False
+    return make
+
+
 MAKERS = {
     "launch_chain": launch_chain,
     "relu": unary(torch.relu, (64 << 20,)),
@@ -285,6 +299,7 @@ MAKERS = {
     "sum": unary(torch.sum, (64 << 20,)),
     "softmax1024": unary(lambda x: torch.softmax(x, 1), (16384, 1024)),
     "softmax32": unary(lambda x: torch.softmax(x, 1), (524288, 32)),
+    "softmax32768": unary(lambda x: torch.softmax(x, 1), (512, 32768)),
     "colsum": unary(lambda x: x.sum(0), (4096, 1000)),
     "bnstats": unary(lambda x: x.sum((0, 2, 3)), (128, 64, 32, 32)),
     "layernorm": layernorm,
@@ -305,6 +320,9 @@ MAKERS = {
     "resnet_blocks_b1": resnet_blocks(1),
     "resnet_blocks_b8": resnet_blocks(8),
     "resnet_blocks_b64": resnet_blocks(64),
+    "seed_cnn_b1": seed_cnn(1),
+    "seed_cnn_b16": seed_cnn(16),
+    "seed_cnn_b64": seed_cnn(64),
 }
 
 

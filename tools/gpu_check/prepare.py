@@ -85,6 +85,7 @@ def bench_artifacts(bench):
         ("sum", graphs.reduce_sum([64 << 20], [0], [], "sum"), "strict", []),
         ("softmax1024", graphs.softmax(16384, 1024), "strict", []),
         ("softmax32", graphs.softmax(524288, 32), "strict", []),
+        ("softmax32768", graphs.softmax(512, 32768), "strict", []),
         ("colsum", graphs.reduce_sum([4096, 1000], [0], [1000], "colsum"), "strict", []),
         ("bnstats", graphs.reduce_sum([128, 64, 32, 32], [0, 2, 3], [64], "bnstats"),
          "strict", []),
@@ -207,20 +208,27 @@ def dynamic_artifacts(bundle):
     return failed
 
 
-def resnet_blocks(bench, tmp):
-    """bench/models.py's three ResNet-34 blocks through ONNX at batch 1, 8
-    and 64 (PyTorch exports them: python3-torch)."""
+# bench/models.py's ONNX inference models run with host input and output:
+# (name, batches).
+ONNX_MODELS = [("resnet_blocks", (1, 8, 64)), ("seed_cnn", (1, 16, 64))]
+
+
+def onnx_models(bench, tmp):
+    """bench/models.py's three ResNet-34 blocks and seed CNN through ONNX
+    at the batches of ONNX_MODELS (PyTorch exports them: python3-torch)."""
     p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "models.py"),
                         "export", tmp], capture_output=True, text=True)
     if p.returncode != 0:
-        return [("resnet_blocks", "bench/models.py export failed (python3-torch?): "
+        return [("onnx_models", "bench/models.py export failed (python3-torch?): "
                  + p.stderr.strip()[-200:])]
     failed = []
-    for b in (1, 8, 64):
-        why = compile_file(os.path.join(tmp, "resnet_blocks_b%d.onnx" % b),
-                           os.path.join(bench, "resnet_blocks_b%d.locus" % b), "prefer-gpu")
-        if why:
-            failed.append(("resnet_blocks_b%d" % b, why))
+    for model, batches in ONNX_MODELS:
+        for b in batches:
+            name = "%s_b%d" % (model, b)
+            why = compile_file(os.path.join(tmp, name + ".onnx"),
+                               os.path.join(bench, name + ".locus"), "prefer-gpu")
+            if why:
+                failed.append((name, why))
     return failed
 
 
@@ -276,8 +284,8 @@ def main(bundle):
         failed += example_artifacts(bundle, tmp)
         print("== graphs with dynamic sizes")
         failed += dynamic_artifacts(bundle)
-        print("== ResNet blocks from ONNX")
-        failed += resnet_blocks(os.path.join(bundle, "bench"), tmp)
+        print("== inference models from ONNX")
+        failed += onnx_models(os.path.join(bundle, "bench"), tmp)
     print("== ONNX test models")
     count, note = onnx_cases(bundle)
     print("  %d models%s" % (count, " (" + note + ")" if note else ""))

@@ -33,6 +33,8 @@ BENCHES = [
         "softmax1024"),
     row("softmax32", "reduction: softmax, 524288 rows of 32", "softmax32.locus",
         "softmax32"),
+    row("softmax32768", "reduction: softmax, 512 rows of 32768", "softmax32768.locus",
+        "softmax32768"),
     row("colsum", "reduction: column sum 4096x1000 (a bias gradient)", "colsum.locus",
         "colsum"),
     row("bnstats", "reduction: per-channel sum of 128x64x32x32 (BatchNorm statistics)",
@@ -57,6 +59,11 @@ BENCHES = [
     # pinned memory the context owns, no host memcpy (what torch pinned is).
     row("d2h_view", "copy: device to host, 64 MiB (runtime output view; torch pinned)",
         "copies.locus", "d2h_pinned", runs=22, args=["--views"], metric="out"),
+    # The same output read into the user's own memory, registered with the
+    # model (locus_model_register_host): one DMA, no staging.
+    row("d2h_registered",
+        "copy: device to host, 64 MiB into registered user memory (runtime; torch pinned)",
+        "copies.locus", "d2h_pinned", runs=22, args=["--register"], metric="out"),
     row("d2h_pageable", "copy: device to host, 64 MiB (torch pageable)", None,
         "d2h_pageable"),
     row("conv_fwd", "conv 3x3 64ch 56x56 b32: forward", "conv_fwd.locus", "conv_fwd",
@@ -113,6 +120,14 @@ MODELS = [
         "resnet_blocks_b%d.locus" % b, "resnet_blocks_b%d" % b,
         runs=22 if b == 64 else 52, args=["--host-io"], profile=b == 8)
     for b in (1, 8, 64)
+] + [
+    # Small-model inference as a server runs it: input from the host, the
+    # output back (issue 36's goal: the seed CNN at b1 in half PyTorch
+    # eager's time).
+    row("seed_cnn_b%d" % b,
+        "seed CNN from ONNX, b%d, host input and output" % b,
+        "seed_cnn_b%d.locus" % b, "seed_cnn_b%d" % b, runs=202, args=["--host-io"])
+    for b in (1, 16, 64)
 ]
 
 ALL = BENCHES + MODELS
