@@ -325,7 +325,7 @@ TEST(Cuda, RegisteredHostMemoryIsCopiedStraight) {
     GTEST_SKIP() << "[SKIP] LOCUS_GPU_CASES is not set";
   std::vector<std::string> dirs = caseDirs(root);
   ASSERT_FALSE(dirs.empty());
-  const std::string dir = dirs.front();
+  const std::string &dir = dirs.front();
   locus_model_options_t options{};
   std::vector<float> plain;
   ASSERT_EQ(runCase(dir, "model.locus", options, 1, plain), "");
