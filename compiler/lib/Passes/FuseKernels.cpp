@@ -3,8 +3,9 @@
 // Groups the computing ops of a placed graph into locus.kernel ops, one per
 // launch: chains (and trees) of elementwise ops, and an elementwise
 // epilogue after one anchor (a matrix product, convolution, reduction,
-// pooling, softmax or loss); on a GPU, row-by-row kernels merged when one
-// reads another's result alone (mergeRows). See Passes.td.
+// pooling, softmax or loss); an elementwise kernel that only reductions
+// read merged into theirs (mergePrologues); on a GPU, row-by-row kernels
+// merged when one reads another's result alone (mergeRows). See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -310,6 +311,7 @@ public:
     }
 
     if (fuse) {
+      mergePrologues(groups, groupOf);
       mergeRows(groups, groupOf);
       mergeOptimizerSteps(groups);
     }
@@ -371,6 +373,53 @@ private:
         a->root = nullptr;
         merged = true;
       }
+    }
+  }
+
+  /// Whether `g` computes elementwise alone (views of what it reads
+  /// included): no anchor, nothing but elementwise ops and reshapes.
+  static bool elementwiseOnly(const Group &g) {
+    return !g.anchored && llvm::all_of(g.ops, [](Operation *op) {
+      return isElementwise(op) || isa<ReshapeOp>(op);
+    });
+  }
+
+  /// An elementwise kernel whose result only reductions (`sum`, `mean`,
+  /// `max`, `min`) of one other kernel read joins that kernel as their
+  /// prologue: the reduction computes each value as it reads it, instead
+  /// of a kernel writing the values out for it to read back. (GradScaler's
+  /// `sum(g * 0)` over each gradient, whose `g` the optimizer reads too,
+  /// wrote and read back a tensor of the gradient's size.) A merge makes
+  /// no cycle: the group's result is the only value read outside it, and
+  /// its readers all stand in the kernel it joins.
+  void mergePrologues(std::vector<std::unique_ptr<Group>> &groups,
+                      DenseMap<Operation *, Group *> &groupOf) {
+    for (auto &a : groups) {
+      if (a->ops.empty() || !elementwiseOnly(*a) || a->root->use_empty())
+        continue;
+      Group *into = nullptr;
+      for (Operation *user : a->root->getUsers()) {
+        Group *g = groupOf.lookup(user);
+        if (!g || g == a.get() || (into && g != into) ||
+            !isa<SumOp, MeanOp, MaxOp, MinOp>(user)) {
+          into = nullptr;
+          break;
+        }
+        into = g;
+      }
+      if (!into || into->ops.empty() || into->device != a->device ||
+          static_cast<int64_t>(a->ops.size() + into->ops.size()) > maxOps)
+        continue;
+      LLVM_DEBUG(llvm::dbgs()
+                 << "[" DEBUG_TYPE "] " << a->root->getName() << " at "
+                 << a->root->getLoc() << " joins the reduction of "
+                 << into->root->getName() << "'s kernel as its prologue\n");
+      for (Operation *member : a->ops) {
+        into->ops.push_back(member);
+        groupOf[member] = into;
+      }
+      a->ops.clear();
+      a->root = nullptr;
     }
   }
 

@@ -24,9 +24,11 @@ locus.graph @layer_norm_gpu {
   locus.output "y" = %y : tensor<8x64xf32>
 }
 
-// The same on the CPU: three kernels, as the tree rule makes them.
+// The same on the CPU: two kernels, as the tree rule makes them, with the
+// square, which the variance alone reads, taken in as the variance's
+// prologue.
 // CHECK-LABEL: locus.graph @layer_norm_cpu
-// CHECK-SAME: locus.kernels = 3
+// CHECK-SAME: locus.kernels = 2
 locus.graph @layer_norm_cpu {
   %x = locus.input "x" : tensor<8x64xf32>
   %m = locus.mean %x axes [1] keepdim : tensor<8x64xf32> -> tensor<8x1xf32>
@@ -70,4 +72,30 @@ locus.graph @read_outside {
   %y = locus.mul %sb, %vb : tensor<8x64xf32>
   locus.output "c" = %c : tensor<8x64xf32>
   locus.output "y" = %y : tensor<8x64xf32>
+}
+
+// On a GPU too, an elementwise kernel that a full reduction alone reads
+// joins it as its prologue (a reduction over every axis does not go row by
+// row, so this is not mergeRows): GradScaler's check of a gradient the
+// update also reads.
+// CHECK-LABEL: locus.graph @prologue_gpu
+// CHECK-SAME: locus.kernels = 3
+// CHECK: %[[G:.*]] = locus.kernel on <cuda:0> -> tensor<64x32xf32> {
+// CHECK-NEXT: locus.matmul
+// CHECK: locus.kernel on <cuda:0> -> tensor<f32> {
+// CHECK-NEXT: locus.mul %[[G]]
+// CHECK-NEXT: locus.sum
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cuda:0> -> tensor<64x32xf32> {
+// CHECK-NEXT: locus.sub %[[G]]
+locus.graph @prologue_gpu {
+  %x = locus.input "x" : tensor<64x16xf32> on <cuda:0>
+  %w = locus.input "w" : tensor<16x32xf32> on <cuda:0>
+  %g = locus.matmul %x, %w : tensor<64x16xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
+  %zero = locus.constant dense<0.0> : tensor<64x32xf32>
+  %z = locus.mul %g, %zero : tensor<64x32xf32>
+  %found = locus.sum %z axes [0, 1] : tensor<64x32xf32> -> tensor<f32>
+  %u = locus.sub %g, %g : tensor<64x32xf32>
+  locus.output "found" = %found : tensor<f32>
+  locus.output "u" = %u : tensor<64x32xf32>
 }

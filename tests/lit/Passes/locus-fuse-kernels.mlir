@@ -27,20 +27,20 @@ locus.graph @mlp {
 // -----
 
 // A value read twice ends its kernel (it must go to memory); the two readers
-// and their sum form a tree in one kernel. The anchor (sum) starts another.
+// and their sum form a tree. The anchor (sum) starts another kernel, which
+// takes the tree in as its prologue, since the sum alone reads it.
 // CHECK-LABEL: locus.graph @tree
-// CHECK-SAME: locus.kernels = 3
+// CHECK-SAME: locus.kernels = 2
 // CHECK: %[[A:.*]] = locus.kernel on <cpu> -> tensor<4x8xf32> {
 // CHECK-NEXT: locus.mul
 // CHECK-NEXT: locus.add
 // CHECK-NEXT: locus.yield
-// CHECK: %[[B:.*]] = locus.kernel on <cpu> -> tensor<4x8xf32> {
+// CHECK: locus.kernel on <cpu> -> tensor<4xf32> {
 // CHECK-NEXT: locus.exp %[[A]]
 // CHECK-NEXT: locus.neg %[[A]]
-// CHECK-NEXT: locus.sub
-// CHECK-NEXT: locus.yield
-// CHECK: locus.kernel on <cpu> -> tensor<4xf32> {
+// CHECK-NEXT: %[[B:.*]] = locus.sub
 // CHECK-NEXT: locus.sum %[[B]]
+// CHECK-NEXT: locus.yield
 // UNFUSED-LABEL: locus.graph @tree
 // UNFUSED-SAME: locus.kernels = 6
 locus.graph @tree {
@@ -328,4 +328,63 @@ locus.graph @packed {
   locus.output "q" = %q : tensor<4x8xf32>
   locus.output "dx" = %dx : tensor<4x8xf32>
   locus.output "p" = %p : tensor<8x4xf32>
+}
+
+// -----
+
+// An elementwise kernel joins the reduction kernel that alone reads it
+// (GradScaler's inf check, sum(g * 0), where the update reads g too), on
+// the CPU and on a GPU; not when another op reads it too (it must go to
+// memory anyway), nor when a product reads it (a library call takes no
+// prologue), nor when reductions of two kernels read it. (The sub, read
+// by an output alone, is a kernel of its own as before.)
+// CHECK-LABEL: locus.graph @prologues
+// CHECK-SAME: locus.kernels = 9
+// CHECK: %[[G:.*]] = locus.kernel on <cpu> -> tensor<16x8xf32> {
+// CHECK-NEXT: locus.matmul
+// CHECK: locus.kernel on <cpu> -> tensor<f32> {
+// CHECK-NEXT: locus.mul %[[G]]
+// CHECK-NEXT: locus.sum
+// CHECK-NEXT: locus.yield
+// CHECK: %[[T:.*]] = locus.kernel on <cpu> -> tensor<16x8xf32> {
+// CHECK-NEXT: locus.exp %[[G]]
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<16xf32> {
+// CHECK-NEXT: locus.max %[[T]]
+// CHECK: locus.kernel on <cpu> -> tensor<8xf32> {
+// CHECK-NEXT: locus.sum %[[T]]
+// CHECK: %[[N:.*]] = locus.kernel on <cpu> -> tensor<16x8xf32> {
+// CHECK-NEXT: locus.neg %[[G]]
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cpu> -> tensor<8x8xf32> {
+// CHECK-NEXT: locus.transpose
+// CHECK-NEXT: locus.matmul
+// CHECK: locus.kernel on <cpu> -> tensor<8xf32> {
+// CHECK-NEXT: locus.sum %[[N]]
+// CHECK: locus.kernel on <cpu> -> tensor<16x8xf32> {
+// CHECK-NEXT: locus.sub %[[G]]
+// CHECK: locus.output "shared" = %[[N]]
+// UNFUSED-LABEL: locus.graph @prologues
+locus.graph @prologues {
+  %x = locus.input "x" : tensor<16x4xf32>
+  %w = locus.state "w" parameter : tensor<4x8xf32> init <uniform(-0.3, 0.3), seed = 1>
+  %g = locus.matmul %x, %w : tensor<16x4xf32>, tensor<4x8xf32> -> tensor<16x8xf32>
+  %zero = locus.constant dense<0.0> : tensor<16x8xf32>
+  %z = locus.mul %g, %zero : tensor<16x8xf32>
+  %found = locus.sum %z axes [0, 1] : tensor<16x8xf32> -> tensor<f32>
+  %e = locus.exp %g : tensor<16x8xf32>
+  %rows = locus.max %e axes [1] : tensor<16x8xf32> -> tensor<16xf32>
+  %cols = locus.sum %e axes [0] : tensor<16x8xf32> -> tensor<8xf32>
+  %n = locus.neg %g : tensor<16x8xf32>
+  %nt = locus.transpose %n [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>
+  %p = locus.matmul %nt, %g : tensor<8x16xf32>, tensor<16x8xf32> -> tensor<8x8xf32>
+  %ns = locus.sum %n axes [0] : tensor<16x8xf32> -> tensor<8xf32>
+  %u = locus.sub %g, %g : tensor<16x8xf32>
+  locus.output "found" = %found : tensor<f32>
+  locus.output "rows" = %rows : tensor<16xf32>
+  locus.output "cols" = %cols : tensor<8xf32>
+  locus.output "p" = %p : tensor<8x8xf32>
+  locus.output "shared" = %n : tensor<16x8xf32>
+  locus.output "ns" = %ns : tensor<8xf32>
+  locus.output "u" = %u : tensor<16x8xf32>
 }

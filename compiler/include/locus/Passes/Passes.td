@@ -668,7 +668,15 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     product, and 12 broadcasts (a layer norm's statistics and affine
     weights, read forward and backward) that only materialised a
     broadcast.
-    Every other op is a kernel of its own. Then, on a CUDA device, kernels
+    Every other op is a kernel of its own. Then an elementwise kernel (no
+    anchor) whose result only reductions (`sum`, `mean`, `max`, `min`) of
+    one other kernel read joins that kernel as their prologue, on any
+    device: the reduction computes each value as it reads it instead of
+    a kernel writing them out for it. GradScaler's inf check, `sum(g * 0)`
+    over each gradient that the update reads too, wrote and read back a
+    tensor of each gradient's size; the tiny Transformer step has 7 CUDA
+    kernels fewer with it (178) and 26 fewer on the CPU (207), where a
+    layer norm's square joins its variance. Then, on a CUDA device, kernels
     that go row by row (elementwise ops, reductions over the last axis
     alone, `softmax` and `log_softmax` along it) merge when one kernel's
     result is read by one other such kernel alone: a layer norm, whose
