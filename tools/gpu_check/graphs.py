@@ -87,6 +87,16 @@ def to_gpu(n=16 << 20):
             '  locus.output "y" = %%g : %s\n}\n' % (t, t, t))
 
 
+def gpu_input(n=16 << 20):
+    """An input that lives on cuda:0, summed: set_input copies it to the
+    GPU itself (staged, or one DMA from registered memory)."""
+    t = _t([n])
+    return ("locus.graph @gpu_input {\n"
+            '  %%x = locus.input "x" : %s%s\n'
+            "  %%s = locus.sum %%x axes [0] : %s -> tensor<f32>\n"
+            '  locus.output "s" = %%s : tensor<f32>\n}\n' % (t, GPU, t))
+
+
 CONV = dict(n=32, c=64, hw=56, k=3)
 
 

@@ -91,6 +91,7 @@ def bench_artifacts(bench):
          "strict", []),
         ("layernorm", graphs.layer_norm(8192, 1024), "strict", []),
         ("copies", graphs.to_gpu(), "strict", []),
+        ("gpu_input", graphs.gpu_input(), "strict", []),
         ("conv_fwd", graphs.conv("fwd"), "strict", []),
         ("conv_dgrad", graphs.conv("dgrad"), "strict", []),
         ("conv_wgrad", graphs.conv("wgrad"), "strict", []),

@@ -53,6 +53,13 @@ BENCHES = [
         env={"LOCUS_CUDA_GRAPHS": "0"}),
     row("h2d_set_input", "copy: a 64 MiB input into the runtime's pinned arena (set_input)",
         "copies.locus", None, runs=22, args=["--host-io"], metric="in"),
+    # set_input of an input that lives on the GPU: staged from the user's
+    # memory, and one DMA from memory registered with the model.
+    row("h2d_gpu_input", "copy: a 64 MiB input set on the GPU (set_input; torch pinned)",
+        "gpu_input.locus", "h2d_pinned", runs=22, args=["--host-io"], metric="in"),
+    row("h2d_registered",
+        "copy: a 64 MiB input set on the GPU from registered user memory (torch pinned)",
+        "gpu_input.locus", "h2d_pinned", runs=22, args=["--register"], metric="in"),
     row("d2h", "copy: device to host, 64 MiB (runtime; torch pinned)", "copies.locus",
         "d2h_pinned", runs=22, args=["--host-io"], metric="out"),
     # The same output read through the context's view: one DMA into
