@@ -13,6 +13,7 @@ Times are medians of wall-clock steps with a synchronize after each, after
 warm-up, as locus-run measures Locus.
 
   peer.py [--only key,key] [--reps N]
+  peer.py --profile key [--steps N]   the step's CUDA kernels, for kinds.py
 """
 import argparse
 import json
@@ -343,11 +344,46 @@ def measure(key, reps):
     return out
 
 
+def profile(key, steps, device="cuda"):
+    """Every kernel `steps` steps of `key` ran on `device` (fp32 eager,
+    under torch.profiler after warm-up): {"steps", "kernels": [[name,
+    calls, total us], ...]}, which kinds.py sorts by kind of work."""
+    from torch.profiler import ProfilerActivity
+    set_tf32(False)
+    torch.manual_seed(0)
+    step, _, _ = MAKERS[key]()
+    for _ in range(3):
+        step()
+    gpu = device == "cuda"
+    if gpu:
+        torch.cuda.synchronize()
+    activity = ProfilerActivity.CUDA if gpu else ProfilerActivity.CPU
+    kind = torch.autograd.DeviceType.CUDA if gpu else torch.autograd.DeviceType.CPU
+    with torch.profiler.profile(activities=[activity]) as prof:
+        for _ in range(steps):
+            step()
+        if gpu:
+            torch.cuda.synchronize()
+    kernels = {}
+    for e in prof.events():
+        if e.device_type != kind:
+            continue
+        calls, us = kernels.get(e.name, (0, 0.0))
+        kernels[e.name] = (calls + 1, us + e.time_range.elapsed_us())
+    return {"steps": steps, "kernels": [[k, c, t] for k, (c, t) in kernels.items()]}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--profile", default="",
+                    help="a key: its step's CUDA kernels under torch.profiler")
+    ap.add_argument("--steps", type=int, default=2)
     args = ap.parse_args()
+    if args.profile:
+        print(json.dumps(profile(args.profile, args.steps)))
+        return
     keys = [k for k in args.only.split(",") if k] or list(MAKERS)
     result = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
               "cudnn": torch.backends.cudnn.version()}
