@@ -412,25 +412,46 @@ const Dnnl *productDnnl() {
   return d.engine ? &d : nullptr;
 }
 
-/// The best of three runs of `product`, in seconds; infinity when it
-/// cannot run.
-template <typename Fn> double bestOfThree(Fn product) {
-  double best = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 4; ++i) { // the first builds the primitive
+/// How much slower than widening oneDNN's 16-bit products may time in
+/// the probe and still be chosen: a wrong "widen" costs far more than a
+/// wrong "native" (widening a weight at every call took 15x the native
+/// time at one row; the slowest CPU's native kernels took 1.8x).
+constexpr double kWidenMargin = 1.25;
+
+/// The median over rounds of `a`'s time over `b`'s, the two run by turns
+/// so that each pair meets the same threads, clocks and caches, after a
+/// first run of each that builds its primitive; infinity when `a` cannot
+/// run, 0 when `b` cannot.
+template <typename A, typename B> double medianRatio(A a, B b) {
+  constexpr int kRounds = 7;
+  std::vector<double> ratios;
+  for (int i = 0; i < kRounds; ++i) {
     auto start = std::chrono::steady_clock::now();
-    if (!product())
+    if (!a())
       return std::numeric_limits<double>::infinity();
-    std::chrono::duration<double> took =
-        std::chrono::steady_clock::now() - start;
-    if (i > 0)
-      best = std::min(best, took.count());
+    auto middle = std::chrono::steady_clock::now();
+    if (!b())
+      return 0.0;
+    std::chrono::duration<double> tookA = middle - start,
+                                  tookB =
+                                      std::chrono::steady_clock::now() - middle;
+    if (i > 0 && tookB.count() > 0)
+      ratios.push_back(tookA.count() / tookB.count());
   }
-  return best;
+  if (ratios.empty())
+    return 1.0;
+  std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2,
+                   ratios.end());
+  return ratios[ratios.size() / 2];
 }
 
 /// Whether oneDNN's products of `type` (bf16 or f16) operands run faster
 /// than the same operands widened to f32 on this CPU, measured once per
-/// process on a 256x256x256 product (about 2 ms). oneDNN 2.6.3's bf16
+/// process on a 256x256x256 product (about 3 ms): the median ratio of
+/// the two run by turns. (The best of three of each, one after the
+/// other, chose widening in 1 process of 8 on the 2-core Zen 4 build
+/// machine, where a first step's products ran 8x slower at times; at one
+/// row every product then took 15x as long.) oneDNN 2.6.3's bf16
 /// kernels took 0.51x the f32 time on an AMD EPYC (Zen 4) and 1.8x on an
 /// Intel Xeon, both with AVX512-BF16; its f16 products need AVX512-FP16.
 /// LOCUS_GEMM16=dnnl or widen decides instead.
@@ -452,19 +473,19 @@ bool dnnl16Pays(const Dnnl &d, dnnl_data_type_t type) {
     halves[i] = type == dnnl_bf16 ? locus::half::bf16Bits(floats[i])
                                   : locus::half::f16Bits(floats[i]);
   }
-  double native = bestOfThree([&] {
+  auto native = [&] {
     return dnnlProduct(d, kSide, kSide, kSide, halves.data(), kSide, false,
                        halves.data(), kSide, false, 0.0f, c.data(), kSide,
                        type);
-  });
-  double widened = bestOfThree([&] {
+  };
+  auto widened = [&] {
     for (size_t i = 0; i < halves.size(); ++i) // what widening costs too
       floats[i] = type == dnnl_bf16 ? locus::half::fromBf16Bits(halves[i])
                                     : locus::half::fromF16Bits(halves[i]);
     return dnnlProduct(d, kSide, kSide, kSide, floats.data(), kSide, false,
                        floats.data(), kSide, false, 0.0f, c.data(), kSide);
-  });
-  return decided[type] = native < widened;
+  };
+  return decided[type] = medianRatio(native, widened) < kWidenMargin;
 }
 
 #endif // LOCUS_HAVE_DNNL_H
