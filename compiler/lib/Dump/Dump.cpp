@@ -260,8 +260,9 @@ Row rowOf(Operation &op, DeviceAttr device, const Report &report,
     llvm::raw_string_ostream os(row.precision);
     if (autocast.getValue().isF32())
       os << "f32 (autocast keeps a product of fewer than 8 rows against a "
-            "weight in f32: casting the weight each step would cost more "
-            "than 16-bit arithmetic saves)";
+            "weight in f32 when a step writes the weight, or when it is "
+            "small: casting it each step, or a 16-bit call, would cost "
+            "more than 16-bit arithmetic saves)";
     else
       os << autocast.getValue()
          << " operands, f32 accumulation (autocast: products and "

@@ -123,17 +123,33 @@ bool lowerPrecisionOp(Operation *op) {
 /// batch 64 0.66x).
 constexpr int64_t kRowsThatRepayACast = 8;
 
-/// `v` is a weight: state, or state transposed.
-bool isWeight(Value v) {
+/// A weight no step writes (inference) is cast once, at load (plan
+/// version 6), so its products of few rows pay in 16 bits after all when
+/// the weight is large: they read half its bytes. Below this many
+/// elements a 16-bit call's fixed cost outweighs that. On the 2-core
+/// AVX512-BF16 build machine (2026-11-29, one row, `locus-run` medians),
+/// bf16 took 2.2x the f32 time against a 128 x 128 weight, 0.98x against
+/// 256 x 256, 0.61x against 362 x 362 and 0.57-0.68x against 1024 x 1024;
+/// the ONNX MLP at batch 1 took 0.61-0.68x.
+constexpr int64_t kWeightElementsThatRepayAtLoad = int64_t{1} << 17;
+
+/// A product's weight (state, or state transposed), how many times each
+/// of its elements is used (the other operand's rows, or columns for a
+/// weight on the left) and how many there are.
+struct WeightUse {
+  StateOp state;
+  int64_t uses, elements;
+};
+
+/// `v`'s state when it is a weight: state, or state transposed.
+StateOp weightState(Value v) {
   if (auto t = v.getDefiningOp<TransposeOp>())
     v = t.getInput();
-  return isa_and_nonnull<StateOp>(v.getDefiningOp());
+  return v.getDefiningOp<StateOp>();
 }
 
-/// For a product that reads a weight: how many times each weight element
-/// is used (the other operand's rows, or columns for a weight on the
-/// left). None for any other op.
-std::optional<int64_t> usesPerWeightElement(Operation *op) {
+/// The weight a product reads; none for any other op.
+std::optional<WeightUse> weightUse(Operation *op) {
   auto count = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getNumElements();
   };
@@ -141,18 +157,33 @@ std::optional<int64_t> usesPerWeightElement(Operation *op) {
     ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
     return shape[shape.size() - fromEnd];
   };
-  if (auto linear = dyn_cast<LinearOp>(op);
-      linear && isWeight(linear.getWeight()) && dim(linear.getInput(), 1) > 0)
-    return count(linear.getInput()) / dim(linear.getInput(), 1);
+  if (auto linear = dyn_cast<LinearOp>(op)) {
+    StateOp w = weightState(linear.getWeight());
+    if (w && dim(linear.getInput(), 1) > 0)
+      return WeightUse{w, count(linear.getInput()) / dim(linear.getInput(), 1),
+                       count(linear.getWeight())};
+  }
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
     Value a = matmul.getLhs(), b = matmul.getRhs();
     int64_t k = dim(a, 1);
-    if (k > 0 && isWeight(b))
-      return count(a) / k;
-    if (k > 0 && isWeight(a))
-      return count(b) / k;
+    if (StateOp w = weightState(b); w && k > 0)
+      return WeightUse{w, count(a) / k, count(b)};
+    if (StateOp w = weightState(a); w && k > 0)
+      return WeightUse{w, count(b) / k, count(a)};
   }
   return std::nullopt;
+}
+
+/// Whether a product against `use` stays f32: too few rows to repay
+/// casting a weight every step (one a step writes), or to repay a 16-bit
+/// call's cost (a small weight no step writes, cast at load).
+bool keepsF32(const WeightUse &use) {
+  if (use.uses >= kRowsThatRepayACast)
+    return false;
+  bool written = llvm::any_of(use.state->getUsers(), [](Operation *user) {
+    return isa<AssignOp>(user);
+  });
+  return written || use.elements < kWeightElementsThatRepayAtLoad;
 }
 
 /// A forward convolution reads its operands rounded to `low` (each cast
@@ -203,12 +234,13 @@ public:
             return !elementOf(v).isF32();
           }))
         continue;
-      std::optional<int64_t> uses = usesPerWeightElement(&op);
-      if (uses && *uses < kRowsThatRepayACast) {
+      std::optional<WeightUse> use = weightUse(&op);
+      if (use && keepsF32(*use)) {
         // Kept f32; the dump says why (locus.autocast = f32).
-        LLVM_DEBUG(llvm::dbgs() << "autocast keeps f32 (" << *uses
-                                << " rows against a weight): " << op.getName()
-                                << " at " << op.getLoc() << "\n");
+        LLVM_DEBUG(llvm::dbgs()
+                   << "autocast keeps f32 (" << use->uses
+                   << " rows against a weight of " << use->elements
+                   << "): " << op.getName() << " at " << op.getLoc() << "\n");
         op.setAttr(kAutocastAttrName, TypeAttr::get(b.getF32Type()));
         continue;
       }

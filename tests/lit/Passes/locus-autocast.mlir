@@ -64,8 +64,8 @@ locus.graph @conv {
   locus.output "r" = %r : tensor<1x4x6x6xf32>
 }
 
-// A linear layer of one row against a weight stays f32 (casting the
-// weight each step would cost more than bf16 saves), and says so; one of
+// A linear layer of one row against a small weight no step writes stays
+// f32 (a bf16 call would cost more than it saves), and says so; one of
 // eight rows takes bf16.
 // CHECK-LABEL: locus.graph @rows
 // CHECK: locus.linear %one, %w {locus.autocast = f32} : tensor<1x4xf32>, tensor<3x4xf32> -> tensor<1x3xf32>
@@ -78,4 +78,27 @@ locus.graph @rows {
   %b = locus.linear %eight, %w : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
   locus.output "a" = %a : tensor<1x3xf32>
   locus.output "b" = %b : tensor<8x3xf32>
+}
+
+// Against a weight of 2^17 elements or more a product of one row takes
+// bf16 when no step writes the weight (its cast runs once, at load), and
+// stays f32 when a step does (its cast would run every step).
+// CHECK-LABEL: locus.graph @large_weights
+// CHECK: locus.linear %{{.*}}, %{{.*}} {locus.autocast = bf16} : tensor<1x512xbf16>, tensor<256x512xbf16> -> tensor<1x256xbf16>
+// CHECK: locus.linear %one, %trained {locus.autocast = f32} : tensor<1x512xf32>, tensor<256x512xf32> -> tensor<1x256xf32>
+// CHECK: locus.matmul %{{.*}}, %{{.*}} {locus.autocast = f32} : tensor<1x512xf32>, tensor<512x255xf32> -> tensor<1x255xf32>
+locus.graph @large_weights {
+  %one = locus.input "one" : tensor<1x512xf32>
+  %frozen = locus.state "frozen" parameter : tensor<256x512xf32> init <uniform(-0.3, 0.3), seed = 1>
+  %trained = locus.state "trained" parameter : tensor<256x512xf32> init <uniform(-0.3, 0.3), seed = 2>
+  %small = locus.state "small" parameter : tensor<512x255xf32> init <uniform(-0.3, 0.3), seed = 3>
+  %a = locus.linear %one, %frozen : tensor<1x512xf32>, tensor<256x512xf32> -> tensor<1x256xf32>
+  %b = locus.linear %one, %trained : tensor<1x512xf32>, tensor<256x512xf32> -> tensor<1x256xf32>
+  %c = locus.matmul %one, %small : tensor<1x512xf32>, tensor<512x255xf32> -> tensor<1x255xf32>
+  %half = locus.constant dense<0.5> : tensor<256x512xf32>
+  %next = locus.mul %trained, %half : tensor<256x512xf32>
+  locus.assign %trained = %next : tensor<256x512xf32>, tensor<256x512xf32>
+  locus.output "a" = %a : tensor<1x256xf32>
+  locus.output "b" = %b : tensor<1x256xf32>
+  locus.output "c" = %c : tensor<1x255xf32>
 }

@@ -96,11 +96,18 @@ def LocusAutocast : Pass<"locus-autocast", "::locus::GraphOp"> {
 
     A product against a weight (state, or state transposed) that uses each
     weight element fewer than 8 times (a linear layer of 1 to 7 rows, the
-    input gradient of one) stays f32, marked `locus.autocast = f32`:
-    casting the weight every step reads 4 and writes 2 bytes per element,
-    more than 16-bit arithmetic saves on so few multiply-adds. (An MLP at
-    batch 1 took 3.45x its f32 time in bf16 before, on a 2-core AVX512-BF16
-    CPU; at batch 64, 0.66x.)
+    input gradient of one) stays f32, marked `locus.autocast = f32`, when
+    a step writes the weight (training): casting the weight every step
+    reads 4 and writes 2 bytes per element, more than 16-bit arithmetic
+    saves on so few multiply-adds. (An MLP at batch 1 took 3.45x its f32
+    time in bf16 so, on a 2-core AVX512-BF16 CPU; at batch 64, 0.66x.) A
+    weight no step writes (inference) is cast once, at load, and its
+    products of few rows read half its bytes in 16 bits: they go 16-bit
+    when the weight has 2^17 elements or more, and stay f32 below, where
+    a 16-bit call's fixed cost outweighs the bytes saved (at one row,
+    bf16 took 2.2x the f32 time against a 128 x 128 weight, 0.98x against
+    256 x 256 and 0.57-0.68x against 1024 x 1024; the ONNX MLP at batch 1,
+    0.61-0.68x).
 
     The compiler runs it after `--locus-select-mode` and before placement
     (`CompileOptions::precision`, `locus-compile --precision`, Python's
