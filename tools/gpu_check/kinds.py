@@ -33,13 +33,19 @@ TORCH_NAMES = [
 ]
 
 
+def first_op(kernel_name):
+    """The first op a Locus kernel's name carries (`..._k12_conv2d` ->
+    `conv2d`), or the name itself."""
+    m = re.search(r"_k[0-9]+_([a-z0-9_]+)$", kernel_name)
+    return m.group(1) if m else kernel_name
+
+
 def locus_kind(ops, kernel_name=""):
     """The kind of a Locus kernel from its ops' names (`locus.conv2d`, or
     bare `conv2d`), or from its name's first op when it lists none."""
     names = [o.split(".", 1)[-1] for o in ops]
-    if not names:
-        m = re.search(r"_k[0-9]+_([a-z0-9_]+)$", kernel_name)
-        names = [m.group(1)] if m else []
+    if not names and first_op(kernel_name) != kernel_name:
+        names = [first_op(kernel_name)]
     for kind, pattern in LOCUS_OPS:
         if any(re.search(pattern, n) for n in names):
             return kind

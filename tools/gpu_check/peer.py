@@ -267,30 +267,31 @@ class Block(nn.Module):
         return torch.relu(self.conv2(torch.relu(self.conv1(x))) + x)
 
 
-def resnet_blocks(batch):
+def host_io_inference(make_model, shape):
+    """Inference of `make_model()` on the GPU with its input from the host
+    and its output back, as a server runs it; `shape` the input's."""
     def make():
-        model = nn.Sequential(Block(64), Block(64), Block(64)).to(DEV).eval()
-        hx = torch.rand(batch, 64, 56, 56)
+        model = make_model().to(DEV).eval()
+        hx = torch.rand(*shape)
 
         def step():
             with torch.no_grad():
                 return model(hx.to(DEV)).cpu()
         return step, True, False
     return make
+
+
+def resnet_blocks(batch):
+    return host_io_inference(lambda: nn.Sequential(Block(64), Block(64), Block(64)),
+                             (batch, 64, 56, 56))
 
 
 def seed_cnn(batch):
-    """bench/models.py's seed CNN, input from the host and output back."""
-    def make():
-        model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Flatten(), nn.Linear(16 * 7 * 7, 10)).to(DEV).eval()
-        hx = torch.rand(batch, 3, 14, 14)
-
-        def step():
-            with torch.no_grad():
-                return model(hx.to(DEV)).cpu()
-        return step, True, False
-    return make
+    """bench/models.py's seed CNN."""
+    return host_io_inference(
+        lambda: nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(16 * 7 * 7, 10)),
+        (batch, 3, 14, 14))
 
 
 MAKERS = {

@@ -662,8 +662,7 @@ def by_kind(rows):
         fields = row.split()
         if len(fields) < 4 or not fields[0].startswith("__locus_kernel_"):
             continue
-        m = re.search(r"_k[0-9]+_([a-z0-9_]+)$", fields[0])
-        kind = m.group(1) if m else fields[0]
+        kind = kinds.first_op(fields[0])
         try:
             ms = float(fields[3])
         except ValueError:

@@ -336,6 +336,37 @@ private:
            });
   }
 
+  /// The one other group, on `a`'s device, that holds every reader of
+  /// `a`'s result when each reader passes `accepts`; null otherwise, or
+  /// when the two together would pass `max-ops`.
+  template <typename Accepts>
+  Group *soleReaderGroup(Group &a, DenseMap<Operation *, Group *> &groupOf,
+                         Accepts accepts) {
+    Group *into = nullptr;
+    for (Operation *user : a.root->getUsers()) {
+      Group *g = groupOf.lookup(user);
+      if (!g || g == &a || (into && g != into) || !accepts(user))
+        return nullptr;
+      into = g;
+    }
+    if (!into || into->ops.empty() || into->device != a.device ||
+        static_cast<int64_t>(a.ops.size() + into->ops.size()) > maxOps)
+      return nullptr;
+    return into;
+  }
+
+  /// Moves `a`'s ops into `into`, leaving `a` empty.
+  static void mergeInto(Group &a, Group &into,
+                        DenseMap<Operation *, Group *> &groupOf) {
+    for (Operation *member : a.ops) {
+      into.ops.push_back(member);
+      groupOf[member] = &into;
+    }
+    into.anchored |= a.anchored;
+    a.ops.clear();
+    a.root = nullptr;
+  }
+
   /// On a GPU, a row-by-row kernel whose result only one other such kernel
   /// reads joins that kernel (a layer norm's centred input, which its
   /// variance and its output both read, kept three kernels apart):
@@ -348,29 +379,15 @@ private:
       for (auto &a : groups) {
         if (a->ops.empty() || !rowGroup(*a) || a->root->use_empty())
           continue;
-        Group *into = nullptr;
-        for (Operation *user : a->root->getUsers()) {
-          Group *g = groupOf.lookup(user);
-          if (!g || g == a.get() || (into && g != into)) {
-            into = nullptr;
-            break;
-          }
-          into = g;
-        }
-        if (!into || into->device != a->device || !rowGroup(*into) ||
-            static_cast<int64_t>(a->ops.size() + into->ops.size()) > maxOps)
+        Group *into =
+            soleReaderGroup(*a, groupOf, [](Operation *) { return true; });
+        if (!into || !rowGroup(*into))
           continue;
         LLVM_DEBUG(llvm::dbgs()
                    << "[" DEBUG_TYPE "] the rows of " << a->root->getName()
                    << " at " << a->root->getLoc() << " join "
                    << into->root->getName() << "'s kernel\n");
-        for (Operation *member : a->ops) {
-          into->ops.push_back(member);
-          groupOf[member] = into;
-        }
-        into->anchored |= a->anchored;
-        a->ops.clear();
-        a->root = nullptr;
+        mergeInto(*a, *into, groupOf);
         merged = true;
       }
     }
@@ -397,29 +414,16 @@ private:
     for (auto &a : groups) {
       if (a->ops.empty() || !elementwiseOnly(*a) || a->root->use_empty())
         continue;
-      Group *into = nullptr;
-      for (Operation *user : a->root->getUsers()) {
-        Group *g = groupOf.lookup(user);
-        if (!g || g == a.get() || (into && g != into) ||
-            !isa<SumOp, MeanOp, MaxOp, MinOp>(user)) {
-          into = nullptr;
-          break;
-        }
-        into = g;
-      }
-      if (!into || into->ops.empty() || into->device != a->device ||
-          static_cast<int64_t>(a->ops.size() + into->ops.size()) > maxOps)
+      Group *into = soleReaderGroup(*a, groupOf, [](Operation *user) {
+        return isa<SumOp, MeanOp, MaxOp, MinOp>(user);
+      });
+      if (!into)
         continue;
       LLVM_DEBUG(llvm::dbgs()
                  << "[" DEBUG_TYPE "] " << a->root->getName() << " at "
                  << a->root->getLoc() << " joins the reduction of "
                  << into->root->getName() << "'s kernel as its prologue\n");
-      for (Operation *member : a->ops) {
-        into->ops.push_back(member);
-        groupOf[member] = into;
-      }
-      a->ops.clear();
-      a->root = nullptr;
+      mergeInto(*a, *into, groupOf);
     }
   }
 
