@@ -393,9 +393,13 @@ void runCase(const std::string &name, const Builder &build,
 
 int main(int argc, char **argv) {
   std::string variant = argc > 1 ? argv[1] : "cpu";
+  // An optional second argument runs that case alone (for debugging one).
+  std::string only = argc > 2 ? argv[2] : "";
   bool first = true;
   std::cout << "{\n";
   for (auto &[name, build] : cases()) {
+    if (!only.empty() && name != only)
+      continue;
     runCase(name, build, variant, first);
     first = false;
   }

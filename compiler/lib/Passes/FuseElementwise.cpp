@@ -7,6 +7,7 @@
 
 #include "locus/Passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -29,6 +30,19 @@ size_t bodySize(Operation *op) {
   return op->getRegion(0).front().getOperations().size();
 }
 
+/// A linalg op whose loops are all parallel.
+bool allParallel(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp && linalgOp.getNumLoops() == linalgOp.getNumParallelLoops();
+}
+
+/// Whether every reader of `producer` is `reader` or the function's return.
+bool readByAndReturned(Operation *producer, Operation *reader) {
+  return llvm::all_of(producer->getUsers(), [&](Operation *user) {
+    return user == reader || isa<func::ReturnOp>(user);
+  });
+}
+
 /// A linalg op with no loops.
 bool scalar(Operation *op) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
@@ -41,7 +55,6 @@ public:
   using Base::Base;
 
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
     // A producer fuses into its only reader: nothing is computed twice.
     // Each fusion makes a new op holding both bodies, so a chain of n
     // elementwise ops fused one by one copies O(n^2) ops: a fused body
@@ -53,22 +66,42 @@ public:
     // operations instead of the kernel paying a launch of one thread for
     // them. On the host (and in the host versions of CUDA kernels) the
     // loop would recompute them per element, so there they stay apart.
+    if (failed(fuse(/*returned=*/false)))
+      return signalPassFailure();
+    // With results-into-readers (the CUDA lowering), once the chains are
+    // whole: a producer that the kernel also returns fuses into its one
+    // reader when both have parallel loops alone. The reader recomputes
+    // the producer's values from its inputs and the producer stays to
+    // write the kernel's result; the two no longer depend on each other,
+    // so --locus-map-to-gpu runs them side by side in one launch (kernels
+    // that --locus-fuse-kernels joined, one reading the other's result).
+    // After the chains, so that no op of a chain gains a second reader.
+    if (resultsIntoReaders && failed(fuse(/*returned=*/true)))
+      signalPassFailure();
+  }
+
+private:
+  LogicalResult fuse(bool returned) {
+    RewritePatternSet patterns(&getContext());
     bool scalars = scalarsIntoReaders;
     linalg::populateElementwiseOpsFusionPatterns(
-        patterns, [scalars](OpOperand *operand) {
+        patterns, [scalars, returned](OpOperand *operand) {
           Operation *producer = operand->get().getDefiningOp();
-          if (!producer || bodySize(producer) + bodySize(operand->getOwner()) >
-                               kMaxFusedBody)
+          Operation *reader = operand->getOwner();
+          if (!producer ||
+              bodySize(producer) + bodySize(reader) > kMaxFusedBody)
             return false;
+          if (returned)
+            return allParallel(producer) && allParallel(reader) &&
+                   !producer->hasOneUse() &&
+                   readByAndReturned(producer, reader);
           return producer->hasOneUse() ||
                  (scalars && scalar(producer) &&
                   llvm::all_of(producer->getUsers(), [&](Operation *user) {
-                    return user == operand->getOwner();
+                    return user == reader;
                   }));
         });
-    if (failed(
-            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    return applyPatternsAndFoldGreedily(getOperation(), std::move(patterns));
   }
 };
 

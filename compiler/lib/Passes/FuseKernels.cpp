@@ -11,6 +11,7 @@
 
 #include "Permutations.h"
 
+#include "locus/Dialect/DynamicDims.h"
 #include "locus/Passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -314,6 +315,7 @@ public:
       mergePrologues(groups, groupOf);
       mergeRows(groups, groupOf);
       mergeOptimizerSteps(groups);
+      mergeSiblings(groups);
     }
     int64_t kernels = 0;
     for (auto &group : groups)
@@ -483,6 +485,75 @@ private:
     }
   }
 
+  /// Whether `g` only moves data or computes elementwise, on a GPU, at
+  /// static extents: its ops are elementwise ops, reshapes, transposes and
+  /// broadcasts, which lower to linalg ops with parallel loops alone.
+  static bool parallelOnGpu(const Group &g) {
+    return g.device.getKind() == DeviceKind::cuda &&
+           llvm::all_of(g.ops, [](Operation *op) {
+             return (isElementwise(op) || isa<ReshapeOp, TransposeOp>(op)) &&
+                    !op->hasAttr(kDimsAttrName);
+           });
+  }
+
+  /// The kernels that join open sibling kernels at most, looking back.
+  static constexpr size_t kSiblingsLookBack = 8;
+
+  /// On a GPU, kernels that only move data or compute elementwise
+  /// (parallelOnGpu) and do not depend on each other join one kernel,
+  /// which --locus-map-to-gpu runs side by side in one launch: attention's
+  /// q, k and v split into heads were three launches of a few hundred
+  /// elements each. A kernel joins an earlier one when every reader of the
+  /// earlier one's results stands after it (so no path leads from one to
+  /// the other, and the joined kernel, which stands where the later one
+  /// stood, comes before every reader).
+  void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups) {
+    SmallVector<Group *> order;
+    for (auto &g : groups)
+      if (!g->ops.empty() && parallelOnGpu(*g))
+        order.push_back(g.get());
+    llvm::sort(order, [](Group *a, Group *b) {
+      return a->root->isBeforeInBlock(b->root);
+    });
+    SmallVector<Group *> open;
+    for (Group *g : order) {
+      llvm::SmallPtrSet<Operation *, 8> inside(g->ops.begin(), g->ops.end());
+      auto readAfter = [&](Operation *root) {
+        return llvm::all_of(root->getUsers(), [&](Operation *user) {
+          return inside.contains(user) || g->root->isBeforeInBlock(user);
+        });
+      };
+      auto joins = [&](Group *target) {
+        return target->device == g->device &&
+               static_cast<int64_t>(target->ops.size() + g->ops.size()) <=
+                   maxOps &&
+               buffersOf(*target) + buffersOf(*g) <= kMaxStepBuffers &&
+               readAfter(target->root) &&
+               llvm::all_of(target->otherRoots, readAfter);
+      };
+      Group *into = nullptr;
+      for (size_t k = 1; k <= std::min(open.size(), kSiblingsLookBack); ++k)
+        if (joins(open[open.size() - k])) {
+          into = open[open.size() - k];
+          break;
+        }
+      if (!into) {
+        open.push_back(g);
+        continue;
+      }
+      LLVM_DEBUG(llvm::dbgs()
+                 << "[" DEBUG_TYPE "] " << g->root->getName() << " at "
+                 << g->root->getLoc() << " runs side by side with "
+                 << into->root->getName() << " at " << into->root->getLoc()
+                 << "\n");
+      into->otherRoots.push_back(into->root);
+      llvm::append_range(into->ops, g->ops);
+      into->root = g->root;
+      g->ops.clear();
+      g->root = nullptr;
+    }
+  }
+
   static DeviceAttr deviceOf(Operation *op) { return placedOrCpu(op); }
 
   /// Moves the group's ops, in graph order, into a locus.kernel at the
@@ -512,14 +583,19 @@ private:
     kernel.getBody().push_back(block);
     Operation *after = kernel;
     unsigned next = 0;
+    llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(),
+                                               group.ops.end());
     for (Operation *r : roots) {
       for (Operation *user : llvm::make_early_inc_range(r->getUsers()))
         if (isa<AssignOp>(user) && user->isBeforeInBlock(kernel)) {
           user->moveAfter(after);
           after = user;
         }
-      r->replaceAllUsesWith(
-          kernel.getResults().slice(next, r->getNumResults()));
+      // Ops of the kernel read another root's result directly (side by
+      // side kernels where one reads the other's result).
+      r->replaceUsesWithIf(
+          kernel.getResults().slice(next, r->getNumResults()),
+          [&](OpOperand &use) { return !members.contains(use.getOwner()); });
       next += r->getNumResults();
     }
     for (Operation *op : group.ops)

@@ -256,15 +256,19 @@ public:
     func::FuncOp func = getOperation();
     func.walk([](func::ReturnOp ret) {
       OpBuilder b(ret);
+      llvm::SmallDenseSet<Value> returned;
       for (OpOperand &operand : ret->getOpOperands()) {
-        auto arg = dyn_cast<BlockArgument>(operand.get());
-        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-        if (!arg || !type)
+        Value value = operand.get();
+        auto type = dyn_cast<RankedTensorType>(value.getType());
+        // An argument, or a value returned already (two results of a
+        // kernel that folded to one value: `x * 0.5` and `x * 0.5 * 1.0`).
+        bool again = !returned.insert(value).second;
+        if (!type || (!isa<BlockArgument>(value) && !again))
           continue;
         Value empty = b.create<tensor::EmptyOp>(ret.getLoc(), type.getShape(),
                                                 type.getElementType());
         operand.set(
-            b.create<linalg::CopyOp>(ret.getLoc(), arg, empty).getResult(0));
+            b.create<linalg::CopyOp>(ret.getLoc(), value, empty).getResult(0));
       }
     });
   }

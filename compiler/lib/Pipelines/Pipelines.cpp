@@ -60,6 +60,7 @@ void buildBufferization(OpPassManager &pm, bool forGpu = false) {
   pm.addNestedPass<func::FuncOp>(createLocusDynamicKernels(dynamic));
   LocusFuseElementwiseOptions fusion;
   fusion.scalarsIntoReaders = forGpu;
+  fusion.resultsIntoReaders = forGpu;
   pm.addPass(createLocusFuseElementwise(fusion));
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createLocusCopyForwardedResults());

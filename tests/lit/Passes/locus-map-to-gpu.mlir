@@ -196,6 +196,86 @@ func.func @sum_columns(%x: memref<2000x40xf32>, %y: memref<40xf32>) attributes {
   return
 }
 
+// A small bias gradient (64 rows into 32 outputs) would split into 4
+// shares of 16: instead 4 lanes of a warp share each output, in one launch
+// (no partials). Lane l of a warp: output l % 8, share l / 8, folding the
+// rows share, share + 4, ...; two butterfly shuffles (xor 8, 16) combine
+// the shares; the lanes of share 0 store (added to the output's value).
+// Lanes past the last output fold the last one and do not store.
+// CHECK-LABEL: func.func @sum_columns_lanes
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256,
+// CHECK: %[[LANE:.*]] = arith.remui %[[TX]], %c32
+// CHECK: %[[SHARE:.*]] = arith.divui %[[LANE]], %c8
+// CHECK: %[[WARP:.*]] = arith.divui %[[TX]], %c32
+// CHECK: %[[W8:.*]] = arith.muli %[[WARP]], %c8
+// CHECK: %[[COL:.*]] = arith.remui %[[LANE]], %c8
+// CHECK: %[[INWARP:.*]] = arith.addi %[[W8]], %[[COL]]
+// CHECK: %[[B64:.*]] = arith.muli %[[BX]], %c64
+// CHECK: %[[OUT:.*]] = arith.addi %[[B64]], %[[INWARP]]
+// CHECK: %[[LAST:.*]] = arith.subi %c32{{[_0-9]*}}, %c1
+// CHECK: %[[AT:.*]] = arith.minui %[[OUT]], %[[LAST]]
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %[[SHARE]] to %c64{{[_0-9]*}} step %c4
+// CHECK: memref.load %arg0
+// CHECK: arith.addf
+// CHECK: %[[S8:.*]], %{{.*}} = gpu.shuffle xor %[[PART]], %c8_i32, %c32_i32
+// CHECK: %[[P8:.*]] = arith.addf %[[S8]], %[[PART]]
+// CHECK: %[[S16:.*]], %{{.*}} = gpu.shuffle xor %[[P8]], %c16_i32, %c32_i32
+// CHECK: %[[P16:.*]] = arith.addf %[[S16]], %[[P8]]
+// CHECK-NOT: gpu.shuffle
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[SHARE]], %c0
+// CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %[[OUT]], %c32
+// CHECK: %[[STORES:.*]] = arith.andi %[[FIRST]], %[[INSIDE]]
+// CHECK: scf.if %[[STORES]]
+// CHECK: %[[INIT:.*]] = memref.load %arg1
+// CHECK: %[[SUM:.*]] = arith.addf %[[P16]], %[[INIT]]
+// CHECK: memref.store %[[SUM]], %arg1
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @sum_columns_lanes(%x: memref<64x32xf32>, %y: memref<32xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<64x32xf32>) outs(%y : memref<32xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// 97 rows into 37 outputs (primes): 6 shares of 16 round up to 8 lanes, a
+// warp holding 4 outputs, a block 32: 2 blocks, three shuffles.
+// CHECK-LABEL: func.func @max_columns_lanes
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2{{[_0-9]*}},
+// CHECK: arith.divui %{{.*}}, %c4
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c97{{[_0-9]*}} step %c8
+// CHECK: arith.maximumf
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32, %c32_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32
+// CHECK-NOT: gpu.shuffle
+// CHECK: arith.cmpi ult, %{{.*}}, %c37
+func.func @max_columns_lanes(%x: memref<97x37xf32>, %y: memref<37xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<97x37xf32>) outs(%y : memref<37xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.maximumf %a, %b : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// An i64 sum over columns splits over grid.y as f32 sums with more shares
+// do: the lanes take f32 combiners only.
+// CHECK-LABEL: func.func @sum_columns_i64
+// CHECK: memref.alloc() : memref<128xi64>
+// CHECK-NOT: gpu.shuffle
+func.func @sum_columns_i64(%x: memref<64x32xi64>, %y: memref<32xi64>) attributes {locus.device = #locus.device<cuda:0>} {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<64x32xi64>) outs(%y : memref<32xi64>) {
+  ^bb0(%a: i64, %b: i64):
+    %s = arith.addi %a, %b : i64
+    linalg.yield %s : i64
+  }
+  return
+}
+
 // Four outputs of 2,000,000 elements: the shares would be 67,584, past
 // grid.y's 65,535; they are capped there (shares of 31: 64,517 of them).
 // CHECK-LABEL: func.func @sum_columns_capped

@@ -701,6 +701,21 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     kernel of steps stops at 256 buffers: a CUDA kernel's parameters (one
     8-byte pointer a buffer) were limited to 4 KiB before CUDA 12.1. The
     tiny Transformer step's 30 Adam steps are one launch instead of 60.
+    Then, on a CUDA device, kernels that only move data or compute
+    elementwise (elementwise ops, reshapes, transposes, broadcasts; static
+    shapes) join one kernel when neither depends on the other, which
+    `--locus-map-to-gpu` also runs side by side in one launch: attention's
+    q, k and v split into heads were three launches of a few hundred
+    elements. A kernel joins an earlier such kernel (one of the last 8)
+    when every reader of the earlier one's results stands after it, so no
+    path leads from one to the other and the joined kernel, where the
+    later one stood, comes before every reader. It may read the earlier
+    one's results itself: the kernel gives both (a layer norm's normalized
+    input, which the backward pass reads too, and its affine output), and
+    `--locus-fuse-elementwise{results-into-readers}` then has the reader
+    recompute them, so the two still share a launch. With these and the
+    column lanes of `--locus-map-to-gpu` the tiny Transformer step's 162
+    CUDA kernels make 193 launches (178 kernels and 232 launches before).
     Copies, sources, outputs and state updates stay in the graph; an op with
     several results (an optimizer step) gives its kernel several results.
     The graph's `locus.kernels` attribute says how many kernels there are.
@@ -899,7 +914,15 @@ def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
     loop would recompute them for every element (the host version of the
     Transformer step's merged Adam kernel took 392 us a step that way,
     against about 95 with them apart, as its 30 separate kernels took
-    before). A fused body
+    before). With `results-into-readers` (the CUDA lowering sets it too),
+    once the chains are fused: a producer that the kernel returns and one
+    other op reads fuses into that reader when both have parallel loops
+    alone. The reader recomputes the producer's values and the producer
+    stays to write the kernel's result, so the two read only the kernel's
+    inputs and `--locus-map-to-gpu` runs them side by side in one launch
+    instead of one after the other (`--locus-fuse-kernels` joins such
+    kernels on a GPU). It runs after the chains are whole so that no op of
+    a chain is left with two readers. A fused body
     stops growing at 128 ops: each fusion builds a new op holding both
     bodies, so fusing a chain of n ops one by one would copy O(n^2) ops
     (compile time would grow with the square of a long chain). Unlike MLIR's
@@ -919,18 +942,24 @@ def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
            /*default=*/"false",
            "Fuse scalar producers into the one op that reads their "
            "results (for GPU threads)">,
+    Option<"resultsIntoReaders", "results-into-readers", "bool",
+           /*default=*/"false",
+           "Fuse a producer the kernel returns into its one reader, which "
+           "recomputes its values (for GPU launches)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
 def LocusCopyForwardedResults
     : Pass<"locus-copy-forwarded-results", "::mlir::func::FuncOp"> {
-  let summary = "A kernel that returns one of its arguments returns a copy.";
+  let summary = "A kernel returns copies of arguments and repeated values.";
   let description = [{
     After folding, a kernel can come down to one of its arguments (`x * 1.0`,
-    the seed of a backward pass times a gradient). Each `func.return` operand
-    that is an argument of the function becomes a `linalg.copy` of it into a
-    new tensor: every kernel result gets a buffer of its own, as the plan
+    the seed of a backward pass times a gradient), and two results to one
+    value (kernels joined side by side on a GPU: `x * 0.5` and
+    `x * 0.5 * 1.0`). Each `func.return` operand that is an argument of the
+    function, or a value an earlier operand returns already, becomes a
+    `linalg.copy` of it into a new tensor: every kernel result gets a buffer of its own, as the plan
     expects, and MLIR 19's `buffer-results-to-out-params{hoist-static-allocs}`
     (which crashes on a returned argument) sees an allocation. Runs right
     before bufferization, after `canonicalize`.
@@ -1459,7 +1488,17 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
       thread per output, neighbouring threads on neighbouring outputs
       (coalesced), each folding its column. With too few outputs to fill
       the GPU (fewer than 1056 x 256 threads) and 32 or more elements each,
-      the reduced elements split into shares of at least 16 over
+      the reduced elements split into shares of at least 16. When that
+      makes 8 shares or fewer and the combiner is f32's (a bias gradient
+      of 64 rows: 4 shares of 16), the shares are lanes of one warp, in one
+      launch: a warp holds 32 / lanes neighbouring outputs (lanes rounded
+      up to a power of two), lane `l` folding output `l % (32 / lanes)`'s
+      elements `l / (32 / lanes)`, plus every lanes-th after it (a warp
+      reads neighbouring outputs of neighbouring rows), butterfly
+      `gpu.shuffle xor` combine the shares, and the lanes of share 0
+      store; lanes past the last output fold the last one and do not
+      store. The tiny Transformer step's 23 bias gradients took two
+      launches each before. With more shares they go over
       `grid.y`; each thread folds its share into a temporary of partials
       `[shares][outputs]`, and a second launch, a thread per output, folds
       its partials in order into the output;

@@ -44,6 +44,10 @@ inline constexpr int64_t kMinSplit = 16 * kBlock;
 inline constexpr int64_t kFillThreads = kFillBlocks * kBlock;
 /// The fewest elements a thread of a split column reduction folds.
 inline constexpr int64_t kMinColumnShare = 16;
+/// The most lanes of a warp that share one output of a column reduction
+/// (emitColumnLanes): with 8, a warp reads 4 neighbouring outputs of 8
+/// rows at a time, 16 bytes of each row.
+inline constexpr int64_t kMaxColumnLanes = 8;
 /// The largest grid.y a launch may have.
 inline constexpr int64_t kMaxGridY = 65535;
 /// The longest rows a warp reduces alone (8 elements per lane).
@@ -115,6 +119,8 @@ enum class Strategy {
   flatElementwise,  ///< plain elementwise: 4 consecutive elements a thread
   threadPerElement, ///< any other parallel op
   columnThreads,    ///< outputs contiguous: a thread per output
+  columnLanes,      ///< the same, the reduced elements split over a few
+                    ///< lanes of a warp, combined by shuffles
   columnSplit,      ///< the same, the reduced elements split over grid.y
   rowSplit,         ///< reduced elements contiguous, few outputs: several
                     ///< blocks per output, then a launch over the partials
@@ -363,6 +369,16 @@ private:
   /// thread per output folds its partials in order into the output.
   void emitColumnSplit(OpBuilder &b, const Combiner &c, int64_t splits,
                        int64_t share);
+
+  /// A column reduction with few shares per output, in one launch: a
+  /// warp holds 32 / `lanes` neighbouring outputs, each folded by `lanes`
+  /// lanes (lane l: output l % (32 / lanes), share l / (32 / lanes)), a
+  /// share taking every `lanes`-th reduced element, so that a warp reads
+  /// neighbouring outputs of `lanes` neighbouring rows at a time. Then
+  /// butterfly shuffles combine the shares and the lanes of share 0
+  /// store. Lanes past the last output fold the last one (every lane of a
+  /// warp takes part in the shuffles) and do not store.
+  void emitColumnLanes(OpBuilder &b, const Combiner &c, int64_t lanes);
 
   void emitThreadPerRow(OpBuilder &b);
 

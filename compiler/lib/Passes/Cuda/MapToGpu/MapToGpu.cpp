@@ -8,8 +8,9 @@
 // elements of row-major buffers).
 // A reduction with one combiner takes one of these strategies, chosen by
 // the rules of choose() from the static shapes:
-// - columns (outputs contiguous): a thread per output, split over grid.y
-//   into partials when the outputs cannot fill the GPU;
+// - columns (outputs contiguous): a thread per output; when the outputs
+//   cannot fill the GPU, split over up to 8 lanes of a warp combined by
+//   shuffles, or over grid.y into partials when that takes more shares;
 // - rows (reduced elements contiguous): a block per output, each thread
 //   striding and the block combining with gpu.all_reduce; a warp per output
 //   for short f32 rows; several blocks per output and a second launch over
@@ -245,6 +246,9 @@ LogicalResult Emitter::run() {
   case Strategy::threadPerOutput:
     emitThreadPerRow(b);
     break;
+  case Strategy::columnLanes:
+    emitColumnLanes(b, combiner, choice.splits);
+    break;
   case Strategy::columnSplit:
     emitColumnSplit(b, combiner, choice.splits, choice.share);
     break;
@@ -279,6 +283,12 @@ Choice Emitter::choose(const std::optional<Combiner> &c) {
       return {Strategy::columnThreads, "columns: a thread per output"};
     int64_t share = (cols + splits - 1) / splits;
     splits = (cols + share - 1) / share; // no empty share
+    if (int64_t lanes = static_cast<int64_t>(llvm::PowerOf2Ceil(splits));
+        lanes <= kMaxColumnLanes && c->identity.getType().isF32())
+      return {Strategy::columnLanes,
+              "columns: " + std::to_string(lanes) +
+                  " lanes per output, combined by shuffles",
+              lanes};
     return {Strategy::columnSplit,
             "columns: a thread per output, split over " +
                 std::to_string(splits) + " shares of " + std::to_string(share),

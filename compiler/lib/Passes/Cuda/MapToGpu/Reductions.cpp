@@ -2,9 +2,10 @@
 //--------------------------------===//
 //
 // The reduction strategies of --locus-map-to-gpu (Emitter::choose picks
-// one): a thread per output over columns, split over grid.y when the
-// outputs are few; a block, a warp or several blocks per output over rows;
-// a thread per output, looping, for any other reduction.
+// one): a thread per output over columns, split over a few lanes of a
+// warp or over grid.y when the outputs are few; a block, a warp or several
+// blocks per output over rows; a thread per output, looping, for any other
+// reduction.
 //
 //===----------------------------------------------------------------------===//
 
@@ -210,6 +211,45 @@ void Emitter::emitColumnSplit(OpBuilder &b, const Combiner &c, int64_t splits,
     store(b, loop.getResult(0), out, loops);
   }
   b.create<memref::DeallocOp>(loc, partials);
+}
+
+void Emitter::emitColumnLanes(OpBuilder &b, const Combiner &c, int64_t lanes) {
+  int64_t perWarp = 32 / lanes, perBlock = kBlock / lanes;
+  OpBuilder::InsertionGuard guard(b);
+  gpu::LaunchOp l = launch(b, gridFor(b, perBlock), kBlock);
+  Value tid = l.getThreadIds().x;
+  Value lane = b.create<arith::RemUIOp>(loc, tid, index(b, 32));
+  Value share = b.create<arith::DivUIOp>(loc, lane, index(b, perWarp));
+  Value inWarp = b.create<arith::AddIOp>(
+      loc,
+      b.create<arith::MulIOp>(loc,
+                              b.create<arith::DivUIOp>(loc, tid, index(b, 32)),
+                              index(b, perWarp)),
+      b.create<arith::RemUIOp>(loc, lane, index(b, perWarp)));
+  Value output = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, perBlock)),
+      inWarp);
+  Value last = b.create<arith::SubIOp>(loc, rowsAt(b), index(b, 1));
+  SmallVector<Value> loops(ranges.size(), index(b, 0));
+  delinearize(b, b.create<arith::MinUIOp>(loc, output, last), parallelDims,
+              loops);
+  Value partial = foldStrided(b, c, loops, share, colsAt(b), lanes);
+  for (int64_t offset = perWarp; offset < 32; offset *= 2) {
+    Value other = b.create<gpu::ShuffleOp>(loc, partial, offset, 32,
+                                           gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    partial = combine(b, c, partial, other);
+  }
+  Value stores = b.create<arith::AndIOp>(
+      loc,
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, share,
+                              index(b, 0)),
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, output,
+                              rowsAt(b)));
+  auto write = b.create<scf::IfOp>(loc, stores, false);
+  b.setInsertionPointToStart(&write.getThenRegion().front());
+  unsigned out = op.getNumDpsInputs();
+  store(b, combine(b, c, initial(b, 0, loops), partial), out, loops);
 }
 
 void Emitter::emitThreadPerRow(OpBuilder &b) {

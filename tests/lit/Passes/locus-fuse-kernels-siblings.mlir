@@ -1,0 +1,115 @@
+// On a GPU, kernels that only move data or compute elementwise join one
+// kernel when neither depends on the other, which --locus-map-to-gpu runs
+// side by side in one launch: attention's q, k and v split into heads were
+// three launches. A kernel joins an earlier one when every reader of the
+// earlier one's results stands after it; it may read them itself (the
+// kernel then gives both results). On the CPU nothing changes.
+// RUN: locus-opt %s --pass-pipeline='builtin.module(locus.graph(locus-place-devices{policy=strict devices=cpu,cuda:0},locus-insert-transfers,locus-fuse-kernels))' | FileCheck %s
+
+// The three head splits are one kernel of three results, where the last
+// stood; the products read them from it.
+// CHECK-LABEL: locus.graph @heads_gpu
+// CHECK-SAME: locus.kernels = 3
+// (k's two transposes fold into one.)
+// CHECK: %[[H:.*]]:3 = locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> {
+// CHECK-NEXT: locus.transpose %q
+// CHECK-NEXT: locus.transpose %v
+// CHECK-NEXT: locus.transpose %k [0, 2, 3, 1]
+// CHECK-NEXT: locus.yield
+// CHECK: %[[S:.*]] = locus.kernel on <cuda:0>
+// CHECK-NEXT: locus.matmul %[[H]]#0, %[[H]]#2
+// CHECK: locus.kernel on <cuda:0>
+// CHECK-NEXT: locus.matmul %[[S]], %[[H]]#1
+locus.graph @heads_gpu {
+  %q = locus.input "q" : tensor<2x8x4x4xf32> on <cuda:0>
+  %k = locus.input "k" : tensor<2x8x4x4xf32> on <cuda:0>
+  %v = locus.input "v" : tensor<2x8x4x4xf32> on <cuda:0>
+  %qh = locus.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kh = locus.transpose %k [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vh = locus.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = locus.transpose %kh [0, 1, 3, 2] : tensor<2x4x8x4xf32> -> tensor<2x4x4x8xf32>
+  %s = locus.matmul %qh, %kt : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %o = locus.matmul %s, %vh : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  locus.output "o" = %o : tensor<2x4x8x4xf32>
+}
+
+// The same on the CPU: a kernel per head split.
+// CHECK-LABEL: locus.graph @heads_cpu
+// CHECK-SAME: locus.kernels = 5
+locus.graph @heads_cpu {
+  %q = locus.input "q" : tensor<2x8x4x4xf32>
+  %k = locus.input "k" : tensor<2x8x4x4xf32>
+  %v = locus.input "v" : tensor<2x8x4x4xf32>
+  %qh = locus.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kh = locus.transpose %k [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vh = locus.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = locus.transpose %kh [0, 1, 3, 2] : tensor<2x4x8x4xf32> -> tensor<2x4x4x8xf32>
+  %s = locus.matmul %qh, %kt : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %o = locus.matmul %s, %vh : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  locus.output "o" = %o : tensor<2x4x8x4xf32>
+}
+
+// A layer norm's normalized input, which its affine output reads and the
+// graph gives too: one kernel of both results, the affine one reading the
+// normalized one inside it.
+// CHECK-LABEL: locus.graph @reads_the_other
+// CHECK-SAME: locus.kernels = 1
+// CHECK: %[[K:.*]]:2 = locus.kernel on <cuda:0> -> tensor<8x16xf32>, tensor<8x16xf32> {
+// CHECK: %[[N:.*]] = locus.mul
+// CHECK: locus.mul %[[N]]
+// CHECK: locus.add
+// CHECK: locus.yield %[[N]], %{{.*}} : tensor<8x16xf32>, tensor<8x16xf32>
+// CHECK: locus.output "n" = %[[K]]#0
+// CHECK: locus.output "y" = %[[K]]#1
+locus.graph @reads_the_other {
+  %x = locus.input "x" : tensor<8x16xf32> on <cuda:0>
+  %r = locus.input "r" : tensor<8x16xf32> on <cuda:0>
+  %w = locus.input "w" : tensor<8x16xf32> on <cuda:0>
+  %b = locus.input "b" : tensor<8x16xf32> on <cuda:0>
+  %n = locus.mul %x, %r : tensor<8x16xf32>
+  %nw = locus.mul %n, %w : tensor<8x16xf32>
+  %y = locus.add %nw, %b : tensor<8x16xf32>
+  locus.output "n" = %n : tensor<8x16xf32>
+  locus.output "y" = %y : tensor<8x16xf32>
+}
+
+// Not joined: the first split, which a product reads before the second
+// stands; and the exp with the scalings, to which a path leads through
+// the sum's kernel. Joined: the second split with the exp, and the two
+// scalings, which read the sum alike.
+// CHECK-LABEL: locus.graph @read_between
+// CHECK-SAME: locus.kernels = 5
+// CHECK: locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32> {
+// CHECK-NEXT: locus.transpose %q
+// CHECK: locus.kernel on <cuda:0>
+// CHECK-NEXT: locus.matmul
+// CHECK: %[[KE:.*]]:2 = locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32>, tensor<2x8x4x4xf32> {
+// CHECK-NEXT: locus.transpose %k
+// CHECK-NEXT: locus.exp %x
+// CHECK: %[[SUM:.*]] = locus.kernel on <cuda:0> -> tensor<f32> {
+// CHECK-NEXT: locus.sum %[[KE]]#1
+// CHECK: locus.kernel on <cuda:0> -> tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> {
+// CHECK-NEXT: locus.broadcast %[[SUM]]
+// CHECK-NEXT: locus.mul
+// CHECK-NEXT: locus.broadcast %[[SUM]]
+// CHECK-NEXT: locus.mul
+locus.graph @read_between {
+  %q = locus.input "q" : tensor<2x8x4x4xf32> on <cuda:0>
+  %k = locus.input "k" : tensor<2x8x4x4xf32> on <cuda:0>
+  %w = locus.input "w" : tensor<2x4x4x8xf32> on <cuda:0>
+  %x = locus.input "x" : tensor<2x8x4x4xf32> on <cuda:0>
+  %qh = locus.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %s = locus.matmul %qh, %w : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %kh = locus.transpose %k [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %e = locus.exp %x : tensor<2x8x4x4xf32>
+  %sum = locus.sum %e axes [0, 1, 2, 3] : tensor<2x8x4x4xf32> -> tensor<f32>
+  %b1 = locus.broadcast %sum [2, 8, 4, 4] : tensor<f32> -> tensor<2x8x4x4xf32>
+  %d1 = locus.mul %q, %b1 : tensor<2x8x4x4xf32>
+  %b2 = locus.broadcast %sum [2, 8, 4, 4] : tensor<f32> -> tensor<2x8x4x4xf32>
+  %d2 = locus.mul %k, %b2 : tensor<2x8x4x4xf32>
+  locus.output "s" = %s : tensor<2x4x8x8xf32>
+  locus.output "kh" = %kh : tensor<2x4x8x4xf32>
+  locus.output "e" = %e : tensor<2x8x4x4xf32>
+  locus.output "d1" = %d1 : tensor<2x8x4x4xf32>
+  locus.output "d2" = %d2 : tensor<2x8x4x4xf32>
+}
