@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -836,6 +837,11 @@ void bindTrainEval(py::module_ &m) {
 
 /// A loaded artifact and one context of it.
 struct RuntimeModel {
+  /// The arrays registered with the model, by address: each is kept
+  /// alive while its memory is registered (and past the model, which
+  /// unregisters what is left when it goes: declared first, so destroyed
+  /// last).
+  std::map<const void *, py::object> registered;
   rt::Model model;
   std::unique_ptr<rt::Context> context;
   std::mutex mutex; // one run at a time on the context
@@ -900,8 +906,11 @@ py::array runtimeInput(const rt::TensorInfo &info, const py::handle &value) {
     throw py::value_error("input '" + info.name + "' has shape " +
                           tupleText(shape) + "; the model takes " +
                           tupleText(info.shape));
-  return py::array::ensure(a.attr("astype")(numpyDType(info.dtype)),
-                           py::array::c_style);
+  // No copy where it already is what the model takes (memory the user
+  // registered is then read where it lies).
+  return py::array::ensure(
+      a.attr("astype")(numpyDType(info.dtype), py::arg("copy") = false),
+      py::array::c_style);
 }
 
 /// Refuses a path with a NUL byte, which C would silently cut short.
@@ -919,12 +928,10 @@ std::vector<std::string> namesOf(const std::vector<rt::TensorInfo> &tensors) {
   return names;
 }
 
-/// Input or output `name` of `self` (a RuntimeModel) as a NumPy array over
-/// the context's view of it, holding `self` alive; an output's is
-/// read-only.
-py::array runtimeView(const py::object &self, const std::string &name,
-                      bool input) {
-  auto &r = self.cast<RuntimeModel &>();
+/// Input (or output) `name` of `r`; a KeyError naming the model's others
+/// if it has none of that name.
+rt::TensorInfo tensorNamed(const RuntimeModel &r, const std::string &name,
+                           bool input) {
   const std::vector<rt::TensorInfo> tensors =
       input ? r.model.inputs() : r.model.outputs();
   auto info = std::find_if(tensors.begin(), tensors.end(),
@@ -934,6 +941,16 @@ py::array runtimeView(const py::object &self, const std::string &name,
                         "' is not the model's; its " +
                         (input ? "inputs: " : "outputs: ") +
                         joined(namesOf(tensors)));
+  return *info;
+}
+
+/// Input or output `name` of `self` (a RuntimeModel) as a NumPy array over
+/// the context's view of it, holding `self` alive; an output's is
+/// read-only.
+py::array runtimeView(const py::object &self, const std::string &name,
+                      bool input) {
+  auto &r = self.cast<RuntimeModel &>();
+  const rt::TensorInfo info = tensorNamed(r, name, input);
   void *data = nullptr;
   try {
     py::gil_scoped_release release;
@@ -943,17 +960,126 @@ py::array runtimeView(const py::object &self, const std::string &name,
   } catch (const rt::Error &e) {
     raiseRuntime(e);
   }
-  std::vector<py::ssize_t> shape(info->shape.begin(), info->shape.end());
-  py::array view(numpyDType(info->dtype), shape, data, self);
+  std::vector<py::ssize_t> shape(info.shape.begin(), info.shape.end());
+  py::array view(numpyDType(info.dtype), shape, data, self);
   if (!input)
     view.attr("setflags")(py::arg("write") = false);
   return view;
 }
 
+/// `value` as a C-contiguous NumPy array whose memory the runtime may
+/// register; a TypeError otherwise (a copy would register nothing).
+py::array contiguousArray(const py::handle &value, const char *what) {
+  if (!py::isinstance<py::array>(value))
+    throw py::type_error(std::string(what) + " must be a NumPy array");
+  auto a = py::reinterpret_borrow<py::array>(value);
+  if (!(a.flags() & py::array::c_style))
+    throw py::value_error(std::string(what) +
+                          " must be C-contiguous (np.ascontiguousarray)");
+  return a;
+}
+
+/// Output `name` of the last run read into `out` (a C-contiguous,
+/// writable array of the output's dtype and shape), or into a new array.
+py::array readRuntimeOutput(RuntimeModel &r, const std::string &name,
+                            const py::object &out) {
+  const rt::TensorInfo info = tensorNamed(r, name, /*input=*/false);
+  std::vector<py::ssize_t> shape(info.shape.begin(), info.shape.end());
+  py::array into = out.is_none() ? py::array(numpyDType(info.dtype), shape)
+                                 : contiguousArray(out, "out");
+  std::vector<int64_t> got(into.shape(), into.shape() + into.ndim());
+  if (!into.dtype().equal(numpyDType(info.dtype)) || got != info.shape)
+    throw py::value_error(
+        "out has dtype " + py::str(into.dtype()).cast<std::string>() +
+        " and shape " + tupleText(got) + "; output '" + name + "' is " +
+        py::str(numpyDType(info.dtype)).cast<std::string>() + " of shape " +
+        tupleText(info.shape));
+  if (!into.writeable())
+    throw py::value_error("out is read-only");
+  void *data = into.mutable_data();
+  try {
+    py::gil_scoped_release release;
+    std::lock_guard lock(r.mutex);
+    r.context->readOutput(name, data, info.byteSize);
+  } catch (const rt::Error &e) {
+    raiseRuntime(e);
+  }
+  return into;
+}
+
+void bindRuntimeMemory(py::class_<RuntimeModel> &model) {
+  model
+      .def(
+          "register_host",
+          [](RuntimeModel &r, const py::object &array) {
+            py::array a = contiguousArray(array, "register_host's array");
+            const void *data = a.data();
+            bool pinned = false;
+            try {
+              py::gil_scoped_release release;
+              std::lock_guard lock(r.mutex);
+              pinned = r.model.registerHost(const_cast<void *>(data),
+                                            static_cast<size_t>(a.nbytes()));
+            } catch (const rt::Error &e) {
+              raiseRuntime(e);
+            }
+            r.registered[data] = a;
+            return pinned;
+          },
+          py::arg("array"),
+          "Registers a NumPy array's memory with the model: set_input from "
+          "it and read_output into it then copy by DMA on a GPU, without "
+          "staging. Returns whether the memory is page-locked now (False "
+          "on cpu and sim, where nothing needs it). The model keeps the "
+          "array until unregister_host or its own end.")
+      .def(
+          "unregister_host",
+          [](RuntimeModel &r, const py::object &array) {
+            py::array a = contiguousArray(array, "unregister_host's array");
+            const void *data = a.data();
+            try {
+              py::gil_scoped_release release;
+              std::lock_guard lock(r.mutex);
+              r.model.unregisterHost(const_cast<void *>(data));
+            } catch (const rt::Error &e) {
+              raiseRuntime(e);
+            }
+            r.registered.erase(data);
+          },
+          py::arg("array"), "Undoes register_host for that array.")
+      .def(
+          "set_input",
+          [](RuntimeModel &r, const std::string &name,
+             const py::object &value) {
+            const rt::TensorInfo info = tensorNamed(r, name, /*input=*/true);
+            py::array a = runtimeInput(info, value);
+            try {
+              py::gil_scoped_release release;
+              std::lock_guard lock(r.mutex);
+              r.context->setInput(name, a.data(), info.byteSize);
+            } catch (const rt::Error &e) {
+              raiseRuntime(e);
+            }
+          },
+          py::arg("name"), py::arg("value"),
+          "Copies input `name` in for the next run_in_place (straight from "
+          "the array where it is C-contiguous and of the input's dtype).")
+      .def(
+          "read_output",
+          [](RuntimeModel &r, const std::string &name, const py::object &out) {
+            return readRuntimeOutput(r, name, out);
+          },
+          py::arg("name"), py::arg("out") = py::none(),
+          "Output `name` of the last run, copied into `out` (C-contiguous, "
+          "writable, of the output's dtype and shape) or into a new array.");
+}
+
 void bindRuntime(py::module_ &m) {
   py::module_ runtime =
       m.def_submodule("runtime", "loading and running saved artifacts");
-  py::class_<RuntimeModel>(runtime, "Model")
+  py::class_<RuntimeModel> model(runtime, "Model");
+  bindRuntimeMemory(model);
+  model
       .def_property_readonly(
           "report", [](const RuntimeModel &r) { return r.model.report(); })
       .def_property_readonly(

@@ -47,10 +47,11 @@ locus_status_t unregisterHost(locus_model_t &m, void *data) {
   auto it = m.registered.find(static_cast<const char *>(data));
   if (it == m.registered.end())
     return makeStatus(LOCUS_STATUS_INVALID_ARGUMENT,
-                      "no host memory was registered at %p (%zu range%s "
-                      "are): pass the address register_host was given",
+                      "no host memory was registered at %p (%zu %s "
+                      "registered): pass the address register_host was "
+                      "given",
                       data, m.registered.size(),
-                      m.registered.size() == 1 ? " is" : "s");
+                      m.registered.size() == 1 ? "range is" : "ranges are");
   if (it->second.pinned)
     m.pinner->unpinHost(data);
   m.registered.erase(it);

@@ -1498,6 +1498,55 @@ def test_runtime_views_feed_and_read_without_copies(tmp_path):
         np.testing.assert_allclose(y2.sum(), y2.sum())  # still readable
 
 
+def test_runtime_registered_arrays_feed_and_read(tmp_path):
+    """locus.runtime.Model.register_host: a NumPy array's memory registered
+    with the model (page-locked on a GPU; recorded only on cpu and sim, so
+    False here), then set_input from it and read_output into it give run()'s
+    results; the model keeps the array alive; unregistering twice, arrays
+    that are not C-contiguous and outputs of the wrong dtype or shape are
+    errors that say so."""
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-1, 1, (8, 16)).astype(np.float32)
+    g = locus.Graph("on_gpu")
+    xg = g.input("x", [8, 16], device="cuda:0")
+    g.output("y", locus.softmax(locus.relu(xg) * 2.0, -1))
+    path = str(tmp_path / "gpu.locus")
+    locus.compile(g, policy="strict", devices=["cpu", "cuda:0"]).save(
+        path, cpu="x86-64")
+    loaded = locus.runtime.load(path)
+    xs, ys = np.empty((8, 16), np.float32), np.zeros((8, 16), np.float32)
+    assert loaded.register_host(xs) is False  # sim: nothing to lock
+    assert loaded.register_host(ys) is False
+    for k in range(3):
+        xs[...] = x * (k + 1)
+        loaded.set_input("x", xs)
+        loaded.run_in_place()
+        got = loaded.read_output("y", out=ys)
+        assert got is ys
+        np.testing.assert_allclose(ys, loaded.run(x=x * (k + 1))["y"],
+                                   rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(loaded.read_output("y"), ys)  # a new array
+    with pytest.raises(ValueError) as info:
+        loaded.read_output("y", out=np.zeros((8, 16), np.float64))
+    assert "output 'y' is float32 of shape (8, 16)" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        loaded.register_host(np.zeros((16, 8), np.float32).T)
+    assert "C-contiguous" in str(info.value)
+    with pytest.raises(TypeError):
+        loaded.register_host([1.0, 2.0])
+    with pytest.raises(KeyError):
+        loaded.set_input("z", xs)
+    loaded.unregister_host(xs)
+    with pytest.raises(locus.Error) as info:
+        loaded.unregister_host(xs)
+    assert ("invalid argument: no host memory was registered at" in
+            str(info.value))
+    assert "(1 range is registered)" in str(info.value)
+    del xs  # the model still holds ys; dropping the model releases it
+    del loaded
+    assert ys.sum() > 0
+
+
 def test_bf16_training_stays_within_pytorch_autocasts_spread():
     """An MLP (Linear 32-64, ReLU, Linear 64-8, MSE) trained 30 SGD steps
     from the same weights: Locus with precision="bf16" keeps as close to

@@ -469,7 +469,8 @@ TEST(Executor, RegisteredHostMemory) {
     s = locus_model_unregister_host(m.model, x + 1);
     EXPECT_EQ(locus_status_code(s), LOCUS_STATUS_INVALID_ARGUMENT);
     message = messageOf(s);
-    EXPECT_NE(message.find("(2 ranges are)"), std::string::npos) << message;
+    EXPECT_NE(message.find("(2 ranges are registered)"), std::string::npos)
+        << message;
 
     ASSERT_EQ(locus_model_unregister_host(m.model, x), nullptr);
     s = locus_model_unregister_host(m.model, x);
