@@ -6,6 +6,7 @@
 
 #include "locus/Frontend/Nn.h"
 
+#include "GraphImpl.h"
 #include "LayerParams.h"
 #include "UserText.h"
 
@@ -459,6 +460,35 @@ MultiheadAttention::MultiheadAttention(Graph &graph, int64_t embedDim,
                                  0.0, true, options.device, loc);
 }
 
+namespace {
+
+/// Whether `a` and `b` hold the same value of one graph.
+bool sameValue(const Tensor &a, const Tensor &b, const Here &loc) {
+  detail::GraphImpl &g = detail::GraphImpl::of(a, loc);
+  return &g == &detail::GraphImpl::of(b, loc) &&
+         g.value(a, loc) == g.value(b, loc);
+}
+
+/// Self-attention's q, k and v as PyTorch's packed in-projection makes
+/// them: one product of `x` [B, T, E] with the whole `weight` [3E, E]
+/// (and `bias`), then [B, T, 3, H, D] to [3, B, H, T, D] in one
+/// transpose, whose three leading blocks are q, k and v [B, H, T, D]. One
+/// product and one copy where three products and three head transposes
+/// were (and their gradients: one weight product, one bias sum).
+std::vector<Tensor> packedHeads(const Tensor &x, const Tensor &weight,
+                                const Tensor &bias, int64_t heads,
+                                const Here &loc) {
+  int64_t e = x.dim(2), d = e / heads;
+  Tensor projected = linear(x, weight, bias, loc);
+  Tensor split =
+      permute(reshape(projected, {x.dim(0), x.dim(1), 3, heads, d}, loc),
+              {2, 0, 3, 1, 4}, loc);
+  std::vector<Tensor> qkv = unbind(split, 0, loc);
+  return qkv;
+}
+
+} // namespace
+
 Tensor MultiheadAttention::attend(const Tensor &query, const Tensor &key,
                                   const Tensor &value,
                                   const AttentionMasks &masks,
@@ -480,11 +510,11 @@ Tensor MultiheadAttention::attend(const Tensor &query, const Tensor &key,
   Tensor k = batchFirst_ ? key : transpose(key, 0, 1, loc);
   Tensor v = batchFirst_ ? value : transpose(value, 0, 1, loc);
   int64_t e = embedDim_, h = numHeads_, d = e / h;
-  std::vector<Tensor> w = chunk(inProjWeight_, 3, 0, loc);
-  std::vector<Tensor> b =
-      inProjBias_ ? chunk(inProjBias_, 3, 0, loc) : std::vector<Tensor>(3);
   auto heads = [&](const Tensor &x, int i) {
-    Tensor projected = linear(x, w[i], b[i], loc);
+    Tensor w = slice(inProjWeight_, 0, i * e, (i + 1) * e, 1, loc);
+    Tensor b = inProjBias_ ? slice(inProjBias_, 0, i * e, (i + 1) * e, 1, loc)
+                           : Tensor();
+    Tensor projected = linear(x, w, b, loc);
     // [B, T, E] -> [B, H, T, D]
     return transpose(reshape(projected, {x.dim(0), x.dim(1), h, d}, loc), 1, 2,
                      loc);
@@ -499,8 +529,15 @@ Tensor MultiheadAttention::attend(const Tensor &query, const Tensor &key,
             ? eq(masks.attnMask,
                  masks.attnMask.graph(loc).zeros({}, DType::i1, loc), loc)
             : masks.attnMask;
-  Tensor out = scaled_dot_product_attention(heads(q, 0), heads(k, 1),
-                                            heads(v, 2), attention, loc);
+  Tensor out;
+  if (sameValue(query, key, loc) && sameValue(key, value, loc)) {
+    std::vector<Tensor> qkv =
+        packedHeads(q, inProjWeight_, inProjBias_, h, loc);
+    out = scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attention, loc);
+  } else {
+    out = scaled_dot_product_attention(heads(q, 0), heads(k, 1), heads(v, 2),
+                                       attention, loc);
+  }
   // [B, H, T, D] -> [B, T, E]
   out = reshape(transpose(out, 1, 2, loc), {q.dim(0), q.dim(1), e}, loc);
   out = linear(out, outProjWeight_, outProjBias_, loc);
