@@ -315,7 +315,7 @@ public:
       mergePrologues(groups, groupOf);
       mergeRows(groups, groupOf);
       mergeOptimizerSteps(groups);
-      mergeSiblings(groups);
+      mergeSiblings(groups, groupOf);
     }
     int64_t kernels = 0;
     for (auto &group : groups)
@@ -486,12 +486,14 @@ private:
   }
 
   /// Whether `g` only moves data or computes elementwise, on a GPU, at
-  /// static extents: its ops are elementwise ops, reshapes, transposes and
-  /// broadcasts, which lower to linalg ops with parallel loops alone.
+  /// static extents: its ops are elementwise ops, reshapes, transposes,
+  /// slices and broadcasts, which lower to linalg ops (and copies) with
+  /// parallel loops alone.
   static bool parallelOnGpu(const Group &g) {
     return g.device.getKind() == DeviceKind::cuda &&
            llvm::all_of(g.ops, [](Operation *op) {
-             return (isElementwise(op) || isa<ReshapeOp, TransposeOp>(op)) &&
+             return (isElementwise(op) ||
+                     isa<ReshapeOp, TransposeOp, SliceOp>(op)) &&
                     !op->hasAttr(kDimsAttrName);
            });
   }
@@ -507,7 +509,8 @@ private:
   /// earlier one's results stands after it (so no path leads from one to
   /// the other, and the joined kernel, which stands where the later one
   /// stood, comes before every reader).
-  void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups) {
+  void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups,
+                     DenseMap<Operation *, Group *> &groupOf) {
     SmallVector<Group *> order;
     for (auto &g : groups)
       if (!g->ops.empty() && parallelOnGpu(*g))
@@ -518,9 +521,13 @@ private:
     SmallVector<Group *> open;
     for (Group *g : order) {
       llvm::SmallPtrSet<Operation *, 8> inside(g->ops.begin(), g->ops.end());
+      // A reader in a kernel stands where its kernel will (its root): a
+      // reshape that joined its reader's kernel reads there.
       auto readAfter = [&](Operation *root) {
         return llvm::all_of(root->getUsers(), [&](Operation *user) {
-          return inside.contains(user) || g->root->isBeforeInBlock(user);
+          Group *of = groupOf.lookup(user);
+          Operation *at = of && of->root ? of->root : user;
+          return inside.contains(user) || g->root->isBeforeInBlock(at);
         });
       };
       auto joins = [&](Group *target) {
@@ -547,6 +554,8 @@ private:
                  << into->root->getName() << " at " << into->root->getLoc()
                  << "\n");
       into->otherRoots.push_back(into->root);
+      for (Operation *member : g->ops)
+        groupOf[member] = into;
       llvm::append_range(into->ops, g->ops);
       into->root = g->root;
       g->ops.clear();
@@ -565,7 +574,16 @@ private:
       return a->isBeforeInBlock(b);
     });
     Operation *root = group.root;
-    SmallVector<Operation *> roots(group.otherRoots);
+    llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(),
+                                               group.ops.end());
+    // Another root that only ops of the kernel read (side by side kernels
+    // where one read the other's result) is no result of the kernel.
+    SmallVector<Operation *> roots;
+    for (Operation *r : group.otherRoots)
+      if (llvm::any_of(r->getUsers(), [&](Operation *user) {
+            return !members.contains(user);
+          }))
+        roots.push_back(r);
     roots.push_back(root);
     SmallVector<Type> types;
     SmallVector<Value> yielded;
@@ -583,8 +601,6 @@ private:
     kernel.getBody().push_back(block);
     Operation *after = kernel;
     unsigned next = 0;
-    llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(),
-                                               group.ops.end());
     for (Operation *r : roots) {
       for (Operation *user : llvm::make_early_inc_range(r->getUsers()))
         if (isa<AssignOp>(user) && user->isBeforeInBlock(kernel)) {

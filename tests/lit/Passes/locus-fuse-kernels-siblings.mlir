@@ -113,3 +113,38 @@ locus.graph @read_between {
   locus.output "d1" = %d1 : tensor<2x8x4x4xf32>
   locus.output "d2" = %d2 : tensor<2x8x4x4xf32>
 }
+
+// Self-attention's packed q, k and v: three slices of one tensor, each
+// read through a reshape that joins its reader's kernel. A reader stands
+// where its kernel will, so the slices are one kernel; the add of q and k
+// joins it too (it reads their results), and the two slices that only the
+// add reads are no results of the kernel.
+// CHECK-LABEL: locus.graph @unbind_gpu
+// CHECK-SAME: locus.kernels = 3
+// CHECK: %[[S:.*]]:2 = locus.kernel on <cuda:0> -> tensor<1x4x8xf32>, tensor<4x8xf32> {
+// CHECK-NEXT: %[[Q:.*]] = locus.slice %x offsets [0, 0, 0]
+// CHECK-NEXT: %[[Q2:.*]] = locus.reshape %[[Q]]
+// CHECK-NEXT: %[[K:.*]] = locus.slice %x offsets [1, 0, 0]
+// CHECK-NEXT: %[[K2:.*]] = locus.reshape %[[K]]
+// CHECK-NEXT: %[[V:.*]] = locus.slice %x offsets [2, 0, 0]
+// CHECK-NEXT: %[[QK:.*]] = locus.add %[[Q2]], %[[K2]]
+// CHECK-NEXT: locus.yield %[[V]], %[[QK]]
+// CHECK: locus.kernel on <cuda:0>
+// CHECK-NEXT: locus.matmul %[[S]]#1
+// CHECK: locus.kernel on <cuda:0>
+// CHECK-NEXT: locus.reshape %[[S]]#0
+locus.graph @unbind_gpu {
+  %x = locus.input "x" : tensor<3x4x8xf32> on <cuda:0>
+  %w = locus.input "w" : tensor<8x4xf32> on <cuda:0>
+  %q0 = locus.slice %x offsets [0, 0, 0] sizes [1, 4, 8] strides [1, 1, 1] : tensor<3x4x8xf32> -> tensor<1x4x8xf32>
+  %q = locus.reshape %q0 [4, 8] : tensor<1x4x8xf32> -> tensor<4x8xf32>
+  %k0 = locus.slice %x offsets [1, 0, 0] sizes [1, 4, 8] strides [1, 1, 1] : tensor<3x4x8xf32> -> tensor<1x4x8xf32>
+  %k = locus.reshape %k0 [4, 8] : tensor<1x4x8xf32> -> tensor<4x8xf32>
+  %v0 = locus.slice %x offsets [2, 0, 0] sizes [1, 4, 8] strides [1, 1, 1] : tensor<3x4x8xf32> -> tensor<1x4x8xf32>
+  %v = locus.reshape %v0 [4, 8] : tensor<1x4x8xf32> -> tensor<4x8xf32>
+  %qk = locus.add %q, %k : tensor<4x8xf32>
+  %s = locus.matmul %qk, %w : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  %o = locus.matmul %v, %w : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  locus.output "s" = %s : tensor<4x4xf32>
+  locus.output "o" = %o : tensor<4x4xf32>
+}

@@ -470,6 +470,48 @@ func.func @no_facts(%x: memref<8xf32>, %y: memref<8xf32>, %ox: memref<8xf32>, %o
   return
 }
 
+// Copies into separate windows of one buffer (a concatenation: rows 0-1,
+// 2-3 and 4-5 of [6, 8]) share a launch; copies whose windows overlap
+// (rows 0-1 and 1-2), or that read a window another writes, do not.
+// CHECK-LABEL: func.func @concat_windows
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// CHECK-LABEL: func.func @overlapping_windows
+// CHECK-COUNT-2: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// CHECK-LABEL: func.func @reads_a_written_window
+// CHECK-COUNT-2: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @concat_windows(%a: memref<2x8xf32>, %b: memref<2x8xf32>, %c: memref<2x8xf32>, %y: memref<6x8xf32>)
+    attributes {locus.device = #locus.device<cuda:0>, locus.results_may_alias = array<i64: -1>} {
+  %w0 = memref.subview %y[0, 0] [2, 8] [1, 1] : memref<6x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  memref.copy %a, %w0 : memref<2x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  %w1 = memref.subview %y[2, 0] [2, 8] [1, 1] : memref<6x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  memref.copy %b, %w1 : memref<2x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  %w2 = memref.subview %y[4, 0] [2, 8] [1, 1] : memref<6x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 32>>
+  memref.copy %c, %w2 : memref<2x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 32>>
+  return
+}
+func.func @overlapping_windows(%a: memref<2x8xf32>, %b: memref<2x8xf32>, %y: memref<6x8xf32>)
+    attributes {locus.device = #locus.device<cuda:0>, locus.results_may_alias = array<i64: -1>} {
+  %w0 = memref.subview %y[0, 0] [2, 8] [1, 1] : memref<6x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  memref.copy %a, %w0 : memref<2x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  %w1 = memref.subview %y[1, 0] [2, 8] [1, 1] : memref<6x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 8>>
+  memref.copy %b, %w1 : memref<2x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 8>>
+  return
+}
+func.func @reads_a_written_window(%a: memref<2x8xf32>, %y: memref<6x8xf32>, %o: memref<2x8xf32>)
+    attributes {locus.device = #locus.device<cuda:0>, locus.results_may_alias = array<i64: -1, -1>} {
+  %w0 = memref.subview %y[0, 0] [2, 8] [1, 1] : memref<6x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  memref.copy %a, %w0 : memref<2x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  %r = memref.subview %y[1, 0] [2, 8] [1, 1] : memref<6x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 8>>
+  memref.copy %r, %o : memref<2x8xf32, strided<[8, 1], offset: 8>> to memref<2x8xf32>
+  return
+}
+
 // A fill and a copy into a window of the same buffer (a slice's gradient:
 // zeros, and the gradient in rows 32 to 63) are one launch: inside the
 // window (from = i - 32 below 32, a multiple of the stride 1) an element

@@ -702,20 +702,20 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     8-byte pointer a buffer) were limited to 4 KiB before CUDA 12.1. The
     tiny Transformer step's 30 Adam steps are one launch instead of 60.
     Then, on a CUDA device, kernels that only move data or compute
-    elementwise (elementwise ops, reshapes, transposes, broadcasts; static
-    shapes) join one kernel when neither depends on the other, which
-    `--locus-map-to-gpu` also runs side by side in one launch: attention's
-    q, k and v split into heads were three launches of a few hundred
-    elements. A kernel joins an earlier such kernel (one of the last 8)
-    when every reader of the earlier one's results stands after it, so no
-    path leads from one to the other and the joined kernel, where the
-    later one stood, comes before every reader. It may read the earlier
-    one's results itself: the kernel gives both (a layer norm's normalized
-    input, which the backward pass reads too, and its affine output), and
+    elementwise (elementwise ops, reshapes, transposes, slices,
+    broadcasts; static shapes) join one kernel when neither depends on the
+    other, which `--locus-map-to-gpu` also runs side by side in one launch:
+    attention's q, k and v split into heads were three launches of a few
+    hundred elements. A kernel joins an earlier such kernel (one of the
+    last 8) when every reader of the earlier one's results stands after
+    it, or stands in a kernel whose last op does (a reshape that joined its
+    reader's kernel reads there), so no path leads from one to the other
+    and the joined kernel, where the later one stood, comes before every
+    reader. It may read the earlier one's results itself: the kernel gives
+    both (a layer norm's normalized input, which the backward pass reads
+    too, and its affine output) unless only its own ops read them, and
     `--locus-fuse-elementwise{results-into-readers}` then has the reader
-    recompute them, so the two still share a launch. With these and the
-    column lanes of `--locus-map-to-gpu` the tiny Transformer step's 162
-    CUDA kernels make 193 launches (178 kernels and 232 launches before).
+    recompute them, so the two still share a launch.
     Copies, sources, outputs and state updates stay in the graph; an op with
     several results (an optimizer step) gives its kernel several results.
     The graph's `locus.kernels` attribute says how many kernels there are.
@@ -1526,7 +1526,9 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     In a kernel function that carries `--locus-outline-kernels`'
     `locus.results_may_alias`, a run of linalg ops with parallel loops
     only, next to each other (nothing between them touches memory), none
-    of which reads or writes a buffer another writes, is one launch where
+    of which reads or writes an element another writes (buffers compared
+    by the elements their static views reach, so copies into separate
+    windows of a concatenation share a launch), is one launch where
     the last of them stood: each op takes its own range of blocks (its
     flat or thread-per-element form, as above) and the block's index
     chooses the op. An out-parameter that the plan may put in an

@@ -768,34 +768,72 @@ SmallVector<Value, 2> buffersBehind(Value value, ArrayRef<int64_t> mayAlias) {
   return buffers;
 }
 
-/// What a linalg op reads and what it writes, as buffers.
+/// The elements of a buffer that an access may touch: [first, last] of
+/// its flat index space (the whole buffer where the view's layout is not
+/// static).
+struct Span {
+  Value buffer;
+  int64_t first = 0, last = std::numeric_limits<int64_t>::max();
+};
+
+/// The spans `value` views: in the buffers behind it (buffersBehind), the
+/// elements its static strided layout reaches (a copy into one window of
+/// a concatenation), or all of them.
+SmallVector<Span, 2> spansBehind(Value value, ArrayRef<int64_t> mayAlias) {
+  SmallVector<Value, 2> buffers = buffersBehind(value, mayAlias);
+  SmallVector<Span, 2> spans;
+  for (Value buffer : buffers)
+    spans.push_back({buffer});
+  auto type = dyn_cast<MemRefType>(value.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  if (!type || !type.hasStaticShape() || type.getNumElements() == 0 ||
+      failed(getStridesAndOffset(type, strides, offset)) ||
+      ShapedType::isDynamic(offset) || llvm::any_of(strides, [](int64_t s) {
+        return ShapedType::isDynamic(s) || s < 0;
+      }))
+    return spans;
+  int64_t last = offset;
+  for (auto [size, stride] : llvm::zip(type.getShape(), strides))
+    last += (size - 1) * stride;
+  // The view's own buffer; an aliased argument stays whole.
+  spans.front().first = offset;
+  spans.front().last = last;
+  return spans;
+}
+
+/// What a linalg op reads and what it writes, as spans of buffers.
 struct Touches {
-  llvm::SmallDenseSet<Value> reads, writes;
+  SmallVector<Span, 4> reads, writes;
 };
 
 Touches touchesOf(linalg::GenericOp op, ArrayRef<int64_t> mayAlias) {
   Touches t;
   for (OpOperand *in : op.getDpsInputOperands())
     if (isa<MemRefType>(in->get().getType()))
-      for (Value v : buffersBehind(in->get(), mayAlias))
-        t.reads.insert(v);
-  for (OpOperand &out : op.getDpsInitsMutable())
-    for (Value v : buffersBehind(out.get(), mayAlias)) {
-      t.writes.insert(v);
-      if (op.payloadUsesValueFromOperand(&out))
-        t.reads.insert(v);
-    }
+      llvm::append_range(t.reads, spansBehind(in->get(), mayAlias));
+  for (OpOperand &out : op.getDpsInitsMutable()) {
+    SmallVector<Span, 2> spans = spansBehind(out.get(), mayAlias);
+    llvm::append_range(t.writes, spans);
+    if (op.payloadUsesValueFromOperand(&out))
+      llvm::append_range(t.reads, spans);
+  }
   return t;
 }
 
-bool disjoint(const llvm::SmallDenseSet<Value> &a,
-              const llvm::SmallDenseSet<Value> &b) {
-  return llvm::none_of(a, [&](Value v) { return b.contains(v); });
+/// Whether no span of `a` shares an element with one of `b`.
+bool disjoint(ArrayRef<Span> a, ArrayRef<Span> b) {
+  return llvm::none_of(a, [&](const Span &x) {
+    return llvm::any_of(b, [&](const Span &y) {
+      return x.buffer == y.buffer && x.first <= y.last && y.first <= x.last;
+    });
+  });
 }
 
 /// Runs of linalg ops with parallel loops only, next to each other in
 /// `body` (nothing between them that touches memory), none of which reads
-/// or writes what another writes; `mayAlias`: the function's
+/// or writes an element another writes (copies into separate windows of
+/// one buffer may share a run); `mayAlias`: the function's
 /// `locus.results_may_alias`.
 SmallVector<SmallVector<linalg::GenericOp>>
 independentRuns(Block &body, ArrayRef<int64_t> mayAlias) {
