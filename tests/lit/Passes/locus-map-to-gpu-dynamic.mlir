@@ -63,6 +63,32 @@ func.func @column_sum(%x: memref<16x10xf32>, %sizes: memref<1xi64>, %y: memref<1
   return
 }
 
+// The same with a batch of at most 64 (4 shares of 16 at the bound): 4
+// lanes per output combined by shuffles, each lane folding its share of
+// the run's batch, in one launch.
+// CHECK-LABEL: func.func @column_sum_lanes
+// CHECK: %[[B:.*]] = memref.dim
+// CHECK: %[[COLS:.*]] = arith.muli %{{.*}}, %[[B]] : index
+// CHECK: gpu.launch
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[COLS]] step %c4
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// EXPLAIN: remark: 32 output(s) x 64 element(s) at the bounds: columns: 4 lanes per output, combined by shuffles
+func.func @column_sum_lanes(%x: memref<64x32xf32>, %sizes: memref<1xi64>, %y: memref<32xf32>) attributes {locus.device = #locus.device<cuda:0>, locus.sizes_arg = 1 : i64, locus.size_bounds = array<i64: 64>} {
+  %c0 = arith.constant 0 : index
+  %n64 = memref.load %sizes[%c0] : memref<1xi64>
+  %n = arith.index_cast %n64 : i64 to index
+  %xv = memref.reinterpret_cast %x to offset: [0], sizes: [%n, 32], strides: [32, 1] : memref<64x32xf32> to memref<?x32xf32>
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%xv : memref<?x32xf32>) outs(%y : memref<32xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
 // Rows of a dynamic length (a softmax's max over [2, seq, seq] with seq
 // at most 64, packed at the run's sizes): a reshape into two dynamic dims
 // from a shape buffer the host fills becomes a cast with row-major strides
