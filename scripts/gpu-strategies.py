@@ -2,7 +2,7 @@
 """Which GPU strategy each reduction of the example training steps gets.
 
     scripts/gpu-strategies.py [BUILD] [--model transformer|resnet18]
-                              [--batch N] [--all]
+                              [--batch N] [--all] [--launches]
 
 Saves the example's training step (build/examples/<model> --save-graph),
 places it with --policy=prefer-gpu, runs the CUDA pipeline up to
@@ -11,8 +11,12 @@ op or row group with the strategy it gets and why (docs/passes.md). Prints
 one line per distinct strategy and shape with its count and kernels;
 elementwise ops are counted in one line unless --all. A convolution
 gradient's generated kernel is the fallback its launcher runs only where
-cuDNN is absent. Needs no GPU.
+cuDNN is absent. With --launches, also how many kernels and launches one
+step makes: the step compiled with locus-compile, run once on sim with a
+trace, each kernel call of the step counted with its gpu.launch ops and
+library calls (sgemm, cuDNN). Needs no GPU.
 """
+import json
 import argparse
 import collections
 import os
@@ -68,6 +72,34 @@ def kernel_names(path):
     return names
 
 
+def launches_per_step(build, model, batch, before, tmp):
+    """(kernel calls, launches, library calls) of one step on sim."""
+    graph, artifact = os.path.join(tmp, "step.mlir"), os.path.join(tmp, "step.locus")
+    trace = os.path.join(tmp, "trace.json")
+    env = dict(os.environ, LOCUS_CACHE="off")
+    run([os.path.join(build, "tools", "locus-compile"), graph, "--policy=prefer-gpu",
+         "-o", artifact], env=env)
+    run([os.path.join(build, "tools", "locus-run"), artifact, "--random-inputs",
+         "--device-map", "cuda:0=sim", "--runs", "1", "--trace", trace, "--quiet"])
+    after = run([os.path.join(build, "tools", "locus-opt"), before,
+                 "--locus-map-to-gpu", "-o", "-"]).stdout
+    launches, calls = {}, {}
+    for body in after.split("func.func @")[1:]:
+        name = re.sub(r"__cuda$", "", body.split("(")[0])
+        calls[name] = len(re.findall(r"call @locus_cuda_", body))
+        launches[name] = body.count("gpu.launch ") + calls[name]
+    with open(trace) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    kernels = [e["name"] for e in events if e.get("cat") == "kernel" and
+               e.get("args", {}).get("step") == 1]
+    unknown = [k for k in kernels if k not in launches]
+    if unknown:
+        sys.exit("kernels of the trace not in the IR: " + ", ".join(unknown[:4]))
+    return (len(kernels), sum(launches[k] for k in kernels),
+            sum(calls[k] for k in kernels))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
@@ -75,6 +107,8 @@ def main():
     ap.add_argument("--batch", type=int, default=0,
                     help="the example's batch (resnet18; its default otherwise)")
     ap.add_argument("--all", action="store_true", help="elementwise ops line by line too")
+    ap.add_argument("--launches", action="store_true",
+                    help="also count one step's kernels and launches on sim")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = kernel_ir(args.build, args.model, args.batch, tmp)
@@ -86,6 +120,8 @@ def main():
                 flat += 1
                 continue
             groups[what].append(names[line - 1])
+        counts = (launches_per_step(args.build, args.model, args.batch, path, tmp)
+                  if args.launches else None)
     print("%s training step, prefer-gpu: strategy of each reduction and row group"
           % args.model)
     for what, kernels in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
@@ -96,6 +132,9 @@ def main():
                                    " (fallback without cuDNN)" if fallback else ""))
     if flat:
         print("%4d  elementwise ops (a thread per element, or several per thread)" % flat)
+    if counts:
+        print("one step on sim: %d kernel calls, %d launches (%d of them library "
+              "calls)" % counts)
     return 0
 
 
