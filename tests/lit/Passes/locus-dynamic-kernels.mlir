@@ -18,9 +18,12 @@
 // CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1]] : tensor<256x784xf32> into tensor<200704xf32>
 // CHECK: %[[PREFIX:.*]] = tensor.extract_slice %[[FLAT]][0] [%{{.*}}] [1] : tensor<200704xf32> to tensor<?xf32>
 // CHECK: %[[XV:.*]] = tensor.expand_shape %[[PREFIX]] {{\[\[}}0, 1]] output_shape [%{{.*}}, 784] : tensor<?xf32> into tensor<?x784xf32>
-// The bias broadcast takes the product's rows.
-// CHECK: %[[BIAS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x10xf32>)
-// CHECK: linalg.matmul_transpose_b ins(%[[XV]], %{{.*}} : tensor<?x784xf32>, tensor<10x784xf32>) outs(%[[BIAS]] : tensor<?x10xf32>) -> tensor<?x10xf32>
+// The product's zeros and the bias added after it (the ReLU alone reads
+// the layer) take the product's rows.
+// CHECK: %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?x10xf32>)
+// CHECK: %[[Y:.*]] = linalg.matmul_transpose_b ins(%[[XV]], %{{.*}} : tensor<?x784xf32>, tensor<10x784xf32>) outs(%[[ZERO]] : tensor<?x10xf32>) -> tensor<?x10xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[Y]], %{{.*}} : tensor<?x10xf32>, tensor<10xf32>) outs(%{{.*}} : tensor<?x10xf32>)
+// CHECK: arith.addf
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0] [%{{.*}}] [1] : tensor<?xf32> into tensor<2560xf32>
 // CHECK: %[[BACK:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [256, 10] : tensor<2560xf32> into tensor<256x10xf32>
 // CHECK: return %[[BACK]] : tensor<256x10xf32>

@@ -7,10 +7,14 @@
 // CHECK: %[[X:.*]] = locus.input "x"
 // CHECK: %[[W:.*]] = locus.state "w"
 // CHECK: %[[B:.*]] = locus.state "b"
-// The bias, broadcast, is the matmul's initial value.
-// CHECK: %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<10xf32>)
-// CHECK: %[[Y:.*]] = linalg.matmul_transpose_b ins(%[[X]], %[[W]] : tensor<64x784xf32>, tensor<10x784xf32>) outs(%[[INIT]] : tensor<64x10xf32>)
-// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<64x10xf32>)
+// The ReLU alone reads the layer: the product starts from zeros (sgemm's
+// beta 0) and the bias is added after it, in a loop that
+// --locus-fuse-elementwise fuses into the ReLU's.
+// CHECK: %[[ZERO:.*]] = linalg.fill
+// CHECK: %[[Y:.*]] = linalg.matmul_transpose_b ins(%[[X]], %[[W]] : tensor<64x784xf32>, tensor<10x784xf32>) outs(%[[ZERO]] : tensor<64x10xf32>)
+// CHECK: %[[YB:.*]] = linalg.generic {{.*}} ins(%[[Y]], %[[B]] : tensor<64x10xf32>, tensor<10xf32>)
+// CHECK: arith.addf
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[YB]] : tensor<64x10xf32>)
 // CHECK: arith.maximumf
 // CHECK: locus.to <cuda:0>, %[[R]]
 // CHECK: locus.output "y"
@@ -24,6 +28,27 @@ locus.graph @mlp {
   %1 = locus.relu %0 : tensor<64x10xf32>
   %2 = locus.to <cuda:0>, %1 : tensor<64x10xf32>
   locus.output "y" = %2 : tensor<64x10xf32>
+}
+
+// -----
+
+// The layer is also an output: the bias, broadcast, is the product's
+// initial value (written once, where an addition after it would be a pass
+// of its own).
+// CHECK-LABEL: locus.graph @linear_read_twice
+// CHECK: %[[B:.*]] = locus.state "b"
+// CHECK: %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<10xf32>)
+// CHECK: %[[Y:.*]] = linalg.matmul_transpose_b ins(%{{.*}}, %{{.*}} : tensor<64x784xf32>, tensor<10x784xf32>) outs(%[[INIT]] : tensor<64x10xf32>)
+// CHECK-NOT: arith.addf
+// CHECK: locus.output "y" = %[[Y]]
+locus.graph @linear_read_twice {
+  %x = locus.input "x" : tensor<64x784xf32>
+  %w = locus.state "w" parameter : tensor<10x784xf32> init <full(0.0)>
+  %b = locus.state "b" parameter : tensor<10xf32> init <full(0.0)>
+  %0 = locus.linear %x, %w, %b : tensor<64x784xf32>, tensor<10x784xf32>, tensor<10xf32> -> tensor<64x10xf32>
+  %1 = locus.relu %0 : tensor<64x10xf32>
+  locus.output "y" = %0 : tensor<64x10xf32>
+  locus.output "r" = %1 : tensor<64x10xf32>
 }
 
 // -----

@@ -582,7 +582,11 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
     - elementwise ops, `broadcast`, `cmp`, `select`: `linalg.generic`;
     - `matmul`: `linalg.matmul`, or `linalg.batch_matmul` over the leading
       dimensions folded into one; `linear`: `linalg.matmul_transpose_b`
-      accumulating onto the broadcast bias;
+      accumulating onto the broadcast bias, or, when one elementwise op
+      alone reads the layer (a ReLU, a GELU, a residual add), from zeros,
+      the bias added after it in a loop that `--locus-fuse-elementwise`
+      fuses into the reader's (one pass over the output fewer; on a GPU a
+      launch);
     - `conv2d` (those the host pipeline leaves: it sends convolutions to
       the runtime first, `--locus-conv-to-runtime`) on a `tensor.pad`ded
       input: im2col (a gathering

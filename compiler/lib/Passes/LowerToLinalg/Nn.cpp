@@ -9,6 +9,8 @@
 
 #include "Lowering.h"
 
+#include "locus/Passes/Passes.h"
+
 #include "../Permutations.h"
 
 #include <array>
@@ -305,6 +307,34 @@ Value lowerMatmul(Lowering &l, MatmulOp op) {
   return rounded(l, product(l, op, accumulatorOf(out)), out);
 }
 
+namespace {
+
+/// Whether a linear layer's bias is better added after its product: when
+/// the one reader of its result is an elementwise op, the addition fuses
+/// into that reader's loop, where a bias written out for the product to
+/// accumulate onto is a pass (on a GPU, a launch) of its own.
+bool biasIntoReader(LinearOp op) {
+  return op.getBias() && op->hasOneUse() &&
+         locus::isElementwise(*op->user_begin());
+}
+
+/// `y` [..., out] plus `bias` [out] along its last axis.
+Value addBias(Lowering &l, Value y, Value bias) {
+  RankedTensorType type = l.typeOf(y);
+  unsigned rank = type.getRank();
+  AffineMap id = l.b.getMultiDimIdentityMap(rank);
+  AffineMap last =
+      AffineMap::get(rank, 0, l.b.getAffineDimExpr(rank - 1), l.b.getContext());
+  SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+  return l.generic(
+      type, ValueRange{y, bias}, {id, last}, l.empty(type), id, iters,
+      [](OpBuilder &nb, Location nl, ValueRange a) {
+        return nb.create<arith::AddFOp>(nl, a[0], a[1]).getResult();
+      });
+}
+
+} // namespace
+
 Value lowerLinear(Lowering &l, LinearOp op) {
   OpBuilder &b = l.b;
   RankedTensorType out = op.getType(), acc = accumulatorOf(out);
@@ -313,15 +343,18 @@ Value lowerLinear(Lowering &l, LinearOp op) {
   int64_t rows = out.getNumElements() / outFeatures;
   auto x2 = RankedTensorType::get({rows, in}, out.getElementType());
   auto y2 = RankedTensorType::get({rows, outFeatures}, acc.getElementType());
-  // 16-bit operands accumulate in f32 from the bias (exact in f32).
-  Value init = op.getBias() ? l.broadcast(rounded(l, op.getBias(), acc), y2)
-                            : l.filled(y2, 0.0);
+  // 16-bit operands accumulate in f32 from the bias (exact in f32), or add
+  // it in f32 after the product, in the reader's loop.
+  bool later = biasIntoReader(op);
+  Value bias = op.getBias() ? rounded(l, op.getBias(), acc) : Value();
+  Value init = bias && !later ? l.broadcast(bias, y2) : l.filled(y2, 0.0);
   Value y = b.create<linalg::MatmulTransposeBOp>(
                  l.loc, TypeRange{y2},
                  ValueRange{l.reshape(op.getInput(), x2), op.getWeight()},
                  ValueRange{init})
                 .getResult(0);
-  return rounded(l, l.reshape(y, acc), out);
+  Value shaped = l.reshape(y, acc);
+  return rounded(l, later ? addBias(l, shaped, bias) : shaped, out);
 }
 
 Value lowerCrossEntropy(Lowering &l, CrossEntropyOp op) {
