@@ -1020,10 +1020,15 @@ void bindRuntimeMemory(py::class_<RuntimeModel> &model) {
               std::lock_guard lock(r.mutex);
               pinned = r.model.registerHost(const_cast<void *>(data),
                                             static_cast<size_t>(a.nbytes()));
+              // Recorded under the model's lock (no thread waits for the
+              // lock holding the GIL), so that an unregister between the
+              // two cannot drop the array while its memory stays
+              // registered.
+              py::gil_scoped_acquire gil;
+              r.registered[data] = a;
             } catch (const rt::Error &e) {
               raiseRuntime(e);
             }
-            r.registered[data] = a;
             return pinned;
           },
           py::arg("array"),
@@ -1037,14 +1042,20 @@ void bindRuntimeMemory(py::class_<RuntimeModel> &model) {
           [](RuntimeModel &r, const py::object &array) {
             py::array a = contiguousArray(array, "unregister_host's array");
             const void *data = a.data();
+            py::object held; // released after the lock, with the GIL
             try {
               py::gil_scoped_release release;
               std::lock_guard lock(r.mutex);
               r.model.unregisterHost(const_cast<void *>(data));
+              py::gil_scoped_acquire gil;
+              auto it = r.registered.find(data);
+              if (it != r.registered.end()) {
+                held = std::move(it->second);
+                r.registered.erase(it);
+              }
             } catch (const rt::Error &e) {
               raiseRuntime(e);
             }
-            r.registered.erase(data);
           },
           py::arg("array"), "Undoes register_host for that array.")
       .def(

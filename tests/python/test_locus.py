@@ -1498,6 +1498,24 @@ def test_runtime_views_feed_and_read_without_copies(tmp_path):
         np.testing.assert_allclose(y2.sum(), y2.sum())  # still readable
 
 
+def test_a_state_update_beside_a_reader_of_the_state():
+    """On a GPU (sim here) a state's update and another op reading the
+    state keep the order of values: the reader sees the state as the step
+    began, though elementwise kernels that do not depend on each other
+    otherwise share a launch and the update may be written in place."""
+    g = locus.Graph("state_update")
+    x = g.input("x", [64], device="cuda:0")
+    s = g.buffer("s", [64], [float(i) for i in range(64)])
+    g.output("y", s * 2.0)
+    locus.assign(s, s * 0.9 + x)
+    c = locus.compile(g, policy="prefer-gpu", devices=["cpu", "cuda:0"])
+    state = np.arange(64, dtype=np.float32)
+    for _ in range(3):
+        y = c.run(x=np.ones(64, np.float32))["y"]
+        np.testing.assert_allclose(y, 2 * state, rtol=1e-6)
+        state = state * np.float32(0.9) + 1
+
+
 def test_runtime_registered_arrays_feed_and_read(tmp_path):
     """locus.runtime.Model.register_host: a NumPy array's memory registered
     with the model (page-locked on a GPU; recorded only on cpu and sim, so

@@ -511,9 +511,21 @@ private:
   /// stood, comes before every reader).
   void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups,
                      DenseMap<Operation *, Group *> &groupOf) {
+    // A state's update may be written into the state's own buffer when
+    // its kernel reads the state only elementwise (the plan's in-place
+    // rule), which holds for one loop nest but not for a kernel whose other
+    // ops read the state after that loop: kernels whose results a
+    // locus.assign writes stay apart.
+    auto assigned = [](const Group &g) {
+      return llvm::any_of(g.ops, [](Operation *op) {
+        return llvm::any_of(op->getUsers(), [](Operation *user) {
+          return isa<AssignOp>(user);
+        });
+      });
+    };
     SmallVector<Group *> order;
     for (auto &g : groups)
-      if (!g->ops.empty() && parallelOnGpu(*g))
+      if (!g->ops.empty() && parallelOnGpu(*g) && !assigned(*g))
         order.push_back(g.get());
     llvm::sort(order, [](Group *a, Group *b) {
       return a->root->isBeforeInBlock(b->root);

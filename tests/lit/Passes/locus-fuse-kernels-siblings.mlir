@@ -148,3 +148,20 @@ locus.graph @unbind_gpu {
   locus.output "s" = %s : tensor<4x4xf32>
   locus.output "o" = %o : tensor<4x4xf32>
 }
+
+// Not joined: a kernel whose result a locus.assign writes into a state.
+// The plan may write that update into the state's own buffer when its
+// kernel reads the state only elementwise, so another op of the same
+// kernel reading the state (the doubled s) would read the update.
+// CHECK-LABEL: locus.graph @state_update
+// CHECK-SAME: locus.kernels = 2
+locus.graph @state_update {
+  %x = locus.input "x" : tensor<64xf32> on <cuda:0>
+  %s = locus.state "s" buffer : tensor<64xf32> init <full(1.0)> on <cuda:0>
+  %c = locus.constant dense<0.9> : tensor<64xf32> on <cuda:0>
+  %t = locus.mul %s, %c : tensor<64xf32>
+  %s2 = locus.add %t, %x : tensor<64xf32>
+  %y = locus.add %s, %s : tensor<64xf32>
+  locus.output "y" = %y : tensor<64xf32>
+  locus.assign %s = %s2 : tensor<64xf32>, tensor<64xf32>
+}
