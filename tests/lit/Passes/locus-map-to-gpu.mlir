@@ -512,6 +512,29 @@ func.func @reads_a_written_window(%a: memref<2x8xf32>, %y: memref<6x8xf32>, %o: 
   return
 }
 
+// An op whose body loads from a buffer that is no operand (a gather's
+// table) reads it: it does not share a launch with the op that writes the
+// table, which would race with it.
+// CHECK-LABEL: func.func @body_reads_a_written_buffer
+// CHECK-COUNT-2: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @body_reads_a_written_buffer(%x: memref<8xf32>, %ids: memref<4xi64>, %table: memref<8xf32>, %y: memref<4xf32>)
+    attributes {locus.device = #locus.device<cuda:0>, locus.results_may_alias = array<i64: -1, -1>} {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : memref<8xf32>) outs(%table : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ids : memref<4xi64>) outs(%y : memref<4xf32>) {
+  ^bb0(%id: i64, %b: f32):
+    %i = arith.index_cast %id : i64 to index
+    %v = memref.load %table[%i] : memref<8xf32>
+    linalg.yield %v : f32
+  }
+  return
+}
+
 // A fill and a copy into a window of the same buffer (a slice's gradient:
 // zeros, and the gradient in rows 32 to 63) are one launch: inside the
 // window (from = i - 32 below 32, a multiple of the stride 1) an element

@@ -1532,7 +1532,9 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     only, next to each other (nothing between them touches memory), none
     of which reads or writes an element another writes (buffers compared
     by the elements their static views reach, so copies into separate
-    windows of a concatenation share a launch), is one launch where
+    windows of a concatenation share a launch; a buffer that an op's body
+    loads from without it being an operand, a gather's table, counts as
+    read), is one launch where
     the last of them stood: each op takes its own range of blocks (its
     flat or thread-per-element form, as above) and the block's index
     chooses the op. An out-parameter that the plan may put in an

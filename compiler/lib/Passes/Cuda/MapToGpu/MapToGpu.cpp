@@ -818,6 +818,20 @@ Touches touchesOf(linalg::GenericOp op, ArrayRef<int64_t> mayAlias) {
     if (op.payloadUsesValueFromOperand(&out))
       llvm::append_range(t.reads, spans);
   }
+  // Buffers the body uses besides its operands (a gather's table, the
+  // source of a fill and its window), memrefs defined outside the op: read
+  // by a load, taken as read and written by anything else.
+  op.getRegion().walk([&](Operation *inner) {
+    for (Value v : inner->getOperands()) {
+      if (!isa<MemRefType>(v.getType()) ||
+          op->isAncestor(v.getParentRegion()->getParentOp()))
+        continue;
+      SmallVector<Span, 2> spans = spansBehind(v, mayAlias);
+      llvm::append_range(t.reads, spans);
+      if (!isa<memref::LoadOp>(inner))
+        llvm::append_range(t.writes, spans);
+    }
+  });
   return t;
 }
 
