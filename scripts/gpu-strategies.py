@@ -14,7 +14,9 @@ gradient's generated kernel is the fallback its launcher runs only where
 cuDNN is absent. With --launches, also how many kernels and launches one
 step makes: the step compiled with locus-compile, run once on sim with a
 trace, each kernel call of the step counted with its gpu.launch ops and
-library calls (sgemm, cuDNN). Needs no GPU.
+library calls (sgemm, cuDNN). A convolution's launcher holds both its cuDNN
+calls and the generated kernels it falls back to, and both are counted, so
+for a step with convolutions the count is an upper bound. Needs no GPU.
 """
 import json
 import argparse
@@ -134,7 +136,9 @@ def main():
         print("%4d  elementwise ops (a thread per element, or several per thread)" % flat)
     if counts:
         print("one step on sim: %d kernel calls, %d launches (%d of them library "
-              "calls)" % counts)
+              "calls)%s" % (counts + ((" at most: convolutions count their cuDNN "
+                                      "calls and fallback kernels")
+                                     if args.model == "resnet18" else "",)))
     return 0
 
 
