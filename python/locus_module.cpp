@@ -968,7 +968,8 @@ py::array runtimeView(const py::object &self, const std::string &name,
 }
 
 /// `value` as a C-contiguous NumPy array whose memory the runtime may
-/// register; a TypeError otherwise (a copy would register nothing).
+/// register: a TypeError for anything but an array, a ValueError for one
+/// that is not C-contiguous (a copy would register nothing).
 py::array contiguousArray(const py::handle &value, const char *what) {
   if (!py::isinstance<py::array>(value))
     throw py::type_error(std::string(what) + " must be a NumPy array");

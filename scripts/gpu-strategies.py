@@ -18,9 +18,9 @@ library calls (sgemm, cuDNN). A convolution's launcher holds both its cuDNN
 calls and the generated kernels it falls back to, and both are counted, so
 for a step with convolutions the count is an upper bound. Needs no GPU.
 """
-import json
 import argparse
 import collections
+import json
 import os
 import re
 import subprocess
@@ -74,7 +74,7 @@ def kernel_names(path):
     return names
 
 
-def launches_per_step(build, model, batch, before, tmp):
+def launches_per_step(build, before, tmp):
     """(kernel calls, launches, library calls) of one step on sim."""
     graph, artifact = os.path.join(tmp, "step.mlir"), os.path.join(tmp, "step.locus")
     trace = os.path.join(tmp, "trace.json")
@@ -122,7 +122,7 @@ def main():
                 flat += 1
                 continue
             groups[what].append(names[line - 1])
-        counts = (launches_per_step(args.build, args.model, args.batch, path, tmp)
+        counts = (launches_per_step(args.build, path, tmp)
                   if args.launches else None)
     print("%s training step, prefer-gpu: strategy of each reduction and row group"
           % args.model)

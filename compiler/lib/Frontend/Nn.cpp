@@ -483,8 +483,7 @@ std::vector<Tensor> packedHeads(const Tensor &x, const Tensor &weight,
   Tensor split =
       permute(reshape(projected, {x.dim(0), x.dim(1), 3, heads, d}, loc),
               {2, 0, 3, 1, 4}, loc);
-  std::vector<Tensor> qkv = unbind(split, 0, loc);
-  return qkv;
+  return unbind(split, 0, loc);
 }
 
 } // namespace
@@ -507,8 +506,6 @@ Tensor MultiheadAttention::attend(const Tensor &query, const Tensor &key,
                            " differ");
   // To [batch, seq, E].
   Tensor q = batchFirst_ ? query : transpose(query, 0, 1, loc);
-  Tensor k = batchFirst_ ? key : transpose(key, 0, 1, loc);
-  Tensor v = batchFirst_ ? value : transpose(value, 0, 1, loc);
   int64_t e = embedDim_, h = numHeads_, d = e / h;
   auto heads = [&](const Tensor &x, int i) {
     Tensor w = slice(inProjWeight_, 0, i * e, (i + 1) * e, 1, loc);
@@ -535,6 +532,8 @@ Tensor MultiheadAttention::attend(const Tensor &query, const Tensor &key,
         packedHeads(q, inProjWeight_, inProjBias_, h, loc);
     out = scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attention, loc);
   } else {
+    Tensor k = batchFirst_ ? key : transpose(key, 0, 1, loc);
+    Tensor v = batchFirst_ ? value : transpose(value, 0, 1, loc);
     out = scaled_dot_product_attention(heads(q, 0), heads(k, 1), heads(v, 2),
                                        attention, loc);
   }

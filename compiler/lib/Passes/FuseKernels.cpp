@@ -506,9 +506,10 @@ private:
   /// which --locus-map-to-gpu runs side by side in one launch: attention's
   /// q, k and v split into heads were three launches of a few hundred
   /// elements each. A kernel joins an earlier one when every reader of the
-  /// earlier one's results stands after it (so no path leads from one to
-  /// the other, and the joined kernel, which stands where the later one
-  /// stood, comes before every reader).
+  /// earlier one's results stands after it, or stands in a kernel whose
+  /// root does (so no path leads from one to the other, and the joined
+  /// kernel, which stands where the later one stood, comes before every
+  /// reader). Kernels whose results a locus.assign writes stay apart.
   void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups,
                      DenseMap<Operation *, Group *> &groupOf) {
     // A state's update may be written into the state's own buffer when
@@ -566,12 +567,8 @@ private:
                  << into->root->getName() << " at " << into->root->getLoc()
                  << "\n");
       into->otherRoots.push_back(into->root);
-      for (Operation *member : g->ops)
-        groupOf[member] = into;
-      llvm::append_range(into->ops, g->ops);
       into->root = g->root;
-      g->ops.clear();
-      g->root = nullptr;
+      mergeInto(*g, *into, groupOf);
     }
   }
 

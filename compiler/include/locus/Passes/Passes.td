@@ -719,7 +719,11 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     both (a layer norm's normalized input, which the backward pass reads
     too, and its affine output) unless only its own ops read them, and
     `--locus-fuse-elementwise{results-into-readers}` then has the reader
-    recompute them, so the two still share a launch.
+    recompute them, so the two still share a launch. A kernel whose
+    result a `locus.assign` writes joins none: the plan may write a
+    state's update into the state's own buffer when its kernel reads the
+    state only elementwise, which holds for one loop nest, not for another
+    op of the same kernel that reads the state after it.
     Copies, sources, outputs and state updates stay in the graph; an op with
     several results (an optimizer step) gives its kernel several results.
     The graph's `locus.kernels` attribute says how many kernels there are.
