@@ -92,8 +92,29 @@ def crashed(result):
     return result.returncode < 0 or result.returncode > 125 or banner
 
 
+# MLIR's own mlir-opt (mlir-19-tools), to tell a crash of MLIR 19's parser
+# on upstream dialects' text from one of ours.
+MLIR_OPT = "/usr/lib/llvm-19/bin/mlir-opt"
+
+
+def upstream_parser_crash(text):
+    """Whether MLIR 19's own mlir-opt, which knows nothing of Locus, dies
+    parsing `text` too (scf.parallel with bounds defined after it crashes
+    its parser): a bug of the parser we link, not of a Locus pass. Such a
+    mutant is counted apart, not as a failure."""
+    if not os.path.exists(MLIR_OPT):
+        return False
+    try:
+        result = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"],
+                                input=text, text=True, capture_output=True,
+                                timeout=20)
+    except subprocess.TimeoutExpired:
+        return False
+    return crashed(result) and "MLIR Parser" in result.stderr
+
+
 def main():
-    runs = failures = rejected = visited = 0
+    runs = failures = rejected = visited = upstream = 0
     texts = inputs()
     rng.shuffle(texts)
     deadline = time.monotonic() + budget
@@ -155,7 +176,11 @@ def main():
                     continue
                 runs += 1
                 rejected += result.returncode != 0
-                if crashed(result):
+                if crashed(result) and upstream_parser_crash(given):
+                    upstream += 1
+                    print("MLIR 19's parser crashes on this mutant too (not "
+                          "counted): %s" % " ".join(command))
+                elif crashed(result):
                     failures += 1
                     print("CRASH (%d): %s\n--- input ---\n%s\n--- stderr ---\n%s"
                           % (result.returncode, " ".join(command), given,
@@ -163,6 +188,9 @@ def main():
     print("%d of %d inputs in %.0f s: %d runs, %d rejected with a diagnostic, "
           "%d crashed or hung" % (visited, len(texts), budget, runs, rejected,
                                   failures))
+    if upstream:
+        print("%d run(s) died in MLIR 19's own parser, which crashes on the "
+              "same text alone" % upstream)
     print("%d passed, %d failed" % (runs - failures, failures))
     return 1 if failures else 0
 

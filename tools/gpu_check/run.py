@@ -648,9 +648,12 @@ def cudnn_choices(r):
             r.record(name, "FAIL", "exit %s, %d shapes logged" % (rc, len(chosen)), secs)
             continue
         fma = sum(m == "3" for _, m, _ in chosen)
+        tensor_ops = sum(m == "1" for _, m, _ in chosen)
         nd = sum(bool(n) for _, _, n in chosen)
-        r.record(name, "PASS", "%d shapes: %d in FMA math (no TF32), %d "
-                 "nondeterministic" % (len(chosen), fma, nd), secs)
+        # bf16 steps: every convolution in 16 bits, tensor-op math (1).
+        r.record(name, "PASS", "%d shapes: %d in FMA math (no TF32), %d in "
+                 "tensor-op math, %d nondeterministic"
+                 % (len(chosen), fma, tensor_ops, nd), secs)
 
 
 def by_kind(rows):

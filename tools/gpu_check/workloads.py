@@ -101,9 +101,9 @@ MODELS = [
         "ResNet-18 training step, SGD, b128, data from host, TF32, deterministic cuDNN",
         "resnet18_train_tf32.locus", "resnet18_train", runs=7,
         env={"LOCUS_CUDNN_DETERMINISTIC": "1"}),
-    # precision="bf16": convolutions on TF32 tensor cores (exact for their
-    # 16-bit operands), products through cublasGemmEx; the peer is the
-    # same step under torch.autocast(bfloat16).
+    # precision="bf16": convolutions through cuDNN in bf16 (f32
+    # accumulation, tensor cores), products through cublasGemmEx; the peer
+    # is the same step under torch.autocast(bfloat16).
     row("resnet18_train_bf16",
         "ResNet-18 training step, SGD, b128, data from host, bf16 autocast",
         "resnet18_train_bf16.locus", "resnet18_train_bf16", runs=7),

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace locus;
@@ -108,6 +109,25 @@ ConvCall conv::describe(Operation *op, int64_t tf32) {
   return describeAs(g, LOCUS_CONV_WEIGHT_GRAD, g.getInput(), g.getGrad(),
                     shape(g.getInput()), shape(g.getResult()),
                     shape(g.getGrad()), tf32);
+}
+
+bool conv::isSixteenBit(Operation *op) {
+  Type element =
+      cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
+  return element.isBF16() || element.isF16();
+}
+
+Widened conv::widen(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  IRMapping up;
+  for (Value v : op->getOperands())
+    up.map(v, b.create<CastOp>(loc, v, TypeAttr::get(b.getF32Type())));
+  Operation *wide = b.clone(*op, up);
+  wide->getResult(0).setType(type.clone(b.getF32Type()));
+  Value down = b.create<CastOp>(loc, wide->getResult(0),
+                                TypeAttr::get(type.getElementType()));
+  return {wide, down};
 }
 
 namespace {

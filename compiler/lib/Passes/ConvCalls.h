@@ -68,6 +68,20 @@ struct ConvCall {
 /// LOCUS_CONV_TF32 or 0.
 ConvCall describe(mlir::Operation *op, int64_t tf32);
 
+/// A convolution or gradient of 16-bit operands (--locus-gpu-16bit-convs)
+/// as the same op on them cast up to f32, built at `b`'s insertion point:
+/// the f32 op and its result cast back down. The calls of the host (and
+/// cuDNN's fallback) take f32 only; the cast up is exact, so this is the
+/// 16-bit convolution with f32 accumulation.
+struct Widened {
+  mlir::Operation *op;
+  mlir::Value result;
+};
+Widened widen(mlir::OpBuilder &b, mlir::Operation *op);
+
+/// Whether `op`'s result is bf16 or f16.
+bool isSixteenBit(mlir::Operation *op);
+
 /// A host convolution and the ops that join its locus_conv2d call: a
 /// residual add, a ReLU, then a pooling, each the only user of what comes
 /// before it, in the same block.

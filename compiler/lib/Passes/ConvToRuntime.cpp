@@ -48,6 +48,7 @@ public:
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       SmallVector<Conv2dOp> convs;
       SmallVector<Operation *> grads;
+      widenSixteenBit(func);
       func.walk([&](Operation *op) {
         if (auto conv = dyn_cast<Conv2dOp>(op))
           convs.push_back(conv);
@@ -67,6 +68,23 @@ public:
   }
 
 private:
+  /// The host version of a CUDA kernel may hold convolutions of 16-bit
+  /// operands (--locus-gpu-16bit-convs); locus_conv2d takes f32, exactly
+  /// the same values cast up.
+  static void widenSixteenBit(func::FuncOp func) {
+    SmallVector<Operation *> sixteen;
+    func.walk([&](Operation *op) {
+      if (isa<Conv2dOp, Conv2dInputGradOp, Conv2dWeightGradOp>(op) &&
+          isSixteenBit(op))
+        sixteen.push_back(op);
+    });
+    for (Operation *op : sixteen) {
+      OpBuilder b(op);
+      op->getResult(0).replaceAllUsesWith(widen(b, op).result);
+      op->erase();
+    }
+  }
+
   /// The address of `params`: their constant global, or a copy with the
   /// run's batch (paramsAddress).
   Value paramsAddress(ModuleOp module, Addresses &at, const Params &params,

@@ -7,6 +7,7 @@
 
 #include "locus/Passes/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -49,13 +50,29 @@ bool scalar(Operation *op) {
   return linalgOp && linalgOp.getNumLoops() == 0;
 }
 
+/// An elementwise op that only widens its one input (a 16-bit value cast up
+/// to f32, `arith.extf` of the element): recomputed in each reader, it
+/// costs one conversion per element read, where written out it costs a
+/// pass over memory and twice the bytes for each reader to read back (a
+/// batch norm reads a GPU convolution's bf16 output in each of its
+/// passes, converting as it goes).
+bool widensOnly(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !allParallel(op) || generic.getNumDpsInputs() != 1 ||
+      bodySize(op) != 2)
+    return false;
+  auto extf = dyn_cast<arith::ExtFOp>(generic.getBody()->front());
+  return extf && isa<BlockArgument>(extf.getIn());
+}
+
 class FuseElementwisePass
     : public locus::impl::LocusFuseElementwiseBase<FuseElementwisePass> {
 public:
   using Base::Base;
 
   void runOnOperation() override {
-    // A producer fuses into its only reader: nothing is computed twice.
+    // A producer fuses into its only reader: nothing is computed twice
+    // (but a widening of 16-bit values, into each reader: widensOnly).
     // Each fusion makes a new op holding both bodies, so a chain of n
     // elementwise ops fused one by one copies O(n^2) ops: a fused body
     // stops growing at kMaxFusedBody ops (a 20,000-op chain took minutes).
@@ -95,7 +112,7 @@ private:
             return allParallel(producer) && allParallel(reader) &&
                    !producer->hasOneUse() &&
                    readByAndReturned(producer, reader);
-          return producer->hasOneUse() ||
+          return producer->hasOneUse() || widensOnly(producer) ||
                  (scalars && scalar(producer) &&
                   llvm::all_of(producer->getUsers(), [&](Operation *user) {
                     return user == reader;

@@ -403,6 +403,16 @@ private:
     });
   }
 
+  /// Whether `g` is one cast of a bf16 or f16 value to f32.
+  static bool widensAlone(const Group &g) {
+    auto cast = g.ops.size() == 1 ? dyn_cast<CastOp>(g.root) : CastOp();
+    if (!cast)
+      return false;
+    Type from = cast.getInput().getType().getElementType();
+    return (from.isBF16() || from.isF16()) &&
+           cast.getResult().getType().getElementType().isF32();
+  }
+
   /// An elementwise kernel whose result only reductions (`sum`, `mean`,
   /// `max`, `min`) of one other kernel read joins that kernel as their
   /// prologue: the reduction computes each value as it reads it, instead
@@ -411,13 +421,21 @@ private:
   /// wrote and read back a tensor of the gradient's size.) A merge makes
   /// no cycle: the group's result is the only value read outside it, and
   /// its readers all stand in the kernel it joins.
+  /// And a kernel that only casts a 16-bit value up to f32 joins the kernel
+  /// of whatever reads it (but a library call: a product or convolution
+  /// reads a buffer): a batch norm reads a GPU convolution's 16-bit output
+  /// (--locus-gpu-16bit-convs) as it goes, where a launch wrote it out in
+  /// f32 first.
   void mergePrologues(std::vector<std::unique_ptr<Group>> &groups,
                       DenseMap<Operation *, Group *> &groupOf) {
     for (auto &a : groups) {
       if (a->ops.empty() || !elementwiseOnly(*a) || a->root->use_empty())
         continue;
-      Group *into = soleReaderGroup(*a, groupOf, [](Operation *user) {
-        return isa<SumOp, MeanOp, MaxOp, MinOp>(user);
+      bool widens = widensAlone(*a);
+      Group *into = soleReaderGroup(*a, groupOf, [&](Operation *user) {
+        return isa<SumOp, MeanOp, MaxOp, MinOp>(user) ||
+               (widens && !isa<MatmulOp, LinearOp, Conv2dOp, Conv2dInputGradOp,
+                               Conv2dWeightGradOp>(user));
       });
       if (!into)
         continue;

@@ -17,12 +17,17 @@
 // Both insert `locus.cast` ops, once per value and per device; the kernel
 // fuser then merges them into their neighbours' kernels.
 //
+// After placement, --locus-gpu-16bit-convs gives the convolutions on a CUDA
+// device whose operands were cast up from 16 bits those 16-bit values, so
+// that cuDNN computes them on 16-bit tensor cores.
+//
 //===----------------------------------------------------------------------===//
 
 #include "locus/Dialect/LocusDialect.h"
 #include "locus/Passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
 #include <optional>
@@ -32,6 +37,7 @@
 namespace locus {
 #define GEN_PASS_DEF_LOCUSAUTOCAST
 #define GEN_PASS_DEF_LOCUSWIDEN16BIT
+#define GEN_PASS_DEF_LOCUSGPU16BITCONVS
 #include "locus/Passes/Passes.h.inc"
 } // namespace locus
 
@@ -274,6 +280,114 @@ public:
       LLVM_DEBUG(llvm::dbgs() << "computes in f32: " << op.getName() << " at "
                               << op.getLoc() << "\n");
       retype(&op, f32, casts);
+    }
+  }
+};
+
+/// The 16-bit value `v` (f32) was cast up from, or null.
+Value castUpFrom16(Value v) {
+  auto up = v.getDefiningOp<CastOp>();
+  if (!up || !elementOf(v).isF32() || !isHalf(elementOf(up.getInput())))
+    return {};
+  return up.getInput();
+}
+
+/// A convolution's two tensor operands, in order (a forward's bias aside).
+SmallVector<OpOperand *, 2> convOperands(Operation *op) {
+  if (auto c = dyn_cast<Conv2dOp>(op))
+    return {&c.getInputMutable(), &c.getWeightMutable()};
+  if (auto g = dyn_cast<Conv2dInputGradOp>(op))
+    return {&g.getGradMutable(), &g.getWeightMutable()};
+  auto g = cast<Conv2dWeightGradOp>(op);
+  return {&g.getInputMutable(), &g.getGradMutable()};
+}
+
+/// The 16-bit type both tensor operands of the convolution `op` were cast
+/// up from; null when they were not, or not from one type.
+Type sixteenBitSource(Operation *op) {
+  Type low;
+  for (OpOperand *operand : convOperands(op)) {
+    Value source = castUpFrom16(operand->get());
+    if (!source || (low && elementOf(source) != low))
+      return {};
+    low = elementOf(source);
+  }
+  return low;
+}
+
+/// Gives `made` the discardable attributes of `op` (its device, placement,
+/// gradient mark) but its autocast mark.
+void copyMarks(Operation *op, Operation *made) {
+  for (NamedAttribute a : op->getDiscardableAttrs())
+    if (a.getName() != kAutocastAttrName)
+      made->setAttr(a.getName(), a.getValue());
+}
+
+/// Rewrites the convolution `op` to read the 16-bit values of type `low`
+/// its operands were cast up from and to give a `low` result.
+void readSixteenBits(Operation *op, Type low) {
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  OpBuilder b(op);
+  Operation *made = b.clone(*op);
+  llvm::SmallSetVector<Operation *, 2> castsUp;
+  for (OpOperand *operand : convOperands(made)) {
+    castsUp.insert(operand->get().getDefiningOp());
+    operand->set(castUpFrom16(operand->get()));
+  }
+  Value y = made->getResult(0);
+  y.setType(resultType.clone(low));
+  // A cast down reads the 16-bit result itself; any other reader a cast up
+  // of its own (each reader's kernel then reads the 16-bit result,
+  // --locus-fuse-kernels: a batch norm's forward and backward both read a
+  // convolution's output).
+  for (OpOperand &use :
+       llvm::make_early_inc_range(op->getResult(0).getUses())) {
+    auto down = dyn_cast<CastOp>(use.getOwner());
+    if (down && elementOf(down.getResult()) == low) {
+      down.getResult().replaceAllUsesWith(y);
+      down->erase();
+      continue;
+    }
+    OpBuilder at(use.getOwner());
+    auto up = at.create<CastOp>(op->getLoc(), y,
+                                TypeAttr::get(resultType.getElementType()));
+    copyMarks(op, up);
+    use.set(up);
+  }
+  op->erase();
+  // Casts up that only the convolution read (a weight gradient's operands
+  // are also the forward's, cast once).
+  for (Operation *castUp : castsUp)
+    if (castUp->use_empty())
+      castUp->erase();
+}
+
+class Gpu16BitConvsPass
+    : public locus::impl::LocusGpu16BitConvsBase<Gpu16BitConvsPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    GraphOp graph = getOperation();
+    // Collected first: a rewrite erases casts next to its convolution.
+    SmallVector<Operation *> convs;
+    for (Operation &op : graph.getBodyBlock().getOperations()) {
+      auto device = op.getAttrOfType<DeviceAttr>(kDeviceAttrName);
+      // A bias stays f32: cuDNN's 16-bit result, rounded, and the bias
+      // added after would round twice.
+      auto conv = dyn_cast<Conv2dOp>(op);
+      if (isa<Conv2dOp, Conv2dInputGradOp, Conv2dWeightGradOp>(op) && device &&
+          device.isCuda() && elementOf(op.getResult(0)).isF32() &&
+          !(conv && conv.getBias()))
+        convs.push_back(&op);
+    }
+    for (Operation *op : convs) {
+      Type low = sixteenBitSource(op);
+      if (!low)
+        continue;
+      LLVM_DEBUG(llvm::dbgs() << "in " << low << ": " << op->getName() << " at "
+                              << op->getLoc() << "\n");
+      readSixteenBits(op, low);
     }
   }
 };

@@ -210,6 +210,9 @@ void locus::buildPlacementPipelineFor(ModuleOp module, OpPassManager &pm,
 void locus::buildKernelPipeline(OpPassManager &pm, bool fuse) {
   LocusFuseKernelsOptions fusion;
   fusion.fuse = fuse;
+  // Convolutions on a GPU read 16-bit operands as they are (cuDNN in 16
+  // bits).
+  pm.addNestedPass<GraphOp>(createLocusGpu16BitConvs());
   // Out-of-range indices become a run's error (placed like their reader).
   pm.addNestedPass<GraphOp>(createLocusCheckIndices());
   pm.addNestedPass<GraphOp>(createLocusFuseKernels(fusion));

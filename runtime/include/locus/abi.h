@@ -151,8 +151,10 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
  *    of each buffer with a dynamic dimension.
  * 6: load-time launches: a kernel that reads only constants, state no step
  *    writes and persistent buffers runs among the load commands, into
- *    persistent buffers, and again when state it reads is written. */
-#define LOCUS_PLAN_VERSION 6u
+ *    persistent buffers, and again when state it reads is written.
+ * 7: CUDA convolutions may take 16-bit operands (LOCUS_CONV_BF16, _F16),
+ *    which an older runtime would read as f32. */
+#define LOCUS_PLAN_VERSION 7u
 /* The input that holds a run's dynamic sizes (i64, one per size, in the
  * plan's order): the runtime fills it from the inputs' shapes. */
 #define LOCUS_PLAN_SIZES_INPUT "locus.sizes"
@@ -306,7 +308,11 @@ enum locus_conv_flag_e {
    * alone produce and read (--locus-conv-layouts). */
   LOCUS_CONV_X_NHWC = 64,
   LOCUS_CONV_RESIDUAL_NHWC = 128,
-  LOCUS_CONV_Y_NHWC = 256 /* the pooled output when a _POOL flag is set */
+  LOCUS_CONV_Y_NHWC = 256, /* the pooled output when a _POOL flag is set */
+  /* locus_cuda_conv2d only: a, b and y hold bf16 (or f16) elements, and
+   * cuDNN accumulates in f32 on tensor cores (no bias with these). */
+  LOCUS_CONV_BF16 = 512,
+  LOCUS_CONV_F16 = 1024
 };
 
 /* What locus_conv2d_grad and locus_cuda_conv2d compute, with the operands
@@ -400,7 +406,8 @@ LOCUS_API int32_t locus_cuda_dnn_ready(void);
 /* A convolution through cuDNN on the compute stream: `kind` is a
  * locus_conv_kind_e, `params` points to LOCUS_CONV_PARAM_COUNT int64 values
  * (the convolution's shapes, whatever the kind; of the flags only
- * LOCUS_CONV_BIAS, for the forward, and LOCUS_CONV_TF32 count); pointers
+ * LOCUS_CONV_BIAS, for the forward, LOCUS_CONV_TF32, LOCUS_CONV_BF16 and
+ * LOCUS_CONV_F16 count); pointers
  * are device addresses passed as integers. Only after
  * locus_cuda_dnn_ready() said yes. */
 LOCUS_API void locus_cuda_conv2d(int64_t kind, uintptr_t params, uintptr_t a,

@@ -100,3 +100,35 @@ func.func @autocast(%x: tensor<1x2x6x6xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<
   %y = locus.conv2d %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 {locus.autocast = bf16} : tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x4x4xf32>
   return %y : tensor<1x4x4x4xf32>
 }
+
+// -----
+
+// Convolutions of 16-bit operands (--locus-gpu-16bit-convs) call cuDNN with
+// their type's flag (bf16 512, f16 1024, no TF32) and 16-bit buffers; the
+// generated path, for devices without cuDNN, computes on the operands cast
+// up and rounds its result.
+// CHECK-DAG: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[1, 2, 6, 6, 4, 3, 3, 4, 4, 1, 1, 0, 0, 1, 1, 1, 512, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-DAG: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[1, 2, 6, 6, 4, 3, 3, 4, 4, 1, 1, 0, 0, 1, 1, 1, 1024, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-LABEL: func.func @sixteen_bits
+// CHECK:      scf.if %{{.*}} -> (tensor<1x4x4x4xbf16>) {
+// CHECK:        bufferization.to_memref %arg0 read_only : memref<1x2x6x6xbf16>
+// CHECK:        memref.alloc() : memref<1x4x4x4xbf16>
+// CHECK:        call @locus_cuda_conv2d(
+// CHECK:      } else {
+// CHECK:        %[[XF:.*]] = locus.cast %arg0 to f32 : tensor<1x2x6x6xbf16> -> tensor<1x2x6x6xf32>
+// CHECK:        %[[WF:.*]] = locus.cast %arg1 to f32 : tensor<4x2x3x3xbf16> -> tensor<4x2x3x3xf32>
+// CHECK:        %[[YF:.*]] = locus.conv2d %[[XF]], %[[WF]] {{.*}} -> tensor<1x4x4x4xf32>
+// CHECK:        %[[Y:.*]] = locus.cast %[[YF]] to bf16 : tensor<1x4x4x4xf32> -> tensor<1x4x4x4xbf16>
+// CHECK:        bufferization.materialize_in_destination %[[Y]]
+// CHECK:      }
+// CHECK:      scf.if %{{.*}} -> (tensor<4x2x3x3xf16>) {
+// CHECK:        call @locus_cuda_conv2d(
+// CHECK:      } else {
+// CHECK:        locus.conv2d_weight_grad {{.*}} -> tensor<4x2x3x3xf32>
+// CHECK:      }
+func.func @sixteen_bits(%x: tensor<1x2x6x6xbf16>, %w: tensor<4x2x3x3xbf16>, %xh: tensor<1x2x6x6xf16>, %g: tensor<1x4x4x4xf16>) -> (tensor<1x4x4x4xbf16>, tensor<4x2x3x3xf16>) {
+  %y = locus.conv2d %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 {locus.autocast = bf16} : tensor<1x2x6x6xbf16>, tensor<4x2x3x3xbf16> -> tensor<1x4x4x4xbf16>
+  %dw = locus.conv2d_weight_grad %xh, %g weight_shape [4, 2, 3, 3] stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x6x6xf16>, tensor<1x4x4x4xf16> -> tensor<4x2x3x3xf16>
+  return %y, %dw : tensor<1x4x4x4xbf16>, tensor<4x2x3x3xf16>
+}
+

@@ -147,3 +147,22 @@ func.func @nhwc(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: tensor<4xf
   %2 = locus.relu %1 : tensor<1x4x6x6xf32>
   return %2 : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// A convolution of 16-bit operands (the host version of a CUDA kernel,
+// --locus-gpu-16bit-convs): locus_conv2d on them cast up (exact), its
+// result cast back down.
+// CHECK-LABEL: func.func @sixteen_bits
+// CHECK: %[[XF:.*]] = locus.cast %arg0 to f32 : tensor<1x2x6x6xbf16> -> tensor<1x2x6x6xf32>
+// CHECK: %[[WF:.*]] = locus.cast %arg1 to f32 : tensor<4x2x3x3xbf16> -> tensor<4x2x3x3xf32>
+// CHECK: bufferization.to_memref %[[XF]] read_only
+// CHECK: call @locus_conv2d(
+// CHECK: locus.cast %{{.*}} to bf16 : tensor<1x4x4x4xf32> -> tensor<1x4x4x4xbf16>
+// CHECK: call @locus_conv2d_grad(
+// CHECK: locus.cast %{{.*}} to bf16 : tensor<4x2x3x3xf32> -> tensor<4x2x3x3xbf16>
+func.func @sixteen_bits(%x: tensor<1x2x6x6xbf16>, %w: tensor<4x2x3x3xbf16>, %g: tensor<1x4x4x4xbf16>) -> (tensor<1x4x4x4xbf16>, tensor<4x2x3x3xbf16>) {
+  %y = locus.conv2d %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x6x6xbf16>, tensor<4x2x3x3xbf16> -> tensor<1x4x4x4xbf16>
+  %dw = locus.conv2d_weight_grad %x, %g weight_shape [4, 2, 3, 3] stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x6x6xbf16>, tensor<1x4x4x4xbf16> -> tensor<4x2x3x3xbf16>
+  return %y, %dw : tensor<1x4x4x4xbf16>, tensor<4x2x3x3xbf16>
+}

@@ -45,3 +45,22 @@ func.func @product_behind_reshape(%a: tensor<4x6xf32>, %b: tensor<6x8xf32>) -> t
   %2 = locus.tanh %1 : tensor<2x2x8xf32>
   return %2 : tensor<2x2x8xf32>
 }
+
+// A widening of 16-bit values that several ops read fuses into each of
+// them (a batch norm's passes over a bf16 convolution output): no loop
+// writes the f32 values out.
+// CHECK-LABEL: func.func @widened
+// CHECK-NOT: ins({{.*}}tensor<4x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<4x8xbf16>) outs(%{{.*}} : tensor<8xf32>)
+// CHECK: arith.extf
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK: arith.extf
+// CHECK: math.exp
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @widened(%a: tensor<4x8xbf16>) -> (tensor<8xf32>, tensor<4x8xf32>) {
+  %0 = locus.cast %a to f32 : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %1 = locus.sum %0 axes [0] : tensor<4x8xf32> -> tensor<8xf32>
+  %2 = locus.exp %0 : tensor<4x8xf32>
+  return %1, %2 : tensor<8xf32>, tensor<4x8xf32>
+}

@@ -169,6 +169,41 @@ def LocusWiden16Bit : Pass<"locus-widen-16bit", "::locus::GraphOp"> {
   }];
 }
 
+def LocusGpu16BitConvs : Pass<"locus-gpu-16bit-convs", "::locus::GraphOp"> {
+  let summary = "CUDA convolutions of 16-bit values take them as they are.";
+  let description = [{
+    After placement, a convolution or convolution gradient on a CUDA device
+    whose two tensor operands are both cast up from one 16-bit type (bf16 or
+    f16) reads those 16-bit values and gives a result of that type, cast up
+    for readers that want f32: cuDNN then runs it in 16 bits on tensor
+    cores, accumulating in f32, as PyTorch's autocast does
+    (`--locus-conv-to-cudnn`). A reader that cast the f32 result down to
+    the same type reads the 16-bit result itself. A forward convolution
+    with a bias keeps its f32 operands (TF32 tensor cores): cuDNN's
+    16-bit result, rounded, and the bias added after it would round
+    twice.
+
+    The operands come that way from `--locus-autocast` (a forward
+    convolution's operands rounded to the 16-bit type; the gradients' cast
+    up by `--locus-widen-16bit`) and from 16-bit ONNX models. The forward
+    result is then rounded to the 16-bit type, as PyTorch's is; on the CPU
+    and on any convolution it does not match nothing changes.
+
+    ```mlir
+    %x = locus.cast %xb to f32 {locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xbf16> -> tensor<2x3x8x8xf32>
+    %w = locus.cast %wb to f32 {locus.device = #locus.device<cuda:0>} : tensor<4x3x3x3xbf16> -> tensor<4x3x3x3xf32>
+    %y = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %yb = locus.conv2d %xb, %wb stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x4x8x8xbf16>
+    %y = locus.cast %yb to f32 {locus.device = #locus.device<cuda:0>} : tensor<2x4x8x8xbf16> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+}
+
 def LocusPlaceDevices : Pass<"locus-place-devices", "::locus::GraphOp"> {
   let summary = "Decides the device of every op: by policy, pins and cost.";
   let description = [{
@@ -687,7 +722,11 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     over each gradient that the update reads too, wrote and read back a
     tensor of each gradient's size; the tiny Transformer step has 7 CUDA
     kernels fewer with it (178) and 26 fewer on the CPU (207), where a
-    layer norm's square joins its variance. Then, on a CUDA device, kernels
+    layer norm's square joins its variance. So does a kernel that only
+    casts a bf16 or f16 value up to f32, whatever op reads it (but a
+    product or convolution, which reads a buffer): a batch norm reads a GPU
+    convolution's 16-bit output (`--locus-gpu-16bit-convs`) as it goes,
+    forward and backward, each with a cast of its own. Then, on a CUDA device, kernels
     that go row by row (elementwise ops, reductions over the last axis
     alone, `softmax` and `log_softmax` along it) merge when one kernel's
     result is read by one other such kernel alone: a layer norm, whose
@@ -922,7 +961,11 @@ def LocusFuseElementwise : Pass<"locus-fuse-elementwise"> {
     loop would recompute them for every element (the host version of the
     Transformer step's merged Adam kernel took 392 us a step that way,
     against about 95 with them apart, as its 30 separate kernels took
-    before). With `results-into-readers` (the CUDA lowering sets it too),
+    before). A producer that only widens 16-bit values to f32 (`arith.extf`
+    of its one input) fuses into each of its readers, on any device: a
+    conversion per element read instead of a pass writing the f32 values
+    out for each reader to read back twice the bytes (a batch norm's three
+    passes over a bf16 convolution output). With `results-into-readers` (the CUDA lowering sets it too),
     once the chains are fused: a producer that the kernel returns and one
     other op reads fuses into that reader when both have parallel loops
     alone. The reader recomputes the producer's values and the producer
@@ -1195,7 +1238,11 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
     deallocation pipeline frees a kernel's temporaries at the end of its
     block, after the call). Convolutions outside kernel functions (in a
     `locus.graph`) are left alone, and so are those of the CUDA pipeline,
-    which does not run this pass.
+    which does not run this pass. A convolution or gradient of bf16 or f16
+    operands (the host version of a CUDA kernel, `--locus-gpu-16bit-convs`)
+    calls on its operands cast up to f32 (exactly) and its result is cast
+    back down: the same values as a 16-bit convolution accumulating in
+    f32.
 
     A gradient's call takes the kind (`locus_conv_kind_e`: 1 input
     gradient, 2 weight gradient), the forward convolution's shapes in the
@@ -1279,7 +1326,14 @@ def LocusConvToCudnn : Pass<"locus-conv-to-cudnn", "::mlir::ModuleOp"> {
     operands are bf16 or f16 values held in f32) gets TF32's flag without
     the option: TF32's 10-bit mantissa and 8-bit exponent hold every bf16
     and f16 value exactly, so the tensor cores multiply the very values an
-    f32 algorithm would.
+    f32 algorithm would. A convolution of bf16 or f16 operands and result
+    (`--locus-gpu-16bit-convs`) gets its type's flag instead
+    (`LOCUS_CONV_BF16`, `LOCUS_CONV_F16`): cuDNN reads and writes 16-bit
+    values and accumulates in f32 on tensor cores, as PyTorch's autocast
+    convolutions do; its `else` branch computes on the operands cast up
+    (exactly) and rounds the result. cuDNN adds no 16-bit bias here, so
+    such a convolution with a bias is an error (the pass that makes them
+    leaves convolutions with a bias in f32).
 
     ```mlir
     %dx = locus.conv2d_input_grad %g, %w input_shape [2, 3, 8, 8] stride [1, 1]

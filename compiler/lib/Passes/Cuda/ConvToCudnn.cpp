@@ -47,10 +47,10 @@ public:
       Value yes =
           b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, ready, zero);
       for (Operation *op : convs)
-        if (run.isDynamic(describe(op, 0).a))
-          rewriteDynamic(module, op, run);
-        else
-          rewrite(module, op, yes);
+        if (failed(run.isDynamic(describe(op, 0).a)
+                       ? rewriteDynamic(module, op, run)
+                       : rewrite(module, op, yes)))
+          return signalPassFailure();
     }
   }
 
@@ -87,12 +87,43 @@ private:
                                                /*writable=*/true);
   }
 
+  /// The flags of `op`'s call: TF32 and the element type. An autocast
+  /// convolution (bf16 or f16 operands held in f32) may use TF32 tensor
+  /// cores without allow-tf32: TF32 holds its operands exactly. One of
+  /// 16-bit operands (--locus-gpu-16bit-convs) runs in 16 bits.
+  int64_t flagsOf(Operation *op) {
+    Type element =
+        cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
+    if (element.isBF16())
+      return LOCUS_CONV_BF16;
+    if (element.isF16())
+      return LOCUS_CONV_F16;
+    return allowTf32 || op->hasAttr(kAutocastAttrName) ? LOCUS_CONV_TF32 : 0;
+  }
+
+  /// cuDNN adds no 16-bit bias here (--locus-gpu-16bit-convs leaves
+  /// convolutions with a bias in f32).
+  LogicalResult checkBias(Operation *op, const ConvCall &d) {
+    if (!d.bias ||
+        !(d.params[LOCUS_CONV_FLAGS] & (LOCUS_CONV_BF16 | LOCUS_CONV_F16)))
+      return success();
+    return op->emitOpError("of 16-bit operands with a bias has no cuDNN call; "
+                           "add the bias after the convolution");
+  }
+
+  /// `op` as it was, for devices without cuDNN, as an f32 convolution: one
+  /// of 16-bit operands computes on them cast up and rounds its result.
+  Value generatedPath(OpBuilder &e, Operation *op) {
+    if (!isSixteenBit(op))
+      return e.clone(*op)->getResult(0);
+    return widen(e, op).result;
+  }
+
   /// `op` becomes scf.if (cuDNN) { the call } else { `op` as it was }.
-  /// An autocast convolution (bf16 or f16 operands held in f32) may use
-  /// TF32 tensor cores without allow-tf32: TF32 holds its operands exactly.
-  void rewrite(ModuleOp module, Operation *op, Value yes) {
-    bool tf32 = allowTf32 || op->hasAttr(kAutocastAttrName);
-    ConvCall d = describe(op, tf32 ? LOCUS_CONV_TF32 : 0);
+  LogicalResult rewrite(ModuleOp module, Operation *op, Value yes) {
+    ConvCall d = describe(op, flagsOf(op));
+    if (failed(checkBias(op, d)))
+      return failure();
     auto yType = cast<RankedTensorType>(op->getResult(0).getType());
     Location loc = op->getLoc();
     OpBuilder b(op);
@@ -106,7 +137,7 @@ private:
     // need static layouts; a lowering that ends in a slice, as the input
     // gradient's does, would give the scf.if a dynamic one).
     auto generated = [&](OpBuilder &e, Location at) {
-      Value result = e.clone(*op)->getResult(0);
+      Value result = generatedPath(e, op);
       Value into = e.create<tensor::EmptyOp>(at, yType.getShape(),
                                              yType.getElementType());
       e.create<scf::YieldOp>(
@@ -118,6 +149,7 @@ private:
     op->getResult(0).replaceAllUsesWith(branch.getResult(0));
     op->erase();
     ++numCalls;
+    return success();
   }
 
   /// `op` over a dynamic batch: the cuDNN call alone, its parameters a
@@ -125,9 +157,11 @@ private:
   /// values packed at its start. Generated kernels would compute at the
   /// bounds (a weight gradient over the bound's batch); without cuDNN the
   /// runtime reports the call's failure.
-  void rewriteDynamic(ModuleOp module, Operation *op, const RunSizes &run) {
-    bool tf32 = allowTf32 || op->hasAttr(kAutocastAttrName);
-    ConvCall d = describe(op, tf32 ? LOCUS_CONV_TF32 : 0);
+  LogicalResult rewriteDynamic(ModuleOp module, Operation *op,
+                               const RunSizes &run) {
+    ConvCall d = describe(op, flagsOf(op));
+    if (failed(checkBias(op, d)))
+      return failure();
     auto yType = cast<RankedTensorType>(op->getResult(0).getType());
     Location loc = op->getLoc();
     OpBuilder b(op);
@@ -138,6 +172,7 @@ private:
     op->getResult(0).replaceAllUsesWith(result);
     op->erase();
     ++numCalls;
+    return success();
   }
 
   ParamGlobals globals;

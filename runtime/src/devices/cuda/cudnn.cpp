@@ -2,13 +2,15 @@
 // found with dlopen. cudnn.h is not needed to build the runtime: the types
 // and entry points used are declared below, as cuDNN 9 defines them.
 //
-// Numerics: every descriptor asks for CUDNN_FMA_MATH, so no algorithm
+// Numerics: every f32 descriptor asks for CUDNN_FMA_MATH, so no algorithm
 // rounds operands to TF32 (fp32 is Locus's contract; cuDNN's default math
 // would use TF32 on Ampere and later) unless the op's flags carry
-// LOCUS_CONV_TF32. The candidates are timed once per shape, at the first
-// step (cudnnFind*, as torch.backends.cudnn.benchmark), and the fastest
-// deterministic one is taken, so every later step gives the same result
-// (with TF32 allowed, the fastest of all: see anyAlgorithm);
+// LOCUS_CONV_TF32. With LOCUS_CONV_BF16 or _F16 the tensors are 16-bit,
+// the arithmetic f32 on tensor cores (PyTorch's autocast convolutions:
+// CUDNN_TENSOR_OP_MATH, compute type float). The candidates are timed once per
+// shape, at the first step (cudnnFind*, as torch.backends.cudnn.benchmark), and
+// the fastest deterministic one is taken, so every later step gives the same
+// result (with TF32 allowed, the fastest of all: see anyAlgorithm);
 // LOCUS_CUDNN_BENCHMARK=0 takes the first deterministic one that cuDNN's
 // heuristics rank instead (no timing; the same algorithm in every
 // process). On an H100 timing made the ResNet-18 step 1.24x -> 0.87x
@@ -32,8 +34,28 @@ using TensorDesc = struct cudnnTensorStruct *;
 using FilterDesc = struct cudnnFilterStruct *;
 using ConvDesc = struct cudnnConvolutionStruct *;
 
-constexpr int kNchw = 0, kFloat = 0, kCrossCorrelation = 1;
-constexpr int kDefaultMath = 0, kAllowConversion = 2, kFmaMath = 3;
+constexpr int kNchw = 0, kFloat = 0, kHalf = 2, kBfloat16 = 9;
+constexpr int kCrossCorrelation = 1;
+constexpr int kDefaultMath = 0, kTensorOpMath = 1, kAllowConversion = 2,
+              kFmaMath = 3;
+
+/// The cudnnDataType_t of a convolution's tensors by its flags: bf16 or
+/// f16 with LOCUS_CONV_BF16 or _F16, else f32. Its arithmetic is f32
+/// always (the convolution descriptor's compute type).
+int dataTypeOf(int64_t flags) {
+  if (flags & LOCUS_CONV_BF16)
+    return kBfloat16;
+  return (flags & LOCUS_CONV_F16) ? kHalf : kFloat;
+}
+
+/// The math type a convolution starts with: FMA for f32 (no TF32 unless
+/// LOCUS_CONV_TF32), tensor cores for 16-bit operands and with TF32
+/// allowed.
+int mathTypeOf(int64_t flags) {
+  if (flags & (LOCUS_CONV_BF16 | LOCUS_CONV_F16))
+    return kTensorOpMath;
+  return (flags & LOCUS_CONV_TF32) ? kDefaultMath : kFmaMath;
+}
 constexpr int kDeterministic = 1;
 constexpr size_t kMaxWorkspace = size_t(1) << 31;
 
@@ -359,15 +381,16 @@ std::string describePlan(const Library &l, const Key &key,
       (bias &&
        !step(l.cudnnCreateTensorDescriptor(&plan.bias), "a tensor descriptor")))
     return e;
-  step(l.cudnnSetTensor4dDescriptor(plan.x, kNchw, kFloat, i(LOCUS_CONV_N),
+  const int data = dataTypeOf(flags);
+  step(l.cudnnSetTensor4dDescriptor(plan.x, kNchw, data, i(LOCUS_CONV_N),
                                     i(LOCUS_CONV_C), i(LOCUS_CONV_H),
                                     i(LOCUS_CONV_W)),
        "the input's descriptor");
-  step(l.cudnnSetTensor4dDescriptor(plan.y, kNchw, kFloat, i(LOCUS_CONV_N),
+  step(l.cudnnSetTensor4dDescriptor(plan.y, kNchw, data, i(LOCUS_CONV_N),
                                     i(LOCUS_CONV_O), i(LOCUS_CONV_OH),
                                     i(LOCUS_CONV_OW)),
        "the output's descriptor");
-  step(l.cudnnSetFilter4dDescriptor(plan.w, kFloat, kNchw, i(LOCUS_CONV_O),
+  step(l.cudnnSetFilter4dDescriptor(plan.w, data, kNchw, i(LOCUS_CONV_O),
                                     i(LOCUS_CONV_C) / std::max(groups, 1),
                                     i(LOCUS_CONV_KH), i(LOCUS_CONV_KW)),
        "the weight's descriptor");
@@ -379,8 +402,7 @@ std::string describePlan(const Library &l, const Key &key,
        "the convolution's descriptor");
   step(l.cudnnSetConvolutionGroupCount(plan.conv, groups),
        "cudnnSetConvolutionGroupCount");
-  step(l.cudnnSetConvolutionMathType(
-           plan.conv, (flags & LOCUS_CONV_TF32) ? kDefaultMath : kFmaMath),
+  step(l.cudnnSetConvolutionMathType(plan.conv, mathTypeOf(flags)),
        "cudnnSetConvolutionMathType");
   if (bias)
     step(l.cudnnSetTensor4dDescriptor(plan.bias, kNchw, kFloat, 1,
@@ -413,7 +435,10 @@ std::string Convolutions::plan(const Key &key, Plan *&out) {
 
 std::string Convolutions::chooseAlgorithm(const Key &key, Plan &plan) {
   const int64_t kind = key[0];
-  const bool tf32 = (key[1 + LOCUS_CONV_FLAGS] & LOCUS_CONV_TF32) != 0;
+  // TF32 or 16-bit operands: rounding that dwarfs a changed summation
+  // order, and math cuDNN may choose.
+  const bool tf32 = (key[1 + LOCUS_CONV_FLAGS] &
+                     (LOCUS_CONV_TF32 | LOCUS_CONV_BF16 | LOCUS_CONV_F16)) != 0;
   const Library &l = *library();
   auto h = static_cast<Handle>(handle_);
   std::array<void *, 3> ops = operandsOf(kind, plan);
@@ -434,10 +459,11 @@ std::string Convolutions::chooseAlgorithm(const Key &key, Plan &plan) {
   if (!best)
     return "no cuDNN algorithm supports this convolution";
   plan.algo = best->algo;
-  // With TF32 allowed, the math the algorithm was ranked or timed with
-  // (the descriptor's default may have run as tensor-op math), as cuDNN
-  // asks; otherwise the descriptor's FMA math stays, whatever is reported.
-  if (tf32 && best->mathType != kDefaultMath)
+  // With TF32 allowed or 16-bit operands, the math the algorithm was
+  // ranked or timed with (the descriptor's may have run as another), as
+  // cuDNN asks; otherwise the descriptor's FMA math stays, whatever is
+  // reported.
+  if (tf32 && best->mathType != mathTypeOf(key[1 + LOCUS_CONV_FLAGS]))
     if (Status s = l.cudnnSetConvolutionMathType(plan.conv, best->mathType))
       return "setting the math type: " + l.error(s);
   if (Status s = l.workspace[kind](h, ops[0], ops[1], plan.conv, ops[2],
@@ -495,6 +521,12 @@ std::string Convolutions::run(void *stream, int64_t kind, const int64_t *params,
                               uintptr_t y, const Workspace &workspace) {
   if (kind < LOCUS_CONV_FORWARD || kind > LOCUS_CONV_WEIGHT_GRAD)
     return "convolution kind " + std::to_string(kind) + " is unknown";
+  const int64_t flags = params[LOCUS_CONV_FLAGS];
+  if ((flags & LOCUS_CONV_BF16) && (flags & LOCUS_CONV_F16))
+    return "a convolution cannot be both bf16 and f16";
+  if ((flags & (LOCUS_CONV_BF16 | LOCUS_CONV_F16)) &&
+      kind == LOCUS_CONV_FORWARD && (flags & LOCUS_CONV_BIAS))
+    return "a 16-bit convolution with a bias (add the bias after it)";
   const Library &l = *library();
   auto h = static_cast<Handle>(handle_);
   if (Status s = l.cudnnSetStream(h, stream))
