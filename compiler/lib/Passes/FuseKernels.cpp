@@ -42,6 +42,16 @@ bool locus::isComputing(Operation *op) {
 
 namespace {
 
+/// Whether `op` casts a bf16 or f16 value to f32.
+bool widens(Operation *op) {
+  auto cast = dyn_cast_or_null<CastOp>(op);
+  if (!cast)
+    return false;
+  Type from = cast.getInput().getType().getElementType();
+  return (from.isBF16() || from.isF16()) &&
+         cast.getResult().getType().getElementType().isF32();
+}
+
 /// A locus.transpose that swaps the last two axes and keeps the others
 /// (a matrix's [1, 0], a batch of matrices' [0, 1, 3, 2]): a matrix product
 /// reads its input transposed instead.
@@ -314,7 +324,7 @@ public:
     if (fuse) {
       mergePrologues(groups, groupOf);
       mergeRows(groups, groupOf);
-      mergeOptimizerSteps(groups);
+      mergeOptimizerSteps(groups, groupOf);
       mergeSiblings(groups, groupOf);
     }
     int64_t kernels = 0;
@@ -403,14 +413,41 @@ private:
     });
   }
 
+  /// A kernel of a convolution and, alone after it, the cast of its 16-bit
+  /// result up to f32: the cast goes to the one other kernel that reads it
+  /// (but a product's or convolution's), when there is one. After a cuDNN
+  /// call the cast would be a launch writing f32 for that kernel to read.
+  void moveCastAfterCall(Group &a, DenseMap<Operation *, Group *> &groupOf) {
+    Operation *cast = a.root;
+    if (a.ops.size() != 2 || !widens(cast) ||
+        !isa_and_nonnull<Conv2dOp, Conv2dInputGradOp, Conv2dWeightGradOp>(
+            cast->getOperand(0).getDefiningOp()))
+      return;
+    Group *into = nullptr;
+    for (Operation *user : cast->getUsers()) {
+      Group *g = groupOf.lookup(user);
+      if (!g || g == &a || (into && g != into) ||
+          isa<MatmulOp, LinearOp, Conv2dOp, Conv2dInputGradOp,
+              Conv2dWeightGradOp>(user))
+        return;
+      into = g;
+    }
+    if (!into || into->ops.empty() || into->device != a.device ||
+        static_cast<int64_t>(into->ops.size()) + 1 > maxOps)
+      return;
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] the cast up of a convolution "
+                               "at "
+                            << cast->getLoc() << " joins the kernel of "
+                            << into->root->getName() << "\n");
+    a.ops.erase(llvm::find(a.ops, cast));
+    a.root = cast->getOperand(0).getDefiningOp();
+    into->ops.push_back(cast);
+    groupOf[cast] = into;
+  }
+
   /// Whether `g` is one cast of a bf16 or f16 value to f32.
   static bool widensAlone(const Group &g) {
-    auto cast = g.ops.size() == 1 ? dyn_cast<CastOp>(g.root) : CastOp();
-    if (!cast)
-      return false;
-    Type from = cast.getInput().getType().getElementType();
-    return (from.isBF16() || from.isF16()) &&
-           cast.getResult().getType().getElementType().isF32();
+    return g.ops.size() == 1 && widens(g.root);
   }
 
   /// An elementwise kernel whose result only reductions (`sum`, `mean`,
@@ -429,6 +466,8 @@ private:
   void mergePrologues(std::vector<std::unique_ptr<Group>> &groups,
                       DenseMap<Operation *, Group *> &groupOf) {
     for (auto &a : groups) {
+      if (!a->ops.empty())
+        moveCastAfterCall(*a, groupOf);
       if (a->ops.empty() || !elementwiseOnly(*a) || a->root->use_empty())
         continue;
       bool widens = widensAlone(*a);
@@ -466,8 +505,12 @@ private:
   /// Whether `g` is one optimizer step (an `sgd` or `adam` of one
   /// parameter) on a GPU.
   static bool optimizerStepOnGpu(const Group &g) {
-    return g.device.getKind() == DeviceKind::cuda && g.ops.size() == 1 &&
-           isa<SgdOp, AdamOp>(g.root);
+    // Its gradient may be cast up from 16 bits in its kernel (a prologue).
+    return g.device.getKind() == DeviceKind::cuda &&
+           isa<SgdOp, AdamOp>(g.root) &&
+           llvm::all_of(g.ops, [&](Operation *op) {
+             return op == g.root || widens(op);
+           });
   }
 
   /// On a GPU, the optimizer steps of a device (one per parameter, each a
@@ -477,7 +520,8 @@ private:
   /// comes before it is a locus.assign (which materialize() moves after
   /// the kernel: a state takes its new value after the run, wherever the
   /// assign stands).
-  void mergeOptimizerSteps(std::vector<std::unique_ptr<Group>> &groups) {
+  void mergeOptimizerSteps(std::vector<std::unique_ptr<Group>> &groups,
+                           DenseMap<Operation *, Group *> &groupOf) {
     DenseMap<DeviceAttr, Group *> into;
     for (auto &g : groups) {
       if (g->ops.empty() || !optimizerStepOnGpu(*g))
@@ -488,7 +532,8 @@ private:
           return !isa<AssignOp>(user) && user->isBeforeInBlock(g->root);
         });
       };
-      if (!target || static_cast<int64_t>(target->ops.size() + 1) > maxOps ||
+      if (!target ||
+          static_cast<int64_t>(target->ops.size() + g->ops.size()) > maxOps ||
           buffersOf(*target) + buffersOf(*g) > kMaxStepBuffers ||
           readBefore(target->root) ||
           llvm::any_of(target->otherRoots, readBefore)) {
@@ -496,10 +541,9 @@ private:
         continue;
       }
       target->otherRoots.push_back(target->root);
-      target->root = g->root;
-      target->ops.push_back(g->root);
-      g->ops.clear();
-      g->root = nullptr;
+      Operation *root = g->root;
+      mergeInto(*g, *target, groupOf);
+      target->root = root;
     }
   }
 

@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "locus/Dialect/Autodiff.h"
 #include "locus/Dialect/LocusDialect.h"
 #include "locus/Passes/Passes.h"
 
@@ -68,15 +69,18 @@ public:
           to.getIntOrFloatBitWidth() < elementOf(v).getIntOrFloatBitWidth())
         return up.getInput();
     Attribute device = user->getAttr(kDeviceAttrName);
-    Value &made = made_[{v, device, to}];
-    if (made)
+    if (Value made = made_.lookup({v, device, to}))
       return made;
-    OpBuilder b(user->getContext());
-    if (Operation *def = v.getDefiningOp())
-      b.setInsertionPointAfter(def);
-    else
-      b.setInsertionPointToStart(v.getParentBlock());
-    made = build(b, v.getLoc(), v, to, device);
+    Value made = viewOfCast(v, to, device);
+    if (!made) {
+      OpBuilder b(user->getContext());
+      if (Operation *def = v.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(v.getParentBlock());
+      made = build(b, v.getLoc(), v, to, device);
+    }
+    made_[{v, device, to}] = made;
     return made;
   }
 
@@ -89,8 +93,65 @@ public:
     return cast;
   }
 
+  /// Notes that `v` loses a reader: a view no op reads any more (its
+  /// readers now read a view of a cast) goes at eraseDeadViews().
+  void mayDie(Value v) {
+    if (isView(v.getDefiningOp()))
+      losing_.insert(v.getDefiningOp());
+  }
+
+  /// Erases the views mayDie() noted that nothing reads, and the views
+  /// they alone read. After the last cast: the casts made are keyed by
+  /// the values they convert.
+  void eraseDeadViews() {
+    SmallVector<Operation *> work(losing_.begin(), losing_.end());
+    losing_.clear();
+    llvm::DenseSet<Operation *> erased;
+    while (!work.empty()) {
+      Operation *view = work.pop_back_val();
+      if (erased.contains(view) || !view->use_empty())
+        continue;
+      Operation *source = view->getOperand(0).getDefiningOp();
+      erased.insert(view);
+      view->erase();
+      if (isView(source) && !erased.contains(source))
+        work.push_back(source);
+    }
+    made_.clear();
+  }
+
 private:
+  static bool isView(Operation *op) {
+    return isa_and_nonnull<ReshapeOp, TransposeOp, SliceOp, BroadcastOp>(op);
+  }
+
+  /// When `v` is a view (a reshape, transpose, slice or broadcast) on
+  /// `device` of a float value wider than `to`: the same view of that
+  /// value cast to `to`.
+  /// A cast commutes with ops that only move elements, so the view moves
+  /// `to`'s elements and its source's cast may fold away: attention's
+  /// heads, split from a 16-bit projection cast up, reach their 16-bit
+  /// products as views of the projection itself, where a cast down after
+  /// each split was a launch of its own. Null for any other value.
+  Value viewOfCast(Value v, Type to, Attribute device) {
+    Operation *view = v.getDefiningOp();
+    if (!isView(view) || view->getAttr(kDeviceAttrName) != device)
+      return {};
+    auto from = dyn_cast<FloatType>(elementOf(view->getOperand(0)));
+    if (!from || from.getWidth() <= to.getIntOrFloatBitWidth())
+      return {};
+    Value source = this->to(view->getOperand(0), to, view);
+    OpBuilder b(view);
+    b.setInsertionPointAfter(view);
+    Operation *made = b.clone(*view);
+    made->setOperand(0, source);
+    made->getResult(0).setType(
+        cast<RankedTensorType>(v.getType()).clone(to));
+    return made->getResult(0);
+  }
+
   llvm::DenseMap<std::tuple<Value, Attribute, Type>, Value> made_;
+  llvm::SetVector<Operation *> losing_;
 };
 
 /// Sets `op`'s float operands to `to` (through `casts`), retypes its float
@@ -98,8 +159,10 @@ private:
 /// op's readers.
 void retype(Operation *op, Type to, Casts &casts) {
   for (OpOperand &operand : op->getOpOperands())
-    if (isa_and_nonnull<FloatType>(elementOf(operand.get())))
+    if (isa_and_nonnull<FloatType>(elementOf(operand.get()))) {
+      casts.mayDie(operand.get());
       operand.set(casts.to(operand.get(), to, op));
+    }
   OpBuilder b(op->getContext());
   b.setInsertionPointAfter(op);
   for (Value result : op->getResults()) {
@@ -199,8 +262,10 @@ bool keepsF32(const WeightUse &use) {
 /// PyTorch's 16-bit result.
 void roundOperands(Conv2dOp conv, Type low, Casts &casts) {
   Type f32 = Float32Type::get(conv.getContext());
-  for (OpOperand &operand : conv->getOpOperands())
+  for (OpOperand &operand : conv->getOpOperands()) {
+    casts.mayDie(operand.get());
     operand.set(casts.to(casts.to(operand.get(), low, conv), f32, conv));
+  }
 }
 
 /// Ops whose lowering handles 16-bit operands as they are: casts, layout
@@ -258,6 +323,7 @@ public:
         retype(&op, low, casts);
       op.setAttr(kAutocastAttrName, TypeAttr::get(low));
     }
+    casts.eraseDeadViews();
   }
 };
 
@@ -281,6 +347,7 @@ public:
                               << op.getLoc() << "\n");
       retype(&op, f32, casts);
     }
+    casts.eraseDeadViews();
   }
 };
 
@@ -315,11 +382,29 @@ Type sixteenBitSource(Operation *op) {
   return low;
 }
 
-/// Gives `made` the discardable attributes of `op` (its device, placement,
-/// gradient mark) but its autocast mark.
+/// Whether the result of the convolution `op` is to be rounded to `low`
+/// anyway: --locus-autocast made it a `low` product (a forward one keeps
+/// an f32 result, which PyTorch's autocast rounds), or every reader casts
+/// it down to `low` (--locus-widen-16bit's gradients, 16-bit ONNX models).
+/// Not a weight gradient that an all-reduce reads first (data-parallel
+/// training): it is summed in f32 and rounded once, after.
+bool roundsTo(Operation *op, Type low) {
+  auto castsDown = [&](Operation *user) {
+    auto down = dyn_cast<CastOp>(user);
+    return down && elementOf(down.getResult()) == low;
+  };
+  Value result = op->getResult(0);
+  if (!result.use_empty() && llvm::all_of(result.getUsers(), castsDown))
+    return true;
+  auto mark = op->getAttrOfType<TypeAttr>(kAutocastAttrName);
+  return isa<Conv2dOp>(op) && mark && mark.getValue() == low;
+}
+
+/// Gives `made` the discardable attributes of `op` (its device and
+/// placement) but its autocast and gradient marks.
 void copyMarks(Operation *op, Operation *made) {
   for (NamedAttribute a : op->getDiscardableAttrs())
-    if (a.getName() != kAutocastAttrName)
+    if (a.getName() != kAutocastAttrName && a.getName() != kGradientAttrName)
       made->setAttr(a.getName(), a.getValue());
 }
 
@@ -383,7 +468,7 @@ public:
     }
     for (Operation *op : convs) {
       Type low = sixteenBitSource(op);
-      if (!low)
+      if (!low || !roundsTo(op, low))
         continue;
       LLVM_DEBUG(llvm::dbgs() << "in " << low << ": " << op->getName() << " at "
                               << op->getLoc() << "\n");

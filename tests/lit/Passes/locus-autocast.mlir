@@ -102,3 +102,30 @@ locus.graph @large_weights {
   locus.output "b" = %b : tensor<1x256xf32>
   locus.output "c" = %c : tensor<1x255xf32>
 }
+
+// A product of views (reshape, transpose, slice) of a value: the views move
+// the 16-bit value, and a 16-bit result cast up is read as it was (no cast
+// down after the views). A view read in f32 too keeps its f32 original.
+// CHECK-LABEL: locus.graph @views
+// CHECK: %[[P:.*]] = locus.linear %{{.*}} : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+// CHECK-NEXT: %[[PF:.*]] = locus.cast %[[P]] to f32
+// CHECK-NEXT: %[[R:.*]] = locus.reshape %[[PF]] [2, 4, 16] : tensor<8x16xf32> -> tensor<2x4x16xf32>
+// CHECK-NEXT: %[[RB:.*]] = locus.reshape %[[P]] [2, 4, 16] : tensor<8x16xbf16> -> tensor<2x4x16xbf16>
+// CHECK-NEXT: %[[T:.*]] = locus.transpose %[[R]] [0, 2, 1] : tensor<2x4x16xf32> -> tensor<2x16x4xf32>
+// CHECK-NEXT: %[[TB:.*]] = locus.transpose %[[RB]] [0, 2, 1] : tensor<2x4x16xbf16> -> tensor<2x16x4xbf16>
+// CHECK-NEXT: %[[S:.*]] = locus.slice %[[RB]] offsets [0, 0, 0] sizes [2, 4, 8] strides [1, 1, 1] : tensor<2x4x16xbf16> -> tensor<2x4x8xbf16>
+// CHECK-NOT: locus.cast
+// CHECK: locus.matmul %[[S]], %{{.*}} : tensor<2x4x8xbf16>, tensor<2x8x4xbf16> -> tensor<2x4x4xbf16>
+// CHECK: locus.output "t" = %[[T]]
+locus.graph @views {
+  %x = locus.input "x" : tensor<8x16xf32>
+  %w = locus.state "w" parameter : tensor<16x16xf32> init <uniform(-0.3, 0.3), seed = 1>
+  %p = locus.linear %x, %w : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+  %r = locus.reshape %p [2, 4, 16] : tensor<8x16xf32> -> tensor<2x4x16xf32>
+  %t = locus.transpose %r [0, 2, 1] : tensor<2x4x16xf32> -> tensor<2x16x4xf32>
+  %s = locus.slice %r offsets [0, 0, 0] sizes [2, 4, 8] strides [1, 1, 1] : tensor<2x4x16xf32> -> tensor<2x4x8xf32>
+  %u = locus.slice %t offsets [0, 0, 0] sizes [2, 8, 4] strides [1, 1, 1] : tensor<2x16x4xf32> -> tensor<2x8x4xf32>
+  %m = locus.matmul %s, %u : tensor<2x4x8xf32>, tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+  locus.output "t" = %t : tensor<2x16x4xf32>
+  locus.output "m" = %m : tensor<2x4x4xf32>
+}

@@ -84,16 +84,60 @@ locus.graph @kept {
   locus.output "y4" = %y4 : tensor<2x4x8x8xf32>
 }
 
+// Kept too: a convolution whose result nothing rounds (operands rounded on
+// purpose, no autocast mark, an f32 reader), and a weight gradient that an
+// all-reduce reads first (data-parallel training sums it in f32, then
+// rounds it once).
+// CHECK-LABEL: locus.graph @not_rounded
+// CHECK: locus.conv2d %{{.*}} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+// CHECK: locus.conv2d_weight_grad %{{.*}} : tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<4x3x3x3xf32>
+locus.graph @not_rounded {
+  %x = locus.input "x" : tensor<2x3x8x8xbf16>
+  %w = locus.input "w" : tensor<4x3x3x3xbf16>
+  %dy = locus.input "dy" : tensor<2x4x8x8xbf16>
+  %xf = locus.cast %x to f32 {locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xbf16> -> tensor<2x3x8x8xf32>
+  %wf = locus.cast %w to f32 {locus.device = #locus.device<cuda:0>} : tensor<4x3x3x3xbf16> -> tensor<4x3x3x3xf32>
+  %dyf = locus.cast %dy to f32 {locus.device = #locus.device<cuda:0>} : tensor<2x4x8x8xbf16> -> tensor<2x4x8x8xf32>
+  %y = locus.conv2d %xf, %wf stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+  %dw = locus.conv2d_weight_grad %xf, %dyf weight_shape [4, 3, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.autocast = bf16, locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<4x3x3x3xf32>
+  %r = locus.all_reduce mean bucket 0, %dw {locus.device = #locus.device<cuda:0>} : tensor<4x3x3x3xf32>
+  %rb = locus.cast %r to bf16 {locus.device = #locus.device<cuda:0>} : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xbf16>
+  locus.output "y" = %y : tensor<2x4x8x8xf32>
+  locus.output "dw" = %rb : tensor<4x3x3x3xbf16>
+}
+
+// One reader that is no elementwise op: its cast up goes to the reader's
+// kernel, not to the convolution's (where, alone after the cuDNN call, it
+// would be a launch writing f32). An elementwise reader and the cast join
+// the convolution's kernel as one loop reading the 16-bit result.
+// (KERNELS checks at the end of the file.)
+locus.graph @one_reader {
+  %x = locus.input "x" : tensor<2x3x8x8xbf16>
+  %w = locus.input "w" : tensor<4x3x3x3xbf16>
+  %xf = locus.cast %x to f32 {locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xbf16> -> tensor<2x3x8x8xf32>
+  %wf = locus.cast %w to f32 {locus.device = #locus.device<cuda:0>} : tensor<4x3x3x3xbf16> -> tensor<4x3x3x3xf32>
+  %y = locus.conv2d %xf, %wf stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.autocast = bf16, locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+  %r = locus.softmax %y axis 1 {locus.device = #locus.device<cuda:0>} : tensor<2x4x8x8xf32>
+  locus.output "r" = %r : tensor<2x4x8x8xf32>
+}
+
 // After fusion, each cast up stands in its reader's kernel: the relu's,
 // and the batch norm's as its prologue. The convolution's kernel gives
 // bf16.
 // KERNELS-LABEL: locus.graph @forward
-// KERNELS: locus.kernel
+// KERNELS: locus.kernel on
 // KERNELS: locus.conv2d
 // KERNELS-NEXT: locus.yield {{.*}} : tensor<2x4x8x8xbf16>
-// KERNELS: locus.kernel
+// KERNELS: locus.kernel on
 // KERNELS-NEXT: locus.cast %{{.*}} to f32
 // KERNELS-NEXT: locus.relu
-// KERNELS: locus.kernel
+// KERNELS: locus.kernel on
 // KERNELS-NEXT: locus.cast %{{.*}} to f32
 // KERNELS-NEXT: locus.batch_norm_train
+// KERNELS-LABEL: locus.graph @one_reader
+// KERNELS: locus.kernel on
+// KERNELS-NEXT: locus.conv2d
+// KERNELS-NEXT: locus.yield {{.*}} : tensor<2x4x8x8xbf16>
+// KERNELS: locus.kernel on
+// KERNELS-NEXT: locus.cast %{{.*}} to f32
+// KERNELS-NEXT: locus.softmax

@@ -91,8 +91,15 @@ def LocusAutocast : Pass<"locus-autocast", "::locus::GraphOp"> {
     the optimizer's update, the weights (f32 master weights) and the
     gradients that reach them. Each value is cast once per device, right
     after it is made, however many products read it, and a 16-bit result
-    read by another product is not cast up and down again. A rewritten op
-    carries `locus.autocast = <type>` (the dump shows it).
+    read by another product is not cast up and down again. A product that
+    reads a view (a reshape, transpose, slice or broadcast) of an f32
+    value reads the same view of that value cast, so the view moves 16-bit
+    elements and a 16-bit result cast up is read as it was: attention's
+    heads, split from a bf16 projection, reach their products as views of
+    it, where a cast after each split was a kernel of its own (the tiny
+    Transformer's bf16 step: 212 launches besides its 41 products, 150
+    with this). The f32 view stays for readers that want it. A rewritten
+    op carries `locus.autocast = <type>` (the dump shows it).
 
     A product against a weight (state, or state transposed) that uses each
     weight element fewer than 8 times (a linear layer of 1 to 7 rows, the
@@ -174,8 +181,10 @@ def LocusGpu16BitConvs : Pass<"locus-gpu-16bit-convs", "::locus::GraphOp"> {
   let description = [{
     After placement, a convolution or convolution gradient on a CUDA device
     whose two tensor operands are both cast up from one 16-bit type (bf16 or
-    f16) reads those 16-bit values and gives a result of that type, cast up
-    for readers that want f32: cuDNN then runs it in 16 bits on tensor
+    f16), and whose result is rounded to that type anyway (a forward
+    convolution `--locus-autocast` marked, or one every reader of which
+    casts it down), reads those 16-bit values and gives a result of that
+    type, cast up for readers that want f32 (a cast for each): cuDNN then runs it in 16 bits on tensor
     cores, accumulating in f32, as PyTorch's autocast does
     (`--locus-conv-to-cudnn`). A reader that cast the f32 result down to
     the same type reads the 16-bit result itself. A forward convolution
@@ -186,8 +195,10 @@ def LocusGpu16BitConvs : Pass<"locus-gpu-16bit-convs", "::locus::GraphOp"> {
     The operands come that way from `--locus-autocast` (a forward
     convolution's operands rounded to the 16-bit type; the gradients' cast
     up by `--locus-widen-16bit`) and from 16-bit ONNX models. The forward
-    result is then rounded to the 16-bit type, as PyTorch's is; on the CPU
-    and on any convolution it does not match nothing changes.
+    result is then rounded to the 16-bit type, as PyTorch's is. On the
+    CPU, and for any convolution that does not match, nothing changes:
+    a weight gradient that an all-reduce reads first (data-parallel
+    training) stays f32, summed before its one rounding.
 
     ```mlir
     %x = locus.cast %xb to f32 {locus.device = #locus.device<cuda:0>} : tensor<2x3x8x8xbf16> -> tensor<2x3x8x8xf32>
@@ -723,10 +734,16 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     tensor of each gradient's size; the tiny Transformer step has 7 CUDA
     kernels fewer with it (178) and 26 fewer on the CPU (207), where a
     layer norm's square joins its variance. So does a kernel that only
-    casts a bf16 or f16 value up to f32, whatever op reads it (but a
-    product or convolution, which reads a buffer): a batch norm reads a GPU
+    casts a bf16 or f16 value up to f32, when every op that reads it
+    stands in one other kernel on its device (but a product or
+    convolution, which reads a buffer): a batch norm reads a GPU
     convolution's 16-bit output (`--locus-gpu-16bit-convs`) as it goes,
-    forward and backward, each with a cast of its own. Then, on a CUDA device, kernels
+    forward and backward, each with a cast of its own. And a kernel of a
+    convolution and, alone after it, the cast up of its 16-bit result
+    gives the cast to the one other kernel that reads it (after a cuDNN
+    call the cast would be a launch writing f32 for that kernel to read).
+    Optimizer steps take their gradients' casts up with them when they
+    join one kernel (below). Then, on a CUDA device, kernels
     that go row by row (elementwise ops, reductions over the last axis
     alone, `softmax` and `log_softmax` along it) merge when one kernel's
     result is read by one other such kernel alone: a layer norm, whose
@@ -735,7 +752,8 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     launch. A merge makes no cycle (a kernel's result is the only value
     read outside it); on the CPU kernels stay as the tree rule makes them.
     Last, on a CUDA device, the optimizer's steps (an `sgd` or `adam` per
-    parameter, each a kernel of its own) join one kernel, as PyTorch's
+    parameter, each a kernel of its own, perhaps with its gradient's cast
+    up from 16 bits) join one kernel, as PyTorch's
     multi-tensor ("foreach") optimizers do; `--locus-map-to-gpu` runs
     them side by side in one launch. A step joins the kernel of the steps
     before it when every reader of their results that stands before it is
