@@ -145,8 +145,7 @@ private:
     b.setInsertionPointAfter(view);
     Operation *made = b.clone(*view);
     made->setOperand(0, source);
-    made->getResult(0).setType(
-        cast<RankedTensorType>(v.getType()).clone(to));
+    made->getResult(0).setType(cast<RankedTensorType>(v.getType()).clone(to));
     return made->getResult(0);
   }
 
