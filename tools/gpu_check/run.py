@@ -660,7 +660,7 @@ def by_kind(rows):
     """Every kernel's time summed by its first op (the name's last part,
     e.g. conv2d_input_grad), largest first: where the rest of a step goes,
     beyond the top 20."""
-    kinds, total = {}, 0.0
+    per_kind, total = {}, 0.0
     for row in rows:
         fields = row.split()
         if len(fields) < 4 or not fields[0].startswith("__locus_kernel_"):
@@ -670,11 +670,11 @@ def by_kind(rows):
             ms = float(fields[3])
         except ValueError:
             continue
-        n, t = kinds.get(kind, (0, 0.0))
-        kinds[kind] = (n + 1, t + ms)
+        n, t = per_kind.get(kind, (0, 0.0))
+        per_kind[kind] = (n + 1, t + ms)
         total += ms
     out = ["", "by first op: kernels, total ms, share"]
-    for kind, (n, t) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):
+    for kind, (n, t) in sorted(per_kind.items(), key=lambda kv: -kv[1][1]):
         out.append("%-40s %5d %10.3f %5.1f%%" % (kind, n, t, 100 * t / total if total else 0))
     return out
 
