@@ -210,7 +210,26 @@ TEST_F(Work, ProductsOf16BitOperandsRunAtTheDevicesHalfRate) {
     %x = locus.input "x" : tensor<2x3x8x8xbf16>
     %w = locus.input "w" : tensor<4x3x3x3xbf16>
     %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x4x8x8xbf16>)");
-  EXPECT_FALSE(conv.half) << "16-bit convolutions compute in f32";
+  EXPECT_FALSE(conv.half) << "16-bit convolutions are no products";
+  EXPECT_TRUE(conv.halfConv);
+  // An autocast convolution (f32 operands holding 16-bit values) runs at
+  // the GPU's 16-bit convolution rate, and at the f32 rate on the CPU.
+  OpWork autocast = workOf(R"(
+    %x = locus.input "x" : tensor<32x64x56x56xf32>
+    %w = locus.input "w" : tensor<64x64x3x3xf32>
+    %0 = locus.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.autocast = bf16} : tensor<32x64x56x56xf32>, tensor<64x64x3x3xf32> -> tensor<32x64x56x56xf32>)");
+  OpWork plain = autocast;
+  plain.halfConv = false;
+  EXPECT_TRUE(autocast.halfConv);
+  CostProfile defaults;
+  EXPECT_LT(opCostNs(autocast, defaults.cuda) * 2,
+            opCostNs(plain, defaults.cuda));
+  EXPECT_EQ(opCostNs(autocast, defaults.cpu), opCostNs(plain, defaults.cpu));
+  std::string parseError;
+  ASSERT_TRUE(CostProfile::parse(R"({"cuda": {"half_conv_gflops": 100000}})",
+                                 defaults, parseError))
+      << parseError;
+  EXPECT_DOUBLE_EQ(defaults.cuda.halfConvFlops, 100e12);
   // On the default GPU, tensor cores: 8x fp32's rate (the launch aside,
   // and half the bytes); the CPU's default has no 16-bit rate, so the
   // product costs what f32's does there.

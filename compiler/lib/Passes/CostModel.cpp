@@ -5,6 +5,7 @@
 
 #include "locus/Support/Errors.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -116,7 +117,8 @@ bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
   }
   return onlyKeys(*object, name,
                   {"peak_gflops", "bandwidth_gbps", "launch_ns",
-                   "graph_launch_ns", "conv_gflops", "half_gflops", "curves"},
+                   "graph_launch_ns", "conv_gflops", "half_gflops",
+                   "half_conv_gflops", "curves"},
                   error) &&
          readNumber(*object, name, "peak_gflops", 1e9, device.peakFlops,
                     error) &&
@@ -129,6 +131,8 @@ bool readDevice(const llvm::json::Object &root, llvm::StringRef name,
                     error) &&
          readNumber(*object, name, "half_gflops", 1e9, device.halfFlops,
                     error) &&
+         readNumber(*object, name, "half_conv_gflops", 1e9,
+                    device.halfConvFlops, error) &&
          readCurves(*object, name, device, error);
 }
 
@@ -304,8 +308,15 @@ OpWork productWork(Operation *op, double flops, Value operand) {
   work.half = element.isBF16() || element.isF16();
   return work;
 }
+/// A convolution's work; autocast's mark (or 16-bit operands) says whether
+/// it may run at a GPU's 16-bit rate.
 OpWork convolutionWork(Operation *op, double flops) {
-  return kernelWork(op, flops, OpClass::conv);
+  OpWork work = kernelWork(op, flops, OpClass::conv);
+  auto sixteen = [](Type t) { return t && (t.isBF16() || t.isF16()); };
+  auto mark = op->getAttrOfType<TypeAttr>(kAutocastAttrName);
+  work.halfConv = (mark && sixteen(mark.getValue())) ||
+                  sixteen(getElementTypeOrSelf(op->getOperand(0).getType()));
+  return work;
 }
 
 /// The work of one op kind, from an op of that kind.
@@ -470,6 +481,8 @@ int64_t locus::opCostNs(const OpWork &work, const DeviceProfile &device,
   double seconds;
   if (work.half && device.halfFlops > 0) {
     seconds = std::max(work.flops / device.halfFlops, memorySeconds);
+  } else if (work.halfConv && device.halfConvFlops > 0) {
+    seconds = std::max(work.flops / device.halfConvFlops, memorySeconds);
   } else if (work.opClass == OpClass::matmul || work.opClass == OpClass::conv) {
     double rate = !curve.empty() ? rateAt(curve, work.flops)
                   : work.opClass == OpClass::conv && device.convFlops > 0

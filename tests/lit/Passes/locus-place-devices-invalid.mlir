@@ -10,7 +10,7 @@
 // DEVICE: unknown device 'gpu:0' in devices=; expected cpu or cuda:N
 // NOCPU: devices= must include cpu: inputs are fed and outputs read on the host
 // MISSING: cannot read cost profile '{{.*}}missing.json'
-// FIELD: unknown field cpu.peak_gflop (known: peak_gflops, bandwidth_gbps, launch_ns, graph_launch_ns, conv_gflops, half_gflops, curves)
+// FIELD: unknown field cpu.peak_gflop (known: peak_gflops, bandwidth_gbps, launch_ns, graph_launch_ns, conv_gflops, half_gflops, half_conv_gflops, curves)
 // PIN: invalid.mlir:[[@LINE+3]]:8: error: 'locus.input' op is pinned to cuda:1, which is not a target device (targets: cpu, cuda:0)
 locus.graph @g {
   %a = locus.input "a" : tensor<4xf32>

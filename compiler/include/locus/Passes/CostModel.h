@@ -52,6 +52,10 @@ struct DeviceProfile {
   /// flop/s of matrix products of bf16 or f16 operands (tensor cores on a
   /// GPU, oneDNN's bf16 kernels on a CPU that has them); 0: the f32 rate.
   double halfFlops = 0;
+  /// flop/s of convolutions that autocast gives bf16 or f16 operands (cuDNN
+  /// on 16-bit tensor cores on a GPU); 0: convolutions' f32 rate (on the
+  /// CPU they compute in f32).
+  double halfConvFlops = 0;
   /// Per op class, the rate at several sizes (locus-calibrate measures
   /// them); an op of a class with a curve takes work / rate(work) plus the
   /// launch instead of the roofline.
@@ -63,8 +67,9 @@ struct CostProfile {
   /// A kernel launched alone costs an H100's host about 4 us; replayed in
   /// a CUDA graph, 1.1-1.2 us (a chain of 64 small kernels, 2026-11-27/28).
   /// 16-bit products run on tensor cores: 400 TFLOP/s, about 40% of an
-  /// H100's dense bf16 peak (990), what large cuBLAS products reach.
-  DeviceProfile cuda{50e12, 2e12, 4000, 1200, 0, 400e12};
+  /// H100's dense bf16 peak (990), what large cuBLAS products reach; 16-bit
+  /// convolutions through cuDNN, 300 TFLOP/s (not measured yet).
+  DeviceProfile cuda{50e12, 2e12, 4000, 1200, 0, 400e12, 300e12};
   double linkLatencyNs = 10000; ///< one host<->device copy
   double linkBandwidth = 12e9;  ///< bytes/s (pageable PCIe)
   /// One copy between two CUDA devices over a peer link (NVLink or PCIe
@@ -104,6 +109,9 @@ struct OpWork {
   OpClass opClass = OpClass::other;
   /// A matrix product of bf16 or f16 operands: DeviceProfile::halfFlops.
   bool half = false;
+  /// A convolution autocast gives bf16 or f16 operands (or one of 16-bit
+  /// operands): DeviceProfile::halfConvFlops where the device has it.
+  bool halfConv = false;
 };
 
 /// The work of `op` by its kind's rule; zero for a structural op. An op
