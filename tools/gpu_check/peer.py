@@ -254,6 +254,29 @@ def transformer_train():
     return train_step(forward, opt, [ids], target), True, True
 
 
+def transformer_train_bf16():
+    """transformer_train under torch.autocast(bfloat16), the loss in f32 as
+    autocast computes it: what precision="bf16" is measured against. The
+    autocast cache is off, as CUDA graph capture needs."""
+    tm = example_models()
+    model = tm.TinyLM().to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01,
+                            capturable=True)
+    seq = torch.randint(0, tm.VOCAB, (tm.BATCH, tm.SEQ + 1), device=DEV)
+    ids, target = seq[:, :tm.SEQ].contiguous(), seq[:, 1:].reshape(-1).contiguous()
+    causal = torch.triu(torch.ones(tm.SEQ, tm.SEQ, dtype=torch.bool, device=DEV), 1)
+    pos = torch.arange(tm.SEQ, device=DEV)
+
+    def forward(i):
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16,
+                            cache_enabled=False):
+            h = model.tok(i) + model.pos(pos)
+            for layer in model.layers:
+                h = layer(h, src_mask=causal)
+            return model.head(model.norm(h)).reshape(-1, tm.VOCAB).float()
+    return train_step(forward, opt, [ids], target), True, True
+
+
 class Block(nn.Module):
     """bench/models.py's BasicBlock: ResNet-34's layer-1 block, batch norm
     folded."""
@@ -319,6 +342,7 @@ MAKERS = {
     "resnet18_train": resnet18_train,
     "resnet18_train_bf16": resnet18_train_bf16,
     "transformer_train": transformer_train,
+    "transformer_train_bf16": transformer_train_bf16,
     "resnet_blocks_b1": resnet_blocks(1),
     "resnet_blocks_b8": resnet_blocks(8),
     "resnet_blocks_b64": resnet_blocks(64),

@@ -120,7 +120,7 @@ def bench_artifacts(bench):
 def example_artifacts(bundle, tmp):
     """The example models' training steps: ResNet-18 (b128 to time, b16 for
     numerics; each also with TF32 allowed and in bf16) and the tiny Transformer
-    (prefer-gpu and auto)."""
+    (prefer-gpu, auto, and prefer-gpu in bf16)."""
     failed = []
     models = os.path.join(BUILD, "examples")
     for model, batch, artifacts in (
@@ -132,7 +132,9 @@ def example_artifacts(bundle, tmp):
                               ("numerics/resnet18_bf16", "prefer-gpu bf16")]),
             ("transformer", None, [("bench/transformer_gpu", "prefer-gpu"),
                                    ("bench/transformer_auto", "auto"),
-                                   ("numerics/transformer", "prefer-gpu")])):
+                                   ("bench/transformer_gpu_bf16", "prefer-gpu bf16"),
+                                   ("numerics/transformer", "prefer-gpu"),
+                                   ("numerics/transformer_bf16", "prefer-gpu bf16")])):
         graph = os.path.join(tmp, "%s_%s.mlir" % (model, batch))
         sh([os.path.join(models, model), "--save-graph=" + graph] +
            (["--batch=%d" % batch] if batch else []))

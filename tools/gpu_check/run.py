@@ -319,6 +319,7 @@ def whole_models(r):
     # (cublasGemmEx against oneDNN or widened sgemm on the host) round their
     # results to 8 bits, in another order: 2e-2.
     for model, runs, rtol, folder in (("transformer", 4, 1e-4, "numerics"),
+                                      ("transformer_bf16", 4, 2e-2, "numerics"),
                                       ("resnet18", 2, 1e-4, "numerics"),
                                       ("resnet18_tf32", 2, 1e-2, "numerics"),
                                       ("resnet18_bf16", 2, 2e-2, "numerics"),

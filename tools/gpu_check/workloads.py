@@ -111,6 +111,10 @@ MODELS = [
         "transformer_gpu.locus", "transformer_train", runs=22, profile=True),
     row("transformer_auto", "tiny Transformer training step, AdamW, auto",
         "transformer_auto.locus", "transformer_train", runs=22),
+    # precision="bf16" beside torch.autocast(bfloat16): issue 40's 1.0x.
+    row("transformer_gpu_bf16",
+        "tiny Transformer training step, AdamW, prefer-gpu, bf16 autocast",
+        "transformer_gpu_bf16.locus", "transformer_train_bf16", runs=22),
     row("mlp_fwd", "MLP 784-1024-1024-10 forward b256, data on GPU", "mlp.locus",
         "mlp_fwd", runs=202),
     row("mlp_train", "MLP training step, SGD momentum, b256, data on GPU",
