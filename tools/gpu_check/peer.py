@@ -236,28 +236,11 @@ def resnet18_train_bf16():
     return step, False, False
 
 
-def transformer_train():
-    tm = example_models()
-    model = tm.TinyLM().to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01,
-                            capturable=True)
-    seq = torch.randint(0, tm.VOCAB, (tm.BATCH, tm.SEQ + 1), device=DEV)
-    ids, target = seq[:, :tm.SEQ].contiguous(), seq[:, 1:].reshape(-1).contiguous()
-    causal = torch.triu(torch.ones(tm.SEQ, tm.SEQ, dtype=torch.bool, device=DEV), 1)
-    pos = torch.arange(tm.SEQ, device=DEV)
-
-    def forward(i):
-        h = model.tok(i) + model.pos(pos)
-        for layer in model.layers:
-            h = layer(h, src_mask=causal)
-        return model.head(model.norm(h)).reshape(-1, tm.VOCAB)
-    return train_step(forward, opt, [ids], target), True, True
-
-
-def transformer_train_bf16():
-    """transformer_train under torch.autocast(bfloat16), the loss in f32 as
-    autocast computes it: what precision="bf16" is measured against. The
-    autocast cache is off, as CUDA graph capture needs."""
+def transformer_train(bf16=False):
+    """The tiny Transformer's training step; with `bf16`, under
+    torch.autocast(bfloat16), the loss in f32 as autocast computes it (what
+    precision="bf16" is measured against), the autocast cache off, as CUDA
+    graph capture needs."""
     tm = example_models()
     model = tm.TinyLM().to(DEV)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01,
@@ -269,12 +252,16 @@ def transformer_train_bf16():
 
     def forward(i):
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16,
-                            cache_enabled=False):
+                            enabled=bf16, cache_enabled=False):
             h = model.tok(i) + model.pos(pos)
             for layer in model.layers:
                 h = layer(h, src_mask=causal)
             return model.head(model.norm(h)).reshape(-1, tm.VOCAB).float()
     return train_step(forward, opt, [ids], target), True, True
+
+
+def transformer_train_bf16():
+    return transformer_train(bf16=True)
 
 
 class Block(nn.Module):
