@@ -28,6 +28,7 @@
 #include "workspace.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -586,6 +587,91 @@ extern "C" void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
   }
 }
 
+namespace {
+
+/// One product of 16-bit A and B into f32 C (locus_gemm_16's per-batch
+/// work): oneDNN's 16-bit matmul when `native`, else A and B widened.
+void gemm16Into(int32_t dtype, [[maybe_unused]] bool native, int64_t m,
+                int64_t n, int64_t k, const uint16_t *pa, int64_t lda,
+                int32_t transA, const uint16_t *pb, int64_t ldb, int32_t transB,
+                float beta, float *pc, int64_t ldc) {
+#if LOCUS_HAVE_DNNL_H
+  if (native && k > 0 && m * n * k >= kDnnlMultiplyAdds &&
+      locus::rt::guardValue(false, [&] {
+        return dnnlProduct(*productDnnl(), m, n, k, pa, lda, transA, pb, ldb,
+                           transB, beta, pc, ldc,
+                           dtype == LOCUS_PLAN_BF16 ? dnnl_bf16 : dnnl_f16);
+      }))
+    return;
+#endif
+  thread_local locus::rt::Workspace wideA, wideB;
+  int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+  int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+  auto *fa = reinterpret_cast<float *>(
+      wideA.get(static_cast<size_t>(std::max<int64_t>(1, rowsA * colsA)) *
+                sizeof(float)));
+  auto *fb = reinterpret_cast<float *>(
+      wideB.get(static_cast<size_t>(std::max<int64_t>(1, rowsB * colsB)) *
+                sizeof(float)));
+  if (!fa || !fb) {
+    directGemm16(dtype, m, n, k, pa, lda, transA, pb, ldb, transB, beta, pc,
+                 ldc);
+    return;
+  }
+  widen(dtype, pa, rowsA, colsA, lda, fa);
+  widen(dtype, pb, rowsB, colsB, ldb, fb);
+  locus_sgemm(1, m, n, k, reinterpret_cast<uintptr_t>(fa),
+              std::max<int64_t>(1, colsA), 0, transA,
+              reinterpret_cast<uintptr_t>(fb), std::max<int64_t>(1, colsB), 0,
+              transB, beta, reinterpret_cast<uintptr_t>(pc), ldc, 0);
+}
+
+/// The `m` x `n` f32 sums at `sums` (dense) rounded to nearest even into
+/// the 16-bit C at `c` (rows `ldc` apart).
+void roundInto(int32_t dtype, const float *sums, int64_t m, int64_t n,
+               uint16_t *c, int64_t ldc) {
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      c[r * ldc + j] = dtype == LOCUS_PLAN_BF16
+                           ? locus::half::bf16Bits(sums[r * n + j])
+                           : locus::half::f16Bits(sums[r * n + j]);
+}
+
+/// One product into a 16-bit C: the sums in f32 (C widened into them when
+/// beta reads it), rounded once. Without memory for the sums, 64 columns
+/// of a row at a time.
+void gemm16Rounded(int32_t dtype, bool native, int64_t m, int64_t n, int64_t k,
+                   const uint16_t *pa, int64_t lda, int32_t transA,
+                   const uint16_t *pb, int64_t ldb, int32_t transB, float beta,
+                   uint16_t *pc, int64_t ldc) {
+  thread_local locus::rt::Workspace sums;
+  auto *wide = reinterpret_cast<float *>(
+      sums.get(static_cast<size_t>(m * n) * sizeof(float)));
+  if (wide) {
+    if (beta != 0.0f)
+      widen(dtype, pc, m, n, ldc, wide);
+    gemm16Into(dtype, native, m, n, k, pa, lda, transA, pb, ldb, transB, beta,
+               wide, n);
+    roundInto(dtype, wide, m, n, pc, ldc);
+    return;
+  }
+  constexpr int64_t kChunk = 64;
+  std::array<float, kChunk> row{};
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+      int64_t cols = std::min(kChunk, n - j0);
+      uint16_t *out = pc + r * ldc + j0;
+      if (beta != 0.0f)
+        widen(dtype, out, 1, cols, ldc, row.data());
+      directGemm16(dtype, 1, cols, k, transA ? pa + r : pa + r * lda, lda,
+                   transA, transB ? pb + j0 * ldb : pb + j0, ldb, transB, beta,
+                   row.data(), cols);
+      roundInto(dtype, row.data(), 1, cols, out, ldc);
+    }
+}
+
+} // namespace
+
 extern "C" void locus_gemm_16(int32_t dtype, int64_t batch, int64_t m,
                               int64_t n, int64_t k, uintptr_t a, int64_t lda,
                               int64_t strideA, int32_t transA, uintptr_t b,
@@ -594,50 +680,31 @@ extern "C" void locus_gemm_16(int32_t dtype, int64_t batch, int64_t m,
                               int64_t strideC) {
   if (batch <= 0 || m <= 0 || n <= 0)
     return; // nothing to compute
+  bool halfC = (dtype & LOCUS_GEMM_C_16BIT) != 0;
+  dtype &= ~LOCUS_GEMM_C_16BIT;
+  bool native = false;
 #if LOCUS_HAVE_DNNL_H
   dnnl_data_type_t type = dtype == LOCUS_PLAN_BF16 ? dnnl_bf16 : dnnl_f16;
   const Dnnl *dnnl = locus::rt::guardValue(static_cast<const Dnnl *>(nullptr),
                                            [] { return productDnnl(); });
-  bool native = dnnl && locus::rt::guardValue(
-                            false, [&] { return dnnl16Pays(*dnnl, type); });
+  native = dnnl && locus::rt::guardValue(
+                       false, [&] { return dnnl16Pays(*dnnl, type); });
 #endif
   // NOLINTBEGIN(performance-no-int-to-ptr): generated code passes
   // addresses as integers.
   const auto *a16 = reinterpret_cast<const uint16_t *>(a);
   const auto *b16 = reinterpret_cast<const uint16_t *>(b);
   auto *c32 = reinterpret_cast<float *>(c);
+  auto *c16 = reinterpret_cast<uint16_t *>(c);
   // NOLINTEND(performance-no-int-to-ptr)
-  thread_local locus::rt::Workspace wideA, wideB;
-  int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
-  int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
   for (int64_t i = 0; i < batch; ++i) {
     const uint16_t *pa = a16 + i * strideA, *pb = b16 + i * strideB;
-    float *pc = c32 + i * strideC;
-#if LOCUS_HAVE_DNNL_H
-    if (native && k > 0 && m * n * k >= kDnnlMultiplyAdds &&
-        locus::rt::guardValue(false, [&] {
-          return dnnlProduct(*dnnl, m, n, k, pa, lda, transA, pb, ldb, transB,
-                             beta, pc, ldc, type);
-        }))
-      continue;
-#endif
-    auto *fa = reinterpret_cast<float *>(
-        wideA.get(static_cast<size_t>(std::max<int64_t>(1, rowsA * colsA)) *
-                  sizeof(float)));
-    auto *fb = reinterpret_cast<float *>(
-        wideB.get(static_cast<size_t>(std::max<int64_t>(1, rowsB * colsB)) *
-                  sizeof(float)));
-    if (!fa || !fb) {
-      directGemm16(dtype, m, n, k, pa, lda, transA, pb, ldb, transB, beta, pc,
-                   ldc);
-      continue;
-    }
-    widen(dtype, pa, rowsA, colsA, lda, fa);
-    widen(dtype, pb, rowsB, colsB, ldb, fb);
-    locus_sgemm(1, m, n, k, reinterpret_cast<uintptr_t>(fa),
-                std::max<int64_t>(1, colsA), 0, transA,
-                reinterpret_cast<uintptr_t>(fb), std::max<int64_t>(1, colsB), 0,
-                transB, beta, reinterpret_cast<uintptr_t>(pc), ldc, 0);
+    if (halfC)
+      gemm16Rounded(dtype, native, m, n, k, pa, lda, transA, pb, ldb, transB,
+                    beta, c16 + i * strideC, ldc);
+    else
+      gemm16Into(dtype, native, m, n, k, pa, lda, transA, pb, ldb, transB, beta,
+                 c32 + i * strideC, ldc);
   }
 }
 

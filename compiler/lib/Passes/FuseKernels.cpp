@@ -153,6 +153,80 @@ void cloneViewsPerReader(Block &body) {
   }
 }
 
+/// Whether `op` is a library call in CUDA code: a product (cuBLAS) or a
+/// convolution or its gradient (cuDNN), which reads whole buffers.
+bool libraryCall(Operation *op) {
+  return isa_and_nonnull<MatmulOp, LinearOp, Conv2dOp, Conv2dInputGradOp,
+                         Conv2dWeightGradOp>(op);
+}
+
+/// Whether `op` casts the 16-bit result of a library call on a GPU up to
+/// f32, and that call could write it as it is: a product without a bias
+/// (a linear's bias is added in a launch after cuBLAS anyway) or a
+/// convolution.
+bool widensLibraryResult(Operation *op) {
+  Operation *call = widens(op) ? op->getOperand(0).getDefiningOp() : nullptr;
+  return libraryCall(call) && !isa<LinearOp>(call) &&
+         placedOrCpu(op).getKind() == DeviceKind::cuda;
+}
+
+/// reshape(cast(x)) becomes cast(reshape(x)) for such a cast, so that the
+/// cast reads at its readers' shape, where linalg fuses it into them (a
+/// bias gradient sums the [4, 16, 32] view of a [64, 32] product). The
+/// new casts join `casts`.
+void sinkCastBelowReshapes(Operation *widening,
+                           SmallVector<Operation *> &casts) {
+  SmallVector<Operation *> reshapes;
+  for (Operation *user : widening->getUsers())
+    if (isa<ReshapeOp>(user) && placedOrCpu(user) == placedOrCpu(widening))
+      reshapes.push_back(user);
+  Type narrowElement = cast<RankedTensorType>(widening->getOperand(0).getType())
+                           .getElementType();
+  for (Operation *reshape : reshapes) {
+    OpBuilder b(reshape);
+    auto shape = cast<RankedTensorType>(reshape->getResult(0).getType());
+    Operation *narrow = b.clone(*reshape);
+    narrow->setOperand(0, widening->getOperand(0));
+    narrow->getResult(0).setType(shape.clone(narrowElement));
+    Operation *wide = b.clone(*widening);
+    wide->setOperand(0, narrow->getResult(0));
+    wide->getResult(0).setType(shape);
+    reshape->replaceAllUsesWith(wide);
+    reshape->erase();
+    casts.push_back(wide);
+  }
+}
+
+/// On a GPU, the cast up of such a result that several ops read, none of
+/// them a library call, becomes one cast per reader (below the reshapes
+/// it went through), which each reader's kernel takes in: the library
+/// then writes the 16-bit result (--locus-linalg-to-blas,
+/// --locus-gpu-16bit-convs), where a launch after it wrote the f32 copy
+/// they read. (A layer norm's backward reads its gradient three times.)
+void cloneWideningCastsPerReader(Block &body) {
+  SmallVector<Operation *> casts;
+  for (Operation &op : body)
+    if (widensLibraryResult(&op))
+      casts.push_back(&op);
+  for (size_t i = 0; i < casts.size(); ++i)
+    sinkCastBelowReshapes(casts[i], casts);
+  for (Operation *cast : casts) {
+    SetVector<Operation *> readers;
+    for (Operation *reader : cast->getUsers())
+      readers.insert(reader);
+    if (readers.size() < 2 || llvm::any_of(readers, libraryCall) ||
+        llvm::any_of(readers, [&](Operation *reader) {
+          return placedOrCpu(reader) != placedOrCpu(cast);
+        }))
+      continue;
+    for (Operation *reader : llvm::drop_begin(readers.getArrayRef())) {
+      OpBuilder b(reader);
+      Operation *clone = b.clone(*cast);
+      reader->replaceUsesOfWith(cast->getResult(0), clone->getResult(0));
+    }
+  }
+}
+
 /// The last axis of `op`'s input, if `op` reduces over it alone or takes a
 /// softmax along it: an op that goes row by row.
 bool overLastAxis(Operation *op) {
@@ -223,6 +297,7 @@ public:
     if (fuse) {
       foldTransposePairs(body);
       cloneViewsPerReader(body);
+      cloneWideningCastsPerReader(body);
     }
     // Group ids in graph order; groups[i] is null once merged away.
     std::vector<std::unique_ptr<Group>> groups;
@@ -235,6 +310,7 @@ public:
       SmallVector<Group *> joins;
       bool anchorJoined = false;
       int64_t size = 1; // this op and the groups it joins
+      SmallVector<Operation *> keptRoots;
 
       if (fuse)
         for (Value operand : op.getOperands()) {
@@ -244,9 +320,20 @@ public:
               g->device != device)
             continue;
           // The producer's value must not be needed outside the new group:
-          // every reader is this op.
-          if (!llvm::all_of(producer->getUsers(),
-                            [&](Operation *user) { return user == &op; }))
+          // every reader is this op. Or, for an elementwise op, every
+          // reader of the one result it reads, when the producer's other
+          // results are read after it only (a batch norm's gradient,
+          // rounded to 16 bits for the convolutions' gradients, beside
+          // the gradients of its weight and bias): the producer stays a
+          // root of the kernel, for those.
+          bool keepsRoot =
+              !llvm::all_of(producer->getUsers(),
+                            [&](Operation *user) { return user == &op; });
+          if (keepsRoot && !(elementwise && readsOneResultOf(op, *g, operand)))
+            continue;
+          // A kernel moves to its last op: past no reader of its other
+          // roots' results.
+          if (!otherRootsReadAfter(*g, op, groupOf))
             continue;
           // An elementwise op joins anything; an anchor starts a group, and
           // a group holds one anchor at most. Except: a 2-D matrix product
@@ -285,6 +372,8 @@ public:
           size += static_cast<int64_t>(g->ops.size());
           anchorJoined |= g->anchored;
           joins.push_back(g);
+          if (keepsRoot)
+            keptRoots.push_back(producer);
         }
       Group *target;
       if (joins.empty()) {
@@ -301,6 +390,8 @@ public:
           target->anchored |= other->anchored;
           if (!target->poolableConv)
             target->poolableConv = other->poolableConv;
+          llvm::append_range(target->otherRoots, other->otherRoots);
+          other->otherRoots.clear();
           other->ops.clear();
           other->root = nullptr;
         }
@@ -312,6 +403,7 @@ public:
                  << (joins.empty() ? "" : " group(s)") << " (" << size
                  << " ops)\n");
       target->ops.push_back(&op);
+      llvm::append_range(target->otherRoots, keptRoots);
       if (isa<Conv2dOp>(op) && !target->anchored)
         target->poolableConv = &op;
       else if (!elementwise)
@@ -354,6 +446,10 @@ private:
   template <typename Accepts>
   Group *soleReaderGroup(Group &a, DenseMap<Operation *, Group *> &groupOf,
                          Accepts accepts) {
+    // (A kernel with other roots stays where it is: readers of their
+    // results may stand before the kernel it would join.)
+    if (!a.otherRoots.empty())
+      return nullptr;
     Group *into = nullptr;
     for (Operation *user : a.root->getUsers()) {
       Group *g = groupOf.lookup(user);
@@ -374,8 +470,10 @@ private:
       into.ops.push_back(member);
       groupOf[member] = &into;
     }
+    llvm::append_range(into.otherRoots, a.otherRoots);
     into.anchored |= a.anchored;
     a.ops.clear();
+    a.otherRoots.clear();
     a.root = nullptr;
   }
 
@@ -417,30 +515,39 @@ private:
   /// result up to f32: the cast goes to the one other kernel that reads it
   /// (but a product's or convolution's), when there is one. After a cuDNN
   /// call the cast would be a launch writing f32 for that kernel to read.
+  /// So does the cast after a 16-bit product on a GPU, whose kernel may
+  /// hold views of its operands too (a gradient's `x^T dy`): cuBLAS then
+  /// writes the rounded 16-bit result itself (--locus-linalg-to-blas).
   void moveCastAfterCall(Group &a, DenseMap<Operation *, Group *> &groupOf) {
     Operation *cast = a.root;
-    if (a.ops.size() != 2 || !widens(cast) ||
-        !isa_and_nonnull<Conv2dOp, Conv2dInputGradOp, Conv2dWeightGradOp>(
-            cast->getOperand(0).getDefiningOp()))
+    if (!widensLibraryResult(cast))
+      return;
+    Operation *call = cast->getOperand(0).getDefiningOp();
+    if (!llvm::is_contained(a.ops, call) ||
+        !llvm::all_of(a.ops, [&](Operation *op) {
+          return op == cast || op == call ||
+                 (isa<ReshapeOp, TransposeOp>(op) &&
+                  llvm::all_of(op->getUsers(), [&](Operation *user) {
+                    return llvm::is_contained(a.ops, user);
+                  }));
+        }))
       return;
     Group *into = nullptr;
     for (Operation *user : cast->getUsers()) {
       Group *g = groupOf.lookup(user);
-      if (!g || g == &a || (into && g != into) ||
-          isa<MatmulOp, LinearOp, Conv2dOp, Conv2dInputGradOp,
-              Conv2dWeightGradOp>(user))
+      if (!g || g == &a || (into && g != into) || libraryCall(user))
         return;
       into = g;
     }
     if (!into || into->ops.empty() || into->device != a.device ||
         static_cast<int64_t>(into->ops.size()) + 1 > maxOps)
       return;
-    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] the cast up of a convolution "
-                               "at "
-                            << cast->getLoc() << " joins the kernel of "
-                            << into->root->getName() << "\n");
+    LLVM_DEBUG(llvm::dbgs()
+               << "[" DEBUG_TYPE "] the cast up of " << call->getName()
+               << " at " << cast->getLoc() << " joins the kernel of "
+               << into->root->getName() << "\n");
     a.ops.erase(llvm::find(a.ops, cast));
-    a.root = cast->getOperand(0).getDefiningOp();
+    a.root = call;
     into->ops.push_back(cast);
     groupOf[cast] = into;
   }
@@ -473,8 +580,7 @@ private:
       bool widens = widensAlone(*a);
       Group *into = soleReaderGroup(*a, groupOf, [&](Operation *user) {
         return isa<SumOp, MeanOp, MaxOp, MinOp>(user) ||
-               (widens && !isa<MatmulOp, LinearOp, Conv2dOp, Conv2dInputGradOp,
-                               Conv2dWeightGradOp>(user));
+               (widens && !libraryCall(user));
       });
       if (!into)
         continue;
@@ -636,6 +742,35 @@ private:
 
   static DeviceAttr deviceOf(Operation *op) { return placedOrCpu(op); }
 
+  /// Whether every reader of `g`'s other roots' results outside `g` stands
+  /// after `op` (or is `op`).
+  static bool
+  otherRootsReadAfter(const Group &g, Operation &op,
+                      const DenseMap<Operation *, Group *> &groupOf) {
+    return llvm::all_of(g.otherRoots, [&](Operation *r) {
+      return llvm::all_of(r->getUsers(), [&](Operation *user) {
+        return user == &op || groupOf.lookup(user) == &g ||
+               op.isBeforeInBlock(user);
+      });
+    });
+  }
+
+  /// Whether `op` alone reads `operand`, one result of `g`'s root of
+  /// several, whose other results are read after `op` only, and `g` has no
+  /// other roots yet.
+  static bool readsOneResultOf(Operation &op, const Group &g, Value operand) {
+    Operation *producer = g.root;
+    return producer->getNumResults() > 1 && g.otherRoots.empty() &&
+           llvm::all_of(operand.getUsers(),
+                        [&](Operation *user) { return user == &op; }) &&
+           llvm::all_of(producer->getResults(), [&](Value result) {
+             return result == operand ||
+                    llvm::all_of(result.getUsers(), [&](Operation *user) {
+                      return op.isBeforeInBlock(user);
+                    });
+           });
+  }
+
   /// Moves the group's ops, in graph order, into a locus.kernel at the
   /// root's position; the roots' results (several for an optimizer step)
   /// become the kernel's. Assigns of other roots' results that stand
@@ -647,21 +782,19 @@ private:
     Operation *root = group.root;
     llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(),
                                                group.ops.end());
-    // Another root that only ops of the kernel read (side by side kernels
-    // where one read the other's result) is no result of the kernel.
-    SmallVector<Operation *> roots;
-    for (Operation *r : group.otherRoots)
-      if (llvm::any_of(r->getUsers(), [&](Operation *user) {
-            return !members.contains(user);
-          }))
-        roots.push_back(r);
+    // A result of another root that only ops of the kernel read (side by
+    // side kernels where one read the other's result, a result an
+    // epilogue rounds) is no result of the kernel.
+    SmallVector<Operation *> roots(group.otherRoots);
     roots.push_back(root);
-    SmallVector<Type> types;
     SmallVector<Value> yielded;
-    for (Operation *r : roots) {
-      llvm::append_range(types, r->getResultTypes());
-      llvm::append_range(yielded, r->getResults());
-    }
+    for (Operation *r : roots)
+      for (Value result : r->getResults())
+        if (r == root || llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !members.contains(user);
+            }))
+          yielded.push_back(result);
+    SmallVector<Type> types(ValueRange(yielded).getTypes());
     OpBuilder builder(root);
     SmallVector<Location> locs;
     for (Operation *op : group.ops)
@@ -671,20 +804,18 @@ private:
     Block *block = new Block();
     kernel.getBody().push_back(block);
     Operation *after = kernel;
-    unsigned next = 0;
-    for (Operation *r : roots) {
+    for (Operation *r : roots)
       for (Operation *user : llvm::make_early_inc_range(r->getUsers()))
         if (isa<AssignOp>(user) && user->isBeforeInBlock(kernel)) {
           user->moveAfter(after);
           after = user;
         }
-      // Ops of the kernel read another root's result directly (side by
-      // side kernels where one reads the other's result).
-      r->replaceUsesWithIf(
-          kernel.getResults().slice(next, r->getNumResults()),
-          [&](OpOperand &use) { return !members.contains(use.getOwner()); });
-      next += r->getNumResults();
-    }
+    // Ops of the kernel read another root's result directly (side by side
+    // kernels where one reads the other's result).
+    for (auto [value, result] : llvm::zip(yielded, kernel.getResults()))
+      value.replaceUsesWithIf(result, [&](OpOperand &use) {
+        return !members.contains(use.getOwner());
+      });
     for (Operation *op : group.ops)
       op->moveBefore(block, block->end());
     builder.setInsertionPointToEnd(block);

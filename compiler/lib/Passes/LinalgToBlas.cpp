@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/Debug.h"
 
@@ -117,6 +118,96 @@ private:
     return nullptr;
   }
 
+  /// What writes a 16-bit product's result in its operands' type: the
+  /// only reader of a fresh f32 C (through reshapes) that rounds it, whole
+  /// and in order, to `element` into a buffer of contiguous rows.
+  struct Rounding {
+    linalg::GenericOp round;
+    SmallVector<Operation *> dead; // the views, C's free and C, in order
+    BlasOperand out;
+  };
+
+  /// `op`'s Rounding when its C (`c`, zero-filled before it) is one, with
+  /// only ops free of memory effects between `op` and the rounding.
+  static std::optional<Rounding> roundingOf(Operation *op, Value c,
+                                            Type element) {
+    auto alloc = c.getDefiningOp<memref::AllocOp>();
+    if (!alloc || alloc->getBlock() != op->getBlock())
+      return std::nullopt;
+    Rounding r;
+    Value view = c;
+    for (;;) {
+      Operation *reader = nullptr;
+      for (Operation *user : view.getUsers()) {
+        if (user == op || isa<memref::DeallocOp>(user) ||
+            isa<linalg::FillOp>(user))
+          continue;
+        if (reader)
+          return std::nullopt; // C read twice
+        reader = user;
+      }
+      if (!reader || reader->getBlock() != op->getBlock() ||
+          !op->isBeforeInBlock(reader))
+        return std::nullopt;
+      if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(reader)) {
+        r.dead.push_back(reader);
+        view = reader->getResult(0);
+        continue;
+      }
+      auto generic = dyn_cast<linalg::GenericOp>(reader);
+      if (!generic || !isRounding(generic, view, element))
+        return std::nullopt;
+      r.round = generic;
+      break;
+    }
+    for (Operation *between = op->getNextNode(); between != r.round;
+         between = between->getNextNode())
+      if (!isMemoryEffectFree(between))
+        return std::nullopt;
+    Value out = r.round.getDpsInitOperand(0)->get();
+    std::optional<BlasOperand> o = blasOperand(out);
+    if (!o || !isContiguous(*o))
+      return std::nullopt;
+    r.out = *o;
+    std::reverse(r.dead.begin(), r.dead.end());
+    for (Operation *user : c.getUsers())
+      if (isa<memref::DeallocOp>(user))
+        r.dead.push_back(user);
+    r.dead.push_back(alloc);
+    return r;
+  }
+
+  /// Whether `generic` only rounds all of `in` (f32) to `element`, element
+  /// by element in the same order.
+  static bool isRounding(linalg::GenericOp generic, Value in, Type element) {
+    if (generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+        generic.getDpsInputOperand(0)->get() != in ||
+        generic.getNumParallelLoops() != generic.getNumLoops() ||
+        !llvm::all_of(generic.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }) ||
+        getElementTypeOrSelf(generic.getDpsInitOperand(0)->get().getType()) !=
+            element)
+      return false;
+    Block &body = generic.getRegion().front();
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    auto trunc = yield.getOperand(0).getDefiningOp<arith::TruncFOp>();
+    return body.getOperations().size() == 2 && trunc &&
+           trunc.getIn() == body.getArgument(0) && !trunc.getRoundingmodeAttr();
+  }
+
+  /// Whether `o`'s elements are all next to each other in row-major order.
+  static bool isContiguous(const BlasOperand &o) {
+    if (o.type.getLayout().isIdentity())
+      return true;
+    int64_t expected = 1;
+    for (int64_t d = o.type.getRank() - 1; d >= 0; --d) {
+      if (o.strides[d] != expected || o.type.isDynamicDim(d))
+        return false;
+      expected *= o.type.getDimSize(d);
+    }
+    return !ShapedType::isDynamic(o.offset);
+  }
+
   void rewrite(ModuleOp module, Operation *op) {
     auto linalgOp = cast<linalg::LinalgOp>(op);
     if (!linalgOp.hasPureBufferSemantics()) {
@@ -164,11 +255,18 @@ private:
       fill->erase();
       beta = 0.0f;
     }
+    // A 16-bit product whose f32 C is only rounded to its operands' type
+    // writes that type itself (locus_gemm_16's LOCUS_GEMM_C_16BIT).
+    std::optional<Rounding> rounding;
+    if (half && beta == 0.0f)
+      rounding = roundingOf(op, c, element);
     LLVM_DEBUG(llvm::dbgs()
                << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
                << ": " << (half ? halfCallee : StringRef(callee)) << " beta "
-               << beta << "\n");
-    OpBuilder b(op);
+               << beta << (rounding ? ", rounded to 16 bits" : "") << "\n");
+    // A rounded call takes the rounding's place, where its output (maybe
+    // a view made after the product) is defined.
+    OpBuilder b(rounding ? rounding->round.getOperation() : op);
     Location loc = op->getLoc();
     auto i64 = [&](int64_t v) -> Value {
       return b.create<arith::ConstantIntOp>(loc, v, 64);
@@ -195,7 +293,8 @@ private:
     // takes them).
     Value batch = batched ? dim(a, 0) : i64(1);
     Value m = dim(a, transA ? r + 1 : r);
-    Value n = dim(c, r + 1);
+    // (C goes when the call rounds: N from B then.)
+    Value n = rounding ? dim(bv, transB ? r : r + 1) : dim(c, r + 1);
     Value k = dim(a, transA ? r : r + 1);
     // A dynamic stride or offset, read from the buffer's descriptor.
     auto metadata = [&](Value buffer, int64_t value, int which) -> Value {
@@ -243,16 +342,27 @@ private:
         batchStride(bv, *ob, k, n),
         b.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32),
         b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(beta)),
-        pointer(c, *oc),
+        rounding ? pointer(rounding->round.getDpsInitOperand(0)->get(),
+                           rounding->out)
+                 : pointer(c, *oc),
         again(n),
         times(m, n)};
     if (half)
       args.insert(args.begin(),
-                  b.create<arith::ConstantIntOp>(loc, halfCode(element), 32));
+                  b.create<arith::ConstantIntOp>(
+                      loc,
+                      halfCode(element) | (rounding ? LOCUS_GEMM_C_16BIT : 0),
+                      32));
     b.create<func::CallOp>(
         loc, declaration(module, half ? halfCallee : StringRef(callee), half),
         args);
     op->erase();
+    if (rounding) {
+      rounding->round->erase();
+      for (Operation *dead : rounding->dead)
+        dead->erase();
+      ++numRounded;
+    }
     ++numCalls;
   }
 };

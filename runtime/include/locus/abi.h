@@ -153,8 +153,10 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
  *    writes and persistent buffers runs among the load commands, into
  *    persistent buffers, and again when state it reads is written.
  * 7: CUDA convolutions may take 16-bit operands (LOCUS_CONV_BF16, _F16),
- *    which an older runtime would read as f32. */
-#define LOCUS_PLAN_VERSION 7u
+ *    which an older runtime would read as f32.
+ * 8: 16-bit products may write a 16-bit C (LOCUS_GEMM_C_16BIT), which an
+ *    older runtime would write as f32. */
+#define LOCUS_PLAN_VERSION 8u
 /* The input that holds a run's dynamic sizes (i64, one per size, in the
  * plan's order): the runtime fills it from the inputs' shapes. */
 #define LOCUS_PLAN_SIZES_INPUT "locus.sizes"
@@ -249,6 +251,10 @@ LOCUS_API void locus_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
  * matmul where it loads and, measured once per process on a probe product,
  * runs faster than f32 on this CPU; otherwise A and B widened to f32
  * (exactly) and locus_sgemm. */
+/* Added to locus_gemm_16's and locus_cuda_gemm_16's `dtype`: C holds the
+ * operands' 16-bit type too, each f32 sum rounded once to nearest even
+ * (a nonzero beta reads C widened). */
+#define LOCUS_GEMM_C_16BIT 256
 LOCUS_API void locus_gemm_16(int32_t dtype, int64_t batch, int64_t m, int64_t n,
                              int64_t k, uintptr_t a, int64_t lda,
                              int64_t stride_a, int32_t trans_a, uintptr_t b,

@@ -320,14 +320,18 @@ void CudaDevice::gemm16(int32_t dtype, int64_t batch, int64_t m, int64_t n,
          "a bf16 or f16 matrix product: this cuBLAS lacks cublasGemmEx");
     return;
   }
+  bool halfC = (dtype & LOCUS_GEMM_C_16BIT) != 0;
+  dtype &= ~LOCUS_GEMM_C_16BIT;
   if (dtype != LOCUS_PLAN_BF16 && dtype != LOCUS_PLAN_F16) {
     pend(LOCUS_STATUS_INTERNAL,
          "a 16-bit matrix product of element type " + std::to_string(dtype));
     return;
   }
-  // sgemm's operand swap; the operands in their type, C and the sums in
-  // f32 (CUBLAS_COMPUTE_32F: tensor cores, as PyTorch's autocast runs).
+  // sgemm's operand swap; the operands in their type, the sums in f32
+  // (CUBLAS_COMPUTE_32F: tensor cores, as PyTorch's autocast runs), C in
+  // f32 or rounded once to the operands' type.
   int type = dtype == LOCUS_PLAN_BF16 ? kR16BF : kR16F;
+  int typeC = halfC ? type : kR32F;
   const float one = 1.0f;
   int opB = transB ? kOpT : kOpN, opA = transA ? kOpT : kOpN;
   int status;
@@ -335,14 +339,14 @@ void CudaDevice::gemm16(int32_t dtype, int64_t batch, int64_t m, int64_t n,
     status = cb->gemmEx(blas_, opB, opA, int(n), int(m), int(k), &one,
                         addressToPointer<const void>(b), type, int(ldb),
                         addressToPointer<const void>(a), type, int(lda), &beta,
-                        addressToPointer<void>(c), kR32F, int(ldc), kCompute32F,
+                        addressToPointer<void>(c), typeC, int(ldc), kCompute32F,
                         kGemmDefault);
   else
     status = cb->gemmStridedBatchedEx(
         blas_, opB, opA, int(n), int(m), int(k), &one,
         addressToPointer<const void>(b), type, int(ldb), strideB,
         addressToPointer<const void>(a), type, int(lda), strideA, &beta,
-        addressToPointer<void>(c), kR32F, int(ldc), strideC, int(batch),
+        addressToPointer<void>(c), typeC, int(ldc), strideC, int(batch),
         kCompute32F, kGemmDefault);
   if (status != 0)
     pend(LOCUS_STATUS_INTERNAL,
