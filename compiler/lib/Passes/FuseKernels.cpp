@@ -42,6 +42,16 @@ bool locus::isComputing(Operation *op) {
 
 namespace {
 
+/// Whether `op` casts an f32 value to bf16 or f16.
+bool narrows(Operation *op) {
+  auto cast = dyn_cast_or_null<CastOp>(op);
+  if (!cast)
+    return false;
+  Type to = cast.getResult().getType().getElementType();
+  return (to.isBF16() || to.isF16()) &&
+         cast.getInput().getType().getElementType().isF32();
+}
+
 /// Whether `op` casts a bf16 or f16 value to f32.
 bool widens(Operation *op) {
   auto cast = dyn_cast_or_null<CastOp>(op);
@@ -755,20 +765,24 @@ private:
     });
   }
 
-  /// Whether `op` alone reads `operand`, one result of `g`'s root of
-  /// several, whose other results are read after `op` only, and `g` has no
-  /// other roots yet.
+  /// Whether `op` may join `g`, whose root `operand` comes from, although
+  /// others read that root too, keeping the root's results as the kernel's
+  /// (`g` has no other roots yet; no reader of them stands before `op`):
+  /// - `op` alone reads `operand`, one result of several (a batch norm's
+  ///   input gradient, rounded, beside its weight and bias gradients);
+  /// - or `op` rounds `operand` to 16 bits (a softmax's probabilities,
+  ///   which a product reads in bf16 and the backward in f32).
   static bool readsOneResultOf(Operation &op, const Group &g, Value operand) {
     Operation *producer = g.root;
-    return producer->getNumResults() > 1 && g.otherRoots.empty() &&
-           llvm::all_of(operand.getUsers(),
-                        [&](Operation *user) { return user == &op; }) &&
-           llvm::all_of(producer->getResults(), [&](Value result) {
-             return result == operand ||
-                    llvm::all_of(result.getUsers(), [&](Operation *user) {
-                      return op.isBeforeInBlock(user);
-                    });
-           });
+    auto after = [&](Operation *user) {
+      return user == &op || op.isBeforeInBlock(user);
+    };
+    if (!g.otherRoots.empty() || !llvm::all_of(producer->getUsers(), after))
+      return false;
+    return narrows(&op) ||
+           (producer->getNumResults() > 1 &&
+            llvm::all_of(operand.getUsers(),
+                         [&](Operation *user) { return user == &op; }));
   }
 
   /// Moves the group's ops, in graph order, into a locus.kernel at the

@@ -4,7 +4,8 @@
 // kernel. Not after a linear (its bias is a launch anyway), not when a
 // reader is a library call, not on the CPU. And an elementwise op that
 // alone reads one result of a batch norm's gradient joins its kernel,
-// whose other results (read after it) stay results of the kernel.
+// whose other results (read after it) stay results of the kernel; so does
+// a rounding to 16 bits of a value read after it too.
 // RUN: locus-opt %s -split-input-file --locus-fuse-kernels | FileCheck %s
 
 // The weight-gradient product x^T dy, its f32 copy read three times (a
@@ -153,4 +154,47 @@ locus.graph @read_before {
   locus.output "dx" = %r : tensor<2x3x4x4xbf16>
   locus.output "n" = %n : tensor<f32>
   locus.output "db" = %db : tensor<3xf32>
+}
+
+// -----
+
+// A rounding to 16 bits of a value that another op reads after it joins
+// the value's kernel, which gives both (a softmax's probabilities, read by
+// a product in bf16 and by the backward in f32). Not when the other reader
+// stands before it.
+// CHECK-LABEL: locus.graph @rounded_probabilities
+// CHECK: %[[K:.*]]:2 = locus.kernel on <cuda:0> -> tensor<4x16xf32>, tensor<4x16xbf16> {
+// CHECK-NEXT: %[[P:.*]] = locus.softmax
+// CHECK-NEXT: %[[R:.*]] = locus.cast %[[P]] to bf16
+// CHECK-NEXT: locus.yield %[[P]], %[[R]]
+// CHECK: locus.matmul %[[K]]#1
+// CHECK: locus.exp %[[K]]#0
+// CHECK-LABEL: locus.graph @read_first
+// CHECK: %[[S:.*]] = locus.kernel on <cuda:0> -> tensor<4x16xf32> {
+// CHECK-NEXT: locus.softmax
+// CHECK-NEXT: locus.yield
+// CHECK: locus.exp %[[S]]
+// CHECK: locus.cast %[[S]] to bf16
+locus.graph @rounded_probabilities {
+  %s = locus.input "s" : tensor<4x16xf32> on <cuda:0>
+  %v = locus.input "v" : tensor<16x8xbf16> on <cuda:0>
+  %p = locus.softmax %s axis 1 {locus.device = #locus.device<cuda:0>} : tensor<4x16xf32>
+  %r = locus.cast %p to bf16 {locus.device = #locus.device<cuda:0>} : tensor<4x16xf32> -> tensor<4x16xbf16>
+  %o = locus.matmul %r, %v {locus.device = #locus.device<cuda:0>} : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+  %e = locus.exp %p {locus.device = #locus.device<cuda:0>} : tensor<4x16xf32>
+  locus.output "o" = %o : tensor<4x8xbf16>
+  locus.output "e" = %e : tensor<4x16xf32>
+}
+
+// -----
+
+locus.graph @read_first {
+  %s = locus.input "s" : tensor<4x16xf32> on <cuda:0>
+  %v = locus.input "v" : tensor<16x8xbf16> on <cuda:0>
+  %p = locus.softmax %s axis 1 {locus.device = #locus.device<cuda:0>} : tensor<4x16xf32>
+  %e = locus.exp %p {locus.device = #locus.device<cuda:0>} : tensor<4x16xf32>
+  %r = locus.cast %p to bf16 {locus.device = #locus.device<cuda:0>} : tensor<4x16xf32> -> tensor<4x16xbf16>
+  %o = locus.matmul %r, %v {locus.device = #locus.device<cuda:0>} : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+  locus.output "o" = %o : tensor<4x8xbf16>
+  locus.output "e" = %e : tensor<4x16xf32>
 }

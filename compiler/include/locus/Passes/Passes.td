@@ -632,7 +632,8 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
       alone reads the layer (a ReLU, a GELU, a residual add), from zeros,
       the bias added after it in a loop that `--locus-fuse-elementwise`
       fuses into the reader's (one pass over the output fewer; on a GPU a
-      launch);
+      launch); so is a 16-bit layer's bias, added where the f32 sum is
+      rounded;
     - `conv2d` (those the host pipeline leaves: it sends convolutions to
       the runtime first, `--locus-conv-to-runtime`) on a `tensor.pad`ded
       input: im2col (a gathering
@@ -693,7 +694,11 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     for the convolutions' gradients, beside its weight and bias
     gradients): the producer's other results stay results of the kernel,
     the one the op reads does not, and no later op joins the kernel past
-    a reader of them. A kernel therefore holds a chain or tree of elementwise ops,
+    a reader of them. Or, for a cast of an f32 value down to bf16 or f16,
+    when every other reader of the producer stands after the cast: the
+    value stays a result of the kernel beside its rounding (a softmax's
+    probabilities, which a product reads in bf16 and the backward in
+    f32). A kernel therefore holds a chain or tree of elementwise ops,
     optionally after one anchor: a matrix product, `linear`, convolution,
     reduction, pooling, softmax or loss, whose output then never goes to
     memory between the anchor and its epilogue. A 2-D matrix product also
@@ -740,7 +745,7 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     converts as it reads, and cuBLAS or cuDNN write the 16-bit result
     (`--locus-linalg-to-blas`), where a launch wrote an f32 copy for them.
     A layer norm's backward reads its gradient three times; the tiny
-    Transformer's bf16 training step has 163 launches and library calls
+    Transformer's bf16 training step has 158 launches and library calls
     with these rules against 191 without.
     Every other op is a kernel of its own. Then an elementwise kernel (no
     anchor) whose result only reductions (`sum`, `mean`, `max`, `min`) of

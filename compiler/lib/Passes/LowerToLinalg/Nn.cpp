@@ -344,8 +344,11 @@ Value lowerLinear(Lowering &l, LinearOp op) {
   auto x2 = RankedTensorType::get({rows, in}, out.getElementType());
   auto y2 = RankedTensorType::get({rows, outFeatures}, acc.getElementType());
   // 16-bit operands accumulate in f32 from the bias (exact in f32), or add
-  // it in f32 after the product, in the reader's loop.
-  bool later = biasIntoReader(op);
+  // it in f32 after the product, in the reader's loop. A 16-bit result adds
+  // it where it is rounded: one pass after the product, not a pass writing
+  // the bias out before it and one rounding after.
+  bool later = biasIntoReader(op) ||
+               (op.getBias() && out.getElementType() != acc.getElementType());
   Value bias = op.getBias() ? rounded(l, op.getBias(), acc) : Value();
   Value init = bias && !later ? l.broadcast(bias, y2) : l.filled(y2, 0.0);
   Value y = b.create<linalg::MatmulTransposeBOp>(
