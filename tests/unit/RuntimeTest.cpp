@@ -893,12 +893,15 @@ void expectManyCallersAtOnce() {
 }
 
 // LOCUS_GEMM_C_16BIT: C in the operands' 16-bit type, each f32 sum rounded
-// once (what a product whose only reader rounded its f32 result calls):
-// within one 16-bit step of the double reference rounded, over a batch of
+// once to nearest even (what a product whose only reader rounded its f32
+// result calls). The operands are multiples of 1/8 in [-4, 4], so every
+// sum is exact in f32 and the result must be that sum rounded, bit for
+// bit (truncating, or rounding twice, gives other bits); over a batch of
 // two, rows of C further apart than their length (the gap untouched), and
 // a beta that reads C widened.
 TEST(Gemm16, WritesA16BitResultRoundedOnce) {
-  RandomFloats random(11);
+  std::mt19937 random(11);
+  std::uniform_int_distribution<int> eighths(-32, 32);
   for (int32_t dtype : {int32_t{LOCUS_PLAN_BF16}, int32_t{LOCUS_PLAN_F16}})
     for (float beta : {0.0f, 0.5f}) {
       auto bits = [&](float v) {
@@ -910,45 +913,36 @@ TEST(Gemm16, WritesA16BitResultRoundedOnce) {
                                         : locus::half::fromF16Bits(b);
       };
       const int batch = 2, m = 33, n = 17, k = 70, ldc = n + 3;
-      std::vector<float> a = random(batch * m * k), b = random(batch * k * n),
-                         c = random(batch * m * ldc);
-      std::vector<uint16_t> a16(a.size()), b16(b.size()), c16(c.size());
-      for (size_t i = 0; i < a.size(); ++i)
-        a[i] = value(a16[i] = bits(a[i]));
-      for (size_t i = 0; i < b.size(); ++i)
-        b[i] = value(b16[i] = bits(b[i]));
-      for (size_t i = 0; i < c.size(); ++i)
-        c[i] = value(c16[i] = bits(c[i]));
+      auto exact = [&](size_t size) {
+        std::vector<uint16_t> v(size);
+        for (uint16_t &x : v)
+          x = bits(static_cast<float>(eighths(random)) / 8.0f);
+        return v;
+      };
+      std::vector<uint16_t> a16 = exact(batch * m * k),
+                            b16 = exact(batch * k * n),
+                            c16 = exact(batch * m * ldc);
       std::vector<uint16_t> before = c16;
       locus_gemm_16(dtype | LOCUS_GEMM_C_16BIT, batch, m, n, k,
                     reinterpret_cast<uintptr_t>(a16.data()), k, m * k, 0,
                     reinterpret_cast<uintptr_t>(b16.data()), n, k * n, 0, beta,
                     reinterpret_cast<uintptr_t>(c16.data()), ldc, m * ldc);
-      double step = dtype == LOCUS_PLAN_BF16 ? 0x1p-8 : 0x1p-11;
-      for (int i = 0; i < batch; ++i) {
-        std::vector<float> ai(a.begin() + i * m * k,
-                              a.begin() + (i + 1) * m * k),
-            bi(b.begin() + i * k * n, b.begin() + (i + 1) * k * n), ci(m * n);
-        for (int r = 0; r < m; ++r)
-          for (int j = 0; j < n; ++j)
-            ci[r * n + j] = c[i * m * ldc + r * ldc + j];
-        std::vector<double> want =
-            gemmRef(m, n, k, ai, false, bi, false, beta, ci);
+      for (int i = 0; i < batch; ++i)
         for (int r = 0; r < m; ++r) {
           for (int j = 0; j < n; ++j) {
-            double w = want[r * n + j];
-            float got = value(c16[i * m * ldc + r * ldc + j]);
-            // The f32 sum may round to the 16-bit value next to the
-            // double's: one step (half an ulp each way) of |w|.
-            ASSERT_NEAR(got, w, 2 * step * std::abs(w) + 1e-5 * k)
+            int64_t at = i * m * ldc + r * ldc + j;
+            double sum = beta * value(before[at]);
+            for (int p = 0; p < k; ++p)
+              sum += static_cast<double>(value(a16[i * m * k + r * k + p])) *
+                     value(b16[i * k * n + p * n + j]);
+            ASSERT_EQ(c16[at], bits(static_cast<float>(sum)))
                 << dtype << " beta " << beta << " batch " << i << " [" << r
-                << ", " << j << "]";
+                << ", " << j << "]: sum " << sum;
           }
           for (int j = n; j < ldc; ++j)
             ASSERT_EQ(c16[i * m * ldc + r * ldc + j],
                       before[i * m * ldc + r * ldc + j]);
         }
-      }
     }
 }
 

@@ -220,6 +220,13 @@ void cloneWideningCastsPerReader(Block &body) {
       casts.push_back(&op);
   for (size_t i = 0; i < casts.size(); ++i)
     sinkCastBelowReshapes(casts[i], casts);
+  // A cast only reshapes read is read by nothing now.
+  llvm::erase_if(casts, [](Operation *cast) {
+    if (!cast->use_empty())
+      return false;
+    cast->erase();
+    return true;
+  });
   for (Operation *cast : casts) {
     SetVector<Operation *> readers;
     for (Operation *reader : cast->getUsers())

@@ -138,9 +138,10 @@ private:
     Value view = c;
     for (;;) {
       Operation *reader = nullptr;
+      // (Its zero fill is gone: any other fill or free of a view is a
+      // reader, and there is no rounding.)
       for (Operation *user : view.getUsers()) {
-        if (user == op || isa<memref::DeallocOp>(user) ||
-            isa<linalg::FillOp>(user))
+        if (user == op || (view == c && isa<memref::DeallocOp>(user)))
           continue;
         if (reader)
           return std::nullopt; // C read twice

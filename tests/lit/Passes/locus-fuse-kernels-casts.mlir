@@ -198,3 +198,52 @@ locus.graph @read_first {
   locus.output "o" = %o : tensor<4x8xbf16>
   locus.output "e" = %e : tensor<4x16xf32>
 }
+
+// -----
+
+// A cast that only a reshape read is gone once it reads below it (no
+// kernel writes an f32 copy nobody reads).
+// CHECK-LABEL: locus.graph @sole_reshape
+// CHECK-SAME: locus.kernels = 2
+// CHECK: %[[P:.*]] = locus.kernel on <cuda:0> -> tensor<4x4xbf16> {
+// CHECK: locus.kernel on <cuda:0> -> tensor<8xf32> {
+// CHECK-NEXT: %[[R:.*]] = locus.reshape %[[P]] [2, 8] {{.*}} -> tensor<2x8xbf16>
+// CHECK-NEXT: %[[C:.*]] = locus.cast %[[R]] to f32
+// CHECK-NEXT: locus.sum %[[C]]
+locus.graph @sole_reshape {
+  %a = locus.input "a" : tensor<4x4xbf16> on <cuda:0>
+  %p = locus.matmul %a, %a {locus.device = #locus.device<cuda:0>} : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  %c = locus.cast %p to f32 {locus.device = #locus.device<cuda:0>} : tensor<4x4xbf16> -> tensor<4x4xf32>
+  %r = locus.reshape %c [2, 8] {locus.device = #locus.device<cuda:0>} : tensor<4x4xf32> -> tensor<2x8xf32>
+  %s = locus.sum %r axes [0] {locus.device = #locus.device<cuda:0>} : tensor<2x8xf32> -> tensor<8xf32>
+  locus.output "s" = %s : tensor<8xf32>
+}
+
+// -----
+
+// Once the rounding joined the batch norm's gradient, an op reading the
+// rounding joins no more when a reader of the weight gradient stands
+// before it: the kernel would move past that reader.
+// CHECK-LABEL: locus.graph @no_join_past_a_reader
+// CHECK: %[[K:.*]]:3 = locus.kernel on <cuda:0> -> tensor<3xf32>, tensor<3xf32>, tensor<2x3x4x4xbf16> {
+// CHECK-NEXT: locus.batch_norm_train_grad
+// CHECK-NEXT: locus.cast
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cuda:0> -> tensor<f32> {
+// CHECK-NEXT: locus.sum %[[K]]#0
+// CHECK: locus.kernel on <cuda:0> -> tensor<2x3x4x4xbf16> {
+// CHECK-NEXT: locus.neg %[[K]]#2
+locus.graph @no_join_past_a_reader {
+  %dy = locus.input "dy" : tensor<2x3x4x4xf32> on <cuda:0>
+  %x = locus.input "x" : tensor<2x3x4x4xf32> on <cuda:0>
+  %mean = locus.input "mean" : tensor<3xf32> on <cuda:0>
+  %var = locus.input "var" : tensor<3xf32> on <cuda:0>
+  %w = locus.input "w" : tensor<3xf32> on <cuda:0>
+  %dx, %dw, %db = locus.batch_norm_train_grad %dy, %x, %mean, %var, %w eps 1.0e-05 {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %r = locus.cast %dx to bf16 {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xf32> -> tensor<2x3x4x4xbf16>
+  %s = locus.sum %dw axes [0] {locus.device = #locus.device<cuda:0>} : tensor<3xf32> -> tensor<f32>
+  %n = locus.neg %r {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xbf16>
+  locus.output "n" = %n : tensor<2x3x4x4xbf16>
+  locus.output "s" = %s : tensor<f32>
+  locus.output "db" = %db : tensor<3xf32>
+}

@@ -72,12 +72,45 @@ func.func @f16_into_a_block(%a: memref<8x32xf16>, %b: memref<32x8xf16>, %out: me
   return
 }
 
+// Dynamic rows (a kernel at the run's batch): N from B (transposed, so
+// its first dimension), the rows and C's batch stride from A's size.
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK: %c1_i64
+// CHECK-NEXT: %{{.*}} = arith.constant 0 : index
+// CHECK-NEXT: %[[D:.*]] = memref.dim %arg0, %{{.*}} : memref<?x32xbf16>
+// CHECK-NEXT: %[[M:.*]] = arith.index_cast %[[D]] : index to i64
+// CHECK-NEXT: %[[N:.*]] = arith.constant 8 : i64
+// CHECK: memref.extract_aligned_pointer_as_index %arg2
+// CHECK: %[[MN:.*]] = arith.muli %[[M]], %{{.*}} : i64
+// CHECK-NEXT: arith.constant 260 : i32
+// CHECK-NEXT: call @locus_cuda_gemm_16(%{{.*}}, %{{.*}}, %[[M]], %[[N]], {{.*}}, %[[MN]])
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: memref.alloc
+// CHECK: return
+func.func @dynamic_rows(%a: memref<?x32xbf16>, %b: memref<8x32xbf16>, %out: memref<?x8xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %rows = memref.dim %a, %c0 : memref<?x32xbf16>
+  %c = memref.alloc(%rows) : memref<?x8xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x8xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x32xbf16>, memref<8x32xbf16>) outs(%c : memref<?x8xf32>)
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<?x8xf32>) outs(%out : memref<?x8xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.dealloc %c : memref<?x8xf32>
+  return
+}
+
 // Left with an f32 result: C read by something else too; C not zero-filled
 // (beta 1); rounded to the other 16-bit type; a rounding that also scales;
 // a write to the output between the product and its rounding; a
-// transposing rounding; C an argument (the kernel's f32 result).
+// transposing rounding; C an argument (the kernel's f32 result); a view
+// of C written after the rounding.
 // CHECK-LABEL: func.func @kept
-// CHECK-COUNT-7: call @locus_cuda_gemm_16(%c4_i32{{(_[0-9]+)?}},
+// CHECK-COUNT-8: call @locus_cuda_gemm_16(%c4_i32{{(_[0-9]+)?}},
 // CHECK-NOT: arith.constant 260 : i32
 // CHECK: return
 func.func @kept(%a: memref<8x32xbf16>, %b: memref<32x8xbf16>, %out: memref<8x8xbf16>, %hout: memref<8x8xf16>,
@@ -148,6 +181,19 @@ func.func @kept(%a: memref<8x32xbf16>, %b: memref<32x8xbf16>, %out: memref<8x8xb
     %r = arith.truncf %in : f32 to bf16
     linalg.yield %r : bf16
   }
+  // A view of C filled after its rounding.
+  %c7 = memref.alloc() : memref<8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%c7 : memref<8x8xf32>)
+  linalg.matmul ins(%a, %b : memref<8x32xbf16>, memref<32x8xbf16>) outs(%c7 : memref<8x8xf32>)
+  %v7 = memref.collapse_shape %c7 [[0, 1]] : memref<8x8xf32> into memref<64xf32>
+  %w7 = memref.expand_shape %v7 [[0, 1]] output_shape [8, 8] : memref<64xf32> into memref<8x8xf32>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%w7 : memref<8x8xf32>) outs(%out : memref<8x8xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.fill ins(%zero : f32) outs(%v7 : memref<64xf32>)
   // C an argument.
   linalg.fill ins(%zero : f32) outs(%f : memref<8x8xf32>)
   linalg.matmul ins(%a, %b : memref<8x32xbf16>, memref<32x8xbf16>) outs(%f : memref<8x8xf32>)

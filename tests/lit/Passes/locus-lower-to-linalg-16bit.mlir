@@ -1,8 +1,7 @@
 // A linear of 16-bit values with a bias and a 16-bit result: the product
 // sums into zeros and the bias is added in f32 where the sum is rounded
 // (one pass after the product), not written out for the product to
-// accumulate onto. With an f32 result (a linear the autocast left f32) the
-// product accumulates onto the bias.
+// accumulate onto. An f32 linear accumulates onto the bias.
 // RUN: locus-opt %s -split-input-file --locus-lower-to-linalg | FileCheck %s
 
 // CHECK-LABEL: locus.graph @rounded
