@@ -333,8 +333,11 @@ public:
         for (Value operand : op.getOperands()) {
           Operation *producer = operand.getDefiningOp();
           Group *g = producer ? groupOf.lookup(producer) : nullptr;
-          if (!g || llvm::is_contained(joins, g) || g->root != producer ||
-              g->device != device)
+          // (The producer may be another root of its kernel: a batch
+          // norm whose running-statistics updates joined it.)
+          if (!g || llvm::is_contained(joins, g) || g->device != device ||
+              (g->root != producer &&
+               !llvm::is_contained(g->otherRoots, producer)))
             continue;
           // The producer's value must not be needed outside the new group:
           // every reader is this op. Or, for an elementwise op, every
@@ -344,9 +347,11 @@ public:
           // the gradients of its weight and bias): the producer stays a
           // root of the kernel, for those.
           bool keepsRoot =
+              g->root != producer ||
               !llvm::all_of(producer->getUsers(),
                             [&](Operation *user) { return user == &op; });
-          if (keepsRoot && !(elementwise && readsOneResultOf(op, *g, operand)))
+          if (keepsRoot &&
+              !(elementwise && readsOneResultOf(op, *g, producer, groupOf)))
             continue;
           // A kernel moves to its last op: past no reader of its other
           // roots' results.
@@ -389,8 +394,8 @@ public:
           size += static_cast<int64_t>(g->ops.size());
           anchorJoined |= g->anchored;
           joins.push_back(g);
-          if (keepsRoot)
-            keptRoots.push_back(producer);
+          if (keepsRoot && g->root)
+            keptRoots.push_back(g->root);
         }
       Group *target;
       if (joins.empty()) {
@@ -766,30 +771,41 @@ private:
                       const DenseMap<Operation *, Group *> &groupOf) {
     return llvm::all_of(g.otherRoots, [&](Operation *r) {
       return llvm::all_of(r->getUsers(), [&](Operation *user) {
-        return user == &op || groupOf.lookup(user) == &g ||
-               op.isBeforeInBlock(user);
+        return readAfter(op, g, user, groupOf);
       });
     });
   }
 
-  /// Whether `op` may join `g`, whose root `operand` comes from, although
-  /// others read that root too, keeping the root's results as the kernel's
-  /// (`g` has no other roots yet; no reader of them stands before `op`):
-  /// - `op` alone reads `operand`, one result of several (a batch norm's
-  ///   input gradient, rounded, beside its weight and bias gradients);
-  /// - or `op` rounds `operand` to 16 bits (a softmax's probabilities,
-  ///   which a product reads in bf16 and the backward in f32).
-  static bool readsOneResultOf(Operation &op, const Group &g, Value operand) {
-    Operation *producer = g.root;
-    auto after = [&](Operation *user) {
-      return user == &op || op.isBeforeInBlock(user);
+  /// Whether `user`, a reader of a result of `g`'s roots, stands where
+  /// `g`'s kernel may move to `op`: it is `op`, in `g`, after `op`, or an
+  /// assign (which materialize() moves after the kernel).
+  static bool readAfter(Operation &op, const Group &g, Operation *user,
+                        const DenseMap<Operation *, Group *> &groupOf) {
+    return user == &op || groupOf.lookup(user) == &g || isa<AssignOp>(user) ||
+           op.isBeforeInBlock(user);
+  }
+
+  /// Whether `op` may join `g`, one of whose roots (`producer`) other ops
+  /// read too, the roots' results staying the kernel's, when no reader of
+  /// them stands before `op`:
+  /// - `producer` has several results (a batch norm's input gradient,
+  ///   rounded, beside its weight and bias gradients; the updates of its
+  ///   running statistics and the ReLU after it);
+  /// - or `op` rounds the value to 16 bits (a softmax's probabilities,
+  ///   which a product reads in bf16 and the backward in f32);
+  /// - or `producer` is a root of `g` already, but not its last one.
+  static bool readsOneResultOf(Operation &op, const Group &g,
+                               Operation *producer,
+                               const DenseMap<Operation *, Group *> &groupOf) {
+    // The kernel's root becomes another root too.
+    auto readLater = [&](Operation *root) {
+      return llvm::all_of(root->getUsers(), [&](Operation *user) {
+        return readAfter(op, g, user, groupOf);
+      });
     };
-    if (!g.otherRoots.empty() || !llvm::all_of(producer->getUsers(), after))
+    if (!readLater(producer) || !readLater(g.root))
       return false;
-    return narrows(&op) ||
-           (producer->getNumResults() > 1 &&
-            llvm::all_of(operand.getUsers(),
-                         [&](Operation *user) { return user == &op; }));
+    return narrows(&op) || producer->getNumResults() > 1 || producer != g.root;
   }
 
   /// Moves the group's ops, in graph order, into a locus.kernel at the

@@ -247,3 +247,64 @@ locus.graph @no_join_past_a_reader {
   locus.output "s" = %s : tensor<f32>
   locus.output "db" = %db : tensor<3xf32>
 }
+
+// -----
+
+// A batch norm in training, the updates of its running statistics (each
+// assigned before the next op) and the ReLU after it: one kernel. Each op
+// joins while the kernel's roots are read only after it (or assigned:
+// the assigns move after the kernel).
+// CHECK-LABEL: locus.graph @running_statistics
+// CHECK-SAME: locus.kernels = 2
+// CHECK: %[[K:.*]]:3 = locus.kernel on <cuda:0>
+// CHECK-NEXT: locus.batch_norm_train
+// CHECK-NEXT: locus.mul
+// CHECK-NEXT: locus.mul
+// CHECK-NEXT: locus.relu
+// CHECK-NEXT: locus.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: locus.assign %rm = %[[K]]#0
+// CHECK-NEXT: locus.assign %rv = %[[K]]#1
+// CHECK: locus.sum %[[K]]#2
+locus.graph @running_statistics {
+  %x = locus.input "x" : tensor<2x3x4x4xf32> on <cuda:0>
+  %w = locus.input "w" : tensor<3xf32> on <cuda:0>
+  %b = locus.input "b" : tensor<3xf32> on <cuda:0>
+  %rm = locus.state "rm" buffer : tensor<3xf32> init <full(0.0)> on <cuda:0>
+  %rv = locus.state "rv" buffer : tensor<3xf32> init <full(1.0)> on <cuda:0>
+  %y, %mean, %var = locus.batch_norm_train %x, %w, %b eps 1.0e-05 {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %m2 = locus.mul %rm, %mean {locus.device = #locus.device<cuda:0>} : tensor<3xf32>
+  locus.assign %rm = %m2 : tensor<3xf32>, tensor<3xf32>
+  %v2 = locus.mul %rv, %var {locus.device = #locus.device<cuda:0>} : tensor<3xf32>
+  locus.assign %rv = %v2 : tensor<3xf32>, tensor<3xf32>
+  %r = locus.relu %y {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xf32>
+  %s = locus.sum %r axes [0, 1, 2, 3] {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xf32> -> tensor<f32>
+  locus.output "s" = %s : tensor<f32>
+}
+
+// -----
+
+// Not past a reader that stands before the joining op: the ReLU's result
+// is summed before the later update, which then stays a kernel of its own.
+// CHECK-LABEL: locus.graph @reader_between
+// CHECK-SAME: locus.kernels = 3
+// CHECK: %[[K:.*]]:3 = locus.kernel on <cuda:0>
+// CHECK-NEXT: locus.batch_norm_train
+// CHECK-NEXT: locus.relu
+// CHECK-NEXT: locus.yield
+// CHECK: locus.sum %[[K]]#2
+// CHECK: locus.kernel on <cuda:0> -> tensor<3xf32> {
+// CHECK-NEXT: locus.mul %rv, %[[K]]#1
+locus.graph @reader_between {
+  %x = locus.input "x" : tensor<2x3x4x4xf32> on <cuda:0>
+  %w = locus.input "w" : tensor<3xf32> on <cuda:0>
+  %b = locus.input "b" : tensor<3xf32> on <cuda:0>
+  %rv = locus.input "rv" : tensor<3xf32> on <cuda:0>
+  %y, %mean, %var = locus.batch_norm_train %x, %w, %b eps 1.0e-05 {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %r = locus.relu %y {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xf32>
+  %s = locus.sum %r axes [0, 1, 2, 3] {locus.device = #locus.device<cuda:0>} : tensor<2x3x4x4xf32> -> tensor<f32>
+  %v2 = locus.mul %rv, %var {locus.device = #locus.device<cuda:0>} : tensor<3xf32>
+  locus.output "s" = %s : tensor<f32>
+  locus.output "v2" = %v2 : tensor<3xf32>
+  locus.output "m" = %mean : tensor<3xf32>
+}

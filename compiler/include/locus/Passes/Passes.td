@@ -698,7 +698,14 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     when every other reader of the producer stands after the cast: the
     value stays a result of the kernel beside its rounding (a softmax's
     probabilities, which a product reads in bf16 and the backward in
-    f32). A kernel therefore holds a chain or tree of elementwise ops,
+    f32). And an elementwise op may join a kernel through any of its
+    roots, not only its last op, when every reader of the kernel's roots
+    outside it stands after the op or is a `locus.assign` (which moves
+    after the kernel): a batch norm in training, the updates of its
+    running mean and variance, each assigned before the next, and the
+    ReLU after it are one kernel (ResNet-18's training step: 333 launches
+    and library calls on a GPU, 370 before; 2 launches fewer per batch
+    norm). A kernel therefore holds a chain or tree of elementwise ops,
     optionally after one anchor: a matrix product, `linear`, convolution,
     reduction, pooling, softmax or loss, whose output then never goes to
     memory between the anchor and its epilogue. A 2-D matrix product also
