@@ -42,25 +42,23 @@ bool locus::isComputing(Operation *op) {
 
 namespace {
 
-/// Whether `op` casts an f32 value to bf16 or f16.
-bool narrows(Operation *op) {
+/// Whether `op` casts between f32 and bf16 or f16: up to f32 (`up`) or
+/// down from it.
+bool castsHalf(Operation *op, bool up) {
   auto cast = dyn_cast_or_null<CastOp>(op);
   if (!cast)
     return false;
-  Type to = cast.getResult().getType().getElementType();
-  return (to.isBF16() || to.isF16()) &&
-         cast.getInput().getType().getElementType().isF32();
+  Type from = cast.getInput().getType().getElementType(),
+       to = cast.getResult().getType().getElementType();
+  Type half = up ? from : to, wide = up ? to : from;
+  return (half.isBF16() || half.isF16()) && wide.isF32();
 }
 
+/// Whether `op` casts an f32 value to bf16 or f16.
+bool narrows(Operation *op) { return castsHalf(op, /*up=*/false); }
+
 /// Whether `op` casts a bf16 or f16 value to f32.
-bool widens(Operation *op) {
-  auto cast = dyn_cast_or_null<CastOp>(op);
-  if (!cast)
-    return false;
-  Type from = cast.getInput().getType().getElementType();
-  return (from.isBF16() || from.isF16()) &&
-         cast.getResult().getType().getElementType().isF32();
-}
+bool widens(Operation *op) { return castsHalf(op, /*up=*/true); }
 
 /// A locus.transpose that swaps the last two axes and keeps the others
 /// (a matrix's [1, 0], a batch of matrices' [0, 1, 3, 2]): a matrix product
@@ -340,18 +338,15 @@ public:
                !llvm::is_contained(g->otherRoots, producer)))
             continue;
           // The producer's value must not be needed outside the new group:
-          // every reader is this op. Or, for an elementwise op, every
-          // reader of the one result it reads, when the producer's other
-          // results are read after it only (a batch norm's gradient,
-          // rounded to 16 bits for the convolutions' gradients, beside
-          // the gradients of its weight and bias): the producer stays a
-          // root of the kernel, for those.
+          // every reader is this op. Or, for an elementwise op, the
+          // kernel's roots are read after it only (joinsThroughRoot): they
+          // stay roots of the kernel, for those readers.
           bool keepsRoot =
               g->root != producer ||
               !llvm::all_of(producer->getUsers(),
                             [&](Operation *user) { return user == &op; });
           if (keepsRoot &&
-              !(elementwise && readsOneResultOf(op, *g, producer, groupOf)))
+              !(elementwise && joinsThroughRoot(op, *g, producer, groupOf)))
             continue;
           // A kernel moves to its last op: past no reader of its other
           // roots' results.
@@ -794,7 +789,7 @@ private:
   /// - or `op` rounds the value to 16 bits (a softmax's probabilities,
   ///   which a product reads in bf16 and the backward in f32);
   /// - or `producer` is a root of `g` already, but not its last one.
-  static bool readsOneResultOf(Operation &op, const Group &g,
+  static bool joinsThroughRoot(Operation &op, const Group &g,
                                Operation *producer,
                                const DenseMap<Operation *, Group *> &groupOf) {
     // The kernel's root becomes another root too.

@@ -688,13 +688,12 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     `Locus_Elementwise` trait: unary and binary arithmetic, `gelu`, `pow`,
     `cmp`, `select`, `cast`, `broadcast`) joins the kernel of an operand's producer when that producer
     is on the same device, is the kernel's last op, and is read by nothing
-    else. Or, when the producer has several results, when nothing else
-    reads the one result the op reads and its other results are read
-    after the op only (a batch norm's input gradient, rounded to 16 bits
-    for the convolutions' gradients, beside its weight and bias
-    gradients): the producer's other results stay results of the kernel,
-    the one the op reads does not, and no later op joins the kernel past
-    a reader of them. Or, for a cast of an f32 value down to bf16 or f16,
+    else. Or, when the producer has several results, when every other
+    reader of them stands after the op (a batch norm's input gradient,
+    rounded to 16 bits for the convolutions' gradients, beside its weight
+    and bias gradients): the producer's results that others read stay
+    results of the kernel, one that only the kernel reads does not, and
+    no later op joins the kernel past a reader of them. Or, for a cast of an f32 value down to bf16 or f16,
     when every other reader of the producer stands after the cast: the
     value stays a result of the kernel beside its rounding (a softmax's
     probabilities, which a product reads in bf16 and the backward in
