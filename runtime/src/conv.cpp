@@ -21,6 +21,7 @@
 #include "dnnl.h"
 #include "guard.h"
 #include "locus/abi.h"
+#include "locus/half.hpp"
 #include "workspace.h"
 
 #include <algorithm>
@@ -100,8 +101,35 @@ void epilogue(const Shape &s, const float *bias, const float *residual,
   }
 }
 
+/// A buffer of f32, bf16 or f16 elements, read and written as f32 (the
+/// direct loops take x, w and y this way).
+struct Floats {
+  enum Kind { f32, bf16, f16 };
+  void *data;
+  Kind kind;
+  static Floats of(const float *p) { return {const_cast<float *>(p), f32}; }
+  /// A 16-bit buffer of `s`'s type.
+  static Floats sixteen(const Shape &s, const void *p) {
+    return {const_cast<void *>(p), s.f16() ? f16 : bf16};
+  }
+  float operator[](int64_t i) const {
+    if (kind == f32)
+      return static_cast<const float *>(data)[i];
+    uint16_t bits = static_cast<const uint16_t *>(data)[i];
+    return kind == bf16 ? locus::half::fromBf16Bits(bits)
+                        : locus::half::fromF16Bits(bits);
+  }
+  void set(int64_t i, float v) const {
+    if (kind == f32)
+      static_cast<float *>(data)[i] = v;
+    else
+      static_cast<uint16_t *>(data)[i] =
+          kind == bf16 ? locus::half::bf16Bits(v) : locus::half::f16Bits(v);
+  }
+};
+
 /// The convolution's output at (n, o, i, j), epilogue included.
-float convAt(const Shape &s, const float *x, const float *w, const float *bias,
+float convAt(const Shape &s, Floats x, Floats w, const float *bias,
              const float *residual, int64_t n, int64_t o, int64_t i,
              int64_t j) {
   int64_t cg = s.c / s.groups, og = s.o / s.groups, g = o / og;
@@ -130,15 +158,15 @@ float convAt(const Shape &s, const float *x, const float *w, const float *bias,
 /// The direct loop nest, epilogue and pooling included: needs no memory;
 /// what runs when the workspace cannot grow. A pooled output recomputes
 /// the convolution's values its windows share.
-void directConv(const Shape &s, const float *x, const float *w,
-                const float *bias, const float *residual, float *y) {
+void directConv(const Shape &s, Floats x, Floats w, const float *bias,
+                const float *residual, Floats y) {
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t o = 0; o < s.o; ++o) {
       if (!s.pooled()) {
         for (int64_t i = 0; i < s.oh; ++i)
           for (int64_t j = 0; j < s.ow; ++j)
-            y[offsetOf(s.yNhwc(), s.o, s.oh, s.ow, n, o, i, j)] =
-                convAt(s, x, w, bias, residual, n, o, i, j);
+            y.set(offsetOf(s.yNhwc(), s.o, s.oh, s.ow, n, o, i, j),
+                  convAt(s, x, w, bias, residual, n, o, i, j));
         continue;
       }
       // Each pooled value takes its window's values one by one.
@@ -157,8 +185,8 @@ void directConv(const Shape &s, const float *x, const float *w,
               else if (v > acc || std::isnan(v))
                 acc = std::isnan(acc) ? acc : v;
             }
-          y[offsetOf(s.yNhwc(), s.o, s.poh, s.pow, n, o, i, j)] =
-              s.maxPool() ? acc : acc / static_cast<float>(s.pkh * s.pkw);
+          y.set(offsetOf(s.yNhwc(), s.o, s.poh, s.pow, n, o, i, j),
+                s.maxPool() ? acc : acc / static_cast<float>(s.pkh * s.pkw));
         }
     }
 }
@@ -177,7 +205,7 @@ void builtinConv(const Shape &s, const float *x, const float *w,
     convImage = reinterpret_cast<float *>(
         imageWorkspace().get(static_cast<size_t>(s.o * plane) * sizeof(float)));
   if ((!pointwise && !cols) || (s.pooled() && !convImage)) {
-    directConv(s, x, w, bias, residual, y);
+    directConv(s, Floats::of(x), Floats::of(w), bias, residual, Floats::of(y));
     return;
   }
   // One image at a time: its convolution, epilogue and pooling.
@@ -233,7 +261,7 @@ void builtinAnyLayout(const Shape &s, const float *x, const float *w,
   float *yPlain = s.yNhwc() ? floats(ys, s.yElements()) : nullptr;
   if ((s.xNhwc() && !xPlain) || (residual && s.residualNhwc() && !rPlain) ||
       (s.yNhwc() && !yPlain)) {
-    directConv(s, x, w, bias, residual, y);
+    directConv(s, Floats::of(x), Floats::of(w), bias, residual, Floats::of(y));
     return;
   }
   if (xPlain)
@@ -274,6 +302,11 @@ struct Primitives {
   size_t pooledBytes = 0, poolScratchBytes = 0;
 };
 
+/// oneDNN's type for the 16-bit elements of `s` (LOCUS_CONV_BF16, _F16).
+dnnl_data_type_t sixteenBitType(const Shape &s) {
+  return s.f16() ? dnnl_f16 : dnnl_bf16;
+}
+
 /// The pooling of `s` over the convolution's output p.dst; false when
 /// oneDNN cannot run it.
 bool buildPool(const Dnnl &d, const Shape &s, Primitives &p) {
@@ -281,7 +314,9 @@ bool buildPool(const Dnnl &d, const Shape &s, Primitives &p) {
               kernel = {s.pkh, s.pkw}, pad = {s.pph, s.ppw};
   dnnl_memory_desc_t anyDst;
   dnnl_pooling_desc_t desc;
-  if (!ok(d.dnnl_memory_desc_init_by_tag(&p.userPooled, 4, dst, dnnl_f32,
+  // (f32 throughout; a 16-bit y is rounded by the reorder out.)
+  if (!ok(d.dnnl_memory_desc_init_by_tag(&p.userPooled, 4, dst,
+                                         s.y16() ? sixteenBitType(s) : dnnl_f32,
                                          s.yNhwc() ? dnnl_nhwc : dnnl_nchw)) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&anyDst, 4, dst, dnnl_f32,
                                          dnnl_format_tag_any)) ||
@@ -349,23 +384,29 @@ bool build(const Dnnl &d, const Shape &s, bool weightsKept, Primitives &p) {
   }
   int wdims = grouped ? 5 : 4;
   dnnl_format_tag_t wtag = grouped ? dnnl_goihw : dnnl_oihw;
+  // 16-bit x and w: oneDNN sums their products in f32. Its output is f32
+  // where a residual is summed into it or a pooling reads it (y, 16-bit
+  // or not, is then written by a reorder out, which rounds once).
+  dnnl_data_type_t in = s.sixteenBit() ? sixteenBitType(s) : dnnl_f32,
+                   out = s.y16() ? sixteenBitType(s) : dnnl_f32,
+                   convOut = s.residual() || s.pooled() ? dnnl_f32 : out;
   dnnl_memory_desc_t anySrc, anyWeights, anyDst;
   auto tag = [](bool nhwc) { return nhwc ? dnnl_nhwc : dnnl_nchw; };
-  if (!ok(d.dnnl_memory_desc_init_by_tag(&p.userSrc, 4, src, dnnl_f32,
+  if (!ok(d.dnnl_memory_desc_init_by_tag(&p.userSrc, 4, src, in,
                                          tag(s.xNhwc()))) ||
-      !ok(d.dnnl_memory_desc_init_by_tag(&p.userWeights, wdims, weights,
-                                         dnnl_f32, wtag)) ||
-      !ok(d.dnnl_memory_desc_init_by_tag(&p.userDst, 4, dst, dnnl_f32,
+      !ok(d.dnnl_memory_desc_init_by_tag(&p.userWeights, wdims, weights, in,
+                                         wtag)) ||
+      !ok(d.dnnl_memory_desc_init_by_tag(&p.userDst, 4, dst, out,
                                          tag(s.yNhwc()))) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&p.userResidual, 4, dst, dnnl_f32,
                                          tag(s.residualNhwc()))) ||
       !ok(d.dnnl_memory_desc_init_by_tag(&p.bias, 1, bias, dnnl_f32, dnnl_x)) ||
       !ok(d.dnnl_memory_desc_init_by_tag(
-          &anySrc, 4, src, dnnl_f32,
+          &anySrc, 4, src, in,
           readsNchw(d, s) ? tag(s.xNhwc()) : dnnl_format_tag_any)) ||
-      !ok(d.dnnl_memory_desc_init_by_tag(&anyWeights, wdims, weights, dnnl_f32,
+      !ok(d.dnnl_memory_desc_init_by_tag(&anyWeights, wdims, weights, in,
                                          dnnl_format_tag_any)) ||
-      !ok(d.dnnl_memory_desc_init_by_tag(&anyDst, 4, dst, dnnl_f32,
+      !ok(d.dnnl_memory_desc_init_by_tag(&anyDst, 4, dst, convOut,
                                          dnnl_format_tag_any)))
     return false;
   // The residual is added by a sum post-op: dst holds it when the
@@ -452,28 +493,30 @@ const Primitives *primitivesFor(const Dnnl &d, const Params &params,
 }
 
 /// Runs the convolution through oneDNN; false (nothing written) when it
-/// cannot.
-bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
-              const float *w, const float *bias, const float *residual,
-              float *y) {
+/// cannot. `widenedFrom`: the 16-bit weights that w, f32, was widened
+/// from (widenedConv), whose memory decides whether they are constant.
+bool dnnlConv(const Dnnl &d, const Params &params, const void *x, const void *w,
+              const float *bias, const float *residual, void *y,
+              const void *widenedFrom = nullptr) {
   Shape s(params);
   // Weights no step writes are reordered once, into a copy the model
   // keeps (constants.h), rather than on every call.
   locus::rt::Constants *constants = locus::rt::stepConstants();
-  bool constantWeights =
-      constants &&
-      constants->contains(w, static_cast<size_t>(s.weightElements()) *
-                                 sizeof(float));
+  const void *source = widenedFrom ? widenedFrom : w;
+  size_t sourceBytes = static_cast<size_t>(s.weightElements()) *
+                       (widenedFrom || s.sixteenBit() ? 2 : sizeof(float));
+  bool constantWeights = constants && constants->contains(source, sourceBytes);
   const Primitives *p = primitivesFor(d, params, constantWeights);
   dnnl_stream_t stream = p ? locus::rt::dnnlStream(d) : nullptr;
   if (!stream)
     return false;
   const void *keptWeights = nullptr;
   if (constantWeights && p->weightsIn)
-    keptWeights = constants->derived(w, p, p->weightsBytes, [&](void *out) {
-      return locus::rt::reorderNow(d, p->weightsIn, p->userWeights, w,
-                                   p->weights, out);
-    });
+    keptWeights =
+        constants->derived(source, p, p->weightsBytes, [&](void *out) {
+          return locus::rt::reorderNow(d, p->weightsIn, p->userWeights, w,
+                                       p->weights, out);
+        });
   bool reorderWeights = p->weightsIn && !keptWeights;
   auto round = [](size_t b) { return (b + 63) / 64 * 64; };
   // The convolution writes y itself unless it is pooled or its layout is
@@ -493,6 +536,7 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
     return memory.wrap(md, data);
   };
   void *convOut = dstInSpace ? static_cast<void *>(space + dstAt) : y;
+  // (A residual makes the convolution's output f32, as the residual is.)
   dnnl_memory_t userSrc = wrap(p->userSrc, x),
                 userWeights = wrap(p->userWeights, w),
                 src = p->srcIn ? wrap(p->src, space + srcAt) : userSrc,
@@ -556,6 +600,28 @@ bool dnnlConv(const Dnnl &d, const Params &params, const float *x,
   return ran && ok(d.dnnl_stream_wait(stream));
 }
 
+/// Whether oneDNN runs a call of 16-bit x and w as it is: bf16 on a CPU
+/// with bf16 dot products (AVX512-BF16 or AMX, as oneDNN's effective ISA
+/// says), unless LOCUS_CONV16=widen. On the 2-core Xeon with AMX build
+/// machine (oneDNN 2.6.3, bench/probes/onednn_bf16.cpp, batch 8, NHWC,
+/// bias and ReLU fused), its bf16 3x3 convolutions from 64 channels at
+/// 56x56 to 512 at 7x7 took 0.16-0.25x the direct f32 ones' time and
+/// 0.31-0.36x Winograd's. Where the CPU lacks bf16 dot products oneDNN
+/// emulates them (1.74-1.88x f32's time on a Xeon without AVX512-BF16),
+/// and oneDNN 2.6 has no f16 convolution on the CPU: those calls are
+/// widened (widenedConv). So are calls of fewer than 16 channels in or
+/// out per group, where oneDNN's bf16 kernels lose to its f32 ones (on
+/// that Xeon, batch 64: LeNet's 1 -> 6 channels 5x5 on 28x28 0.36 ms
+/// against 0.21, its 6 -> 16 on 14x14 0.21-0.34 against 0.09-0.12).
+bool nativeSixteen(const Dnnl &d, const Shape &s) {
+  const char *choice = std::getenv("LOCUS_CONV16");
+  if (s.f16() || (choice && std::string(choice) == "widen") ||
+      s.c / s.groups < 16 || s.o / s.groups < 16)
+    return false;
+  auto isa = static_cast<unsigned>(d.dnnl_get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
 /// LOCUS_CONV=builtin: the im2col path even where oneDNN loads.
 bool builtinChosen() {
   const char *choice = std::getenv("LOCUS_CONV");
@@ -581,12 +647,111 @@ bool winogradPays(const Shape &s) {
     const char *choice = std::getenv("LOCUS_CONV");
     return choice && std::string(choice) == "direct";
   }();
-  return !directOnly && s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 &&
-         s.dh == 1 && s.dw == 1 && s.groups == 1 && s.c >= 64 && s.o >= 64 &&
-         s.oh >= 8 && s.ow >= 8 && s.n * s.oh * s.ow >= 2048;
+  // (oneDNN's Winograd is f32 only.)
+  return !directOnly && !s.sixteenBit() && s.kh == 3 && s.kw == 3 &&
+         s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1 && s.groups == 1 &&
+         s.c >= 64 && s.o >= 64 && s.oh >= 8 && s.ow >= 8 &&
+         s.n * s.oh * s.ow >= 2048;
 }
 
 #endif // LOCUS_HAVE_DNNL_H
+
+/// The f32 call: oneDNN's where it runs, the built-in path otherwise
+/// (`widenedFrom` as dnnlConv's).
+void f32Conv(const Params &p, const float *x, const float *w, const float *bias,
+             const float *res, float *y, const void *widenedFrom = nullptr) {
+#if LOCUS_HAVE_DNNL_H
+  const locus::rt::Dnnl *d = locus::rt::conv::chosenDnnl();
+  if (d && locus::rt::guardValue(false, [&] {
+        return dnnlConv(*d, p, x, w, bias, res, y, widenedFrom);
+      }))
+    return;
+#endif
+  builtinAnyLayout(Shape(p), x, w, bias, res, y);
+}
+
+/// body(lo, hi) over [0, count), in blocks, on the runtime's threads
+/// (locus_parallel_for).
+template <typename Body> void inParallel(int64_t count, Body body) {
+  constexpr int64_t kBlock = int64_t{1} << 14;
+  struct Args {
+    Body *body;
+    int64_t count;
+  } args{&body, count};
+  locus_parallel_for(
+      [](void *a, int64_t lo, int64_t hi) {
+        auto *args = static_cast<Args *>(a);
+        (*args->body)(lo *kBlock, std::min(hi * kBlock, args->count));
+      },
+      &args, (count + kBlock - 1) / kBlock);
+}
+
+/// out[i] = in[i], `count` 16-bit elements of `s`'s type to f32.
+void widen(const Shape &s, const uint16_t *in, int64_t count, float *out) {
+  bool f16 = s.f16();
+  inParallel(count, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      out[i] = f16 ? locus::half::fromF16Bits(in[i])
+                   : locus::half::fromBf16Bits(in[i]);
+  });
+}
+
+/// out[i] = in[i] rounded to `s`'s 16-bit type, to nearest even.
+void narrow(const Shape &s, const float *in, int64_t count, uint16_t *out) {
+  bool f16 = s.f16();
+  inParallel(count, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      out[i] = f16 ? locus::half::f16Bits(in[i]) : locus::half::bf16Bits(in[i]);
+  });
+}
+
+/// A call of 16-bit x and w as the f32 call on f32 copies of them (exact:
+/// the same sums of products), a 16-bit y rounded from the f32 result;
+/// false (nothing written) when the copies' memory cannot be had.
+bool widenedConv(const Params &params, const void *x, const void *w,
+                 const float *bias, const float *res, void *y) {
+  Shape s(params);
+  thread_local Workspace xs, ws, ys;
+  auto floats = [](Workspace &space, int64_t count) {
+    return reinterpret_cast<float *>(
+        space.get(static_cast<size_t>(count) * sizeof(float)));
+  };
+  float *xf = floats(xs, s.inputElements()),
+        *wf = floats(ws, s.weightElements());
+  float *yf = s.y16() ? floats(ys, s.yElements()) : static_cast<float *>(y);
+  if (!xf || !wf || !yf)
+    return false;
+  widen(s, static_cast<const uint16_t *>(x), s.inputElements(), xf);
+  widen(s, static_cast<const uint16_t *>(w), s.weightElements(), wf);
+  Params plain = params;
+  plain[LOCUS_CONV_FLAGS] &=
+      ~(LOCUS_CONV_BF16 | LOCUS_CONV_F16 | LOCUS_CONV_Y_16BIT);
+  f32Conv(plain, xf, wf, bias, res, yf, w);
+  if (s.y16())
+    narrow(s, yf, s.yElements(), static_cast<uint16_t *>(y));
+  return true;
+}
+
+/// A call of 16-bit x and w (LOCUS_CONV_BF16, _F16): oneDNN's 16-bit
+/// kernels where they are native (nativeSixteen), widened otherwise, the
+/// direct loops when memory runs out.
+void sixteenBitConv(const Params &p, const void *x, const void *w,
+                    const float *bias, const float *res, void *y) {
+  Shape s(p);
+#if LOCUS_HAVE_DNNL_H
+  const locus::rt::Dnnl *d = locus::rt::conv::chosenDnnl();
+  if (d && nativeSixteen(*d, s) && locus::rt::guardValue(false, [&] {
+        return dnnlConv(*d, p, x, w, bias, res, y);
+      }))
+    return;
+#endif
+  if (locus::rt::guardValue(false,
+                            [&] { return widenedConv(p, x, w, bias, res, y); }))
+    return;
+  directConv(s, Floats::sixteen(s, x), Floats::sixteen(s, w), bias, res,
+             s.y16() ? Floats::sixteen(s, y)
+                     : Floats::of(static_cast<float *>(y)));
+}
 
 } // namespace
 
@@ -655,11 +820,11 @@ extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
   // Generated code has the buffers' addresses as integers; this is where
   // they become pointers again.
   // NOLINTBEGIN(performance-no-int-to-ptr)
-  const auto *x = reinterpret_cast<const float *>(xAddress);
-  const auto *w = reinterpret_cast<const float *>(wAddress);
+  const auto *x = reinterpret_cast<const void *>(xAddress);
+  const auto *w = reinterpret_cast<const void *>(wAddress);
   const auto *bias = reinterpret_cast<const float *>(biasAddress);
   const auto *residual = reinterpret_cast<const float *>(residualAddress);
-  auto *y = reinterpret_cast<float *>(yAddress);
+  auto *y = reinterpret_cast<void *>(yAddress);
   // NOLINTEND(performance-no-int-to-ptr)
   Params p = locus::rt::conv::readParams(paramsAddress);
   Shape s(p);
@@ -670,13 +835,11 @@ extern "C" void locus_conv2d(uintptr_t paramsAddress, uintptr_t xAddress,
   // Never throws: oneDNN's failures (and running out of memory while
   // finding it) fall back to the built-in path, which falls back to the
   // direct loops when its workspace cannot grow.
-#if LOCUS_HAVE_DNNL_H
-  const Dnnl *d = locus::rt::conv::chosenDnnl();
-  if (d && locus::rt::guardValue(
-               false, [&] { return dnnlConv(*d, p, x, w, bias, res, y); }))
-    return;
-#endif
-  builtinAnyLayout(s, x, w, bias, res, y);
+  if (s.sixteenBit())
+    sixteenBitConv(p, x, w, bias, res, y);
+  else
+    f32Conv(p, static_cast<const float *>(x), static_cast<const float *>(w),
+            bias, res, static_cast<float *>(y));
 }
 
 extern "C" const char *locus_conv_name(void) {

@@ -42,6 +42,11 @@ struct Shape {
   bool xNhwc() const { return flags & LOCUS_CONV_X_NHWC; }
   bool residualNhwc() const { return flags & LOCUS_CONV_RESIDUAL_NHWC; }
   bool yNhwc() const { return flags & LOCUS_CONV_Y_NHWC; }
+  /// x and w hold bf16 or f16 elements (LOCUS_CONV_BF16, _F16).
+  bool sixteenBit() const { return flags & (LOCUS_CONV_BF16 | LOCUS_CONV_F16); }
+  bool f16() const { return flags & LOCUS_CONV_F16; }
+  /// y holds that 16-bit type too (LOCUS_CONV_Y_16BIT).
+  bool y16() const { return sixteenBit() && (flags & LOCUS_CONV_Y_16BIT); }
   bool anyNhwc() const {
     return flags &
            (LOCUS_CONV_X_NHWC | LOCUS_CONV_RESIDUAL_NHWC | LOCUS_CONV_Y_NHWC);

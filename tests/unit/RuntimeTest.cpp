@@ -717,6 +717,104 @@ TEST(Conv2d, NhwcOperandsMatchTheReference) {
     unsetenv("LOCUS_CONV");
 }
 
+/// `v` rounded to bf16 (`f16`: to f16) and back, and its 16-bit bits.
+std::vector<float> roundTo16(const std::vector<float> &v, bool f16,
+                             std::vector<uint16_t> &bits) {
+  std::vector<float> out(v.size());
+  bits.resize(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    bits[i] = f16 ? locus::half::f16Bits(v[i]) : locus::half::bf16Bits(v[i]);
+    out[i] = f16 ? locus::half::fromF16Bits(bits[i])
+                 : locus::half::fromBf16Bits(bits[i]);
+  }
+  return out;
+}
+
+TEST(Conv2d, SixteenBitOperandsMatchTheReference) {
+  // LOCUS_CONV_BF16 and _F16: x and w 16-bit, sums in f32, and with
+  // LOCUS_CONV_Y_16BIT y rounded once after the epilogue and pooling;
+  // through oneDNN's bf16 kernels (where the CPU has them), widened to
+  // f32 (LOCUS_CONV16=widen, and always for f16) and built-in.
+  RandomFloats random(11);
+  struct Case {
+    int64_t n, c, h, o, k, pad, groups, flags, pool;
+  } cases[] = {{2, 32, 9, 32, 3, 1, 1, LOCUS_CONV_BIAS | LOCUS_CONV_RELU, 0},
+               {2, 64, 12, 48, 3, 1, 1,
+                LOCUS_CONV_BIAS | LOCUS_CONV_RESIDUAL | LOCUS_CONV_RELU, 0},
+               {1, 3, 15, 16, 7, 3, 1, LOCUS_CONV_BIAS | LOCUS_CONV_RELU, 0},
+               {2, 16, 8, 24, 3, 1, 1,
+                LOCUS_CONV_BIAS | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2},
+               {1, 8, 7, 8, 3, 1, 2, LOCUS_CONV_RESIDUAL, 0},
+               {2, 32, 6, 64, 1, 0, 1, 0, 0}};
+  const char *savedConv = std::getenv("LOCUS_CONV");
+  const char *savedSixteen = std::getenv("LOCUS_CONV16");
+  for (const char *path : {"default", "widen", "builtin"}) {
+    if (std::string(path) == "widen")
+      setenv("LOCUS_CONV16", "widen", 1);
+    if (std::string(path) == "builtin")
+      setenv("LOCUS_CONV", "builtin", 1);
+    for (const Case &t : cases)
+      for (int64_t variant = 0; variant < 8; ++variant) {
+        bool f16 = variant & 1, y16 = variant & 2, nhwc = variant & 4;
+        int64_t flags = t.flags | (f16 ? LOCUS_CONV_F16 : LOCUS_CONV_BF16) |
+                        (y16 ? LOCUS_CONV_Y_16BIT : 0) |
+                        (nhwc ? LOCUS_CONV_X_NHWC | LOCUS_CONV_Y_NHWC |
+                                    LOCUS_CONV_RESIDUAL_NHWC
+                              : 0);
+        int64_t oh = t.h + 2 * t.pad - t.k + 1;
+        int64_t ph = t.pool ? oh / t.pool : 0;
+        int64_t p[LOCUS_CONV_PARAM_COUNT] = {
+            t.n,    t.c,    t.h,    t.h,   t.o, t.k, t.k,      oh,    oh,
+            1,      1,      t.pad,  t.pad, 1,   1,   t.groups, flags, t.pool,
+            t.pool, t.pool, t.pool, 0,     0,   ph,  ph};
+        std::vector<uint16_t> x16, w16;
+        std::vector<float> x = roundTo16(random(t.n * t.c * t.h * t.h), f16,
+                                         x16),
+                           w = roundTo16(
+                               random(t.o * t.c / t.groups * t.k * t.k), f16,
+                               w16),
+                           bias = random(t.o),
+                           residual = random(t.n * t.o * oh * oh);
+        std::vector<double> want = convRef(p, x, w, bias, residual);
+        if (nhwc) {
+          x = relayout(x, t.n, t.c, t.h * t.h, false);
+          roundTo16(x, f16, x16);
+          residual = relayout(residual, t.n, t.o, oh * oh, false);
+        }
+        int64_t side = t.pool ? ph : oh;
+        size_t count = static_cast<size_t>(t.n * t.o * side * side);
+        std::vector<float> y(count, std::nanf(""));
+        std::vector<uint16_t> yBits(count, 0x7FC0);
+        locus_conv2d(address(p), address(x16.data()), address(w16.data()),
+                     address(bias.data()), address(residual.data()),
+                     y16 ? address(yBits.data()) : address(y.data()));
+        if (y16)
+          for (size_t i = 0; i < count; ++i)
+            y[i] = f16 ? locus::half::fromF16Bits(yBits[i])
+                       : locus::half::fromBf16Bits(yBits[i]);
+        if (nhwc)
+          y = relayout(y, t.n, t.o, side * side, true);
+        int64_t products = t.c / t.groups * t.k * t.k; // per output element
+        // f32 sums, then (y16) one rounding: half a unit in the last
+        // place, at most 2^-8 (bf16) or 2^-11 (f16) of the value.
+        double rounding = y16 ? (f16 ? 0x1p-11 : 0x1p-8) : 0.0;
+        double tolerance = 1e-5 * double(products);
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_NEAR(y[i], want[i],
+                      tolerance + (1e-5 + rounding) * std::abs(want[i]))
+              << path << " c=" << t.c << " f16 " << f16 << " y16 " << y16
+              << " nhwc " << nhwc << " element " << i;
+      }
+  }
+  for (auto [name, saved] :
+       {std::pair{"LOCUS_CONV", savedConv}, {"LOCUS_CONV16", savedSixteen}}) {
+    if (saved)
+      setenv(name, saved, 1);
+    else
+      unsetenv(name);
+  }
+}
+
 TEST(Conv2d, ResidualMayBeTheInput) {
   // A ResNet block's identity: y = relu(conv(x) + x).
   int64_t p[LOCUS_CONV_PARAM_COUNT] = {1,

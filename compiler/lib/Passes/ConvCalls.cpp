@@ -141,6 +141,15 @@ Operation *onlyUser(Value value) {
   return user->getBlock() == value.getParentBlock() ? user : nullptr;
 }
 
+/// The bf16 or f16 value an f32 `v` was cast up from, or null.
+Value castUpSource(Value v) {
+  auto up = v.getDefiningOp<CastOp>();
+  if (!up || !up.getType().getElementType().isF32())
+    return {};
+  Type from = up.getInput().getType().getElementType();
+  return from.isBF16() || from.isF16() ? up.getInput() : Value();
+}
+
 } // namespace
 
 Fused locus::conv::matchFused(Conv2dOp conv) {
@@ -164,6 +173,20 @@ Fused locus::conv::matchFused(Conv2dOp conv) {
   Operation *user = onlyUser(result);
   if (isa_and_nonnull<MaxPool2dOp, AvgPool2dOp>(user))
     f.pool = user;
+  // 16-bit x and w, cast up from one type: the call reads them as they
+  // are; a cast of its result down to that type, its only reader, is the
+  // call's rounding.
+  Value x = castUpSource(conv.getInput()), w = castUpSource(conv.getWeight());
+  auto elementOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  if (!x || !w || elementOf(x) != elementOf(w))
+    return f;
+  f.x16 = x;
+  f.w16 = w;
+  auto down = dyn_cast_or_null<CastOp>(onlyUser(f.last()->getResult(0)));
+  if (down && elementOf(down.getResult()) == elementOf(x))
+    f.round = down;
   return f;
 }
 

@@ -84,19 +84,30 @@ bool isSixteenBit(mlir::Operation *op);
 
 /// A host convolution and the ops that join its locus_conv2d call: a
 /// residual add, a ReLU, then a pooling, each the only user of what comes
-/// before it, in the same block.
+/// before it, in the same block. When its input and weight are cast up
+/// from one 16-bit type, the call reads the 16-bit values (and the casts'
+/// other readers keep them), and a cast of the last op's result down to
+/// that type, its only reader, joins the call too.
 struct Fused {
   Conv2dOp conv;
   mlir::Value residual; // null: none
   mlir::Operation *add = nullptr, *relu = nullptr;
   /// A max_pool2d or avg_pool2d of the result, or null.
   mlir::Operation *pool = nullptr;
-  /// The op whose result the call replaces (the last one fused).
+  /// The bf16 or f16 values the input and weight were cast up from, or
+  /// null (LOCUS_CONV_BF16, _F16).
+  mlir::Value x16, w16;
+  /// The cast down of the result to that type, or null
+  /// (LOCUS_CONV_Y_16BIT).
+  CastOp round;
+  /// The last f32 op fused (whose result `round` reads).
   mlir::Operation *last() {
     if (pool)
       return pool;
     return relu ? relu : add ? add : conv.getOperation();
   }
+  /// The op whose result the call replaces.
+  mlir::Operation *output() { return round ? round.getOperation() : last(); }
 };
 
 /// What joins `conv`'s call (--locus-conv-to-runtime; --locus-conv-layouts

@@ -9,6 +9,7 @@
 #include "ConvCalls.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Debug.h"
 
 #include <optional>
@@ -44,12 +45,29 @@ std::optional<Fused> callOf(KernelOp kernel) {
   if (std::distance(convs.begin(), convs.end()) != 1)
     return std::nullopt;
   Fused f = matchFused(*convs.begin());
-  size_t fused = 1 + (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
+  // (With the casts up of 16-bit x and w in the kernel, and the rounding.)
+  llvm::SmallPtrSet<Operation *, 2> castsUp;
+  for (Value v : {f.x16 ? f.conv.getInput() : Value(),
+                  f.w16 ? f.conv.getWeight() : Value()})
+    if (Operation *up = v ? v.getDefiningOp() : nullptr;
+        up && up->getBlock() == &body)
+      castsUp.insert(up);
+  size_t fused = 1 + (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0) +
+                 (f.round ? 1 : 0) + castsUp.size();
   auto yield = cast<YieldOp>(body.getTerminator());
   if (body.getOperations().size() != fused + 1 ||
-      yield->getOperand(0) != f.last()->getResult(0))
+      yield->getOperand(0) != f.output()->getResult(0))
     return std::nullopt;
   return f;
+}
+
+/// Whether `use` reads the input of `f`'s call: the convolution's input,
+/// or the cast up of the 16-bit value the call reads.
+bool readsInput(OpOperand &use, Fused &f) {
+  if (use.getOwner() == f.conv)
+    return use.getOperandNumber() == 0;
+  return f.x16 && use.get() == f.x16 &&
+         use.getOwner() == f.conv.getInput().getDefiningOp();
 }
 
 class ConvLayoutsPass
@@ -80,8 +98,8 @@ private:
       auto it = kernel ? calls.find(kernel) : calls.end();
       if (it == calls.end())
         return;
-      const Fused &f = it->second;
-      if (use.getOwner() == f.conv && use.getOperandNumber() == 0)
+      Fused f = it->second;
+      if (readsInput(use, f))
         reads.emplace_back(f.conv, kNhwcInputAttr);
       else if (use.getOwner() == f.add && value == f.residual)
         reads.emplace_back(f.conv, kNhwcResidualAttr);

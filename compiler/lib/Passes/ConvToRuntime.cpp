@@ -85,6 +85,15 @@ private:
     }
   }
 
+  /// The call's flags for 16-bit x and w and a 16-bit y.
+  static int64_t sixteenBitFlags(Fused &f) {
+    if (!f.x16)
+      return 0;
+    bool f16 = cast<RankedTensorType>(f.x16.getType()).getElementType().isF16();
+    return (f16 ? LOCUS_CONV_F16 : LOCUS_CONV_BF16) |
+           (f.round ? LOCUS_CONV_Y_16BIT : 0);
+  }
+
   /// The address of `params`: their constant global, or a copy with the
   /// run's batch (paramsAddress).
   Value paramsAddress(ModuleOp module, Addresses &at, const Params &params,
@@ -105,7 +114,9 @@ private:
                             << ": a runtime call"
                             << (f.residual ? ", residual add fused" : "")
                             << (f.relu ? ", relu fused" : "")
-                            << (f.pool ? ", pooling fused" : "") << "\n");
+                            << (f.pool ? ", pooling fused" : "")
+                            << (f.x16 ? ", 16-bit x and w" : "")
+                            << (f.round ? ", 16-bit y" : "") << "\n");
     RankedTensorType in = conv.getInput().getType(),
                      w = conv.getWeight().getType(), out = conv.getType();
     ArrayRef<int64_t> stride = conv.getStride(), padding = conv.getPadding(),
@@ -120,7 +131,8 @@ private:
         (f.residual && conv->hasAttr(kNhwcResidualAttr)
              ? LOCUS_CONV_RESIDUAL_NHWC
              : 0) |
-        (conv->hasAttr(kNhwcResultAttr) ? LOCUS_CONV_Y_NHWC : 0);
+        (conv->hasAttr(kNhwcResultAttr) ? LOCUS_CONV_Y_NHWC : 0) |
+        sixteenBitFlags(f);
     Params params =
         convParams(in.getShape(), w.getShape(), out.getShape(), stride, padding,
                    dilation, conv.getGroups(), flags);
@@ -139,14 +151,14 @@ private:
       params[LOCUS_CONV_POOL_OW] = pooled.getDimSize(3);
     }
 
-    Operation *last = f.last();
+    Operation *last = f.output();
     OpBuilder b(last);
     Location loc = conv.getLoc();
     Addresses at{b, loc};
     Value paramAddress =
         paramsAddress(module, at, params, run, conv.getInput());
-    Value x = at.read(conv.getInput());
-    Value weight = at.read(conv.getWeight());
+    Value x = at.read(f.x16 ? f.x16 : conv.getInput());
+    Value weight = at.read(f.w16 ? f.w16 : conv.getWeight());
     // Absent operands: the input's pointer, which the flags say not to read.
     Value bias = conv.getBias() ? at.read(conv.getBias()) : x;
     Value residual = f.residual ? at.read(f.residual) : x;
@@ -162,13 +174,22 @@ private:
         loc, yType, y, /*restrict=*/true, /*writable=*/true);
     run.mark(result, last->getResult(0));
     last->getResult(0).replaceAllUsesWith(result);
+    if (f.round)
+      f.round->erase();
     if (f.pool)
       f.pool->erase();
     if (f.relu)
       f.relu->erase();
     if (f.add)
       f.add->erase();
+    // Casts up that only the convolution read go with it.
+    Operation *xUp = f.x16 ? conv.getInput().getDefiningOp() : nullptr;
+    Operation *wUp = f.w16 ? conv.getWeight().getDefiningOp() : nullptr;
     conv.erase();
+    if (xUp && xUp->use_empty())
+      xUp->erase();
+    if (wUp && wUp != xUp && wUp->use_empty())
+      wUp->erase();
     ++numCalls;
     numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
   }

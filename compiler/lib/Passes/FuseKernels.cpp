@@ -242,6 +242,47 @@ void cloneWideningCastsPerReader(Block &body) {
   }
 }
 
+/// Whether `use` is a CPU convolution's input or weight: the runtime's
+/// call reads a 16-bit value there as it is (--locus-conv-to-runtime).
+bool hostConvOperand(OpOperand &use) {
+  return isa<Conv2dOp>(use.getOwner()) && use.getOperandNumber() < 2 &&
+         placedOrCpu(use.getOwner()).getKind() == DeviceKind::cpu;
+}
+
+/// Whether `op` casts a 16-bit value up on the CPU for convolutions alone,
+/// each reading it as its input or weight: it joins the convolution's
+/// kernel, whose call then reads the 16-bit value (mergePrologues).
+bool widensForHostConvs(Operation *op) {
+  return widens(op) && placedOrCpu(op).getKind() == DeviceKind::cpu &&
+         !op->use_empty() && llvm::all_of(op->getUses(), hostConvOperand);
+}
+
+/// On the CPU, a cast up of a 16-bit value that convolutions read as their
+/// input or weight becomes one cast per such read (the cast stays for any
+/// other reader): each joins its convolution's kernel, which reads the
+/// 16-bit value (a block's input, which its first convolution and a
+/// strided 1x1 convolution both read).
+void cloneWideningCastsForHostConvs(Block &body) {
+  SmallVector<Operation *> casts;
+  for (Operation &op : body)
+    if (widens(&op) && placedOrCpu(&op).getKind() == DeviceKind::cpu)
+      casts.push_back(&op);
+  for (Operation *cast : casts) {
+    SmallVector<OpOperand *> reads;
+    for (OpOperand &use : cast->getUses())
+      if (hostConvOperand(use))
+        reads.push_back(&use);
+    if (reads.empty() || (reads.size() == 1 && cast->hasOneUse()))
+      continue;
+    for (OpOperand *use : reads) {
+      OpBuilder b(use->getOwner());
+      use->set(b.clone(*cast)->getResult(0));
+    }
+    if (cast->use_empty())
+      cast->erase();
+  }
+}
+
 /// The last axis of `op`'s input, if `op` reduces over it alone or takes a
 /// softmax along it: an op that goes row by row.
 bool overLastAxis(Operation *op) {
@@ -313,6 +354,7 @@ public:
       foldTransposePairs(body);
       cloneViewsPerReader(body);
       cloneWideningCastsPerReader(body);
+      cloneWideningCastsForHostConvs(body);
     }
     // Group ids in graph order; groups[i] is null once merged away.
     std::vector<std::unique_ptr<Group>> groups;
@@ -327,7 +369,8 @@ public:
       int64_t size = 1; // this op and the groups it joins
       SmallVector<Operation *> keptRoots;
 
-      if (fuse)
+      // (A cast up for host convolutions waits to join theirs.)
+      if (fuse && !widensForHostConvs(&op))
         for (Value operand : op.getOperands()) {
           Operation *producer = operand.getDefiningOp();
           Group *g = producer ? groupOf.lookup(producer) : nullptr;
@@ -586,7 +629,9 @@ private:
   /// of whatever reads it (but a library call: a product or convolution
   /// reads a buffer): a batch norm reads a GPU convolution's 16-bit output
   /// (--locus-gpu-16bit-convs) as it goes, where a launch wrote it out in
-  /// f32 first.
+  /// f32 first. On the CPU, that includes a convolution reading it as its
+  /// input or weight: the runtime's call reads the 16-bit value
+  /// (widensForHostConvs).
   void mergePrologues(std::vector<std::unique_ptr<Group>> &groups,
                       DenseMap<Operation *, Group *> &groupOf) {
     for (auto &a : groups) {
@@ -594,10 +639,11 @@ private:
         moveCastAfterCall(*a, groupOf);
       if (a->ops.empty() || !elementwiseOnly(*a) || a->root->use_empty())
         continue;
-      bool widens = widensAlone(*a);
+      bool widens = widensAlone(*a),
+           forHostConvs = widens && widensForHostConvs(a->root);
       Group *into = soleReaderGroup(*a, groupOf, [&](Operation *user) {
         return isa<SumOp, MeanOp, MaxOp, MinOp>(user) ||
-               (widens && !libraryCall(user));
+               (widens && (!libraryCall(user) || forHostConvs));
       });
       if (!into)
         continue;

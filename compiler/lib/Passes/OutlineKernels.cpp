@@ -149,12 +149,15 @@ private:
 
     OpBuilder builder(module.getContext());
     builder.setInsertionPointToEnd(module.getBody());
-    // @<graph>_k<N>_<first op>: what a profile or a stack trace shows.
+    // @<graph>_k<N>_<first op>: what a profile or a stack trace shows. A
+    // cast that converts an operand as it is read is not what the kernel
+    // computes: the first op past such casts names it.
     StringRef first = "kernel";
     for (Operation &op : kernel.getBodyBlock())
-      if (isComputing(&op)) {
+      if (isComputing(&op) && (first == "kernel" || first == "cast")) {
         first = op.getName().stripDialect();
-        break;
+        if (!isa<CastOp>(op))
+          break;
       }
     std::string name =
         (graph.getSymName() + "_k" + Twine(index) + "_" + first).str();

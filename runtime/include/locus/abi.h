@@ -155,8 +155,11 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
  * 7: CUDA convolutions may take 16-bit operands (LOCUS_CONV_BF16, _F16),
  *    which an older runtime would read as f32.
  * 8: 16-bit products may write a 16-bit C (LOCUS_GEMM_C_16BIT), which an
- *    older runtime would write as f32. */
-#define LOCUS_PLAN_VERSION 8u
+ *    older runtime would write as f32.
+ * 9: host convolutions may take 16-bit x and w (LOCUS_CONV_BF16, _F16) and
+ *    write a 16-bit y (LOCUS_CONV_Y_16BIT), which an older runtime would
+ *    read and write as f32. */
+#define LOCUS_PLAN_VERSION 9u
 /* The input that holds a run's dynamic sizes (i64, one per size, in the
  * plan's order): the runtime fills it from the inputs' shapes. */
 #define LOCUS_PLAN_SIZES_INPUT "locus.sizes"
@@ -315,10 +318,17 @@ enum locus_conv_flag_e {
   LOCUS_CONV_X_NHWC = 64,
   LOCUS_CONV_RESIDUAL_NHWC = 128,
   LOCUS_CONV_Y_NHWC = 256, /* the pooled output when a _POOL flag is set */
-  /* locus_cuda_conv2d only: a, b and y hold bf16 (or f16) elements, and
-   * cuDNN accumulates in f32 on tensor cores (no bias with these). */
+  /* locus_cuda_conv2d: a, b and y hold bf16 (or f16) elements, and cuDNN
+   * accumulates in f32 on tensor cores (no bias with these).
+   * locus_conv2d: x and w hold bf16 (or f16) elements; the sums, bias,
+   * residual, ReLU and pooling are f32, and y is f32 unless
+   * LOCUS_CONV_Y_16BIT. */
   LOCUS_CONV_BF16 = 512,
-  LOCUS_CONV_F16 = 1024
+  LOCUS_CONV_F16 = 1024,
+  /* locus_conv2d only, with LOCUS_CONV_BF16 or _F16: y holds that type,
+   * the f32 result (epilogue and pooling included) rounded once to
+   * nearest even. */
+  LOCUS_CONV_Y_16BIT = 2048
 };
 
 /* What locus_conv2d_grad and locus_cuda_conv2d compute, with the operands
@@ -330,7 +340,8 @@ enum locus_conv_kind_e {
 };
 
 /* y = pool(relu(conv2d(x, w) + bias + residual)), each part as the flags
- * say, for NCHW x and y and [O, C / groups, KH, KW] w, all contiguous f32;
+ * say, for NCHW x and y and [O, C / groups, KH, KW] w, all contiguous f32
+ * unless LOCUS_CONV_BF16, _F16 and _Y_16BIT say otherwise;
  * residual (shaped like the convolution's output) may be x, and y has the
  * pooling's output shape when a _POOL flag is set. A pointer a flag leaves
  * out is not read. `params` points to

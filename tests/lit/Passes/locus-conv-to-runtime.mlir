@@ -151,18 +151,91 @@ func.func @nhwc(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: tensor<4xf
 // -----
 
 // A convolution of 16-bit operands (the host version of a CUDA kernel,
-// --locus-gpu-16bit-convs): locus_conv2d on them cast up (exact), its
-// result cast back down.
+// --locus-gpu-16bit-convs): locus_conv2d reads the 16-bit operands and
+// writes the 16-bit result (LOCUS_CONV_BF16 | _Y_16BIT: 2560); its weight
+// gradient on them cast up (exact), the result cast back down.
+// CHECK-DAG: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[1, 2, 6, 6, 4, 3, 3, 4, 4, 1, 1, 0, 0, 1, 1, 1, 2560, 0, 0, 0, 0, 0, 0, 0, 0]>
 // CHECK-LABEL: func.func @sixteen_bits
-// CHECK: %[[XF:.*]] = locus.cast %arg0 to f32 : tensor<1x2x6x6xbf16> -> tensor<1x2x6x6xf32>
-// CHECK: %[[WF:.*]] = locus.cast %arg1 to f32 : tensor<4x2x3x3xbf16> -> tensor<4x2x3x3xf32>
-// CHECK: bufferization.to_memref %[[XF]] read_only
+// CHECK: bufferization.to_memref %arg0 read_only : memref<1x2x6x6xbf16>
+// CHECK: bufferization.to_memref %arg1 read_only : memref<4x2x3x3xbf16>
+// CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x4x4xbf16>
 // CHECK: call @locus_conv2d(
-// CHECK: locus.cast %{{.*}} to bf16 : tensor<1x4x4x4xf32> -> tensor<1x4x4x4xbf16>
+// CHECK: %[[XF:.*]] = locus.cast %arg0 to f32 : tensor<1x2x6x6xbf16> -> tensor<1x2x6x6xf32>
+// CHECK: bufferization.to_memref %[[XF]] read_only
 // CHECK: call @locus_conv2d_grad(
 // CHECK: locus.cast %{{.*}} to bf16 : tensor<4x2x3x3xf32> -> tensor<4x2x3x3xbf16>
 func.func @sixteen_bits(%x: tensor<1x2x6x6xbf16>, %w: tensor<4x2x3x3xbf16>, %g: tensor<1x4x4x4xbf16>) -> (tensor<1x4x4x4xbf16>, tensor<4x2x3x3xbf16>) {
   %y = locus.conv2d %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x6x6xbf16>, tensor<4x2x3x3xbf16> -> tensor<1x4x4x4xbf16>
   %dw = locus.conv2d_weight_grad %x, %g weight_shape [4, 2, 3, 3] stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x6x6xbf16>, tensor<1x4x4x4xbf16> -> tensor<4x2x3x3xbf16>
   return %y, %dw : tensor<1x4x4x4xbf16>, tensor<4x2x3x3xbf16>
+}
+
+// -----
+
+// An autocast convolution on the CPU (--locus-fuse-kernels gave its kernel
+// the casts up of its bf16 input and weight): the call reads the bf16
+// values, adds the bias and the f32 residual, applies ReLU in f32 and
+// rounds once, taking in the cast down (BIAS | RESIDUAL | RELU | BF16 |
+// Y_16BIT: 2567). The casts up go.
+// CHECK-DAG: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[2, 16, 6, 6, 16, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 2567, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-LABEL: func.func @autocast_block
+// CHECK-NOT: locus.cast
+// CHECK: bufferization.to_memref %arg0 read_only : memref<2x16x6x6xbf16>
+// CHECK: bufferization.to_memref %arg1 read_only : memref<16x16x3x3xbf16>
+// CHECK: bufferization.to_memref %arg3 read_only : memref<2x16x6x6xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x16x6x6xbf16>
+// CHECK: call @locus_conv2d(
+// CHECK-NOT: locus.
+// CHECK: return
+func.func @autocast_block(%x: tensor<2x16x6x6xbf16>, %w: tensor<16x16x3x3xbf16>, %b: tensor<16xf32>, %res: tensor<2x16x6x6xf32>) -> tensor<2x16x6x6xbf16> {
+  %xf = locus.cast %x to f32 : tensor<2x16x6x6xbf16> -> tensor<2x16x6x6xf32>
+  %wf = locus.cast %w to f32 : tensor<16x16x3x3xbf16> -> tensor<16x16x3x3xf32>
+  %0 = locus.conv2d %xf, %wf, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x16x6x6xf32>, tensor<16x16x3x3xf32>, tensor<16xf32> -> tensor<2x16x6x6xf32>
+  %1 = locus.add %0, %res : tensor<2x16x6x6xf32>
+  %2 = locus.relu %1 : tensor<2x16x6x6xf32>
+  %3 = locus.cast %2 to bf16 : tensor<2x16x6x6xf32> -> tensor<2x16x6x6xbf16>
+  return %3 : tensor<2x16x6x6xbf16>
+}
+
+// -----
+
+// f16 operands, and an f32 result that something besides the rounding
+// reads: the call reads f16 (F16 | BIAS: 1025) and writes f32; the cast
+// down stays, and so does the cast up that another op reads.
+// CHECK-DAG: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[1, 8, 5, 5, 8, 1, 1, 5, 5, 1, 1, 0, 0, 1, 1, 1, 1025, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-LABEL: func.func @f16_result_kept
+// CHECK: %[[XF:.*]] = locus.cast %arg0 to f32
+// CHECK: bufferization.to_memref %arg0 read_only : memref<1x8x5x5xf16>
+// CHECK: bufferization.to_memref %arg1 read_only : memref<8x8x1x1xf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x8x5x5xf32>
+// CHECK: call @locus_conv2d(
+// CHECK: locus.cast %{{.*}} to f16
+// CHECK: locus.add %[[XF]]
+func.func @f16_result_kept(%x: tensor<1x8x5x5xf16>, %w: tensor<8x8x1x1xf16>, %b: tensor<8xf32>) -> (tensor<1x8x5x5xf32>, tensor<1x8x5x5xf16>, tensor<1x8x5x5xf32>) {
+  %xf = locus.cast %x to f32 : tensor<1x8x5x5xf16> -> tensor<1x8x5x5xf32>
+  %wf = locus.cast %w to f32 : tensor<8x8x1x1xf16> -> tensor<8x8x1x1xf32>
+  %0 = locus.conv2d %xf, %wf, %b stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x8x5x5xf32>, tensor<8x8x1x1xf32>, tensor<8xf32> -> tensor<1x8x5x5xf32>
+  %1 = locus.cast %0 to f16 : tensor<1x8x5x5xf32> -> tensor<1x8x5x5xf16>
+  %2 = locus.add %xf, %xf : tensor<1x8x5x5xf32>
+  return %0, %1, %2 : tensor<1x8x5x5xf32>, tensor<1x8x5x5xf16>, tensor<1x8x5x5xf32>
+}
+
+// -----
+
+// Operands cast up from two 16-bit types, or one of them f32: an f32 call
+// on the casts (flags 0), the result's rounding a cast of its own.
+// CHECK-LABEL: func.func @mixed_types
+// CHECK: locus.cast %arg0 to f32
+// CHECK: locus.cast %arg1 to f32
+// CHECK: bufferization.to_memref %{{.*}} read_only : memref<1x4x5x5xf32>
+// CHECK: call @locus_conv2d(
+// CHECK: locus.cast %{{.*}} to bf16
+// CHECK: call @locus_conv2d(
+func.func @mixed_types(%x: tensor<1x4x5x5xbf16>, %w: tensor<4x4x1x1xf16>, %wf32: tensor<4x4x1x1xf32>) -> (tensor<1x4x5x5xbf16>, tensor<1x4x5x5xf32>) {
+  %xf = locus.cast %x to f32 : tensor<1x4x5x5xbf16> -> tensor<1x4x5x5xf32>
+  %wf = locus.cast %w to f32 : tensor<4x4x1x1xf16> -> tensor<4x4x1x1xf32>
+  %0 = locus.conv2d %xf, %wf stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x4x5x5xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x5x5xf32>
+  %1 = locus.cast %0 to bf16 : tensor<1x4x5x5xf32> -> tensor<1x4x5x5xbf16>
+  %2 = locus.conv2d %xf, %wf32 stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x4x5x5xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x5x5xf32>
+  return %1, %2 : tensor<1x4x5x5xbf16>, tensor<1x4x5x5xf32>
 }

@@ -772,7 +772,14 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     call the cast would be a launch writing f32 for that kernel to read);
     so does a CUDA kernel of a 16-bit matrix product without a bias (with
     views of its operands), after which cuBLAS writes the 16-bit result.
-    Optimizer steps take their gradients' casts up with them when they
+    On the CPU, the cast up of a 16-bit value that convolutions read as
+    their input or weight (an autocast convolution's rounded operands)
+    joins each such convolution's kernel, one cast per read (a cast stays
+    for any other reader), and never its producer's: the runtime's call
+    then reads the 16-bit value as it is (`--locus-conv-to-runtime`), and
+    the kernel before it writes the 16-bit value only. Its weights' casts
+    down are load-time kernels of an inference model, so the weights stay
+    in bf16 too. Optimizer steps take their gradients' casts up with them when they
     join one kernel (below). Then, on a CUDA device, kernels
     that go row by row (elementwise ops, reductions over the last axis
     alone, `softmax` and `log_softmax` along it) merge when one kernel's
@@ -860,7 +867,9 @@ def LocusConvLayouts : Pass<"locus-conv-layouts", "::locus::GraphOp"> {
 
     A CPU kernel that is one `locus_conv2d` call and nothing else (a
     `locus.conv2d` with the residual add, ReLU and pooling
-    `--locus-conv-to-runtime` fuses into its call) writes its result NHWC
+    `--locus-conv-to-runtime` fuses into its call, and with the casts up
+    of its 16-bit input and weight and the rounding of its result that
+    the call takes in) writes its result NHWC
     when every read of that result is another such kernel's convolution
     input or residual. The producing convolution gets `locus.nhwc_result`,
     each reader `locus.nhwc_input` or `locus.nhwc_residual`;
@@ -1286,11 +1295,23 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
     deallocation pipeline frees a kernel's temporaries at the end of its
     block, after the call). Convolutions outside kernel functions (in a
     `locus.graph`) are left alone, and so are those of the CUDA pipeline,
-    which does not run this pass. A convolution or gradient of bf16 or f16
-    operands (the host version of a CUDA kernel, `--locus-gpu-16bit-convs`)
-    calls on its operands cast up to f32 (exactly) and its result is cast
-    back down: the same values as a 16-bit convolution accumulating in
-    f32.
+    which does not run this pass.
+
+    16-bit operands: a convolution whose input and weight are `locus.cast`s
+    up to f32 of bf16 (or f16) values, both of one type, reads those 16-bit
+    values (`LOCUS_CONV_BF16`, `LOCUS_CONV_F16`), and a cast of its
+    (epilogue's, pooling's) f32 result down to that type, the result's only
+    reader, joins the call too (`LOCUS_CONV_Y_16BIT`: the call rounds its
+    f32 result once); casts up that nothing else reads go. The values are
+    the same: the cast up is exact, and the runtime sums in f32 (oneDNN's
+    bf16 kernels where the CPU has bf16 dot products, the f32 call on
+    widened copies otherwise). `--locus-fuse-kernels` puts those casts in
+    the convolution's kernel. A forward convolution of bf16 or f16 tensors
+    (the host version of a CUDA kernel, `--locus-gpu-16bit-convs`) becomes
+    that: the same op on its operands cast up, its result cast down. A
+    gradient of 16-bit operands calls on its operands cast up to f32
+    (exactly), its result cast back down: the same values as a 16-bit
+    gradient accumulating in f32.
 
     A gradient's call takes the kind (`locus_conv_kind_e`: 1 input
     gradient, 2 weight gradient), the forward convolution's shapes in the
