@@ -565,6 +565,32 @@ def cases():
         "%5 = locus.max_pool2d %4 kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x16x7x7xf32> -> tensor<2x16x3x3xf32>\n"
         "%r = locus.conv2d %5, %w3 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x16x3x3xf32>, tensor<5x16x3x3xf32> -> tensor<2x5x3x3xf32>"), \
         conv2d(h2, w3, None, [1, 1], [1, 1], [1, 1], 1)
+    # Two ResNet blocks of 16 channels: under bf16 each block's output is
+    # its call's f32 result and that result's rounding side by side (the
+    # next block's residual and its first convolution's input), NHWC
+    # between the calls, the convolutions on oneDNN's bf16 kernels where
+    # the CPU has them.
+    rx = rand([2, 16, 6, 6])
+    rw = [rand([16, 16, 3, 3], -0.2, 0.2) for _ in range(4)]
+    rb = rand([16])
+
+    def block(v, wa, wb):
+        h = ew(relu, conv2d(v, wa, rb, [1, 1], [1, 1], [1, 1], 1))
+        return ew(lambda a, b: relu(a + b), conv2d(h, wb, None, [1, 1], [1, 1], [1, 1], 1), v)
+    t16 = "tensor<2x16x6x6xf32>"
+    conv = ("locus.conv2d %%%s, %%%s%s stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : "
+            + t16 + ", tensor<16x16x3x3xf32>%s -> " + t16)
+    text = ""
+    for k, (v, out) in enumerate([("rx", "y1"), ("y1", "r")]):
+        wa, wb = "rw%d" % (2 * k), "rw%d" % (2 * k + 1)
+        text += ("%%h%d = " % k + conv % (v, wa, ", %rb", ", tensor<16xf32>") + "\n"
+                 "%%g%d = locus.relu %%h%d : %s\n" % (k, k, t16)
+                 + "%%c%d = " % k + conv % ("g%d" % k, wb, "", "") + "\n"
+                 "%%a%d = locus.add %%c%d, %%%s : %s\n" % (k, k, v, t16)
+                 + "%%%s = locus.relu %%a%d : %s" % (out, k, t16)
+                 + ("\n" if k == 0 else ""))
+    yield "fused_conv_blocks", [("rx", rx), ("rb", rb)] + [("rw%d" % i, w) for i, w in enumerate(rw)], \
+        text, block(block(rx, rw[0], rw[1]), rw[2], rw[3])
     yield "fused_reduce_epilogue", [("t", t)], (
         "%0 = locus.sum %t axes [2] : tensor<2x3x4xf32> -> tensor<2x3xf32>\n"
         "%1 = locus.mul %0, %0 : tensor<2x3xf32>\n"

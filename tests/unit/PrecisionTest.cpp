@@ -210,6 +210,97 @@ TEST(Precision, AutocastRoundsTheOperandsOfProductsAndConvolutions) {
                 .f32);
 }
 
+namespace {
+
+/// relu(conv2d(x, w, b) + residual) of [1, c, side, side] x, 3x3 w with
+/// padding 1, in double (`b`, `residual` may be empty).
+std::vector<double> convBlockRef(const std::vector<double> &x,
+                                 const std::vector<double> &w,
+                                 const std::vector<double> &b,
+                                 const std::vector<double> &residual, int c,
+                                 int side) {
+  std::vector<double> y(x.size());
+  for (int o = 0; o < c; ++o)
+    for (int i = 0; i < side; ++i)
+      for (int j = 0; j < side; ++j) {
+        double acc = b.empty() ? 0.0 : b[o];
+        for (int k = 0; k < c; ++k)
+          for (int a = 0; a < 3; ++a)
+            for (int e = 0; e < 3; ++e) {
+              int r = i + a - 1, q = j + e - 1;
+              if (r >= 0 && r < side && q >= 0 && q < side)
+                acc += x[(k * side + r) * side + q] *
+                       w[((o * c + k) * 3 + a) * 3 + e];
+            }
+        size_t at = (o * side + i) * side + j;
+        y[at] = std::max(acc + (residual.empty() ? 0.0 : residual[at]), 0.0);
+      }
+  return y;
+}
+
+} // namespace
+
+TEST(Precision, AutocastResidualBlocksOnTheCpu) {
+  // Two ResNet blocks under precision=bf16 on the CPU: each convolution
+  // reads its operands rounded to bf16 (oneDNN's bf16 kernels where the
+  // CPU has them, widened f32 otherwise), the residual stream stays f32,
+  // and the first convolution's ReLU is rounded once, in its call. Values
+  // between the calls stay NHWC (the block's output and its rounding
+  // side by side). Against a double reference of those roundings, and
+  // against the same artifact run with LOCUS_CONV16=widen.
+  const int c = 16, side = 6, n = c * side * side;
+  Graph g("blocks");
+  auto x = g.input("x", {1, c, side, side});
+  auto bias = g.parameter("b", {c}, randomValues(c, 40));
+  Tensor v = x;
+  for (int k = 0; k < 4; k += 2) {
+    auto wa = g.parameter("w" + std::to_string(k), {c, c, 3, 3},
+                          randomValues(c * c * 9, 41 + k));
+    auto wb = g.parameter("w" + std::to_string(k + 1), {c, c, 3, 3},
+                          randomValues(c * c * 9, 42 + k));
+    auto h = relu(conv2d(v, wa, bias, {.padding = {1, 1}}));
+    v = relu(conv2d(h, wb, {}, {.padding = {1, 1}}) + v);
+  }
+  g.output("y", v);
+  std::vector<float> xs = randomValues(n, 50);
+  std::map<std::string, HostTensor> inputs{
+      {"x", HostTensor::fromF32({1, c, side, side}, xs)}};
+  CompiledModel m = compile(g, {.precision = "bf16", .cache = false});
+  std::vector<float> got = m.run(inputs).at("y").f32;
+  std::vector<double> ref(xs.begin(), xs.end());
+  std::vector<double> b = rounded(randomValues(c, 40), &roundBf16);
+  for (int k = 0; k < 4; k += 2) {
+    auto wa = rounded(randomValues(c * c * 9, 41 + k), &roundBf16);
+    auto wb = rounded(randomValues(c * c * 9, 42 + k), &roundBf16);
+    std::vector<double> xr(ref.size());
+    for (size_t i = 0; i < ref.size(); ++i)
+      xr[i] = roundBf16(ref[i]);
+    std::vector<double> h = convBlockRef(xr, wa, b, {}, c, side);
+    for (double &e : h)
+      e = roundBf16(e);
+    ref = convBlockRef(h, wb, {}, ref, c, side);
+  }
+  double scale = 0;
+  for (double e : ref)
+    scale = std::max(scale, std::fabs(e));
+  // An f32 sum may round a value the other way to bf16 than the double
+  // one: a unit in the last place of bf16 of the output's scale.
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_NEAR(got[i], ref[i], 0x1p-8 * scale) << i;
+  const char *saved = std::getenv("LOCUS_CONV16");
+  setenv("LOCUS_CONV16", "widen", 1);
+  std::vector<float> widened = m.run(inputs).at("y").f32;
+  if (saved)
+    setenv("LOCUS_CONV16", saved, 1);
+  else
+    unsetenv("LOCUS_CONV16");
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_NEAR(widened[i], got[i], 0x1p-8 * scale) << i;
+  // fp32 differs: the roundings are real.
+  EXPECT_NE(compile(g, {.cache = false}).run(inputs).at("y").f32, got);
+}
+
 TEST(Precision, AProductOfFewRowsAgainstAWeightStaysF32) {
   // A linear layer at batch 1: casting its weight to bf16 every step
   // would cost more than the product saves, so it computes in f32 and

@@ -33,12 +33,23 @@ namespace {
 /// 437 us a step with its 6-channel value NHWC against 362 with it NCHW.
 constexpr int64_t kMinChannels = 16;
 
+/// Whether `copy` casts `value` (in `body`) to another element type: an
+/// elementwise pass that keeps whatever layout `value` has in memory.
+bool castOf(Value copy, Value value, Block &body) {
+  auto cast = copy.getDefiningOp<CastOp>();
+  return cast && cast.getInput() == value && cast->getBlock() == &body;
+}
+
 /// The call a CPU kernel is when it is one locus_conv2d call and nothing
 /// else (--locus-conv-to-runtime will make exactly that call), or none.
+/// The kernel may also give a cast of the call's result beside it (a
+/// ResNet block's output under autocast: the next block adds it in f32
+/// and its convolution reads it rounded to bf16).
 std::optional<Fused> callOf(KernelOp kernel) {
   DeviceAttr device = kernel.getDevice();
+  unsigned results = kernel->getNumResults();
   if (!device || device.getKind() != DeviceKind::cpu ||
-      kernel->getNumResults() != 1)
+      (results != 1 && results != 2))
     return std::nullopt;
   Block &body = kernel.getBody().front();
   auto convs = body.getOps<Conv2dOp>();
@@ -55,8 +66,17 @@ std::optional<Fused> callOf(KernelOp kernel) {
   size_t fused = 1 + (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0) +
                  (f.round ? 1 : 0) + castsUp.size();
   auto yield = cast<YieldOp>(body.getTerminator());
-  if (body.getOperations().size() != fused + 1 ||
-      yield->getOperand(0) != f.output()->getResult(0))
+  Value out = f.output()->getResult(0);
+  if (results == 2) {
+    Value a = yield->getOperand(0), b = yield->getOperand(1);
+    if (!(a == out && castOf(b, out, body)) &&
+        !(b == out && castOf(a, out, body)))
+      return std::nullopt;
+    ++fused;
+  } else if (yield->getOperand(0) != out) {
+    return std::nullopt;
+  }
+  if (body.getOperations().size() != fused + 1)
     return std::nullopt;
   return f;
 }
@@ -82,29 +102,32 @@ public:
       if (std::optional<Fused> call = callOf(kernel))
         calls[kernel] = *call;
     for (auto &[kernel, call] : calls)
-      relayout(kernel->getResult(0), call.conv, calls);
+      relayout(kernel, call.conv, calls);
   }
 
 private:
-  /// Marks `value` (the result of `producer`'s call) NHWC when every read
-  /// of it is a call's input or residual.
-  void relayout(Value value, Conv2dOp producer,
+  /// Marks the results of `producer`'s kernel (its call's result, and a
+  /// cast of it beside) NHWC when every read of them is a call's input or
+  /// residual.
+  void relayout(Operation *kernel, Conv2dOp producer,
                 const DenseMap<Operation *, Fused> &calls) {
-    if (cast<RankedTensorType>(value.getType()).getDimSize(1) < kMinChannels)
-      return;
     SmallVector<std::pair<Conv2dOp, StringRef>> reads;
-    for (OpOperand &use : value.getUses()) {
-      auto kernel = use.getOwner()->getParentOfType<KernelOp>();
-      auto it = kernel ? calls.find(kernel) : calls.end();
-      if (it == calls.end())
+    for (Value value : kernel->getResults()) {
+      if (cast<RankedTensorType>(value.getType()).getDimSize(1) < kMinChannels)
         return;
-      Fused f = it->second;
-      if (readsInput(use, f))
-        reads.emplace_back(f.conv, kNhwcInputAttr);
-      else if (use.getOwner() == f.add && value == f.residual)
-        reads.emplace_back(f.conv, kNhwcResidualAttr);
-      else
-        return;
+      for (OpOperand &use : value.getUses()) {
+        auto reader = use.getOwner()->getParentOfType<KernelOp>();
+        auto it = reader ? calls.find(reader) : calls.end();
+        if (it == calls.end())
+          return;
+        Fused f = it->second;
+        if (readsInput(use, f))
+          reads.emplace_back(f.conv, kNhwcInputAttr);
+        else if (use.getOwner() == f.add && value == f.residual)
+          reads.emplace_back(f.conv, kNhwcResidualAttr);
+        else
+          return;
+      }
     }
     if (reads.empty())
       return;

@@ -48,9 +48,12 @@
 // CHECK: locus.kernel on <cpu> -> tensor<2x16x6x6xf32> {
 // CHECK-NEXT: %[[N:.*]] = locus.cast %[[C2]]#1 to f32
 // CHECK-NEXT: locus.neg %[[N]]
-// No value here is read by calls alone: the second block's kernel gives
-// two results (no call), and its output is read by a neg too.
+// The first convolution's bf16 result is read by the second's call alone:
+// NHWC. The second block's kernel (a call and the rounding of its result
+// beside it) has readers that are no calls (a neg, the graph's output).
 // LAYOUT-LABEL: locus.graph @block
+// LAYOUT: locus.conv2d {{.*}} {locus.device = #locus.device<cpu>, locus.nhwc_result}
+// LAYOUT: locus.conv2d {{.*}} {locus.device = #locus.device<cpu>, locus.nhwc_input}
 // LAYOUT-NOT: locus.nhwc
 locus.graph @block {
   %x = locus.input "x" : tensor<2x16x6x6xf32>
@@ -129,4 +132,40 @@ locus.graph @not_here {
   %d = locus.conv2d %xc, %wc, %bf stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 {locus.device = #locus.device<cpu>} : tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>, tensor<8xf32> -> tensor<1x8x4x4xf32>
   locus.output "c" = %c : tensor<1x8x4x4xf32>
   locus.output "d" = %d : tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// Two autocast ResNet blocks: the first block's output is its call's f32
+// result and that result's rounding, given side by side; the next block
+// adds the first (its residual) and its first convolution reads the
+// second. Both only calls read: the call writes NHWC, the rounding keeps
+// the layout, and both readers read NHWC.
+// LAYOUT-LABEL: locus.graph @blocks
+// LAYOUT: locus.conv2d {{.*}} {locus.device = #locus.device<cpu>, locus.nhwc_result}
+// LAYOUT: locus.kernel on <cpu> -> tensor<1x16x6x6xf32>, tensor<1x16x6x6xbf16>
+// LAYOUT: locus.conv2d {{.*}} {locus.device = #locus.device<cpu>, locus.nhwc_input, locus.nhwc_result}
+// LAYOUT: locus.conv2d {{.*}} {locus.device = #locus.device<cpu>, locus.nhwc_input, locus.nhwc_result}
+// LAYOUT: locus.conv2d {{.*}} {locus.device = #locus.device<cpu>, locus.nhwc_input, locus.nhwc_residual}
+locus.graph @blocks {
+  %x = locus.input "x" : tensor<1x16x6x6xf32>
+  %w = locus.input "w" : tensor<16x16x3x3xbf16>
+  %xb = locus.cast %x to bf16 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32> -> tensor<1x16x6x6xbf16>
+  %xf = locus.cast %xb to f32 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xbf16> -> tensor<1x16x6x6xf32>
+  %wf = locus.cast %w to f32 {locus.device = #locus.device<cpu>} : tensor<16x16x3x3xbf16> -> tensor<16x16x3x3xf32>
+  %c0 = locus.conv2d %xf, %wf stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>, tensor<16x16x3x3xf32> -> tensor<1x16x6x6xf32>
+  %b0 = locus.cast %c0 to bf16 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32> -> tensor<1x16x6x6xbf16>
+  %b0f = locus.cast %b0 to f32 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xbf16> -> tensor<1x16x6x6xf32>
+  %c1 = locus.conv2d %b0f, %wf stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>, tensor<16x16x3x3xf32> -> tensor<1x16x6x6xf32>
+  %a1 = locus.add %c1, %x {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>
+  %r1 = locus.relu %a1 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>
+  %r1b = locus.cast %r1 to bf16 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32> -> tensor<1x16x6x6xbf16>
+  %r1f = locus.cast %r1b to f32 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xbf16> -> tensor<1x16x6x6xf32>
+  %c2 = locus.conv2d %r1f, %wf stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>, tensor<16x16x3x3xf32> -> tensor<1x16x6x6xf32>
+  %b2 = locus.cast %c2 to bf16 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32> -> tensor<1x16x6x6xbf16>
+  %b2f = locus.cast %b2 to f32 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xbf16> -> tensor<1x16x6x6xf32>
+  %c3 = locus.conv2d %b2f, %wf stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>, tensor<16x16x3x3xf32> -> tensor<1x16x6x6xf32>
+  %a3 = locus.add %c3, %r1 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>
+  %r3 = locus.relu %a3 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>
+  locus.output "y" = %r3 : tensor<1x16x6x6xf32>
 }

@@ -871,8 +871,13 @@ def LocusConvLayouts : Pass<"locus-conv-layouts", "::locus::GraphOp"> {
     of its 16-bit input and weight and the rounding of its result that
     the call takes in) writes its result NHWC
     when every read of that result is another such kernel's convolution
-    input or residual. The producing convolution gets `locus.nhwc_result`,
-    each reader `locus.nhwc_input` or `locus.nhwc_residual`;
+    input or residual. Such a kernel may also give a cast of the call's
+    result beside it (an autocast ResNet block's output: the next block
+    adds it in f32 and its convolution reads it rounded); the cast is an
+    elementwise pass that keeps the call's layout, so both results are
+    NHWC when every read of either is such a call's. The producing
+    convolution gets `locus.nhwc_result`, each reader `locus.nhwc_input`
+    or `locus.nhwc_residual`;
     `--locus-conv-to-runtime` turns them into the call's
     `LOCUS_CONV_*_NHWC` flags. A value of fewer than 16 channels stays
     NCHW: the runtime reads such an input as NCHW with oneDNN's direct
