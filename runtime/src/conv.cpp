@@ -39,6 +39,7 @@
 
 namespace {
 
+using locus::rt::conv::Floats;
 using locus::rt::conv::im2col;
 using locus::rt::conv::offsetOf;
 using locus::rt::conv::Params;
@@ -100,33 +101,6 @@ void epilogue(const Shape &s, const float *bias, const float *residual,
     }
   }
 }
-
-/// A buffer of f32, bf16 or f16 elements, read and written as f32 (the
-/// direct loops take x, w and y this way).
-struct Floats {
-  enum Kind { f32, bf16, f16 };
-  void *data;
-  Kind kind;
-  static Floats of(const float *p) { return {const_cast<float *>(p), f32}; }
-  /// A 16-bit buffer of `s`'s type.
-  static Floats sixteen(const Shape &s, const void *p) {
-    return {const_cast<void *>(p), s.f16() ? f16 : bf16};
-  }
-  float operator[](int64_t i) const {
-    if (kind == f32)
-      return static_cast<const float *>(data)[i];
-    uint16_t bits = static_cast<const uint16_t *>(data)[i];
-    return kind == bf16 ? locus::half::fromBf16Bits(bits)
-                        : locus::half::fromF16Bits(bits);
-  }
-  void set(int64_t i, float v) const {
-    if (kind == f32)
-      static_cast<float *>(data)[i] = v;
-    else
-      static_cast<uint16_t *>(data)[i] =
-          kind == bf16 ? locus::half::bf16Bits(v) : locus::half::f16Bits(v);
-  }
-};
 
 /// The convolution's output at (n, o, i, j), epilogue included.
 float convAt(const Shape &s, Floats x, Floats w, const float *bias,
@@ -600,28 +574,6 @@ bool dnnlConv(const Dnnl &d, const Params &params, const void *x, const void *w,
   return ran && ok(d.dnnl_stream_wait(stream));
 }
 
-/// Whether oneDNN runs a call of 16-bit x and w as it is: bf16 on a CPU
-/// with bf16 dot products (AVX512-BF16 or AMX, as oneDNN's effective ISA
-/// says), unless LOCUS_CONV16=widen. On the 2-core Xeon with AMX build
-/// machine (oneDNN 2.6.3, bench/probes/onednn_bf16.cpp, batch 8, NHWC,
-/// bias and ReLU fused), its bf16 3x3 convolutions from 64 channels at
-/// 56x56 to 512 at 7x7 took 0.16-0.25x the direct f32 ones' time and
-/// 0.31-0.36x Winograd's. Where the CPU lacks bf16 dot products oneDNN
-/// emulates them (1.74-1.88x f32's time on a Xeon without AVX512-BF16),
-/// and oneDNN 2.6 has no f16 convolution on the CPU: those calls are
-/// widened (widenedConv). So are calls of fewer than 16 channels in or
-/// out per group, where oneDNN's bf16 kernels lose to its f32 ones (on
-/// that Xeon, batch 64: LeNet's 1 -> 6 channels 5x5 on 28x28 0.36 ms
-/// against 0.21, its 6 -> 16 on 14x14 0.21-0.34 against 0.09-0.12).
-bool nativeSixteen(const Dnnl &d, const Shape &s) {
-  const char *choice = std::getenv("LOCUS_CONV16");
-  if (s.f16() || (choice && std::string(choice) == "widen") ||
-      s.c / s.groups < 16 || s.o / s.groups < 16)
-    return false;
-  auto isa = static_cast<unsigned>(d.dnnl_get_effective_cpu_isa());
-  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
-}
-
 /// LOCUS_CONV=builtin: the im2col path even where oneDNN loads.
 bool builtinChosen() {
   const char *choice = std::getenv("LOCUS_CONV");
@@ -686,25 +638,6 @@ template <typename Body> void inParallel(int64_t count, Body body) {
       &args, (count + kBlock - 1) / kBlock);
 }
 
-/// out[i] = in[i], `count` 16-bit elements of `s`'s type to f32.
-void widen(const Shape &s, const uint16_t *in, int64_t count, float *out) {
-  bool f16 = s.f16();
-  inParallel(count, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      out[i] = f16 ? locus::half::fromF16Bits(in[i])
-                   : locus::half::fromBf16Bits(in[i]);
-  });
-}
-
-/// out[i] = in[i] rounded to `s`'s 16-bit type, to nearest even.
-void narrow(const Shape &s, const float *in, int64_t count, uint16_t *out) {
-  bool f16 = s.f16();
-  inParallel(count, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      out[i] = f16 ? locus::half::f16Bits(in[i]) : locus::half::bf16Bits(in[i]);
-  });
-}
-
 /// A call of 16-bit x and w as the f32 call on f32 copies of them (exact:
 /// the same sums of products), a 16-bit y rounded from the f32 result;
 /// false (nothing written) when the copies' memory cannot be had.
@@ -721,14 +654,16 @@ bool widenedConv(const Params &params, const void *x, const void *w,
   float *yf = s.y16() ? floats(ys, s.yElements()) : static_cast<float *>(y);
   if (!xf || !wf || !yf)
     return false;
-  widen(s, static_cast<const uint16_t *>(x), s.inputElements(), xf);
-  widen(s, static_cast<const uint16_t *>(w), s.weightElements(), wf);
+  locus::rt::conv::widen(s, static_cast<const uint16_t *>(x), s.inputElements(),
+                         xf);
+  locus::rt::conv::widen(s, static_cast<const uint16_t *>(w),
+                         s.weightElements(), wf);
   Params plain = params;
   plain[LOCUS_CONV_FLAGS] &=
       ~(LOCUS_CONV_BF16 | LOCUS_CONV_F16 | LOCUS_CONV_Y_16BIT);
   f32Conv(plain, xf, wf, bias, res, yf, w);
   if (s.y16())
-    narrow(s, yf, s.yElements(), static_cast<uint16_t *>(y));
+    locus::rt::conv::narrow(s, yf, s.yElements(), static_cast<uint16_t *>(y));
   return true;
 }
 
@@ -740,9 +675,9 @@ void sixteenBitConv(const Params &p, const void *x, const void *w,
   Shape s(p);
 #if LOCUS_HAVE_DNNL_H
   const locus::rt::Dnnl *d = locus::rt::conv::chosenDnnl();
-  if (d && nativeSixteen(*d, s) && locus::rt::guardValue(false, [&] {
-        return dnnlConv(*d, p, x, w, bias, res, y);
-      }))
+  if (d && locus::rt::conv::nativeSixteen(*d, s) &&
+      locus::rt::guardValue(
+          false, [&] { return dnnlConv(*d, p, x, w, bias, res, y); }))
     return;
 #endif
   if (locus::rt::guardValue(false,
@@ -793,7 +728,48 @@ void locus::rt::conv::im2col(const Shape &s, const float *x, int64_t channels,
       }
 }
 
+void locus::rt::conv::widen(const Shape &s, const uint16_t *in, int64_t count,
+                            float *out) {
+  bool f16 = s.f16();
+  inParallel(count, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      out[i] = f16 ? locus::half::fromF16Bits(in[i])
+                   : locus::half::fromBf16Bits(in[i]);
+  });
+}
+
+void locus::rt::conv::narrow(const Shape &s, const float *in, int64_t count,
+                             uint16_t *out) {
+  bool f16 = s.f16();
+  inParallel(count, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      out[i] = f16 ? locus::half::f16Bits(in[i]) : locus::half::bf16Bits(in[i]);
+  });
+}
+
 #if LOCUS_HAVE_DNNL_H
+/// Whether oneDNN runs a call of 16-bit x and w as it is: bf16 on a CPU
+/// with bf16 dot products (AVX512-BF16 or AMX, as oneDNN's effective ISA
+/// says), unless LOCUS_CONV16=widen. On the 2-core Xeon with AMX build
+/// machine (oneDNN 2.6.3, bench/probes/onednn_bf16.cpp, batch 8, NHWC,
+/// bias and ReLU fused), its bf16 3x3 convolutions from 64 channels at
+/// 56x56 to 512 at 7x7 took 0.16-0.25x the direct f32 ones' time and
+/// 0.31-0.36x Winograd's. Where the CPU lacks bf16 dot products oneDNN
+/// emulates them (1.74-1.88x f32's time on a Xeon without AVX512-BF16),
+/// and oneDNN 2.6 has no f16 convolution on the CPU: those calls are
+/// widened (widenedConv). So are calls of fewer than 16 channels in or
+/// out per group, where oneDNN's bf16 kernels lose to its f32 ones (on
+/// that Xeon, batch 64: LeNet's 1 -> 6 channels 5x5 on 28x28 0.36 ms
+/// against 0.21, its 6 -> 16 on 14x14 0.21-0.34 against 0.09-0.12).
+bool locus::rt::conv::nativeSixteen(const Dnnl &d, const Shape &s) {
+  const char *choice = std::getenv("LOCUS_CONV16");
+  if (s.f16() || (choice && std::string(choice) == "widen") ||
+      s.c / s.groups < 16 || s.o / s.groups < 16)
+    return false;
+  auto isa = static_cast<unsigned>(d.dnnl_get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
 locus::rt::conv::Algorithms locus::rt::conv::algorithmsFor(const Shape &s) {
   if (winogradPays(s))
     return {{dnnl_convolution_winograd, dnnl_convolution_direct}, 2};

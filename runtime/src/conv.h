@@ -7,6 +7,7 @@
 #include "workspace.h"
 
 #include "locus/abi.h"
+#include "locus/half.hpp"
 
 #include <array>
 #include <cstdint>
@@ -72,6 +73,33 @@ struct Shape {
   }
 };
 
+/// A buffer of f32, bf16 or f16 elements, read and written as f32 (the
+/// direct loops take their operands this way).
+struct Floats {
+  enum Kind { f32, bf16, f16 };
+  void *data;
+  Kind kind;
+  static Floats of(const float *p) { return {const_cast<float *>(p), f32}; }
+  /// A 16-bit buffer of `s`'s type.
+  static Floats sixteen(const Shape &s, const void *p) {
+    return {const_cast<void *>(p), s.f16() ? f16 : bf16};
+  }
+  float operator[](int64_t i) const {
+    if (kind == f32)
+      return static_cast<const float *>(data)[i];
+    uint16_t bits = static_cast<const uint16_t *>(data)[i];
+    return kind == bf16 ? locus::half::fromBf16Bits(bits)
+                        : locus::half::fromF16Bits(bits);
+  }
+  void set(int64_t i, float v) const {
+    if (kind == f32)
+      static_cast<float *>(data)[i] = v;
+    else
+      static_cast<uint16_t *>(data)[i] =
+          kind == bf16 ? locus::half::bf16Bits(v) : locus::half::f16Bits(v);
+  }
+};
+
 /// The offset of element (n, c, i, j) of a [images, channels, height,
 /// width] tensor, laid out NCHW or (`nhwc`) NHWC.
 inline int64_t offsetOf(bool nhwc, int64_t channels, int64_t height,
@@ -92,7 +120,23 @@ Workspace &workspace();
 /// one image and group of `channels` channels (zero outside the image).
 void im2col(const Shape &s, const float *x, int64_t channels, float *cols);
 
+/// locus_conv2d_grad's `kind` element by element, each a sum in a register
+/// over what reaches it (a = dy, b = w, y = dx; or a = x, b = dy, y = dw):
+/// needs no memory; what runs when nothing else can.
+void directGrad(int64_t kind, const Shape &s, Floats a, Floats b, Floats y);
+
+/// out[i] = in[i], `count` 16-bit elements of `s`'s type (LOCUS_CONV_BF16,
+/// _F16) to f32, on the runtime's threads.
+void widen(const Shape &s, const uint16_t *in, int64_t count, float *out);
+/// out[i] = in[i] rounded to `s`'s 16-bit type, to nearest even.
+void narrow(const Shape &s, const float *in, int64_t count, uint16_t *out);
+
 #if LOCUS_HAVE_DNNL_H
+/// Whether oneDNN runs a call of `s`'s 16-bit operands in that type (its
+/// bf16 kernels where the CPU has bf16 dot products; conv.cpp says when);
+/// such a call is widened to f32 otherwise.
+bool nativeSixteen(const Dnnl &d, const Shape &s);
+
 /// oneDNN when the convolutions may use it (loaded, and LOCUS_CONV is not
 /// "builtin"); null otherwise. Never throws.
 const Dnnl *chosenDnnl();

@@ -21,6 +21,8 @@
 
 namespace {
 
+using locus::rt::conv::directGrad;
+using locus::rt::conv::Floats;
 using locus::rt::conv::Params;
 using locus::rt::conv::Shape;
 using locus::rt::conv::workspace;
@@ -118,35 +120,6 @@ bool builtinWeightGrad(const Shape &s, const float *x, const float *dy,
   return true;
 }
 
-/// The direct loops: need no memory; what runs when nothing else can.
-void directGrad(int64_t kind, const Shape &s, const float *a, const float *b,
-                float *y) {
-  Group g(s);
-  bool input = kind == LOCUS_CONV_INPUT_GRAD;
-  std::fill(y, y + (input ? s.inputElements() : s.weightElements()), 0.0f);
-  for (int64_t n = 0; n < s.n; ++n)
-    for (int64_t o = 0; o < s.o; ++o)
-      for (int64_t c = 0; c < g.cg; ++c)
-        for (int64_t p = 0; p < s.kh; ++p)
-          for (int64_t q = 0; q < s.kw; ++q)
-            for (int64_t i = 0; i < s.oh; ++i)
-              for (int64_t j = 0; j < s.ow; ++j) {
-                int64_t r = i * s.sh + p * s.dh - s.ph,
-                        col = j * s.sw + q * s.dw - s.pw;
-                if (r < 0 || r >= s.h || col < 0 || col >= s.w)
-                  continue;
-                int64_t xAt =
-                            ((n * s.c + o / g.og * g.cg + c) * s.h + r) * s.w +
-                            col,
-                        wAt = ((o * g.cg + c) * s.kh + p) * s.kw + q,
-                        dyAt = ((n * s.o + o) * s.oh + i) * s.ow + j;
-                if (input)
-                  y[xAt] += a[dyAt] * b[wAt];
-                else
-                  y[wAt] += a[xAt] * b[dyAt];
-              }
-}
-
 #if LOCUS_HAVE_DNNL_H
 
 using locus::rt::Dnnl;
@@ -176,9 +149,15 @@ struct GradPrimitives {
 struct UserDescs {
   dnnl_memory_desc_t src{}, weights{}, dst{};
   dnnl_memory_desc_t anySrc{}, anyWeights{}, anyDst{};
+  /// The forward's (the backward's hint): every tensor of the inputs'
+  /// type (oneDNN has no forward of 16-bit weights and an f32 source).
+  dnnl_memory_desc_t forwardSrc{}, forwardWeights{};
 };
 
-bool describeUser(const Dnnl &d, const Shape &s, UserDescs &u) {
+/// `kind`'s descriptors: with 16-bit operands (LOCUS_CONV_BF16, _F16) its
+/// two inputs are of that type, and its output too with
+/// LOCUS_CONV_Y_16BIT.
+bool describeUser(const Dnnl &d, int64_t kind, const Shape &s, UserDescs &u) {
   bool grouped = s.groups > 1;
   dnnl_dims_t src = {s.n, s.c, s.h, s.w}, dst = {s.n, s.o, s.oh, s.ow};
   dnnl_dims_t weights = {s.o, s.c, s.kh, s.kw};
@@ -188,16 +167,24 @@ bool describeUser(const Dnnl &d, const Shape &s, UserDescs &u) {
   }
   int wdims = grouped ? 5 : 4;
   dnnl_format_tag_t wtag = grouped ? dnnl_goihw : dnnl_oihw;
+  bool input = kind == LOCUS_CONV_INPUT_GRAD;
+  dnnl_data_type_t low = !s.sixteenBit() ? dnnl_f32
+                         : s.f16()       ? dnnl_f16
+                                         : dnnl_bf16,
+                   out = s.y16() ? low : dnnl_f32;
+  dnnl_data_type_t srcType = input ? out : low, weightsType = input ? low : out;
   auto init = [&](dnnl_memory_desc_t &md, int dims, const dnnl_dims_t shape,
-                  dnnl_format_tag_t tag) {
-    return ok(d.dnnl_memory_desc_init_by_tag(&md, dims, shape, dnnl_f32, tag));
+                  dnnl_data_type_t type, dnnl_format_tag_t tag) {
+    return ok(d.dnnl_memory_desc_init_by_tag(&md, dims, shape, type, tag));
   };
-  return init(u.src, 4, src, dnnl_nchw) &&
-         init(u.weights, wdims, weights, wtag) &&
-         init(u.dst, 4, dst, dnnl_nchw) &&
-         init(u.anySrc, 4, src, dnnl_format_tag_any) &&
-         init(u.anyWeights, wdims, weights, dnnl_format_tag_any) &&
-         init(u.anyDst, 4, dst, dnnl_format_tag_any);
+  return init(u.src, 4, src, srcType, dnnl_nchw) &&
+         init(u.weights, wdims, weights, weightsType, wtag) &&
+         init(u.dst, 4, dst, low, dnnl_nchw) &&
+         init(u.anySrc, 4, src, srcType, dnnl_format_tag_any) &&
+         init(u.anyWeights, wdims, weights, weightsType, dnnl_format_tag_any) &&
+         init(u.anyDst, 4, dst, low, dnnl_format_tag_any) &&
+         init(u.forwardSrc, 4, src, low, dnnl_format_tag_any) &&
+         init(u.forwardWeights, wdims, weights, low, dnnl_format_tag_any);
 }
 
 /// Takes operand `op`'s layout from `pd` and makes its reorder (`toLib`:
@@ -223,15 +210,16 @@ bool build(const Dnnl &d, int64_t kind, const Shape &s, GradPrimitives &p) {
   dnnl_dims_t strides = {s.sh, s.sw}, dilates = {s.dh - 1, s.dw - 1},
               pad = {s.ph, s.pw};
   bool input = kind == LOCUS_CONV_INPUT_GRAD;
-  if (!describeUser(d, s, u))
+  if (!describeUser(d, kind, s, u))
     return false;
   dnnl_primitive_desc_t pd = nullptr;
   for (dnnl_alg_kind_t algorithm : locus::rt::conv::algorithmsFor(s)) {
     dnnl_convolution_desc_t forward, backward;
     bool described =
         ok(d.dnnl_dilated_convolution_forward_desc_init(
-            &forward, dnnl_forward_training, algorithm, &u.anySrc,
-            &u.anyWeights, nullptr, &u.anyDst, strides, dilates, pad, pad)) &&
+            &forward, dnnl_forward_training, algorithm, &u.forwardSrc,
+            &u.forwardWeights, nullptr, &u.anyDst, strides, dilates, pad,
+            pad)) &&
         (input ? ok(d.dnnl_dilated_convolution_backward_data_desc_init(
                      &backward, algorithm, &u.anySrc, &u.anyWeights, &u.anyDst,
                      strides, dilates, pad, pad))
@@ -306,8 +294,8 @@ const GradPrimitives *gradPrimitivesFor(const Dnnl &d, int64_t kind,
 /// Runs the gradient through oneDNN: the inputs reordered into the
 /// workspace where their layouts differ, the primitive, its output
 /// reordered into y. False (y unspecified) when it cannot.
-bool dnnlGrad(const Dnnl &d, int64_t kind, const Params &params, const float *a,
-              const float *b, float *y) {
+bool dnnlGrad(const Dnnl &d, int64_t kind, const Params &params, const void *a,
+              const void *b, void *y) {
   const GradPrimitives *p = gradPrimitivesFor(d, kind, params);
   dnnl_stream_t stream = p ? locus::rt::dnnlStream(d) : nullptr;
   if (!stream)
@@ -360,7 +348,120 @@ bool dnnlGrad(const Dnnl &d, int64_t kind, const Params &params, const float *a,
 
 #endif // LOCUS_HAVE_DNNL_H
 
+/// The f32 gradient: oneDNN's where it runs, the built-in path, then the
+/// direct loops.
+void f32Grad(int64_t kind, const Params &p, const float *a, const float *b,
+             float *y) {
+  Shape s(p);
+#if LOCUS_HAVE_DNNL_H
+  const locus::rt::Dnnl *d = locus::rt::conv::chosenDnnl();
+  if (d && locus::rt::guardValue(
+               false, [&] { return dnnlGrad(*d, kind, p, a, b, y); }))
+    return;
+#endif
+  bool input = kind == LOCUS_CONV_INPUT_GRAD;
+  if (input ? builtinInputGrad(s, a, b, y) : builtinWeightGrad(s, a, b, y))
+    return;
+  directGrad(kind, s, Floats::of(a), Floats::of(b), Floats::of(y));
+}
+
+/// A gradient of 16-bit operands (LOCUS_CONV_BF16, _F16): oneDNN's 16-bit
+/// kernels where they are native (nativeSixteen), else the f32 gradient
+/// of the operands widened (exact), y rounded when it is 16-bit. False
+/// (nothing written) when the widened copies' memory cannot be had.
+bool sixteenBitGrad(int64_t kind, const Params &p, const void *a, const void *b,
+                    void *y) {
+  Shape s(p);
+#if LOCUS_HAVE_DNNL_H
+  const locus::rt::Dnnl *d = locus::rt::conv::chosenDnnl();
+  if (d && locus::rt::conv::nativeSixteen(*d, s) &&
+      locus::rt::guardValue(false,
+                            [&] { return dnnlGrad(*d, kind, p, a, b, y); }))
+    return true;
+#endif
+  bool input = kind == LOCUS_CONV_INPUT_GRAD;
+  // (dy, w) -> dx or (x, dy) -> dw.
+  int64_t aCount = input ? s.convElements() : s.inputElements(),
+          bCount = input ? s.weightElements() : s.convElements(),
+          yCount = input ? s.inputElements() : s.weightElements();
+  thread_local locus::rt::Workspace as, bs, ys;
+  auto floats = [](locus::rt::Workspace &space, int64_t count) {
+    return reinterpret_cast<float *>(
+        space.get(static_cast<size_t>(count) * sizeof(float)));
+  };
+  float *af = floats(as, aCount), *bf = floats(bs, bCount);
+  float *yf = s.y16() ? floats(ys, yCount) : static_cast<float *>(y);
+  if (!af || !bf || !yf)
+    return false;
+  locus::rt::conv::widen(s, static_cast<const uint16_t *>(a), aCount, af);
+  locus::rt::conv::widen(s, static_cast<const uint16_t *>(b), bCount, bf);
+  Params plain = p;
+  plain[LOCUS_CONV_FLAGS] &=
+      ~(LOCUS_CONV_BF16 | LOCUS_CONV_F16 | LOCUS_CONV_Y_16BIT);
+  f32Grad(kind, plain, af, bf, yf);
+  if (s.y16())
+    locus::rt::conv::narrow(s, yf, yCount, static_cast<uint16_t *>(y));
+  return true;
+}
+
 } // namespace
+
+void locus::rt::conv::directGrad(int64_t kind, const Shape &s, Floats a,
+                                 Floats b, Floats y) {
+  Group g(s);
+  auto xAt = [&](int64_t n, int64_t c, int64_t r, int64_t col) {
+    return ((n * s.c + c) * s.h + r) * s.w + col;
+  };
+  auto wAt = [&](int64_t o, int64_t c, int64_t p, int64_t q) {
+    return ((o * g.cg + c) * s.kh + p) * s.kw + q;
+  };
+  auto dyAt = [&](int64_t n, int64_t o, int64_t i, int64_t j) {
+    return ((n * s.o + o) * s.oh + i) * s.ow + j;
+  };
+  // The output index i that input row r meets at kernel row p (stride
+  // and dilation given), or -1.
+  auto meets = [](int64_t r, int64_t p, int64_t stride, int64_t dilation,
+                  int64_t pad, int64_t outs) -> int64_t {
+    int64_t t = r + pad - p * dilation;
+    return t < 0 || t % stride != 0 || t / stride >= outs ? -1 : t / stride;
+  };
+  if (kind == LOCUS_CONV_INPUT_GRAD) { // a = dy, b = w, y = dx
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t r = 0; r < s.h; ++r)
+          for (int64_t col = 0; col < s.w; ++col) {
+            int64_t grp = c / g.cg, cc = c % g.cg;
+            float acc = 0.0f;
+            for (int64_t o = grp * g.og; o < (grp + 1) * g.og; ++o)
+              for (int64_t p = 0; p < s.kh; ++p) {
+                int64_t i = meets(r, p, s.sh, s.dh, s.ph, s.oh);
+                for (int64_t q = 0; i >= 0 && q < s.kw; ++q) {
+                  int64_t j = meets(col, q, s.sw, s.dw, s.pw, s.ow);
+                  if (j >= 0)
+                    acc += a[dyAt(n, o, i, j)] * b[wAt(o, cc, p, q)];
+                }
+              }
+            y.set(xAt(n, c, r, col), acc);
+          }
+    return;
+  }
+  for (int64_t o = 0; o < s.o; ++o) // a = x, b = dy, y = dw
+    for (int64_t cc = 0; cc < g.cg; ++cc)
+      for (int64_t p = 0; p < s.kh; ++p)
+        for (int64_t q = 0; q < s.kw; ++q) {
+          float acc = 0.0f;
+          for (int64_t n = 0; n < s.n; ++n)
+            for (int64_t i = 0; i < s.oh; ++i)
+              for (int64_t j = 0; j < s.ow; ++j) {
+                int64_t r = i * s.sh + p * s.dh - s.ph,
+                        col = j * s.sw + q * s.dw - s.pw;
+                if (r >= 0 && r < s.h && col >= 0 && col < s.w)
+                  acc += a[xAt(n, o / g.og * g.cg + cc, r, col)] *
+                         b[dyAt(n, o, i, j)];
+              }
+          y.set(wAt(o, cc, p, q), acc);
+        }
+}
 
 #if LOCUS_HAVE_DNNL_H
 dnnl_alg_kind_t locus::rt::conv::gradAlgorithm(const Dnnl &d, int64_t kind,
@@ -374,31 +475,34 @@ extern "C" void locus_conv2d_grad(int64_t kind, uintptr_t paramsAddress,
                                   uintptr_t aAddress, uintptr_t bAddress,
                                   uintptr_t yAddress) {
   // NOLINTBEGIN(performance-no-int-to-ptr): generated code's addresses
-  const auto *a = reinterpret_cast<const float *>(aAddress);
-  const auto *b = reinterpret_cast<const float *>(bAddress);
-  auto *y = reinterpret_cast<float *>(yAddress);
+  const auto *a = reinterpret_cast<const void *>(aAddress);
+  const auto *b = reinterpret_cast<const void *>(bAddress);
+  auto *y = reinterpret_cast<void *>(yAddress);
   // NOLINTEND(performance-no-int-to-ptr)
   Params p = locus::rt::conv::readParams(paramsAddress);
   Shape s(p);
   if (kind != LOCUS_CONV_INPUT_GRAD && kind != LOCUS_CONV_WEIGHT_GRAD)
     return; // the compiler passes no other
   bool input = kind == LOCUS_CONV_INPUT_GRAD;
-  if (s.empty()) { // a sum over nothing
-    std::fill(y,
-              y + std::max<int64_t>(0, input ? s.inputElements()
-                                             : s.weightElements()),
-              0.0f);
+  if (s.empty()) { // a sum over nothing (zero bits in any type)
+    std::memset(y, 0,
+                static_cast<size_t>(std::max<int64_t>(
+                    0, input ? s.inputElements() : s.weightElements())) *
+                    (s.y16() ? 2 : sizeof(float)));
     return;
   }
   // Never throws: oneDNN's failures fall back to the built-in path, which
-  // falls back to the direct loops when its workspace cannot grow.
-#if LOCUS_HAVE_DNNL_H
-  const locus::rt::Dnnl *d = locus::rt::conv::chosenDnnl();
-  if (d && locus::rt::guardValue(
-               false, [&] { return dnnlGrad(*d, kind, p, a, b, y); }))
+  // falls back to the direct loops when its workspace cannot grow; a
+  // 16-bit gradient to its widened f32 one, and to the direct loops on
+  // operands widened one by one when those copies cannot be had.
+  if (!s.sixteenBit()) {
+    f32Grad(kind, p, static_cast<const float *>(a),
+            static_cast<const float *>(b), static_cast<float *>(y));
     return;
-#endif
-  if (input ? builtinInputGrad(s, a, b, y) : builtinWeightGrad(s, a, b, y))
-    return;
-  directGrad(kind, s, a, b, y);
+  }
+  if (!locus::rt::guardValue(false,
+                             [&] { return sixteenBitGrad(kind, p, a, b, y); }))
+    directGrad(kind, s, Floats::sixteen(s, a), Floats::sixteen(s, b),
+               s.y16() ? Floats::sixteen(s, y)
+                       : Floats::of(static_cast<float *>(y)));
 }

@@ -957,6 +957,78 @@ TEST(Conv2dGrad, MatchesADoubleReference) {
   }
 }
 
+TEST(Conv2dGrad, SixteenBitOperandsMatchTheReference) {
+  // LOCUS_CONV_BF16 and _F16: the two inputs of either gradient 16-bit,
+  // sums in f32, and with LOCUS_CONV_Y_16BIT the result rounded once;
+  // through oneDNN's bf16 kernels (where the CPU has them), widened to f32
+  // (LOCUS_CONV16=widen, and always for f16) and built-in.
+  RandomFloats random(12);
+  GradCase cases[] = {{2, 32, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                      {2, 16, 12, 12, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+                      {2, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 1, 1, 1},
+                      {1, 3, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                      {1, 8, 9, 9, 12, 3, 3, 1, 2, 2, 1, 2, 2, 4}};
+  const char *savedConv = std::getenv("LOCUS_CONV");
+  const char *savedSixteen = std::getenv("LOCUS_CONV16");
+  for (const char *path : {"default", "widen", "builtin"}) {
+    if (std::string(path) == "widen")
+      setenv("LOCUS_CONV16", "widen", 1);
+    if (std::string(path) == "builtin")
+      setenv("LOCUS_CONV", "builtin", 1);
+    for (const GradCase &t : cases)
+      for (int64_t variant = 0; variant < 4; ++variant) {
+        bool f16 = variant & 1, y16 = variant & 2;
+        int64_t oh = (t.h + 2 * t.ph - t.dh * (t.kh - 1) - 1) / t.sh + 1;
+        int64_t ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
+        int64_t flags = (f16 ? LOCUS_CONV_F16 : LOCUS_CONV_BF16) |
+                        (y16 ? LOCUS_CONV_Y_16BIT : 0);
+        int64_t p[LOCUS_CONV_PARAM_COUNT] = {
+            t.n,  t.c,  t.h,  t.w,  t.o,  t.kh, t.kw,  oh, ow,
+            t.sh, t.sw, t.ph, t.pw, t.dh, t.dw, t.g, flags};
+        std::vector<uint16_t> x16, w16, dy16;
+        std::vector<float> x = roundTo16(random(t.n * t.c * t.h * t.w), f16,
+                                         x16),
+                           w = roundTo16(
+                               random(t.o * t.c / t.g * t.kh * t.kw), f16,
+                               w16),
+                           dy = roundTo16(random(t.n * t.o * oh * ow), f16,
+                                          dy16);
+        for (int64_t kind : {LOCUS_CONV_INPUT_GRAD, LOCUS_CONV_WEIGHT_GRAD}) {
+          bool input = kind == LOCUS_CONV_INPUT_GRAD;
+          std::vector<double> want =
+              convGradRef(p, input, input ? dy : x, input ? w : dy);
+          const std::vector<uint16_t> &a = input ? dy16 : x16,
+                                      &b = input ? w16 : dy16;
+          std::vector<float> y(want.size(), std::nanf(""));
+          std::vector<uint16_t> bits(want.size(), 0x7FC0);
+          locus_conv2d_grad(kind, address(p), address(a.data()),
+                            address(b.data()),
+                            y16 ? address(bits.data()) : address(y.data()));
+          if (y16)
+            for (size_t i = 0; i < y.size(); ++i)
+              y[i] = f16 ? locus::half::fromF16Bits(bits[i])
+                         : locus::half::fromBf16Bits(bits[i]);
+          int64_t terms = input ? t.o / t.g * t.kh * t.kw : t.n * oh * ow;
+          double rounding = y16 ? (f16 ? 0x1p-11 : 0x1p-8) : 0.0;
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_NEAR(y[i], want[i],
+                        1e-5 * double(terms) +
+                            (1e-5 + rounding) * std::abs(want[i]))
+                << path << (input ? " input" : " weight") << " gradient c="
+                << t.c << " f16 " << f16 << " y16 " << y16 << " element "
+                << i;
+        }
+      }
+  }
+  for (auto [name, saved] :
+       {std::pair{"LOCUS_CONV", savedConv}, {"LOCUS_CONV16", savedSixteen}}) {
+    if (saved)
+      setenv(name, saved, 1);
+    else
+      unsetenv(name);
+  }
+}
+
 namespace {
 
 void expectEveryIndexOnce() {

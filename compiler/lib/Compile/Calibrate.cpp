@@ -13,7 +13,10 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace locus;
 
@@ -34,23 +37,56 @@ struct Problem {
   /// Whether the runs may replay as a CUDA graph (the launch measured
   /// inside one), or launch each kernel themselves.
   bool cudaGraphs = false;
+  /// Whether the chain is compiled with precision="bf16" (matmul, conv):
+  /// its products and convolutions read bf16 operands, as autocast's do.
+  bool half = false;
 };
 
-/// The chain of `length` ops of `problem` on `device`, compiled. State is
-/// created on `device` (a pin), so every op runs there: no input is fed
-/// and the one output is the same in every chain of a problem.
+/// The shape of the chain's input, `h`.
+Shape inputShape(const Problem &problem) {
+  switch (problem.kind) {
+  case Kind::matmul:
+    return {problem.size, problem.size};
+  case Kind::conv:
+    return {1, problem.size, problem.side, problem.side};
+  case Kind::softmax:
+    return {problem.size / problem.side, problem.side};
+  default:
+    return {problem.size};
+  }
+}
+
+/// What every run of a chain of `problem` is fed: `h`, values in
+/// [-0.05, 0.05).
+std::map<std::string, HostTensor> inputOf(const Problem &problem) {
+  Shape shape = inputShape(problem);
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  std::vector<float> values(static_cast<size_t>(count));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = 0.1f * static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.05f;
+  return {{"h", HostTensor::fromF32(shape, std::move(values))}};
+}
+
+/// The chain of `length` ops of `problem` on `device`, compiled. Its input
+/// (inputOf) and state are created on `device` (a pin), so every op runs
+/// there; the one output is the same in every chain of a problem. The
+/// chain starts from an input, fed each run: a chain of state alone would
+/// run once, at load (the kernels of state no step writes).
 CompiledModel compileChain(const Problem &problem, const Device &device,
                            int length, const CalibrateOptions &options) {
   Graph g("calibrate");
   g.manual_seed(7);
   StateOptions on{.device = device};
   Init init = Init::uniform(-0.05, 0.05, 11);
-  Tensor h;
+  Tensor h =
+      g.input("h", inputShape(problem),
+              {.device = problem.kind == Kind::roundTrip ? cpu() : device});
   switch (problem.kind) {
   case Kind::tiny:
   case Kind::stream: {
     Tensor c = g.parameter("c", {problem.size}, init, on);
-    h = g.parameter("h", {problem.size}, init, on);
     for (int i = 0; i < length; ++i)
       h = add(h, c);
     break;
@@ -58,27 +94,23 @@ CompiledModel compileChain(const Problem &problem, const Device &device,
   case Kind::matmul: {
     int64_t n = problem.size;
     Tensor b = g.parameter("b", {n, n}, init, on);
-    h = g.parameter("a", {n, n}, init, on);
     for (int i = 0; i < length; ++i)
       h = matmul(h, b);
     break;
   }
   case Kind::conv: {
-    int64_t c = problem.size, side = problem.side;
+    int64_t c = problem.size;
     Tensor w = g.parameter("w", {c, c, 3, 3}, init, on);
-    h = g.parameter("x", {1, c, side, side}, init, on);
     for (int i = 0; i < length; ++i)
       h = conv2d(h, w, {}, {.padding = {1, 1}});
     break;
   }
   case Kind::softmax: {
-    h = g.parameter("h", {problem.size / problem.side, problem.side}, init, on);
     for (int i = 0; i < length; ++i)
       h = softmax(h, 1);
     break;
   }
   case Kind::roundTrip: {
-    h = g.parameter("h", {problem.size}, init, {.device = cpu()});
     for (int i = 0; i < length; ++i)
       h = neg(neg(h.to(device)).to(cpu()));
     break;
@@ -86,7 +118,12 @@ CompiledModel compileChain(const Problem &problem, const Device &device,
   }
   g.output("y", h);
   CompileOptions compile;
-  compile.fuse = false; // one kernel per op: launches are what is measured
+  // One kernel per op: launches are what is measured. A bf16 chain is
+  // fused as a model is, so that each op's kernel takes in the casts
+  // around it (on the CPU the call then reads and writes bf16).
+  compile.fuse = problem.half;
+  if (problem.half)
+    compile.precision = "bf16";
   compile.cudaGraphs = problem.cudaGraphs;
   compile.diagnostics = [](const Diagnostic &) {};
   if (device.isCuda()) {
@@ -100,9 +137,10 @@ CompiledModel compileChain(const Problem &problem, const Device &device,
   return locus::compile(g, compile);
 }
 
-double secondsOf(const CompiledModel &model) {
+double secondsOfRun(const CompiledModel &model,
+                    const std::map<std::string, HostTensor> &inputs) {
   Clock::time_point start = Clock::now();
-  model.run({});
+  model.run(inputs);
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -125,6 +163,10 @@ Timing secondsPerOp(const Problem &problem, const Device &device,
       compileChain(problem, device, problem.shortChain, options);
   CompiledModel longChain =
       compileChain(problem, device, problem.longChain, options);
+  std::map<std::string, HostTensor> inputs = inputOf(problem);
+  auto secondsOf = [&](const CompiledModel &model) {
+    return secondsOfRun(model, inputs);
+  };
   for (int warm = 0; warm < 2; ++warm) {
     secondsOf(shortChain);
     secondsOf(longChain);
@@ -238,11 +280,13 @@ double workOf(const Problem &p) {
 }
 
 std::string describe(const Problem &p) {
+  const char *half = p.half ? ", bf16" : "";
   switch (p.kind) {
   case Kind::matmul:
-    return llvm::formatv("matmul {0}x{0}x{0}", p.size).str();
+    return llvm::formatv("matmul {0}x{0}x{0}{1}", p.size, half).str();
   case Kind::conv:
-    return llvm::formatv("conv2d 3x3, {0} channels, {1}x{1}", p.size, p.side)
+    return llvm::formatv("conv2d 3x3, {0} channels, {1}x{1}{2}", p.size, p.side,
+                         half)
         .str();
   case Kind::tiny:
   case Kind::stream:
@@ -301,17 +345,22 @@ std::string deviceJson(const DeviceProfile &device) {
       curves += (curves.empty() ? "" : ",\n      ") +
                 ("\"" + opClassName(static_cast<OpClass>(c)).str() + "\": ") +
                 curveJson(device.curves[c]);
-  std::string graphLaunch =
+  std::string extras =
       device.graphLaunchNs > 0
           ? ", \"graph_launch_ns\": " + number(device.graphLaunchNs, 0)
           : "";
+  if (device.halfFlops > 0)
+    extras += ", \"half_gflops\": " + number(device.halfFlops / 1e9, 1);
+  if (device.halfConvFlops > 0)
+    extras +=
+        ", \"half_conv_gflops\": " + number(device.halfConvFlops / 1e9, 1);
   return llvm::formatv("{{\"peak_gflops\": {0}, \"conv_gflops\": {1}, "
                        "\"bandwidth_gbps\": {2}, \"launch_ns\": {3}{5},\n"
                        "    \"curves\": {{{4}}}",
                        number(device.peakFlops / 1e9, 1),
                        number(device.convFlops / 1e9, 1),
                        number(device.bandwidth / 1e9, 2),
-                       number(device.launchNs, 0), curves, graphLaunch)
+                       number(device.launchNs, 0), curves, extras)
       .str();
 }
 
@@ -362,6 +411,22 @@ public:
     profile.convFlops = curve(sizes.conv, OpClass::conv, "GFLOP/s");
     profile.bandwidth = curve(sizes.elementwise, OpClass::elementwise, "GB/s");
     curve(sizes.reduction, OpClass::reduction, "GB/s");
+    // precision="bf16": the largest product and convolution again, their
+    // operands bf16 (each op with its roundings, as a model has them).
+    auto half = [&](Problem problem, double &rate) {
+      problem.half = true;
+      double work = workOf(problem);
+      perOp(problem, device, options_.rounds, name + " " + describe(problem),
+            [&](double seconds) {
+              rate = work / workSeconds(seconds, launch);
+              return llvm::formatv(", {0:F1} GFLOP/s", rate / 1e9).str();
+            });
+    };
+    // (Autocast keeps a product against a weight under 2^17 elements in
+    // f32: --quick's largest one.)
+    if (sizes.matmul.back().size * sizes.matmul.back().size >= (1 << 17))
+      half(sizes.matmul.back(), profile.halfFlops);
+    half(sizes.conv.back(), profile.halfConvFlops);
   }
 
   /// Measures the link between the host and `device`, whose profile (and

@@ -173,21 +173,36 @@ Fused locus::conv::matchFused(Conv2dOp conv) {
   Operation *user = onlyUser(result);
   if (isa_and_nonnull<MaxPool2dOp, AvgPool2dOp>(user))
     f.pool = user;
-  // 16-bit x and w, cast up from one type: the call reads them as they
-  // are; a cast of its result down to that type, its only reader, is the
-  // call's rounding.
-  Value x = castUpSource(conv.getInput()), w = castUpSource(conv.getWeight());
+  SixteenBit reads = sixteenBitReads(conv.getInput(), conv.getWeight(),
+                                     f.last()->getResult(0));
+  f.x16 = reads.a;
+  f.w16 = reads.b;
+  f.round = reads.round;
+  return f;
+}
+
+SixteenBit locus::conv::sixteenBitReads(Value a, Value b, Value result) {
+  SixteenBit reads;
+  Value a16 = castUpSource(a), b16 = castUpSource(b);
   auto elementOf = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getElementType();
   };
-  if (!x || !w || elementOf(x) != elementOf(w))
-    return f;
-  f.x16 = x;
-  f.w16 = w;
-  auto down = dyn_cast_or_null<CastOp>(onlyUser(f.last()->getResult(0)));
-  if (down && elementOf(down.getResult()) == elementOf(x))
-    f.round = down;
-  return f;
+  if (!a16 || !b16 || elementOf(a16) != elementOf(b16))
+    return reads;
+  reads.a = a16;
+  reads.b = b16;
+  auto down = dyn_cast_or_null<CastOp>(onlyUser(result));
+  if (down && elementOf(down.getResult()) == elementOf(a16))
+    reads.round = down;
+  return reads;
+}
+
+int64_t locus::conv::sixteenBitFlags(const SixteenBit &reads) {
+  if (!reads.a)
+    return 0;
+  bool f16 = cast<RankedTensorType>(reads.a.getType()).getElementType().isF16();
+  return (f16 ? LOCUS_CONV_F16 : LOCUS_CONV_BF16) |
+         (reads.round ? LOCUS_CONV_Y_16BIT : 0);
 }
 
 LogicalResult RunSizes::of(func::FuncOp func, RunSizes &r) {

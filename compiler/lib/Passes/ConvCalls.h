@@ -82,6 +82,20 @@ Widened widen(mlir::OpBuilder &b, mlir::Operation *op);
 /// Whether `op`'s result is bf16 or f16.
 bool isSixteenBit(mlir::Operation *op);
 
+/// What a host convolution call (forward or gradient) reads in 16 bits:
+/// the bf16 or f16 values its two tensor operands were cast up from, both
+/// of one type, and the cast of its result down to that type when that is
+/// the result's only reader in its block (LOCUS_CONV_BF16, _F16,
+/// _Y_16BIT). All null when the operands are no such casts.
+struct SixteenBit {
+  mlir::Value a, b;
+  CastOp round;
+};
+SixteenBit sixteenBitReads(mlir::Value a, mlir::Value b, mlir::Value result);
+
+/// The call's flags for `reads`.
+int64_t sixteenBitFlags(const SixteenBit &reads);
+
 /// A host convolution and the ops that join its locus_conv2d call: a
 /// residual add, a ReLU, then a pooling, each the only user of what comes
 /// before it, in the same block. When its input and weight are cast up

@@ -85,15 +85,6 @@ private:
     }
   }
 
-  /// The call's flags for 16-bit x and w and a 16-bit y.
-  static int64_t sixteenBitFlags(Fused &f) {
-    if (!f.x16)
-      return 0;
-    bool f16 = cast<RankedTensorType>(f.x16.getType()).getElementType().isF16();
-    return (f16 ? LOCUS_CONV_F16 : LOCUS_CONV_BF16) |
-           (f.round ? LOCUS_CONV_Y_16BIT : 0);
-  }
-
   /// The address of `params`: their constant global, or a copy with the
   /// run's batch (paramsAddress).
   Value paramsAddress(ModuleOp module, Addresses &at, const Params &params,
@@ -132,7 +123,7 @@ private:
              ? LOCUS_CONV_RESIDUAL_NHWC
              : 0) |
         (conv->hasAttr(kNhwcResultAttr) ? LOCUS_CONV_Y_NHWC : 0) |
-        sixteenBitFlags(f);
+        sixteenBitFlags({f.x16, f.w16, f.round});
     Params params =
         convParams(in.getShape(), w.getShape(), out.getShape(), stride, padding,
                    dilation, conv.getGroups(), flags);
@@ -186,10 +177,7 @@ private:
     Operation *xUp = f.x16 ? conv.getInput().getDefiningOp() : nullptr;
     Operation *wUp = f.w16 ? conv.getWeight().getDefiningOp() : nullptr;
     conv.erase();
-    if (xUp && xUp->use_empty())
-      xUp->erase();
-    if (wUp && wUp != xUp && wUp->use_empty())
-      wUp->erase();
+    eraseIfUnused(xUp, wUp);
     ++numCalls;
     numEpilogues += (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0);
   }
@@ -203,16 +191,24 @@ private:
 
   /// A gradient becomes locus_conv2d_grad(kind, params, a, b, y).
   void rewriteGrad(ModuleOp module, Operation *op, const RunSizes &run) {
-    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
-                            << op->getLoc() << ": a runtime call\n");
     ConvCall d = describe(op, /*tf32=*/0);
-    auto yType = cast<RankedTensorType>(op->getResult(0).getType());
+    // 16-bit operands cast up: the call reads them, and rounds its result
+    // when a cast down is all that reads it.
+    SixteenBit reads = sixteenBitReads(d.a, d.b, op->getResult(0));
+    d.params[LOCUS_CONV_FLAGS] |= sixteenBitFlags(reads);
+    LLVM_DEBUG(llvm::dbgs()
+               << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
+               << ": a runtime call" << (reads.a ? ", 16-bit operands" : "")
+               << (reads.round ? ", 16-bit result" : "") << "\n");
+    Operation *out = reads.round ? reads.round.getOperation() : op;
+    auto yType = cast<RankedTensorType>(out->getResult(0).getType());
     Location loc = op->getLoc();
-    OpBuilder b(op);
+    OpBuilder b(out);
     Addresses at{b, loc};
     // The batch: dy's for the input gradient, x's for the weights'.
     Value params = paramsAddress(module, at, d.params, run, d.a);
-    Value x = at.read(d.a), w = at.read(d.b);
+    Value x = at.read(reads.a ? reads.a : d.a),
+          w = at.read(reads.b ? reads.b : d.b);
     Value y = b.create<memref::AllocOp>(
         loc, MemRefType::get(yType.getShape(), yType.getElementType()),
         b.getI64IntegerAttr(64));
@@ -221,10 +217,24 @@ private:
                            ValueRange{kind, params, x, w, at.pointer(y)});
     Value result = b.create<bufferization::ToTensorOp>(
         loc, yType, y, /*restrict=*/true, /*writable=*/true);
-    run.mark(result, op->getResult(0));
-    op->getResult(0).replaceAllUsesWith(result);
+    run.mark(result, out->getResult(0));
+    out->getResult(0).replaceAllUsesWith(result);
+    if (reads.round)
+      reads.round->erase();
+    Operation *aUp = reads.a ? d.a.getDefiningOp() : nullptr;
+    Operation *bUp = reads.b ? d.b.getDefiningOp() : nullptr;
     op->erase();
+    eraseIfUnused(aUp, bUp);
     ++numGradCalls;
+  }
+
+  /// Erases the casts up a call took the 16-bit values of, where nothing
+  /// else reads them (`b` may be `a`).
+  static void eraseIfUnused(Operation *a, Operation *b) {
+    if (a && a->use_empty())
+      a->erase();
+    if (b && b != a && b->use_empty())
+      b->erase();
   }
 
   ParamGlobals globals;

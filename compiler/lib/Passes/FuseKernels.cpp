@@ -242,26 +242,30 @@ void cloneWideningCastsPerReader(Block &body) {
   }
 }
 
-/// Whether `use` is a CPU convolution's input or weight: the runtime's
-/// call reads a 16-bit value there as it is (--locus-conv-to-runtime).
+/// Whether `use` is one of the two tensor operands of a CPU convolution
+/// (its input or weight) or of its gradients (dy and the weight, x and
+/// dy): the runtime's call reads a 16-bit value there as it is
+/// (--locus-conv-to-runtime).
 bool hostConvOperand(OpOperand &use) {
-  return isa<Conv2dOp>(use.getOwner()) && use.getOperandNumber() < 2 &&
+  return isa<Conv2dOp, Conv2dInputGradOp, Conv2dWeightGradOp>(use.getOwner()) &&
+         use.getOperandNumber() < 2 &&
          placedOrCpu(use.getOwner()).getKind() == DeviceKind::cpu;
 }
 
-/// Whether `op` casts a 16-bit value up on the CPU for convolutions alone,
-/// each reading it as its input or weight: it joins the convolution's
-/// kernel, whose call then reads the 16-bit value (mergePrologues).
+/// Whether `op` casts a 16-bit value up on the CPU for convolutions and
+/// their gradients alone, each reading it as a tensor operand: it joins the
+/// reader's kernel, whose call then reads the 16-bit value
+/// (mergePrologues).
 bool widensForHostConvs(Operation *op) {
   return widens(op) && placedOrCpu(op).getKind() == DeviceKind::cpu &&
          !op->use_empty() && llvm::all_of(op->getUses(), hostConvOperand);
 }
 
-/// On the CPU, a cast up of a 16-bit value that convolutions read as their
-/// input or weight becomes one cast per such read (the cast stays for any
-/// other reader): each joins its convolution's kernel, which reads the
-/// 16-bit value (a block's input, which its first convolution and a
-/// strided 1x1 convolution both read).
+/// On the CPU, a cast up of a 16-bit value that convolutions or their
+/// gradients read as a tensor operand becomes one cast per such read (the
+/// cast stays for any other reader): each joins its reader's kernel, which
+/// reads the 16-bit value (a block's input, which its first convolution, a
+/// strided 1x1 convolution and their weight gradients all read).
 void cloneWideningCastsForHostConvs(Block &body) {
   SmallVector<Operation *> casts;
   for (Operation &op : body)

@@ -156,9 +156,9 @@ static inline int32_t locus_abi_cuda_ordinal(const char *text, size_t length) {
  *    which an older runtime would read as f32.
  * 8: 16-bit products may write a 16-bit C (LOCUS_GEMM_C_16BIT), which an
  *    older runtime would write as f32.
- * 9: host convolutions may take 16-bit x and w (LOCUS_CONV_BF16, _F16) and
- *    write a 16-bit y (LOCUS_CONV_Y_16BIT), which an older runtime would
- *    read and write as f32. */
+ * 9: host convolutions and their gradients may take 16-bit operands
+ *    (LOCUS_CONV_BF16, _F16) and write a 16-bit y (LOCUS_CONV_Y_16BIT),
+ *    which an older runtime would read and write as f32. */
 #define LOCUS_PLAN_VERSION 9u
 /* The input that holds a run's dynamic sizes (i64, one per size, in the
  * plan's order): the runtime fills it from the inputs' shapes. */
@@ -322,12 +322,13 @@ enum locus_conv_flag_e {
    * accumulates in f32 on tensor cores (no bias with these).
    * locus_conv2d: x and w hold bf16 (or f16) elements; the sums, bias,
    * residual, ReLU and pooling are f32, and y is f32 unless
-   * LOCUS_CONV_Y_16BIT. */
+   * LOCUS_CONV_Y_16BIT. locus_conv2d_grad: a and b hold them, the sums
+   * are f32, and y is f32 unless LOCUS_CONV_Y_16BIT. */
   LOCUS_CONV_BF16 = 512,
   LOCUS_CONV_F16 = 1024,
-  /* locus_conv2d only, with LOCUS_CONV_BF16 or _F16: y holds that type,
-   * the f32 result (epilogue and pooling included) rounded once to
-   * nearest even. */
+  /* locus_conv2d and locus_conv2d_grad, with LOCUS_CONV_BF16 or _F16: y
+   * holds that type, the f32 result (epilogue and pooling included)
+   * rounded once to nearest even. */
   LOCUS_CONV_Y_16BIT = 2048
 };
 
@@ -356,8 +357,9 @@ LOCUS_API void locus_conv2d(uintptr_t params, uintptr_t x, uintptr_t w,
  * LOCUS_CONV_INPUT_GRAD (y = dx [N, C, H, W] from a = dy [N, O, OH, OW] and
  * b = w) or LOCUS_CONV_WEIGHT_GRAD (y = dw [O, C / groups, KH, KW] from
  * a = x and b = dy); `params` points to LOCUS_CONV_PARAM_COUNT int64 values,
- * the forward convolution's shapes (the flags are not read). y is
- * overwritten. All contiguous f32, pointers passed as integers. Through
+ * the forward convolution's shapes (of the flags only LOCUS_CONV_BF16,
+ * _F16 and _Y_16BIT are read). y is overwritten. All contiguous f32 unless
+ * those flags say otherwise, pointers passed as integers. Through
  * oneDNN's backward primitives where it loads, im2col (col2im) and
  * locus_sgemm otherwise, as locus_conv2d chooses. */
 LOCUS_API void locus_conv2d_grad(int64_t kind, uintptr_t params, uintptr_t a,

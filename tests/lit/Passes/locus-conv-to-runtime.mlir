@@ -150,20 +150,22 @@ func.func @nhwc(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: tensor<4xf
 
 // -----
 
-// A convolution of 16-bit operands (the host version of a CUDA kernel,
-// --locus-gpu-16bit-convs): locus_conv2d reads the 16-bit operands and
-// writes the 16-bit result (LOCUS_CONV_BF16 | _Y_16BIT: 2560); its weight
-// gradient on them cast up (exact), the result cast back down.
+// A convolution and a weight gradient of 16-bit operands (the host version
+// of a CUDA kernel, --locus-gpu-16bit-convs): locus_conv2d and
+// locus_conv2d_grad read the 16-bit operands and write the 16-bit result
+// (LOCUS_CONV_BF16 | _Y_16BIT: 2560; the two share their parameters).
 // CHECK-DAG: memref.global "private" constant @{{.*}} : memref<25xi64> = dense<[1, 2, 6, 6, 4, 3, 3, 4, 4, 1, 1, 0, 0, 1, 1, 1, 2560, 0, 0, 0, 0, 0, 0, 0, 0]>
 // CHECK-LABEL: func.func @sixteen_bits
+// CHECK-NOT: locus.cast
 // CHECK: bufferization.to_memref %arg0 read_only : memref<1x2x6x6xbf16>
 // CHECK: bufferization.to_memref %arg1 read_only : memref<4x2x3x3xbf16>
-// CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x4x4xbf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x4x4x4xbf16>
 // CHECK: call @locus_conv2d(
-// CHECK: %[[XF:.*]] = locus.cast %arg0 to f32 : tensor<1x2x6x6xbf16> -> tensor<1x2x6x6xf32>
-// CHECK: bufferization.to_memref %[[XF]] read_only
+// CHECK: bufferization.to_memref %arg0 read_only : memref<1x2x6x6xbf16>
+// CHECK: bufferization.to_memref %arg2 read_only : memref<1x4x4x4xbf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<4x2x3x3xbf16>
 // CHECK: call @locus_conv2d_grad(
-// CHECK: locus.cast %{{.*}} to bf16 : tensor<4x2x3x3xf32> -> tensor<4x2x3x3xbf16>
+// CHECK-NOT: locus.cast
 func.func @sixteen_bits(%x: tensor<1x2x6x6xbf16>, %w: tensor<4x2x3x3xbf16>, %g: tensor<1x4x4x4xbf16>) -> (tensor<1x4x4x4xbf16>, tensor<4x2x3x3xbf16>) {
   %y = locus.conv2d %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x6x6xbf16>, tensor<4x2x3x3xbf16> -> tensor<1x4x4x4xbf16>
   %dw = locus.conv2d_weight_grad %x, %g weight_shape [4, 2, 3, 3] stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x2x6x6xbf16>, tensor<1x4x4x4xbf16> -> tensor<4x2x3x3xbf16>
@@ -238,4 +240,38 @@ func.func @mixed_types(%x: tensor<1x4x5x5xbf16>, %w: tensor<4x4x1x1xf16>, %wf32:
   %1 = locus.cast %0 to bf16 : tensor<1x4x5x5xf32> -> tensor<1x4x5x5xbf16>
   %2 = locus.conv2d %xf, %wf32 stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x4x5x5xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x5x5xf32>
   return %1, %2 : tensor<1x4x5x5xbf16>, tensor<1x4x5x5xf32>
+}
+
+// -----
+
+// Gradients of autocast convolutions on the CPU: the input gradient reads
+// dy and the weight in bf16 and writes f32 (something else reads its
+// result too: flags BF16 = 512); the weight gradient reads x and dy in f16
+// and rounds its result (F16 | Y_16BIT = 3072).
+// CHECK-DAG: memref.global "private" constant @[[PI:.*]] : memref<25xi64> = dense<[2, 16, 6, 6, 8, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 512, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-DAG: memref.global "private" constant @[[PW:.*]] : memref<25xi64> = dense<[2, 16, 6, 6, 8, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 3072, 0, 0, 0, 0, 0, 0, 0, 0]>
+// CHECK-LABEL: func.func @grads
+// CHECK: memref.get_global @[[PI]]
+// CHECK: bufferization.to_memref %arg0 read_only : memref<2x8x6x6xbf16>
+// CHECK: bufferization.to_memref %arg1 read_only : memref<8x16x3x3xbf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x16x6x6xf32>
+// CHECK: call @locus_conv2d_grad(
+// CHECK: locus.cast %{{.*}} to bf16 : tensor<2x16x6x6xf32>
+// CHECK: memref.get_global @[[PW]]
+// CHECK: bufferization.to_memref %arg2 read_only : memref<2x16x6x6xf16>
+// CHECK: bufferization.to_memref %arg3 read_only : memref<2x8x6x6xf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<8x16x3x3xf16>
+// CHECK: call @locus_conv2d_grad(
+// CHECK-NOT: locus.cast
+// CHECK: return
+func.func @grads(%dy: tensor<2x8x6x6xbf16>, %w: tensor<8x16x3x3xbf16>, %x: tensor<2x16x6x6xf16>, %dyh: tensor<2x8x6x6xf16>) -> (tensor<2x16x6x6xf32>, tensor<2x16x6x6xbf16>, tensor<8x16x3x3xf16>) {
+  %dyf = locus.cast %dy to f32 : tensor<2x8x6x6xbf16> -> tensor<2x8x6x6xf32>
+  %wf = locus.cast %w to f32 : tensor<8x16x3x3xbf16> -> tensor<8x16x3x3xf32>
+  %dx = locus.conv2d_input_grad %dyf, %wf input_shape [2, 16, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x8x6x6xf32>, tensor<8x16x3x3xf32> -> tensor<2x16x6x6xf32>
+  %dxb = locus.cast %dx to bf16 : tensor<2x16x6x6xf32> -> tensor<2x16x6x6xbf16>
+  %xf = locus.cast %x to f32 : tensor<2x16x6x6xf16> -> tensor<2x16x6x6xf32>
+  %dyhf = locus.cast %dyh to f32 : tensor<2x8x6x6xf16> -> tensor<2x8x6x6xf32>
+  %dw = locus.conv2d_weight_grad %xf, %dyhf weight_shape [8, 16, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x16x6x6xf32>, tensor<2x8x6x6xf32> -> tensor<8x16x3x3xf32>
+  %dwh = locus.cast %dw to f16 : tensor<8x16x3x3xf32> -> tensor<8x16x3x3xf16>
+  return %dx, %dxb, %dwh : tensor<2x16x6x6xf32>, tensor<2x16x6x6xbf16>, tensor<8x16x3x3xf16>
 }

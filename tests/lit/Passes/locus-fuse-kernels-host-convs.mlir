@@ -169,3 +169,29 @@ locus.graph @blocks {
   %r3 = locus.relu %a3 {locus.device = #locus.device<cpu>} : tensor<1x16x6x6xf32>
   locus.output "y" = %r3 : tensor<1x16x6x6xf32>
 }
+
+// -----
+
+// The gradients too: a rounded dy that both gradients read (one cast each,
+// in each gradient's kernel), and the rounded x and weight.
+// CHECK-LABEL: locus.graph @grads
+// CHECK: locus.kernel on <cpu> -> tensor<2x16x6x6xf32> {
+// CHECK-NEXT: %[[B:.*]] = locus.cast %w to f32
+// CHECK-NEXT: %[[A:.*]] = locus.cast %dy to f32
+// CHECK-NEXT: locus.conv2d_input_grad %[[A]], %[[B]]
+// CHECK: locus.kernel on <cpu> -> tensor<8x16x3x3xf32> {
+// CHECK-NEXT: %[[C:.*]] = locus.cast %x to f32
+// CHECK-NEXT: %[[D:.*]] = locus.cast %dy to f32
+// CHECK-NEXT: locus.conv2d_weight_grad %[[C]], %[[D]]
+locus.graph @grads {
+  %dy = locus.input "dy" : tensor<2x8x6x6xbf16>
+  %w = locus.input "w" : tensor<8x16x3x3xbf16>
+  %x = locus.input "x" : tensor<2x16x6x6xbf16>
+  %dyf = locus.cast %dy to f32 {locus.device = #locus.device<cpu>} : tensor<2x8x6x6xbf16> -> tensor<2x8x6x6xf32>
+  %wf = locus.cast %w to f32 {locus.device = #locus.device<cpu>} : tensor<8x16x3x3xbf16> -> tensor<8x16x3x3xf32>
+  %xf = locus.cast %x to f32 {locus.device = #locus.device<cpu>} : tensor<2x16x6x6xbf16> -> tensor<2x16x6x6xf32>
+  %dx = locus.conv2d_input_grad %dyf, %wf input_shape [2, 16, 6, 6] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cpu>} : tensor<2x8x6x6xf32>, tensor<8x16x3x3xf32> -> tensor<2x16x6x6xf32>
+  %dw = locus.conv2d_weight_grad %xf, %dyf weight_shape [8, 16, 3, 3] stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 {locus.device = #locus.device<cpu>} : tensor<2x16x6x6xf32>, tensor<2x8x6x6xf32> -> tensor<8x16x3x3xf32>
+  locus.output "dx" = %dx : tensor<2x16x6x6xf32>
+  locus.output "dw" = %dw : tensor<8x16x3x3xf32>
+}

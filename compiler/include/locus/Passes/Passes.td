@@ -772,10 +772,11 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     call the cast would be a launch writing f32 for that kernel to read);
     so does a CUDA kernel of a 16-bit matrix product without a bias (with
     views of its operands), after which cuBLAS writes the 16-bit result.
-    On the CPU, the cast up of a 16-bit value that convolutions read as
-    their input or weight (an autocast convolution's rounded operands)
-    joins each such convolution's kernel, one cast per read (a cast stays
-    for any other reader), and never its producer's: the runtime's call
+    On the CPU, the cast up of a 16-bit value that convolutions or their
+    gradients read as one of their two tensor operands (an autocast
+    convolution's rounded operands, the rounded gradient flowing into it)
+    joins each such reader's kernel, one cast per read (a cast stays for
+    any other reader), and never its producer's: the runtime's call
     then reads the 16-bit value as it is (`--locus-conv-to-runtime`), and
     the kernel before it writes the 16-bit value only. Its weights' casts
     down are load-time kernels of an inference model, so the weights stay
@@ -1311,12 +1312,13 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
     the same: the cast up is exact, and the runtime sums in f32 (oneDNN's
     bf16 kernels where the CPU has bf16 dot products, the f32 call on
     widened copies otherwise). `--locus-fuse-kernels` puts those casts in
-    the convolution's kernel. A forward convolution of bf16 or f16 tensors
-    (the host version of a CUDA kernel, `--locus-gpu-16bit-convs`) becomes
-    that: the same op on its operands cast up, its result cast down. A
-    gradient of 16-bit operands calls on its operands cast up to f32
-    (exactly), its result cast back down: the same values as a 16-bit
-    gradient accumulating in f32.
+    the convolution's kernel. Gradients likewise: a
+    `locus.conv2d_input_grad` or `locus.conv2d_weight_grad` whose two
+    tensor operands are such casts reads the 16-bit values, and takes in
+    the rounding of its result. A convolution or gradient of bf16 or f16
+    tensors (the host version of a CUDA kernel, `--locus-gpu-16bit-convs`)
+    becomes that: the same op on its operands cast up, its result cast
+    down.
 
     A gradient's call takes the kind (`locus_conv_kind_e`: 1 input
     gradient, 2 weight gradient), the forward convolution's shapes in the
