@@ -644,20 +644,37 @@ template <typename Body> void inParallel(int64_t count, Body body) {
 bool widenedConv(const Params &params, const void *x, const void *w,
                  const float *bias, const float *res, void *y) {
   Shape s(params);
+  const auto *w16 = static_cast<const uint16_t *>(w);
   thread_local Workspace xs, ws, ys;
   auto floats = [](Workspace &space, int64_t count) {
     return reinterpret_cast<float *>(
         space.get(static_cast<size_t>(count) * sizeof(float)));
   };
-  float *xf = floats(xs, s.inputElements()),
-        *wf = floats(ws, s.weightElements());
+  // Weights no step writes are widened once, into a copy the model keeps
+  // (oneDNN's reorder of them is kept too, keyed by the 16-bit weights).
+  const float *wf = nullptr;
+  locus::rt::Constants *constants = locus::rt::stepConstants();
+  auto weights = static_cast<size_t>(s.weightElements());
+  if (constants && constants->contains(w, weights * 2)) {
+    static const char widening = 0; // names this transform of the weights
+    wf = static_cast<const float *>(constants->derived(
+        w, &widening, weights * sizeof(float), [&](void *out) {
+          locus::rt::conv::widen(s, w16, s.weightElements(),
+                                 static_cast<float *>(out));
+          return true;
+        }));
+  }
+  float *wCopy = wf ? nullptr : floats(ws, s.weightElements());
+  float *xf = floats(xs, s.inputElements());
   float *yf = s.y16() ? floats(ys, s.yElements()) : static_cast<float *>(y);
-  if (!xf || !wf || !yf)
+  if (!xf || (!wf && !wCopy) || !yf)
     return false;
   locus::rt::conv::widen(s, static_cast<const uint16_t *>(x), s.inputElements(),
                          xf);
-  locus::rt::conv::widen(s, static_cast<const uint16_t *>(w),
-                         s.weightElements(), wf);
+  if (!wf) {
+    locus::rt::conv::widen(s, w16, s.weightElements(), wCopy);
+    wf = wCopy;
+  }
   Params plain = params;
   plain[LOCUS_CONV_FLAGS] &=
       ~(LOCUS_CONV_BF16 | LOCUS_CONV_F16 | LOCUS_CONV_Y_16BIT);
@@ -748,26 +765,28 @@ void locus::rt::conv::narrow(const Shape &s, const float *in, int64_t count,
 }
 
 #if LOCUS_HAVE_DNNL_H
-/// Whether oneDNN runs a call of 16-bit x and w as it is: bf16 on a CPU
-/// with bf16 dot products (AVX512-BF16 or AMX, as oneDNN's effective ISA
-/// says), unless LOCUS_CONV16=widen. On the 2-core Xeon with AMX build
-/// machine (oneDNN 2.6.3, bench/probes/onednn_bf16.cpp, batch 8, NHWC,
-/// bias and ReLU fused), its bf16 3x3 convolutions from 64 channels at
-/// 56x56 to 512 at 7x7 took 0.16-0.25x the direct f32 ones' time and
-/// 0.31-0.36x Winograd's. Where the CPU lacks bf16 dot products oneDNN
-/// emulates them (1.74-1.88x f32's time on a Xeon without AVX512-BF16),
-/// and oneDNN 2.6 has no f16 convolution on the CPU: those calls are
-/// widened (widenedConv). So are calls of fewer than 16 channels in or
-/// out per group, where oneDNN's bf16 kernels lose to its f32 ones (on
-/// that Xeon, batch 64: LeNet's 1 -> 6 channels 5x5 on 28x28 0.36 ms
-/// against 0.21, its 6 -> 16 on 14x14 0.21-0.34 against 0.09-0.12).
+/// Whether oneDNN runs a call of 16-bit operands as it is: bf16 on a CPU
+/// with AMX (as oneDNN's effective ISA says), unless LOCUS_CONV16=widen.
+/// On the 2-core Xeon with AMX build machine (oneDNN 2.6.3,
+/// bench/probes/onednn_bf16.cpp, batch 8, NHWC, bias and ReLU fused), its
+/// bf16 3x3 convolutions from 64 channels at 56x56 to 512 at 7x7 took
+/// 0.16-0.25x the direct f32 ones' time and 0.31-0.36x Winograd's, which
+/// the f32 calls take. Without AMX its AVX512-BF16 kernels do not pay: on
+/// a Xeon with AVX512-BF16 they took 1.88x the direct f32 time, on a Zen 4
+/// 0.51x, about Winograd's. Those calls are widened (widenedConv), and so
+/// are f16 ones (oneDNN 2.6 has no f16 convolution on the CPU) and those
+/// of fewer than 16 channels in or out per group, where the bf16 kernels
+/// lose to the f32 ones even with AMX (batch 64: LeNet's 1 -> 6 channels
+/// 5x5 on 28x28 0.36 ms against 0.21, its 6 -> 16 on 14x14 0.21-0.34
+/// against 0.09-0.12).
 bool locus::rt::conv::nativeSixteen(const Dnnl &d, const Shape &s) {
   const char *choice = std::getenv("LOCUS_CONV16");
   if (s.f16() || (choice && std::string(choice) == "widen") ||
       s.c / s.groups < 16 || s.o / s.groups < 16)
     return false;
+  // (The ISA values are bit sets: AMX's holds every AVX-512 one's.)
   auto isa = static_cast<unsigned>(d.dnnl_get_effective_cpu_isa());
-  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+  return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
 }
 
 locus::rt::conv::Algorithms locus::rt::conv::algorithmsFor(const Shape &s) {

@@ -133,8 +133,8 @@ void narrow(const Shape &s, const float *in, int64_t count, uint16_t *out);
 
 #if LOCUS_HAVE_DNNL_H
 /// Whether oneDNN runs a call of `s`'s 16-bit operands in that type (its
-/// bf16 kernels where the CPU has bf16 dot products; conv.cpp says when);
-/// such a call is widened to f32 otherwise.
+/// bf16 kernels where the CPU has AMX; conv.cpp says when); such a call is
+/// widened to f32 otherwise.
 bool nativeSixteen(const Dnnl &d, const Shape &s);
 
 /// oneDNN when the convolutions may use it (loaded, and LOCUS_CONV is not

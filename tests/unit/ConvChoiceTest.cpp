@@ -87,15 +87,15 @@ TEST(ConvChoice, OneDnnBuildsWhatWasAskedFor) {
   }
 }
 
-TEST(ConvChoice, SixteenBitCallsRunNativeWhereTheCpuHasBf16) {
+TEST(ConvChoice, SixteenBitCallsRunNativeWhereTheCpuHasAmx) {
   const locus::rt::Dnnl *d = locus::rt::conv::chosenDnnl();
   if (!d || std::getenv("LOCUS_CONV") || std::getenv("LOCUS_CONV16"))
     GTEST_SKIP() << "oneDNN is not loaded, or LOCUS_CONV(16) is set";
   auto isa = static_cast<unsigned>(d->dnnl_get_effective_cpu_isa());
-  bool bf16Dots =
-      (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
-  std::printf("[  NOTE    ] oneDNN: %s; bf16 dot products: %s\n",
-              d->name.c_str(), bf16Dots ? "yes" : "no (calls widened)");
+  bool amx =
+      (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+  std::printf("[  NOTE    ] oneDNN: %s; AMX: %s\n", d->name.c_str(),
+              amx ? "yes" : "no (16-bit calls widened)");
   auto with = [](Params p, int64_t flags) {
     p[LOCUS_CONV_FLAGS] |= flags;
     return p;
@@ -103,12 +103,12 @@ TEST(ConvChoice, SixteenBitCallsRunNativeWhereTheCpuHasBf16) {
   Params block = params(2, 64, 16, 64, 3), thin = params(2, 3, 16, 16, 3),
          grouped = params(2, 64, 16, 64, 3, 1, 8);
   using locus::rt::conv::nativeSixteen;
-  EXPECT_EQ(nativeSixteen(*d, Shape(with(block, LOCUS_CONV_BF16))), bf16Dots);
+  EXPECT_EQ(nativeSixteen(*d, Shape(with(block, LOCUS_CONV_BF16))), amx);
   EXPECT_FALSE(nativeSixteen(*d, Shape(with(block, LOCUS_CONV_F16))));
   // Fewer than 16 channels in (or out) per group: widened.
   EXPECT_FALSE(nativeSixteen(*d, Shape(with(thin, LOCUS_CONV_BF16))));
   EXPECT_FALSE(nativeSixteen(*d, Shape(with(grouped, LOCUS_CONV_BF16))));
-  if (!bf16Dots)
+  if (!amx)
     return;
   // Where native, oneDNN builds every form (else the runtime would widen
   // them without a word): the forward with its output f32 (a residual)

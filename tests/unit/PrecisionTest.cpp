@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -288,11 +289,13 @@ TEST(Precision, AutocastResidualBlocksOnTheCpu) {
   ASSERT_EQ(got.size(), ref.size());
   for (size_t i = 0; i < ref.size(); ++i)
     EXPECT_NEAR(got[i], ref[i], 0x1p-8 * scale) << i;
-  const char *saved = std::getenv("LOCUS_CONV16");
+  std::optional<std::string> saved;
+  if (const char *value = std::getenv("LOCUS_CONV16"))
+    saved = value;
   setenv("LOCUS_CONV16", "widen", 1);
   std::vector<float> widened = m.run(inputs).at("y").f32;
   if (saved)
-    setenv("LOCUS_CONV16", saved, 1);
+    setenv("LOCUS_CONV16", saved->c_str(), 1);
   else
     unsetenv("LOCUS_CONV16");
   for (size_t i = 0; i < ref.size(); ++i)

@@ -389,7 +389,7 @@ public:
     // CPU's is the profile's; a GPU's run also waits for the device.
     if (!device.isCuda()) {
       runSeconds = std::max(1e-7, tiny.shortRun - launch);
-      report("run (no input, one output of 16 floats): " +
+      report("run (an input and an output of 16 floats): " +
              timeText(runSeconds) + " besides its kernels");
     }
     auto curve = [&](const std::vector<Problem> &problems, OpClass opClass,

@@ -1309,9 +1309,10 @@ def LocusConvToRuntime : Pass<"locus-conv-to-runtime", "::mlir::ModuleOp"> {
     (epilogue's, pooling's) f32 result down to that type, the result's only
     reader, joins the call too (`LOCUS_CONV_Y_16BIT`: the call rounds its
     f32 result once); casts up that nothing else reads go. The values are
-    the same: the cast up is exact, and the runtime sums in f32 (oneDNN's
-    bf16 kernels where the CPU has bf16 dot products, the f32 call on
-    widened copies otherwise). `--locus-fuse-kernels` puts those casts in
+    those of an f32 convolution of the cast operands: the cast up is
+    exact, and the runtime sums in f32 (oneDNN's bf16 kernels where the
+    CPU has AMX, the f32 call on widened copies otherwise, which may take
+    Winograd as any f32 call of its shape does). `--locus-fuse-kernels` puts those casts in
     the convolution's kernel. Gradients likewise: a
     `locus.conv2d_input_grad` or `locus.conv2d_weight_grad` whose two
     tensor operands are such casts reads the 16-bit values, and takes in
