@@ -982,15 +982,14 @@ TEST(Conv2dGrad, SixteenBitOperandsMatchTheReference) {
         int64_t ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
         int64_t flags = (f16 ? LOCUS_CONV_F16 : LOCUS_CONV_BF16) |
                         (y16 ? LOCUS_CONV_Y_16BIT : 0);
-        int64_t p[LOCUS_CONV_PARAM_COUNT] = {
-            t.n,  t.c,  t.h,  t.w,  t.o,  t.kh, t.kw,  oh, ow,
-            t.sh, t.sw, t.ph, t.pw, t.dh, t.dw, t.g, flags};
+        int64_t p[LOCUS_CONV_PARAM_COUNT] = {t.n,  t.c,  t.h,  t.w,  t.o,  t.kh,
+                                             t.kw, oh,   ow,   t.sh, t.sw, t.ph,
+                                             t.pw, t.dh, t.dw, t.g,  flags};
         std::vector<uint16_t> x16, w16, dy16;
         std::vector<float> x = roundTo16(random(t.n * t.c * t.h * t.w), f16,
                                          x16),
-                           w = roundTo16(
-                               random(t.o * t.c / t.g * t.kh * t.kw), f16,
-                               w16),
+                           w = roundTo16(random(t.o * t.c / t.g * t.kh * t.kw),
+                                         f16, w16),
                            dy = roundTo16(random(t.n * t.o * oh * ow), f16,
                                           dy16);
         for (int64_t kind : {LOCUS_CONV_INPUT_GRAD, LOCUS_CONV_WEIGHT_GRAD}) {
@@ -1014,9 +1013,9 @@ TEST(Conv2dGrad, SixteenBitOperandsMatchTheReference) {
             ASSERT_NEAR(y[i], want[i],
                         1e-5 * double(terms) +
                             (1e-5 + rounding) * std::abs(want[i]))
-                << path << (input ? " input" : " weight") << " gradient c="
-                << t.c << " f16 " << f16 << " y16 " << y16 << " element "
-                << i;
+                << path << (input ? " input" : " weight")
+                << " gradient c=" << t.c << " f16 " << f16 << " y16 " << y16
+                << " element " << i;
         }
       }
   }
