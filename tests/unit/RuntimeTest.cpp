@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -717,6 +718,31 @@ TEST(Conv2d, NhwcOperandsMatchTheReference) {
     unsetenv("LOCUS_CONV");
 }
 
+/// Runs body(path) on each path a 16-bit convolution call may take:
+/// "default" (oneDNN's bf16 kernels where the CPU has AMX), "widen"
+/// (LOCUS_CONV16=widen) and "builtin" (LOCUS_CONV=builtin too); the
+/// caller's environment is restored after.
+template <typename Body> void forEachSixteenBitPath(Body body) {
+  std::vector<std::pair<const char *, std::optional<std::string>>> saved;
+  for (const char *name : {"LOCUS_CONV", "LOCUS_CONV16"}) {
+    const char *value = std::getenv(name);
+    saved.emplace_back(name, value ? std::optional<std::string>(value)
+                                   : std::nullopt);
+  }
+  for (const char *path : {"default", "widen", "builtin"}) {
+    if (std::string(path) == "widen")
+      setenv("LOCUS_CONV16", "widen", 1);
+    if (std::string(path) == "builtin")
+      setenv("LOCUS_CONV", "builtin", 1);
+    body(path);
+  }
+  for (const auto &[name, value] : saved)
+    if (value)
+      setenv(name, value->c_str(), 1);
+    else
+      unsetenv(name);
+}
+
 /// `v` rounded to bf16 (`f16`: to f16) and back, and its 16-bit bits.
 std::vector<float> roundTo16(const std::vector<float> &v, bool f16,
                              std::vector<uint16_t> &bits) {
@@ -746,13 +772,7 @@ TEST(Conv2d, SixteenBitOperandsMatchTheReference) {
                 LOCUS_CONV_BIAS | LOCUS_CONV_RELU | LOCUS_CONV_MAX_POOL, 2},
                {1, 8, 7, 8, 3, 1, 2, LOCUS_CONV_RESIDUAL, 0},
                {2, 32, 6, 64, 1, 0, 1, 0, 0}};
-  const char *savedConv = std::getenv("LOCUS_CONV");
-  const char *savedSixteen = std::getenv("LOCUS_CONV16");
-  for (const char *path : {"default", "widen", "builtin"}) {
-    if (std::string(path) == "widen")
-      setenv("LOCUS_CONV16", "widen", 1);
-    if (std::string(path) == "builtin")
-      setenv("LOCUS_CONV", "builtin", 1);
+  forEachSixteenBitPath([&](const char *path) {
     for (const Case &t : cases)
       for (int64_t variant = 0; variant < 8; ++variant) {
         bool f16 = variant & 1, y16 = variant & 2, nhwc = variant & 4;
@@ -805,14 +825,7 @@ TEST(Conv2d, SixteenBitOperandsMatchTheReference) {
               << path << " c=" << t.c << " f16 " << f16 << " y16 " << y16
               << " nhwc " << nhwc << " element " << i;
       }
-  }
-  for (auto [name, saved] :
-       {std::pair{"LOCUS_CONV", savedConv}, {"LOCUS_CONV16", savedSixteen}}) {
-    if (saved)
-      setenv(name, saved, 1);
-    else
-      unsetenv(name);
-  }
+  });
 }
 
 TEST(Conv2d, ResidualMayBeTheInput) {
@@ -968,13 +981,7 @@ TEST(Conv2dGrad, SixteenBitOperandsMatchTheReference) {
                       {2, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 1, 1, 1},
                       {1, 3, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
                       {1, 8, 9, 9, 12, 3, 3, 1, 2, 2, 1, 2, 2, 4}};
-  const char *savedConv = std::getenv("LOCUS_CONV");
-  const char *savedSixteen = std::getenv("LOCUS_CONV16");
-  for (const char *path : {"default", "widen", "builtin"}) {
-    if (std::string(path) == "widen")
-      setenv("LOCUS_CONV16", "widen", 1);
-    if (std::string(path) == "builtin")
-      setenv("LOCUS_CONV", "builtin", 1);
+  forEachSixteenBitPath([&](const char *path) {
     for (const GradCase &t : cases)
       for (int64_t variant = 0; variant < 4; ++variant) {
         bool f16 = variant & 1, y16 = variant & 2;
@@ -1018,14 +1025,7 @@ TEST(Conv2dGrad, SixteenBitOperandsMatchTheReference) {
                 << " element " << i;
         }
       }
-  }
-  for (auto [name, saved] :
-       {std::pair{"LOCUS_CONV", savedConv}, {"LOCUS_CONV16", savedSixteen}}) {
-    if (saved)
-      setenv(name, saved, 1);
-    else
-      unsetenv(name);
-  }
+  });
 }
 
 namespace {
