@@ -173,11 +173,8 @@ Fused locus::conv::matchFused(Conv2dOp conv) {
   Operation *user = onlyUser(result);
   if (isa_and_nonnull<MaxPool2dOp, AvgPool2dOp>(user))
     f.pool = user;
-  SixteenBit reads = sixteenBitReads(conv.getInput(), conv.getWeight(),
-                                     f.last()->getResult(0));
-  f.x16 = reads.a;
-  f.w16 = reads.b;
-  f.round = reads.round;
+  f.sixteen = sixteenBitReads(conv.getInput(), conv.getWeight(),
+                              f.last()->getResult(0));
   return f;
 }
 

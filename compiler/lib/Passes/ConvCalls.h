@@ -108,20 +108,19 @@ struct Fused {
   mlir::Operation *add = nullptr, *relu = nullptr;
   /// A max_pool2d or avg_pool2d of the result, or null.
   mlir::Operation *pool = nullptr;
-  /// The bf16 or f16 values the input and weight were cast up from, or
-  /// null (LOCUS_CONV_BF16, _F16).
-  mlir::Value x16, w16;
-  /// The cast down of the result to that type, or null
-  /// (LOCUS_CONV_Y_16BIT).
-  CastOp round;
-  /// The last f32 op fused (whose result `round` reads).
+  /// What the call reads in 16 bits (a: the input's, b: the weight's
+  /// values) and the rounding it takes in: sixteen.round reads last().
+  SixteenBit sixteen;
+  /// The last f32 op fused.
   mlir::Operation *last() {
     if (pool)
       return pool;
     return relu ? relu : add ? add : conv.getOperation();
   }
   /// The op whose result the call replaces.
-  mlir::Operation *output() { return round ? round.getOperation() : last(); }
+  mlir::Operation *output() {
+    return sixteen.round ? sixteen.round.getOperation() : last();
+  }
 };
 
 /// What joins `conv`'s call (--locus-conv-to-runtime; --locus-conv-layouts

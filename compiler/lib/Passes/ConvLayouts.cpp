@@ -58,13 +58,13 @@ std::optional<Fused> callOf(KernelOp kernel) {
   Fused f = matchFused(*convs.begin());
   // (With the casts up of 16-bit x and w in the kernel, and the rounding.)
   llvm::SmallPtrSet<Operation *, 2> castsUp;
-  for (Value v : {f.x16 ? f.conv.getInput() : Value(),
-                  f.w16 ? f.conv.getWeight() : Value()})
+  for (Value v : {f.sixteen.a ? f.conv.getInput() : Value(),
+                  f.sixteen.b ? f.conv.getWeight() : Value()})
     if (Operation *up = v ? v.getDefiningOp() : nullptr;
         up && up->getBlock() == &body)
       castsUp.insert(up);
   size_t fused = 1 + (f.add ? 1 : 0) + (f.relu ? 1 : 0) + (f.pool ? 1 : 0) +
-                 (f.round ? 1 : 0) + castsUp.size();
+                 (f.sixteen.round ? 1 : 0) + castsUp.size();
   auto yield = cast<YieldOp>(body.getTerminator());
   Value out = f.output()->getResult(0);
   if (results == 2) {
@@ -86,7 +86,7 @@ std::optional<Fused> callOf(KernelOp kernel) {
 bool readsInput(OpOperand &use, Fused &f) {
   if (use.getOwner() == f.conv)
     return use.getOperandNumber() == 0;
-  return f.x16 && use.get() == f.x16 &&
+  return f.sixteen.a && use.get() == f.sixteen.a &&
          use.getOwner() == f.conv.getInput().getDefiningOp();
 }
 

@@ -106,8 +106,8 @@ private:
                             << (f.residual ? ", residual add fused" : "")
                             << (f.relu ? ", relu fused" : "")
                             << (f.pool ? ", pooling fused" : "")
-                            << (f.x16 ? ", 16-bit x and w" : "")
-                            << (f.round ? ", 16-bit y" : "") << "\n");
+                            << (f.sixteen.a ? ", 16-bit x and w" : "")
+                            << (f.sixteen.round ? ", 16-bit y" : "") << "\n");
     RankedTensorType in = conv.getInput().getType(),
                      w = conv.getWeight().getType(), out = conv.getType();
     ArrayRef<int64_t> stride = conv.getStride(), padding = conv.getPadding(),
@@ -123,7 +123,7 @@ private:
              ? LOCUS_CONV_RESIDUAL_NHWC
              : 0) |
         (conv->hasAttr(kNhwcResultAttr) ? LOCUS_CONV_Y_NHWC : 0) |
-        sixteenBitFlags({f.x16, f.w16, f.round});
+        sixteenBitFlags(f.sixteen);
     Params params =
         convParams(in.getShape(), w.getShape(), out.getShape(), stride, padding,
                    dilation, conv.getGroups(), flags);
@@ -148,8 +148,8 @@ private:
     Addresses at{b, loc};
     Value paramAddress =
         paramsAddress(module, at, params, run, conv.getInput());
-    Value x = at.read(f.x16 ? f.x16 : conv.getInput());
-    Value weight = at.read(f.w16 ? f.w16 : conv.getWeight());
+    Value x = at.read(f.sixteen.a ? f.sixteen.a : conv.getInput());
+    Value weight = at.read(f.sixteen.b ? f.sixteen.b : conv.getWeight());
     // Absent operands: the input's pointer, which the flags say not to read.
     Value bias = conv.getBias() ? at.read(conv.getBias()) : x;
     Value residual = f.residual ? at.read(f.residual) : x;
@@ -165,8 +165,8 @@ private:
         loc, yType, y, /*restrict=*/true, /*writable=*/true);
     run.mark(result, last->getResult(0));
     last->getResult(0).replaceAllUsesWith(result);
-    if (f.round)
-      f.round->erase();
+    if (f.sixteen.round)
+      f.sixteen.round->erase();
     if (f.pool)
       f.pool->erase();
     if (f.relu)
@@ -174,8 +174,8 @@ private:
     if (f.add)
       f.add->erase();
     // Casts up that only the convolution read go with it.
-    Operation *xUp = f.x16 ? conv.getInput().getDefiningOp() : nullptr;
-    Operation *wUp = f.w16 ? conv.getWeight().getDefiningOp() : nullptr;
+    Operation *xUp = f.sixteen.a ? conv.getInput().getDefiningOp() : nullptr;
+    Operation *wUp = f.sixteen.b ? conv.getWeight().getDefiningOp() : nullptr;
     conv.erase();
     eraseIfUnused(xUp, wUp);
     ++numCalls;
