@@ -233,6 +233,8 @@ void locus::buildHostLoweringPipeline(OpPassManager &pm,
   // Matrix products through the runtime's sgemm: after deallocation, so no
   // buffer dies between taking its address and the call.
   pm.addPass(createLocusLinalgToBlas());
+  // Long innermost loops for LLVM to vectorize (small images, 3x3 weights).
+  pm.addPass(createLocusFlattenLoops());
   pm.addPass(createLocusLowerReductions());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   if (options.parallelize)
