@@ -264,6 +264,51 @@ TEST(KernelAbi, MemrefCopyFollowsBothStrides) {
         EXPECT_EQ(dst[a * 1 + b * 2 + c * 6], src[5 + a * 12 + b * 4 + c]);
 }
 
+TEST(KernelAbi, MemrefCopyOfSlicesMatchesElementByElement) {
+  // Views whose runs are contiguous on both sides (copied by memcpy), on
+  // one side only, or partly mergeable: a slice of the last dimension of
+  // a 4x3x10 tensor (the q, k and v of a packed projection), a unit
+  // dimension between, a window of rows and columns, and a strided column.
+  std::vector<float> src(4 * 3 * 10);
+  for (size_t i = 0; i < src.size(); ++i)
+    src[i] = static_cast<float>(i) * 0.5f + 1;
+  struct Case {
+    int64_t offset, sizes[3], strides[3], dstStrides[3];
+  };
+  for (const Case &c : {
+           Case{4, {4, 3, 5}, {30, 10, 1}, {15, 5, 1}},   // last-dim slice
+           Case{2, {4, 1, 8}, {30, 10, 1}, {8, 8, 1}},    // unit dimension
+           Case{11, {2, 2, 3}, {30, 10, 1}, {6, 3, 1}},   // window
+           Case{3, {4, 3, 1}, {30, 10, 1}, {1, 4, 12}},   // column, transposed
+           Case{0, {4, 3, 10}, {30, 10, 1}, {30, 10, 1}}, // whole
+       }) {
+    int64_t n = c.sizes[0] * c.sizes[1] * c.sizes[2];
+    std::vector<float> dst(static_cast<size_t>(n), -1);
+    Desc3 s{src.data(),
+            src.data(),
+            c.offset,
+            {c.sizes[0], c.sizes[1], c.sizes[2]},
+            {c.strides[0], c.strides[1], c.strides[2]}};
+    Desc3 d{dst.data(),
+            dst.data(),
+            0,
+            {c.sizes[0], c.sizes[1], c.sizes[2]},
+            {c.dstStrides[0], c.dstStrides[1], c.dstStrides[2]}};
+    locus_unranked_memref_t us{3, &s}, ud{3, &d};
+    locus_memref_copy(sizeof(float), &us, &ud);
+    for (int64_t a = 0; a < c.sizes[0]; ++a)
+      for (int64_t b = 0; b < c.sizes[1]; ++b)
+        for (int64_t e = 0; e < c.sizes[2]; ++e)
+          EXPECT_EQ(
+              dst[static_cast<size_t>(a * c.dstStrides[0] +
+                                      b * c.dstStrides[1] +
+                                      e * c.dstStrides[2])],
+              src[static_cast<size_t>(c.offset + a * c.strides[0] +
+                                      b * c.strides[1] + e * c.strides[2])])
+              << "offset " << c.offset << " at " << a << "," << b << "," << e;
+  }
+}
+
 TEST(KernelAbi, MemrefCopyOfRankZeroAndOfNothing) {
   float one = 3.5f, out = 0;
   struct Desc0 {

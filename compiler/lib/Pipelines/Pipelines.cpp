@@ -239,6 +239,8 @@ void locus::buildHostLoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   if (options.parallelize)
     pm.addPass(createLocusParallelize());
+  // exp, tanh and erf as polynomials LLVM vectorizes, not libm calls.
+  pm.addPass(createLocusVectorMath());
   // Temporaries through the runtime's allocator, which hands a step's
   // blocks to the next step.
   buildToLlvm(pm, options.barePointers, /*math=*/true,
