@@ -29,11 +29,10 @@ struct CopyDim {
 
 /// The copy's dimensions without unit ones, each merged into the next
 /// inner one where both sides lay them out contiguously; false when the
-/// copy is empty. At most `kStackRank` come out (merging never adds any),
-/// innermost last.
+/// copy is empty. `dims` has room for `rank`; innermost last.
 bool copyDims(int64_t rank, const int64_t *sizes, const int64_t *fromStrides,
-              const int64_t *toStrides, int64_t elementSize,
-              std::array<CopyDim, kStackRank> &dims, int64_t &count) {
+              const int64_t *toStrides, int64_t elementSize, CopyDim *dims,
+              int64_t &count) {
   count = 0;
   for (int64_t i = 0; i < rank; ++i) {
     if (sizes[i] == 0)
@@ -43,15 +42,13 @@ bool copyDims(int64_t rank, const int64_t *sizes, const int64_t *fromStrides,
     CopyDim dim{sizes[i], fromStrides[i] * elementSize,
                 toStrides[i] * elementSize};
     if (count > 0) {
-      CopyDim &outer = dims[static_cast<size_t>(count - 1)];
+      CopyDim &outer = dims[count - 1];
       if (outer.from == dim.from * dim.size && outer.to == dim.to * dim.size) {
         outer = {outer.size * dim.size, dim.from, dim.to};
         continue;
       }
     }
-    if (count == kStackRank)
-      return false; // not reached: MLIR's ranks are far below
-    dims[static_cast<size_t>(count++)] = dim;
+    dims[count++] = dim;
   }
   return true;
 }
@@ -68,31 +65,40 @@ void memrefCopy(int64_t elementSize, locus_unranked_memref_t *src,
   auto *d = static_cast<Descriptor *>(dst->descriptor);
   char *from = s->aligned + s->offset * elementSize;
   char *to = d->aligned + d->offset * elementSize;
-  std::array<CopyDim, kStackRank> dims;
+  // On the stack for any rank MLIR makes in practice: no allocation.
+  std::array<CopyDim, kStackRank> smallDims;
+  std::array<int64_t, kStackRank> smallIndex{};
+  std::unique_ptr<CopyDim[]> largeDims;
+  std::unique_ptr<int64_t[]> largeIndex;
+  if (rank > kStackRank) {
+    largeDims.reset(new CopyDim[static_cast<size_t>(rank)]);
+    largeIndex.reset(new int64_t[static_cast<size_t>(rank)]());
+  }
+  CopyDim *dims = largeDims ? largeDims.get() : smallDims.data();
+  int64_t *index = largeIndex ? largeIndex.get() : smallIndex.data();
   int64_t count = 0;
-  if (rank > kStackRank ||
-      !copyDims(rank, s->sizesAndStrides, s->sizesAndStrides + rank,
+  if (!copyDims(rank, s->sizesAndStrides, s->sizesAndStrides + rank,
                 d->sizesAndStrides + rank, elementSize, dims, count))
     return;
   // The innermost run: one memcpy when both sides are contiguous in it.
   int64_t run = elementSize;
-  if (count > 0 && dims[static_cast<size_t>(count - 1)].from == elementSize &&
-      dims[static_cast<size_t>(count - 1)].to == elementSize)
-    run = dims[static_cast<size_t>(--count)].size * elementSize;
-  std::array<int64_t, kStackRank> index{};
+  if (count > 0 && dims[count - 1].from == elementSize &&
+      dims[count - 1].to == elementSize)
+    run = dims[--count].size * elementSize;
   int64_t fromOffset = 0, toOffset = 0;
   while (true) {
-    std::memcpy(to + toOffset, from + fromOffset, static_cast<size_t>(run));
+    // memmove: a copy onto itself stays defined.
+    std::memmove(to + toOffset, from + fromOffset, static_cast<size_t>(run));
     int64_t dim = count - 1;
     for (; dim >= 0; --dim) {
-      const CopyDim &c = dims[static_cast<size_t>(dim)];
+      const CopyDim &c = dims[dim];
       fromOffset += c.from;
       toOffset += c.to;
-      if (++index[static_cast<size_t>(dim)] < c.size)
+      if (++index[dim] < c.size)
         break;
       fromOffset -= c.from * c.size;
       toOffset -= c.to * c.size;
-      index[static_cast<size_t>(dim)] = 0;
+      index[dim] = 0;
     }
     if (dim < 0)
       return;
@@ -101,8 +107,8 @@ void memrefCopy(int64_t elementSize, locus_unranked_memref_t *src,
 
 } // namespace
 
-/// Never throws. A rank above 32 (no kernel this compiler makes has one)
-/// leaves `dst` unwritten.
+/// Never throws: out of memory for the index of a rank above 32 leaves
+/// `dst` unwritten (no kernel this compiler makes has such a rank).
 extern "C" void locus_memref_copy(int64_t elementSize,
                                   locus_unranked_memref_t *src,
                                   locus_unranked_memref_t *dst) {

@@ -309,6 +309,45 @@ TEST(KernelAbi, MemrefCopyOfSlicesMatchesElementByElement) {
   }
 }
 
+TEST(KernelAbi, MemrefCopyOfABroadcastAndOfAHighRank) {
+  // A source that repeats one row (stride 0, a broadcast view) into a 3x4
+  // block, and a rank-33 copy (sizes of 1 but two), which MLIR never makes
+  // but the ABI allows.
+  std::vector<float> row = {1, 2, 3, 4}, block(12, -1);
+  Desc3 s{row.data(), row.data(), 0, {3, 1, 4}, {0, 0, 1}};
+  Desc3 d{block.data(), block.data(), 0, {3, 1, 4}, {4, 4, 1}};
+  locus_unranked_memref_t us{3, &s}, ud{3, &d};
+  locus_memref_copy(sizeof(float), &us, &ud);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      EXPECT_EQ(block[i * 4 + j], row[j]);
+  constexpr int64_t kRank = 33;
+  std::vector<float> src(6), dst(6, -1);
+  for (int i = 0; i < 6; ++i)
+    src[i] = static_cast<float>(i) + 0.5f;
+  // {allocated, aligned, offset, sizes[33], strides[33]}, as words; the
+  // destination is the transpose of the source's 2x3.
+  auto descriptor = [&](float *data, int64_t s0, int64_t s1) {
+    std::vector<int64_t> words(3 + 2 * kRank, 0);
+    auto address = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
+    words[0] = words[1] = address;
+    for (int64_t i = 0; i < kRank; ++i) {
+      words[3 + i] = 1;
+      words[3 + kRank + i] = 1;
+    }
+    words[3 + 0] = 2, words[3 + kRank - 1] = 3;
+    words[3 + kRank + 0] = s0, words[3 + 2 * kRank - 1] = s1;
+    return words;
+  };
+  std::vector<int64_t> ws = descriptor(src.data(), 3, 1);
+  std::vector<int64_t> wd = descriptor(dst.data(), 1, 2);
+  locus_unranked_memref_t hs{kRank, ws.data()}, hd{kRank, wd.data()};
+  locus_memref_copy(sizeof(float), &hs, &hd);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      EXPECT_EQ(dst[i + 2 * j], src[3 * i + j]);
+}
+
 TEST(KernelAbi, MemrefCopyOfRankZeroAndOfNothing) {
   float one = 3.5f, out = 0;
   struct Desc0 {

@@ -37,7 +37,10 @@ llvm::SmallDenseSet<unsigned> indexedLoops(linalg::GenericOp op) {
 /// own reassociation: consecutive results of one group are one dimension.
 SmallVector<ReassociationIndices>
 operandGroups(AffineMap map, ArrayRef<ReassociationIndices> loops) {
+  // Loops no group holds yet are each a group of their own.
   SmallVector<int64_t> groupOf(map.getNumDims());
+  for (unsigned d = 0; d < map.getNumDims(); ++d)
+    groupOf[d] = -1 - static_cast<int64_t>(d);
   for (auto [g, group] : llvm::enumerate(loops))
     for (int64_t d : group)
       groupOf[d] = static_cast<int64_t>(g);
@@ -67,12 +70,39 @@ bool viewsAllowed(linalg::GenericOp op, ArrayRef<ReassociationIndices> loops) {
   return true;
 }
 
+/// Whether every buffer with a layout other than the identity (a strided
+/// window) is indexed by every loop in order: linalg's collapse (MLIR 19)
+/// checks such an operand against the loops' groups, not its own.
+bool stridedOperandsWalkEveryLoop(linalg::GenericOp op) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (type && !type.getLayout().isIdentity() &&
+        !op.getMatchingIndexingMap(&operand).isIdentity())
+      return false;
+  }
+  return true;
+}
+
+/// Whether no buffer of `op` has both a unit dimension and a layout other
+/// than the identity: linalg's dropUnitDims (MLIR 19) leaves such a buffer
+/// as it is, indexed by constants, which blocks every merge after it.
+bool unitDimsDroppable(linalg::GenericOp op) {
+  for (Value operand : op->getOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.getType());
+    if (type && !type.getLayout().isIdentity() &&
+        llvm::is_contained(type.getShape(), 1))
+      return false;
+  }
+  return true;
+}
+
 /// Each run of adjacent loops that may merge: one iterator type, static
 /// extents, no index read, and every operand indexing the run in order.
 SmallVector<ReassociationIndices> loopGroups(linalg::GenericOp op) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   if (!llvm::all_of(maps,
-                    [](AffineMap m) { return m.isProjectedPermutation(); }))
+                    [](AffineMap m) { return m.isProjectedPermutation(); }) ||
+      !stridedOperandsWalkEveryLoop(op))
     return {};
   auto iterators = op.getIteratorTypesArray();
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
@@ -111,6 +141,8 @@ public:
     // Unit dimensions first: they break runs (a broadcast's (0, d1, 0, 0)).
     linalg::ControlDropUnitDims unitDims;
     for (linalg::GenericOp op : generics()) {
+      if (!unitDimsDroppable(op))
+        continue;
       rewriter.setInsertionPoint(op);
       (void)linalg::dropUnitDims(rewriter, op, unitDims);
     }
@@ -126,6 +158,7 @@ public:
           linalg::collapseOpIterationDims(op, merged, rewriter);
       if (failed(collapsed))
         continue;
+      // NOLINTNEXTLINE(bugprone-unchecked-optional-access): checked above.
       rewriter.replaceOp(op, collapsed->results);
       ++numFlattened;
     }

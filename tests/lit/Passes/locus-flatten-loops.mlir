@@ -143,3 +143,69 @@ func.func @rows(%x: memref<4x6x7xf32>, %acc: memref<4x6xf32>) {
   }
   return
 }
+
+// -----
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// A window of a 4x5 grid of rows of 12 (the first 6 of each): its rows'
+// outer loops merge (stride 60 = 5 x 12), its columns stay apart from them.
+// CHECK-LABEL: func.func @window_rows(
+// CHECK-DAG: memref.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : memref<4x5x6xf32, strided<[60, 12, 1]>> into memref<20x6xf32, strided<[12, 1]>>
+// CHECK-DAG: memref.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : memref<4x5x6xf32> into memref<20x6xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]}
+func.func @window_rows(%x: memref<4x5x6xf32, strided<[60, 12, 1]>>, %y: memref<4x5x6xf32>) {
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : memref<4x5x6xf32, strided<[60, 12, 1]>>) outs(%y : memref<4x5x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+
+// -----
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#last = affine_map<(d0, d1, d2) -> (d2)>
+#scalar = affine_map<(d0, d1, d2) -> ()>
+
+// A scalar operand merges with anything; a bias that is a strided slice
+// (a packed weight's block) and is not indexed by every loop keeps the op
+// as it is.
+// CHECK-LABEL: func.func @scalar_and_slice(
+// CHECK: memref.collapse_shape %{{.*}} {{\[}}[0, 1, 2]] : memref<2x3x4xf32> into memref<24xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%{{.*}}, %{{.*}} : memref<24xf32>, f32)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : memref<2x3x4xf32>, memref<4xf32, strided<[1], offset: 4>>)
+func.func @scalar_and_slice(%x: memref<2x3x4xf32>, %s: f32, %b: memref<4xf32, strided<[1], offset: 4>>,
+                            %y: memref<2x3x4xf32>, %z: memref<2x3x4xf32>) {
+  linalg.generic {indexing_maps = [#id3, #scalar, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %s : memref<2x3x4xf32>, f32) outs(%y : memref<2x3x4xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %t = arith.mulf %in, %c : f32
+    linalg.yield %t : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #last, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %b : memref<2x3x4xf32>, memref<4xf32, strided<[1], offset: 4>>) outs(%z : memref<2x3x4xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %t = arith.addf %in, %c : f32
+    linalg.yield %t : f32
+  }
+  return
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+// Every dimension a unit one: a loop over nothing is left (rank 0).
+// CHECK-LABEL: func.func @units(
+// CHECK: linalg.generic {{.*}}iterator_types = []}
+func.func @units(%x: memref<1x1xf32>, %y: memref<1x1xf32>) {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<1x1xf32>) outs(%y : memref<1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = arith.negf %in : f32
+    linalg.yield %t : f32
+  }
+  return
+}

@@ -32,15 +32,23 @@ func.func @vectors(%x: vector<8xf32>) -> vector<8xf32> {
   return %e : vector<8xf32>
 }
 
+// Left: log (of an approximated exp too), f64, sin, and a multiply-add
+// the graph had before.
 // CHECK-LABEL: func.func @kept(
 // CHECK: math.log %{{.*}} : f32
 // CHECK: math.exp %{{.*}} : f64
 // CHECK: math.tanh %{{.*}} : f64
 // CHECK: math.sin %{{.*}} : f32
-func.func @kept(%x: f32, %d: f64) -> (f32, f64, f64, f32) {
+// CHECK: math.fma %{{.*}} : f32
+// CHECK-NOT: math.exp %{{.*}} : f32
+// CHECK: math.log %{{.*}} : f32
+func.func @kept(%x: f32, %d: f64) -> (f32, f64, f64, f32, f32, f32) {
   %l = math.log %x : f32
   %e = math.exp %d : f64
   %t = math.tanh %d : f64
   %s = math.sin %x : f32
-  return %l, %e, %t, %s : f32, f64, f64, f32
+  %f = math.fma %x, %x, %x : f32
+  %ex = math.exp %x : f32
+  %le = math.log %ex : f32
+  return %l, %e, %t, %s, %f, %le : f32, f64, f64, f32, f32, f32
 }
