@@ -54,12 +54,29 @@ def resnet_blocks():
     return nn.Sequential(BasicBlock(64), BasicBlock(64), BasicBlock(64))
 
 
+class Encoder(nn.Module):
+    """Two BERT-style encoder layers (d=256, 4 heads, GELU feed-forward of
+    1024) over 128 tokens: attention, softmax, layer norms and erf."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([
+            nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, activation="gelu",
+                                       batch_first=True) for _ in range(2)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 # (name, model, input shape without the batch, batches)
 CASES = [
     ("mlp", mlp, (784,), (1, 64)),
     ("lenet", lenet, (1, 28, 28), (1, 64)),
     ("seed_cnn", seed_cnn, (3, 14, 14), (1, 16, 64)),
     ("resnet_blocks", resnet_blocks, (64, 56, 56), (1, 8, 64)),
+    ("encoder", Encoder, (128, 256), (1, 8)),
 ]
 
 

@@ -20,6 +20,7 @@
 #include "constants.h"
 #include "dnnl.h"
 #include "guard.h"
+#include "halves.h"
 #include "locus/abi.h"
 #include "locus/half.hpp"
 #include "workspace.h"
@@ -749,9 +750,8 @@ void locus::rt::conv::widen(const Shape &s, const uint16_t *in, int64_t count,
                             float *out) {
   bool f16 = s.f16();
   inParallel(count, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      out[i] = f16 ? locus::half::fromF16Bits(in[i])
-                   : locus::half::fromBf16Bits(in[i]);
+    (f16 ? locus::rt::widenF16 : locus::rt::widenBf16)(in + lo, hi - lo,
+                                                       out + lo);
   });
 }
 
@@ -759,8 +759,8 @@ void locus::rt::conv::narrow(const Shape &s, const float *in, int64_t count,
                              uint16_t *out) {
   bool f16 = s.f16();
   inParallel(count, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      out[i] = f16 ? locus::half::f16Bits(in[i]) : locus::half::bf16Bits(in[i]);
+    (f16 ? locus::rt::narrowF16 : locus::rt::narrowBf16)(in + lo, hi - lo,
+                                                         out + lo);
   });
 }
 
