@@ -1280,11 +1280,13 @@ def LocusVectorMath : Pass<"locus-vector-math", "::mlir::ModuleOp"> {
     keeps them apart (no call of `fmaf`) where it does not.
 
     Accuracy, against the exact values (`VectorMath.*` unit tests, over
-    about a million points each): exp within 2 ulp of the f32 result; its
-    results below 2^-126 (x below about -87.3) are flushed to zero, where
-    libm returns subnormals. tanh and erf within 2e-7 in absolute terms
-    and a few ulp in relative terms. NaN stays NaN; exp gives +inf above
-    about 88.7, tanh gives +-1 beyond about 8. Other math ops (log, sin,
+    about a million points each): exp within 2 ulp of the f32 result below
+    x = 87.6 and within 16 in its last unit below overflow (where its 2^n
+    stops at 2^127; 4.7 seen); its results below 2^-126 (x below about
+    -87.3) are flushed to zero, where libm returns subnormals. tanh and
+    erf within 3e-7 in absolute terms and 5 ulp (2.7e-7 and 4.6 seen);
+    erf(-0) is +0. NaN stays NaN; exp gives +inf above about 88.7, tanh
+    and erf give +-1 beyond about 8 and 3.75. Other math ops (log, sin,
     cos, pow, sqrt) keep libm's or LLVM's lowering; ops on f64, f16 or
     bf16 are left as they are.
 
