@@ -1146,7 +1146,7 @@ def LocusFlattenLoops : Pass<"locus-flatten-loops", "::mlir::ModuleOp"> {
     dimension. Where the innermost extent is small (the 14 columns of a
     14x14 image, the 3x3 of a convolution's weights) LLVM unrolls that loop
     whole and vectorizes nothing: rounding a 64x3x14x14 input to bf16 took
-    32 us, one element at a time, on a Xeon whose vector units do the same
+    30-32 us, one element at a time, on a Xeon whose vector units do the same
     in a few.
 
     This pass first drops the op's unit dimensions (linalg's own
@@ -1178,8 +1178,12 @@ def LocusFlattenLoops : Pass<"locus-flatten-loops", "::mlir::ModuleOp"> {
     Left as they are: a loop whose index the body reads (`linalg.index`:
     the merged index would cost a division per element), operands whose
     layout does not allow the view (a strided window), indexing maps that
-    are not projected permutations after unit dimensions are dropped. A
-    dynamic dimension (a kernel's dynamic batch) stays a loop of its own;
+    are not projected permutations after unit dimensions are dropped, and
+    two cases MLIR 19's transforms mishandle: an op with a strided buffer
+    that is not indexed by every loop in order keeps all its loops (the
+    collapse checks such a buffer against the loops' groups, not its own),
+    and a strided buffer keeps its unit dimensions (dropUnitDims would
+    index it by constants, which blocks every merge). A dynamic dimension (a kernel's dynamic batch) stays a loop of its own;
     the static ones after it merge.
   }];
   let statistics = [
