@@ -303,14 +303,28 @@ void bindElementwiseOps(py::module_ &m) {
     const char *name;
     Unary f;
   };
-  for (const U &u :
-       {U{"neg", &neg}, U{"exp", &locus::exp}, U{"log", &locus::log},
-        U{"sqrt", &locus::sqrt}, U{"relu", &relu}, U{"sigmoid", &sigmoid},
-        U{"tanh", &locus::tanh}, U{"erf", &locus::erf}, U{"sin", &locus::sin},
-        U{"cos", &locus::cos}, U{"abs", &locus::abs}, U{"rsqrt", &rsqrt},
-        U{"reciprocal", &reciprocal}, U{"silu", &silu}, U{"relu6", &relu6},
-        U{"hardsigmoid", &hardsigmoid}, U{"hardswish", &hardswish},
-        U{"mish", &mish}})
+  for (const U &u : {U{"neg", &neg},
+                     U{"exp", &locus::exp},
+                     U{"log", &locus::log},
+                     U{"sqrt", &locus::sqrt},
+                     U{"relu", &relu},
+                     U{"sigmoid", &sigmoid},
+                     U{"tanh", &locus::tanh},
+                     U{"erf", &locus::erf},
+                     U{"sin", &locus::sin},
+                     U{"cos", &locus::cos},
+                     U{"abs", &locus::abs},
+                     U{"rsqrt", &rsqrt},
+                     U{"floor", &locus::floor},
+                     U{"ceil", &locus::ceil},
+                     U{"round", &locus::round},
+                     U{"sign", &locus::sign},
+                     U{"reciprocal", &reciprocal},
+                     U{"silu", &silu},
+                     U{"relu6", &relu6},
+                     U{"hardsigmoid", &hardsigmoid},
+                     U{"hardswish", &hardswish},
+                     U{"mish", &mish}})
     defUnary(m, u.name, u.f);
   struct B {
     const char *name;
@@ -318,8 +332,9 @@ void bindElementwiseOps(py::module_ &m) {
   };
   for (const B &b :
        {B{"add", &add}, B{"sub", &sub}, B{"mul", &mul}, B{"div", &div},
-        B{"maximum", &maximum}, B{"minimum", &minimum}, B{"eq", &eq},
-        B{"ne", &ne}, B{"lt", &lt}, B{"le", &le}, B{"gt", &gt}, B{"ge", &ge},
+        B{"maximum", &maximum}, B{"minimum", &minimum}, B{"fmod", &locus::fmod},
+        B{"remainder", &locus::remainder}, B{"eq", &eq}, B{"ne", &ne},
+        B{"lt", &lt}, B{"le", &le}, B{"gt", &gt}, B{"ge", &ge},
         B{"matmul", &matmul}, B{"bmm", &bmm}})
     defBinary(m, b.name, b.f);
 
@@ -495,23 +510,37 @@ void bindNnOps(py::module_ &m) {
       py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(),
       py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
       py::arg("groups") = 1);
-  using PoolFn = Tensor (*)(const Tensor &, const Pool2dParams &, Here);
-  for (auto [name, fn] :
-       {std::pair<const char *, PoolFn>{"maxPool2d", max_pool2d},
-        {"max_pool2d", max_pool2d},
-        {"avg_pool2d", avg_pool2d}})
+  auto poolParams = [](const py::object &kernel, const py::object &stride,
+                       const py::object &padding, bool ceilMode,
+                       bool countIncludePad) {
+    return Pool2dParams{pairArg(kernel),
+                        stride.is_none() ? std::vector<int64_t>{}
+                                         : pairArg(stride),
+                        pairArg(padding), ceilMode, countIncludePad};
+  };
+  for (const char *name : {"maxPool2d", "max_pool2d"})
     m.def(
         name,
-        [fn](const Tensor &x, const py::object &kernel,
-             const py::object &stride, const py::object &padding) {
-          Pool2dParams p{pairArg(kernel),
-                         stride.is_none() ? std::vector<int64_t>{}
-                                          : pairArg(stride),
-                         pairArg(padding)};
-          return at(x, [&] { return fn(x, p, Here::current()); });
+        [poolParams](const Tensor &x, const py::object &kernel,
+                     const py::object &stride, const py::object &padding,
+                     bool ceilMode) {
+          Pool2dParams p = poolParams(kernel, stride, padding, ceilMode, true);
+          return at(x, [&] { return max_pool2d(x, p, Here::current()); });
         },
         py::arg("x"), py::arg("kernel_size"), py::arg("stride") = py::none(),
-        py::arg("padding") = 0);
+        py::arg("padding") = 0, py::arg("ceil_mode") = false);
+  m.def(
+      "avg_pool2d",
+      [poolParams](const Tensor &x, const py::object &kernel,
+                   const py::object &stride, const py::object &padding,
+                   bool ceilMode, bool countIncludePad) {
+        Pool2dParams p =
+            poolParams(kernel, stride, padding, ceilMode, countIncludePad);
+        return at(x, [&] { return avg_pool2d(x, p, Here::current()); });
+      },
+      py::arg("x"), py::arg("kernel_size"), py::arg("stride") = py::none(),
+      py::arg("padding") = 0, py::arg("ceil_mode") = false,
+      py::arg("count_include_pad") = true);
   m.def(
       "prelu",
       [](const Tensor &x, const Tensor &w) {

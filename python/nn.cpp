@@ -34,35 +34,28 @@ void bindNormsAndPools(py::module_ &nn) {
   py::class_<nn::MaxPool2d, nn::Module, std::shared_ptr<nn::MaxPool2d>>(
       nn, "MaxPool2d")
       .def(py::init([](const py::object &kernel, const py::object &stride,
-                       const py::object &padding) {
+                       const py::object &padding, bool ceilMode) {
              std::vector<int64_t> pads = pairArg(padding);
              return atCaller([&] {
                return std::make_shared<nn::MaxPool2d>(
                    pairArg(kernel),
                    stride.is_none() ? std::vector<int64_t>{} : pairArg(stride),
-                   pads, Here::current());
+                   pads, ceilMode, Here::current());
              });
            }),
            py::arg("kernel_size"), py::arg("stride") = py::none(),
-           py::arg("padding") = 0);
+           py::arg("padding") = 0, py::arg("ceil_mode") = false);
   py::class_<nn::AvgPool2d, nn::Module, std::shared_ptr<nn::AvgPool2d>>(
       nn, "AvgPool2d")
       .def(py::init([](const py::object &kernel, const py::object &stride,
                        const py::object &padding, bool ceilMode,
                        bool countIncludePad) {
-             if (ceilMode)
-               throw py::value_error("AvgPool2d: ceil_mode=True is not "
-                                     "supported; pad the input instead");
-             if (!countIncludePad)
-               throw py::value_error(
-                   "AvgPool2d: count_include_pad=False is not supported: "
-                   "padded zeros count in each average");
              std::vector<int64_t> pads = pairArg(padding);
              return atCaller([&] {
                return std::make_shared<nn::AvgPool2d>(
                    pairArg(kernel),
                    stride.is_none() ? std::vector<int64_t>{} : pairArg(stride),
-                   pads, Here::current());
+                   pads, ceilMode, countIncludePad, Here::current());
              });
            }),
            py::arg("kernel_size"), py::arg("stride") = py::none(),

@@ -73,6 +73,13 @@ def cases():
     yield "div", [("a", a), ("p", pos)], "%r = locus.div %a, %p : tensor<3x5xf32>", lambda a, p: ew(lambda x, y: x / y, a, p)
     yield "maximum", [("a", a), ("b", b)], "%r = locus.maximum %a, %b : tensor<3x5xf32>", lambda a, b: ew(max, a, b)
     yield "minimum", [("a", a), ("b", b)], "%r = locus.minimum %a, %b : tensor<3x5xf32>", lambda a, b: ew(min, a, b)
+    # Divisors away from 0, where fmod is smooth in both operands.
+    d = ([3, 5], [v if v > 0.4 or v < -0.4 else v + 1.0 for v in b[1]])
+    yield "fmod", [("a", a), ("d", d)], "%r = locus.fmod %a, %d : tensor<3x5xf32>", lambda a, d: ew(math.fmod, a, d)
+    # Steps: a zero gradient, as PyTorch's (the finite differences are 0
+    # away from the steps; the inputs avoid them).
+    for step, fn in [("floor", math.floor), ("ceil", math.ceil), ("round", round)]:
+        yield step, [("a", a)], "%%r = locus.%s %%a : tensor<3x5xf32>" % step, lambda a, fn=fn: ew(fn, a)
     yield "neg", [("a", a)], "%r = locus.neg %a : tensor<3x5xf32>", lambda a: ew(lambda x: -x, a)
     yield "exp", [("a", a)], "%r = locus.exp %a : tensor<3x5xf32>", lambda a: ew(math.exp, a)
     yield "log", [("p", pos)], "%r = locus.log %p : tensor<3x5xf32>", lambda p: ew(math.log, p)

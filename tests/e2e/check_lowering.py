@@ -370,6 +370,15 @@ def cases():
             "%r = locus.select %m, %a, %s : tensor<3x5xi1>, tensor<3x5xf32>".format(pred)), \
             ew(lambda x, y: x if fn(x, y) else y, a, same)
     yield "minimum", [("a", a), ("b", b)], "%r = locus.minimum %a, %b : tensor<3x5xf32>", ew(min, a, b)
+    # Eighths in [-4, 4] (halves and integers among them), exact in every
+    # float type, so the steps land where the reference's do.
+    eighths = ([3, 5], [rng.randrange(-32, 33) / 8 for _ in range(15)])
+    eighths[1][:4] = [2.5, -2.5, 0.5, -1.5]  # halves round to even
+    yield "floor", [("e", eighths)], "%r = locus.floor %e : tensor<3x5xf32>", ew(math.floor, eighths)
+    yield "ceil", [("e", eighths)], "%r = locus.ceil %e : tensor<3x5xf32>", ew(math.ceil, eighths)
+    yield "round", [("e", eighths)], "%r = locus.round %e : tensor<3x5xf32>", ew(round, eighths)
+    divisors = ([3, 5], [rng.choice([-1, 1]) * rng.randrange(2, 9) / 4 for _ in range(15)])
+    yield "fmod", [("e", eighths), ("d", divisors)], "%r = locus.fmod %e, %d : tensor<3x5xf32>", ew(math.fmod, eighths, divisors)
     ia = ([3, 5], [rng.randrange(-4, 5) for _ in range(15)])
     ib = ([3, 5], [rng.randrange(-4, 5) for _ in range(15)])
     for pred, fn in [("eq", lambda x, y: x == y), ("lt", lambda x, y: x < y),

@@ -1,12 +1,20 @@
 #!/usr/bin/python3
 """Real models exported from PyTorch as ONNX, run by Locus and compared.
 
-    torch_models.py BUILD_DIR [--models resnet18,mobilenet_v2,mobilenet_v3_small,transformer]
+    torch_models.py BUILD_DIR [--models resnet18,mobilenet_v2,mobilenet_v3_small,squeezenet1_1,transformer]
                     [--opsets 14,17] [--sim]
 
+A model may name its image size (`swin_t:224`; 64 otherwise). Beyond the
+default list, every torchvision classifier below runs so (2026-11-29,
+opset 17, cpu and sim): alexnet:224, squeezenet1_1, shufflenet_v2_x1_0,
+mnasnet0_5, efficientnet_b0, efficientnet_v2_s, regnet_y_400mf,
+densenet121, resnext50_32x4d, googlenet, convnext_tiny, mobilenet_v3_large,
+inception_v3:160, swin_t:224, vit_b_16:224 (its head replaced by the
+identity: torchvision zeroes it).
+
 With Debian's python3-torch and python3-torchvision (seen by
-/usr/bin/python3), exports torchvision's ResNet-18, MobileNetV2 and
-MobileNetV3-Small (random
+/usr/bin/python3), exports torchvision's ResNet-18, MobileNetV2,
+MobileNetV3-Small and SqueezeNet 1.1 (its pools in ceil_mode; random
 weights, torch.manual_seed(0), eval mode, a symbolic batch dimension) and a
 2-layer Transformer encoder at each opset, compiles each with
 `locus-compile model.onnx --shape ...` (batch 2) for the CPU (and, with
@@ -55,17 +63,20 @@ def transformer():
     return model, ids, {"ids": [2, 16]}, {0: "batch"}
 
 
-def vision(name):
+def vision(name, size=64):
     import torchvision
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)().eval()
+    if name.startswith("vit_"):
+        # torchvision zeroes ViT's head: compare what feeds it.
+        model.heads = torch.nn.Identity()
     # Non-trivial running statistics, as a trained model has.
     for m in model.modules():
         if isinstance(m, torch.nn.BatchNorm2d):
             m.running_mean.uniform_(-0.1, 0.1)
             m.running_var.uniform_(0.5, 1.5)
-    x = torch.randn(2, 3, 64, 64)
-    return model, x, {"input": [2, 3, 64, 64]}, {0: "batch"}
+    x = torch.randn(2, 3, size, size)
+    return model, x, {"input": [2, 3, size, size]}, {0: "batch"}
 
 
 def export(model, example, path, opset, input_name, dynamic):
@@ -90,18 +101,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--models",
-                    default="resnet18,mobilenet_v2,mobilenet_v3_small,transformer")
+                    default="resnet18,mobilenet_v2,mobilenet_v3_small,"
+                    "squeezenet1_1,transformer")
     ap.add_argument("--opsets", default="14,17")
     ap.add_argument("--sim", action="store_true")
     args = ap.parse_args()
     tools = os.path.join(args.build, "tools")
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.models.split(","):
+        for spec in args.models.split(","):
+            name, _, size = spec.partition(":")
             if name == "transformer":
                 model, example, shapes, dynamic = transformer()
             else:
-                model, example, shapes, dynamic = vision(name)
+                model, example, shapes, dynamic = vision(name, int(size or 64))
             input_name = next(iter(shapes))
             with torch.no_grad():
                 expected = model(example).numpy()

@@ -346,8 +346,8 @@ def test_train_and_eval_switch_one_model_as_pytorchs_do():
 
 
 def test_mistakes_with_the_new_calls_name_the_python_line():
-    """conv1d, Conv1d, prelu, one_hot and AvgPool2d refuse what PyTorch
-    refuses, at the caller's line, recording nothing."""
+    """conv1d, Conv1d, prelu and one_hot refuse what PyTorch refuses, at
+    the caller's line, recording nothing."""
     g = locus.Graph("mistakes")
     x = g.input("x", [2, 4, 10])
     img = g.input("img", [2, 3, 8, 8])
@@ -371,7 +371,75 @@ def test_mistakes_with_the_new_calls_name_the_python_line():
         assert info.value.line == line_of("# @" + marker), marker
         assert says in str(info.value), str(info.value)
     assert g.num_ops() == before + 1  # the input "w" only
-    with pytest.raises(ValueError, match="ceil_mode=True is not supported"):
-        locus.nn.AvgPool2d(2, ceil_mode=True)
-    with pytest.raises(ValueError, match="count_include_pad=False"):
-        locus.nn.AvgPool2d(2, count_include_pad=False)
+
+
+def _pool_reference(x, k, s, p, ceil, is_max, include_pad):
+    """PyTorch's pooling (aten's pooling_output_shape and avg_pool2d's
+    divisor), in double precision."""
+    n, c, h, w = x.shape
+
+    def size(length):
+        o = (length + 2 * p - k + (s - 1 if ceil else 0)) // s + 1
+        return o - 1 if ceil and (o - 1) * s >= length + p else o
+
+    oh, ow = size(h), size(w)
+    y = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            h0, w0 = i * s - p, j * s - p
+            h1, w1 = min(h0 + k, h + p), min(w0 + k, w + p)
+            padded = (h1 - h0) * (w1 - w0)
+            hs, ws, he, we = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
+            win = x[:, :, hs:he, ws:we].astype(np.float64)
+            if is_max:
+                y[:, :, i, j] = win.max(axis=(2, 3))
+            else:
+                y[:, :, i, j] = win.sum(axis=(2, 3)) / (
+                    padded if include_pad else (he - hs) * (we - ws))
+    return y
+
+
+def test_pools_take_ceil_mode_and_uncounted_padding():
+    """MaxPool2d and AvgPool2d with ceil_mode=True and
+    count_include_pad=False, on sizes that leave a remainder: a last window
+    that starts in the padding is dropped, and what a window overhangs
+    past the end never counts (torchvision's SqueezeNet and GoogLeNet
+    pool so)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 3, 9, 12)).astype(np.float32)
+    g = locus.Graph("pools")
+    xi = g.input("x", [2, 3, 9, 12])
+    cases = {  # name: kernel, stride, padding, ceil, max, count_include_pad
+        "max_ceil": (3, 2, 0, True, True, True),
+        "max_ceil_pad": (3, 2, 1, True, True, True),
+        "avg_ceil": (3, 2, 0, True, False, True),
+        "avg_ceil_pad": (3, 2, 1, True, False, True),
+        "avg_uncounted": (3, 2, 1, False, False, False),
+        "avg_ceil_uncounted": (2, 2, 1, True, False, False),
+        "avg_plain": (3, 3, 1, False, False, True),
+    }
+    for name, (k, s, p, ceil, is_max, include) in cases.items():
+        if is_max:
+            y = locus.nn.MaxPool2d(k, stride=s, padding=p, ceil_mode=ceil)(xi)
+        else:
+            y = locus.avg_pool2d(xi, k, s, p, ceil_mode=ceil,
+                                 count_include_pad=include)
+        g.output(name, y)
+    model = locus.compile(g, policy="cpu", devices=["cpu"], eval=True)
+    got = model.run(x=x)
+    for name, (k, s, p, ceil, is_max, include) in cases.items():
+        want = _pool_reference(x, k, s, p, ceil, is_max, include)
+        assert got[name].shape == want.shape, name
+        np.testing.assert_allclose(got[name], want, rtol=1e-6, atol=1e-6,
+                                   err_msg=name)
+    try:
+        import torch
+    except ImportError:
+        return
+    for name, (k, s, p, ceil, is_max, include) in cases.items():
+        t = torch.tensor(x, dtype=torch.float64)
+        want = (torch.nn.functional.max_pool2d(t, k, s, p, ceil_mode=ceil)
+                if is_max else torch.nn.functional.avg_pool2d(
+                    t, k, s, p, ceil_mode=ceil, count_include_pad=include))
+        np.testing.assert_allclose(got[name], want.numpy(), rtol=1e-6,
+                                   atol=1e-6, err_msg=name + " (torch)")

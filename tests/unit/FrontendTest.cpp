@@ -219,6 +219,14 @@ TEST(Errors, BadConvolutionsAndPools) {
       "groups 4 must divide in_channels 4 and out_channels 6");
   expectUserError(g, [&] { max_pool2d(x, {.kernelSize = {10, 10}}); }, __LINE__,
                   "kernel_size [10, 10] does not fit input [2, 4, 9, 9]");
+  // Ceil mode and uncounted padding compose a pad, a pool and a scale:
+  // their errors name the call, and a failed one records nothing.
+  Pool2dParams ceil{.kernelSize = {10, 10}, .ceilMode = true};
+  Pool2dParams uneven{.kernelSize = {3, 3}, .padding = {1, -1, 1, 0}};
+  expectUserError(g, [&] { avg_pool2d(x, ceil); }, __LINE__,
+                  "avg_pool2d: kernel_size [10, 10] does not fit input");
+  expectUserError(g, [&] { max_pool2d(x, uneven); }, __LINE__,
+                  "max_pool2d: padding [1, -1, 1, 0] must be 2 or 4 sizes");
 }
 
 TEST(Errors, FailedCompositesRecordNothing) {

@@ -315,6 +315,62 @@ TEST(OnnxImport, CumSumMatchesItsDefinition) {
   }
 }
 
+TEST(OnnxImport, StepsAndModMatchNumpy) {
+  ActivationModel m;
+  for (const char *op : {"Floor", "Ceil", "Round", "Sign"})
+    m.node(op, op);
+  m.constant("d", -1.25f);
+  ActivationModel::attribute(m.node("Mod", "fmod", {"x", "d"}), "fmod",
+                             int64_t{1});
+  m.node("Mod", "python_mod", {"x", "d"});
+  // Mod of two integers known while importing folds, with the divisor's
+  // sign (-7 mod 3 = 2), as exporters compute padding from sizes.
+  m.constant("a", int64_t{-7});
+  m.constant("b", int64_t{3});
+  onnx::NodeProto *mod = m.graph()->add_node();
+  mod->set_op_type("Mod");
+  mod->add_input("a");
+  mod->add_input("b");
+  mod->add_output("ab");
+  onnx::NodeProto *cast = m.graph()->add_node();
+  cast->set_op_type("Cast");
+  cast->add_input("ab");
+  cast->add_output("abf");
+  ActivationModel::attribute(cast, "to", int64_t{onnx::TensorProto::FLOAT});
+  m.node("Add", "shifted", {"x", "abf"});
+  std::string path = m.write();
+  Graph g = importOnnx(path);
+  std::remove(path.c_str());
+  CompiledModel model = compile(g, {.policy = "cpu"});
+  std::vector<float> x(24);
+  for (size_t i = 0; i < x.size(); ++i) // halves, integers and between
+    x[i] = -3.0f + 0.25f * static_cast<float>(i);
+  auto out = model.run({{"x", HostTensor::fromF32({3, 8}, x)},
+                        {"cap", HostTensor::fromF32({}, {0.0f})}});
+  using Fn = double (*)(double);
+  std::pair<const char *, Fn> expected[] = {
+      {"Floor", [](double v) { return std::floor(v); }},
+      {"Ceil", [](double v) { return std::ceil(v); }},
+      {"Round", [](double v) { return std::nearbyint(v); }},
+      {"Sign", [](double v) { return v > 0   ? 1.0
+                                     : v < 0 ? -1.0
+                                             : 0.0; }},
+      {"fmod", [](double v) { return std::fmod(v, -1.25); }},
+      {"python_mod",
+       [](double v) {
+         double r = std::fmod(v, -1.25);
+         return r > 0 ? r - 1.25 : r;
+       }},
+      {"shifted", [](double v) { return v + 2.0; }}};
+  for (const auto &[name, fn] : expected) {
+    std::vector<float> y = out.at(name).f32;
+    ASSERT_EQ(y.size(), x.size()) << name;
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_EQ(y[i], static_cast<float>(fn(x[i])))
+          << name << " at x = " << x[i];
+  }
+}
+
 namespace {
 
 onnx::NodeProto *addNode(onnx::GraphProto *g, const char *op,

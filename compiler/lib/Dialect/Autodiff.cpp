@@ -425,6 +425,9 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
       backwardLoss(op, g) || backwardPlacement(op, g) ||
       isa<CmpOp, OneHotOp, CountOp>(op))
     return success();
+  // Steps: zero almost everywhere, as PyTorch's gradients of them are.
+  if (isa<FloorOp, CeilOp, RoundOp>(op))
+    return success();
   // Random numbers depend on the run counter alone: no gradient.
   if (isa<RandomOp>(op))
     return success();
@@ -591,6 +594,18 @@ bool Differentiator::backwardBinary(Operation *op, Value g) {
         Value a = o.getLhs(), c = o.getRhs();
         give(a, [&] { return div(g, c); });
         give(c, [&] { return neg(div(mul(g, a), mul(c, c))); });
+        return true;
+      })
+      .Case<FmodOp>([&](FmodOp o) {
+        // a - b trunc(a / b): 1 for a, -trunc(a / b) for b, as PyTorch.
+        Value a = o.getLhs(), c = o.getRhs();
+        give(a, [&] { return g; });
+        give(c, [&] {
+          Value q = div(a, c);
+          Value t = select(cmp(CmpPredicate::lt, q, splatLike(0.0, q)),
+                           unary<CeilOp>(q), unary<FloorOp>(q));
+          return neg(mul(g, t));
+        });
         return true;
       })
       .Case<MaximumOp, MinimumOp>([&](Operation *o) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace locus;
 using locus::detail::CallName;
@@ -109,6 +110,27 @@ Tensor locus::hardtanh(const Tensor &x, double minVal, double maxVal,
     // At a bound the output is the bound: no gradient reaches x there.
     Tensor lo = scalarLike(x, minVal, loc), hi = scalarLike(x, maxVal, loc);
     return where(le(x, lo, loc), lo, where(ge(x, hi, loc), hi, x, loc), loc);
+  });
+}
+
+Tensor locus::sign(const Tensor &x, Here loc) {
+  return transaction(x, loc, [&] {
+    // x * 0 keeps a NaN (and a zero's sign) where neither test holds.
+    Tensor zero = scalarLike(x, 0.0, loc);
+    return where(gt(x, zero, loc), scalarLike(x, 1.0, loc),
+                 where(lt(x, zero, loc), scalarLike(x, -1.0, loc),
+                       mul(x, zero, loc), loc),
+                 loc);
+  });
+}
+
+Tensor locus::remainder(const Tensor &a, const Tensor &b, Here loc) {
+  return transaction(a, loc, [&] {
+    // fmod, moved by b where it is not 0 and its sign is not b's.
+    Tensor r = fmod(a, b, loc), zero = scalarLike(r, 0.0, loc);
+    Tensor differ = ne(lt(r, zero, loc), lt(b, zero, loc), loc);
+    return where(ne(r, zero, loc), where(differ, add(r, b, loc), r, loc), r,
+                 loc);
   });
 }
 
@@ -537,6 +559,125 @@ Tensor locus::logsumexp(const Tensor &x, const std::vector<int64_t> &axes,
         shape.push_back(x.dim(d));
     return reshape(result, shape, loc);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One spatial dimension of a pool that locus.max_pool2d or avg_pool2d
+/// cannot take alone: its output size, the padding ceil mode adds after the
+/// input, and each window's divisor for an average.
+struct PoolAxis {
+  int64_t out = 0, extra = 0;
+  std::vector<int64_t> counts;
+  bool full = true; // every divisor is the kernel size
+};
+
+/// `size` elements padded by `before` and `after`, windows of `kernel`
+/// every `stride`, as PyTorch and ONNX count them; nothing when the kernel
+/// does not fit or a window would hold padding alone.
+std::optional<PoolAxis> poolAxis(int64_t size, int64_t kernel, int64_t stride,
+                                 int64_t before, int64_t after,
+                                 const Pool2dParams &p) {
+  int64_t padded = size + before + after, span = padded - kernel;
+  if (span < 0)
+    return std::nullopt;
+  PoolAxis a;
+  a.out = (p.ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  // A last window would start in the end padding: both drop it.
+  if (p.ceilMode && a.out > 1 && (a.out - 1) * stride >= size + before)
+    --a.out;
+  a.extra = std::max<int64_t>(0, (a.out - 1) * stride + kernel - padded);
+  for (int64_t o = 0; o < a.out; ++o) {
+    int64_t start = o * stride, end = start + kernel;
+    int64_t covered = std::min(end, size + before) - std::max(start, before);
+    if (covered <= 0)
+      return std::nullopt;
+    a.counts.push_back(p.countIncludePad ? std::min(end, padded) - start
+                                         : covered);
+    a.full = a.full && a.counts.back() == kernel;
+  }
+  return a;
+}
+
+/// The pools one locus op records: PyTorch's symmetric padding, floor
+/// sizes, and divisors that count the padding (or no padding).
+bool plainPool(const Pool2dParams &p, bool max) {
+  const std::vector<int64_t> &pad = p.padding;
+  bool none =
+      std::all_of(pad.begin(), pad.end(), [](int64_t v) { return v == 0; });
+  return pad.size() == 2 && !p.ceilMode && (max || p.countIncludePad || none);
+}
+
+Tensor pool2d(const Tensor &x, const Pool2dParams &p, bool max,
+              const Here &loc) {
+  requireTensor(x, loc);
+  std::vector<int64_t> stride = p.stride.empty() ? p.kernelSize : p.stride;
+  const std::vector<int64_t> &k = p.kernelSize;
+  bool wellFormed =
+      x.rank() == 4 && k.size() == 2 && stride.size() == 2 &&
+      std::all_of(k.begin(), k.end(), [](int64_t v) { return v > 0; }) &&
+      std::all_of(stride.begin(), stride.end(),
+                  [](int64_t v) { return v > 0; });
+  if (plainPool(p, max) || !wellFormed)
+    return detail::recordPool2d(x, {k, stride, p.padding}, max, loc);
+  std::string name = CallName::label(max ? "max_pool2d" : "avg_pool2d");
+  std::vector<int64_t> pad = p.padding;
+  if (pad.size() == 2)
+    pad = {pad[0], pad[1], pad[0], pad[1]};
+  if (pad.size() != 4 ||
+      std::any_of(pad.begin(), pad.end(), [](int64_t v) { return v < 0; }))
+    throw errorAt(loc, name + ": padding " + shapeText(p.padding) +
+                           " must be 2 or 4 sizes of 0 or more");
+  std::vector<InputDim> dims = dynamic_shape(x, loc);
+  if (dims[2].dynamic || dims[3].dynamic)
+    throw errorAt(loc, name + ": ceil_mode and uneven padding need static "
+                              "heights and widths");
+  std::optional<PoolAxis> axes[2];
+  for (size_t d = 0; d < 2; ++d) {
+    axes[d] = poolAxis(x.dim(2 + d), k[d], stride[d], pad[d], pad[2 + d], p);
+    if (!axes[d])
+      throw errorAt(loc, name + ": kernel_size " + shapeText(k) +
+                             " does not fit input " + shapeText(x.shape()) +
+                             " with padding " + shapeText(p.padding) +
+                             ", or a window covers padding alone");
+  }
+  // NOLINTBEGIN(bugprone-unchecked-optional-access): checked above.
+  const PoolAxis &h = *axes[0], &w = *axes[1];
+  // NOLINTEND(bugprone-unchecked-optional-access)
+  return transaction(x, loc, [&] {
+    double fill = max ? -std::numeric_limits<double>::infinity() : 0.0;
+    Tensor padded = locus::pad(
+        x, {pad[1], pad[3] + w.extra, pad[0], pad[2] + h.extra}, fill, loc);
+    Tensor y = detail::recordPool2d(padded, {k, stride, {0, 0}}, max, loc);
+    if (max || (h.full && w.full))
+      return y;
+    // The op divides by the kernel's size; scale to each window's count.
+    std::vector<float> scale;
+    for (int64_t i = 0; i < h.out; ++i)
+      for (int64_t j = 0; j < w.out; ++j)
+        scale.push_back(
+            static_cast<float>(static_cast<double>(k[0] * k[1]) /
+                               static_cast<double>(h.counts[i] * w.counts[j])));
+    Tensor s = graphOf(x, loc).constant({1, 1, h.out, w.out}, scale, loc);
+    if (s.dtype() != y.dtype())
+      s = cast(s, y.dtype(), loc);
+    return mul(y, s, loc);
+  });
+}
+
+} // namespace
+
+Tensor locus::max_pool2d(const Tensor &x, const Pool2dParams &params,
+                         Here loc) {
+  return pool2d(x, params, true, loc);
+}
+Tensor locus::avg_pool2d(const Tensor &x, const Pool2dParams &params,
+                         Here loc) {
+  return pool2d(x, params, false, loc);
 }
 
 Tensor locus::adaptive_avg_pool2d(const Tensor &x, std::vector<int64_t> out,

@@ -166,13 +166,12 @@ std::vector<Tensor> Conv1d::parameters() const {
 // Parameter-free layers
 //===----------------------------------------------------------------------===//
 
-Pool2d::Pool2d(std::vector<int64_t> kernelSize, std::vector<int64_t> stride,
-               std::vector<int64_t> padding, Here loc)
-    : Module(loc) {
-  for (std::vector<int64_t> *v : {&kernelSize, &stride, &padding})
+Pool2d::Pool2d(Pool2dParams params, Here loc)
+    : Module(loc), params_(std::move(params)) {
+  for (std::vector<int64_t> *v :
+       {&params_.kernelSize, &params_.stride, &params_.padding})
     if (v->size() == 1)
       v->push_back(v->front());
-  params_ = {std::move(kernelSize), std::move(stride), std::move(padding)};
 }
 
 Tensor MaxPool2d::forward(const Tensor &x, Here loc) const {

@@ -256,6 +256,13 @@ Tensor locus::erf(const Tensor &x, Here loc) { return unary<ErfOp>(x, loc); }
 Tensor locus::sin(const Tensor &x, Here loc) { return unary<SinOp>(x, loc); }
 Tensor locus::cos(const Tensor &x, Here loc) { return unary<CosOp>(x, loc); }
 Tensor locus::abs(const Tensor &x, Here loc) { return unary<AbsOp>(x, loc); }
+Tensor locus::floor(const Tensor &x, Here loc) {
+  return unary<FloorOp>(x, loc);
+}
+Tensor locus::ceil(const Tensor &x, Here loc) { return unary<CeilOp>(x, loc); }
+Tensor locus::round(const Tensor &x, Here loc) {
+  return unary<RoundOp>(x, loc);
+}
 Tensor locus::rsqrt(const Tensor &x, Here loc) {
   return unary<RsqrtOp>(x, loc);
 }
@@ -799,13 +806,10 @@ Tensor locus::conv1d(const Tensor &x, const Tensor &weight, const Tensor &bias,
   return y;
 }
 
-Tensor locus::max_pool2d(const Tensor &x, const Pool2dParams &params,
-                         Here loc) {
-  return pool<MaxPool2dOp>(x, params, loc);
-}
-Tensor locus::avg_pool2d(const Tensor &x, const Pool2dParams &params,
-                         Here loc) {
-  return pool<AvgPool2dOp>(x, params, loc);
+Tensor locus::detail::recordPool2d(const Tensor &x, const Pool2dParams &params,
+                                   bool max, const Here &loc) {
+  return max ? pool<MaxPool2dOp>(x, params, loc)
+             : pool<AvgPool2dOp>(x, params, loc);
 }
 
 Tensor locus::mse_loss(const Tensor &input, const Tensor &target,
@@ -865,6 +869,9 @@ Tensor locus::cast(const Tensor &x, DType dtype, Here loc) {
 
 Tensor locus::minimum(const Tensor &a, const Tensor &b, Here loc) {
   return binary<MinimumOp>(a, b, loc);
+}
+Tensor locus::fmod(const Tensor &a, const Tensor &b, Here loc) {
+  return binary<FmodOp>(a, b, loc);
 }
 
 Tensor locus::min(const Tensor &x, const std::vector<int64_t> &axes,

@@ -30,6 +30,12 @@ BatchNormTrainResults batchNormTrain(const Tensor &x, const Tensor &weight,
 /// x has dynamic sizes; an empty Tensor when its shape is static.
 Tensor dynamicChannelCount(const Tensor &x, const Here &loc);
 
+/// One locus.max_pool2d or locus.avg_pool2d (Ops.cpp) with `params`'
+/// kernel, stride and symmetric padding; max_pool2d and avg_pool2d
+/// (Functional.cpp) compose the other cases from it.
+Tensor recordPool2d(const Tensor &x, const Pool2dParams &params, bool max,
+                    const Here &loc);
+
 /// The name of the user's call that errors name while it lives: a
 /// function that records other ops (masked_fill records a where, expand a
 /// broadcast) names itself in their errors, as the user wrote it. The

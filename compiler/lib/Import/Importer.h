@@ -11,12 +11,14 @@
 //   Tensors.cpp         TensorProto data (inline or external) as Consts
 //   Values.cpp          node inputs and outputs as values; attributes
 //   OpsElementwise.cpp  unary, binary and comparison ops, activations,
-//                       Clip, Pow, Not, Min/Max/Sum/Mean, Where, Cast
+//                       Clip, Pow, Not, Min/Max/Sum/Mean, Where, Cast,
+//                       Floor/Ceil/Round/Sign, Mod
 //   OpsNn.cpp           Conv, Gemm, MatMul, pooling, normalizations,
 //                       Dropout, Identity, reductions, Softmax, ArgMax
 //   OpsShape.cpp        Reshape, Flatten, Transpose, Concat, Split, Slice,
-//                       Gather, Squeeze, Unsqueeze, Expand, Pad, Trilu, and
-//                       what makes constants (Shape, Constant, ...)
+//                       Gather, ScatterND, Squeeze, Unsqueeze, Expand, Pad,
+//                       Trilu, and what makes constants (Shape, Constant,
+//                       ...)
 //
 //===----------------------------------------------------------------------===//
 
@@ -316,6 +318,7 @@ private:
   // OpsElementwise.cpp
   void binary(const NodeProto &n, const std::string &op);
   void compare(const NodeProto &n, const std::string &op);
+  void mod(const NodeProto &n);
   // OpsNn.cpp
   void conv(const NodeProto &n);
   void pool(const NodeProto &n, bool max);
@@ -327,6 +330,7 @@ private:
   void reshape(const NodeProto &n);
   void slice(const NodeProto &n);
   void gather(Graph &g, const NodeProto &n);
+  void scatterNd(Graph &g, const NodeProto &n);
   void split(const NodeProto &n);
   void squeezeOrUnsqueeze(const NodeProto &n, bool squeeze);
   void pad(const NodeProto &n);

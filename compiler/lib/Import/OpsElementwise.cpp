@@ -1,14 +1,16 @@
 //===- OpsElementwise.cpp - ONNX elementwise ops --------------------------===//
 //
-// Unary math, arithmetic and comparisons (folded when both operands are
-// known), activations (PRelu, ThresholdedRelu, Celu, Shrink) and Clip,
-// Not, And, Or, Xor, Pow, the variadic Min/Max/Sum/Mean, Where, Cast and
-// CastLike.
+// Unary math, arithmetic, Mod and comparisons (folded when the operands
+// are known), Floor, Ceil, Round and Sign, activations (PRelu,
+// ThresholdedRelu, Celu, Shrink) and Clip, Not, And, Or, Xor, Pow, the
+// variadic Min/Max/Sum/Mean, Where, Cast and CastLike.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Importer.h"
 #include "locus/half.hpp"
+
+#include <cmath>
 
 namespace locus::onnx_import {
 
@@ -82,6 +84,38 @@ void symbolicElement(Const &c, size_t k, const std::string &op,
 
 using UnaryFn = Tensor (*)(const Tensor &, Here);
 
+/// `fold` of every value of `c`. A size stays itself under a step that
+/// keeps integers (floor, ceil, round), not under `sign`.
+Const stepConst(const Const &c, double (*fold)(double), bool sign) {
+  Const r = c;
+  if (r.isFloat())
+    for (double &v : r.f)
+      v = fold(v);
+  else
+    for (int64_t &v : r.i)
+      v = static_cast<int64_t>(fold(static_cast<double>(v)));
+  if (sign && !r.syms.empty()) {
+    r.syms.clear();
+    r.atBounds = true;
+  }
+  return r;
+}
+
+/// ONNX's Mod of two numbers: C's fmod (`cStyle`), or Python's %, whose
+/// result takes the divisor's sign.
+double modOf(double x, double y, bool cStyle) {
+  double r = std::fmod(x, y);
+  return !cStyle && r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+int64_t modOf(int64_t x, int64_t y, bool cStyle) {
+  if (y == 0)
+    fail("divides by zero");
+  if (y == -1) // x % -1 is 0, and INT64_MIN % -1 would trap
+    return 0;
+  int64_t r = x % y;
+  return !cStyle && r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+
 } // namespace
 
 void Importer::binary(const NodeProto &n, const std::string &op) {
@@ -122,6 +156,34 @@ void Importer::binary(const NodeProto &n, const std::string &op) {
       : op == "Sub" ? sub(x, y)
       : op == "Mul" ? mul(x, y)
                     : div(x, y));
+}
+
+void Importer::mod(const NodeProto &n) {
+  bool cStyle = attrInt(n, "fmod", 0) != 0;
+  const Const *a = constOf(n, 0), *b = constOf(n, 1);
+  if (a && b && a->dtype == b->dtype) {
+    Shape shape = broadcastShapes(a->shape, b->shape);
+    Const c;
+    c.dtype = a->dtype;
+    c.shape = shape;
+    for (size_t k = 0; k < static_cast<size_t>(product(shape)); ++k) {
+      size_t ia = a->broadcastIndex(shape, k), ib = b->broadcastIndex(shape, k);
+      if (a->isFloat())
+        c.f.push_back(modOf(a->f[ia], b->f[ib], cStyle));
+      else
+        c.i.push_back(modOf(a->i[ia], b->i[ib], cStyle));
+      c.atBounds |= !a->symAt(ia).empty() || !b->symAt(ib).empty();
+    }
+    broadcastWindows(c, {a, b});
+    outConst(n, 0, std::move(c));
+    return;
+  }
+  Tensor x = in(n, 0), y = in(n, 1);
+  if (x.dtype() == DType::i64 || x.dtype() == DType::i32 ||
+      x.dtype() == DType::i1)
+    fail("takes integers computed while the model runs; Locus folds Mod of "
+         "integers known while importing (sizes) and computes it on floats");
+  out(n, 0, cStyle ? locus::fmod(x, y) : locus::remainder(x, y));
 }
 
 void Importer::compare(const NodeProto &n, const std::string &op) {
@@ -248,6 +310,26 @@ void Importer::addElementwiseHandlers(Handlers &t) {
   unary("Sin", &locus::sin);
   unary("Cos", &locus::cos);
   unary("Reciprocal", &reciprocal);
+  // Steps fold on known values: exporters compute sizes with them.
+  auto step = [&](const char *name, double (*fold)(double), UnaryFn fn) {
+    t[name] = [fold, fn](Importer &im, Graph &, const NodeProto &n) {
+      if (const Const *c = im.constOf(n, 0)) {
+        im.outConst(n, 0, stepConst(*c, fold, fn == &locus::sign));
+        return;
+      }
+      im.out(n, 0, fn(im.in(n, 0), Here::current()));
+    };
+  };
+  step("Floor", [](double v) { return std::floor(v); }, &locus::floor);
+  step("Ceil", [](double v) { return std::ceil(v); }, &locus::ceil);
+  // The default rounding mode: halves to even, as ONNX's Round.
+  step("Round", [](double v) { return std::nearbyint(v); }, &locus::round);
+  step(
+      "Sign", [](double v) { return v > 0   ? 1.0
+                                    : v < 0 ? -1.0
+                                            : v; },
+      &locus::sign);
+  t["Mod"] = [](Importer &im, Graph &, const NodeProto &n) { im.mod(n); };
   for (const char *op : {"Add", "Sub", "Mul", "Div"})
     t[op] = [op = std::string(op)](Importer &im, Graph &, const NodeProto &n) {
       im.binary(n, op);

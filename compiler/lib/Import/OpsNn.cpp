@@ -28,7 +28,8 @@ std::pair<int64_t, int64_t> autoPadding(const std::string &autoPad,
                                  : std::pair{small, total - small};
 }
 
-/// Spatial pads [top, left, bottom, right] of a 2-D conv or pool node.
+/// Spatial pads of a conv or pool node over kernel.size() dimensions:
+/// [top, left, bottom, right] for 2-D, [begin, end] for 1-D.
 std::vector<int64_t> spatialPads(const NodeProto &n, const Shape &input,
                                  const std::vector<int64_t> &kernel,
                                  const std::vector<int64_t> &strides,
@@ -45,21 +46,23 @@ std::vector<int64_t> spatialPads(const NodeProto &n, const Shape &input,
   for (const auto &a : n.attribute())
     if (a.name() == "auto_pad")
       autoPad = a.s();
-  std::vector<int64_t> pads(4, 0);
+  size_t rank = kernel.size();
+  std::vector<int64_t> pads(2 * rank, 0);
   if (autoPad == "NOTSET" || autoPad.empty()) {
     for (const auto &a : n.attribute())
       if (a.name() == "pads") {
-        if (a.ints_size() != 4)
-          fail("has " + std::to_string(a.ints_size()) +
-               " pads; a 2-D op takes 4");
+        if (static_cast<size_t>(a.ints_size()) != 2 * rank)
+          fail("has " + std::to_string(a.ints_size()) + " pads; a " +
+               std::to_string(rank) + "-D op takes " +
+               std::to_string(2 * rank));
         pads.assign(a.ints().begin(), a.ints().end());
       }
   } else {
-    for (int d = 0; d < 2; ++d) {
+    for (size_t d = 0; d < rank; ++d) {
       auto [begin, end] = autoPadding(autoPad, input[2 + d], kernel[d],
                                       strides[d], dilations[d]);
       pads[d] = begin;
-      pads[2 + d] = end;
+      pads[rank + d] = end;
     }
   }
   for (int64_t p : pads)
@@ -100,43 +103,42 @@ void Importer::conv(const NodeProto &n) {
 
 void Importer::pool(const NodeProto &n, bool max) {
   Shape xs = shapeOf(n, 0);
-  if (xs.size() != 4)
-    fail("Locus imports 2-D pooling (input rank 4); the input is " +
+  if (xs.size() != 3 && xs.size() != 4)
+    fail("Locus imports 1-D and 2-D pooling (input rank 3 or 4); the input "
+         "is " +
          shapeText(xs));
+  size_t rank = xs.size() - 2;
   if (n.output_size() > 1 && !n.output(1).empty())
     fail("the Indices output is not supported");
   auto kernel = attrInts(n, "kernel_shape");
-  if (!kernel || kernel->size() != 2)
-    fail("needs a kernel_shape of 2 entries");
+  if (!kernel || kernel->size() != rank)
+    fail("needs a kernel_shape of " + std::to_string(rank) + " entries");
   std::vector<int64_t> strides =
-      attrInts(n, "strides").value_or(std::vector<int64_t>{1, 1});
+      attrInts(n, "strides").value_or(std::vector<int64_t>(rank, 1));
   std::vector<int64_t> dilations =
-      attrInts(n, "dilations").value_or(std::vector<int64_t>{1, 1});
-  if (dilations != std::vector<int64_t>{1, 1})
+      attrInts(n, "dilations").value_or(std::vector<int64_t>(rank, 1));
+  if (strides.size() != rank)
+    fail("needs " + std::to_string(rank) + " strides");
+  if (dilations != std::vector<int64_t>(rank, 1))
     fail("dilations other than 1 are not supported");
-  if (attrInt(n, "ceil_mode", 0))
-    fail("ceil_mode = 1 is not supported");
   std::vector<int64_t> pads = spatialPads(n, xs, *kernel, strides, dilations);
-  bool padded =
-      std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
-  if (!max && padded && !attrInt(n, "count_include_pad", 0))
-    fail("padding with count_include_pad = 0 is not supported (PyTorch "
-         "exports count_include_pad = 1)");
   Tensor x = in(n, 0);
-  Pool2dParams params;
-  params.kernelSize = *kernel;
-  params.stride = strides;
-  // Locus's pools take PyTorch's padding (at most half the kernel, the
-  // same on both sides); other padding is made explicit.
-  if (pads[0] == pads[2] && pads[1] == pads[3] && 2 * pads[0] <= (*kernel)[0] &&
-      2 * pads[1] <= (*kernel)[1]) {
-    params.padding = {pads[0], pads[1]};
-  } else {
-    x = locus::pad(x, {pads[1], pads[3], pads[0], pads[2]},
-                   max ? -std::numeric_limits<float>::infinity() : 0.0);
-    params.padding = {0, 0};
+  Pool2dParams params{*kernel, strides, pads, attrInt(n, "ceil_mode", 0) != 0,
+                      max || attrInt(n, "count_include_pad", 0) != 0};
+  // A 1-D pool is a 2-D one over a height of 1.
+  if (rank == 1) {
+    x = unsqueeze(x, 2);
+    params.kernelSize.insert(params.kernelSize.begin(), 1);
+    params.stride.insert(params.stride.begin(), 1);
+    params.padding = {0, pads[0], 0, pads[1]};
   }
-  out(n, 0, max ? max_pool2d(x, params) : avg_pool2d(x, params));
+  // Symmetric padding of at most half the kernel is the op's own.
+  std::vector<int64_t> &p = params.padding;
+  if (p[0] == p[2] && p[1] == p[3] && 2 * p[0] <= params.kernelSize[0] &&
+      2 * p[1] <= params.kernelSize[1])
+    p = {p[0], p[1]};
+  Tensor y = max ? max_pool2d(x, params) : avg_pool2d(x, params);
+  out(n, 0, rank == 1 ? squeeze(y, 2) : y);
 }
 
 void Importer::reduce(const NodeProto &n, const std::string &op) {
@@ -302,11 +304,14 @@ void Importer::addNnHandlers(Handlers &t) {
     // mask each run from Locus's generator (not the exporter's).
     bool training =
         im.has(n, 2) && im.needConst(n, 2, "training_mode").at(0) != 0;
-    if (!training) {
+    double ratio =
+        training && im.has(n, 1) ? im.needConst(n, 1, "ratio").at(0) : 0.5;
+    // A ratio of 0 keeps everything (exporters write F.dropout(x, 0.0,
+    // training=True) so).
+    if (!training || ratio == 0.0) {
       identity(im, g, n);
       return;
     }
-    double ratio = im.has(n, 1) ? im.needConst(n, 1, "ratio").at(0) : 0.5;
     if (n.output_size() > 1 && !n.output(1).empty())
       fail("the mask output of a training-mode Dropout is not supported");
     im.out(n, 0, dropout(im.in(n, 0), ratio, true));

@@ -49,16 +49,51 @@ Shape reshapeTarget(const Shape &input, std::vector<int64_t> target,
   return target;
 }
 
-/// ONNX's clamping of one Slice range to a dimension of `size`, for a
-/// positive step.
-std::pair<int64_t, int64_t> sliceRange(int64_t start, int64_t end,
+/// ONNX's clamping of one Slice range to a dimension of `size`: [start,
+/// end) for a positive step; for a negative one, start in [0, size - 1]
+/// and end in [-1, size - 1], walked down.
+std::pair<int64_t, int64_t> sliceRange(int64_t start, int64_t end, int64_t step,
                                        int64_t size) {
-  auto clampIndex = [&](int64_t i) {
+  bool down = step < 0;
+  auto clampIndex = [&](int64_t i, bool isEnd) {
     if (i < 0)
-      i += size;
-    return std::clamp<int64_t>(i, 0, size);
+      i = i < -size ? -size - 1 : i + size; // no overflow at INT64_MIN
+    return down ? std::clamp<int64_t>(i, isEnd ? -1 : 0, size - 1)
+                : std::clamp<int64_t>(i, 0, size);
   };
-  return {clampIndex(start), clampIndex(end)};
+  return {clampIndex(start, false), clampIndex(end, true)};
+}
+
+/// `c` with its dimensions in the order `perm`.
+Const transposeConst(const Const &c, const std::vector<int64_t> &perm) {
+  size_t rank = c.shape.size();
+  std::vector<bool> seen(rank);
+  for (int64_t p : perm) {
+    if (p < 0 || static_cast<size_t>(p) >= rank || seen[size_t(p)])
+      fail("perm " + shapeText(perm) + " is not a permutation of " +
+           std::to_string(rank) + " dimensions");
+    seen[size_t(p)] = true;
+  }
+  if (perm.size() != rank)
+    fail("perm " + shapeText(perm) + " is not a permutation of " +
+         std::to_string(rank) + " dimensions");
+  Const r;
+  r.dtype = c.dtype;
+  for (int64_t p : perm)
+    r.shape.push_back(c.shape[size_t(p)]);
+  std::vector<size_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    strides[d - 1] = strides[d] * size_t(c.shape[d]);
+  for (size_t k = 0; k < static_cast<size_t>(c.numel()); ++k) {
+    size_t rem = k, index = 0;
+    for (size_t d = rank; d-- > 0;) {
+      index += (rem % size_t(r.shape[d])) * strides[size_t(perm[d])];
+      rem /= size_t(r.shape[d]);
+    }
+    r.append(c, index);
+  }
+  r.atBounds = c.dynamic();
+  return r;
 }
 
 } // namespace
@@ -128,12 +163,17 @@ void Importer::slice(const NodeProto &n) {
   const Const *endsConst = opset_ >= 10 ? constOf(n, 2) : nullptr;
   for (size_t k = 0; k < starts.size(); ++k) {
     int64_t axis = normalizeAxis(axes[k], rank);
-    if (steps[k] <= 0)
-      fail("steps other than positive ones are not supported");
-    auto [start, end] = sliceRange(starts[k], ends[k], shape[size_t(axis)]);
-    end = std::max(end, start);
-    ranges.push_back({axis, start, end, steps[k], starts[k], ends[k]});
-    outShape[size_t(axis)] = (end - start + steps[k] - 1) / steps[k];
+    if (steps[k] == 0)
+      fail("a step of 0");
+    int64_t step = steps[k];
+    auto [start, end] =
+        sliceRange(starts[k], ends[k], step, shape[size_t(axis)]);
+    end = step > 0 ? std::max(end, start) : std::min(end, start);
+    ranges.push_back({axis, start, end, step, starts[k], ends[k]});
+    // The count of start, start + step, ... short of end (either way).
+    int64_t span = step > 0 ? end - start : start - end;
+    int64_t stride = step > 0 ? step : -(step + 1) + 1; // -step, safely
+    outShape[size_t(axis)] = (span + stride - 1) / stride;
     std::string sym = endsConst ? endsConst->symAt(k) : "";
     if (!sym.empty() && start == 0 && steps[k] == 1 && ends[k] == end)
       windowOf[size_t(axis)] = sym;
@@ -187,8 +227,21 @@ void Importer::slice(const NodeProto &n) {
     int64_t size = shape[size_t(range.axis)];
     bool whole =
         range.givenStart == 0 && range.givenEnd >= size && range.step == 1;
-    if (dims[size_t(range.axis)].dynamic &&
-        windowOf[size_t(range.axis)].empty()) {
+    if (range.step < 0) {
+      if (dims[size_t(range.axis)].dynamic)
+        fail("negative steps along a dynamic size are not supported");
+      // Walked down: the picked indices, gathered.
+      std::vector<int64_t> picked;
+      for (int64_t i = range.start; i > range.end; i += range.step)
+        picked.push_back(i);
+      if (picked.empty())
+        fail("the slice along axis " + std::to_string(range.axis) +
+             " is empty");
+      x = index_select(
+          x, range.axis,
+          x.graph().constantI64({static_cast<int64_t>(picked.size())}, picked));
+    } else if (dims[size_t(range.axis)].dynamic &&
+               windowOf[size_t(range.axis)].empty()) {
       if (whole)
         continue;
       // Along a dynamic size, the bounds as given: negative ones count
@@ -489,6 +542,69 @@ void Importer::constantNode(const NodeProto &n) {
     fail("the value attribute '" + v.name() + "' is not supported");
 }
 
+void Importer::scatterNd(Graph &g, const NodeProto &n) {
+  std::string reduction = attrString(n, "reduction", "none");
+  if (reduction != "none")
+    fail("reduction '" + reduction + "' is not supported (only 'none')");
+  Shape dataShape = shapeOf(n, 0), updateShape = shapeOf(n, 2);
+  const Const &indices = needConst(n, 1, "the indices");
+  if (indices.shape.empty() || indices.shape.back() < 1 ||
+      static_cast<size_t>(indices.shape.back()) > dataShape.size())
+    fail("indices " + shapeText(indices.shape) + " do not address data " +
+         shapeText(dataShape));
+  auto depth = static_cast<size_t>(indices.shape.back());
+  Shape want(indices.shape.begin(), indices.shape.end() - 1);
+  want.insert(want.end(), dataShape.begin() + static_cast<long>(depth),
+              dataShape.end());
+  if (want != updateShape)
+    fail("updates " + shapeText(updateShape) + " must have shape " +
+         shapeText(want) + " for indices " + shapeText(indices.shape) +
+         " into data " + shapeText(dataShape));
+  // source[k]: which element of the updates lands at data element k, or
+  // -1; later updates win, as ONNX's reference writes them in order.
+  int64_t slice = product(dataShape, depth);
+  int64_t tuples = product(indices.shape, 0, indices.shape.size() - 1);
+  std::vector<int64_t> source(static_cast<size_t>(product(dataShape)), -1);
+  std::vector<int64_t> at = indices.ints();
+  for (int64_t u = 0; u < tuples; ++u) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < depth; ++d) {
+      int64_t i = at[static_cast<size_t>(u) * depth + d], size = dataShape[d];
+      if (i < -size || i >= size)
+        fail("index " + std::to_string(i) + " is out of range for dimension " +
+             std::to_string(d) + " of data " + shapeText(dataShape));
+      offset = offset * size + (i < 0 ? i + size : i);
+    }
+    for (int64_t e = 0; e < slice; ++e)
+      source[static_cast<size_t>(offset * slice + e)] = u * slice + e;
+  }
+  const Const *data = constOf(n, 0), *updates = constOf(n, 2);
+  if (data && updates && data->dtype == updates->dtype) {
+    Const r;
+    r.dtype = data->dtype;
+    r.shape = dataShape;
+    for (size_t k = 0; k < source.size(); ++k)
+      if (source[k] < 0)
+        r.append(*data, k);
+      else
+        r.append(*updates, static_cast<size_t>(source[k]));
+    r.atBounds |= data->dynamic() || updates->dynamic();
+    outConst(n, 0, std::move(r));
+    return;
+  }
+  Tensor x = in(n, 0), u = in(n, 2);
+  if (x.dtype() != u.dtype())
+    fail("data and updates must have one element type");
+  // One gather from the data and the updates side by side.
+  auto numel = static_cast<int64_t>(source.size());
+  for (size_t k = 0; k < source.size(); ++k)
+    source[k] = source[k] < 0 ? static_cast<int64_t>(k) : numel + source[k];
+  Tensor both = locus::concat(
+      {locus::reshape(x, {numel}), locus::reshape(u, {product(want)})}, 0);
+  Tensor picked = index_select(both, 0, g.constantI64({numel}, source));
+  out(n, 0, locus::reshape(picked, dataShape));
+}
+
 void Importer::addShapeHandlers(Handlers &t) {
   t["Flatten"] = [](Importer &im, Graph &, const NodeProto &n) {
     im.reshape(n);
@@ -497,17 +613,26 @@ void Importer::addShapeHandlers(Handlers &t) {
     im.reshape(n);
   };
   t["Transpose"] = [](Importer &im, Graph &, const NodeProto &n) {
-    auto rank = static_cast<int64_t>(im.shapeOf(n, 0).size());
+    Shape shape = im.shapeOf(n, 0);
+    auto rank = static_cast<int64_t>(shape.size());
     std::vector<int64_t> perm;
     for (int64_t d = rank - 1; d >= 0; --d)
       perm.push_back(d);
-    im.out(n, 0, permute(im.in(n, 0), attrInts(n, "perm").value_or(perm)));
+    perm = attrInts(n, "perm").value_or(perm);
+    if (const Const *c = im.constOf(n, 0)) {
+      im.outConst(n, 0, transposeConst(*c, perm));
+      return;
+    }
+    im.out(n, 0, permute(im.in(n, 0), perm));
   };
   t["Concat"] = [](Importer &im, Graph &, const NodeProto &n) { im.concat(n); };
   t["Split"] = [](Importer &im, Graph &, const NodeProto &n) { im.split(n); };
   t["Slice"] = [](Importer &im, Graph &, const NodeProto &n) { im.slice(n); };
   t["Gather"] = [](Importer &im, Graph &g, const NodeProto &n) {
     im.gather(g, n);
+  };
+  t["ScatterND"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    im.scatterNd(g, n);
   };
   t["GatherElements"] = [](Importer &im, Graph &g, const NodeProto &n) {
     // torch.gather, once negative indices (ONNX allows [-n, n)) count from

@@ -340,8 +340,9 @@ private:
 
 CostRules::CostRules() {
   add<ReshapeOp>([](Operation *) { return OpWork{}; }); // a view
-  add<NegOp, ReluOp, AbsOp, ReciprocalOp, AddOp, SubOp, MulOp, DivOp, MaximumOp,
-      MinimumOp, CmpOp, SelectOp, CastOp>(
+  add<NegOp, ReluOp, AbsOp, FloorOp, CeilOp, RoundOp, ReciprocalOp, AddOp,
+      SubOp, MulOp, DivOp, MaximumOp, MinimumOp, FmodOp, CmpOp, SelectOp,
+      CastOp>(
       [](Operation *o) { return elementwiseWork(o, numel(o->getResult(0))); });
   add<ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp, PowOp, ErfOp, SinOp, CosOp,
       RsqrtOp, SiluOp, GeluOp>([](Operation *o) {

@@ -216,6 +216,14 @@ locus.graph @types_and_indexing {
   %ids = locus.input "ids" : tensor<4x5xi64>
   %w = locus.state "emb" parameter : tensor<10x3xf32> init <normal(0.0, 1.0), seed = 7>
   // CHECK: init <normal(0.0, 1.0), seed = 7>
+  // CHECK: locus.fmod %x, %x : tensor<4x5xf32>
+  %f = locus.fmod %x, %x : tensor<4x5xf32>
+  // CHECK: locus.floor %{{.*}} : tensor<4x5xf32>
+  %fl = locus.floor %f : tensor<4x5xf32>
+  // CHECK: locus.ceil
+  %ce = locus.ceil %fl : tensor<4x5xf32>
+  // CHECK: locus.round
+  %ro = locus.round %ce : tensor<4x5xf32>
   // CHECK: locus.minimum %x, %x : tensor<4x5xf32>
   %0 = locus.minimum %x, %x : tensor<4x5xf32>
   // CHECK: locus.min %{{.*}} axes [1] keepdim : tensor<4x5xf32> -> tensor<4x1xf32>

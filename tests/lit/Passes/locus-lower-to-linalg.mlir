@@ -74,6 +74,32 @@ locus.graph @conv {
 
 // -----
 
+// Steps and fmod: floor and ceil as math's; round (halves to even) from
+// floor alone, which every target lowers; fmod as arith.remf.
+// CHECK-LABEL: locus.graph @steps
+// CHECK: math.floor
+// CHECK: math.ceil
+// CHECK: linalg.generic
+// CHECK: math.floor
+// CHECK: arith.subf
+// CHECK: math.floor
+// CHECK: arith.cmpf oeq
+// CHECK: arith.cmpf olt
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf uno
+// CHECK-NOT: math.round
+// CHECK: arith.remf
+locus.graph @steps {
+  %x = locus.input "x" : tensor<4x8xf32>
+  %0 = locus.floor %x : tensor<4x8xf32>
+  %1 = locus.ceil %0 : tensor<4x8xf32>
+  %2 = locus.round %1 : tensor<4x8xf32>
+  %3 = locus.fmod %2, %x : tensor<4x8xf32>
+  locus.output "o" = %3 : tensor<4x8xf32>
+}
+
+// -----
+
 // Cross entropy: a stable log_softmax, then each row's label gathered with
 // tensor.extract, then the mean.
 // CHECK-LABEL: locus.graph @loss

@@ -203,6 +203,10 @@ def Locus_ErfOp : Locus_UnaryOp<"erf", "erf(x)">;
 def Locus_SinOp : Locus_UnaryOp<"sin", "sin(x)">;
 def Locus_CosOp : Locus_UnaryOp<"cos", "cos(x)">;
 def Locus_AbsOp : Locus_UnaryOp<"abs", "|x|">;
+def Locus_FloorOp : Locus_UnaryOp<"floor", "the largest integer not above x">;
+def Locus_CeilOp : Locus_UnaryOp<"ceil", "the smallest integer not below x">;
+def Locus_RoundOp : Locus_UnaryOp<"round",
+    "x at the nearest integer, halves to the even one">;
 def Locus_RsqrtOp : Locus_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def Locus_ReciprocalOp : Locus_UnaryOp<"reciprocal", "1 / x">;
 def Locus_SiluOp : Locus_UnaryOp<"silu", "x * sigmoid(x)">;
@@ -260,6 +264,8 @@ def Locus_MulOp : Locus_BinaryOp<"mul", "a * b">;
 def Locus_DivOp : Locus_BinaryOp<"div", "a / b">;
 def Locus_MaximumOp : Locus_BinaryOp<"maximum", "max(a, b)">;
 def Locus_MinimumOp : Locus_BinaryOp<"minimum", "min(a, b)">;
+def Locus_FmodOp : Locus_BinaryOp<"fmod",
+    "a - b trunc(a / b), exactly (C's fmod: the sign of a)">;
 
 def Locus_CmpOp : Locus_InferOp<"cmp", [Locus_Elementwise, SameTypeOperands]> {
   let summary = "Elementwise comparison, giving an i1 tensor.";

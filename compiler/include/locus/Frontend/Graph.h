@@ -571,6 +571,17 @@ Tensor erf(const Tensor &x, Here loc = Here::current());
 Tensor sin(const Tensor &x, Here loc = Here::current());
 Tensor cos(const Tensor &x, Here loc = Here::current());
 Tensor abs(const Tensor &x, Here loc = Here::current());
+/// torch.floor, torch.ceil and torch.round (halves to the even integer);
+/// their gradients are zero, as PyTorch's.
+Tensor floor(const Tensor &x, Here loc = Here::current());
+Tensor ceil(const Tensor &x, Here loc = Here::current());
+Tensor round(const Tensor &x, Here loc = Here::current());
+/// torch.sign: 1, -1, or x itself at zero and NaN.
+Tensor sign(const Tensor &x, Here loc = Here::current());
+/// torch.fmod: a - b trunc(a / b), with a's sign (C's fmod), exactly.
+Tensor fmod(const Tensor &a, const Tensor &b, Here loc = Here::current());
+/// torch.remainder: a - b floor(a / b), with b's sign (Python's %).
+Tensor remainder(const Tensor &a, const Tensor &b, Here loc = Here::current());
 /// 1 / sqrt(x).
 Tensor rsqrt(const Tensor &x, Here loc = Here::current());
 /// 1 / x.
@@ -768,7 +779,15 @@ struct Pool2dParams {
   std::vector<int64_t> kernelSize = {};
   /// Empty: the kernel size, as in PyTorch.
   std::vector<int64_t> stride = {};
+  /// {rows, columns} on both sides, or ONNX's {top, left, bottom, right}.
   std::vector<int64_t> padding = {0, 0};
+  /// Output sizes rounded up, as PyTorch's ceil_mode=True: a last window
+  /// that starts inside the input or its leading padding is kept and may
+  /// overhang the end; what it overhangs never counts.
+  bool ceilMode = false;
+  /// Average pooling: padded zeros count in each window's divisor
+  /// (PyTorch's default); false divides by the input elements it covers.
+  bool countIncludePad = true;
 };
 Tensor max_pool2d(const Tensor &x, const Pool2dParams &params,
                   Here loc = Here::current());

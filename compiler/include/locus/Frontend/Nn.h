@@ -168,39 +168,41 @@ private:
 };
 
 /// What MaxPool2d and AvgPool2d share: their sizes (one number: square;
-/// `stride` empty: the kernel size, as in PyTorch).
+/// `stride` empty: the kernel size, as in PyTorch) and ceil mode.
 class Pool2d : public Module {
 public:
   const Pool2dParams &params() const { return params_; }
 
 protected:
-  Pool2d(std::vector<int64_t> kernelSize, std::vector<int64_t> stride,
-         std::vector<int64_t> padding, Here loc);
+  Pool2d(Pool2dParams params, Here loc);
 
 private:
   Pool2dParams params_;
 };
 
+/// torch.nn.MaxPool2d (no dilation or indices).
 class MaxPool2d : public Pool2d {
 public:
   explicit MaxPool2d(std::vector<int64_t> kernelSize,
                      std::vector<int64_t> stride = {},
                      std::vector<int64_t> padding = {0, 0},
-                     Here loc = Here::current())
-      : Pool2d(std::move(kernelSize), std::move(stride), std::move(padding),
+                     bool ceilMode = false, Here loc = Here::current())
+      : Pool2d({std::move(kernelSize), std::move(stride), std::move(padding),
+                ceilMode},
                loc) {}
   Tensor forward(const Tensor &x, Here loc) const override;
 };
 
-/// torch.nn.AvgPool2d (count_include_pad: padded zeros count in each
-/// average; no ceil_mode).
+/// torch.nn.AvgPool2d (no divisor_override).
 class AvgPool2d : public Pool2d {
 public:
   explicit AvgPool2d(std::vector<int64_t> kernelSize,
                      std::vector<int64_t> stride = {},
                      std::vector<int64_t> padding = {0, 0},
+                     bool ceilMode = false, bool countIncludePad = true,
                      Here loc = Here::current())
-      : Pool2d(std::move(kernelSize), std::move(stride), std::move(padding),
+      : Pool2d({std::move(kernelSize), std::move(stride), std::move(padding),
+                ceilMode, countIncludePad},
                loc) {}
   Tensor forward(const Tensor &x, Here loc) const override;
 };

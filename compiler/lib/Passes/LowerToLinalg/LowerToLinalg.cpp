@@ -121,6 +121,35 @@ Value lowerSilu(Lowering &l, SiluOp op) {
   });
 }
 
+/// Halves to even, from math.floor, which every target lowers (NVVM has
+/// neither math.roundeven nor math.round in MLIR 19): with f = floor(x)
+/// and d = x - f (exact), f + 1 above a half, f below one, and at a half
+/// whichever of f and f + 1 is even.
+Value lowerRound(Lowering &l, RoundOp op) {
+  Value half = l.constantF32(0.5), one = l.constantF32(1.0);
+  return unary(l, op.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
+    auto cmp = [&](arith::CmpFPredicate p, Value a, Value b) {
+      return nb.create<arith::CmpFOp>(nl, p, a, b);
+    };
+    Value f = nb.create<math::FloorOp>(nl, x);
+    Value d = nb.create<arith::SubFOp>(nl, x, f);
+    Value up = nb.create<arith::AddFOp>(nl, f, one);
+    // f is even when floor(f / 2) * 2 == f.
+    Value halfF =
+        nb.create<math::FloorOp>(nl, nb.create<arith::MulFOp>(nl, f, half));
+    Value even = cmp(arith::CmpFPredicate::OEQ,
+                     nb.create<arith::AddFOp>(nl, halfF, halfF), f);
+    Value atHalf = nb.create<arith::SelectOp>(nl, even, f, up);
+    Value below = nb.create<arith::SelectOp>(
+        nl, cmp(arith::CmpFPredicate::OLT, d, half), f, atHalf);
+    // NaN and infinities: d is NaN; x itself.
+    Value r = nb.create<arith::SelectOp>(
+        nl, cmp(arith::CmpFPredicate::OGT, d, half), up, below);
+    return nb.create<arith::SelectOp>(nl, cmp(arith::CmpFPredicate::UNO, d, d),
+                                      x, r);
+  });
+}
+
 /// 0.5 x (1 + erf(x / sqrt 2)), or with `tanh` PyTorch's tanh form
 /// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
 Value lowerGelu(Lowering &l, GeluOp op) {
@@ -542,17 +571,19 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
            UnaryPattern<LogOp, math::LogOp>, UnaryPattern<SqrtOp, math::SqrtOp>,
            UnaryPattern<TanhOp, math::TanhOp>, LowerOp<ReluOp, lowerRelu>,
            LowerOp<SigmoidOp, lowerSigmoid>, LowerOp<PowOp, lowerPow>>(ctx);
-  patterns
-      .add<UnaryPattern<ErfOp, math::ErfOp>, UnaryPattern<SinOp, math::SinOp>,
-           UnaryPattern<CosOp, math::CosOp>, UnaryPattern<AbsOp, math::AbsFOp>,
-           UnaryPattern<RsqrtOp, math::RsqrtOp>,
-           LowerOp<ReciprocalOp, lowerReciprocal>, LowerOp<SiluOp, lowerSilu>,
-           LowerOp<GeluOp, lowerGelu>>(ctx);
+  patterns.add<
+      UnaryPattern<ErfOp, math::ErfOp>, UnaryPattern<SinOp, math::SinOp>,
+      UnaryPattern<CosOp, math::CosOp>, UnaryPattern<AbsOp, math::AbsFOp>,
+      UnaryPattern<RsqrtOp, math::RsqrtOp>,
+      UnaryPattern<FloorOp, math::FloorOp>, UnaryPattern<CeilOp, math::CeilOp>,
+      LowerOp<RoundOp, lowerRound>, LowerOp<ReciprocalOp, lowerReciprocal>,
+      LowerOp<SiluOp, lowerSilu>, LowerOp<GeluOp, lowerGelu>>(ctx);
   patterns.add<
       BinaryPattern<AddOp, arith::AddFOp>, BinaryPattern<SubOp, arith::SubFOp>,
       BinaryPattern<MulOp, arith::MulFOp>, BinaryPattern<DivOp, arith::DivFOp>,
       BinaryPattern<MaximumOp, arith::MaximumFOp>,
-      BinaryPattern<MinimumOp, arith::MinimumFOp>, LowerOp<CmpOp, lowerCmp>,
+      BinaryPattern<MinimumOp, arith::MinimumFOp>,
+      BinaryPattern<FmodOp, arith::RemFOp>, LowerOp<CmpOp, lowerCmp>,
       LowerOp<CastOp, lowerCast>, LowerOp<SelectOp, lowerSelect>,
       LowerOp<BroadcastOp, lowerBroadcast>>(ctx);
   patterns.add<LowerOp<ConstantOp, lowerConstant>,

@@ -4,7 +4,7 @@ script; rerun with Debian's python3-onnx to remake them):
 
   mlp.onnx          x [batch, 4] -> Gemm(fc1) -> Relu -> Gemm(fc2) -> y [batch, 3],
                     opset 14, 'batch' symbolic
-  unsupported.onnx  Sign twice and Floor once: ops Locus does not import
+  unsupported.onnx  Atanh twice and Acosh once: ops Locus does not import
   mlp_external.onnx the MLP with its weights in mlp_external.data
   blocks.onnx       x [1, 4, 6, 6] -> stem conv, two residual blocks
                     (layer1.0, layer1.1: conv, relu, conv, add, relu), flatten,
@@ -42,9 +42,9 @@ onnx.checker.check_model(model)
 onnx.save(model, os.path.join(here, "mlp.onnx"))
 
 bad = helper.make_graph(
-    [helper.make_node("Sign", ["x"], ["a"], name="sign_a"),
-     helper.make_node("Floor", ["a"], ["b"], name="floor"),
-     helper.make_node("Sign", ["b"], ["y"], name="sign_b")],
+    [helper.make_node("Atanh", ["x"], ["a"], name="atanh_a"),
+     helper.make_node("Acosh", ["a"], ["b"], name="acosh"),
+     helper.make_node("Atanh", ["b"], ["y"], name="atanh_b")],
     "unsupported",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
