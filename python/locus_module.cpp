@@ -499,6 +499,24 @@ void bindNnOps(py::module_ &m) {
       py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
       py::arg("groups") = 1);
   m.def(
+      "conv_transpose2d",
+      [](const Tensor &x, const Tensor &w, std::optional<Tensor> b,
+         const py::object &stride, const py::object &padding,
+         const py::object &outputPadding, int64_t groups,
+         const py::object &dilation) {
+        ConvTranspose2dParams p{pairArg(stride), pairArg(padding),
+                                pairArg(outputPadding), pairArg(dilation),
+                                groups};
+        return at(x, [&] {
+          return conv_transpose2d(x, w, b.value_or(Tensor()), p,
+                                  Here::current());
+        });
+      },
+      py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(),
+      py::arg("stride") = 1, py::arg("padding") = 0,
+      py::arg("output_padding") = 0, py::arg("groups") = 1,
+      py::arg("dilation") = 1);
+  m.def(
       "conv1d",
       [](const Tensor &x, const Tensor &w, std::optional<Tensor> b,
          int64_t stride, int64_t padding, int64_t dilation, int64_t groups) {

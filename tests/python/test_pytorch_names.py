@@ -443,3 +443,83 @@ def test_pools_take_ceil_mode_and_uncounted_padding():
                     t, k, s, p, ceil_mode=ceil, count_include_pad=include))
         np.testing.assert_allclose(got[name], want.numpy(), rtol=1e-6,
                                    atol=1e-6, err_msg=name + " (torch)")
+
+
+def _conv_transpose_reference(x, w, b, s, p, op, groups, d):
+    """conv_transpose2d by its definition: each input element scatters
+    its products with the kernel, in double precision."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    oh = (h - 1) * s - 2 * p + d * (kh - 1) + op + 1
+    ow = (wd - 1) * s - 2 * p + d * (kw - 1) + op + 1
+    y = np.zeros((n, og * groups, oh, ow))
+    cg = c // groups
+    for ci in range(c):
+        grp = ci // cg
+        for i in range(h):
+            for j in range(wd):
+                for a in range(kh):
+                    for e in range(kw):
+                        r, q = i * s + a * d - p, j * s + e * d - p
+                        if 0 <= r < oh and 0 <= q < ow:
+                            y[:, grp * og:(grp + 1) * og, r, q] += (
+                                x[:, ci, i, j][:, None] * w[ci, :, a, e])
+    return y + (b[None, :, None, None] if b is not None else 0)
+
+
+def test_conv_transpose2d_matches_its_definition_and_pytorchs_gradients():
+    """locus.conv_transpose2d (strides, padding, output_padding, groups,
+    dilation, bias) against the scatter that defines it, and its
+    gradients (a convolution and a weight gradient) against PyTorch's
+    autograd where torch is installed."""
+    rng = np.random.default_rng(8)
+    cases = {  # name: in, out, k, stride, padding, output_padding, groups, dilation
+        "up2": (4, 6, 3, 2, 1, 1, 1, 1),
+        "grouped": (4, 6, 2, 2, 0, 0, 2, 1),
+        "dilated": (2, 3, 3, 1, 2, 0, 1, 2),
+        "stride3": (3, 2, 4, 3, 1, 2, 1, 1),
+    }
+    for name, (cin, cout, k, s, p, op, groups, d) in cases.items():
+        x0 = rng.normal(size=(2, cin, 5, 4)).astype(np.float32)
+        w0 = rng.normal(size=(cin, cout // groups, k, k)).astype(np.float32)
+        b0 = rng.normal(size=(cout,)).astype(np.float32)
+        g = locus.Graph("convt_" + name)
+        x = g.parameter("x", list(x0.shape), x0.flatten().tolist())
+        w = g.parameter("w", list(w0.shape), w0.flatten().tolist())
+        b = g.parameter("b", [cout], b0.tolist())
+        y = locus.conv_transpose2d(x, w, b, stride=s, padding=p,
+                                   output_padding=op, groups=groups,
+                                   dilation=d)
+        want = _conv_transpose_reference(x0, w0, b0, s, p, op, groups, d)
+        r0 = rng.normal(size=want.shape).astype(np.float32)
+        r = g.constant(list(r0.shape), r0.flatten().tolist())
+        loss = locus.sum(locus.mul(y, r), [0, 1, 2, 3])
+        dx, dw = locus.grad(loss, [x, w])
+        g.output("y", y)
+        g.output("dx", dx)
+        g.output("dw", dw)
+        got = locus.compile(g, policy="cpu", devices=["cpu"]).run()
+        np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-5,
+                                   err_msg=name)
+        # cuda:0's backward-data convolution (sim without a GPU).
+        on_gpu = locus.compile(g, policy="prefer-gpu",
+                               devices=["cpu", "cuda:0"]).run()
+        for out in ("y", "dx", "dw"):
+            np.testing.assert_allclose(on_gpu[out], got[out], rtol=1e-5,
+                                       atol=1e-5, err_msg=name + " " + out)
+        try:
+            import torch
+        except ImportError:
+            continue
+        tx = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
+        tw = torch.tensor(w0, dtype=torch.float64, requires_grad=True)
+        ty = torch.nn.functional.conv_transpose2d(
+            tx, tw, torch.tensor(b0, dtype=torch.float64), stride=s,
+            padding=p, output_padding=op, groups=groups, dilation=d)
+        (ty * torch.tensor(r0, dtype=torch.float64)).sum().backward()
+        np.testing.assert_allclose(got["y"], ty.detach().numpy(), rtol=1e-5,
+                                   atol=1e-5, err_msg=name + " (torch)")
+        np.testing.assert_allclose(got["dx"], tx.grad.numpy(), rtol=1e-4,
+                                   atol=1e-4, err_msg=name + " dx")
+        np.testing.assert_allclose(got["dw"], tw.grad.numpy(), rtol=1e-4,
+                                   atol=1e-4, err_msg=name + " dw")

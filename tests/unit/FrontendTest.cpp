@@ -227,6 +227,14 @@ TEST(Errors, BadConvolutionsAndPools) {
                   "avg_pool2d: kernel_size [10, 10] does not fit input");
   expectUserError(g, [&] { max_pool2d(x, uneven); }, __LINE__,
                   "max_pool2d: padding [1, -1, 1, 0] must be 2 or 4 sizes");
+  auto wt = g.input("wt", {4, 3, 3, 3});
+  ConvTranspose2dParams wide{.stride = {2, 2}, .outputPadding = {2, 0}};
+  expectUserError(g, [&] { conv_transpose2d(x, wt, {}, wide); }, __LINE__,
+                  "conv_transpose2d: output_padding [2, 0] must be smaller "
+                  "than the stride or the dilation");
+  expectUserError(g, [&] { conv_transpose2d(x, w2); }, __LINE__,
+                  "conv_transpose2d: weight [6, 4, 3, 3] and groups 1 do not "
+                  "fit input [2, 4, 9, 9]");
 }
 
 TEST(Errors, FailedCompositesRecordNothing) {

@@ -871,6 +871,22 @@ bool Differentiator::backwardConvPool(Operation *op, Value g) {
           give(bias, [&] { return sum(g, {0, 2, 3}, false); });
         return true;
       })
+      .Case<Conv2dInputGradOp>([&](Conv2dInputGradOp o) {
+        // As conv_transpose2d's forward op: y = convT(x, w) gives
+        // dx = conv2d(dy, w) and dw as the weight gradient of a
+        // convolution of dy whose result's gradient is x.
+        give(o.getGrad(), [&]() -> Value {
+          return b.create<Conv2dOp>(loc, g, o.getWeight(), Value(),
+                                    o.getStride(), o.getPadding(),
+                                    o.getDilation(), o.getGroups());
+        });
+        give(o.getWeight(), [&]() -> Value {
+          return b.create<Conv2dWeightGradOp>(
+              loc, g, o.getGrad(), typeOf(o.getWeight()).getShape(),
+              o.getStride(), o.getPadding(), o.getDilation(), o.getGroups());
+        });
+        return true;
+      })
       .Case<BatchNormTrainOp>([&](BatchNormTrainOp o) {
         BatchNormTrainGradOp grad;
         auto make = [&] {

@@ -784,6 +784,96 @@ Tensor locus::detail::dynamicChannelCount(const Tensor &x, const Here &loc) {
   return g.wrap(count);
 }
 
+namespace {
+
+/// conv_transpose2d's parameters checked against x and weight; the
+/// padding as {top, left, bottom, right}.
+std::vector<int64_t> checkConvTranspose(const Tensor &x, const Tensor &weight,
+                                        const ConvTranspose2dParams &p,
+                                        const Here &loc) {
+  auto fail = [&](const std::string &message) {
+    return userError(loc, "conv_transpose2d: " + message);
+  };
+  if (x.rank() != 4 || weight.rank() != 4)
+    throw fail("input " + detail::shapeText(x.shape()) + " and weight " +
+               detail::shapeText(weight.shape()) + " must have 4 dimensions");
+  auto pairs = [](const std::vector<int64_t> &v) { return v.size() == 2; };
+  if (!pairs(p.stride) || !pairs(p.dilation) || !pairs(p.outputPadding) ||
+      (p.padding.size() != 2 && p.padding.size() != 4))
+    throw fail("stride, dilation and output_padding take 2 sizes, padding 2 "
+               "or 4");
+  std::vector<int64_t> pad = p.padding;
+  if (pad.size() == 2)
+    pad = {pad[0], pad[1], pad[0], pad[1]};
+  for (int d = 0; d < 2; ++d) {
+    if (p.stride[d] < 1 || p.dilation[d] < 1 || pad[d] < 0 || pad[2 + d] < 0 ||
+        p.outputPadding[d] < 0)
+      throw fail("stride and dilation must be positive, padding and "
+                 "output_padding 0 or more");
+    if (p.outputPadding[d] >= std::max(p.stride[d], p.dilation[d]))
+      throw fail("output_padding " + detail::shapeText(p.outputPadding) +
+                 " must be smaller than the stride or the dilation");
+  }
+  int64_t groups = p.groups;
+  if (groups < 1 || x.dim(1) != weight.dim(0) || x.dim(1) % groups)
+    throw fail("weight " + detail::shapeText(weight.shape()) + " and groups " +
+               std::to_string(groups) + " do not fit input " +
+               detail::shapeText(x.shape()) +
+               " (weight [C, out / groups, KH, KW], groups dividing C)");
+  return pad;
+}
+
+} // namespace
+
+Tensor locus::conv_transpose2d(const Tensor &x, const Tensor &weight,
+                               const Tensor &bias,
+                               const ConvTranspose2dParams &params, Here loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  (void)weight.graph(loc);
+  std::vector<int64_t> pad = checkConvTranspose(x, weight, params, loc);
+  requireFloat<Conv2dInputGradOp>(g.value(x, loc), "its input", loc);
+  Transaction tx(g);
+  const std::vector<int64_t> &s = params.stride, &d = params.dilation,
+                             &extra = params.outputPadding;
+  int64_t out = weight.dim(1) * params.groups;
+  // The full result (no cropping), then the window the padding leaves.
+  int64_t full[2], size[2];
+  for (int i = 0; i < 2; ++i) {
+    full[i] = (x.dim(2 + i) - 1) * s[i] + d[i] * (weight.dim(2 + i) - 1) + 1;
+    size[i] = full[i] - pad[i] - pad[2 + i] + extra[i];
+    if (size[i] < 1)
+      throw userError(loc, "conv_transpose2d: the padding " +
+                               detail::shapeText(params.padding) +
+                               " leaves no output of input " +
+                               detail::shapeText(x.shape()));
+  }
+  // The op's own padding serves when it is even and the extra rows are
+  // the ones the convolution's shape rule leaves (below the stride).
+  bool direct = pad[0] == pad[2] && pad[1] == pad[3] && extra[0] < s[0] &&
+                extra[1] < s[1];
+  std::vector<int64_t> opPad = direct ? std::vector<int64_t>{pad[0], pad[1]}
+                                      : std::vector<int64_t>{0, 0};
+  std::vector<int64_t> shape = {x.dim(0), out, direct ? size[0] : full[0],
+                                direct ? size[1] : full[1]};
+  Tensor y = g.wrap(g.record<Conv2dInputGradOp>(
+      loc, g.value(x, loc), g.value(weight, loc), llvm::ArrayRef(shape),
+      llvm::ArrayRef(s), llvm::ArrayRef(opPad), llvm::ArrayRef(d),
+      static_cast<uint64_t>(params.groups)));
+  if (!direct) {
+    // Rows past the full result receive nothing: zeros, then the window.
+    int64_t after[2] = {std::max<int64_t>(0, pad[0] + size[0] - full[0]),
+                        std::max<int64_t>(0, pad[1] + size[1] - full[1])};
+    if (after[0] || after[1])
+      y = locus::pad(y, {0, after[1], 0, after[0]}, 0.0, loc);
+    y = slice(slice(y, 2, pad[0], pad[0] + size[0], 1, loc), 3, pad[1],
+              pad[1] + size[1], 1, loc);
+  }
+  if (bias)
+    y = add(y, reshape(bias, {1, out, 1, 1}, loc), loc);
+  tx.commit();
+  return y;
+}
+
 Tensor locus::conv1d(const Tensor &x, const Tensor &weight, const Tensor &bias,
                      const Conv1dParams &params, Here loc) {
   GraphImpl &g = GraphImpl::of(x, loc);

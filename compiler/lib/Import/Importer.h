@@ -321,6 +321,7 @@ private:
   void mod(const NodeProto &n);
   // OpsNn.cpp
   void conv(const NodeProto &n);
+  void convTranspose(const NodeProto &n);
   void pool(const NodeProto &n, bool max);
   void reduce(const NodeProto &n, const std::string &op);
   void softmax(const NodeProto &n, bool log);

@@ -101,6 +101,73 @@ void Importer::conv(const NodeProto &n) {
   out(n, 0, conv2d(x, in(n, 1), has(n, 2) ? in(n, 2) : Tensor(), params));
 }
 
+void Importer::convTranspose(const NodeProto &n) {
+  Shape xs = shapeOf(n, 0), ws = shapeOf(n, 1);
+  if ((xs.size() != 3 && xs.size() != 4) || ws.size() != xs.size())
+    fail("Locus imports 1-D and 2-D transposed convolutions (input rank 3 "
+         "or 4); this one has input " +
+         shapeText(xs) + " and weight " + shapeText(ws));
+  size_t rank = xs.size() - 2;
+  Shape kernelDefault(ws.begin() + 2, ws.end());
+  auto sizes = [&](const char *name, int64_t fill) {
+    std::vector<int64_t> v =
+        attrInts(n, name).value_or(std::vector<int64_t>(rank, fill));
+    if (v.size() != rank)
+      fail(std::string(name) + " must have " + std::to_string(rank) +
+           " entries");
+    return v;
+  };
+  std::vector<int64_t> kernel =
+      attrInts(n, "kernel_shape").value_or(kernelDefault);
+  std::vector<int64_t> strides = sizes("strides", 1),
+                       dilations = sizes("dilations", 1),
+                       extra = sizes("output_padding", 0);
+  if (kernel != kernelDefault)
+    fail("kernel_shape " + shapeText(kernel) + " differs from the weight's " +
+         shapeText(kernelDefault));
+  std::vector<int64_t> pads(2 * rank, 0);
+  std::string autoPad = attrString(n, "auto_pad", "NOTSET");
+  std::optional<std::vector<int64_t>> outShape = attrInts(n, "output_shape");
+  if (outShape || (autoPad != "NOTSET" && autoPad != "VALID")) {
+    // The padding that gives the asked size (the input's times the stride
+    // for SAME_*), split as ONNX says: the odd one after for SAME_UPPER.
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t in = xs[2 + d];
+      int64_t want = outShape ? outShape->at(outShape->size() - rank + d)
+                              : in * strides[d];
+      int64_t total = strides[d] * (in - 1) + extra[d] +
+                      (kernel[d] - 1) * dilations[d] + 1 - want;
+      if (total < 0) { // rows after the whole result: output padding
+        extra[d] -= total;
+        total = 0;
+      }
+      bool lower = autoPad != "SAME_UPPER"; // as the spec: NOTSET too
+      pads[d] = lower ? total - total / 2 : total / 2;
+      pads[rank + d] = lower ? total / 2 : total - total / 2;
+    }
+  } else if (auto given = attrInts(n, "pads")) {
+    if (given->size() != 2 * rank)
+      fail("has " + std::to_string(given->size()) + " pads; takes " +
+           std::to_string(2 * rank));
+    pads = *given;
+  }
+  Tensor x = in(n, 0), w = in(n, 1);
+  ConvTranspose2dParams params{strides, pads, extra, dilations,
+                               attrInt(n, "group", 1)};
+  // A 1-D one is a 2-D one over a height of 1.
+  if (rank == 1) {
+    x = unsqueeze(x, 2);
+    w = unsqueeze(w, 2);
+    params = {{1, strides[0]},
+              {0, pads[0], 0, pads[1]},
+              {0, extra[0]},
+              {1, dilations[0]},
+              params.groups};
+  }
+  Tensor y = conv_transpose2d(x, w, has(n, 2) ? in(n, 2) : Tensor(), params);
+  out(n, 0, rank == 1 ? squeeze(y, 2) : y);
+}
+
 void Importer::pool(const NodeProto &n, bool max) {
   Shape xs = shapeOf(n, 0);
   if (xs.size() != 3 && xs.size() != 4)
@@ -246,6 +313,9 @@ void Importer::addNnHandlers(Handlers &t) {
   };
   t["Gemm"] = [](Importer &im, Graph &, const NodeProto &n) { im.gemm(n); };
   t["Conv"] = [](Importer &im, Graph &, const NodeProto &n) { im.conv(n); };
+  t["ConvTranspose"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.convTranspose(n);
+  };
   t["MaxPool"] = [](Importer &im, Graph &, const NodeProto &n) {
     im.pool(n, true);
   };

@@ -775,6 +775,27 @@ struct Conv1dParams {
 Tensor conv1d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
               const Conv1dParams &params = {}, Here loc = Here::current());
 
+struct ConvTranspose2dParams {
+  std::vector<int64_t> stride = {1, 1};
+  /// Cropped from each side: {rows, columns}, or ONNX's {top, left,
+  /// bottom, right}.
+  std::vector<int64_t> padding = {0, 0};
+  /// Added after the end (below the stride or the dilation, as PyTorch).
+  std::vector<int64_t> outputPadding = {0, 0};
+  std::vector<int64_t> dilation = {1, 1};
+  int64_t groups = 1;
+};
+/// x [N, C, H, W] with weight [C, O / groups, KH, KW] (PyTorch's layout)
+/// and bias [O] or empty, as torch.nn.functional.conv_transpose2d: the
+/// gradient of conv2d with respect to its input (locus.conv2d_input_grad),
+/// so each device's backward-data convolution computes it, and its own
+/// gradients are a convolution and a weight gradient. Output height
+/// (H - 1) stride - top - bottom + dilation (KH - 1) + output_padding + 1.
+Tensor conv_transpose2d(const Tensor &x, const Tensor &weight,
+                        const Tensor &bias = {},
+                        const ConvTranspose2dParams &params = {},
+                        Here loc = Here::current());
+
 struct Pool2dParams {
   std::vector<int64_t> kernelSize = {};
   /// Empty: the kernel size, as in PyTorch.
