@@ -9,8 +9,8 @@ using namespace locus::python;
 namespace {
 
 const char *const kNoTransposedConv =
-    "transposed convolutions are not offered; upsample (index_select along "
-    "each spatial axis repeats rows and columns) and then convolve";
+    "conv_transpose2d over a height of 1: x.unsqueeze(2), a weight of "
+    "kernel (1, k), then squeeze(2)";
 const char *const kNoUpsample =
     "nearest and bilinear resizing import from ONNX (Resize, Upsample); in a "
     "recorded graph, index_select along each spatial axis gives "
@@ -40,7 +40,6 @@ void locus::python::bindAdvice(py::module_ &m) {
        {"empty", kConstants},
        {"conv3d", "Locus has conv2d and conv1d"},
        {"conv_transpose1d", kNoTransposedConv},
-       {"conv_transpose2d", kNoTransposedConv},
        {"interpolate", kNoUpsample},
        {"cumsum", "ONNX CumSum imports; in a recorded graph, a product with "
                   "a triangular matrix computes it: matmul(x, "
@@ -70,7 +69,6 @@ void locus::python::bindAdvice(py::module_ &m) {
       nn, "torch.nn",
       {{"Conv3d", "Locus has nn.Conv2d and nn.Conv1d"},
        {"ConvTranspose1d", kNoTransposedConv},
-       {"ConvTranspose2d", kNoTransposedConv},
        {"Upsample", kNoUpsample},
        {"MaxPool1d", "x.unsqueeze(2), nn.MaxPool2d((1, k)), then "
                      "squeeze(2)"},

@@ -89,6 +89,16 @@ std::vector<int64_t> python::pairArg(const py::object &value) {
   return pair;
 }
 
+void python::requirePlainMaxPool(const char *call, const py::object &dilation,
+                                 bool returnIndices) {
+  if (pairArg(dilation) != std::vector<int64_t>{1, 1})
+    throw py::value_error(std::string(call) +
+                          ": dilation other than 1 is not supported");
+  if (returnIndices)
+    throw py::value_error(std::string(call) +
+                          ": return_indices=True is not supported");
+}
+
 void python::adviseMissing(
     py::module_ &module, const std::string &torchModule,
     std::vector<std::pair<const char *, const char *>> advice) {

@@ -75,6 +75,11 @@ Tensor operand(const Tensor &like, const py::object &value);
 /// An int or a pair (PyTorch's kernel_size=3 or (3, 3)) as two numbers.
 std::vector<int64_t> pairArg(const py::object &value);
 
+/// A ValueError from `call` (max_pool2d, MaxPool2d) for a dilation other
+/// than 1 or return_indices, which Locus's pools do not take.
+void requirePlainMaxPool(const char *call, const py::object &dilation,
+                         bool returnIndices);
+
 /// What `module` (locus, locus.nn, ...) answers for a PyTorch name it does
 /// not have: an AttributeError that says what to write instead, for the
 /// names in `advice` (name, then advice); the usual AttributeError for the

@@ -541,12 +541,15 @@ void bindNnOps(py::module_ &m) {
         name,
         [poolParams](const Tensor &x, const py::object &kernel,
                      const py::object &stride, const py::object &padding,
-                     bool ceilMode) {
+                     const py::object &dilation, bool ceilMode,
+                     bool returnIndices) {
+          requirePlainMaxPool("max_pool2d", dilation, returnIndices);
           Pool2dParams p = poolParams(kernel, stride, padding, ceilMode, true);
           return at(x, [&] { return max_pool2d(x, p, Here::current()); });
         },
         py::arg("x"), py::arg("kernel_size"), py::arg("stride") = py::none(),
-        py::arg("padding") = 0, py::arg("ceil_mode") = false);
+        py::arg("padding") = 0, py::arg("dilation") = 1,
+        py::arg("ceil_mode") = false, py::arg("return_indices") = false);
   m.def(
       "avg_pool2d",
       [poolParams](const Tensor &x, const py::object &kernel,

@@ -34,7 +34,9 @@ void bindNormsAndPools(py::module_ &nn) {
   py::class_<nn::MaxPool2d, nn::Module, std::shared_ptr<nn::MaxPool2d>>(
       nn, "MaxPool2d")
       .def(py::init([](const py::object &kernel, const py::object &stride,
-                       const py::object &padding, bool ceilMode) {
+                       const py::object &padding, const py::object &dilation,
+                       bool returnIndices, bool ceilMode) {
+             requirePlainMaxPool("MaxPool2d", dilation, returnIndices);
              std::vector<int64_t> pads = pairArg(padding);
              return atCaller([&] {
                return std::make_shared<nn::MaxPool2d>(
@@ -44,7 +46,8 @@ void bindNormsAndPools(py::module_ &nn) {
              });
            }),
            py::arg("kernel_size"), py::arg("stride") = py::none(),
-           py::arg("padding") = 0, py::arg("ceil_mode") = false);
+           py::arg("padding") = 0, py::arg("dilation") = 1,
+           py::arg("return_indices") = false, py::arg("ceil_mode") = false);
   py::class_<nn::AvgPool2d, nn::Module, std::shared_ptr<nn::AvgPool2d>>(
       nn, "AvgPool2d")
       .def(py::init([](const py::object &kernel, const py::object &stride,
@@ -454,6 +457,33 @@ void bindNnLayers(py::module_ &m) {
            py::arg("groups") = 1, py::arg("bias") = true, py::arg("name") = "")
       .def_property_readonly("weight", &nn::Conv2d::weight)
       .def_property_readonly("bias", &nn::Conv2d::bias);
+  py::class_<nn::ConvTranspose2d, nn::Module,
+             std::shared_ptr<nn::ConvTranspose2d>>(nn, "ConvTranspose2d")
+      .def(py::init(
+               [](Graph &g, int64_t in, int64_t out, const py::object &kernel,
+                  const py::object &stride, const py::object &padding,
+                  const py::object &outputPadding, int64_t groups, bool bias,
+                  const py::object &dilation, const std::string &name) {
+                 nn::ConvTranspose2dOptions o;
+                 o.stride = pairArg(stride);
+                 o.padding = pairArg(padding);
+                 o.outputPadding = pairArg(outputPadding);
+                 o.dilation = pairArg(dilation);
+                 o.groups = groups;
+                 o.bias = bias;
+                 o.name = name;
+                 return recorded(g, [&] {
+                   return std::make_shared<nn::ConvTranspose2d>(
+                       g, in, out, pairArg(kernel), o, Here::current());
+                 });
+               }),
+           py::arg("graph"), py::arg("in_channels"), py::arg("out_channels"),
+           py::arg("kernel_size"), py::arg("stride") = 1,
+           py::arg("padding") = 0, py::arg("output_padding") = 0,
+           py::arg("groups") = 1, py::arg("bias") = true,
+           py::arg("dilation") = 1, py::arg("name") = "")
+      .def_property_readonly("weight", &nn::ConvTranspose2d::weight)
+      .def_property_readonly("bias", &nn::ConvTranspose2d::bias);
   py::class_<nn::Conv1d, nn::Module, std::shared_ptr<nn::Conv1d>>(nn, "Conv1d")
       .def(py::init([](Graph &g, int64_t in, int64_t out, int64_t kernel,
                        int64_t stride, int64_t padding, int64_t dilation,

@@ -425,8 +425,17 @@ def test_pools_take_ceil_mode_and_uncounted_padding():
             y = locus.avg_pool2d(xi, k, s, p, ceil_mode=ceil,
                                  count_include_pad=include)
         g.output(name, y)
+    # PyTorch's positional order: dilation (1 only) comes before ceil_mode.
+    g.output("positional", locus.nn.MaxPool2d(3, 2, 1, 1)(xi))
+    with pytest.raises(ValueError, match="dilation other than 1"):
+        locus.nn.MaxPool2d(3, dilation=2)
+    with pytest.raises(ValueError, match="return_indices"):
+        locus.max_pool2d(xi, 3, return_indices=True)
     model = locus.compile(g, policy="cpu", devices=["cpu"], eval=True)
     got = model.run(x=x)
+    np.testing.assert_allclose(
+        got["positional"], _pool_reference(x, 3, 2, 1, False, True, True),
+        rtol=1e-6, atol=1e-6)
     for name, (k, s, p, ceil, is_max, include) in cases.items():
         want = _pool_reference(x, k, s, p, ceil, is_max, include)
         assert got[name].shape == want.shape, name
@@ -523,3 +532,28 @@ def test_conv_transpose2d_matches_its_definition_and_pytorchs_gradients():
                                    atol=1e-4, err_msg=name + " dx")
         np.testing.assert_allclose(got["dw"], tw.grad.numpy(), rtol=1e-4,
                                    atol=1e-4, err_msg=name + " dw")
+
+
+def test_conv_transpose2d_layer_has_pytorchs_names_layout_and_init():
+    """nn.ConvTranspose2d: PyTorch's state_dict names, weight layout
+    [in, out / groups, kh, kw] and initialization bound (1 / sqrt(out /
+    groups * kh * kw)); loaded into PyTorch's layer, the same output."""
+    rng = np.random.default_rng(9)
+    g = locus.Graph("up")
+    x = g.input("x", [2, 4, 5, 5])
+    up = locus.nn.ConvTranspose2d(g, 4, 6, 3, stride=2, padding=1,
+                                  output_padding=1, groups=2, name="up")
+    g.output("y", up(x))
+    model = locus.compile(g, policy="cpu", devices=["cpu"], eval=True)
+    state = model.state_dict()
+    assert state["up.weight"].shape == (4, 3, 3, 3)
+    assert state["up.bias"].shape == (6,)
+    bound = 1 / np.sqrt(3 * 3 * 3)
+    assert np.abs(state["up.weight"]).max() <= bound
+    assert np.abs(state["up.weight"]).max() > 0.5 * bound
+    x0 = rng.normal(size=(2, 4, 5, 5)).astype(np.float32)
+    got = model.run(x=x0)["y"]
+    assert got.shape == (2, 6, 10, 10)
+    want = _conv_transpose_reference(x0, state["up.weight"], state["up.bias"],
+                                     2, 1, 1, 2, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -227,6 +227,11 @@ TEST(Errors, BadConvolutionsAndPools) {
                   "avg_pool2d: kernel_size [10, 10] does not fit input");
   expectUserError(g, [&] { max_pool2d(x, uneven); }, __LINE__,
                   "max_pool2d: padding [1, -1, 1, 0] must be 2 or 4 sizes");
+  // ONNX's padding may pass half the kernel: windows of padding alone give
+  // -inf to a max, not an error.
+  Pool2dParams sparse{
+      .kernelSize = {1, 1}, .stride = {2, 2}, .padding = {1, 1, 1, 1}};
+  EXPECT_EQ(max_pool2d(x, sparse).shape(), (Shape{2, 4, 6, 6}));
   auto wt = g.input("wt", {4, 3, 3, 3});
   ConvTranspose2dParams wide{.stride = {2, 2}, .outputPadding = {2, 0}};
   expectUserError(g, [&] { conv_transpose2d(x, wt, {}, wide); }, __LINE__,

@@ -365,9 +365,13 @@ TEST(OnnxImport, StepsAndModMatchNumpy) {
   for (const auto &[name, fn] : expected) {
     std::vector<float> y = out.at(name).f32;
     ASSERT_EQ(y.size(), x.size()) << name;
-    for (size_t i = 0; i < x.size(); ++i)
+    for (size_t i = 0; i < x.size(); ++i) {
       EXPECT_EQ(y[i], static_cast<float>(fn(x[i])))
           << name << " at x = " << x[i];
+      // Zeros keep their sign (round(-0.25) is -0), as nearbyint's.
+      EXPECT_EQ(std::signbit(y[i]), std::signbit(fn(x[i])))
+          << name << " at x = " << x[i];
+    }
   }
 }
 

@@ -578,10 +578,10 @@ struct PoolAxis {
 
 /// `size` elements padded by `before` and `after`, windows of `kernel`
 /// every `stride`, as PyTorch and ONNX count them; nothing when the kernel
-/// does not fit or a window would hold padding alone.
+/// does not fit or an uncounted average's window would hold padding alone.
 std::optional<PoolAxis> poolAxis(int64_t size, int64_t kernel, int64_t stride,
                                  int64_t before, int64_t after,
-                                 const Pool2dParams &p) {
+                                 const Pool2dParams &p, bool max) {
   int64_t padded = size + before + after, span = padded - kernel;
   if (span < 0)
     return std::nullopt;
@@ -594,7 +594,9 @@ std::optional<PoolAxis> poolAxis(int64_t size, int64_t kernel, int64_t stride,
   for (int64_t o = 0; o < a.out; ++o) {
     int64_t start = o * stride, end = start + kernel;
     int64_t covered = std::min(end, size + before) - std::max(start, before);
-    if (covered <= 0)
+    // Padding alone: -inf for a max, 0 over the window for a counted
+    // average, but nothing to divide by for an uncounted one.
+    if (covered <= 0 && !max && !p.countIncludePad)
       return std::nullopt;
     a.counts.push_back(p.countIncludePad ? std::min(end, padded) - start
                                          : covered);
@@ -638,22 +640,28 @@ Tensor pool2d(const Tensor &x, const Pool2dParams &p, bool max,
                               "heights and widths");
   std::optional<PoolAxis> axes[2];
   for (size_t d = 0; d < 2; ++d) {
-    axes[d] = poolAxis(x.dim(2 + d), k[d], stride[d], pad[d], pad[2 + d], p);
+    axes[d] =
+        poolAxis(x.dim(2 + d), k[d], stride[d], pad[d], pad[2 + d], p, max);
     if (!axes[d])
       throw errorAt(loc, name + ": kernel_size " + shapeText(k) +
                              " does not fit input " + shapeText(x.shape()) +
                              " with padding " + shapeText(p.padding) +
-                             ", or a window covers padding alone");
+                             ", or an average's window covers padding alone "
+                             "(count_include_pad false)");
   }
   // NOLINTBEGIN(bugprone-unchecked-optional-access): checked above.
   const PoolAxis &h = *axes[0], &w = *axes[1];
   // NOLINTEND(bugprone-unchecked-optional-access)
   return transaction(x, loc, [&] {
+    bool scaled = !max && !(h.full && w.full);
+    // A scaled 16-bit average rounds once, as PyTorch's: in f32 until then.
+    Tensor in =
+        scaled && x.dtype() != DType::f32 ? cast(x, DType::f32, loc) : x;
     double fill = max ? -std::numeric_limits<double>::infinity() : 0.0;
     Tensor padded = locus::pad(
-        x, {pad[1], pad[3] + w.extra, pad[0], pad[2] + h.extra}, fill, loc);
+        in, {pad[1], pad[3] + w.extra, pad[0], pad[2] + h.extra}, fill, loc);
     Tensor y = detail::recordPool2d(padded, {k, stride, {0, 0}}, max, loc);
-    if (max || (h.full && w.full))
+    if (!scaled)
       return y;
     // The op divides by the kernel's size; scale to each window's count.
     std::vector<float> scale;
@@ -663,9 +671,8 @@ Tensor pool2d(const Tensor &x, const Pool2dParams &p, bool max,
             static_cast<float>(static_cast<double>(k[0] * k[1]) /
                                static_cast<double>(h.counts[i] * w.counts[j])));
     Tensor s = graphOf(x, loc).constant({1, 1, h.out, w.out}, scale, loc);
-    if (s.dtype() != y.dtype())
-      s = cast(s, y.dtype(), loc);
-    return mul(y, s, loc);
+    Tensor r = mul(y, s, loc);
+    return r.dtype() == x.dtype() ? r : cast(r, x.dtype(), loc);
   });
 }
 

@@ -126,6 +126,43 @@ Tensor Conv2d::forward(const Tensor &x, Here loc) const {
   return conv2d(x, weight_, bias_, params_, loc);
 }
 
+ConvTranspose2d::ConvTranspose2d(Graph &graph, int64_t inChannels,
+                                 int64_t outChannels,
+                                 std::vector<int64_t> kernelSize,
+                                 const ConvTranspose2dOptions &options,
+                                 Here loc)
+    : Module(loc) {
+  if (kernelSize.size() == 1)
+    kernelSize.push_back(kernelSize[0]);
+  if (kernelSize.size() != 2 || kernelSize[0] < 1 || kernelSize[1] < 1)
+    throw Error(loc.file_name(), loc.line(), loc.column(),
+                "ConvTranspose2d: kernel_size must be one or two positive "
+                "numbers");
+  checkGroups("ConvTranspose2d", inChannels, outChannels, options.groups, loc);
+  params_ = {options.stride, options.padding, options.outputPadding,
+             options.dilation, options.groups};
+  std::string name = layerName(graph, options.name, "conv_transpose");
+  setName(name);
+  // PyTorch's layout [in, out / groups, kh, kw]: its fan-in counts out.
+  Shape shape{inChannels, outChannels / options.groups, kernelSize[0],
+              kernelSize[1]};
+  int64_t fanIn = shape[1] * kernelSize[0] * kernelSize[1];
+  weight_ = defaultParameter(graph, name + ".weight", shape, fanIn,
+                             options.device, loc);
+  if (options.bias)
+    bias_ = defaultParameter(graph, name + ".bias", {outChannels}, fanIn,
+                             options.device, loc);
+}
+
+Tensor ConvTranspose2d::forward(const Tensor &x, Here loc) const {
+  return conv_transpose2d(x, weight_, bias_, params_, loc);
+}
+
+std::vector<Tensor> ConvTranspose2d::parameters() const {
+  return bias_ ? std::vector<Tensor>{weight_, bias_}
+               : std::vector<Tensor>{weight_};
+}
+
 std::vector<Tensor> Conv2d::parameters() const {
   return bias_ ? std::vector<Tensor>{weight_, bias_}
                : std::vector<Tensor>{weight_};

@@ -12,13 +12,14 @@
 //   Values.cpp          node inputs and outputs as values; attributes
 //   OpsElementwise.cpp  unary, binary and comparison ops, activations,
 //                       Clip, Pow, Not, Min/Max/Sum/Mean, Where, Cast,
-//                       Floor/Ceil/Round/Sign, Mod
+//                       Floor/Ceil/Round/Sign, Mod, IsNaN, IsInf
 //   OpsNn.cpp           Conv, Gemm, MatMul, pooling, normalizations,
 //                       Dropout, Identity, reductions, Softmax, ArgMax
 //   OpsShape.cpp        Reshape, Flatten, Transpose, Concat, Split, Slice,
-//                       Gather, ScatterND, Squeeze, Unsqueeze, Expand, Pad,
-//                       Trilu, and what makes constants (Shape, Constant,
-//                       ...)
+//                       Gather, GatherND, ScatterND, Squeeze, Unsqueeze,
+//                       Expand, Tile, Pad, Trilu, DepthToSpace,
+//                       SpaceToDepth, OneHot, and what makes constants
+//                       (Shape, Constant, ...)
 //
 //===----------------------------------------------------------------------===//
 
@@ -332,6 +333,10 @@ private:
   void slice(const NodeProto &n);
   void gather(Graph &g, const NodeProto &n);
   void scatterNd(Graph &g, const NodeProto &n);
+  void gatherNd(Graph &g, const NodeProto &n);
+  void depthToSpace(const NodeProto &n, bool toSpace);
+  void tile(const NodeProto &n);
+  void oneHot(Graph &g, const NodeProto &n);
   void split(const NodeProto &n);
   void squeezeOrUnsqueeze(const NodeProto &n, bool squeeze);
   void pad(const NodeProto &n);

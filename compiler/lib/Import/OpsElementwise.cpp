@@ -11,6 +11,7 @@
 #include "locus/half.hpp"
 
 #include <cmath>
+#include <limits>
 
 namespace locus::onnx_import {
 
@@ -330,6 +331,23 @@ void Importer::addElementwiseHandlers(Handlers &t) {
                                             : v; },
       &locus::sign);
   t["Mod"] = [](Importer &im, Graph &, const NodeProto &n) { im.mod(n); };
+  t["IsNaN"] = [](Importer &im, Graph &, const NodeProto &n) {
+    Tensor x = im.in(n, 0);
+    im.out(n, 0, ne(x, x)); // only NaN differs from itself
+  };
+  t["IsInf"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    Tensor x = im.in(n, 0);
+    double inf = std::numeric_limits<double>::infinity();
+    Tensor up = eq(x, g.full({}, inf)), down = eq(x, g.full({}, -inf));
+    bool positive = attrInt(n, "detect_positive", 1) != 0,
+         negative = attrInt(n, "detect_negative", 1) != 0;
+    Tensor no = g.full({}, 0.0, DType::i1);
+    im.out(n, 0,
+           positive && negative ? where(up, up, down)
+           : positive           ? up
+           : negative           ? down
+                                : where(up, no, no));
+  };
   for (const char *op : {"Add", "Sub", "Mul", "Div"})
     t[op] = [op = std::string(op)](Importer &im, Graph &, const NodeProto &n) {
       im.binary(n, op);

@@ -54,6 +54,8 @@ Shape reshapeTarget(const Shape &input, std::vector<int64_t> target,
 /// and end in [-1, size - 1], walked down.
 std::pair<int64_t, int64_t> sliceRange(int64_t start, int64_t end, int64_t step,
                                        int64_t size) {
+  if (size == 0)
+    return {0, 0};
   bool down = step < 0;
   auto clampIndex = [&](int64_t i, bool isEnd) {
     if (i < 0)
@@ -170,10 +172,11 @@ void Importer::slice(const NodeProto &n) {
         sliceRange(starts[k], ends[k], step, shape[size_t(axis)]);
     end = step > 0 ? std::max(end, start) : std::min(end, start);
     ranges.push_back({axis, start, end, step, starts[k], ends[k]});
-    // The count of start, start + step, ... short of end (either way).
+    // The count of start, start + step, ... short of end (either way);
+    // |INT64_MIN| as INT64_MAX, which every span is below.
     int64_t span = step > 0 ? end - start : start - end;
-    int64_t stride = step > 0 ? step : -(step + 1) + 1; // -step, safely
-    outShape[size_t(axis)] = (span + stride - 1) / stride;
+    int64_t stride = step > 0 ? step : step == INT64_MIN ? INT64_MAX : -step;
+    outShape[size_t(axis)] = span == 0 ? 0 : (span - 1) / stride + 1;
     std::string sym = endsConst ? endsConst->symAt(k) : "";
     if (!sym.empty() && start == 0 && steps[k] == 1 && ends[k] == end)
       windowOf[size_t(axis)] = sym;
@@ -231,9 +234,10 @@ void Importer::slice(const NodeProto &n) {
       if (dims[size_t(range.axis)].dynamic)
         fail("negative steps along a dynamic size are not supported");
       // Walked down: the picked indices, gathered.
-      std::vector<int64_t> picked;
-      for (int64_t i = range.start; i > range.end; i += range.step)
-        picked.push_back(i);
+      std::vector<int64_t> picked(
+          static_cast<size_t>(outShape[size_t(range.axis)]));
+      for (size_t k = 0; k < picked.size(); ++k)
+        picked[k] = range.start + static_cast<int64_t>(k) * range.step;
       if (picked.empty())
         fail("the slice along axis " + std::to_string(range.axis) +
              " is empty");
@@ -579,6 +583,11 @@ void Importer::scatterNd(Graph &g, const NodeProto &n) {
       source[static_cast<size_t>(offset * slice + e)] = u * slice + e;
   }
   const Const *data = constOf(n, 0), *updates = constOf(n, 2);
+  if (!data || !updates)
+    for (int k : {0, 2})
+      for (const InputDim &d : locus::dynamic_shape(in(n, k)))
+        if (d.dynamic)
+          fail("data and updates with dynamic sizes are not supported");
   if (data && updates && data->dtype == updates->dtype) {
     Const r;
     r.dtype = data->dtype;
@@ -603,6 +612,142 @@ void Importer::scatterNd(Graph &g, const NodeProto &n) {
       {locus::reshape(x, {numel}), locus::reshape(u, {product(want)})}, 0);
   Tensor picked = index_select(both, 0, g.constantI64({numel}, source));
   out(n, 0, locus::reshape(picked, dataShape));
+}
+
+void Importer::gatherNd(Graph &g, const NodeProto &n) {
+  if (attrInt(n, "batch_dims", 0) != 0)
+    fail("batch_dims other than 0 are not supported");
+  Shape dataShape = shapeOf(n, 0);
+  const Const &indices = needConst(n, 1, "the indices");
+  if (indices.shape.empty() || indices.shape.back() < 1 ||
+      static_cast<size_t>(indices.shape.back()) > dataShape.size())
+    fail("indices " + shapeText(indices.shape) + " do not address data " +
+         shapeText(dataShape));
+  auto depth = static_cast<size_t>(indices.shape.back());
+  // Each index tuple picks one row of data seen as [rows, slice].
+  std::vector<int64_t> rows, at = indices.ints();
+  for (size_t u = 0; u < at.size() / depth; ++u) {
+    int64_t row = 0;
+    for (size_t d = 0; d < depth; ++d) {
+      int64_t i = at[u * depth + d], size = dataShape[d];
+      if (i < -size || i >= size)
+        fail("index " + std::to_string(i) + " is out of range for dimension " +
+             std::to_string(d) + " of data " + shapeText(dataShape));
+      row = row * size + (i < 0 ? i + size : i);
+    }
+    rows.push_back(row);
+  }
+  Shape outShape(indices.shape.begin(), indices.shape.end() - 1);
+  outShape.insert(outShape.end(), dataShape.begin() + static_cast<long>(depth),
+                  dataShape.end());
+  Tensor flat = locus::reshape(
+      in(n, 0), {product(dataShape, 0, depth), product(dataShape, depth)});
+  Tensor picked = index_select(
+      flat, 0, g.constantI64({static_cast<int64_t>(rows.size())}, rows));
+  out(n, 0, locus::reshape(picked, outShape));
+}
+
+void Importer::depthToSpace(const NodeProto &n, bool toSpace) {
+  Shape s = shapeOf(n, 0);
+  int64_t b = attrInt(n, "blocksize", 0);
+  if (s.size() != 4 || b < 1)
+    fail("needs an NCHW input and a positive blocksize");
+  int64_t c = s[1], h = s[2], w = s[3];
+  Tensor x = in(n, 0);
+  if (toSpace) { // DepthToSpace
+    if (c % (b * b))
+      fail("channels " + std::to_string(c) + " are not a multiple of " +
+           std::to_string(b * b));
+    bool crd = attrString(n, "mode", "DCR") == "CRD";
+    x = crd ? permute(locus::reshape(x, {s[0], c / (b * b), b, b, h, w}),
+                      {0, 1, 4, 2, 5, 3})
+            : permute(locus::reshape(x, {s[0], b, b, c / (b * b), h, w}),
+                      {0, 3, 4, 1, 5, 2});
+    out(n, 0, locus::reshape(x, {s[0], c / (b * b), h * b, w * b}));
+    return;
+  }
+  if (h % b || w % b)
+    fail("height and width " + shapeText({h, w}) + " are not multiples of " +
+         std::to_string(b));
+  x = permute(locus::reshape(x, {s[0], c, h / b, b, w / b, b}),
+              {0, 3, 5, 1, 2, 4});
+  out(n, 0, locus::reshape(x, {s[0], c * b * b, h / b, w / b}));
+}
+
+void Importer::tile(const NodeProto &n) {
+  Shape shape = shapeOf(n, 0);
+  std::vector<int64_t> repeats = needConst(n, 1, "repeats").ints();
+  if (repeats.size() != shape.size())
+    fail("repeats " + shapeText(repeats) +
+         " must have one entry per "
+         "dimension of " +
+         shapeText(shape));
+  Shape outShape = shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (repeats[d] < 1)
+      fail("repeats must be positive, got " + shapeText(repeats));
+    outShape[d] *= repeats[d];
+  }
+  if (const Const *c = constOf(n, 0)) {
+    Const r;
+    r.dtype = c->dtype;
+    r.shape = outShape;
+    for (size_t k = 0; k < static_cast<size_t>(product(outShape)); ++k) {
+      size_t rem = k, index = 0, stride = 1;
+      for (size_t d = shape.size(); d-- > 0;) {
+        size_t coord = rem % size_t(outShape[d]) % size_t(shape[d]);
+        rem /= size_t(outShape[d]);
+        index += coord * stride;
+        stride *= size_t(shape[d]);
+      }
+      r.append(*c, index);
+    }
+    r.atBounds = c->dynamic();
+    outConst(n, 0, std::move(r));
+    return;
+  }
+  // Each repeated axis: a new axis of `repeats` before it, broadcast, and
+  // the two merged (block after block of the whole axis).
+  Tensor x = in(n, 0);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (repeats[d] == 1)
+      continue;
+    Shape current = x.shape(), wide = current;
+    x = unsqueeze(x, static_cast<int64_t>(d));
+    wide.insert(wide.begin() + static_cast<long>(d), repeats[d]);
+    current[d] *= repeats[d];
+    x = locus::reshape(expand(x, wide), current);
+  }
+  out(n, 0, x);
+}
+
+void Importer::oneHot(Graph &g, const NodeProto &n) {
+  const Const &depthConst = needConst(n, 1, "the depth");
+  if (depthConst.numel() != 1 || depthConst.at(0) < 1)
+    fail("the depth must be one positive number");
+  auto depth = static_cast<int64_t>(depthConst.at(0));
+  Shape shape = shapeOf(n, 0);
+  auto rank = static_cast<int64_t>(shape.size()) + 1;
+  int64_t axis = normalizeAxis(attrInt(n, "axis", -1), rank);
+  // In f32 (exact below 2^24): negative indices count from the end, and an
+  // index out of range matches no class (all off), as ONNX says.
+  Tensor f = in(n, 0);
+  if (f.dtype() != DType::f32)
+    f = cast(f, DType::f32);
+  f = where(lt(f, g.full({}, 0.0)),
+            add(f, g.full({}, static_cast<double>(depth))), f);
+  std::vector<float> classes(static_cast<size_t>(depth));
+  for (size_t k = 0; k < classes.size(); ++k)
+    classes[k] = static_cast<float>(k);
+  Shape classShape(static_cast<size_t>(rank), 1);
+  classShape[static_cast<size_t>(axis)] = depth;
+  Tensor hot = eq(unsqueeze(f, axis), g.constant(classShape, classes));
+  Tensor values = in(n, 2);
+  if (values.numel() != 2)
+    fail("values must hold [off, on]");
+  Tensor off = locus::reshape(locus::slice(values, 0, 0, 1), {});
+  Tensor on = locus::reshape(locus::slice(values, 0, 1, 2), {});
+  out(n, 0, where(hot, on, off));
 }
 
 void Importer::addShapeHandlers(Handlers &t) {
@@ -633,6 +778,19 @@ void Importer::addShapeHandlers(Handlers &t) {
   };
   t["ScatterND"] = [](Importer &im, Graph &g, const NodeProto &n) {
     im.scatterNd(g, n);
+  };
+  t["GatherND"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    im.gatherNd(g, n);
+  };
+  t["DepthToSpace"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.depthToSpace(n, true);
+  };
+  t["SpaceToDepth"] = [](Importer &im, Graph &, const NodeProto &n) {
+    im.depthToSpace(n, false);
+  };
+  t["Tile"] = [](Importer &im, Graph &, const NodeProto &n) { im.tile(n); };
+  t["OneHot"] = [](Importer &im, Graph &g, const NodeProto &n) {
+    im.oneHot(g, n);
   };
   t["GatherElements"] = [](Importer &im, Graph &g, const NodeProto &n) {
     // torch.gather, once negative indices (ONNX allows [-n, n)) count from

@@ -167,6 +167,36 @@ private:
   Conv2dParams params_;
 };
 
+struct ConvTranspose2dOptions {
+  std::vector<int64_t> stride = {1, 1};
+  std::vector<int64_t> padding = {0, 0};
+  std::vector<int64_t> outputPadding = {0, 0};
+  std::vector<int64_t> dilation = {1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+  std::string name = {};
+  std::optional<Device> device = std::nullopt;
+};
+
+/// torch.nn.ConvTranspose2d: weight [in, out / groups, kh, kw] and bias
+/// [out], initialized as PyTorch's (its fan-in is out / groups * kh * kw).
+class ConvTranspose2d : public Module {
+public:
+  /// `kernelSize` has one entry (square) or two (kh, kw).
+  ConvTranspose2d(Graph &graph, int64_t inChannels, int64_t outChannels,
+                  std::vector<int64_t> kernelSize,
+                  const ConvTranspose2dOptions &options = {},
+                  Here loc = Here::current());
+  Tensor forward(const Tensor &x, Here loc) const override;
+  std::vector<Tensor> parameters() const override;
+  const Tensor &weight() const { return weight_; }
+  const Tensor &bias() const { return bias_; }
+
+private:
+  Tensor weight_, bias_;
+  ConvTranspose2dParams params_;
+};
+
 /// What MaxPool2d and AvgPool2d share: their sizes (one number: square;
 /// `stride` empty: the kernel size, as in PyTorch) and ceil mode.
 class Pool2d : public Module {

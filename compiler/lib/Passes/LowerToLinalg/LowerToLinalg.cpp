@@ -126,7 +126,8 @@ Value lowerSilu(Lowering &l, SiluOp op) {
 /// and d = x - f (exact), f + 1 above a half, f below one, and at a half
 /// whichever of f and f + 1 is even.
 Value lowerRound(Lowering &l, RoundOp op) {
-  Value half = l.constantF32(0.5), one = l.constantF32(1.0);
+  Value half = l.constantF32(0.5), one = l.constantF32(1.0),
+        zero = l.constantF32(0.0);
   return unary(l, op.getInput(), [&](OpBuilder &nb, Location nl, Value x) {
     auto cmp = [&](arith::CmpFPredicate p, Value a, Value b) {
       return nb.create<arith::CmpFOp>(nl, p, a, b);
@@ -142,9 +143,13 @@ Value lowerRound(Lowering &l, RoundOp op) {
     Value atHalf = nb.create<arith::SelectOp>(nl, even, f, up);
     Value below = nb.create<arith::SelectOp>(
         nl, cmp(arith::CmpFPredicate::OLT, d, half), f, atHalf);
-    // NaN and infinities: d is NaN; x itself.
     Value r = nb.create<arith::SelectOp>(
         nl, cmp(arith::CmpFPredicate::OGT, d, half), up, below);
+    // A zero takes x's sign (-0.3 gives -0, as nearbyint), and NaN and
+    // the infinities, where d is NaN, give x itself.
+    Value signedZero = nb.create<arith::MulFOp>(nl, x, zero);
+    r = nb.create<arith::SelectOp>(
+        nl, cmp(arith::CmpFPredicate::OEQ, r, signedZero), signedZero, r);
     return nb.create<arith::SelectOp>(nl, cmp(arith::CmpFPredicate::UNO, d, d),
                                       x, r);
   });
