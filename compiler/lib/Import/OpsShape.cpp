@@ -546,16 +546,42 @@ void Importer::constantNode(const NodeProto &n) {
     fail("the value attribute '" + v.name() + "' is not supported");
 }
 
+namespace {
+
+/// The rows of data (seen as [indexed dims, the rest]) that GatherND's and
+/// ScatterND's known index tuples [..., depth] address, in order; negative
+/// indices count from the end, others out of range fail.
+std::vector<int64_t> indexedRows(const Const &indices, const Shape &data) {
+  if (indices.shape.empty() || indices.shape.back() < 1 ||
+      static_cast<size_t>(indices.shape.back()) > data.size())
+    fail("indices " + shapeText(indices.shape) + " do not address data " +
+         shapeText(data));
+  auto depth = static_cast<size_t>(indices.shape.back());
+  std::vector<int64_t> rows, at = indices.ints();
+  rows.reserve(at.size() / depth);
+  for (size_t u = 0; u < at.size() / depth; ++u) {
+    int64_t row = 0;
+    for (size_t d = 0; d < depth; ++d) {
+      int64_t i = at[u * depth + d], size = data[d];
+      if (i < -size || i >= size)
+        fail("index " + std::to_string(i) + " is out of range for dimension " +
+             std::to_string(d) + " of data " + shapeText(data));
+      row = row * size + (i < 0 ? i + size : i);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+} // namespace
+
 void Importer::scatterNd(Graph &g, const NodeProto &n) {
   std::string reduction = attrString(n, "reduction", "none");
   if (reduction != "none")
     fail("reduction '" + reduction + "' is not supported (only 'none')");
   Shape dataShape = shapeOf(n, 0), updateShape = shapeOf(n, 2);
   const Const &indices = needConst(n, 1, "the indices");
-  if (indices.shape.empty() || indices.shape.back() < 1 ||
-      static_cast<size_t>(indices.shape.back()) > dataShape.size())
-    fail("indices " + shapeText(indices.shape) + " do not address data " +
-         shapeText(dataShape));
+  std::vector<int64_t> rows = indexedRows(indices, dataShape);
   auto depth = static_cast<size_t>(indices.shape.back());
   Shape want(indices.shape.begin(), indices.shape.end() - 1);
   want.insert(want.end(), dataShape.begin() + static_cast<long>(depth),
@@ -567,21 +593,11 @@ void Importer::scatterNd(Graph &g, const NodeProto &n) {
   // source[k]: which element of the updates lands at data element k, or
   // -1; later updates win, as ONNX's reference writes them in order.
   int64_t slice = product(dataShape, depth);
-  int64_t tuples = product(indices.shape, 0, indices.shape.size() - 1);
   std::vector<int64_t> source(static_cast<size_t>(product(dataShape)), -1);
-  std::vector<int64_t> at = indices.ints();
-  for (int64_t u = 0; u < tuples; ++u) {
-    int64_t offset = 0;
-    for (size_t d = 0; d < depth; ++d) {
-      int64_t i = at[static_cast<size_t>(u) * depth + d], size = dataShape[d];
-      if (i < -size || i >= size)
-        fail("index " + std::to_string(i) + " is out of range for dimension " +
-             std::to_string(d) + " of data " + shapeText(dataShape));
-      offset = offset * size + (i < 0 ? i + size : i);
-    }
+  for (size_t u = 0; u < rows.size(); ++u)
     for (int64_t e = 0; e < slice; ++e)
-      source[static_cast<size_t>(offset * slice + e)] = u * slice + e;
-  }
+      source[static_cast<size_t>(rows[u] * slice + e)] =
+          static_cast<int64_t>(u) * slice + e;
   const Const *data = constOf(n, 0), *updates = constOf(n, 2);
   if (!data || !updates)
     for (int k : {0, 2})
@@ -619,24 +635,9 @@ void Importer::gatherNd(Graph &g, const NodeProto &n) {
     fail("batch_dims other than 0 are not supported");
   Shape dataShape = shapeOf(n, 0);
   const Const &indices = needConst(n, 1, "the indices");
-  if (indices.shape.empty() || indices.shape.back() < 1 ||
-      static_cast<size_t>(indices.shape.back()) > dataShape.size())
-    fail("indices " + shapeText(indices.shape) + " do not address data " +
-         shapeText(dataShape));
-  auto depth = static_cast<size_t>(indices.shape.back());
   // Each index tuple picks one row of data seen as [rows, slice].
-  std::vector<int64_t> rows, at = indices.ints();
-  for (size_t u = 0; u < at.size() / depth; ++u) {
-    int64_t row = 0;
-    for (size_t d = 0; d < depth; ++d) {
-      int64_t i = at[u * depth + d], size = dataShape[d];
-      if (i < -size || i >= size)
-        fail("index " + std::to_string(i) + " is out of range for dimension " +
-             std::to_string(d) + " of data " + shapeText(dataShape));
-      row = row * size + (i < 0 ? i + size : i);
-    }
-    rows.push_back(row);
-  }
+  std::vector<int64_t> rows = indexedRows(indices, dataShape);
+  auto depth = static_cast<size_t>(indices.shape.back());
   Shape outShape(indices.shape.begin(), indices.shape.end() - 1);
   outShape.insert(outShape.end(), dataShape.begin() + static_cast<long>(depth),
                   dataShape.end());
