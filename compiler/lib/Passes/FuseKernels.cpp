@@ -5,7 +5,8 @@
 // epilogue after one anchor (a matrix product, convolution, reduction,
 // pooling, softmax or loss); an elementwise kernel that only reductions
 // read merged into theirs (mergePrologues); on a GPU, row-by-row kernels
-// merged when one reads another's result alone (mergeRows). See Passes.td.
+// merged into the first such kernel that reads their result (mergeRows).
+// See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -312,6 +313,29 @@ bool overLastAxis(Operation *op) {
   return false;
 }
 
+/// Whether `op` is a reshape that keeps rows whole: the last axis stays
+/// (a [64, 32] value seen as [4, 16, 32]) or only axes of 1 come and go
+/// (a row sum's [4, 16] seen as [4, 16, 1] to be broadcast back). In one
+/// kernel it is a view, and the rows it reads are the rows it gives.
+bool keepsRows(Operation *op) {
+  auto reshape = dyn_cast<ReshapeOp>(op);
+  if (!reshape)
+    return false;
+  auto in = dyn_cast<RankedTensorType>(reshape.getInput().getType());
+  auto out = dyn_cast<RankedTensorType>(reshape.getType());
+  if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
+      in.getRank() == 0 || out.getRank() == 0)
+    return false;
+  auto nonUnit = [](ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> kept;
+    llvm::copy_if(shape, std::back_inserter(kept),
+                  [](int64_t d) { return d != 1; });
+    return kept;
+  };
+  return in.getShape().back() == out.getShape().back() ||
+         nonUnit(in.getShape()) == nonUnit(out.getShape());
+}
+
 /// A group under construction: its ops in graph order, its device, the op
 /// whose result is its only value read outside (the root), and whether it
 /// holds an anchor already.
@@ -496,11 +520,12 @@ public:
 
 private:
   /// Whether `g` runs on a GPU and goes row by row: elementwise ops,
-  /// reductions over the last axis and softmaxes along it.
+  /// reductions over the last axis, softmaxes along it and reshapes that
+  /// keep rows whole.
   static bool rowGroup(const Group &g) {
     return g.device.getKind() == DeviceKind::cuda &&
            llvm::all_of(g.ops, [](Operation *op) {
-             return isElementwise(op) || overLastAxis(op);
+             return isElementwise(op) || overLastAxis(op) || keepsRows(op);
            });
   }
 
@@ -541,11 +566,55 @@ private:
     a.root = nullptr;
   }
 
-  /// On a GPU, a row-by-row kernel whose result only one other such kernel
-  /// reads joins that kernel (a layer norm's centred input, which its
-  /// variance and its output both read, kept three kernels apart):
-  /// --locus-map-to-gpu then runs the rows in one launch. Merging never
-  /// makes a cycle: a group's result is the only value read outside it.
+  /// Where `user` will stand once kernels are made: its kernel's root when
+  /// it is in one (a reshape that joined its reader's kernel reads there).
+  static Operation *standsAt(Operation *user,
+                             const DenseMap<Operation *, Group *> &groupOf) {
+    Group *of = groupOf.lookup(user);
+    return of && of->root ? of->root : user;
+  }
+
+  /// The row group on `a`'s device that `a`'s rows may join: the kernel
+  /// that reads a result of `a` first, when it goes row by row and every
+  /// other reader of `a`'s results stands after it (so `a`'s results the
+  /// joined kernel still gives are there before they are read, and no
+  /// path leads from `a` to it through another kernel: no cycle). Null
+  /// otherwise, or when the two together would pass `max-ops`. A state
+  /// update (a locus.assign) of `a`'s results keeps `a` where it is.
+  Group *rowReaderGroup(Group &a, DenseMap<Operation *, Group *> &groupOf) {
+    SmallVector<Operation *> roots(a.otherRoots);
+    roots.push_back(a.root);
+    SmallVector<Operation *> readers;
+    Group *into = nullptr;
+    for (Operation *r : roots)
+      for (Operation *user : r->getUsers()) {
+        Group *g = groupOf.lookup(user);
+        if (g == &a)
+          continue;
+        if (isa<AssignOp>(user))
+          return nullptr;
+        readers.push_back(user);
+        if (g && g->root && !g->ops.empty() &&
+            (!into || g->root->isBeforeInBlock(into->root)))
+          into = g;
+      }
+    if (!into || into->device != a.device || !rowGroup(*into) ||
+        static_cast<int64_t>(a.ops.size() + into->ops.size()) > maxOps)
+      return nullptr;
+    for (Operation *user : readers)
+      if (groupOf.lookup(user) != into &&
+          !into->root->isBeforeInBlock(standsAt(user, groupOf)))
+        return nullptr;
+    return into;
+  }
+
+  /// On a GPU, a row-by-row kernel joins the first row-by-row kernel that
+  /// reads its result, when every other reader stands after that one (a
+  /// layer norm's centred input, which its variance and its output both
+  /// read, kept three kernels apart; its backward pass, where a row sum
+  /// and the elementwise op after it both read each value, seven):
+  /// --locus-map-to-gpu then runs the rows in one launch. The joined
+  /// kernel still gives the results read outside it.
   void mergeRows(std::vector<std::unique_ptr<Group>> &groups,
                  DenseMap<Operation *, Group *> &groupOf) {
     for (bool merged = true; merged;) {
@@ -553,15 +622,18 @@ private:
       for (auto &a : groups) {
         if (a->ops.empty() || !rowGroup(*a) || a->root->use_empty())
           continue;
-        Group *into =
-            soleReaderGroup(*a, groupOf, [](Operation *) { return true; });
-        if (!into || !rowGroup(*into))
+        Group *into = rowReaderGroup(*a, groupOf);
+        if (!into)
           continue;
         LLVM_DEBUG(llvm::dbgs()
                    << "[" DEBUG_TYPE "] the rows of " << a->root->getName()
                    << " at " << a->root->getLoc() << " join "
                    << into->root->getName() << "'s kernel\n");
+        // Its roots stay roots of the kernel, before the kernel's own
+        // (materialize() gives those that ops outside it read).
+        Operation *root = a->root;
         mergeInto(*a, *into, groupOf);
+        into->otherRoots.push_back(root);
         merged = true;
       }
     }

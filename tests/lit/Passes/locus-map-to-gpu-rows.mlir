@@ -7,6 +7,8 @@
 // EXPLAIN: remark: a row group: 5 ops over 37 row(s) of 10 in one launch, a few lanes per row
 // EXPLAIN: remark: 8 output(s) x 8 element(s): a thread per output (too few columns or too many rows)
 // EXPLAIN: remark: 4 output(s) x 5000 element(s): a block per output
+// EXPLAIN: remark: a row group: 2 ops over 4 row(s) of 1024 in one launch, a block per row
+// EXPLAIN: remark: 4 output(s) x 1 element(s): 4 consecutive elements per thread, flat
 // EXPLAIN: remark: a row group: 6 ops over 200 row(s) of 5000 in one launch, a block per row, looping over its columns
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -269,11 +271,13 @@ func.func @long_rows(%x: memref<4x5000xf32>, %s: memref<4xf32>, %y: memref<4x500
   return
 }
 
-// Not a group: rows of 1024 share a block, and the [rows] op would store
+// Not one group: rows of 1024 share a block, and the [rows] op would store
 // the caller's row buffer (lane 0, no barrier) that the quotient before it
-// reads from memory in every warp. Each op keeps its own launch.
+// reads from memory in every warp. The longest group that keeps the rule
+// (the maximum and the quotient) is one launch, and the [rows] op after it
+// another.
 // CHECK-LABEL: func.func @row_overwritten
-// CHECK-COUNT-3: gpu.launch
+// CHECK-COUNT-2: gpu.launch
 // CHECK-NOT: gpu.launch
 func.func @row_overwritten(%x: memref<4x1024xf32>, %s: memref<4xf32>, %m: memref<4xf32>, %y: memref<4x1024xf32>) attributes {locus.device = #locus.device<cuda:0>} {
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x1024xf32>) outs(%m : memref<4xf32>) {
@@ -353,5 +357,64 @@ func.func @long_softmax(%x: memref<200x5000xf32>, %y: memref<200x5000xf32>) attr
   memref.dealloc %max : memref<200xf32>
   memref.dealloc %e : memref<200x5000xf32>
   memref.dealloc %sum : memref<200xf32>
+  return
+}
+
+// A layer norm's input gradient, as --locus-fuse-kernels merges it into
+// one kernel: t = dy * w, a row sum of t * c, d = t * r - s * c (the
+// caller's buffer, so written), a row sum of d and dx = d - n / 32. One
+// launch of a few lanes per row (rows of 32), both sums by shuffles; t
+// and the sums stay in registers (their buffers go), d and dx are
+// written.
+// CHECK-LABEL: func.func @layer_norm_backward
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch
+// CHECK-COUNT-2: gpu.shuffle  xor
+// CHECK: memref.store
+// CHECK: gpu.shuffle  xor
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// EXPLAIN: remark: a row group: 7 ops over 64 row(s) of 32 in one launch, a few lanes per row
+func.func @layer_norm_backward(%dy: memref<64x32xf32>, %w: memref<32xf32>, %c: memref<64x32xf32>, %r: memref<64x1xf32>, %d: memref<64x32xf32>, %dx: memref<64x32xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %inv = arith.constant 3.125000e-02 : f32
+  %t = memref.alloc() : memref<64x32xf32>
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%dy, %w : memref<64x32xf32>, memref<32xf32>) outs(%t : memref<64x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %0 = arith.mulf %a, %b : f32
+    linalg.yield %0 : f32
+  }
+  %s = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<64xf32>)
+  linalg.generic {indexing_maps = [#id, #id, #row], iterator_types = ["parallel", "reduction"]} ins(%t, %c : memref<64x32xf32>, memref<64x32xf32>) outs(%s : memref<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %0, %out : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row2, #row, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%t, %r, %s, %c : memref<64x32xf32>, memref<64x1xf32>, memref<64xf32>, memref<64x32xf32>) outs(%d : memref<64x32xf32>) {
+  ^bb0(%a: f32, %rr: f32, %ss: f32, %cc: f32, %out: f32):
+    %0 = arith.mulf %a, %rr : f32
+    %1 = arith.mulf %ss, %cc : f32
+    %2 = arith.subf %0, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %n = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%zero : f32) outs(%n : memref<64xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%d : memref<64x32xf32>) outs(%n : memref<64xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.addf %a, %out : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%d, %n : memref<64x32xf32>, memref<64xf32>) outs(%dx : memref<64x32xf32>) {
+  ^bb0(%a: f32, %nn: f32, %out: f32):
+    %0 = arith.mulf %nn, %inv : f32
+    %1 = arith.subf %a, %0 : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<64x32xf32>
+  memref.dealloc %s : memref<64xf32>
+  memref.dealloc %n : memref<64xf32>
   return
 }

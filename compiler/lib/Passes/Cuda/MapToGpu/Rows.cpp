@@ -28,6 +28,9 @@ constexpr int64_t kMaxGroupRow = 16 * kBlock;
 /// The fewest rows a looped group takes (a block each): fewer, long rows
 /// are left to the split strategies, which fill the GPU.
 constexpr int64_t kMinLoopedRows = 128;
+/// The most shorter groups groupAt tries from one start when the longest
+/// is not acceptable (each try classifies the group's ops again).
+constexpr size_t kMaxShrinks = 64;
 /// Rows up to this long go to a warp at most (16 elements a lane).
 constexpr int64_t kMaxWarpGroupRow = 16 * 32;
 
@@ -273,8 +276,9 @@ bool acceptable(const Group &g) {
   return true;
 }
 
-/// The longest group around the first reduction of `run` at or after
-/// `from`, if there is one; `from` moves past what was looked at.
+/// The longest acceptable group around the first reduction of `run` at or
+/// after `from`, if there is one; `from` moves past what it took, or past
+/// what was looked at when it took nothing.
 std::optional<Group> groupAt(MutableArrayRef<linalg::GenericOp> run,
                              size_t &from) {
   size_t r = from;
@@ -299,12 +303,27 @@ std::optional<Group> groupAt(MutableArrayRef<linalg::GenericOp> run,
     --first;
   while (last + 1 < run.size() && classify(run[last + 1], g.rows, g.cols))
     ++last;
-  for (size_t k = first; k <= last; ++k)
-    g.members.push_back(*classify(run[k], g.rows, g.cols));
   from = last + 1;
-  if (!acceptable(g))
-    return std::nullopt;
-  return g;
+  // The longest acceptable group: from `first`, else from the reduction,
+  // ending as late as it can. A kernel whose row-by-row ops merged
+  // (--locus-fuse-kernels) may hold a run that is not one group but was
+  // two kernels' groups; the ops after the one taken form the next.
+  SmallVector<size_t, 2> starts{first};
+  if (r != first)
+    starts.push_back(r);
+  for (size_t start : starts)
+    for (size_t end = last, tries = 0; tries < kMaxShrinks; --end, ++tries) {
+      Group candidate = g;
+      for (size_t k = start; k <= end; ++k)
+        candidate.members.push_back(*classify(run[k], g.rows, g.cols));
+      if (acceptable(candidate)) {
+        from = end + 1;
+        return candidate;
+      }
+      if (end == r)
+        break;
+    }
+  return std::nullopt;
 }
 
 /// Writes one group as one launch.
