@@ -792,31 +792,51 @@ private:
     }
   }
 
-  /// Whether `g` only moves data or computes elementwise, on a GPU, at
-  /// static extents: its ops are elementwise ops, reshapes, transposes,
-  /// slices and broadcasts, which lower to linalg ops (and copies) with
-  /// parallel loops alone.
-  static bool parallelOnGpu(const Group &g) {
+  /// Whether `g` only moves data, computes elementwise or reduces with one
+  /// combiner, on a GPU, at static extents: its ops are elementwise ops,
+  /// reshapes, transposes, slices and broadcasts, which lower to linalg
+  /// ops (and copies) with parallel loops alone, and sums, means, maxima
+  /// and minima (a bias gradient, an index check's count), whose
+  /// one-launch strategies --locus-map-to-gpu runs beside others.
+  /// A kernel that reduces rows (several, over the last axis) is left
+  /// out: its rows run as a row group, a launch of its own.
+  static bool sharesLaunchOnGpu(const Group &g) {
     return g.device.getKind() == DeviceKind::cuda &&
            llvm::all_of(g.ops, [](Operation *op) {
              return (isElementwise(op) ||
-                     isa<ReshapeOp, TransposeOp, SliceOp>(op)) &&
-                    !op->hasAttr(kDimsAttrName);
+                     isa<ReshapeOp, TransposeOp, SliceOp, SumOp, MeanOp, MaxOp,
+                         MinOp>(op)) &&
+                    !op->hasAttr(kDimsAttrName) && !reducesRows(op);
            });
+  }
+
+  /// Whether `op` reduces over the last axis alone of an input with
+  /// several rows (a [64, 32] value's row sums).
+  static bool reducesRows(Operation *op) {
+    if (!overLastAxis(op))
+      return false;
+    auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    if (!type || !type.hasStaticShape())
+      return false;
+    int64_t rows = 1;
+    for (int64_t d : type.getShape().drop_back())
+      rows *= d;
+    return rows >= 2;
   }
 
   /// The kernels that join open sibling kernels at most, looking back.
   static constexpr size_t kSiblingsLookBack = 8;
 
-  /// On a GPU, kernels that only move data or compute elementwise
-  /// (parallelOnGpu) and do not depend on each other join one kernel,
+  /// On a GPU, kernels that only move data, compute elementwise or reduce
+  /// (sharesLaunchOnGpu) and do not depend on each other join one kernel,
   /// which --locus-map-to-gpu runs side by side in one launch: attention's
   /// q, k and v split into heads were three launches of a few hundred
-  /// elements each. A kernel joins an earlier one when every reader of the
-  /// earlier one's results stands after it, or stands in a kernel whose
-  /// root does (so no path leads from one to the other, and the joined
-  /// kernel, which stands where the later one stood, comes before every
-  /// reader). Kernels whose results a locus.assign writes stay apart.
+  /// elements each, and a layer's bias gradients a launch each. A kernel joins
+  /// an earlier one when every reader of the earlier one's results stands after
+  /// it, or stands in a kernel whose root does (so no path leads from one to
+  /// the other, and the joined kernel, which stands where the later one stood,
+  /// comes before every reader). Kernels whose results a locus.assign writes
+  /// stay apart.
   void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups,
                      DenseMap<Operation *, Group *> &groupOf) {
     // A state's update may be written into the state's own buffer when
@@ -833,7 +853,7 @@ private:
     };
     SmallVector<Group *> order;
     for (auto &g : groups)
-      if (!g->ops.empty() && parallelOnGpu(*g) && !assigned(*g))
+      if (!g->ops.empty() && sharesLaunchOnGpu(*g) && !assigned(*g))
         order.push_back(g.get());
     llvm::sort(order, [](Group *a, Group *b) {
       return a->root->isBeforeInBlock(b->root);

@@ -11,18 +11,18 @@
 // The weight-gradient product x^T dy, its f32 copy read three times (a
 // layer norm's backward), one of them through a reshape.
 // CHECK-LABEL: locus.graph @product_readers
-// CHECK-SAME: locus.kernels = 3
+// CHECK-SAME: locus.kernels = 2
 // CHECK: %[[P:.*]] = locus.kernel on <cuda:0> -> tensor<16x8xbf16> {
 // CHECK-NEXT: locus.transpose
 // CHECK-NEXT: %[[M:.*]] = locus.matmul
 // CHECK-NEXT: locus.yield %[[M]] : tensor<16x8xbf16>
-// The relu and the neg run side by side, each with its own cast.
-// CHECK: locus.kernel on <cuda:0> -> tensor<16x8xf32>, tensor<16x8xf32> {
+// The relu, the neg and the column sum run side by side, each with its
+// own cast.
+// CHECK: locus.kernel on <cuda:0> -> tensor<16x8xf32>, tensor<16x8xf32>, tensor<8xf32> {
 // CHECK-NEXT: %[[C1:.*]] = locus.cast %[[P]] to f32
 // CHECK-NEXT: %[[C2:.*]] = locus.cast %[[P]] to f32
 // CHECK-NEXT: locus.relu %[[C2]]
 // CHECK-NEXT: locus.neg %[[C1]]
-// CHECK: locus.kernel on <cuda:0> -> tensor<8xf32> {
 // CHECK-NEXT: %[[R:.*]] = locus.reshape %[[P]] [2, 8, 8] {{.*}} -> tensor<2x8x8xbf16>
 // CHECK-NEXT: %[[C3:.*]] = locus.cast %[[R]] to f32 {{.*}} -> tensor<2x8x8xf32>
 // CHECK-NEXT: locus.sum %[[C3]] axes [0, 1]
@@ -138,9 +138,9 @@ locus.graph @rounded_gradient {
 // CHECK: %[[G:.*]]:3 = locus.kernel on <cuda:0> -> tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32> {
 // CHECK-NEXT: locus.batch_norm_train_grad
 // CHECK-NEXT: locus.yield
-// CHECK: locus.kernel on <cuda:0> -> tensor<f32> {
+// (The sum and the rounding then share a kernel, side by side.)
+// CHECK: locus.kernel on <cuda:0> -> tensor<f32>, tensor<2x3x4x4xbf16> {
 // CHECK-NEXT: locus.sum %[[G]]#1
-// CHECK: locus.kernel on <cuda:0> -> tensor<2x3x4x4xbf16> {
 // CHECK-NEXT: locus.cast %[[G]]#0
 locus.graph @read_before {
   %dy = locus.input "dy" : tensor<2x3x4x4xf32> on <cuda:0>
@@ -231,9 +231,8 @@ locus.graph @sole_reshape {
 // CHECK-NEXT: locus.batch_norm_train_grad
 // CHECK-NEXT: locus.cast
 // CHECK-NEXT: locus.yield
-// CHECK: locus.kernel on <cuda:0> -> tensor<f32> {
+// CHECK: locus.kernel on <cuda:0> -> tensor<f32>, tensor<2x3x4x4xbf16> {
 // CHECK-NEXT: locus.sum %[[K]]#0
-// CHECK: locus.kernel on <cuda:0> -> tensor<2x3x4x4xbf16> {
 // CHECK-NEXT: locus.neg %[[K]]#2
 locus.graph @no_join_past_a_reader {
   %dy = locus.input "dy" : tensor<2x3x4x4xf32> on <cuda:0>
@@ -288,14 +287,15 @@ locus.graph @running_statistics {
 
 // Not past a reader that stands before the joining op: the ReLU's result
 // is summed before the later update, which then stays a kernel of its own.
+// (The sum and the update then share a kernel, side by side.)
 // CHECK-LABEL: locus.graph @reader_between
-// CHECK-SAME: locus.kernels = 3
+// CHECK-SAME: locus.kernels = 2
 // CHECK: %[[K:.*]]:3 = locus.kernel on <cuda:0>
 // CHECK-NEXT: locus.batch_norm_train
 // CHECK-NEXT: locus.relu
 // CHECK-NEXT: locus.yield
-// CHECK: locus.sum %[[K]]#2
-// CHECK: locus.kernel on <cuda:0> -> tensor<3xf32> {
+// CHECK: locus.kernel on <cuda:0> -> tensor<f32>, tensor<3xf32> {
+// CHECK-NEXT: locus.sum %[[K]]#2
 // CHECK-NEXT: locus.mul %rv, %[[K]]#1
 locus.graph @reader_between {
   %x = locus.input "x" : tensor<2x3x4x4xf32> on <cuda:0>

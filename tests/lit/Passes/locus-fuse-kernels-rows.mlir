@@ -78,12 +78,12 @@ locus.graph @read_outside {
 // a row sum and by the elementwise op after it, that op's result by a
 // second row sum and by the last op, and the row sums come back through
 // reshapes to [8, 1]. One kernel for all of it; the column sums of the
-// weight's and bias's gradients stay apart (they read dy by columns).
+// weight's and bias's gradients stay apart (they read dy by columns), in
+// one kernel side by side.
 // CHECK-LABEL: locus.graph @layer_norm_backward
-// CHECK-SAME: locus.kernels = 3
-// CHECK: locus.kernel on <cuda:0> -> tensor<64xf32> {
+// CHECK-SAME: locus.kernels = 2
+// CHECK: locus.kernel on <cuda:0> -> tensor<64xf32>, tensor<64xf32> {
 // CHECK-NEXT: locus.sum %dy axes [0]
-// CHECK: locus.kernel on <cuda:0> -> tensor<64xf32> {
 // CHECK-NEXT: locus.mul %dy, %c
 // CHECK-NEXT: locus.sum
 // CHECK: locus.kernel on <cuda:0> -> tensor<8x64xf32> {
@@ -118,11 +118,17 @@ locus.graph @layer_norm_backward {
 
 // Not merged: the first reader of the square sums its columns, so the
 // square's kernel stays (the row sum after it may not take it: the column
-// sum would then read a value its kernel gives only later). A state's
-// update keeps its kernel where it is too. A reshape that regroups rows
-// ([8, 64] as [16, 32]) does not go row by row.
+// sum would then read a value its kernel gives only later; the column sum
+// joins the square's kernel instead, side by side). A state's update
+// keeps its kernel where it is too. A reshape that regroups rows ([8, 64]
+// as [16, 32]) does not go row by row.
 // CHECK-LABEL: locus.graph @not_merged
-// CHECK-SAME: locus.kernels = 7
+// CHECK-SAME: locus.kernels = 6
+// CHECK: locus.kernel on <cuda:0> -> tensor<8x64xf32>, tensor<64xf32> {
+// CHECK-NEXT: %[[Q:.*]] = locus.mul %x, %x
+// CHECK-NEXT: locus.sum %[[Q]] axes [0]
+// CHECK: locus.kernel on <cuda:0> -> tensor<8xf32> {
+// CHECK-NEXT: locus.sum {{.*}} axes [1]
 locus.graph @not_merged {
   %x = locus.input "x" : tensor<8x64xf32> on <cuda:0>
   %st = locus.state "st" buffer : tensor<8x64xf32> init <full(0.0)> on <cuda:0>
@@ -145,15 +151,14 @@ locus.graph @not_merged {
 // joins it as its prologue (a reduction over every axis does not go row by
 // row, so this is not mergeRows): GradScaler's check of a gradient the
 // update also reads.
+// (The check and the update then share a kernel, side by side.)
 // CHECK-LABEL: locus.graph @prologue_gpu
-// CHECK-SAME: locus.kernels = 3
+// CHECK-SAME: locus.kernels = 2
 // CHECK: %[[G:.*]] = locus.kernel on <cuda:0> -> tensor<64x32xf32> {
 // CHECK-NEXT: locus.matmul
-// CHECK: locus.kernel on <cuda:0> -> tensor<f32> {
+// CHECK: locus.kernel on <cuda:0> -> tensor<f32>, tensor<64x32xf32> {
 // CHECK-NEXT: locus.mul %[[G]]
 // CHECK-NEXT: locus.sum
-// CHECK-NEXT: locus.yield
-// CHECK: locus.kernel on <cuda:0> -> tensor<64x32xf32> {
 // CHECK-NEXT: locus.sub %[[G]]
 locus.graph @prologue_gpu {
   %x = locus.input "x" : tensor<64x16xf32> on <cuda:0>

@@ -75,23 +75,24 @@ locus.graph @reads_the_other {
 
 // Not joined: the first split, which a product reads before the second
 // stands; and the exp with the scalings, to which a path leads through
-// the sum's kernel. Joined: the second split with the exp, and the two
-// scalings, which read the sum alike.
+// the sum. Joined: the second split with the exp, the sum with them (it
+// reads the exp's result in the kernel, which still gives it), and the
+// two scalings, which read the sum alike.
 // CHECK-LABEL: locus.graph @read_between
-// CHECK-SAME: locus.kernels = 5
+// CHECK-SAME: locus.kernels = 4
 // CHECK: locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32> {
 // CHECK-NEXT: locus.transpose %q
 // CHECK: locus.kernel on <cuda:0>
 // CHECK-NEXT: locus.matmul
-// CHECK: %[[KE:.*]]:2 = locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32>, tensor<2x8x4x4xf32> {
+// CHECK: %[[KE:.*]]:3 = locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32>, tensor<2x8x4x4xf32>, tensor<f32> {
 // CHECK-NEXT: locus.transpose %k
-// CHECK-NEXT: locus.exp %x
-// CHECK: %[[SUM:.*]] = locus.kernel on <cuda:0> -> tensor<f32> {
-// CHECK-NEXT: locus.sum %[[KE]]#1
+// CHECK-NEXT: %[[E:.*]] = locus.exp %x
+// CHECK-NEXT: locus.sum %[[E]]
+// CHECK-NEXT: locus.yield
 // CHECK: locus.kernel on <cuda:0> -> tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> {
-// CHECK-NEXT: locus.broadcast %[[SUM]]
+// CHECK-NEXT: locus.broadcast %[[KE]]#2
 // CHECK-NEXT: locus.mul
-// CHECK-NEXT: locus.broadcast %[[SUM]]
+// CHECK-NEXT: locus.broadcast %[[KE]]#2
 // CHECK-NEXT: locus.mul
 locus.graph @read_between {
   %q = locus.input "q" : tensor<2x8x4x4xf32> on <cuda:0>

@@ -73,19 +73,37 @@ void Emitter::assumeAligned(OpBuilder &b, ArrayRef<Value> flat) {
 }
 
 int64_t Emitter::blocksSideBySide() {
-  int64_t threads =
-      plainElementwise() ? (rows + kPerThread - 1) / kPerThread : rows;
-  return (threads + kBlock - 1) / kBlock;
+  auto over = [](int64_t count, int64_t per) {
+    return (count + per - 1) / per;
+  };
+  const Choice &c = sharedChoice();
+  switch (c.strategy) {
+  case Strategy::flatElementwise:
+    return over(over(rows, kPerThread), kBlock);
+  case Strategy::columnLanes:
+    return over(rows, kBlock / c.splits);
+  case Strategy::rowWarp:
+    return over(rows, kBlock / 32);
+  default: // a thread per element or per output
+    return over(rows, kBlock);
+  }
 }
 
 SmallVector<Value> Emitter::sideBySideViews(OpBuilder &b) {
-  return plainElementwise() ? flatViews(b) : SmallVector<Value>();
+  return sharedChoice().strategy == Strategy::flatElementwise
+             ? flatViews(b)
+             : SmallVector<Value>();
 }
 
 void Emitter::emitSideBySide(OpBuilder &b, Value blockId, Value tid,
                              ArrayRef<Value> views) {
   OpBuilder::InsertionGuard guard(b);
   cloneGlobals(b);
+  const Choice &c = sharedChoice();
+  if (c.strategy == Strategy::columnLanes)
+    return columnLanesShare(b, *sharedCombiner, c.splits, blockId, tid);
+  if (c.strategy == Strategy::rowWarp)
+    return warpShare(b, *sharedCombiner, blockId, tid);
   assumeAligned(b, views);
   Value id = b.create<arith::AddIOp>(
       loc, b.create<arith::MulIOp>(loc, blockId, index(b, kBlock)), tid);
@@ -94,6 +112,8 @@ void Emitter::emitSideBySide(OpBuilder &b, Value blockId, Value tid,
   guardBelow(b, id, rows);
   SmallVector<Value> loops(ranges.size(), index(b, 0));
   delinearize(b, id, parallelDims, loops);
+  if (!reductionDims.empty())
+    return foldRow(b, loops);
   SmallVector<Value> results = body(b, operandsAt(b, loops), loops);
   unsigned inputs = op.getNumDpsInputs();
   for (auto [k, v] : llvm::enumerate(results))

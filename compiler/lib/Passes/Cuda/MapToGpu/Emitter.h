@@ -179,10 +179,15 @@ public:
   /// run() does, on a dynamic shape or layout.
   LogicalResult prepare();
 
-  /// After prepare(): whether the op can share a launch with others (all
-  /// loops parallel, some work), and how many blocks of kBlock threads it
-  /// takes there.
-  bool parallelWork() const { return reductionDims.empty() && rows > 0; }
+  /// Whether the op can share a launch with others: static extents, some
+  /// work, and all loops parallel or a reduction whose strategy runs in
+  /// one launch of kBlock-thread blocks that each serve their own outputs
+  /// (columnThreads, threadPerOutput, columnLanes, rowWarp). Reads only
+  /// the op's loops (before prepare()).
+  bool sharesLaunch();
+
+  /// After prepare(): how many blocks of kBlock threads the op takes in a
+  /// launch it shares.
   int64_t blocksSideBySide();
 
   /// Host-side views the op's share of a launch reads (the flat buffers of
@@ -190,7 +195,9 @@ public:
   SmallVector<Value> sideBySideViews(OpBuilder &b);
 
   /// The op's share of a launch it shares with others, in the launch's
-  /// body: `blockId` counts the op's own blocks from 0.
+  /// body: `blockId` counts the op's own blocks from 0, and every thread
+  /// of a block takes the same share (so a warp's shuffles have all its
+  /// lanes).
   void emitSideBySide(OpBuilder &b, Value blockId, Value tid,
                       ArrayRef<Value> views);
 
@@ -199,6 +206,13 @@ public:
   Choice choose(const std::optional<Combiner> &c);
 
 private:
+  /// The loops' static extents, which are parallel and which reduced, and
+  /// the products over each kind (rows, cols).
+  void readLoops();
+
+  /// The strategy of an op that shares a launch (choose(), once).
+  const Choice &sharedChoice();
+
   /// The strategy chosen, for -debug-only=locus-map-to-gpu.
   void debugStrategy(const std::string &what) const;
 
@@ -362,6 +376,8 @@ private:
   /// lane 0 stores. The bounds check is the same for a whole warp, so every
   /// lane of a warp that shuffles is there.
   void emitWarpReduction(OpBuilder &b, const Combiner &c);
+  /// The same in a launch's body, from block `blockId` and thread `tid`.
+  void warpShare(OpBuilder &b, const Combiner &c, Value blockId, Value tid);
 
   /// The split of a column reduction: launch (rows / kBlock) x `splits`
   /// threads fold their share of their output's column into partials
@@ -379,8 +395,15 @@ private:
   /// store. Lanes past the last output fold the last one (every lane of a
   /// warp takes part in the shuffles) and do not store.
   void emitColumnLanes(OpBuilder &b, const Combiner &c, int64_t lanes);
+  /// The same in a launch's body, from block `blockId` and thread `tid`.
+  void columnLanesShare(OpBuilder &b, const Combiner &c, int64_t lanes,
+                        Value blockId, Value tid);
 
+  /// A thread per output folding all its elements in order (any
+  /// reduction, several outputs too).
   void emitThreadPerRow(OpBuilder &b);
+  /// The same for the output at `loops`, inside its thread's bounds check.
+  void foldRow(OpBuilder &b, ArrayRef<Value> loops);
 
   linalg::GenericOp op;
   Location loc;
@@ -397,6 +420,9 @@ private:
   SmallVector<unsigned> parallelDims, reductionDims;
   int64_t rows = 1, cols = 1;
   SmallVector<Access> accesses;
+  /// sharedChoice()'s strategy and the combiner it folds with.
+  std::optional<Choice> shared;
+  std::optional<Combiner> sharedCombiner;
   IRMapping globals;
   /// Buffers of dynamic shape the body reads from above (a gather's
   /// table), as host-side views at their bounds: a kernel takes buffers of

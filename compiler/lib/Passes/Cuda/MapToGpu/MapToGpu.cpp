@@ -91,11 +91,49 @@ static bool hasStaticLayout(MemRefType type) {
          llvm::none_of(strides, ShapedType::isDynamic);
 }
 
-LogicalResult Emitter::prepare() {
+void Emitter::readLoops() {
   ranges = op.getStaticLoopRanges();
+  parallelDims.clear();
+  reductionDims.clear();
   for (auto [d, type] : llvm::enumerate(op.getIteratorTypesArray()))
     (type == utils::IteratorType::parallel ? parallelDims : reductionDims)
         .push_back(d);
+}
+
+bool Emitter::sharesLaunch() {
+  readLoops();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return false;
+  rows = product(parallelDims);
+  cols = product(reductionDims);
+  if (rows == 0)
+    return false;
+  if (reductionDims.empty())
+    return true;
+  if (cols == 0)
+    return false;
+  switch (sharedChoice().strategy) {
+  case Strategy::columnThreads:
+  case Strategy::threadPerOutput:
+  case Strategy::columnLanes:
+  case Strategy::rowWarp:
+    return true;
+  default:
+    return false;
+  }
+}
+
+const Choice &Emitter::sharedChoice() {
+  if (!shared) {
+    if (!reductionDims.empty())
+      sharedCombiner = matchCombiner(op);
+    shared = choose(sharedCombiner);
+  }
+  return *shared;
+}
+
+LogicalResult Emitter::prepare() {
+  readLoops();
   OpBuilder b(op);
   if (failed(prepareRunExtents(b)))
     return failure();
@@ -844,11 +882,12 @@ bool disjoint(ArrayRef<Span> a, ArrayRef<Span> b) {
   });
 }
 
-/// Runs of linalg ops with parallel loops only, next to each other in
-/// `body` (nothing between them that touches memory), none of which reads
-/// or writes an element another writes (copies into separate windows of
-/// one buffer may share a run); `mayAlias`: the function's
-/// `locus.results_may_alias`.
+/// Runs of linalg ops that can share a launch (Emitter::sharesLaunch: all
+/// loops parallel, or a reduction whose blocks each serve their own
+/// outputs), next to each other in `body` (nothing between them that
+/// touches memory), none of which reads or writes an element another
+/// writes (copies into separate windows of one buffer may share a run);
+/// `mayAlias`: the function's `locus.results_may_alias`.
 SmallVector<SmallVector<linalg::GenericOp>>
 independentRuns(Block &body, ArrayRef<int64_t> mayAlias) {
   SmallVector<SmallVector<linalg::GenericOp>> runs(1);
@@ -860,8 +899,7 @@ independentRuns(Block &body, ArrayRef<int64_t> mayAlias) {
   for (Operation &op : body) {
     auto generic = dyn_cast<linalg::GenericOp>(op);
     // An op with dynamic extents or buffers takes a launch of its own.
-    if (!generic || generic.getNumReductionLoops() != 0 ||
-        llvm::any_of(generic.getStaticLoopRanges(), ShapedType::isDynamic) ||
+    if (!generic || !Emitter(generic).sharesLaunch() ||
         readsDynamicBuffers(generic)) {
       if (!isMemoryEffectFree(&op))
         restart();
@@ -885,22 +923,25 @@ independentRuns(Block &body, ArrayRef<int64_t> mayAlias) {
 /// takes its own range of blocks, chosen by the block's index. Erases the
 /// ops.
 LogicalResult launchSideBySide(MutableArrayRef<linalg::GenericOp> run,
+                               const DenseMap<Operation *, Value> &filled,
                                bool explain) {
   std::vector<Emitter> emitters;
   emitters.reserve(run.size());
-  for (linalg::GenericOp op : run)
-    if (failed(emitters.emplace_back(op, explain).prepare()))
+  int64_t reductions = 0;
+  for (linalg::GenericOp op : run) {
+    reductions += op.getNumReductionLoops() != 0;
+    if (failed(emitters.emplace_back(op, explain, filled.lookup(op)).prepare()))
       return failure();
+  }
   OpBuilder b(run.back());
   Location loc = run.front().getLoc();
   SmallVector<SmallVector<Value>> views;
   SmallVector<int64_t> first;
   int64_t blocks = 0;
   for (Emitter &e : emitters) {
-    views.push_back(e.parallelWork() ? e.sideBySideViews(b)
-                                     : SmallVector<Value>());
+    views.push_back(e.sideBySideViews(b));
     first.push_back(blocks);
-    blocks += e.parallelWork() ? e.blocksSideBySide() : 0;
+    blocks += e.blocksSideBySide();
   }
   auto index = [&](int64_t v) -> Value {
     return b.create<arith::ConstantIndexOp>(loc, v);
@@ -913,8 +954,6 @@ LogicalResult launchSideBySide(MutableArrayRef<linalg::GenericOp> run,
   b.setInsertionPointToStart(&l.getBody().front());
   Value bid = l.getBlockIds().x, tid = l.getThreadIds().x;
   for (auto [k, e] : llvm::enumerate(emitters)) {
-    if (!e.parallelWork())
-      continue;
     OpBuilder::InsertionGuard guard(b);
     Value local = b.create<arith::SubIOp>(loc, bid, index(first[k]));
     // Unsigned: a block before the op's range wraps around, above it.
@@ -926,8 +965,10 @@ LogicalResult launchSideBySide(MutableArrayRef<linalg::GenericOp> run,
   }
   if (explain)
     run.front().emitRemark()
-        << run.size() << " independent parallel ops side by side in one "
-        << "launch of " << blocks << " blocks";
+        << run.size() << " independent ops side by side in one launch of "
+        << blocks << " blocks"
+        << (reductions ? " (" + std::to_string(reductions) + " reductions)"
+                       : std::string());
   for (linalg::GenericOp op : run)
     op.erase();
   return success();
@@ -935,10 +976,13 @@ LogicalResult launchSideBySide(MutableArrayRef<linalg::GenericOp> run,
 
 /// In a function with `locus.results_may_alias` (an update in place
 /// shares a buffer with an argument), each run of two or more independent
-/// parallel ops (an optimizer's steps, one per parameter) becomes one
-/// launch; counts the launches it makes in `launches`.
-LogicalResult mapSideBySide(func::FuncOp func, bool explain,
-                            int64_t &launches) {
+/// ops that can share a launch (an optimizer's steps, one per parameter;
+/// the bias gradients of a layer's backward pass) becomes one launch;
+/// counts the launches it makes in `launches`. `filled`: what foldFills
+/// found.
+LogicalResult mapSideBySide(func::FuncOp func,
+                            const DenseMap<Operation *, Value> &filled,
+                            bool explain, int64_t &launches) {
   auto aliasing =
       func->getAttrOfType<DenseI64ArrayAttr>(kResultsMayAliasAttrName);
   Block &body = func.getBody().front();
@@ -947,7 +991,7 @@ LogicalResult mapSideBySide(func::FuncOp func, bool explain,
   for (auto &run : independentRuns(body, aliasing.asArrayRef())) {
     if (run.size() < 2)
       continue;
-    if (failed(launchSideBySide(run, explain)))
+    if (failed(launchSideBySide(run, filled, explain)))
       return failure();
     ++launches;
   }
@@ -1130,7 +1174,7 @@ private:
     foldFilledCopies(func.getBody().front());
     DenseMap<Operation *, Value> filled = foldFills(func.getBody().front());
     int64_t sideBySide = 0;
-    if (failed(mapSideBySide(func, explain, sideBySide)))
+    if (failed(mapSideBySide(func, filled, explain, sideBySide)))
       return failure();
     numLaunches += sideBySide;
     SizeBounds bounds(func);

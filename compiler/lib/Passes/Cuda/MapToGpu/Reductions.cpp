@@ -148,13 +148,17 @@ void Emitter::emitSplitReduction(OpBuilder &b, const Combiner &c,
 }
 
 void Emitter::emitWarpReduction(OpBuilder &b, const Combiner &c) {
-  constexpr int64_t warps = kBlock / 32;
   OpBuilder::InsertionGuard guard(b);
-  gpu::LaunchOp l = launch(b, gridFor(b, warps), kBlock);
-  Value tid = l.getThreadIds().x;
+  gpu::LaunchOp l = launch(b, gridFor(b, kBlock / 32), kBlock);
+  warpShare(b, c, l.getBlockIds().x, l.getThreadIds().x);
+}
+
+void Emitter::warpShare(OpBuilder &b, const Combiner &c, Value blockId,
+                        Value tid) {
+  constexpr int64_t warps = kBlock / 32;
   Value lane = b.create<arith::RemUIOp>(loc, tid, index(b, 32));
   Value row = b.create<arith::AddIOp>(
-      loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, warps)),
+      loc, b.create<arith::MulIOp>(loc, blockId, index(b, warps)),
       b.create<arith::DivUIOp>(loc, tid, index(b, 32)));
   guardBelow(b, row, rowsAt(b));
   SmallVector<Value> loops(ranges.size(), index(b, 0));
@@ -214,10 +218,14 @@ void Emitter::emitColumnSplit(OpBuilder &b, const Combiner &c, int64_t splits,
 }
 
 void Emitter::emitColumnLanes(OpBuilder &b, const Combiner &c, int64_t lanes) {
-  int64_t perWarp = 32 / lanes, perBlock = kBlock / lanes;
   OpBuilder::InsertionGuard guard(b);
-  gpu::LaunchOp l = launch(b, gridFor(b, perBlock), kBlock);
-  Value tid = l.getThreadIds().x;
+  gpu::LaunchOp l = launch(b, gridFor(b, kBlock / lanes), kBlock);
+  columnLanesShare(b, c, lanes, l.getBlockIds().x, l.getThreadIds().x);
+}
+
+void Emitter::columnLanesShare(OpBuilder &b, const Combiner &c, int64_t lanes,
+                               Value blockId, Value tid) {
+  int64_t perWarp = 32 / lanes, perBlock = kBlock / lanes;
   Value lane = b.create<arith::RemUIOp>(loc, tid, index(b, 32));
   Value share = b.create<arith::DivUIOp>(loc, lane, index(b, perWarp));
   Value inWarp = b.create<arith::AddIOp>(
@@ -227,8 +235,7 @@ void Emitter::emitColumnLanes(OpBuilder &b, const Combiner &c, int64_t lanes) {
                               index(b, perWarp)),
       b.create<arith::RemUIOp>(loc, lane, index(b, perWarp)));
   Value output = b.create<arith::AddIOp>(
-      loc, b.create<arith::MulIOp>(loc, l.getBlockIds().x, index(b, perBlock)),
-      inWarp);
+      loc, b.create<arith::MulIOp>(loc, blockId, index(b, perBlock)), inWarp);
   Value last = b.create<arith::SubIOp>(loc, rowsAt(b), index(b, 1));
   SmallVector<Value> loops(ranges.size(), index(b, 0));
   delinearize(b, b.create<arith::MinUIOp>(loc, output, last), parallelDims,
@@ -256,6 +263,10 @@ void Emitter::emitThreadPerRow(OpBuilder &b) {
   OpBuilder::InsertionGuard guard(b);
   SmallVector<Value> loops;
   threadPerRow(b, loops);
+  foldRow(b, loops);
+}
+
+void Emitter::foldRow(OpBuilder &b, ArrayRef<Value> loops) {
   unsigned inputs = op.getNumDpsInputs();
   SmallVector<Value> inits;
   for (unsigned k = 0; k < op.getNumDpsInits(); ++k)
@@ -265,7 +276,7 @@ void Emitter::emitThreadPerRow(OpBuilder &b) {
   {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> at = loops;
+    SmallVector<Value> at(loops.begin(), loops.end());
     delinearize(b, loop.getInductionVar(), reductionDims, at);
     SmallVector<Value> args;
     for (unsigned i = 0; i < inputs; ++i)
