@@ -196,6 +196,35 @@ def cases():
         "%1 = locus.tanh %0 : tensor<3x5xf32>\n"
         "%r = locus.add %1, %a : tensor<3x5xf32>"), \
         lambda a, b: ew(lambda x, y: math.tanh(x * y) + x, a, b)
+    # A layer norm as the frontend composes it over the last axis: on a GPU
+    # its input gradient is one row group and the weight's and bias's
+    # gradients, column sums, run side by side in one launch.
+    lnx, lnw, lnb = rand([2, 3, 8]), rand([8], 0.5, 2.0), rand([8])
+
+    def layer_norm(x, w, b):
+        n, out = x[0][-1], []
+        for start in range(0, len(x[1]), n):
+            row = x[1][start:start + n]
+            m = sum(row) / n
+            s = 1.0 / math.sqrt(sum((v - m) ** 2 for v in row) / n + 1e-5)
+            out += [(v - m) * s * w[1][k] + b[1][k] for k, v in enumerate(row)]
+        return x[0], out
+    yield "layer_norm", [("lnx", lnx), ("lnw", lnw), ("lnb", lnb)], (
+        "%m = locus.mean %lnx axes [2] keepdim : tensor<2x3x8xf32> -> tensor<2x3x1xf32>\n"
+        "%mb = locus.broadcast %m [2, 3, 8] : tensor<2x3x1xf32> -> tensor<2x3x8xf32>\n"
+        "%c = locus.sub %lnx, %mb : tensor<2x3x8xf32>\n"
+        "%c2 = locus.mul %c, %c : tensor<2x3x8xf32>\n"
+        "%v = locus.mean %c2 axes [2] keepdim : tensor<2x3x8xf32> -> tensor<2x3x1xf32>\n"
+        "%eps = locus.constant dense<1.0e-05> : tensor<f32>\n"
+        "%epsb = locus.broadcast %eps [2, 3, 1] : tensor<f32> -> tensor<2x3x1xf32>\n"
+        "%ve = locus.add %v, %epsb : tensor<2x3x1xf32>\n"
+        "%rs = locus.rsqrt %ve : tensor<2x3x1xf32>\n"
+        "%rb = locus.broadcast %rs [2, 3, 8] : tensor<2x3x1xf32> -> tensor<2x3x8xf32>\n"
+        "%nx = locus.mul %c, %rb : tensor<2x3x8xf32>\n"
+        "%wb = locus.broadcast %lnw [2, 3, 8] : tensor<8xf32> -> tensor<2x3x8xf32>\n"
+        "%nw = locus.mul %nx, %wb : tensor<2x3x8xf32>\n"
+        "%bb2 = locus.broadcast %lnb [2, 3, 8] : tensor<8xf32> -> tensor<2x3x8xf32>\n"
+        "%r = locus.add %nw, %bb2 : tensor<2x3x8xf32>"), layer_norm
     # A small network: linear, relu, log_softmax, NLL by one_hot weights.
     yield "mlp_cross_entropy", [("x", x), ("w", w), ("bb", bb), ("lb4", ([4], [2, 0, 1, 2]), "i64")], (
         "%h = locus.linear %x, %w, %bb : tensor<4x7xf32>, tensor<3x7xf32>, tensor<3xf32> -> tensor<4x3xf32>\n"

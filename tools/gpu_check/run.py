@@ -538,7 +538,8 @@ RACE_CASES = {  # one or two per strategy: 15 took 40 s of racecheck on an H100
 
 def sanitizers(r):
     """compute-sanitizer: memcheck over every op case, gradient case and
-    training step; racecheck and synccheck over the reduction cases."""
+    training step; racecheck and synccheck over the reduction cases and
+    the Transformer step."""
     cases = os.path.join(r.bundle, "cases")
     reductions = os.path.join(r.scratch, "reduction_cases")
     if os.path.isdir(cases) and not os.path.isdir(reductions):
@@ -562,7 +563,13 @@ def sanitizers(r):
     ] + [("memcheck: %s step" % a, "memcheck",
           [run, os.path.join(r.bundle, "bench", a + ".locus"), "--random-inputs",
            "--runs", "2", "--quiet"], {})
-         for a in ("mlp_train", "cnn_train", "transformer_gpu")]
+         for a in ("mlp_train", "cnn_train", "transformer_gpu")] + [
+        # The Transformer step's row groups of merged kernels (a layer
+        # norm's backward) and its reductions side by side in one launch.
+        ("%s: transformer_gpu step" % tool, tool,
+         [run, os.path.join(r.bundle, "bench", "transformer_gpu.locus"),
+          "--random-inputs", "--runs", "2", "--quiet"], {})
+        for tool in ("racecheck", "synccheck")]
     for name, tool, cmd, env in checks:
         if not r.gpu_step(name, 15):
             continue
