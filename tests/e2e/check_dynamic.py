@@ -103,6 +103,29 @@ def special(name, bound):
               % (b, f([b, 10]), f([b, 3])))
         return [("s", s)], {"s": [("n", 1), 10]}, ir, \
             lambda s: cl.make([s[0][0], 3], lambda i: cl.at(s, [i[0], 2 + 3 * i[1]]))
+    if name == "layer_norm":
+        # Its broadcasts go to the dynamic shape.
+        x, w, bb = cg.rand([b, 3, 8]), cg.rand([8], 0.5, 2.0), cg.rand([8])
+        full, row = f([b, 3, 8]), f([b, 3, 1])
+        to_full = "[%d, 3, 8] {locus.dims = %s}" % (b, affine([("n", 1), 3, 8]))
+        to_row = "[%d, 3, 1] {locus.dims = %s}" % (b, affine([("n", 1), 3, 1]))
+        ir = "\n".join([
+            "%%m = locus.mean %%lnx axes [2] keepdim : %s -> %s" % (full, row),
+            "%%mb = locus.broadcast %%m %s : %s -> %s" % (to_full, row, full),
+            "%%c = locus.sub %%lnx, %%mb : %s" % full,
+            "%%c2 = locus.mul %%c, %%c : %s" % full,
+            "%%v = locus.mean %%c2 axes [2] keepdim : %s -> %s" % (full, row),
+            "%eps = locus.constant dense<1.0e-05> : tensor<f32>",
+            "%%epsb = locus.broadcast %%eps %s : tensor<f32> -> %s" % (to_row, row),
+            "%%ve = locus.add %%v, %%epsb : %s" % row,
+            "%%rs = locus.rsqrt %%ve : %s" % row,
+            "%%rb = locus.broadcast %%rs %s : %s -> %s" % (to_full, row, full),
+            "%%nx = locus.mul %%c, %%rb : %s" % full,
+            "%%wb = locus.broadcast %%lnw %s : %s -> %s" % (to_full, f([8]), full),
+            "%%nw = locus.mul %%nx, %%wb : %s" % full,
+            "%%bb2 = locus.broadcast %%lnb %s : %s -> %s" % (to_full, f([8]), full),
+            "%%r = locus.add %%nw, %%bb2 : %s" % full])
+        return [("lnx", x), ("lnw", w), ("lnb", bb)], {"lnx": [("n", 1), 3, 8]}, ir, None
     if name == "dropout":
         x = cg.rand([b, 6])
         dims = affine([("n", 1), 6])

@@ -579,26 +579,27 @@ private:
   /// other reader of `a`'s results stands after it (so `a`'s results the
   /// joined kernel still gives are there before they are read, and no
   /// path leads from `a` to it through another kernel: no cycle). Null
-  /// otherwise, or when the two together would pass `max-ops`. A state
-  /// update (a locus.assign) of `a`'s results keeps `a` where it is.
+  /// otherwise, or when the two together would pass `max-ops`. Kernels
+  /// whose results a locus.assign writes join none (see assigned()).
   Group *rowReaderGroup(Group &a, DenseMap<Operation *, Group *> &groupOf) {
     SmallVector<Operation *> roots(a.otherRoots);
     roots.push_back(a.root);
     SmallVector<Operation *> readers;
     Group *into = nullptr;
+    if (assigned(a))
+      return nullptr;
     for (Operation *r : roots)
       for (Operation *user : r->getUsers()) {
         Group *g = groupOf.lookup(user);
         if (g == &a)
           continue;
-        if (isa<AssignOp>(user))
-          return nullptr;
         readers.push_back(user);
         if (g && g->root && !g->ops.empty() &&
             (!into || g->root->isBeforeInBlock(into->root)))
           into = g;
       }
     if (!into || into->device != a.device || !rowGroup(*into) ||
+        assigned(*into) ||
         static_cast<int64_t>(a.ops.size() + into->ops.size()) > maxOps)
       return nullptr;
     for (Operation *user : readers)
@@ -792,6 +793,18 @@ private:
     }
   }
 
+  /// Whether a result of an op of `g` is written into a state (a
+  /// locus.assign). The plan may write a state's update into the state's
+  /// own buffer when its kernel reads the state only elementwise, which
+  /// holds for one loop nest but not for a kernel whose other ops read
+  /// the state after that loop: such kernels join no others.
+  static bool assigned(const Group &g) {
+    return llvm::any_of(g.ops, [](Operation *op) {
+      return llvm::any_of(op->getUsers(),
+                          [](Operation *user) { return isa<AssignOp>(user); });
+    });
+  }
+
   /// Whether `g` only moves data, computes elementwise or reduces with one
   /// combiner, on a GPU, at static extents: its ops are elementwise ops,
   /// reshapes, transposes, slices and broadcasts, which lower to linalg
@@ -824,6 +837,32 @@ private:
     return rows >= 2;
   }
 
+  /// The most ops outputMayMove looks at.
+  static constexpr int kOutputMoveLookAhead = 64;
+
+  /// Whether `user`, an output of a result of `target` that stands before
+  /// `to`, may move to just after a kernel standing at `to` (materialize()
+  /// moves it): no other output stands between them, but outputs of
+  /// `target`'s results, which move too, in their order (the graph's
+  /// outputs keep their order). An index check's count is an output right
+  /// after its kernel, which kept the checks' kernels apart.
+  static bool outputMayMove(Operation *user, const Group &target, Operation *to,
+                            const DenseMap<Operation *, Group *> &groupOf) {
+    if (!isa<OutputOp>(user) || !user->isBeforeInBlock(to))
+      return false;
+    int seen = 0;
+    for (Operation *op = user->getNextNode(); op != to;
+         op = op->getNextNode()) {
+      if (!op || ++seen > kOutputMoveLookAhead)
+        return false;
+      auto output = dyn_cast<OutputOp>(op);
+      Operation *def = output ? output.getValue().getDefiningOp() : nullptr;
+      if (output && (!def || groupOf.lookup(def) != &target))
+        return false;
+    }
+    return true;
+  }
+
   /// The kernels that join open sibling kernels at most, looking back.
   static constexpr size_t kSiblingsLookBack = 8;
 
@@ -839,18 +878,7 @@ private:
   /// stay apart.
   void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups,
                      DenseMap<Operation *, Group *> &groupOf) {
-    // A state's update may be written into the state's own buffer when
-    // its kernel reads the state only elementwise (the plan's in-place
-    // rule), which holds for one loop nest but not for a kernel whose other
-    // ops read the state after that loop: kernels whose results a
-    // locus.assign writes stay apart.
-    auto assigned = [](const Group &g) {
-      return llvm::any_of(g.ops, [](Operation *op) {
-        return llvm::any_of(op->getUsers(), [](Operation *user) {
-          return isa<AssignOp>(user);
-        });
-      });
-    };
+    // Kernels whose results a locus.assign writes stay apart (assigned()).
     SmallVector<Group *> order;
     for (auto &g : groups)
       if (!g->ops.empty() && sharesLaunchOnGpu(*g) && !assigned(*g))
@@ -863,11 +891,16 @@ private:
       llvm::SmallPtrSet<Operation *, 8> inside(g->ops.begin(), g->ops.end());
       // A reader in a kernel stands where its kernel will (its root): a
       // reshape that joined its reader's kernel reads there.
-      auto readAfter = [&](Operation *root) {
+      // (A reader in the target itself reads there: a row kernel's
+      // other root that its own ops read. An output moves after the
+      // joined kernel: see outputMayMove.)
+      auto readAfter = [&](Group *target, Operation *root) {
         return llvm::all_of(root->getUsers(), [&](Operation *user) {
           Group *of = groupOf.lookup(user);
           Operation *at = of && of->root ? of->root : user;
-          return inside.contains(user) || g->root->isBeforeInBlock(at);
+          return inside.contains(user) || of == target ||
+                 g->root->isBeforeInBlock(at) ||
+                 outputMayMove(user, *target, g->root, groupOf);
         });
       };
       auto joins = [&](Group *target) {
@@ -875,8 +908,10 @@ private:
                static_cast<int64_t>(target->ops.size() + g->ops.size()) <=
                    maxOps &&
                buffersOf(*target) + buffersOf(*g) <= kMaxStepBuffers &&
-               readAfter(target->root) &&
-               llvm::all_of(target->otherRoots, readAfter);
+               readAfter(target, target->root) &&
+               llvm::all_of(target->otherRoots, [&](Operation *root) {
+                 return readAfter(target, root);
+               });
       };
       Group *into = nullptr;
       for (size_t k = 1; k <= std::min(open.size(), kSiblingsLookBack); ++k)
@@ -984,6 +1019,21 @@ private:
           user->moveAfter(after);
           after = user;
         }
+    // So do outputs of their results (an index check's count), in their
+    // order: mergeSiblings let none move past another output.
+    SmallVector<Operation *> outputs;
+    for (Operation *r : roots)
+      for (Operation *user : r->getUsers())
+        if (isa<OutputOp>(user) && user->isBeforeInBlock(kernel) &&
+            !llvm::is_contained(outputs, user))
+          outputs.push_back(user);
+    llvm::sort(outputs, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (Operation *output : outputs) {
+      output->moveAfter(after);
+      after = output;
+    }
     // Ops of the kernel read another root's result directly (side by side
     // kernels where one reads the other's result).
     for (auto [value, result] : llvm::zip(yielded, kernel.getResults()))

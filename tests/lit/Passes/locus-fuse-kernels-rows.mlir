@@ -129,6 +129,20 @@ locus.graph @layer_norm_backward {
 // CHECK-NEXT: locus.sum %[[Q]] axes [0]
 // CHECK: locus.kernel on <cuda:0> -> tensor<8xf32> {
 // CHECK-NEXT: locus.sum {{.*}} axes [1]
+// CHECK-NEXT: locus.yield
+// CHECK: %[[E:.*]] = locus.kernel on <cuda:0> -> tensor<8x64xf32> {
+// CHECK-NEXT: locus.exp %x
+// CHECK-NEXT: locus.yield
+// CHECK: locus.assign %st = %[[E]]
+// CHECK: locus.kernel on <cuda:0> -> tensor<8xf32> {
+// CHECK-NEXT: locus.sum %[[E]] axes [1]
+// CHECK-NEXT: locus.yield
+// CHECK: %[[H:.*]] = locus.kernel on <cuda:0> -> tensor<8x64xf32> {
+// CHECK-NEXT: locus.tanh %x
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cuda:0> -> tensor<16xf32> {
+// CHECK-NEXT: locus.reshape %[[H]] [16, 32]
+// CHECK-NEXT: locus.sum
 locus.graph @not_merged {
   %x = locus.input "x" : tensor<8x64xf32> on <cuda:0>
   %st = locus.state "st" buffer : tensor<8x64xf32> init <full(0.0)> on <cuda:0>

@@ -74,26 +74,25 @@ locus.graph @reads_the_other {
 }
 
 // Not joined: the first split, which a product reads before the second
-// stands; and the exp with the scalings, to which a path leads through
-// the sum. Joined: the second split with the exp, the sum with them (it
+// stands. Joined: the second split with the exp, the sum with them (it
 // reads the exp's result in the kernel, which still gives it), and the
-// two scalings, which read the sum alike.
+// two scalings, which read the sum there too: every path between them
+// runs inside the kernel.
 // CHECK-LABEL: locus.graph @read_between
-// CHECK-SAME: locus.kernels = 4
+// CHECK-SAME: locus.kernels = 3
 // CHECK: locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32> {
 // CHECK-NEXT: locus.transpose %q
 // CHECK: locus.kernel on <cuda:0>
 // CHECK-NEXT: locus.matmul
-// CHECK: %[[KE:.*]]:3 = locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32>, tensor<2x8x4x4xf32>, tensor<f32> {
+// CHECK: locus.kernel on <cuda:0> -> tensor<2x4x8x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> {
 // CHECK-NEXT: locus.transpose %k
 // CHECK-NEXT: %[[E:.*]] = locus.exp %x
-// CHECK-NEXT: locus.sum %[[E]]
+// CHECK-NEXT: %[[S:.*]] = locus.sum %[[E]]
+// CHECK-NEXT: locus.broadcast %[[S]]
+// CHECK-NEXT: locus.mul
+// CHECK-NEXT: locus.broadcast %[[S]]
+// CHECK-NEXT: locus.mul
 // CHECK-NEXT: locus.yield
-// CHECK: locus.kernel on <cuda:0> -> tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> {
-// CHECK-NEXT: locus.broadcast %[[KE]]#2
-// CHECK-NEXT: locus.mul
-// CHECK-NEXT: locus.broadcast %[[KE]]#2
-// CHECK-NEXT: locus.mul
 locus.graph @read_between {
   %q = locus.input "q" : tensor<2x8x4x4xf32> on <cuda:0>
   %k = locus.input "k" : tensor<2x8x4x4xf32> on <cuda:0>
@@ -165,4 +164,40 @@ locus.graph @state_update {
   %y = locus.add %s, %s : tensor<64xf32>
   locus.output "y" = %y : tensor<64xf32>
   locus.assign %s = %s2 : tensor<64xf32>, tensor<64xf32>
+}
+
+// An output of a kernel's result that stands before the sibling joining
+// it (an index check's count, an output right after its kernel) moves
+// after the joined kernel; outputs keep their order, so none moves past
+// another output.
+// CHECK-LABEL: locus.graph @outputs_move
+// CHECK-SAME: locus.kernels = 1
+// CHECK: %[[K:.*]]:2 = locus.kernel on <cuda:0> -> tensor<f32>, tensor<f32> {
+// CHECK-NEXT: locus.sum %a
+// CHECK-NEXT: locus.sum %b
+// CHECK: locus.output "c0" = %[[K]]#0
+// CHECK-NEXT: locus.output "c1" = %[[K]]#1
+locus.graph @outputs_move {
+  %a = locus.input "a" : tensor<64xf32> on <cuda:0>
+  %b = locus.input "b" : tensor<16xf32> on <cuda:0>
+  %s0 = locus.sum %a axes [0] : tensor<64xf32> -> tensor<f32>
+  locus.output "c0" = %s0 : tensor<f32>
+  %s1 = locus.sum %b axes [0] : tensor<16xf32> -> tensor<f32>
+  locus.output "c1" = %s1 : tensor<f32>
+}
+
+// CHECK-LABEL: locus.graph @output_between
+// CHECK-SAME: locus.kernels = 2
+// CHECK: locus.output "c0"
+// CHECK-NEXT: locus.output "x"
+// CHECK: locus.output "c1"
+locus.graph @output_between {
+  %a = locus.input "a" : tensor<64xf32> on <cuda:0>
+  %b = locus.input "b" : tensor<16xf32> on <cuda:0>
+  %x = locus.input "x" : tensor<4xf32> on <cuda:0>
+  %s0 = locus.sum %a axes [0] : tensor<64xf32> -> tensor<f32>
+  locus.output "c0" = %s0 : tensor<f32>
+  locus.output "x" = %x : tensor<4xf32>
+  %s1 = locus.sum %b axes [0] : tensor<16xf32> -> tensor<f32>
+  locus.output "c1" = %s1 : tensor<f32>
 }

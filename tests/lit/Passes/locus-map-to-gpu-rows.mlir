@@ -363,16 +363,22 @@ func.func @long_softmax(%x: memref<200x5000xf32>, %y: memref<200x5000xf32>) attr
 // A layer norm's input gradient, as --locus-fuse-kernels merges it into
 // one kernel: t = dy * w, a row sum of t * c, d = t * r - s * c (the
 // caller's buffer, so written), a row sum of d and dx = d - n / 32. One
-// launch of a few lanes per row (rows of 32), both sums by shuffles; t
-// and the sums stay in registers (their buffers go), d and dx are
-// written.
+// launch of 8 lanes per row (rows of 32: 2 blocks for 64 rows), each sum
+// by 3 shuffles; t and the sums stay in registers (their buffers go), d
+// and dx are written, 4 elements a lane.
 // CHECK-LABEL: func.func @layer_norm_backward
 // CHECK-NOT: memref.alloc
-// CHECK: gpu.launch
-// CHECK-COUNT-2: gpu.shuffle  xor
-// CHECK: memref.store
-// CHECK: gpu.shuffle  xor
-// CHECK: memref.store
+// CHECK-DAG: %[[D:.*]] = memref.collapse_shape %arg4
+// CHECK-DAG: %[[DX:.*]] = memref.collapse_shape %arg5
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2,
+// CHECK-COUNT-3: gpu.shuffle  xor
+// CHECK-NOT: gpu.shuffle
+// CHECK-COUNT-4: memref.store {{.*}}, %[[D]][
+// CHECK-NOT: memref.store
+// CHECK-COUNT-3: gpu.shuffle  xor
+// CHECK-NOT: gpu.shuffle
+// CHECK-COUNT-4: memref.store {{.*}}, %[[DX]][
+// CHECK-NOT: memref.store
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
 // EXPLAIN: remark: a row group: 7 ops over 64 row(s) of 32 in one launch, a few lanes per row

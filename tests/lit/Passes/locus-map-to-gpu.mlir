@@ -435,38 +435,48 @@ func.func @side_by_side(%x: memref<1000xf32>, %y: memref<600xf32>, %s: memref<f3
 }
 
 // Reductions whose strategy is one launch of blocks that each serve their
-// own outputs share a launch too: a bias gradient's column sums (32
-// outputs of 64 elements: 4 lanes each, 64 outputs a block, 1 block), a
-// count over 64 elements (a warp per output, 1 block) and an elementwise
-// op (1 block), each with the fill before it folded in. A sum of 1 Mi
-// elements, split over blocks and a second launch, keeps its own.
+// own outputs share a launch too: a bias gradient's column sums (200
+// outputs of 64 elements: 4 lanes each, 64 outputs a block, 4 blocks
+// from block 0), sums of 20 outputs over 2 x 32 elements (a warp per
+// output, 8 a block: 3 blocks from block 4; two reduced loops, so no row
+// group) and an elementwise op (1 block from block
+// 7), each with the fill before it folded in: no share loads the outputs
+// it folds into. A sum of 1 Mi elements, split over blocks and a second
+// launch, keeps its own.
 // CHECK-LABEL: func.func @reductions_side_by_side
-// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c3{{.*}}, {{.*}} threads
-// CHECK: arith.cmpi ult, %{{.*}}, %c1
-// CHECK: scf.if
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c8{{.*}}, {{.*}} threads
+// CHECK-NOT: memref.load %arg4
+// CHECK: %[[L0:.*]] = arith.subi %[[B]], %c0
+// CHECK: arith.cmpi ult, %[[L0]], %c4
+// CHECK-NOT: memref.load %arg4
 // CHECK-COUNT-2: gpu.shuffle  xor
-// CHECK: arith.cmpi ult, %{{.*}}, %c1
-// CHECK: scf.if
+// CHECK-NOT: gpu.shuffle
+// CHECK-NOT: memref.load %arg4
+// CHECK: %[[L1:.*]] = arith.subi %[[B]], %c4
+// CHECK: arith.cmpi ult, %[[L1]], %c3
+// CHECK-NOT: memref.load %arg5
 // CHECK-COUNT-5: gpu.shuffle  xor
-// CHECK: arith.cmpi ult, %{{.*}}, %c1
-// CHECK: scf.if
+// CHECK-NOT: gpu.shuffle
+// CHECK-NOT: memref.load %arg5
+// CHECK: %[[L2:.*]] = arith.subi %[[B]], %c7
+// CHECK: arith.cmpi ult, %[[L2]], %c1
 // CHECK: math.exp
 // CHECK: gpu.terminator
 // CHECK-COUNT-2: gpu.launch
 // CHECK-NOT: gpu.launch
 // CHECK: return
-func.func @reductions_side_by_side(%g: memref<64x32xf32>, %n: memref<64xf32>, %x: memref<256xf32>, %big: memref<1048576xf32>,
-                                   %db: memref<32xf32>, %cnt: memref<f32>, %ex: memref<256xf32>, %tot: memref<f32>)
+func.func @reductions_side_by_side(%g: memref<64x200xf32>, %n: memref<20x2x32xf32>, %x: memref<256xf32>, %big: memref<1048576xf32>,
+                                   %db: memref<200xf32>, %rs: memref<20xf32>, %ex: memref<256xf32>, %tot: memref<f32>)
     attributes {locus.device = #locus.device<cuda:0>, locus.results_may_alias = array<i64: -1, -1, -1, -1>} {
   %zero = arith.constant 0.000000e+00 : f32
-  linalg.fill ins(%zero : f32) outs(%db : memref<32xf32>)
-  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%g : memref<64x32xf32>) outs(%db : memref<32xf32>) {
+  linalg.fill ins(%zero : f32) outs(%db : memref<200xf32>)
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%g : memref<64x200xf32>) outs(%db : memref<200xf32>) {
   ^bb0(%a: f32, %acc: f32):
     %0 = arith.addf %a, %acc : f32
     linalg.yield %0 : f32
   }
-  linalg.fill ins(%zero : f32) outs(%cnt : memref<f32>)
-  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%n : memref<64xf32>) outs(%cnt : memref<f32>) {
+  linalg.fill ins(%zero : f32) outs(%rs : memref<20xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0)>], iterator_types = ["parallel", "reduction", "reduction"]} ins(%n : memref<20x2x32xf32>) outs(%rs : memref<20xf32>) {
   ^bb0(%a: f32, %acc: f32):
     %0 = arith.addf %a, %acc : f32
     linalg.yield %0 : f32

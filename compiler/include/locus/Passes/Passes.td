@@ -815,12 +815,16 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     other, which `--locus-map-to-gpu` also runs side by side in one launch:
     attention's q, k and v split into heads were three launches of a few
     hundred elements, and a layer's bias gradients a launch each (the
-    tiny Transformer's step: 105 kernels to 86, 122 launches to 103). A kernel joins an earlier such kernel (one of the
-    last 8) when every reader of the earlier one's results stands after
-    it, or stands in a kernel whose last op does (a reshape that joined its
-    reader's kernel reads there), so no path leads from one to the other
-    and the joined kernel, where the later one stood, comes before every
-    reader. It may read the earlier one's results itself: the kernel gives
+    tiny Transformer's step: 105 kernels to 83, 122 launches to 100). A
+    kernel joins an earlier such kernel (one of the last 8) when every
+    reader of the earlier one's results stands after it, or stands in a
+    kernel whose last op does (a reshape that joined its reader's kernel
+    reads there), or in that earlier kernel itself, or is an output with
+    no other output between it and the later kernel (an index check's
+    count, an output right after its kernel: it moves after the joined
+    kernel, and outputs keep their order), so no path leads from one to
+    the other and the joined kernel, where the later one stood, comes
+    before every reader. It may read the earlier one's results itself: the kernel gives
     both (a layer norm's normalized input, which the backward pass reads
     too, and its affine output) unless only its own ops read them, and
     `--locus-fuse-elementwise{results-into-readers}` then has the reader

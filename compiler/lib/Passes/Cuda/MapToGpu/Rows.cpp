@@ -278,7 +278,7 @@ bool acceptable(const Group &g) {
 
 /// The longest acceptable group around the first reduction of `run` at or
 /// after `from`, if there is one; `from` moves past what it took, or past
-/// what was looked at when it took nothing.
+/// that reduction when it took nothing.
 std::optional<Group> groupAt(MutableArrayRef<linalg::GenericOp> run,
                              size_t &from) {
   size_t r = from;
@@ -303,7 +303,6 @@ std::optional<Group> groupAt(MutableArrayRef<linalg::GenericOp> run,
     --first;
   while (last + 1 < run.size() && classify(run[last + 1], g.rows, g.cols))
     ++last;
-  from = last + 1;
   // The longest acceptable group: from `first`, else from the reduction,
   // ending as late as it can. A kernel whose row-by-row ops merged
   // (--locus-fuse-kernels) may hold a run that is not one group but was
@@ -323,6 +322,9 @@ std::optional<Group> groupAt(MutableArrayRef<linalg::GenericOp> run,
       if (end == r)
         break;
     }
+  // None: the reductions after this one may still lead groups of their
+  // own.
+  from = r + 1;
   return std::nullopt;
 }
 
