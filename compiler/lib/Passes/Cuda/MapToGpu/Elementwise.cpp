@@ -100,10 +100,12 @@ void Emitter::emitSideBySide(OpBuilder &b, Value blockId, Value tid,
   OpBuilder::InsertionGuard guard(b);
   cloneGlobals(b);
   const Choice &c = sharedChoice();
+  // choose() takes these two for a one-combiner reduction only.
+  Combiner combiner = sharedCombiner.value_or(Combiner{});
   if (c.strategy == Strategy::columnLanes)
-    return columnLanesShare(b, *sharedCombiner, c.splits, blockId, tid);
+    return columnLanesShare(b, combiner, c.splits, blockId, tid);
   if (c.strategy == Strategy::rowWarp)
-    return warpShare(b, *sharedCombiner, blockId, tid);
+    return warpShare(b, combiner, blockId, tid);
   assumeAligned(b, views);
   Value id = b.create<arith::AddIOp>(
       loc, b.create<arith::MulIOp>(loc, blockId, index(b, kBlock)), tid);
