@@ -805,22 +805,37 @@ private:
     });
   }
 
+  /// A reduction over more elements than this joins no siblings: its
+  /// strategy may split it over launches, so it would share none and only
+  /// move the kernel it joined later, keeping buffers alive longer.
+  static constexpr int64_t kMaxSiblingReduction = int64_t{1} << 16;
+
   /// Whether `g` only moves data, computes elementwise or reduces with one
   /// combiner, on a GPU, at static extents: its ops are elementwise ops,
   /// reshapes, transposes, slices and broadcasts, which lower to linalg
-  /// ops (and copies) with parallel loops alone, and sums, means, maxima
-  /// and minima (a bias gradient, an index check's count), whose
-  /// one-launch strategies --locus-map-to-gpu runs beside others.
-  /// A kernel that reduces rows (several, over the last axis) is left
-  /// out: its rows run as a row group, a launch of its own.
+  /// ops (and copies) with parallel loops alone, and small sums, means,
+  /// maxima and minima (a bias gradient, an index check's count), whose
+  /// one-launch strategies --locus-map-to-gpu runs beside others. A kernel
+  /// that reduces rows (several, over the last axis) is left out: its
+  /// rows run as a row group, a launch of its own.
   static bool sharesLaunchOnGpu(const Group &g) {
     return g.device.getKind() == DeviceKind::cuda &&
            llvm::all_of(g.ops, [](Operation *op) {
              return (isElementwise(op) ||
-                     isa<ReshapeOp, TransposeOp, SliceOp, SumOp, MeanOp, MaxOp,
-                         MinOp>(op)) &&
+                     isa<ReshapeOp, TransposeOp, SliceOp>(op) ||
+                     smallReduction(op)) &&
                     !op->hasAttr(kDimsAttrName) && !reducesRows(op);
            });
+  }
+
+  /// Whether `op` is a sum, mean, maximum or minimum of at most
+  /// kMaxSiblingReduction elements.
+  static bool smallReduction(Operation *op) {
+    if (!isa<SumOp, MeanOp, MaxOp, MinOp>(op))
+      return false;
+    auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    return type && type.hasStaticShape() &&
+           type.getNumElements() <= kMaxSiblingReduction;
   }
 
   /// Whether `op` reduces over the last axis alone of an input with

@@ -201,3 +201,29 @@ locus.graph @output_between {
   %s1 = locus.sum %b axes [0] : tensor<16xf32> -> tensor<f32>
   locus.output "c1" = %s1 : tensor<f32>
 }
+
+// A reduction of more than 65536 elements joins no sibling: its strategy
+// may split it over launches, and the kernel it joined would only stand
+// later. A small one does (and the exp joins past the large one).
+// CHECK-LABEL: locus.graph @large_reduction
+// CHECK-SAME: locus.kernels = 2
+// CHECK: locus.kernel on <cuda:0> -> tensor<256xf32> {
+// CHECK-NEXT: locus.sum %big
+// CHECK-NEXT: locus.yield
+// CHECK: locus.kernel on <cuda:0> -> tensor<16xf32>, tensor<16xf32>, tensor<64xf32> {
+// CHECK-NEXT: locus.exp %a
+// CHECK-NEXT: locus.tanh %a
+// CHECK-NEXT: locus.sum %small
+locus.graph @large_reduction {
+  %a = locus.input "a" : tensor<16xf32> on <cuda:0>
+  %big = locus.input "big" : tensor<512x256xf32> on <cuda:0>
+  %small = locus.input "small" : tensor<8x64xf32> on <cuda:0>
+  %e = locus.exp %a : tensor<16xf32>
+  %s = locus.sum %big axes [0] : tensor<512x256xf32> -> tensor<256xf32>
+  %t = locus.tanh %a : tensor<16xf32>
+  %u = locus.sum %small axes [0] : tensor<8x64xf32> -> tensor<64xf32>
+  locus.output "e" = %e : tensor<16xf32>
+  locus.output "s" = %s : tensor<256xf32>
+  locus.output "t" = %t : tensor<16xf32>
+  locus.output "u" = %u : tensor<64xf32>
+}

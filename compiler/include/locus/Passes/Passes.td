@@ -809,8 +809,9 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     tiny Transformer step's 30 Adam steps are one launch instead of 60.
     Then, on a CUDA device, kernels that only move data, compute
     elementwise or reduce (elementwise ops, reshapes, transposes, slices,
-    broadcasts, sums, means, maxima and minima; static shapes; no row
-    sums over several rows, which run as row groups) join one kernel when
+    broadcasts, sums, means, maxima and minima of at most 65536 elements;
+    static shapes; no row sums over several rows, which run as row
+    groups) join one kernel when
     neither depends on the
     other, which `--locus-map-to-gpu` also runs side by side in one launch:
     attention's q, k and v split into heads were three launches of a few
