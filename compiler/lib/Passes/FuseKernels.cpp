@@ -810,6 +810,31 @@ private:
   /// move the kernel it joined later, keeping buffers alive longer.
   static constexpr int64_t kMaxSiblingReduction = int64_t{1} << 16;
 
+  /// The states that locus.assign ops write results of `g`'s ops into.
+  static SmallVector<Value> assignedStates(const Group &g) {
+    SmallVector<Value> states;
+    for (Operation *op : g.ops)
+      for (Operation *user : op->getUsers())
+        if (auto assign = dyn_cast<AssignOp>(user))
+          states.push_back(assign.getState());
+    return states;
+  }
+
+  /// Whether neither group reads a state the other's results are written
+  /// into: then the plan's in-place update of that state (its kernel reads
+  /// it only elementwise, in one loop nest) holds in the joined kernel too
+  /// (an Adam step counter's `+ 1` beside an independent kernel).
+  static bool statesApart(const Group &a, const Group &b) {
+    auto reads = [](const Group &g, ArrayRef<Value> states) {
+      return llvm::any_of(g.ops, [&](Operation *op) {
+        return llvm::any_of(op->getOperands(), [&](Value v) {
+          return llvm::is_contained(states, v);
+        });
+      });
+    };
+    return !reads(a, assignedStates(b)) && !reads(b, assignedStates(a));
+  }
+
   /// Whether `g` only moves data, computes elementwise or reduces with one
   /// combiner, on a GPU, at static extents: its ops are elementwise ops,
   /// reshapes, transposes, slices and broadcasts, which lower to linalg
@@ -893,10 +918,11 @@ private:
   /// stay apart.
   void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups,
                      DenseMap<Operation *, Group *> &groupOf) {
-    // Kernels whose results a locus.assign writes stay apart (assigned()).
+    // A kernel whose results a locus.assign writes joins only kernels
+    // that do not read those states (statesApart).
     SmallVector<Group *> order;
     for (auto &g : groups)
-      if (!g->ops.empty() && sharesLaunchOnGpu(*g) && !assigned(*g))
+      if (!g->ops.empty() && sharesLaunchOnGpu(*g))
         order.push_back(g.get());
     llvm::sort(order, [](Group *a, Group *b) {
       return a->root->isBeforeInBlock(b->root);
@@ -913,7 +939,7 @@ private:
         return llvm::all_of(root->getUsers(), [&](Operation *user) {
           Group *of = groupOf.lookup(user);
           Operation *at = of && of->root ? of->root : user;
-          return inside.contains(user) || of == target ||
+          return inside.contains(user) || of == target || isa<AssignOp>(user) ||
                  g->root->isBeforeInBlock(at) ||
                  outputMayMove(user, *target, g->root, groupOf);
         });
@@ -923,7 +949,7 @@ private:
                static_cast<int64_t>(target->ops.size() + g->ops.size()) <=
                    maxOps &&
                buffersOf(*target) + buffersOf(*g) <= kMaxStepBuffers &&
-               readAfter(target, target->root) &&
+               statesApart(*target, *g) && readAfter(target, target->root) &&
                llvm::all_of(target->otherRoots, [&](Operation *root) {
                  return readAfter(target, root);
                });

@@ -227,3 +227,28 @@ locus.graph @large_reduction {
   locus.output "t" = %t : tensor<16xf32>
   locus.output "u" = %u : tensor<64xf32>
 }
+
+// A kernel whose result updates a state (an Adam step counter's `+ 1`)
+// joins a sibling that does not read that state: the plan may still
+// write the update into the state's buffer, which only its own loop
+// reads. Not one that reads the state.
+// CHECK-LABEL: locus.graph @state_updates
+// CHECK-SAME: locus.kernels = 2
+// CHECK: %[[K:.*]]:2 = locus.kernel on <cuda:0> -> tensor<f32>, tensor<16xf32> {
+// CHECK-NEXT: locus.add %step
+// CHECK-NEXT: locus.exp %a
+// CHECK-NEXT: locus.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: locus.assign %step = %[[K]]#0
+// CHECK: locus.kernel on <cuda:0> -> tensor<f32> {
+// CHECK-NEXT: locus.mul %step, %step
+locus.graph @state_updates {
+  %a = locus.input "a" : tensor<16xf32> on <cuda:0>
+  %step = locus.state "step" buffer : tensor<f32> init <full(0.0)> on <cuda:0>
+  %n = locus.add %step, %step : tensor<f32>
+  locus.assign %step = %n : tensor<f32>, tensor<f32>
+  %e = locus.exp %a : tensor<16xf32>
+  %m = locus.mul %step, %step : tensor<f32>
+  locus.output "e" = %e : tensor<16xf32>
+  locus.output "m" = %m : tensor<f32>
+}

@@ -48,14 +48,13 @@ locus.graph @empty {
 
 // Which results the plan may write into an argument's buffer: a state the
 // kernel reads and the graph assigns the result to (an update in place).
-// The scaled state may; the sum read by an output may not, nor may a
+// The scaled state may; the sum read by an output may not (it shares the
+// scaling's kernel, side by side: it does not read the state), nor may a
 // result assigned to a state the kernel does not read.
 // CHECK-LABEL: locus.graph @updates
 // CHECK: func.func @updates_k0_mul
-// CHECK-SAME: locus.results_may_alias = array<i64: 0>
-// CHECK: func.func @updates_k1_sum
-// CHECK-SAME: locus.results_may_alias = array<i64: -1>
-// CHECK: func.func @updates_k2_exp
+// CHECK-SAME: locus.results_may_alias = array<i64: 0, -1>
+// CHECK: func.func @updates_k1_exp
 // CHECK-SAME: locus.results_may_alias = array<i64: -1>
 locus.graph @updates {
   %x = locus.input "x" : tensor<8xf32>

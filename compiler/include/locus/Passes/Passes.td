@@ -816,7 +816,7 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     other, which `--locus-map-to-gpu` also runs side by side in one launch:
     attention's q, k and v split into heads were three launches of a few
     hundred elements, and a layer's bias gradients a launch each (the
-    tiny Transformer's step: 105 kernels to 83, 122 launches to 100). A
+    tiny Transformer's step: 105 kernel calls to 81, 122 launches to 99). A
     kernel joins an earlier such kernel (one of the last 8) when every
     reader of the earlier one's results stands after it, or stands in a
     kernel whose last op does (a reshape that joined its reader's kernel
@@ -830,10 +830,11 @@ def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
     too, and its affine output) unless only its own ops read them, and
     `--locus-fuse-elementwise{results-into-readers}` then has the reader
     recompute them, so the two still share a launch. A kernel whose
-    result a `locus.assign` writes joins none: the plan may write a
-    state's update into the state's own buffer when its kernel reads the
-    state only elementwise, which holds for one loop nest, not for another
-    op of the same kernel that reads the state after it.
+    result a `locus.assign` writes joins none that reads that state: the
+    plan may write a state's update into the state's own buffer when its
+    kernel reads the state only elementwise, which holds for one loop
+    nest, not for another op of the same kernel that reads the state
+    after it (an Adam step counter's `+ 1` joins an independent kernel).
     Copies, sources, outputs and state updates stay in the graph; an op with
     several results (an optimizer step) gives its kernel several results.
     The graph's `locus.kernels` attribute says how many kernels there are.
