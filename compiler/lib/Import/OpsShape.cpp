@@ -573,6 +573,17 @@ std::vector<int64_t> indexedRows(const Const &indices, const Shape &data) {
   return rows;
 }
 
+/// The shape GatherND gives and ScatterND's updates have: the index
+/// tuples' leading shape, then data's dimensions past the indexed ones
+/// (indexedRows checked the depth).
+Shape tupleRowsShape(const Const &indices, const Shape &data) {
+  auto depth = static_cast<size_t>(indices.shape.back());
+  Shape shape(indices.shape.begin(), indices.shape.end() - 1);
+  shape.insert(shape.end(), data.begin() + static_cast<long>(depth),
+               data.end());
+  return shape;
+}
+
 } // namespace
 
 void Importer::scatterNd(Graph &g, const NodeProto &n) {
@@ -583,9 +594,7 @@ void Importer::scatterNd(Graph &g, const NodeProto &n) {
   const Const &indices = needConst(n, 1, "the indices");
   std::vector<int64_t> rows = indexedRows(indices, dataShape);
   auto depth = static_cast<size_t>(indices.shape.back());
-  Shape want(indices.shape.begin(), indices.shape.end() - 1);
-  want.insert(want.end(), dataShape.begin() + static_cast<long>(depth),
-              dataShape.end());
+  Shape want = tupleRowsShape(indices, dataShape);
   if (want != updateShape)
     fail("updates " + shapeText(updateShape) + " must have shape " +
          shapeText(want) + " for indices " + shapeText(indices.shape) +
@@ -638,9 +647,7 @@ void Importer::gatherNd(Graph &g, const NodeProto &n) {
   // Each index tuple picks one row of data seen as [rows, slice].
   std::vector<int64_t> rows = indexedRows(indices, dataShape);
   auto depth = static_cast<size_t>(indices.shape.back());
-  Shape outShape(indices.shape.begin(), indices.shape.end() - 1);
-  outShape.insert(outShape.end(), dataShape.begin() + static_cast<long>(depth),
-                  dataShape.end());
+  Shape outShape = tupleRowsShape(indices, dataShape);
   Tensor flat = locus::reshape(
       in(n, 0), {product(dataShape, 0, depth), product(dataShape, depth)});
   Tensor picked = index_select(

@@ -612,8 +612,8 @@ private:
   /// On a GPU, a row-by-row kernel joins the first row-by-row kernel that
   /// reads its result, when every other reader stands after that one (a
   /// layer norm's centred input, which its variance and its output both
-  /// read, kept three kernels apart; its backward pass, where a row sum
-  /// and the elementwise op after it both read each value, seven):
+  /// read, kept three kernels apart; its input gradient, where a row sum
+  /// and the elementwise op after it both read each value, five):
   /// --locus-map-to-gpu then runs the rows in one launch. The joined
   /// kernel still gives the results read outside it.
   void mergeRows(std::vector<std::unique_ptr<Group>> &groups,
@@ -793,23 +793,6 @@ private:
     }
   }
 
-  /// Whether a result of an op of `g` is written into a state (a
-  /// locus.assign). The plan may write a state's update into the state's
-  /// own buffer when its kernel reads the state only elementwise, which
-  /// holds for one loop nest but not for a kernel whose other ops read
-  /// the state after that loop: such kernels join no others.
-  static bool assigned(const Group &g) {
-    return llvm::any_of(g.ops, [](Operation *op) {
-      return llvm::any_of(op->getUsers(),
-                          [](Operation *user) { return isa<AssignOp>(user); });
-    });
-  }
-
-  /// A reduction over more elements than this joins no siblings: its
-  /// strategy may split it over launches, so it would share none and only
-  /// move the kernel it joined later, keeping buffers alive longer.
-  static constexpr int64_t kMaxSiblingReduction = int64_t{1} << 16;
-
   /// The states that locus.assign ops write results of `g`'s ops into.
   static SmallVector<Value> assignedStates(const Group &g) {
     SmallVector<Value> states;
@@ -819,6 +802,19 @@ private:
           states.push_back(assign.getState());
     return states;
   }
+
+  /// Whether a result of an op of `g` is written into a state (a
+  /// locus.assign). The plan may write a state's update into the state's
+  /// own buffer when its kernel reads the state only elementwise, which
+  /// holds for one loop nest but not for a kernel whose other ops read
+  /// the state after that loop: such kernels join no row kernels, and
+  /// only siblings that do not read the state (statesApart).
+  static bool assigned(const Group &g) { return !assignedStates(g).empty(); }
+
+  /// A reduction over more elements than this joins no siblings: its
+  /// strategy may split it over launches, so it would share none and only
+  /// move the kernel it joined later, keeping buffers alive longer.
+  static constexpr int64_t kMaxSiblingReduction = int64_t{1} << 16;
 
   /// Whether neither group reads a state the other's results are written
   /// into: then the plan's in-place update of that state (its kernel reads
@@ -912,10 +908,11 @@ private:
   /// q, k and v split into heads were three launches of a few hundred
   /// elements each, and a layer's bias gradients a launch each. A kernel joins
   /// an earlier one when every reader of the earlier one's results stands after
-  /// it, or stands in a kernel whose root does (so no path leads from one to
-  /// the other, and the joined kernel, which stands where the later one stood,
-  /// comes before every reader). Kernels whose results a locus.assign writes
-  /// stay apart.
+  /// it, or stands in a kernel whose root does, or in that earlier kernel, or
+  /// is an output that may move (so no path leads from one to the other, and
+  /// the joined kernel, which stands where the later one stood, comes before
+  /// every reader). A kernel whose results a locus.assign writes joins none
+  /// that reads those states.
   void mergeSiblings(std::vector<std::unique_ptr<Group>> &groups,
                      DenseMap<Operation *, Group *> &groupOf) {
     // A kernel whose results a locus.assign writes joins only kernels
@@ -937,10 +934,9 @@ private:
       // joined kernel: see outputMayMove.)
       auto readAfter = [&](Group *target, Operation *root) {
         return llvm::all_of(root->getUsers(), [&](Operation *user) {
-          Group *of = groupOf.lookup(user);
-          Operation *at = of && of->root ? of->root : user;
-          return inside.contains(user) || of == target || isa<AssignOp>(user) ||
-                 g->root->isBeforeInBlock(at) ||
+          return inside.contains(user) || groupOf.lookup(user) == target ||
+                 isa<AssignOp>(user) ||
+                 g->root->isBeforeInBlock(standsAt(user, groupOf)) ||
                  outputMayMove(user, *target, g->root, groupOf);
         });
       };

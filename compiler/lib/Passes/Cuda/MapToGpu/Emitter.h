@@ -206,8 +206,8 @@ public:
   Choice choose(const std::optional<Combiner> &c);
 
 private:
-  /// The loops' static extents, which are parallel and which reduced, and
-  /// the products over each kind (rows, cols).
+  /// The loops' static extents (ranges), and which are parallel and which
+  /// reduced.
   void readLoops();
 
   /// The strategy of an op that shares a launch (choose(), once).
