@@ -155,6 +155,24 @@ TEST(OnnxImport, ErrorsNameTheFileAndTheNode) {
   }
 }
 
+// The ONNX fuzzer's find: a ConvTranspose whose output_shape has fewer
+// entries than its spatial rank was read before the list's start.
+TEST(OnnxImport, AShortConvTransposeOutputShapeIsAnError) {
+  const std::string path =
+      std::string(LOCUS_TEST_INPUTS) +
+      "/../../../fuzz/regressions/onnx-conv-transpose-short-output-shape.onnx";
+  try {
+    importOnnx(path, {});
+    ADD_FAILURE() << "an output_shape of 1 entry for a 2-D ConvTranspose";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "(ConvTranspose): output_shape must have 2 or 4 entries, "
+                  "has 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 namespace {
 
 /// A one-input model of opset 17 whose nodes each read x [3, 8] and give

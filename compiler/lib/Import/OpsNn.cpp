@@ -28,20 +28,28 @@ std::pair<int64_t, int64_t> autoPadding(const std::string &autoPad,
                                  : std::pair{small, total - small};
 }
 
+/// The largest kernel size, stride and dilation a node may give.
+constexpr int64_t kMaxWindow = int64_t(1) << 24;
+
+/// Automatic padding divides by the strides and multiplies by the
+/// dilations: out of range, they are the model's error, not a crash.
+void checkWindows(const std::vector<int64_t> &kernel,
+                  const std::vector<int64_t> &strides,
+                  const std::vector<int64_t> &dilations) {
+  for (const auto *v : {&kernel, &strides, &dilations})
+    for (int64_t k : *v)
+      if (k < 1 || k > kMaxWindow)
+        fail("kernel_shape, strides and dilations must be in [1, " +
+             std::to_string(kMaxWindow) + "], got " + std::to_string(k));
+}
+
 /// Spatial pads of a conv or pool node over kernel.size() dimensions:
 /// [top, left, bottom, right] for 2-D, [begin, end] for 1-D.
 std::vector<int64_t> spatialPads(const NodeProto &n, const Shape &input,
                                  const std::vector<int64_t> &kernel,
                                  const std::vector<int64_t> &strides,
                                  const std::vector<int64_t> &dilations) {
-  // Automatic padding divides by the strides and multiplies by the
-  // dilations: out of range, they are the model's error, not a crash.
-  constexpr int64_t kMaxWindow = int64_t(1) << 24;
-  for (const auto *v : {&kernel, &strides, &dilations})
-    for (int64_t k : *v)
-      if (k < 1 || k > kMaxWindow)
-        fail("kernel_shape, strides and dilations must be in [1, " +
-             std::to_string(kMaxWindow) + "], got " + std::to_string(k));
+  checkWindows(kernel, strides, dilations);
   std::string autoPad;
   for (const auto &a : n.attribute())
     if (a.name() == "auto_pad")
@@ -125,16 +133,34 @@ void Importer::convTranspose(const NodeProto &n) {
   if (kernel != kernelDefault)
     fail("kernel_shape " + shapeText(kernel) + " differs from the weight's " +
          shapeText(kernelDefault));
+  checkWindows(kernel, strides, dilations);
+  for (int64_t e : extra)
+    if (e < 0 || e >= kMaxWindow)
+      fail("output_padding must be in [0, " + std::to_string(kMaxWindow) +
+           "), got " + std::to_string(e));
   std::vector<int64_t> pads(2 * rank, 0);
   std::string autoPad = attrString(n, "auto_pad", "NOTSET");
   std::optional<std::vector<int64_t>> outShape = attrInts(n, "output_shape");
+  // The sizes the padding is computed from, bounded so that it cannot
+  // overflow (with windows of at most 2^24).
+  constexpr int64_t kMaxExtent = int64_t(1) << 32;
+  if (outShape && outShape->size() != rank && outShape->size() != rank + 2)
+    fail("output_shape must have " + std::to_string(rank) + " or " +
+         std::to_string(rank + 2) + " entries, has " +
+         std::to_string(outShape->size()));
   if (outShape || (autoPad != "NOTSET" && autoPad != "VALID")) {
     // The padding that gives the asked size (the input's times the stride
     // for SAME_*), split as ONNX says: the odd one after for SAME_UPPER.
     for (size_t d = 0; d < rank; ++d) {
       int64_t in = xs[2 + d];
-      int64_t want = outShape ? outShape->at(outShape->size() - rank + d)
-                              : in * strides[d];
+      if (in < 0 || in > kMaxExtent)
+        fail("input size " + std::to_string(in) + " is out of range [0, " +
+             std::to_string(kMaxExtent) + "]");
+      int64_t want =
+          outShape ? (*outShape)[outShape->size() - rank + d] : in * strides[d];
+      if (outShape && (want < 0 || want > kMaxExtent))
+        fail("output_shape entry " + std::to_string(want) +
+             " is out of range [0, " + std::to_string(kMaxExtent) + "]");
       int64_t total = strides[d] * (in - 1) + extra[d] +
                       (kernel[d] - 1) * dilations[d] + 1 - want;
       if (total < 0) { // rows after the whole result: output padding
