@@ -250,8 +250,9 @@ private:
   // `op`'s operands from `g` and returns true, or returns false (recording
   // nothing) when `op` is not of its family.
 
-  /// The gradient of gather's input: each slice of `g` added at its index,
-  /// as one_hot(indices)^T times `g` (an index out of range adds nothing).
+  /// The gradient of gather's input: each slice of `g` added at its index
+  /// (an index out of range adds nothing), by `locus.gather_grad`; with
+  /// dynamic sizes, as one_hot(indices)^T times `g`.
   Value gatherGrad(GatherOp o, Value g);
 
   /// Elementwise ops of one operand: neg, exp, log, sqrt, activations, pow.
@@ -363,6 +364,18 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
 Value Differentiator::gatherGrad(GatherOp o, Value g) {
   RankedTensorType in = typeOf(o.getInput());
   int64_t axis = o.getAxis(), extent = in.getDimSize(axis);
+  bool dynamic = forwardDims && (forwardDims->isDynamic(o.getInput()) ||
+                                 forwardDims->isDynamic(o.getIndices()));
+  if (!dynamic) {
+    // In f32, where a 16-bit sum of repeated indices would round each time.
+    Value f32 = g;
+    if (!typeOf(g).getElementType().isF32())
+      f32 = b.create<CastOp>(loc, g, TypeAttr::get(b.getF32Type()));
+    return inTypeOf(b.create<GatherGradOp>(loc, f32, o.getIndices(),
+                                           b.getI64IntegerAttr(axis),
+                                           b.getI64IntegerAttr(extent)),
+                    o.getInput());
+  }
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d)
     outer *= in.getDimSize(d);

@@ -850,6 +850,37 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<GatherGradOp>(loc);
+  RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
+  RankedTensorType indices =
+      grad ? tensorOperand(fail, adaptor.getIndices(), "indices")
+           : RankedTensorType();
+  if (!grad || !indices)
+    return failure();
+  if (!adaptor.getAxisAttr() || !adaptor.getExtentAttr())
+    return fail("requires attributes 'axis' and 'extent'");
+  int64_t axis = adaptor.getAxis(), extent = adaptor.getExtent();
+  int64_t rank = indices.getRank();
+  if (axis < 0 || axis + rank > grad.getRank())
+    return fail("axis " + num(axis) + " and indices " +
+                str(indices.getShape()) + " do not fit in grad " +
+                str(grad.getShape()));
+  if (grad.getShape().slice(axis, rank) != indices.getShape())
+    return fail("grad " + str(grad.getShape()) + " has no slice per index " +
+                str(indices.getShape()) + " at axis " + num(axis));
+  if (extent < 1)
+    return fail("extent must be positive, got " + num(extent));
+  SmallVector<int64_t> shape(grad.getShape().take_front(axis));
+  shape.push_back(extent);
+  llvm::append_range(shape, grad.getShape().drop_front(axis + rank));
+  results.push_back(RankedTensorType::get(shape, grad.getElementType()));
+  return success();
+}
+
 LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

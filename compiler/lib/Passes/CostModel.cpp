@@ -391,6 +391,10 @@ void CostRules::addTrainingRules() {
   });
   add<OneHotOp, SliceGradOp, CountOp>(
       [](Operation *o) { return kernelWork(o, numel(o->getResult(0))); });
+  // Zeros written, then one read of the gradient and one add per element.
+  add<GatherGradOp>([](Operation *o) {
+    return kernelWork(o, numel(o->getResult(0)) + 2 * numel(o->getOperand(0)));
+  });
   add<Conv2dInputGradOp, Conv2dWeightGradOp>([](Operation *o) {
     // The forward convolution's products, once more.
     Value grad =

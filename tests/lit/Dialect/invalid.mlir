@@ -375,6 +375,45 @@ locus.graph @g {
 // -----
 
 locus.graph @g {
+  %g = locus.input "g" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<5xi64>
+  // expected-error@+2 {{grad [4, 3] has no slice per index [5] at axis 0}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather_grad %g, %l axis 0 extent 9 : tensor<4x3xf32>, tensor<5xi64> -> tensor<9x3xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %g = locus.input "g" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<3xi64>
+  // expected-error@+2 {{axis 2 and indices [3] do not fit in grad [4, 3]}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather_grad %g, %l axis 2 extent 9 : tensor<4x3xf32>, tensor<3xi64> -> tensor<4x9xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %g = locus.input "g" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<4xi64>
+  // expected-error@+2 {{extent must be positive, got 0}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather_grad %g, %l axis 0 extent 0 : tensor<4x3xf32>, tensor<4xi64> -> tensor<0x3xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %g = locus.input "g" : tensor<4x3xbf16>
+  %l = locus.input "l" : tensor<4xi64>
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 32-bit float values}}
+  %0 = locus.gather_grad %g, %l axis 0 extent 9 : tensor<4x3xbf16>, tensor<4xi64> -> tensor<9x3xbf16>
+}
+
+// -----
+
+locus.graph @g {
   %l = locus.input "l" : tensor<4xi64>
   // expected-error@+2 {{classes must be positive, got 0}}
   // expected-error@+1 {{failed to infer returned types}}

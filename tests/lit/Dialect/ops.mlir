@@ -207,6 +207,8 @@ locus.graph @training {
   locus.assign %w = %5#0 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
   // CHECK: locus.assign %buf = %[[P]]#1
   locus.assign %buf = %5#1 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
+  // CHECK: locus.gather_grad %s, %l axis 0 extent 9 : tensor<4x3xf32>, tensor<4xi64> -> tensor<9x3xf32>
+  %gg = locus.gather_grad %s, %l axis 0 extent 9 : tensor<4x3xf32>, tensor<4xi64> -> tensor<9x3xf32>
   locus.output "o" = %0 : tensor<4x5xf32>
 }
 

@@ -1,7 +1,7 @@
 // --locus-autodiff over 16-bit values: the seed in the loss's type, a
 // loss's gradient computed in f32 from its 16-bit operands and rounded once
-// (a GradScaler's 2^16 is no f16), one-hot matrices cast to the gradient's
-// type, and softmax's backward in f32, rounded once.
+// (a GradScaler's 2^16 is no f16), a gather's gradient summed in f32 and
+// rounded once, and softmax's backward in f32, rounded once.
 // RUN: locus-opt %s -split-input-file --locus-autodiff='wrt=x' | FileCheck %s
 
 // CHECK-LABEL: locus.graph @bf16_loss
@@ -40,10 +40,9 @@ locus.graph @mse_of_halves {
 // -----
 
 // CHECK-LABEL: locus.graph @gather_bf16
-// CHECK: %[[HOT:.*]] = locus.one_hot %ids classes 5 : tensor<4xi64> -> tensor<4x5xf32>
-// CHECK: %[[HOTB:.*]] = locus.cast %[[HOT]] to bf16 : tensor<4x5xf32> -> tensor<4x5xbf16>
-// CHECK: %[[T:.*]] = locus.transpose %[[HOTB]] [1, 0]
-// CHECK: %[[G:.*]] = locus.matmul %[[T]], %{{.*}} : tensor<5x4xbf16>, tensor<4x3xbf16> -> tensor<5x3xbf16>
+// CHECK: %[[UP:.*]] = locus.cast %{{.*}} to f32 : tensor<4x3xbf16> -> tensor<4x3xf32>
+// CHECK: %[[SUM:.*]] = locus.gather_grad %[[UP]], %ids axis 0 extent 5 : tensor<4x3xf32>, tensor<4xi64> -> tensor<5x3xf32>
+// CHECK: %[[G:.*]] = locus.cast %[[SUM]] to bf16 : tensor<5x3xf32> -> tensor<5x3xbf16>
 // CHECK: locus.output "x.grad" = %[[G]] : tensor<5x3xbf16>
 locus.graph @gather_bf16 {
   %x = locus.input "x" : tensor<5x3xbf16>

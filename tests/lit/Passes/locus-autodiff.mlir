@@ -157,3 +157,24 @@ locus.graph @gap {
   %l = locus.sum %ac axes [0, 1] : tensor<3x2xf32> -> tensor<f32>
   locus.output "loss" = %l : tensor<f32>
 }
+
+// -----
+
+// An embedding: the weight's gradient adds each looked-up row's gradient
+// at its id (locus.gather_grad), one read of the gradient; no one-hot
+// matrix of [ids, rows] and no product with it.
+// CHECK-LABEL: locus.graph @embedding
+// CHECK: %[[E:.*]] = locus.gather %w, %ids axis 0 : tensor<1000x8xf32>, tensor<4x6xi64> -> tensor<4x6x8xf32>
+// CHECK-NOT: locus.one_hot
+// CHECK-NOT: locus.matmul
+// CHECK: %[[G:.*]] = locus.gather_grad %{{.*}}, %ids axis 0 extent 1000 {{.*}}: tensor<4x6x8xf32>, tensor<4x6xi64> -> tensor<1000x8xf32>
+// CHECK: locus.output "w.grad" = %[[G]] : tensor<1000x8xf32>
+locus.graph @embedding {
+  %w = locus.state "w" parameter : tensor<1000x8xf32> init <normal(0.0, 1.0), seed = 3>
+  %ids = locus.input "ids" : tensor<4x6xi64>
+  %x = locus.input "x" : tensor<4x6x8xf32>
+  %e = locus.gather %w, %ids axis 0 : tensor<1000x8xf32>, tensor<4x6xi64> -> tensor<4x6x8xf32>
+  %sq = locus.mul %e, %x : tensor<4x6x8xf32>
+  %loss = locus.sum %sq axes [0, 1, 2] : tensor<4x6x8xf32> -> tensor<f32>
+  locus.output "loss" = %loss : tensor<f32>
+}

@@ -23,6 +23,33 @@ func.func @slice_grad(%g: tensor<4x3xf32>) -> tensor<4x7xf32> {
   return %0 : tensor<4x7xf32>
 }
 
+// Gather gradient: zeros, then one loop over the gradient's elements (the
+// outer dimension's index without a remainder), each in-range index adding
+// its element where it points.
+// CHECK-LABEL: func.func @gather_grad
+// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x9x2xf32>)
+// CHECK: %[[R:.*]] = scf.for %[[P:.*]] = %c0 to %c24 step %c1 iter_args(%[[ACC:.*]] = %[[ZEROS]]) -> (tensor<3x9x2xf32>)
+// CHECK: %[[K:.*]] = arith.remui %[[P]], %c2
+// CHECK: %[[Q:.*]] = arith.divui %[[P]], %c2
+// CHECK: %[[J:.*]] = arith.remui %[[Q]], %c4
+// CHECK: %[[O:.*]] = arith.divui %[[Q]], %c4
+// CHECK-NOT: arith.remui %[[O]]
+// CHECK: %[[ID:.*]] = tensor.extract %{{.*}}[%[[J]]] : tensor<4xi64>
+// CHECK: scf.if %{{.*}} -> (tensor<3x9x2xf32>)
+// CHECK: %[[AT:.*]] = arith.index_cast %[[ID]] : i64 to index
+// CHECK: %[[OLD:.*]] = tensor.extract %[[ACC]][%[[O]], %[[AT]], %[[K]]]
+// CHECK: %[[NEW:.*]] = tensor.extract %{{.*}}[%[[O]], %[[J]], %[[K]]] : tensor<3x4x2xf32>
+// CHECK: %[[SUM:.*]] = arith.addf %[[OLD]], %[[NEW]] : f32
+// CHECK: tensor.insert %[[SUM]] into %[[ACC]][%[[O]], %[[AT]], %[[K]]]
+// CHECK: } else {
+// CHECK: scf.yield %[[ACC]]
+// CHECK: } {locus.scatter_add}
+// CHECK: return %[[R]]
+func.func @gather_grad(%g: tensor<3x4x2xf32>, %ids: tensor<4xi64>) -> tensor<3x9x2xf32> {
+  %0 = locus.gather_grad %g, %ids axis 1 extent 9 : tensor<3x4x2xf32>, tensor<4xi64> -> tensor<3x9x2xf32>
+  return %0 : tensor<3x9x2xf32>
+}
+
 // Weight gradient, one group: im2col, the gradient as [O, N*OH*OW], one
 // product with the columns transposed (BLAS on the host, cuBLAS on a GPU).
 // CHECK-LABEL: func.func @conv_weight_grad

@@ -78,3 +78,35 @@ func.func @reshape(%x: memref<16xf32>, %sizes: memref<1xi64>, %shape: memref<2xi
   %v = memref.reshape %x(%shape) : (memref<16xf32>, memref<2xindex>) -> memref<?x?xf32>
   return
 }
+
+// -----
+
+// A scatter-add needs a static count of elements.
+func.func @scatter_dynamic(%g: memref<?xf32>, %r: memref<4xf32>, %n: index) attributes {locus.device = #locus.device<cuda:0>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'scf.for' op is a scatter-add of no static extent; it has no CUDA lowering}}
+  scf.for %p = %c0 to %n step %c1 {
+    %v = memref.load %g[%p] : memref<?xf32>
+    %old = memref.load %r[%c0] : memref<4xf32>
+    %sum = arith.addf %old, %v : f32
+    memref.store %sum, %r[%c0] : memref<4xf32>
+  } {locus.scatter_add}
+  return
+}
+
+// -----
+
+// A marked loop that adds nothing into a buffer (a plain store) is no
+// scatter-add: its threads would race.
+func.func @scatter_store(%g: memref<4xf32>, %r: memref<4xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  // expected-error @+1 {{'scf.for' op adds nothing into its result; it is no scatter-add}}
+  scf.for %p = %c0 to %c4 step %c1 {
+    %v = memref.load %g[%p] : memref<4xf32>
+    memref.store %v, %r[%c0] : memref<4xf32>
+  } {locus.scatter_add}
+  return
+}

@@ -59,6 +59,12 @@ inline constexpr llvm::StringLiteral kSizeBoundsAttrName = "locus.size_bounds";
 /// too, which --locus-map-to-gpu leaves there.
 inline constexpr llvm::StringLiteral kHostOnlyAttrName = "locus.host";
 
+/// On the scf.for --locus-lower-to-linalg makes of a locus.gather_grad:
+/// one iteration per element of the gradient, whose body adds it into the
+/// result (a load, an addf and a store). --locus-map-to-gpu runs it as a
+/// thread per iteration with the store an atomic add.
+inline constexpr llvm::StringLiteral kScatterAddAttrName = "locus.scatter_add";
+
 /// On a locus op in a kernel function, for --locus-lower-to-linalg only:
 /// the dims of its dynamic result.
 inline constexpr llvm::StringLiteral kResultDimsAttrName = "locus.result_dims";

@@ -696,6 +696,33 @@ def Locus_OneHotOp : Locus_InferOp<"one_hot"> {
   }];
 }
 
+def Locus_GatherGradOp : Locus_InferOp<"gather_grad"> {
+  let summary = "The gradient of locus.gather: slices added at their indices.";
+  let description = [{
+    Zeros of `grad.shape[:axis] + [extent] + grad.shape[axis + r:]` (`r`
+    the rank of `indices`, whose shape `grad.shape[axis:axis + r]` must
+    be), with each slice of `grad` along `indices`' dimensions added at
+    its index along `axis`: `torch.index_add` into zeros, the gradient of
+    `locus.gather`'s input (an embedding's weight). An index outside `[0,
+    extent)` adds nothing. The work is one read of `grad`, where the
+    product of one-hot rows and `grad` it replaces took `extent` times as
+    much. Indices that repeat add in order on the host; on a GPU each
+    element of `grad` is added atomically, so repeated indices may sum in
+    any order (as PyTorch's `index_add_` on CUDA).
+
+    ```mlir
+    %d = locus.gather_grad %g, %ids axis 0 extent 100 : tensor<4x5x16xf32>, tensor<4x5xi64> -> tensor<100x16xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$grad, Locus_LabelTensor:$indices,
+                       I64Attr:$axis, I64Attr:$extent);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices `axis` $axis `extent` $extent attr-dict `:`
+    type($grad) `,` type($indices) `->` type($result)
+  }];
+}
+
 def Locus_SliceGradOp : Locus_InferOp<"slice_grad"> {
   let summary = "The gradient of locus.slice: zeros with a slice filled in.";
   let description = [{

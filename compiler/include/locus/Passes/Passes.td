@@ -652,7 +652,12 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
     - layout: `linalg.transpose`; reshapes as `tensor.collapse_shape` to one
       dimension then `tensor.expand_shape` (views, no copies; scalars through
       `tensor.reshape`); `tensor.insert_slice` (concat),
-      `tensor.extract_slice` (slice).
+      `tensor.extract_slice` (slice);
+    - `gather_grad`: an `scf.for` over the gradient's elements, marked
+      `locus.scatter_add`, that adds each into zeros at its index
+      (`tensor.extract`, `arith.addf`, `tensor.insert` under an `scf.if`
+      for an index in range): where an element goes depends on the
+      indices, which no linalg op expresses.
 
     Before:
 
@@ -676,7 +681,8 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def LocusFuseKernels : Pass<"locus-fuse-kernels", "::locus::GraphOp"> {
@@ -1738,6 +1744,17 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     column and add the identity; rows past the last read the last row; all
     lanes take part in every shuffle, and neither writes. A softmax was six
     launches and three times the bytes of one pass.
+
+    A loop marked `locus.scatter_add` (`--locus-lower-to-linalg`'s
+    `gather_grad`: from 0 by 1 to a constant count, no results) becomes a
+    launch of a thread per iteration, 256 a block, the thread's iteration
+    its global id, the constants it reads made inside the launch (its
+    divisions by the gradient's sizes stay multiplications); each `store
+    (addf (load m[i]), x), m[i]` in it becomes `memref.atomic_rmw addf x,
+    m[i]` (PTX `atom.global.add.f32`), since two elements may add into one
+    place. Repeated indices therefore add in any order, as PyTorch's
+    `index_add_` on CUDA. A marked loop of no static count, or one that
+    adds nothing, is an error.
 
     Every other linalg op becomes one `gpu.launch` of 256-thread blocks:
 

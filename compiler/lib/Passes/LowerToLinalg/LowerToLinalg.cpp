@@ -608,6 +608,7 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
            LowerOp<CrossEntropyOp, lowerCrossEntropy>>(ctx);
   patterns
       .add<LowerOp<OneHotOp, lowerOneHot>, LowerOp<SliceGradOp, lowerSliceGrad>,
+           LowerOp<GatherGradOp, lowerGatherGrad>,
            LowerOp<Conv2dInputGradOp, lowerConvInputGrad>,
            LowerOp<Conv2dWeightGradOp, lowerConvWeightGrad>,
            LowerOp<MaxPool2dGradOp, lowerMaxPoolGrad>, LowerOp<SgdOp, lowerSgd>,
@@ -620,8 +621,8 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
 void locus::configureLocusToLinalgTarget(ConversionTarget &target) {
   target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                          arith::ArithDialect, math::MathDialect,
-                         bufferization::BufferizationDialect,
-                         func::FuncDialect>();
+                         bufferization::BufferizationDialect, func::FuncDialect,
+                         scf::SCFDialect>();
   target.addIllegalDialect<LocusDialect>();
   // The graph's structure, and the kernels fusion made in it.
   target.addLegalOp<GraphOp, OutputOp, AssignOp, KernelOp, YieldOp>();

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
@@ -338,6 +339,7 @@ Value lowerMaxPoolGrad(Lowering &l, MaxPool2dGradOp op);
 Value lowerCrossEntropy(Lowering &l, CrossEntropyOp op);
 Value lowerOneHot(Lowering &l, OneHotOp op);
 Value lowerSliceGrad(Lowering &l, SliceGradOp op);
+Value lowerGatherGrad(Lowering &l, GatherGradOp op);
 
 // Training.cpp
 SmallVector<Value> lowerSgd(Lowering &l, SgdOp op);

@@ -700,6 +700,57 @@ Value lowerSliceGrad(Lowering &l, SliceGradOp op) {
                                          sizes, strides);
 }
 
+/// One loop over `grad`'s elements in order, its index split row-major;
+/// each element whose index is in range adds into the result at it. A loop
+/// and not a linalg op: where an element goes depends on the indices.
+Value lowerGatherGrad(Lowering &l, GatherGradOp op) {
+  OpBuilder &b = l.b;
+  Location loc = l.loc;
+  RankedTensorType gradType = op.getGrad().getType();
+  int64_t axis = op.getAxis(), extent = op.getExtent();
+  int64_t rank = op.getIndices().getType().getRank();
+  auto index = [&](int64_t v) {
+    return b.create<arith::ConstantIndexOp>(loc, v).getResult();
+  };
+  auto loop =
+      b.create<scf::ForOp>(loc, index(0), index(gradType.getNumElements()),
+                           index(1), ValueRange{l.filled(op.getType(), 0.0)});
+  loop->setAttr(kScatterAddAttrName, b.getUnitAttr());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value acc = loop.getRegionIterArgs()[0];
+  // The element's position in `grad`, last dimension fastest.
+  SmallVector<Value> at(gradType.getRank());
+  Value rest = loop.getInductionVar();
+  for (int64_t d = gradType.getRank() - 1; d > 0; --d) {
+    Value size = index(gradType.getDimSize(d));
+    at[d] = b.create<arith::RemUIOp>(loc, rest, size);
+    rest = b.create<arith::DivUIOp>(loc, rest, size);
+  }
+  if (!at.empty())
+    at[0] = rest;
+  ArrayRef<Value> positions(at);
+  Value picked = b.create<tensor::ExtractOp>(loc, op.getIndices(),
+                                             positions.slice(axis, rank));
+  Value inside = inRange(b, loc, picked, extent);
+  auto add = b.create<scf::IfOp>(
+      loc, inside,
+      [&](OpBuilder &tb, Location tl) {
+        SmallVector<Value> to(positions.take_front(axis));
+        to.push_back(
+            tb.create<arith::IndexCastOp>(tl, tb.getIndexType(), picked));
+        llvm::append_range(to, positions.drop_front(axis + rank));
+        Value sum = tb.create<arith::AddFOp>(
+            tl, tb.create<tensor::ExtractOp>(tl, acc, to),
+            tb.create<tensor::ExtractOp>(tl, op.getGrad(), at));
+        tb.create<scf::YieldOp>(
+            tl, tb.create<tensor::InsertOp>(tl, sum, acc, to).getResult());
+      },
+      [&](OpBuilder &eb, Location el) { eb.create<scf::YieldOp>(el, acc); });
+  b.create<scf::YieldOp>(loc, add.getResult(0));
+  return loop.getResult(0);
+}
+
 Value lowerMaxPool2d(Lowering &l, MaxPool2dOp op) {
   return lowerPool(l, op, /*isMax=*/true);
 }

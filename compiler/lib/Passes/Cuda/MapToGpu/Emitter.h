@@ -157,6 +157,11 @@ Value cloneCombiner(OpBuilder &b, linalg::GenericOp op, const Combiner &c,
 /// erases its ops; returns how many launches it made.
 int64_t mapRowGroups(Block &block, bool explain);
 
+/// Runs each scatter-add loop of `func` (Scatters.cpp: what
+/// --locus-lower-to-linalg makes of locus.gather_grad) as one launch of a
+/// thread per element, each adding atomically; returns how many launches.
+FailureOr<int64_t> mapScatterAdds(func::FuncOp func, bool explain);
+
 /// Writes one linalg op of a CUDA kernel as gpu.launch ops.
 class Emitter {
 public:

@@ -1170,6 +1170,10 @@ private:
       if (failed(linalg::generalizeNamedOp(rewriter, op)))
         return op.emitOpError("has no CUDA lowering");
     }
+    FailureOr<int64_t> scatters = mapScatterAdds(func, explain);
+    if (failed(scatters))
+      return failure();
+    numLaunches += *scatters;
     numLaunches += mapRowGroups(func.getBody().front(), explain);
     foldFilledCopies(func.getBody().front());
     DenseMap<Operation *, Value> filled = foldFills(func.getBody().front());
