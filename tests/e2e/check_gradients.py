@@ -144,6 +144,10 @@ def cases():
     yield "gather_axis1", [("c", cube), ("ix", sel, "i64")], \
         "%r = locus.gather %c, %ix axis 1 : tensor<2x4x3xf32>, tensor<5xi64> -> tensor<2x5x3xf32>", \
         lambda c, i: cl.make([c[0][0], 5, 3], lambda idx: cl.at(c, [idx[0], i[1][idx[1]], idx[2]]))
+    # One index: the gradient is a select, not a scatter (nothing adds up).
+    yield "gather_one", [("c", cube), ("ix", ([1], [2]), "i64")], \
+        "%r = locus.gather %c, %ix axis 1 : tensor<2x4x3xf32>, tensor<1xi64> -> tensor<2x1x3xf32>", \
+        lambda c, i: cl.make([c[0][0], 1, 3], lambda idx: cl.at(c, [idx[0], i[1][idx[1]], idx[2]]))
     yield "softmax", [("t", t)], "%r = locus.softmax %t axis 2 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 2)
     yield "softmax_axis0", [("t", t)], "%r = locus.softmax %t axis 0 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 0)
     yield "log_softmax", [("t", t)], "%r = locus.log_softmax %t axis 1 : tensor<2x3x4xf32>", lambda t: cl.softmax(t, 1, log=True)

@@ -50,6 +50,21 @@ func.func @gather_grad(%g: tensor<3x4x2xf32>, %ids: tensor<4xi64>) -> tensor<3x9
   return %0 : tensor<3x9x2xf32>
 }
 
+// With one index nothing adds up: a parallel generic over the result that
+// keeps the gradient where the index points (no loop, which would fold
+// away with its mark).
+// CHECK-LABEL: func.func @gather_grad_one
+// CHECK-NOT: scf.for
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<1xi64>, tensor<3x1x2xf32>) outs(%{{.*}} : tensor<3x9x2xf32>)
+// CHECK: %[[AT:.*]] = linalg.index 1 : index
+// CHECK: %[[AT64:.*]] = arith.index_cast %[[AT]] : index to i64
+// CHECK: %[[HIT:.*]] = arith.cmpi eq, %{{.*}}, %[[AT64]] : i64
+// CHECK: arith.select %[[HIT]], %{{.*}}, %{{.*}} : f32
+func.func @gather_grad_one(%g: tensor<3x1x2xf32>, %ids: tensor<1xi64>) -> tensor<3x9x2xf32> {
+  %0 = locus.gather_grad %g, %ids axis 1 extent 9 : tensor<3x1x2xf32>, tensor<1xi64> -> tensor<3x9x2xf32>
+  return %0 : tensor<3x9x2xf32>
+}
+
 // Weight gradient, one group: im2col, the gradient as [O, N*OH*OW], one
 // product with the columns transposed (BLAS on the host, cuBLAS on a GPU).
 // CHECK-LABEL: func.func @conv_weight_grad

@@ -700,6 +700,40 @@ Value lowerSliceGrad(Lowering &l, SliceGradOp op) {
                                          sizes, strides);
 }
 
+/// With one index nothing adds up: each element of the result is its
+/// slice's gradient where the index points, else zero (an index out of
+/// range points nowhere). A parallel op: a loop of one iteration would
+/// fold away, and with it the mark a GPU needs.
+Value lowerOneIndexGrad(Lowering &l, GatherGradOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType out = op.getType();
+  int64_t axis = op.getAxis();
+  int64_t rank = op.getIndices().getType().getRank();
+  unsigned outRank = out.getRank();
+  SmallVector<AffineExpr> gradExprs;
+  for (int64_t d = 0; d < axis; ++d)
+    gradExprs.push_back(b.getAffineDimExpr(d));
+  SmallVector<AffineExpr> zeros(rank, b.getAffineConstantExpr(0));
+  llvm::append_range(gradExprs, zeros);
+  for (unsigned d = axis + 1; d < outRank; ++d)
+    gradExprs.push_back(b.getAffineDimExpr(d));
+  MLIRContext *ctx = b.getContext();
+  return l.generic(
+      out, ValueRange{op.getIndices(), op.getGrad()},
+      {AffineMap::get(outRank, 0, zeros, ctx),
+       AffineMap::get(outRank, 0, gradExprs, ctx)},
+      l.empty(out), b.getMultiDimIdentityMap(outRank),
+      SmallVector<IteratorType>(outRank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value here = nb.create<arith::IndexCastOp>(
+            nl, nb.getI64Type(), nb.create<linalg::IndexOp>(nl, axis));
+        Value hit =
+            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::eq, a[0], here);
+        Value zero = nb.create<arith::ConstantOp>(nl, nb.getF32FloatAttr(0));
+        return nb.create<arith::SelectOp>(nl, hit, a[1], zero);
+      });
+}
+
 /// One loop over `grad`'s elements in order, its index split row-major;
 /// each element whose index is in range adds into the result at it. A loop
 /// and not a linalg op: where an element goes depends on the indices.
@@ -709,6 +743,8 @@ Value lowerGatherGrad(Lowering &l, GatherGradOp op) {
   RankedTensorType gradType = op.getGrad().getType();
   int64_t axis = op.getAxis(), extent = op.getExtent();
   int64_t rank = op.getIndices().getType().getRank();
+  if (op.getIndices().getType().getNumElements() == 1)
+    return lowerOneIndexGrad(l, op);
   auto index = [&](int64_t v) {
     return b.create<arith::ConstantIndexOp>(loc, v).getResult();
   };
