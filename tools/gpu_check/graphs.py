@@ -175,6 +175,43 @@ def mlp(batch=256, train=False):
     return "\n".join(lines + ["}"]) + "\n"
 
 
+# The embedding row's model: a bag of words over a vocabulary of GPT-2's
+# size, as bench/embedding_train.py times it on the CPU.
+EMBEDDING = dict(vocab=32000, dim=256, batch=32, seq=128, classes=10)
+
+
+def embedding_bag(vocab, dim, batch, seq, classes):
+    """nn.Embedding(vocab, dim) over ids [batch, seq], the mean over the
+    sequence, a linear layer and cross-entropy: the weight's gradient is a
+    scatter-add of batch * seq rows (locus.gather_grad)."""
+    bound = dim ** -0.5
+    return """locus.graph @embedding_train {
+  %%ids = locus.input "ids" : tensor<%(b)dx%(s)dxi64> on <cuda:0>
+  %%labels = locus.input "labels" : tensor<%(b)dxi64> on <cuda:0>
+  %%w = locus.state "emb.weight" parameter : tensor<%(v)dx%(d)dxf32> init <normal(0.0, 1.0), seed = 1> on <cuda:0>
+  %%fw = locus.state "fc.weight" parameter : tensor<%(c)dx%(d)dxf32> init <uniform(%(nb)r, %(pb)r), seed = 2> on <cuda:0>
+  %%fb = locus.state "fc.bias" parameter : tensor<%(c)dxf32> init <uniform(%(nb)r, %(pb)r), seed = 3> on <cuda:0>
+  %%e = locus.gather %%w, %%ids axis 0 : tensor<%(v)dx%(d)dxf32>, tensor<%(b)dx%(s)dxi64> -> tensor<%(b)dx%(s)dx%(d)dxf32>
+  %%h = locus.mean %%e axes [1] : tensor<%(b)dx%(s)dx%(d)dxf32> -> tensor<%(b)dx%(d)dxf32>
+  %%o = locus.linear %%h, %%fw, %%fb : tensor<%(b)dx%(d)dxf32>, tensor<%(c)dx%(d)dxf32>, tensor<%(c)dxf32> -> tensor<%(b)dx%(c)dxf32>
+  %%l = locus.cross_entropy %%o, %%labels mean : tensor<%(b)dx%(c)dxf32>, tensor<%(b)dxi64> -> tensor<f32>
+  locus.output "loss" = %%l : tensor<f32>
+}
+""" % {"v": vocab, "d": dim, "b": batch, "s": seq, "c": classes, "nb": -bound,
+       "pb": bound}
+
+
+def embedding_ids(vocab, count, seed=12345):
+    """`count` ids in [0, vocab) from a 64-bit linear congruential
+    generator (Knuth's MMIX constants): the same on both sides of the row,
+    with no NumPy on the GPU machine."""
+    ids, x = [], seed
+    for _ in range(count):
+        x = (x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        ids.append((x >> 33) % vocab)
+    return ids
+
+
 def seed_cnn_loss(batch=16):
     """The seed CNN (conv 3->16, relu, pool, linear 784->10) with its
     cross-entropy loss."""

@@ -197,6 +197,23 @@ def cnn_train():
     return train_step(model, opt, [x], y), True, True
 
 
+def embedding_train():
+    """The embedding row: graphs.EMBEDDING's bag of words on the same ids
+    (graphs.embedding_ids), SGD; PyTorch's dense embedding gradient."""
+    sys.path.insert(0, HERE)
+    import graphs  # noqa: E402 (a script run by path: its directory)
+    e = graphs.EMBEDDING
+    emb = nn.Embedding(e["vocab"], e["dim"]).to(DEV)
+    fc = nn.Linear(e["dim"], e["classes"]).to(DEV)
+    opt = torch.optim.SGD(list(emb.parameters()) + list(fc.parameters()), lr=0.1)
+    ids = torch.tensor(graphs.embedding_ids(e["vocab"], e["batch"] * e["seq"]),
+                       dtype=torch.int64, device=DEV).reshape(e["batch"], e["seq"])
+    y = torch.zeros(e["batch"], dtype=torch.int64, device=DEV)
+    # Not captured: above 3072 ids PyTorch's embedding backward sorts them
+    # and reads the count of distinct ones back to the host.
+    return train_step(lambda i: fc(emb(i).mean(1)), opt, [ids], y), True, False
+
+
 def example_models():
     sys.path.insert(0, os.path.join(ROOT, "examples", "models"))
     import torch_models  # noqa: E402  (sets float64 as the default)
@@ -326,6 +343,7 @@ MAKERS = {
     "mlp_train": mlp_train,
     "mlp_train_bf16": mlp_train_bf16,
     "cnn_train": cnn_train,
+    "embedding_train": embedding_train,
     "resnet18_train": resnet18_train,
     "resnet18_train_bf16": resnet18_train_bf16,
     "transformer_train": transformer_train,

@@ -109,6 +109,10 @@ def bench_artifacts(bench):
                                         "optimizer=sgd lr=0.01 momentum=0.9"),
          "strict", ["--data-parallel"]),
     ]
+    jobs.append(("embedding_train",
+                 with_optimizer(graphs.embedding_bag(**graphs.EMBEDDING),
+                                "optimizer=sgd lr=0.1"), "strict", []))
+    embedding_ids(os.path.join(bench, "embedding_ids.npy"))
     failed = []
     for name, text, policy, extra in jobs:
         why = compile_graph(text, os.path.join(bench, name + ".locus"), policy, extra)
@@ -147,6 +151,15 @@ def example_artifacts(bundle, tmp):
             if why:
                 failed.append((artifact, why))
     return failed
+
+
+def embedding_ids(path):
+    """The embedding row's ids: uniform over the vocabulary from a fixed
+    linear congruential sequence (PyTorch's side draws its own the same
+    way: tools/gpu_check/peer.py)."""
+    e = graphs.EMBEDDING
+    write_npy(path, "q", [e["batch"], e["seq"]],
+              graphs.embedding_ids(e["vocab"], e["batch"] * e["seq"]))
 
 
 def write_npy(path, fmt, shape, values):

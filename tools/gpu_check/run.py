@@ -182,6 +182,11 @@ def parse_time(out, metric):
     return float(m.group(1)) if m else None
 
 
+def row_args(r, w):
+    """A row's locus-run arguments, `{bundle}` made the bundle's path."""
+    return [a.replace("{bundle}", r.bundle) for a in w["args"]]
+
+
 def locus_round(r):
     """One run of every Locus workload; row name -> us (or an error)."""
     run = os.path.join(r.bundle, "bin", "locus-run")
@@ -195,7 +200,8 @@ def locus_round(r):
             continue
         runs = 3 if r.sim else w["runs"]
         rc, out, _ = r.command([run, art, "--random-inputs", "--runs", str(runs),
-                                "--quiet"] + w["args"] + r.device_map, 60, w["env"])
+                                "--quiet"] + row_args(r, w) + r.device_map, 60,
+                               w["env"])
         t = parse_time(out, w["metric"]) if rc == 0 else None
         # A GPU row that ran on sim timed the host (the copy rows once did,
         # for want of PTX in an artifact with no kernels): an error.
@@ -598,8 +604,9 @@ def profiles(r):
         if not w["profile"] or not r.gpu_step(name, 15):
             continue
         rc, out, secs = r.command([run, os.path.join(r.bundle, "bench", w["artifact"]),
-                                   "--random-inputs", "--runs", "3", "--quiet"] + w["args"]
-                                  + r.device_map, 60, {"LOCUS_PROFILE": "1"})
+                                   "--random-inputs", "--runs", "3", "--quiet"]
+                                  + row_args(r, w) + r.device_map, 60,
+                                  {"LOCUS_PROFILE": "1"})
         rows = [line[len("locus profile: "):] for line in out.splitlines()
                 if line.startswith("locus profile: ")]
         if rc != 0 or len(rows) < 2:

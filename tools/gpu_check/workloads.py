@@ -2,8 +2,8 @@
 prepare.py (which compiles the artifacts), run.py (which runs them with
 locus-run) and peer.py (which runs the same work in PyTorch).
 
-A row: `name`; `title`; `artifact` (in bundle/bench); `args` and `env` for
-locus-run; `metric`, which part of locus-run's timing it reads ("step": the
+A row: `name`; `title`; `artifact` (in bundle/bench); `args` (`{bundle}`
+in one is the bundle's directory) and `env` for locus-run; `metric`, which part of locus-run's timing it reads ("step": the
 step's median; "in"/"step_io"/"out": the parts of a --host-io run); `per`,
 a divisor (a chain of launches: time per launch); `runs`; `peer`, the key
 of its PyTorch side in peer.py (None: no peer); `profile`: whether its
@@ -125,6 +125,12 @@ MODELS = [
         "mlp_train_bf16.locus", "mlp_train_bf16", runs=102, profile=True),
     row("cnn_train", "seed CNN training step, Adam, b16, data on GPU",
         "cnn_train.locus", "cnn_train", runs=102, profile=True),
+    # The weight's gradient a scatter-add of 4096 rows into 32000
+    # (locus.gather_grad: atomic adds), the ids read from the bundle.
+    row("embedding_train",
+        "embedding bag training step, 32000 x 256, ids 32x128, SGD, data on GPU",
+        "embedding_train.locus", "embedding_train", runs=52, profile=True,
+        args=["--input", "ids={bundle}/bench/embedding_ids.npy"]),
 ] + [
     row("resnet_blocks_b%d" % b,
         "3 ResNet-34 blocks from ONNX, b%d, host input and output" % b,
