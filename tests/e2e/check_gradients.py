@@ -144,6 +144,11 @@ def cases():
     yield "gather_axis1", [("c", cube), ("ix", sel, "i64")], \
         "%r = locus.gather %c, %ix axis 1 : tensor<2x4x3xf32>, tensor<5xi64> -> tensor<2x5x3xf32>", \
         lambda c, i: cl.make([c[0][0], 5, 3], lambda idx: cl.at(c, [idx[0], i[1][idx[1]], idx[2]]))
+    # torch.gather: an index per element, repeats adding up in the gradient.
+    picks = ([2, 5, 3], [(7 * k + k // 3) % 4 for k in range(30)])
+    yield "gather_elements", [("c", cube), ("ix", picks, "i64")], \
+        "%r = locus.gather_elements %c, %ix axis 1 : tensor<2x4x3xf32>, tensor<2x5x3xi64> -> tensor<2x5x3xf32>", \
+        lambda c, i: cl.make(i[0], lambda idx: cl.at(c, [idx[0], cl.at(i, idx), idx[2]]))
     # One index: the gradient is a select, not a scatter (nothing adds up).
     yield "gather_one", [("c", cube), ("ix", ([1], [2]), "i64")], \
         "%r = locus.gather %c, %ix axis 1 : tensor<2x4x3xf32>, tensor<1xi64> -> tensor<2x1x3xf32>", \

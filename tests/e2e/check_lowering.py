@@ -437,6 +437,13 @@ def cases():
     yield "gather_axis1", [("c", cube), ("ix", sel, "i64")], \
         "%r = locus.gather %c, %ix axis 1 : tensor<3x5x2xf32>, tensor<4xi64> -> tensor<3x4x2xf32>", \
         make([3, 4, 2], lambda idx: at(cube, [idx[0], sel[1][idx[1]], idx[2]]))
+    # torch.gather: each element's own index (no index check: an index
+    # outside the axis gives zero).
+    picks = ([3, 2, 2], [4, 0, 1, 7, 2, 2, -1, 3, 0, 4, 1, 1])
+    yield "gather_elements", [("c", cube), ("ix", picks, "i64")], \
+        "%r = locus.gather_elements %c, %ix axis 1 : tensor<3x5x2xf32>, tensor<3x2x2xi64> -> tensor<3x2x2xf32>", \
+        make([3, 2, 2], lambda idx: at(cube, [idx[0], at(picks, idx), idx[2]])
+             if 0 <= at(picks, idx) < 5 else 0.0)
     bias = rand([5])
     yield "broadcast", [("b", bias)], "%r = locus.broadcast %b [2, 3, 5] : tensor<5xf32> -> tensor<2x3x5xf32>", broadcast(bias, [2, 3, 5])
     col = rand([3, 1])

@@ -364,9 +364,10 @@ FailureOr<SmallVector<Value>> Differentiator::run(Value loss,
 Value Differentiator::gatherGrad(GatherOp o, Value g) {
   RankedTensorType in = typeOf(o.getInput());
   int64_t axis = o.getAxis(), extent = in.getDimSize(axis);
-  bool dynamic = forwardDims && (forwardDims->isDynamic(o.getInput()) ||
-                                 forwardDims->isDynamic(o.getIndices()));
-  if (!dynamic) {
+  bool sizedAtRun =
+      dynamic && (!forwardDims || forwardDims->isDynamic(o.getInput()) ||
+                  forwardDims->isDynamic(o.getIndices()));
+  if (!sizedAtRun) {
     // In f32, where a 16-bit sum of repeated indices would round each time.
     Value f32 = g;
     if (!typeOf(g).getElementType().isF32())
@@ -698,6 +699,21 @@ bool Differentiator::backwardShape(Operation *op, Value g) {
       })
       .Case<GatherOp>([&](GatherOp o) {
         give(o.getInput(), [&] { return gatherGrad(o, g); });
+        return true;
+      })
+      .Case<GatherElementsOp>([&](GatherElementsOp o) {
+        give(o.getInput(), [&] {
+          RankedTensorType in = typeOf(o.getInput());
+          int64_t axis = o.getAxis();
+          Value f32 = g;
+          if (!typeOf(g).getElementType().isF32())
+            f32 = b.create<CastOp>(loc, g, TypeAttr::get(b.getF32Type()));
+          return inTypeOf(b.create<GatherElementsGradOp>(
+                              loc, f32, o.getIndices(),
+                              b.getI64IntegerAttr(axis),
+                              b.getI64IntegerAttr(in.getDimSize(axis))),
+                          o.getInput());
+        });
         return true;
       })
       .Case<TransposeOp>([&](TransposeOp o) {

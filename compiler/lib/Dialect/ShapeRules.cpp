@@ -850,6 +850,61 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+LogicalResult
+GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<GatherElementsOp>(loc);
+  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
+  RankedTensorType indices =
+      input ? tensorOperand(fail, adaptor.getIndices(), "indices")
+            : RankedTensorType();
+  if (!input || !indices)
+    return failure();
+  if (!adaptor.getAxisAttr())
+    return fail("requires attribute 'axis'");
+  int64_t axis = adaptor.getAxis(), rank = input.getRank();
+  if (axis < 0 || axis >= rank)
+    return fail("axis " + num(axis) + " is out of range for input " +
+                str(input.getShape()) + " of rank " + num(rank));
+  for (int64_t d = 0; d < rank; ++d)
+    if (indices.getRank() != rank ||
+        (d != axis && indices.getDimSize(d) != input.getDimSize(d)))
+      return fail("indices " + str(indices.getShape()) +
+                  " must have the shape of input " + str(input.getShape()) +
+                  " but along axis " + num(axis));
+  results.push_back(
+      RankedTensorType::get(indices.getShape(), input.getElementType()));
+  return success();
+}
+
+LogicalResult GatherElementsGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  RuleError fail = errorsOf<GatherElementsGradOp>(loc);
+  RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
+  RankedTensorType indices =
+      grad ? tensorOperand(fail, adaptor.getIndices(), "indices")
+           : RankedTensorType();
+  if (!grad || !indices)
+    return failure();
+  if (!adaptor.getAxisAttr() || !adaptor.getExtentAttr())
+    return fail("requires attributes 'axis' and 'extent'");
+  int64_t axis = adaptor.getAxis(), extent = adaptor.getExtent();
+  if (axis < 0 || axis >= grad.getRank())
+    return fail("axis " + num(axis) + " is out of range for grad " +
+                str(grad.getShape()));
+  if (indices.getShape() != grad.getShape())
+    return fail("indices " + str(indices.getShape()) +
+                " must have the shape of grad " + str(grad.getShape()));
+  if (extent < 1)
+    return fail("extent must be positive, got " + num(extent));
+  SmallVector<int64_t> shape(grad.getShape());
+  shape[axis] = extent;
+  results.push_back(RankedTensorType::get(shape, grad.getElementType()));
+  return success();
+}
+
 LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
@@ -865,7 +920,7 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
     return fail("requires attributes 'axis' and 'extent'");
   int64_t axis = adaptor.getAxis(), extent = adaptor.getExtent();
   int64_t rank = indices.getRank();
-  if (axis < 0 || axis + rank > grad.getRank())
+  if (axis < 0 || axis > grad.getRank() - rank)
     return fail("axis " + num(axis) + " and indices " +
                 str(indices.getShape()) + " do not fit in grad " +
                 str(grad.getShape()));

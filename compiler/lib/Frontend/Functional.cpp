@@ -501,11 +501,13 @@ Tensor locus::gather(const Tensor &x, int64_t axis, const Tensor &index,
     for (int64_t d = 0; d < rank; ++d)
       if (d != a && index.dim(d) < x.dim(d))
         picked = slice(picked, d, 0, index.dim(d), 1, loc);
-    // One-hot positions [..index.., n] against x with `axis` moved last and
-    // a 1 in its place [..1.., n]: the product summed over n picks
-    // x[.., index, ..] (zero for an index outside [0, n)), and its gradient
-    // scatters back to the positions picked.
     Tensor ids = cast(index, DType::i64, loc);
+    if (Tensor picks = detail::gatherElements(picked, a, ids, loc))
+      return picks;
+    // With dynamic sizes, one-hot positions [..index.., n] against x with
+    // `axis` moved last and a 1 in its place [..1.., n]: the product summed
+    // over n picks x[.., index, ..] (zero for an index outside [0, n)), and
+    // its gradient scatters back to the positions picked.
     Tensor positions = g.arange(n, DType::i64, loc);
     Tensor oneHot =
         cast(eq(unsqueeze(ids, rank, loc), positions, loc), DType::f32, loc);

@@ -784,6 +784,21 @@ Tensor locus::detail::dynamicChannelCount(const Tensor &x, const Here &loc) {
   return g.wrap(count);
 }
 
+Tensor locus::detail::gatherElements(const Tensor &x, int64_t axis,
+                                     const Tensor &index, const Here &loc) {
+  GraphImpl &g = GraphImpl::of(x, loc);
+  mlir::Value v = g.value(x, loc), vi = g.value(index, loc);
+  auto isStatic = [](const DimExpr &d) { return d.isStatic(); };
+  if (!llvm::all_of(g.dimsOf(v), isStatic) ||
+      !llvm::all_of(g.dimsOf(vi), isStatic))
+    return Tensor();
+  Transaction tx(g);
+  mlir::Value result =
+      g.record<GatherElementsOp>(loc, v, vi, g.builder.getI64IntegerAttr(axis));
+  tx.commit();
+  return g.wrap(result);
+}
+
 namespace {
 
 /// conv_transpose2d's parameters checked against x and weight; the

@@ -30,6 +30,12 @@ BatchNormTrainResults batchNormTrain(const Tensor &x, const Tensor &weight,
 /// x has dynamic sizes; an empty Tensor when its shape is static.
 Tensor dynamicChannelCount(const Tensor &x, const Here &loc);
 
+/// One locus.gather_elements (Ops.cpp) of x along `axis` (in range) by an
+/// i64 index of x's shape but along it, when both have static shapes; an
+/// empty Tensor otherwise (gather composes it from a one-hot product).
+Tensor gatherElements(const Tensor &x, int64_t axis, const Tensor &index,
+                      const Here &loc);
+
 /// One locus.max_pool2d or locus.avg_pool2d (Ops.cpp) with `params`'
 /// kernel, stride and symmetric padding; max_pool2d and avg_pool2d
 /// (Functional.cpp) compose the other cases from it.

@@ -348,7 +348,7 @@ CostRules::CostRules() {
       RsqrtOp, SiluOp, GeluOp>([](Operation *o) {
     return elementwiseWork(o, 4 * numel(o->getResult(0)));
   });
-  add<BroadcastOp, TransposeOp, ConcatOp, SliceOp, GatherOp>(
+  add<BroadcastOp, TransposeOp, ConcatOp, SliceOp, GatherOp, GatherElementsOp>(
       [](Operation *o) { return kernelWork(o, 0); });
   add<SumOp, MeanOp, MaxOp, MinOp>(
       [](Operation *o) { return reductionWork(o, numel(o->getOperand(0))); });
@@ -392,7 +392,7 @@ void CostRules::addTrainingRules() {
   add<OneHotOp, SliceGradOp, CountOp>(
       [](Operation *o) { return kernelWork(o, numel(o->getResult(0))); });
   // Zeros written, then one read of the gradient and one add per element.
-  add<GatherGradOp>([](Operation *o) {
+  add<GatherGradOp, GatherElementsGradOp>([](Operation *o) {
     return kernelWork(o, numel(o->getResult(0)) + 2 * numel(o->getOperand(0)));
   });
   add<Conv2dInputGradOp, Conv2dWeightGradOp>([](Operation *o) {

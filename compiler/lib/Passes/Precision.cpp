@@ -273,8 +273,8 @@ void roundOperands(Conv2dOp conv, Type low, Casts &casts) {
 /// graph's interface.
 bool native16(Operation *op) {
   return isa<CastOp, ReshapeOp, TransposeOp, ConcatOp, SliceOp, GatherOp,
-             BroadcastOp, SelectOp, MatmulOp, LinearOp, InputOp, ConstantOp,
-             OutputOp, ToOp, ToDeviceOfOp, CopyOp>(op);
+             GatherElementsOp, BroadcastOp, SelectOp, MatmulOp, LinearOp,
+             InputOp, ConstantOp, OutputOp, ToOp, ToDeviceOfOp, CopyOp>(op);
 }
 
 class AutocastPass : public locus::impl::LocusAutocastBase<AutocastPass> {

@@ -414,6 +414,56 @@ locus.graph @g {
 // -----
 
 locus.graph @g {
+  %x = locus.input "x" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<5x2xi64>
+  // expected-error@+2 {{indices [5, 2] must have the shape of input [4, 3] but along axis 1}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather_elements %x, %l axis 1 : tensor<4x3xf32>, tensor<5x2xi64> -> tensor<5x2xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<4xi64>
+  // expected-error@+2 {{indices [4] must have the shape of input [4, 3] but along axis 0}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather_elements %x, %l axis 0 : tensor<4x3xf32>, tensor<4xi64> -> tensor<4xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %x = locus.input "x" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<4x3xi64>
+  // expected-error@+2 {{axis 2 is out of range for input [4, 3] of rank 2}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather_elements %x, %l axis 2 : tensor<4x3xf32>, tensor<4x3xi64> -> tensor<4x3xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %g = locus.input "g" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<4x2xi64>
+  // expected-error@+2 {{indices [4, 2] must have the shape of grad [4, 3]}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather_elements_grad %g, %l axis 1 extent 5 : tensor<4x3xf32>, tensor<4x2xi64> -> tensor<4x5xf32>
+}
+
+// -----
+
+locus.graph @g {
+  %g = locus.input "g" : tensor<4x3xf32>
+  %l = locus.input "l" : tensor<4x3xi64>
+  // expected-error@+2 {{axis -1 is out of range for grad [4, 3]}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = locus.gather_elements_grad %g, %l axis -1 extent 5 : tensor<4x3xf32>, tensor<4x3xi64> -> tensor<4x5xf32>
+}
+
+// -----
+
+locus.graph @g {
   %l = locus.input "l" : tensor<4xi64>
   // expected-error@+2 {{classes must be positive, got 0}}
   // expected-error@+1 {{failed to infer returned types}}

@@ -209,6 +209,11 @@ locus.graph @training {
   locus.assign %buf = %5#1 : tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>
   // CHECK: locus.gather_grad %s, %l axis 0 extent 9 : tensor<4x3xf32>, tensor<4xi64> -> tensor<9x3xf32>
   %gg = locus.gather_grad %s, %l axis 0 extent 9 : tensor<4x3xf32>, tensor<4xi64> -> tensor<9x3xf32>
+  %l4 = locus.broadcast %l [4, 4] : tensor<4xi64> -> tensor<4x4xi64>
+  // CHECK: locus.gather_elements %s, %{{.*}} axis 1 : tensor<4x3xf32>, tensor<4x4xi64> -> tensor<4x4xf32>
+  %ge = locus.gather_elements %s, %l4 axis 1 : tensor<4x3xf32>, tensor<4x4xi64> -> tensor<4x4xf32>
+  // CHECK: locus.gather_elements_grad %{{.*}}, %{{.*}} axis 1 extent 3 : tensor<4x4xf32>, tensor<4x4xi64> -> tensor<4x3xf32>
+  %gd = locus.gather_elements_grad %ge, %l4 axis 1 extent 3 : tensor<4x4xf32>, tensor<4x4xi64> -> tensor<4x3xf32>
   locus.output "o" = %0 : tensor<4x5xf32>
 }
 

@@ -178,3 +178,21 @@ locus.graph @embedding {
   %loss = locus.sum %sq axes [0, 1, 2] : tensor<4x6x8xf32> -> tensor<f32>
   locus.output "loss" = %loss : tensor<f32>
 }
+
+// -----
+
+// torch.gather: the input's gradient adds each picked element's gradient
+// back where it was picked (locus.gather_elements_grad).
+// CHECK-LABEL: locus.graph @gather_elements
+// CHECK: locus.gather_elements %w, %ids axis 1 : tensor<4x50xf32>, tensor<4x3xi64> -> tensor<4x3xf32>
+// CHECK: %[[G:.*]] = locus.gather_elements_grad %{{.*}}, %ids axis 1 extent 50 {{.*}}: tensor<4x3xf32>, tensor<4x3xi64> -> tensor<4x50xf32>
+// CHECK: locus.output "w.grad" = %[[G]] : tensor<4x50xf32>
+locus.graph @gather_elements {
+  %w = locus.state "w" parameter : tensor<4x50xf32> init <normal(0.0, 1.0), seed = 3>
+  %ids = locus.input "ids" : tensor<4x3xi64>
+  %x = locus.input "x" : tensor<4x3xf32>
+  %e = locus.gather_elements %w, %ids axis 1 : tensor<4x50xf32>, tensor<4x3xi64> -> tensor<4x3xf32>
+  %p = locus.mul %e, %x : tensor<4x3xf32>
+  %loss = locus.sum %p axes [0, 1] : tensor<4x3xf32> -> tensor<f32>
+  locus.output "loss" = %loss : tensor<f32>
+}

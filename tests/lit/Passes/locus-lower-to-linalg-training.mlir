@@ -65,6 +65,23 @@ func.func @gather_grad_one(%g: tensor<3x1x2xf32>, %ids: tensor<1xi64>) -> tensor
   return %0 : tensor<3x9x2xf32>
 }
 
+// torch.gather's gradient: the same loop, each element's index read at its
+// own position and put in place of its axis coordinate.
+// CHECK-LABEL: func.func @gather_elements_grad
+// CHECK: %[[R:.*]] = scf.for %[[P:.*]] = %c0 to %c6 step %c1 iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<2x5xf32>)
+// CHECK: %[[J:.*]] = arith.remui %[[P]], %c3
+// CHECK: %[[I:.*]] = arith.divui %[[P]], %c3
+// CHECK: %[[ID:.*]] = tensor.extract %{{.*}}[%[[I]], %[[J]]] : tensor<2x3xi64>
+// CHECK: %[[AT:.*]] = arith.index_cast %[[ID]] : i64 to index
+// CHECK: tensor.extract %[[ACC]][%[[I]], %[[AT]]]
+// CHECK: tensor.extract %{{.*}}[%[[I]], %[[J]]] : tensor<2x3xf32>
+// CHECK: tensor.insert %{{.*}} into %[[ACC]][%[[I]], %[[AT]]]
+// CHECK: } {locus.scatter_add}
+func.func @gather_elements_grad(%g: tensor<2x3xf32>, %ids: tensor<2x3xi64>) -> tensor<2x5xf32> {
+  %0 = locus.gather_elements_grad %g, %ids axis 1 extent 5 : tensor<2x3xf32>, tensor<2x3xi64> -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
 // Weight gradient, one group: im2col, the gradient as [O, N*OH*OW], one
 // product with the columns transposed (BLAS on the host, cuBLAS on a GPU).
 // CHECK-LABEL: func.func @conv_weight_grad

@@ -224,3 +224,19 @@ locus.graph @concat_tree {
   %z = locus.concat %x0, %x1, %x2 axis 1 : (tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x6xf32>
   locus.output "z" = %z : tensor<1x6xf32>
 }
+
+// torch.gather: a parallel generic over the indices; each reads the input
+// at its own position with its index along the axis, an index out of
+// range reading position 0 and giving zero.
+// CHECK-LABEL: func.func @gather_elements
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<2x3xi64>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: %[[IN:.*]] = arith.andi
+// CHECK: %[[SAFE:.*]] = arith.select %[[IN]], %{{.*}}, %c0_i64 : i64
+// CHECK: %[[ROW:.*]] = linalg.index 0 : index
+// CHECK: %[[COL:.*]] = arith.index_cast %[[SAFE]] : i64 to index
+// CHECK: %[[V:.*]] = tensor.extract %{{.*}}[%[[ROW]], %[[COL]]] : tensor<2x5xf32>
+// CHECK: arith.select %[[IN]], %[[V]], %{{.*}} : f32
+func.func @gather_elements(%x: tensor<2x5xf32>, %ids: tensor<2x3xi64>) -> tensor<2x3xf32> {
+  %0 = locus.gather_elements %x, %ids axis 1 : tensor<2x5xf32>, tensor<2x3xi64> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

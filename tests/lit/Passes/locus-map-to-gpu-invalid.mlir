@@ -97,16 +97,34 @@ func.func @scatter_dynamic(%g: memref<?xf32>, %r: memref<4xf32>, %n: index) attr
 
 // -----
 
-// A marked loop that adds nothing into a buffer (a plain store) is no
+// A marked loop with a store that adds nothing into what it loads is no
 // scatter-add: its threads would race.
 func.func @scatter_store(%g: memref<4xf32>, %r: memref<4xf32>) attributes {locus.device = #locus.device<cuda:0>} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
-  // expected-error @+1 {{'scf.for' op adds nothing into its result; it is no scatter-add}}
+  // expected-error @+1 {{'scf.for' op is no scatter-add: its threads would race (its body must add into what it loads, and only that)}}
   scf.for %p = %c0 to %c4 step %c1 {
     %v = memref.load %g[%p] : memref<4xf32>
     memref.store %v, %r[%c0] : memref<4xf32>
+  } {locus.scatter_add}
+  return
+}
+
+// -----
+
+// Nor is one that writes anything else (a copy).
+func.func @scatter_copy(%g: memref<4xf32>, %r: memref<4xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  // expected-error @+1 {{'scf.for' op is no scatter-add: its threads would race (its body must add into what it loads, and only that)}}
+  scf.for %p = %c0 to %c4 step %c1 {
+    %v = memref.load %g[%p] : memref<4xf32>
+    %old = memref.load %r[%c0] : memref<4xf32>
+    %sum = arith.addf %old, %v : f32
+    memref.store %sum, %r[%c0] : memref<4xf32>
+    memref.copy %g, %r : memref<4xf32> to memref<4xf32>
   } {locus.scatter_add}
   return
 }

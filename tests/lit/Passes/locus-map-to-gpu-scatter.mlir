@@ -79,3 +79,35 @@ func.func @many(%g: memref<1000xf32>, %ids: memref<1000xi64>, %r: memref<7xf32>)
   } {locus.scatter_add}
   return
 }
+
+// -----
+
+// Indices from a constant buffer (a positional embedding's): the launch
+// reads the global, and a view of it, itself (the kernel module gets its
+// own copy); nothing of them is captured from the host.
+// CHECK-LABEL: func.func @constant_ids
+// CHECK: gpu.launch
+// CHECK: %[[IDS:.*]] = memref.get_global @ids : memref<2x2xi64>
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[IDS]] {{\[}}[0, 1]] : memref<2x2xi64> into memref<4xi64>
+// CHECK: memref.load %[[FLAT]]
+// CHECK: memref.atomic_rmw addf
+memref.global "private" constant @ids : memref<2x2xi64> = dense<[[0, 1], [1, 3]]>
+func.func @constant_ids(%g: memref<4x8xf32>, %r: memref<5x8xf32>) attributes {locus.device = #locus.device<cuda:0>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %ids = memref.get_global @ids : memref<2x2xi64>
+  %flat = memref.collapse_shape %ids [[0, 1]] : memref<2x2xi64> into memref<4xi64>
+  scf.for %p = %c0 to %c32 step %c1 {
+    %k = arith.remui %p, %c8 : index
+    %j = arith.divui %p, %c8 : index
+    %i = memref.load %flat[%j] : memref<4xi64>
+    %at = arith.index_cast %i : i64 to index
+    %v = memref.load %g[%j, %k] : memref<4x8xf32>
+    %old = memref.load %r[%at, %k] : memref<5x8xf32>
+    %sum = arith.addf %old, %v : f32
+    memref.store %sum, %r[%at, %k] : memref<5x8xf32>
+  } {locus.scatter_add}
+  return
+}

@@ -59,10 +59,11 @@ inline constexpr llvm::StringLiteral kSizeBoundsAttrName = "locus.size_bounds";
 /// too, which --locus-map-to-gpu leaves there.
 inline constexpr llvm::StringLiteral kHostOnlyAttrName = "locus.host";
 
-/// On the scf.for --locus-lower-to-linalg makes of a locus.gather_grad:
-/// one iteration per element of the gradient, whose body adds it into the
-/// result (a load, an addf and a store). --locus-map-to-gpu runs it as a
-/// thread per iteration with the store an atomic add.
+/// On the scf.for --locus-lower-to-linalg makes of a locus.gather_grad or
+/// gather_elements_grad: one iteration per element of the gradient, whose
+/// body adds it into the result (tensor.extract, arith.addf, tensor.insert;
+/// once bufferized, a load, an addf and a store). --locus-map-to-gpu runs
+/// it as a thread per iteration with the store an atomic add.
 inline constexpr llvm::StringLiteral kScatterAddAttrName = "locus.scatter_add";
 
 /// On a locus op in a kernel function, for --locus-lower-to-linalg only:

@@ -696,6 +696,51 @@ def Locus_OneHotOp : Locus_InferOp<"one_hot"> {
   }];
 }
 
+def Locus_GatherElementsOp : Locus_InferOp<"gather_elements"> {
+  let summary = "Picks one element per index along an axis: torch.gather.";
+  let description = [{
+    `torch.gather(input, axis, indices)` (ONNX's GatherElements):
+    `indices` has `input`'s rank and shape but along `axis`, and the
+    result its shape; the result at a position is `input` there with its
+    `axis` coordinate replaced by the index at that position. An index
+    outside `[0, input.shape[axis])` gives zero (the kernel never reads
+    outside `input`).
+
+    ```mlir
+    %r = locus.gather_elements %x, %ids axis 1 : tensor<4x100xf32>, tensor<4x3xi64> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Locus_AnyTensor:$input, Locus_LabelTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Locus_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices `axis` $axis attr-dict `:` type($input) `,`
+    type($indices) `->` type($result)
+  }];
+}
+
+def Locus_GatherElementsGradOp : Locus_InferOp<"gather_elements_grad"> {
+  let summary = "The gradient of locus.gather_elements: elements added back.";
+  let description = [{
+    Zeros of `grad`'s shape with `extent` along `axis`, each element of
+    `grad` added where `locus.gather_elements` with the same `indices`
+    (of `grad`'s shape) picked it: `torch.scatter_add` into zeros. An
+    index outside `[0, extent)` adds nothing. Repeated indices add in
+    order on the host and atomically, in any order, on a GPU.
+
+    ```mlir
+    %d = locus.gather_elements_grad %g, %ids axis 1 extent 100 : tensor<4x3xf32>, tensor<4x3xi64> -> tensor<4x100xf32>
+    ```
+  }];
+  let arguments = (ins Locus_F32Tensor:$grad, Locus_LabelTensor:$indices,
+                       I64Attr:$axis, I64Attr:$extent);
+  let results = (outs Locus_F32Tensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices `axis` $axis `extent` $extent attr-dict `:`
+    type($grad) `,` type($indices) `->` type($result)
+  }];
+}
+
 def Locus_GatherGradOp : Locus_InferOp<"gather_grad"> {
   let summary = "The gradient of locus.gather: slices added at their indices.";
   let description = [{

@@ -653,11 +653,17 @@ def LocusLowerToLinalg : Pass<"locus-lower-to-linalg"> {
       dimension then `tensor.expand_shape` (views, no copies; scalars through
       `tensor.reshape`); `tensor.insert_slice` (concat),
       `tensor.extract_slice` (slice);
-    - `gather_grad`: an `scf.for` over the gradient's elements, marked
-      `locus.scatter_add`, that adds each into zeros at its index
-      (`tensor.extract`, `arith.addf`, `tensor.insert` under an `scf.if`
-      for an index in range): where an element goes depends on the
-      indices, which no linalg op expresses.
+    - `gather_elements` (torch.gather): a parallel `linalg.generic` over
+      the indices, each reading the input with `tensor.extract` at its own
+      position, its index along the axis (zero for one out of range);
+    - `gather_grad` and `gather_elements_grad`: an `scf.for` over the
+      gradient's elements, marked `locus.scatter_add`, that adds each into
+      zeros at its index (`tensor.extract`, `arith.addf`, `tensor.insert`
+      under an `scf.if` for an index in range): where an element goes
+      depends on the indices, which no linalg op expresses. With one index
+      nothing adds up, and a parallel `linalg.generic` selects the
+      gradient where the index points instead (a loop of one iteration
+      would fold away with its mark).
 
     Before:
 
@@ -1746,15 +1752,19 @@ def LocusMapToGpu : Pass<"locus-map-to-gpu", "::mlir::ModuleOp"> {
     launches and three times the bytes of one pass.
 
     A loop marked `locus.scatter_add` (`--locus-lower-to-linalg`'s
-    `gather_grad`: from 0 by 1 to a constant count, no results) becomes a
-    launch of a thread per iteration, 256 a block, the thread's iteration
-    its global id, the constants it reads made inside the launch (its
-    divisions by the gradient's sizes stay multiplications); each `store
+    `gather_grad` and `gather_elements_grad`: from 0 by 1 to a constant
+    count, no results) becomes a launch of a thread per iteration, 256 a
+    block, the thread's iteration its global id; the constants, constant
+    buffers (`memref.get_global`: constant indices, a positional
+    embedding's) and views of them it reads are made inside the launch,
+    so the kernel module holds its own copy of each global; each `store
     (addf (load m[i]), x), m[i]` in it becomes `memref.atomic_rmw addf x,
     m[i]` (PTX `atom.global.add.f32`), since two elements may add into one
     place. Repeated indices therefore add in any order, as PyTorch's
-    `index_add_` on CUDA. A marked loop of no static count, or one that
-    adds nothing, is an error.
+    `index_add_` on CUDA. A marked loop of no static count, one that still
+    carries values, or one whose body does anything but loads, arithmetic,
+    `scf.if` and such adds (another store, a copy) is an error, before the
+    loop is changed.
 
     Every other linalg op becomes one `gpu.launch` of 256-thread blocks:
 

@@ -293,6 +293,39 @@ Value lowerGather(Lowering &l, GatherOp op) {
       });
 }
 
+/// torch.gather: a parallel op over the indices; each reads the input at
+/// its own position with the axis coordinate its index gives. An index
+/// outside the axis reads element 0 there and gives zero.
+Value lowerGatherElements(Lowering &l, GatherElementsOp op) {
+  OpBuilder &b = l.b;
+  RankedTensorType out = op.getType();
+  int64_t axis = op.getAxis();
+  int64_t extent = op.getInput().getType().getDimSize(axis);
+  unsigned rank = out.getRank();
+  Value input = op.getInput();
+  Type element = out.getElementType();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  return l.generic(
+      out, ValueRange{op.getIndices()}, {id}, l.empty(out), id,
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value zero64 =
+            nb.create<arith::ConstantOp>(nl, nb.getI64IntegerAttr(0));
+        Value inside = inRange(nb, nl, a[0], extent);
+        Value safe = nb.create<arith::SelectOp>(nl, inside, a[0], zero64);
+        SmallVector<Value> at;
+        for (unsigned d = 0; d < rank; ++d)
+          at.push_back(
+              static_cast<int64_t>(d) == axis
+                  ? nb.create<arith::IndexCastOp>(nl, nb.getIndexType(), safe)
+                        .getResult()
+                  : nb.create<linalg::IndexOp>(nl, d).getResult());
+        Value picked = nb.create<tensor::ExtractOp>(nl, input, at);
+        Value zero = nb.create<arith::ConstantOp>(nl, nb.getZeroAttr(element));
+        return nb.create<arith::SelectOp>(nl, inside, picked, zero);
+      });
+}
+
 Value lowerSelect(Lowering &l, SelectOp op) {
   return l.elementwise(op.getType(), op->getOperands(),
                        [](OpBuilder &nb, Location nl, ValueRange a) {
@@ -594,8 +627,8 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerOp<ConstantOp, lowerConstant>,
                LowerOp<TransposeOp, lowerTranspose>,
                LowerOp<ReshapeOp, lowerReshape>, LowerOp<ConcatOp, lowerConcat>,
-               LowerOp<SliceOp, lowerSlice>, LowerOp<GatherOp, lowerGather>>(
-      ctx);
+               LowerOp<SliceOp, lowerSlice>, LowerOp<GatherOp, lowerGather>,
+               LowerOp<GatherElementsOp, lowerGatherElements>>(ctx);
   patterns
       .add<LowerOp<MatmulOp, lowerMatmul>, LowerOp<LinearOp, lowerLinear>,
            LowerOp<Conv2dOp, lowerConv>, LowerOp<MaxPool2dOp, lowerMaxPool2d>,
@@ -609,6 +642,7 @@ void locus::populateLocusToLinalgPatterns(RewritePatternSet &patterns) {
   patterns
       .add<LowerOp<OneHotOp, lowerOneHot>, LowerOp<SliceGradOp, lowerSliceGrad>,
            LowerOp<GatherGradOp, lowerGatherGrad>,
+           LowerOp<GatherElementsGradOp, lowerGatherElementsGrad>,
            LowerOp<Conv2dInputGradOp, lowerConvInputGrad>,
            LowerOp<Conv2dWeightGradOp, lowerConvWeightGrad>,
            LowerOp<MaxPool2dGradOp, lowerMaxPoolGrad>, LowerOp<SgdOp, lowerSgd>,

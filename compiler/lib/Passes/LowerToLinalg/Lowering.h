@@ -340,6 +340,7 @@ Value lowerCrossEntropy(Lowering &l, CrossEntropyOp op);
 Value lowerOneHot(Lowering &l, OneHotOp op);
 Value lowerSliceGrad(Lowering &l, SliceGradOp op);
 Value lowerGatherGrad(Lowering &l, GatherGradOp op);
+Value lowerGatherElementsGrad(Lowering &l, GatherElementsGradOp op);
 
 // Training.cpp
 SmallVector<Value> lowerSgd(Lowering &l, SgdOp op);

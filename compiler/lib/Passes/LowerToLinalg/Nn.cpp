@@ -700,29 +700,40 @@ Value lowerSliceGrad(Lowering &l, SliceGradOp op) {
                                          sizes, strides);
 }
 
+/// Where the elements of a gradient go back to: the result's `axis` takes
+/// the index; an element's index sits at its own position in `indices`
+/// (`elementwise`, gather_elements) or at its coordinates
+/// `[axis, axis + consumed)` (gather), which the result's one replaces.
+struct ScatterBack {
+  Value grad, indices;
+  RankedTensorType result;
+  int64_t axis, consumed, extent;
+  bool elementwise;
+};
+
 /// With one index nothing adds up: each element of the result is its
-/// slice's gradient where the index points, else zero (an index out of
-/// range points nowhere). A parallel op: a loop of one iteration would
-/// fold away, and with it the mark a GPU needs.
-Value lowerOneIndexGrad(Lowering &l, GatherGradOp op) {
+/// gradient where the index points, else zero (an index out of range
+/// points nowhere). A parallel op: a loop of one iteration would fold
+/// away, and with it the mark a GPU needs.
+Value selectAtOneIndex(Lowering &l, const ScatterBack &s) {
   OpBuilder &b = l.b;
-  RankedTensorType out = op.getType();
-  int64_t axis = op.getAxis();
-  int64_t rank = op.getIndices().getType().getRank();
-  unsigned outRank = out.getRank();
+  unsigned outRank = s.result.getRank();
+  int64_t idxRank = cast<RankedTensorType>(s.indices.getType()).getRank();
   SmallVector<AffineExpr> gradExprs;
-  for (int64_t d = 0; d < axis; ++d)
+  for (int64_t d = 0; d < s.axis; ++d)
     gradExprs.push_back(b.getAffineDimExpr(d));
-  SmallVector<AffineExpr> zeros(rank, b.getAffineConstantExpr(0));
-  llvm::append_range(gradExprs, zeros);
-  for (unsigned d = axis + 1; d < outRank; ++d)
+  for (int64_t k = 0; k < s.consumed; ++k)
+    gradExprs.push_back(b.getAffineConstantExpr(0));
+  for (unsigned d = s.axis + 1; d < outRank; ++d)
     gradExprs.push_back(b.getAffineDimExpr(d));
+  SmallVector<AffineExpr> zeros(idxRank, b.getAffineConstantExpr(0));
   MLIRContext *ctx = b.getContext();
+  int64_t axis = s.axis;
   return l.generic(
-      out, ValueRange{op.getIndices(), op.getGrad()},
+      s.result, ValueRange{s.indices, s.grad},
       {AffineMap::get(outRank, 0, zeros, ctx),
        AffineMap::get(outRank, 0, gradExprs, ctx)},
-      l.empty(out), b.getMultiDimIdentityMap(outRank),
+      l.empty(s.result), b.getMultiDimIdentityMap(outRank),
       SmallVector<IteratorType>(outRank, IteratorType::parallel),
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
         Value here = nb.create<arith::IndexCastOp>(
@@ -734,28 +745,27 @@ Value lowerOneIndexGrad(Lowering &l, GatherGradOp op) {
       });
 }
 
-/// One loop over `grad`'s elements in order, its index split row-major;
-/// each element whose index is in range adds into the result at it. A loop
-/// and not a linalg op: where an element goes depends on the indices.
-Value lowerGatherGrad(Lowering &l, GatherGradOp op) {
+/// One loop over the gradient's elements in order, its index split
+/// row-major; each element whose index is in range adds into the result
+/// at it. A loop and not a linalg op: where an element goes depends on
+/// the indices.
+Value scatterAdd(Lowering &l, const ScatterBack &s) {
+  if (cast<RankedTensorType>(s.indices.getType()).getNumElements() == 1)
+    return selectAtOneIndex(l, s);
   OpBuilder &b = l.b;
   Location loc = l.loc;
-  RankedTensorType gradType = op.getGrad().getType();
-  int64_t axis = op.getAxis(), extent = op.getExtent();
-  int64_t rank = op.getIndices().getType().getRank();
-  if (op.getIndices().getType().getNumElements() == 1)
-    return lowerOneIndexGrad(l, op);
+  auto gradType = cast<RankedTensorType>(s.grad.getType());
   auto index = [&](int64_t v) {
     return b.create<arith::ConstantIndexOp>(loc, v).getResult();
   };
   auto loop =
       b.create<scf::ForOp>(loc, index(0), index(gradType.getNumElements()),
-                           index(1), ValueRange{l.filled(op.getType(), 0.0)});
+                           index(1), ValueRange{l.filled(s.result, 0.0)});
   loop->setAttr(kScatterAddAttrName, b.getUnitAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value acc = loop.getRegionIterArgs()[0];
-  // The element's position in `grad`, last dimension fastest.
+  // The element's position in the gradient, last dimension fastest.
   SmallVector<Value> at(gradType.getRank());
   Value rest = loop.getInductionVar();
   for (int64_t d = gradType.getRank() - 1; d > 0; --d) {
@@ -766,25 +776,41 @@ Value lowerGatherGrad(Lowering &l, GatherGradOp op) {
   if (!at.empty())
     at[0] = rest;
   ArrayRef<Value> positions(at);
-  Value picked = b.create<tensor::ExtractOp>(loc, op.getIndices(),
-                                             positions.slice(axis, rank));
-  Value inside = inRange(b, loc, picked, extent);
+  Value picked = b.create<tensor::ExtractOp>(
+      loc, s.indices,
+      s.elementwise ? positions : positions.slice(s.axis, s.consumed));
+  Value inside = inRange(b, loc, picked, s.extent);
   auto add = b.create<scf::IfOp>(
       loc, inside,
       [&](OpBuilder &tb, Location tl) {
-        SmallVector<Value> to(positions.take_front(axis));
+        SmallVector<Value> to(positions.take_front(s.axis));
         to.push_back(
             tb.create<arith::IndexCastOp>(tl, tb.getIndexType(), picked));
-        llvm::append_range(to, positions.drop_front(axis + rank));
+        llvm::append_range(to, positions.drop_front(s.axis + s.consumed));
         Value sum = tb.create<arith::AddFOp>(
             tl, tb.create<tensor::ExtractOp>(tl, acc, to),
-            tb.create<tensor::ExtractOp>(tl, op.getGrad(), at));
+            tb.create<tensor::ExtractOp>(tl, s.grad, at));
         tb.create<scf::YieldOp>(
             tl, tb.create<tensor::InsertOp>(tl, sum, acc, to).getResult());
       },
       [&](OpBuilder &eb, Location el) { eb.create<scf::YieldOp>(el, acc); });
   b.create<scf::YieldOp>(loc, add.getResult(0));
   return loop.getResult(0);
+}
+
+Value lowerGatherGrad(Lowering &l, GatherGradOp op) {
+  return scatterAdd(l, {op.getGrad(), op.getIndices(), op.getType(),
+                        static_cast<int64_t>(op.getAxis()),
+                        op.getIndices().getType().getRank(),
+                        static_cast<int64_t>(op.getExtent()),
+                        /*elementwise=*/false});
+}
+
+Value lowerGatherElementsGrad(Lowering &l, GatherElementsGradOp op) {
+  return scatterAdd(l, {op.getGrad(), op.getIndices(), op.getType(),
+                        static_cast<int64_t>(op.getAxis()), /*consumed=*/1,
+                        static_cast<int64_t>(op.getExtent()),
+                        /*elementwise=*/true});
 }
 
 Value lowerMaxPool2d(Lowering &l, MaxPool2dOp op) {

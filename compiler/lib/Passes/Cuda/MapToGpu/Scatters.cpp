@@ -15,73 +15,129 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include <functional>
 
 namespace locus::gpu_mapping {
 
 namespace {
 
-/// The iterations of `loop`: from 0 by 1 to a constant end, or none.
-std::optional<int64_t> iterations(scf::ForOp loop) {
+/// The memref and the added value of `store` when it stores
+/// `addf(load(m[i]), x)` into m[i] (either operand order), or none.
+std::optional<Value> addedBy(memref::StoreOp store) {
+  auto add = store.getValue().getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  for (unsigned k = 0; k < 2; ++k) {
+    auto load = add->getOperand(k).getDefiningOp<memref::LoadOp>();
+    if (load && load.getMemRef() == store.getMemRef() &&
+        load.getIndices() == store.getIndices())
+      return add->getOperand(1 - k);
+  }
+  return std::nullopt;
+}
+
+/// Whether `loop` is what --locus-lower-to-linalg makes of a gather's
+/// gradient, bufferized: from 0 by 1 to a constant count, no results, and
+/// a body of arithmetic, loads, scf.if and at least one store, every store
+/// an add into what it loads. Says why not at the loop, changing nothing.
+FailureOr<int64_t> scatterCount(scf::ForOp loop) {
+  if (loop.getNumRegionIterArgs() != 0)
+    return loop.emitOpError("is a scatter-add that still carries values; "
+                            "it needs bufferized IR");
   std::optional<int64_t> from = getConstantIntValue(loop.getLowerBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
   std::optional<int64_t> to = getConstantIntValue(loop.getUpperBound());
-  if (from != 0 || step != 1 || !to || loop.getNumRegionIterArgs() != 0)
-    return std::nullopt;
-  return to;
+  if (from != 0 || step != 1 || !to)
+    return loop.emitOpError("is a scatter-add of no static extent; it has "
+                            "no CUDA lowering");
+  int64_t adds = 0;
+  WalkResult body = loop.getBody()->walk([&](Operation *op) {
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (!addedBy(store))
+        return WalkResult::interrupt();
+      ++adds;
+      return WalkResult::advance();
+    }
+    bool known = isa<memref::LoadOp, scf::IfOp, scf::YieldOp>(op) ||
+                 isa_and_nonnull<arith::ArithDialect>(op->getDialect());
+    return known ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  if (body.wasInterrupted() || adds == 0)
+    return loop.emitOpError("is no scatter-add: its threads would race "
+                            "(its body must add into what it loads, and "
+                            "only that)");
+  return *to;
 }
 
-/// Each `store(addf(load(m[i]), x), m[i])` in `region` becomes an atomic
-/// add of x to m[i]; returns how many.
-int64_t atomicAdds(Region &region) {
+/// Each store of `addf(load(m[i]), x)` into m[i] in `region` becomes an
+/// atomic add of x to m[i] (scatterCount checked that every store is one).
+void atomicAdds(Region &region) {
   SmallVector<memref::StoreOp> stores;
   region.walk([&](memref::StoreOp store) { stores.push_back(store); });
-  int64_t made = 0;
   for (memref::StoreOp store : stores) {
+    Value added = addedBy(store).value_or(Value());
     auto add = store.getValue().getDefiningOp<arith::AddFOp>();
-    if (!add)
-      continue;
-    for (unsigned k = 0; k < 2; ++k) {
-      auto load = add->getOperand(k).getDefiningOp<memref::LoadOp>();
-      if (!load || load.getMemRef() != store.getMemRef() ||
-          load.getIndices() != store.getIndices())
-        continue;
-      OpBuilder b(store);
-      b.create<memref::AtomicRMWOp>(store.getLoc(), arith::AtomicRMWKind::addf,
-                                    add->getOperand(1 - k), store.getMemRef(),
-                                    store.getIndices());
-      store.erase();
-      if (add->use_empty())
-        add.erase();
+    OpBuilder b(store);
+    b.create<memref::AtomicRMWOp>(store.getLoc(), arith::AtomicRMWKind::addf,
+                                  added, store.getMemRef(), store.getIndices());
+    store.erase();
+    SmallVector<Operation *> loads;
+    for (Value v : add->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          isa_and_nonnull<memref::LoadOp>(def))
+        loads.push_back(def);
+    if (add->use_empty())
+      add.erase();
+    for (Operation *load : loads)
       if (load->use_empty())
-        load.erase();
-      ++made;
-      break;
-    }
+        load->erase();
   }
-  return made;
 }
 
-/// Constants `launch` reads from outside are made again inside it: the
-/// kernel's divisions by the gradient's sizes then stay multiplications,
-/// not divisions by a parameter.
+/// Whether the launch can make `v` again itself: a constant, a constant
+/// buffer (a global: the kernel module gets its own copy, where the host's
+/// address would mean nothing on the GPU), or a view of one.
+bool remakeable(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  if (def->hasTrait<mlir::OpTrait::ConstantLike>() ||
+      isa<memref::GetGlobalOp>(def))
+    return true;
+  return isa<ViewLikeOpInterface>(def) &&
+         llvm::all_of(def->getOperands(), remakeable);
+}
+
+/// The constants, constant buffers and their views `launch` reads from
+/// outside are made again inside it.
 void sinkConstants(gpu::LaunchOp launch) {
   Block &body = launch.getBody().front();
   OpBuilder b(&body, body.begin());
   IRMapping made;
+  std::function<Value(Value)> remake = [&](Value v) -> Value {
+    if (Value m = made.lookupOrNull(v))
+      return m;
+    Operation *def = v.getDefiningOp();
+    for (Value operand : def->getOperands())
+      remake(operand);
+    Operation *copy = b.clone(*def, made);
+    for (auto [from, to] : llvm::zip(def->getResults(), copy->getResults()))
+      made.map(from, to);
+    return made.lookup(v);
+  };
   launch.getBody().walk([&](Operation *op) {
     for (OpOperand &operand : op->getOpOperands()) {
       Operation *def = operand.get().getDefiningOp();
-      if (!def || !def->hasTrait<mlir::OpTrait::ConstantLike>() ||
-          launch->isAncestor(def))
-        continue;
-      if (!made.contains(operand.get()))
-        made.map(operand.get(), b.clone(*def)->getResult(0));
-      operand.set(made.lookup(operand.get()));
+      if (def && !launch->isAncestor(def) && remakeable(operand.get()))
+        operand.set(remake(operand.get()));
     }
   });
 }
 
-/// `loop` as one launch of a thread per iteration.
+/// `loop` (checked by scatterCount) as one launch of a thread for each of
+/// its `count` iterations.
 LogicalResult mapScatterAdd(scf::ForOp loop, int64_t count, bool explain) {
   OpBuilder b(loop);
   Location loc = loop.getLoc();
@@ -110,9 +166,7 @@ LogicalResult mapScatterAdd(scf::ForOp loop, int64_t count, bool explain) {
   Block &then = guard.getThenRegion().front();
   then.getOperations().splice(then.begin(), body->getOperations());
   sinkConstants(launch);
-  if (atomicAdds(guard.getThenRegion()) == 0)
-    return loop.emitOpError("adds nothing into its result; it is no "
-                            "scatter-add");
+  atomicAdds(guard.getThenRegion());
   if (explain)
     loop.emitRemark() << "a scatter-add: one thread for each of " << count
                       << " gradient elements, each added atomically at its "
@@ -129,19 +183,20 @@ FailureOr<int64_t> mapScatterAdds(func::FuncOp func, bool explain) {
     if (loop->hasAttr(kScatterAddAttrName))
       loops.push_back(loop);
   });
+  int64_t launches = 0;
   for (scf::ForOp loop : loops) {
-    std::optional<int64_t> count = iterations(loop);
-    if (!count)
-      return loop.emitOpError("is a scatter-add of no static extent; it has "
-                              "no CUDA lowering");
+    FailureOr<int64_t> count = scatterCount(loop);
+    if (failed(count))
+      return failure();
     if (*count == 0) {
       loop.erase();
       continue;
     }
     if (failed(mapScatterAdd(loop, *count, explain)))
       return failure();
+    ++launches;
   }
-  return static_cast<int64_t>(loops.size());
+  return launches;
 }
 
 } // namespace locus::gpu_mapping
