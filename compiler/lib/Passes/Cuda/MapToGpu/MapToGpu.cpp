@@ -1173,7 +1173,7 @@ private:
     FailureOr<int64_t> scatters = mapScatterAdds(func, explain);
     if (failed(scatters))
       return failure();
-    numLaunches += *scatters;
+    numLaunches += scatters.value_or(0);
     numLaunches += mapRowGroups(func.getBody().front(), explain);
     foldFilledCopies(func.getBody().front());
     DenseMap<Operation *, Value> filled = foldFills(func.getBody().front());

@@ -188,11 +188,12 @@ FailureOr<int64_t> mapScatterAdds(func::FuncOp func, bool explain) {
     FailureOr<int64_t> count = scatterCount(loop);
     if (failed(count))
       return failure();
-    if (*count == 0) {
+    int64_t iterations = count.value_or(0);
+    if (iterations == 0) {
       loop.erase();
       continue;
     }
-    if (failed(mapScatterAdd(loop, *count, explain)))
+    if (failed(mapScatterAdd(loop, iterations, explain)))
       return failure();
     ++launches;
   }
