@@ -37,6 +37,25 @@ struct Site {
   const char *what; // "labels", "indices"
 };
 
+/// Whether every index of `indices` is a constant in [0, extent): a
+/// locus.constant, or a reshape, broadcast, transpose or slice of one
+/// (they move or repeat values, making none). Such indices (a positional
+/// embedding's arange) need no check at run time.
+bool constantInRange(Value indices, int64_t extent) {
+  Operation *def = indices.getDefiningOp();
+  while (isa_and_nonnull<ReshapeOp, BroadcastOp, TransposeOp, SliceOp>(def))
+    def = def->getOperand(0).getDefiningOp();
+  auto constant = dyn_cast_or_null<ConstantOp>(def);
+  auto values = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue())
+                         : DenseIntElementsAttr();
+  if (!values)
+    return false;
+  return llvm::all_of(values.getValues<APInt>(), [&](const APInt &v) {
+    int64_t i = v.getSExtValue();
+    return i >= 0 && i < extent;
+  });
+}
+
 class CheckIndicesPass
     : public locus::impl::LocusCheckIndicesBase<CheckIndicesPass> {
 public:
@@ -88,6 +107,7 @@ public:
     for (const Site &site : sites) {
       auto type = cast<RankedTensorType>(site.indices.getType());
       if (type.getNumElements() == 0 ||
+          constantInRange(site.indices, site.extent) ||
           !seen.insert({site.indices, site.extent}).second)
         continue;
       addCheck(site, count++);

@@ -120,3 +120,27 @@ locus.graph @windows attributes {locus.symbols = [["batch", 8]]} {
   locus.output "d" = %d : tensor<8x4xf32>
   locus.output "e" = %e : tensor<8x2xf32>
 }
+
+// -----
+
+// Constant indices all in range (a positional embedding's arange, also
+// through a reshape and a broadcast) need no check; a constant with one
+// out of range keeps its check, which the run reports.
+// CHECK-LABEL: locus.graph @constant_ids
+// CHECK-NOT: indices outside [0, 16)
+// CHECK: locus.output "__locus_check:0:locus.gather at {{.*}}|indices outside [0, 4)"
+// CHECK-NOT: __locus_check:1
+locus.graph @constant_ids {
+  %w = locus.input "w" : tensor<16x8xf32>
+  %pos = locus.constant dense<[0, 1, 2, 15]> : tensor<4xi64>
+  %e = locus.gather %w, %pos axis 0 : tensor<16x8xf32>, tensor<4xi64> -> tensor<4x8xf32>
+  %row = locus.reshape %pos [1, 4] : tensor<4xi64> -> tensor<1x4xi64>
+  %grid = locus.broadcast %row [3, 4] : tensor<1x4xi64> -> tensor<3x4xi64>
+  %f = locus.gather %w, %grid axis 0 : tensor<16x8xf32>, tensor<3x4xi64> -> tensor<3x4x8xf32>
+  %v = locus.input "v" : tensor<4x8xf32>
+  %bad = locus.constant dense<[0, 4]> : tensor<2xi64>
+  %g = locus.gather %v, %bad axis 0 : tensor<4x8xf32>, tensor<2xi64> -> tensor<2x8xf32>
+  locus.output "e" = %e : tensor<4x8xf32>
+  locus.output "f" = %f : tensor<3x4x8xf32>
+  locus.output "g" = %g : tensor<2x8xf32>
+}

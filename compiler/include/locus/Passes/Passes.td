@@ -495,7 +495,10 @@ def LocusCheckIndices : Pass<"locus-check-indices", "::locus::GraphOp"> {
     `locus.cross_entropy at model.cpp:14: labels outside [0, 10) (3 found)`.
     The check depends on the indices alone, so it is computed before any
     state update of a training step reads them, and read before that update
-    runs.
+    runs. Indices that are constants in range (a `locus.constant`, or a
+    reshape, broadcast, transpose or slice of one: a positional
+    embedding's arange) get no check: on a GPU each check is a launch and
+    a read back that splits the step's graph replay.
 
     In a graph with dynamic sizes it also checks each `locus.batch_norm_train`
     whose input can have fewer than two values per channel in a run (a
