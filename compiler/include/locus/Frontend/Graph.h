@@ -733,8 +733,10 @@ TopK topk(const Tensor &x, int64_t k, int64_t axis = -1, bool largest = true,
 /// out[i][j][k] = x[i][index[i][j][k]][k] for axis 1 (and so on), as
 /// torch.gather: `index` (i64 or i32) has x's rank and is no larger than x
 /// in the other dimensions; an index outside [0, x.dim(axis)) gives 0. The
-/// gradient flows to x. Recorded as a one-hot product: it computes and
-/// holds index.numel() * x.dim(axis) values.
+/// gradient flows to x, each element back where it was picked. Recorded
+/// as locus.gather_elements (its gradient a scatter-add); with dynamic
+/// sizes as a one-hot product, which computes and holds index.numel() *
+/// x.dim(axis) values.
 Tensor gather(const Tensor &x, int64_t axis, const Tensor &index,
               Here loc = Here::current());
 /// Variance over `axes`, divided by n - 1 when `unbiased` (torch.var's
