@@ -369,10 +369,7 @@ Value Differentiator::gatherGrad(GatherOp o, Value g) {
                   forwardDims->isDynamic(o.getIndices()));
   if (!sizedAtRun) {
     // In f32, where a 16-bit sum of repeated indices would round each time.
-    Value f32 = g;
-    if (!typeOf(g).getElementType().isF32())
-      f32 = b.create<CastOp>(loc, g, TypeAttr::get(b.getF32Type()));
-    return inTypeOf(b.create<GatherGradOp>(loc, f32, o.getIndices(),
+    return inTypeOf(b.create<GatherGradOp>(loc, inF32(g), o.getIndices(),
                                            b.getI64IntegerAttr(axis),
                                            b.getI64IntegerAttr(extent)),
                     o.getInput());
@@ -705,11 +702,8 @@ bool Differentiator::backwardShape(Operation *op, Value g) {
         give(o.getInput(), [&] {
           RankedTensorType in = typeOf(o.getInput());
           int64_t axis = o.getAxis();
-          Value f32 = g;
-          if (!typeOf(g).getElementType().isF32())
-            f32 = b.create<CastOp>(loc, g, TypeAttr::get(b.getF32Type()));
           return inTypeOf(b.create<GatherElementsGradOp>(
-                              loc, f32, o.getIndices(),
+                              loc, inF32(g), o.getIndices(),
                               b.getI64IntegerAttr(axis),
                               b.getI64IntegerAttr(in.getDimSize(axis))),
                           o.getInput());

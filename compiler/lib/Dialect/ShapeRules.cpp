@@ -48,6 +48,19 @@ RankedTensorType tensorOperand(const RuleError &fail, Value value,
 
 std::string str(ArrayRef<int64_t> shape) { return formatShape(shape); }
 
+/// A gather-like op's data operand (`what`) and its indices as ranked
+/// tensor types, or nulls after reporting the first that is not one.
+std::pair<RankedTensorType, RankedTensorType>
+indexedOperands(const RuleError &fail, Value data, StringRef what,
+                Value indices) {
+  RankedTensorType d = tensorOperand(fail, data, what);
+  RankedTensorType i =
+      d ? tensorOperand(fail, indices, "indices") : RankedTensorType();
+  if (!i)
+    return {};
+  return {d, i};
+}
+
 std::string num(int64_t value) { return std::to_string(value); }
 
 /// An element type as the user wrote it (f32, i64, i1).
@@ -499,11 +512,9 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<GatherOp>(loc);
-  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
-  RankedTensorType indices =
-      input ? tensorOperand(fail, adaptor.getIndices(), "indices")
-            : RankedTensorType();
-  if (!input || !indices)
+  auto [input, indices] =
+      indexedOperands(fail, adaptor.getInput(), "input", adaptor.getIndices());
+  if (!input)
     return failure();
   if (!adaptor.getAxisAttr())
     return fail("requires attribute 'axis'");
@@ -855,11 +866,9 @@ GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                    Adaptor adaptor,
                                    SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<GatherElementsOp>(loc);
-  RankedTensorType input = tensorOperand(fail, adaptor.getInput(), "input");
-  RankedTensorType indices =
-      input ? tensorOperand(fail, adaptor.getIndices(), "indices")
-            : RankedTensorType();
-  if (!input || !indices)
+  auto [input, indices] =
+      indexedOperands(fail, adaptor.getInput(), "input", adaptor.getIndices());
+  if (!input)
     return failure();
   if (!adaptor.getAxisAttr())
     return fail("requires attribute 'axis'");
@@ -882,11 +891,9 @@ LogicalResult GatherElementsGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<GatherElementsGradOp>(loc);
-  RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
-  RankedTensorType indices =
-      grad ? tensorOperand(fail, adaptor.getIndices(), "indices")
-           : RankedTensorType();
-  if (!grad || !indices)
+  auto [grad, indices] =
+      indexedOperands(fail, adaptor.getGrad(), "grad", adaptor.getIndices());
+  if (!grad)
     return failure();
   if (!adaptor.getAxisAttr() || !adaptor.getExtentAttr())
     return fail("requires attributes 'axis' and 'extent'");
@@ -910,11 +917,9 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &results) {
   RuleError fail = errorsOf<GatherGradOp>(loc);
-  RankedTensorType grad = tensorOperand(fail, adaptor.getGrad(), "grad");
-  RankedTensorType indices =
-      grad ? tensorOperand(fail, adaptor.getIndices(), "indices")
-           : RankedTensorType();
-  if (!grad || !indices)
+  auto [grad, indices] =
+      indexedOperands(fail, adaptor.getGrad(), "grad", adaptor.getIndices());
+  if (!grad)
     return failure();
   if (!adaptor.getAxisAttr() || !adaptor.getExtentAttr())
     return fail("requires attributes 'axis' and 'extent'");
